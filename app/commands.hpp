@@ -1,0 +1,22 @@
+#pragma once
+// Each subcommand registers itself on the CLI11 app and, when chosen, stores the
+// function main() runs after parsing. Runners return the process exit code; user
+// errors are thrown as config::ConfigError (or std::invalid_argument) and main() turns
+// them into one line on stderr and exit code 2.
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace overlapsim::app {
+
+using Runner = std::function<int()>;
+
+void add_collective_command(CLI::App& app, Runner& selected);
+void add_simulate_command(CLI::App& app, Runner& selected);
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;   // internal error
+inline constexpr int kExitBadInput = 2;  // bad file, key, value or flag
+
+}  // namespace overlapsim::app

@@ -1,0 +1,47 @@
+#include <cstdio>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "app/commands.hpp"
+#include "config/error.hpp"
+
+int main(int argc, char** argv) {
+  using namespace overlapsim::app;
+  CLI::App app{"overlapsim: training step times under communication/computation overlap designs"};
+  app.require_subcommand(0, 1);
+  Runner selected;
+  add_collective_command(app, selected);
+  add_simulate_command(app, selected);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+  try {
+    if (!selected) {
+      // No subcommand: the default demo run, as `overlapsim simulate` with no flags.
+      CLI::App demo;
+      Runner sim;
+      add_simulate_command(demo, sim);
+      const char* args[] = {"overlapsim", "simulate"};
+      demo.parse(2, const_cast<char**>(args));
+      selected = sim;
+    }
+    return selected ? selected() : kExitFailure;
+  } catch (const overlapsim::config::ConfigError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "internal error: {}\n", e.what());
+    return kExitFailure;
+  }
+}

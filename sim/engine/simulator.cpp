@@ -1,0 +1,88 @@
+#include "sim/engine/simulator.hpp"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace overlapsim::sim {
+
+EventId Simulator::schedule(double delay_s, Callback cb) {
+  if (std::isnan(delay_s) || delay_s < 0.0)
+    throw std::invalid_argument("Simulator::schedule: delay must be >= 0 and not NaN, got " +
+                                std::to_string(delay_s));
+  return schedule_at(now_s_ + delay_s, std::move(cb));
+}
+
+EventId Simulator::schedule_at(double time_s, Callback cb) {
+  if (std::isnan(time_s) || time_s < now_s_ || std::isinf(time_s))
+    throw std::invalid_argument("Simulator::schedule_at: time must be finite and >= now(), got " +
+                                std::to_string(time_s));
+  if (!cb) throw std::invalid_argument("Simulator::schedule: empty callback");
+  std::uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Slot& s = slots_[slot];
+  s.cb = std::move(cb);
+  s.live = true;
+  ++s.generation;
+  queue_.push(Event{time_s, next_seq_++, slot});
+  return (static_cast<EventId>(slot) + 1) << 32 | s.generation;
+}
+
+bool Simulator::cancel(EventId id) {
+  if (id == kNoEvent) return false;
+  const std::uint64_t slot_plus_one = id >> 32;
+  if (slot_plus_one == 0 || slot_plus_one > slots_.size()) return false;
+  Slot& s = slots_[slot_plus_one - 1];
+  if (!s.live || s.generation != static_cast<std::uint32_t>(id & 0xffffffffu)) return false;
+  s.live = false;
+  s.cb = nullptr;
+  ++cancelled_pending_;
+  return true;
+}
+
+bool Simulator::pop_one(double limit_s) {
+  while (!queue_.empty()) {
+    const Event ev = queue_.top();
+    Slot& s = slots_[ev.slot];
+    if (!s.live) {  // cancelled: drop it without advancing time, recycle the slot
+      queue_.pop();
+      --cancelled_pending_;
+      free_slots_.push_back(ev.slot);
+      continue;
+    }
+    if (ev.time_s > limit_s) return false;
+    queue_.pop();
+    now_s_ = ev.time_s;
+    Callback cb = std::move(s.cb);
+    s.cb = nullptr;
+    s.live = false;
+    free_slots_.push_back(ev.slot);
+    ++processed_;
+    cb();
+    return true;
+  }
+  return false;
+}
+
+void Simulator::run() {
+  stopped_ = false;
+  while (!stopped_ && pop_one(std::numeric_limits<double>::infinity())) {
+  }
+}
+
+void Simulator::run_until(double until_s) {
+  if (std::isnan(until_s) || until_s < now_s_)
+    throw std::invalid_argument("Simulator::run_until: time must be >= now()");
+  stopped_ = false;
+  while (!stopped_ && pop_one(until_s)) {
+  }
+  if (!stopped_) now_s_ = until_s;
+}
+
+}  // namespace overlapsim::sim

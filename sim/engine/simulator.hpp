@@ -1,0 +1,67 @@
+#pragma once
+// The discrete-event engine. It knows only time and callbacks: models (network,
+// compute, collectives) schedule events; nothing here is about GPUs or networks.
+// Ordering is (time, sequence number), so events at equal times run in the order they
+// were scheduled and every run of the same input is bit-for-bit identical.
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <stdexcept>
+#include <vector>
+
+namespace overlapsim::sim {
+
+using EventId = std::uint64_t;
+inline constexpr EventId kNoEvent = 0;
+
+class Simulator {
+ public:
+  using Callback = std::function<void()>;
+
+  // Runs `cb` at now() + delay_s. Throws std::invalid_argument for negative or NaN delays.
+  EventId schedule(double delay_s, Callback cb);
+  // Runs `cb` at absolute time `time_s` >= now().
+  EventId schedule_at(double time_s, Callback cb);
+  // Cancels a pending event; returns false when it already ran or was cancelled.
+  bool cancel(EventId id);
+
+  double now() const { return now_s_; }
+  // Runs until no event is left (or stop() is called from a callback).
+  void run();
+  // Runs events with time <= until_s, then sets now() = until_s if it got that far.
+  void run_until(double until_s);
+  void stop() { stopped_ = true; }
+
+  std::uint64_t events_processed() const { return processed_; }
+  std::size_t pending() const { return queue_.size() - cancelled_pending_; }
+
+ private:
+  struct Event {
+    double time_s;
+    std::uint64_t seq;
+    std::uint32_t slot;
+    // Ordered so std::priority_queue pops the smallest (time, seq) first.
+    bool operator<(const Event& o) const {
+      return time_s != o.time_s ? time_s > o.time_s : seq > o.seq;
+    }
+  };
+  bool pop_one(double limit_s);
+
+  // Callbacks live in recycled slots so memory tracks pending events, not all events.
+  // An EventId is (slot + 1) << 32 | generation, so a stale id never cancels a reused slot.
+  struct Slot {
+    Callback cb;
+    std::uint32_t generation = 0;
+    bool live = false;
+  };
+  std::priority_queue<Event> queue_;
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> free_slots_;
+  std::uint64_t next_seq_ = 1;
+  std::uint64_t processed_ = 0;
+  std::size_t cancelled_pending_ = 0;
+  double now_s_ = 0.0;
+  bool stopped_ = false;
+};
+
+}  // namespace overlapsim::sim

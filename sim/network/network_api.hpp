@@ -1,0 +1,40 @@
+#pragma once
+// The seam between collectives and the network (the ASTRA-sim idea, with typed
+// callbacks). Collectives turn an operation into groups of transfers; a backend (the
+// flow-level FlowNetwork, or an analytical one) decides when each group has arrived.
+#include <cstdint>
+#include <functional>
+#include <span>
+
+namespace overlapsim::sim {
+
+class Simulator;
+
+struct Transfer {
+  int src_rank = 0;
+  int dst_rank = 0;
+  std::uint64_t bytes = 0;
+};
+
+class NetworkApi {
+ public:
+  using Done = std::function<void()>;
+  virtual ~NetworkApi() = default;
+
+  virtual Simulator& simulator() = 0;
+  virtual int num_ranks() const = 0;
+  virtual int host_of(int rank) const = 0;
+
+  // Starts every transfer of the group at simulator().now(); `on_done` runs once, when
+  // the last byte of the last transfer has arrived. Transfers with src == dst or zero
+  // bytes complete at once. A group lets the backend aggregate identical flows and
+  // batch completions, which is what keeps O(n^2) all-to-all tractable.
+  virtual void transfer_group(std::span<const Transfer> transfers, Done on_done,
+                              std::uint64_t flow_id = 0) = 0;
+
+  void transfer(const Transfer& t, Done on_done, std::uint64_t flow_id = 0) {
+    transfer_group(std::span<const Transfer>(&t, 1), std::move(on_done), flow_id);
+  }
+};
+
+}  // namespace overlapsim::sim
