@@ -1,0 +1,103 @@
+#pragma once
+// The operation graph of one training step, as workloads/ generators emit it and the
+// simulator executes it. One graph per simulated rank: vertices are operations, edges
+// are dependencies (an op starts when all its predecessors are done and its stream is
+// free). Compute ops carry their shape, FLOPs and bytes; communication ops carry the
+// collective, its bytes (nccl-tests convention, see collective.hpp) and a communicator.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include "sim/collectives/collective.hpp"
+
+namespace overlapsim::sim {
+
+enum class OpKind {
+  Gemm,             // dense matmul: m x n x k (x batch)
+  Gemv,             // matrix-vector (decode, small batch)
+  Attention,        // fused attention (flash-attention style): flops and bytes given
+  Elementwise,      // memory-bound: norms, activations, residual adds, optimizer math
+  EmbeddingLookup,  // embedding-bag gather: bytes given
+  Collective,       // a collective over a communicator
+  SendRecv,         // point-to-point (pipeline-parallel activations/gradients)
+};
+const char* to_string(OpKind kind);
+
+enum class Precision { FP32, BF16, FP16, FP8 };
+const char* to_string(Precision p);
+int bytes_per_element(Precision p);
+
+enum class Phase { Forward, Backward, Optimizer };
+const char* to_string(Phase p);
+
+// Streams of one rank. Compute ops run one at a time on Compute; communication runs on
+// its own stream(s) so it can overlap with compute (e.g. DP gradient buckets).
+enum class StreamKind { Compute, TensorComm, DataComm, PipelineComm, ExpertComm };
+const char* to_string(StreamKind s);
+
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t batch = 1;
+};
+
+// A communicator: an ordered list of global GPU ranks. `family` groups communicators
+// that are images of each other under the parallel layout (all TP groups, all DP groups
+// of a stage, ...): the executor may simulate one member of a family's ranks and launch
+// the others' traffic as symmetric load.
+struct CommGroup {
+  std::string family;  // "tp", "dp", "pp", "ep", "cp", ...
+  std::vector<int> ranks;
+};
+
+struct OpNode {
+  std::string name;  // e.g. "L12.fwd.qkv"; names show in traces
+  OpKind kind = OpKind::Elementwise;
+  Phase phase = Phase::Forward;
+  StreamKind stream = StreamKind::Compute;
+  Precision precision = Precision::BF16;
+  int layer = -1;
+  int microbatch = -1;
+
+  // Compute ops.
+  GemmShape gemm;              // Gemm, Gemv (n == 1 for gemv)
+  double flops = 0;            // floating-point operations of this op
+  std::uint64_t bytes = 0;     // minimum device-memory traffic (reads + writes)
+
+  // Communication ops.
+  CollectiveOp collective = CollectiveOp::AllReduce;
+  std::uint64_t comm_bytes = 0;  // nccl-tests convention
+  int comm_group = -1;           // index into StepGraph::groups
+  int peer_rank = -1;            // SendRecv: the global rank on the other side
+  bool is_send = true;           // SendRecv: send (true) or receive (false)
+
+  // Overlap pairing: for a collective that consumes a compute op's output (or a compute
+  // op that consumes a collective's output), the vertex index of that partner op in the
+  // same rank graph; -1 when unpaired. Overlap designs (sequential, decomposed, tilewise,
+  // fused, shaped) act on these pairs.
+  int pair_partner = -1;
+};
+
+using OpGraph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, OpNode>;
+using OpVertex = OpGraph::vertex_descriptor;
+
+struct RankProgram {
+  int rank = 0;          // global GPU rank this graph belongs to
+  int multiplicity = 1;  // how many ranks this one stands for (identical-rank folding)
+  OpGraph graph;
+};
+
+// One training step across the cluster.
+struct StepGraph {
+  std::string workload;           // model name
+  int world_size = 0;
+  std::vector<CommGroup> groups;  // communicators referenced by comm ops
+  std::vector<RankProgram> ranks; // the simulated ranks (all, or one per identical class)
+  double flops_per_step = 0;      // model FLOPs of the whole step over all GPUs
+  double tokens_per_step = 0;     // tokens (or samples, for DLRM) per step
+  std::string throughput_unit;    // "tokens" or "samples"
+};
+
+}  // namespace overlapsim::sim
