@@ -4,6 +4,7 @@
 // flow-level FlowNetwork, or an analytical one) decides when each group has arrived.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 
 namespace overlapsim::sim {
@@ -14,6 +15,13 @@ struct Transfer {
   int src_rank = 0;
   int dst_rank = 0;
   std::uint64_t bytes = 0;
+};
+
+// Zero-load properties of the path between two ranks: what the first byte pays
+// (latency) and the narrowest link on the way (bottleneck capacity).
+struct PathEstimate {
+  double latency_s = 0;
+  double bandwidth_Bps = 0;
 };
 
 class NetworkApi {
@@ -31,6 +39,17 @@ class NetworkApi {
   // batch completions, which is what keeps O(n^2) all-to-all tractable.
   virtual void transfer_group(std::span<const Transfer> transfers, Done on_done,
                               std::uint64_t flow_id = 0) = 0;
+
+  // Zero-load estimate of the path src -> dst, or nullopt when the backend cannot tell.
+  // Collectives stream a pipelined phase as one long flow per link and charge the
+  // remaining pipeline step latencies with it (and use it to pick an algorithm), which
+  // is what keeps a 1,024-rank ring to n flows instead of 2n(n-1). Without it they fall
+  // back to simulating every ring step as its own group (exact, but slower).
+  virtual std::optional<PathEstimate> path_estimate(int src_rank, int dst_rank) const {
+    (void)src_rank;
+    (void)dst_rank;
+    return std::nullopt;
+  }
 
   void transfer(const Transfer& t, Done on_done, std::uint64_t flow_id = 0) {
     transfer_group(std::span<const Transfer>(&t, 1), std::move(on_done), flow_id);
