@@ -1,0 +1,238 @@
+#include "sim/network/maxmin.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace overlapsim::sim {
+
+namespace {
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// Compact the path pool when removed paths exceed this many ids and half the pool.
+constexpr std::size_t kCompactMinGarbage = std::size_t{1} << 20;
+}  // namespace
+
+MaxMinSolver::ResourceId MaxMinSolver::add_resource(double capacity_Bps) {
+  if (!std::isfinite(capacity_Bps) || capacity_Bps <= 0)
+    throw std::invalid_argument("MaxMinSolver: resource capacity must be finite and > 0, got " +
+                                std::to_string(capacity_Bps));
+  const auto id = static_cast<ResourceId>(capacity_Bps_.size());
+  capacity_Bps_.push_back(capacity_Bps);
+  load_Bps_.push_back(0);
+  remaining_Bps_.push_back(0);
+  unfrozen_.push_back(0);
+  level_key_Bps_.push_back(0);
+  csr_begin_.push_back(0);
+  csr_fill_.push_back(0);
+  touched_.push_back(0);
+  return id;
+}
+
+MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resources,
+                                            std::uint32_t multiplicity) {
+  if (multiplicity == 0) throw std::invalid_argument("MaxMinSolver: multiplicity must be >= 1");
+  for (ResourceId r : resources)
+    if (r >= capacity_Bps_.size())
+      throw std::invalid_argument("MaxMinSolver: flow uses unknown resource " + std::to_string(r));
+  if (path_garbage_ > kCompactMinGarbage && path_garbage_ > path_pool_.size() / 2) compact_paths();
+
+  FlowId id;
+  if (!free_ids_.empty()) {
+    id = free_ids_.back();
+    free_ids_.pop_back();
+  } else {
+    if (state_.size() >= std::numeric_limits<FlowId>::max())
+      throw std::length_error("MaxMinSolver: too many flows");
+    id = static_cast<FlowId>(state_.size());
+    path_begin_.push_back(0);
+    path_len_.push_back(0);
+    multiplicity_.push_back(0);
+    rate_Bps_.push_back(0);
+    state_.push_back(FlowState::Free);
+    frozen_.push_back(0);
+  }
+  path_begin_[id] = path_pool_.size();
+  path_len_[id] = static_cast<std::uint32_t>(resources.size());
+  path_pool_.insert(path_pool_.end(), resources.begin(), resources.end());
+  multiplicity_[id] = multiplicity;
+  rate_Bps_[id] = 0;
+  state_[id] = FlowState::Added;
+  added_since_solve_ = true;
+  ++num_active_;
+  return id;
+}
+
+void MaxMinSolver::remove_flow(FlowId id) {
+  if (!is_active(id))
+    throw std::invalid_argument("MaxMinSolver: remove_flow of inactive flow " + std::to_string(id));
+  if (state_[id] == FlowState::Solved) {
+    const double used_Bps = multiplicity_[id] * rate_Bps_[id];
+    for (ResourceId r : resources_of(id)) load_Bps_[r] -= used_Bps;
+    removed_min_rate_Bps_ =
+        removed_since_solve_ ? std::min(removed_min_rate_Bps_, rate_Bps_[id]) : rate_Bps_[id];
+    removed_since_solve_ = true;
+  }
+  // rate_Bps_[id] stays: order_ still lists the id and is searched by rate until the next
+  // solve, and the id is not reused before then without a full solve (add_flow sets it).
+  state_[id] = FlowState::Free;
+  path_garbage_ += path_len_[id];
+  free_ids_.push_back(id);
+  --num_active_;
+}
+
+bool MaxMinSolver::is_active(FlowId id) const {
+  return id < state_.size() && state_[id] != FlowState::Free;
+}
+
+std::span<const MaxMinSolver::ResourceId> MaxMinSolver::resources_of(FlowId id) const {
+  if (!is_active(id))
+    throw std::invalid_argument("MaxMinSolver: resources_of inactive flow " + std::to_string(id));
+  return {path_pool_.data() + path_begin_[id], path_len_[id]};
+}
+
+void MaxMinSolver::compact_paths() {
+  std::vector<ResourceId> pool;
+  pool.reserve(path_pool_.size() - path_garbage_);
+  for (std::size_t id = 0; id < state_.size(); ++id) {
+    if (state_[id] == FlowState::Free) continue;
+    const std::size_t begin = pool.size();
+    pool.insert(pool.end(), path_pool_.begin() + static_cast<std::ptrdiff_t>(path_begin_[id]),
+                path_pool_.begin() + static_cast<std::ptrdiff_t>(path_begin_[id] + path_len_[id]));
+    path_begin_[id] = begin;
+  }
+  path_pool_.swap(pool);
+  path_garbage_ = 0;
+}
+
+std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
+  batch_.clear();
+  if (!added_since_solve_ && !removed_since_solve_) return {};
+
+  std::size_t keep = 0;  // prefix of order_ whose rates stay
+  double start_level_Bps = 0;
+  if (added_since_solve_) {
+    ++full_solves_;
+    for (std::size_t id = 0; id < state_.size(); ++id)
+      if (state_[id] != FlowState::Free) batch_.push_back(static_cast<FlowId>(id));
+    // Recomputing every load from zero also discards rounding drift from removals.
+    std::fill(load_Bps_.begin(), load_Bps_.end(), 0.0);
+  } else {
+    ++partial_solves_;
+    start_level_Bps = removed_min_rate_Bps_;
+    keep = static_cast<std::size_t>(
+        std::lower_bound(order_.begin(), order_.end(), start_level_Bps,
+                         [this](FlowId f, double x) { return rate_Bps_[f] < x; }) -
+        order_.begin());
+    for (std::size_t i = keep; i < order_.size(); ++i) {
+      const FlowId f = order_[i];
+      if (state_[f] == FlowState::Free) continue;
+      batch_.push_back(f);
+      const double used_Bps = multiplicity_[f] * rate_Bps_[f];
+      for (ResourceId r : resources_of(f)) load_Bps_[r] -= used_Bps;
+    }
+    if (num_active_ == 0) std::fill(load_Bps_.begin(), load_Bps_.end(), 0.0);
+  }
+
+  fill(start_level_Bps);
+
+  order_.resize(keep);
+  order_.insert(order_.end(), batch_.begin(), batch_.end());
+  for (FlowId f : batch_) {
+    state_[f] = FlowState::Solved;
+    const double used_Bps = multiplicity_[f] * rate_Bps_[f];
+    if (std::isfinite(used_Bps))
+      for (ResourceId r : resources_of(f)) load_Bps_[r] += used_Bps;
+  }
+  flows_solved_ += batch_.size();
+  added_since_solve_ = false;
+  removed_since_solve_ = false;
+  return batch_;
+}
+
+void MaxMinSolver::fill(double start_level_Bps) {
+  // Resource -> batch flows, as a compressed sparse row over the resources the batch touches.
+  touched_list_.clear();
+  std::size_t incidences = 0;
+  for (FlowId f : batch_) {
+    frozen_[f] = 0;
+    for (ResourceId r : resources_of(f)) {
+      if (!touched_[r]) {
+        touched_[r] = 1;
+        touched_list_.push_back(r);
+        csr_fill_[r] = 0;
+        unfrozen_[r] = 0;
+      }
+      ++csr_fill_[r];
+      unfrozen_[r] += multiplicity_[f];
+      ++incidences;
+    }
+  }
+  if (incidences > std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("MaxMinSolver: more than 2^32 flow-resource incidences");
+  std::uint32_t offset = 0;
+  for (ResourceId r : touched_list_) {
+    csr_begin_[r] = offset;
+    offset += csr_fill_[r];
+    csr_fill_[r] = csr_begin_[r];
+  }
+  csr_flows_.resize(incidences);
+  for (FlowId f : batch_)
+    for (ResourceId r : resources_of(f)) csr_flows_[csr_fill_[r]++] = f;
+
+  const auto heap_greater = std::greater<std::pair<double, ResourceId>>();
+  heap_.clear();
+  for (ResourceId r : touched_list_) {
+    // Rounding in incremental loads must not let the remainder leave [0, capacity].
+    remaining_Bps_[r] = std::clamp(capacity_Bps_[r] - load_Bps_[r], 0.0, capacity_Bps_[r]);
+    level_key_Bps_[r] = std::max(start_level_Bps, remaining_Bps_[r] / unfrozen_[r]);
+    heap_.emplace_back(level_key_Bps_[r], r);
+  }
+  std::make_heap(heap_.begin(), heap_.end(), heap_greater);
+
+  frozen_order_.clear();
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), heap_greater);
+    const auto [level_Bps, bottleneck] = heap_.back();
+    heap_.pop_back();
+    if (unfrozen_[bottleneck] == 0 || level_key_Bps_[bottleneck] != level_Bps) continue;
+    for (std::uint32_t i = csr_begin_[bottleneck]; i < csr_fill_[bottleneck]; ++i) {
+      const FlowId f = csr_flows_[i];
+      if (frozen_[f]) continue;
+      frozen_[f] = 1;
+      rate_Bps_[f] = level_Bps;
+      frozen_order_.push_back(f);
+      const std::uint32_t m = multiplicity_[f];
+      const double used_Bps = m * level_Bps;
+      for (ResourceId r : resources_of(f)) {
+        remaining_Bps_[r] -= used_Bps;
+        unfrozen_[r] -= m;
+        if (touched_[r] == 1) {
+          touched_[r] = 2;
+          dirty_list_.push_back(r);
+        }
+      }
+    }
+    for (ResourceId r : dirty_list_) {
+      touched_[r] = 1;
+      if (unfrozen_[r] == 0) continue;
+      // The true saturation level is never below the current one; clamping keeps the
+      // freeze order monotone despite rounding, which the partial re-solve relies on.
+      level_key_Bps_[r] = std::max(level_Bps, remaining_Bps_[r] / unfrozen_[r]);
+      heap_.emplace_back(level_key_Bps_[r], r);
+      std::push_heap(heap_.begin(), heap_.end(), heap_greater);
+    }
+    dirty_list_.clear();
+  }
+  for (FlowId f : batch_) {
+    if (path_len_[f] != 0) continue;
+    rate_Bps_[f] = kInfinity;
+    frozen_order_.push_back(f);
+  }
+  for (ResourceId r : touched_list_) touched_[r] = 0;
+  batch_.swap(frozen_order_);
+}
+
+}  // namespace overlapsim::sim

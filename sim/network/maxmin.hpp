@@ -1,0 +1,112 @@
+#pragma once
+// Max-min fair sharing of resources (links) among flows, by progressive filling: all
+// unfrozen flows rise together; the first resource to saturate freezes the flows crossing
+// it at that level; repeat with what is left (Bertsekas & Gallager, Data Networks, 6.5.2;
+// SimGrid's lmm solver plays the same role). The solver knows nothing about topologies:
+// a resource is an index with a capacity, a flow is a list of resource indices.
+//
+// A flow has a multiplicity k: it stands for k identical flows on the same resources, each
+// of which gets rate(id), so together they load every resource on the path with k * rate.
+// A flow with no resources is unconstrained: its rate is +infinity (callers decide what
+// that means; FlowNetwork never creates one).
+//
+// Incremental: solve() recomputes only what can have changed. After additions it solves
+// every active flow. After removals only, it re-solves just the flows whose rate was >= the
+// smallest rate x among the removed ones: a removed flow's resources all saturated at
+// level >= x (else it would have been frozen lower), so the filling below x is unchanged
+// and every flow frozen below x keeps its rate. For an all-to-all, where the fastest flows
+// finish first, each completion re-solves only the few flows still rising above it.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace overlapsim::sim {
+
+class MaxMinSolver {
+ public:
+  using ResourceId = std::uint32_t;
+  using FlowId = std::uint32_t;
+
+  // Capacity in units per second (bytes/s in FlowNetwork). Throws std::invalid_argument
+  // unless it is finite and > 0.
+  ResourceId add_resource(double capacity_Bps);
+  std::size_t num_resources() const { return capacity_Bps_.size(); }
+  double capacity_Bps(ResourceId r) const { return capacity_Bps_.at(r); }
+
+  // Adds a flow standing for `multiplicity` (>= 1) identical flows over `resources` (each
+  // must exist; throws std::invalid_argument otherwise). Ids of removed flows are reused.
+  FlowId add_flow(std::span<const ResourceId> resources, std::uint32_t multiplicity = 1);
+  // Removes an active flow (throws std::invalid_argument for an unknown or removed id).
+  void remove_flow(FlowId id);
+
+  bool is_active(FlowId id) const;
+  std::size_t num_active() const { return num_active_; }
+  std::span<const ResourceId> resources_of(FlowId id) const;
+  std::uint32_t multiplicity(FlowId id) const { return multiplicity_.at(id); }
+
+  // Recomputes rates after additions/removals and returns the flows whose rate was
+  // recomputed (a superset of those whose rate changed), valid until the next call that
+  // changes the solver. Returns an empty span when nothing changed since the last solve.
+  std::span<const FlowId> solve();
+  // Per-member rate of an active flow as of the last solve (0 before its first solve).
+  double rate_Bps(FlowId id) const { return rate_Bps_.at(id); }
+  // Sum over active solved flows of multiplicity * rate on resource r.
+  double load_Bps(ResourceId r) const { return load_Bps_.at(r); }
+
+  std::uint64_t full_solves() const { return full_solves_; }
+  std::uint64_t partial_solves() const { return partial_solves_; }
+  // Flows whose rate the solver computed, over all solves (the work it did).
+  std::uint64_t flows_solved() const { return flows_solved_; }
+
+ private:
+  enum class FlowState : std::uint8_t { Free, Added, Solved };
+
+  // Progressive filling over `batch_` starting at `start_level_Bps`; resources' remaining
+  // capacity is their capacity minus the load of the flows outside the batch.
+  void fill(double start_level_Bps);
+  void compact_paths();
+
+  // Resources.
+  std::vector<double> capacity_Bps_;
+  std::vector<double> load_Bps_;
+  // Per-resource scratch for fill(), kept allocated between solves.
+  std::vector<double> remaining_Bps_;
+  std::vector<std::uint64_t> unfrozen_;  // sum of multiplicities of unfrozen batch flows
+  std::vector<double> level_key_Bps_;    // level at which the resource saturates
+  std::vector<std::uint32_t> csr_begin_;
+  std::vector<std::uint32_t> csr_fill_;
+  std::vector<std::uint8_t> touched_;  // 0 untouched, 1 touched, 2 touched and dirty
+  std::vector<ResourceId> touched_list_;
+  std::vector<ResourceId> dirty_list_;
+  std::vector<FlowId> csr_flows_;
+  std::vector<std::pair<double, ResourceId>> heap_;  // min-heap of (level, resource)
+
+  // Flows (indexed by FlowId). Paths live in one pool; removed paths are garbage until the
+  // pool is compacted.
+  std::vector<std::size_t> path_begin_;
+  std::vector<std::uint32_t> path_len_;
+  std::vector<std::uint32_t> multiplicity_;
+  std::vector<double> rate_Bps_;
+  std::vector<FlowState> state_;
+  std::vector<std::uint8_t> frozen_;
+  std::vector<ResourceId> path_pool_;
+  std::size_t path_garbage_ = 0;
+  std::vector<FlowId> free_ids_;
+  std::size_t num_active_ = 0;
+
+  // Active flows in nondecreasing rate order as of the last solve (the freeze order).
+  std::vector<FlowId> order_;
+  std::vector<FlowId> batch_;  // flows being (re)solved; returned by solve()
+  std::vector<FlowId> frozen_order_;
+  bool added_since_solve_ = false;
+  bool removed_since_solve_ = false;
+  double removed_min_rate_Bps_ = 0;
+
+  std::uint64_t full_solves_ = 0;
+  std::uint64_t partial_solves_ = 0;
+  std::uint64_t flows_solved_ = 0;
+};
+
+}  // namespace overlapsim::sim

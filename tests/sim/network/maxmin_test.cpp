@@ -1,0 +1,302 @@
+#include "sim/network/maxmin.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+using overlapsim::sim::MaxMinSolver;
+using Res = MaxMinSolver::ResourceId;
+using Flow = MaxMinSolver::FlowId;
+
+namespace {
+
+Flow add(MaxMinSolver& s, std::vector<Res> path, std::uint32_t multiplicity = 1) {
+  return s.add_flow(path, multiplicity);
+}
+
+// The defining property of a max-min fair allocation: every flow with resources crosses a
+// saturated resource on which no other flow gets more than it does.
+void expect_max_min_fair(const MaxMinSolver& s, const std::vector<Flow>& flows) {
+  std::vector<double> load(s.num_resources(), 0.0);
+  std::vector<double> max_rate(s.num_resources(), 0.0);
+  for (Flow f : flows) {
+    for (Res r : s.resources_of(f)) {
+      load[r] += s.multiplicity(f) * s.rate_Bps(f);
+      max_rate[r] = std::max(max_rate[r], s.rate_Bps(f));
+    }
+  }
+  for (Res r = 0; r < s.num_resources(); ++r)
+    EXPECT_LE(load[r], s.capacity_Bps(r) * (1 + 1e-9)) << "resource " << r << " over capacity";
+  for (Flow f : flows) {
+    bool has_bottleneck = false;
+    for (Res r : s.resources_of(f)) {
+      const bool saturated = load[r] >= s.capacity_Bps(r) * (1 - 1e-9);
+      const bool largest = s.rate_Bps(f) >= max_rate[r] * (1 - 1e-9);
+      has_bottleneck = has_bottleneck || (saturated && largest);
+    }
+    EXPECT_TRUE(has_bottleneck) << "flow " << f << " (rate " << s.rate_Bps(f)
+                                << ") has no bottleneck resource";
+  }
+}
+
+}  // namespace
+
+TEST(MaxMinSolver, OneResourceTwoFlowsSplitEvenly) {
+  MaxMinSolver s;
+  const Res link = s.add_resource(10.0);
+  const Flow a = add(s, {link});
+  const Flow b = add(s, {link});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate_Bps(a), 5.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(b), 5.0);
+  EXPECT_DOUBLE_EQ(s.load_Bps(link), 10.0);
+}
+
+TEST(MaxMinSolver, ParkingLotLongFlowGetsHalf) {
+  // A long flow over n links and one short flow per link: every link carries two flows,
+  // so all of them get C/2.
+  for (int n : {1, 2, 5, 17}) {
+    MaxMinSolver s;
+    std::vector<Res> links;
+    for (int i = 0; i < n; ++i) links.push_back(s.add_resource(100.0));
+    const Flow long_flow = s.add_flow(links);
+    std::vector<Flow> shorts;
+    for (Res r : links) shorts.push_back(add(s, {r}));
+    s.solve();
+    EXPECT_DOUBLE_EQ(s.rate_Bps(long_flow), 50.0) << "n=" << n;
+    for (Flow f : shorts) EXPECT_DOUBLE_EQ(s.rate_Bps(f), 50.0) << "n=" << n;
+  }
+}
+
+TEST(MaxMinSolver, BottleneckBehindFastLink) {
+  // Flow a crosses a fast link then a slow one; flow b only the fast one. a is held to the
+  // slow link's 10, and b takes the rest of the fast link rather than half of it.
+  MaxMinSolver s;
+  const Res fast = s.add_resource(100.0);
+  const Res slow = s.add_resource(10.0);
+  const Flow a = add(s, {fast, slow});
+  const Flow b = add(s, {fast});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate_Bps(a), 10.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(b), 90.0);
+  EXPECT_DOUBLE_EQ(s.load_Bps(fast), 100.0);
+}
+
+TEST(MaxMinSolver, TwoLevels) {
+  // L0 (1) holds f0 to 1; the other two flows on L1 (4) split what f0 leaves: 1.5 each.
+  MaxMinSolver s;
+  const Res l0 = s.add_resource(1.0);
+  const Res l1 = s.add_resource(4.0);
+  const Flow f0 = add(s, {l0, l1});
+  const Flow f1 = add(s, {l1});
+  const Flow f2 = add(s, {l1});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f0), 1.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f1), 1.5);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f2), 1.5);
+}
+
+TEST(MaxMinSolver, MultiplicityCountsEachMember) {
+  // Three identical flows folded into one plus one single flow on a link of 8: each of the
+  // four members gets 2, the folded flow loads the link with 6.
+  MaxMinSolver s;
+  const Res link = s.add_resource(8.0);
+  const Flow triple = add(s, {link}, 3);
+  const Flow single = add(s, {link});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate_Bps(triple), 2.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(single), 2.0);
+  EXPECT_DOUBLE_EQ(s.load_Bps(link), 8.0);
+}
+
+TEST(MaxMinSolver, MultiplicityEqualsSeparateFlows) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    MaxMinSolver folded, separate;
+    const int num_res = 6;
+    for (int r = 0; r < num_res; ++r) {
+      const double cap = std::uniform_real_distribution<double>(1.0, 50.0)(rng);
+      folded.add_resource(cap);
+      separate.add_resource(cap);
+    }
+    std::vector<std::pair<Flow, std::vector<Flow>>> pairs;
+    for (int i = 0; i < 8; ++i) {
+      std::vector<Res> path;
+      for (Res r = 0; r < num_res; ++r)
+        if (rng() % 3 == 0) path.push_back(r);
+      if (path.empty()) path.push_back(static_cast<Res>(rng() % num_res));
+      const auto k = static_cast<std::uint32_t>(1 + rng() % 4);
+      std::vector<Flow> members;
+      for (std::uint32_t j = 0; j < k; ++j) members.push_back(separate.add_flow(path));
+      pairs.emplace_back(folded.add_flow(path, k), members);
+    }
+    folded.solve();
+    separate.solve();
+    for (const auto& [f, members] : pairs)
+      for (Flow m : members) EXPECT_NEAR(folded.rate_Bps(f), separate.rate_Bps(m), 1e-9);
+  }
+}
+
+TEST(MaxMinSolver, FlowWithoutResourcesIsUnconstrained) {
+  MaxMinSolver s;
+  const Res link = s.add_resource(10.0);
+  const Flow free_flow = s.add_flow({});
+  const Flow a = add(s, {link});
+  s.solve();
+  EXPECT_EQ(s.rate_Bps(free_flow), std::numeric_limits<double>::infinity());
+  EXPECT_DOUBLE_EQ(s.rate_Bps(a), 10.0);
+  EXPECT_DOUBLE_EQ(s.load_Bps(link), 10.0);
+  s.remove_flow(free_flow);
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate_Bps(a), 10.0);
+}
+
+TEST(MaxMinSolver, RemovalCanLowerAnotherFlow) {
+  // Max-min rates are not monotone in the flow set: removing d lets b rise on L0, which
+  // takes L1 capacity from c (6.67 -> 5). The partial re-solve must catch that.
+  MaxMinSolver s;
+  const Res l0 = s.add_resource(10.0);
+  const Res l1 = s.add_resource(10.0);
+  const Flow a = add(s, {l0});
+  const Flow b = add(s, {l0, l1});
+  const Flow c = add(s, {l1});
+  const Flow d = add(s, {l0});
+  s.solve();
+  EXPECT_NEAR(s.rate_Bps(b), 10.0 / 3, 1e-12);
+  EXPECT_NEAR(s.rate_Bps(c), 20.0 / 3, 1e-12);
+  s.remove_flow(d);
+  s.solve();
+  EXPECT_EQ(s.partial_solves(), 1u);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(a), 5.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(b), 5.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(c), 5.0);
+}
+
+TEST(MaxMinSolver, PartialResolveTouchesOnlyFasterFlows) {
+  // Slow flows (on a 1-capacity link) stay; removing a fast flow re-solves only fast ones.
+  MaxMinSolver s;
+  const Res slow = s.add_resource(1.0);
+  const Res fast = s.add_resource(100.0);
+  std::vector<Flow> slow_flows, fast_flows;
+  for (int i = 0; i < 10; ++i) slow_flows.push_back(add(s, {slow}));
+  for (int i = 0; i < 4; ++i) fast_flows.push_back(add(s, {fast}));
+  EXPECT_EQ(s.solve().size(), 14u);
+  s.remove_flow(fast_flows[0]);
+  const auto recomputed = s.solve();
+  EXPECT_EQ(recomputed.size(), 3u);
+  for (Flow f : slow_flows) EXPECT_DOUBLE_EQ(s.rate_Bps(f), 0.1);
+  for (int i = 1; i < 4; ++i) EXPECT_NEAR(s.rate_Bps(fast_flows[i]), 100.0 / 3, 1e-12);
+  EXPECT_TRUE(s.solve().empty());  // nothing changed since
+}
+
+TEST(MaxMinSolver, IncrementalSolvesMatchFreshSolves) {
+  // Random networks; add and remove flows in rounds; after each solve the rates must equal
+  // a solver built from scratch with the same active flows, and be max-min fair.
+  std::mt19937_64 rng(12345);
+  for (int trial = 0; trial < 30; ++trial) {
+    MaxMinSolver s;
+    const int num_res = 3 + static_cast<int>(rng() % 12);
+    std::vector<double> caps;
+    for (int r = 0; r < num_res; ++r) {
+      caps.push_back(std::uniform_real_distribution<double>(1.0, 100.0)(rng));
+      s.add_resource(caps.back());
+    }
+    std::vector<Flow> live;
+    for (int round = 0; round < 12; ++round) {
+      const bool add_round = round == 0 || rng() % 3 == 0;
+      if (add_round) {
+        const int n = 1 + static_cast<int>(rng() % 15);
+        for (int i = 0; i < n; ++i) {
+          std::vector<Res> path;
+          for (Res r = 0; r < static_cast<Res>(num_res); ++r)
+            if (rng() % 4 == 0) path.push_back(r);
+          if (path.empty()) path.push_back(static_cast<Res>(rng() % num_res));
+          live.push_back(s.add_flow(path, static_cast<std::uint32_t>(1 + rng() % 3)));
+        }
+      } else {
+        const std::size_t n = std::min<std::size_t>(live.size(), 1 + rng() % 4);
+        for (std::size_t i = 0; i < n; ++i) {
+          const std::size_t j = rng() % live.size();
+          s.remove_flow(live[j]);
+          live.erase(live.begin() + static_cast<std::ptrdiff_t>(j));
+        }
+      }
+      s.solve();
+      MaxMinSolver fresh;
+      for (double c : caps) fresh.add_resource(c);
+      std::vector<Flow> fresh_ids;
+      for (Flow f : live) fresh_ids.push_back(fresh.add_flow(s.resources_of(f), s.multiplicity(f)));
+      fresh.solve();
+      for (std::size_t i = 0; i < live.size(); ++i)
+        EXPECT_NEAR(s.rate_Bps(live[i]), fresh.rate_Bps(fresh_ids[i]),
+                    1e-9 * fresh.rate_Bps(fresh_ids[i]))
+            << "trial " << trial << " round " << round;
+      expect_max_min_fair(s, live);
+    }
+    EXPECT_GT(s.partial_solves(), 0u) << "trial " << trial;
+  }
+}
+
+TEST(MaxMinSolver, DeterministicBitForBit) {
+  auto run = [] {
+    std::mt19937_64 rng(99);
+    MaxMinSolver s;
+    for (int r = 0; r < 20; ++r)
+      s.add_resource(std::uniform_real_distribution<double>(1.0, 10.0)(rng));
+    std::vector<Flow> flows;
+    for (int i = 0; i < 200; ++i) {
+      std::vector<Res> path;
+      for (int h = 0; h < 4; ++h) path.push_back(static_cast<Res>(rng() % 20));
+      flows.push_back(s.add_flow(path));
+    }
+    s.solve();
+    for (int i = 0; i < 50; ++i) s.remove_flow(flows[static_cast<std::size_t>(i * 3)]);
+    s.solve();
+    std::vector<double> rates;
+    for (Flow f : flows)
+      if (s.is_active(f)) rates.push_back(s.rate_Bps(f));
+    return rates;
+  };
+  const auto first = run();
+  const auto second = run();
+  ASSERT_EQ(first.size(), second.size());
+  for (std::size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i], second[i]);
+}
+
+TEST(MaxMinSolver, RejectsBadInput) {
+  MaxMinSolver s;
+  EXPECT_THROW(s.add_resource(0.0), std::invalid_argument);
+  EXPECT_THROW(s.add_resource(-1.0), std::invalid_argument);
+  EXPECT_THROW(s.add_resource(std::numeric_limits<double>::infinity()), std::invalid_argument);
+  const Res r = s.add_resource(1.0);
+  EXPECT_THROW(add(s, {r + 1}), std::invalid_argument);
+  EXPECT_THROW(add(s, {r}, 0), std::invalid_argument);
+  const Flow f = add(s, {r});
+  s.remove_flow(f);
+  EXPECT_THROW(s.remove_flow(f), std::invalid_argument);
+  EXPECT_THROW(s.remove_flow(1234), std::invalid_argument);
+}
+
+TEST(MaxMinSolver, ReusesIdsAndCompactsPaths) {
+  // Enough churn to trigger path-pool compaction; rates stay right afterwards.
+  MaxMinSolver s;
+  const Res a = s.add_resource(6.0);
+  const Res b = s.add_resource(6.0);
+  const Flow keep = add(s, {a, b});
+  for (int round = 0; round < 40; ++round) {
+    std::vector<Flow> batch;
+    for (int i = 0; i < 20000; ++i) batch.push_back(add(s, {a, b, a, b}));
+    s.solve();
+    for (Flow f : batch) s.remove_flow(f);
+  }
+  const Flow other = add(s, {b});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate_Bps(keep), 3.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(other), 3.0);
+  EXPECT_EQ(s.num_active(), 2u);
+}
