@@ -1,0 +1,30 @@
+#pragma once
+// cuBLASLt GEMM in the own GEMM's conventions (C = A·Bᵀ, A M×K and B N×K row-major,
+// C M×N row-major, bf16/fp16 in and out, fp32 accumulate): the reference the own GEMM's
+// tests and benchmark compare against, values and speed. Heuristic's first algorithm,
+// 32 MiB workspace (what PyTorch gives cuBLAS on Hopper).
+#include <cuda_runtime_api.h>
+
+#include "kernels/common/status.hpp"
+#include "kernels/gemm/own_gemm.hpp"
+
+namespace overlapsim::kernels::gemm {
+
+class CublasLtGemm {
+ public:
+  CublasLtGemm() = default;
+  ~CublasLtGemm();
+  CublasLtGemm(const CublasLtGemm&) = delete;
+  CublasLtGemm& operator=(const CublasLtGemm&) = delete;
+
+  Status initialize(const GemmArgs& args);
+  Status run(cudaStream_t stream);
+
+ private:
+  void release();
+  struct Handles;
+  Handles* h_ = nullptr;
+  GemmArgs args_{};
+};
+
+}  // namespace overlapsim::kernels::gemm

@@ -1,0 +1,325 @@
+// own-gemm-bench: own Hopper GEMM against cuBLASLt on the same inputs, in one run, as
+// overlap-bench CSV rows (design `own` and `cublas`). Per shape: inputs rotated across
+// enough buffer sets to exceed L2 several times, warm-up, CUDA events around each call,
+// median/min/max of --iters calls; `wrong` counts own-GEMM elements that differ from
+// cuBLASLt by more than 1e-2·(|ref| + rms(ref)) or are not finite.
+//
+//   own-gemm-bench [--shapes 8192x8192x8192,...] [--dtype bf16|fp16] [--iters 30]
+//                  [--warmup 5] [--group-m 8] [--num-ctas 0] [--driver 580.x]
+// CSV on stdout; a per-shape summary and the geometric mean of own/cuBLAS on stderr.
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/common/status.hpp"
+#include "kernels/gemm/cublaslt_gemm.hpp"
+#include "kernels/gemm/own_gemm.hpp"
+
+namespace {
+
+using overlapsim::kernels::Status;
+namespace g = overlapsim::kernels::gemm;
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+struct Options {
+  std::vector<Shape> shapes = {{4096, 4096, 4096},   {8192, 8192, 2048},  {8192, 8192, 8192},
+                               {16384, 8192, 4096},  {2048, 8192, 8192},  {4096, 12288, 49152}};
+  g::DType dtype = g::DType::kBf16;
+  int iters = 30;
+  int warmup = 5;
+  int group_m = g::GemmConfig::kDefaultGroupM;
+  int num_ctas = 0;
+  std::string driver;
+};
+
+// Uniform values in [-1, 1) from a per-element hash: fresh for every seed, never zero-filled.
+__global__ void fill_random(uint16_t* out, int64_t count, uint64_t seed, bool bf16) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint64_t x = (static_cast<uint64_t>(i) + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    const float u = static_cast<float>(x >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f;
+    const uint32_t bits = __float_as_uint(u);
+    if (bf16) {
+      out[i] = static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+    } else {
+      out[i] = __half_as_ushort(__float2half_rn(u));
+    }
+  }
+}
+
+__device__ float to_float(uint16_t v, bool bf16) {
+  if (bf16) return __uint_as_float(static_cast<uint32_t>(v) << 16);
+  return __half2float(__ushort_as_half(v));
+}
+
+// Block partials: [0] Σ ref², [1] Σ (own − ref)², [2] non-finite count (as double).
+__global__ void compare_norms(const uint16_t* own, const uint16_t* ref, int64_t count, bool bf16,
+                              double* partials) {
+  double sum_ref = 0, sum_diff = 0, bad = 0;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float a = to_float(own[i], bf16);
+    const float r = to_float(ref[i], bf16);
+    if (!isfinite(a)) {
+      bad += 1;
+      continue;
+    }
+    sum_ref += static_cast<double>(r) * r;
+    sum_diff += static_cast<double>(a - r) * (a - r);
+  }
+  atomicAdd(&partials[0], sum_ref);
+  atomicAdd(&partials[1], sum_diff);
+  atomicAdd(&partials[2], bad);
+}
+
+__global__ void count_wrong(const uint16_t* own, const uint16_t* ref, int64_t count, bool bf16,
+                            float rms, unsigned long long* wrong) {
+  unsigned long long local = 0;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float a = to_float(own[i], bf16);
+    const float r = to_float(ref[i], bf16);
+    if (!isfinite(a) || fabsf(a - r) > 1e-2f * (fabsf(r) + rms)) ++local;
+  }
+  if (local) atomicAdd(wrong, local);
+}
+
+#define BENCH_CHECK(expr)                                            \
+  do {                                                               \
+    Status s_ = (expr);                                              \
+    if (!s_.ok) {                                                    \
+      std::fprintf(stderr, "own-gemm-bench: %s\n", s_.message.c_str()); \
+      std::exit(1);                                                  \
+    }                                                                \
+  } while (0)
+
+Status cuda_ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) return Status::failure(std::string(what) + ": " + cudaGetErrorString(e));
+  return Status::success();
+}
+
+bool parse_shapes(const std::string& text, std::vector<Shape>& out) {
+  out.clear();
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    Shape s{};
+    if (std::sscanf(item.c_str(), "%ldx%ldx%ld", &s.m, &s.n, &s.k) != 3) return false;
+    out.push_back(s);
+  }
+  return !out.empty();
+}
+
+std::string driver_version(const Options& o) {
+  if (!o.driver.empty()) return o.driver;
+  std::ifstream f("/proc/driver/nvidia/version");
+  std::string line;
+  if (std::getline(f, line)) {
+    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.03  ..."
+    std::stringstream words(line);
+    std::string w;
+    while (words >> w)
+      if (std::count(w.begin(), w.end(), '.') == 2 && std::isdigit(static_cast<unsigned char>(w[0])))
+        return w;
+  }
+  return "unknown";
+}
+
+struct Timing {
+  double median_us, min_us, max_us;
+};
+
+template <class Runner>
+Timing time_calls(std::vector<Runner>& runners, int warmup, int iters, cudaStream_t stream) {
+  for (int i = 0; i < warmup; ++i) BENCH_CHECK(runners[i % runners.size()].run(stream));
+  std::vector<cudaEvent_t> start(iters), stop(iters);
+  for (int i = 0; i < iters; ++i) {
+    BENCH_CHECK(cuda_ok(cudaEventCreate(&start[i]), "cudaEventCreate"));
+    BENCH_CHECK(cuda_ok(cudaEventCreate(&stop[i]), "cudaEventCreate"));
+  }
+  for (int i = 0; i < iters; ++i) {
+    BENCH_CHECK(cuda_ok(cudaEventRecord(start[i], stream), "cudaEventRecord"));
+    BENCH_CHECK(runners[i % runners.size()].run(stream));
+    BENCH_CHECK(cuda_ok(cudaEventRecord(stop[i], stream), "cudaEventRecord"));
+  }
+  BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+  std::vector<double> us(iters);
+  for (int i = 0; i < iters; ++i) {
+    float ms = 0;
+    BENCH_CHECK(cuda_ok(cudaEventElapsedTime(&ms, start[i], stop[i]), "cudaEventElapsedTime"));
+    us[i] = ms * 1e3;
+    cudaEventDestroy(start[i]);
+    cudaEventDestroy(stop[i]);
+  }
+  std::sort(us.begin(), us.end());
+  return {us[us.size() / 2], us.front(), us.back()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
+    auto need = [&]() {
+      if (value == nullptr) {
+        std::fprintf(stderr, "own-gemm-bench: %s needs a value\n", flag.c_str());
+        std::exit(2);
+      }
+      ++i;
+      return std::string(value);
+    };
+    if (flag == "--shapes") {
+      if (!parse_shapes(need(), o.shapes)) {
+        std::fprintf(stderr, "own-gemm-bench: --shapes expects MxNxK[,MxNxK...]\n");
+        return 2;
+      }
+    } else if (flag == "--dtype") {
+      const std::string d = need();
+      if (d != "bf16" && d != "fp16") {
+        std::fprintf(stderr, "own-gemm-bench: --dtype expects bf16 or fp16\n");
+        return 2;
+      }
+      o.dtype = d == "bf16" ? g::DType::kBf16 : g::DType::kFp16;
+    } else if (flag == "--iters") {
+      o.iters = std::max(1, std::atoi(need().c_str()));
+    } else if (flag == "--warmup") {
+      o.warmup = std::max(0, std::atoi(need().c_str()));
+    } else if (flag == "--group-m") {
+      o.group_m = std::max(1, std::atoi(need().c_str()));
+    } else if (flag == "--num-ctas") {
+      o.num_ctas = std::max(0, std::atoi(need().c_str()));
+    } else if (flag == "--driver") {
+      o.driver = need();
+    } else {
+      std::fprintf(stderr, "own-gemm-bench: unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+
+  int device = 0;
+  cudaDeviceProp prop{};
+  BENCH_CHECK(cuda_ok(cudaGetDevice(&device), "cudaGetDevice"));
+  BENCH_CHECK(cuda_ok(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"));
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  int nccl = 0;
+  ncclGetVersion(&nccl);
+  std::string gpu = prop.name;
+  std::replace(gpu.begin(), gpu.end(), ',', ' ');
+  const std::string tags = gpu + "," + driver_version(o) + "," + std::to_string(runtime / 1000) +
+                           "." + std::to_string(runtime % 1000 / 10) + "," +
+                           std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) +
+                           "." + std::to_string(nccl % 100) + ",1,gemm";
+  const char* dtype_name = o.dtype == g::DType::kBf16 ? "bf16" : "fp16";
+  const bool bf16 = o.dtype == g::DType::kBf16;
+
+  std::printf(
+      "gpu,driver,cuda,nccl,world,op,design,dtype,m,n,k,bytes,chunks,time_us,time_min_us,"
+      "time_max_us,tflops,algbw_GBps,busbw_GBps,wrong\n");
+  cudaStream_t stream;
+  BENCH_CHECK(cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream"));
+  double log_ratio_sum = 0;
+  int ratios = 0;
+  uint64_t seed = 0x5EED0000ull ^ static_cast<uint64_t>(std::random_device{}());
+  for (const Shape& s : o.shapes) {
+    const int64_t a_elems = s.m * s.k, b_elems = s.n * s.k, c_elems = s.m * s.n;
+    const double set_bytes = 2.0 * (a_elems + b_elems + c_elems);
+    // Rotate through enough input sets that a call never finds its inputs in the 50 MB L2.
+    const int sets = static_cast<int>(std::min(8.0, std::max(2.0, std::ceil(3 * 50e6 / set_bytes))));
+    std::vector<uint16_t*> a(sets), b(sets), c_own(sets), c_ref(sets);
+    for (int i = 0; i < sets; ++i) {
+      BENCH_CHECK(cuda_ok(cudaMalloc(&a[i], a_elems * 2), "cudaMalloc A"));
+      BENCH_CHECK(cuda_ok(cudaMalloc(&b[i], b_elems * 2), "cudaMalloc B"));
+      BENCH_CHECK(cuda_ok(cudaMalloc(&c_own[i], c_elems * 2), "cudaMalloc C"));
+      BENCH_CHECK(cuda_ok(cudaMalloc(&c_ref[i], c_elems * 2), "cudaMalloc C"));
+      fill_random<<<1024, 256, 0, stream>>>(a[i], a_elems, seed++, bf16);
+      fill_random<<<1024, 256, 0, stream>>>(b[i], b_elems, seed++, bf16);
+      // Poison: 0xFFFF is a NaN in bf16 and fp16, so an unwritten element counts as wrong.
+      BENCH_CHECK(cuda_ok(cudaMemsetAsync(c_own[i], 0xFF, c_elems * 2, stream), "memset"));
+    }
+    std::vector<g::OwnGemm> own(sets);
+    std::vector<g::CublasLtGemm> ref(sets);
+    g::SchedulerOptions sched;
+    sched.group_m = o.group_m;
+    sched.num_ctas = o.num_ctas;
+    for (int i = 0; i < sets; ++i) {
+      BENCH_CHECK(own[i].initialize({s.m, s.n, s.k, o.dtype, a[i], b[i], c_own[i]}, {}, sched));
+      BENCH_CHECK(ref[i].initialize({s.m, s.n, s.k, o.dtype, a[i], b[i], c_ref[i]}));
+    }
+    // Correctness on set 0 before timing.
+    BENCH_CHECK(own[0].run(stream));
+    BENCH_CHECK(ref[0].run(stream));
+    double* partials = nullptr;
+    unsigned long long* wrong_dev = nullptr;
+    BENCH_CHECK(cuda_ok(cudaMalloc(&partials, 3 * sizeof(double)), "cudaMalloc"));
+    BENCH_CHECK(cuda_ok(cudaMalloc(&wrong_dev, sizeof(unsigned long long)), "cudaMalloc"));
+    BENCH_CHECK(cuda_ok(cudaMemsetAsync(partials, 0, 3 * sizeof(double), stream), "memset"));
+    BENCH_CHECK(cuda_ok(cudaMemsetAsync(wrong_dev, 0, sizeof(unsigned long long), stream), "memset"));
+    compare_norms<<<1024, 256, 0, stream>>>(c_own[0], c_ref[0], c_elems, bf16, partials);
+    double host_partials[3];
+    BENCH_CHECK(cuda_ok(cudaMemcpyAsync(host_partials, partials, sizeof(host_partials),
+                                        cudaMemcpyDeviceToHost, stream), "copy"));
+    BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "sync after check"));
+    const float rms = static_cast<float>(std::sqrt(host_partials[0] / c_elems));
+    count_wrong<<<1024, 256, 0, stream>>>(c_own[0], c_ref[0], c_elems, bf16, rms, wrong_dev);
+    unsigned long long wrong = 0;
+    BENCH_CHECK(cuda_ok(cudaMemcpyAsync(&wrong, wrong_dev, sizeof(wrong), cudaMemcpyDeviceToHost,
+                                        stream), "copy"));
+    BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "sync after check"));
+    const double rel_err = host_partials[2] > 0 ? NAN : std::sqrt(host_partials[1] / host_partials[0]);
+
+    const Timing t_own = time_calls(own, o.warmup, o.iters, stream);
+    const Timing t_ref = time_calls(ref, o.warmup, o.iters, stream);
+    const double flops = 2.0 * s.m * s.n * s.k;
+    const double bytes = 2.0 * (a_elems + b_elems + c_elems);
+    auto row = [&](const char* design, const Timing& t, unsigned long long w) {
+      const double gbps = bytes / (t.median_us * 1e-6) / 1e9;
+      std::printf("%s,%s,%s,%ld,%ld,%ld,%.0f,1,%.2f,%.2f,%.2f,%.1f,%.1f,%.1f,%llu\n", tags.c_str(),
+                  design, dtype_name, s.m, s.n, s.k, bytes, t.median_us, t.min_us, t.max_us,
+                  flops / (t.median_us * 1e-6) / 1e12, gbps, gbps, w);
+    };
+    row("own", t_own, wrong);
+    row("cublas", t_ref, 0);
+    std::fflush(stdout);
+    const double ratio = t_ref.median_us / t_own.median_us;
+    log_ratio_sum += std::log(ratio);
+    ++ratios;
+    std::fprintf(stderr,
+                 "# %ldx%ldx%ld: own %.1f TFLOP/s, cuBLASLt %.1f TFLOP/s, own/cuBLAS %.3f, "
+                 "rel err vs cuBLAS %.2e, wrong %llu, sets %d, padded %d\n",
+                 s.m, s.n, s.k, flops / (t_own.median_us * 1e-6) / 1e12,
+                 flops / (t_ref.median_us * 1e-6) / 1e12, ratio, rel_err, wrong, sets,
+                 own[0].padded() ? 1 : 0);
+    cudaFree(partials);
+    cudaFree(wrong_dev);
+    own.clear();
+    ref.clear();
+    for (int i = 0; i < sets; ++i) {
+      cudaFree(a[i]);
+      cudaFree(b[i]);
+      cudaFree(c_own[i]);
+      cudaFree(c_ref[i]);
+    }
+  }
+  std::fprintf(stderr, "# geometric mean own/cuBLAS over %d shapes: %.3f (group_m %d)\n", ratios,
+               std::exp(log_ratio_sum / std::max(1, ratios)), o.group_m);
+  return 0;
+}

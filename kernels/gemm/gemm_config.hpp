@@ -1,0 +1,34 @@
+#pragma once
+// Compile-time launch constants of the own Hopper GEMM (sm_90a). Host- and device-visible,
+// C++17, no CUDA types, so tests and the tile-order helpers can use them without nvcc.
+#include <cstdint>
+
+namespace overlapsim::kernels::gemm {
+
+struct GemmConfig {
+  // Block tile: 128×256 outputs per CTA, K consumed 64 elements (128 bytes of bf16) at a
+  // time, which is exactly one 128-byte swizzle row for TMA and wgmma.
+  static constexpr int kTileM = 128;
+  static constexpr int kTileN = 256;
+  static constexpr int kTileK = 64;
+  // 4 stages × 48 KiB = 192 KiB of the 227 KiB a block may hold: deep enough to hide
+  // HBM latency behind two consumer warpgroups, leaving room for the barriers.
+  static constexpr int kStages = 4;
+  // Warpgroup 0 produces (TMA), warpgroups 1 and 2 consume (wgmma m64n256k16), each
+  // owning 64 rows of the tile.
+  static constexpr int kConsumerWarpgroups = 2;
+  static constexpr int kThreads = 128 * (1 + kConsumerWarpgroups);
+  static constexpr int kElementBytes = 2;  // bf16 and fp16
+  static constexpr int kStageBytesA = kTileM * kTileK * kElementBytes;
+  static constexpr int kStageBytesB = kTileN * kTileK * kElementBytes;
+  static constexpr int kStageBytes = kStageBytesA + kStageBytesB;
+  // 1 KiB alignment slack (128-byte swizzle needs 1024-byte aligned tiles) + barriers.
+  static constexpr int kSharedBytes = kStages * kStageBytes + 1024 + 256;
+  // Register budget after setmaxnreg: 128×40 + 256×232 = 64,512 ≤ 65,536 per SM.
+  static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerRegisters = 232;
+  // Default grouped raster: 8 tile-rows of A share B tiles while they sit in L2.
+  static constexpr int kDefaultGroupM = 8;
+};
+
+}  // namespace overlapsim::kernels::gemm

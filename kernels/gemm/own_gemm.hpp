@@ -1,0 +1,105 @@
+#pragma once
+// Host API of our own Hopper GEMM (sm_90a: TMA + wgmma, warp-specialised, persistent).
+//
+//   C[M×N] = A[M×K] · Bᵀ   A row-major M×K, B row-major N×K (a Linear weight W[N][K]),
+//                          C row-major M×N; bf16 or fp16 in and out, fp32 accumulate.
+//
+// Use: can_implement → initialize → run (any number of times). Every call returns a
+// kernels::Status; nothing throws. C++17; the only CUDA type here is cudaStream_t.
+//
+// Any M, N, K ≥ 1: edge tiles are zero-filled on load (TMA) and bounds-checked on store.
+// TMA needs 16-byte aligned row strides and base addresses, so when K is not a multiple
+// of 8 (or A/B are not 16-byte aligned) initialize() allocates a workspace and run()
+// first copies A and B into zero-padded K' = round_up(K, 8) buffers (one extra pass over
+// A and B, reported by padded()).
+//
+// Epilogue hook (EpilogueArgs): each tile is stored either at its natural place in C or,
+// when tile_offset_elems is set, densely at C + tile_offset_elems[tile] as a
+// rows×cols block (rows, cols = the tile's valid extent, row stride = cols); then, when
+// group_counters is set, after all of the CTA's stores of the tile and a device-scope
+// release fence, one thread adds 1 to group_counters[tile_group[tile]].
+// tile = tile_m·tiles_n + tile_n everywhere.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/common/status.hpp"
+#include "kernels/gemm/gemm_config.hpp"
+#include "kernels/gemm/tile_scheduler.hpp"
+
+namespace overlapsim::kernels::gemm {
+
+enum class DType { kBf16, kFp16 };
+
+struct GemmArgs {
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  DType dtype = DType::kBf16;
+  const void* a = nullptr;  // device, M×K
+  const void* b = nullptr;  // device, N×K
+  void* c = nullptr;        // device, M×N (or the remapped region, same element count)
+};
+
+// All pointers are device pointers; nullptr disables that part of the hook.
+struct EpilogueArgs {
+  const int64_t* tile_offset_elems = nullptr;  // [tiles] remapped dense destination
+  uint32_t* group_counters = nullptr;          // [groups] incremented once per finished tile
+  const int32_t* tile_group = nullptr;         // [tiles] counter index of each tile
+  // Debug: record[2·tile] = work item, record[2·tile+1] = CTA that computed it.
+  int32_t* order_record = nullptr;
+};
+
+struct SchedulerOptions {
+  int num_ctas = 0;  // persistent CTAs; 0 = one per SM (capped at the tile count)
+  int group_m = GemmConfig::kDefaultGroupM;
+};
+
+// Host replica of the device schedule. Element i is the tile computed as work item i, by
+// CTA i % num_ctas, in wave i / num_ctas.
+std::vector<TileCoord> tile_order(int64_t m, int64_t n, int num_ctas,
+                                  int group_m = GemmConfig::kDefaultGroupM);
+
+// Offsets (elements) that place tiles densely in scheduler item order, so that the tiles
+// of consecutive waves form one contiguous region; indexed by tile. Sum of sizes = M·N.
+std::vector<int64_t> compact_offsets_in_item_order(int64_t m, int64_t n, int num_ctas,
+                                                   int group_m = GemmConfig::kDefaultGroupM);
+
+class OwnGemm {
+ public:
+  OwnGemm() = default;
+  ~OwnGemm();
+  OwnGemm(const OwnGemm&) = delete;
+  OwnGemm& operator=(const OwnGemm&) = delete;
+
+  // Checks the GPU (sm_90 needed) and the arguments; no allocation.
+  static Status can_implement(const GemmArgs& args, const SchedulerOptions& sched = {});
+  // Builds the tensor maps, loads the kernels (so cross-stream waits cannot hit lazy
+  // module loading), allocates the padding workspace when needed.
+  Status initialize(const GemmArgs& args, const EpilogueArgs& epilogue = {},
+                    const SchedulerOptions& sched = {});
+  Status run(cudaStream_t stream);
+
+  int num_ctas() const { return num_ctas_; }
+  int32_t tiles_m() const { return tiles_m_; }
+  int32_t tiles_n() const { return tiles_n_; }
+  bool padded() const { return workspace_ != nullptr; }
+
+ private:
+  void release();
+
+  GemmArgs args_{};
+  EpilogueArgs epilogue_{};
+  SchedulerOptions sched_{};
+  int num_ctas_ = 0;
+  int32_t tiles_m_ = 0;
+  int32_t tiles_n_ = 0;
+  int64_t k_padded_ = 0;
+  void* workspace_ = nullptr;  // padded A then padded B, when K % 8 != 0 or misaligned
+  // Two CUtensorMap (128 bytes each, 64-byte aligned), kept opaque to stay free of cuda.h.
+  alignas(64) unsigned char tensor_maps_[2][128] = {};
+  bool initialized_ = false;
+};
+
+}  // namespace overlapsim::kernels::gemm

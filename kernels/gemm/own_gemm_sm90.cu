@@ -1,0 +1,211 @@
+// Host side of the own GEMM: argument and device checks, tensor maps, padding workspace,
+// launch. The kernel itself is in own_gemm_sm90.cuh.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "kernels/gemm/own_gemm.hpp"
+#include "kernels/gemm/own_gemm_sm90.cuh"
+
+namespace overlapsim::kernels::gemm {
+namespace {
+
+using sm90::KernelParams;
+using sm90::StoreEpilogue;
+
+// cuTensorMapEncodeTiled through the runtime's driver entry point, so the library does not
+// link libcuda directly (CI has no driver).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(Status& status) {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  if (fn != nullptr) return fn;
+  void* ptr = nullptr;
+  cudaDriverEntryPointQueryResult query{};
+  const cudaError_t e =
+      cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault,
+                                       &query);
+  if (e != cudaSuccess || query != cudaDriverEntryPointSuccess || ptr == nullptr) {
+    status = Status::failure(std::string(OVERLAPSIM_WHERE ": cuTensorMapEncodeTiled not found: ") +
+                             cudaGetErrorString(e));
+    return nullptr;
+  }
+  fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
+  return fn;
+}
+
+Status encode_k_major(CUtensorMap* map, DType dtype, const void* base, int64_t k_padded,
+                      int64_t rows, uint32_t box_rows) {
+  Status status;
+  auto encode = tensor_map_encoder(status);
+  if (encode == nullptr) return status;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k_padded), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k_padded) * 2};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(GemmConfig::kTileK), box_rows};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult r = encode(
+      map, dtype == DType::kBf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      2, const_cast<void*>(base), dims, strides, box, element_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return Status::failure(std::string(OVERLAPSIM_WHERE ": cuTensorMapEncodeTiled failed, CUresult ") +
+                           std::to_string(static_cast<int>(r)));
+  return Status::success();
+}
+
+template <class T>
+Status prepare_kernel() {
+  auto kernel = sm90::own_gemm_kernel<T, StoreEpilogue>;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  GemmConfig::kSharedBytes));
+  // Touching the function loads its module now rather than at first launch, which lazy
+  // loading would otherwise do while another stream may be spinning on our signals.
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, sm90::pad_k_kernel));
+  return Status::success();
+}
+
+template <class T>
+Status launch(const KernelParams<StoreEpilogue>& params, int num_ctas, cudaStream_t stream) {
+  sm90::own_gemm_kernel<T, StoreEpilogue>
+      <<<num_ctas, GemmConfig::kThreads, GemmConfig::kSharedBytes, stream>>>(params);
+  CUDA_CHECK(cudaGetLastError());
+  return Status::success();
+}
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+}  // namespace
+
+namespace sm90 {
+__global__ void pad_k_kernel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t k,
+                             int64_t k_padded) {
+  const int64_t total = rows * k_padded;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i / k_padded;
+    const int64_t col = i - row * k_padded;
+    dst[i] = col < k ? src[row * k + col] : uint16_t{0};
+  }
+}
+}  // namespace sm90
+
+Status OwnGemm::can_implement(const GemmArgs& args, const SchedulerOptions& sched) {
+  if (args.m < 1 || args.n < 1 || args.k < 1)
+    return Status::failure("own GEMM: m, n, k must be >= 1 (got m=" + std::to_string(args.m) +
+                           ", n=" + std::to_string(args.n) + ", k=" + std::to_string(args.k) + ")");
+  constexpr int64_t kMaxDim = (int64_t{1} << 31) - GemmConfig::kTileN;
+  if (args.m > kMaxDim || args.n > kMaxDim || args.k > kMaxDim)
+    return Status::failure("own GEMM: m, n, k must be < 2^31 - 256");
+  if (ceil_div_i32(args.m, GemmConfig::kTileM) * static_cast<int64_t>(
+          ceil_div_i32(args.n, GemmConfig::kTileN)) >= (int64_t{1} << 31))
+    return Status::failure("own GEMM: more than 2^31 tiles");
+  if (args.a == nullptr || args.b == nullptr || args.c == nullptr)
+    return Status::failure("own GEMM: a, b and c must be device pointers, got a null pointer");
+  if (sched.num_ctas < 0 || sched.group_m < 1)
+    return Status::failure("own GEMM: num_ctas must be >= 0 and group_m >= 1");
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  if (prop.major != 9 || prop.minor != 0)
+    return Status::failure("own GEMM: unsupported GPU (needs sm_90): " + std::string(prop.name) +
+                           " is sm_" + std::to_string(prop.major) + std::to_string(prop.minor));
+  if (prop.sharedMemPerBlockOptin < static_cast<size_t>(GemmConfig::kSharedBytes))
+    return Status::failure("own GEMM: needs " + std::to_string(GemmConfig::kSharedBytes) +
+                           " bytes of shared memory per block, device allows " +
+                           std::to_string(prop.sharedMemPerBlockOptin));
+  return Status::success();
+}
+
+Status OwnGemm::initialize(const GemmArgs& args, const EpilogueArgs& epilogue,
+                           const SchedulerOptions& sched) {
+  release();
+  OVERLAPSIM_TRY(can_implement(args, sched));
+  if (epilogue.group_counters != nullptr && epilogue.tile_group == nullptr)
+    return Status::failure("own GEMM: group_counters needs tile_group (the counter of each tile)");
+  args_ = args;
+  epilogue_ = epilogue;
+  sched_ = sched;
+  tiles_m_ = ceil_div_i32(args.m, GemmConfig::kTileM);
+  tiles_n_ = ceil_div_i32(args.n, GemmConfig::kTileN);
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t num_tiles = static_cast<int64_t>(tiles_m_) * tiles_n_;
+  const int wanted = sched.num_ctas > 0 ? sched.num_ctas : sms;
+  num_ctas_ = static_cast<int>(num_tiles < wanted ? num_tiles : wanted);
+
+  const void* a = args.a;
+  const void* b = args.b;
+  k_padded_ = args.k;
+  if (args.k % 8 != 0 || !aligned16(args.a) || !aligned16(args.b)) {
+    k_padded_ = round_up(args.k, 8);
+    const size_t bytes = static_cast<size_t>((args.m + args.n) * k_padded_) * 2;
+    CUDA_CHECK(cudaMalloc(&workspace_, bytes));
+    a = workspace_;
+    b = static_cast<uint16_t*>(workspace_) + args.m * k_padded_;
+  }
+  auto* maps = reinterpret_cast<CUtensorMap*>(tensor_maps_);
+  OVERLAPSIM_TRY(encode_k_major(&maps[0], args.dtype, a, k_padded_, args.m, GemmConfig::kTileM));
+  OVERLAPSIM_TRY(encode_k_major(&maps[1], args.dtype, b, k_padded_, args.n, GemmConfig::kTileN));
+  if (args.dtype == DType::kBf16) {
+    OVERLAPSIM_TRY(prepare_kernel<__nv_bfloat16>());
+  } else {
+    OVERLAPSIM_TRY(prepare_kernel<__half>());
+  }
+  initialized_ = true;
+  return Status::success();
+}
+
+Status OwnGemm::run(cudaStream_t stream) {
+  if (!initialized_) return Status::failure("own GEMM: run() before a successful initialize()");
+  if (workspace_ != nullptr) {
+    constexpr int kThreads = 256;
+    const int blocks = 4 * num_ctas_;
+    auto* a_padded = static_cast<uint16_t*>(workspace_);
+    auto* b_padded = a_padded + args_.m * k_padded_;
+    sm90::pad_k_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint16_t*>(args_.a),
+                                                        a_padded, args_.m, args_.k, k_padded_);
+    CUDA_CHECK(cudaGetLastError());
+    sm90::pad_k_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint16_t*>(args_.b),
+                                                        b_padded, args_.n, args_.k, k_padded_);
+    CUDA_CHECK(cudaGetLastError());
+  }
+  KernelParams<StoreEpilogue> params{};
+  const auto* maps = reinterpret_cast<const CUtensorMap*>(tensor_maps_);
+  params.map_a = maps[0];
+  params.map_b = maps[1];
+  params.m = static_cast<int32_t>(args_.m);
+  params.n = static_cast<int32_t>(args_.n);
+  params.k_blocks = static_cast<int32_t>((k_padded_ + GemmConfig::kTileK - 1) / GemmConfig::kTileK);
+  params.tiles_m = tiles_m_;
+  params.tiles_n = tiles_n_;
+  params.group_m = sched_.group_m;
+  params.epilogue.c = args_.c;
+  params.epilogue.tile_offset_elems = epilogue_.tile_offset_elems;
+  params.epilogue.group_counters = epilogue_.group_counters;
+  params.epilogue.tile_group = epilogue_.tile_group;
+  params.epilogue.order_record = epilogue_.order_record;
+  if (args_.dtype == DType::kBf16) return launch<__nv_bfloat16>(params, num_ctas_, stream);
+  return launch<__half>(params, num_ctas_, stream);
+}
+
+void OwnGemm::release() {
+  if (workspace_ != nullptr) cudaFree(workspace_);
+  workspace_ = nullptr;
+  initialized_ = false;
+}
+
+OwnGemm::~OwnGemm() { release(); }
+
+}  // namespace overlapsim::kernels::gemm

@@ -1,0 +1,167 @@
+#pragma once
+// The own GEMM's kernel for sm_90a, a template over element type and epilogue.
+//
+// One CTA per SM, persistent: CTA b computes work items b, b+grid, b+2·grid, ... in the
+// order of tile_scheduler.hpp. Warpgroup 0 is the producer: one thread issues the TMA
+// loads of A (128×64) and B (256×64) into a ring of kStages shared-memory stages, each
+// stage guarded by a "full" mbarrier (TMA bytes landed) and an "empty" mbarrier (both
+// consumers finished reading it). Warpgroups 1 and 2 are consumers: each issues
+// wgmma m64n256k16 on its 64 rows of A against all 256 columns of B, keeping one batch of
+// wgmma in flight while releasing the previous stage, then runs the epilogue from
+// registers. The producer runs ahead into the next tile during the epilogue.
+// C++17, device code only for sm_90a (other targets compile to a trap).
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "kernels/gemm/epilogue.cuh"
+#include "kernels/gemm/gemm_config.hpp"
+#include "kernels/gemm/sm90_primitives.cuh"
+#include "kernels/gemm/tile_scheduler.hpp"
+#include "kernels/gemm/wgmma_sm90.cuh"
+
+namespace overlapsim::kernels::gemm::sm90 {
+
+template <class Epilogue>
+struct KernelParams {
+  CUtensorMap map_a;  // K-major A: dims {K', M}, box {64, 128}, 128-byte swizzle
+  CUtensorMap map_b;  // K-major B: dims {K', N}, box {64, 256}
+  int32_t m = 0;
+  int32_t n = 0;
+  int32_t k_blocks = 0;  // ceil(K' / 64)
+  int32_t tiles_m = 0;
+  int32_t tiles_n = 0;
+  int32_t group_m = 1;
+  typename Epilogue::Params epilogue;
+};
+
+template <class T>
+struct MmaTag;
+template <>
+struct MmaTag<__nv_bfloat16> {
+  using type = Bf16Tag;
+};
+template <>
+struct MmaTag<__half> {
+  using type = Fp16Tag;
+};
+
+// Forces the compiler to treat the accumulators as rewritten here, so no read of them is
+// scheduled before the wgmma that produced them has been waited for.
+__device__ __forceinline__ void fence_accumulators(float (&acc)[128]) {
+#pragma unroll
+  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+}
+
+template <class T, class Epilogue>
+__global__ void __launch_bounds__(GemmConfig::kThreads, 1)
+    own_gemm_kernel(const __grid_constant__ KernelParams<Epilogue> p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Cfg = GemmConfig;
+  extern __shared__ unsigned char smem_raw[];
+  // 128-byte swizzled tiles must start on 1 KiB boundaries.
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + Cfg::kStages * Cfg::kStageBytes);
+  uint64_t* empty = full + Cfg::kStages;
+
+  const int warpgroup = threadIdx.x / 128;
+  const int num_tiles = p.tiles_m * p.tiles_n;
+
+  if (threadIdx.x == 0) {
+    prefetch_tensor_map(&p.map_a);
+    prefetch_tensor_map(&p.map_b);
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      mbarrier_init(&full[s], 1);
+      // One arrival per consumer warp (8): a stage is free once every warp waited for the
+      // wgmma that read it.
+      mbarrier_init(&empty[s], Cfg::kConsumerWarpgroups * 4);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    setmaxnreg_dec<Cfg::kProducerRegisters>();
+    if (threadIdx.x == 0) {
+      uint32_t iteration = 0;
+      for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
+        const TileCoord tc = tile_of_item(item, p.tiles_m, p.tiles_n, p.group_m);
+        for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
+          const uint32_t stage = iteration % Cfg::kStages;
+          const uint32_t round = iteration / Cfg::kStages;
+          // A fresh barrier counts as having completed the phase before phase 0.
+          mbarrier_wait(&empty[stage], (round & 1) ^ 1);
+          mbarrier_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
+          unsigned char* stage_a = smem + stage * Cfg::kStageBytes;
+          unsigned char* stage_b = stage_a + Cfg::kStageBytesA;
+          tma_load_2d(stage_a, &p.map_a, &full[stage], kb * Cfg::kTileK, tc.tile_m * Cfg::kTileM);
+          tma_load_2d(stage_b, &p.map_b, &full[stage], kb * Cfg::kTileK, tc.tile_n * Cfg::kTileN);
+        }
+      }
+    }
+  } else {
+    setmaxnreg_inc<Cfg::kConsumerRegisters>();
+    const int consumer = warpgroup - 1;
+    const bool warp_leader = (threadIdx.x % 32) == 0;
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+    uint32_t iteration = 0;
+    for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
+      const TileCoord tc = tile_of_item(item, p.tiles_m, p.tiles_n, p.group_m);
+      for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
+        const uint32_t stage = iteration % Cfg::kStages;
+        mbarrier_wait(&full[stage], (iteration / Cfg::kStages) & 1);
+        unsigned char* stage_a = smem + stage * Cfg::kStageBytes + consumer * 64 * 128;
+        unsigned char* stage_b = smem + stage * Cfg::kStageBytes + Cfg::kStageBytesA;
+        const uint64_t desc_a = smem_descriptor_sw128(stage_a);
+        const uint64_t desc_b = smem_descriptor_sw128(stage_b);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < Cfg::kTileK / 16; ++kk) {
+          // Each k16 step is 32 bytes further along the swizzled 128-byte rows.
+          wgmma_m64n256k16(typename MmaTag<T>::type{}, acc, desc_a + 2 * kk, desc_b + 2 * kk,
+                           (kb > 0 || kk > 0) ? 1u : 0u);
+        }
+        wgmma_commit();
+        if (kb > 0) {
+          // The batch issued for the previous stage is done: hand that stage back.
+          wgmma_wait<1>();
+          if (warp_leader) mbarrier_arrive(&empty[(iteration - 1) % Cfg::kStages]);
+        }
+      }
+      wgmma_wait<0>();
+      fence_accumulators(acc);
+      if (warp_leader) mbarrier_arrive(&empty[(iteration - 1) % Cfg::kStages]);
+
+      TileView view;
+      view.tile_m = tc.tile_m;
+      view.tile_n = tc.tile_n;
+      view.tile = tc.tile_m * p.tiles_n + tc.tile_n;
+      view.item = item;
+      view.m = p.m;
+      view.n = p.n;
+      const int32_t rows_left = p.m - tc.tile_m * Cfg::kTileM;
+      const int32_t cols_left = p.n - tc.tile_n * Cfg::kTileN;
+      view.valid_rows = rows_left < Cfg::kTileM ? rows_left : Cfg::kTileM;
+      view.valid_cols = cols_left < Cfg::kTileN ? cols_left : Cfg::kTileN;
+      Epilogue::template store<T>(p.epilogue, view, acc, consumer);
+      if (Epilogue::needs_after_tile(p.epilogue)) {
+        named_barrier_sync(1, Cfg::kConsumerWarpgroups * 128);
+        if (threadIdx.x == 128) Epilogue::after_tile(p.epilogue, view);
+      }
+    }
+  }
+#else
+  (void)p;
+  __trap();
+#endif
+}
+
+// Copies a rows×k row-major matrix into rows×k_padded with zeros beyond k, so that TMA
+// sees 16-byte aligned rows. 2-byte elements.
+__global__ void pad_k_kernel(const uint16_t* src, uint16_t* dst, int64_t rows, int64_t k,
+                             int64_t k_padded);
+
+}  // namespace overlapsim::kernels::gemm::sm90

@@ -1,0 +1,35 @@
+// Host replicas of the device tile schedule (tile_scheduler.hpp) and the item-order remap.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/gemm/own_gemm.hpp"
+
+namespace overlapsim::kernels::gemm {
+
+std::vector<TileCoord> tile_order(int64_t m, int64_t n, int num_ctas, int group_m) {
+  (void)num_ctas;  // the item → tile map does not depend on it; item i's CTA and wave do
+  const int32_t tiles_m = ceil_div_i32(m, GemmConfig::kTileM);
+  const int32_t tiles_n = ceil_div_i32(n, GemmConfig::kTileN);
+  std::vector<TileCoord> order(static_cast<size_t>(tiles_m) * tiles_n);
+  for (int32_t item = 0; item < static_cast<int32_t>(order.size()); ++item)
+    order[item] = tile_of_item(item, tiles_m, tiles_n, group_m);
+  return order;
+}
+
+std::vector<int64_t> compact_offsets_in_item_order(int64_t m, int64_t n, int num_ctas,
+                                                   int group_m) {
+  const int32_t tiles_n = ceil_div_i32(n, GemmConfig::kTileN);
+  const std::vector<TileCoord> order = tile_order(m, n, num_ctas, group_m);
+  std::vector<int64_t> offsets(order.size());
+  int64_t next = 0;
+  for (const TileCoord& t : order) {
+    const int64_t rows = std::min<int64_t>(GemmConfig::kTileM, m - int64_t{t.tile_m} * GemmConfig::kTileM);
+    const int64_t cols = std::min<int64_t>(GemmConfig::kTileN, n - int64_t{t.tile_n} * GemmConfig::kTileN);
+    offsets[static_cast<size_t>(t.tile_m) * tiles_n + t.tile_n] = next;
+    next += rows * cols;
+  }
+  return offsets;
+}
+
+}  // namespace overlapsim::kernels::gemm
