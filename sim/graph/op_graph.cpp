@@ -51,6 +51,7 @@ const char* to_string(StreamKind s) {
     case StreamKind::DataComm: return "dp-comm";
     case StreamKind::PipelineComm: return "pp-comm";
     case StreamKind::ExpertComm: return "ep-comm";
+    case StreamKind::ContextComm: return "cp-comm";
   }
   return "?";
 }

@@ -34,7 +34,8 @@ const char* to_string(Phase p);
 
 // Streams of one rank. Compute ops run one at a time on Compute; communication runs on
 // its own stream(s) so it can overlap with compute (e.g. DP gradient buckets).
-enum class StreamKind { Compute, TensorComm, DataComm, PipelineComm, ExpertComm };
+// ContextComm (added by the workloads generators) carries context-parallel K/V traffic.
+enum class StreamKind { Compute, TensorComm, DataComm, PipelineComm, ExpertComm, ContextComm };
 const char* to_string(StreamKind s);
 
 struct GemmShape {
@@ -77,8 +78,22 @@ struct OpNode {
   // same rank graph; -1 when unpaired. Overlap designs (sequential, decomposed, tilewise,
   // fused, shaped) act on these pairs.
   int pair_partner = -1;
+
+  // Activation recomputation (a forward op re-run during backward). Its flops count in
+  // StepGraph::flops_per_step but not in model_flops_per_step.
+  bool recompute = false;
 };
 
+// How workloads/ generators build a rank graph (what the executor may rely on):
+//  - vertices are added in program order; consecutive ops on the same stream of a rank are
+//    linked by an edge (a stream runs in order), other edges are data dependencies;
+//  - pair_partner is set on both ops of a pair;
+//  - a SendRecv send from rank A to rank B matches the receive at B from A of the same
+//    ordinal (k-th send A->B with k-th receive at B from A), as in NCCL; the generators
+//    order pipeline sends/receives so this holds under rendezvous semantics;
+//  - StepGraph::groups holds every communicator of each family used (all TP groups, all
+//    DP groups, ...), so a folded collective's images on other groups can be found;
+//  - ops with flops == 0 are charged by bytes only (norms, activations, optimizer math).
 using OpGraph =
     boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, OpNode>;
 using OpVertex = OpGraph::vertex_descriptor;
@@ -95,7 +110,8 @@ struct StepGraph {
   int world_size = 0;
   std::vector<CommGroup> groups;  // communicators referenced by comm ops
   std::vector<RankProgram> ranks; // the simulated ranks (all, or one per identical class)
-  double flops_per_step = 0;      // model FLOPs of the whole step over all GPUs
+  double flops_per_step = 0;      // FLOPs of all ops of the step over all GPUs (with recompute)
+  double model_flops_per_step = 0;  // the same without recomputation (MFU numerator)
   double tokens_per_step = 0;     // tokens (or samples, for DLRM) per step
   std::string throughput_unit;    // "tokens" or "samples"
 };

@@ -1,0 +1,561 @@
+#include "workloads/model.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "config/error.hpp"
+
+namespace overlapsim::workloads {
+
+using config::ConfigError;
+using config::ConfigNode;
+using config::ParamDoc;
+
+const char* to_string(ModelKind k) {
+  switch (k) {
+    case ModelKind::Transformer: return "transformer";
+    case ModelKind::Moe: return "moe";
+    case ModelKind::Dlrm: return "dlrm";
+  }
+  return "?";
+}
+
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::None: return "none";
+    case Recompute::Selective: return "selective";
+    case Recompute::Full: return "full";
+  }
+  return "?";
+}
+
+const char* to_string(GradSync g) {
+  switch (g) {
+    case GradSync::AllReduce: return "allreduce";
+    case GradSync::DistributedOptimizer: return "distributed_optimizer";
+  }
+  return "?";
+}
+
+namespace {
+
+const std::vector<ParamDoc> kTopDocs = {
+    {"name", "model name shown in reports", "file name", ""},
+    {"kind", "transformer | moe | dlrm", "", ""},
+    {"source", "where the dimensions come from (paper, model card)", "", ""},
+    {"transformer", "layer dimensions (kind transformer or moe)", "", ""},
+    {"moe", "expert configuration (kind moe)", "", ""},
+    {"dlrm", "tables, MLPs and interaction (kind dlrm)", "", ""},
+    {"training", "batch, precision, recompute, optimizer", "", ""},
+    {"parallelism", "dp, tp, pp, cp, ep and their options", "", ""},
+    {"overlap", "pair name -> list of designs (default: all designs on all pairs)", "all", ""},
+};
+
+const std::vector<ParamDoc> kTransformerDocs = {
+    {"layers", "transformer layers", "", ""},
+    {"hidden", "model (residual stream) width", "", "elements"},
+    {"ffn_hidden", "dense MLP inner width", "", "elements"},
+    {"vocab", "vocabulary size", "", "tokens"},
+    {"mlp", "gelu (2 matrices) | swiglu (3 matrices)", "gelu", ""},
+    {"norm", "layernorm | rmsnorm", "layernorm", ""},
+    {"position_embedding", "learned (a seq_len x hidden table) | rope", "rope", ""},
+    {"bias", "linear layers have biases", "false", ""},
+    {"tie_embeddings", "output head shares the input embedding", "false", ""},
+    {"attention", "attention block", "", ""},
+};
+
+const std::vector<ParamDoc> kAttentionDocs = {
+    {"kind", "standard (MHA/GQA) | mla (multi-head latent attention)", "standard", ""},
+    {"heads", "query heads", "", ""},
+    {"kv_heads", "key/value heads (GQA); default heads", "heads", ""},
+    {"head_dim", "per-head width", "hidden / heads", "elements"},
+    {"causal", "causal mask (kernels skip masked blocks: half the QK^T/PV work)", "true", ""},
+    {"q_lora_rank", "mla: query compression rank (0: none)", "0", "elements"},
+    {"kv_lora_rank", "mla: key/value latent rank", "", "elements"},
+    {"qk_nope_head_dim", "mla: per-head query/key width without rope", "", "elements"},
+    {"qk_rope_head_dim", "mla: per-head rope width (shared key)", "", "elements"},
+    {"v_head_dim", "mla: per-head value width", "", "elements"},
+};
+
+const std::vector<ParamDoc> kMoeDocs = {
+    {"experts", "routed experts per MoE layer", "", ""},
+    {"top_k", "routed experts per token", "", ""},
+    {"shared_experts", "always-active experts per MoE layer", "0", ""},
+    {"expert_ffn_hidden", "inner width of one expert", "", "elements"},
+    {"dense_layers", "first N layers use a dense MLP (ffn_hidden)", "0", ""},
+};
+
+const std::vector<ParamDoc> kDlrmDocs = {
+    {"dense_features", "dense input features", "", ""},
+    {"embedding_dim", "width of every embedding row", "", "elements"},
+    {"tables", "list of {rows, hotness}", "", ""},
+    {"bottom_mlp", "bottom MLP output widths", "", "elements"},
+    {"top_mlp", "top MLP output widths", "", "elements"},
+    {"interaction", "dcn (low-rank cross network) | dot", "dcn", ""},
+    {"dcn_layers", "cross layers (dcn)", "", ""},
+    {"dcn_rank", "low-rank dimension of each cross layer (dcn)", "", "elements"},
+    {"embedding_precision", "fp32 | bf16 | fp16 (tables and their all-to-all)", "fp32", ""},
+};
+
+const std::vector<ParamDoc> kTrainingDocs = {
+    {"seq_len", "sequence length (transformer, moe)", "", "tokens"},
+    {"global_batch", "sequences (or samples) per step", "", ""},
+    {"micro_batch", "sequences per microbatch per DP rank", "1", ""},
+    {"precision", "bf16 | fp16 | fp8 (GEMM inputs; activations stay 16-bit)", "bf16", ""},
+    {"grad_precision", "bf16 | fp32: precision of the DP gradient reduction", "bf16", ""},
+    {"recompute", "none | selective | full activation recomputation", "none", ""},
+    {"grad_sync", "allreduce | distributed_optimizer (reduce-scatter + all-gather)",
+     "allreduce", ""},
+    {"grad_bucket", "DP gradient bucket size (PyTorch DDP bucket_cap_mb default)", "25MiB",
+     "bytes"},
+};
+
+const std::vector<ParamDoc> kParallelismDocs = {
+    {"dp", "data-parallel size, or auto (GPUs / (tp·pp·cp))", "auto", ""},
+    {"tp", "tensor-parallel size", "1", ""},
+    {"sequence_parallel", "Megatron sequence parallelism with tp", "false", ""},
+    {"pp", "pipeline stages (1F1B)", "1", ""},
+    {"virtual_stages", "model chunks per stage (interleaved 1F1B)", "1", ""},
+    {"first_stage_layers", "layers on the first stage (uneven pipeline)", "even split", ""},
+    {"last_stage_layers", "layers on the last stage (uneven pipeline)", "even split", ""},
+    {"cp", "context-parallel size (sequence split, all-gather of K/V)", "1", ""},
+    {"ep", "expert-parallel size (moe), carved out of dp·cp", "1", ""},
+};
+
+std::string location_of(const ConfigNode& parent, const std::string& key) {
+  const auto& y = parent.yaml();
+  YAML::Mark mark = (y.IsMap() && y[key]) ? y[key].Mark() : y.Mark();
+  if (mark.is_null()) return parent.file();
+  return fmt::format("{}:{}:{}", parent.file(), mark.line + 1, mark.column + 1);
+}
+
+// Records where `section.key` sits so cross-key checks can name it.
+void remember(ModelSpec& spec, const ConfigNode& parent, const std::string& section,
+              const std::string& key) {
+  spec.key_locations[section.empty() ? key : section + "." + key] = location_of(parent, key);
+}
+
+[[noreturn]] void fail_key(const ModelSpec& spec, const std::string& key,
+                           const std::string& message) {
+  auto it = spec.key_locations.find(key);
+  std::string where = it != spec.key_locations.end()
+                          ? it->second
+                          : (spec.source_file.empty() ? std::string("(model)") : spec.source_file);
+  throw ConfigError(fmt::format("{}: {}: {}", where, key, message));
+}
+
+int get_int_in(const ConfigNode& n, const std::string& key, int lo, int def_value, bool required) {
+  if (!n.has(key)) {
+    if (required) n.child(key);  // throws "missing (required)"
+    return def_value;
+  }
+  std::int64_t v = n.get_int(key);
+  if (v < lo || v > 1'000'000'000)
+    n.fail_key(key, fmt::format("{} is out of range (expected an integer >= {})", v, lo));
+  return static_cast<int>(v);
+}
+
+sim::Precision parse_precision(const ConfigNode& n, const std::string& key,
+                               const std::vector<std::string>& allowed, sim::Precision def) {
+  if (!n.has(key)) return def;
+  std::string v = n.get_enum(key, allowed);
+  if (v == "fp32") return sim::Precision::FP32;
+  if (v == "fp16") return sim::Precision::FP16;
+  if (v == "fp8") return sim::Precision::FP8;
+  return sim::Precision::BF16;
+}
+
+std::vector<int> get_int_list(const ConfigNode& parent, const std::string& key) {
+  ConfigNode list = parent.child(key);
+  if (!list.is_sequence() || list.size() == 0)
+    parent.fail_key(key, "expected a non-empty list of integers such as [512, 256, 128]");
+  std::vector<int> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::int64_t v = list.at(i).as_int();
+    if (v < 1) list.at(i).fail(fmt::format("{} is not positive (expected an integer >= 1)", v));
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+void load_attention(ModelSpec& spec, const ConfigNode& n) {
+  n.check_keys(kAttentionDocs);
+  auto& a = spec.transformer.attention;
+  for (const auto& d : kAttentionDocs) remember(spec, n, "transformer.attention", d.key);
+  a.kind = n.get_enum("kind", {"standard", "mla"}, "standard") == "mla" ? AttentionKind::Mla
+                                                                         : AttentionKind::Standard;
+  a.heads = get_int_in(n, "heads", 1, 0, true);
+  a.kv_heads = get_int_in(n, "kv_heads", 1, a.heads, false);
+  a.head_dim = get_int_in(n, "head_dim", 1, 0, false);
+  a.causal = n.get_bool("causal", true);
+  if (a.kind == AttentionKind::Mla) {
+    a.q_lora_rank = get_int_in(n, "q_lora_rank", 0, 0, false);
+    a.kv_lora_rank = get_int_in(n, "kv_lora_rank", 1, 0, true);
+    a.qk_nope_head_dim = get_int_in(n, "qk_nope_head_dim", 1, 0, true);
+    a.qk_rope_head_dim = get_int_in(n, "qk_rope_head_dim", 1, 0, true);
+    a.v_head_dim = get_int_in(n, "v_head_dim", 1, 0, true);
+    a.kv_heads = a.heads;  // MLA expands the latent to per-head keys and values
+  } else {
+    for (const char* k : {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                          "v_head_dim"})
+      if (n.has(k)) n.fail_key(k, "only allowed with kind: mla (expected no such key)");
+  }
+}
+
+void load_transformer(ModelSpec& spec, const ConfigNode& n) {
+  n.check_keys(kTransformerDocs);
+  for (const auto& d : kTransformerDocs) remember(spec, n, "transformer", d.key);
+  auto& t = spec.transformer;
+  t.layers = get_int_in(n, "layers", 1, 0, true);
+  t.hidden = get_int_in(n, "hidden", 1, 0, true);
+  t.ffn_hidden = get_int_in(n, "ffn_hidden", 1, 0, spec.kind == ModelKind::Transformer);
+  t.vocab = get_int_in(n, "vocab", 1, 0, true);
+  t.mlp = n.get_enum("mlp", {"gelu", "swiglu"}, "gelu") == "swiglu" ? MlpKind::Swiglu
+                                                                     : MlpKind::Gelu;
+  t.norm = n.get_enum("norm", {"layernorm", "rmsnorm"}, "layernorm") == "rmsnorm"
+               ? NormKind::RmsNorm
+               : NormKind::LayerNorm;
+  t.position = n.get_enum("position_embedding", {"learned", "rope"}, "rope") == "learned"
+                   ? PositionEmbedding::Learned
+                   : PositionEmbedding::Rope;
+  t.bias = n.get_bool("bias", false);
+  t.tie_embeddings = n.get_bool("tie_embeddings", false);
+  load_attention(spec, n.child("attention"));
+}
+
+void load_moe(ModelSpec& spec, const ConfigNode& n) {
+  n.check_keys(kMoeDocs);
+  for (const auto& d : kMoeDocs) remember(spec, n, "moe", d.key);
+  auto& m = spec.moe;
+  m.experts = get_int_in(n, "experts", 1, 0, true);
+  m.top_k = get_int_in(n, "top_k", 1, 0, true);
+  m.shared_experts = get_int_in(n, "shared_experts", 0, 0, false);
+  m.expert_ffn_hidden = get_int_in(n, "expert_ffn_hidden", 1, 0, true);
+  m.dense_layers = get_int_in(n, "dense_layers", 0, 0, false);
+}
+
+void load_dlrm(ModelSpec& spec, const ConfigNode& n) {
+  n.check_keys(kDlrmDocs);
+  for (const auto& d : kDlrmDocs) remember(spec, n, "dlrm", d.key);
+  auto& d = spec.dlrm;
+  d.dense_features = get_int_in(n, "dense_features", 1, 0, true);
+  d.embedding_dim = get_int_in(n, "embedding_dim", 1, 0, true);
+  ConfigNode tables = n.child("tables");
+  if (!tables.is_sequence() || tables.size() == 0)
+    n.fail_key("tables", "expected a non-empty list of {rows: N, hotness: K}");
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    ConfigNode t = tables.at(i);
+    if (!t.is_map()) t.fail("expected a map such as {rows: 40000000, hotness: 3}");
+    t.check_keys(std::vector<std::string>{"rows", "hotness"});
+    EmbeddingTableSpec table;
+    table.rows = t.get_positive_int("rows");
+    table.hotness = get_int_in(t, "hotness", 1, 1, false);
+    d.tables.push_back(table);
+  }
+  d.bottom_mlp = get_int_list(n, "bottom_mlp");
+  d.top_mlp = get_int_list(n, "top_mlp");
+  d.interaction = n.get_enum("interaction", {"dcn", "dot"}, "dcn");
+  if (d.interaction == "dcn") {
+    d.dcn_layers = get_int_in(n, "dcn_layers", 1, 0, true);
+    d.dcn_rank = get_int_in(n, "dcn_rank", 1, 0, true);
+  }
+  d.embedding_precision =
+      parse_precision(n, "embedding_precision", {"fp32", "bf16", "fp16"}, sim::Precision::FP32);
+}
+
+void load_training(ModelSpec& spec, const ConfigNode& n) {
+  n.check_keys(kTrainingDocs);
+  for (const auto& d : kTrainingDocs) remember(spec, n, "training", d.key);
+  auto& t = spec.training;
+  t.seq_len = get_int_in(n, "seq_len", 1, 0, spec.kind != ModelKind::Dlrm);
+  t.global_batch = n.get_positive_int("global_batch");
+  // DLRM trains one batch per step: micro_batch defaults to global_batch / dp (0 here).
+  t.micro_batch = get_int_in(n, "micro_batch", 1, spec.kind == ModelKind::Dlrm ? 0 : 1, false);
+  t.precision = parse_precision(n, "precision", {"bf16", "fp16", "fp8"}, sim::Precision::BF16);
+  t.grad_precision =
+      parse_precision(n, "grad_precision", {"bf16", "fp32"}, sim::Precision::BF16);
+  std::string rc = n.get_enum("recompute", {"none", "selective", "full"}, "none");
+  t.recompute = rc == "full" ? Recompute::Full
+                : rc == "selective" ? Recompute::Selective
+                                    : Recompute::None;
+  t.grad_sync = n.get_enum("grad_sync", {"allreduce", "distributed_optimizer"}, "allreduce") ==
+                        "distributed_optimizer"
+                    ? GradSync::DistributedOptimizer
+                    : GradSync::AllReduce;
+  t.grad_bucket_bytes = n.get_bytes("grad_bucket", 25ull << 20);
+  if (t.grad_bucket_bytes == 0)
+    n.fail_key("grad_bucket", "0 is not allowed (expected a size > 0 such as \"25MiB\")");
+}
+
+void load_parallelism(ModelSpec& spec, const ConfigNode& n) {
+  n.check_keys(kParallelismDocs);
+  for (const auto& d : kParallelismDocs) remember(spec, n, "parallelism", d.key);
+  auto& p = spec.parallelism;
+  if (n.has("dp") && n.get_string("dp") != "auto") p.dp = get_int_in(n, "dp", 1, 0, true);
+  p.tp = get_int_in(n, "tp", 1, 1, false);
+  p.pp = get_int_in(n, "pp", 1, 1, false);
+  p.cp = get_int_in(n, "cp", 1, 1, false);
+  p.ep = get_int_in(n, "ep", 1, 1, false);
+  p.sequence_parallel = n.get_bool("sequence_parallel", false);
+  p.virtual_stages = get_int_in(n, "virtual_stages", 1, 1, false);
+  p.first_stage_layers = get_int_in(n, "first_stage_layers", 1, 0, false);
+  p.last_stage_layers = get_int_in(n, "last_stage_layers", 1, 0, false);
+}
+
+void load_overlap(ModelSpec& spec, const ConfigNode& n) {
+  if (!n.is_map()) n.fail("expected a map of pair name -> list of designs");
+  n.check_keys(kOverlapPairs);
+  std::vector<std::string> designs = kOverlapDesigns;
+  designs.push_back("all");
+  for (const auto& pair : n.keys()) {
+    ConfigNode list = n.child(pair);
+    std::vector<std::string> chosen;
+    auto check = [&](const ConfigNode& item) {
+      std::string v = item.as_string();
+      if (std::find(designs.begin(), designs.end(), v) == designs.end())
+        item.fail(fmt::format("'{}' is not a design (expected one of: {})", v,
+                              fmt::join(designs, ", ")));
+      if (v == "all")
+        chosen.insert(chosen.end(), kOverlapDesigns.begin(), kOverlapDesigns.end());
+      else
+        chosen.push_back(v);
+    };
+    if (list.is_sequence()) {
+      if (list.size() == 0) n.fail_key(pair, "empty list (expected at least one design)");
+      for (std::size_t i = 0; i < list.size(); ++i) check(list.at(i));
+    } else {
+      check(list);
+    }
+    spec.overlap.designs_by_pair[pair] = chosen;
+  }
+}
+
+ModelSpec load_from(const ConfigNode& root) {
+  if (!root.is_map()) root.fail("expected a map with kind, training and parallelism");
+  root.check_keys(kTopDocs);
+  ModelSpec spec;
+  spec.source_file = root.file();
+  for (const auto& d : kTopDocs) remember(spec, root, "", d.key);
+  std::string stem = root.file();
+  if (auto slash = stem.find_last_of('/'); slash != std::string::npos) stem = stem.substr(slash + 1);
+  if (auto dot = stem.rfind(".yaml"); dot != std::string::npos) stem = stem.substr(0, dot);
+  spec.name = root.get_string("name", stem);
+  std::string kind = root.get_enum("kind", {"transformer", "moe", "dlrm"});
+  spec.kind = kind == "moe" ? ModelKind::Moe : kind == "dlrm" ? ModelKind::Dlrm
+                                                               : ModelKind::Transformer;
+  if (spec.kind == ModelKind::Dlrm) {
+    for (const char* k : {"transformer", "moe"})
+      if (root.has(k)) root.fail_key(k, "not allowed with kind: dlrm (expected a dlrm: section)");
+    load_dlrm(spec, root.child("dlrm"));
+  } else {
+    if (root.has("dlrm")) root.fail_key("dlrm", "only allowed with kind: dlrm");
+    load_transformer(spec, root.child("transformer"));
+    if (spec.kind == ModelKind::Moe)
+      load_moe(spec, root.child("moe"));
+    else if (root.has("moe"))
+      root.fail_key("moe", "only allowed with kind: moe (expected no moe: section)");
+  }
+  load_training(spec, root.child("training"));
+  if (auto p = root.optional_child("parallelism")) load_parallelism(spec, *p);
+  if (auto o = root.optional_child("overlap")) load_overlap(spec, *o);
+  validate_model(spec);
+  return spec;
+}
+
+void check_divides(const ModelSpec& spec, const std::string& key, long long divisor,
+                   const std::string& what, long long value) {
+  if (divisor > 0 && value % divisor != 0)
+    fail_key(spec, key,
+             fmt::format("{} does not divide {} = {} (expected a divisor of {})", divisor, what,
+                         value, value));
+}
+
+int layers_per_middle_stage(const ModelSpec& spec) {
+  const auto& p = spec.parallelism;
+  int middle = spec.transformer.layers - p.first_stage_layers - p.last_stage_layers;
+  int stages = p.pp - (p.first_stage_layers > 0 ? 1 : 0) - (p.last_stage_layers > 0 ? 1 : 0);
+  return stages > 0 ? middle / stages : 0;
+}
+
+}  // namespace
+
+ModelSpec load_model(const std::string& path) { return load_from(ConfigNode::load_file(path)); }
+
+ModelSpec load_model_string(const std::string& text, const std::string& name) {
+  return load_from(ConfigNode::load_string(text, name));
+}
+
+void validate_model(const ModelSpec& spec) {
+  const auto& p = spec.parallelism;
+  const auto& tr = spec.training;
+  for (auto [key, v] : {std::pair{"parallelism.tp", p.tp}, {"parallelism.pp", p.pp},
+                        {"parallelism.cp", p.cp}, {"parallelism.ep", p.ep},
+                        {"parallelism.virtual_stages", p.virtual_stages}})
+    if (v < 1) fail_key(spec, key, fmt::format("{} is not positive (expected an integer >= 1)", v));
+  if (p.dp < 0) fail_key(spec, "parallelism.dp", "negative (expected an integer >= 1 or auto)");
+
+  if (spec.kind == ModelKind::Dlrm) {
+    // Embeddings are sharded over all ranks, MLPs are data parallel: no tp/pp/cp/ep.
+    for (auto [key, v] : {std::pair{"parallelism.tp", p.tp}, {"parallelism.pp", p.pp},
+                          {"parallelism.cp", p.cp}, {"parallelism.ep", p.ep}})
+      if (v != 1)
+        fail_key(spec, key,
+                 fmt::format("{} is not supported for dlrm (expected 1: embeddings are sharded "
+                             "over all ranks and MLPs are data parallel)",
+                             v));
+    if (spec.dlrm.interaction == "dcn" && (spec.dlrm.dcn_layers < 1 || spec.dlrm.dcn_rank < 1))
+      fail_key(spec, "dlrm.interaction", "dcn needs dcn_layers >= 1 and dcn_rank >= 1");
+    if (spec.dlrm.tables.empty()) fail_key(spec, "dlrm.tables", "empty (expected at least one)");
+    if (p.dp > 0)
+      check_divides(spec, "training.global_batch", 1LL * p.dp * std::max(tr.micro_batch, 1),
+                    tr.micro_batch > 0 ? "micro_batch·dp" : "dp", tr.global_batch);
+    return;
+  }
+
+  const auto& t = spec.transformer;
+  const auto& a = t.attention;
+  if (a.kind == AttentionKind::Standard && a.head_dim == 0 && t.hidden % a.heads != 0)
+    fail_key(spec, "transformer.attention.heads",
+             fmt::format("{} heads do not divide hidden = {} (expected a divisor of hidden, or "
+                         "set head_dim)",
+                         a.heads, t.hidden));
+  if (a.heads % a.kv_heads != 0)
+    fail_key(spec, "transformer.attention.kv_heads",
+             fmt::format("{} does not divide heads = {} (expected a divisor of heads)",
+                         a.kv_heads, a.heads));
+  if (a.heads % p.tp != 0)
+    fail_key(spec, "parallelism.tp",
+             fmt::format("{} does not divide attention heads = {} (expected a divisor of {})",
+                         p.tp, a.heads, a.heads));
+  if (a.kv_heads % p.tp != 0)
+    fail_key(spec, "parallelism.tp",
+             fmt::format("{} does not divide kv_heads = {} (expected a divisor of the GQA key/"
+                         "value heads {})",
+                         p.tp, a.kv_heads, a.kv_heads));
+  if (t.ffn_hidden > 0)
+    check_divides(spec, "parallelism.tp", p.tp, "transformer.ffn_hidden", t.ffn_hidden);
+  if (p.sequence_parallel)
+    check_divides(spec, "parallelism.sequence_parallel", p.tp, "seq_len (tp must divide it)",
+                  tr.seq_len);
+  check_divides(spec, "parallelism.cp", p.cp, "training.seq_len", tr.seq_len);
+
+  if (spec.kind == ModelKind::Moe) {
+    const auto& m = spec.moe;
+    if (m.top_k > m.experts)
+      fail_key(spec, "moe.top_k",
+               fmt::format("{} exceeds experts = {} (expected top_k <= experts)", m.top_k,
+                           m.experts));
+    check_divides(spec, "parallelism.ep", p.ep, "moe.experts", m.experts);
+    check_divides(spec, "parallelism.tp", p.tp, "moe.expert_ffn_hidden", m.expert_ffn_hidden);
+    if (m.dense_layers >= t.layers)
+      fail_key(spec, "moe.dense_layers",
+               fmt::format("{} leaves no MoE layer (expected fewer than layers = {})",
+                           m.dense_layers, t.layers));
+    if (m.dense_layers > 0 && t.ffn_hidden == 0)
+      fail_key(spec, "transformer.ffn_hidden", "missing (required when moe.dense_layers > 0)");
+    if (p.tp > 1 && !p.sequence_parallel)
+      fail_key(spec, "parallelism.sequence_parallel",
+               "false with tp > 1 in an MoE model (expected true: Megatron requires sequence "
+               "parallelism for MoE with tensor parallelism)");
+    if (p.dp > 0) check_divides(spec, "parallelism.ep", p.ep, "dp·cp", 1LL * p.dp * p.cp);
+  } else if (p.ep != 1) {
+    fail_key(spec, "parallelism.ep", fmt::format("{} needs kind: moe (expected 1)", p.ep));
+  }
+
+  // Pipeline split.
+  if (p.virtual_stages > 1 && p.pp == 1)
+    fail_key(spec, "parallelism.virtual_stages", "needs pp > 1 (expected 1 when pp is 1)");
+  if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+    if (p.virtual_stages > 1)
+      fail_key(spec, "parallelism.first_stage_layers",
+               "uneven stages cannot be combined with virtual_stages > 1 (expected an even "
+               "split)");
+    int fixed = (p.first_stage_layers > 0) + (p.last_stage_layers > 0);
+    int rest = t.layers - p.first_stage_layers - p.last_stage_layers;
+    int stages = p.pp - fixed;
+    if (p.pp < 2 || rest < 0 || (stages == 0 && rest != 0) || (stages > 0 && rest % stages != 0) ||
+        (stages > 0 && rest / stages < 1))
+      fail_key(spec, p.first_stage_layers > 0 ? "parallelism.first_stage_layers"
+                                              : "parallelism.last_stage_layers",
+               fmt::format("layers = {} minus first/last stage layers leaves {} for {} other "
+                           "stages (expected a positive multiple of {})",
+                           t.layers, rest, stages, std::max(stages, 1)));
+  } else if (t.layers % (p.pp * p.virtual_stages) != 0) {
+    fail_key(spec, "parallelism.pp",
+             fmt::format("pp·virtual_stages = {} does not divide layers = {} (expected a "
+                         "divisor, or set first_stage_layers/last_stage_layers)",
+                         p.pp * p.virtual_stages, t.layers));
+  }
+  if (p.dp > 0) {
+    check_divides(spec, "training.global_batch", 1LL * p.dp * tr.micro_batch, "micro_batch·dp",
+                  tr.global_batch);
+    long long microbatches = tr.global_batch / (1LL * p.dp * tr.micro_batch);
+    if (p.virtual_stages > 1 && microbatches % p.pp != 0)
+      fail_key(spec, "parallelism.virtual_stages",
+               fmt::format("interleaving needs microbatches = {} to be a multiple of pp = {} "
+                           "(expected global_batch / (micro_batch·dp) divisible by pp)",
+                           microbatches, p.pp));
+  }
+}
+
+ModelSpec resolve_for_world(const ModelSpec& spec, int world_size, int gpus_per_node) {
+  ModelSpec r = spec;
+  auto& p = r.parallelism;
+  long long model_parallel = 1LL * p.tp * p.pp * p.cp;
+  if (world_size < 1)
+    throw ConfigError(fmt::format("{}: GPU count {} is not positive", spec.source_file, world_size));
+  if (p.dp == 0) {
+    if (world_size % model_parallel != 0)
+      fail_key(spec, "parallelism",
+               fmt::format("tp·pp·cp = {} does not divide the {} GPUs (expected tp·pp·cp to "
+                           "divide the GPU count so dp can be derived)",
+                           model_parallel, world_size));
+    p.dp = static_cast<int>(world_size / model_parallel);
+  } else if (model_parallel * p.dp != world_size) {
+    fail_key(spec, "parallelism.dp",
+             fmt::format("dp·tp·pp·cp = {}·{}·{}·{} = {} but the cluster has {} GPUs (expected "
+                         "the product to equal the GPU count, or dp: auto)",
+                         p.dp, p.tp, p.pp, p.cp, model_parallel * p.dp, world_size));
+  }
+  if (gpus_per_node > 0 && gpus_per_node % p.tp != 0)
+    fail_key(spec, "parallelism.tp",
+             fmt::format("{} does not divide the {} GPUs per node (expected a TP group inside "
+                         "one node)",
+                         p.tp, gpus_per_node));
+  validate_model(r);
+  return r;
+}
+
+LayerRange stage_layers(const ModelSpec& spec, int stage, int chunk) {
+  const auto& p = spec.parallelism;
+  const int layers = spec.transformer.layers;
+  if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+    int per = layers_per_middle_stage(spec);
+    int first = p.first_stage_layers > 0 ? p.first_stage_layers : per;
+    if (stage == 0) return {0, first};
+    if (stage == p.pp - 1) return {layers - (p.last_stage_layers > 0 ? p.last_stage_layers : per),
+                                   layers};
+    int begin = first + (stage - 1) * per;
+    return {begin, begin + per};
+  }
+  // Megatron interleaving: chunk c of stage s holds the (c·pp + s)-th slice of layers.
+  int per = layers / (p.pp * p.virtual_stages);
+  int begin = (chunk * p.pp + stage) * per;
+  return {begin, begin + per};
+}
+
+const std::vector<ParamDoc>& model_param_docs(const std::string& section) {
+  static const std::vector<ParamDoc> kEmpty;
+  if (section.empty()) return kTopDocs;
+  if (section == "transformer") return kTransformerDocs;
+  if (section == "transformer.attention") return kAttentionDocs;
+  if (section == "moe") return kMoeDocs;
+  if (section == "dlrm") return kDlrmDocs;
+  if (section == "training") return kTrainingDocs;
+  if (section == "parallelism") return kParallelismDocs;
+  return kEmpty;
+}
+
+}  // namespace overlapsim::workloads

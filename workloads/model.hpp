@@ -1,0 +1,161 @@
+#pragma once
+// Model YAML: what is trained (Transformer, MoE or DLRM dimensions), how (precision,
+// batch, recompute, optimizer sharding) and how it is split over GPUs (dp, tp, pp, cp,
+// ep). The schema is documented key by key in docs/model-format.md and in the ParamDoc
+// tables of model.cpp.
+//
+// Loading is two steps so the CLI can override parallelism in between:
+//   ModelSpec spec = load_model(path);          // syntax, units, enums, per-key ranges
+//   spec.parallelism.tp = 4;                    // optional overrides
+//   validate_model(spec);                       // cross-key rules (tp | heads, ...)
+//   ModelSpec r = resolve_for_world(spec, 1024, 8);  // dp·tp·pp·cp == GPUs, TP in a node
+// Every failure is a config::ConfigError whose message names the model file, the key
+// (with line:column where the key was in the file) and the expected form.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/config_node.hpp"
+#include "sim/graph/op_graph.hpp"
+
+namespace overlapsim::workloads {
+
+enum class ModelKind { Transformer, Moe, Dlrm };
+enum class MlpKind { Gelu, Swiglu };  // swiglu: gate and up projections, 3 matrices
+enum class NormKind { LayerNorm, RmsNorm };
+enum class AttentionKind { Standard, Mla };  // standard covers MHA and GQA
+enum class PositionEmbedding { Learned, Rope };
+enum class Recompute { None, Selective, Full };
+enum class GradSync { AllReduce, DistributedOptimizer };
+
+const char* to_string(ModelKind k);
+const char* to_string(Recompute r);
+const char* to_string(GradSync g);
+
+struct AttentionSpec {
+  AttentionKind kind = AttentionKind::Standard;
+  int heads = 0;
+  int kv_heads = 0;  // GQA; equals heads for MHA
+  int head_dim = 0;  // default hidden / heads
+  bool causal = true;  // causal masking: kernels skip the masked half of QK^T and PV
+  // Multi-head latent attention (DeepSeek-V2/V3). q_lora_rank 0: no query compression.
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+};
+
+struct TransformerSpec {
+  int layers = 0;
+  int hidden = 0;
+  int ffn_hidden = 0;  // dense MLP inner size (for MoE: the dense layers' size)
+  int vocab = 0;
+  MlpKind mlp = MlpKind::Gelu;
+  NormKind norm = NormKind::LayerNorm;
+  PositionEmbedding position = PositionEmbedding::Rope;
+  bool bias = false;            // linear layers carry biases (GPT-2/3 style)
+  bool tie_embeddings = false;  // output head shares the input embedding matrix
+  AttentionSpec attention;
+};
+
+// Mixture of experts on top of TransformerSpec (kind: moe).
+struct MoeSpec {
+  int experts = 0;         // routed experts per MoE layer
+  int top_k = 0;           // routed experts per token
+  int shared_experts = 0;  // always-active experts (DeepSeek), each of expert_ffn_hidden
+  int expert_ffn_hidden = 0;
+  int dense_layers = 0;    // the first `dense_layers` layers use a dense MLP of ffn_hidden
+};
+
+struct EmbeddingTableSpec {
+  std::int64_t rows = 0;
+  int hotness = 1;  // lookups pooled per sample (multi-hot size)
+};
+
+// DLRM with a DCNv2 (low-rank cross network) or dot interaction (kind: dlrm).
+struct DlrmSpec {
+  int dense_features = 0;
+  int embedding_dim = 0;
+  std::vector<EmbeddingTableSpec> tables;
+  std::vector<int> bottom_mlp;  // output sizes; input is dense_features
+  std::vector<int> top_mlp;     // output sizes; input is the interaction output
+  std::string interaction = "dcn";  // dcn | dot
+  int dcn_layers = 0;
+  int dcn_rank = 0;  // low-rank cross: W = U V^T with U, V of d x rank
+  sim::Precision embedding_precision = sim::Precision::FP32;
+};
+
+struct Parallelism {
+  int dp = 0;  // 0: derived from the GPU count (dp = gpus / (tp·pp·cp))
+  int tp = 1;
+  int pp = 1;
+  int cp = 1;
+  int ep = 1;  // MoE experts split over ep ranks carved out of dp·cp
+  bool sequence_parallel = false;
+  int virtual_stages = 1;  // interleaved 1F1B when > 1
+  // Uneven pipelines (Megatron --decoder-first/last-pipeline-num-layers): 0 = even split.
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
+};
+
+struct TrainingSpec {
+  int seq_len = 0;  // transformer only
+  std::int64_t global_batch = 0;  // sequences (transformer) or samples (dlrm)
+  int micro_batch = 1;  // dlrm: 0 = global_batch / dp (one microbatch)
+  sim::Precision precision = sim::Precision::BF16;  // GEMM inputs (fp8: TE-style GEMMs)
+  sim::Precision grad_precision = sim::Precision::BF16;  // DP gradient reduction
+  Recompute recompute = Recompute::None;
+  GradSync grad_sync = GradSync::AllReduce;
+  std::uint64_t grad_bucket_bytes = 25ull << 20;  // PyTorch DDP bucket_cap_mb = 25
+};
+
+// `overlap:` maps a pair name (gemm_allreduce, ...) to the designs applied to it; an
+// empty map means "compare all designs on all pairs". Parsed and stored for the executor.
+struct OverlapSpec {
+  std::map<std::string, std::vector<std::string>> designs_by_pair;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string source_file;  // the YAML this came from ("" when built in code)
+  ModelKind kind = ModelKind::Transformer;
+  TransformerSpec transformer;  // transformer and moe
+  MoeSpec moe;                  // moe
+  DlrmSpec dlrm;                // dlrm
+  Parallelism parallelism;
+  TrainingSpec training;
+  OverlapSpec overlap;
+  // "parallelism.tp" -> "file:line:col", so later checks can point at the key.
+  std::map<std::string, std::string> key_locations;
+};
+
+inline const std::vector<std::string> kOverlapPairs = {
+    "gemm_allreduce",  "gemm_reducescatter", "allgather_gemm",     "gemm_alltoall",
+    "alltoall_gemm",   "embedding_alltoall", "grad_allreduce_backward"};
+inline const std::vector<std::string> kOverlapDesigns = {"sequential", "decomposed", "tilewise",
+                                                         "fused", "shaped"};
+
+// Parses a model file (or text, for tests) and runs validate_model().
+ModelSpec load_model(const std::string& path);
+ModelSpec load_model_string(const std::string& text, const std::string& name);
+
+// Cross-key rules that hold for any GPU count. Throws config::ConfigError.
+void validate_model(const ModelSpec& spec);
+
+// Fixes dp from the GPU count (when 0) and checks dp·tp·pp·cp == world_size and, when
+// gpus_per_node > 0, that a TP group fits inside a node. Throws config::ConfigError.
+ModelSpec resolve_for_world(const ModelSpec& spec, int world_size, int gpus_per_node = 0);
+
+// Layers [begin, end) held by pipeline stage `stage` (virtual chunk `chunk`).
+struct LayerRange {
+  int begin = 0;
+  int end = 0;
+};
+LayerRange stage_layers(const ModelSpec& spec, int stage, int chunk = 0);
+
+// Documented keys per section, for check_keys() and for printing by the CLI.
+const std::vector<config::ParamDoc>& model_param_docs(const std::string& section);
+
+}  // namespace overlapsim::workloads

@@ -1,0 +1,112 @@
+#include "workloads/parallel_layout.hpp"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace overlapsim::workloads {
+
+ParallelLayout::ParallelLayout(int tp, int cp, int dp, int pp, int ep)
+    : tp_(tp), cp_(cp), dp_(dp), pp_(pp), ep_(ep) {
+  if (tp < 1 || cp < 1 || dp < 1 || pp < 1 || ep < 1)
+    throw std::invalid_argument(
+        fmt::format("parallel layout: tp={} cp={} dp={} pp={} ep={} (expected all >= 1)", tp, cp,
+                    dp, pp, ep));
+  if ((dp * cp) % ep != 0)
+    throw std::invalid_argument(
+        fmt::format("parallel layout: ep={} does not divide dp·cp={}", ep, dp * cp));
+}
+
+RankCoord ParallelLayout::coord(int rank) const {
+  if (rank < 0 || rank >= world_size())
+    throw std::invalid_argument(
+        fmt::format("parallel layout: rank {} outside 0..{}", rank, world_size() - 1));
+  RankCoord c;
+  c.tp = rank % tp_;
+  int rest = rank / tp_;
+  c.cp = rest % cp_;
+  rest /= cp_;
+  c.dp = rest % dp_;
+  c.pp = rest / dp_;
+  int j = c.cp + cp_ * c.dp;
+  c.ep = j % ep_;
+  c.edp = j / ep_;
+  return c;
+}
+
+int ParallelLayout::rank_of(int tp, int cp, int dp, int pp) const {
+  return tp + tp_ * (cp + cp_ * (dp + dp_ * pp));
+}
+
+int ParallelLayout::group_size(const std::string& family) const {
+  if (family == "tp") return tp_;
+  if (family == "cp") return cp_;
+  if (family == "dp") return dp_ * cp_;
+  if (family == "pp") return pp_;
+  if (family == "ep") return ep_;
+  if (family == "edp") return edp();
+  if (family == "embd") return pp_ > 1 ? 2 : 1;
+  throw std::invalid_argument(fmt::format("parallel layout: unknown family '{}'", family));
+}
+
+int ParallelLayout::leader(const std::string& family, int rank) const {
+  RankCoord c = coord(rank);
+  const int block = tp_ * cp_ * dp_;  // ranks per pipeline stage
+  if (family == "tp") return rank - c.tp;
+  if (family == "cp") return rank - tp_ * c.cp;
+  if (family == "dp") return c.tp + block * c.pp;
+  if (family == "pp" || family == "embd") return rank - block * c.pp;
+  if (family == "ep") return rank - tp_ * c.ep;
+  if (family == "edp") return rank - tp_ * ep_ * c.edp;
+  throw std::invalid_argument(fmt::format("parallel layout: unknown family '{}'", family));
+}
+
+std::vector<int> ParallelLayout::group(const std::string& family, int rank) const {
+  const int first = leader(family, rank);
+  const int block = tp_ * cp_ * dp_;
+  std::vector<int> out;
+  if (family == "tp") {
+    for (int i = 0; i < tp_; ++i) out.push_back(first + i);
+  } else if (family == "cp") {
+    for (int i = 0; i < cp_; ++i) out.push_back(first + tp_ * i);
+  } else if (family == "dp") {
+    for (int j = 0; j < cp_ * dp_; ++j) out.push_back(first + tp_ * j);
+  } else if (family == "pp") {
+    for (int s = 0; s < pp_; ++s) out.push_back(first + block * s);
+  } else if (family == "embd") {
+    out.push_back(first);
+    if (pp_ > 1) out.push_back(first + block * (pp_ - 1));
+  } else if (family == "ep") {
+    for (int i = 0; i < ep_; ++i) out.push_back(first + tp_ * i);
+  } else if (family == "edp") {
+    for (int i = 0; i < edp(); ++i) out.push_back(first + tp_ * ep_ * i);
+  }
+  return out;
+}
+
+std::vector<sim::CommGroup> ParallelLayout::all_groups(const std::string& family) const {
+  std::vector<sim::CommGroup> out;
+  std::vector<char> seen(world_size(), 0);
+  for (int r = 0; r < world_size(); ++r) {
+    int first = leader(family, r);
+    if (seen[first]) continue;
+    seen[first] = 1;
+    out.push_back({family, group(family, first)});
+  }
+  return out;
+}
+
+int ParallelLayout::group_index(const std::string& family, int rank) const {
+  // Groups are numbered in order of their leaders (lowest ranks); each closed form below
+  // counts the leaders of lower rank.
+  RankCoord c = coord(rank);
+  if (family == "tp") return rank / tp_;
+  if (family == "cp") return c.tp + tp_ * (c.dp + dp_ * c.pp);
+  if (family == "dp") return c.tp + tp_ * c.pp;
+  if (family == "pp" || family == "embd") return rank % (tp_ * cp_ * dp_);
+  if (family == "ep") return c.tp + tp_ * (c.edp + edp() * c.pp);
+  if (family == "edp") return c.tp + tp_ * (c.ep + ep_ * c.pp);
+  throw std::invalid_argument(fmt::format("parallel layout: unknown family '{}'", family));
+}
+
+}  // namespace overlapsim::workloads

@@ -1,0 +1,62 @@
+#pragma once
+// Maps the parallel dimensions onto global ranks the way Megatron-LM's RankGenerator
+// does with its default order "tp-cp-ep-dp-pp": TP varies fastest (so a TP group is
+// consecutive ranks inside one node), then CP, then DP, and PP slowest:
+//   rank = tp + TP·(cp + CP·(dp + DP·pp))
+// Experts (MoE) reuse the same ranks with the DP×CP block re-split into EP × expert-DP
+// (Megatron's expert RankGenerator "tp-ep-dp-pp" with expert TP = TP): for
+// j = cp + CP·dp,  ep = j mod EP  and  edp = j div EP.
+//
+// Families of communicators (sim::CommGroup::family):
+//   tp   TP group (same cp, dp, pp)
+//   cp   context-parallel group (same tp, dp, pp)
+//   dp   gradient-reduction group of dense parameters: all of DP×CP (same tp, pp),
+//        Megatron's data-parallel group "with CP"
+//   pp   pipeline (same tp, cp, dp), ordered by stage
+//   ep   expert-parallel all-to-all group (same tp, edp, pp)
+//   edp  expert-data-parallel group, gradient reduction of expert weights (same tp, ep, pp)
+//   embd first and last stage of one pipeline (tied input/output embedding gradients)
+#include <string>
+#include <vector>
+
+#include "sim/graph/op_graph.hpp"
+
+namespace overlapsim::workloads {
+
+struct RankCoord {
+  int tp = 0, cp = 0, dp = 0, pp = 0;
+  int ep = 0, edp = 0;  // expert coordinates of the same rank
+};
+
+class ParallelLayout {
+ public:
+  // Throws std::invalid_argument when a size is < 1 or ep does not divide dp·cp.
+  ParallelLayout(int tp, int cp, int dp, int pp, int ep = 1);
+
+  int tp() const { return tp_; }
+  int cp() const { return cp_; }
+  int dp() const { return dp_; }
+  int pp() const { return pp_; }
+  int ep() const { return ep_; }
+  int edp() const { return dp_ * cp_ / ep_; }
+  int world_size() const { return tp_ * cp_ * dp_ * pp_; }
+
+  RankCoord coord(int rank) const;
+  int rank_of(int tp, int cp, int dp, int pp) const;
+
+  // The ordered group of `family` that contains `rank`.
+  std::vector<int> group(const std::string& family, int rank) const;
+  // Every group of `family`, ordered by their lowest rank; group_index() is the position of
+  // the group holding `rank` in that list.
+  std::vector<sim::CommGroup> all_groups(const std::string& family) const;
+  int group_index(const std::string& family, int rank) const;
+  int group_size(const std::string& family) const;
+
+ private:
+  // The lowest rank of the family's group containing `rank` (identifies the group) and
+  // the rank's position inside the group.
+  int leader(const std::string& family, int rank) const;
+  int tp_, cp_, dp_, pp_, ep_;
+};
+
+}  // namespace overlapsim::workloads
