@@ -1,1 +1,352 @@
-// implemented by the owning change
+#include "sim/network/flow_network.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/engine/simulator.hpp"
+#include "sim/network/maxmin.hpp"
+
+namespace overlapsim::sim {
+
+namespace {
+
+using FlowId = MaxMinSolver::FlowId;
+
+// Flows whose data finishes within this relative distance of the current completion event
+// finish with it: one re-solve instead of one per rounding-level difference (identical
+// flows on symmetric paths get rates that differ in the last bits).
+constexpr double kBatchRelativeEpsilon = 1e-9;
+constexpr std::size_t kNumLinkClasses = 3;
+
+std::size_t class_index(LinkClass cls) { return static_cast<std::size_t>(cls); }
+
+// A distinct transfer of a group with how many identical copies it stands for.
+struct UniqueTransfer {
+  Transfer transfer;
+  std::uint32_t copies = 1;
+};
+
+bool before(const Transfer& a, const Transfer& b) {
+  if (a.src_rank != b.src_rank) return a.src_rank < b.src_rank;
+  if (a.dst_rank != b.dst_rank) return a.dst_rank < b.dst_rank;
+  return a.bytes < b.bytes;
+}
+
+bool same(const Transfer& a, const Transfer& b) {
+  return a.src_rank == b.src_rank && a.dst_rank == b.dst_rank && a.bytes == b.bytes;
+}
+
+// Identical transfers of one group (same src, dst and bytes, hence the same route for the
+// group's flow id and the same start time) are one flow with multiplicity. Collectives
+// usually emit pairs in increasing (src, dst) order; then no two can be equal and the sort
+// is skipped.
+std::vector<UniqueTransfer> unique_transfers(std::span<const Transfer> transfers) {
+  std::vector<UniqueTransfer> out;
+  out.reserve(transfers.size());
+  bool strictly_increasing = true;
+  const Transfer* prev = nullptr;
+  for (const Transfer& t : transfers) {
+    if (t.src_rank == t.dst_rank || t.bytes == 0) continue;  // arrives at once
+    if (prev != nullptr && (prev->src_rank > t.src_rank ||
+                            (prev->src_rank == t.src_rank && prev->dst_rank >= t.dst_rank)))
+      strictly_increasing = false;
+    prev = &t;
+    out.push_back({t, 1});
+  }
+  if (strictly_increasing) return out;
+  std::sort(out.begin(), out.end(), [](const UniqueTransfer& a, const UniqueTransfer& b) {
+    return before(a.transfer, b.transfer);
+  });
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (kept > 0 && same(out[kept - 1].transfer, out[i].transfer)) {
+      ++out[kept - 1].copies;
+    } else {
+      out[kept++] = out[i];
+    }
+  }
+  out.resize(kept);
+  return out;
+}
+
+}  // namespace
+
+struct FlowNetwork::Impl {
+  Impl(Simulator& simulator, const Topology& topology) : sim(simulator), topo(topology) {
+    link_class.reserve(topo.num_links());
+    for (LinkId id = 0; id < topo.num_links(); ++id) {
+      const TopoLink& link = topo.link(id);
+      if (solver.add_resource(link.bandwidth_Bps) != id)
+        throw std::logic_error("FlowNetwork: link ids must be dense");
+      link_class.push_back(link.cls);
+    }
+  }
+
+  ~Impl() {
+    sim.cancel(solve_event);
+    sim.cancel(completion_event);
+  }
+
+  // State of one simulated flow, indexed by its solver id. Bytes left are brought up to
+  // date only when the rate changes (remaining -= rate * elapsed), never per event.
+  struct FlowRecord {
+    double remaining_bytes = 0;
+    double last_update_s = 0;
+    double rate_Bps = 0;  // rate the remaining bytes drain at since last_update_s
+    double latency_s = 0;
+    std::uint64_t bytes = 0;
+    std::uint32_t group = 0;
+    std::uint32_t version = 0;  // bumps on every rate change and at the end: stale heap entries
+  };
+  struct Group {
+    Done on_done;
+    std::uint64_t id = 0;
+    std::size_t pending = 0;
+    double last_arrival_s = 0;
+  };
+  // A projected end of a flow's data; the heap holds one per rate change, stale ones are
+  // skipped by version.
+  struct Finish {
+    double time_s;
+    FlowId flow;
+    std::uint32_t version;
+    bool operator>(const Finish& o) const {
+      return time_s != o.time_s ? time_s > o.time_s : flow > o.flow;
+    }
+  };
+
+  void start_group(std::span<const Transfer> transfers, Done on_done, std::uint64_t flow_id);
+  void request_solve();
+  void solve_now();
+  void on_completion();
+  void finish_flow(FlowId f, double now_s);
+  void complete_group(std::uint32_t slot);
+  void reschedule_completion();
+  bool is_current(const Finish& e) const {
+    return solver.is_active(e.flow) && flows[e.flow].version == e.version;
+  }
+  void push_finish(const Finish& e) {
+    finish_heap.push_back(e);
+    std::push_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
+  }
+  void compact_finish_heap();
+
+  Simulator& sim;
+  const Topology& topo;
+  MaxMinSolver solver;
+  FlowNetworkStats stats;
+  FlowObserver observer;
+  std::vector<LinkClass> link_class;
+  std::array<double, kNumLinkClasses> bytes_by_class{};
+
+  std::vector<FlowRecord> flows;
+  std::vector<Group> groups;
+  std::vector<std::uint32_t> free_groups;
+  std::uint64_t next_group_id = 0;
+  std::vector<Finish> finish_heap;  // min-heap by (time, flow)
+
+  EventId solve_event = kNoEvent;
+  EventId completion_event = kNoEvent;
+  double completion_time_s = 0;
+};
+
+void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on_done,
+                                    std::uint64_t flow_id) {
+  const int n = topo.num_gpus();
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    const Transfer& t = transfers[i];
+    if (t.src_rank < 0 || t.src_rank >= n || t.dst_rank < 0 || t.dst_rank >= n)
+      throw std::out_of_range("FlowNetwork::transfer_group: transfer " + std::to_string(i) +
+                              " from rank " + std::to_string(t.src_rank) + " to rank " +
+                              std::to_string(t.dst_rank) + " is outside ranks 0.." +
+                              std::to_string(n - 1));
+  }
+  const std::uint64_t group_id = next_group_id++;
+  const double now_s = sim.now();
+  if (observer.on_group_start) observer.on_group_start(group_id, now_s);
+
+  const std::vector<UniqueTransfer> unique = unique_transfers(transfers);
+  if (unique.empty()) {
+    sim.schedule(0.0, [on_done = std::move(on_done), done = observer.on_group_done, group_id,
+                       &simulator = sim] {
+      if (done) done(group_id, simulator.now());
+      if (on_done) on_done();
+    });
+    return;
+  }
+
+  std::uint32_t slot;
+  if (!free_groups.empty()) {
+    slot = free_groups.back();
+    free_groups.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(groups.size());
+    groups.emplace_back();
+  }
+  groups[slot] = Group{std::move(on_done), group_id, unique.size(), now_s};
+
+  for (const UniqueTransfer& u : unique) {
+    const std::vector<LinkId> path = topo.route(u.transfer.src_rank, u.transfer.dst_rank, flow_id);
+    const FlowId f = solver.add_flow(path, u.copies);
+    if (f >= flows.size()) flows.resize(static_cast<std::size_t>(f) + 1);
+    FlowRecord& rec = flows[f];
+    rec.remaining_bytes = static_cast<double>(u.transfer.bytes);
+    rec.last_update_s = now_s;
+    rec.rate_Bps = 0;
+    rec.latency_s = topo.path_latency_s(path);
+    rec.bytes = u.transfer.bytes;
+    rec.group = slot;
+    ++rec.version;
+    stats.flows_started += u.copies;
+  }
+  stats.flows_simulated += unique.size();
+  stats.peak_active_flows = std::max<std::uint64_t>(stats.peak_active_flows, solver.num_active());
+  request_solve();
+}
+
+// Solves are deferred to one zero-delay event so that every change made at the same
+// instant (many groups started together, completions and the groups their callbacks
+// start) costs one solve.
+void FlowNetwork::Impl::request_solve() {
+  if (solve_event != kNoEvent) return;
+  solve_event = sim.schedule(0.0, [this] {
+    solve_event = kNoEvent;
+    solve_now();
+  });
+}
+
+void FlowNetwork::Impl::solve_now() {
+  const double now_s = sim.now();
+  const std::span<const FlowId> recomputed = solver.solve();
+  if (!recomputed.empty()) ++stats.rate_solves;
+  stats.flows_rate_solved += recomputed.size();
+  for (FlowId f : recomputed) {
+    FlowRecord& rec = flows[f];
+    const double rate_Bps = solver.rate_Bps(f);
+    if (rate_Bps == rec.rate_Bps) continue;
+    if (rec.rate_Bps > 0) {
+      const double sent_bytes = rec.rate_Bps * (now_s - rec.last_update_s);
+      rec.remaining_bytes = std::max(0.0, rec.remaining_bytes - sent_bytes);
+    }
+    rec.last_update_s = now_s;
+    rec.rate_Bps = rate_Bps;
+    ++rec.version;
+    push_finish(Finish{now_s + rec.remaining_bytes / rate_Bps, f, rec.version});
+  }
+  if (finish_heap.size() > 2 * solver.num_active() + 4096) compact_finish_heap();
+  reschedule_completion();
+}
+
+void FlowNetwork::Impl::compact_finish_heap() {
+  std::erase_if(finish_heap, [this](const Finish& e) { return !is_current(e); });
+  std::make_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
+}
+
+void FlowNetwork::Impl::reschedule_completion() {
+  while (!finish_heap.empty() && !is_current(finish_heap.front())) {
+    std::pop_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
+    finish_heap.pop_back();
+  }
+  if (finish_heap.empty()) {
+    sim.cancel(completion_event);
+    completion_event = kNoEvent;
+    return;
+  }
+  const double next_s = std::max(finish_heap.front().time_s, sim.now());
+  if (completion_event != kNoEvent && completion_time_s == next_s) return;
+  sim.cancel(completion_event);
+  completion_time_s = next_s;
+  completion_event = sim.schedule_at(next_s, [this] {
+    completion_event = kNoEvent;
+    on_completion();
+  });
+}
+
+void FlowNetwork::Impl::on_completion() {
+  const double now_s = sim.now();
+  const double horizon_s = now_s + now_s * kBatchRelativeEpsilon;
+  bool finished_any = false;
+  while (!finish_heap.empty() && finish_heap.front().time_s <= horizon_s) {
+    const Finish e = finish_heap.front();
+    std::pop_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
+    finish_heap.pop_back();
+    if (!is_current(e)) continue;
+    finish_flow(e.flow, now_s);
+    finished_any = true;
+  }
+  if (finished_any) {
+    request_solve();
+  } else {
+    reschedule_completion();
+  }
+}
+
+void FlowNetwork::Impl::finish_flow(FlowId f, double now_s) {
+  FlowRecord& rec = flows[f];
+  const double carried_bytes = static_cast<double>(rec.bytes) * solver.multiplicity(f);
+  for (LinkId link : solver.resources_of(f))
+    bytes_by_class[class_index(link_class[link])] += carried_bytes;
+  ++rec.version;
+  rec.remaining_bytes = 0;
+  solver.remove_flow(f);
+  Group& g = groups[rec.group];
+  g.last_arrival_s = std::max(g.last_arrival_s, now_s + rec.latency_s);
+  if (--g.pending == 0) complete_group(rec.group);
+}
+
+void FlowNetwork::Impl::complete_group(std::uint32_t slot) {
+  Group& g = groups[slot];
+  // The callback owns what it needs: it may run after this network is gone.
+  sim.schedule_at(g.last_arrival_s, [on_done = std::move(g.on_done), done = observer.on_group_done,
+                                     id = g.id, &simulator = sim] {
+    if (done) done(id, simulator.now());
+    if (on_done) on_done();
+  });
+  g.on_done = nullptr;
+  free_groups.push_back(slot);
+}
+
+FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topo)
+    : impl_(std::make_unique<Impl>(sim, topo)) {}
+
+FlowNetwork::~FlowNetwork() = default;
+
+Simulator& FlowNetwork::simulator() { return impl_->sim; }
+int FlowNetwork::num_ranks() const { return impl_->topo.num_gpus(); }
+int FlowNetwork::host_of(int rank) const { return impl_->topo.host_of(rank); }
+
+void FlowNetwork::transfer_group(std::span<const Transfer> transfers, Done on_done,
+                                 std::uint64_t flow_id) {
+  impl_->start_group(transfers, std::move(on_done), flow_id);
+}
+
+std::optional<PathEstimate> FlowNetwork::path_estimate(int src_rank, int dst_rank) const {
+  const Topology& topo = impl_->topo;
+  if (src_rank == dst_rank) {
+    topo.gpu_vertex(src_rank);  // range check
+    return PathEstimate{0.0, std::numeric_limits<double>::infinity()};
+  }
+  const std::vector<LinkId> path = topo.route(src_rank, dst_rank, 0);
+  double narrowest_Bps = std::numeric_limits<double>::infinity();
+  for (LinkId id : path) narrowest_Bps = std::min(narrowest_Bps, topo.link(id).bandwidth_Bps);
+  return PathEstimate{topo.path_latency_s(path), narrowest_Bps};
+}
+
+void FlowNetwork::set_observer(FlowObserver observer) { impl_->observer = std::move(observer); }
+
+const Topology& FlowNetwork::topology() const { return impl_->topo; }
+const FlowNetworkStats& FlowNetwork::stats() const { return impl_->stats; }
+
+double FlowNetwork::bytes_on_class(LinkClass cls) const {
+  const std::size_t i = class_index(cls);
+  if (i >= kNumLinkClasses) throw std::out_of_range("FlowNetwork::bytes_on_class: bad class");
+  return impl_->bytes_by_class[i];
+}
+
+}  // namespace overlapsim::sim

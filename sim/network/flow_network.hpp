@@ -2,8 +2,16 @@
 // Flow-level network: flows share link capacity max-min fairly (MaxMinSolver), shares
 // are recomputed only when the set of active flows changes, and each flow pays its
 // path latency once (the first byte's trip) on top of its transfer time.
+//
+// Timing model of one flow: it occupies bandwidth from its start until its bytes have
+// left at the (changing) max-min rate; its last byte arrives path_latency_s later. One
+// flow alone therefore takes path_latency + bytes / bottleneck bandwidth (alpha + S/B).
+// The topology must not change while a FlowNetwork uses it, and the FlowNetwork must
+// outlive the simulator run that drives it.
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include "sim/network/network_api.hpp"
 #include "sim/topology/topology.hpp"
@@ -11,10 +19,11 @@
 namespace overlapsim::sim {
 
 struct FlowNetworkStats {
-  std::uint64_t flows_started = 0;     // flows as given by callers
-  std::uint64_t flows_simulated = 0;   // after aggregating identical flows
-  std::uint64_t rate_solves = 0;       // max-min recomputations
-  std::uint64_t peak_active_flows = 0; // simulated flows active at once
+  std::uint64_t flows_started = 0;      // flows as given by callers
+  std::uint64_t flows_simulated = 0;    // after aggregating identical flows
+  std::uint64_t rate_solves = 0;        // max-min recomputations
+  std::uint64_t peak_active_flows = 0;  // simulated flows active at once
+  std::uint64_t flows_rate_solved = 0;  // flow rates computed over all solves (solver work)
 };
 
 // Observer for traces: called when a group starts and when it completes.
@@ -31,12 +40,19 @@ class FlowNetwork final : public NetworkApi {
   Simulator& simulator() override;
   int num_ranks() const override;
   int host_of(int rank) const override;
+  // Throws std::out_of_range for a rank outside the topology (nothing is started then).
   void transfer_group(std::span<const Transfer> transfers, Done on_done,
                       std::uint64_t flow_id = 0) override;
+  // Zero-load latency and narrowest link of route(src, dst, 0); {0, +inf} for src == dst.
+  std::optional<PathEstimate> path_estimate(int src_rank, int dst_rank) const override;
+
+  void set_observer(FlowObserver observer);
 
   const Topology& topology() const;
   const FlowNetworkStats& stats() const;
-  // Bytes carried so far per link class, for utilisation reports.
+  // Bytes carried so far per link class, for utilisation reports: a flow of S bytes over
+  // two NVLink hops adds 2S to NvLink (byte-hops, so that bytes / (capacity * time) over a
+  // class's links is its utilisation). Counted when a flow's last byte has left.
   double bytes_on_class(LinkClass cls) const;
 
  private:

@@ -1,0 +1,338 @@
+#include "sim/network/flow_network.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sim/engine/simulator.hpp"
+
+using namespace overlapsim::sim;
+
+namespace {
+
+constexpr double kB = 10e9;    // 10 GB/s per link direction
+constexpr double kLat = 1e-6;  // 1 us per hop
+constexpr std::uint64_t kS = 1u << 20;
+constexpr double kSB = static_cast<double>(kS) / kB;  // S/B
+
+// n GPUs (one host each) on one switch: every GPU-to-GPU path is up-link + down-link.
+Topology star(int n, double bw_Bps = kB, double lat_s = kLat) {
+  Topology t("star");
+  const VertexId sw = t.add_node(NodeKind::Switch, "sw");
+  for (int i = 0; i < n; ++i) t.connect(t.add_gpu(i), sw, bw_Bps, lat_s, LinkClass::Network);
+  return t;
+}
+
+// Switches s0 - s1 - ... - s(n-1) in a line (NvLink class, B), GPU i hanging off s_i by a
+// fast access link (Pcie class, 100 B). Every hop costs kLat.
+Topology chain(int n) {
+  Topology t("chain");
+  std::vector<VertexId> sw;
+  for (int i = 0; i < n; ++i) {
+    sw.push_back(t.add_node(NodeKind::Switch, "s" + std::to_string(i)));
+    t.connect(t.add_gpu(i), sw.back(), 100 * kB, kLat, LinkClass::Pcie);
+  }
+  for (int i = 0; i + 1 < n; ++i) t.connect(sw[i], sw[i + 1], kB, kLat, LinkClass::NvLink);
+  return t;
+}
+
+void expect_rel(double actual, double expected, double rel = 1e-9) {
+  EXPECT_NEAR(actual, expected, std::abs(expected) * rel) << "expected " << expected;
+}
+
+}  // namespace
+
+TEST(FlowNetwork, OneFlowTakesAlphaPlusSOverB) {
+  Simulator sim;
+  const Topology topo = star(2);
+  FlowNetwork net(sim, topo);
+  double done_s = -1;
+  net.transfer({0, 1, kS}, [&] { done_s = sim.now(); });
+  sim.run();
+  expect_rel(done_s, 2 * kLat + kSB);
+  EXPECT_EQ(net.stats().flows_started, 1u);
+  EXPECT_EQ(net.stats().rate_solves, 1u);  // at the start; nothing is left to solve at the end
+}
+
+TEST(FlowNetwork, TwoFlowsSharingALinkFinishAtTwoSOverB) {
+  Simulator sim;
+  const Topology topo = star(3);
+  FlowNetwork net(sim, topo);
+  std::vector<double> done_s;
+  net.transfer({0, 2, kS}, [&] { done_s.push_back(sim.now()); });
+  net.transfer({1, 2, kS}, [&] { done_s.push_back(sim.now()); });
+  sim.run();
+  ASSERT_EQ(done_s.size(), 2u);
+  for (double t : done_s) expect_rel(t, 2 * kLat + 2 * kSB);
+  EXPECT_EQ(net.stats().rate_solves, 1u);  // both start in one solve and end together
+}
+
+TEST(FlowNetwork, FlowJoiningMidFlightChangesRates) {
+  // A runs alone at B for S/(2B) (half sent), then shares at B/2: its other half takes S/B.
+  // B meanwhile sends S/2, then finishes its last S/2 alone at full rate.
+  Simulator sim;
+  const Topology topo = star(3);
+  FlowNetwork net(sim, topo);
+  double a_done = -1, b_done = -1;
+  net.transfer({0, 2, kS}, [&] { a_done = sim.now(); });
+  sim.schedule(kSB / 2, [&] { net.transfer({1, 2, kS}, [&] { b_done = sim.now(); }); });
+  sim.run();
+  expect_rel(a_done, 1.5 * kSB + 2 * kLat);
+  expect_rel(b_done, 2.0 * kSB + 2 * kLat);
+}
+
+TEST(FlowNetwork, ParkingLotShortFlowsLeaveThenLongFlowSpeedsUp) {
+  // Switch line s0-s1-s2-s3: a long flow 0->3 (S) and short flows 0->1, 1->2, 2->3 (S/2):
+  // all at B/2 until the short ones end at S/B; the long one then has S/2 left at B.
+  Simulator sim;
+  const Topology topo = chain(4);
+  FlowNetwork net(sim, topo);
+  double long_done = -1;
+  std::vector<double> short_done;
+  net.transfer({0, 3, kS}, [&] { long_done = sim.now(); });
+  const std::vector<Transfer> shorts = {{0, 1, kS / 2}, {1, 2, kS / 2}, {2, 3, kS / 2}};
+  for (const Transfer& t : shorts) net.transfer(t, [&] { short_done.push_back(sim.now()); });
+  sim.run();
+  ASSERT_EQ(short_done.size(), 3u);
+  for (double t : short_done) expect_rel(t, kSB + 3 * kLat);
+  expect_rel(long_done, 1.5 * kSB + 5 * kLat);
+  // Byte-hops: the long flow crosses 3 NvLink and 2 Pcie links, each short one 1 and 2.
+  EXPECT_DOUBLE_EQ(net.bytes_on_class(LinkClass::NvLink), 3.0 * kS + 3 * (kS / 2));
+  EXPECT_DOUBLE_EQ(net.bytes_on_class(LinkClass::Pcie), 2.0 * kS + 3 * 2 * (kS / 2));
+  EXPECT_DOUBLE_EQ(net.bytes_on_class(LinkClass::Network), 0.0);
+}
+
+TEST(FlowNetwork, StaggeredGroupsEachWaitForTheirLastTransfer) {
+  // Group 1: 0->1 (S) and 2->3 (2S), disjoint paths: done when the 2S one arrives.
+  // Group 2 starts at 0.5 S/B: 4->1 (S) shares 1's down-link with group 1's first flow.
+  Simulator sim;
+  const Topology topo = star(5);
+  FlowNetwork net(sim, topo);
+  double g1 = -1, g2 = -1;
+  int g1_calls = 0;
+  const std::vector<Transfer> group1 = {{0, 1, kS}, {2, 3, 2 * kS}};
+  net.transfer_group(group1, [&] {
+    g1 = sim.now();
+    ++g1_calls;
+  });
+  sim.schedule(kSB / 2, [&] {
+    const std::vector<Transfer> group2 = {{4, 1, kS}};
+    net.transfer_group(group2, [&] { g2 = sim.now(); });
+  });
+  sim.run();
+  EXPECT_EQ(g1_calls, 1);
+  expect_rel(g1, 2 * kSB + 2 * kLat);  // 0->1 ends at 1.5 S/B; 2->3 at 2 S/B
+  expect_rel(g2, 2 * kSB + 2 * kLat);  // S/2 at B/2 until 1.5 S/B, then S/2 at B
+}
+
+TEST(FlowNetwork, GroupWaitsForItsLatestArrivalNotItsLastByteOut) {
+  // 0->1 over a slow-but-short path ends its data last; 0->2 over a high-latency path ends
+  // its data first but arrives last. The group completes at the later arrival.
+  Simulator sim;
+  Topology topo("two-paths");
+  const VertexId g0 = topo.add_gpu(0), g1 = topo.add_gpu(1), g2 = topo.add_gpu(2);
+  topo.connect(g0, g1, kB / 2, 1e-6, LinkClass::NvLink);
+  topo.connect(g0, g2, kB, 5e-3, LinkClass::Network);
+  FlowNetwork net(sim, topo);
+  double done_s = -1;
+  const std::vector<Transfer> group = {{0, 1, kS}, {0, 2, kS}};
+  net.transfer_group(group, [&] { done_s = sim.now(); });
+  sim.run();
+  expect_rel(done_s, std::max(2 * kSB + 1e-6, kSB + 5e-3));
+}
+
+TEST(FlowNetwork, TrivialTransfersCompleteAtOnce) {
+  Simulator sim;
+  const Topology topo = star(3);
+  FlowNetwork net(sim, topo);
+  std::vector<double> done_s;
+  sim.schedule(0.25, [&] {
+    const std::vector<Transfer> trivial = {{1, 1, kS}, {0, 2, 0}};
+    net.transfer_group(trivial, [&] { done_s.push_back(sim.now()); });
+    net.transfer_group({}, [&] { done_s.push_back(sim.now()); });
+  });
+  sim.run();
+  ASSERT_EQ(done_s.size(), 2u);
+  EXPECT_EQ(done_s[0], 0.25);
+  EXPECT_EQ(done_s[1], 0.25);
+  EXPECT_EQ(net.stats().flows_started, 0u);
+  EXPECT_EQ(net.stats().rate_solves, 0u);
+
+  // Mixed with a real transfer, the group waits for that one only.
+  double mixed_s = -1;
+  const std::vector<Transfer> mixed = {{1, 1, kS}, {0, 1, kS}, {2, 0, 0}};
+  net.transfer_group(mixed, [&] { mixed_s = sim.now(); });
+  sim.run();
+  expect_rel(mixed_s, 0.25 + kSB + 2 * kLat);
+}
+
+TEST(FlowNetwork, IdenticalTransfersAggregateWithoutChangingTimes) {
+  // Three identical transfers in one group become one flow of multiplicity 3; three
+  // separate groups stay three flows. Both finish at 3 S/B, as do unsorted groups.
+  const std::vector<Transfer> triple = {{0, 2, kS}, {0, 2, kS}, {0, 2, kS}};
+  auto run_grouped = [&](std::vector<Transfer> transfers, FlowNetworkStats* stats) {
+    Simulator sim;
+    const Topology topo = star(3);
+    FlowNetwork net(sim, topo);
+    double done_s = -1;
+    net.transfer_group(transfers, [&] { done_s = sim.now(); });
+    sim.run();
+    *stats = net.stats();
+    return done_s;
+  };
+  FlowNetworkStats agg{};
+  const double aggregated = run_grouped(triple, &agg);
+  EXPECT_EQ(agg.flows_started, 3u);
+  EXPECT_EQ(agg.flows_simulated, 1u);
+  expect_rel(aggregated, 3 * kSB + 2 * kLat);
+
+  Simulator sim;
+  const Topology topo = star(3);
+  FlowNetwork net(sim, topo);
+  std::vector<double> done_s;
+  for (const Transfer& t : triple) net.transfer(t, [&] { done_s.push_back(sim.now()); });
+  sim.run();
+  EXPECT_EQ(net.stats().flows_simulated, 3u);
+  for (double t : done_s) EXPECT_DOUBLE_EQ(t, aggregated);
+
+  // Unsorted with duplicates: same times as the same transfers sorted.
+  const std::vector<Transfer> unsorted = {{2, 0, kS}, {1, 0, kS}, {2, 0, kS}, {0, 1, 2 * kS}};
+  const std::vector<Transfer> sorted = {{0, 1, 2 * kS}, {1, 0, kS}, {2, 0, kS}, {2, 0, kS}};
+  FlowNetworkStats s1{}, s2{};
+  EXPECT_EQ(run_grouped(unsorted, &s1), run_grouped(sorted, &s2));
+  EXPECT_EQ(s1.flows_simulated, 3u);
+  EXPECT_EQ(s2.flows_simulated, 3u);
+}
+
+TEST(FlowNetwork, AggregatedAllToAllMatchesPerPairGroups) {
+  // All-to-all on a star issued as one group with each pair twice (aggregated) versus
+  // one group per copy of each pair (never aggregated): identical completion time.
+  const int n = 6;
+  std::vector<Transfer> all;
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d)
+      if (s != d) {
+        all.push_back({s, d, kS * (1 + static_cast<std::uint64_t>(s))});
+        all.push_back({s, d, kS * (1 + static_cast<std::uint64_t>(s))});
+      }
+  Simulator sim1;
+  const Topology topo1 = star(n);
+  FlowNetwork net1(sim1, topo1);
+  double one_group = -1;
+  net1.transfer_group(all, [&] { one_group = sim1.now(); });
+  sim1.run();
+  EXPECT_EQ(net1.stats().flows_simulated, all.size() / 2);
+
+  Simulator sim2;
+  const Topology topo2 = star(n);
+  FlowNetwork net2(sim2, topo2);
+  double last = -1;
+  for (const Transfer& t : all) net2.transfer(t, [&] { last = std::max(last, sim2.now()); });
+  sim2.run();
+  EXPECT_EQ(net2.stats().flows_simulated, all.size());
+  expect_rel(one_group, last, 1e-9);
+}
+
+TEST(FlowNetwork, DeterministicBitForBit) {
+  auto run = [] {
+    Simulator sim;
+    const Topology topo = star(16);
+    FlowNetwork net(sim, topo);
+    std::mt19937_64 rng(4242);
+    std::vector<double> done;
+    for (int g = 0; g < 40; ++g) {
+      std::vector<Transfer> group;
+      for (int i = 0; i < 20; ++i)
+        group.push_back(
+            {static_cast<int>(rng() % 16), static_cast<int>(rng() % 16), 1 + rng() % (8u << 20)});
+      const double start_s = static_cast<double>(rng() % 1000) * 1e-5;
+      sim.schedule(start_s, [&net, &done, &sim, group] {
+        net.transfer_group(group, [&done, &sim] { done.push_back(sim.now()); });
+      });
+    }
+    sim.run();
+    return done;
+  };
+  const std::vector<double> a = run();
+  const std::vector<double> b = run();
+  ASSERT_EQ(a.size(), 40u);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << i;
+}
+
+TEST(FlowNetwork, ObserverSeesGroupStartAndEnd) {
+  Simulator sim;
+  const Topology topo = star(2);
+  FlowNetwork net(sim, topo);
+  std::vector<std::pair<std::uint64_t, double>> starts, ends;
+  net.set_observer({[&](std::uint64_t g, double t) { starts.emplace_back(g, t); },
+                    [&](std::uint64_t g, double t) { ends.emplace_back(g, t); }});
+  net.transfer({0, 1, kS}, [] {});
+  net.transfer({1, 1, kS}, [] {});
+  sim.run();
+  ASSERT_EQ(starts.size(), 2u);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(starts[0], std::make_pair(std::uint64_t{0}, 0.0));
+  EXPECT_EQ(ends[0], std::make_pair(std::uint64_t{1}, 0.0));  // the trivial one, at once
+  EXPECT_EQ(ends[1].first, 0u);
+  expect_rel(ends[1].second, kSB + 2 * kLat);
+}
+
+TEST(FlowNetwork, RejectsRanksOutsideTheTopologyAndStartsNothing) {
+  Simulator sim;
+  const Topology topo = star(2);
+  FlowNetwork net(sim, topo);
+  bool called = false;
+  const std::vector<Transfer> bad = {{0, 1, kS}, {0, 2, kS}};
+  EXPECT_THROW(net.transfer_group(bad, [&] { called = true; }), std::out_of_range);
+  EXPECT_THROW(net.transfer({-1, 0, kS}, [&] { called = true; }), std::out_of_range);
+  sim.run();
+  EXPECT_FALSE(called);
+  EXPECT_EQ(net.stats().flows_started, 0u);
+}
+
+TEST(FlowNetwork, PathEstimateIsLatencyAndNarrowestLink) {
+  Simulator sim;
+  Topology topo("mixed");
+  const VertexId g0 = topo.add_gpu(0), g1 = topo.add_gpu(1);
+  const VertexId sw = topo.add_node(NodeKind::Switch, "sw");
+  topo.connect(g0, sw, 4 * kB, 2e-6, LinkClass::Network);
+  topo.connect(sw, g1, kB, 3e-6, LinkClass::Network);
+  FlowNetwork net(sim, topo);
+  const auto est = net.path_estimate(0, 1);
+  ASSERT_TRUE(est.has_value());
+  EXPECT_DOUBLE_EQ(est->latency_s, 5e-6);
+  EXPECT_DOUBLE_EQ(est->bandwidth_Bps, kB);
+  const auto self = net.path_estimate(1, 1);
+  ASSERT_TRUE(self.has_value());
+  EXPECT_EQ(self->latency_s, 0.0);
+  EXPECT_EQ(self->bandwidth_Bps, std::numeric_limits<double>::infinity());
+}
+
+TEST(FlowNetwork, ManyStepsOfARingMatchTheClosedForm) {
+  // n-1 ring steps of S/n each, one group per step started when the previous arrives:
+  // (n-1) * (alpha + S/(n B)) on a star (each step's flows use distinct links).
+  const int n = 32;
+  Simulator sim;
+  const Topology topo = star(n);
+  FlowNetwork net(sim, topo);
+  const std::uint64_t chunk = kS / n;
+  std::vector<Transfer> step;
+  for (int r = 0; r < n; ++r) step.push_back({r, (r + 1) % n, chunk});
+  int steps_left = n - 1;
+  std::function<void()> next = [&] {
+    if (steps_left-- == 0) return;
+    net.transfer_group(step, next);
+  };
+  next();
+  sim.run();
+  expect_rel(sim.now(), (n - 1) * (2 * kLat + static_cast<double>(chunk) / kB));
+  EXPECT_EQ(net.stats().flows_simulated, static_cast<std::uint64_t>(n * (n - 1)));
+}
