@@ -1,0 +1,131 @@
+#include "kernels/harness/comm.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "kernels/harness/device_buffer.hpp"
+
+namespace overlapsim::kernels {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Clock::time_point deadline_after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(seconds));
+}
+
+bool peer_has_failed(const CommHandle& handle) {
+  return handle.peer_failed != nullptr && handle.peer_failed->load();
+}
+
+void pause_briefly() { std::this_thread::sleep_for(std::chrono::microseconds(50)); }
+
+}  // namespace
+
+Status abort_comm(CommHandle& handle, const std::string& reason) {
+  if (handle.comm != nullptr) {
+    ncclCommAbort(handle.comm);  // best effort: the communicator is unusable either way
+    handle.comm = nullptr;
+  }
+  return Status::failure("rank " + std::to_string(handle.rank) + ": " + reason +
+                         " (communicator aborted)");
+}
+
+Status nccl_settle(CommHandle& handle, ncclResult_t result, const char* where) {
+  if (result != ncclSuccess && result != ncclInProgress)
+    return abort_comm(handle, std::string(where) + ": " + ncclGetErrorString(result));
+  if (result == ncclSuccess) return Status::success();
+  const auto deadline = deadline_after(handle.timeout_s);
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    ncclResult_t query = ncclCommGetAsyncError(handle.comm, &state);
+    if (query != ncclSuccess)
+      return abort_comm(handle, std::string(where) + ": ncclCommGetAsyncError: " +
+                                    ncclGetErrorString(query));
+    if (state == ncclSuccess) return Status::success();
+    if (state != ncclInProgress)
+      return abort_comm(handle, std::string(where) + ": " + ncclGetErrorString(state));
+    if (peer_has_failed(handle)) return abort_comm(handle, std::string(where) + ": peer failed");
+    if (Clock::now() > deadline)
+      return abort_comm(handle, std::string(where) + ": timed out after " +
+                                    std::to_string(handle.timeout_s) + " s");
+    pause_briefly();
+  }
+}
+
+Status wait_stream(CommHandle& handle, cudaStream_t stream, const char* what) {
+  cudaEvent_t done = nullptr;
+  CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  cudaError_t record = cudaEventRecord(done, stream);
+  if (record != cudaSuccess) {
+    cudaEventDestroy(done);
+    return abort_comm(handle, std::string(what) + ": cudaEventRecord: " +
+                                  cudaGetErrorString(record));
+  }
+  const auto deadline = deadline_after(handle.timeout_s);
+  Status result = Status::success();
+  for (;;) {
+    cudaError_t query = cudaEventQuery(done);
+    if (query == cudaSuccess) break;
+    if (query != cudaErrorNotReady) {
+      result = abort_comm(handle, std::string(what) + ": " + cudaGetErrorString(query));
+      break;
+    }
+    if (handle.comm != nullptr) {
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(handle.comm, &state);
+      if (state != ncclSuccess && state != ncclInProgress) {
+        result = abort_comm(handle, std::string(what) + ": NCCL: " + ncclGetErrorString(state));
+        break;
+      }
+    }
+    if (peer_has_failed(handle)) {
+      result = abort_comm(handle, std::string(what) + ": peer failed");
+      break;
+    }
+    if (Clock::now() > deadline) {
+      result = abort_comm(handle, std::string(what) + ": timed out after " +
+                                      std::to_string(handle.timeout_s) + " s");
+      break;
+    }
+    pause_briefly();
+  }
+  // After an abort the stream may never drain; destroying the event is still safe.
+  cudaEventDestroy(done);
+  return result;
+}
+
+Status allreduce_host(CommHandle& handle, cudaStream_t stream, std::vector<double>& values,
+                      ncclRedOp_t op) {
+  if (values.empty()) return Status::success();
+  const std::size_t bytes = values.size() * sizeof(double);
+  DeviceBuffer scratch;
+  OVERLAPSIM_TRY(scratch.allocate(bytes));
+  // Pinned staging, so neither copy blocks the host behind a collective that may hang.
+  double* staging = nullptr;
+  CUDA_CHECK(cudaMallocHost(&staging, bytes));
+  std::copy(values.begin(), values.end(), staging);
+  Status result = [&]() -> Status {
+    CUDA_CHECK(cudaMemcpyAsync(scratch.data(), staging, bytes, cudaMemcpyHostToDevice, stream));
+    NCCL_SETTLE(handle, ncclAllReduce(scratch.data(), scratch.data(), values.size(), ncclFloat64,
+                                      op, handle.comm, stream));
+    CUDA_CHECK(cudaMemcpyAsync(staging, scratch.data(), bytes, cudaMemcpyDeviceToHost, stream));
+    return wait_stream(handle, stream, "allreduce_host");
+  }();
+  if (!result.ok) return result;  // leak the staging: freeing it could wait on a hung stream
+  std::copy(staging, staging + values.size(), values.begin());
+  CUDA_CHECK(cudaFreeHost(staging));
+  return result;
+}
+
+std::string nccl_version_string() {
+  int code = 0;
+  if (ncclGetVersion(&code) != ncclSuccess) return "unknown";
+  // NCCL >= 2.9 encodes MAJOR*10000 + MINOR*100 + PATCH.
+  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." +
+         std::to_string(code % 100);
+}
+
+}  // namespace overlapsim::kernels

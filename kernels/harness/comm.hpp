@@ -1,0 +1,50 @@
+#pragma once
+// One rank's NCCL communicator and the bounded waits around it. Communicators are
+// non-blocking (ncclConfig_t::blocking = 0), so no NCCL call can hang the host: a call
+// that returns ncclInProgress is settled by polling ncclCommGetAsyncError against a
+// deadline, and stream waits poll a CUDA event the same way. A failure or a timeout
+// aborts the communicator (ncclCommAbort) and comes back as a failed Status, which the
+// harness turns into a non-zero exit. C++17.
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "kernels/common/status.hpp"
+
+namespace overlapsim::kernels {
+
+struct CommHandle {
+  ncclComm_t comm = nullptr;
+  int rank = 0;
+  int world = 1;
+  double timeout_s = 120.0;
+  // Raised by the harness when another rank of this process failed: waits give up at
+  // once instead of running into their deadline.
+  const std::atomic<bool>* peer_failed = nullptr;
+};
+
+// Aborts the communicator (if still alive) and returns a failure carrying `reason`.
+Status abort_comm(CommHandle& handle, const std::string& reason);
+
+// Turns the result of a NCCL call into a Status; ncclInProgress is waited out.
+Status nccl_settle(CommHandle& handle, ncclResult_t result, const char* where);
+
+// Waits for the work enqueued so far on `stream` (and for NCCL's async errors).
+Status wait_stream(CommHandle& handle, cudaStream_t stream, const char* what);
+
+// Element-wise reduction of host doubles over all ranks (ncclSum, ncclMax, ...), used
+// outside timed regions for the max-over-ranks time and the summed wrong count.
+Status allreduce_host(CommHandle& handle, cudaStream_t stream, std::vector<double>& values,
+                      ncclRedOp_t op);
+
+// The linked NCCL version as "2.28.3".
+std::string nccl_version_string();
+
+}  // namespace overlapsim::kernels
+
+// A NCCL call on a CommHandle's communicator, settled; returns on failure.
+#define NCCL_SETTLE(handle, call) \
+  OVERLAPSIM_TRY(::overlapsim::kernels::nccl_settle((handle), (call), OVERLAPSIM_WHERE ": " #call))

@@ -1,0 +1,45 @@
+#pragma once
+// The multi-GPU harness: one rank per GPU, each with its NCCL communicator, a compute
+// stream and a high-priority communication stream.
+//   Thread mode (default): one process, one thread per local GPU; rank r uses GPU r; the
+//     ncclUniqueId is shared between the threads.
+//   MPI mode (built with OVERLAPSIM_MPI, run under mpirun): one rank per process, GPU =
+//     local rank modulo the visible GPUs, the id broadcast with MPI.
+// Rank bodies return a Status; if one fails, the others are told (thread mode) or run
+// into their deadline (MPI), every communicator is aborted and the failure comes back.
+// C++17.
+#include <cuda_runtime.h>
+
+#include <functional>
+
+#include "kernels/common/status.hpp"
+#include "kernels/harness/comm.hpp"
+
+namespace overlapsim::kernels {
+
+struct RankContext {
+  CommHandle comm;
+  int device = 0;
+  cudaStream_t compute_stream = nullptr;  // default (lowest) priority
+  cudaStream_t comm_stream = nullptr;     // highest priority the device offers
+};
+
+struct HarnessOptions {
+  int world = 0;            // thread mode: ranks (GPUs) to use, 0 = every visible GPU
+  double timeout_s = 120.0; // bound on any single wait (init, collective, stream drain)
+  bool use_mpi = false;     // MPI mode; needs a build with OVERLAPSIM_MPI
+};
+
+using RankBody = std::function<Status(RankContext&)>;
+
+// Runs `body` once on every rank and returns the first real failure (not the echoes of
+// "peer failed" on the other ranks), or success.
+Status run_ranks(const HarnessOptions& options, const RankBody& body);
+
+// Number of GPUs this process can see (0 when there is no driver or no device).
+int visible_gpu_count();
+
+// True when this build has MPI mode.
+bool mpi_available();
+
+}  // namespace overlapsim::kernels

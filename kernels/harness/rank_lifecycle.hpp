@@ -1,0 +1,20 @@
+#pragma once
+// Setting one rank up and tearing it down, shared by thread mode and MPI mode.
+#include <nccl.h>
+
+#include "kernels/harness/multi_gpu.hpp"
+
+namespace overlapsim::kernels {
+
+// Selects the device, creates the streams and the non-blocking communicator.
+Status open_rank(RankContext& ctx, int device, int rank, int world, const ncclUniqueId& id,
+                 double timeout_s);
+
+// After a successful body: drains the streams, finalizes and destroys the communicator.
+// After a failure (`failed`): aborts the communicator. Streams are destroyed either way.
+Status close_rank(RankContext& ctx, bool failed);
+
+// Picks the failure to report among per-rank statuses (first not caused by a peer).
+Status first_failure(const Status* statuses, int count);
+
+}  // namespace overlapsim::kernels

@@ -1,1 +1,0 @@
-// kernels placeholder
