@@ -52,9 +52,16 @@ struct CollectiveRequest {
 // valid root/peer); throws std::invalid_argument with a message naming the field.
 void validate(const CollectiveRequest& req, const NetworkApi& net);
 
+// Whether `algo` implements `op`: ring (allreduce, allgather, reducescatter, broadcast),
+// tree (allreduce), hierarchical (all but sendrecv), direct (all), auto (all).
+bool supports(CollectiveOp op, Algorithm algo);
+
 // The algorithm `auto` resolves to for this request on this network (NCCL-like cost).
 Algorithm resolve_algorithm(const CollectiveRequest& req, const NetworkApi& net,
                             const CollectiveTuning& tuning);
+
+// An explicit algorithm is returned as is (std::invalid_argument when it does not
+// implement the op); alltoall and sendrecv resolve to direct.
 
 // Starts the collective at net.simulator().now(); `on_done` runs once when every rank
 // has finished. The request is copied; the caller need not keep it alive.

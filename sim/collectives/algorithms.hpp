@@ -1,0 +1,41 @@
+#pragma once
+// Plan builders, one file per algorithm. Each takes a validated request whose
+// algorithm is resolved and supported for its op (see supports()).
+#include <cstdint>
+#include <span>
+
+#include "sim/collectives/collective.hpp"
+#include "sim/collectives/plan.hpp"
+
+namespace overlapsim::sim::detail {
+
+// ring.cpp: NCCL's ring (allreduce, allgather, reducescatter) and its pipelined chain
+// (broadcast).
+Plan ring_plan(const NetworkApi& net, const CollectiveRequest& req, const CollectiveTuning& tuning);
+// One ring phase in which each of `steps` steps moves `share_bytes` from every member to
+// its successor. Empty transfers when there is nothing to move.
+Phase ring_phase(const NetworkApi& net, std::span<const int> members, int steps,
+                 std::uint64_t share_bytes, const CollectiveTuning& tuning);
+// A pipelined chain from members[root_index] through the ring order, `bytes` per hop.
+Phase chain_phase(const NetworkApi& net, std::span<const int> members, int root_index,
+                  std::uint64_t bytes, const CollectiveTuning& tuning);
+
+// tree.cpp: NCCL's double binary tree (allreduce).
+Plan tree_plan(const NetworkApi& net, const CollectiveRequest& req, const CollectiveTuning& tuning);
+
+// direct.cpp: every pair at once.
+Plan direct_plan(const NetworkApi& net, const CollectiveRequest& req,
+                 const CollectiveTuning& tuning);
+// Every member sends `bytes` to every other member, one group.
+Phase all_pairs_phase(std::span<const int> members, std::uint64_t bytes,
+                      const CollectiveTuning& tuning);
+
+// hierarchical.cpp: intra-node phase, inter-node phase among same-local-rank GPUs (one
+// per rail), intra-node phase.
+Plan hierarchical_plan(const NetworkApi& net, const CollectiveRequest& req,
+                       const CollectiveTuning& tuning);
+
+// Adds `phase` to `plan` unless it moves nothing.
+void append_phase(Plan& plan, Phase phase);
+
+}  // namespace overlapsim::sim::detail

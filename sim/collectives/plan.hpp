@@ -1,0 +1,45 @@
+#pragma once
+// A collective's schedule: phases run one after another; each phase is one transfer
+// group (every transfer starts together), optionally repeated, with a delay after
+// each repetition. Algorithms only build plans; run_plan() drives them over a
+// NetworkApi, so an algorithm never touches the event engine.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "sim/network/network_api.hpp"
+
+namespace overlapsim::sim::detail {
+
+struct Phase {
+  std::vector<Transfer> transfers;
+  // Unpipelined step-by-step schedules repeat the same group (one ring step each).
+  int repeat = 1;
+  // Waited after each repetition's group has arrived: pipeline step latencies that a
+  // streamed phase does not pay through its flows, NCCL's per-step software cost.
+  double delay_after_s = 0;
+  std::uint64_t flow_id = 0;
+};
+
+struct Plan {
+  std::vector<Phase> phases;
+  double start_delay_s = 0;  // launch latency before the first phase
+};
+
+// Runs the plan from net.simulator().now(); on_done runs once after the last phase.
+void run_plan(NetworkApi& net, Plan plan, std::function<void()> on_done);
+
+// Merges phases that run at the same time (e.g. one intra-node ring per host) into one:
+// transfers are concatenated, the delay is the largest. All must share `repeat`.
+Phase merge_concurrent(std::vector<Phase> parts);
+
+// Sums transfers with the same (src, dst) into one and drops empty or self transfers;
+// sorted by (src, dst), so the result does not depend on the order of construction.
+// Channels that share a hop move their data over it together anyway.
+std::vector<Transfer> merge_same_pairs(std::vector<Transfer> transfers);
+
+// Integer division rounding up: per-rank shares of a buffer that does not divide evenly.
+inline std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+}  // namespace overlapsim::sim::detail
