@@ -1,0 +1,532 @@
+// Own Hopper GEMM: argument checks and the host tile order run everywhere; everything that
+// launches the kernel skips without an sm_90 GPU. Inputs are fresh random values every
+// run (seed printed), outputs are poisoned with 0xFFFF (NaN in bf16/fp16) before each run.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/gemm/cublaslt_gemm.hpp"
+#include "kernels/gemm/own_gemm.hpp"
+#include "kernels/gemm/signal_probe.hpp"
+
+namespace overlapsim::kernels::gemm {
+namespace {
+
+constexpr uint16_t kPoison = 0xFFFF;
+
+#define ASSERT_STATUS(expr)                     \
+  do {                                          \
+    const ::overlapsim::kernels::Status s_ = (expr); \
+    ASSERT_TRUE(s_.ok) << s_.message;           \
+  } while (0)
+#define ASSERT_CUDA(expr)                                        \
+  do {                                                           \
+    const cudaError_t e_ = (expr);                               \
+    ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_); \
+  } while (0)
+
+// Skips the test unless device 0 is an sm_90 GPU.
+#define SKIP_WITHOUT_HOPPER()                                              \
+  do {                                                                     \
+    std::string why_;                                                      \
+    if (!hopper_present(why_)) GTEST_SKIP() << why_;                       \
+  } while (0)
+
+bool hopper_present(std::string& why) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    why = "no CUDA GPU present";
+    return false;
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+    why = "cannot read device 0's properties";
+    return false;
+  }
+  if (prop.major != 9 || prop.minor != 0) {
+    why = std::string("the own GEMM needs sm_90, device 0 is ") + prop.name;
+    return false;
+  }
+  return true;
+}
+
+uint16_t to_bits(float v, DType t) {
+  if (t == DType::kBf16) return static_cast<__nv_bfloat16_raw>(__float2bfloat16(v)).x;
+  return static_cast<__half_raw>(__float2half(v)).x;
+}
+
+double from_bits(uint16_t bits, DType t) {
+  if (t == DType::kBf16) {
+    __nv_bfloat16_raw raw;
+    raw.x = bits;
+    return __bfloat162float(__nv_bfloat16(raw));
+  }
+  __half_raw raw;
+  raw.x = bits;
+  return __half2float(__half(raw));
+}
+
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  explicit DeviceBuffer(size_t bytes) {
+    if (cudaMalloc(&ptr, std::max<size_t>(bytes, 16)) != cudaSuccess) ptr = nullptr;
+  }
+  ~DeviceBuffer() {
+    if (ptr) cudaFree(ptr);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr);
+  }
+};
+
+uint64_t fresh_seed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+std::vector<uint16_t> random_matrix(int64_t count, DType t, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<uint16_t> out(static_cast<size_t>(count));
+  for (auto& v : out) {
+    float x = dist(rng);
+    if (x == 0.0f) x = 0.5f;
+    v = to_bits(x, t);
+  }
+  return out;
+}
+
+// C[i][j] = Σ_k A[i][k]·B[j][k] in float64 on the bf16/fp16-rounded inputs, rows split
+// across threads.
+std::vector<double> reference_gemm(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
+                                   int64_t m, int64_t n, int64_t k, DType t) {
+  std::vector<double> ad(a.size()), bd(b.size()), c(static_cast<size_t>(m * n));
+  for (size_t i = 0; i < a.size(); ++i) ad[i] = from_bits(a[i], t);
+  for (size_t i = 0; i < b.size(); ++i) bd[i] = from_bits(b[i], t);
+  const int workers = static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
+  std::vector<std::thread> pool;
+  for (int w = 0; w < workers; ++w) {
+    pool.emplace_back([&, w] {
+      for (int64_t i = w; i < m; i += workers)
+        for (int64_t j = 0; j < n; ++j) {
+          const double* ar = &ad[i * k];
+          const double* br = &bd[j * k];
+          double s = 0;
+          for (int64_t p = 0; p < k; ++p) s += ar[p] * br[p];
+          c[i * n + j] = s;
+        }
+    });
+  }
+  for (auto& th : pool) th.join();
+  return c;
+}
+
+struct Problem {
+  int64_t m, n, k;
+  DType dtype;
+  std::vector<uint16_t> a, b;
+  std::unique_ptr<DeviceBuffer> a_dev, b_dev, c_dev;
+};
+
+std::unique_ptr<Problem> make_problem(int64_t m, int64_t n, int64_t k, DType t, uint64_t seed) {
+  auto p = std::make_unique<Problem>();
+  p->m = m;
+  p->n = n;
+  p->k = k;
+  p->dtype = t;
+  std::mt19937_64 rng(seed);
+  p->a = random_matrix(m * k, t, rng);
+  p->b = random_matrix(n * k, t, rng);
+  p->a_dev = std::make_unique<DeviceBuffer>(p->a.size() * 2);
+  p->b_dev = std::make_unique<DeviceBuffer>(p->b.size() * 2);
+  p->c_dev = std::make_unique<DeviceBuffer>(static_cast<size_t>(m * n) * 2);
+  if (!p->a_dev->ptr || !p->b_dev->ptr || !p->c_dev->ptr) return nullptr;
+  if (cudaMemcpy(p->a_dev->ptr, p->a.data(), p->a.size() * 2, cudaMemcpyHostToDevice) != cudaSuccess ||
+      cudaMemcpy(p->b_dev->ptr, p->b.data(), p->b.size() * 2, cudaMemcpyHostToDevice) != cudaSuccess)
+    return nullptr;
+  return p;
+}
+
+GemmArgs args_of(const Problem& p, void* c) {
+  return {p.m, p.n, p.k, p.dtype, p.a_dev->ptr, p.b_dev->ptr, c};
+}
+
+// Runs the own GEMM on a poisoned C and returns C's bits.
+std::vector<uint16_t> run_own(const Problem& p, const SchedulerOptions& sched, std::string& error) {
+  std::vector<uint16_t> c(static_cast<size_t>(p.m * p.n));
+  cudaMemset(p.c_dev->ptr, 0xFF, c.size() * 2);
+  OwnGemm gemm;
+  Status s = gemm.initialize(args_of(p, p.c_dev->ptr), {}, sched);
+  if (s.ok) s = gemm.run(nullptr);
+  if (!s.ok) {
+    error = s.message;
+    return {};
+  }
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    error = cudaGetErrorString(e);
+    return {};
+  }
+  cudaMemcpy(c.data(), p.c_dev->ptr, c.size() * 2, cudaMemcpyDeviceToHost);
+  return c;
+}
+
+struct Comparison {
+  double rel_err = 0;
+  int64_t unwritten = 0;  // still the poison pattern
+  int64_t non_finite = 0;
+};
+
+template <class Ref>
+Comparison compare(const std::vector<uint16_t>& c, const Ref& ref, DType t) {
+  Comparison out;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (c[i] == kPoison) ++out.unwritten;
+    const double v = from_bits(c[i], t);
+    if (!std::isfinite(v)) {
+      ++out.non_finite;
+      continue;
+    }
+    const double r = ref(i);
+    num += (v - r) * (v - r);
+    den += r * r;
+  }
+  out.rel_err = std::sqrt(num / den);
+  return out;
+}
+
+TEST(OwnGemmArgs, RejectsEmptyShapesAndNullPointers) {
+  int dummy = 0;
+  const Status zero_m = OwnGemm::can_implement({0, 8, 8, DType::kBf16, &dummy, &dummy, &dummy});
+  EXPECT_FALSE(zero_m.ok);
+  EXPECT_NE(zero_m.message.find("m=0"), std::string::npos) << zero_m.message;
+  const Status null_c = OwnGemm::can_implement({8, 8, 8, DType::kBf16, &dummy, &dummy, nullptr});
+  EXPECT_FALSE(null_c.ok);
+  SchedulerOptions bad;
+  bad.group_m = 0;
+  EXPECT_FALSE(OwnGemm::can_implement({8, 8, 8, DType::kBf16, &dummy, &dummy, &dummy}, bad).ok);
+  OwnGemm gemm;
+  EXPECT_FALSE(gemm.run(nullptr).ok);  // run before initialize
+}
+
+TEST(TileOrder, VisitsEveryTileOnceInGroupedRaster) {
+  struct Case {
+    int64_t m, n;
+    int group_m;
+  };
+  for (const Case c : {Case{1000, 3000, 8}, Case{8192, 8192, 8}, Case{129, 257, 3}, Case{1, 1, 8},
+                       Case{4096, 12288, 16}}) {
+    const auto order = tile_order(c.m, c.n, 132, c.group_m);
+    const int32_t tiles_m = static_cast<int32_t>((c.m + 127) / 128);
+    const int32_t tiles_n = static_cast<int32_t>((c.n + 255) / 256);
+    ASSERT_EQ(order.size(), static_cast<size_t>(tiles_m) * tiles_n);
+    std::vector<int> seen(order.size(), 0);
+    for (size_t item = 0; item < order.size(); ++item) {
+      const TileCoord t = order[item];
+      ASSERT_GE(t.tile_m, 0);
+      ASSERT_LT(t.tile_m, tiles_m);
+      ASSERT_GE(t.tile_n, 0);
+      ASSERT_LT(t.tile_n, tiles_n);
+      ++seen[static_cast<size_t>(t.tile_m) * tiles_n + t.tile_n];
+      // Grouped raster: item i lies in row-group i / (group_m·tiles_n).
+      EXPECT_EQ(t.tile_m / c.group_m, static_cast<int32_t>(item / (c.group_m * tiles_n)));
+    }
+    for (int s : seen) EXPECT_EQ(s, 1);
+    // Item-order compact offsets: contiguous, in item order, M·N elements in all.
+    const auto offsets = compact_offsets_in_item_order(c.m, c.n, 132, c.group_m);
+    int64_t next = 0;
+    for (const TileCoord t : order) {
+      const int64_t tile = int64_t{t.tile_m} * tiles_n + t.tile_n;
+      EXPECT_EQ(offsets[tile], next);
+      next += std::min<int64_t>(128, c.m - t.tile_m * 128) * std::min<int64_t>(256, c.n - t.tile_n * 256);
+    }
+    EXPECT_EQ(next, c.m * c.n);
+  }
+}
+
+TEST(OwnGemm, UnsupportedGpuIsReportedClearly) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA GPU present";
+  cudaDeviceProp prop{};
+  ASSERT_CUDA(cudaGetDeviceProperties(&prop, 0));
+  if (prop.major == 9 && prop.minor == 0) GTEST_SKIP() << "device 0 is sm_90: nothing to refuse";
+  DeviceBuffer buf(1024);
+  const Status s = OwnGemm::can_implement({8, 8, 8, DType::kBf16, buf.ptr, buf.ptr, buf.ptr});
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("unsupported GPU (needs sm_90)"), std::string::npos) << s.message;
+}
+
+TEST(OwnGemm, SmallAndIrregularShapesMatchFloat64) {
+  SKIP_WITHOUT_HOPPER();
+  struct Case {
+    int64_t m, n, k;
+    DType t;
+  };
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (const Case c : {Case{1000, 3000, 777, DType::kBf16}, Case{129, 257, 72, DType::kBf16},
+                       Case{64, 8, 16, DType::kBf16}, Case{1, 1, 8, DType::kBf16},
+                       Case{300, 513, 1000, DType::kBf16}, Case{257, 255, 131, DType::kFp16},
+                       Case{1000, 3000, 777, DType::kFp16}}) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+                 (c.t == DType::kBf16 ? " bf16" : " fp16"));
+    auto p = make_problem(c.m, c.n, c.k, c.t, seed + c.m * 31 + c.k);
+    ASSERT_TRUE(p) << "allocation failed";
+    std::string error;
+    const auto out = run_own(*p, {}, error);
+    ASSERT_TRUE(error.empty()) << error;
+    const auto ref = reference_gemm(p->a, p->b, c.m, c.n, c.k, c.t);
+    const Comparison cmp = compare(out, [&](size_t i) { return ref[i]; }, c.t);
+    EXPECT_EQ(cmp.unwritten, 0);
+    EXPECT_EQ(cmp.non_finite, 0);
+    EXPECT_LT(cmp.rel_err, 1e-2);
+    std::printf("[own gemm] %ldx%ldx%ld %s rel err vs float64 %.3e\n", c.m, c.n, c.k,
+                c.t == DType::kBf16 ? "bf16" : "fp16", cmp.rel_err);
+  }
+}
+
+TEST(OwnGemm, LargeShapesMatchCublasLt) {
+  SKIP_WITHOUT_HOPPER();
+  struct Case {
+    int64_t m, n, k;
+    int num_ctas;
+  };
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (const Case c : {Case{4096, 4096, 4096, 0}, Case{8192, 8192, 2048, 0}, Case{2048, 6144, 3000, 100}}) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k));
+    auto p = make_problem(c.m, c.n, c.k, DType::kBf16, seed + c.n);
+    ASSERT_TRUE(p);
+    SchedulerOptions sched;
+    sched.num_ctas = c.num_ctas;
+    std::string error;
+    const auto out = run_own(*p, sched, error);
+    ASSERT_TRUE(error.empty()) << error;
+    DeviceBuffer ref_dev(static_cast<size_t>(c.m * c.n) * 2);
+    CublasLtGemm lt;
+    ASSERT_STATUS(lt.initialize(args_of(*p, ref_dev.ptr)));
+    ASSERT_STATUS(lt.run(nullptr));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    std::vector<uint16_t> ref(out.size());
+    ASSERT_CUDA(cudaMemcpy(ref.data(), ref_dev.ptr, ref.size() * 2, cudaMemcpyDeviceToHost));
+    const Comparison cmp = compare(out, [&](size_t i) { return from_bits(ref[i], DType::kBf16); },
+                                   DType::kBf16);
+    EXPECT_EQ(cmp.unwritten, 0);
+    EXPECT_EQ(cmp.non_finite, 0);
+    EXPECT_LT(cmp.rel_err, 1e-2);
+    std::printf("[own gemm] %ldx%ldx%ld rel err vs cuBLASLt %.3e\n", c.m, c.n, c.k, cmp.rel_err);
+  }
+}
+
+// Groups of `waves_per_group` consecutive waves; returns the group of each tile.
+std::vector<int32_t> wave_groups(int64_t m, int64_t n, int num_ctas, int waves_per_group,
+                                 int32_t& groups) {
+  const auto order = tile_order(m, n, num_ctas);
+  const int32_t tiles_n = static_cast<int32_t>((n + 255) / 256);
+  std::vector<int32_t> group(order.size());
+  groups = 0;
+  for (size_t item = 0; item < order.size(); ++item) {
+    const int32_t g = static_cast<int32_t>(item / num_ctas / waves_per_group);
+    group[static_cast<size_t>(order[item].tile_m) * tiles_n + order[item].tile_n] = g;
+    groups = std::max(groups, g + 1);
+  }
+  return group;
+}
+
+TEST(OwnGemm, RemappedStoresHoldTheSameValuesAndCountersCountTiles) {
+  SKIP_WITHOUT_HOPPER();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (const Case c : {Case{1000, 3000, 777}, Case{2048, 2048, 512}, Case{333, 4097, 64}}) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k));
+    auto p = make_problem(c.m, c.n, c.k, DType::kBf16, seed + c.n);
+    ASSERT_TRUE(p);
+    std::string error;
+    const auto natural = run_own(*p, {}, error);
+    ASSERT_TRUE(error.empty()) << error;
+
+    OwnGemm probe_size;
+    ASSERT_STATUS(probe_size.initialize(args_of(*p, p->c_dev->ptr)));
+    const int num_ctas = probe_size.num_ctas();
+    const auto offsets = compact_offsets_in_item_order(c.m, c.n, num_ctas);
+    int32_t groups = 0;
+    const auto tile_group = wave_groups(c.m, c.n, num_ctas, 2, groups);
+    DeviceBuffer offsets_dev(offsets.size() * 8), group_dev(tile_group.size() * 4),
+        counters_dev(static_cast<size_t>(groups) * 4), region(natural.size() * 2);
+    ASSERT_CUDA(cudaMemcpy(offsets_dev.ptr, offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemcpy(group_dev.ptr, tile_group.data(), tile_group.size() * 4, cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemset(counters_dev.ptr, 0, static_cast<size_t>(groups) * 4));
+    ASSERT_CUDA(cudaMemset(region.ptr, 0xFF, natural.size() * 2));
+    EpilogueArgs epi;
+    epi.tile_offset_elems = offsets_dev.as<int64_t>();
+    epi.group_counters = counters_dev.as<uint32_t>();
+    epi.tile_group = group_dev.as<int32_t>();
+    OwnGemm gemm;
+    ASSERT_STATUS(gemm.initialize(args_of(*p, region.ptr), epi));
+    ASSERT_STATUS(gemm.run(nullptr));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    std::vector<uint16_t> remapped(natural.size());
+    ASSERT_CUDA(cudaMemcpy(remapped.data(), region.ptr, remapped.size() * 2, cudaMemcpyDeviceToHost));
+    std::vector<uint32_t> counters(groups);
+    ASSERT_CUDA(cudaMemcpy(counters.data(), counters_dev.ptr, counters.size() * 4, cudaMemcpyDeviceToHost));
+
+    const int32_t tiles_n = gemm.tiles_n();
+    int64_t mismatches = 0;
+    std::vector<uint32_t> expected(groups, 0);
+    for (int32_t tm = 0; tm < gemm.tiles_m(); ++tm)
+      for (int32_t tn = 0; tn < tiles_n; ++tn) {
+        const int64_t tile = int64_t{tm} * tiles_n + tn;
+        ++expected[tile_group[tile]];
+        const int64_t rows = std::min<int64_t>(128, c.m - tm * 128);
+        const int64_t cols = std::min<int64_t>(256, c.n - tn * 256);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t col = 0; col < cols; ++col) {
+            const uint16_t want = natural[(tm * 128 + r) * c.n + tn * 256 + col];
+            const uint16_t got = remapped[offsets[tile] + r * cols + col];
+            if (want != got || got == kPoison) ++mismatches;
+          }
+      }
+    EXPECT_EQ(mismatches, 0) << "remapped tiles differ from the natural store";
+    for (int32_t g = 0; g < groups; ++g) EXPECT_EQ(counters[g], expected[g]) << "group " << g;
+  }
+}
+
+TEST(OwnGemm, SignalNeverPrecedesItsData) {
+  SKIP_WITHOUT_HOPPER();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const int64_t m = 4096, n = 8192, k = 2048;
+  auto p = make_problem(m, n, k, DType::kBf16, seed);
+  ASSERT_TRUE(p);
+  int sms = 0;
+  ASSERT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  // The probe occupies one SM; a persistent GEMM needing it would wait on the probe forever.
+  SchedulerOptions sched;
+  sched.num_ctas = sms - 2;
+  const auto offsets = compact_offsets_in_item_order(m, n, sched.num_ctas);
+  int32_t groups = 0;
+  const auto tile_group = wave_groups(m, n, sched.num_ctas, 1, groups);
+  // Each group's region: the item-order offsets make it [begin, end).
+  std::vector<int64_t> begin(groups, INT64_MAX), end(groups, 0);
+  std::vector<int32_t> tiles(groups, 0);
+  const int32_t tiles_n = static_cast<int32_t>((n + 255) / 256);
+  for (size_t tile = 0; tile < offsets.size(); ++tile) {
+    const int32_t g = tile_group[tile];
+    const int64_t tm = static_cast<int64_t>(tile) / tiles_n, tn = static_cast<int64_t>(tile) % tiles_n;
+    const int64_t size = std::min<int64_t>(128, m - tm * 128) * std::min<int64_t>(256, n - tn * 256);
+    begin[g] = std::min(begin[g], offsets[tile]);
+    end[g] = std::max(end[g], offsets[tile] + size);
+    ++tiles[g];
+  }
+  DeviceBuffer offsets_dev(offsets.size() * 8), group_dev(tile_group.size() * 4),
+      counters_dev(groups * 4), tiles_dev(groups * 4), begin_dev(groups * 8), end_dev(groups * 8),
+      result_dev(3 * 4), region(static_cast<size_t>(m * n) * 2);
+  ASSERT_CUDA(cudaMemcpy(offsets_dev.ptr, offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemcpy(group_dev.ptr, tile_group.data(), tile_group.size() * 4, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemcpy(tiles_dev.ptr, tiles.data(), groups * 4, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemcpy(begin_dev.ptr, begin.data(), groups * 8, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemcpy(end_dev.ptr, end.data(), groups * 8, cudaMemcpyHostToDevice));
+
+  EpilogueArgs epi;
+  epi.tile_offset_elems = offsets_dev.as<int64_t>();
+  epi.group_counters = counters_dev.as<uint32_t>();
+  epi.tile_group = group_dev.as<int32_t>();
+  OwnGemm gemm;
+  // initialize() loads the GEMM's module; the probe's is loaded here, before any wait.
+  ASSERT_STATUS(gemm.initialize(args_of(*p, region.ptr), epi, sched));
+  ASSERT_STATUS(preload_signal_probe());
+  int lowest = 0, highest = 0;
+  ASSERT_CUDA(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+  cudaStream_t compute, watch;
+  ASSERT_CUDA(cudaStreamCreateWithPriority(&compute, cudaStreamNonBlocking, lowest));
+  ASSERT_CUDA(cudaStreamCreateWithPriority(&watch, cudaStreamNonBlocking, highest));
+
+  SignalProbeArgs probe;
+  probe.group_counters = counters_dev.as<uint32_t>();
+  probe.group_tiles = tiles_dev.as<int32_t>();
+  probe.region_begin = begin_dev.as<int64_t>();
+  probe.region_end = end_dev.as<int64_t>();
+  probe.groups = groups;
+  probe.data = region.as<uint16_t>();
+  probe.poison = kPoison;
+  probe.result = result_dev.as<int32_t>();
+  int32_t waited_total = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    ASSERT_CUDA(cudaMemset(counters_dev.ptr, 0, groups * 4));
+    ASSERT_CUDA(cudaMemset(result_dev.ptr, 0, 3 * 4));
+    ASSERT_CUDA(cudaMemset(region.ptr, 0xFF, static_cast<size_t>(m * n) * 2));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    ASSERT_STATUS(launch_signal_probe(probe, watch));
+    ASSERT_STATUS(gemm.run(compute));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    int32_t result[3] = {};
+    ASSERT_CUDA(cudaMemcpy(result, result_dev.ptr, sizeof(result), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(result[0], 0) << "elements still poisoned after their group's signal (rep " << rep << ")";
+    EXPECT_EQ(result[2], 0) << "groups never signalled (rep " << rep << ")";
+    waited_total += result[1];
+  }
+  std::printf("[own gemm] signal probe: %d groups x 5 runs, %d found incomplete on first look\n",
+              groups, waited_total);
+  cudaStreamDestroy(compute);
+  cudaStreamDestroy(watch);
+}
+
+TEST(OwnGemm, DeviceTileOrderMatchesHostReplica) {
+  SKIP_WITHOUT_HOPPER();
+  struct Case {
+    int64_t m, n, k;
+    int num_ctas, group_m;
+  };
+  const uint64_t seed = fresh_seed();
+  for (const Case c : {Case{1000, 3000, 777, 0, 8}, Case{4096, 4096, 256, 37, 3},
+                       Case{8192, 2048, 128, 132, 16}}) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + " ctas " + std::to_string(c.num_ctas));
+    auto p = make_problem(c.m, c.n, c.k, DType::kBf16, seed + c.m);
+    ASSERT_TRUE(p);
+    SchedulerOptions sched;
+    sched.num_ctas = c.num_ctas;
+    sched.group_m = c.group_m;
+    OwnGemm gemm;
+    ASSERT_STATUS(gemm.initialize(args_of(*p, p->c_dev->ptr), {}, sched));
+    const size_t tiles = static_cast<size_t>(gemm.tiles_m()) * gemm.tiles_n();
+    DeviceBuffer record(tiles * 8);
+    ASSERT_CUDA(cudaMemset(record.ptr, 0xFF, tiles * 8));
+    EpilogueArgs epi;
+    epi.order_record = record.as<int32_t>();
+    ASSERT_STATUS(gemm.initialize(args_of(*p, p->c_dev->ptr), epi, sched));
+    ASSERT_STATUS(gemm.run(nullptr));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    std::vector<int32_t> rec(tiles * 2);
+    ASSERT_CUDA(cudaMemcpy(rec.data(), record.ptr, tiles * 8, cudaMemcpyDeviceToHost));
+    const auto order = tile_order(c.m, c.n, gemm.num_ctas(), c.group_m);
+    ASSERT_EQ(order.size(), tiles);
+    int64_t wrong = 0;
+    for (size_t item = 0; item < order.size(); ++item) {
+      const size_t tile = static_cast<size_t>(order[item].tile_m) * gemm.tiles_n() + order[item].tile_n;
+      if (rec[2 * tile] != static_cast<int32_t>(item) ||
+          rec[2 * tile + 1] != static_cast<int32_t>(item % gemm.num_ctas()))
+        ++wrong;
+    }
+    EXPECT_EQ(wrong, 0) << "tiles whose device item/CTA differ from tile_order()";
+  }
+}
+
+}  // namespace
+}  // namespace overlapsim::kernels::gemm
