@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One device call for the own Hopper GEMM: configure (kernels only), build the GEMM's
+# targets, check the SASS (HGMMA present, no local-memory spills), run its GPU tests (the
+# signal test first, in a fresh process, so it covers the cold start), then benchmark own
+# vs cuBLASLt on the issue-4 shapes. Everything lands in $OUT (at most 8 files).
+#   bash benchmarks/gpu/run_gemm.sh            # from the repo root, on the GPU machine
+set -u -o pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+OUT=${OUT:-$PWD/gemm-out}
+mkdir -p "$OUT"
+BUILD=${BUILD:-build-gpu}
+LOG=$OUT/log.txt
+: >"$LOG"
+say() { echo "== $*" | tee -a "$LOG"; }
+
+DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+say "GPU: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
+
+say "configure + build"
+start=$(date +%s)
+if ! { cmake -S . -B "$BUILD" -G Ninja -DOVERLAPSIM_KERNELS_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
+         >>"$LOG" 2>&1 &&
+       cmake --build "$BUILD" -j16 --target own-gemm-bench own_gemm_test >>"$LOG" 2>&1; }; then
+  say "BUILD FAILED"; tail -40 "$LOG"; exit 1
+fi
+say "built in $(( $(date +%s) - start )) s"
+
+say "SASS check"
+obj=$(find "$BUILD" -name 'own_gemm_sm90.cu.o' | head -1)
+cuobjdump --dump-sass "$obj" >"$OUT/sass.txt" 2>&1
+{
+  echo "HGMMA instructions: $(grep -c HGMMA "$OUT/sass.txt")"
+  echo "local memory (LDL/STL): $(grep -cE '\b(LDL|STL)\b' "$OUT/sass.txt")"
+  echo "TMA (UTMALDG): $(grep -c UTMALDG "$OUT/sass.txt")"
+  grep -m3 HGMMA "$OUT/sass.txt"
+} | tee -a "$LOG"
+gzip -f "$OUT/sass.txt"
+
+say "tests"
+TEST=$BUILD/tests/kernels/own_gemm_test
+timeout -s KILL 120 "$TEST" --gtest_filter='*Signal*' 2>&1 | tee "$OUT/test_log.txt"
+signal_rc=$?
+timeout -s KILL 240 "$TEST" --gtest_filter='-*Signal*' 2>&1 | tee -a "$OUT/test_log.txt"
+rest_rc=$?
+say "test exit codes: signal $signal_rc, others $rest_rc"
+
+say "benchmark"
+BENCH=$BUILD/kernels/gemm/own-gemm-bench
+for group_m in ${GROUP_MS:-8}; do
+  timeout -s KILL 200 "$BENCH" --driver "$DRIVER" --group-m "$group_m" ${BENCH_ARGS:-} \
+    >"$OUT/gemm_bench_g${group_m}.csv" 2> >(tee -a "$LOG" >&2)
+  say "bench group_m $group_m exit $?"
+done
+cat "$OUT"/gemm_bench_g*.csv
