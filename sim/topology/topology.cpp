@@ -1,1 +1,431 @@
-// implemented by the owning change
+#include "sim/topology/topology.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <list>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+
+// Routing design.
+//
+// route() walks from the source GPU towards the destination, at every vertex taking a
+// link to a neighbour one hop closer (shortest paths by hop count); where several
+// neighbours are equally close, a hash of (src, dst, flow_id, hop) picks one (ECMP). The
+// walk needs the hop distance of each neighbour to the destination.
+//
+// Storing one BFS distance table per destination GPU costs V entries each: at 16,384 GPUs
+// (~35k vertices) that is over 1 GiB. But most destinations hang below a single vertex
+// that every path from afar must cross: a GPU on a flat switch (the switch, 1 hop), a GPU
+// in a PCIe box (its PCIe switch), a GPU in a rail fat-tree (its rail's leaf, 2 hops: via
+// its NIC; its NVSwitch leads only to GPUs, which do not relay). So for each destination
+// GPU a small BFS finds its "near" ball: levels 1, 2, ... until the only vertex of a level
+// that can relay traffic further is one vertex, the anchor. Then
+//     hops(v, dst) = near[v]                       for v in the ball,
+//                  = hops(v, anchor) + anchor_hops  otherwise,
+// because every path from outside enters the ball through the anchor. Distance tables are
+// kept per anchor, so a 2048-node x 8-GPU fat-tree needs 256 tables (one per leaf, ~18 MB)
+// instead of 16,384. Where no anchor exists within a few levels (a ring, a mesh), the
+// destination is its own anchor. Tables live in an LRU bounded by a byte limit, so memory
+// stays bounded whatever the graph; a miss costs one BFS over the graph.
+//
+// Distances are uint16_t (a graph with a path over 65,534 hops is rejected). The
+// adjacency is flattened into arrays once (insertion order, so ECMP choices are stable).
+// Every route() holds a mutex: the caches are shared, and uncontended locking costs tens
+// of nanoseconds, small beside the walk.
+
+namespace overlapsim::sim {
+
+namespace {
+
+constexpr std::uint16_t kUnreached = std::numeric_limits<std::uint16_t>::max();
+// A destination's ball is searched this deep / this large before giving up on an anchor.
+constexpr int kMaxBallLevels = 4;
+constexpr std::size_t kMaxBallVertices = 1024;
+
+// splitmix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number generators",
+// OOPSLA 2014): portable and well mixed, unlike std::hash.
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t ecmp_hash(int src, int dst, std::uint64_t flow_id, int hop) {
+  std::uint64_t h = splitmix64(static_cast<std::uint64_t>(src));
+  h = splitmix64(h ^ static_cast<std::uint64_t>(dst));
+  h = splitmix64(h ^ flow_id);
+  return splitmix64(h ^ static_cast<std::uint64_t>(hop));
+}
+
+}  // namespace
+
+const char* to_string(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::Gpu:
+      return "gpu";
+    case NodeKind::NvSwitch:
+      return "nvswitch";
+    case NodeKind::PcieSwitch:
+      return "pcie-switch";
+    case NodeKind::HostBridge:
+      return "host-bridge";
+    case NodeKind::Nic:
+      return "nic";
+    case NodeKind::LeafSwitch:
+      return "leaf-switch";
+    case NodeKind::SpineSwitch:
+      return "spine-switch";
+    case NodeKind::Switch:
+      return "switch";
+  }
+  return "unknown";
+}
+
+const char* to_string(LinkClass cls) {
+  switch (cls) {
+    case LinkClass::NvLink:
+      return "nvlink";
+    case LinkClass::Pcie:
+      return "pcie";
+    case LinkClass::Network:
+      return "network";
+  }
+  return "unknown";
+}
+
+struct Topology::RoutingState {
+  struct Destination {
+    bool ready = false;
+    bool has_anchor = false;  // false: every vertex that can reach dst is in `near`
+    std::uint32_t anchor = 0;
+    std::uint16_t anchor_hops = 0;
+    std::vector<std::pair<std::uint32_t, std::uint16_t>> near;  // (vertex, hops to dst)
+  };
+  struct Table {
+    std::uint32_t anchor = 0;
+    std::vector<std::uint16_t> hops;  // hops from each vertex to the anchor
+  };
+
+  std::mutex mutex;
+  std::size_t limit_bytes = 0;
+
+  bool adjacency_ready = false;
+  std::vector<std::uint32_t> out_begin;  // CSR over out-links, size V + 1
+  std::vector<std::uint32_t> out_target;
+  std::vector<LinkId> out_link;
+  std::vector<std::uint8_t> relays;  // may a path pass through this vertex?
+
+  std::vector<Destination> destinations;  // by rank
+  std::size_t near_entries = 0;
+
+  std::list<Table> lru;  // most recently used first
+  std::unordered_map<std::uint32_t, std::list<Table>::iterator> tables;
+  std::size_t table_bytes = 0;
+  std::uint64_t bfs_runs = 0;
+  std::uint64_t evictions = 0;
+
+  // Scratch: hops to the current destination for vertices of its ball, valid where
+  // near_stamp == stamp.
+  std::vector<std::uint32_t> near_stamp;
+  std::vector<std::uint16_t> near_hops;
+  std::uint32_t stamp = 0;
+  int stamped_rank = -1;
+  std::vector<std::uint32_t> queue;
+
+  std::size_t bytes() const {
+    return table_bytes + near_entries * sizeof(std::pair<std::uint32_t, std::uint16_t>) +
+           destinations.capacity() * sizeof(Destination) +
+           (out_begin.capacity() + out_target.capacity() + near_stamp.capacity() +
+            queue.capacity()) *
+               sizeof(std::uint32_t) +
+           out_link.capacity() * sizeof(LinkId) + relays.capacity() +
+           near_hops.capacity() * sizeof(std::uint16_t);
+  }
+
+  std::uint32_t num_vertices() const { return static_cast<std::uint32_t>(relays.size()); }
+};
+
+Topology::Topology(std::string name)
+    : name_(std::move(name)), routing_(std::make_unique<RoutingState>()) {}
+
+Topology::Topology(const Topology& other)
+    : name_(other.name_),
+      graph_(other.graph_),
+      gpus_(other.gpus_),
+      links_(other.links_),
+      ends_(other.ends_),
+      num_hosts_(other.num_hosts_),
+      gpus_forward_(other.gpus_forward_),
+      route_cache_limit_bytes_(other.route_cache_limit_bytes_),
+      routing_(std::make_unique<RoutingState>()) {}
+
+Topology& Topology::operator=(const Topology& other) {
+  if (this != &other) *this = Topology(other);
+  return *this;
+}
+
+Topology::Topology(Topology&&) noexcept = default;
+Topology& Topology::operator=(Topology&&) noexcept = default;
+Topology::~Topology() = default;
+
+Topology::RoutingState& Topology::routing() const {
+  if (!routing_) routing_ = std::make_unique<RoutingState>();  // only after a move-from
+  return *routing_;
+}
+
+void Topology::invalidate_routes() { routing_ = std::make_unique<RoutingState>(); }
+
+VertexId Topology::add_gpu(int host, std::string name) {
+  if (host < 0) throw std::invalid_argument(fmt::format("add_gpu: host {} is negative", host));
+  const int rank = num_gpus();
+  if (name.empty()) name = fmt::format("gpu{}", rank);
+  const VertexId v =
+      boost::add_vertex(TopoNode{NodeKind::Gpu, std::move(name), rank, host}, graph_);
+  gpus_.push_back(v);
+  num_hosts_ = std::max(num_hosts_, host + 1);
+  invalidate_routes();
+  return v;
+}
+
+VertexId Topology::add_node(NodeKind kind, std::string name, int host) {
+  if (kind == NodeKind::Gpu)
+    throw std::invalid_argument("add_node: GPUs are added with add_gpu (they get a rank)");
+  const VertexId v = boost::add_vertex(TopoNode{kind, std::move(name), -1, host}, graph_);
+  if (host >= 0) num_hosts_ = std::max(num_hosts_, host + 1);
+  invalidate_routes();
+  return v;
+}
+
+std::pair<LinkId, LinkId> Topology::connect(VertexId a, VertexId b, double bandwidth_Bps,
+                                            double latency_s, LinkClass cls) {
+  const auto n = boost::num_vertices(graph_);
+  if (a >= n || b >= n)
+    throw std::invalid_argument(fmt::format("connect: vertex {} or {} does not exist", a, b));
+  if (a == b) throw std::invalid_argument(fmt::format("connect: vertex {} to itself", a));
+  if (!(bandwidth_Bps > 0) || !std::isfinite(bandwidth_Bps))
+    throw std::invalid_argument(
+        fmt::format("connect {} - {}: bandwidth_Bps {} must be positive and finite", graph_[a].name,
+                    graph_[b].name, bandwidth_Bps));
+  if (!(latency_s >= 0) || !std::isfinite(latency_s))
+    throw std::invalid_argument(fmt::format("connect {} - {}: latency_s {} must be >= 0",
+                                            graph_[a].name, graph_[b].name, latency_s));
+  const auto add = [&](VertexId from, VertexId to) {
+    const auto id = static_cast<LinkId>(links_.size());
+    const TopoLink link{bandwidth_Bps, latency_s, cls, id};
+    boost::add_edge(from, to, link, graph_);
+    links_.push_back(link);
+    ends_.emplace_back(from, to);
+    return id;
+  };
+  const LinkId ab = add(a, b);
+  const LinkId ba = add(b, a);
+  invalidate_routes();
+  return {ab, ba};
+}
+
+VertexId Topology::gpu_vertex(int rank) const {
+  if (rank < 0 || rank >= num_gpus())
+    throw std::out_of_range(fmt::format("rank {} is outside the topology '{}' (ranks 0..{})", rank,
+                                        name_, num_gpus() - 1));
+  return gpus_[static_cast<std::size_t>(rank)];
+}
+
+int Topology::host_of(int rank) const { return graph_[gpu_vertex(rank)].host; }
+
+void Topology::set_gpus_forward(bool forward) {
+  gpus_forward_ = forward;
+  invalidate_routes();
+}
+
+void Topology::set_route_cache_limit_bytes(std::size_t limit_bytes) {
+  route_cache_limit_bytes_ = limit_bytes;
+  invalidate_routes();
+}
+
+double Topology::path_latency_s(const std::vector<LinkId>& path) const {
+  double total_s = 0;
+  for (const LinkId id : path) total_s += link(id).latency_s;
+  return total_s;
+}
+
+Topology::RouteCacheStats Topology::route_cache_stats() const {
+  RoutingState& rs = routing();
+  std::lock_guard lock(rs.mutex);
+  return RouteCacheStats{rs.tables.size(), rs.bytes(), rs.bfs_runs, rs.evictions};
+}
+
+std::vector<LinkId> Topology::route(int src_rank, int dst_rank, std::uint64_t flow_id) const {
+  const auto src = static_cast<std::uint32_t>(gpu_vertex(src_rank));
+  const auto dst = static_cast<std::uint32_t>(gpu_vertex(dst_rank));
+  if (src == dst) return {};
+
+  RoutingState& rs = routing();
+  std::lock_guard lock(rs.mutex);
+
+  if (!rs.adjacency_ready) {
+    const auto n = static_cast<std::uint32_t>(boost::num_vertices(graph_));
+    rs.limit_bytes = route_cache_limit_bytes_;
+    rs.out_begin.assign(n + 1, 0);
+    rs.relays.assign(n, 0);
+    for (std::uint32_t v = 0; v < n; ++v) {
+      rs.relays[v] = graph_[v].kind != NodeKind::Gpu || gpus_forward_;
+      for (const auto e : boost::make_iterator_range(boost::out_edges(v, graph_))) {
+        rs.out_target.push_back(static_cast<std::uint32_t>(boost::target(e, graph_)));
+        rs.out_link.push_back(graph_[e].id);
+      }
+      rs.out_begin[v + 1] = static_cast<std::uint32_t>(rs.out_target.size());
+    }
+    rs.destinations.assign(gpus_.size(), {});
+    rs.near_stamp.assign(n, 0);
+    rs.near_hops.assign(n, kUnreached);
+    rs.adjacency_ready = true;
+  }
+
+  // Breadth-first search from `root` over the (symmetric) links: hops from every vertex
+  // to root. Vertices that do not relay get a distance but are not expanded.
+  const auto bfs = [&rs](std::uint32_t root) {
+    std::vector<std::uint16_t> hops(rs.num_vertices(), kUnreached);
+    auto& queue = rs.queue;
+    queue.clear();
+    hops[root] = 0;
+    queue.push_back(root);
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const std::uint32_t v = queue[head];
+      if (v != root && !rs.relays[v]) continue;
+      if (hops[v] + 1 >= kUnreached)
+        throw std::runtime_error("route: a path is longer than 65,534 hops");
+      for (std::uint32_t i = rs.out_begin[v]; i < rs.out_begin[v + 1]; ++i) {
+        const std::uint32_t u = rs.out_target[i];
+        if (hops[u] != kUnreached) continue;
+        hops[u] = static_cast<std::uint16_t>(hops[v] + 1);
+        queue.push_back(u);
+      }
+    }
+    ++rs.bfs_runs;
+    return hops;
+  };
+
+  const auto table_for = [&](std::uint32_t anchor) -> const std::vector<std::uint16_t>& {
+    if (const auto it = rs.tables.find(anchor); it != rs.tables.end()) {
+      rs.lru.splice(rs.lru.begin(), rs.lru, it->second);
+      return it->second->hops;
+    }
+    rs.lru.push_front(RoutingState::Table{anchor, bfs(anchor)});
+    rs.tables.emplace(anchor, rs.lru.begin());
+    rs.table_bytes += rs.lru.front().hops.capacity() * sizeof(std::uint16_t);
+    // Never evict the table just made: one table is the floor whatever the limit.
+    while (rs.table_bytes > rs.limit_bytes && rs.lru.size() > 1) {
+      rs.table_bytes -= rs.lru.back().hops.capacity() * sizeof(std::uint16_t);
+      rs.tables.erase(rs.lru.back().anchor);
+      rs.lru.pop_back();
+      ++rs.evictions;
+    }
+    return rs.lru.front().hops;
+  };
+
+  // The destination's ball and anchor (see the comment at the top of this file).
+  RoutingState::Destination& dest = rs.destinations[static_cast<std::size_t>(dst_rank)];
+  if (!dest.ready) {
+    const std::uint32_t stamp = ++rs.stamp;
+    rs.stamped_rank = -1;
+    std::vector<std::pair<std::uint32_t, std::uint16_t>> ball{{dst, 0}};
+    rs.near_stamp[dst] = stamp;
+    std::vector<std::uint32_t> frontier{dst};
+    bool found = false;
+    for (int level = 1; level <= kMaxBallLevels && !found; ++level) {
+      std::vector<std::uint32_t> next;
+      for (const std::uint32_t v : frontier) {
+        if (v != dst && !rs.relays[v]) continue;
+        for (std::uint32_t i = rs.out_begin[v]; i < rs.out_begin[v + 1]; ++i) {
+          const std::uint32_t u = rs.out_target[i];
+          if (rs.near_stamp[u] == stamp) continue;
+          rs.near_stamp[u] = stamp;
+          ball.emplace_back(u, static_cast<std::uint16_t>(level));
+          next.push_back(u);
+        }
+      }
+      if (ball.size() > kMaxBallVertices) break;
+      std::vector<std::uint32_t> relaying;
+      for (const std::uint32_t u : next)
+        if (rs.relays[u]) relaying.push_back(u);
+      if (relaying.size() <= 1) {
+        found = true;
+        dest.has_anchor = relaying.size() == 1;
+        if (dest.has_anchor) {
+          dest.anchor = relaying[0];
+          dest.anchor_hops = static_cast<std::uint16_t>(level);
+        }
+        dest.near = std::move(ball);
+      }
+      frontier = std::move(next);
+    }
+    if (!found) {  // no single entry vertex nearby: the destination is its own anchor
+      dest.has_anchor = true;
+      dest.anchor = dst;
+      dest.anchor_hops = 0;
+      dest.near.clear();
+    }
+    rs.near_entries += dest.near.size();
+    dest.ready = true;
+  }
+  if (rs.stamped_rank != dst_rank) {
+    const std::uint32_t stamp = ++rs.stamp;
+    for (const auto& [v, hops] : dest.near) {
+      rs.near_stamp[v] = stamp;
+      rs.near_hops[v] = hops;
+    }
+    rs.stamped_rank = dst_rank;
+  }
+  const std::uint32_t stamp = rs.stamp;
+  const std::vector<std::uint16_t>* table = dest.has_anchor ? &table_for(dest.anchor) : nullptr;
+  const std::uint32_t anchor_hops = dest.anchor_hops;
+  const auto hops_to_dst = [&](std::uint32_t v) -> std::uint32_t {
+    if (rs.near_stamp[v] == stamp) return rs.near_hops[v];
+    if (table == nullptr || (*table)[v] == kUnreached) return kUnreached;
+    return (*table)[v] + anchor_hops;
+  };
+
+  std::vector<LinkId> path;
+  std::uint32_t v = src;
+  for (int hop = 0; v != dst; ++hop) {
+    if (static_cast<std::uint32_t>(hop) > rs.num_vertices())
+      throw std::logic_error("route: walk did not converge (inconsistent hop tables)");
+    std::uint32_t best = kUnreached;
+    std::uint32_t ties = 0;
+    const std::uint32_t begin = rs.out_begin[v], end = rs.out_begin[v + 1];
+    for (std::uint32_t i = begin; i < end; ++i) {
+      const std::uint32_t u = rs.out_target[i];
+      if (u != dst && !rs.relays[u]) continue;
+      const std::uint32_t h = hops_to_dst(u);
+      if (h < best) {
+        best = h;
+        ties = 1;
+      } else if (h == best) {
+        ++ties;
+      }
+    }
+    if (best == kUnreached)
+      throw std::runtime_error(
+          fmt::format("route: no path from rank {} to rank {} in '{}'", src_rank, dst_rank, name_));
+    std::uint32_t pick =
+        ties > 1 ? static_cast<std::uint32_t>(ecmp_hash(src_rank, dst_rank, flow_id, hop) % ties)
+                 : 0;
+    for (std::uint32_t i = begin; i < end; ++i) {
+      const std::uint32_t u = rs.out_target[i];
+      if ((u != dst && !rs.relays[u]) || hops_to_dst(u) != best) continue;
+      if (pick-- == 0) {
+        path.push_back(rs.out_link[i]);
+        v = u;
+        break;
+      }
+    }
+  }
+  return path;
+}
+
+}  // namespace overlapsim::sim
