@@ -271,11 +271,27 @@ void FlowNetwork::Impl::reschedule_completion() {
 void FlowNetwork::Impl::on_completion() {
   const double now_s = sim.now();
   const double horizon_s = now_s + now_s * kBatchRelativeEpsilon;
-  bool finished_any = false;
-  while (!finish_heap.empty() && finish_heap.front().time_s <= horizon_s) {
-    const Finish e = finish_heap.front();
+  // Pop a few entries; when more are due (an all-to-all ends a million flows at once), take
+  // all due entries in one linear pass and rebuild the heap instead of popping each.
+  constexpr int kPopsBeforeSweep = 64;
+  std::vector<Finish> due;
+  for (int i = 0;
+       i < kPopsBeforeSweep && !finish_heap.empty() && finish_heap.front().time_s <= horizon_s;
+       ++i) {
+    due.push_back(finish_heap.front());
     std::pop_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
     finish_heap.pop_back();
+  }
+  if (!finish_heap.empty() && finish_heap.front().time_s <= horizon_s) {
+    const auto later =
+        std::partition(finish_heap.begin(), finish_heap.end(),
+                       [horizon_s](const Finish& e) { return e.time_s <= horizon_s; });
+    due.insert(due.end(), finish_heap.begin(), later);
+    finish_heap.erase(finish_heap.begin(), later);
+    std::make_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
+  }
+  bool finished_any = false;
+  for (const Finish& e : due) {
     if (!is_current(e)) continue;
     finish_flow(e.flow, now_s);
     finished_any = true;

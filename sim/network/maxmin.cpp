@@ -24,7 +24,6 @@ MaxMinSolver::ResourceId MaxMinSolver::add_resource(double capacity_Bps) {
   load_Bps_.push_back(0);
   remaining_Bps_.push_back(0);
   unfrozen_.push_back(0);
-  level_key_Bps_.push_back(0);
   csr_begin_.push_back(0);
   csr_fill_.push_back(0);
   touched_.push_back(0);
@@ -182,22 +181,35 @@ void MaxMinSolver::fill(double start_level_Bps) {
   for (FlowId f : batch_)
     for (ResourceId r : resources_of(f)) csr_flows_[csr_fill_[r]++] = f;
 
+  // One heap entry per resource. Freezing flows at level l never lowers a resource's
+  // saturation level ((R - m l) / (U - m) >= R / U whenever R / U >= l), so entries are only
+  // ever stale by being too low: a popped entry is re-pushed with its current level if that
+  // rose, and processed otherwise. This keeps the heap at most one entry per resource.
   const auto heap_greater = std::greater<std::pair<double, ResourceId>>();
   heap_.clear();
   for (ResourceId r : touched_list_) {
     // Rounding in incremental loads must not let the remainder leave [0, capacity].
     remaining_Bps_[r] = std::clamp(capacity_Bps_[r] - load_Bps_[r], 0.0, capacity_Bps_[r]);
-    level_key_Bps_[r] = std::max(start_level_Bps, remaining_Bps_[r] / unfrozen_[r]);
-    heap_.emplace_back(level_key_Bps_[r], r);
+    heap_.emplace_back(std::max(start_level_Bps, remaining_Bps_[r] / unfrozen_[r]), r);
   }
   std::make_heap(heap_.begin(), heap_.end(), heap_greater);
 
   frozen_order_.clear();
+  double level_Bps = start_level_Bps;
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), heap_greater);
-    const auto [level_Bps, bottleneck] = heap_.back();
+    const auto [key_Bps, bottleneck] = heap_.back();
     heap_.pop_back();
-    if (unfrozen_[bottleneck] == 0 || level_key_Bps_[bottleneck] != level_Bps) continue;
+    if (unfrozen_[bottleneck] == 0) continue;
+    const double current_Bps = remaining_Bps_[bottleneck] / unfrozen_[bottleneck];
+    if (current_Bps > key_Bps) {
+      heap_.emplace_back(current_Bps, bottleneck);
+      std::push_heap(heap_.begin(), heap_.end(), heap_greater);
+      continue;
+    }
+    // Never below the level already reached: keeps the freeze order monotone despite
+    // rounding, which the partial re-solve relies on.
+    level_Bps = std::max(level_Bps, current_Bps);
     for (std::uint32_t i = csr_begin_[bottleneck]; i < csr_fill_[bottleneck]; ++i) {
       const FlowId f = csr_flows_[i];
       if (frozen_[f]) continue;
@@ -209,22 +221,8 @@ void MaxMinSolver::fill(double start_level_Bps) {
       for (ResourceId r : resources_of(f)) {
         remaining_Bps_[r] -= used_Bps;
         unfrozen_[r] -= m;
-        if (touched_[r] == 1) {
-          touched_[r] = 2;
-          dirty_list_.push_back(r);
-        }
       }
     }
-    for (ResourceId r : dirty_list_) {
-      touched_[r] = 1;
-      if (unfrozen_[r] == 0) continue;
-      // The true saturation level is never below the current one; clamping keeps the
-      // freeze order monotone despite rounding, which the partial re-solve relies on.
-      level_key_Bps_[r] = std::max(level_Bps, remaining_Bps_[r] / unfrozen_[r]);
-      heap_.emplace_back(level_key_Bps_[r], r);
-      std::push_heap(heap_.begin(), heap_.end(), heap_greater);
-    }
-    dirty_list_.clear();
   }
   for (FlowId f : batch_) {
     if (path_len_[f] != 0) continue;

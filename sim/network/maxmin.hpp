@@ -74,12 +74,10 @@ class MaxMinSolver {
   // Per-resource scratch for fill(), kept allocated between solves.
   std::vector<double> remaining_Bps_;
   std::vector<std::uint64_t> unfrozen_;  // sum of multiplicities of unfrozen batch flows
-  std::vector<double> level_key_Bps_;    // level at which the resource saturates
   std::vector<std::uint32_t> csr_begin_;
   std::vector<std::uint32_t> csr_fill_;
-  std::vector<std::uint8_t> touched_;  // 0 untouched, 1 touched, 2 touched and dirty
+  std::vector<std::uint8_t> touched_;
   std::vector<ResourceId> touched_list_;
-  std::vector<ResourceId> dirty_list_;
   std::vector<FlowId> csr_flows_;
   std::vector<std::pair<double, ResourceId>> heap_;  // min-heap of (level, resource)
 
