@@ -1,0 +1,96 @@
+// format_profile: the loaded cost model as a table (NCCL prints its tuning table the same way).
+#include <string>
+
+#include <fmt/format.h>
+
+#include "calibration/profile.hpp"
+#include "config/units.hpp"
+
+namespace overlapsim::calibration {
+namespace {
+
+std::string source_text(const sim::Provenance& p) {
+  std::string s = sim::to_string(p.kind);
+  if (p.fit_error >= 0) s += fmt::format(" (fit error {:.1f}%)", 100 * p.fit_error);
+  return s + ": " + p.citation;
+}
+
+std::string curve_text(const sim::LogCurve& c, bool bytes) {
+  std::string s;
+  for (const auto& [x, y] : c.points) {
+    if (!s.empty()) s += "  ";
+    s += bytes ? fmt::format("{}:{:.3f}", config::format_bytes(static_cast<std::uint64_t>(x)), y)
+               : fmt::format("{:.0e}:{:.3f}", x, y);
+  }
+  return s;
+}
+
+void line(std::string& out, const std::string& what, const std::string& value,
+          const sim::Provenance& p) {
+  out += fmt::format("  {:<28} {:<22} {}\n", what, value, source_text(p));
+}
+
+}  // namespace
+
+std::string format_profile(const sim::Profile& p) {
+  const sim::ComputeProfile& c = p.compute;
+  std::string out = fmt::format("profile {} ({}): {}, {} SMs\n", p.name, p.path, p.device.name,
+                                p.device.sms);
+  if (!p.device.driver.empty() || !p.device.date.empty())
+    out += fmt::format("measured on {} {}, driver {}, CUDA {}, NCCL {}\n", p.device.host,
+                       p.device.date, p.device.driver, p.device.cuda, p.device.nccl);
+  out += fmt::format("numbers: {}\n", p.source_kinds());
+  out += "compute\n";
+  for (const auto& [prec, v] : c.peak_flops_per_s)
+    line(out, fmt::format("peak {}", sim::to_string(prec)),
+         fmt::format("{:.1f} TFLOP/s", v.value / 1e12), v.source);
+  line(out, "memory bandwidth", config::format_bandwidth(c.memory_bandwidth_Bps.value),
+       c.memory_bandwidth_Bps.source);
+  line(out, "memory capacity",
+       config::format_bytes(static_cast<std::uint64_t>(c.memory_capacity_bytes.value)),
+       c.memory_capacity_bytes.source);
+  line(out, "launch overhead", config::format_duration(c.launch_overhead_s.value),
+       c.launch_overhead_s.source);
+  out += "efficiency (fraction of peak; FLOPs:eff or bytes:eff, log-linear between points)\n";
+  for (const auto& [prec, curve] : c.gemm_efficiency)
+    line(out, fmt::format("gemm {}", sim::to_string(prec)), curve_text(curve, false), curve.source);
+  line(out, "attention forward", curve_text(c.attention_forward_efficiency, false),
+       c.attention_forward_efficiency.source);
+  line(out, "attention backward", curve_text(c.attention_backward_efficiency, false),
+       c.attention_backward_efficiency.source);
+  line(out, "memory", curve_text(c.memory_efficiency, true), c.memory_efficiency.source);
+  line(out, "embedding", curve_text(c.embedding_efficiency, true), c.embedding_efficiency.source);
+  for (const auto& [prec, t] : c.gemm_tables)
+    line(out, fmt::format("gemm table {}", sim::to_string(prec)),
+         fmt::format("{}x{}x{} shapes", t.m_values.size(), t.n_values.size(), t.k_values.size()),
+         t.source);
+  out += fmt::format("collectives ({} curves)\n", p.collectives.curves.size());
+  for (const auto& cc : p.collectives.curves) {
+    std::string segs;
+    for (const auto& s : cc.segments)
+      segs += fmt::format("{}{}+: {} + S/{}", segs.empty() ? "" : "; ",
+                          config::format_bytes(s.min_bytes), config::format_duration(s.latency_s),
+                          config::format_bandwidth(s.bus_bandwidth_Bps));
+    line(out,
+         fmt::format("{} {} {} n={} ctas={}", sim::to_string(cc.op), sim::to_string(cc.algo),
+                     sim::to_string(cc.scope), cc.ranks, cc.ctas),
+         segs, cc.source);
+  }
+  out += fmt::format("interference ({} compute, {} comm curves)\n",
+                     p.interference.compute_under_comm.size(),
+                     p.interference.comm_under_compute.size());
+  for (const auto* list : {&p.interference.compute_under_comm, &p.interference.comm_under_compute})
+    for (const auto& ic : *list) {
+      std::string pts;
+      for (const auto& [x, y] : ic.points) pts += fmt::format("{}{:g}:{:.3f}", pts.empty() ? "" : "  ", x, y);
+      line(out, fmt::format("{} slowdown", ic.victim), pts, ic.source);
+    }
+  out += "designs\n";
+  for (const auto& [design, params] : p.designs.by_design)
+    for (const auto& [key, v] : params)
+      line(out, fmt::format("{}.{}", design, key), fmt::format("{:g}", v.value), v.source);
+  out += fmt::format("measurements: {}\n", p.measurements.empty() ? "(none)" : p.measurements);
+  return out;
+}
+
+}  // namespace overlapsim::calibration

@@ -1,0 +1,49 @@
+#pragma once
+// Collective cost tables of a profile (NCCL tuning.cc style: latency + bytes / bandwidth,
+// piecewise over message size), per op, algorithm, scope and optionally NCCL CTA count.
+// Calibrated profiles fill these from nccl-tests-style sweeps; the flow-level network
+// does not need them, an analytical backend and the overlap-design models do.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "sim/collectives/collective.hpp"
+#include "sim/compute/provenance.hpp"
+
+namespace overlapsim::sim {
+
+enum class CommScope { IntraNode, InterNode };
+const char* to_string(CommScope scope);
+std::optional<CommScope> parse_comm_scope(std::string_view text);  // "intra_node", "inter_node"
+
+// From min_bytes up to the next segment's min_bytes: time = latency_s + bytes * busbw_factor
+// / bus_bandwidth_Bps (nccl-tests bus bandwidth, so one table serves every group size).
+struct CollectiveSegment {
+  std::uint64_t min_bytes = 0;
+  double latency_s = 0;
+  double bus_bandwidth_Bps = 0;
+};
+
+struct CollectiveCurve {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  Algorithm algo = Algorithm::Auto;
+  CommScope scope = CommScope::IntraNode;
+  int ranks = 0;  // communicator size it was measured at; 0: any
+  int ctas = 0;   // NCCL CTAs (NCCL_MAX_CTAS) it was measured with; 0: NCCL's default
+  std::vector<CollectiveSegment> segments;  // min_bytes strictly increasing, first is 0
+  Provenance source;
+
+  double time_s(std::uint64_t bytes, int n) const;
+};
+
+struct CollectiveProfile {
+  std::vector<CollectiveCurve> curves;
+
+  // The curve for (op, algo, scope) measured closest to `ranks` and `ctas` (exact match
+  // first, then 0 = any/default); nullptr when the profile has none.
+  const CollectiveCurve* find(CollectiveOp op, Algorithm algo, CommScope scope, int ranks = 0,
+                              int ctas = 0) const;
+};
+
+}  // namespace overlapsim::sim

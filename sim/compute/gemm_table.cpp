@@ -1,0 +1,78 @@
+#include "sim/compute/gemm_table.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace overlapsim::sim {
+namespace {
+
+void check_axis(const std::vector<double>& axis, const char* name) {
+  if (axis.empty()) throw std::invalid_argument(fmt::format("gemm table: {} is empty", name));
+  for (std::size_t i = 0; i < axis.size(); ++i) {
+    if (!(axis[i] > 0))
+      throw std::invalid_argument(fmt::format("gemm table: {}[{}] is not positive", name, i));
+    if (i > 0 && !(axis[i] > axis[i - 1]))
+      throw std::invalid_argument(
+          fmt::format("gemm table: {} is not strictly increasing at index {}", name, i));
+  }
+}
+
+// Index of the lower grid point and the interpolation weight of the upper one, in log space.
+struct AxisPos {
+  std::size_t lo;
+  double w;
+};
+AxisPos locate(const std::vector<double>& axis, double x) {
+  if (axis.size() == 1 || !(x > axis.front())) return {0, 0.0};
+  if (x >= axis.back()) return {axis.size() - 2, 1.0};
+  std::size_t hi = 1;
+  while (axis[hi] < x) ++hi;
+  const double l0 = std::log(axis[hi - 1]);
+  const double l1 = std::log(axis[hi]);
+  return {hi - 1, (std::log(x) - l0) / (l1 - l0)};
+}
+
+}  // namespace
+
+void GemmTable::validate() const {
+  check_axis(m_values, "m");
+  check_axis(n_values, "n");
+  check_axis(k_values, "k");
+  const std::size_t want = m_values.size() * n_values.size() * k_values.size();
+  if (achieved_flops_per_s.size() != want)
+    throw std::invalid_argument(fmt::format(
+        "gemm table: {} rates for a {}x{}x{} grid (expected {})", achieved_flops_per_s.size(),
+        m_values.size(), n_values.size(), k_values.size(), want));
+  for (std::size_t i = 0; i < want; ++i)
+    if (!(achieved_flops_per_s[i] > 0))
+      throw std::invalid_argument(fmt::format("gemm table: rate {} is not positive", i));
+}
+
+double GemmTable::rate_flops_per_s(double m, double n, double k) const {
+  const AxisPos pm = locate(m_values, m);
+  const AxisPos pn = locate(n_values, n);
+  const AxisPos pk = locate(k_values, k);
+  const std::size_t nn = n_values.size();
+  const std::size_t nk = k_values.size();
+  double log_rate = 0;
+  for (int dm = 0; dm < 2; ++dm) {
+    const double wm = dm ? pm.w : 1 - pm.w;
+    if (wm == 0) continue;
+    for (int dn = 0; dn < 2; ++dn) {
+      const double wn = dn ? pn.w : 1 - pn.w;
+      if (wn == 0) continue;
+      for (int dk = 0; dk < 2; ++dk) {
+        const double wk = dk ? pk.w : 1 - pk.w;
+        if (wk == 0) continue;
+        const std::size_t idx = ((pm.lo + dm) * nn + (pn.lo + dn)) * nk + (pk.lo + dk);
+        log_rate += wm * wn * wk * std::log(achieved_flops_per_s[idx]);
+      }
+    }
+  }
+  return std::exp(log_rate);
+}
+
+}  // namespace overlapsim::sim

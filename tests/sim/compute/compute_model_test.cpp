@@ -1,0 +1,161 @@
+#include "sim/compute/compute_model.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+namespace overlapsim::sim {
+namespace {
+
+LogCurve flat(double y) {
+  LogCurve c;
+  c.points = {{1.0, y}};
+  return c;
+}
+
+// Round numbers so every expected time is a closed form.
+ComputeProfile test_profile() {
+  ComputeProfile p;
+  p.peak_flops_per_s[Precision::BF16].value = 1e15;
+  p.peak_flops_per_s[Precision::FP32].value = 5e13;
+  p.memory_bandwidth_Bps.value = 1e12;
+  p.launch_overhead_s.value = 1e-6;
+  p.gemm_efficiency[Precision::BF16] = flat(0.5);
+  p.attention_forward_efficiency = flat(0.4);
+  p.attention_backward_efficiency = flat(0.2);
+  p.memory_efficiency = flat(0.8);
+  p.embedding_efficiency = flat(0.25);
+  return p;
+}
+
+OpNode gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
+  OpNode op;
+  op.name = "g";
+  op.kind = OpKind::Gemm;
+  op.gemm = {m, n, k, 1};
+  return op;
+}
+
+TEST(ComputeModel, ComputeBoundGemmIsFlopsOverEfficientPeakPlusLaunch) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  const OpNode op = gemm(4096, 4096, 4096);
+  const double flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
+  const double bytes = 3.0 * 4096.0 * 4096.0 * 2.0;
+  const OpCost c = model.cost(op);
+  EXPECT_DOUBLE_EQ(c.compute_s, flops / (1e15 * 0.5));
+  EXPECT_DOUBLE_EQ(c.memory_s, bytes / (1e12 * 0.8));
+  EXPECT_FALSE(c.memory_bound());
+  EXPECT_DOUBLE_EQ(c.time_s, flops / 5e14 + 1e-6);
+}
+
+TEST(ComputeModel, GemvIsMemoryBound) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op = gemm(8192, 1, 8192);
+  op.kind = OpKind::Gemv;
+  const double bytes = (8192.0 * 8192.0 + 8192.0 + 8192.0) * 2.0;
+  const OpCost c = model.cost(op);
+  EXPECT_TRUE(c.memory_bound());
+  EXPECT_DOUBLE_EQ(c.compute_s, 2.0 * 8192 * 8192 / 1e15);  // at peak: memory decides
+  EXPECT_DOUBLE_EQ(c.time_s, bytes / 8e11 + 1e-6);
+}
+
+TEST(ComputeModel, GivenFlopsAndBytesOverrideTheShape) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op = gemm(10, 10, 10);
+  op.flops = 1e12;
+  op.bytes = 1000;
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / 5e14 + 1e-6);
+}
+
+TEST(ComputeModel, ElementwiseUsesFp32RateAndMemoryTerm) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op;
+  op.name = "norm";
+  op.kind = OpKind::Elementwise;
+  op.flops = 1e9;
+  op.bytes = 4'000'000'000;
+  const OpCost c = model.cost(op);
+  EXPECT_DOUBLE_EQ(c.compute_s, 1e9 / 5e13);
+  EXPECT_DOUBLE_EQ(c.memory_s, 4e9 / 8e11);
+  EXPECT_DOUBLE_EQ(c.time_s, 4e9 / 8e11 + 1e-6);
+}
+
+TEST(ComputeModel, EmbeddingUsesRandomAccessEfficiency) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op;
+  op.name = "emb";
+  op.kind = OpKind::EmbeddingLookup;
+  op.bytes = 1'000'000'000;
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1e9 / (1e12 * 0.25) + 1e-6);
+}
+
+TEST(ComputeModel, AttentionBackwardUsesItsOwnCurve) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op;
+  op.name = "attn";
+  op.kind = OpKind::Attention;
+  op.flops = 1e12;
+  op.bytes = 1;
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / (1e15 * 0.4) + 1e-6);
+  op.phase = Phase::Backward;
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / (1e15 * 0.2) + 1e-6);
+}
+
+TEST(ComputeModel, GemmTableReplacesTheCurve) {
+  ComputeProfile p = test_profile();
+  GemmTable t;
+  t.m_values = {1024, 4096};
+  t.n_values = {1024};
+  t.k_values = {1024};
+  t.achieved_flops_per_s = {1e14, 4e14};
+  t.validate();
+  p.gemm_tables[Precision::BF16] = t;
+  ComputeModel model(p);
+  // m = 2048 is the log-midpoint of 1024 and 4096: the rate is the geometric mean, 2e14.
+  const OpNode op = gemm(2048, 1024, 1024);
+  EXPECT_NEAR(model.cost(op).compute_s, 2.0 * 2048 * 1024 * 1024 / 2e14, 1e-15);
+  // Beyond the grid the edge value holds.
+  EXPECT_NEAR(t.rate_flops_per_s(65536, 1, 1), 4e14, 1e3);
+}
+
+TEST(ComputeModel, MissingPrecisionAndCommOpsThrow) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op = gemm(64, 64, 64);
+  op.precision = Precision::FP8;
+  EXPECT_THROW(model.cost(op), std::invalid_argument);
+  OpNode comm;
+  comm.kind = OpKind::Collective;
+  EXPECT_THROW(model.cost(comm), std::invalid_argument);
+}
+
+TEST(LogCurve, InterpolatesInLogXAndClamps) {
+  LogCurve c;
+  c.points = {{1e9, 0.2}, {1e11, 0.6}};
+  EXPECT_DOUBLE_EQ(c.at(1e10), 0.4);
+  EXPECT_DOUBLE_EQ(c.at(1e3), 0.2);
+  EXPECT_DOUBLE_EQ(c.at(1e20), 0.6);
+  EXPECT_NEAR(c.at(std::pow(10.0, 9.5)), 0.3, 1e-12);
+}
+
+TEST(GemmTable, ValidateRejectsBadGrids) {
+  GemmTable t;
+  t.m_values = {2, 1};
+  t.n_values = {1};
+  t.k_values = {1};
+  t.achieved_flops_per_s = {1, 1};
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+  t.m_values = {1, 2};
+  t.achieved_flops_per_s = {1};
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace overlapsim::sim
