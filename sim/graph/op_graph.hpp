@@ -114,6 +114,10 @@ struct StepGraph {
   double model_flops_per_step = 0;  // the same without recomputation (MFU numerator)
   double tokens_per_step = 0;     // tokens (or samples, for DLRM) per step
   std::string throughput_unit;    // "tokens" or "samples"
+  // Identical-rank folding: representative[r] is the simulated rank that stands for global
+  // rank r (size world_size). Empty means every rank stands for itself. The executor uses
+  // it to launch the traffic of folded ranks' collectives as background load.
+  std::vector<int> representative;
 };
 
 }  // namespace overlapsim::sim
