@@ -271,13 +271,12 @@ void FlowNetwork::Impl::reschedule_completion() {
 void FlowNetwork::Impl::on_completion() {
   const double now_s = sim.now();
   const double horizon_s = now_s + now_s * kBatchRelativeEpsilon;
-  // Pop a few entries; when more are due (an all-to-all ends a million flows at once), take
-  // all due entries in one linear pass and rebuild the heap instead of popping each.
-  constexpr int kPopsBeforeSweep = 64;
+  // Pop due entries one by one while that is cheaper than a linear pass; when more are due
+  // (an all-to-all ends a million flows at once), take all due entries in one pass and
+  // rebuild the heap: k pops cost k log n, the pass about 2n.
+  const std::size_t max_pops = std::max<std::size_t>(64, finish_heap.size() / 16);
   std::vector<Finish> due;
-  for (int i = 0;
-       i < kPopsBeforeSweep && !finish_heap.empty() && finish_heap.front().time_s <= horizon_s;
-       ++i) {
+  while (due.size() < max_pops && !finish_heap.empty() && finish_heap.front().time_s <= horizon_s) {
     due.push_back(finish_heap.front());
     std::pop_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
     finish_heap.pop_back();

@@ -30,13 +30,20 @@ Topology star(int n, double bw_Bps = kB, double lat_s = kLat) {
   return t;
 }
 
+// Builds "s3" etc. (spelled out: GCC 12 warns falsely (-Wrestrict) on "s" + to_string).
+std::string fmt_name(const char* prefix, int i) {
+  std::string name(prefix);
+  name += std::to_string(i);
+  return name;
+}
+
 // Switches s0 - s1 - ... - s(n-1) in a line (NvLink class, B), GPU i hanging off s_i by a
 // fast access link (Pcie class, 100 B). Every hop costs kLat.
 Topology chain(int n) {
   Topology t("chain");
   std::vector<VertexId> sw;
   for (int i = 0; i < n; ++i) {
-    sw.push_back(t.add_node(NodeKind::Switch, "s" + std::to_string(i)));
+    sw.push_back(t.add_node(NodeKind::Switch, fmt_name("s", i)));
     t.connect(t.add_gpu(i), sw.back(), 100 * kB, kLat, LinkClass::Pcie);
   }
   for (int i = 0; i + 1 < n; ++i) t.connect(sw[i], sw[i + 1], kB, kLat, LinkClass::NvLink);

@@ -1,0 +1,250 @@
+// network_bench: how fast FlowNetwork simulates the traffic of large collectives, issued
+// directly on the NetworkApi the way sim/collectives does (so the network is measured on
+// its own). Prints one CSV row per case with the simulated time next to its closed form.
+//
+//   network_bench [case ...]     cases: alltoall-1024, ring-steps-1024, ring-streams-1024,
+//                                       alltoall-256 (default: all)
+//
+// Topologies are built here by hand with the shape of the shipped cluster files: a
+// 128-node x 8-GPU rail-optimised fat-tree (450 GB/s NVLink per GPU, PCIe Gen5 x16 GPU-NIC,
+// one 400 Gb/s NIC per GPU, 64-port leaves per rail, a non-blocking spine layer) and a flat
+// 1,024-NPU switch at 50 GB/s per NPU.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/engine/simulator.hpp"
+#include "sim/network/flow_network.hpp"
+#include "sim/topology/topology.hpp"
+
+using namespace overlapsim::sim;
+
+namespace {
+
+// Link figures (per direction). NVLink 4: 18 links x 25 GB/s (NVIDIA H100/H200 datasheet);
+// PCIe Gen5 x16: 32 GT/s x 16 lanes, 128b/130b, about 63 GB/s; NDR InfiniBand 400 Gb/s =
+// 50 GB/s (NVIDIA ConnectX-7 / Quantum-2 datasheets). Latencies: NVLink hop and PCIe hop
+// about 0.5 us, switch port-to-port about 0.13 us (Quantum-2), NIC about 1 us.
+constexpr double kNvlinkBps = 450e9;
+constexpr double kPcieBps = 63e9;
+constexpr double kNicBps = 50e9;
+constexpr double kNvlinkLatS = 0.5e-6;
+constexpr double kPcieLatS = 0.5e-6;
+constexpr double kNicLatS = 1e-6;
+constexpr double kSwitchLatS = 0.13e-6;
+
+struct FatTreeSpec {
+  int nodes = 128;
+  int gpus_per_node = 8;
+  int leaf_down_ports = 64;  // NICs per leaf
+  int spines = 64;           // every leaf has one link to every spine
+};
+
+Topology rail_fat_tree(const FatTreeSpec& spec) {
+  Topology topo("rail-fat-tree");
+  topo.set_gpus_forward(false);
+  const int leaves_per_rail = (spec.nodes + spec.leaf_down_ports - 1) / spec.leaf_down_ports;
+  std::vector<VertexId> leaves;
+  for (int rail = 0; rail < spec.gpus_per_node; ++rail)
+    for (int l = 0; l < leaves_per_rail; ++l)
+      leaves.push_back(topo.add_node(NodeKind::LeafSwitch,
+                                     "leaf" + std::to_string(rail) + "." + std::to_string(l)));
+  std::vector<VertexId> spines;
+  for (int s = 0; s < spec.spines; ++s)
+    spines.push_back(topo.add_node(NodeKind::SpineSwitch, "spine" + std::to_string(s)));
+  // Non-blocking: a leaf's up capacity equals its down capacity.
+  const double uplink_Bps = kNicBps * spec.leaf_down_ports / spec.spines;
+  for (VertexId leaf : leaves)
+    for (VertexId spine : spines)
+      topo.connect(leaf, spine, uplink_Bps, kSwitchLatS, LinkClass::Network);
+  for (int node = 0; node < spec.nodes; ++node) {
+    const VertexId nvswitch = topo.add_node(NodeKind::NvSwitch, "nvs" + std::to_string(node), node);
+    for (int g = 0; g < spec.gpus_per_node; ++g) {
+      const VertexId gpu = topo.add_gpu(node);
+      topo.connect(gpu, nvswitch, kNvlinkBps, kNvlinkLatS, LinkClass::NvLink);
+      const VertexId nic = topo.add_node(NodeKind::Nic, "nic", node);
+      topo.connect(gpu, nic, kPcieBps, kPcieLatS, LinkClass::Pcie);
+      const VertexId leaf = leaves[g * leaves_per_rail + node / spec.leaf_down_ports];
+      topo.connect(nic, leaf, kNicBps, kNicLatS, LinkClass::Network);
+    }
+  }
+  return topo;
+}
+
+Topology flat_switch(int npus, double bw_Bps, double lat_s) {
+  Topology topo("switch");
+  const VertexId sw = topo.add_node(NodeKind::Switch, "switch");
+  for (int i = 0; i < npus; ++i)
+    topo.connect(topo.add_gpu(i), sw, bw_Bps, lat_s, LinkClass::Network);
+  return topo;
+}
+
+std::uint64_t peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  return 0;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Result {
+  std::string name;
+  int ranks = 0;
+  std::uint64_t bytes = 0;
+  double sim_time_s = 0;
+  double closed_form_s = 0;
+  double setup_wall_s = 0;   // building the topology and the transfer list
+  double sim_wall_s = 0;     // transfer_group calls and the event loop
+  double submit_wall_s = 0;  // of which the first transfer_group call (routing included)
+  std::uint64_t events = 0;
+  FlowNetworkStats stats;
+};
+
+void print_header() {
+  std::printf(
+      "case,ranks,bytes,sim_time_s,closed_form_s,setup_wall_s,sim_wall_s,submit_wall_s,events,"
+      "flows_started,"
+      "flows_simulated,rate_solves,flows_rate_solved,peak_active_flows,peak_rss_bytes\n");
+}
+
+void print(const Result& r) {
+  std::printf("%s,%d,%llu,%.9g,%.9g,%.4f,%.4f,%.4f,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n",
+              r.name.c_str(), r.ranks, static_cast<unsigned long long>(r.bytes), r.sim_time_s,
+              r.closed_form_s, r.setup_wall_s, r.sim_wall_s, r.submit_wall_s,
+              static_cast<unsigned long long>(r.events),
+              static_cast<unsigned long long>(r.stats.flows_started),
+              static_cast<unsigned long long>(r.stats.flows_simulated),
+              static_cast<unsigned long long>(r.stats.rate_solves),
+              static_cast<unsigned long long>(r.stats.flows_rate_solved),
+              static_cast<unsigned long long>(r.stats.peak_active_flows),
+              static_cast<unsigned long long>(peak_rss_bytes()));
+  std::fflush(stdout);
+}
+
+// All-to-all of `bytes` per rank (bytes / n to each peer) as one group of n(n-1) transfers.
+Result alltoall(const std::string& name, int nodes) {
+  const auto t0 = std::chrono::steady_clock::now();
+  FatTreeSpec spec;
+  spec.nodes = nodes;
+  const Topology topo = rail_fat_tree(spec);
+  const int n = topo.num_gpus();
+  const std::uint64_t bytes = std::uint64_t{1} << 30;
+  const std::uint64_t per_peer = bytes / static_cast<std::uint64_t>(n);
+  std::vector<Transfer> transfers;
+  transfers.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(n - 1));
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d)
+      if (s != d) transfers.push_back({s, d, per_peer});
+  Result r{name, n, bytes, 0, 0, 0, 0, 0, 0, {}};
+  r.setup_wall_s = seconds_since(t0);
+
+  const auto t1 = std::chrono::steady_clock::now();
+  Simulator sim;
+  FlowNetwork net(sim, topo);
+  net.transfer_group(transfers, [] {});
+  r.submit_wall_s = seconds_since(t1);
+  sim.run();
+  r.sim_wall_s = seconds_since(t1);
+  r.sim_time_s = sim.now();
+  r.events = sim.events_processed();
+  r.stats = net.stats();
+  // Inter-node traffic of one GPU leaves through its own NIC: (n - G) peers x per_peer at the
+  // NIC rate, plus the path latency (NIC, leaf, spine, leaf, NIC and the two PCIe hops).
+  const int g = spec.gpus_per_node;
+  r.closed_form_s = static_cast<double>(n - g) * static_cast<double>(per_peer) / kNicBps +
+                    2 * kPcieLatS + 2 * kNicLatS + 2 * kSwitchLatS;
+  return r;
+}
+
+// Ring all-reduce of 1 GiB on a flat switch as 2(n-1) groups of n transfers of S/n, each
+// group started when the previous one has arrived (no pipelining across steps).
+Result ring_steps(const std::string& name, int n) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const double bw_Bps = 50e9, lat_s = 0.5e-6;
+  const Topology topo = flat_switch(n, bw_Bps, lat_s);
+  const std::uint64_t bytes = std::uint64_t{1} << 30;
+  const std::uint64_t chunk = bytes / static_cast<std::uint64_t>(n);
+  std::vector<Transfer> step;
+  for (int r = 0; r < n; ++r) step.push_back({r, (r + 1) % n, chunk});
+  Result r{name, n, bytes, 0, 0, 0, 0, 0, 0, {}};
+  r.setup_wall_s = seconds_since(t0);
+
+  const auto t1 = std::chrono::steady_clock::now();
+  Simulator sim;
+  FlowNetwork net(sim, topo);
+  int steps_left = 2 * (n - 1);
+  std::function<void()> next = [&] {
+    if (steps_left-- == 0) return;
+    net.transfer_group(step, next);
+  };
+  next();
+  r.submit_wall_s = seconds_since(t1);
+  sim.run();
+  r.sim_wall_s = seconds_since(t1);
+  r.sim_time_s = sim.now();
+  r.events = sim.events_processed();
+  r.stats = net.stats();
+  r.closed_form_s = 2.0 * (n - 1) * (2 * lat_s + static_cast<double>(chunk) / bw_Bps);
+  return r;
+}
+
+// The same ring all-reduce as n long streams of 2(n-1)/n S (what collectives issue when the
+// network gives a path estimate), plus the 2(n-1) - 1 step latencies charged on top.
+Result ring_streams(const std::string& name, int n) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const double bw_Bps = 50e9, lat_s = 0.5e-6;
+  const Topology topo = flat_switch(n, bw_Bps, lat_s);
+  const std::uint64_t bytes = std::uint64_t{1} << 30;
+  const std::uint64_t per_link =
+      2 * static_cast<std::uint64_t>(n - 1) * (bytes / static_cast<std::uint64_t>(n));
+  std::vector<Transfer> streams;
+  for (int r = 0; r < n; ++r) streams.push_back({r, (r + 1) % n, per_link});
+  Result r{name, n, bytes, 0, 0, 0, 0, 0, 0, {}};
+  r.setup_wall_s = seconds_since(t0);
+
+  const auto t1 = std::chrono::steady_clock::now();
+  Simulator sim;
+  FlowNetwork net(sim, topo);
+  const auto est = net.path_estimate(0, 1);
+  net.transfer_group(streams, [&] { sim.schedule((2.0 * (n - 1) - 1) * est->latency_s, [] {}); });
+  r.submit_wall_s = seconds_since(t1);
+  sim.run();
+  r.sim_wall_s = seconds_since(t1);
+  r.sim_time_s = sim.now();
+  r.events = sim.events_processed();
+  r.stats = net.stats();
+  r.closed_form_s = 2.0 * (n - 1) * 2 * lat_s + static_cast<double>(per_link) / bw_Bps;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> cases(argv + 1, argv + argc);
+  if (cases.empty())
+    cases = {"alltoall-256", "alltoall-1024", "ring-steps-1024", "ring-streams-1024"};
+  print_header();
+  for (const std::string& c : cases) {
+    if (c == "alltoall-1024") {
+      print(alltoall(c, 128));
+    } else if (c == "alltoall-256") {
+      print(alltoall(c, 32));
+    } else if (c == "ring-steps-1024") {
+      print(ring_steps(c, 1024));
+    } else if (c == "ring-streams-1024") {
+      print(ring_streams(c, 1024));
+    } else {
+      std::fprintf(stderr, "network_bench: unknown case '%s'\n", c.c_str());
+      return 2;
+    }
+  }
+  return 0;
+}
