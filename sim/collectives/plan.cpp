@@ -76,21 +76,12 @@ Phase merge_concurrent(std::vector<Phase> parts) {
   return merged;
 }
 
-std::vector<Transfer> merge_same_pairs(std::vector<Transfer> transfers) {
-  std::sort(transfers.begin(), transfers.end(), [](const Transfer& a, const Transfer& b) {
+std::vector<Transfer> canonical_transfers(std::vector<Transfer> transfers) {
+  std::erase_if(transfers, [](const Transfer& t) { return t.bytes == 0 || t.src_rank == t.dst_rank; });
+  std::stable_sort(transfers.begin(), transfers.end(), [](const Transfer& a, const Transfer& b) {
     return a.src_rank != b.src_rank ? a.src_rank < b.src_rank : a.dst_rank < b.dst_rank;
   });
-  std::vector<Transfer> merged;
-  merged.reserve(transfers.size());
-  for (const Transfer& t : transfers) {
-    if (t.bytes == 0 || t.src_rank == t.dst_rank) continue;
-    if (!merged.empty() && merged.back().src_rank == t.src_rank &&
-        merged.back().dst_rank == t.dst_rank)
-      merged.back().bytes += t.bytes;
-    else
-      merged.push_back(t);
-  }
-  return merged;
+  return transfers;
 }
 
 }  // namespace overlapsim::sim::detail

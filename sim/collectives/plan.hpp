@@ -34,10 +34,11 @@ void run_plan(NetworkApi& net, Plan plan, std::function<void()> on_done);
 // transfers are concatenated, the delay is the largest. All must share `repeat`.
 Phase merge_concurrent(std::vector<Phase> parts);
 
-// Sums transfers with the same (src, dst) into one and drops empty or self transfers;
-// sorted by (src, dst), so the result does not depend on the order of construction.
-// Channels that share a hop move their data over it together anyway.
-std::vector<Transfer> merge_same_pairs(std::vector<Transfer> transfers);
+// Drops empty and self transfers and sorts by (src, dst), so the result does not depend
+// on the order of construction. Transfers of different channels over the same pair stay
+// separate flows: each NCCL channel has its own connection and gets its own share of a
+// link (the network aggregates identical ones, so this costs nothing).
+std::vector<Transfer> canonical_transfers(std::vector<Transfer> transfers);
 
 // Integer division rounding up: per-rank shares of a buffer that does not divide evenly.
 inline std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }

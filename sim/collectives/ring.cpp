@@ -34,7 +34,7 @@ Phase ring_phase(const NetworkApi& net, std::span<const int> members, int steps,
   for (const auto& ring : rings)
     for (std::size_t i = 0; i < n; ++i)
       transfers.push_back(Transfer{ring[i], ring[(i + 1) % n], per_transfer});
-  phase.transfers = merge_same_pairs(std::move(transfers));
+  phase.transfers = canonical_transfers(std::move(transfers));
   if (stats) {
     const double pipeline_latency_s = steps * (stats->latency_sum_s / stats->hops);
     phase.delay_after_s = std::max(0.0, pipeline_latency_s - stats->latency_max_s) +
@@ -65,7 +65,7 @@ Phase chain_phase(const NetworkApi& net, std::span<const int> members, int root_
       transfers.push_back(Transfer{chain[i], chain[i + 1], channel_bytes});
     if (first_chain.empty()) first_chain = std::move(chain);
   }
-  phase.transfers = merge_same_pairs(std::move(transfers));
+  phase.transfers = canonical_transfers(std::move(transfers));
   const int hops = static_cast<int>(n) - 1;
   phase.delay_after_s = hops * tuning.step_latency_s;
   if (const auto stats = hop_stats(net, first_chain, /*closed=*/false)) {

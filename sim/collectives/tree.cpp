@@ -123,7 +123,7 @@ Plan tree_plan(const NetworkApi& net, const CollectiveRequest& req,
     append_edges(hosts, second, c, share, transfers);
   }
   Phase phase;
-  phase.transfers = merge_same_pairs(std::move(transfers));
+  phase.transfers = canonical_transfers(std::move(transfers));
 
   const DeepestPath a = deepest_path(net, hosts, first);
   const DeepestPath b = deepest_path(net, hosts, second);
