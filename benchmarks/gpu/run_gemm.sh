@@ -46,9 +46,10 @@ say "test exit codes: signal $signal_rc, others $rest_rc"
 
 say "benchmark"
 BENCH=$BUILD/kernels/gemm/own-gemm-bench
-for group_m in ${GROUP_MS:-8}; do
-  timeout -s KILL 200 "$BENCH" --driver "$DRIVER" --group-m "$group_m" ${BENCH_ARGS:-} \
-    >"$OUT/gemm_bench_g${group_m}.csv" 2> >(tee -a "$LOG" >&2)
-  say "bench group_m $group_m exit $?"
+# defer_stores 1 is the library default (v2); 0 is v1's store-then-continue epilogue.
+for defer in ${DEFER_STORES:-1 0}; do
+  timeout -s KILL 200 "$BENCH" --driver "$DRIVER" --defer-stores "$defer" ${BENCH_ARGS:-} \
+    >"$OUT/gemm_bench_defer${defer}.csv" 2> >(tee -a "$LOG" >&2)
+  say "bench defer_stores $defer exit $?"
 done
-cat "$OUT"/gemm_bench_g*.csv
+cat "$OUT"/gemm_bench_defer*.csv

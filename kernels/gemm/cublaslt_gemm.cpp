@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <vector>
 
 namespace overlapsim::kernels::gemm {
 
@@ -14,7 +15,7 @@ struct CublasLtGemm::Handles {
   cublasLtMatrixLayout_t b = nullptr;  // cuBLAS's B: our A, K×M column-major
   cublasLtMatrixLayout_t c = nullptr;  // our C row-major = N×M column-major
   cublasLtMatmulPreference_t preference = nullptr;
-  cublasLtMatmulHeuristicResult_t algo{};
+  std::vector<cublasLtMatmulHeuristicResult_t> algos;
   void* workspace = nullptr;
 };
 
@@ -22,7 +23,7 @@ namespace {
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 }
 
-Status CublasLtGemm::initialize(const GemmArgs& args) {
+Status CublasLtGemm::initialize(const GemmArgs& args, int candidates) {
   release();
   if (args.m < 1 || args.n < 1 || args.k < 1 || !args.a || !args.b || !args.c)
     return Status::failure("cuBLASLt GEMM: m, n, k must be >= 1 and a, b, c non-null");
@@ -46,9 +47,13 @@ Status CublasLtGemm::initialize(const GemmArgs& args) {
                                                     CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                     &workspace_bytes, sizeof(workspace_bytes)));
   int found = 0;
+  h_->algos.resize(static_cast<size_t>(candidates < 1 ? 1 : candidates));
   CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(h_->handle, h_->op, h_->a, h_->b, h_->c, h_->c,
-                                              h_->preference, 1, &h_->algo, &found));
+                                              h_->preference, static_cast<int>(h_->algos.size()),
+                                              h_->algos.data(), &found));
   if (found == 0) return Status::failure("cuBLASLt GEMM: no algorithm for this shape");
+  h_->algos.resize(static_cast<size_t>(found));
+  selected_ = 0;
   CUDA_CHECK(cudaMalloc(&h_->workspace, kWorkspaceBytes));
   return Status::success();
 }
@@ -56,11 +61,13 @@ Status CublasLtGemm::initialize(const GemmArgs& args) {
 Status CublasLtGemm::run(cudaStream_t stream) {
   if (h_ == nullptr || h_->workspace == nullptr)
     return Status::failure("cuBLASLt GEMM: run() before a successful initialize()");
+  if (selected_ < 0 || selected_ >= static_cast<int>(h_->algos.size()))
+    return Status::failure("cuBLASLt GEMM: selected algorithm out of range");
   const float alpha = 1.0f;
   const float beta = 0.0f;
   CUBLAS_CHECK(cublasLtMatmul(h_->handle, h_->op, &alpha, args_.b, h_->a, args_.a, h_->b, &beta,
-                              args_.c, h_->c, args_.c, h_->c, &h_->algo.algo, h_->workspace,
-                              kWorkspaceBytes, stream));
+                              args_.c, h_->c, args_.c, h_->c, &h_->algos[selected_].algo,
+                              h_->workspace, kWorkspaceBytes, stream));
   return Status::success();
 }
 
@@ -76,6 +83,8 @@ void CublasLtGemm::release() {
   delete h_;
   h_ = nullptr;
 }
+
+int CublasLtGemm::candidates() const { return h_ ? static_cast<int>(h_->algos.size()) : 0; }
 
 CublasLtGemm::~CublasLtGemm() { release(); }
 

@@ -1,14 +1,15 @@
 #pragma once
 // Per-tile epilogues of the own GEMM. The mainloop hands each consumer warpgroup its
-// 64×256 fp32 accumulator block; an epilogue decides where the tile goes and what to
-// publish afterwards. The kernel is a template over the epilogue type, so issue 5's
-// variants plug in here without touching the mainloop. Device-only, C++17.
+// 64×256 block, rounded to the output type and packed in pairs (64 registers, so the
+// stores can be issued while the next tile's wgmma run); an epilogue decides where the
+// tile goes and what to publish afterwards. The kernel is a template over the epilogue type, so
+// issue 5's variants plug in here without touching the mainloop. Device-only, C++17.
 //
 // Epilogue concept:
 //   struct E {
 //     struct Params { ... };                        // runtime arguments, in kernel params
 //     template <class T> static __device__ void store(const Params&, const TileView&,
-//                                                     const float (&acc)[128], int consumer);
+//                                                     const uint32_t (&packed)[64], int consumer);
 //     static __device__ bool needs_after_tile(const Params&);  // uniform across the CTA
 //     static __device__ void after_tile(const Params&, const TileView&);  // one thread,
 //         // after every consumer thread's stores of the tile (named barrier)
@@ -25,36 +26,46 @@ namespace overlapsim::kernels::gemm::sm90 {
 struct TileView {
   int32_t tile_m = 0;
   int32_t tile_n = 0;
-  int32_t tile = 0;       // tile_m·tiles_n + tile_n
-  int32_t item = 0;       // scheduler work item
-  int32_t valid_rows = 0; // ≤ kTileM at the bottom edge
-  int32_t valid_cols = 0; // ≤ kTileN at the right edge
+  int32_t tile = 0;        // tile_m·tiles_n + tile_n
+  int32_t item = 0;        // scheduler work item
+  int32_t valid_rows = 0;  // ≤ kTileM at the bottom edge
+  int32_t valid_cols = 0;  // ≤ kTileN at the right edge
   int32_t m = 0;
   int32_t n = 0;
 };
 
+// Two adjacent outputs rounded to T, the first in the low half (memory order).
 template <class T>
-struct PackedPair;
+__device__ __forceinline__ uint32_t pack_pair(float a, float b);
 template <>
-struct PackedPair<__nv_bfloat16> {
-  using type = __nv_bfloat162;
-  static __device__ __forceinline__ type pack(float a, float b) { return __floats2bfloat162_rn(a, b); }
-  static __device__ __forceinline__ __nv_bfloat16 one(float a) { return __float2bfloat16_rn(a); }
-};
+__device__ __forceinline__ uint32_t pack_pair<__nv_bfloat16>(float a, float b) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
 template <>
-struct PackedPair<__half> {
-  using type = __half2;
-  static __device__ __forceinline__ type pack(float a, float b) { return __floats2half2_rn(a, b); }
-  static __device__ __forceinline__ __half one(float a) { return __float2half_rn(a); }
-};
+__device__ __forceinline__ uint32_t pack_pair<__half>(float a, float b) {
+  const __half2 v = __floats2half2_rn(a, b);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// wgmma's fp32 accumulator layout: register 4j+2h+e of thread (warp w, lane l) holds row
+// 16w + l/4 + 8h, column 8j + 2(l%4) + e of the warpgroup's 64-row block. packed[2j+h]
+// holds the pair (e = 0, 1).
+template <class T>
+__device__ __forceinline__ void pack_accumulators(const float (&acc)[128], uint32_t (&packed)[64]) {
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      packed[2 * j + h] = pack_pair<T>(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+  }
+}
 
 // Stores one consumer warpgroup's 64×256 block of the tile at base + row·stride + col,
-// skipping rows/cols beyond the tile's valid extent. wgmma's fp32 accumulator layout:
-// register 4j+2h+e of thread (warp w, lane l) holds row 16w + l/4 + 8h, column
-// 8j + 2(l%4) + e of the warpgroup's 64-row block.
+// skipping rows/cols beyond the tile's valid extent.
 template <class T>
-__device__ __forceinline__ void store_accumulators(T* base, int64_t stride, const TileView& t,
-                                                   const float (&acc)[128], int consumer) {
+__device__ __forceinline__ void store_packed(T* base, int64_t stride, const TileView& t,
+                                             const uint32_t (&packed)[64], int consumer) {
   const int lane = threadIdx.x % 32;
   const int warp = (threadIdx.x / 32) % 4;
   const int row0 = consumer * 64 + warp * 16 + lane / 4;
@@ -69,19 +80,19 @@ __device__ __forceinline__ void store_accumulators(T* base, int64_t stride, cons
     if (full_tile && paired) {
 #pragma unroll
       for (int j = 0; j < 32; ++j) {
-        *reinterpret_cast<typename PackedPair<T>::type*>(row_ptr + 8 * j + col0) =
-            PackedPair<T>::pack(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        *reinterpret_cast<uint32_t*>(row_ptr + 8 * j + col0) = packed[2 * j + h];
       }
     } else if (row < t.valid_rows) {
 #pragma unroll
       for (int j = 0; j < 32; ++j) {
         const int col = 8 * j + col0;
+        const uint32_t pair = packed[2 * j + h];
         if (paired && col + 1 < t.valid_cols) {
-          *reinterpret_cast<typename PackedPair<T>::type*>(row_ptr + col) =
-              PackedPair<T>::pack(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+          *reinterpret_cast<uint32_t*>(row_ptr + col) = pair;
         } else {
-          if (col < t.valid_cols) row_ptr[col] = PackedPair<T>::one(acc[4 * j + 2 * h]);
-          if (col + 1 < t.valid_cols) row_ptr[col + 1] = PackedPair<T>::one(acc[4 * j + 2 * h + 1]);
+          uint16_t* out = reinterpret_cast<uint16_t*>(row_ptr);
+          if (col < t.valid_cols) out[col] = static_cast<uint16_t>(pair & 0xFFFF);
+          if (col + 1 < t.valid_cols) out[col + 1] = static_cast<uint16_t>(pair >> 16);
         }
       }
     }
@@ -102,15 +113,15 @@ struct StoreEpilogue {
 
   template <class T>
   static __device__ __forceinline__ void store(const Params& p, const TileView& t,
-                                               const float (&acc)[128], int consumer) {
+                                               const uint32_t (&packed)[64], int consumer) {
     T* c = static_cast<T*>(p.c);
     if (p.tile_offset_elems != nullptr) {
       // Dense valid_rows × valid_cols block: the regions of consecutive tiles abut.
-      store_accumulators<T>(c + p.tile_offset_elems[t.tile], t.valid_cols, t, acc, consumer);
+      store_packed<T>(c + p.tile_offset_elems[t.tile], t.valid_cols, t, packed, consumer);
     } else {
       T* base = c + static_cast<int64_t>(t.tile_m) * GemmConfig::kTileM * t.n +
                 static_cast<int64_t>(t.tile_n) * GemmConfig::kTileN;
-      store_accumulators<T>(base, t.n, t, acc, consumer);
+      store_packed<T>(base, t.n, t, packed, consumer);
     }
   }
 

@@ -54,6 +54,10 @@ struct EpilogueArgs {
 struct SchedulerOptions {
   int num_ctas = 0;  // persistent CTAs; 0 = one per SM (capped at the tile count)
   int group_m = GemmConfig::kDefaultGroupM;
+  // Issue a finished tile's stores (and signal) after the next tile's first wgmma batch,
+  // overlapping them with tensor-core work; false stores each tile before the next
+  // starts (v1). Both give bit-identical results.
+  bool defer_stores = true;
 };
 
 // Host replica of the device schedule. Element i is the tile computed as work item i, by

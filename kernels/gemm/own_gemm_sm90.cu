@@ -26,9 +26,8 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(Status& status) {
   if (fn != nullptr) return fn;
   void* ptr = nullptr;
   cudaDriverEntryPointQueryResult query{};
-  const cudaError_t e =
-      cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault,
-                                       &query);
+  const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000,
+                                                         cudaEnableDefault, &query);
   if (e != cudaSuccess || query != cudaDriverEntryPointSuccess || ptr == nullptr) {
     status = Status::failure(std::string(OVERLAPSIM_WHERE ": cuTensorMapEncodeTiled not found: ") +
                              cudaGetErrorString(e));
@@ -48,19 +47,21 @@ Status encode_k_major(CUtensorMap* map, DType dtype, const void* base, int64_t k
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(GemmConfig::kTileK), box_rows};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult r = encode(
-      map, dtype == DType::kBf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-      2, const_cast<void*>(base), dims, strides, box, element_strides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      map,
+      dtype == DType::kBf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+      const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
-    return Status::failure(std::string(OVERLAPSIM_WHERE ": cuTensorMapEncodeTiled failed, CUresult ") +
-                           std::to_string(static_cast<int>(r)));
+    return Status::failure(
+        std::string(OVERLAPSIM_WHERE ": cuTensorMapEncodeTiled failed, CUresult ") +
+        std::to_string(static_cast<int>(r)));
   return Status::success();
 }
 
-template <class T>
+template <class T, bool kDeferStores>
 Status prepare_kernel() {
-  auto kernel = sm90::own_gemm_kernel<T, StoreEpilogue>;
+  auto kernel = sm90::own_gemm_kernel<T, StoreEpilogue, kDeferStores>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   GemmConfig::kSharedBytes));
   // Touching the function loads its module now rather than at first launch, which lazy
@@ -72,9 +73,20 @@ Status prepare_kernel() {
 }
 
 template <class T>
-Status launch(const KernelParams<StoreEpilogue>& params, int num_ctas, cudaStream_t stream) {
-  sm90::own_gemm_kernel<T, StoreEpilogue>
-      <<<num_ctas, GemmConfig::kThreads, GemmConfig::kSharedBytes, stream>>>(params);
+Status prepare_kernel(bool defer_stores) {
+  return defer_stores ? prepare_kernel<T, true>() : prepare_kernel<T, false>();
+}
+
+template <class T>
+Status launch(const KernelParams<StoreEpilogue>& params, bool defer_stores, int num_ctas,
+              cudaStream_t stream) {
+  if (defer_stores) {
+    sm90::own_gemm_kernel<T, StoreEpilogue, true>
+        <<<num_ctas, GemmConfig::kThreads, GemmConfig::kSharedBytes, stream>>>(params);
+  } else {
+    sm90::own_gemm_kernel<T, StoreEpilogue, false>
+        <<<num_ctas, GemmConfig::kThreads, GemmConfig::kSharedBytes, stream>>>(params);
+  }
   CUDA_CHECK(cudaGetLastError());
   return Status::success();
 }
@@ -105,8 +117,9 @@ Status OwnGemm::can_implement(const GemmArgs& args, const SchedulerOptions& sche
   constexpr int64_t kMaxDim = (int64_t{1} << 31) - GemmConfig::kTileN;
   if (args.m > kMaxDim || args.n > kMaxDim || args.k > kMaxDim)
     return Status::failure("own GEMM: m, n, k must be < 2^31 - 256");
-  if (ceil_div_i32(args.m, GemmConfig::kTileM) * static_cast<int64_t>(
-          ceil_div_i32(args.n, GemmConfig::kTileN)) >= (int64_t{1} << 31))
+  if (ceil_div_i32(args.m, GemmConfig::kTileM) *
+          static_cast<int64_t>(ceil_div_i32(args.n, GemmConfig::kTileN)) >=
+      (int64_t{1} << 31))
     return Status::failure("own GEMM: more than 2^31 tiles");
   if (args.a == nullptr || args.b == nullptr || args.c == nullptr)
     return Status::failure("own GEMM: a, b and c must be device pointers, got a null pointer");
@@ -159,9 +172,9 @@ Status OwnGemm::initialize(const GemmArgs& args, const EpilogueArgs& epilogue,
   OVERLAPSIM_TRY(encode_k_major(&maps[0], args.dtype, a, k_padded_, args.m, GemmConfig::kTileM));
   OVERLAPSIM_TRY(encode_k_major(&maps[1], args.dtype, b, k_padded_, args.n, GemmConfig::kTileN));
   if (args.dtype == DType::kBf16) {
-    OVERLAPSIM_TRY(prepare_kernel<__nv_bfloat16>());
+    OVERLAPSIM_TRY(prepare_kernel<__nv_bfloat16>(sched.defer_stores));
   } else {
-    OVERLAPSIM_TRY(prepare_kernel<__half>());
+    OVERLAPSIM_TRY(prepare_kernel<__half>(sched.defer_stores));
   }
   initialized_ = true;
   return Status::success();
@@ -196,8 +209,9 @@ Status OwnGemm::run(cudaStream_t stream) {
   params.epilogue.group_counters = epilogue_.group_counters;
   params.epilogue.tile_group = epilogue_.tile_group;
   params.epilogue.order_record = epilogue_.order_record;
-  if (args_.dtype == DType::kBf16) return launch<__nv_bfloat16>(params, num_ctas_, stream);
-  return launch<__half>(params, num_ctas_, stream);
+  if (args_.dtype == DType::kBf16)
+    return launch<__nv_bfloat16>(params, sched_.defer_stores, num_ctas_, stream);
+  return launch<__half>(params, sched_.defer_stores, num_ctas_, stream);
 }
 
 void OwnGemm::release() {

@@ -9,6 +9,9 @@
 // wgmma m64n256k16 on its 64 rows of A against all 256 columns of B, keeping one batch of
 // wgmma in flight while releasing the previous stage, then runs the epilogue from
 // registers. The producer runs ahead into the next tile during the epilogue.
+// kDeferStores: a finished tile is packed to the output type (64 registers) and its
+// stores (and signal) are issued right after the next tile's first wgmma batch, so they
+// drain while the tensor cores work instead of leaving them idle.
 // C++17, device code only for sm_90a (other targets compile to a trap).
 #include <cuda.h>
 
@@ -53,7 +56,36 @@ __device__ __forceinline__ void fence_accumulators(float (&acc)[128]) {
   for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(acc[i])::"memory");
 }
 
+// Stores a finished tile and, if the epilogue asks for it, runs its after-tile step once
+// every consumer thread's stores are issued.
 template <class T, class Epilogue>
+__device__ __forceinline__ void finish_tile(const typename Epilogue::Params& params,
+                                            const TileView& view, const uint32_t (&packed)[64],
+                                            int consumer) {
+  Epilogue::template store<T>(params, view, packed, consumer);
+  if (Epilogue::needs_after_tile(params)) {
+    named_barrier_sync(1, GemmConfig::kConsumerWarpgroups * 128);
+    if (threadIdx.x == 128) Epilogue::after_tile(params, view);
+  }
+}
+
+__device__ __forceinline__ TileView make_view(const TileCoord& tc, int item, int32_t m, int32_t n,
+                                              int32_t tiles_n) {
+  TileView view;
+  view.tile_m = tc.tile_m;
+  view.tile_n = tc.tile_n;
+  view.tile = tc.tile_m * tiles_n + tc.tile_n;
+  view.item = item;
+  view.m = m;
+  view.n = n;
+  const int32_t rows_left = m - tc.tile_m * GemmConfig::kTileM;
+  const int32_t cols_left = n - tc.tile_n * GemmConfig::kTileN;
+  view.valid_rows = rows_left < GemmConfig::kTileM ? rows_left : GemmConfig::kTileM;
+  view.valid_cols = cols_left < GemmConfig::kTileN ? cols_left : GemmConfig::kTileN;
+  return view;
+}
+
+template <class T, class Epilogue, bool kDeferStores>
 __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     own_gemm_kernel(const __grid_constant__ KernelParams<Epilogue> p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -107,6 +139,9 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     float acc[128];
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+    uint32_t packed[64];
+    bool pending = false;  // packed holds a finished tile not yet stored (kDeferStores)
+    TileView pending_view;
     uint32_t iteration = 0;
     for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
       const TileCoord tc = tile_of_item(item, p.tiles_m, p.tiles_n, p.group_m);
@@ -125,6 +160,11 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
                            (kb > 0 || kk > 0) ? 1u : 0u);
         }
         wgmma_commit();
+        if (kDeferStores && pending) {
+          // The previous tile's stores go out while this batch runs on the tensor cores.
+          finish_tile<T, Epilogue>(p.epilogue, pending_view, packed, consumer);
+          pending = false;
+        }
         if (kb > 0) {
           // The batch issued for the previous stage is done: hand that stage back.
           wgmma_wait<1>();
@@ -135,23 +175,17 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       fence_accumulators(acc);
       if (warp_leader) mbarrier_arrive(&empty[(iteration - 1) % Cfg::kStages]);
 
-      TileView view;
-      view.tile_m = tc.tile_m;
-      view.tile_n = tc.tile_n;
-      view.tile = tc.tile_m * p.tiles_n + tc.tile_n;
-      view.item = item;
-      view.m = p.m;
-      view.n = p.n;
-      const int32_t rows_left = p.m - tc.tile_m * Cfg::kTileM;
-      const int32_t cols_left = p.n - tc.tile_n * Cfg::kTileN;
-      view.valid_rows = rows_left < Cfg::kTileM ? rows_left : Cfg::kTileM;
-      view.valid_cols = cols_left < Cfg::kTileN ? cols_left : Cfg::kTileN;
-      Epilogue::template store<T>(p.epilogue, view, acc, consumer);
-      if (Epilogue::needs_after_tile(p.epilogue)) {
-        named_barrier_sync(1, Cfg::kConsumerWarpgroups * 128);
-        if (threadIdx.x == 128) Epilogue::after_tile(p.epilogue, view);
+      pack_accumulators<T>(acc, packed);
+      const TileView view = make_view(tc, item, p.m, p.n, p.tiles_n);
+      if (kDeferStores) {
+        pending = true;
+        pending_view = view;
+      } else {
+        finish_tile<T, Epilogue>(p.epilogue, view, packed, consumer);
       }
     }
+    if (kDeferStores && pending)
+      finish_tile<T, Epilogue>(p.epilogue, pending_view, packed, consumer);
   }
 #else
   (void)p;

@@ -18,7 +18,7 @@ struct SignalProbeArgs {
   const int64_t* region_begin = nullptr;     // device [groups]: first element of group g
   const int64_t* region_end = nullptr;       // device [groups]: one past its last element
   int32_t groups = 0;
-  const uint16_t* data = nullptr;            // device, the GEMM's output (2-byte elements)
+  const uint16_t* data = nullptr;  // device, the GEMM's output (2-byte elements)
   uint16_t poison = 0xFFFF;
   // device [3]: violations, groups found incomplete on first look (the probe really
   // waited), groups abandoned after the timeout.

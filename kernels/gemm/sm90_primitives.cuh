@@ -68,9 +68,9 @@ __device__ __forceinline__ void tma_load_2d(void* smem_dst, const void* map, uin
 __device__ __forceinline__ uint64_t smem_descriptor_sw128(const void* tile) {
   const uint64_t addr = smem_addr(tile);
   uint64_t desc = (addr & 0x3FFFFull) >> 4;
-  desc |= 1ull << 16;              // leading byte offset (unused)
-  desc |= (1024ull >> 4) << 32;    // stride byte offset
-  desc |= 1ull << 62;              // 128-byte swizzle
+  desc |= 1ull << 16;            // leading byte offset (unused)
+  desc |= (1024ull >> 4) << 32;  // stride byte offset
+  desc |= 1ull << 62;            // 128-byte swizzle
   return desc;
 }
 

@@ -24,8 +24,10 @@ std::vector<int64_t> compact_offsets_in_item_order(int64_t m, int64_t n, int num
   std::vector<int64_t> offsets(order.size());
   int64_t next = 0;
   for (const TileCoord& t : order) {
-    const int64_t rows = std::min<int64_t>(GemmConfig::kTileM, m - int64_t{t.tile_m} * GemmConfig::kTileM);
-    const int64_t cols = std::min<int64_t>(GemmConfig::kTileN, n - int64_t{t.tile_n} * GemmConfig::kTileN);
+    const int64_t rows =
+        std::min<int64_t>(GemmConfig::kTileM, m - int64_t{t.tile_m} * GemmConfig::kTileM);
+    const int64_t cols =
+        std::min<int64_t>(GemmConfig::kTileN, n - int64_t{t.tile_n} * GemmConfig::kTileN);
     offsets[static_cast<size_t>(t.tile_m) * tiles_n + t.tile_n] = next;
     next += rows * cols;
   }

@@ -21,10 +21,13 @@ struct TileCoord {
   int32_t tile_n = 0;  // column-block index
 };
 
-OVERLAPSIM_HD int32_t ceil_div_i32(int64_t a, int64_t b) { return static_cast<int32_t>((a + b - 1) / b); }
+OVERLAPSIM_HD int32_t ceil_div_i32(int64_t a, int64_t b) {
+  return static_cast<int32_t>((a + b - 1) / b);
+}
 
 // Item index → tile coordinate. group_m ≥ 1.
-OVERLAPSIM_HD TileCoord tile_of_item(int32_t item, int32_t tiles_m, int32_t tiles_n, int32_t group_m) {
+OVERLAPSIM_HD TileCoord tile_of_item(int32_t item, int32_t tiles_m, int32_t tiles_n,
+                                     int32_t group_m) {
   const int32_t items_per_group = group_m * tiles_n;
   const int32_t group = item / items_per_group;
   const int32_t first_m = group * group_m;

@@ -1,6 +1,8 @@
 // Own Hopper GEMM: argument checks and the host tile order run everywhere; everything that
 // launches the kernel skips without an sm_90 GPU. Inputs are fresh random values every
 // run (seed printed), outputs are poisoned with 0xFFFF (NaN in bf16/fp16) before each run.
+#include "kernels/gemm/own_gemm.hpp"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -16,7 +18,6 @@
 #include <vector>
 
 #include "kernels/gemm/cublaslt_gemm.hpp"
-#include "kernels/gemm/own_gemm.hpp"
 #include "kernels/gemm/signal_probe.hpp"
 
 namespace overlapsim::kernels::gemm {
@@ -24,22 +25,22 @@ namespace {
 
 constexpr uint16_t kPoison = 0xFFFF;
 
-#define ASSERT_STATUS(expr)                     \
-  do {                                          \
+#define ASSERT_STATUS(expr)                          \
+  do {                                               \
     const ::overlapsim::kernels::Status s_ = (expr); \
-    ASSERT_TRUE(s_.ok) << s_.message;           \
+    ASSERT_TRUE(s_.ok) << s_.message;                \
   } while (0)
-#define ASSERT_CUDA(expr)                                        \
-  do {                                                           \
-    const cudaError_t e_ = (expr);                               \
+#define ASSERT_CUDA(expr)                                                  \
+  do {                                                                     \
+    const cudaError_t e_ = (expr);                                         \
     ASSERT_EQ(e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(e_); \
   } while (0)
 
 // Skips the test unless device 0 is an sm_90 GPU.
-#define SKIP_WITHOUT_HOPPER()                                              \
-  do {                                                                     \
-    std::string why_;                                                      \
-    if (!hopper_present(why_)) GTEST_SKIP() << why_;                       \
+#define SKIP_WITHOUT_HOPPER()                        \
+  do {                                               \
+    std::string why_;                                \
+    if (!hopper_present(why_)) GTEST_SKIP() << why_; \
   } while (0)
 
 bool hopper_present(std::string& why) {
@@ -116,7 +117,8 @@ std::vector<double> reference_gemm(const std::vector<uint16_t>& a, const std::ve
   std::vector<double> ad(a.size()), bd(b.size()), c(static_cast<size_t>(m * n));
   for (size_t i = 0; i < a.size(); ++i) ad[i] = from_bits(a[i], t);
   for (size_t i = 0; i < b.size(); ++i) bd[i] = from_bits(b[i], t);
-  const int workers = static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
+  const int workers =
+      static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
   std::vector<std::thread> pool;
   for (int w = 0; w < workers; ++w) {
     pool.emplace_back([&, w] {
@@ -154,8 +156,10 @@ std::unique_ptr<Problem> make_problem(int64_t m, int64_t n, int64_t k, DType t, 
   p->b_dev = std::make_unique<DeviceBuffer>(p->b.size() * 2);
   p->c_dev = std::make_unique<DeviceBuffer>(static_cast<size_t>(m * n) * 2);
   if (!p->a_dev->ptr || !p->b_dev->ptr || !p->c_dev->ptr) return nullptr;
-  if (cudaMemcpy(p->a_dev->ptr, p->a.data(), p->a.size() * 2, cudaMemcpyHostToDevice) != cudaSuccess ||
-      cudaMemcpy(p->b_dev->ptr, p->b.data(), p->b.size() * 2, cudaMemcpyHostToDevice) != cudaSuccess)
+  if (cudaMemcpy(p->a_dev->ptr, p->a.data(), p->a.size() * 2, cudaMemcpyHostToDevice) !=
+          cudaSuccess ||
+      cudaMemcpy(p->b_dev->ptr, p->b.data(), p->b.size() * 2, cudaMemcpyHostToDevice) !=
+          cudaSuccess)
     return nullptr;
   return p;
 }
@@ -252,7 +256,8 @@ TEST(TileOrder, VisitsEveryTileOnceInGroupedRaster) {
     for (const TileCoord t : order) {
       const int64_t tile = int64_t{t.tile_m} * tiles_n + t.tile_n;
       EXPECT_EQ(offsets[tile], next);
-      next += std::min<int64_t>(128, c.m - t.tile_m * 128) * std::min<int64_t>(256, c.n - t.tile_n * 256);
+      next += std::min<int64_t>(128, c.m - t.tile_m * 128) *
+              std::min<int64_t>(256, c.n - t.tile_n * 256);
     }
     EXPECT_EQ(next, c.m * c.n);
   }
@@ -260,7 +265,8 @@ TEST(TileOrder, VisitsEveryTileOnceInGroupedRaster) {
 
 TEST(OwnGemm, UnsupportedGpuIsReportedClearly) {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA GPU present";
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    GTEST_SKIP() << "no CUDA GPU present";
   cudaDeviceProp prop{};
   ASSERT_CUDA(cudaGetDeviceProperties(&prop, 0));
   if (prop.major == 9 && prop.minor == 0) GTEST_SKIP() << "device 0 is sm_90: nothing to refuse";
@@ -290,7 +296,8 @@ TEST(OwnGemm, SmallAndIrregularShapesMatchFloat64) {
     const auto out = run_own(*p, {}, error);
     ASSERT_TRUE(error.empty()) << error;
     const auto ref = reference_gemm(p->a, p->b, c.m, c.n, c.k, c.t);
-    const Comparison cmp = compare(out, [&](size_t i) { return ref[i]; }, c.t);
+    const Comparison cmp = compare(
+        out, [&](size_t i) { return ref[i]; }, c.t);
     EXPECT_EQ(cmp.unwritten, 0);
     EXPECT_EQ(cmp.non_finite, 0);
     EXPECT_LT(cmp.rel_err, 1e-2);
@@ -307,7 +314,8 @@ TEST(OwnGemm, LargeShapesMatchCublasLt) {
   };
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  for (const Case c : {Case{4096, 4096, 4096, 0}, Case{8192, 8192, 2048, 0}, Case{2048, 6144, 3000, 100}}) {
+  for (const Case c :
+       {Case{4096, 4096, 4096, 0}, Case{8192, 8192, 2048, 0}, Case{2048, 6144, 3000, 100}}) {
     SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k));
     auto p = make_problem(c.m, c.n, c.k, DType::kBf16, seed + c.n);
     ASSERT_TRUE(p);
@@ -323,8 +331,8 @@ TEST(OwnGemm, LargeShapesMatchCublasLt) {
     ASSERT_CUDA(cudaDeviceSynchronize());
     std::vector<uint16_t> ref(out.size());
     ASSERT_CUDA(cudaMemcpy(ref.data(), ref_dev.ptr, ref.size() * 2, cudaMemcpyDeviceToHost));
-    const Comparison cmp = compare(out, [&](size_t i) { return from_bits(ref[i], DType::kBf16); },
-                                   DType::kBf16);
+    const Comparison cmp = compare(
+        out, [&](size_t i) { return from_bits(ref[i], DType::kBf16); }, DType::kBf16);
     EXPECT_EQ(cmp.unwritten, 0);
     EXPECT_EQ(cmp.non_finite, 0);
     EXPECT_LT(cmp.rel_err, 1e-2);
@@ -370,8 +378,10 @@ TEST(OwnGemm, RemappedStoresHoldTheSameValuesAndCountersCountTiles) {
     const auto tile_group = wave_groups(c.m, c.n, num_ctas, 2, groups);
     DeviceBuffer offsets_dev(offsets.size() * 8), group_dev(tile_group.size() * 4),
         counters_dev(static_cast<size_t>(groups) * 4), region(natural.size() * 2);
-    ASSERT_CUDA(cudaMemcpy(offsets_dev.ptr, offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice));
-    ASSERT_CUDA(cudaMemcpy(group_dev.ptr, tile_group.data(), tile_group.size() * 4, cudaMemcpyHostToDevice));
+    ASSERT_CUDA(
+        cudaMemcpy(offsets_dev.ptr, offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemcpy(group_dev.ptr, tile_group.data(), tile_group.size() * 4,
+                           cudaMemcpyHostToDevice));
     ASSERT_CUDA(cudaMemset(counters_dev.ptr, 0, static_cast<size_t>(groups) * 4));
     ASSERT_CUDA(cudaMemset(region.ptr, 0xFF, natural.size() * 2));
     EpilogueArgs epi;
@@ -383,9 +393,11 @@ TEST(OwnGemm, RemappedStoresHoldTheSameValuesAndCountersCountTiles) {
     ASSERT_STATUS(gemm.run(nullptr));
     ASSERT_CUDA(cudaDeviceSynchronize());
     std::vector<uint16_t> remapped(natural.size());
-    ASSERT_CUDA(cudaMemcpy(remapped.data(), region.ptr, remapped.size() * 2, cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(
+        cudaMemcpy(remapped.data(), region.ptr, remapped.size() * 2, cudaMemcpyDeviceToHost));
     std::vector<uint32_t> counters(groups);
-    ASSERT_CUDA(cudaMemcpy(counters.data(), counters_dev.ptr, counters.size() * 4, cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(
+        cudaMemcpy(counters.data(), counters_dev.ptr, counters.size() * 4, cudaMemcpyDeviceToHost));
 
     const int32_t tiles_n = gemm.tiles_n();
     int64_t mismatches = 0;
@@ -420,72 +432,108 @@ TEST(OwnGemm, SignalNeverPrecedesItsData) {
   // The probe occupies one SM; a persistent GEMM needing it would wait on the probe forever.
   SchedulerOptions sched;
   sched.num_ctas = sms - 2;
-  const auto offsets = compact_offsets_in_item_order(m, n, sched.num_ctas);
-  int32_t groups = 0;
-  const auto tile_group = wave_groups(m, n, sched.num_ctas, 1, groups);
-  // Each group's region: the item-order offsets make it [begin, end).
-  std::vector<int64_t> begin(groups, INT64_MAX), end(groups, 0);
-  std::vector<int32_t> tiles(groups, 0);
-  const int32_t tiles_n = static_cast<int32_t>((n + 255) / 256);
-  for (size_t tile = 0; tile < offsets.size(); ++tile) {
-    const int32_t g = tile_group[tile];
-    const int64_t tm = static_cast<int64_t>(tile) / tiles_n, tn = static_cast<int64_t>(tile) % tiles_n;
-    const int64_t size = std::min<int64_t>(128, m - tm * 128) * std::min<int64_t>(256, n - tn * 256);
-    begin[g] = std::min(begin[g], offsets[tile]);
-    end[g] = std::max(end[g], offsets[tile] + size);
-    ++tiles[g];
-  }
-  DeviceBuffer offsets_dev(offsets.size() * 8), group_dev(tile_group.size() * 4),
-      counters_dev(groups * 4), tiles_dev(groups * 4), begin_dev(groups * 8), end_dev(groups * 8),
-      result_dev(3 * 4), region(static_cast<size_t>(m * n) * 2);
-  ASSERT_CUDA(cudaMemcpy(offsets_dev.ptr, offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice));
-  ASSERT_CUDA(cudaMemcpy(group_dev.ptr, tile_group.data(), tile_group.size() * 4, cudaMemcpyHostToDevice));
-  ASSERT_CUDA(cudaMemcpy(tiles_dev.ptr, tiles.data(), groups * 4, cudaMemcpyHostToDevice));
-  ASSERT_CUDA(cudaMemcpy(begin_dev.ptr, begin.data(), groups * 8, cudaMemcpyHostToDevice));
-  ASSERT_CUDA(cudaMemcpy(end_dev.ptr, end.data(), groups * 8, cudaMemcpyHostToDevice));
+  for (const bool defer : {true, false}) {
+    SCOPED_TRACE(defer ? "deferred stores" : "immediate stores");
+    sched.defer_stores = defer;
+    const auto offsets = compact_offsets_in_item_order(m, n, sched.num_ctas);
+    int32_t groups = 0;
+    const auto tile_group = wave_groups(m, n, sched.num_ctas, 1, groups);
+    // Each group's region: the item-order offsets make it [begin, end).
+    std::vector<int64_t> begin(groups, INT64_MAX), end(groups, 0);
+    std::vector<int32_t> tiles(groups, 0);
+    const int32_t tiles_n = static_cast<int32_t>((n + 255) / 256);
+    for (size_t tile = 0; tile < offsets.size(); ++tile) {
+      const int32_t g = tile_group[tile];
+      const int64_t tm = static_cast<int64_t>(tile) / tiles_n,
+                    tn = static_cast<int64_t>(tile) % tiles_n;
+      const int64_t size =
+          std::min<int64_t>(128, m - tm * 128) * std::min<int64_t>(256, n - tn * 256);
+      begin[g] = std::min(begin[g], offsets[tile]);
+      end[g] = std::max(end[g], offsets[tile] + size);
+      ++tiles[g];
+    }
+    DeviceBuffer offsets_dev(offsets.size() * 8), group_dev(tile_group.size() * 4),
+        counters_dev(groups * 4), tiles_dev(groups * 4), begin_dev(groups * 8), end_dev(groups * 8),
+        result_dev(3 * 4), region(static_cast<size_t>(m * n) * 2);
+    ASSERT_CUDA(
+        cudaMemcpy(offsets_dev.ptr, offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemcpy(group_dev.ptr, tile_group.data(), tile_group.size() * 4,
+                           cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemcpy(tiles_dev.ptr, tiles.data(), groups * 4, cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemcpy(begin_dev.ptr, begin.data(), groups * 8, cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemcpy(end_dev.ptr, end.data(), groups * 8, cudaMemcpyHostToDevice));
 
-  EpilogueArgs epi;
-  epi.tile_offset_elems = offsets_dev.as<int64_t>();
-  epi.group_counters = counters_dev.as<uint32_t>();
-  epi.tile_group = group_dev.as<int32_t>();
-  OwnGemm gemm;
-  // initialize() loads the GEMM's module; the probe's is loaded here, before any wait.
-  ASSERT_STATUS(gemm.initialize(args_of(*p, region.ptr), epi, sched));
-  ASSERT_STATUS(preload_signal_probe());
-  int lowest = 0, highest = 0;
-  ASSERT_CUDA(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
-  cudaStream_t compute, watch;
-  ASSERT_CUDA(cudaStreamCreateWithPriority(&compute, cudaStreamNonBlocking, lowest));
-  ASSERT_CUDA(cudaStreamCreateWithPriority(&watch, cudaStreamNonBlocking, highest));
+    EpilogueArgs epi;
+    epi.tile_offset_elems = offsets_dev.as<int64_t>();
+    epi.group_counters = counters_dev.as<uint32_t>();
+    epi.tile_group = group_dev.as<int32_t>();
+    OwnGemm gemm;
+    // initialize() loads the GEMM's module; the probe's is loaded here, before any wait.
+    ASSERT_STATUS(gemm.initialize(args_of(*p, region.ptr), epi, sched));
+    ASSERT_STATUS(preload_signal_probe());
+    int lowest = 0, highest = 0;
+    ASSERT_CUDA(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+    cudaStream_t compute, watch;
+    ASSERT_CUDA(cudaStreamCreateWithPriority(&compute, cudaStreamNonBlocking, lowest));
+    ASSERT_CUDA(cudaStreamCreateWithPriority(&watch, cudaStreamNonBlocking, highest));
 
-  SignalProbeArgs probe;
-  probe.group_counters = counters_dev.as<uint32_t>();
-  probe.group_tiles = tiles_dev.as<int32_t>();
-  probe.region_begin = begin_dev.as<int64_t>();
-  probe.region_end = end_dev.as<int64_t>();
-  probe.groups = groups;
-  probe.data = region.as<uint16_t>();
-  probe.poison = kPoison;
-  probe.result = result_dev.as<int32_t>();
-  int32_t waited_total = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    ASSERT_CUDA(cudaMemset(counters_dev.ptr, 0, groups * 4));
-    ASSERT_CUDA(cudaMemset(result_dev.ptr, 0, 3 * 4));
-    ASSERT_CUDA(cudaMemset(region.ptr, 0xFF, static_cast<size_t>(m * n) * 2));
-    ASSERT_CUDA(cudaDeviceSynchronize());
-    ASSERT_STATUS(launch_signal_probe(probe, watch));
-    ASSERT_STATUS(gemm.run(compute));
-    ASSERT_CUDA(cudaDeviceSynchronize());
-    int32_t result[3] = {};
-    ASSERT_CUDA(cudaMemcpy(result, result_dev.ptr, sizeof(result), cudaMemcpyDeviceToHost));
-    EXPECT_EQ(result[0], 0) << "elements still poisoned after their group's signal (rep " << rep << ")";
-    EXPECT_EQ(result[2], 0) << "groups never signalled (rep " << rep << ")";
-    waited_total += result[1];
+    SignalProbeArgs probe;
+    probe.group_counters = counters_dev.as<uint32_t>();
+    probe.group_tiles = tiles_dev.as<int32_t>();
+    probe.region_begin = begin_dev.as<int64_t>();
+    probe.region_end = end_dev.as<int64_t>();
+    probe.groups = groups;
+    probe.data = region.as<uint16_t>();
+    probe.poison = kPoison;
+    probe.result = result_dev.as<int32_t>();
+    int32_t waited_total = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+      ASSERT_CUDA(cudaMemset(counters_dev.ptr, 0, groups * 4));
+      ASSERT_CUDA(cudaMemset(result_dev.ptr, 0, 3 * 4));
+      ASSERT_CUDA(cudaMemset(region.ptr, 0xFF, static_cast<size_t>(m * n) * 2));
+      ASSERT_CUDA(cudaDeviceSynchronize());
+      ASSERT_STATUS(launch_signal_probe(probe, watch));
+      ASSERT_STATUS(gemm.run(compute));
+      ASSERT_CUDA(cudaDeviceSynchronize());
+      int32_t result[3] = {};
+      ASSERT_CUDA(cudaMemcpy(result, result_dev.ptr, sizeof(result), cudaMemcpyDeviceToHost));
+      EXPECT_EQ(result[0], 0) << "elements still poisoned after their group's signal (rep " << rep
+                              << ")";
+      EXPECT_EQ(result[2], 0) << "groups never signalled (rep " << rep << ")";
+      waited_total += result[1];
+    }
+    std::printf(
+        "[own gemm] signal probe (%s stores): %d groups x 5 runs, %d found incomplete on "
+        "first look\n",
+        defer ? "deferred" : "immediate", groups, waited_total);
+    cudaStreamDestroy(compute);
+    cudaStreamDestroy(watch);
   }
-  std::printf("[own gemm] signal probe: %d groups x 5 runs, %d found incomplete on first look\n",
-              groups, waited_total);
-  cudaStreamDestroy(compute);
-  cudaStreamDestroy(watch);
+}
+
+TEST(OwnGemm, DeferredAndImmediateStoresAgreeBitwise) {
+  SKIP_WITHOUT_HOPPER();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (const Case c : {Case{1000, 3000, 777}, Case{4096, 4096, 1024}, Case{129, 257, 72}}) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k));
+    auto p = make_problem(c.m, c.n, c.k, DType::kBf16, seed + c.k);
+    ASSERT_TRUE(p);
+    SchedulerOptions deferred, immediate;
+    deferred.defer_stores = true;
+    immediate.defer_stores = false;
+    std::string error;
+    const auto a = run_own(*p, deferred, error);
+    ASSERT_TRUE(error.empty()) << error;
+    const auto b = run_own(*p, immediate, error);
+    ASSERT_TRUE(error.empty()) << error;
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_TRUE(a == b) << "deferred and immediate stores differ";
+    EXPECT_EQ(std::count(a.begin(), a.end(), kPoison), 0);
+  }
 }
 
 TEST(OwnGemm, DeviceTileOrderMatchesHostReplica) {
@@ -497,7 +545,8 @@ TEST(OwnGemm, DeviceTileOrderMatchesHostReplica) {
   const uint64_t seed = fresh_seed();
   for (const Case c : {Case{1000, 3000, 777, 0, 8}, Case{4096, 4096, 256, 37, 3},
                        Case{8192, 2048, 128, 132, 16}}) {
-    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + " ctas " + std::to_string(c.num_ctas));
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + " ctas " +
+                 std::to_string(c.num_ctas));
     auto p = make_problem(c.m, c.n, c.k, DType::kBf16, seed + c.m);
     ASSERT_TRUE(p);
     SchedulerOptions sched;
@@ -519,7 +568,8 @@ TEST(OwnGemm, DeviceTileOrderMatchesHostReplica) {
     ASSERT_EQ(order.size(), tiles);
     int64_t wrong = 0;
     for (size_t item = 0; item < order.size(); ++item) {
-      const size_t tile = static_cast<size_t>(order[item].tile_m) * gemm.tiles_n() + order[item].tile_n;
+      const size_t tile =
+          static_cast<size_t>(order[item].tile_m) * gemm.tiles_n() + order[item].tile_n;
       if (rec[2 * tile] != static_cast<int32_t>(item) ||
           rec[2 * tile + 1] != static_cast<int32_t>(item % gemm.num_ctas()))
         ++wrong;
