@@ -15,26 +15,34 @@ using config::ParamDoc;
 
 const char* to_string(ModelKind k) {
   switch (k) {
-    case ModelKind::Transformer: return "transformer";
-    case ModelKind::Moe: return "moe";
-    case ModelKind::Dlrm: return "dlrm";
+    case ModelKind::Transformer:
+      return "transformer";
+    case ModelKind::Moe:
+      return "moe";
+    case ModelKind::Dlrm:
+      return "dlrm";
   }
   return "?";
 }
 
 const char* to_string(Recompute r) {
   switch (r) {
-    case Recompute::None: return "none";
-    case Recompute::Selective: return "selective";
-    case Recompute::Full: return "full";
+    case Recompute::None:
+      return "none";
+    case Recompute::Selective:
+      return "selective";
+    case Recompute::Full:
+      return "full";
   }
   return "?";
 }
 
 const char* to_string(GradSync g) {
   switch (g) {
-    case GradSync::AllReduce: return "allreduce";
-    case GradSync::DistributedOptimizer: return "distributed_optimizer";
+    case GradSync::AllReduce:
+      return "allreduce";
+    case GradSync::DistributedOptimizer:
+      return "distributed_optimizer";
   }
   return "?";
 }
@@ -103,11 +111,15 @@ const std::vector<ParamDoc> kTrainingDocs = {
     {"seq_len", "sequence length (transformer, moe)", "", "tokens"},
     {"global_batch", "sequences (or samples) per step", "", ""},
     {"micro_batch", "sequences per microbatch per DP rank", "1", ""},
-    {"precision", "bf16 | fp16 | fp8 (GEMM inputs; activations stay 16-bit)", "bf16", ""},
-    {"grad_precision", "bf16 | fp32: precision of the DP gradient reduction", "bf16", ""},
+    {"precision", "bf16 | fp16 | fp8 | fp32 (GEMM inputs; with fp8 activations stay 16-bit)",
+     "bf16", ""},
+    {"grad_precision",
+     "bf16 | fp32: precision of the DP gradient reduction (Megatron-LM accumulates and "
+     "all-reduces bf16 models' gradients in fp32)",
+     "fp32", ""},
     {"recompute", "none | selective | full activation recomputation", "none", ""},
-    {"grad_sync", "allreduce | distributed_optimizer (reduce-scatter + all-gather)",
-     "allreduce", ""},
+    {"grad_sync", "allreduce | distributed_optimizer (reduce-scatter + all-gather)", "allreduce",
+     ""},
     {"grad_bucket", "DP gradient bucket size (PyTorch DDP bucket_cap_mb default)", "25MiB",
      "bytes"},
 };
@@ -185,7 +197,7 @@ void load_attention(ModelSpec& spec, const ConfigNode& n) {
   auto& a = spec.transformer.attention;
   for (const auto& d : kAttentionDocs) remember(spec, n, "transformer.attention", d.key);
   a.kind = n.get_enum("kind", {"standard", "mla"}, "standard") == "mla" ? AttentionKind::Mla
-                                                                         : AttentionKind::Standard;
+                                                                        : AttentionKind::Standard;
   a.heads = get_int_in(n, "heads", 1, 0, true);
   a.kv_heads = get_int_in(n, "kv_heads", 1, a.heads, false);
   a.head_dim = get_int_in(n, "head_dim", 1, 0, false);
@@ -198,8 +210,8 @@ void load_attention(ModelSpec& spec, const ConfigNode& n) {
     a.v_head_dim = get_int_in(n, "v_head_dim", 1, 0, true);
     a.kv_heads = a.heads;  // MLA expands the latent to per-head keys and values
   } else {
-    for (const char* k : {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-                          "v_head_dim"})
+    for (const char* k :
+         {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"})
       if (n.has(k)) n.fail_key(k, "only allowed with kind: mla (expected no such key)");
   }
 }
@@ -212,8 +224,8 @@ void load_transformer(ModelSpec& spec, const ConfigNode& n) {
   t.hidden = get_int_in(n, "hidden", 1, 0, true);
   t.ffn_hidden = get_int_in(n, "ffn_hidden", 1, 0, spec.kind == ModelKind::Transformer);
   t.vocab = get_int_in(n, "vocab", 1, 0, true);
-  t.mlp = n.get_enum("mlp", {"gelu", "swiglu"}, "gelu") == "swiglu" ? MlpKind::Swiglu
-                                                                     : MlpKind::Gelu;
+  t.mlp =
+      n.get_enum("mlp", {"gelu", "swiglu"}, "gelu") == "swiglu" ? MlpKind::Swiglu : MlpKind::Gelu;
   t.norm = n.get_enum("norm", {"layernorm", "rmsnorm"}, "layernorm") == "rmsnorm"
                ? NormKind::RmsNorm
                : NormKind::LayerNorm;
@@ -273,11 +285,11 @@ void load_training(ModelSpec& spec, const ConfigNode& n) {
   t.global_batch = n.get_positive_int("global_batch");
   // DLRM trains one batch per step: micro_batch defaults to global_batch / dp (0 here).
   t.micro_batch = get_int_in(n, "micro_batch", 1, spec.kind == ModelKind::Dlrm ? 0 : 1, false);
-  t.precision = parse_precision(n, "precision", {"bf16", "fp16", "fp8"}, sim::Precision::BF16);
-  t.grad_precision =
-      parse_precision(n, "grad_precision", {"bf16", "fp32"}, sim::Precision::BF16);
+  t.precision =
+      parse_precision(n, "precision", {"bf16", "fp16", "fp8", "fp32"}, sim::Precision::BF16);
+  t.grad_precision = parse_precision(n, "grad_precision", {"bf16", "fp32"}, sim::Precision::FP32);
   std::string rc = n.get_enum("recompute", {"none", "selective", "full"}, "none");
-  t.recompute = rc == "full" ? Recompute::Full
+  t.recompute = rc == "full"        ? Recompute::Full
                 : rc == "selective" ? Recompute::Selective
                                     : Recompute::None;
   t.grad_sync = n.get_enum("grad_sync", {"allreduce", "distributed_optimizer"}, "allreduce") ==
@@ -315,8 +327,8 @@ void load_overlap(ModelSpec& spec, const ConfigNode& n) {
     auto check = [&](const ConfigNode& item) {
       std::string v = item.as_string();
       if (std::find(designs.begin(), designs.end(), v) == designs.end())
-        item.fail(fmt::format("'{}' is not a design (expected one of: {})", v,
-                              fmt::join(designs, ", ")));
+        item.fail(
+            fmt::format("'{}' is not a design (expected one of: {})", v, fmt::join(designs, ", ")));
       if (v == "all")
         chosen.insert(chosen.end(), kOverlapDesigns.begin(), kOverlapDesigns.end());
       else
@@ -339,12 +351,14 @@ ModelSpec load_from(const ConfigNode& root) {
   spec.source_file = root.file();
   for (const auto& d : kTopDocs) remember(spec, root, "", d.key);
   std::string stem = root.file();
-  if (auto slash = stem.find_last_of('/'); slash != std::string::npos) stem = stem.substr(slash + 1);
+  if (auto slash = stem.find_last_of('/'); slash != std::string::npos)
+    stem = stem.substr(slash + 1);
   if (auto dot = stem.rfind(".yaml"); dot != std::string::npos) stem = stem.substr(0, dot);
   spec.name = root.get_string("name", stem);
   std::string kind = root.get_enum("kind", {"transformer", "moe", "dlrm"});
-  spec.kind = kind == "moe" ? ModelKind::Moe : kind == "dlrm" ? ModelKind::Dlrm
-                                                               : ModelKind::Transformer;
+  spec.kind = kind == "moe"    ? ModelKind::Moe
+              : kind == "dlrm" ? ModelKind::Dlrm
+                               : ModelKind::Transformer;
   if (spec.kind == ModelKind::Dlrm) {
     for (const char* k : {"transformer", "moe"})
       if (root.has(k)) root.fail_key(k, "not allowed with kind: dlrm (expected a dlrm: section)");
@@ -390,16 +404,20 @@ ModelSpec load_model_string(const std::string& text, const std::string& name) {
 void validate_model(const ModelSpec& spec) {
   const auto& p = spec.parallelism;
   const auto& tr = spec.training;
-  for (auto [key, v] : {std::pair{"parallelism.tp", p.tp}, {"parallelism.pp", p.pp},
-                        {"parallelism.cp", p.cp}, {"parallelism.ep", p.ep},
+  for (auto [key, v] : {std::pair{"parallelism.tp", p.tp},
+                        {"parallelism.pp", p.pp},
+                        {"parallelism.cp", p.cp},
+                        {"parallelism.ep", p.ep},
                         {"parallelism.virtual_stages", p.virtual_stages}})
     if (v < 1) fail_key(spec, key, fmt::format("{} is not positive (expected an integer >= 1)", v));
   if (p.dp < 0) fail_key(spec, "parallelism.dp", "negative (expected an integer >= 1 or auto)");
 
   if (spec.kind == ModelKind::Dlrm) {
     // Embeddings are sharded over all ranks, MLPs are data parallel: no tp/pp/cp/ep.
-    for (auto [key, v] : {std::pair{"parallelism.tp", p.tp}, {"parallelism.pp", p.pp},
-                          {"parallelism.cp", p.cp}, {"parallelism.ep", p.ep}})
+    for (auto [key, v] : {std::pair{"parallelism.tp", p.tp},
+                          {"parallelism.pp", p.pp},
+                          {"parallelism.cp", p.cp},
+                          {"parallelism.ep", p.ep}})
       if (v != 1)
         fail_key(spec, key,
                  fmt::format("{} is not supported for dlrm (expected 1: embeddings are sharded "
@@ -423,12 +441,12 @@ void validate_model(const ModelSpec& spec) {
                          a.heads, t.hidden));
   if (a.heads % a.kv_heads != 0)
     fail_key(spec, "transformer.attention.kv_heads",
-             fmt::format("{} does not divide heads = {} (expected a divisor of heads)",
-                         a.kv_heads, a.heads));
+             fmt::format("{} does not divide heads = {} (expected a divisor of heads)", a.kv_heads,
+                         a.heads));
   if (a.heads % p.tp != 0)
     fail_key(spec, "parallelism.tp",
-             fmt::format("{} does not divide attention heads = {} (expected a divisor of {})",
-                         p.tp, a.heads, a.heads));
+             fmt::format("{} does not divide attention heads = {} (expected a divisor of {})", p.tp,
+                         a.heads, a.heads));
   if (a.kv_heads % p.tp != 0)
     fail_key(spec, "parallelism.tp",
              fmt::format("{} does not divide kv_heads = {} (expected a divisor of the GQA key/"
@@ -444,9 +462,9 @@ void validate_model(const ModelSpec& spec) {
   if (spec.kind == ModelKind::Moe) {
     const auto& m = spec.moe;
     if (m.top_k > m.experts)
-      fail_key(spec, "moe.top_k",
-               fmt::format("{} exceeds experts = {} (expected top_k <= experts)", m.top_k,
-                           m.experts));
+      fail_key(
+          spec, "moe.top_k",
+          fmt::format("{} exceeds experts = {} (expected top_k <= experts)", m.top_k, m.experts));
     check_divides(spec, "parallelism.ep", p.ep, "moe.experts", m.experts);
     check_divides(spec, "parallelism.tp", p.tp, "moe.expert_ffn_hidden", m.expert_ffn_hidden);
     if (m.dense_layers >= t.layers)
@@ -477,8 +495,9 @@ void validate_model(const ModelSpec& spec) {
     int stages = p.pp - fixed;
     if (p.pp < 2 || rest < 0 || (stages == 0 && rest != 0) || (stages > 0 && rest % stages != 0) ||
         (stages > 0 && rest / stages < 1))
-      fail_key(spec, p.first_stage_layers > 0 ? "parallelism.first_stage_layers"
-                                              : "parallelism.last_stage_layers",
+      fail_key(spec,
+               p.first_stage_layers > 0 ? "parallelism.first_stage_layers"
+                                        : "parallelism.last_stage_layers",
                fmt::format("layers = {} minus first/last stage layers leaves {} for {} other "
                            "stages (expected a positive multiple of {})",
                            t.layers, rest, stages, std::max(stages, 1)));
@@ -505,7 +524,8 @@ ModelSpec resolve_for_world(const ModelSpec& spec, int world_size, int gpus_per_
   auto& p = r.parallelism;
   long long model_parallel = 1LL * p.tp * p.pp * p.cp;
   if (world_size < 1)
-    throw ConfigError(fmt::format("{}: GPU count {} is not positive", spec.source_file, world_size));
+    throw ConfigError(
+        fmt::format("{}: GPU count {} is not positive", spec.source_file, world_size));
   if (p.dp == 0) {
     if (world_size % model_parallel != 0)
       fail_key(spec, "parallelism",
@@ -535,8 +555,8 @@ LayerRange stage_layers(const ModelSpec& spec, int stage, int chunk) {
     int per = layers_per_middle_stage(spec);
     int first = p.first_stage_layers > 0 ? p.first_stage_layers : per;
     if (stage == 0) return {0, first};
-    if (stage == p.pp - 1) return {layers - (p.last_stage_layers > 0 ? p.last_stage_layers : per),
-                                   layers};
+    if (stage == p.pp - 1)
+      return {layers - (p.last_stage_layers > 0 ? p.last_stage_layers : per), layers};
     int begin = first + (stage - 1) * per;
     return {begin, begin + per};
   }

@@ -36,8 +36,8 @@ const char* to_string(GradSync g);
 struct AttentionSpec {
   AttentionKind kind = AttentionKind::Standard;
   int heads = 0;
-  int kv_heads = 0;  // GQA; equals heads for MHA
-  int head_dim = 0;  // default hidden / heads
+  int kv_heads = 0;    // GQA; equals heads for MHA
+  int head_dim = 0;    // default hidden / heads
   bool causal = true;  // causal masking: kernels skip the masked half of QK^T and PV
   // Multi-head latent attention (DeepSeek-V2/V3). q_lora_rank 0: no query compression.
   int q_lora_rank = 0;
@@ -66,7 +66,7 @@ struct MoeSpec {
   int top_k = 0;           // routed experts per token
   int shared_experts = 0;  // always-active experts (DeepSeek), each of expert_ffn_hidden
   int expert_ffn_hidden = 0;
-  int dense_layers = 0;    // the first `dense_layers` layers use a dense MLP of ffn_hidden
+  int dense_layers = 0;  // the first `dense_layers` layers use a dense MLP of ffn_hidden
 };
 
 struct EmbeddingTableSpec {
@@ -79,8 +79,8 @@ struct DlrmSpec {
   int dense_features = 0;
   int embedding_dim = 0;
   std::vector<EmbeddingTableSpec> tables;
-  std::vector<int> bottom_mlp;  // output sizes; input is dense_features
-  std::vector<int> top_mlp;     // output sizes; input is the interaction output
+  std::vector<int> bottom_mlp;      // output sizes; input is dense_features
+  std::vector<int> top_mlp;         // output sizes; input is the interaction output
   std::string interaction = "dcn";  // dcn | dot
   int dcn_layers = 0;
   int dcn_rank = 0;  // low-rank cross: W = U V^T with U, V of d x rank
@@ -101,11 +101,12 @@ struct Parallelism {
 };
 
 struct TrainingSpec {
-  int seq_len = 0;  // transformer only
-  std::int64_t global_batch = 0;  // sequences (transformer) or samples (dlrm)
-  int micro_batch = 1;  // dlrm: 0 = global_batch / dp (one microbatch)
+  int seq_len = 0;                                  // transformer only
+  std::int64_t global_batch = 0;                    // sequences (transformer) or samples (dlrm)
+  int micro_batch = 1;                              // dlrm: 0 = global_batch / dp (one microbatch)
   sim::Precision precision = sim::Precision::BF16;  // GEMM inputs (fp8: TE-style GEMMs)
-  sim::Precision grad_precision = sim::Precision::BF16;  // DP gradient reduction
+  // DP gradient reduction; Megatron-LM accumulates and reduces bf16 models' grads in fp32.
+  sim::Precision grad_precision = sim::Precision::FP32;
   Recompute recompute = Recompute::None;
   GradSync grad_sync = GradSync::AllReduce;
   std::uint64_t grad_bucket_bytes = 25ull << 20;  // PyTorch DDP bucket_cap_mb = 25
@@ -132,8 +133,8 @@ struct ModelSpec {
 };
 
 inline const std::vector<std::string> kOverlapPairs = {
-    "gemm_allreduce",  "gemm_reducescatter", "allgather_gemm",     "gemm_alltoall",
-    "alltoall_gemm",   "embedding_alltoall", "grad_allreduce_backward"};
+    "gemm_allreduce", "gemm_reducescatter", "allgather_gemm",         "gemm_alltoall",
+    "alltoall_gemm",  "embedding_alltoall", "grad_allreduce_backward"};
 inline const std::vector<std::string> kOverlapDesigns = {"sequential", "decomposed", "tilewise",
                                                          "fused", "shaped"};
 

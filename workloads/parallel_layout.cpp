@@ -1,17 +1,16 @@
 #include "workloads/parallel_layout.hpp"
 
-#include <stdexcept>
-
 #include <fmt/format.h>
+
+#include <stdexcept>
 
 namespace overlapsim::workloads {
 
 ParallelLayout::ParallelLayout(int tp, int cp, int dp, int pp, int ep)
     : tp_(tp), cp_(cp), dp_(dp), pp_(pp), ep_(ep) {
   if (tp < 1 || cp < 1 || dp < 1 || pp < 1 || ep < 1)
-    throw std::invalid_argument(
-        fmt::format("parallel layout: tp={} cp={} dp={} pp={} ep={} (expected all >= 1)", tp, cp,
-                    dp, pp, ep));
+    throw std::invalid_argument(fmt::format(
+        "parallel layout: tp={} cp={} dp={} pp={} ep={} (expected all >= 1)", tp, cp, dp, pp, ep));
   if ((dp * cp) % ep != 0)
     throw std::invalid_argument(
         fmt::format("parallel layout: ep={} does not divide dp·cp={}", ep, dp * cp));

@@ -1,0 +1,125 @@
+#include "workloads/generator.hpp"
+
+#include <fmt/format.h>
+
+#include "workloads/dlrm.hpp"
+#include "workloads/grad_buckets.hpp"
+#include "workloads/pipeline_schedule.hpp"
+#include "workloads/rank_builder.hpp"
+#include "workloads/step_assembly.hpp"
+#include "workloads/transformer_emitter.hpp"
+
+namespace overlapsim::workloads {
+
+namespace {
+
+GradSyncOptions grad_sync_options(const ModelSpec& spec, const ParallelLayout& layout,
+                                  const RankGroups& g) {
+  GradSyncOptions o;
+  o.mode = spec.training.grad_sync;
+  o.dp_group = g.dp;
+  o.dp_size = layout.group_size("dp");
+  o.edp_group = g.edp;
+  o.edp_size = layout.group_size("edp");
+  o.embd_group = spec.kind != ModelKind::Dlrm && spec.transformer.tie_embeddings ? g.embd : -1;
+  o.bucket_bytes = spec.training.grad_bucket_bytes;
+  o.grad_bytes = sim::bytes_per_element(spec.training.grad_precision);
+  o.param_bytes = 2;
+  return o;
+}
+
+// One rank of a Transformer/MoE model: the 1F1B program of its stage, then the gradient
+// reduction and the optimizer.
+void emit_transformer_rank(const ModelSpec& spec, const ParallelLayout& layout, int rank,
+                           const RankGroups& groups, sim::OpGraph& graph) {
+  RankBuilder b(graph);
+  GradientBuckets grads;
+  TransformerEmitter emitter(spec, layout, rank, groups, b, grads);
+  const int stages = layout.pp();
+  const int microbatches = microbatches_per_step(spec);
+  const int block = layout.tp() * layout.cp() * layout.dp();  // ranks per stage
+  const std::uint64_t bytes = emitter.pipeline_bytes();
+  for (const PipeStep& step : one_f_one_b(stages, microbatches, emitter.stage())) {
+    const int mb = step.microbatch;
+    switch (step.action) {
+      case PipeAction::Forward:
+        emitter.forward(mb);
+        continue;
+      case PipeAction::Backward:
+        emitter.backward(mb, mb == microbatches - 1);
+        continue;
+      default:
+        break;
+    }
+    const bool send =
+        step.action == PipeAction::SendForward || step.action == PipeAction::SendBackward;
+    const bool towards_next =
+        step.action == PipeAction::SendForward || step.action == PipeAction::RecvBackward;
+    const int peer = towards_next ? rank + block : rank - block;
+    auto node = sendrecv_node(fmt::format("pp.mb{}.{}", mb, to_string(step.action)), send, peer,
+                              bytes, groups.pp);
+    node.microbatch = mb;
+    node.phase = (step.action == PipeAction::SendForward || step.action == PipeAction::RecvForward)
+                     ? sim::Phase::Forward
+                     : sim::Phase::Backward;
+    // Posted where the program reaches it; the next compute waits for it (Megatron's
+    // 1F1B p2p calls are blocking).
+    OpVertex v = b.add(std::move(node), {b.last(sim::StreamKind::Compute)});
+    b.fence_compute(v);
+  }
+  grads.emit(b, grad_sync_options(spec, layout, groups));
+}
+
+}  // namespace
+
+int microbatches_per_step(const ModelSpec& r) {
+  const long long dp = r.parallelism.dp;
+  const long long mb =
+      r.training.micro_batch > 0 ? r.training.micro_batch : r.training.global_batch / dp;
+  return static_cast<int>(r.training.global_batch / (mb * dp));
+}
+
+sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
+                             const GenerateOptions& options) {
+  const ModelSpec r = resolve_for_world(spec, world_size, options.gpus_per_node);
+  const auto& p = r.parallelism;
+  const ParallelLayout layout(p.tp, p.cp, p.dp, p.pp, r.kind == ModelKind::Moe ? p.ep : 1);
+
+  sim::StepGraph step;
+  step.workload = r.name;
+  step.world_size = world_size;
+  const GroupTable table(layout, {"tp", "cp", "dp", "pp", "ep", "edp", "embd"}, step);
+
+  std::vector<int> ranks;
+  if (options.fold) {
+    for (int s = 0; s < layout.pp(); ++s) ranks.push_back(layout.rank_of(0, 0, 0, s));
+  } else {
+    for (int rank = 0; rank < world_size; ++rank) ranks.push_back(rank);
+  }
+  const int multiplicity = options.fold ? layout.tp() * layout.cp() * layout.dp() : 1;
+  step.ranks.reserve(ranks.size());
+  for (int rank : ranks) {
+    sim::RankProgram program;
+    program.rank = rank;
+    program.multiplicity = multiplicity;
+    const RankGroups groups = table.groups_of(rank);
+    if (r.kind == ModelKind::Dlrm) {
+      RankBuilder b(program.graph);
+      emit_dlrm_rank(r, layout, groups, b, grad_sync_options(r, layout, groups));
+    } else {
+      emit_transformer_rank(r, layout, rank, groups, program.graph);
+    }
+    step.ranks.push_back(std::move(program));
+  }
+  total_flops(step);
+  if (r.kind == ModelKind::Dlrm) {
+    step.tokens_per_step = static_cast<double>(r.training.global_batch);
+    step.throughput_unit = "samples";
+  } else {
+    step.tokens_per_step = static_cast<double>(r.training.global_batch) * r.training.seq_len;
+    step.throughput_unit = "tokens";
+  }
+  return step;
+}
+
+}  // namespace overlapsim::workloads

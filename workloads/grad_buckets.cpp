@@ -1,0 +1,145 @@
+#include "workloads/grad_buckets.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace overlapsim::workloads {
+
+namespace {
+
+struct Bucket {
+  std::int64_t params = 0;
+  OpVertex ready_after = kNoOp;  // the last producer of the bucket's gradients
+};
+
+std::vector<Bucket> pack(const std::vector<std::pair<std::int64_t, OpVertex>>& tensors,
+                         std::uint64_t bucket_bytes, int grad_bytes) {
+  std::vector<Bucket> out;
+  Bucket open;
+  for (const auto& [params, producer] : tensors) {
+    std::uint64_t bytes = static_cast<std::uint64_t>(params) * grad_bytes;
+    std::uint64_t open_bytes = static_cast<std::uint64_t>(open.params) * grad_bytes;
+    if (open.params > 0 && open_bytes + bytes > bucket_bytes) {
+      out.push_back(open);
+      open = {};
+    }
+    open.params += params;
+    if (open.ready_after == kNoOp || (producer != kNoOp && producer > open.ready_after))
+      open.ready_after = producer;
+  }
+  if (open.params > 0) out.push_back(open);
+  return out;
+}
+
+}  // namespace
+
+void GradientBuckets::add(std::string name, std::int64_t params, OpVertex producer, bool expert) {
+  if (params > 0) tensors_.push_back({std::move(name), params, producer, expert});
+}
+
+void GradientBuckets::add_tied_embedding(std::int64_t params, OpVertex producer) {
+  tied_params_ = params;
+  tied_producer_ = producer;
+}
+
+std::int64_t GradientBuckets::dense_params() const {
+  std::int64_t n = 0;
+  for (const auto& t : tensors_) n += t.expert ? 0 : t.params;
+  return n;
+}
+
+std::int64_t GradientBuckets::expert_params() const {
+  std::int64_t n = 0;
+  for (const auto& t : tensors_) n += t.expert ? t.params : 0;
+  return n;
+}
+
+OpVertex GradientBuckets::emit(RankBuilder& b, const GradSyncOptions& opt) const {
+  using sim::CollectiveOp;
+  using sim::StreamKind;
+  const bool sharded = opt.mode == GradSync::DistributedOptimizer;
+  struct FamilyBuckets {
+    std::string tag;
+    int group;
+    int size;
+    std::vector<Bucket> buckets;
+  };
+  std::vector<FamilyBuckets> families;
+  for (bool expert : {false, true}) {
+    std::vector<std::pair<std::int64_t, OpVertex>> list;
+    for (const auto& t : tensors_)
+      if (t.expert == expert) list.emplace_back(t.params, t.producer);
+    families.push_back({expert ? "edp" : "dp", expert ? opt.edp_group : opt.dp_group,
+                        expert ? opt.edp_size : opt.dp_size,
+                        pack(list, opt.bucket_bytes, opt.grad_bytes)});
+  }
+
+  // Reductions in the order their buckets become ready (dense and expert interleaved).
+  struct Pending {
+    OpVertex ready;
+    int family;
+    int index;
+  };
+  std::vector<Pending> order;
+  for (int f = 0; f < 2; ++f)
+    for (int i = 0; i < static_cast<int>(families[f].buckets.size()); ++i)
+      order.push_back({families[f].buckets[i].ready_after, f, i});
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Pending& x, const Pending& y) { return x.ready < y.ready; });
+
+  OpVertex last_comm = kNoOp;
+  for (const auto& p : order) {
+    const auto& fam = families[p.family];
+    if (fam.group < 0) continue;
+    const auto& bucket = fam.buckets[p.index];
+    auto node = collective_node(fmt::format("{}.grad_{}.bucket{}", fam.tag,
+                                            sharded ? "reducescatter" : "allreduce", p.index),
+                                sharded ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
+                                static_cast<std::uint64_t>(bucket.params) * opt.grad_bytes,
+                                fam.group, StreamKind::DataComm);
+    node.phase = sim::Phase::Backward;
+    node.precision = opt.grad_bytes == 4 ? sim::Precision::FP32 : sim::Precision::BF16;
+    last_comm = b.add(std::move(node), {bucket.ready_after});
+  }
+  if (opt.embd_group >= 0 && tied_params_ > 0) {
+    // Megatron all-reduces the tied embedding's gradient between the first and the last
+    // stage after the data-parallel reduction (finalize_model_grads).
+    auto node = collective_node("embd.grad_allreduce", CollectiveOp::AllReduce,
+                                static_cast<std::uint64_t>(tied_params_) * opt.grad_bytes,
+                                opt.embd_group, StreamKind::DataComm);
+    node.phase = sim::Phase::Backward;
+    last_comm = b.add(std::move(node), {tied_producer_});
+  }
+
+  // Adam over the local (or, sharded, the 1/dp) parameters, after every gradient is final.
+  std::int64_t updated = 0;
+  for (int f = 0; f < 2; ++f) {
+    std::int64_t params = 0;
+    for (const auto& bk : families[f].buckets) params += bk.params;
+    updated += sharded ? params / families[f].size : params;
+  }
+  auto opt_node =
+      elementwise_node("optimizer.step", static_cast<std::uint64_t>(updated) *
+                                             (opt.grad_bytes + opt.optimizer_state_bytes));
+  opt_node.phase = sim::Phase::Optimizer;
+  opt_node.precision = sim::Precision::FP32;
+  OpVertex last = b.add(std::move(opt_node), {last_comm, b.last(StreamKind::Compute)});
+
+  if (sharded) {
+    for (const auto& fam : families) {
+      if (fam.group < 0) continue;
+      for (int i = 0; i < static_cast<int>(fam.buckets.size()); ++i) {
+        auto node = collective_node(
+            fmt::format("{}.param_allgather.bucket{}", fam.tag, i), CollectiveOp::AllGather,
+            static_cast<std::uint64_t>(fam.buckets[i].params) * opt.param_bytes, fam.group,
+            StreamKind::DataComm);
+        node.phase = sim::Phase::Optimizer;
+        last = b.add(std::move(node), {last});
+      }
+    }
+  }
+  return last;
+}
+
+}  // namespace overlapsim::workloads

@@ -1,0 +1,85 @@
+#include "workloads/rank_builder.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+namespace overlapsim::workloads {
+
+namespace {
+bool node_stream_is_compute(sim::StreamKind s) { return s == sim::StreamKind::Compute; }
+}  // namespace
+
+OpVertex RankBuilder::add(sim::OpNode node, std::initializer_list<OpVertex> deps) {
+  const int stream = static_cast<int>(node.stream);
+  OpVertex v = boost::add_vertex(std::move(node), graph_);
+  if (last_[stream] != kNoOp) boost::add_edge(last_[stream], v, graph_);
+  for (OpVertex d : deps) depend(v, d);
+  if (fence_ != kNoOp && node_stream_is_compute(graph_[v].stream)) {
+    depend(v, fence_);
+    fence_ = kNoOp;
+  }
+  last_[stream] = v;
+  last_any_ = v;
+  return v;
+}
+
+void RankBuilder::depend(OpVertex after, OpVertex before) {
+  if (before == kNoOp || before == after) return;
+  if (before > after) throw std::logic_error("rank graph: dependency on a later op");
+  if (!boost::edge(before, after, graph_).second) boost::add_edge(before, after, graph_);
+}
+
+void RankBuilder::pair(OpVertex a, OpVertex b) {
+  if (a == kNoOp || b == kNoOp) return;
+  graph_[a].pair_partner = static_cast<int>(b);
+  graph_[b].pair_partner = static_cast<int>(a);
+}
+
+sim::OpNode gemm_node(std::string name, std::int64_t m, std::int64_t n, std::int64_t k,
+                      std::int64_t batch, int in_bytes, int out_bytes) {
+  sim::OpNode op;
+  op.name = std::move(name);
+  op.kind = n == 1 ? sim::OpKind::Gemv : sim::OpKind::Gemm;
+  op.gemm = {m, n, k, batch};
+  op.flops = 2.0 * static_cast<double>(batch) * m * n * k;
+  op.bytes =
+      static_cast<std::uint64_t>(batch) * (static_cast<std::uint64_t>(m * k + k * n) * in_bytes +
+                                           static_cast<std::uint64_t>(m * n) * out_bytes);
+  return op;
+}
+
+sim::OpNode elementwise_node(std::string name, std::uint64_t bytes) {
+  sim::OpNode op;
+  op.name = std::move(name);
+  op.kind = sim::OpKind::Elementwise;
+  op.bytes = bytes;
+  return op;
+}
+
+sim::OpNode collective_node(std::string name, sim::CollectiveOp coll, std::uint64_t bytes,
+                            int group, sim::StreamKind stream) {
+  sim::OpNode op;
+  op.name = std::move(name);
+  op.kind = sim::OpKind::Collective;
+  op.stream = stream;
+  op.collective = coll;
+  op.comm_bytes = bytes;
+  op.comm_group = group;
+  return op;
+}
+
+sim::OpNode sendrecv_node(std::string name, bool is_send, int peer_rank, std::uint64_t bytes,
+                          int group) {
+  sim::OpNode op;
+  op.name = std::move(name);
+  op.kind = sim::OpKind::SendRecv;
+  op.stream = sim::StreamKind::PipelineComm;
+  op.collective = sim::CollectiveOp::SendRecv;
+  op.is_send = is_send;
+  op.peer_rank = peer_rank;
+  op.comm_bytes = bytes;
+  op.comm_group = group;
+  return op;
+}
+
+}  // namespace overlapsim::workloads

@@ -1,0 +1,493 @@
+#include <fmt/format.h>
+
+#include "workloads/transformer_emitter.hpp"
+
+namespace overlapsim::workloads {
+
+using sim::CollectiveOp;
+using sim::StreamKind;
+
+TransformerEmitter::TransformerEmitter(const ModelSpec& spec, const ParallelLayout& layout,
+                                       int rank, const RankGroups& groups, RankBuilder& builder,
+                                       GradientBuckets& grads)
+    : spec_(spec),
+      layout_(layout),
+      coord_(layout.coord(rank)),
+      groups_(groups),
+      b_(builder),
+      grads_(grads) {
+  const auto& t = spec.transformer;
+  const auto& p = spec.parallelism;
+  layers_ = stage_layers(spec, coord_.pp);
+  first_stage_ = coord_.pp == 0;
+  last_stage_ = coord_.pp == p.pp - 1;
+  tp_ = p.tp;
+  sp_ = p.sequence_parallel && p.tp > 1;
+  h_ = t.hidden;
+  T_ = static_cast<std::int64_t>(spec.training.micro_batch) * spec.training.seq_len / p.cp;
+  Tn_ = sp_ ? T_ / tp_ : T_;
+  vocab_local_ = (t.vocab + tp_ - 1) / tp_;  // vocab-parallel embedding and head
+  heads_local_ = t.attention.heads / tp_;
+  kv_heads_local_ = t.attention.kv_heads / tp_;
+  head_dim_ = t.attention.head_dim > 0 ? t.attention.head_dim : t.hidden / t.attention.heads;
+  gated_ = t.mlp == MlpKind::Swiglu ? 2 : 1;
+  gemm_precision_ = spec.training.precision;
+  gemm_in_bytes_ = sim::bytes_per_element(gemm_precision_);
+  act_bytes_ = gemm_precision_ == sim::Precision::FP32 ? 4 : 2;  // fp8 keeps 16-bit activations
+}
+
+std::uint64_t TransformerEmitter::pipeline_bytes() const {
+  return static_cast<std::uint64_t>(Tn_ * h_ * act_bytes_);
+}
+
+std::string TransformerEmitter::name(const Ctx& c, const char* what) const {
+  const char* phase = c.recompute ? "rc" : sim::to_string(c.phase);
+  if (c.layer >= 0) return fmt::format("L{}.mb{}.{}.{}", c.layer, c.microbatch, phase, what);
+  return fmt::format("{}.mb{}.{}.{}", c.block, c.microbatch, phase, what);
+}
+
+OpVertex TransformerEmitter::compute(sim::OpNode node, const Ctx& c,
+                                     std::initializer_list<OpVertex> deps) {
+  node.phase = c.phase;
+  node.layer = c.layer;
+  node.microbatch = c.microbatch;
+  node.recompute = c.recompute;
+  if (node.precision == sim::Precision::BF16 && spec_.training.precision == sim::Precision::FP16)
+    node.precision = sim::Precision::FP16;
+  return b_.add(std::move(node), deps);
+}
+
+OpVertex TransformerEmitter::gemm(const Ctx& c, const char* what, std::int64_t m, std::int64_t n,
+                                  std::int64_t k, std::initializer_list<OpVertex> deps,
+                                  std::int64_t batch) {
+  auto node = gemm_node(name(c, what), m, n, k, batch, gemm_in_bytes_, act_bytes_);
+  node.precision = gemm_precision_;
+  return compute(std::move(node), c, deps);
+}
+
+OpVertex TransformerEmitter::wgrad(const Ctx& c, const char* what, std::int64_t in,
+                                   std::int64_t out, std::int64_t tokens, std::int64_t params,
+                                   bool expert, std::initializer_list<OpVertex> deps,
+                                   std::int64_t batch) {
+  OpVertex v = gemm(c, what, in, out, tokens, deps, batch);
+  register_grad(c, what, params, v, expert);
+  return v;
+}
+
+OpVertex TransformerEmitter::elementwise(const Ctx& c, const char* what, std::uint64_t bytes,
+                                         std::initializer_list<OpVertex> deps) {
+  return compute(elementwise_node(name(c, what), bytes), c, deps);
+}
+
+OpVertex TransformerEmitter::collective(const Ctx& c, const char* what, CollectiveOp op,
+                                        std::uint64_t bytes, int group, StreamKind stream,
+                                        std::initializer_list<OpVertex> deps) {
+  if (group < 0) return kNoOp;
+  auto node = collective_node(name(c, what), op, bytes, group, stream);
+  node.phase = c.phase;
+  node.layer = c.layer;
+  node.microbatch = c.microbatch;
+  node.recompute = c.recompute;
+  return b_.add(std::move(node), deps);
+}
+
+void TransformerEmitter::register_grad(const Ctx& c, const char* what, std::int64_t params,
+                                       OpVertex producer, bool expert) {
+  if (!c.register_grads || c.recompute) return;
+  grads_.add(
+      c.layer >= 0 ? fmt::format("L{}.{}", c.layer, what) : fmt::format("{}.{}", c.block, what),
+      params, producer, expert);
+}
+
+std::int64_t TransformerEmitter::norm_params() const {
+  return spec_.transformer.norm == NormKind::LayerNorm ? 2 * h_ : h_;
+}
+
+bool TransformerEmitter::is_moe_layer(int layer) const {
+  return spec_.kind == ModelKind::Moe && layer >= spec_.moe.dense_layers;
+}
+
+// ---- tensor-parallel plumbing ----
+
+OpVertex TransformerEmitter::column_input(const Ctx& c, const char* what) {
+  if (!sp_) return kNoOp;
+  return collective(c, what, CollectiveOp::AllGather,
+                    static_cast<std::uint64_t>(T_ * h_ * act_bytes_), groups_.tp,
+                    StreamKind::TensorComm, {b_.last(StreamKind::Compute)});
+}
+
+OpVertex TransformerEmitter::tp_reduce(const Ctx& c, const char* what, OpVertex producer) {
+  OpVertex v = collective(c, what, sp_ ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
+                          static_cast<std::uint64_t>(T_ * h_ * act_bytes_), groups_.tp,
+                          StreamKind::TensorComm, {producer});
+  b_.pair(producer, v);
+  return v;
+}
+
+// ---- attention ----
+
+double TransformerEmitter::attention_forward_flops() const {
+  const auto& a = spec_.transformer.attention;
+  const double b = spec_.training.micro_batch;
+  const double s = spec_.training.seq_len;
+  const double sq = s / spec_.parallelism.cp;
+  double qk_dim = head_dim_, v_dim = head_dim_;
+  if (a.kind == AttentionKind::Mla) {
+    qk_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    v_dim = a.v_head_dim;
+  }
+  double flops = 2.0 * b * sq * s * heads_local_ * (qk_dim + v_dim);  // QK^T and PV
+  return a.causal ? flops / 2 : flops;
+}
+
+std::uint64_t TransformerEmitter::attention_io_bytes(bool backward) const {
+  const auto& a = spec_.transformer.attention;
+  const std::int64_t keys = T_ * spec_.parallelism.cp;  // K/V of the whole sequence
+  std::int64_t q_dim = heads_local_ * head_dim_, o_dim = q_dim;
+  std::int64_t k_dim = kv_heads_local_ * head_dim_, v_dim = k_dim;
+  if (a.kind == AttentionKind::Mla) {
+    q_dim = k_dim = heads_local_ * (a.qk_nope_head_dim + a.qk_rope_head_dim);
+    o_dim = v_dim = heads_local_ * a.v_head_dim;
+  }
+  // Forward reads Q, K, V and writes O; backward also reads O and dO and writes dQ, dK, dV.
+  std::int64_t elems = T_ * (q_dim + o_dim) + keys * (k_dim + v_dim);
+  if (backward) elems = T_ * (2 * q_dim + 2 * o_dim) + 2 * keys * (k_dim + v_dim);
+  return static_cast<std::uint64_t>(elems * act_bytes_);
+}
+
+OpVertex TransformerEmitter::attention_forward(const Ctx& c) {
+  if (spec_.transformer.attention.kind == AttentionKind::Mla) return mla_forward(c);
+  const std::int64_t qkv_out = (heads_local_ + 2 * kv_heads_local_) * head_dim_;
+  OpVertex ag = column_input(c, "ag_qkv");
+  OpVertex qkv = gemm(c, "qkv", T_, qkv_out, h_, {ag});
+  b_.pair(ag, qkv);
+  OpVertex kv = collective(c, "cp_allgather_kv", CollectiveOp::AllGather,
+                           static_cast<std::uint64_t>(T_ * spec_.parallelism.cp * 2 *
+                                                      kv_heads_local_ * head_dim_ * act_bytes_),
+                           groups_.cp, StreamKind::ContextComm, {qkv});
+  sim::OpNode attn;
+  attn.name = name(c, "attention");
+  attn.kind = sim::OpKind::Attention;
+  attn.flops = attention_forward_flops();
+  attn.bytes = attention_io_bytes(false);
+  compute(std::move(attn), c, {kv});
+  OpVertex proj = gemm(c, "proj", T_, h_, heads_local_ * head_dim_);
+  return tp_reduce(c, "tp_proj", proj);
+}
+
+OpVertex TransformerEmitter::mla_forward(const Ctx& c) {
+  // Multi-head latent attention as trained (DeepSeek-V2/V3): queries and keys/values are
+  // projected down to latent ranks, normalised and projected up to per-head width; the
+  // attention core then runs on the expanded heads (no weight absorption in training).
+  // Down projections are replicated across TP ranks, up projections column-parallel.
+  const auto& a = spec_.transformer.attention;
+  const std::int64_t qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
+  OpVertex ag = column_input(c, "ag_qkv");
+  OpVertex first;
+  if (a.q_lora_rank > 0) {
+    first = gemm(c, "q_down", T_, a.q_lora_rank, h_, {ag});
+    elementwise(c, "q_norm", static_cast<std::uint64_t>(2 * T_ * a.q_lora_rank * act_bytes_));
+    gemm(c, "q_up", T_, heads_local_ * qk_head, a.q_lora_rank);
+  } else {
+    first = gemm(c, "q", T_, heads_local_ * qk_head, h_, {ag});
+  }
+  b_.pair(ag, first);
+  gemm(c, "kv_down", T_, a.kv_lora_rank + a.qk_rope_head_dim, h_);
+  elementwise(c, "kv_norm", static_cast<std::uint64_t>(2 * T_ * a.kv_lora_rank * act_bytes_));
+  OpVertex kv_up =
+      gemm(c, "kv_up", T_, heads_local_ * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank);
+  OpVertex kv = collective(c, "cp_allgather_kv", CollectiveOp::AllGather,
+                           static_cast<std::uint64_t>(T_ * spec_.parallelism.cp * heads_local_ *
+                                                      (qk_head + a.v_head_dim) * act_bytes_),
+                           groups_.cp, StreamKind::ContextComm, {kv_up});
+  sim::OpNode attn;
+  attn.name = name(c, "attention");
+  attn.kind = sim::OpKind::Attention;
+  attn.flops = attention_forward_flops();
+  attn.bytes = attention_io_bytes(false);
+  compute(std::move(attn), c, {kv});
+  OpVertex proj = gemm(c, "proj", T_, h_, heads_local_ * a.v_head_dim);
+  return tp_reduce(c, "tp_proj", proj);
+}
+
+OpVertex TransformerEmitter::attention_backward(const Ctx& c) {
+  if (spec_.transformer.attention.kind == AttentionKind::Mla) return mla_backward(c);
+  const bool bias = spec_.transformer.bias;
+  const std::int64_t q_dim = heads_local_ * head_dim_;
+  const std::int64_t qkv_out = (heads_local_ + 2 * kv_heads_local_) * head_dim_;
+  OpVertex ag_grad = column_input(c, "ag_proj_grad");
+  OpVertex proj_d = gemm(c, "proj.dgrad", T_, q_dim, h_, {ag_grad});
+  b_.pair(ag_grad, proj_d);
+  wgrad(c, "proj.wgrad", q_dim, h_, T_, q_dim * h_ + (bias ? h_ : 0), false);
+  if (spec_.training.recompute == Recompute::Selective) {
+    // Selective recomputation (Korthikanti et al. 2022) re-runs the attention core.
+    sim::OpNode rc;
+    rc.name = name(c, "attention.recompute");
+    rc.kind = sim::OpKind::Attention;
+    rc.flops = attention_forward_flops();
+    rc.bytes = attention_io_bytes(false);
+    Ctx rc_ctx = c;
+    rc_ctx.recompute = true;
+    compute(std::move(rc), rc_ctx);
+  }
+  sim::OpNode attn;
+  attn.name = name(c, "attention.bwd");
+  attn.kind = sim::OpKind::Attention;
+  attn.flops = 2 * attention_forward_flops();
+  attn.bytes = attention_io_bytes(true);
+  OpVertex attn_v = compute(std::move(attn), c);
+  OpVertex dkv = collective(c, "cp_reducescatter_dkv", CollectiveOp::ReduceScatter,
+                            static_cast<std::uint64_t>(T_ * spec_.parallelism.cp * 2 *
+                                                       kv_heads_local_ * head_dim_ * act_bytes_),
+                            groups_.cp, StreamKind::ContextComm, {attn_v});
+  OpVertex ag_in = column_input(c, "ag_qkv_input");
+  OpVertex qkv_d = gemm(c, "qkv.dgrad", T_, h_, qkv_out, {dkv});
+  OpVertex reduce = tp_reduce(c, "tp_qkv_dgrad", qkv_d);
+  OpVertex qkv_w =
+      wgrad(c, "qkv.wgrad", h_, qkv_out, T_, h_ * qkv_out + (bias ? qkv_out : 0), false, {ag_in});
+  b_.pair(ag_in, qkv_w);
+  return reduce;
+}
+
+OpVertex TransformerEmitter::mla_backward(const Ctx& c) {
+  const auto& a = spec_.transformer.attention;
+  const std::int64_t qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
+  const std::int64_t o_dim = heads_local_ * a.v_head_dim;
+  const std::int64_t kv_up_out = heads_local_ * (a.qk_nope_head_dim + a.v_head_dim);
+  const std::int64_t kv_down_out = a.kv_lora_rank + a.qk_rope_head_dim;
+  OpVertex ag_grad = column_input(c, "ag_proj_grad");
+  OpVertex proj_d = gemm(c, "proj.dgrad", T_, o_dim, h_, {ag_grad});
+  b_.pair(ag_grad, proj_d);
+  wgrad(c, "proj.wgrad", o_dim, h_, T_, o_dim * h_, false);
+  if (spec_.training.recompute == Recompute::Selective) {
+    sim::OpNode rc;
+    rc.name = name(c, "attention.recompute");
+    rc.kind = sim::OpKind::Attention;
+    rc.flops = attention_forward_flops();
+    rc.bytes = attention_io_bytes(false);
+    Ctx rc_ctx = c;
+    rc_ctx.recompute = true;
+    compute(std::move(rc), rc_ctx);
+  }
+  sim::OpNode attn;
+  attn.name = name(c, "attention.bwd");
+  attn.kind = sim::OpKind::Attention;
+  attn.flops = 2 * attention_forward_flops();
+  attn.bytes = attention_io_bytes(true);
+  OpVertex attn_v = compute(std::move(attn), c);
+  OpVertex dkv = collective(c, "cp_reducescatter_dkv", CollectiveOp::ReduceScatter,
+                            static_cast<std::uint64_t>(T_ * spec_.parallelism.cp * heads_local_ *
+                                                       (qk_head + a.v_head_dim) * act_bytes_),
+                            groups_.cp, StreamKind::ContextComm, {attn_v});
+  OpVertex ag_in = column_input(c, "ag_qkv_input");
+  gemm(c, "kv_up.dgrad", T_, a.kv_lora_rank, kv_up_out, {dkv});
+  wgrad(c, "kv_up.wgrad", a.kv_lora_rank, kv_up_out, T_, a.kv_lora_rank * kv_up_out, false);
+  OpVertex kv_norm = elementwise(c, "kv_norm.bwd",
+                                 static_cast<std::uint64_t>(3 * T_ * a.kv_lora_rank * act_bytes_));
+  register_grad(c, "kv_norm", a.kv_lora_rank, kv_norm);
+  gemm(c, "kv_down.dgrad", T_, h_, kv_down_out);
+  OpVertex kv_down_w =
+      wgrad(c, "kv_down.wgrad", h_, kv_down_out, T_, h_ * kv_down_out, false, {ag_in});
+  b_.pair(ag_in, kv_down_w);
+  OpVertex last_dgrad;
+  if (a.q_lora_rank > 0) {
+    gemm(c, "q_up.dgrad", T_, a.q_lora_rank, heads_local_ * qk_head);
+    wgrad(c, "q_up.wgrad", a.q_lora_rank, heads_local_ * qk_head, T_,
+          a.q_lora_rank * heads_local_ * qk_head, false);
+    OpVertex q_norm = elementwise(c, "q_norm.bwd",
+                                  static_cast<std::uint64_t>(3 * T_ * a.q_lora_rank * act_bytes_));
+    register_grad(c, "q_norm", a.q_lora_rank, q_norm);
+    last_dgrad = gemm(c, "q_down.dgrad", T_, h_, a.q_lora_rank);
+    OpVertex reduce = tp_reduce(c, "tp_qkv_dgrad", last_dgrad);
+    wgrad(c, "q_down.wgrad", h_, a.q_lora_rank, T_, h_ * a.q_lora_rank, false);
+    return reduce;
+  }
+  last_dgrad = gemm(c, "q.dgrad", T_, h_, heads_local_ * qk_head);
+  OpVertex reduce = tp_reduce(c, "tp_qkv_dgrad", last_dgrad);
+  wgrad(c, "q.wgrad", h_, heads_local_ * qk_head, T_, h_ * heads_local_ * qk_head, false);
+  return reduce;
+}
+
+// ---- dense MLP ----
+
+OpVertex TransformerEmitter::dense_mlp_forward(const Ctx& c, const char* prefix, std::int64_t ffn) {
+  const std::int64_t ffn_local = ffn / tp_;
+  const std::string p = prefix;
+  OpVertex ag = column_input(c, (p + ".ag_fc1").c_str());
+  OpVertex fc1 = gemm(c, (p + ".fc1").c_str(), T_, gated_ * ffn_local, h_, {ag});
+  b_.pair(ag, fc1);
+  elementwise(c, (p + ".act").c_str(),
+              static_cast<std::uint64_t>((gated_ + 1) * T_ * ffn_local * act_bytes_));
+  OpVertex fc2 = gemm(c, (p + ".fc2").c_str(), T_, h_, ffn_local);
+  return tp_reduce(c, (p + ".tp_fc2").c_str(), fc2);
+}
+
+OpVertex TransformerEmitter::dense_mlp_backward(const Ctx& c, const char* prefix,
+                                                std::int64_t ffn) {
+  const bool bias = spec_.transformer.bias;
+  const std::int64_t ffn_local = ffn / tp_;
+  const std::int64_t fc1_out = gated_ * ffn_local;
+  const std::string p = prefix;
+  OpVertex ag_grad = column_input(c, (p + ".ag_fc2_grad").c_str());
+  OpVertex fc2_d = gemm(c, (p + ".fc2.dgrad").c_str(), T_, ffn_local, h_, {ag_grad});
+  b_.pair(ag_grad, fc2_d);
+  wgrad(c, (p + ".fc2.wgrad").c_str(), ffn_local, h_, T_, ffn_local * h_ + (bias ? h_ : 0), false);
+  // Activation backward reads the gradient and the saved inputs, writes input gradients.
+  elementwise(c, (p + ".act.bwd").c_str(),
+              static_cast<std::uint64_t>((2 * gated_ + 1) * T_ * ffn_local * act_bytes_));
+  OpVertex ag_in = column_input(c, (p + ".ag_fc1_input").c_str());
+  OpVertex fc1_d = gemm(c, (p + ".fc1.dgrad").c_str(), T_, h_, fc1_out);
+  OpVertex reduce = tp_reduce(c, (p + ".tp_fc1_dgrad").c_str(), fc1_d);
+  OpVertex fc1_w = wgrad(c, (p + ".fc1.wgrad").c_str(), h_, fc1_out, T_,
+                         h_ * fc1_out + (bias ? fc1_out : 0), false, {ag_in});
+  b_.pair(ag_in, fc1_w);
+  return reduce;
+}
+
+// ---- layer ----
+
+void TransformerEmitter::layer_forward(int layer, Ctx c) {
+  c.layer = layer;
+  const std::uint64_t norm_bytes = static_cast<std::uint64_t>(2 * Tn_ * h_ * act_bytes_);
+  const std::uint64_t residual_bytes = static_cast<std::uint64_t>(3 * Tn_ * h_ * act_bytes_);
+  elementwise(c, "ln1", norm_bytes);
+  OpVertex attn_out = attention_forward(c);
+  elementwise(c, "residual1", residual_bytes, {attn_out});
+  elementwise(c, "ln2", norm_bytes);
+  OpVertex mlp_out = is_moe_layer(layer)
+                         ? moe_forward(c)
+                         : dense_mlp_forward(c, "mlp", spec_.transformer.ffn_hidden);
+  elementwise(c, "residual2", residual_bytes, {mlp_out});
+}
+
+void TransformerEmitter::layer_backward(int layer, Ctx c) {
+  c.layer = layer;
+  if (spec_.training.recompute == Recompute::Full) {
+    // Full recomputation re-runs the layer's forward (with its communication) right
+    // before its backward (Megatron --recompute-granularity full, uniform, 1 layer).
+    Ctx rc = c;
+    rc.recompute = true;
+    layer_forward(layer, rc);
+  }
+  const std::uint64_t grad_bytes = static_cast<std::uint64_t>(2 * Tn_ * h_ * act_bytes_);
+  const std::uint64_t norm_bwd_bytes = static_cast<std::uint64_t>(4 * Tn_ * h_ * act_bytes_);
+  elementwise(c, "residual2.bwd", grad_bytes);
+  OpVertex mlp_grad = is_moe_layer(layer)
+                          ? moe_backward(c)
+                          : dense_mlp_backward(c, "mlp", spec_.transformer.ffn_hidden);
+  // Norm backward: reads the gradient and the saved input, writes the input gradient and
+  // adds the residual branch's gradient.
+  OpVertex ln2 = elementwise(c, "ln2.bwd", norm_bwd_bytes, {mlp_grad});
+  register_grad(c, "ln2", norm_params(), ln2);
+  elementwise(c, "residual1.bwd", grad_bytes);
+  OpVertex attn_grad = attention_backward(c);
+  OpVertex ln1 = elementwise(c, "ln1.bwd", norm_bwd_bytes, {attn_grad});
+  register_grad(c, "ln1", norm_params(), ln1);
+}
+
+// ---- embedding and head ----
+
+void TransformerEmitter::embedding_forward(const Ctx& c) {
+  // Vocab-parallel lookup: each TP rank gathers the rows it owns and writes a full
+  // T x h output (zeros elsewhere), which the TP reduction then combines.
+  sim::OpNode lookup;
+  lookup.name = name(c, "lookup");
+  lookup.kind = sim::OpKind::EmbeddingLookup;
+  lookup.bytes = static_cast<std::uint64_t>(2 * T_ * h_ * act_bytes_);
+  OpVertex v = compute(std::move(lookup), c);
+  if (spec_.transformer.position == PositionEmbedding::Learned)
+    v = elementwise(c, "position_add", static_cast<std::uint64_t>(3 * T_ * h_ * act_bytes_));
+  collective(c, "tp_embedding", sp_ ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
+             static_cast<std::uint64_t>(T_ * h_ * act_bytes_), groups_.tp, StreamKind::TensorComm,
+             {v});
+}
+
+void TransformerEmitter::embedding_backward(const Ctx& c) {
+  OpVertex ag = column_input(c, "ag_embedding_grad");
+  sim::OpNode lookup;
+  lookup.name = name(c, "lookup.bwd");
+  lookup.kind = sim::OpKind::EmbeddingLookup;
+  // Reads the output gradient and accumulates it into the touched rows (read + write).
+  lookup.bytes = static_cast<std::uint64_t>(3 * T_ * h_ * act_bytes_);
+  OpVertex v = compute(std::move(lookup), c, {ag});
+  const auto& t = spec_.transformer;
+  const std::int64_t table = vocab_local_ * h_;
+  register_grad(c, "word_embedding", table, v);
+  if (t.position == PositionEmbedding::Learned)
+    register_grad(c, "position_embedding", static_cast<std::int64_t>(spec_.training.seq_len) * h_,
+                  v);
+  if (t.tie_embeddings && spec_.parallelism.pp > 1 && c.register_grads)
+    grads_.add_tied_embedding(table, v);
+}
+
+void TransformerEmitter::head_forward(const Ctx& c) {
+  elementwise(c, "final_norm", static_cast<std::uint64_t>(2 * Tn_ * h_ * act_bytes_));
+  OpVertex ag = column_input(c, "ag_logits");
+  OpVertex logits = gemm(c, "logits", T_, vocab_local_, h_, {ag});
+  b_.pair(ag, logits);
+  // Vocab-parallel cross-entropy: softmax over the local vocabulary in fp32, and all-
+  // reductions over TP of the per-token max, sum and target logit (3 floats per token).
+  OpVertex loss = elementwise(c, "cross_entropy",
+                              static_cast<std::uint64_t>(T_ * vocab_local_ * (act_bytes_ + 4)));
+  OpVertex ce = collective(c, "tp_cross_entropy", CollectiveOp::AllReduce,
+                           static_cast<std::uint64_t>(3 * T_ * 4), groups_.tp,
+                           StreamKind::TensorComm, {loss});
+  elementwise(c, "loss", static_cast<std::uint64_t>(T_ * 4), {ce});
+}
+
+void TransformerEmitter::head_backward(const Ctx& c) {
+  const auto& t = spec_.transformer;
+  elementwise(c, "cross_entropy.bwd",
+              static_cast<std::uint64_t>(T_ * vocab_local_ * (act_bytes_ + 4)));
+  OpVertex ag_in = column_input(c, "ag_logits_input");
+  OpVertex logits_d = gemm(c, "logits.dgrad", T_, h_, vocab_local_);
+  OpVertex reduce = tp_reduce(c, "tp_logits_dgrad", logits_d);
+  const std::int64_t table = vocab_local_ * h_;
+  // With tied embeddings on one stage the head's gradient accumulates into the embedding
+  // table, which is registered once by the embedding backward.
+  const bool separate = !t.tie_embeddings || spec_.parallelism.pp > 1;
+  OpVertex w = wgrad(c, "logits.wgrad", h_, vocab_local_, T_, separate ? table : 0, false, {ag_in});
+  b_.pair(ag_in, w);
+  if (t.tie_embeddings && spec_.parallelism.pp > 1 && c.register_grads)
+    grads_.add_tied_embedding(table, w);
+  OpVertex norm = elementwise(c, "final_norm.bwd",
+                              static_cast<std::uint64_t>(4 * Tn_ * h_ * act_bytes_), {reduce});
+  register_grad(c, "final_norm", norm_params(), norm);
+}
+
+// ---- microbatch passes ----
+
+void TransformerEmitter::forward(int microbatch) {
+  Ctx c;
+  c.microbatch = microbatch;
+  c.phase = sim::Phase::Forward;
+  if (first_stage_) {
+    c.block = "emb";
+    embedding_forward(c);
+  }
+  for (int l = layers_.begin; l < layers_.end; ++l) layer_forward(l, c);
+  if (last_stage_) {
+    c.layer = -1;
+    c.block = "head";
+    head_forward(c);
+  }
+}
+
+void TransformerEmitter::backward(int microbatch, bool last_microbatch) {
+  Ctx c;
+  c.microbatch = microbatch;
+  c.phase = sim::Phase::Backward;
+  c.register_grads = last_microbatch;
+  if (last_stage_) {
+    c.block = "head";
+    head_backward(c);
+  }
+  for (int l = layers_.end - 1; l >= layers_.begin; --l) layer_backward(l, c);
+  if (first_stage_) {
+    c.layer = -1;
+    c.block = "emb";
+    embedding_backward(c);
+  }
+}
+
+}  // namespace overlapsim::workloads

@@ -1,0 +1,118 @@
+#pragma once
+// Emits the ops of one pipeline stage of a Transformer or MoE model for one rank:
+// forward and backward of a microbatch, with Megatron-LM tensor/sequence parallelism
+// (Shoeybi et al. 2019; Korthikanti et al. 2022), Llama-3-style context parallelism
+// (all-gather of K/V; Dubey et al. 2024, sec. 3.3.2) and expert parallelism.
+// transformer.cpp holds embedding, attention, dense MLP and head; moe.cpp the MoE block.
+//
+// Shapes per rank, with b = micro_batch, s = seq_len:
+//   T  = b·s/cp tokens enter every GEMM (M dimension)
+//   Tn = T/tp with sequence parallelism (norms, residuals, pipeline transfers), else T
+// FLOPs: 2·m·n·k per GEMM; backward = dgrad + wgrad GEMMs (2x forward); attention
+// 4·b·(s/cp)·s·heads·head_dim forward (halved when causal, as FlashAttention skips the
+// masked blocks), 2x that backward. Norms, activations and residuals are charged by the
+// bytes they move and carry no FLOPs (as in the Megatron FLOP count).
+#include <cstdint>
+#include <string>
+
+#include "workloads/grad_buckets.hpp"
+#include "workloads/model.hpp"
+#include "workloads/parallel_layout.hpp"
+#include "workloads/rank_builder.hpp"
+
+namespace overlapsim::workloads {
+
+// Indices into StepGraph::groups of the communicators of one rank; -1 when that
+// dimension has size 1 (no communication).
+struct RankGroups {
+  int tp = -1, cp = -1, dp = -1, pp = -1, ep = -1, edp = -1, embd = -1;
+};
+
+class TransformerEmitter {
+ public:
+  TransformerEmitter(const ModelSpec& spec, const ParallelLayout& layout, int rank,
+                     const RankGroups& groups, RankBuilder& builder, GradientBuckets& grads);
+
+  void forward(int microbatch);
+  // `last_microbatch`: this backward finishes the weight gradients (register them).
+  void backward(int microbatch, bool last_microbatch);
+
+  int stage() const { return coord_.pp; }
+  // Bytes of one pipeline transfer (activations or their gradients) of a microbatch.
+  std::uint64_t pipeline_bytes() const;
+
+ private:
+  struct Ctx {
+    int layer = -1;
+    int microbatch = 0;
+    sim::Phase phase = sim::Phase::Forward;
+    bool recompute = false;
+    bool register_grads = false;
+    const char* block = "";  // name prefix when layer < 0 ("emb", "head")
+  };
+
+  // Op helpers: name, phase, layer, microbatch and precision stamped from ctx.
+  OpVertex compute(sim::OpNode node, const Ctx& c, std::initializer_list<OpVertex> deps = {});
+  OpVertex gemm(const Ctx& c, const char* what, std::int64_t m, std::int64_t n, std::int64_t k,
+                std::initializer_list<OpVertex> deps = {}, std::int64_t batch = 1);
+  OpVertex wgrad(const Ctx& c, const char* what, std::int64_t in, std::int64_t out,
+                 std::int64_t tokens, std::int64_t params, bool expert,
+                 std::initializer_list<OpVertex> deps = {}, std::int64_t batch = 1);
+  OpVertex elementwise(const Ctx& c, const char* what, std::uint64_t bytes,
+                       std::initializer_list<OpVertex> deps = {});
+  OpVertex collective(const Ctx& c, const char* what, sim::CollectiveOp op, std::uint64_t bytes,
+                      int group, sim::StreamKind stream, std::initializer_list<OpVertex> deps);
+  void register_grad(const Ctx& c, const char* what, std::int64_t params, OpVertex producer,
+                     bool expert = false);
+  std::string name(const Ctx& c, const char* what) const;
+
+  // TP plumbing. column_input: SP all-gather of the Tn-token input (kNoOp without SP).
+  // row_output: TP reduction of a row-parallel GEMM's output (AR, or RS with SP), paired
+  // with the GEMM. grad_input: the same reduction for the input gradient of a
+  // column-parallel layer in backward.
+  OpVertex column_input(const Ctx& c, const char* what);
+  OpVertex tp_reduce(const Ctx& c, const char* what, OpVertex producer);
+
+  // Forward blocks; each returns the op the residual add must wait for.
+  void embedding_forward(const Ctx& c);
+  void layer_forward(int layer, Ctx c);
+  OpVertex attention_forward(const Ctx& c);
+  OpVertex mla_forward(const Ctx& c);
+  OpVertex dense_mlp_forward(const Ctx& c, const char* prefix, std::int64_t ffn);
+  OpVertex moe_forward(const Ctx& c);  // moe.cpp
+  void head_forward(const Ctx& c);
+
+  // Backward blocks; each returns the op the next compute op must wait for.
+  void embedding_backward(const Ctx& c);
+  void layer_backward(int layer, Ctx c);
+  OpVertex attention_backward(const Ctx& c);
+  OpVertex mla_backward(const Ctx& c);
+  OpVertex dense_mlp_backward(const Ctx& c, const char* prefix, std::int64_t ffn);
+  OpVertex moe_backward(const Ctx& c);  // moe.cpp
+  void head_backward(const Ctx& c);
+
+  bool is_moe_layer(int layer) const;
+  std::int64_t norm_params() const;
+  double attention_forward_flops() const;
+  std::uint64_t attention_io_bytes(bool backward) const;
+
+  const ModelSpec& spec_;
+  const ParallelLayout& layout_;
+  RankCoord coord_;
+  RankGroups groups_;
+  RankBuilder& b_;
+  GradientBuckets& grads_;
+  LayerRange layers_;
+  bool first_stage_ = false, last_stage_ = false;
+
+  // Dimensions (see the header comment).
+  std::int64_t h_ = 0, T_ = 0, Tn_ = 0, vocab_local_ = 0;
+  std::int64_t heads_local_ = 0, kv_heads_local_ = 0, head_dim_ = 0;
+  int tp_ = 1, gated_ = 1;
+  bool sp_ = false;
+  int act_bytes_ = 2;      // activations and gradients (16-bit)
+  int gemm_in_bytes_ = 2;  // GEMM inputs (1 with fp8)
+  sim::Precision gemm_precision_ = sim::Precision::BF16;
+};
+
+}  // namespace overlapsim::workloads
