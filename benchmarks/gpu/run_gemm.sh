@@ -44,12 +44,36 @@ timeout -s KILL 240 "$TEST" --gtest_filter='-*Signal*' 2>&1 | tee -a "$OUT/test_
 rest_rc=$?
 say "test exit codes: signal $signal_rc, others $rest_rc"
 
+if [ "${SANITIZE:-0}" = 1 ]; then
+  say "compute-sanitizer (memcheck, racecheck, synccheck) on the small-shape tests"
+  for tool in memcheck racecheck synccheck; do
+    timeout -s KILL 150 compute-sanitizer --tool "$tool" "$TEST" \
+      --gtest_filter='*SmallAndIrregular*:*DeviceTileOrder*' 2>&1 | tail -15 >>"$OUT/sanitizer.txt"
+    echo "== $tool exit $?" | tee -a "$OUT/sanitizer.txt"
+  done
+  grep -E "ERROR SUMMARY|Tests|PASSED|FAILED|exit" "$OUT/sanitizer.txt" | tee -a "$LOG"
+fi
+
+if [ "${NCU:-0}" = 1 ]; then
+  say "ncu: speed of light and memory workload of own vs cuBLAS at ${NCU_SHAPE:=8192x8192x2048}"
+  for kernel in 'regex:own_gemm_kernel' 'regex:nvjet|xmma|cutlass'; do
+    timeout -s KILL 120 ncu --clock-control none --kernel-name "$kernel" --launch-skip 1 \
+      --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      "$BUILD/kernels/gemm/own-gemm-bench" --shapes "$NCU_SHAPE" --iters 2 --warmup 1 \
+      --cublas-candidates 1 >>"$OUT/ncu.txt" 2>&1
+    echo "== ncu $kernel exit $?" >>"$OUT/ncu.txt"
+  done
+  grep -E "==PROF==|Throughput|Busy|Duration|SM Frequency|Max Bandwidth|L2 Hit|exit|  [a-z_0-9]+gemm|nvjet" \
+    "$OUT/ncu.txt" | head -60 | tee -a "$LOG"
+fi
+
 say "benchmark"
 BENCH=$BUILD/kernels/gemm/own-gemm-bench
 # defer_stores 1 is the library default (v2); 0 is v1's store-then-continue epilogue.
+run=0
 for defer in ${DEFER_STORES:-1 0}; do
+  run=$((run + 1))
   timeout -s KILL 200 "$BENCH" --driver "$DRIVER" --defer-stores "$defer" ${BENCH_ARGS:-} \
-    >"$OUT/gemm_bench_defer${defer}.csv" 2> >(tee -a "$LOG" >&2)
-  say "bench defer_stores $defer exit $?"
+    >"$OUT/gemm_bench_${run}_defer${defer}.csv" 2> >(tee -a "$LOG" >&2)
+  say "bench run $run defer_stores $defer exit $?"
 done
-cat "$OUT"/gemm_bench_defer*.csv
