@@ -1,5 +1,7 @@
 #include "kernels/harness/multi_gpu.hpp"
 
+#include <stdlib.h>
+
 #include <atomic>
 #include <string>
 #include <thread>
@@ -20,9 +22,17 @@ int visible_gpu_count() {
   return count;
 }
 
+void keep_nvlink_multicast_off() {
+  // NVLS (NVLink multicast) can take a shared host's GPUs out of service; unless the
+  // caller chose otherwise, NCCL must not use it (design.md, KINDS.md).
+  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+}
+
 Status run_ranks(const HarnessOptions& options, const RankBody& body) {
+  keep_nvlink_multicast_off();
   if (options.use_mpi) return run_ranks_mpi(options, body);
   const int gpus = visible_gpu_count();
+  if (gpus == 0) return Status::failure("harness: no GPU is visible");
   const int world = options.world == 0 ? gpus : options.world;
   if (world < 1 || world > gpus)
     return Status::failure("harness: asked for " + std::to_string(options.world) +

@@ -36,6 +36,9 @@ using RankBody = std::function<Status(RankContext&)>;
 // "peer failed" on the other ranks), or success.
 Status run_ranks(const HarnessOptions& options, const RankBody& body);
 
+// Sets NCCL_NVLS_ENABLE=0 unless already set (run_ranks does this before NCCL starts).
+void keep_nvlink_multicast_off();
+
 // Number of GPUs this process can see (0 when there is no driver or no device).
 int visible_gpu_count();
 

@@ -1,0 +1,39 @@
+#include "kernels/bench/bench_case.hpp"
+
+#include "kernels/collectives/nccl_collectives.hpp"
+
+namespace overlapsim::kernels::bench {
+
+const std::vector<std::string>& designs_for(CaseKind kind, const std::string& op) {
+  static const std::vector<std::string> collective{"nccl"};
+  static const std::vector<std::string> gemm{"cublas", "own"};
+  static const std::vector<std::string> other_compute{"cublas"};
+  static const std::vector<std::string> embedding{"own"};
+  static const std::vector<std::string> pair{"sequential", "decomposed"};
+  switch (kind) {
+    case CaseKind::Collective: return collective;
+    case CaseKind::Compute:
+      if (op == "gemm") return gemm;
+      return op == "embedding" ? embedding : other_compute;
+    case CaseKind::Pair: return pair;
+  }
+  return pair;
+}
+
+bool case_kind_of(const std::string& op, CaseKind* kind) {
+  if (parse_collective_op(op)) {
+    *kind = CaseKind::Collective;
+    return true;
+  }
+  if (op == "gemm" || op == "gemv" || op == "embedding") {
+    *kind = CaseKind::Compute;
+    return true;
+  }
+  if (parse_pair_op(op)) {
+    *kind = CaseKind::Pair;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace overlapsim::kernels::bench

@@ -1,0 +1,153 @@
+// Compute ops alone: gemm (cublas | own), gemv (cublas), embedding (own). Inputs rotate
+// through enough sets to exceed L2; one output buffer.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/bench/bench_env.hpp"
+#include "kernels/bench/timing.hpp"
+#include "kernels/bench/verify.hpp"
+#include "kernels/gemm/own_gemm.hpp"
+#include "kernels/harness/fill.hpp"
+#include "kernels/ops/embedding_bag.hpp"
+#include "kernels/ops/gemm_cublaslt.hpp"
+
+namespace overlapsim::kernels::bench {
+namespace {
+
+struct InputSet {
+  DeviceBuffer a;        // A, x or the table
+  DeviceBuffer b;        // B or W
+  DeviceBuffer indices;  // embedding
+};
+
+PairOp reference_pair(const std::string& op) {
+  if (op == "gemv") return PairOp::GemvAllReduce;
+  if (op == "embedding") return PairOp::EmbeddingAllToAll;
+  return PairOp::GemmAllReduce;
+}
+
+gemm::DType own_dtype(DType dtype) {
+  return dtype == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16;
+}
+
+}  // namespace
+
+std::string single_op_key(const std::string& op, const std::string& design, DType dtype,
+                          const PairShape& s) {
+  return op + "|" + design + "|" + to_string(dtype) + "|" + std::to_string(s.m) + "x" +
+         std::to_string(s.n) + "x" + std::to_string(s.k) + "|" + std::to_string(s.table_rows);
+}
+
+Status run_compute_case(BenchEnv& env, const BenchCase& c) {
+  const PairOp ref_op = reference_pair(c.op);
+  const bool embedding = c.op == "embedding";
+  const std::size_t elem = dtype_bytes(c.dtype);
+  cudaStream_t stream = env.ctx->compute_stream;
+  for (const PairShape& shape : c.shapes) {
+    const PairSizes sizes = pair_sizes(ref_op, shape, 1);
+    const std::size_t input_bytes = (sizes.a + sizes.b) * elem + sizes.indices * 4;
+    const int sets = env.rotation_sets(input_bytes);
+    std::vector<InputSet> inputs(static_cast<std::size_t>(sets));
+    DeviceBuffer out;
+    OVERLAPSIM_TRY(out.allocate(sizes.c * elem));
+    for (int s = 0; s < sets; ++s) {
+      InputSet& in = inputs[static_cast<std::size_t>(s)];
+      OVERLAPSIM_TRY(in.a.allocate(sizes.a * elem));
+      OVERLAPSIM_TRY(fill_random(in.a.data(), sizes.a, c.dtype,
+                                 input_seed(env.seed, env.rank(), s, kBufferA), stream));
+      OVERLAPSIM_TRY(in.b.allocate(sizes.b * elem));
+      OVERLAPSIM_TRY(fill_random(in.b.data(), sizes.b, c.dtype,
+                                 input_seed(env.seed, env.rank(), s, kBufferB), stream));
+      OVERLAPSIM_TRY(in.indices.allocate(sizes.indices * sizeof(std::int32_t)));
+      OVERLAPSIM_TRY(fill_indices(in.indices.as<std::int32_t>(), sizes.indices,
+                                  static_cast<std::int32_t>(std::max<std::int64_t>(shape.table_rows, 1)),
+                                  input_seed(env.seed, env.rank(), s, kBufferIndices), stream));
+    }
+    for (const std::string& design : c.designs) {
+      const std::string key = single_op_key(c.op, design, c.dtype, shape);
+      if (env.measured.count(key)) continue;
+      env.measured.insert(key);
+
+      // One runner per input set: the own GEMM binds its pointers at initialize().
+      std::vector<std::function<Status()>> run_set;
+      CublasLtGemm cublas;
+      std::vector<std::unique_ptr<gemm::OwnGemm>> own;
+      if (embedding) {
+        const EmbeddingBagShape e{shape.table_rows, shape.n, shape.m, shape.k};
+        for (auto& in : inputs)
+          run_set.push_back([&, e] {
+            return embedding_bag_sum(in.a.data(), in.indices.as<std::int32_t>(), out.data(), e,
+                                     {0, shape.m, 1, 0}, c.dtype, stream);
+          });
+      } else if (design == "own") {
+        for (auto& in : inputs) {
+          gemm::GemmArgs args;
+          args.m = shape.m;
+          args.n = shape.n;
+          args.k = shape.k;
+          args.dtype = own_dtype(c.dtype);
+          args.a = in.a.data();
+          args.b = in.b.data();
+          args.c = out.data();
+          Status can = gemm::OwnGemm::can_implement(args);
+          if (!can.ok) {  // e.g. not a Hopper GPU: no row, say why
+            if (env.rank() == 0) std::fprintf(stderr, "overlap-bench: skipping own GEMM: %s\n",
+                                              can.message.c_str());
+            run_set.clear();
+            break;
+          }
+          own.push_back(std::make_unique<gemm::OwnGemm>());
+          OVERLAPSIM_TRY(own.back()->initialize(args));
+          gemm::OwnGemm* g = own.back().get();
+          run_set.push_back([g, stream] { return g->run(stream); });
+        }
+      } else {
+        OVERLAPSIM_TRY(cublas.initialize(env.lt, {shape.m, shape.n, shape.k}, c.dtype, {}, 256,
+                                         env.workspace.data(), env.workspace.bytes()));
+        for (auto& in : inputs)
+          run_set.push_back([&] { return cublas.run(in.a.data(), in.b.data(), out.data(), stream); });
+      }
+
+      if (run_set.empty()) continue;
+      Timing timing;
+      OVERLAPSIM_TRY(time_iterations(*env.ctx, c.warmup, c.iterations,
+                                     [&](int i) { return run_set[i % sets](); }, &timing));
+      OVERLAPSIM_TRY(poison(out.data(), sizes.c, stream));
+      OVERLAPSIM_TRY(run_set[0]());
+      OVERLAPSIM_TRY(wait_stream(env.ctx->comm, stream, "compute check"));
+      const PairReference reference(ref_op, shape, c.dtype, env.world(), env.seed, 0);
+      CheckInput check;
+      check.result = out.data();
+      check.rows = shape.m;
+      check.cols = shape.n;
+      check.dtype = c.dtype;
+      check.samples = sample_positions(shape.m, shape.n, sample_count(shape.k),
+                                       env.seed ^ (0xC0u + env.rank()));
+      check.expected = [&](const Sample& s) {
+        return reference.op_output(env.rank(), s.row, s.col);
+      };
+      std::uint64_t wrong = 0;
+      OVERLAPSIM_TRY(check_result(env, check, &wrong));
+      OVERLAPSIM_TRY(sum_over_ranks(env, &wrong));
+
+      BenchRow row;
+      row.op = c.op;
+      row.design = design;
+      row.dtype = to_string(c.dtype);
+      row.m = shape.m;
+      row.n = shape.n;
+      row.k = shape.k;
+      row.time_s = timing.median_s;
+      row.time_min_s = timing.min_s;
+      row.time_max_s = timing.max_s;
+      row.flops = compute_flops(ref_op, shape);
+      row.wrong = wrong;
+      env.emit(row);
+    }
+  }
+  return Status::success();
+}
+
+}  // namespace overlapsim::kernels::bench

@@ -1,0 +1,36 @@
+#pragma once
+// overlap-bench's command line.
+//
+//   overlap-bench --suite benchmarks/suites/kernels_i.yaml [--output results.csv]
+//   overlap-bench --op gemm+allreduce --shapes 8192x8192x8192,4096x4096x4096
+//                 [--designs sequential,decomposed] [--chunks 2,4,8] [--dtype bf16]
+//                 [--bytes 1MiB,1GiB] [--table-rows N] [--no-parts]
+//   common: [--iterations N] [--warmup N] [--world N] [--mpi] [--timeout 120s]
+//           [--seed S] [--output FILE] [--list-designs]
+//
+// Bad flags throw std::invalid_argument with a one-line message (exit code 2).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/bench/bench_case.hpp"
+
+namespace overlapsim::kernels::bench {
+
+struct BenchOptions {
+  std::string suite;                 // YAML suite, or empty when the case comes from flags
+  std::optional<BenchCase> flag_case;
+  std::optional<int> iterations;     // overrides every case
+  std::optional<int> warmup;
+  std::uint64_t seed = 0;
+  int world = 0;
+  bool use_mpi = false;
+  double timeout_s = 120.0;
+  std::string output;
+  bool help = false;
+};
+
+BenchOptions parse_flags(const std::vector<std::string>& args);
+std::string usage();
+
+}  // namespace overlapsim::kernels::bench

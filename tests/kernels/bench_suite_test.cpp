@@ -1,0 +1,122 @@
+// overlap-bench's suite YAML and flags (host only): valid files load, bad input names
+// the file, line:column, key and expected form.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config/config_node.hpp"
+#include "config/error.hpp"
+#include "kernels/bench/bench_row.hpp"
+#include "kernels/bench/flags.hpp"
+#include "kernels/bench/suite.hpp"
+
+namespace overlapsim::kernels::bench {
+namespace {
+
+BenchPlan parse(const std::string& text) {
+  return parse_suite(config::ConfigNode::load_string(text, "suite.yaml"));
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const config::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(BenchSuite, ShippedSuiteLoads) {
+  const BenchPlan plan =
+      load_suite(std::string(OVERLAPSIM_SOURCE_DIR) + "/benchmarks/suites/kernels_i.yaml");
+  ASSERT_GE(plan.cases.size(), 6u);
+  bool saw_pair = false;
+  for (const BenchCase& c : plan.cases) {
+    EXPECT_GE(c.iterations, 20) << c.op;  // median of >= 20 runs
+    saw_pair = saw_pair || c.op == "gemm+allreduce";
+  }
+  EXPECT_TRUE(saw_pair);
+}
+
+TEST(BenchSuite, DefaultsApplyAndCasesOverride) {
+  const BenchPlan plan = parse(
+      "defaults: {iterations: 25, chunks: [2, 4]}\n"
+      "cases:\n"
+      "  - op: allreduce\n"
+      "    bytes: [1MiB, 2GiB]\n"
+      "  - op: gemm+reducescatter\n"
+      "    chunks: [8]\n"
+      "    shapes: [[4096, 4096, 1024]]\n");
+  ASSERT_EQ(plan.cases.size(), 2u);
+  EXPECT_EQ(plan.cases[0].kind, CaseKind::Collective);
+  EXPECT_EQ(plan.cases[0].bytes.at(1), 2ull << 30);
+  EXPECT_EQ(plan.cases[0].iterations, 25);
+  EXPECT_EQ(plan.cases[0].designs.at(0), "nccl");
+  EXPECT_EQ(plan.cases[1].chunks, std::vector<int>{8});
+  EXPECT_EQ(plan.cases[1].designs.size(), 2u);  // sequential, decomposed
+  EXPECT_EQ(plan.cases[1].shapes.at(0).k, 1024);
+}
+
+TEST(BenchSuite, ErrorsNameFileLineKeyAndExpectedForm) {
+  const std::string bad_op = error_of("cases:\n  - op: gemm+broadcast\n    shapes: [[1, 2, 3]]\n");
+  EXPECT_NE(bad_op.find("suite.yaml:2:"), std::string::npos) << bad_op;
+  EXPECT_NE(bad_op.find("op"), std::string::npos) << bad_op;
+  EXPECT_NE(bad_op.find("expected"), std::string::npos) << bad_op;
+  const std::string bad_shape = error_of("cases:\n  - op: gemm\n    shapes: [[1, 2]]\n");
+  EXPECT_NE(bad_shape.find("suite.yaml:3:"), std::string::npos) << bad_shape;
+  EXPECT_NE(bad_shape.find("[m, n, k]"), std::string::npos) << bad_shape;
+  const std::string bad_bytes = error_of("cases:\n  - op: allreduce\n    bytes: [lots]\n");
+  EXPECT_NE(bad_bytes.find("bytes"), std::string::npos) << bad_bytes;
+  const std::string bad_design =
+      error_of("cases:\n  - op: gemm+allreduce\n    designs: [fused]\n    shapes: [[8, 8, 8]]\n");
+  EXPECT_NE(bad_design.find("fused"), std::string::npos) << bad_design;
+  EXPECT_NE(error_of("cases:\n  - op: embedding\n    shapes: [[8, 8, 8]]\n").find("table_rows"),
+            std::string::npos);
+  EXPECT_NE(error_of("cases: []\n"), "");
+}
+
+TEST(BenchFlags, BuildOneCase) {
+  const BenchOptions o = parse_flags({"--op", "gemm+alltoall", "--shapes", "8192x4096x14336",
+                                      "--chunks", "2,4", "--iterations", "20", "--timeout", "30s"});
+  ASSERT_TRUE(o.flag_case);
+  EXPECT_EQ(o.flag_case->shapes.at(0).n, 4096);
+  EXPECT_EQ(o.flag_case->chunks, (std::vector<int>{2, 4}));
+  EXPECT_EQ(*o.iterations, 20);
+  EXPECT_DOUBLE_EQ(o.timeout_s, 30.0);
+}
+
+TEST(BenchFlags, RejectBadInput) {
+  EXPECT_THROW(parse_flags({"--op", "gemm", "--shapes", "8x8"}), std::invalid_argument);
+  EXPECT_THROW(parse_flags({"--op", "allreduce"}), std::invalid_argument);  // needs --bytes
+  EXPECT_THROW(parse_flags({"--op", "allreduce", "--bytes", "much"}), std::invalid_argument);
+  EXPECT_THROW(parse_flags({"--op", "gemm", "--shapes", "8x8x8", "--designs", "sequential"}),
+               std::invalid_argument);
+  EXPECT_THROW(parse_flags({"--suite", "a.yaml", "--op", "gemm"}), std::invalid_argument);
+  EXPECT_THROW(parse_flags({"--frobnicate"}), std::invalid_argument);
+}
+
+TEST(BenchRowCsv, HeaderAndRowMatchTheFixedColumns) {
+  EXPECT_EQ(csv_header(),
+            "gpu,driver,cuda,nccl,world,op,design,dtype,m,n,k,bytes,chunks,time_us,time_min_us,"
+            "time_max_us,tflops,algbw_GBps,busbw_GBps,wrong");
+  BenchRow row;
+  row.op = "gemm+allreduce";
+  row.design = "decomposed";
+  row.dtype = "bf16";
+  row.m = row.n = row.k = 8192;
+  row.bytes = 8192ull * 8192 * 2;
+  row.chunks = 4;
+  row.time_s = 2e-3;
+  row.time_min_s = 1.9e-3;
+  row.time_max_s = 2.5e-3;
+  row.flops = 2.0 * 8192 * 8192 * 8192;
+  row.busbw_factor = 1.0;
+  const DeviceTags tags{"NVIDIA H200", "580.159.04", "13.0", "2.28.3", 2};
+  // 1.1e12 flop / 2 ms = 549.76 TFLOP/s; 134217728 B / 2 ms = 67.11 GB/s.
+  EXPECT_EQ(csv_line(tags, row),
+            "NVIDIA H200,580.159.04,13.0,2.28.3,2,gemm+allreduce,decomposed,bf16,8192,8192,8192,"
+            "134217728,4,2000.00,1900.00,2500.00,549.76,67.11,67.11,0");
+}
+
+}  // namespace
+}  // namespace overlapsim::kernels::bench
