@@ -161,6 +161,31 @@ TEST(FlowCollectives, MultiChannelRingUsesEveryNic) {
   EXPECT_NEAR(t, expected, 0.01 * expected);
 }
 
+TEST(FlowCollectives, StreamedRingStillSharesLinksWithOtherTraffic) {
+  // 4 NPUs; while the ring runs, NPU 0 also sends the ring's per-link volume V to NPU 2.
+  // Link 0 -> switch carries the ring flow 0 -> 1 and that transfer, and switch -> 2
+  // carries 1 -> 2 and it: each gets B/2, so the ring's bandwidth term doubles.
+  const int n = 4;
+  const std::uint64_t bytes = 1 << 30;
+  const std::uint64_t volume = 2 * (n - 1) * (bytes / n);
+  Simulator sim;
+  const Topology topo = flat_switch(n);
+  FlowNetwork net(sim, topo);
+  CollectiveRequest req;
+  req.op = CollectiveOp::AllReduce;
+  req.algo = Algorithm::Ring;
+  req.ranks = iota_ranks(n);
+  req.bytes = bytes;
+  double ring_done = -1, other_done = -1;
+  start_collective(net, req, [&] { ring_done = sim.now(); });
+  net.transfer(Transfer{0, 2, volume}, [&] { other_done = sim.now(); });
+  sim.run();
+  const double alpha_s = 2 * kHop_s;
+  EXPECT_NEAR(other_done, alpha_s + 2.0 * volume / kLink_Bps, 1e-6);
+  const double expected = 2 * (n - 1) * alpha_s + 2.0 * volume / kLink_Bps;
+  EXPECT_NEAR(ring_done, expected, 0.01 * expected);
+}
+
 TEST(FlowCollectives, SameInputSameTimesBitForBit) {
   const Topology topo = build_rail_fat_tree(small_fat_tree(4, 4, 64, 2.0));
   for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::Hierarchical}) {
