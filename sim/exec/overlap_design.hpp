@@ -1,0 +1,48 @@
+#pragma once
+// The seam for overlap designs. The executor owns dependencies, streams, rendezvous of
+// collectives and accounting; a design decides how an op that is ready to run turns into
+// time on the GPU and traffic on the network. `sequential` (what the graph expresses:
+// each op on its own stream, a collective after the op that produces its input) is the
+// SequentialDesign below. Issue 7's designs (decomposed, tilewise, fused, shaped) act on
+// OpNode::pair_partner pairs: when the compute half of a pair starts they can run both
+// halves together through the context (and the context grows the primitives they need,
+// e.g. launching a fraction of a collective), finishing each op when its part is done.
+#include "sim/compute/compute_model.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/graph/op_graph.hpp"
+
+namespace overlapsim::sim {
+
+class ExecContext {
+ public:
+  virtual ~ExecContext() = default;
+  virtual Simulator& simulator() = 0;
+  virtual const ComputeModel& compute_model() const = 0;
+  // `program` indexes StepGraph::ranks.
+  virtual const OpNode& op(int program, OpVertex v) const = 0;
+  virtual const OpGraph& graph(int program) const = 0;
+
+  // Holds the op's stream for duration_s from now, then finishes the op.
+  virtual void run_for(int program, OpVertex v, double duration_s) = 0;
+  // A Collective or SendRecv: joins the rendezvous with the other simulated members (or
+  // the matching receive/send); the op finishes when its transfers have arrived.
+  virtual void run_comm(int program, OpVertex v) = 0;
+};
+
+class OverlapDesign {
+ public:
+  virtual ~OverlapDesign() = default;
+  virtual const char* name() const = 0;
+  // `v` has all its predecessors done and is at the head of its stream (SendRecv ops are
+  // not serialised on a stream). The design must eventually finish it through `ctx`.
+  virtual void start(ExecContext& ctx, int program, OpVertex v) = 0;
+};
+
+// T_op + T_coll: compute ops for their ComputeModel time, communication on the network.
+class SequentialDesign final : public OverlapDesign {
+ public:
+  const char* name() const override { return "sequential"; }
+  void start(ExecContext& ctx, int program, OpVertex v) override;
+};
+
+}  // namespace overlapsim::sim

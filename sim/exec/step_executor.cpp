@@ -1,0 +1,570 @@
+#include "sim/exec/step_executor.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <queue>
+#include <stdexcept>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "sim/exec/intervals.hpp"
+
+namespace overlapsim::sim {
+namespace {
+
+constexpr int kNumStreams = 5;
+
+bool is_comm(OpKind k) { return k == OpKind::Collective || k == OpKind::SendRecv; }
+
+struct OpState {
+  int preds_left = 0;
+  double ready_s = -1;   // inputs done and head of its stream: handed to the design
+  double launch_s = -1;  // communication: all parties present, data starts moving
+  double start_s = -1;   // compute: began running
+  double end_s = -1;
+  bool done = false;
+};
+
+struct StreamQueue {
+  std::vector<OpVertex> order;
+  std::size_t next = 0;
+  bool busy = false;
+};
+
+struct ProgramState {
+  const RankProgram* program = nullptr;
+  std::vector<OpState> ops;
+  std::array<StreamQueue, kNumStreams> streams;
+  std::unordered_map<int, int> collectives_issued;  // group -> count
+  std::vector<Interval> compute_intervals;
+  std::vector<Interval> comm_intervals;
+  double last_compute_end_s = 0;
+  std::size_t remaining = 0;
+  bool record = false;
+  RankResult result;
+};
+
+struct Rendezvous {
+  std::vector<std::pair<int, OpVertex>> members;
+};
+
+// A send and its receive, matched by (source representative, destination representative,
+// sequence number).
+struct P2pMatch {
+  int send_program = -1, recv_program = -1;
+  OpVertex send_op = 0, recv_op = 0;
+};
+
+}  // namespace
+
+struct StepExecutor::Impl final : ExecContext {
+  Impl(const StepGraph& s, const ComputeModel& c, NetworkApi& n, ExecOptions o)
+      : step(s), compute(c), net(n), options(std::move(o)) {}
+
+  const StepGraph& step;
+  const ComputeModel& compute;
+  NetworkApi& net;
+  ExecOptions options;
+  CollectiveLauncher launcher;
+  GroupPlans plans;
+  std::vector<ProgramState> programs;
+  OverlapDesign* design = nullptr;
+  double t0_s = 0;
+  bool launching = false;  // a launcher may complete synchronously; defer then
+  std::uint64_t collectives = 0, background = 0;
+  std::unordered_map<std::uint64_t, Rendezvous> pending_collectives;
+  std::map<std::pair<int, int>, int> sends_issued, recvs_issued;
+  std::map<std::tuple<int, int, int>, P2pMatch> pending_p2p;
+  Timeline timeline;
+  double last_sample_s = -1;
+
+  // ExecContext
+  Simulator& simulator() override { return net.simulator(); }
+  const ComputeModel& compute_model() const override { return compute; }
+  const OpNode& op(int p, OpVertex v) const override { return programs[p].program->graph[v]; }
+  const OpGraph& graph(int p) const override { return programs[p].program->graph; }
+  void run_for(int p, OpVertex v, double duration_s) override;
+  void run_comm(int p, OpVertex v) override;
+
+  double now() { return net.simulator().now(); }
+  int rep(int rank) const { return step.representative.empty() ? rank : step.representative[rank]; }
+
+  void prepare();
+  void start_ready(int p);
+  void try_head(int p, int stream);
+  void hand_to_design(int p, OpVertex v);
+  void finish(int p, OpVertex v);
+  void complete_later(std::function<void()> fn);
+  void launch_collective(int group, const Rendezvous& rv);
+  void join_p2p(int p, OpVertex v);
+  void launch_p2p(const P2pMatch& m);
+  void attribute_idle(ProgramState& ps, double t0, double t1, OpVertex cause);
+  void sample_links();
+  StepResult collect(const char* design_name, std::uint64_t events, double wall_s);
+  [[noreturn]] void report_stuck() const;
+};
+
+void StepExecutor::Impl::prepare() {
+  plans = plan_groups(step, net, options.images);
+  programs.resize(step.ranks.size());
+  for (std::size_t p = 0; p < step.ranks.size(); ++p) {
+    ProgramState& ps = programs[p];
+    ps.program = &step.ranks[p];
+    const OpGraph& g = ps.program->graph;
+    const std::size_t n = boost::num_vertices(g);
+    ps.ops.assign(n, OpState{});
+    ps.remaining = n;
+    ps.result.rank = ps.program->rank;
+    ps.result.multiplicity = ps.program->multiplicity;
+    ps.record = options.record_timeline &&
+                (options.timeline_ranks.empty() ||
+                 std::find(options.timeline_ranks.begin(), options.timeline_ranks.end(),
+                           ps.program->rank) != options.timeline_ranks.end());
+    // Program order: topological, lowest vertex index first among the ready.
+    std::vector<int> indegree(n);
+    for (std::size_t v = 0; v < n; ++v) {
+      indegree[v] = static_cast<int>(boost::in_degree(v, g));
+      ps.ops[v].preds_left = indegree[v];
+    }
+    std::priority_queue<OpVertex, std::vector<OpVertex>, std::greater<>> ready;
+    for (std::size_t v = 0; v < n; ++v)
+      if (indegree[v] == 0) ready.push(v);
+    std::size_t ordered = 0;
+    while (!ready.empty()) {
+      const OpVertex v = ready.top();
+      ready.pop();
+      ++ordered;
+      const OpNode& node = g[v];
+      if (node.kind != OpKind::SendRecv)
+        ps.streams[static_cast<int>(node.stream)].order.push_back(v);
+      for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+        const OpVertex w = boost::target(e, g);
+        if (--indegree[w] == 0) ready.push(w);
+      }
+    }
+    if (ordered != n)
+      throw std::invalid_argument(
+          fmt::format("step: the graph of rank {} has a dependency cycle", ps.program->rank));
+    for (std::size_t v = 0; v < n; ++v) {
+      const OpNode& node = g[v];
+      if ((node.kind == OpKind::Collective || (node.kind == OpKind::SendRecv && node.comm_group >= 0)) &&
+          (node.comm_group < -1 || node.comm_group >= static_cast<int>(step.groups.size())))
+        throw std::invalid_argument(fmt::format("step: rank {} op '{}' names group {} of {}",
+                                                ps.program->rank, node.name, node.comm_group,
+                                                step.groups.size()));
+      if (node.kind == OpKind::Collective && node.comm_group < 0)
+        throw std::invalid_argument(fmt::format("step: rank {} collective '{}' has no group",
+                                                ps.program->rank, node.name));
+      if (node.kind == OpKind::SendRecv &&
+          (node.peer_rank < 0 || node.peer_rank >= step.world_size))
+        throw std::invalid_argument(fmt::format("step: rank {} op '{}' has peer {} outside the world",
+                                                ps.program->rank, node.name, node.peer_rank));
+    }
+  }
+}
+
+void StepExecutor::Impl::start_ready(int p) {
+  ProgramState& ps = programs[p];
+  for (int s = 0; s < kNumStreams; ++s) try_head(p, s);
+  const OpGraph& g = ps.program->graph;
+  for (std::size_t v = 0; v < ps.ops.size(); ++v)
+    if (g[v].kind == OpKind::SendRecv && ps.ops[v].preds_left == 0) hand_to_design(p, v);
+}
+
+void StepExecutor::Impl::try_head(int p, int stream) {
+  ProgramState& ps = programs[p];
+  StreamQueue& q = ps.streams[stream];
+  if (q.busy || q.next >= q.order.size()) return;
+  const OpVertex v = q.order[q.next];
+  if (ps.ops[v].preds_left != 0) return;
+  q.busy = true;
+  hand_to_design(p, v);
+}
+
+void StepExecutor::Impl::hand_to_design(int p, OpVertex v) {
+  programs[p].ops[v].ready_s = now();
+  design->start(*this, p, v);
+}
+
+void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
+  ProgramState& ps = programs[p];
+  OpState& st = ps.ops[v];
+  const double t = now();
+  st.start_s = t;
+  const OpNode& node = ps.program->graph[v];
+  if (node.stream == StreamKind::Compute && !is_comm(node.kind)) {
+    // Why was the compute stream idle before this op? Blame the input that came last.
+    if (t > ps.last_compute_end_s) {
+      OpVertex cause = v;
+      double latest = -1;
+      for (auto e : boost::make_iterator_range(boost::in_edges(v, ps.program->graph))) {
+        const OpVertex u = boost::source(e, ps.program->graph);
+        if (ps.ops[u].end_s > latest) {
+          latest = ps.ops[u].end_s;
+          cause = u;
+        }
+      }
+      attribute_idle(ps, ps.last_compute_end_s, t, cause);
+    }
+    ps.last_compute_end_s = t + duration_s;
+    ps.compute_intervals.emplace_back(t, t + duration_s);
+  }
+  simulator().schedule(duration_s, [this, p, v] { finish(p, v); });
+}
+
+void StepExecutor::Impl::attribute_idle(ProgramState& ps, double t0, double t1, OpVertex cause) {
+  const OpGraph& g = ps.program->graph;
+  RankResult& r = ps.result;
+  OpVertex u = cause;
+  while (t1 > t0) {
+    const OpNode& node = g[u];
+    const OpState& st = ps.ops[u];
+    if (!is_comm(node.kind) || st.end_s < 0) {
+      // Waiting on compute that ran on another stream: not communication, not another
+      // rank; counted with exposed communication (streams other than compute are comm).
+      r.exposed_comm_s += t1 - t0;
+      return;
+    }
+    r.exposed_comm_s += overlap_length(t0, t1, st.launch_s, st.end_s);
+    r.bubble_s += overlap_length(t0, t1, st.ready_s, st.launch_s);
+    t1 = std::min(t1, st.ready_s);
+    if (t1 <= t0) return;
+    // Before it was ready the op waited for its inputs or for its stream.
+    double inputs_s = t0_s;
+    OpVertex next = u;
+    for (auto e : boost::make_iterator_range(boost::in_edges(u, g))) {
+      const OpVertex w = boost::source(e, g);
+      if (ps.ops[w].end_s > inputs_s) {
+        inputs_s = ps.ops[w].end_s;
+        next = w;
+      }
+    }
+    r.exposed_comm_s += overlap_length(t0, t1, inputs_s, st.ready_s);  // queued on its stream
+    t1 = std::min(t1, inputs_s);
+    if (next == u) {
+      r.exposed_comm_s += std::max(0.0, t1 - t0);  // cannot happen: ready after step start
+      return;
+    }
+    u = next;
+  }
+}
+
+void StepExecutor::Impl::complete_later(std::function<void()> fn) {
+  if (launching)
+    simulator().schedule(0.0, std::move(fn));
+  else
+    fn();
+}
+
+void StepExecutor::Impl::run_comm(int p, OpVertex v) {
+  ProgramState& ps = programs[p];
+  const OpNode& node = ps.program->graph[v];
+  if (node.kind == OpKind::SendRecv) {
+    join_p2p(p, v);
+    return;
+  }
+  if (node.kind != OpKind::Collective)
+    throw std::logic_error(fmt::format("run_comm on compute op '{}'", node.name));
+  const int g = node.comm_group;
+  const auto& members = plans.groups[g].simulated;
+  if (std::find(members.begin(), members.end(), p) == members.end())
+    throw std::invalid_argument(fmt::format("step: rank {} op '{}' uses group {} ({}) without being in it",
+                                            ps.program->rank, node.name, g, step.groups[g].family));
+  const int k = ps.collectives_issued[g]++;
+  const std::uint64_t key = (static_cast<std::uint64_t>(g) << 32) | static_cast<std::uint32_t>(k);
+  Rendezvous& rv = pending_collectives[key];
+  rv.members.emplace_back(p, v);
+  if (rv.members.size() == members.size()) {
+    Rendezvous done = std::move(rv);
+    pending_collectives.erase(key);
+    launch_collective(g, done);
+  }
+}
+
+void StepExecutor::Impl::launch_collective(int g, const Rendezvous& rv) {
+  const auto [p0, v0] = rv.members.front();
+  const OpNode& first = programs[p0].program->graph[v0];
+  for (const auto& [p, v] : rv.members) {
+    const OpNode& n = programs[p].program->graph[v];
+    if (n.collective != first.collective || n.comm_bytes != first.comm_bytes)
+      throw std::invalid_argument(fmt::format(
+          "step: collective mismatch on group {} ({}): rank {} '{}' ({} {} B) meets rank {} '{}' "
+          "({} {} B)",
+          g, step.groups[g].family, programs[p0].program->rank, first.name,
+          to_string(first.collective), first.comm_bytes, programs[p].program->rank, n.name,
+          to_string(n.collective), n.comm_bytes));
+    programs[p].ops[v].launch_s = now();
+  }
+  ++collectives;
+  auto members = std::make_shared<std::vector<std::pair<int, OpVertex>>>(rv.members);
+  auto on_done = [this, members] {
+    complete_later([this, members] {
+      for (const auto& [p, v] : *members) finish(p, v);
+    });
+  };
+  const CommGroup& group = step.groups[g];
+  if (group.ranks.size() < 2 || first.comm_bytes == 0) {
+    simulator().schedule(0.0, on_done);
+    return;
+  }
+  CollectiveRequest req;
+  req.op = first.collective;
+  req.algo = Algorithm::Auto;
+  req.ranks = group.ranks;
+  req.bytes = first.comm_bytes;
+  launching = true;
+  launcher(req, on_done);
+  for (int image : plans.groups[g].images) {
+    req.ranks = step.groups[image].ranks;
+    launcher(req, [] {});
+    ++background;
+  }
+  launching = false;
+}
+
+void StepExecutor::Impl::join_p2p(int p, OpVertex v) {
+  ProgramState& ps = programs[p];
+  const OpNode& node = ps.program->graph[v];
+  const int self = ps.program->rank;
+  const int peer_rep = rep(node.peer_rank);
+  if (plans.program_of_rank[peer_rep] < 0)
+    throw std::invalid_argument(fmt::format(
+        "step: rank {} op '{}' talks to rank {}, whose representative {} is not simulated", self,
+        node.name, node.peer_rank, peer_rep));
+  const std::pair<int, int> pair =
+      node.is_send ? std::make_pair(rep(self), peer_rep) : std::make_pair(peer_rep, rep(self));
+  const int k = node.is_send ? sends_issued[pair]++ : recvs_issued[pair]++;
+  const auto key = std::make_tuple(pair.first, pair.second, k);
+  P2pMatch& m = pending_p2p[key];
+  if (node.is_send) {
+    m.send_program = p;
+    m.send_op = v;
+  } else {
+    m.recv_program = p;
+    m.recv_op = v;
+  }
+  if (m.send_program >= 0 && m.recv_program >= 0) {
+    const P2pMatch match = m;
+    pending_p2p.erase(key);
+    launch_p2p(match);
+  }
+}
+
+void StepExecutor::Impl::launch_p2p(const P2pMatch& m) {
+  const OpNode& send = programs[m.send_program].program->graph[m.send_op];
+  const OpNode& recv = programs[m.recv_program].program->graph[m.recv_op];
+  if (send.comm_bytes != recv.comm_bytes)
+    throw std::invalid_argument(fmt::format("step: send '{}' of {} B meets receive '{}' of {} B",
+                                            send.name, send.comm_bytes, recv.name,
+                                            recv.comm_bytes));
+  programs[m.send_program].ops[m.send_op].launch_s = now();
+  programs[m.recv_program].ops[m.recv_op].launch_s = now();
+  ++collectives;
+  // The sender's real transfer, and the receiver's if folding made them differ.
+  std::vector<std::pair<int, int>> transfers = {{programs[m.send_program].program->rank, send.peer_rank}};
+  const std::pair<int, int> recv_side = {recv.peer_rank, programs[m.recv_program].program->rank};
+  if (recv_side != transfers.front()) transfers.push_back(recv_side);
+  auto left = std::make_shared<int>(static_cast<int>(transfers.size()));
+  auto on_done = [this, m, left] {
+    if (--*left > 0) return;
+    complete_later([this, m] {
+      finish(m.send_program, m.send_op);
+      finish(m.recv_program, m.recv_op);
+    });
+  };
+  CollectiveRequest req;
+  req.op = CollectiveOp::SendRecv;
+  req.algo = Algorithm::Auto;
+  req.bytes = send.comm_bytes;
+  req.peer = 1;
+  launching = true;
+  for (const auto& [src, dst] : transfers) {
+    if (src == dst || send.comm_bytes == 0) {
+      simulator().schedule(0.0, on_done);
+      continue;
+    }
+    req.ranks = {src, dst};
+    launcher(req, on_done);
+  }
+  // Images: the same hop in the other pipelines (groups of the send's family).
+  if (send.comm_group >= 0 && send.comm_bytes > 0) {
+    const auto& ranks = step.groups[send.comm_group].ranks;
+    const auto src_it = std::find(ranks.begin(), ranks.end(), transfers.front().first);
+    const auto dst_it = std::find(ranks.begin(), ranks.end(), transfers.front().second);
+    if (src_it != ranks.end() && dst_it != ranks.end()) {
+      const auto si = static_cast<std::size_t>(src_it - ranks.begin());
+      const auto di = static_cast<std::size_t>(dst_it - ranks.begin());
+      for (int image : plans.groups[send.comm_group].images) {
+        const auto& img = step.groups[image].ranks;
+        req.ranks = {img[si], img[di]};
+        launcher(req, [] {});
+        ++background;
+      }
+    }
+  }
+  launching = false;
+}
+
+void StepExecutor::Impl::finish(int p, OpVertex v) {
+  ProgramState& ps = programs[p];
+  OpState& st = ps.ops[v];
+  if (st.done) throw std::logic_error("StepExecutor: op finished twice");
+  st.done = true;
+  st.end_s = now();
+  --ps.remaining;
+  const OpGraph& g = ps.program->graph;
+  const OpNode& node = g[v];
+  if (is_comm(node.kind)) ps.comm_intervals.emplace_back(st.launch_s, st.end_s);
+  if (ps.record) {
+    OpRecord rec;
+    rec.rank = ps.program->rank;
+    rec.stream = node.stream;
+    rec.kind = node.kind;
+    rec.name = node.name;
+    rec.ready_s = st.ready_s - t0_s;
+    rec.start_s = (is_comm(node.kind) ? st.launch_s : st.start_s) - t0_s;
+    rec.end_s = st.end_s - t0_s;
+    rec.flops = is_comm(node.kind) ? 0 : ComputeModel::op_flops(node);
+    rec.bytes = is_comm(node.kind) ? node.comm_bytes
+                                   : static_cast<std::uint64_t>(ComputeModel::op_bytes(node));
+    timeline.ops.push_back(std::move(rec));
+  }
+  const int stream = static_cast<int>(node.stream);
+  if (node.kind != OpKind::SendRecv) {
+    StreamQueue& q = ps.streams[stream];
+    q.busy = false;
+    ++q.next;
+  }
+  for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+    const OpVertex w = boost::target(e, g);
+    if (--ps.ops[w].preds_left != 0) continue;
+    if (g[w].kind == OpKind::SendRecv)
+      hand_to_design(p, w);
+    else
+      try_head(p, static_cast<int>(g[w].stream));
+  }
+  if (node.kind != OpKind::SendRecv) try_head(p, stream);
+  if (p == 0) sample_links();
+}
+
+void StepExecutor::Impl::sample_links() {
+  if (!options.link_bytes) return;
+  const double t = now() - t0_s;
+  if (last_sample_s >= 0 && t - last_sample_s < options.link_sample_interval_s) return;
+  last_sample_s = t;
+  timeline.link_samples.push_back({t, options.link_bytes()});
+}
+
+StepResult StepExecutor::Impl::collect(const char* design_name, std::uint64_t events,
+                                       double wall_s) {
+  StepResult out;
+  out.design = design_name;
+  out.events = events;
+  out.sim_wall_s = wall_s;
+  out.collectives = collectives;
+  out.background_collectives = background;
+  bool first = true;
+  for (ProgramState& ps : programs) {
+    RankResult& r = ps.result;
+    double end_s = t0_s;
+    OpVertex last = 0;
+    for (std::size_t v = 0; v < ps.ops.size(); ++v)
+      if (ps.ops[v].end_s > end_s) {
+        end_s = ps.ops[v].end_s;
+        last = v;
+      }
+    // Communication still running after the last compute op is exposed (e.g. the final
+    // gradient reduction), or a bubble if it waited for another rank.
+    if (end_s > ps.last_compute_end_s && !ps.ops.empty())
+      attribute_idle(ps, std::max(ps.last_compute_end_s, t0_s), end_s, last);
+    r.step_time_s = end_s - t0_s;
+    const auto compute = merge_intervals(ps.compute_intervals);
+    const auto comm = merge_intervals(ps.comm_intervals);
+    r.compute_s = total_length(compute);
+    r.comm_s = total_length(comm);
+    r.overlapped_comm_s = intersection_length(compute, comm);
+    out.ranks.push_back(r);
+    if (first || r.step_time_s > out.step_time_s) {
+      first = false;
+      out.step_time_s = r.step_time_s;
+      out.critical_rank = r.rank;
+      out.compute_s = r.compute_s;
+      out.exposed_comm_s = r.exposed_comm_s;
+      out.bubble_s = r.bubble_s;
+      out.comm_s = r.comm_s;
+      out.overlapped_comm_s = r.overlapped_comm_s;
+    }
+  }
+  return out;
+}
+
+void StepExecutor::Impl::report_stuck() const {
+  std::string msg = "the step did not complete (a dependency the graph cannot satisfy):";
+  int shown = 0;
+  for (const ProgramState& ps : programs) {
+    const OpGraph& g = ps.program->graph;
+    for (std::size_t v = 0; v < ps.ops.size() && shown < 4; ++v) {
+      const OpState& st = ps.ops[v];
+      if (st.done || st.ready_s < 0) continue;
+      const OpNode& n = g[v];
+      msg += fmt::format(" rank {} op '{}' ({}) waits for {};", ps.program->rank, n.name,
+                         to_string(n.kind),
+                         n.kind == OpKind::SendRecv
+                             ? fmt::format("its matching {} with rank {}",
+                                           n.is_send ? "receive" : "send", n.peer_rank)
+                             : fmt::format("the other members of group {} ({})", n.comm_group,
+                                           n.comm_group >= 0 ? step.groups[n.comm_group].family
+                                                             : std::string("none")));
+      ++shown;
+    }
+  }
+  if (shown == 0) msg += " no op is waiting at a rendezvous (the network never completed a transfer)";
+  throw std::runtime_error(msg);
+}
+
+StepExecutor::StepExecutor(const StepGraph& step, const ComputeModel& compute, NetworkApi& net,
+                           ExecOptions options)
+    : impl_(std::make_unique<Impl>(step, compute, net, std::move(options))) {
+  Impl* impl = impl_.get();
+  impl->launcher = [impl](const CollectiveRequest& req, std::function<void()> done) {
+    start_collective(impl->net, req, std::move(done), impl->options.tuning);
+  };
+  impl->prepare();
+  impl->timeline.link_classes = impl->options.link_classes;
+}
+
+StepExecutor::~StepExecutor() = default;
+
+void StepExecutor::set_collective_launcher(CollectiveLauncher launcher) {
+  impl_->launcher = std::move(launcher);
+}
+
+const Timeline& StepExecutor::timeline() const { return impl_->timeline; }
+
+StepResult StepExecutor::run(OverlapDesign& design) {
+  Impl& s = *impl_;
+  if (s.design) throw std::logic_error("StepExecutor::run called twice");
+  s.design = &design;
+  Simulator& sim = s.simulator();
+  s.t0_s = sim.now();
+  for (auto& ps : s.programs) ps.last_compute_end_s = s.t0_s;
+  const std::uint64_t events0 = sim.events_processed();
+  const auto wall0 = std::chrono::steady_clock::now();
+  s.sample_links();
+  for (std::size_t p = 0; p < s.programs.size(); ++p) s.start_ready(static_cast<int>(p));
+  sim.run();
+  for (const auto& ps : s.programs)
+    if (ps.remaining != 0) s.report_stuck();
+  s.last_sample_s = -1;
+  s.sample_links();
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return s.collect(design.name(), sim.events_processed() - events0, wall_s);
+}
+
+}  // namespace overlapsim::sim

@@ -1,0 +1,78 @@
+#pragma once
+// Runs one training step — every simulated rank's operation graph — on one Simulator and
+// one NetworkApi, and accounts where each rank's time went.
+//
+// Semantics (docs/simulate.md):
+// - An op starts when all its predecessors have finished and its stream is free. Each
+//   stream of a rank runs its ops one at a time in program order (a topological order
+//   that prefers lower vertex indices, i.e. the order the generator added them). SendRecv
+//   ops are not serialised: like NCCL grouped send/receive they start when their inputs
+//   are done, and the generator's edges order them.
+// - A Collective starts moving data when every simulated member of its communicator has
+//   reached it (the k-th collective a rank issues on a communicator meets the k-th of
+//   every other member, as NCCL requires); members folded away are taken to arrive at
+//   the same time. It runs through sim::start_collective (or an injected launcher).
+// - A send meets the receive of the same (source, destination) pair in issue order; the
+//   transfer starts when both have been reached, and both finish when it has arrived.
+// - With identical-rank folding, when a collective starts its symmetric images on the
+//   same family's other groups are launched as background traffic (group_plan.hpp).
+// - How a ready op becomes time and traffic is the OverlapDesign's business
+//   (overlap_design.hpp); `sequential` is what the graph expresses.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/collectives/collective.hpp"
+#include "sim/compute/compute_model.hpp"
+#include "sim/exec/group_plan.hpp"
+#include "sim/exec/overlap_design.hpp"
+#include "sim/exec/step_result.hpp"
+#include "sim/exec/timeline.hpp"
+#include "sim/graph/op_graph.hpp"
+#include "sim/network/network_api.hpp"
+
+namespace overlapsim::sim {
+
+// Starts a collective (or a SendRecv as a 2-rank request, ranks[0] -> ranks[1]) and calls
+// on_done once it has completed.
+using CollectiveLauncher =
+    std::function<void(const CollectiveRequest& request, std::function<void()> on_done)>;
+
+struct ExecOptions {
+  CollectiveTuning tuning;  // for the default launcher (sim::start_collective)
+  BackgroundImages images = BackgroundImages::InterHost;
+  bool record_timeline = false;
+  std::vector<int> timeline_ranks;  // global ranks to record; empty: every simulated rank
+  // Cumulative bytes per link class (names in link_classes), sampled when an op of the
+  // first simulated rank finishes, at most once per link_sample_interval_s.
+  std::vector<std::string> link_classes;
+  std::function<std::vector<double>()> link_bytes;
+  double link_sample_interval_s = 0;
+};
+
+class StepExecutor {
+ public:
+  // Keeps references to all three; `net.simulator()` is the clock. Throws
+  // std::invalid_argument for malformed steps (bad ranks, groups, cycles).
+  StepExecutor(const StepGraph& step, const ComputeModel& compute, NetworkApi& net,
+               ExecOptions options = {});
+  ~StepExecutor();
+  StepExecutor(const StepExecutor&) = delete;
+  StepExecutor& operator=(const StepExecutor&) = delete;
+
+  // Replaces sim::start_collective (tests use closed-form launchers).
+  void set_collective_launcher(CollectiveLauncher launcher);
+
+  // Runs the step once, starting at simulator().now(). Throws std::runtime_error naming
+  // the stuck ops when the step cannot complete (a deadlock in the graph).
+  StepResult run(OverlapDesign& design);
+
+  const Timeline& timeline() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace overlapsim::sim
