@@ -10,6 +10,8 @@
 // cuBLASLt runs with the fastest of its heuristic's first --cublas-candidates algorithms
 // (each timed over 7 calls); own and cuBLAS calls alternate while timed.
 // CSV on stdout; a per-shape summary and the geometric mean of own/cuBLAS on stderr.
+// bytes = A + B + C once each; algbw_GBps = bytes / time; busbw_GBps = algbw (a single
+// op on one GPU has no bus factor); chunks = 1.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
