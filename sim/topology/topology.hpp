@@ -59,6 +59,7 @@ class Topology {
                                     LinkClass cls);
 
   const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
   int num_gpus() const { return static_cast<int>(gpus_.size()); }
   int num_hosts() const { return num_hosts_; }
   VertexId gpu_vertex(int rank) const;  // throws std::out_of_range for a bad rank
