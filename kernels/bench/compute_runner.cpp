@@ -76,11 +76,13 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
       std::vector<std::unique_ptr<gemm::OwnGemm>> own;
       if (embedding) {
         const EmbeddingBagShape e{shape.table_rows, shape.n, shape.m, shape.k};
-        for (auto& in : inputs)
-          run_set.push_back([&, e] {
-            return embedding_bag_sum(in.a.data(), in.indices.as<std::int32_t>(), out.data(), e,
-                                     {0, shape.m, 1, 0}, c.dtype, stream);
+        for (InputSet& in : inputs) {
+          const InputSet* set = &in;
+          run_set.push_back([set, e, &out, &c, stream] {
+            return embedding_bag_sum(set->a.data(), set->indices.as<std::int32_t>(), out.data(), e,
+                                     {0, e.bags, 1, 0}, c.dtype, stream);
           });
+        }
       } else if (design == "own") {
         for (auto& in : inputs) {
           gemm::GemmArgs args;
@@ -106,8 +108,12 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
       } else {
         OVERLAPSIM_TRY(cublas.initialize(env.lt, {shape.m, shape.n, shape.k}, c.dtype, {}, 256,
                                          env.workspace.data(), env.workspace.bytes()));
-        for (auto& in : inputs)
-          run_set.push_back([&] { return cublas.run(in.a.data(), in.b.data(), out.data(), stream); });
+        for (InputSet& in : inputs) {
+          const InputSet* set = &in;
+          run_set.push_back([set, &cublas, &out, stream] {
+            return cublas.run(set->a.data(), set->b.data(), out.data(), stream);
+          });
+        }
       }
 
       if (run_set.empty()) continue;

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# One device call for issue 4 (GPU kernels I) on 2 x H200: build kernels/ (kernels-only),
+# run the GPU tests, the overlap-bench suite, the PyTorch peers and the summary.
+# Results land in $OUT (at most 8 files): log.txt, tests.txt, kernels_i.csv, torch.csv,
+# summary.csv. Every step has its own time limit so the call ends inside its lease.
+#   benchmarks/gpu/run_kernels_i.sh [suite.yaml]
+# Falls back to binaries carried in .carry/ (built on the workstation) when this machine
+# lacks the build dependencies (yaml-cpp, fmt, GoogleTest headers).
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+OUT="${OUT:-/tmp/overlapsim-out}"
+mkdir -p "$OUT"
+suite="${1:-benchmarks/suites/kernels_i.yaml}"
+log="$OUT/log.txt"
+step() { echo "=== $(date +%T) $*" | tee -a "$log"; }
+
+step "machine"
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+  nvidia-smi topo -m
+  nvcc --version | tail -2
+  cmake --version | head -1
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())'
+} >>"$log" 2>&1
+
+# NCCL: the toolkit's, the system's, or PyTorch's wheel.
+nccl_header="$(find /usr/local/cuda*/include /usr/include /opt /usr/local/lib -name nccl.h 2>/dev/null | head -1)"
+nccl_lib="$(find /usr/local/cuda*/lib* /usr/lib/x86_64-linux-gnu /opt /usr/local/lib -name 'libnccl.so*' 2>/dev/null | sort | head -1)"
+echo "nccl header: $nccl_header  lib: $nccl_lib" >>"$log"
+nccl_libdir="$(dirname "${nccl_lib:-/nonexistent/x}")"
+export LD_LIBRARY_PATH="$nccl_libdir:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+
+bin=""
+have_deps=1
+for header in yaml-cpp/yaml.h fmt/core.h gtest/gtest.h; do
+  [[ -f /usr/include/$header || -f /usr/local/include/$header ]] || { have_deps=0; echo "missing $header" >>"$log"; }
+done
+if [[ $have_deps == 1 && -n $nccl_header && -n $nccl_lib ]]; then
+  step "build (kernels only)"
+  if timeout 200 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
+       -DOVERLAPSIM_KERNELS_ONLY=ON -DOVERLAPSIM_NCCL_INCLUDE="$(dirname "$nccl_header")" \
+       -DOVERLAPSIM_NCCL_LIB="$nccl_lib" >>"$log" 2>&1 &&
+     timeout 200 cmake --build build-gpu -j "$(nproc)" >>"$log" 2>&1; then
+    bin=build-gpu
+  else
+    echo "device build failed; falling back to carried binaries" | tee -a "$log"
+  fi
+fi
+if [[ -z $bin ]]; then
+  bin=.carry
+  export LD_LIBRARY_PATH="$root/.carry/lib:$LD_LIBRARY_PATH"
+  step "using carried binaries"
+fi
+find_bin() { find "$bin" -type f -name "$1" -perm -u+x 2>/dev/null | head -1; }
+
+step "GPU tests"
+for t in harness_test collectives_test gemm_cublaslt_test embedding_bag_test designs_test \
+         harness_abort_test own_gemm_test random_values_test pair_op_test bench_suite_test; do
+  exe="$(find_bin "$t")"
+  [[ -n $exe ]] || { echo "MISSING $t" | tee -a "$OUT/tests.txt"; continue; }
+  (cd "$root" && timeout 120 "$exe" --gtest_brief=1) >>"$OUT/tests.txt" 2>&1
+  echo "$t rc=$?" | tee -a "$OUT/tests.txt" "$log"
+done
+
+step "overlap-bench $suite"
+bench="$(find_bin overlap-bench)"
+timeout 300 "$bench" --suite "$suite" --timeout 60s --output "$OUT/kernels_i.csv" \
+  >"$OUT/bench_stdout.txt" 2>>"$log"
+echo "overlap-bench rc=$?" | tee -a "$log"
+[[ -f $OUT/kernels_i.csv ]] || cp "$OUT/bench_stdout.txt" "$OUT/kernels_i_partial.csv"
+rm -f "$OUT/bench_stdout.txt"
+
+step "torch peers"
+PYTHONUNBUFFERED=1 timeout 240 torchrun --standalone --nproc-per-node 2 \
+  benchmarks/peers/torch_overlap.py --output "$OUT/torch.csv" >>"$log" 2>&1
+echo "torch rc=$?" | tee -a "$log"
+
+step "summary"
+csvs=()
+for f in "$OUT/kernels_i.csv" "$OUT/kernels_i_partial.csv" "$OUT/torch.csv"; do
+  [[ -f $f ]] && csvs+=("$f")
+done
+python3 benchmarks/gpu/summarize_overlap.py "${csvs[@]}" --output "$OUT/summary.csv" 2>&1 | tee -a "$log"
+step "done"
