@@ -11,6 +11,7 @@
 
 #include "sim/engine/simulator.hpp"
 #include "sim/network/maxmin.hpp"
+#include "sim/network/route_cache.hpp"
 
 namespace overlapsim::sim {
 
@@ -78,7 +79,8 @@ std::vector<UniqueTransfer> unique_transfers(std::span<const Transfer> transfers
 }  // namespace
 
 struct FlowNetwork::Impl {
-  Impl(Simulator& simulator, const Topology& topology) : sim(simulator), topo(topology) {
+  Impl(Simulator& simulator, const Topology& topology)
+      : sim(simulator), topo(topology), routes(topology) {
     link_class.reserve(topo.num_links());
     for (LinkId id = 0; id < topo.num_links(); ++id) {
       const TopoLink& link = topo.link(id);
@@ -139,6 +141,7 @@ struct FlowNetwork::Impl {
 
   Simulator& sim;
   const Topology& topo;
+  RouteCache routes;
   MaxMinSolver solver;
   FlowNetworkStats stats;
   FlowObserver observer;
@@ -191,15 +194,23 @@ void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on
   }
   groups[slot] = Group{std::move(on_done), group_id, unique.size(), now_s};
 
-  for (const UniqueTransfer& u : unique) {
-    const std::vector<LinkId> path = topo.route(u.transfer.src_rank, u.transfer.dst_rank, flow_id);
-    const FlowId f = solver.add_flow(path, u.copies);
+  std::vector<std::uint64_t> pairs;
+  pairs.reserve(unique.size());
+  for (const UniqueTransfer& u : unique)
+    pairs.push_back(RouteCache::pair_key(u.transfer.src_rank, u.transfer.dst_rank));
+  const GroupRoutes& group_routes = routes.routes(pairs, flow_id);
+  stats.routes_computed = routes.routes_computed();
+
+  flows.reserve(solver.num_active() + unique.size());
+  for (std::size_t i = 0; i < unique.size(); ++i) {
+    const UniqueTransfer& u = unique[i];
+    const FlowId f = solver.add_flow(group_routes.links(i), u.copies);
     if (f >= flows.size()) flows.resize(static_cast<std::size_t>(f) + 1);
     FlowRecord& rec = flows[f];
     rec.remaining_bytes = static_cast<double>(u.transfer.bytes);
     rec.last_update_s = now_s;
     rec.rate_Bps = 0;
-    rec.latency_s = topo.path_latency_s(path);
+    rec.latency_s = group_routes.latency_s(i);
     rec.bytes = u.transfer.bytes;
     rec.group = slot;
     ++rec.version;

@@ -24,6 +24,7 @@ struct FlowNetworkStats {
   std::uint64_t rate_solves = 0;        // max-min recomputations
   std::uint64_t peak_active_flows = 0;  // simulated flows active at once
   std::uint64_t flows_rate_solved = 0;  // flow rates computed over all solves (solver work)
+  std::uint64_t routes_computed = 0;    // Topology::route calls (the rest came from a cache)
 };
 
 // Observer for traces: called when a group starts and when it completes.

@@ -69,7 +69,7 @@ void MaxMinSolver::remove_flow(FlowId id) {
     throw std::invalid_argument("MaxMinSolver: remove_flow of inactive flow " + std::to_string(id));
   if (state_[id] == FlowState::Solved) {
     const double used_Bps = multiplicity_[id] * rate_Bps_[id];
-    for (ResourceId r : resources_of(id)) load_Bps_[r] -= used_Bps;
+    for (ResourceId r : path(id)) load_Bps_[r] -= used_Bps;
     removed_min_rate_Bps_ =
         removed_since_solve_ ? std::min(removed_min_rate_Bps_, rate_Bps_[id]) : rate_Bps_[id];
     removed_since_solve_ = true;
@@ -130,7 +130,7 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
       if (state_[f] == FlowState::Free) continue;
       batch_.push_back(f);
       const double used_Bps = multiplicity_[f] * rate_Bps_[f];
-      for (ResourceId r : resources_of(f)) load_Bps_[r] -= used_Bps;
+      for (ResourceId r : path(f)) load_Bps_[r] -= used_Bps;
     }
     if (num_active_ == 0) std::fill(load_Bps_.begin(), load_Bps_.end(), 0.0);
   }
@@ -143,7 +143,7 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
     state_[f] = FlowState::Solved;
     const double used_Bps = multiplicity_[f] * rate_Bps_[f];
     if (std::isfinite(used_Bps))
-      for (ResourceId r : resources_of(f)) load_Bps_[r] += used_Bps;
+      for (ResourceId r : path(f)) load_Bps_[r] += used_Bps;
   }
   flows_solved_ += batch_.size();
   added_since_solve_ = false;
@@ -157,7 +157,7 @@ void MaxMinSolver::fill(double start_level_Bps) {
   std::size_t incidences = 0;
   for (FlowId f : batch_) {
     frozen_[f] = 0;
-    for (ResourceId r : resources_of(f)) {
+    for (ResourceId r : path(f)) {
       if (!touched_[r]) {
         touched_[r] = 1;
         touched_list_.push_back(r);
@@ -179,7 +179,7 @@ void MaxMinSolver::fill(double start_level_Bps) {
   }
   csr_flows_.resize(incidences);
   for (FlowId f : batch_)
-    for (ResourceId r : resources_of(f)) csr_flows_[csr_fill_[r]++] = f;
+    for (ResourceId r : path(f)) csr_flows_[csr_fill_[r]++] = f;
 
   // One heap entry per resource. Freezing flows at level l never lowers a resource's
   // saturation level ((R - m l) / (U - m) >= R / U whenever R / U >= l), so entries are only
@@ -218,7 +218,7 @@ void MaxMinSolver::fill(double start_level_Bps) {
       frozen_order_.push_back(f);
       const std::uint32_t m = multiplicity_[f];
       const double used_Bps = m * level_Bps;
-      for (ResourceId r : resources_of(f)) {
+      for (ResourceId r : path(f)) {
         remaining_Bps_[r] -= used_Bps;
         unfrozen_[r] -= m;
       }

@@ -67,6 +67,10 @@ class MaxMinSolver {
   // capacity is their capacity minus the load of the flows outside the batch.
   void fill(double start_level_Bps);
   void compact_paths();
+  // resources_of without the checks, for the inner loops.
+  std::span<const ResourceId> path(FlowId id) const {
+    return {path_pool_.data() + path_begin_[id], path_len_[id]};
+  }
 
   // Resources.
   std::vector<double> capacity_Bps_;
