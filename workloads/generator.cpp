@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "config/error.hpp"
+
 #include "workloads/dlrm.hpp"
 #include "workloads/grad_buckets.hpp"
 #include "workloads/pipeline_schedule.hpp"
@@ -83,6 +85,13 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
                              const GenerateOptions& options) {
   const ModelSpec r = resolve_for_world(spec, world_size, options.gpus_per_node);
   const auto& p = r.parallelism;
+  if (p.virtual_stages > 1) {
+    auto it = r.key_locations.find("parallelism.virtual_stages");
+    throw config::ConfigError(fmt::format(
+        "{}: parallelism.virtual_stages: {} needs the interleaved 1F1B schedule, which the "
+        "generator does not implement yet (expected 1)",
+        it != r.key_locations.end() ? it->second : r.source_file, p.virtual_stages));
+  }
   const ParallelLayout layout(p.tp, p.cp, p.dp, p.pp, r.kind == ModelKind::Moe ? p.ep : 1);
 
   sim::StepGraph step;

@@ -1,0 +1,144 @@
+#include <gtest/gtest.h>
+
+#include "step_graph_util.hpp"
+#include "workloads/generator.hpp"
+
+using namespace overlapsim;
+using namespace overlapsim::workloads;
+using namespace overlapsim::workloads::testing;
+using sim::CollectiveOp;
+using sim::OpKind;
+using sim::StreamKind;
+
+namespace {
+double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
+
+const char* kTinyMoe = R"(name: tiny-moe
+kind: moe
+transformer:
+  layers: 4
+  hidden: 256
+  vocab: 1000
+  mlp: swiglu
+  attention:
+    heads: 8
+moe:
+  experts: 8
+  top_k: 2
+  shared_experts: 1
+  expert_ffn_hidden: 512
+training:
+  seq_len: 128
+  global_batch: 16
+parallelism:
+  dp: 4
+  tp: 1
+  pp: 2
+  ep: 4
+)";
+}  // namespace
+
+TEST(MoeGenerator, MixtralFlopsPerTokenFollowActiveParameters) {
+  auto step = generate_step(shipped("mixtral-8x7b"), 1024);
+  const double l = 32, h = 4096, fe = 14336, V = 32000, q = 32 * 128, kv = 8 * 128, E = 8, k = 2;
+  const double s = 4096;
+  const double active_matmul = l * (h * (q + 2 * kv) + q * h + h * E + k * 3 * h * fe) + h * V;
+  const double attention_per_token = 3 * l * (4 * s * q) / 2;  // causal
+  const double per_token = step.model_flops_per_step / step.tokens_per_step;
+  EXPECT_LT(rel(per_token, 6 * active_matmul + attention_per_token), 0.01);
+  EXPECT_LT(rel(per_token, 6 * active_matmul + attention_per_token), 1e-9);
+  // The YAML's dimensions give Mixtral's published 12.9B active / 46.7B total parameters
+  // (Jiang et al. 2024 / the Mistral AI release), within rounding.
+  const double norms = l * 2 * h + h;
+  EXPECT_LT(rel(active_matmul + h * V + norms, 12.9e9), 0.01);
+  const double total = l * (h * (q + 2 * kv) + q * h + h * E + E * 3 * h * fe) + 2 * h * V + norms;
+  EXPECT_LT(rel(total, 46.7e9), 0.01);
+}
+
+TEST(MoeGenerator, DeepSeekV3FlopsPerTokenFollowActiveParameters) {
+  ModelSpec spec = shipped("deepseek-v3");
+  spec.training.global_batch = 64;  // one microbatch per DP rank keeps the test fast
+  auto step = generate_step(spec, 1024);
+  ASSERT_EQ(step.ranks.size(), 16u);
+  const double h = 7168, V = 129280, heads = 128, ql = 1536, kvl = 512, dn = 128, dr = 64, dv = 128,
+               fe = 2048, f_dense = 18432, s = 4096;
+  const double mla =
+      h * ql + ql * heads * (dn + dr) + h * (kvl + dr) + kvl * heads * (dn + dv) + heads * dv * h;
+  const double moe_active = h * 256 + (8 + 1) * 3 * h * fe;
+  const double active_matmul = 61 * mla + 3 * 3 * h * f_dense + 58 * moe_active + h * V;
+  const double attention_per_token = 3 * 61 * (2 * s * heads * ((dn + dr) + dv)) / 2;
+  const double per_token = step.model_flops_per_step / step.tokens_per_step;
+  EXPECT_LT(rel(per_token, 6 * active_matmul + attention_per_token), 0.01);
+  EXPECT_LT(rel(per_token, 6 * active_matmul + attention_per_token), 1e-9);
+  // Published: 37B activated of 671B total (DeepSeek-V3 report, abstract), without the MTP
+  // module; norms are negligible here.
+  EXPECT_LT(rel(active_matmul + h * V, 37e9), 0.02);
+  const double total =
+      61 * mla + 3 * 3 * h * f_dense + 58 * (h * 256 + 257 * 3 * h * fe) + 2 * h * V;
+  EXPECT_LT(rel(total, 671e9), 0.01);
+}
+
+TEST(MoeGenerator, DispatchAndCombineAreAllToAllsOverTheExpertGroup) {
+  auto step = generate_step(shipped("mixtral-8x7b"), 1024);
+  ASSERT_EQ(step.ranks.size(), 1u);
+  EXPECT_EQ(step.ranks[0].multiplicity, 1024);
+  const std::uint64_t bytes = 4096ull * 2 * 4096 * 2;  // tokens · top_k · hidden · bf16
+  int a2a = 0, paired = 0;
+  for_each_op(step.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind == OpKind::Gemm && op.name.find("experts.fc1") != std::string::npos &&
+        op.name.find("grad") == std::string::npos) {
+      EXPECT_EQ(op.gemm.m, 4096 * 2 * 8 / 8);  // uniform routing: tokens per local expert
+      EXPECT_EQ(op.gemm.batch, 1);             // 8 experts over EP 8
+    }
+    if (op.kind != OpKind::Collective || op.collective != CollectiveOp::AllToAll) return;
+    ++a2a;
+    EXPECT_EQ(op.stream, StreamKind::ExpertComm);
+    EXPECT_EQ(op.comm_bytes, bytes);
+    EXPECT_EQ(family_of(step, op), "ep");
+    EXPECT_EQ(step.groups[op.comm_group].ranks.size(), 8u);
+    if (op.pair_partner >= 0) {
+      ++paired;
+      EXPECT_EQ(step.ranks[0].graph[op.pair_partner].kind, OpKind::Gemm);
+    }
+  });
+  EXPECT_EQ(a2a, 32 * 4);  // per layer: dispatch and combine, forward and backward
+  EXPECT_EQ(paired, a2a);
+}
+
+TEST(MoeGenerator, ExpertGradientsReduceOverExpertDataParallelGroup) {
+  auto step = generate_step(shipped("mixtral-8x7b"), 1024);
+  const double expert_params = 32 * 1 * 3 * 4096.0 * 14336;  // one local expert per layer
+  double edp = sum_ops(
+      step.ranks[0], [&](const sim::OpNode& op) { return family_of(step, op) == "edp"; },
+      [&](const sim::OpNode& op) {
+        EXPECT_EQ(step.groups[op.comm_group].ranks.size(), 128u);  // 1024 / EP 8
+        return op.collective == CollectiveOp::ReduceScatter ? static_cast<double>(op.comm_bytes)
+                                                            : 0.0;
+      });
+  EXPECT_DOUBLE_EQ(edp, 4 * expert_params);
+}
+
+TEST(MoeGenerator, FoldedAndUnfoldedGraphsHaveTheSameOpsPerRank) {
+  auto spec = load_model_string(kTinyMoe, "tiny-moe.yaml");
+  auto folded = generate_step(spec, 8);
+  auto full = generate_step(spec, 8, {false, 0});
+  ASSERT_EQ(folded.ranks.size(), 2u);
+  EXPECT_DOUBLE_EQ(folded.flops_per_step, full.flops_per_step);
+  for (const auto& rank : full.ranks) {
+    const auto& rep = folded.ranks[rank.rank / 4];
+    ASSERT_EQ(boost::num_vertices(rank.graph), boost::num_vertices(rep.graph));
+    ASSERT_EQ(boost::num_edges(rank.graph), boost::num_edges(rep.graph));
+    for (auto v : boost::make_iterator_range(boost::vertices(rank.graph))) {
+      const auto& a = rank.graph[v];
+      const auto& b = rep.graph[v];
+      EXPECT_EQ(a.name, b.name);
+      EXPECT_EQ(a.flops, b.flops);
+      EXPECT_EQ(a.comm_bytes, b.comm_bytes);
+      if (a.comm_group >= 0) {
+        EXPECT_EQ(full.groups[a.comm_group].family, folded.groups[b.comm_group].family);
+        const auto& members = full.groups[a.comm_group].ranks;
+        EXPECT_NE(std::find(members.begin(), members.end(), rank.rank), members.end());
+      }
+    }
+  }
+}

@@ -1,0 +1,379 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "step_graph_util.hpp"
+#include "workloads/generator.hpp"
+
+using namespace overlapsim;
+using namespace overlapsim::workloads;
+using namespace overlapsim::workloads::testing;
+using sim::CollectiveOp;
+using sim::OpKind;
+using sim::Phase;
+using sim::StreamKind;
+
+namespace {
+
+// Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
+// Using Megatron-LM", eq. (3): FLOPs per iteration with full activation recomputation,
+// non-causal attention: 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)).
+double megatron_flops(double B, double s, double l, double h, double V) {
+  return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+}
+
+double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
+
+std::string tiny_path() {
+  return std::string(OVERLAPSIM_SOURCE_DIR) + "/tests/workloads/data/tiny-gpt-16gpu.yaml";
+}
+
+}  // namespace
+
+TEST(TransformerGenerator, Gpt3FlopsEqualMegatronFormula) {
+  ModelSpec spec = shipped("gpt3-175b");
+  spec.transformer.attention.causal = false;  // the formula counts the full s x s attention
+  auto step = generate_step(spec, 1024);
+  const double B = 1536, s = 2048, l = 96, h = 12288, V = 51200;
+  const double expected = megatron_flops(B, s, l, h, V);
+  EXPECT_LT(rel(step.flops_per_step, expected), 0.01);
+  EXPECT_LT(rel(step.flops_per_step, expected), 1e-9) << "formula is exact for this model";
+  // Without recomputation: 3x forward of the layers (72·B·s·l·h² + 12·B·s²·l·h) + logits.
+  const double model = 72 * B * s * l * h * h + 12 * B * s * s * l * h + 6 * B * s * h * V;
+  EXPECT_LT(rel(step.model_flops_per_step, model), 1e-9);
+  EXPECT_DOUBLE_EQ(step.tokens_per_step, B * s);
+  EXPECT_EQ(step.throughput_unit, "tokens");
+}
+
+TEST(TransformerGenerator, CausalAttentionHalvesTheAttentionTerm) {
+  auto step = generate_step(shipped("gpt3-175b"), 1024);
+  const double B = 1536, s = 2048, l = 96, h = 12288, V = 51200;
+  // 4 passes over the layers (forward, recompute, 2x backward) with attention halved.
+  const double expected = 4 * (24 * B * s * l * h * h + 2 * B * s * s * l * h) + 6 * B * s * h * V;
+  EXPECT_LT(rel(step.flops_per_step, expected), 1e-9);
+}
+
+TEST(TransformerGenerator, Llama70bFlopsAreSixTimesParamsTimesTokensPlusAttention) {
+  auto step = generate_step(shipped("llama3-70b"), 1024);
+  const double l = 80, h = 8192, f = 28672, V = 128256, heads = 64, kv = 8, d = 128;
+  const double B = 2048, s = 8192, tokens = B * s;
+  // Weights that multiply activations: attention (q, k, v, o), SwiGLU MLP (3 matrices) and
+  // the output layer. The input embedding is a lookup (no FLOPs); norms carry no FLOPs.
+  const double params = l * (h * (heads + 2 * kv) * d + heads * d * h + 3 * h * f) + h * V;
+  // Causal attention: 2 matmuls of 2·s·s·h FLOPs per layer per sequence, halved, x3.
+  const double attention = 3 * l * B * (4 * s * s * heads * d) / 2;
+  const double expected = 6 * params * tokens + attention;
+  EXPECT_LT(rel(step.model_flops_per_step, expected), 0.01);
+  EXPECT_LT(rel(step.model_flops_per_step, expected), 1e-9);
+  // Selective recomputation re-runs the attention core once more in backward.
+  EXPECT_LT(rel(step.flops_per_step - step.model_flops_per_step, attention / 3), 1e-9);
+}
+
+TEST(TransformerGenerator, DpAllReduceBytesEqualEachStagesParameterBytes) {
+  auto step = generate_step(shipped("gpt3-175b"), 1024);
+  ASSERT_EQ(step.ranks.size(), 8u);
+  const std::int64_t h = 12288, V = 51200, s = 2048, tp = 8;
+  const std::int64_t per_layer = 12 * h * h / tp + 7 * h / tp + 6 * h;  // weights, biases, norms
+  for (int stage = 0; stage < 8; ++stage) {
+    const auto& rank = step.ranks[stage];
+    EXPECT_EQ(rank.multiplicity, 128);
+    std::int64_t params = 12 * per_layer;
+    if (stage == 0) params += V / tp * h + s * h;  // word and position embeddings
+    if (stage == 7) params += V / tp * h + 2 * h;  // tied output-layer copy, final norm
+    double dp_bytes = sum_ops(
+        rank,
+        [&](const sim::OpNode& op) {
+          return op.stream == StreamKind::DataComm && family_of(step, op) == "dp";
+        },
+        [](const sim::OpNode& op) {
+          EXPECT_EQ(op.collective, CollectiveOp::AllReduce);
+          return static_cast<double>(op.comm_bytes);
+        });
+    EXPECT_DOUBLE_EQ(dp_bytes, 4.0 * params) << "stage " << stage;  // fp32 gradients
+    double embd = sum_ops(
+        rank, [&](const sim::OpNode& op) { return family_of(step, op) == "embd"; },
+        [](const sim::OpNode& op) { return static_cast<double>(op.comm_bytes); });
+    EXPECT_DOUBLE_EQ(embd, (stage == 0 || stage == 7) ? 4.0 * V / tp * h : 0.0);
+  }
+}
+
+TEST(TransformerGenerator, DistributedOptimizerReduceScattersGradsAndGathersParams) {
+  auto step = generate_step(shipped("llama3-70b"), 1024);
+  const std::int64_t h = 8192, V = 128256, tp = 8;
+  const std::int64_t per_layer =
+      h * (64 + 16) * 128 / tp + 64 * 128 / tp * h + 3 * h * 28672 / tp + 2 * h;
+  for (int stage = 0; stage < 4; ++stage) {
+    std::int64_t params = 20 * per_layer;
+    if (stage == 0) params += V / tp * h;
+    if (stage == 3) params += V / tp * h + h;
+    const auto& rank = step.ranks[stage];
+    auto bytes_of = [&](CollectiveOp op) {
+      return sum_ops(
+          rank,
+          [&](const sim::OpNode& n) {
+            return n.stream == StreamKind::DataComm && n.collective == op &&
+                   family_of(step, n) == "dp";
+          },
+          [](const sim::OpNode& n) { return static_cast<double>(n.comm_bytes); });
+    };
+    EXPECT_DOUBLE_EQ(bytes_of(CollectiveOp::ReduceScatter), 4.0 * params) << stage;
+    EXPECT_DOUBLE_EQ(bytes_of(CollectiveOp::AllGather), 2.0 * params) << stage;
+    EXPECT_DOUBLE_EQ(bytes_of(CollectiveOp::AllReduce), 0.0);
+  }
+}
+
+TEST(TransformerGenerator, GradientBucketsFollowTheBackwardOpsThatProduceThem) {
+  auto step = generate_step(shipped("gpt3-175b"), 1024);
+  const auto& rank = step.ranks[3];
+  const int last_mb = 1536 / 16 - 1;
+  int buckets = 0;
+  sim::OpVertex first_bucket = 0;
+  for_each_op(rank, [&](sim::OpVertex v, const sim::OpNode& op) {
+    if (op.stream != StreamKind::DataComm || op.phase != Phase::Backward) return;
+    if (buckets++ == 0) first_bucket = v;
+    bool fed_by_last_backward = false;
+    for (auto e : boost::make_iterator_range(boost::in_edges(v, rank.graph))) {
+      const auto& src = rank.graph[boost::source(e, rank.graph)];
+      if (src.stream == StreamKind::Compute && src.phase == Phase::Backward &&
+          src.microbatch == last_mb) {
+        fed_by_last_backward = true;
+      }
+    }
+    EXPECT_TRUE(fed_by_last_backward) << op.name;
+  });
+  EXPECT_GT(buckets, 12);  // at least one per layer: every weight matrix is > 25 MiB here
+  // The first bucket waits only for what precedes its producer: the rest of the last
+  // microbatch's backward is free to run beside it.
+  std::vector<char> ancestor(boost::num_vertices(rank.graph), 0);
+  std::vector<sim::OpVertex> todo{first_bucket};
+  while (!todo.empty()) {
+    auto v = todo.back();
+    todo.pop_back();
+    for (auto e : boost::make_iterator_range(boost::in_edges(v, rank.graph))) {
+      auto u = boost::source(e, rank.graph);
+      if (!ancestor[u]) {
+        ancestor[u] = 1;
+        todo.push_back(u);
+      }
+    }
+  }
+  double overlappable = 0, backward = 0;
+  for_each_op(rank, [&](sim::OpVertex v, const sim::OpNode& op) {
+    if (op.stream != StreamKind::Compute || op.phase != Phase::Backward) return;
+    if (op.microbatch == last_mb) backward += op.flops;
+    if (op.microbatch == last_mb && !ancestor[v]) overlappable += op.flops;
+  });
+  EXPECT_GT(overlappable, 0.9 * backward);  // first bucket: the last layer's first weights
+}
+
+TEST(TransformerGenerator, TensorParallelCollectivesPerLayer) {
+  auto gpt = generate_step(shipped("gpt3-175b"), 1024);
+  auto count = [&](const sim::StepGraph& step, const sim::RankProgram& r, int layer, Phase phase,
+                   CollectiveOp op, std::uint64_t bytes) {
+    int n = 0;
+    for_each_op(r, [&](sim::OpVertex, const sim::OpNode& o) {
+      if (o.layer == layer && o.microbatch == 0 && o.phase == phase && !o.recompute &&
+          o.kind == OpKind::Collective && family_of(step, o) == "tp" && o.collective == op) {
+        EXPECT_EQ(o.comm_bytes, bytes) << o.name;
+        ++n;
+      }
+    });
+    return n;
+  };
+  const std::uint64_t gpt_bytes = 2048ull * 12288 * 2;  // b·s·h bf16
+  EXPECT_EQ(count(gpt, gpt.ranks[1], 12, Phase::Forward, CollectiveOp::AllReduce, gpt_bytes), 2);
+  EXPECT_EQ(count(gpt, gpt.ranks[1], 12, Phase::Backward, CollectiveOp::AllReduce, gpt_bytes), 2);
+
+  auto llama = generate_step(shipped("llama3-70b"), 1024);  // sequence parallel
+  const std::uint64_t sp_bytes = 8192ull * 8192 * 2;
+  EXPECT_EQ(count(llama, llama.ranks[1], 25, Phase::Forward, CollectiveOp::AllGather, sp_bytes), 2);
+  EXPECT_EQ(count(llama, llama.ranks[1], 25, Phase::Forward, CollectiveOp::ReduceScatter, sp_bytes),
+            2);
+  // Backward: all-gather of the output gradient (x2) and of the input for wgrad (x2),
+  // reduce-scatter of the input gradient (x2).
+  EXPECT_EQ(count(llama, llama.ranks[1], 25, Phase::Backward, CollectiveOp::AllGather, sp_bytes),
+            4);
+  EXPECT_EQ(
+      count(llama, llama.ranks[1], 25, Phase::Backward, CollectiveOp::ReduceScatter, sp_bytes), 2);
+  // Pipeline transfers carry the sequence-parallel shard: b·s/tp·h.
+  for_each_op(llama.ranks[1], [&](sim::OpVertex, const sim::OpNode& o) {
+    if (o.kind == OpKind::SendRecv) {
+      EXPECT_EQ(o.comm_bytes, sp_bytes / 8);
+    }
+  });
+}
+
+TEST(TransformerGenerator, PairsAreMutualAndOfTheDesignedKinds) {
+  auto step = generate_step(shipped("llama3-70b"), 1024);
+  std::map<std::string, int> kinds;
+  for (const auto& rank : step.ranks) {
+    for_each_op(rank, [&](sim::OpVertex v, const sim::OpNode& op) {
+      if (op.pair_partner < 0) return;
+      const auto& other = rank.graph[op.pair_partner];
+      ASSERT_EQ(other.pair_partner, static_cast<int>(v)) << op.name;
+      if (op.kind != OpKind::Collective) return;
+      EXPECT_EQ(other.kind, OpKind::Gemm) << op.name;
+      // The collective either consumes the GEMM's output or feeds its input.
+      bool gemm_first = static_cast<sim::OpVertex>(op.pair_partner) < v;
+      auto e = gemm_first ? boost::edge(op.pair_partner, v, rank.graph)
+                          : boost::edge(v, op.pair_partner, rank.graph);
+      EXPECT_TRUE(e.second) << op.name;
+      ++kinds[std::string(gemm_first ? "gemm+" : "") + sim::to_string(op.collective) +
+              (gemm_first ? "" : "+gemm")];
+    });
+  }
+  EXPECT_GT(kinds["gemm+reducescatter"], 0);
+  EXPECT_GT(kinds["allgather+gemm"], 0);
+  auto gpt = generate_step(shipped("gpt3-175b"), 1024);
+  int allreduce_pairs = 0;
+  for_each_op(gpt.ranks[2], [&](sim::OpVertex, const sim::OpNode& op) {
+    allreduce_pairs += op.pair_partner >= 0 && op.collective == CollectiveOp::AllReduce &&
+                       op.kind == OpKind::Collective;
+  });
+  // 4 per layer and microbatch (2 forward, 2 backward) plus 2 in each recomputed forward.
+  EXPECT_EQ(allreduce_pairs, 12 * 96 * 6);
+}
+
+TEST(TransformerGenerator, EdgesRunForwardAndStreamsAreChained) {
+  auto step = generate_step(load_model(tiny_path()), 16);
+  for (const auto& rank : step.ranks) {
+    std::map<StreamKind, sim::OpVertex> last;
+    for_each_op(rank, [&](sim::OpVertex v, const sim::OpNode& op) {
+      for (auto e : boost::make_iterator_range(boost::in_edges(v, rank.graph)))
+        EXPECT_LT(boost::source(e, rank.graph), v);
+      if (last.count(op.stream)) {
+        EXPECT_TRUE(boost::edge(last[op.stream], v, rank.graph).second);
+      }
+      last[op.stream] = v;
+    });
+  }
+}
+
+TEST(TransformerGenerator, ContextParallelGathersKeysAndValues) {
+  auto step = generate_step(load_model(tiny_path()), 16);
+  // tiny: seq 128, cp 2, tp 2, 8 heads / 4 kv heads of 32: K and V of the whole sequence
+  // for the local kv heads, gathered over the CP group.
+  int gathers = 0;
+  for_each_op(step.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.stream != StreamKind::ContextComm) return;
+    EXPECT_EQ(family_of(step, op), "cp");
+    EXPECT_EQ(op.comm_bytes, 128ull * 2 * (4 / 2) * 32 * 2);
+    gathers += op.collective == CollectiveOp::AllGather;
+  });
+  EXPECT_EQ(gathers, 2 * 8);  // 2 layers on stage 0 x 8 microbatches
+}
+
+TEST(TransformerGenerator, FoldedAndUnfoldedGraphsHaveTheSameOpsPerRank) {
+  auto spec = load_model(tiny_path());
+  auto folded = generate_step(spec, 16, {true, 8});
+  auto full = generate_step(spec, 16, {false, 8});
+  ASSERT_EQ(folded.ranks.size(), 2u);
+  ASSERT_EQ(full.ranks.size(), 16u);
+  EXPECT_EQ(folded.ranks[0].multiplicity, 8);
+  EXPECT_DOUBLE_EQ(folded.flops_per_step, full.flops_per_step);
+  EXPECT_DOUBLE_EQ(folded.model_flops_per_step, full.model_flops_per_step);
+  for (const auto& rank : full.ranks) {
+    EXPECT_EQ(rank.multiplicity, 1);
+    const auto& rep = folded.ranks[rank.rank / 8];  // 8 ranks per stage
+    ASSERT_EQ(boost::num_vertices(rank.graph), boost::num_vertices(rep.graph));
+    ASSERT_EQ(boost::num_edges(rank.graph), boost::num_edges(rep.graph));
+    for (auto v : boost::make_iterator_range(boost::vertices(rank.graph))) {
+      const auto& a = rank.graph[v];
+      const auto& b = rep.graph[v];
+      ASSERT_EQ(a.name, b.name);
+      EXPECT_EQ(a.kind, b.kind);
+      EXPECT_EQ(a.stream, b.stream);
+      EXPECT_EQ(a.flops, b.flops);
+      EXPECT_EQ(a.bytes, b.bytes);
+      EXPECT_EQ(a.comm_bytes, b.comm_bytes);
+      EXPECT_EQ(a.collective, b.collective);
+      EXPECT_EQ(a.pair_partner, b.pair_partner);
+      EXPECT_EQ(a.is_send, b.is_send);
+      if (a.kind == OpKind::SendRecv) {
+        EXPECT_EQ(a.peer_rank - rank.rank, b.peer_rank - rep.rank);
+      }
+      if (a.comm_group >= 0) {
+        const auto& ga = full.groups.at(a.comm_group);
+        const auto& gb = folded.groups.at(b.comm_group);
+        EXPECT_EQ(ga.family, gb.family);
+        EXPECT_EQ(ga.ranks.size(), gb.ranks.size());
+        EXPECT_NE(std::find(ga.ranks.begin(), ga.ranks.end(), rank.rank), ga.ranks.end());
+        EXPECT_NE(std::find(gb.ranks.begin(), gb.ranks.end(), rep.rank), gb.ranks.end());
+      }
+      std::set<sim::OpVertex> out_a, out_b;
+      for (auto e : boost::make_iterator_range(boost::out_edges(v, rank.graph)))
+        out_a.insert(boost::target(e, rank.graph));
+      for (auto e : boost::make_iterator_range(boost::out_edges(v, rep.graph)))
+        out_b.insert(boost::target(e, rep.graph));
+      EXPECT_EQ(out_a, out_b) << a.name;
+    }
+  }
+}
+
+TEST(TransformerGenerator, PipelineSendsMatchReceivesInOrder) {
+  auto full = generate_step(load_model(tiny_path()), 16, {false, 8});
+  std::map<std::pair<int, int>, std::vector<const sim::OpNode*>> sends, recvs;
+  for (const auto& rank : full.ranks)
+    for_each_op(rank, [&](sim::OpVertex, const sim::OpNode& op) {
+      if (op.kind != OpKind::SendRecv) return;
+      EXPECT_EQ(family_of(full, op), "pp");
+      if (op.is_send)
+        sends[{rank.rank, op.peer_rank}].push_back(&op);
+      else
+        recvs[{op.peer_rank, rank.rank}].push_back(&op);
+    });
+  ASSERT_EQ(sends.size(), recvs.size());
+  for (const auto& [link, list] : sends) {
+    const auto& other = recvs.at(link);
+    ASSERT_EQ(list.size(), other.size());
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      EXPECT_EQ(list[k]->microbatch, other[k]->microbatch);
+      EXPECT_EQ(list[k]->comm_bytes, other[k]->comm_bytes);
+      EXPECT_EQ(list[k]->phase, other[k]->phase);
+    }
+  }
+}
+
+TEST(TransformerGenerator, FoldedRepresentativesAreEachOthersPipelinePeers) {
+  auto step = generate_step(shipped("llama3-405b"), 16384);
+  ASSERT_EQ(step.ranks.size(), 16u);
+  std::set<int> simulated;
+  for (const auto& r : step.ranks) simulated.insert(r.rank);
+  for (const auto& r : step.ranks) {
+    EXPECT_EQ(r.multiplicity, 8 * 128);
+    for_each_op(r, [&](sim::OpVertex, const sim::OpNode& op) {
+      if (op.kind == OpKind::SendRecv) {
+        EXPECT_TRUE(simulated.count(op.peer_rank)) << op.name;
+      }
+    });
+  }
+  // Uneven stages (Dubey et al. 2024): 7 layers on the first and last stage, 8 elsewhere.
+  auto layers_on = [&](int stage) {
+    std::set<int> layers;
+    for_each_op(step.ranks[stage], [&](sim::OpVertex, const sim::OpNode& op) {
+      if (op.layer >= 0) layers.insert(op.layer);
+    });
+    return layers.size();
+  };
+  EXPECT_EQ(layers_on(0), 7u);
+  EXPECT_EQ(layers_on(5), 8u);
+  EXPECT_EQ(layers_on(15), 7u);
+}
+
+TEST(TransformerGenerator, TiedEmbeddingOnOneStageIsOneGradient) {
+  auto spec = load_model(tiny_path());
+  spec.parallelism.pp = 1;
+  spec.parallelism.dp = 4;
+  spec.transformer.tie_embeddings = true;
+  auto tied = generate_step(spec, 16);
+  spec.transformer.tie_embeddings = false;
+  auto untied = generate_step(spec, 16);
+  auto dp_bytes = [](const sim::StepGraph& s) {
+    return sum_ops(
+        s.ranks[0], [&](const sim::OpNode& op) { return family_of(s, op) == "dp"; },
+        [](const sim::OpNode& op) { return static_cast<double>(op.comm_bytes); });
+  };
+  // vocab 1000 over tp 2 -> 500 rows of 256; fp32 gradients, reduce-scattered.
+  EXPECT_DOUBLE_EQ(dp_bytes(untied) - dp_bytes(tied), 500.0 * 256 * 4 + 500.0 * 256 * 2);
+}

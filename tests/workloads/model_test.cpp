@@ -1,0 +1,389 @@
+#include "workloads/model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/error.hpp"
+#include "workloads/generator.hpp"
+
+using namespace overlapsim;
+using namespace overlapsim::workloads;
+
+namespace {
+
+const char* kTiny = R"(name: tiny
+kind: transformer
+transformer:
+  layers: 4
+  hidden: 256
+  ffn_hidden: 1024
+  vocab: 1000
+  mlp: swiglu
+  attention:
+    heads: 8
+    kv_heads: 4
+training:
+  seq_len: 128
+  global_batch: 16
+  micro_batch: 1
+parallelism:
+  dp: 2
+  tp: 2
+  sequence_parallel: true
+  pp: 2
+  cp: 2
+)";
+
+const char* kTinyMoe = R"(name: tiny-moe
+kind: moe
+transformer:
+  layers: 4
+  hidden: 256
+  vocab: 1000
+  mlp: swiglu
+  attention:
+    heads: 8
+moe:
+  experts: 8
+  top_k: 2
+  expert_ffn_hidden: 512
+training:
+  seq_len: 128
+  global_batch: 16
+parallelism:
+  dp: 4
+  tp: 1
+  pp: 2
+  ep: 4
+)";
+
+const char* kTinyDlrm = R"(name: tiny-dlrm
+kind: dlrm
+dlrm:
+  dense_features: 13
+  embedding_dim: 16
+  tables:
+    - {rows: 1000, hotness: 3}
+    - {rows: 50, hotness: 1}
+  bottom_mlp: [32, 16]
+  top_mlp: [64, 1]
+  dcn_layers: 2
+  dcn_rank: 8
+training:
+  global_batch: 64
+parallelism:
+  dp: 8
+)";
+
+std::string edit(std::string text, const std::vector<std::pair<std::string, std::string>>& subs) {
+  for (const auto& [from, to] : subs) {
+    auto at = text.find(from);
+    if (at == std::string::npos)
+      ADD_FAILURE() << "edit: '" << from << "' not in the YAML";
+    else
+      text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+// 1-based line of the first line containing `needle`.
+int line_of(const std::string& text, const std::string& needle) {
+  auto at = text.find(needle);
+  int line = 1;
+  for (std::size_t i = 0; i < at && i < text.size(); ++i) line += text[i] == '\n';
+  return line;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const config::ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// The error names the file and line of `line_needle`, the key, and the expected form.
+void expect_error(const std::string& msg, const std::string& text, const std::string& line_needle,
+                  const std::string& key, const std::string& file = "m.yaml") {
+  EXPECT_NE(msg.find(file + ":" + std::to_string(line_of(text, line_needle)) + ":"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find(key), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected"), std::string::npos) << msg;
+}
+
+std::string load_error(const std::string& text) {
+  return error_of([&] { load_model_string(text, "m.yaml"); });
+}
+
+}  // namespace
+
+TEST(ModelYaml, ShippedModelsLoad) {
+  for (const char* name :
+       {"gpt3-175b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "deepseek-v3", "dlrm-dcnv2"}) {
+    std::string path = std::string(OVERLAPSIM_SOURCE_DIR) + "/workloads/models/" + name + ".yaml";
+    ModelSpec spec;
+    ASSERT_NO_THROW(spec = load_model(path)) << name;
+    EXPECT_EQ(spec.name, name);
+    // Every shipped model fits 128 nodes x 8 GPUs with TP inside a node.
+    EXPECT_NO_THROW(resolve_for_world(spec, 1024, 8)) << name;
+  }
+}
+
+TEST(ModelYaml, ShippedDimensionsMatchThePapers) {
+  auto gpt3 = load_model(std::string(OVERLAPSIM_SOURCE_DIR) + "/workloads/models/gpt3-175b.yaml");
+  EXPECT_EQ(gpt3.transformer.layers, 96);
+  EXPECT_EQ(gpt3.transformer.hidden, 12288);
+  EXPECT_EQ(gpt3.transformer.attention.heads, 96);
+  EXPECT_EQ(gpt3.transformer.ffn_hidden, 49152);
+  EXPECT_EQ(gpt3.training.seq_len, 2048);
+  EXPECT_EQ(gpt3.transformer.vocab, 51200);
+  auto l405 = load_model(std::string(OVERLAPSIM_SOURCE_DIR) + "/workloads/models/llama3-405b.yaml");
+  EXPECT_EQ(l405.transformer.attention.kv_heads, 8);
+  EXPECT_EQ(l405.transformer.vocab, 128256);
+  auto r = resolve_for_world(l405, 16384, 8);
+  EXPECT_EQ(r.parallelism.dp, 128);  // Dubey et al. 2024 table 4: TP8 CP1 PP16 DP128
+  auto dlrm = load_model(std::string(OVERLAPSIM_SOURCE_DIR) + "/workloads/models/dlrm-dcnv2.yaml");
+  EXPECT_EQ(dlrm.dlrm.tables.size(), 26u);
+  int hot = 0;
+  for (const auto& t : dlrm.dlrm.tables) hot += t.hotness;
+  EXPECT_EQ(hot, 214);  // sum of the MLPerf multi-hot sizes
+}
+
+TEST(ModelYaml, DefaultsAreDocumented) {
+  auto spec = load_model_string(kTiny, "m.yaml");
+  EXPECT_EQ(spec.training.grad_bucket_bytes, 25ull << 20);
+  EXPECT_EQ(spec.training.grad_precision, sim::Precision::FP32);
+  EXPECT_EQ(spec.training.recompute, Recompute::None);
+  EXPECT_EQ(spec.transformer.attention.causal, true);
+  EXPECT_TRUE(spec.overlap.designs_by_pair.empty());  // all designs on all pairs
+  for (const char* section :
+       {"", "transformer", "transformer.attention", "moe", "dlrm", "training", "parallelism"})
+    EXPECT_FALSE(model_param_docs(section).empty()) << section;
+}
+
+TEST(ModelYaml, OverlapSectionIsStored) {
+  auto spec = load_model_string(
+      std::string(kTiny) + "overlap:\n  gemm_allreduce: [tilewise, fused]\n  alltoall_gemm: all\n",
+      "m.yaml");
+  ASSERT_EQ(spec.overlap.designs_by_pair.at("gemm_allreduce").size(), 2u);
+  EXPECT_EQ(spec.overlap.designs_by_pair.at("gemm_allreduce")[1], "fused");
+  EXPECT_EQ(spec.overlap.designs_by_pair.at("alltoall_gemm").size(), 5u);
+}
+
+// ---- one test per rule ----
+
+TEST(ModelRules, UnknownKey) {
+  std::string text = edit(kTiny, {{"  layers: 4", "  layerz: 4"}});
+  expect_error(load_error(text), text, "layerz", "transformer.layerz");
+}
+
+TEST(ModelRules, MissingRequiredKey) {
+  std::string text = edit(kTiny, {{"  vocab: 1000\n", ""}});
+  std::string msg = load_error(text);
+  EXPECT_NE(msg.find("m.yaml:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("transformer.vocab: missing"), std::string::npos) << msg;
+}
+
+TEST(ModelRules, UnknownKind) {
+  std::string text = edit(kTiny, {{"kind: transformer", "kind: rnn"}});
+  expect_error(load_error(text), text, "kind: rnn", "kind");
+}
+
+TEST(ModelRules, BadUnit) {
+  std::string text =
+      edit(kTiny, {{"  micro_batch: 1", "  micro_batch: 1\n  grad_bucket: 25 apples"}});
+  expect_error(load_error(text), text, "grad_bucket", "training.grad_bucket");
+}
+
+TEST(ModelRules, NonPositiveSize) {
+  std::string text = edit(kTiny, {{"  layers: 4", "  layers: 0"}});
+  expect_error(load_error(text), text, "layers: 0", "transformer.layers");
+}
+
+TEST(ModelRules, HeadsMustDivideHidden) {
+  std::string text =
+      edit(kTiny, {{"    heads: 8", "    heads: 6"}, {"kv_heads: 4", "kv_heads: 6"}});
+  expect_error(load_error(text), text, "heads: 6", "transformer.attention.heads");
+}
+
+TEST(ModelRules, KvHeadsMustDivideHeads) {
+  std::string text = edit(kTiny, {{"kv_heads: 4", "kv_heads: 3"}});
+  expect_error(load_error(text), text, "kv_heads: 3", "transformer.attention.kv_heads");
+}
+
+TEST(ModelRules, TpMustDivideHeads) {
+  std::string text = edit(kTiny, {{"  tp: 2", "  tp: 16"}});
+  std::string msg = load_error(text);
+  expect_error(msg, text, "tp: 16", "parallelism.tp");
+  EXPECT_NE(msg.find("attention heads = 8"), std::string::npos) << msg;
+}
+
+TEST(ModelRules, TpMustDivideKvHeadsForGqa) {
+  std::string text = edit(kTiny, {{"  tp: 2", "  tp: 8"}});
+  std::string msg = load_error(text);
+  expect_error(msg, text, "tp: 8", "parallelism.tp");
+  EXPECT_NE(msg.find("kv_heads = 4"), std::string::npos) << msg;
+}
+
+TEST(ModelRules, TpMustDivideFfn) {
+  std::string text = edit(kTiny, {{"ffn_hidden: 1024", "ffn_hidden: 1023"}});
+  std::string msg = load_error(text);
+  expect_error(msg, text, "tp: 2", "parallelism.tp");
+  EXPECT_NE(msg.find("ffn_hidden"), std::string::npos) << msg;
+}
+
+TEST(ModelRules, CpMustDivideSequence) {
+  std::string text = edit(kTiny, {{"  cp: 2", "  cp: 3"}, {"  dp: 2", "  dp: auto"}});
+  expect_error(load_error(text), text, "cp: 3", "parallelism.cp");
+}
+
+TEST(ModelRules, SequenceParallelNeedsTpToDivideSequence) {
+  std::string text = edit(kTiny, {{"seq_len: 128", "seq_len: 129"}, {"  cp: 2", "  cp: 1"}});
+  expect_error(load_error(text), text, "sequence_parallel", "parallelism.sequence_parallel");
+}
+
+TEST(ModelRules, LayersMustDivideIntoStages) {
+  std::string text = edit(kTiny, {{"  pp: 2", "  pp: 3"}});
+  std::string msg = load_error(text);
+  expect_error(msg, text, "pp: 3", "parallelism.pp");
+  EXPECT_NE(msg.find("layers = 4"), std::string::npos) << msg;
+}
+
+TEST(ModelRules, UnevenStagesMustAddUp) {
+  std::string text = edit(kTiny, {{"  pp: 2", "  pp: 3\n  first_stage_layers: 3"}});
+  expect_error(load_error(text), text, "first_stage_layers", "parallelism.first_stage_layers");
+}
+
+TEST(ModelRules, UnevenStagesSplitAsGiven) {
+  auto spec = load_model_string(
+      edit(kTiny, {{"  layers: 4", "  layers: 10"},
+                   {"  pp: 2", "  pp: 4\n  first_stage_layers: 1\n  last_stage_layers: 1"}}),
+      "m.yaml");
+  EXPECT_EQ(stage_layers(spec, 0).end, 1);
+  EXPECT_EQ(stage_layers(spec, 1).begin, 1);
+  EXPECT_EQ(stage_layers(spec, 1).end, 5);
+  EXPECT_EQ(stage_layers(spec, 2).end, 9);
+  EXPECT_EQ(stage_layers(spec, 3).begin, 9);
+  EXPECT_EQ(stage_layers(spec, 3).end, 10);
+}
+
+TEST(ModelRules, VirtualStagesNeedPipeline) {
+  std::string text =
+      edit(kTiny, {{"  pp: 2", "  pp: 1\n  virtual_stages: 2"}, {"  dp: 2", "  dp: 4"}});
+  expect_error(load_error(text), text, "virtual_stages", "parallelism.virtual_stages");
+}
+
+TEST(ModelRules, InterleavedScheduleIsRejectedByTheGenerator) {
+  std::string text = edit(kTiny, {{"  pp: 2", "  pp: 2\n  virtual_stages: 2"},
+                                  {"global_batch: 16", "global_batch: 8"}});
+  auto spec = load_model_string(text, "m.yaml");
+  expect_error(error_of([&] { generate_step(spec, 16); }), text, "virtual_stages",
+               "parallelism.virtual_stages");
+}
+
+TEST(ModelRules, GlobalBatchMustDivideByMicroBatchTimesDp) {
+  std::string text = edit(kTiny, {{"global_batch: 16", "global_batch: 15"}});
+  std::string msg = load_error(text);
+  expect_error(msg, text, "global_batch", "training.global_batch");
+  EXPECT_NE(msg.find("micro_batch·dp"), std::string::npos) << msg;
+}
+
+TEST(ModelRules, ProductMustEqualGpuCount) {
+  auto spec = load_model_string(kTiny, "m.yaml");
+  std::string msg = error_of([&] { resolve_for_world(spec, 32); });
+  expect_error(msg, kTiny, "  dp: 2", "parallelism.dp");
+  EXPECT_NE(msg.find("32 GPUs"), std::string::npos) << msg;
+  EXPECT_NO_THROW(resolve_for_world(spec, 16));
+}
+
+TEST(ModelRules, AutoDpNeedsDivisibleGpuCount) {
+  std::string text = edit(kTiny, {{"  dp: 2", "  dp: auto"}});
+  auto spec = load_model_string(text, "m.yaml");
+  EXPECT_EQ(resolve_for_world(spec, 64).parallelism.dp, 8);
+  std::string msg = error_of([&] { resolve_for_world(spec, 20); });
+  EXPECT_NE(msg.find("m.yaml:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("parallelism: tp·pp·cp = 8"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected"), std::string::npos) << msg;
+}
+
+TEST(ModelRules, TpGroupMustFitInANode) {
+  auto spec = load_model_string(kTiny, "m.yaml");
+  std::string msg = error_of([&] { resolve_for_world(spec, 16, 3); });
+  expect_error(msg, kTiny, "  tp: 2", "parallelism.tp");
+  EXPECT_NE(msg.find("per node"), std::string::npos) << msg;
+}
+
+TEST(ModelRules, EpMustDivideExperts) {
+  std::string text = edit(
+      kTinyMoe,
+      {{"  ep: 4", "  ep: 3"}, {"  dp: 4", "  dp: 6"}, {"global_batch: 16", "global_batch: 12"}});
+  std::string msg = load_error(text);
+  expect_error(msg, text, "ep: 3", "parallelism.ep");
+  EXPECT_NE(msg.find("moe.experts"), std::string::npos) << msg;
+}
+
+TEST(ModelRules, EpMustDivideDataParallelTimesCp) {
+  std::string text = edit(kTinyMoe, {{"  ep: 4", "  ep: 8"}});
+  std::string msg = load_error(text);
+  expect_error(msg, text, "ep: 8", "parallelism.ep");
+  EXPECT_NE(msg.find("dp·cp"), std::string::npos) << msg;
+}
+
+TEST(ModelRules, TopKAtMostExperts) {
+  std::string text = edit(kTinyMoe, {{"top_k: 2", "top_k: 9"}});
+  expect_error(load_error(text), text, "top_k", "moe.top_k");
+}
+
+TEST(ModelRules, DenseLayersLeaveAnMoeLayer) {
+  std::string text = edit(kTinyMoe, {{"  top_k: 2", "  top_k: 2\n  dense_layers: 4"}});
+  expect_error(load_error(text), text, "dense_layers", "moe.dense_layers");
+}
+
+TEST(ModelRules, MoeWithTpNeedsSequenceParallel) {
+  std::string text = edit(kTinyMoe, {{"  tp: 1", "  tp: 2\n  sequence_parallel: false"},
+                                     {"  dp: 4", "  dp: 2"},
+                                     {"  ep: 4", "  ep: 2"}});
+  expect_error(load_error(text), text, "sequence_parallel", "parallelism.sequence_parallel");
+}
+
+TEST(ModelRules, EpNeedsMoe) {
+  std::string text = edit(kTiny, {{"  cp: 2", "  cp: 2\n  ep: 2"}});
+  expect_error(load_error(text), text, "ep: 2", "parallelism.ep");
+}
+
+TEST(ModelRules, DlrmIsDataParallelOnly) {
+  std::string text = edit(kTinyDlrm, {{"  dp: 8", "  dp: 4\n  tp: 2"}});
+  expect_error(load_error(text), text, "tp: 2", "parallelism.tp");
+}
+
+TEST(ModelRules, DlrmTablesNeedRows) {
+  std::string text = edit(kTinyDlrm, {{"{rows: 50, hotness: 1}", "{rowz: 50, hotness: 1}"}});
+  expect_error(load_error(text), text, "rowz", "rowz");
+}
+
+TEST(ModelRules, MlaKeysNeedMla) {
+  std::string text = edit(kTiny, {{"    kv_heads: 4", "    kv_heads: 4\n    kv_lora_rank: 64"}});
+  expect_error(load_error(text), text, "kv_lora_rank", "transformer.attention.kv_lora_rank");
+}
+
+TEST(ModelRules, OverlapNamesAreChecked) {
+  std::string bad_pair = std::string(kTiny) + "overlap:\n  gemm_allsum: [fused]\n";
+  expect_error(load_error(bad_pair), bad_pair, "gemm_allsum", "overlap.gemm_allsum");
+  std::string bad_design = std::string(kTiny) + "overlap:\n  gemm_allreduce: [fusd]\n";
+  std::string msg = load_error(bad_design);
+  expect_error(msg, bad_design, "fusd", "overlap.gemm_allreduce");
+  EXPECT_NE(msg.find("sequential"), std::string::npos) << msg;
+}
+
+TEST(ModelRules, OverridesAreRevalidated) {
+  auto spec = load_model_string(kTiny, "m.yaml");
+  spec.parallelism.tp = 3;  // as a CLI override would
+  std::string msg = error_of([&] { validate_model(spec); });
+  expect_error(msg, kTiny, "  tp: 2", "parallelism.tp");
+}

@@ -1,0 +1,77 @@
+#include "workloads/parallel_layout.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+using namespace overlapsim::workloads;
+
+TEST(ParallelLayout, MegatronOrderTpInnermostPpOutermost) {
+  ParallelLayout l(/*tp=*/8, /*cp=*/1, /*dp=*/16, /*pp=*/8);
+  EXPECT_EQ(l.world_size(), 1024);
+  // rank = tp + TP·(cp + CP·(dp + DP·pp))
+  EXPECT_EQ(l.rank_of(3, 0, 5, 2), 3 + 8 * (5 + 16 * 2));
+  RankCoord c = l.coord(3 + 8 * (5 + 16 * 2));
+  EXPECT_EQ(c.tp, 3);
+  EXPECT_EQ(c.dp, 5);
+  EXPECT_EQ(c.pp, 2);
+  EXPECT_EQ(l.group("tp", 13), (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  std::vector<int> dp = l.group("dp", 1);  // tp rank 1 of stage 0
+  ASSERT_EQ(dp.size(), 16u);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(dp[i], 1 + 8 * i);
+  std::vector<int> pp = l.group("pp", 130);  // tp 2, dp 16 -> dp 0 of stage 1? 130 = 2 + 8·16
+  EXPECT_EQ(pp, (std::vector<int>{2, 130, 258, 386, 514, 642, 770, 898}));
+  EXPECT_EQ(l.group("embd", 130), (std::vector<int>{2, 898}));
+}
+
+TEST(ParallelLayout, TpGroupsStayInsideEightGpuNodes) {
+  ParallelLayout l(8, 2, 4, 2);
+  for (const auto& g : l.all_groups("tp")) {
+    std::set<int> nodes;
+    for (int r : g.ranks) nodes.insert(r / 8);
+    EXPECT_EQ(nodes.size(), 1u);
+  }
+}
+
+TEST(ParallelLayout, GroupsPartitionTheRanksAndIndicesMatch) {
+  ParallelLayout l(2, 2, 4, 3, /*ep=*/4);
+  for (const char* family : {"tp", "cp", "dp", "pp", "ep", "edp"}) {
+    auto groups = l.all_groups(family);
+    std::vector<int> seen(l.world_size(), 0);
+    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+      EXPECT_EQ(groups[gi].family, family);
+      EXPECT_EQ(static_cast<int>(groups[gi].ranks.size()), l.group_size(family)) << family;
+      for (int r : groups[gi].ranks) {
+        ++seen[r];
+        EXPECT_EQ(l.group_index(family, r), static_cast<int>(gi)) << family << " rank " << r;
+        EXPECT_EQ(l.group(family, r), groups[gi].ranks) << family;
+      }
+    }
+    for (int n : seen) EXPECT_EQ(n, 1) << family;
+  }
+}
+
+TEST(ParallelLayout, ExpertGroupsAreCarvedOutOfDataTimesContext) {
+  ParallelLayout l(/*tp=*/2, /*cp=*/2, /*dp=*/4, /*pp=*/1, /*ep=*/4);
+  EXPECT_EQ(l.edp(), 2);
+  for (int r = 0; r < l.world_size(); ++r) {
+    auto ep = l.group("ep", r);
+    auto dp = l.group("dp", r);
+    // Every EP peer is a DP×CP peer (same TP rank and stage), and EP × EDP tiles DP×CP.
+    for (int peer : ep) EXPECT_NE(std::find(dp.begin(), dp.end(), peer), dp.end());
+    std::set<int> tiled;
+    for (int e : ep)
+      for (int d : l.group("edp", e)) tiled.insert(d);
+    EXPECT_EQ(tiled, std::set<int>(dp.begin(), dp.end()));
+  }
+  // ep peers are consecutive in the flattened (cp, dp) index, as Megatron's expert layout.
+  EXPECT_EQ(l.group("ep", 0), (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(l.group("edp", 0), (std::vector<int>{0, 8}));
+}
+
+TEST(ParallelLayout, RejectsBadSizes) {
+  EXPECT_THROW(ParallelLayout(0, 1, 1, 1), std::invalid_argument);
+  EXPECT_THROW(ParallelLayout(1, 1, 6, 1, 4), std::invalid_argument);
+  EXPECT_THROW(ParallelLayout(2, 1, 2, 1).coord(4), std::invalid_argument);
+}
