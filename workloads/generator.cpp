@@ -106,6 +106,11 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
     for (int rank = 0; rank < world_size; ++rank) ranks.push_back(rank);
   }
   const int multiplicity = options.fold ? layout.tp() * layout.cp() * layout.dp() : 1;
+  if (options.fold) {
+    step.representative.resize(world_size);
+    for (int rank = 0; rank < world_size; ++rank)
+      step.representative[rank] = layout.rank_of(0, 0, 0, layout.coord(rank).pp);
+  }
   step.ranks.reserve(ranks.size());
   for (int rank : ranks) {
     sim::RankProgram program;

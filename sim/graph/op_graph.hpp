@@ -85,8 +85,10 @@ struct OpNode {
 };
 
 // How workloads/ generators build a rank graph (what the executor may rely on):
-//  - vertices are added in program order; consecutive ops on the same stream of a rank are
-//    linked by an edge (a stream runs in order), other edges are data dependencies;
+//  - vertices are added in program order (a topological order; DP gradient buckets come
+//    last in it but depend only on the backward ops that produce their gradients);
+//    consecutive ops on the same stream of a rank are linked by an edge (a stream runs in
+//    order), other edges are data dependencies;
 //  - pair_partner is set on both ops of a pair;
 //  - a SendRecv send from rank A to rank B matches the receive at B from A of the same
 //    ordinal (k-th send A->B with k-th receive at B from A), as in NCCL; the generators

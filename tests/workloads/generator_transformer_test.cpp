@@ -271,6 +271,9 @@ TEST(TransformerGenerator, FoldedAndUnfoldedGraphsHaveTheSameOpsPerRank) {
   ASSERT_EQ(folded.ranks.size(), 2u);
   ASSERT_EQ(full.ranks.size(), 16u);
   EXPECT_EQ(folded.ranks[0].multiplicity, 8);
+  ASSERT_EQ(folded.representative.size(), 16u);
+  for (int r = 0; r < 16; ++r) EXPECT_EQ(folded.representative[r], r < 8 ? 0 : 8);
+  EXPECT_TRUE(full.representative.empty());
   EXPECT_DOUBLE_EQ(folded.flops_per_step, full.flops_per_step);
   EXPECT_DOUBLE_EQ(folded.model_flops_per_step, full.model_flops_per_step);
   for (const auto& rank : full.ranks) {
