@@ -22,6 +22,7 @@ MaxMinSolver::ResourceId MaxMinSolver::add_resource(double capacity_Bps) {
   const auto id = static_cast<ResourceId>(capacity_Bps_.size());
   capacity_Bps_.push_back(capacity_Bps);
   load_Bps_.push_back(0);
+  active_weight_.push_back(0);
   remaining_Bps_.push_back(0);
   unfrozen_.push_back(0);
   csr_begin_.push_back(0);
@@ -36,6 +37,10 @@ MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resource
   for (ResourceId r : resources)
     if (r >= capacity_Bps_.size())
       throw std::invalid_argument("MaxMinSolver: flow uses unknown resource " + std::to_string(r));
+  if (num_active_ == 0) {  // every stored path is garbage: start the pool over
+    path_pool_.clear();
+    path_garbage_ = 0;
+  }
   if (path_garbage_ > kCompactMinGarbage && path_garbage_ > path_pool_.size() / 2) compact_paths();
 
   FlowId id;
@@ -59,7 +64,8 @@ MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resource
   multiplicity_[id] = multiplicity;
   rate_Bps_[id] = 0;
   state_[id] = FlowState::Added;
-  added_since_solve_ = true;
+  for (ResourceId r : resources) active_weight_[r] += multiplicity;
+  added_.push_back(id);
   ++num_active_;
   return id;
 }
@@ -74,11 +80,12 @@ void MaxMinSolver::remove_flow(FlowId id) {
         removed_since_solve_ ? std::min(removed_min_rate_Bps_, rate_Bps_[id]) : rate_Bps_[id];
     removed_since_solve_ = true;
   }
-  // rate_Bps_[id] stays: order_ still lists the id and is searched by rate until the next
-  // solve, and the id is not reused before then without a full solve (add_flow sets it).
+  for (ResourceId r : path(id)) active_weight_[r] -= multiplicity_[id];
+  // The id is reused only after the next solve: until then order_ still lists it and is
+  // searched by rate, so rate_Bps_[id] must stay as it was.
   state_[id] = FlowState::Free;
   path_garbage_ += path_len_[id];
-  free_ids_.push_back(id);
+  released_ids_.push_back(id);
   --num_active_;
 }
 
@@ -108,31 +115,42 @@ void MaxMinSolver::compact_paths() {
 
 std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
   batch_.clear();
-  if (!added_since_solve_ && !removed_since_solve_) return {};
+  if (added_.empty() && !removed_since_solve_) return {};
 
-  std::size_t keep = 0;  // prefix of order_ whose rates stay
-  double start_level_Bps = 0;
-  if (added_since_solve_) {
+  // The level below which nothing can change (see the header): the smallest removed rate,
+  // and for added flows a lower bound on where any of their resources can saturate now,
+  // capacity / (multiplicity of all flows on it).
+  double start_level_Bps = std::numeric_limits<double>::infinity();
+  if (removed_since_solve_) start_level_Bps = removed_min_rate_Bps_;
+  for (FlowId f : added_)
+    if (state_[f] == FlowState::Added)
+      for (ResourceId r : path(f))
+        start_level_Bps = std::min(start_level_Bps, capacity_Bps_[r] / active_weight_[r]);
+  const auto keep = static_cast<std::size_t>(
+      std::lower_bound(order_.begin(), order_.end(), start_level_Bps,
+                       [this](FlowId f, double x) { return rate_Bps_[f] < x; }) -
+      order_.begin());
+  if (keep == 0) {
     ++full_solves_;
-    for (std::size_t id = 0; id < state_.size(); ++id)
-      if (state_[id] != FlowState::Free) batch_.push_back(static_cast<FlowId>(id));
-    // Recomputing every load from zero also discards rounding drift from removals.
+    start_level_Bps = 0;
+    // Recomputing every load from zero also discards rounding drift.
     std::fill(load_Bps_.begin(), load_Bps_.end(), 0.0);
   } else {
     ++partial_solves_;
-    start_level_Bps = removed_min_rate_Bps_;
-    keep = static_cast<std::size_t>(
-        std::lower_bound(order_.begin(), order_.end(), start_level_Bps,
-                         [this](FlowId f, double x) { return rate_Bps_[f] < x; }) -
-        order_.begin());
-    for (std::size_t i = keep; i < order_.size(); ++i) {
-      const FlowId f = order_[i];
-      if (state_[f] == FlowState::Free) continue;
-      batch_.push_back(f);
-      const double used_Bps = multiplicity_[f] * rate_Bps_[f];
+  }
+  for (std::size_t i = keep; i < order_.size(); ++i) {
+    const FlowId f = order_[i];
+    if (state_[f] != FlowState::Solved) continue;
+    batch_.push_back(f);
+    if (keep == 0) continue;
+    const double used_Bps = multiplicity_[f] * rate_Bps_[f];
+    if (std::isfinite(used_Bps))
       for (ResourceId r : path(f)) load_Bps_[r] -= used_Bps;
-    }
-    if (num_active_ == 0) std::fill(load_Bps_.begin(), load_Bps_.end(), 0.0);
+  }
+  for (FlowId f : added_) {
+    if (state_[f] != FlowState::Added) continue;  // removed again, or listed twice
+    state_[f] = FlowState::Solved;
+    batch_.push_back(f);
   }
 
   fill(start_level_Bps);
@@ -140,14 +158,15 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
   order_.resize(keep);
   order_.insert(order_.end(), batch_.begin(), batch_.end());
   for (FlowId f : batch_) {
-    state_[f] = FlowState::Solved;
     const double used_Bps = multiplicity_[f] * rate_Bps_[f];
     if (std::isfinite(used_Bps))
       for (ResourceId r : path(f)) load_Bps_[r] += used_Bps;
   }
   flows_solved_ += batch_.size();
-  added_since_solve_ = false;
+  added_.clear();
   removed_since_solve_ = false;
+  free_ids_.insert(free_ids_.end(), released_ids_.begin(), released_ids_.end());
+  released_ids_.clear();
   return batch_;
 }
 

@@ -10,12 +10,18 @@
 // A flow with no resources is unconstrained: its rate is +infinity (callers decide what
 // that means; FlowNetwork never creates one).
 //
-// Incremental: solve() recomputes only what can have changed. After additions it solves
-// every active flow. After removals only, it re-solves just the flows whose rate was >= the
-// smallest rate x among the removed ones: a removed flow's resources all saturated at
-// level >= x (else it would have been frozen lower), so the filling below x is unchanged
-// and every flow frozen below x keeps its rate. For an all-to-all, where the fastest flows
-// finish first, each completion re-solves only the few flows still rising above it.
+// Incremental: solve() re-solves only the flows whose rate can have changed, those at or
+// above a level L below which the filling is provably the same as in the last solve:
+//  - removals: L <= the smallest removed rate x. A removed flow's resources all saturated
+//    at >= x (else it would have been frozen lower); without it they carry less, so below
+//    x no saturation moves and every flow frozen below x keeps its rate.
+//  - additions: L <= min over the new flows' resources of capacity / (multiplicity of all
+//    flows on it): below that level such a resource cannot be full even in the new state,
+//    so again no saturation below L moves (and new flows get at least L).
+// Flows frozen below L keep their rates and their load; the rest are filled from L up.
+// For an all-to-all, where the fastest flows finish first, each completion re-solves only
+// the few flows still rising above it; a small intra-node group added next to a big
+// inter-node exchange re-solves only the flows faster than its NVLink share.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -75,6 +81,7 @@ class MaxMinSolver {
   // Resources.
   std::vector<double> capacity_Bps_;
   std::vector<double> load_Bps_;
+  std::vector<std::uint64_t> active_weight_;  // sum of multiplicities of active flows
   // Per-resource scratch for fill(), kept allocated between solves.
   std::vector<double> remaining_Bps_;
   std::vector<std::uint64_t> unfrozen_;  // sum of multiplicities of unfrozen batch flows
@@ -95,14 +102,15 @@ class MaxMinSolver {
   std::vector<std::uint8_t> frozen_;
   std::vector<ResourceId> path_pool_;
   std::size_t path_garbage_ = 0;
-  std::vector<FlowId> free_ids_;
+  std::vector<FlowId> free_ids_;      // reusable now
+  std::vector<FlowId> released_ids_;  // removed since the last solve: reusable after it
   std::size_t num_active_ = 0;
 
   // Active flows in nondecreasing rate order as of the last solve (the freeze order).
   std::vector<FlowId> order_;
   std::vector<FlowId> batch_;  // flows being (re)solved; returned by solve()
   std::vector<FlowId> frozen_order_;
-  bool added_since_solve_ = false;
+  std::vector<FlowId> added_;  // flows added since the last solve
   bool removed_since_solve_ = false;
   double removed_min_rate_Bps_ = 0;
 

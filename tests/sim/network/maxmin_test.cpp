@@ -170,8 +170,7 @@ TEST(MaxMinSolver, RemovalCanLowerAnotherFlow) {
   EXPECT_NEAR(s.rate_Bps(b), 10.0 / 3, 1e-12);
   EXPECT_NEAR(s.rate_Bps(c), 20.0 / 3, 1e-12);
   s.remove_flow(d);
-  s.solve();
-  EXPECT_EQ(s.partial_solves(), 1u);
+  EXPECT_EQ(s.solve().size(), 3u);  // d had the lowest rate: everyone is re-solved
   EXPECT_DOUBLE_EQ(s.rate_Bps(a), 5.0);
   EXPECT_DOUBLE_EQ(s.rate_Bps(b), 5.0);
   EXPECT_DOUBLE_EQ(s.rate_Bps(c), 5.0);
@@ -194,11 +193,37 @@ TEST(MaxMinSolver, PartialResolveTouchesOnlyFasterFlows) {
   EXPECT_TRUE(s.solve().empty());  // nothing changed since
 }
 
+TEST(MaxMinSolver, AddingAFastFlowLeavesSlowerFlowsAlone) {
+  // Ten flows held to 0.1 on a slow link; adding a flow on a separate fast link (and one
+  // that joins the fast flows) must not re-solve the slow ones: capacity / flows on the
+  // new flows' resources (100 / 2) bounds every level that can change from below.
+  MaxMinSolver s;
+  const Res slow = s.add_resource(1.0);
+  const Res fast = s.add_resource(100.0);
+  std::vector<Flow> slow_flows;
+  for (int i = 0; i < 10; ++i) slow_flows.push_back(add(s, {slow}));
+  const Flow f1 = add(s, {fast});
+  s.solve();
+  const Flow f2 = add(s, {fast});
+  const auto recomputed = s.solve();
+  EXPECT_EQ(recomputed.size(), 2u);
+  EXPECT_EQ(s.partial_solves(), 1u);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f1), 50.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(f2), 50.0);
+  for (Flow f : slow_flows) EXPECT_DOUBLE_EQ(s.rate_Bps(f), 0.1);
+  // A flow across both links has the slow link's bound (1/11): everyone is re-solved.
+  const Flow both = add(s, {slow, fast});
+  EXPECT_EQ(s.solve().size(), 13u);
+  EXPECT_NEAR(s.rate_Bps(both), 1.0 / 11, 1e-12);
+  EXPECT_NEAR(s.rate_Bps(f1), (100.0 - 1.0 / 11) / 2, 1e-12);
+}
+
 TEST(MaxMinSolver, IncrementalSolvesMatchFreshSolves) {
   // Random networks; add and remove flows in rounds; after each solve the rates must equal
   // a solver built from scratch with the same active flows, and be max-min fair.
   std::mt19937_64 rng(12345);
-  for (int trial = 0; trial < 30; ++trial) {
+  std::uint64_t partial_solves = 0;
+  for (int trial = 0; trial < 60; ++trial) {
     MaxMinSolver s;
     const int num_res = 3 + static_cast<int>(rng() % 12);
     std::vector<double> caps;
@@ -207,9 +232,10 @@ TEST(MaxMinSolver, IncrementalSolvesMatchFreshSolves) {
       s.add_resource(caps.back());
     }
     std::vector<Flow> live;
-    for (int round = 0; round < 12; ++round) {
-      const bool add_round = round == 0 || rng() % 3 == 0;
-      if (add_round) {
+    for (int round = 0; round < 16; ++round) {
+      // Additions, removals, or both before one solve.
+      const int kind = round == 0 ? 0 : static_cast<int>(rng() % 3);
+      if (kind != 1) {
         const int n = 1 + static_cast<int>(rng() % 15);
         for (int i = 0; i < n; ++i) {
           std::vector<Res> path;
@@ -218,7 +244,8 @@ TEST(MaxMinSolver, IncrementalSolvesMatchFreshSolves) {
           if (path.empty()) path.push_back(static_cast<Res>(rng() % num_res));
           live.push_back(s.add_flow(path, static_cast<std::uint32_t>(1 + rng() % 3)));
         }
-      } else {
+      }
+      if (kind != 0) {
         const std::size_t n = std::min<std::size_t>(live.size(), 1 + rng() % 4);
         for (std::size_t i = 0; i < n; ++i) {
           const std::size_t j = rng() % live.size();
@@ -238,8 +265,9 @@ TEST(MaxMinSolver, IncrementalSolvesMatchFreshSolves) {
             << "trial " << trial << " round " << round;
       expect_max_min_fair(s, live);
     }
-    EXPECT_GT(s.partial_solves(), 0u) << "trial " << trial;
+    partial_solves += s.partial_solves();
   }
+  EXPECT_GT(partial_solves, 30u);  // the incremental path was exercised
 }
 
 TEST(MaxMinSolver, DeterministicBitForBit) {
