@@ -99,12 +99,24 @@ const char* to_string(LinkClass cls) {
 }
 
 struct Topology::RoutingState {
+  // What route() knows about one destination GPU (see the comment at the top).
   struct Destination {
     bool ready = false;
-    bool has_anchor = false;  // false: every vertex that can reach dst is in `near`
+    bool has_anchor = false;  // false: every vertex that can reach dst is in the ball
     std::uint32_t anchor = 0;
     std::uint16_t anchor_hops = 0;
-    std::vector<std::pair<std::uint32_t, std::uint16_t>> near;  // (vertex, hops to dst)
+    // The ball: vertices with their hops to dst and, for each, the links one hop closer
+    // (next_link[next_begin[i] .. next_begin[i + 1]]), so a walk inside the ball never
+    // scans a high-degree switch.
+    std::vector<std::uint32_t> near_vertex;
+    std::vector<std::uint16_t> near_hops;
+    std::vector<std::uint32_t> next_begin;
+    std::vector<LinkId> next_link;
+    std::size_t bytes() const {
+      return near_vertex.capacity() * sizeof(std::uint32_t) +
+             near_hops.capacity() * sizeof(std::uint16_t) +
+             next_begin.capacity() * sizeof(std::uint32_t) + next_link.capacity() * sizeof(LinkId);
+    }
   };
   struct Table {
     std::uint32_t anchor = 0;
@@ -118,10 +130,11 @@ struct Topology::RoutingState {
   std::vector<std::uint32_t> out_begin;  // CSR over out-links, size V + 1
   std::vector<std::uint32_t> out_target;
   std::vector<LinkId> out_link;
-  std::vector<std::uint8_t> relays;  // may a path pass through this vertex?
+  std::vector<std::uint32_t> link_target;  // by link id
+  std::vector<std::uint8_t> relays;        // may a path pass through this vertex?
 
   std::vector<Destination> destinations;  // by rank
-  std::size_t near_entries = 0;
+  std::size_t destination_bytes = 0;
 
   std::list<Table> lru;  // most recently used first
   std::unordered_map<std::uint32_t, std::list<Table>::iterator> tables;
@@ -129,26 +142,166 @@ struct Topology::RoutingState {
   std::uint64_t bfs_runs = 0;
   std::uint64_t evictions = 0;
 
-  // Scratch: hops to the current destination for vertices of its ball, valid where
-  // near_stamp == stamp.
+  // Scratch: index into the current destination's ball, valid where near_stamp == stamp.
   std::vector<std::uint32_t> near_stamp;
-  std::vector<std::uint16_t> near_hops;
+  std::vector<std::uint32_t> near_index;
   std::uint32_t stamp = 0;
   int stamped_rank = -1;
   std::vector<std::uint32_t> queue;
-
-  std::size_t bytes() const {
-    return table_bytes + near_entries * sizeof(std::pair<std::uint32_t, std::uint16_t>) +
-           destinations.capacity() * sizeof(Destination) +
-           (out_begin.capacity() + out_target.capacity() + near_stamp.capacity() +
-            queue.capacity()) *
-               sizeof(std::uint32_t) +
-           out_link.capacity() * sizeof(LinkId) + relays.capacity() +
-           near_hops.capacity() * sizeof(std::uint16_t);
-  }
+  std::vector<LinkId> ties;
 
   std::uint32_t num_vertices() const { return static_cast<std::uint32_t>(relays.size()); }
+  std::uint32_t degree(std::uint32_t v) const { return out_begin[v + 1] - out_begin[v]; }
+
+  std::size_t bytes() const {
+    return table_bytes + destination_bytes + destinations.capacity() * sizeof(Destination) +
+           (out_begin.capacity() + out_target.capacity() + link_target.capacity() +
+            near_stamp.capacity() + near_index.capacity() + queue.capacity()) *
+               sizeof(std::uint32_t) +
+           (out_link.capacity() + ties.capacity()) * sizeof(LinkId) + relays.capacity();
+  }
+
+  void prepare(const Topology& topo);
+  const std::vector<std::uint16_t>& table_for(std::uint32_t anchor);
+  std::vector<std::uint16_t> bfs(std::uint32_t root);
+  void find_ball(Destination& dest, std::uint32_t dst);
+  void stamp_ball(const Destination& dest, int dst_rank);
 };
+
+void Topology::RoutingState::prepare(const Topology& topo) {
+  const TopoGraph& g = topo.graph_;
+  const auto n = static_cast<std::uint32_t>(boost::num_vertices(g));
+  limit_bytes = topo.route_cache_limit_bytes_;
+  out_begin.assign(n + 1, 0);
+  relays.assign(n, 0);
+  for (std::uint32_t v = 0; v < n; ++v) {
+    relays[v] = g[v].kind != NodeKind::Gpu || topo.gpus_forward_;
+    for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      out_target.push_back(static_cast<std::uint32_t>(boost::target(e, g)));
+      out_link.push_back(g[e].id);
+    }
+    out_begin[v + 1] = static_cast<std::uint32_t>(out_target.size());
+  }
+  link_target.resize(topo.ends_.size());
+  for (std::size_t id = 0; id < topo.ends_.size(); ++id)
+    link_target[id] = static_cast<std::uint32_t>(topo.ends_[id].second);
+  destinations.assign(topo.gpus_.size(), {});
+  near_stamp.assign(n, 0);
+  near_index.assign(n, 0);
+  adjacency_ready = true;
+}
+
+// Breadth-first search from `root` over the (symmetric) links: hops from every vertex to
+// root. Vertices that do not relay get a distance but are not expanded.
+std::vector<std::uint16_t> Topology::RoutingState::bfs(std::uint32_t root) {
+  std::vector<std::uint16_t> hops(num_vertices(), kUnreached);
+  queue.clear();
+  hops[root] = 0;
+  queue.push_back(root);
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    const std::uint32_t v = queue[head];
+    if (v != root && !relays[v]) continue;
+    if (hops[v] + 1 >= kUnreached)
+      throw std::runtime_error("route: a path is longer than 65,534 hops");
+    for (std::uint32_t i = out_begin[v]; i < out_begin[v + 1]; ++i) {
+      const std::uint32_t u = out_target[i];
+      if (hops[u] != kUnreached) continue;
+      hops[u] = static_cast<std::uint16_t>(hops[v] + 1);
+      queue.push_back(u);
+    }
+  }
+  ++bfs_runs;
+  return hops;
+}
+
+const std::vector<std::uint16_t>& Topology::RoutingState::table_for(std::uint32_t anchor) {
+  if (const auto it = tables.find(anchor); it != tables.end()) {
+    lru.splice(lru.begin(), lru, it->second);
+    return it->second->hops;
+  }
+  lru.push_front(Table{anchor, bfs(anchor)});
+  tables.emplace(anchor, lru.begin());
+  table_bytes += lru.front().hops.capacity() * sizeof(std::uint16_t);
+  // Never evict the table just made: one table is the floor whatever the limit.
+  while (table_bytes > limit_bytes && lru.size() > 1) {
+    table_bytes -= lru.back().hops.capacity() * sizeof(std::uint16_t);
+    tables.erase(lru.back().anchor);
+    lru.pop_back();
+    ++evictions;
+  }
+  return lru.front().hops;
+}
+
+// Level by level from dst until a level's only relaying vertex is one vertex (the anchor).
+void Topology::RoutingState::find_ball(Destination& dest, std::uint32_t dst) {
+  const std::uint32_t stamp_now = ++stamp;
+  stamped_rank = -1;
+  std::vector<std::uint32_t> ball{dst};
+  std::vector<std::uint16_t> level_of{0};
+  near_stamp[dst] = stamp_now;
+  near_index[dst] = 0;
+  std::vector<std::uint32_t> frontier{dst};
+  bool found = false;
+  for (int level = 1; level <= kMaxBallLevels && !found; ++level) {
+    std::vector<std::uint32_t> next;
+    for (const std::uint32_t v : frontier) {
+      if (v != dst && !relays[v]) continue;
+      for (std::uint32_t i = out_begin[v]; i < out_begin[v + 1]; ++i) {
+        const std::uint32_t u = out_target[i];
+        if (near_stamp[u] == stamp_now) continue;
+        near_stamp[u] = stamp_now;
+        near_index[u] = static_cast<std::uint32_t>(ball.size());
+        ball.push_back(u);
+        level_of.push_back(static_cast<std::uint16_t>(level));
+        next.push_back(u);
+      }
+    }
+    if (ball.size() > kMaxBallVertices) break;
+    std::vector<std::uint32_t> relaying;
+    for (const std::uint32_t u : next)
+      if (relays[u]) relaying.push_back(u);
+    if (relaying.size() <= 1) {
+      found = true;
+      dest.has_anchor = relaying.size() == 1;
+      if (dest.has_anchor) {
+        dest.anchor = relaying[0];
+        dest.anchor_hops = static_cast<std::uint16_t>(level);
+      }
+    }
+    frontier = std::move(next);
+  }
+  if (found) {
+    // Next hops inside the ball, in out-link order (the order a full scan would give).
+    dest.next_begin.assign(1, 0);
+    for (std::size_t b = 0; b < ball.size(); ++b) {
+      const std::uint32_t v = ball[b];
+      for (std::uint32_t i = out_begin[v]; b > 0 && i < out_begin[v + 1]; ++i) {
+        const std::uint32_t u = out_target[i];
+        if (near_stamp[u] != stamp_now || level_of[near_index[u]] + 1 != level_of[b]) continue;
+        if (u == dst || relays[u]) dest.next_link.push_back(out_link[i]);
+      }
+      dest.next_begin.push_back(static_cast<std::uint32_t>(dest.next_link.size()));
+    }
+    dest.near_vertex = std::move(ball);
+    dest.near_hops = std::move(level_of);
+  } else {  // no single entry vertex nearby: the destination is its own anchor
+    dest.has_anchor = true;
+    dest.anchor = dst;
+    dest.anchor_hops = 0;
+  }
+  destination_bytes += dest.bytes();
+  dest.ready = true;
+}
+
+void Topology::RoutingState::stamp_ball(const Destination& dest, int dst_rank) {
+  if (stamped_rank == dst_rank) return;
+  const std::uint32_t stamp_now = ++stamp;
+  for (std::uint32_t i = 0; i < dest.near_vertex.size(); ++i) {
+    near_stamp[dest.near_vertex[i]] = stamp_now;
+    near_index[dest.near_vertex[i]] = i;
+  }
+  stamped_rank = dst_rank;
+}
 
 Topology::Topology(std::string name)
     : name_(std::move(name)), routing_(std::make_unique<RoutingState>()) {}
@@ -266,164 +419,63 @@ std::vector<LinkId> Topology::route(int src_rank, int dst_rank, std::uint64_t fl
 
   RoutingState& rs = routing();
   std::lock_guard lock(rs.mutex);
-
-  if (!rs.adjacency_ready) {
-    const auto n = static_cast<std::uint32_t>(boost::num_vertices(graph_));
-    rs.limit_bytes = route_cache_limit_bytes_;
-    rs.out_begin.assign(n + 1, 0);
-    rs.relays.assign(n, 0);
-    for (std::uint32_t v = 0; v < n; ++v) {
-      rs.relays[v] = graph_[v].kind != NodeKind::Gpu || gpus_forward_;
-      for (const auto e : boost::make_iterator_range(boost::out_edges(v, graph_))) {
-        rs.out_target.push_back(static_cast<std::uint32_t>(boost::target(e, graph_)));
-        rs.out_link.push_back(graph_[e].id);
-      }
-      rs.out_begin[v + 1] = static_cast<std::uint32_t>(rs.out_target.size());
-    }
-    rs.destinations.assign(gpus_.size(), {});
-    rs.near_stamp.assign(n, 0);
-    rs.near_hops.assign(n, kUnreached);
-    rs.adjacency_ready = true;
-  }
-
-  // Breadth-first search from `root` over the (symmetric) links: hops from every vertex
-  // to root. Vertices that do not relay get a distance but are not expanded.
-  const auto bfs = [&rs](std::uint32_t root) {
-    std::vector<std::uint16_t> hops(rs.num_vertices(), kUnreached);
-    auto& queue = rs.queue;
-    queue.clear();
-    hops[root] = 0;
-    queue.push_back(root);
-    for (std::size_t head = 0; head < queue.size(); ++head) {
-      const std::uint32_t v = queue[head];
-      if (v != root && !rs.relays[v]) continue;
-      if (hops[v] + 1 >= kUnreached)
-        throw std::runtime_error("route: a path is longer than 65,534 hops");
-      for (std::uint32_t i = rs.out_begin[v]; i < rs.out_begin[v + 1]; ++i) {
-        const std::uint32_t u = rs.out_target[i];
-        if (hops[u] != kUnreached) continue;
-        hops[u] = static_cast<std::uint16_t>(hops[v] + 1);
-        queue.push_back(u);
-      }
-    }
-    ++rs.bfs_runs;
-    return hops;
-  };
-
-  const auto table_for = [&](std::uint32_t anchor) -> const std::vector<std::uint16_t>& {
-    if (const auto it = rs.tables.find(anchor); it != rs.tables.end()) {
-      rs.lru.splice(rs.lru.begin(), rs.lru, it->second);
-      return it->second->hops;
-    }
-    rs.lru.push_front(RoutingState::Table{anchor, bfs(anchor)});
-    rs.tables.emplace(anchor, rs.lru.begin());
-    rs.table_bytes += rs.lru.front().hops.capacity() * sizeof(std::uint16_t);
-    // Never evict the table just made: one table is the floor whatever the limit.
-    while (rs.table_bytes > rs.limit_bytes && rs.lru.size() > 1) {
-      rs.table_bytes -= rs.lru.back().hops.capacity() * sizeof(std::uint16_t);
-      rs.tables.erase(rs.lru.back().anchor);
-      rs.lru.pop_back();
-      ++rs.evictions;
-    }
-    return rs.lru.front().hops;
-  };
-
-  // The destination's ball and anchor (see the comment at the top of this file).
+  if (!rs.adjacency_ready) rs.prepare(*this);
   RoutingState::Destination& dest = rs.destinations[static_cast<std::size_t>(dst_rank)];
-  if (!dest.ready) {
-    const std::uint32_t stamp = ++rs.stamp;
-    rs.stamped_rank = -1;
-    std::vector<std::pair<std::uint32_t, std::uint16_t>> ball{{dst, 0}};
-    rs.near_stamp[dst] = stamp;
-    std::vector<std::uint32_t> frontier{dst};
-    bool found = false;
-    for (int level = 1; level <= kMaxBallLevels && !found; ++level) {
-      std::vector<std::uint32_t> next;
-      for (const std::uint32_t v : frontier) {
-        if (v != dst && !rs.relays[v]) continue;
-        for (std::uint32_t i = rs.out_begin[v]; i < rs.out_begin[v + 1]; ++i) {
-          const std::uint32_t u = rs.out_target[i];
-          if (rs.near_stamp[u] == stamp) continue;
-          rs.near_stamp[u] = stamp;
-          ball.emplace_back(u, static_cast<std::uint16_t>(level));
-          next.push_back(u);
-        }
-      }
-      if (ball.size() > kMaxBallVertices) break;
-      std::vector<std::uint32_t> relaying;
-      for (const std::uint32_t u : next)
-        if (rs.relays[u]) relaying.push_back(u);
-      if (relaying.size() <= 1) {
-        found = true;
-        dest.has_anchor = relaying.size() == 1;
-        if (dest.has_anchor) {
-          dest.anchor = relaying[0];
-          dest.anchor_hops = static_cast<std::uint16_t>(level);
-        }
-        dest.near = std::move(ball);
-      }
-      frontier = std::move(next);
-    }
-    if (!found) {  // no single entry vertex nearby: the destination is its own anchor
-      dest.has_anchor = true;
-      dest.anchor = dst;
-      dest.anchor_hops = 0;
-      dest.near.clear();
-    }
-    rs.near_entries += dest.near.size();
-    dest.ready = true;
-  }
-  if (rs.stamped_rank != dst_rank) {
-    const std::uint32_t stamp = ++rs.stamp;
-    for (const auto& [v, hops] : dest.near) {
-      rs.near_stamp[v] = stamp;
-      rs.near_hops[v] = hops;
-    }
-    rs.stamped_rank = dst_rank;
-  }
+  if (!dest.ready) rs.find_ball(dest, dst);
+  rs.stamp_ball(dest, dst_rank);
   const std::uint32_t stamp = rs.stamp;
-  const std::vector<std::uint16_t>* table = dest.has_anchor ? &table_for(dest.anchor) : nullptr;
+  const std::vector<std::uint16_t>* table = dest.has_anchor ? &rs.table_for(dest.anchor) : nullptr;
   const std::uint32_t anchor_hops = dest.anchor_hops;
   const auto hops_to_dst = [&](std::uint32_t v) -> std::uint32_t {
-    if (rs.near_stamp[v] == stamp) return rs.near_hops[v];
+    if (rs.near_stamp[v] == stamp) return dest.near_hops[rs.near_index[v]];
     if (table == nullptr || (*table)[v] == kUnreached) return kUnreached;
     return (*table)[v] + anchor_hops;
   };
+  const auto no_path = [&] {
+    return std::runtime_error(
+        fmt::format("route: no path from rank {} to rank {} in '{}'", src_rank, dst_rank, name_));
+  };
 
+  // Each step collects the links one hop closer to dst (in out-link order) and lets the
+  // ECMP hash pick one when there are several.
   std::vector<LinkId> path;
+  path.reserve(8);
+  std::vector<LinkId>& ties = rs.ties;
   std::uint32_t v = src;
   for (int hop = 0; v != dst; ++hop) {
     if (static_cast<std::uint32_t>(hop) > rs.num_vertices())
       throw std::logic_error("route: walk did not converge (inconsistent hop tables)");
-    std::uint32_t best = kUnreached;
-    std::uint32_t ties = 0;
-    const std::uint32_t begin = rs.out_begin[v], end = rs.out_begin[v + 1];
-    for (std::uint32_t i = begin; i < end; ++i) {
-      const std::uint32_t u = rs.out_target[i];
-      if (u != dst && !rs.relays[u]) continue;
-      const std::uint32_t h = hops_to_dst(u);
-      if (h < best) {
-        best = h;
-        ties = 1;
-      } else if (h == best) {
-        ++ties;
+    ties.clear();
+    if (rs.near_stamp[v] == stamp) {  // inside the ball: next hops are listed
+      const std::uint32_t b = rs.near_index[v];
+      ties.assign(dest.next_link.begin() + dest.next_begin[b],
+                  dest.next_link.begin() + dest.next_begin[b + 1]);
+    } else if (table != nullptr && (*table)[v] == 1 && rs.degree(v) > rs.degree(dest.anchor)) {
+      // Next to the anchor, which is the only way in: take the links v -> anchor, found
+      // from the anchor's side when it has fewer links (a spine above a leaf). Links come
+      // in duplex pairs (ids 2k, 2k+1), so the reverse of link L is L ^ 1.
+      for (std::uint32_t i = rs.out_begin[dest.anchor]; i < rs.out_begin[dest.anchor + 1]; ++i)
+        if (rs.out_target[i] == v) ties.push_back(rs.out_link[i] ^ 1u);
+    } else {
+      std::uint32_t best = kUnreached;
+      for (std::uint32_t i = rs.out_begin[v]; i < rs.out_begin[v + 1]; ++i) {
+        const std::uint32_t u = rs.out_target[i];
+        if (u != dst && !rs.relays[u]) continue;
+        const std::uint32_t h = hops_to_dst(u);
+        if (h > best) continue;
+        if (h < best) {
+          best = h;
+          ties.clear();
+        }
+        ties.push_back(rs.out_link[i]);
       }
+      if (best == kUnreached) ties.clear();
     }
-    if (best == kUnreached)
-      throw std::runtime_error(
-          fmt::format("route: no path from rank {} to rank {} in '{}'", src_rank, dst_rank, name_));
-    std::uint32_t pick =
-        ties > 1 ? static_cast<std::uint32_t>(ecmp_hash(src_rank, dst_rank, flow_id, hop) % ties)
-                 : 0;
-    for (std::uint32_t i = begin; i < end; ++i) {
-      const std::uint32_t u = rs.out_target[i];
-      if ((u != dst && !rs.relays[u]) || hops_to_dst(u) != best) continue;
-      if (pick-- == 0) {
-        path.push_back(rs.out_link[i]);
-        v = u;
-        break;
-      }
-    }
+    if (ties.empty()) throw no_path();
+    const std::size_t pick =
+        ties.size() == 1 ? 0 : ecmp_hash(src_rank, dst_rank, flow_id, hop) % ties.size();
+    path.push_back(ties[pick]);
+    v = rs.link_target[ties[pick]];
   }
   return path;
 }
