@@ -1,7 +1,393 @@
+// `overlapsim simulate`: one training step of a model on a cluster, under each requested
+// overlap design; prints a breakdown table or the JSON of the CLI contract, and writes a
+// Perfetto trace on request. Semantics and output fields: docs/simulate.md.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "app/commands.hpp"
+#include "calibration/profile.hpp"
+#include "config/atomic_file.hpp"
+#include "config/error.hpp"
+#include "sim/compute/compute_model.hpp"
+#include "sim/compute/profile.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/exec/step_executor.hpp"
+#include "sim/network/flow_network.hpp"
+#include "sim/trace/chrome_trace.hpp"
+#include "workloads/cluster.hpp"
+#include "workloads/generator.hpp"
+#include "workloads/model.hpp"
+
 namespace overlapsim::app {
+namespace {
+
+struct SimulateOptions {
+  std::string workload = "workloads/models/gpt3-175b.yaml";
+  std::string cluster = "workloads/clusters/h200-128node-ndr.yaml";
+  std::string profile;  // empty: the cluster's
+  std::string design = "sequential";
+  std::string trace;
+  std::string trace_ranks;  // comma-separated global ranks; empty: first 16 simulated
+  std::string format = "table";
+  std::string output;
+  std::string images = "inter-host";
+  bool no_fold = false;
+  bool no_timing = false;
+  bool show_profile = false;
+  int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0;  // 0: as the model file says
+};
+
+std::uint64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+// The designs modelled so far; issue 7 adds decomposed, tilewise, fused and shaped.
+std::unique_ptr<sim::OverlapDesign> make_design(const std::string& name) {
+  if (name == "sequential") return std::make_unique<sim::SequentialDesign>();
+  return nullptr;
+}
+
+std::vector<std::string> requested_designs(const std::string& flag) {
+  if (flag == "all") {
+    std::vector<std::string> out;
+    for (const auto& d : sim::design_names())
+      if (make_design(d)) out.push_back(d);
+    return out;
+  }
+  if (!sim::is_design_name(flag))
+    throw std::invalid_argument(fmt::format(
+        "--design: '{}' is not a design (expected sequential, decomposed, tilewise, fused, "
+        "shaped or all)",
+        flag));
+  if (!make_design(flag))
+    throw std::invalid_argument(fmt::format(
+        "--design: '{}' is not modelled yet (issue 7); expected sequential or all", flag));
+  return {flag};
+}
+
+sim::BackgroundImages parse_images(const std::string& flag) {
+  if (flag == "none") return sim::BackgroundImages::None;
+  if (flag == "inter-host") return sim::BackgroundImages::InterHost;
+  if (flag == "all") return sim::BackgroundImages::All;
+  throw std::invalid_argument(
+      fmt::format("--images: '{}' is not allowed (expected none, inter-host or all)", flag));
+}
+
+std::vector<int> parse_rank_list(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      std::size_t used = 0;
+      out.push_back(std::stoi(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw std::invalid_argument(fmt::format(
+          "--trace-ranks: '{}' is not a rank (expected a comma-separated list such as 0,8,16)",
+          item));
+    }
+  }
+  return out;
+}
+
+// The generator folds identical ranks onto one representative per pipeline stage, whose
+// pipeline is the one holding every simulated rank. Until it fills
+// StepGraph::representative itself, derive the map from the "pp" communicators: rank r
+// at position i of its pipeline stands with the simulated rank at position i.
+void infer_representatives(sim::StepGraph& step) {
+  if (!step.representative.empty()) return;
+  bool folded = false;
+  for (const auto& p : step.ranks) folded = folded || p.multiplicity > 1;
+  if (!folded) return;
+  std::vector<int> simulated;
+  for (const auto& p : step.ranks) simulated.push_back(p.rank);
+  std::vector<int> rep(static_cast<std::size_t>(step.world_size), -1);
+  const sim::CommGroup* primary = nullptr;
+  for (const auto& g : step.groups)
+    if (g.family == "pp" && std::find(g.ranks.begin(), g.ranks.end(), simulated.front()) != g.ranks.end())
+      primary = &g;
+  if (primary) {
+    for (const auto& g : step.groups)
+      if (g.family == "pp" && g.ranks.size() == primary->ranks.size())
+        for (std::size_t i = 0; i < g.ranks.size(); ++i) rep[g.ranks[i]] = primary->ranks[i];
+  } else if (simulated.size() == 1) {
+    std::fill(rep.begin(), rep.end(), simulated.front());
+  }
+  for (int r : simulated)
+    if (rep[r] != r) return;  // not the expected shape: no background images
+  for (int v : rep)
+    if (v < 0) return;
+  step.representative = std::move(rep);
+}
+
+struct DesignRun {
+  sim::StepResult result;
+  std::string trace_file;
+};
+
+struct Outcome {
+  workloads::ModelSpec model;  // resolved for the cluster
+  workloads::ClusterSpec cluster;
+  sim::Profile profile;
+  sim::StepGraph step;
+  std::vector<DesignRun> runs;
+  double peak_flops_per_s = 0;
+  bool background_images = false;
+  std::uint64_t peak_rss_bytes = 0;
+};
+
+double mfu(const Outcome& o, const sim::StepResult& r) {
+  return o.step.flops_per_step / (r.step_time_s * o.step.world_size * o.peak_flops_per_s);
+}
+
+Outcome simulate(const SimulateOptions& o) {
+  const auto designs = requested_designs(o.design);
+  const auto images = parse_images(o.images);
+  const auto trace_ranks = parse_rank_list(o.trace_ranks);
+  for (const std::string& fmt_name : {o.format})
+    if (fmt_name != "table" && fmt_name != "json")
+      throw std::invalid_argument(
+          fmt::format("--format: '{}' is not allowed (expected table or json)", fmt_name));
+
+  Outcome out;
+  out.cluster = workloads::load_cluster(o.cluster);
+  workloads::ModelSpec spec = workloads::load_model(o.workload);
+  if (o.tp) spec.parallelism.tp = o.tp;
+  if (o.pp) spec.parallelism.pp = o.pp;
+  if (o.dp) spec.parallelism.dp = o.dp;
+  if (o.cp) spec.parallelism.cp = o.cp;
+  if (o.ep) spec.parallelism.ep = o.ep;
+  workloads::validate_model(spec);
+  const int world = out.cluster.num_gpus();
+  out.model = workloads::resolve_for_world(spec, world, out.cluster.gpus_per_node);
+
+  std::string profile_path = o.profile;
+  if (profile_path.empty() && out.cluster.gpu) profile_path = out.cluster.gpu->profile_path;
+  if (profile_path.empty())
+    throw config::ConfigError(fmt::format(
+        "{}: gpu.profile: missing (expected a profile path such as "
+        "calibration/profiles/datasheet-h200.yaml, or pass --profile)",
+        out.cluster.file));
+  out.profile = calibration::load_profile(profile_path);
+  const auto peak = out.profile.compute.peak_flops_per_s.find(out.model.training.precision);
+  if (peak == out.profile.compute.peak_flops_per_s.end())
+    throw config::ConfigError(fmt::format(
+        "{}: compute.peak_flops_per_s: no {} rate for the model's precision (expected a "
+        "profile of a GPU with {} support)",
+        profile_path, sim::to_string(out.model.training.precision),
+        sim::to_string(out.model.training.precision)));
+  out.peak_flops_per_s = peak->second.value;
+
+  const sim::Topology topology = workloads::build_topology(out.cluster);
+  workloads::GenerateOptions gen;
+  gen.fold = !o.no_fold;
+  gen.gpus_per_node = out.cluster.gpus_per_node;
+  out.step = workloads::generate_step(spec, world, gen);
+  infer_representatives(out.step);
+  out.background_images = !out.step.representative.empty() && images != sim::BackgroundImages::None;
+
+  const sim::ComputeModel compute(out.profile.compute);
+  for (const std::string& name : designs) {
+    sim::Simulator simulator;
+    sim::FlowNetwork net(simulator, topology);
+    sim::ExecOptions exec;
+    exec.images = images;
+    if (!o.trace.empty()) {
+      exec.record_timeline = true;
+      exec.timeline_ranks = trace_ranks;
+      if (exec.timeline_ranks.empty())
+        for (std::size_t i = 0; i < out.step.ranks.size() && i < 16; ++i)
+          exec.timeline_ranks.push_back(out.step.ranks[i].rank);
+      exec.link_classes = {"nvlink", "pcie", "network"};
+      exec.link_bytes = [&net] {
+        return std::vector<double>{net.bytes_on_class(sim::LinkClass::NvLink),
+                                   net.bytes_on_class(sim::LinkClass::Pcie),
+                                   net.bytes_on_class(sim::LinkClass::Network)};
+      };
+    }
+    sim::StepExecutor executor(out.step, compute, net, exec);
+    auto design = make_design(name);
+    DesignRun run;
+    run.result = executor.run(*design);
+    if (o.no_timing) run.result.sim_wall_s = 0;
+    if (!o.trace.empty()) {
+      run.trace_file = designs.size() == 1 ? o.trace : fmt::format("{}.{}.json", o.trace, name);
+      config::write_file_atomic(
+          run.trace_file,
+          sim::chrome_trace_json(executor.timeline(), run.result,
+                                 fmt::format("{} on {} ({})", out.step.workload, out.cluster.name,
+                                             name)));
+    }
+    out.runs.push_back(std::move(run));
+  }
+  out.peak_rss_bytes = o.no_timing ? 0 : peak_rss_bytes();
+  return out;
+}
+
+std::string throughput_key(const Outcome& o) {
+  return o.step.throughput_unit == "samples" ? "samples_per_s" : "tokens_per_s";
+}
+
+std::string to_json(const Outcome& o) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["workload"] = o.step.workload;
+  j["cluster"] = o.cluster.name;
+  j["gpus"] = o.step.world_size;
+  const auto& p = o.model.parallelism;
+  j["parallelism"] = {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}};
+  j["profile"] = o.profile.name;
+  j["profile_path"] = o.profile.path;
+  j["profile_numbers"] = o.profile.source_kinds();
+  ordered_json sources = ordered_json::array();
+  for (const auto& e : o.profile.sources()) {
+    ordered_json s = {{"what", e.what},
+                      {"source", sim::to_string(e.source.kind)},
+                      {"citation", e.source.citation}};
+    if (e.source.fit_error >= 0) s["fit_error"] = e.source.fit_error;
+    sources.push_back(std::move(s));
+  }
+  j["profile_sources"] = std::move(sources);
+  j["precision"] = sim::to_string(o.model.training.precision);
+  j["peak_flops_per_s"] = o.peak_flops_per_s;
+  j["flops_per_step"] = o.step.flops_per_step;
+  j[o.step.throughput_unit == "samples" ? "samples_per_step" : "tokens_per_step"] =
+      o.step.tokens_per_step;
+  j["simulated_ranks"] = o.step.ranks.size();
+  j["background_images"] = o.background_images;
+  ordered_json designs = ordered_json::array();
+  for (const auto& run : o.runs) {
+    const sim::StepResult& r = run.result;
+    ordered_json d;
+    d["design"] = r.design;
+    d["step_time_s"] = r.step_time_s;
+    d["compute_s"] = r.compute_s;
+    d["exposed_comm_s"] = r.exposed_comm_s;
+    d["overlapped_comm_s"] = r.overlapped_comm_s;
+    d["bubble_s"] = r.bubble_s;
+    d["comm_s"] = r.comm_s;
+    d["critical_rank"] = r.critical_rank;
+    d["mfu"] = mfu(o, r);
+    d[throughput_key(o)] = o.step.tokens_per_step / r.step_time_s;
+    d["events"] = r.events;
+    d["collectives"] = r.collectives;
+    d["background_collectives"] = r.background_collectives;
+    d["sim_wall_s"] = r.sim_wall_s;
+    if (!run.trace_file.empty()) d["trace"] = run.trace_file;
+    designs.push_back(std::move(d));
+  }
+  j["designs"] = std::move(designs);
+  // First design's numbers at the top level too, as issue 3 lists them there.
+  if (!o.runs.empty()) {
+    j["mfu"] = mfu(o, o.runs.front().result);
+    j[throughput_key(o)] = o.step.tokens_per_step / o.runs.front().result.step_time_s;
+  }
+  j["peak_rss_bytes"] = o.peak_rss_bytes;
+  return j.dump(2) + "\n";
+}
+
+std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
+
+std::string to_table(const Outcome& o) {
+  const auto& p = o.model.parallelism;
+  std::string t = fmt::format("{} on {}: {} GPUs, tp {} pp {} dp {} cp {} ep {}, {}\n",
+                              o.step.workload, o.cluster.name, o.step.world_size, p.tp, p.pp,
+                              p.dp, p.cp, p.ep, sim::to_string(o.model.training.precision));
+  t += fmt::format("profile {} ({}): numbers {}\n", o.profile.name, o.profile.path,
+                   o.profile.source_kinds());
+  int stands_for = 0;
+  for (const auto& r : o.step.ranks) stands_for += r.multiplicity;
+  t += fmt::format("simulated {} ranks standing for {}; folded ranks' traffic as background: {}\n",
+                   o.step.ranks.size(), stands_for, o.background_images ? "yes" : "no");
+  t += fmt::format("{:<11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>7} {:>13} {:>9} {:>8}\n",
+                   "design", "step ms", "compute ms", "exposed ms", "bubble ms", "hidden ms",
+                   "MFU", o.step.throughput_unit + "/s", "events", "wall s");
+  for (const auto& run : o.runs) {
+    const sim::StepResult& r = run.result;
+    t += fmt::format("{:<11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>6.1f}% {:>13.4g} {:>9} {:>8.3f}\n",
+                     r.design, ms(r.step_time_s), ms(r.compute_s), ms(r.exposed_comm_s),
+                     ms(r.bubble_s), ms(r.overlapped_comm_s), 100 * mfu(o, r),
+                     o.step.tokens_per_step / r.step_time_s, r.events, r.sim_wall_s);
+  }
+  t += fmt::format(
+      "breakdown of the slowest rank (rank {}): step = compute + exposed communication + "
+      "bubble; hidden = communication under compute\n",
+      o.runs.empty() ? 0 : o.runs.front().result.critical_rank);
+  t += fmt::format("model FLOPs per step {:.4g}, peak {} {:.1f} TFLOP/s per GPU ({})\n",
+                   o.step.flops_per_step, sim::to_string(o.model.training.precision),
+                   o.peak_flops_per_s / 1e12,
+                   sim::to_string(o.profile.compute.peak_flops_per_s
+                                      .at(o.model.training.precision)
+                                      .source.kind));
+  std::vector<std::string> missing;
+  for (const auto& d : sim::design_names())
+    if (!make_design(d)) missing.push_back(d);
+  if (!missing.empty())
+    t += fmt::format("not modelled yet (issue 7): {}\n", fmt::join(missing, ", "));
+  for (const auto& run : o.runs)
+    if (!run.trace_file.empty())
+      t += fmt::format("trace: {} (open in https://ui.perfetto.dev)\n", run.trace_file);
+  t += fmt::format("peak memory {:.0f} MiB\n", o.peak_rss_bytes / 1048576.0);
+  return t;
+}
+
+}  // namespace
+
 void add_simulate_command(CLI::App& app, Runner& selected) {
-  auto* sub = app.add_subcommand("simulate", "simulate a training step");
-  sub->callback([&selected] { selected = [] { return 0; }; });
+  auto opts = std::make_shared<SimulateOptions>();
+  auto* sub = app.add_subcommand(
+      "simulate", "simulate one training step of a model on a cluster under overlap designs");
+  sub->add_option("-w,--workload", opts->workload, "model YAML")->capture_default_str();
+  sub->add_option("-c,--cluster", opts->cluster, "cluster YAML")->capture_default_str();
+  sub->add_option("--profile", opts->profile,
+                  "device profile YAML (default: the one the cluster file names)");
+  sub->add_option("--design", opts->design,
+                  "sequential|decomposed|tilewise|fused|shaped|all")->capture_default_str();
+  sub->add_option("--trace", opts->trace,
+                  "write a Chrome/Perfetto trace JSON (with several designs: FILE.<design>.json)");
+  sub->add_option("--trace-ranks", opts->trace_ranks,
+                  "global ranks to trace, e.g. 0,8 (default: the first 16 simulated ranks)");
+  sub->add_option("--format", opts->format, "table|json")->capture_default_str();
+  sub->add_option("-o,--output", opts->output, "write the result to FILE (atomically)");
+  sub->add_option("--images", opts->images,
+                  "background traffic of folded ranks: none|inter-host|all")
+      ->capture_default_str();
+  sub->add_flag("--no-fold", opts->no_fold, "simulate every rank instead of one per class");
+  sub->add_flag("--no-timing", opts->no_timing,
+                "report sim_wall_s and peak memory as 0 (byte-identical output for tests)");
+  sub->add_flag("--show-profile", opts->show_profile, "print the loaded profile and its sources");
+  sub->add_option("--tp", opts->tp, "override the model's tensor-parallel size");
+  sub->add_option("--pp", opts->pp, "override the pipeline-parallel size");
+  sub->add_option("--dp", opts->dp, "override the data-parallel size");
+  sub->add_option("--cp", opts->cp, "override the context-parallel size");
+  sub->add_option("--ep", opts->ep, "override the expert-parallel size");
+  sub->callback([opts, &selected] {
+    selected = [opts] {
+      const Outcome outcome = simulate(*opts);
+      std::string text = opts->format == "json" ? to_json(outcome) : to_table(outcome);
+      if (opts->show_profile) text = calibration::format_profile(outcome.profile) + text;
+      if (opts->output.empty())
+        fmt::print("{}", text);
+      else
+        config::write_file_atomic(opts->output, text);
+      return kExitOk;
+    };
+  });
 }
-}
+
+}  // namespace overlapsim::app
