@@ -48,22 +48,17 @@ MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resource
     id = free_ids_.back();
     free_ids_.pop_back();
   } else {
-    if (state_.size() >= std::numeric_limits<FlowId>::max())
+    if (flows_.size() >= std::numeric_limits<FlowId>::max())
       throw std::length_error("MaxMinSolver: too many flows");
-    id = static_cast<FlowId>(state_.size());
-    path_begin_.push_back(0);
-    path_len_.push_back(0);
-    multiplicity_.push_back(0);
-    rate_Bps_.push_back(0);
-    state_.push_back(FlowState::Free);
-    frozen_.push_back(0);
+    id = static_cast<FlowId>(flows_.size());
+    flows_.emplace_back();
   }
-  path_begin_[id] = path_pool_.size();
-  path_len_[id] = static_cast<std::uint32_t>(resources.size());
+  flows_[id].path_begin = path_pool_.size();
+  flows_[id].path_len = static_cast<std::uint32_t>(resources.size());
   path_pool_.insert(path_pool_.end(), resources.begin(), resources.end());
-  multiplicity_[id] = multiplicity;
-  rate_Bps_[id] = 0;
-  state_[id] = FlowState::Added;
+  flows_[id].multiplicity = multiplicity;
+  flows_[id].rate_Bps = 0;
+  flows_[id].state = FlowState::Added;
   for (ResourceId r : resources) active_weight_[r] += multiplicity;
   added_.push_back(id);
   ++num_active_;
@@ -73,41 +68,43 @@ MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resource
 void MaxMinSolver::remove_flow(FlowId id) {
   if (!is_active(id))
     throw std::invalid_argument("MaxMinSolver: remove_flow of inactive flow " + std::to_string(id));
-  if (state_[id] == FlowState::Solved) {
-    const double used_Bps = multiplicity_[id] * rate_Bps_[id];
+  if (flows_[id].state == FlowState::Solved) {
+    const double used_Bps = flows_[id].multiplicity * flows_[id].rate_Bps;
     for (ResourceId r : path(id)) load_Bps_[r] -= used_Bps;
-    removed_min_rate_Bps_ =
-        removed_since_solve_ ? std::min(removed_min_rate_Bps_, rate_Bps_[id]) : rate_Bps_[id];
+    removed_min_rate_Bps_ = removed_since_solve_
+                                ? std::min(removed_min_rate_Bps_, flows_[id].rate_Bps)
+                                : flows_[id].rate_Bps;
     removed_since_solve_ = true;
   }
-  for (ResourceId r : path(id)) active_weight_[r] -= multiplicity_[id];
+  for (ResourceId r : path(id)) active_weight_[r] -= flows_[id].multiplicity;
   // The id is reused only after the next solve: until then order_ still lists it and is
-  // searched by rate, so rate_Bps_[id] must stay as it was.
-  state_[id] = FlowState::Free;
-  path_garbage_ += path_len_[id];
+  // searched by rate, so flows_[id].rate_Bps must stay as it was.
+  flows_[id].state = FlowState::Free;
+  path_garbage_ += flows_[id].path_len;
   released_ids_.push_back(id);
   --num_active_;
 }
 
 bool MaxMinSolver::is_active(FlowId id) const {
-  return id < state_.size() && state_[id] != FlowState::Free;
+  return id < flows_.size() && flows_[id].state != FlowState::Free;
 }
 
 std::span<const MaxMinSolver::ResourceId> MaxMinSolver::resources_of(FlowId id) const {
   if (!is_active(id))
     throw std::invalid_argument("MaxMinSolver: resources_of inactive flow " + std::to_string(id));
-  return {path_pool_.data() + path_begin_[id], path_len_[id]};
+  return {path_pool_.data() + flows_[id].path_begin, flows_[id].path_len};
 }
 
 void MaxMinSolver::compact_paths() {
   std::vector<ResourceId> pool;
   pool.reserve(path_pool_.size() - path_garbage_);
-  for (std::size_t id = 0; id < state_.size(); ++id) {
-    if (state_[id] == FlowState::Free) continue;
+  for (std::size_t id = 0; id < flows_.size(); ++id) {
+    if (flows_[id].state == FlowState::Free) continue;
     const std::size_t begin = pool.size();
-    pool.insert(pool.end(), path_pool_.begin() + static_cast<std::ptrdiff_t>(path_begin_[id]),
-                path_pool_.begin() + static_cast<std::ptrdiff_t>(path_begin_[id] + path_len_[id]));
-    path_begin_[id] = begin;
+    pool.insert(pool.end(), path_pool_.begin() + static_cast<std::ptrdiff_t>(flows_[id].path_begin),
+                path_pool_.begin() +
+                    static_cast<std::ptrdiff_t>(flows_[id].path_begin + flows_[id].path_len));
+    flows_[id].path_begin = begin;
   }
   path_pool_.swap(pool);
   path_garbage_ = 0;
@@ -123,12 +120,12 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
   double start_level_Bps = std::numeric_limits<double>::infinity();
   if (removed_since_solve_) start_level_Bps = removed_min_rate_Bps_;
   for (FlowId f : added_)
-    if (state_[f] == FlowState::Added)
+    if (flows_[f].state == FlowState::Added)
       for (ResourceId r : path(f))
         start_level_Bps = std::min(start_level_Bps, capacity_Bps_[r] / active_weight_[r]);
   const auto keep = static_cast<std::size_t>(
       std::lower_bound(order_.begin(), order_.end(), start_level_Bps,
-                       [this](FlowId f, double x) { return rate_Bps_[f] < x; }) -
+                       [this](FlowId f, double x) { return flows_[f].rate_Bps < x; }) -
       order_.begin());
   if (keep == 0) {
     ++full_solves_;
@@ -140,16 +137,16 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
   }
   for (std::size_t i = keep; i < order_.size(); ++i) {
     const FlowId f = order_[i];
-    if (state_[f] != FlowState::Solved) continue;
+    if (flows_[f].state != FlowState::Solved) continue;
     batch_.push_back(f);
     if (keep == 0) continue;
-    const double used_Bps = multiplicity_[f] * rate_Bps_[f];
+    const double used_Bps = flows_[f].multiplicity * flows_[f].rate_Bps;
     if (std::isfinite(used_Bps))
       for (ResourceId r : path(f)) load_Bps_[r] -= used_Bps;
   }
   for (FlowId f : added_) {
-    if (state_[f] != FlowState::Added) continue;  // removed again, or listed twice
-    state_[f] = FlowState::Solved;
+    if (flows_[f].state != FlowState::Added) continue;  // removed again, or listed twice
+    flows_[f].state = FlowState::Solved;
     batch_.push_back(f);
   }
 
@@ -158,7 +155,7 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
   order_.resize(keep);
   order_.insert(order_.end(), batch_.begin(), batch_.end());
   for (FlowId f : batch_) {
-    const double used_Bps = multiplicity_[f] * rate_Bps_[f];
+    const double used_Bps = flows_[f].multiplicity * flows_[f].rate_Bps;
     if (std::isfinite(used_Bps))
       for (ResourceId r : path(f)) load_Bps_[r] += used_Bps;
   }
@@ -175,7 +172,7 @@ void MaxMinSolver::fill(double start_level_Bps) {
   touched_list_.clear();
   std::size_t incidences = 0;
   for (FlowId f : batch_) {
-    frozen_[f] = 0;
+    flows_[f].frozen = false;
     for (ResourceId r : path(f)) {
       if (!touched_[r]) {
         touched_[r] = 1;
@@ -184,7 +181,7 @@ void MaxMinSolver::fill(double start_level_Bps) {
         unfrozen_[r] = 0;
       }
       ++csr_fill_[r];
-      unfrozen_[r] += multiplicity_[f];
+      unfrozen_[r] += flows_[f].multiplicity;
       ++incidences;
     }
   }
@@ -229,23 +226,28 @@ void MaxMinSolver::fill(double start_level_Bps) {
     // Never below the level already reached: keeps the freeze order monotone despite
     // rounding, which the partial re-solve relies on.
     level_Bps = std::max(level_Bps, current_Bps);
+    double* const remaining = remaining_Bps_.data();
+    std::uint64_t* const unfrozen = unfrozen_.data();
+    const ResourceId* const pool = path_pool_.data();
     for (std::uint32_t i = csr_begin_[bottleneck]; i < csr_fill_[bottleneck]; ++i) {
       const FlowId f = csr_flows_[i];
-      if (frozen_[f]) continue;
-      frozen_[f] = 1;
-      rate_Bps_[f] = level_Bps;
+      FlowSlot& slot = flows_[f];
+      if (slot.frozen) continue;
+      slot.frozen = true;
+      slot.rate_Bps = level_Bps;
       frozen_order_.push_back(f);
-      const std::uint32_t m = multiplicity_[f];
+      const std::uint32_t m = slot.multiplicity;
       const double used_Bps = m * level_Bps;
-      for (ResourceId r : path(f)) {
-        remaining_Bps_[r] -= used_Bps;
-        unfrozen_[r] -= m;
+      for (const ResourceId* r = pool + slot.path_begin;
+           r != pool + slot.path_begin + slot.path_len; ++r) {
+        remaining[*r] -= used_Bps;
+        unfrozen[*r] -= m;
       }
     }
   }
   for (FlowId f : batch_) {
-    if (path_len_[f] != 0) continue;
-    rate_Bps_[f] = kInfinity;
+    if (flows_[f].path_len != 0) continue;
+    flows_[f].rate_Bps = kInfinity;
     frozen_order_.push_back(f);
   }
   for (ResourceId r : touched_list_) touched_[r] = 0;

@@ -50,14 +50,14 @@ class MaxMinSolver {
   bool is_active(FlowId id) const;
   std::size_t num_active() const { return num_active_; }
   std::span<const ResourceId> resources_of(FlowId id) const;
-  std::uint32_t multiplicity(FlowId id) const { return multiplicity_.at(id); }
+  std::uint32_t multiplicity(FlowId id) const { return flows_.at(id).multiplicity; }
 
   // Recomputes rates after additions/removals and returns the flows whose rate was
   // recomputed (a superset of those whose rate changed), valid until the next call that
   // changes the solver. Returns an empty span when nothing changed since the last solve.
   std::span<const FlowId> solve();
   // Per-member rate of an active flow as of the last solve (0 before its first solve).
-  double rate_Bps(FlowId id) const { return rate_Bps_.at(id); }
+  double rate_Bps(FlowId id) const { return flows_.at(id).rate_Bps; }
   // Sum over active solved flows of multiplicity * rate on resource r.
   double load_Bps(ResourceId r) const { return load_Bps_.at(r); }
 
@@ -75,7 +75,7 @@ class MaxMinSolver {
   void compact_paths();
   // resources_of without the checks, for the inner loops.
   std::span<const ResourceId> path(FlowId id) const {
-    return {path_pool_.data() + path_begin_[id], path_len_[id]};
+    return {path_pool_.data() + flows_[id].path_begin, flows_[id].path_len};
   }
 
   // Resources.
@@ -94,12 +94,17 @@ class MaxMinSolver {
 
   // Flows (indexed by FlowId). Paths live in one pool; removed paths are garbage until the
   // pool is compacted.
-  std::vector<std::size_t> path_begin_;
-  std::vector<std::uint32_t> path_len_;
-  std::vector<std::uint32_t> multiplicity_;
-  std::vector<double> rate_Bps_;
-  std::vector<FlowState> state_;
-  std::vector<std::uint8_t> frozen_;
+  // One 32-byte record per flow: the filling loop touches all of it for each frozen flow,
+  // so one cache line instead of one per field.
+  struct FlowSlot {
+    std::size_t path_begin = 0;  // into path_pool_
+    std::uint32_t path_len = 0;
+    std::uint32_t multiplicity = 0;
+    double rate_Bps = 0;
+    FlowState state = FlowState::Free;
+    bool frozen = false;
+  };
+  std::vector<FlowSlot> flows_;
   std::vector<ResourceId> path_pool_;
   std::size_t path_garbage_ = 0;
   std::vector<FlowId> free_ids_;      // reusable now
