@@ -2,7 +2,7 @@
 # One device call for issue 4 (GPU kernels I) on 2 x H200: build kernels/ (kernels-only),
 # run the GPU tests, the overlap-bench suite, the PyTorch peers and the summary.
 # Results land in $OUT (at most 8 files): log.txt, tests.txt, kernels_i.csv, torch.csv,
-# summary.csv. Every step has its own time limit so the call ends inside its lease.
+# summary.csv, blocking.csv (a few rows repeated with NCCL's blocking communicators). Every step has its own time limit so the call ends inside its lease.
 #   benchmarks/gpu/run_kernels_i.sh [suite.yaml]
 # Falls back to binaries carried in .carry/ (built on the workstation) when this machine
 # lacks the build dependencies (yaml-cpp, fmt, GoogleTest headers).
@@ -25,10 +25,21 @@ step "machine"
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())'
 } >>"$log" 2>&1
 
-# NCCL: the toolkit's, the system's, or PyTorch's wheel.
-nccl_header="$(find /usr/local/cuda*/include /usr/include /opt /usr/local/lib -name nccl.h 2>/dev/null | head -1)"
-nccl_lib="$(find /usr/local/cuda*/lib* /usr/lib/x86_64-linux-gnu /opt /usr/local/lib -name 'libnccl.so*' 2>/dev/null | sort | head -1)"
-echo "nccl header: $nccl_header  lib: $nccl_lib" >>"$log"
+# NCCL: the system's (header and library from the same install), else the toolkit's, else
+# PyTorch's wheel.
+nccl_header=""; nccl_lib=""
+for pair in "/usr/include:/usr/lib/x86_64-linux-gnu" "/usr/local/cuda/include:/usr/local/cuda/lib64" \
+            "/usr/local/cuda/include:/usr/local/cuda/lib"; do
+  inc="${pair%%:*}"; lib="${pair##*:}"
+  if [[ -f $inc/nccl.h ]] && ls "$lib"/libnccl.so* >/dev/null 2>&1; then
+    nccl_header="$inc/nccl.h"; nccl_lib="$(ls "$lib"/libnccl.so* | sort | head -1)"; break
+  fi
+done
+if [[ -z $nccl_lib ]]; then
+  nccl_header="$(find / -name nccl.h -path '*nccl*' 2>/dev/null | head -1)"
+  nccl_lib="$(find / -name 'libnccl.so*' 2>/dev/null | sort | head -1)"
+fi
+echo "nccl header: $nccl_header ($(grep -E 'define NCCL_(MAJOR|MINOR|PATCH) ' "$nccl_header" 2>/dev/null | awk '{print $3}' | paste -sd.))  lib: $nccl_lib" >>"$log"
 nccl_libdir="$(dirname "${nccl_lib:-/nonexistent/x}")"
 export LD_LIBRARY_PATH="$nccl_libdir:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 
@@ -71,6 +82,13 @@ timeout 300 "$bench" --suite "$suite" --timeout 60s --output "$OUT/kernels_i.csv
 echo "overlap-bench rc=$?" | tee -a "$log"
 [[ -f $OUT/kernels_i.csv ]] || cp "$OUT/bench_stdout.txt" "$OUT/kernels_i_partial.csv"
 rm -f "$OUT/bench_stdout.txt"
+
+step "blocking vs non-blocking communicators (same binary, --blocking)"
+timeout 60 "$bench" --op allreduce --bytes 1MiB,64MiB,1GiB --iterations 50 --blocking \
+  --output "$OUT/blocking.csv" >/dev/null 2>>"$log"
+timeout 60 "$bench" --op gemm+allreduce --shapes 4096x4096x4096,16384x8192x4096 --chunks 2,4,8 \
+  --iterations 50 --blocking >>"$OUT/blocking.csv" 2>>"$log"
+echo "blocking rc=$?" | tee -a "$log"
 
 step "torch peers"
 PYTHONUNBUFFERED=1 timeout 240 torchrun --standalone --nproc-per-node 2 \

@@ -41,8 +41,9 @@ HEADER = ("gpu,driver,cuda,nccl,world,op,design,dtype,m,n,k,bytes,chunks,time_us
 def driver_version():
     try:
         words = open("/proc/driver/nvidia/version").read().split()
-        return words[words.index("Module") + 1]
-    except (OSError, ValueError, IndexError):
+        after = words[words.index("Module") + 1:]
+        return next(w for w in after if w[0].isdigit() and "." in w)
+    except (OSError, ValueError, StopIteration):
         return "unknown"
 
 
@@ -212,9 +213,12 @@ class Bench:
         """Returns (run, to_natural): run(i) enqueues iteration i and returns its result;
         to_natural maps that result to the sequential layout (outside the timing)."""
         w = self.world
-        staged = torch.empty(chunks, w, rows, n, dtype=self.dtype, device=self.device)
-        staged_ag = torch.empty(chunks, w, rows, k, dtype=self.dtype, device=self.device)
-        received = out_a2a.view(chunks, w, rows, n)  # chunk-major receive for alltoall
+        if coll in ("reducescatter", "alltoall"):
+            staged = torch.empty(chunks, w, rows, n, dtype=self.dtype, device=self.device)
+        if coll == "allgather":
+            staged_ag = torch.empty(chunks, w, rows, k, dtype=self.dtype, device=self.device)
+        if coll == "alltoall":
+            received = out_a2a.view(chunks, w, rows, n)  # chunk-major receive
 
         def run(i):
             a, b = data[i % sets]
@@ -306,7 +310,7 @@ def main():
             if bench.rank == 0:
                 print(f"torch_overlap: {op} {m}x{n}x{k} failed: {type(error).__name__}: {error}",
                       file=sys.stderr, flush=True)
-            raise
+            # Shape errors hit every rank alike, so the ranks stay in step; go on.
         torch.cuda.empty_cache()
     if bench.rank == 0 and args.output:
         tmp = args.output + ".tmp"

@@ -22,16 +22,18 @@ std::string version_text(int code) {  // 13000 -> "13.0"
   return std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 10);
 }
 
-// The kernel module's version line ("... Kernel Module  580.159.04  ...") names the
-// driver; without it, fall back to the CUDA version the driver supports.
+// The kernel module's version line ("NVRM version: NVIDIA UNIX Open Kernel Module for
+// x86_64  580.159.04  Release Build ...") names the driver: the first dotted number after
+// "Module". Without it, fall back to the CUDA version the driver supports.
 std::string driver_version() {
   std::ifstream file("/proc/driver/nvidia/version");
   std::string word;
-  std::string previous;
+  bool after_module = false;
   while (file >> word) {
-    if (previous == "Module" && !word.empty() && std::isdigit(static_cast<unsigned char>(word[0])))
+    if (word == "Module") after_module = true;
+    if (after_module && std::isdigit(static_cast<unsigned char>(word[0])) &&
+        word.find('.') != std::string::npos)
       return word;
-    previous = word;
   }
   int code = 0;
   cudaDriverGetVersion(&code);

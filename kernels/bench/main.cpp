@@ -52,6 +52,7 @@ int run(const BenchOptions& options, BenchPlan plan) {
   harness.world = options.world;
   harness.timeout_s = options.timeout_s;
   harness.use_mpi = options.use_mpi;
+  harness.blocking_comms = options.blocking_comms;
   const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
     BenchEnv env;
     OVERLAPSIM_TRY(open_env(ctx, plan.seed, &env));

@@ -48,7 +48,7 @@ Status run_ranks(const HarnessOptions& options, const RankBody& body) {
     threads.emplace_back([&, rank] {
       RankContext ctx;
       ctx.comm.peer_failed = &failed;
-      Status status = open_rank(ctx, rank, rank, world, id, options.timeout_s);
+      Status status = open_rank(ctx, rank, rank, world, id, options);
       if (status.ok) status = body(ctx);
       if (!status.ok) failed = true;
       Status closed = close_rank(ctx, !status.ok);

@@ -28,6 +28,10 @@ struct HarnessOptions {
   int world = 0;            // thread mode: ranks (GPUs) to use, 0 = every visible GPU
   double timeout_s = 120.0; // bound on any single wait (init, collective, stream drain)
   bool use_mpi = false;     // MPI mode; needs a build with OVERLAPSIM_MPI
+  // Blocking communicators (NCCL's default) instead of non-blocking ones. Stream waits
+  // stay bounded, but a NCCL call itself (init, a first connection) can then block the
+  // host without a deadline; kept to measure what non-blocking mode costs.
+  bool blocking_comms = false;
 };
 
 using RankBody = std::function<Status(RankContext&)>;

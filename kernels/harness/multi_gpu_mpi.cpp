@@ -36,7 +36,7 @@ Status run_ranks_mpi(const HarnessOptions& options, const RankBody& body) {
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
 
   RankContext ctx;
-  Status status = open_rank(ctx, local_rank % gpus, rank, world, id, options.timeout_s);
+  Status status = open_rank(ctx, local_rank % gpus, rank, world, id, options);
   if (status.ok) status = body(ctx);
   Status closed = close_rank(ctx, !status.ok);
   if (status.ok) status = closed;

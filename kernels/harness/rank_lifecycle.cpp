@@ -5,11 +5,11 @@
 namespace overlapsim::kernels {
 
 Status open_rank(RankContext& ctx, int device, int rank, int world, const ncclUniqueId& id,
-                 double timeout_s) {
+                 const HarnessOptions& options) {
   ctx.device = device;
   ctx.comm.rank = rank;
   ctx.comm.world = world;
-  ctx.comm.timeout_s = timeout_s;
+  ctx.comm.timeout_s = options.timeout_s;
   CUDA_CHECK(cudaSetDevice(device));
   int least = 0;
   int greatest = 0;
@@ -17,7 +17,7 @@ Status open_rank(RankContext& ctx, int device, int rank, int world, const ncclUn
   CUDA_CHECK(cudaStreamCreateWithPriority(&ctx.compute_stream, cudaStreamNonBlocking, least));
   CUDA_CHECK(cudaStreamCreateWithPriority(&ctx.comm_stream, cudaStreamNonBlocking, greatest));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
+  config.blocking = options.blocking_comms ? 1 : 0;
   NCCL_SETTLE(ctx.comm, ncclCommInitRankConfig(&ctx.comm.comm, world, id, rank, &config));
   return Status::success();
 }

@@ -8,7 +8,7 @@ namespace overlapsim::kernels {
 
 // Selects the device, creates the streams and the non-blocking communicator.
 Status open_rank(RankContext& ctx, int device, int rank, int world, const ncclUniqueId& id,
-                 double timeout_s);
+                 const HarnessOptions& options);
 
 // After a successful body: drains the streams, finalizes and destroys the communicator.
 // After a failure (`failed`): aborts the communicator. Streams are destroyed either way.
