@@ -133,10 +133,6 @@ struct FlowNetwork::Impl {
   bool is_current(const Finish& e) const {
     return solver.is_active(e.flow) && flows[e.flow].version == e.version;
   }
-  void push_finish(const Finish& e) {
-    finish_heap.push_back(e);
-    std::push_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
-  }
   void compact_finish_heap();
 
   Simulator& sim;
@@ -237,6 +233,7 @@ void FlowNetwork::Impl::solve_now() {
   const std::span<const FlowId> recomputed = solver.solve();
   if (!recomputed.empty()) ++stats.rate_solves;
   stats.flows_rate_solved += recomputed.size();
+  const std::size_t heap_before = finish_heap.size();
   for (FlowId f : recomputed) {
     FlowRecord& rec = flows[f];
     const double rate_Bps = solver.rate_Bps(f);
@@ -248,9 +245,18 @@ void FlowNetwork::Impl::solve_now() {
     rec.last_update_s = now_s;
     rec.rate_Bps = rate_Bps;
     ++rec.version;
-    push_finish(Finish{now_s + rec.remaining_bytes / rate_Bps, f, rec.version});
+    finish_heap.push_back(Finish{now_s + rec.remaining_bytes / rate_Bps, f, rec.version});
   }
-  if (finish_heap.size() > 2 * solver.num_active() + 4096) compact_finish_heap();
+  // Sift the new entries in one by one, or rebuild the heap when they are many (O(n)).
+  if (finish_heap.size() > 2 * solver.num_active() + 4096) {
+    compact_finish_heap();
+  } else if (finish_heap.size() - heap_before > heap_before / 4) {
+    std::make_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
+  } else {
+    for (std::size_t i = heap_before; i < finish_heap.size(); ++i)
+      std::push_heap(finish_heap.begin(), finish_heap.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                     std::greater<Finish>());
+  }
   reschedule_completion();
 }
 
