@@ -273,6 +273,18 @@ TEST(Builders, AllToAllRoutesAt1024RanksAreFast) {
   EXPECT_LT(per_route_s, 5e-6);           // loose: shared CI cores; measured ~0.3 us locally
 }
 
+TEST(Builders, FlatSwitchRoutesDoNotScanTheSwitch) {
+  const Topology t = build_flat_switch({1024, 50e9, 0.5e-6, 1});
+  const auto start = Clock::now();
+  std::size_t hops = 0;
+  for (int src = 0; src < 1024; ++src)
+    for (int dst = 0; dst < 1024; ++dst) hops += t.route(src, dst).size();
+  const double per_route_s = seconds_since(start) / (1024.0 * 1024.0);
+  std::printf("1024-port flat switch all-to-all: %.3f us per route\n", per_route_s * 1e6);
+  EXPECT_EQ(hops, 2u * 1024 * 1023);
+  EXPECT_LT(per_route_s, 2e-6);  // loose: shared CI cores; measured ~0.06 us locally
+}
+
 // 2048 nodes x 8 GPUs = 16,384 GPUs: caches stay bounded while routing a sample.
 TEST(Builders, SixteenThousandGpusRouteWithBoundedMemory) {
   auto start = Clock::now();

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <deque>
+#include <random>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace overlapsim::sim {
@@ -195,6 +198,87 @@ TEST(Topology, AddingLinksAfterRoutingRecomputesRoutes) {
   EXPECT_EQ(t.route(0, 1).size(), 3u);
   t.connect(a, b, kB, kLat, LinkClass::NvLink);
   EXPECT_EQ(t.route(0, 1).size(), 1u);
+}
+
+// Hops from src to dst by a plain BFS that, like route(), passes only through vertices
+// that relay (switches; GPUs when gpus_forward()). -1 when unreachable.
+int reference_hops(const Topology& t, int src, int dst) {
+  const auto& g = t.graph();
+  std::vector<int> dist(t.num_vertices(), -1);
+  std::deque<VertexId> queue{t.gpu_vertex(src)};
+  dist[t.gpu_vertex(src)] = 0;
+  while (!queue.empty()) {
+    const VertexId v = queue.front();
+    queue.pop_front();
+    if (v == t.gpu_vertex(dst)) return dist[v];
+    if (v != t.gpu_vertex(src) && g[v].kind == NodeKind::Gpu && !t.gpus_forward()) continue;
+    for (const auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      const VertexId u = boost::target(e, g);
+      if (dist[u] < 0) {
+        dist[u] = dist[v] + 1;
+        queue.push_back(u);
+      }
+    }
+  }
+  return -1;
+}
+
+// Random graphs of GPUs and switches: route() must agree with a plain BFS on every pair,
+// whatever shape the destinations' neighbourhoods have (anchors, no anchors, stars).
+TEST(Topology, RoutesAreShortestOnRandomGraphs) {
+  std::mt19937 rng(12345);
+  for (int trial = 0; trial < 40; ++trial) {
+    Topology t("random");
+    const int gpus = 6 + static_cast<int>(rng() % 10), switches = 1 + static_cast<int>(rng() % 8);
+    std::vector<VertexId> gv, sv;
+    for (int i = 0; i < gpus; ++i) gv.push_back(t.add_gpu(i % 3));
+    for (int i = 0; i < switches; ++i) sv.push_back(t.add_node(NodeKind::Switch, "s"));
+    const auto pick = [&](const std::vector<VertexId>& from) { return from[rng() % from.size()]; };
+    for (int e = 0; e < gpus + switches + static_cast<int>(rng() % 12); ++e) {
+      const int kind = static_cast<int>(rng() % 3);
+      const VertexId a = kind == 2 ? pick(sv) : pick(gv);
+      const VertexId b = kind == 0 ? pick(gv) : pick(sv);
+      if (a != b) t.connect(a, b, kB, kLat, LinkClass::Network);
+    }
+    t.set_gpus_forward(trial % 2 == 0);
+    for (int src = 0; src < gpus; ++src)
+      for (int dst = 0; dst < gpus; ++dst) {
+        if (src == dst) continue;
+        const int expected = reference_hops(t, src, dst);
+        for (std::uint64_t flow = 0; flow < 3; ++flow) {
+          if (expected < 0) {
+            EXPECT_THROW(t.route(src, dst, flow), std::runtime_error);
+            continue;
+          }
+          const auto path = t.route(src, dst, flow);
+          ASSERT_EQ(static_cast<int>(path.size()), expected)
+              << "trial " << trial << " " << src << "->" << dst;
+          expect_connected(t, src, dst, path);
+          for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+            const VertexId mid = t.link_ends(path[i]).second;
+            EXPECT_TRUE(t.gpus_forward() || t.graph()[mid].kind != NodeKind::Gpu);
+          }
+        }
+      }
+  }
+}
+
+TEST(Topology, ConcurrentRoutesMatchSerialOnes) {
+  const Topology t = diamond(16);
+  std::vector<std::vector<LinkId>> serial;
+  for (std::uint64_t flow = 0; flow < 2000; ++flow) serial.push_back(t.route(0, 1, flow));
+  const Topology fresh = diamond(16);
+  std::vector<std::vector<LinkId>> a(2000), b(2000);
+  std::thread ta([&] {
+    for (std::uint64_t f = 0; f < 2000; ++f) a[f] = fresh.route(0, 1, f);
+  });
+  std::thread tb([&] {
+    for (std::uint64_t f = 0; f < 2000; ++f) b[f] = fresh.route(1, 0, f);
+  });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(a, serial);
+  for (std::uint64_t f = 0; f < 2000; ++f) EXPECT_EQ(b[f].size(), 2u);
 }
 
 TEST(Topology, NamesOfKindsAndClasses) {
