@@ -4,7 +4,7 @@
 //
 //   network_bench [case ...]   cases: alltoall-256, alltoall-1024, alltoall-1024-ecmp64,
 //                                     alltoall-1024-x4 (four in a row), ring-steps-1024,
-//                                     ring-streams-1024 (default: all)
+//                                     ring-streams-1024, hierarchical-16384 (default: all)
 //
 // Topologies come from sim/topology/builders with the figures of the shipped cluster files:
 // a 128-node x 8-GPU rail-optimised fat-tree (450 GB/s NVLink per GPU, PCIe Gen5 x16
@@ -212,6 +212,50 @@ Result ring_streams(const std::string& name, int n) {
   return r;
 }
 
+// Hierarchical all-reduce of 1 GiB over 2,048 nodes x 8 GPUs as three streamed phases, each
+// one group: intra-node ring reduce-scatter (7/8 S per GPU to its node neighbour over
+// NVLink), inter-node ring all-reduce per rail (2 (N-1)/N x S/8 per GPU to the next node's
+// same-rail GPU), intra-node ring all-gather (7/8 S again). Step latencies are not charged:
+// this measures the network's cost for the flows collectives would issue.
+Result hierarchical(const std::string& name, int nodes) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Topology topo = rail_fat_tree(nodes, 1);
+  const int n = topo.num_gpus();
+  const std::uint64_t bytes = std::uint64_t{1} << 30;
+  const std::uint64_t intra_bytes = bytes / 8 * 7;
+  const std::uint64_t inter_bytes =
+      2 * static_cast<std::uint64_t>(nodes - 1) * (bytes / 8 / static_cast<std::uint64_t>(nodes));
+  std::vector<Transfer> intra, inter;
+  for (int node = 0; node < nodes; ++node)
+    for (int g = 0; g < 8; ++g) {
+      intra.push_back({node * 8 + g, node * 8 + (g + 1) % 8, intra_bytes});
+      inter.push_back({node * 8 + g, ((node + 1) % nodes) * 8 + g, inter_bytes});
+    }
+  Result r{name, n, bytes, 0, 0, 0, 0, 0, 0, 0, {}};
+  r.setup_wall_s = seconds_since(t0);
+
+  const auto t1 = std::chrono::steady_clock::now();
+  const double cpu0_s = cpu_s();
+  Simulator sim;
+  FlowNetwork net(sim, topo);
+  net.transfer_group(intra,
+                     [&] { net.transfer_group(inter, [&] { net.transfer_group(intra, [] {}); }); });
+  r.submit_wall_s = seconds_since(t1);
+  sim.run();
+  r.sim_wall_s = seconds_since(t1);
+  r.sim_cpu_s = cpu_s() - cpu0_s;
+  r.sim_time_s = sim.now();
+  r.events = sim.events_processed();
+  r.stats = net.stats();
+  const double intra_s = 2 * kNvlinkLatS + static_cast<double>(intra_bytes) / kNvlinkBps;
+  // The NIC (50 GB/s) is the narrowest hop of GPU - NIC - leaf (- spine - leaf) - NIC - GPU.
+  const bool crosses_spine = nodes > 64;
+  const double inter_s = 2 * kGpuNicLatS + (crosses_spine ? 4 : 2) * kNetHopLatS +
+                         static_cast<double>(inter_bytes) / kNicBps;
+  r.closed_form_s = 2 * intra_s + inter_s;
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -227,6 +271,8 @@ int main(int argc, char** argv) {
       print(alltoall(c, 128, 1, 4));
     } else if (c == "alltoall-1024-ecmp64") {
       print(alltoall(c, 128, 64));
+    } else if (c == "hierarchical-16384") {
+      print(hierarchical(c, 2048));
     } else if (c == "alltoall-256") {
       print(alltoall(c, 32, 1));
     } else if (c == "ring-steps-1024") {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/engine/simulator.hpp"
+#include "sim/topology/builders.hpp"
 
 using namespace overlapsim::sim;
 
@@ -342,4 +343,61 @@ TEST(FlowNetwork, ManyStepsOfARingMatchTheClosedForm) {
   sim.run();
   expect_rel(sim.now(), (n - 1) * (2 * kLat + static_cast<double>(chunk) / kB));
   EXPECT_EQ(net.stats().flows_simulated, static_cast<std::uint64_t>(n * (n - 1)));
+}
+
+namespace {
+
+// 4 nodes x 2 GPUs, one 50 GB/s NIC per GPU, 2 NICs per leaf (so rails span two leaves and
+// cross-leaf traffic climbs to the spine), non-blocking, one spine.
+constexpr double kNic = 50e9, kPcie = 63e9, kNvl = 450e9;
+constexpr double kNvlLat = 0.5e-6, kGpuNicLat = 1e-6, kHopLat = 0.2e-6;
+
+Topology small_fat_tree() {
+  RailFatTreeSpec spec;
+  spec.nodes = 4;
+  spec.node = NvSwitchNodeSpec{2, kNvl, kNvlLat};
+  spec.nics_per_node = 2;
+  spec.nic_bandwidth_Bps = kNic;
+  spec.gpu_nic_bandwidth_Bps = kPcie;
+  spec.gpu_nic_latency_s = kGpuNicLat;
+  spec.link_latency_s = kHopLat;
+  spec.leaf_down_ports = 2;
+  spec.spines = 1;
+  return build_rail_fat_tree(spec);
+}
+
+}  // namespace
+
+TEST(FlowNetwork, FatTreeSingleFlowsTakeAlphaPlusSOverTheirBottleneck) {
+  const Topology topo = small_fat_tree();
+  Simulator sim;
+  FlowNetwork net(sim, topo);
+  double intra = -1, inter = -1;
+  net.transfer({0, 1, kS}, [&] { intra = sim.now(); });  // same node: NVLink
+  sim.run();
+  const double t0 = sim.now();
+  net.transfer({0, 7, kS}, [&] { inter = sim.now(); });  // other leaf, other rail: spine
+  sim.run();
+  expect_rel(intra, 2 * kNvlLat + static_cast<double>(kS) / kNvl);
+  expect_rel(inter - t0, 2 * kGpuNicLat + 4 * kHopLat + static_cast<double>(kS) / kNic);
+  EXPECT_DOUBLE_EQ(net.bytes_on_class(LinkClass::NvLink), 2.0 * kS);
+  EXPECT_DOUBLE_EQ(net.bytes_on_class(LinkClass::Pcie), 2.0 * kS);
+  EXPECT_DOUBLE_EQ(net.bytes_on_class(LinkClass::Network), 4.0 * kS);
+}
+
+TEST(FlowNetwork, FatTreeAllToAllIsBoundByTheNic) {
+  // Each GPU sends P to each of 7 peers: 1 over NVLink, 6 through its NIC at B/6 each (the
+  // leaf uplinks carry 10 flows x B/6 < 2B). Done when the inter-node ones arrive.
+  const Topology topo = small_fat_tree();
+  Simulator sim;
+  FlowNetwork net(sim, topo);
+  const std::uint64_t per_peer = 8u << 20;
+  std::vector<Transfer> all;
+  for (int s = 0; s < 8; ++s)
+    for (int d = 0; d < 8; ++d) all.push_back({s, d, per_peer});
+  double done_s = -1;
+  net.transfer_group(all, [&] { done_s = sim.now(); });
+  sim.run();
+  expect_rel(done_s, 6.0 * static_cast<double>(per_peer) / kNic + 2 * kGpuNicLat + 4 * kHopLat);
+  EXPECT_EQ(net.stats().flows_started, 56u);  // the 8 self transfers are not flows
 }
