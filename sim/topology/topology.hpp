@@ -79,7 +79,8 @@ class Topology {
 
   // Directed links from GPU src to GPU dst (empty when src == dst). Deterministic.
   // Throws std::out_of_range for a bad rank, std::runtime_error when dst is unreachable.
-  // Safe to call from several threads at once (the caches are guarded).
+  // Safe to call from several threads at once (the caches are guarded); adding vertices or
+  // links, or changing settings, while another thread routes is not.
   std::vector<LinkId> route(int src_rank, int dst_rank, std::uint64_t flow_id = 0) const;
   double path_latency_s(const std::vector<LinkId>& path) const;
 
