@@ -85,10 +85,6 @@ void MaxMinSolver::remove_flow(FlowId id) {
   --num_active_;
 }
 
-bool MaxMinSolver::is_active(FlowId id) const {
-  return id < flows_.size() && flows_[id].state != FlowState::Free;
-}
-
 std::span<const MaxMinSolver::ResourceId> MaxMinSolver::resources_of(FlowId id) const {
   if (!is_active(id))
     throw std::invalid_argument("MaxMinSolver: resources_of inactive flow " + std::to_string(id));

@@ -47,7 +47,9 @@ class MaxMinSolver {
   // Removes an active flow (throws std::invalid_argument for an unknown or removed id).
   void remove_flow(FlowId id);
 
-  bool is_active(FlowId id) const;
+  bool is_active(FlowId id) const {
+    return id < flows_.size() && flows_[id].state != FlowState::Free;
+  }
   std::size_t num_active() const { return num_active_; }
   std::span<const ResourceId> resources_of(FlowId id) const;
   std::uint32_t multiplicity(FlowId id) const { return flows_.at(id).multiplicity; }
