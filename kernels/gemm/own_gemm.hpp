@@ -58,17 +58,21 @@ struct SchedulerOptions {
   // overlapping them with tensor-core work; false stores each tile before the next
   // starts (v1). Both give bit-identical results.
   bool defer_stores = true;
+  // Rows split into row_blocks equal blocks visited alternately (tile_of_item_blocked);
+  // issue 5's ReduceScatter/All-to-All use one block per rank. Must divide the tile rows.
+  int row_blocks = 1;
 };
 
 // Host replica of the device schedule. Element i is the tile computed as work item i, by
 // CTA i % num_ctas, in wave i / num_ctas.
 std::vector<TileCoord> tile_order(int64_t m, int64_t n, int num_ctas,
-                                  int group_m = GemmConfig::kDefaultGroupM);
+                                  int group_m = GemmConfig::kDefaultGroupM, int row_blocks = 1);
 
 // Offsets (elements) that place tiles densely in scheduler item order, so that the tiles
 // of consecutive waves form one contiguous region; indexed by tile. Sum of sizes = M·N.
 std::vector<int64_t> compact_offsets_in_item_order(int64_t m, int64_t n, int num_ctas,
-                                                   int group_m = GemmConfig::kDefaultGroupM);
+                                                   int group_m = GemmConfig::kDefaultGroupM,
+                                                   int row_blocks = 1);
 
 class OwnGemm {
  public:

@@ -125,6 +125,10 @@ Status OwnGemm::can_implement(const GemmArgs& args, const SchedulerOptions& sche
     return Status::failure("own GEMM: a, b and c must be device pointers, got a null pointer");
   if (sched.num_ctas < 0 || sched.group_m < 1)
     return Status::failure("own GEMM: num_ctas must be >= 0 and group_m >= 1");
+  if (sched.row_blocks < 1 || ceil_div_i32(args.m, GemmConfig::kTileM) % sched.row_blocks != 0)
+    return Status::failure("own GEMM: row_blocks must be >= 1 and divide the " +
+                           std::to_string(ceil_div_i32(args.m, GemmConfig::kTileM)) +
+                           " tile rows");
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   cudaDeviceProp prop{};
@@ -204,6 +208,7 @@ Status OwnGemm::run(cudaStream_t stream) {
   params.tiles_m = tiles_m_;
   params.tiles_n = tiles_n_;
   params.group_m = sched_.group_m;
+  params.row_blocks = sched_.row_blocks;
   params.epilogue.c = args_.c;
   params.epilogue.tile_offset_elems = epilogue_.tile_offset_elems;
   params.epilogue.group_counters = epilogue_.group_counters;

@@ -35,6 +35,7 @@ struct KernelParams {
   int32_t tiles_m = 0;
   int32_t tiles_n = 0;
   int32_t group_m = 1;
+  int32_t row_blocks = 1;  // tile_of_item_blocked(): 1 = plain grouped raster
   typename Epilogue::Params epilogue;
 };
 
@@ -118,7 +119,7 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     if (threadIdx.x == 0) {
       uint32_t iteration = 0;
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
-        const TileCoord tc = tile_of_item(item, p.tiles_m, p.tiles_n, p.group_m);
+        const TileCoord tc = tile_of_item_blocked(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks);
         for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
           const uint32_t stage = iteration % Cfg::kStages;
           const uint32_t round = iteration / Cfg::kStages;
@@ -144,7 +145,7 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     TileView pending_view;
     uint32_t iteration = 0;
     for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
-      const TileCoord tc = tile_of_item(item, p.tiles_m, p.tiles_n, p.group_m);
+      const TileCoord tc = tile_of_item_blocked(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks);
       for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
         const uint32_t stage = iteration % Cfg::kStages;
         mbarrier_wait(&full[stage], (iteration / Cfg::kStages) & 1);

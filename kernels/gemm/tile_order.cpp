@@ -7,20 +7,21 @@
 
 namespace overlapsim::kernels::gemm {
 
-std::vector<TileCoord> tile_order(int64_t m, int64_t n, int num_ctas, int group_m) {
+std::vector<TileCoord> tile_order(int64_t m, int64_t n, int num_ctas, int group_m,
+                                  int row_blocks) {
   (void)num_ctas;  // the item → tile map does not depend on it; item i's CTA and wave do
   const int32_t tiles_m = ceil_div_i32(m, GemmConfig::kTileM);
   const int32_t tiles_n = ceil_div_i32(n, GemmConfig::kTileN);
   std::vector<TileCoord> order(static_cast<size_t>(tiles_m) * tiles_n);
   for (int32_t item = 0; item < static_cast<int32_t>(order.size()); ++item)
-    order[item] = tile_of_item(item, tiles_m, tiles_n, group_m);
+    order[item] = tile_of_item_blocked(item, tiles_m, tiles_n, group_m, row_blocks);
   return order;
 }
 
 std::vector<int64_t> compact_offsets_in_item_order(int64_t m, int64_t n, int num_ctas,
-                                                   int group_m) {
+                                                   int group_m, int row_blocks) {
   const int32_t tiles_n = ceil_div_i32(n, GemmConfig::kTileN);
-  const std::vector<TileCoord> order = tile_order(m, n, num_ctas, group_m);
+  const std::vector<TileCoord> order = tile_order(m, n, num_ctas, group_m, row_blocks);
   std::vector<int64_t> offsets(order.size());
   int64_t next = 0;
   for (const TileCoord& t : order) {

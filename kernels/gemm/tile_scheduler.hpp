@@ -39,4 +39,17 @@ OVERLAPSIM_HD TileCoord tile_of_item(int32_t item, int32_t tiles_m, int32_t tile
   return t;
 }
 
+// Issue 5 (tile-wise ReduceScatter / All-to-All): with row_blocks = B > 1 the raster walks
+// *virtual* tile-rows and virtual row v is real row (v % B)·(tiles_m / B) + v / B, so
+// consecutive items alternate between the B equal row blocks (one per rank) and every run
+// of B items holds one tile of each block. Needs tiles_m % B == 0; B = 1 is the plain
+// grouped raster above.
+OVERLAPSIM_HD TileCoord tile_of_item_blocked(int32_t item, int32_t tiles_m, int32_t tiles_n,
+                                             int32_t group_m, int32_t row_blocks) {
+  TileCoord t = tile_of_item(item, tiles_m, tiles_n, group_m);
+  if (row_blocks > 1)
+    t.tile_m = (t.tile_m % row_blocks) * (tiles_m / row_blocks) + t.tile_m / row_blocks;
+  return t;
+}
+
 }  // namespace overlapsim::kernels::gemm

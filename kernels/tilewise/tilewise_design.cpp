@@ -1,0 +1,209 @@
+#include "kernels/tilewise/tilewise_design.hpp"
+
+#include <string>
+
+namespace overlapsim::kernels::tilewise {
+namespace {
+
+gemm::DType gemm_dtype(DType d) { return d == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16; }
+
+template <class T>
+Status upload(DeviceBuffer& buffer, const std::vector<T>& values) {
+  OVERLAPSIM_TRY(buffer.allocate(values.size() * sizeof(T)));
+  if (!values.empty())
+    CUDA_CHECK(cudaMemcpy(buffer.data(), values.data(), values.size() * sizeof(T),
+                          cudaMemcpyHostToDevice));
+  return Status::success();
+}
+
+char* at(void* base, std::int64_t elems) { return static_cast<char*>(base) + elems * 2; }
+
+}  // namespace
+
+Status make_limited_comm(CommHandle& parent, int max_ctas, CommHandle* out) {
+  if (max_ctas < 1) return Status::failure("make_limited_comm: max_ctas must be >= 1");
+  *out = CommHandle{};
+  out->rank = parent.rank;
+  out->world = parent.world;
+  out->timeout_s = parent.timeout_s;
+  out->peer_failed = parent.peer_failed;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  config.maxCTAs = max_ctas;
+  const ncclResult_t r = ncclCommSplit(parent.comm, 0, parent.rank, &out->comm, &config);
+  if (r != ncclSuccess && r != ncclInProgress)
+    return Status::failure(std::string(OVERLAPSIM_WHERE ": ncclCommSplit: ") + ncclGetErrorString(r));
+  return nccl_settle(*out, r, OVERLAPSIM_WHERE ": ncclCommSplit");
+}
+
+Status destroy_comm(CommHandle* comm) {
+  if (comm->comm == nullptr) return Status::success();
+  OVERLAPSIM_TRY(nccl_settle(*comm, ncclCommFinalize(comm->comm), "ncclCommFinalize"));
+  const ncclResult_t r = ncclCommDestroy(comm->comm);
+  comm->comm = nullptr;
+  if (r != ncclSuccess) return Status::failure(std::string("ncclCommDestroy: ") + ncclGetErrorString(r));
+  return Status::success();
+}
+
+TilewiseDesign::~TilewiseDesign() { destroy(); }
+
+void TilewiseDesign::destroy() {
+  if (fork_) cudaEventDestroy(fork_);
+  if (join_) cudaEventDestroy(join_);
+  fork_ = join_ = nullptr;
+  gemms_.clear();
+}
+
+Status TilewiseDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64_t n,
+                                     std::int64_t k, int world, const TilewiseOptions& options) {
+  if (k < 1) return Status::failure("tilewise: k must be >= 1");
+  if (auto e = shape_error(op, m, n, world)) return Status::failure("tilewise: " + *e);
+  if (options.comm_sms < 0) return Status::failure("tilewise: comm_sms must be >= 0");
+  return Status::success();
+}
+
+Status TilewiseDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m,
+                                  std::int64_t n, std::int64_t k, DType dtype,
+                                  const TilewiseOptions& options) {
+  destroy();
+  OVERLAPSIM_TRY(can_implement(op, m, n, k, comm->world, options));
+  comm_ = comm;
+  op_ = op;
+  m_ = m;
+  n_ = n;
+  k_ = k;
+  dtype_ = dtype;
+  options_ = options;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  if (options.comm_sms >= sms)
+    return Status::failure("tilewise: comm_sms = " + std::to_string(options.comm_sms) +
+                           " leaves no SM for the GEMM (" + std::to_string(sms) + " SMs)");
+  const int row_blocks = op == CollectiveOp::AllReduce ? 1 : comm->world;
+  grid_ = make_tile_grid(m, n, sms - options.comm_sms, options.group_m, row_blocks);
+  if (options_.group_waves.empty()) options_.group_waves.assign(static_cast<std::size_t>(grid_.waves()), 1);
+  if (auto e = build_remap(op, grid_, options_.group_waves, comm->world, comm->rank, &plan_))
+    return Status::failure("tilewise: " + *e);
+  OVERLAPSIM_TRY(upload(tile_offsets_, plan_.tile_offset_elems));
+  OVERLAPSIM_TRY(upload(tile_groups_, plan_.tile_group));
+  OVERLAPSIM_TRY(upload(out_offsets_, plan_.out_tile_offset_elems));
+  OVERLAPSIM_TRY(counters_.allocate(static_cast<std::size_t>(plan_.groups()) * sizeof(std::uint32_t)));
+  CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.bytes()));
+  OVERLAPSIM_TRY(timed_out_.allocate(sizeof(int)));
+  CUDA_CHECK(cudaMemset(timed_out_.data(), 0, sizeof(int)));
+  CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+  // Every kernel of the design is loaded now: a lazy load while the communication stream
+  // waits on a counter can deadlock (design.md). The GEMM's own are loaded by prepare().
+  OVERLAPSIM_TRY(preload_signal_wait());
+  OVERLAPSIM_TRY(preload_unpermute_kernels());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return Status::success();
+}
+
+Status TilewiseDesign::prepare(const void* a, const void* b, void* p) {
+  if (comm_ == nullptr) return Status::failure("tilewise: prepare() before initialize()");
+  const auto key = std::make_tuple(a, b, p);
+  if (gemms_.count(key)) return Status::success();
+  auto g = std::make_unique<gemm::OwnGemm>();
+  gemm::GemmArgs args;
+  args.m = m_;
+  args.n = n_;
+  args.k = k_;
+  args.dtype = gemm_dtype(dtype_);
+  args.a = a;
+  args.b = b;
+  args.c = p;
+  gemm::EpilogueArgs epilogue;
+  epilogue.tile_offset_elems = tile_offsets_.as<std::int64_t>();
+  epilogue.group_counters = counters_.as<std::uint32_t>();
+  epilogue.tile_group = tile_groups_.as<std::int32_t>();
+  gemm::SchedulerOptions sched;
+  sched.num_ctas = grid_.num_ctas;
+  sched.group_m = grid_.group_m;
+  sched.row_blocks = grid_.row_blocks;
+  OVERLAPSIM_TRY(g->initialize(args, epilogue, sched));
+  gemms_.emplace(key, std::move(g));
+  return Status::success();
+}
+
+Status TilewiseDesign::enqueue_group_collective(int group, void* p, void* r,
+                                                cudaStream_t stream) {
+  const std::size_t g = static_cast<std::size_t>(group);
+  const std::int64_t block = plan_.group_block_elems[g];
+  if (block == 0) return Status::success();  // an empty group (rounding), on every rank
+  void* region = at(p, plan_.group_begin_elems[g]);
+  switch (op_) {
+    case CollectiveOp::AllReduce:
+      return all_reduce(*comm_, region, region, static_cast<std::size_t>(block), dtype_, stream);
+    case CollectiveOp::ReduceScatter:
+      return reduce_scatter(*comm_, region, at(r, plan_.recv_begin_elems[g]),
+                            static_cast<std::size_t>(block), dtype_, stream);
+    case CollectiveOp::AllToAll:
+      return all_to_all(*comm_, region, static_cast<std::size_t>(block),
+                        at(r, plan_.recv_begin_elems[g]), static_cast<std::size_t>(block),
+                        static_cast<std::size_t>(block), dtype_, stream);
+    case CollectiveOp::AllGather: break;
+  }
+  return Status::failure("tilewise: unsupported collective");
+}
+
+Status TilewiseDesign::run(const void* a, const void* b, void* p, void* r,
+                           cudaStream_t compute_stream, cudaStream_t comm_stream) {
+  if (op_ != CollectiveOp::AllReduce && r == nullptr)
+    return Status::failure("tilewise: reducescatter/alltoall need a receive buffer");
+  OVERLAPSIM_TRY(prepare(a, b, p));
+  gemm::OwnGemm& g = *gemms_.at(std::make_tuple(a, b, p));
+  // The fork orders this call's communication after everything before it on the compute
+  // stream (the previous call's consumers of P and R included).
+  CUDA_CHECK(cudaEventRecord(fork_, compute_stream));
+  CUDA_CHECK(cudaStreamWaitEvent(comm_stream, fork_, 0));
+  // The GEMM is enqueued before any wait, so nothing the host does while enqueuing the
+  // NCCL calls can block on a wait whose producer is not launched yet.
+  OVERLAPSIM_TRY(g.run(compute_stream));
+  for (int group = 0; group < plan_.groups(); ++group) {
+    OVERLAPSIM_TRY(enqueue_wait_and_reset(
+        counters_.as<std::uint32_t>() + group,
+        static_cast<std::uint32_t>(plan_.group_tiles[static_cast<std::size_t>(group)]),
+        options_.wait, timed_out_.as<int>(), options_.wait_timeout_s, comm_stream));
+    OVERLAPSIM_TRY(enqueue_group_collective(group, p, r, comm_stream));
+  }
+  CUDA_CHECK(cudaEventRecord(join_, comm_stream));
+  CUDA_CHECK(cudaStreamWaitEvent(compute_stream, join_, 0));
+  return Status::success();
+}
+
+Status TilewiseDesign::run_gemm_only(const void* a, const void* b, void* p, cudaStream_t stream) {
+  OVERLAPSIM_TRY(prepare(a, b, p));
+  OVERLAPSIM_TRY(gemms_.at(std::make_tuple(a, b, p))->run(stream));
+  CUDA_CHECK(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), stream));
+  return Status::success();
+}
+
+TileView TilewiseDesign::result_view(const void* p, const void* r) const {
+  TileView v;
+  v.data = op_ == CollectiveOp::AllReduce ? p : r;
+  v.tile_offset_elems = out_offsets_.as<std::int64_t>();
+  v.rows = plan_.out_rows;
+  v.cols = n_;
+  return v;
+}
+
+Status TilewiseDesign::unpermute(const void* p, const void* r, void* natural,
+                                 cudaStream_t stream) const {
+  return tilewise::unpermute(result_view(p, r), natural, dtype_, stream);
+}
+
+Status TilewiseDesign::check_waits() {
+  int flag = 0;
+  CUDA_CHECK(cudaMemcpy(&flag, timed_out_.data(), sizeof flag, cudaMemcpyDeviceToHost));
+  if (flag != 0)
+    return Status::failure("tilewise: a group wait timed out after " +
+                           std::to_string(options_.wait_timeout_s) +
+                           " s (its counter never reached the group's tile count)");
+  return Status::success();
+}
+
+}  // namespace overlapsim::kernels::tilewise
