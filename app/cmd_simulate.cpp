@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -149,6 +150,7 @@ struct Outcome {
   double peak_flops_per_s = 0;
   bool background_images = false;
   std::uint64_t peak_rss_bytes = 0;
+  double wall_s = 0;  // the whole command: loading, generation and every design's run
 };
 
 double mfu(const Outcome& o, const sim::StepResult& r) {
@@ -156,6 +158,7 @@ double mfu(const Outcome& o, const sim::StepResult& r) {
 }
 
 Outcome simulate(const SimulateOptions& o) {
+  const auto wall_start = std::chrono::steady_clock::now();
   const auto designs = requested_designs(o.design);
   const auto images = parse_images(o.images);
   const auto trace_ranks = parse_rank_list(o.trace_ranks);
@@ -236,6 +239,10 @@ Outcome simulate(const SimulateOptions& o) {
     out.runs.push_back(std::move(run));
   }
   out.peak_rss_bytes = o.no_timing ? 0 : peak_rss_bytes();
+  out.wall_s = o.no_timing ? 0
+                           : std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                           wall_start)
+                                 .count();
   return out;
 }
 
@@ -297,6 +304,10 @@ std::string to_json(const Outcome& o) {
     j["mfu"] = mfu(o, o.runs.front().result);
     j[throughput_key(o)] = o.step.tokens_per_step / o.runs.front().result.step_time_s;
   }
+  std::uint64_t events = 0;
+  for (const auto& run : o.runs) events += run.result.events;
+  j["events"] = events;
+  j["wall_s"] = o.wall_s;
   j["peak_rss_bytes"] = o.peak_rss_bytes;
   return j.dump(2) + "\n";
 }
@@ -342,7 +353,8 @@ std::string to_table(const Outcome& o) {
   for (const auto& run : o.runs)
     if (!run.trace_file.empty())
       t += fmt::format("trace: {} (open in https://ui.perfetto.dev)\n", run.trace_file);
-  t += fmt::format("peak memory {:.0f} MiB\n", o.peak_rss_bytes / 1048576.0);
+  t += fmt::format("wall {:.2f} s in all, peak memory {:.0f} MiB\n", o.wall_s,
+                   o.peak_rss_bytes / 1048576.0);
   return t;
 }
 

@@ -65,10 +65,49 @@ case_hierarchical_allreduce_16384_h200_ndr() {
     --bytes 1GiB --cluster "$CLUSTERS/h200-128node-ndr.yaml" --nodes 2048
 }
 
+# run_simulate_case CASE ARGS...: one `overlapsim simulate` run (one training step, every
+# stage, folded ranks' traffic as background), one CSV row; sim_wall_s is the whole
+# command's wall time (loading, generation, simulation).
+run_simulate_case() {
+  local name=$1
+  shift
+  local json
+  json=$("$BIN" simulate "$@" --format json)
+  csv_row "$name" "$(json_field gpus <<<"$json")" 0 "$(json_field wall_s <<<"$json")" \
+    "$(json_field events <<<"$json")" "$(json_field peak_rss_bytes <<<"$json")"
+}
+
+MODELS=$ROOT/workloads/models
+
+# Issue 3 targets: each 1,024-GPU step < 2 s and < 2 GiB; the 16,384-GPU step < 60 s.
+case_step_gpt3_175b_1024_tp8_pp8_dp16() {
+  run_simulate_case step_gpt3_175b_1024_tp8_pp8_dp16 -w "$MODELS/gpt3-175b.yaml" \
+    -c "$CLUSTERS/h200-128node-ndr.yaml" --tp 8 --pp 8 --dp 16
+}
+
+case_step_mixtral_8x7b_1024_ep8() {
+  run_simulate_case step_mixtral_8x7b_1024_ep8 -w "$MODELS/mixtral-8x7b.yaml" \
+    -c "$CLUSTERS/h200-128node-ndr.yaml" --ep 8
+}
+
+case_step_dlrm_dcnv2_1024() {
+  run_simulate_case step_dlrm_dcnv2_1024 -w "$MODELS/dlrm-dcnv2.yaml" \
+    -c "$CLUSTERS/h200-128node-ndr.yaml"
+}
+
+case_step_llama3_405b_16384_tp8_pp16_dp128() {
+  run_simulate_case step_llama3_405b_16384_tp8_pp16_dp128 -w "$MODELS/llama3-405b.yaml" \
+    -c "$CLUSTERS/h200-2048node-ndr.yaml" --tp 8 --pp 16 --dp 128
+}
+
 CASES=(
   case_ring_allreduce_1024_switch
   case_alltoall_1024_h200_ndr
   case_hierarchical_allreduce_16384_h200_ndr
+  case_step_gpt3_175b_1024_tp8_pp8_dp16
+  case_step_mixtral_8x7b_1024_ep8
+  case_step_dlrm_dcnv2_1024
+  case_step_llama3_405b_16384_tp8_pp16_dp128
 )
 
 main() {

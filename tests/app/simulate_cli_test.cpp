@@ -1,0 +1,156 @@
+// `overlapsim simulate` end to end: the built binary on a tiny model and a 2-node cluster.
+// Folding on and off give the same step, output is byte-identical across runs, the trace
+// parses with the expected tracks, and bad input exits 2 with one line, writing nothing.
+#include <sys/wait.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBin = OVERLAPSIM_BIN;
+const std::string kRoot = OVERLAPSIM_SOURCE_DIR;
+const std::string kTiny = "-w " + kRoot + "/tests/app/data/tiny-gpt.yaml -c " + kRoot +
+                          "/tests/app/data/tiny-2node.yaml";
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class SimulateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("overlapsim_sim_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  CliRun run(const std::string& args) {
+    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
+    // From the repository root, where the cluster file's profile path is relative to.
+    const std::string cmd = "cd " + kRoot + " && " + kBin + " simulate " + args + " >" +
+                            out.string() + " 2>" + err.string();
+    const int status = std::system(cmd.c_str());
+    CliRun r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_file(out);
+    r.err = read_file(err);
+    return r;
+  }
+  fs::path dir_;
+};
+
+TEST_F(SimulateCli, JsonHasTheContractFields) {
+  const CliRun r = run(kTiny + " --format json --no-timing");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"workload", "cluster", "profile", "profile_sources", "flops_per_step",
+                          "mfu", "tokens_per_s", "designs"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["workload"], "tiny-gpt");
+  EXPECT_EQ(j["gpus"], 8);
+  EXPECT_EQ(j["profile"], "datasheet-h200");
+  ASSERT_EQ(j["designs"].size(), 1u);
+  const auto& d = j["designs"][0];
+  EXPECT_EQ(d["design"], "sequential");
+  for (const char* key : {"step_time_s", "compute_s", "exposed_comm_s", "overlapped_comm_s",
+                          "events", "sim_wall_s"})
+    EXPECT_TRUE(d.contains(key)) << key;
+  EXPECT_GT(d["step_time_s"].get<double>(), 0);
+  EXPECT_NEAR(d["compute_s"].get<double>() + d["exposed_comm_s"].get<double>() +
+                  d["bubble_s"].get<double>(),
+              d["step_time_s"].get<double>(), 1e-12);
+  EXPECT_GT(j["mfu"].get<double>(), 0);
+  EXPECT_LT(j["mfu"].get<double>(), 1);
+}
+
+TEST_F(SimulateCli, FoldingOnAndOffGiveTheSameStep) {
+  const CliRun folded = run(kTiny + " --format json --no-timing");
+  const CliRun full = run(kTiny + " --format json --no-timing --no-fold");
+  ASSERT_EQ(folded.exit_code, 0) << folded.err;
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  const auto a = nlohmann::json::parse(folded.out);
+  const auto b = nlohmann::json::parse(full.out);
+  EXPECT_LT(a["simulated_ranks"].get<int>(), b["simulated_ranks"].get<int>());
+  for (const char* key : {"step_time_s", "compute_s", "exposed_comm_s", "bubble_s"})
+    EXPECT_NEAR(a["designs"][0][key].get<double>(), b["designs"][0][key].get<double>(),
+                1e-9 * b["designs"][0]["step_time_s"].get<double>())
+        << key;
+}
+
+TEST_F(SimulateCli, OutputIsByteIdenticalAcrossRuns) {
+  const CliRun a = run(kTiny + " --format json --no-timing");
+  const CliRun b = run(kTiny + " --format json --no-timing");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST_F(SimulateCli, TraceParsesWithStreamTracks) {
+  const fs::path trace = dir_ / "trace.json";
+  const CliRun r = run(kTiny + " --trace " + trace.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ui.perfetto.dev"), std::string::npos);
+  const auto j = nlohmann::json::parse(read_file(trace));
+  std::set<std::string> threads, counters;
+  std::size_t slices = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") threads.insert(e["args"]["name"]);
+    if (e["ph"] == "C") counters.insert(e["name"]);
+    slices += e["ph"] == "X";
+  }
+  for (const char* t : {"compute", "tp-comm", "dp-comm", "pp-comm"})
+    EXPECT_TRUE(threads.count(t)) << t;
+  EXPECT_EQ(counters, (std::set<std::string>{"nvlink", "pcie", "network"}));
+  EXPECT_GT(slices, 100u);
+}
+
+TEST_F(SimulateCli, BadInputExitsTwoWithOneLineAndWritesNothing) {
+  const fs::path out = dir_ / "result.json";
+  const std::string write = " -o " + out.string();
+  for (const std::string& args : std::vector<std::string>{
+           kTiny + " --design magic", kTiny + " --design tilewise", kTiny + " --format xml",
+        kTiny + " --images some", kTiny + " --profile /nonexistent/profile.yaml",
+        kTiny + " --tp 3", std::string("-w /nonexistent/model.yaml")}) {
+    const CliRun r = run(args + write);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << args << ": " << r.err;  // one line
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+    EXPECT_FALSE(fs::exists(out)) << args;
+  }
+}
+
+TEST_F(SimulateCli, BadProfileNamesFileLineAndKey) {
+  const fs::path profile = dir_ / "bad-profile.yaml";
+  std::string text = read_file(kRoot + "/calibration/profiles/datasheet-h200.yaml");
+  const std::string from = "  launch_overhead_s:";
+  text.replace(text.find(from), from.size(), "  launch_s: 1us\n  launch_overhead_s:");
+  std::ofstream(profile) << text;
+  const CliRun r = run(kTiny + " --profile " + profile.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(profile.string() + ":"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("compute.launch_s: unknown key"), std::string::npos) << r.err;
+}
+
+}  // namespace
