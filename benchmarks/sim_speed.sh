@@ -59,10 +59,10 @@ case_alltoall_1024_h200_ndr() {
     --cluster "$CLUSTERS/h200-128node-ndr.yaml"
 }
 
-# Target < 5 s: the same fat-tree grown to 2,048 nodes x 8 GPUs.
+# Target < 5 s: the same non-blocking fat-tree at 2,048 nodes x 8 GPUs.
 case_hierarchical_allreduce_16384_h200_ndr() {
   run_collective_case hierarchical_allreduce_16384_h200_ndr --op allreduce --algo hierarchical \
-    --bytes 1GiB --cluster "$CLUSTERS/h200-128node-ndr.yaml" --nodes 2048
+    --bytes 1GiB --cluster "$CLUSTERS/h200-2048node-ndr.yaml"
 }
 
 # run_simulate_case CASE ARGS...: one `overlapsim simulate` run (one training step, every
