@@ -45,6 +45,8 @@ constexpr std::uint16_t kUnreached = std::numeric_limits<std::uint16_t>::max();
 // A destination's ball is searched this deep / this large before giving up on an anchor.
 constexpr int kMaxBallLevels = 4;
 constexpr std::size_t kMaxBallVertices = 1024;
+// Vertices with more links than this get their next hops memoised per anchor table.
+constexpr std::uint32_t kScanDegree = 8;
 
 // splitmix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number generators",
 // OOPSLA 2014): portable and well mixed, unlike std::hash.
@@ -121,6 +123,12 @@ struct Topology::RoutingState {
   struct Table {
     std::uint32_t anchor = 0;
     std::vector<std::uint16_t> hops;  // hops from each vertex to the anchor
+    // Next hops towards the anchor of high-degree vertices (switches) met so far: outside
+    // a destination's ball they depend on the anchor only, and scanning a 64- or 512-port
+    // switch on every route costs more than looking its list up.
+    std::unordered_map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> next_of;
+    std::vector<LinkId> next_link;
+    std::size_t bytes = 0;  // counted towards limit_bytes (memo entries ~32 bytes each)
   };
 
   std::mutex mutex;
@@ -139,6 +147,7 @@ struct Topology::RoutingState {
   std::list<Table> lru;  // most recently used first
   std::unordered_map<std::uint32_t, std::list<Table>::iterator> tables;
   std::size_t table_bytes = 0;
+  Table* last_table = nullptr;  // the front of lru, looked up last
   std::uint64_t bfs_runs = 0;
   std::uint64_t evictions = 0;
 
@@ -162,7 +171,8 @@ struct Topology::RoutingState {
   }
 
   void prepare(const Topology& topo);
-  const std::vector<std::uint16_t>& table_for(std::uint32_t anchor);
+  Table& table_for(std::uint32_t anchor);
+  void evict_to_limit();
   std::vector<std::uint16_t> bfs(std::uint32_t root);
   void find_ball(Destination& dest, std::uint32_t dst);
   void stamp_ball(const Destination& dest, int dst_rank);
@@ -214,22 +224,29 @@ std::vector<std::uint16_t> Topology::RoutingState::bfs(std::uint32_t root) {
   return hops;
 }
 
-const std::vector<std::uint16_t>& Topology::RoutingState::table_for(std::uint32_t anchor) {
+Topology::RoutingState::Table& Topology::RoutingState::table_for(std::uint32_t anchor) {
+  if (last_table != nullptr && last_table->anchor == anchor) return *last_table;
   if (const auto it = tables.find(anchor); it != tables.end()) {
     lru.splice(lru.begin(), lru, it->second);
-    return it->second->hops;
+  } else {
+    lru.push_front(Table{anchor, bfs(anchor), {}, {}, 0});
+    tables.emplace(anchor, lru.begin());
+    lru.front().bytes = lru.front().hops.capacity() * sizeof(std::uint16_t);
+    table_bytes += lru.front().bytes;
+    evict_to_limit();
   }
-  lru.push_front(Table{anchor, bfs(anchor)});
-  tables.emplace(anchor, lru.begin());
-  table_bytes += lru.front().hops.capacity() * sizeof(std::uint16_t);
-  // Never evict the table just made: one table is the floor whatever the limit.
+  last_table = &lru.front();
+  return lru.front();
+}
+
+// Never evicts the front table (the one in use): one table is the floor whatever the limit.
+void Topology::RoutingState::evict_to_limit() {
   while (table_bytes > limit_bytes && lru.size() > 1) {
-    table_bytes -= lru.back().hops.capacity() * sizeof(std::uint16_t);
+    table_bytes -= lru.back().bytes;
     tables.erase(lru.back().anchor);
     lru.pop_back();
     ++evictions;
   }
-  return lru.front().hops;
 }
 
 // Level by level from dst until a level's only relaying vertex is one vertex (the anchor).
@@ -413,9 +430,18 @@ Topology::RouteCacheStats Topology::route_cache_stats() const {
 }
 
 std::vector<LinkId> Topology::route(int src_rank, int dst_rank, std::uint64_t flow_id) const {
+  std::vector<LinkId> path;
+  route_into(src_rank, dst_rank, flow_id, path);
+  return path;
+}
+
+void Topology::route_into(int src_rank, int dst_rank, std::uint64_t flow_id,
+                          std::vector<LinkId>& path) const {
+  path.clear();
+  path.reserve(8);  // the longest path of the shipped fabrics has 6 links
   const auto src = static_cast<std::uint32_t>(gpu_vertex(src_rank));
   const auto dst = static_cast<std::uint32_t>(gpu_vertex(dst_rank));
-  if (src == dst) return {};
+  if (src == dst) return;
 
   RoutingState& rs = routing();
   std::lock_guard lock(rs.mutex);
@@ -424,39 +450,54 @@ std::vector<LinkId> Topology::route(int src_rank, int dst_rank, std::uint64_t fl
   if (!dest.ready) rs.find_ball(dest, dst);
   rs.stamp_ball(dest, dst_rank);
   const std::uint32_t stamp = rs.stamp;
-  const std::vector<std::uint16_t>* table = dest.has_anchor ? &rs.table_for(dest.anchor) : nullptr;
+  RoutingState::Table* table = dest.has_anchor ? &rs.table_for(dest.anchor) : nullptr;
+  const std::uint16_t* hops = table != nullptr ? table->hops.data() : nullptr;
   const std::uint32_t anchor_hops = dest.anchor_hops;
   const auto hops_to_dst = [&](std::uint32_t v) -> std::uint32_t {
     if (rs.near_stamp[v] == stamp) return dest.near_hops[rs.near_index[v]];
-    if (table == nullptr || (*table)[v] == kUnreached) return kUnreached;
-    return (*table)[v] + anchor_hops;
+    if (hops == nullptr || hops[v] == kUnreached) return kUnreached;
+    return hops[v] + anchor_hops;
   };
   const auto no_path = [&] {
     return std::runtime_error(
         fmt::format("route: no path from rank {} to rank {} in '{}'", src_rank, dst_rank, name_));
   };
 
-  // Each step collects the links one hop closer to dst (in out-link order) and lets the
+  // Each step collects the links one hop closer to dst, in out-link order, and lets the
   // ECMP hash pick one when there are several.
-  std::vector<LinkId> path;
-  path.reserve(8);
   std::vector<LinkId>& ties = rs.ties;
   std::uint32_t v = src;
   for (int hop = 0; v != dst; ++hop) {
     if (static_cast<std::uint32_t>(hop) > rs.num_vertices())
       throw std::logic_error("route: walk did not converge (inconsistent hop tables)");
-    ties.clear();
+    const LinkId* first = nullptr;
+    std::size_t count = 0;
     if (rs.near_stamp[v] == stamp) {  // inside the ball: next hops are listed
       const std::uint32_t b = rs.near_index[v];
-      ties.assign(dest.next_link.begin() + dest.next_begin[b],
-                  dest.next_link.begin() + dest.next_begin[b + 1]);
-    } else if (table != nullptr && (*table)[v] == 1 && rs.degree(v) > rs.degree(dest.anchor)) {
-      // Next to the anchor, which is the only way in: take the links v -> anchor, found
-      // from the anchor's side when it has fewer links (a spine above a leaf). Links come
-      // in duplex pairs (ids 2k, 2k+1), so the reverse of link L is L ^ 1.
-      for (std::uint32_t i = rs.out_begin[dest.anchor]; i < rs.out_begin[dest.anchor + 1]; ++i)
-        if (rs.out_target[i] == v) ties.push_back(rs.out_link[i] ^ 1u);
+      first = dest.next_link.data() + dest.next_begin[b];
+      count = dest.next_begin[b + 1] - dest.next_begin[b];
+    } else if (table != nullptr && rs.degree(v) > kScanDegree) {
+      // Outside the ball the next hops are those towards the anchor: relaying neighbours
+      // one hop closer to it (or the anchor itself, which may be dst).
+      auto it = table->next_of.find(v);
+      if (it == table->next_of.end()) {
+        const auto begin = static_cast<std::uint32_t>(table->next_link.size());
+        for (std::uint32_t i = rs.out_begin[v]; hops[v] != kUnreached && i < rs.out_begin[v + 1];
+             ++i) {
+          const std::uint32_t u = rs.out_target[i];
+          if ((rs.relays[u] || u == table->anchor) && hops[u] + 1 == hops[v])
+            table->next_link.push_back(rs.out_link[i]);
+        }
+        const auto end = static_cast<std::uint32_t>(table->next_link.size());
+        it = table->next_of.emplace(v, std::make_pair(begin, end)).first;
+        const std::size_t added = (end - begin) * sizeof(LinkId) + 32;
+        table->bytes += added;
+        rs.table_bytes += added;
+      }
+      first = table->next_link.data() + it->second.first;
+      count = it->second.second - it->second.first;
     } else {
+      ties.clear();
       std::uint32_t best = kUnreached;
       for (std::uint32_t i = rs.out_begin[v]; i < rs.out_begin[v + 1]; ++i) {
         const std::uint32_t u = rs.out_target[i];
@@ -469,15 +510,18 @@ std::vector<LinkId> Topology::route(int src_rank, int dst_rank, std::uint64_t fl
         }
         ties.push_back(rs.out_link[i]);
       }
-      if (best == kUnreached) ties.clear();
+      if (best != kUnreached) {
+        first = ties.data();
+        count = ties.size();
+      }
     }
-    if (ties.empty()) throw no_path();
-    const std::size_t pick =
-        ties.size() == 1 ? 0 : ecmp_hash(src_rank, dst_rank, flow_id, hop) % ties.size();
-    path.push_back(ties[pick]);
-    v = rs.link_target[ties[pick]];
+    if (count == 0) throw no_path();
+    const std::size_t pick = count == 1 ? 0 : ecmp_hash(src_rank, dst_rank, flow_id, hop) % count;
+    path.push_back(first[pick]);
+    v = rs.link_target[first[pick]];
   }
-  return path;
+  // Memoised next hops grow the tables; keep the total under the limit (never the front).
+  if (rs.table_bytes > rs.limit_bytes) rs.evict_to_limit();
 }
 
 }  // namespace overlapsim::sim

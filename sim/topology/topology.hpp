@@ -82,6 +82,9 @@ class Topology {
   // Safe to call from several threads at once (the caches are guarded); adding vertices or
   // links, or changing settings, while another thread routes is not.
   std::vector<LinkId> route(int src_rank, int dst_rank, std::uint64_t flow_id = 0) const;
+  // The same route written into `path` (cleared first), reusing its storage.
+  void route_into(int src_rank, int dst_rank, std::uint64_t flow_id,
+                  std::vector<LinkId>& path) const;
   double path_latency_s(const std::vector<LinkId>& path) const;
 
   // Routing caches (see topology.cpp): hop-distance tables, bounded by a byte limit.

@@ -151,6 +151,24 @@ TEST(Builders, RailFatTreeEcmpSpreadsOverSpinesDeterministically) {
   EXPECT_EQ(spines_used.size(), 4u);
 }
 
+TEST(Builders, RailFatTreeRoutesSurviveCacheEvictionAndMatchRouteInto) {
+  const Topology unlimited = build_rail_fat_tree(small_tree(8, 2, 3));
+  Topology small = build_rail_fat_tree(small_tree(8, 2, 3));
+  small.set_route_cache_limit_bytes(1);  // one table at a time
+  std::vector<LinkId> into;
+  for (int round = 0; round < 2; ++round)
+    for (int src = 0; src < 64; src += 3)
+      for (int dst = 0; dst < 64; ++dst) {
+        const auto expected = unlimited.route(src, dst, src * 7 + dst);
+        EXPECT_EQ(small.route(src, dst, src * 7 + dst), expected);
+        small.route_into(src, dst, src * 7 + dst, into);
+        EXPECT_EQ(into, expected);
+      }
+  EXPECT_EQ(small.route_cache_stats().distance_tables, 1u);
+  EXPECT_GT(small.route_cache_stats().evictions, 0u);
+  EXPECT_EQ(unlimited.route_cache_stats().evictions, 0u);
+}
+
 TEST(Builders, RailFatTreeOversubscriptionCutsUplinks) {
   for (const double r : {1.0, 2.0, 4.0}) {
     const Topology t = build_rail_fat_tree(small_tree(3, 2, 2, r));
