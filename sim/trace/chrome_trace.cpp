@@ -11,6 +11,7 @@ namespace {
 
 constexpr int kFabricPid = 0;
 constexpr int kLanesPerStream = 100;  // tid = stream * kLanesPerStream + lane
+constexpr std::size_t kMaxLinkSamples = 2000;
 
 int pid_of(int rank) { return rank + 1; }
 
@@ -95,7 +96,13 @@ std::string chrome_trace_json(const Timeline& timeline, const StepResult& result
     events.push_back(fmt::format(
         R"j({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"fabric: GB/s carried per link class"}}}})j",
         kFabricPid));
-    const auto& samples = timeline.link_samples;
+    // Cumulative counts, so keeping every k-th sample (and the last) gives the average
+    // rate over each longer interval: at most kMaxLinkSamples points per track.
+    std::vector<LinkSample> samples;
+    const std::size_t n = timeline.link_samples.size();
+    const std::size_t stride = (n + kMaxLinkSamples - 1) / kMaxLinkSamples;
+    for (std::size_t i = 0; i < n; i += stride) samples.push_back(timeline.link_samples[i]);
+    if ((n - 1) % stride != 0) samples.push_back(timeline.link_samples.back());
     for (std::size_t i = 0; i < samples.size(); ++i) {
       for (std::size_t c = 0; c < timeline.link_classes.size(); ++c) {
         double gbps = 0;

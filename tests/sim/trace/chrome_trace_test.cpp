@@ -1,5 +1,6 @@
 #include "sim/trace/chrome_trace.hpp"
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -101,6 +102,23 @@ TEST(ChromeTrace, SameStepSameBytes) {
   const Traced a = traced_step();
   const Traced b = traced_step();
   EXPECT_EQ(chrome_trace_json(a.timeline, a.result, "x"), chrome_trace_json(b.timeline, b.result, "x"));
+}
+
+TEST(ChromeTrace, LinkCountersAreDownsampledKeepingAverages) {
+  Timeline t;
+  t.link_classes = {"network"};
+  for (int i = 0; i <= 10000; ++i) t.link_samples.push_back({i * 1e-3, {i * 2e6}});  // 2 GB/s
+  StepResult r;
+  const nlohmann::json trace = nlohmann::json::parse(chrome_trace_json(t, r, "x"));
+  int counters = 0;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "C") {
+      ++counters;
+      const double v = e["args"]["GB/s"];
+      EXPECT_TRUE(std::abs(v - 2.0) < 1e-9 || v == 0) << v;  // the last point reads 0
+    }
+  EXPECT_LE(counters, 2001);
+  EXPECT_GE(counters, 1000);
 }
 
 TEST(ChromeTrace, EscapesJsonSpecials) {
