@@ -10,12 +10,17 @@ const std::vector<std::string>& designs_for(CaseKind kind, const std::string& op
   static const std::vector<std::string> other_compute{"cublas"};
   static const std::vector<std::string> embedding{"own"};
   static const std::vector<std::string> pair{"sequential", "decomposed"};
+  // GEMM followed by its collective also runs the tile-wise design (issue 5).
+  static const std::vector<std::string> gemm_pair{"sequential", "decomposed", "tilewise"};
   switch (kind) {
     case CaseKind::Collective: return collective;
     case CaseKind::Compute:
       if (op == "gemm") return gemm;
       return op == "embedding" ? embedding : other_compute;
-    case CaseKind::Pair: return pair;
+    case CaseKind::Pair:
+      return op == "gemm+allreduce" || op == "gemm+reducescatter" || op == "gemm+alltoall"
+                 ? gemm_pair
+                 : pair;
   }
   return pair;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/bench/bench_env.hpp"
+#include "kernels/bench/tilewise_runner.hpp"
 #include "kernels/bench/timing.hpp"
 #include "kernels/bench/verify.hpp"
 #include "kernels/designs/decomposed.hpp"
@@ -105,6 +106,8 @@ class PairCaseRunner {
     for (const std::string& design : case_.designs) {
       if (design == "sequential") {
         OVERLAPSIM_TRY(measure_design(design, 1));
+      } else if (design == "tilewise") {
+        OVERLAPSIM_TRY(run_tilewise_rows(env_, case_, op_, shape_, tilewise_io()));
       } else {
         for (int k : chunk_counts) OVERLAPSIM_TRY(measure_design(design, k));
       }
@@ -208,6 +211,17 @@ class PairCaseRunner {
     OVERLAPSIM_TRY(wait_stream(env_.ctx->comm, compute(), "design check"));
     const PairBuffers v = buffers_[0].view();
     return check(v.result(op_), reference_.result_rows(), false, same_as, wrong);
+  }
+
+  // What the tile-wise rows (tilewise_runner.hpp) borrow: the input sets and the checks.
+  TilewiseCaseIo tilewise_io() {
+    TilewiseCaseIo io;
+    io.set = [this](int i) { return set(i); };
+    io.sets = sets_;
+    io.run_and_check = [this](const std::function<Status()>& once, std::uint64_t* wrong) {
+      return run_and_check(once, have_sequential_ ? sequential_result_.data() : nullptr, wrong);
+    };
+    return io;
   }
 
   Status measure_design(const std::string& design, int chunks) {

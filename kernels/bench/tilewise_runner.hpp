@@ -1,0 +1,41 @@
+#pragma once
+// overlap-bench's rows for design `tilewise` (issue 5). Per pair shape (gemm+allreduce,
+// gemm+reducescatter, gemm+alltoall):
+//   gemm/own         own GEMM alone, natural stores, all SMs
+//   gemm/own_signal  own GEMM with remapped stores and counters on SMs − s (chunks = s)
+//   <collective>/nccl_tilewise  one NCCL call on the limited communicator, per size the
+//                    predictor uses (chunks = s)
+//   <pair>/tilewise  the chosen configuration, re-timed (chunks = groups), checked against
+//                    the reference, the sequential result and (bit for bit) own GEMM +
+//                    the same NCCL collective
+//   unpermute/tilewise, residual_rmsnorm/natural, residual_rmsnorm/tilewise_fused
+// Search: for every s in OVERLAPSIM_TILEWISE_COMM_SMS (default "16") and wait mode in
+// OVERLAPSIM_TILEWISE_WAIT (default "kernel,stream_memop"), the candidate partitions of
+// group_predictor.hpp are timed; every candidate's predicted and measured time goes to
+// the detail CSV OVERLAPSIM_TILEWISE_DETAIL (if set). OVERLAPSIM_TILEWISE_CACHE names the
+// tuning cache YAML: a hit skips the search, a search stores its winner.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "kernels/bench/bench_env.hpp"
+#include "kernels/bench/timing.hpp"
+#include "kernels/designs/pair_kernels.hpp"
+
+namespace overlapsim::kernels::bench {
+
+struct TilewiseCaseIo {
+  std::function<PairBuffers(int)> set;  // rotating input sets (outputs of set 0 are checked)
+  int sets = 1;
+  // Poisons the pair's outputs, runs `once`, checks the natural result against the
+  // reference (and the sequential result when there is one); summed over ranks.
+  std::function<Status(const std::function<Status()>& once, std::uint64_t* wrong)> run_and_check;
+};
+
+// Whether overlap-bench can run `tilewise` for this pair at all.
+bool tilewise_supports(PairOp op);
+
+Status run_tilewise_rows(BenchEnv& env, const BenchCase& c, PairOp op, const PairShape& shape,
+                         const TilewiseCaseIo& io);
+
+}  // namespace overlapsim::kernels::bench
