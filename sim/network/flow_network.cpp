@@ -105,6 +105,8 @@ struct FlowNetwork::Impl {
     std::uint64_t bytes = 0;
     std::uint32_t group = 0;
     std::uint32_t version = 0;  // bumps on every rate change and at the end: stale heap entries
+    std::uint32_t copies = 1;   // multiplicity
+    std::array<std::uint16_t, kNumLinkClasses> hops{};  // links of each class on the path
   };
   struct Group {
     Done on_done;
@@ -142,7 +144,22 @@ struct FlowNetwork::Impl {
   FlowNetworkStats stats;
   FlowObserver observer;
   std::vector<LinkClass> link_class;
-  std::array<double, kNumLinkClasses> bytes_by_class{};
+  // Byte-hops per link class: finished flows exactly, plus the flows in flight as
+  //   in_flight_bytes + in_flight_rate_Bps * (now - in_flight_since_s)
+  // brought up to date whenever a rate changes, so reading it is O(1) at any time.
+  std::array<double, kNumLinkClasses> finished_bytes{};
+  std::array<double, kNumLinkClasses> in_flight_bytes{};
+  std::array<double, kNumLinkClasses> in_flight_rate_Bps{};
+  double in_flight_since_s = 0;
+  void advance_in_flight(double now_s) {
+    for (std::size_t c = 0; c < kNumLinkClasses; ++c)
+      in_flight_bytes[c] += in_flight_rate_Bps[c] * (now_s - in_flight_since_s);
+    in_flight_since_s = now_s;
+  }
+  void add_in_flight_rate(const FlowRecord& rec, double delta_Bps) {
+    for (std::size_t c = 0; c < kNumLinkClasses; ++c)
+      in_flight_rate_Bps[c] += delta_Bps * rec.copies * rec.hops[c];
+  }
 
   std::vector<FlowRecord> flows;
   std::vector<Group> groups;
@@ -207,6 +224,9 @@ void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on
     rec.last_update_s = now_s;
     rec.rate_Bps = 0;
     rec.latency_s = group_routes.latency_s(i);
+    rec.copies = u.copies;
+    rec.hops = {};
+    for (LinkId link : group_routes.links(i)) ++rec.hops[class_index(link_class[link])];
     rec.bytes = u.transfer.bytes;
     rec.group = slot;
     ++rec.version;
@@ -234,6 +254,7 @@ void FlowNetwork::Impl::solve_now() {
   if (!recomputed.empty()) ++stats.rate_solves;
   stats.flows_rate_solved += recomputed.size();
   const std::size_t heap_before = finish_heap.size();
+  advance_in_flight(now_s);
   for (FlowId f : recomputed) {
     FlowRecord& rec = flows[f];
     const double rate_Bps = solver.rate_Bps(f);
@@ -242,6 +263,7 @@ void FlowNetwork::Impl::solve_now() {
       const double sent_bytes = rec.rate_Bps * (now_s - rec.last_update_s);
       rec.remaining_bytes = std::max(0.0, rec.remaining_bytes - sent_bytes);
     }
+    add_in_flight_rate(rec, rate_Bps - rec.rate_Bps);
     rec.last_update_s = now_s;
     rec.rate_Bps = rate_Bps;
     ++rec.version;
@@ -307,6 +329,7 @@ void FlowNetwork::Impl::on_completion() {
     std::make_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
   }
   bool finished_any = false;
+  advance_in_flight(now_s);
   for (const Finish& e : due) {
     if (!is_current(e)) continue;
     finish_flow(e.flow, now_s);
@@ -321,12 +344,25 @@ void FlowNetwork::Impl::on_completion() {
 
 void FlowNetwork::Impl::finish_flow(FlowId f, double now_s) {
   FlowRecord& rec = flows[f];
-  const double carried_bytes = static_cast<double>(rec.bytes) * solver.multiplicity(f);
-  for (LinkId link : solver.resources_of(f))
-    bytes_by_class[class_index(link_class[link])] += carried_bytes;
+  // Move the flow's bytes from in flight to finished (whatever rounding left unsent is
+  // counted: the flow is done).
+  const double left_bytes =
+      std::max(0.0, rec.remaining_bytes - rec.rate_Bps * (now_s - rec.last_update_s));
+  const double sent_bytes = static_cast<double>(rec.bytes) - left_bytes;
+  for (std::size_t c = 0; c < kNumLinkClasses; ++c) {
+    const double hop_copies = static_cast<double>(rec.copies) * rec.hops[c];
+    in_flight_bytes[c] -= hop_copies * sent_bytes;
+    finished_bytes[c] += hop_copies * static_cast<double>(rec.bytes);
+  }
+  add_in_flight_rate(rec, -rec.rate_Bps);
   ++rec.version;
   rec.remaining_bytes = 0;
+  rec.rate_Bps = 0;
   solver.remove_flow(f);
+  if (solver.num_active() == 0) {  // nothing in flight: drop accumulated rounding
+    in_flight_bytes = {};
+    in_flight_rate_Bps = {};
+  }
   Group& g = groups[rec.group];
   g.last_arrival_s = std::max(g.last_arrival_s, now_s + rec.latency_s);
   if (--g.pending == 0) complete_group(rec.group);
@@ -378,7 +414,9 @@ const FlowNetworkStats& FlowNetwork::stats() const { return impl_->stats; }
 double FlowNetwork::bytes_on_class(LinkClass cls) const {
   const std::size_t i = class_index(cls);
   if (i >= kNumLinkClasses) throw std::out_of_range("FlowNetwork::bytes_on_class: bad class");
-  return impl_->bytes_by_class[i];
+  const Impl& m = *impl_;
+  return m.finished_bytes[i] + m.in_flight_bytes[i] +
+         m.in_flight_rate_Bps[i] * (m.sim.now() - m.in_flight_since_s);
 }
 
 }  // namespace overlapsim::sim

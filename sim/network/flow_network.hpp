@@ -51,9 +51,10 @@ class FlowNetwork final : public NetworkApi {
 
   const Topology& topology() const;
   const FlowNetworkStats& stats() const;
-  // Bytes carried so far per link class, for utilisation reports: a flow of S bytes over
-  // two NVLink hops adds 2S to NvLink (byte-hops, so that bytes / (capacity * time) over a
-  // class's links is its utilisation). Counted when a flow's last byte has left.
+  // Bytes carried so far per link class, for utilisation reports and trace counters: a flow
+  // of S bytes over two NVLink hops adds 2S to NvLink (byte-hops, so that bytes /
+  // (capacity * time) over a class's links is its utilisation). Flows in flight count what
+  // they have sent by now(), so the value grows continuously; O(1) to read.
   double bytes_on_class(LinkClass cls) const;
 
  private:

@@ -69,6 +69,22 @@ TEST(FlowNetwork, OneFlowTakesAlphaPlusSOverB) {
   EXPECT_EQ(net.stats().rate_solves, 1u);  // at the start; nothing is left to solve at the end
 }
 
+TEST(FlowNetwork, BytesOnClassGrowWhileFlowsAreInFlight) {
+  // Two flows share 2's down-link at B/2 each, over two Network hops each. Halfway through
+  // (S/B), each has sent S/2 on both hops: 2 x 2 x S/2 byte-hops; at the end 4S.
+  Simulator sim;
+  const Topology topo = star(3);
+  FlowNetwork net(sim, topo);
+  net.transfer({0, 2, kS}, [] {});
+  net.transfer({1, 2, kS}, [] {});
+  double halfway = -1;
+  sim.schedule(kSB, [&] { halfway = net.bytes_on_class(LinkClass::Network); });
+  sim.run();
+  expect_rel(halfway, 2.0 * kS);
+  EXPECT_DOUBLE_EQ(net.bytes_on_class(LinkClass::Network), 4.0 * kS);
+  EXPECT_EQ(net.bytes_on_class(LinkClass::NvLink), 0.0);
+}
+
 TEST(FlowNetwork, TwoFlowsSharingALinkFinishAtTwoSOverB) {
   Simulator sim;
   const Topology topo = star(3);
