@@ -27,10 +27,16 @@
 //     hops(v, dst) = near[v]                       for v in the ball,
 //                  = hops(v, anchor) + anchor_hops  otherwise,
 // because every path from outside enters the ball through the anchor. Distance tables are
-// kept per anchor, so a 2048-node x 8-GPU fat-tree needs 256 tables (one per leaf, ~18 MB)
-// instead of 16,384. Where no anchor exists within a few levels (a ring, a mesh), the
-// destination is its own anchor. Tables live in an LRU bounded by a byte limit, so memory
-// stays bounded whatever the graph; a miss costs one BFS over the graph.
+// kept per anchor, so a 2048-node x 8-GPU fat-tree needs one table per leaf (512 with
+// 32-port leaves, 44 MB) instead of 16,384. Where no anchor exists within a few levels (a
+// ring, a mesh), the destination is its own anchor. Tables live in an LRU bounded by a byte
+// limit, so memory stays bounded whatever the graph; a miss costs one BFS over the graph.
+//
+// Scanning every link of a big switch on every route is the other cost (a 1,024-port flat
+// switch, a spine above 512 leaves). Inside a ball the next hops of each vertex are listed
+// when the ball is found; outside it they depend only on the anchor, so a table memoises
+// them for vertices with more than kScanDegree links. Measured on the 2-core machine: about
+// 0.2 us per route for a 1,024-rank all-to-all on 128 x 8 GPUs, 0.1 us on the flat switch.
 //
 // Distances are uint16_t (a graph with a path over 65,534 hops is rejected). The
 // adjacency is flattened into arrays once (insertion order, so ECMP choices are stable).
