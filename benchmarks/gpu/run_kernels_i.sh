@@ -2,7 +2,7 @@
 # One device call for issue 4 (GPU kernels I) on 2 x H200: build kernels/ (kernels-only),
 # run the GPU tests, the overlap-bench suite, the PyTorch peers and the summary.
 # Results land in $OUT (at most 8 files): log.txt, tests.txt, kernels_i.csv, torch.csv,
-# summary.csv, blocking.csv (a few rows repeated with NCCL's blocking communicators). Every step has its own time limit so the call ends inside its lease.
+# summary.csv, nonblocking.csv (a few rows repeated with non-blocking communicators). Every step has its own time limit so the call ends inside its lease.
 #   benchmarks/gpu/run_kernels_i.sh [suite.yaml]
 # Falls back to binaries carried in .carry/ (built on the workstation) when this machine
 # lacks the build dependencies (yaml-cpp, fmt, GoogleTest headers).
@@ -71,7 +71,7 @@ for t in harness_test collectives_test gemm_cublaslt_test embedding_bag_test des
          harness_abort_test own_gemm_test random_values_test pair_op_test bench_suite_test; do
   exe="$(find_bin "$t")"
   [[ -n $exe ]] || { echo "MISSING $t" | tee -a "$OUT/tests.txt"; continue; }
-  (cd "$root" && timeout 120 "$exe" --gtest_brief=1) >>"$OUT/tests.txt" 2>&1
+  (cd "$root" && timeout 90 "$exe" --gtest_brief=1) >>"$OUT/tests.txt" 2>&1
   echo "$t rc=$?" | tee -a "$OUT/tests.txt" "$log"
 done
 
@@ -83,12 +83,12 @@ echo "overlap-bench rc=$?" | tee -a "$log"
 [[ -f $OUT/kernels_i.csv ]] || cp "$OUT/bench_stdout.txt" "$OUT/kernels_i_partial.csv"
 rm -f "$OUT/bench_stdout.txt"
 
-step "blocking vs non-blocking communicators (same binary, --blocking)"
-timeout 60 "$bench" --op allreduce --bytes 1MiB,64MiB,1GiB --iterations 50 --blocking \
-  --output "$OUT/blocking.csv" >/dev/null 2>>"$log"
+step "non-blocking communicators (same binary, --nonblocking), for comparison"
+timeout 60 "$bench" --op allreduce --bytes 1MiB,64MiB,1GiB --iterations 50 --nonblocking \
+  --output "$OUT/nonblocking.csv" >/dev/null 2>>"$log"
 timeout 60 "$bench" --op gemm+allreduce --shapes 4096x4096x4096,16384x8192x4096 --chunks 2,4,8 \
-  --iterations 50 --blocking >>"$OUT/blocking.csv" 2>>"$log"
-echo "blocking rc=$?" | tee -a "$log"
+  --iterations 50 --nonblocking >>"$OUT/nonblocking.csv" 2>>"$log"
+echo "nonblocking rc=$?" | tee -a "$log"
 
 step "torch peers"
 PYTHONUNBUFFERED=1 timeout 240 torchrun --standalone --nproc-per-node 2 \

@@ -87,11 +87,14 @@ class Bench:
         median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
         return median, times[0], times[-1]
 
-    def count_wrong(self, got, ref):
+    def count_wrong(self, got, ref, magnitude=None):
+        """magnitude: per element, the sum over ranks of |rank's term| (each rank's bf16
+        output is rounded before a reduction sums them); defaults to |ref|."""
         got = got.float()
         ref = ref.float()
         rms = ref.pow(2).mean().sqrt()
-        tol = 4 * 2.0 ** -8 * (ref.abs() + rms)
+        magnitude = ref.abs() if magnitude is None else magnitude
+        tol = 4 * 2.0 ** -8 * (magnitude + ref.abs() + rms)
         bad = (~torch.isfinite(got)) | ((got - ref).abs() > tol)
         count = torch.tensor([bad.sum().item()], dtype=torch.float64, device=self.device)
         dist.all_reduce(count)
@@ -152,6 +155,7 @@ class Bench:
 
         # fp32 reference of the sequential result on input set 0
         a0, b0 = data[0]
+        magnitude = None
         if coll == "allgather":
             gathered = torch.empty(m, k, dtype=self.dtype, device=dev)
             dist.all_gather_into_tensor(gathered, a0)
@@ -159,9 +163,13 @@ class Bench:
         else:
             ref_c = a0.float() @ b0.float().t()
             if coll == "allreduce":
+                magnitude = ref_c.abs()
+                dist.all_reduce(magnitude)
                 dist.all_reduce(ref_c)
                 ref = ref_c
             elif coll == "reducescatter":
+                magnitude = torch.empty(m // w, n, dtype=torch.float32, device=dev)
+                dist.reduce_scatter_tensor(magnitude, ref_c.abs())
                 ref = torch.empty(m // w, n, dtype=torch.float32, device=dev)
                 dist.reduce_scatter_tensor(ref, ref_c)
             else:
@@ -182,7 +190,8 @@ class Bench:
         seq = sequential(0).clone()
         torch.cuda.synchronize()
         self.emit(op, "torch_sequential", m, n, k, coll_bytes, 1, t, flops, factor,
-                  self.count_wrong(seq, ref))
+                  self.count_wrong(seq, ref, magnitude))
+        del ref, magnitude
 
         for chunks in self.args.chunks:
             rows = (m // w if coll in ("reducescatter", "alltoall", "allgather") else m) // chunks

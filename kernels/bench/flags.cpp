@@ -46,7 +46,7 @@ PairShape to_shape(const std::string& text) {
 std::string usage() {
   return "usage: overlap-bench --suite FILE | --op OP [--shapes MxNxK,...] [--bytes SIZE,...]\n"
          "         [--designs D,...] [--chunks 2,4,8] [--dtype bf16|fp16] [--table-rows N]\n"
-         "         [--no-parts] [--iterations N] [--warmup N] [--world N] [--mpi] [--blocking]\n"
+         "         [--no-parts] [--iterations N] [--warmup N] [--world N] [--mpi] [--nonblocking]\n"
          "         [--timeout 120s] [--seed S] [--output FILE]\n"
          "ops: allreduce reducescatter allgather alltoall gemm gemv embedding gemm+allreduce\n"
          "     gemm+reducescatter allgather+gemm gemm+alltoall gemv+allreduce embedding+alltoall\n"
@@ -105,8 +105,8 @@ BenchOptions parse_flags(const std::vector<std::string>& args) {
       o.world = static_cast<int>(to_int(flag, value(), 1));
     } else if (flag == "--mpi") {
       o.use_mpi = true;
-    } else if (flag == "--blocking") {
-      o.blocking_comms = true;
+    } else if (flag == "--nonblocking") {
+      o.blocking_comms = false;
     } else if (flag == "--timeout") {
       const std::string text = value();
       const auto seconds = config::parse_duration_s(text);

@@ -5,7 +5,7 @@
 //   overlap-bench --op gemm+allreduce --shapes 8192x8192x8192,4096x4096x4096
 //                 [--designs sequential,decomposed] [--chunks 2,4,8] [--dtype bf16]
 //                 [--bytes 1MiB,1GiB] [--table-rows N] [--no-parts]
-//   common: [--iterations N] [--warmup N] [--world N] [--mpi] [--blocking] [--timeout 120s]
+//   common: [--iterations N] [--warmup N] [--world N] [--mpi] [--nonblocking] [--timeout 120s]
 //           [--seed S] [--output FILE] [--list-designs]
 //
 // Bad flags throw std::invalid_argument with a one-line message (exit code 2).
@@ -25,7 +25,7 @@ struct BenchOptions {
   std::uint64_t seed = 0;
   int world = 0;
   bool use_mpi = false;
-  bool blocking_comms = false;       // --blocking: NCCL's blocking communicators
+  bool blocking_comms = true;        // --nonblocking: non-blocking communicators
   double timeout_s = 120.0;
   std::string output;
   bool help = false;

@@ -1,9 +1,9 @@
 #pragma once
-// One rank's NCCL communicator and the bounded waits around it. Communicators are
-// non-blocking by default (ncclConfig_t::blocking = 0), so no NCCL call can hang the
-// host: a call that returns ncclInProgress is settled by spinning on
-// ncclCommGetAsyncError against a deadline, and stream waits poll a CUDA event the same
-// way. A failure or a timeout
+// One rank's NCCL communicator and the bounded waits around it. With a non-blocking
+// communicator (HarnessOptions::blocking_comms = false) no NCCL call can hang the host: a
+// call that returns ncclInProgress is settled by spinning on ncclCommGetAsyncError against
+// a deadline. Stream waits poll a CUDA event and NCCL's async error the same way, for
+// either kind. A failure or a timeout
 // aborts the communicator (ncclCommAbort) and comes back as a failed Status, which the
 // harness turns into a non-zero exit. C++17.
 #include <cuda_runtime.h>

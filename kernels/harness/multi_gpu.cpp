@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <barrier>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,14 +23,18 @@ int visible_gpu_count() {
   return count;
 }
 
-void keep_nvlink_multicast_off() {
+void set_nccl_environment(const HarnessOptions& options) {
   // NVLS (NVLink multicast) can take a shared host's GPUs out of service; unless the
   // caller chose otherwise, NCCL must not use it (design.md, KINDS.md).
   setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+  // With blocking communicators, connect every collective channel during init (when all
+  // ranks are known to be present) rather than inside the first collective, where a
+  // vanished peer would block the host with no deadline.
+  if (options.blocking_comms) setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
 }
 
 Status run_ranks(const HarnessOptions& options, const RankBody& body) {
-  keep_nvlink_multicast_off();
+  set_nccl_environment(options);
   if (options.use_mpi) return run_ranks_mpi(options, body);
   const int gpus = visible_gpu_count();
   if (gpus == 0) return Status::failure("harness: no GPU is visible");
@@ -41,6 +46,7 @@ Status run_ranks(const HarnessOptions& options, const RankBody& body) {
   NCCL_CHECK(ncclGetUniqueId(&id));
 
   std::atomic<bool> failed{false};
+  std::barrier prepared(world);
   std::vector<Status> statuses(world);
   std::vector<std::thread> threads;
   threads.reserve(world);
@@ -48,7 +54,11 @@ Status run_ranks(const HarnessOptions& options, const RankBody& body) {
     threads.emplace_back([&, rank] {
       RankContext ctx;
       ctx.comm.peer_failed = &failed;
-      Status status = open_rank(ctx, rank, rank, world, id, options);
+      Status status = prepare_rank(ctx, rank, rank, world, options);
+      if (!status.ok) failed = true;
+      prepared.arrive_and_wait();  // nobody enters NCCL init unless every rank can
+      if (status.ok && failed) status = Status::failure("peer failed before NCCL init");
+      if (status.ok) status = connect_rank(ctx, id, options);
       if (status.ok) status = body(ctx);
       if (!status.ok) failed = true;
       Status closed = close_rank(ctx, !status.ok);

@@ -28,10 +28,15 @@ struct HarnessOptions {
   int world = 0;            // thread mode: ranks (GPUs) to use, 0 = every visible GPU
   double timeout_s = 120.0; // bound on any single wait (init, collective, stream drain)
   bool use_mpi = false;     // MPI mode; needs a build with OVERLAPSIM_MPI
-  // Blocking communicators (NCCL's default) instead of non-blocking ones. Stream waits
-  // stay bounded, but a NCCL call itself (init, a first connection) can then block the
-  // host without a deadline; kept to measure what non-blocking mode costs.
-  bool blocking_comms = false;
+  // Blocking communicators (NCCL's default) or non-blocking ones. Measured on 2 x H200
+  // (NCCL 2.28): a non-blocking communicator adds ~80 us of host time to every NCCL call
+  // (1 MiB allreduce: 96 us vs 17 us), which the GPU sees as idle time, so timings use
+  // blocking ones. Then stream waits stay bounded (event polling with a deadline, then
+  // ncclCommAbort), init starts only once every rank is ready and collective channels
+  // connect during init (NCCL_RUNTIME_CONNECT=0), but a NCCL call that itself blocks
+  // (a first send/recv connection with a peer that died) has no deadline. Non-blocking
+  // communicators bound every call.
+  bool blocking_comms = true;
 };
 
 using RankBody = std::function<Status(RankContext&)>;
@@ -40,8 +45,9 @@ using RankBody = std::function<Status(RankContext&)>;
 // "peer failed" on the other ranks), or success.
 Status run_ranks(const HarnessOptions& options, const RankBody& body);
 
-// Sets NCCL_NVLS_ENABLE=0 unless already set (run_ranks does this before NCCL starts).
-void keep_nvlink_multicast_off();
+// Sets NCCL_NVLS_ENABLE=0 (and, for blocking communicators, NCCL_RUNTIME_CONNECT=0)
+// unless already set; run_ranks does this before NCCL starts.
+void set_nccl_environment(const HarnessOptions& options);
 
 // Number of GPUs this process can see (0 when there is no driver or no device).
 int visible_gpu_count();

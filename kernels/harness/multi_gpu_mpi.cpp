@@ -36,7 +36,13 @@ Status run_ranks_mpi(const HarnessOptions& options, const RankBody& body) {
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
 
   RankContext ctx;
-  Status status = open_rank(ctx, local_rank % gpus, rank, world, id, options);
+  Status status = prepare_rank(ctx, local_rank % gpus, rank, world, options);
+  // Nobody enters NCCL init unless every process can.
+  int prepared = status.ok ? 1 : 0;
+  int all_prepared = 0;
+  MPI_Allreduce(&prepared, &all_prepared, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (status.ok && !all_prepared) status = Status::failure("peer failed before NCCL init");
+  if (status.ok) status = connect_rank(ctx, id, options);
   if (status.ok) status = body(ctx);
   Status closed = close_rank(ctx, !status.ok);
   if (status.ok) status = closed;

@@ -4,8 +4,8 @@
 
 namespace overlapsim::kernels {
 
-Status open_rank(RankContext& ctx, int device, int rank, int world, const ncclUniqueId& id,
-                 const HarnessOptions& options) {
+Status prepare_rank(RankContext& ctx, int device, int rank, int world,
+                    const HarnessOptions& options) {
   ctx.device = device;
   ctx.comm.rank = rank;
   ctx.comm.world = world;
@@ -16,9 +16,14 @@ Status open_rank(RankContext& ctx, int device, int rank, int world, const ncclUn
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   CUDA_CHECK(cudaStreamCreateWithPriority(&ctx.compute_stream, cudaStreamNonBlocking, least));
   CUDA_CHECK(cudaStreamCreateWithPriority(&ctx.comm_stream, cudaStreamNonBlocking, greatest));
+  return Status::success();
+}
+
+Status connect_rank(RankContext& ctx, const ncclUniqueId& id, const HarnessOptions& options) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = options.blocking_comms ? 1 : 0;
-  NCCL_SETTLE(ctx.comm, ncclCommInitRankConfig(&ctx.comm.comm, world, id, rank, &config));
+  NCCL_SETTLE(ctx.comm, ncclCommInitRankConfig(&ctx.comm.comm, ctx.comm.world, id,
+                                                     ctx.comm.rank, &config));
   return Status::success();
 }
 

@@ -6,9 +6,12 @@
 
 namespace overlapsim::kernels {
 
-// Selects the device, creates the streams and the non-blocking communicator.
-Status open_rank(RankContext& ctx, int device, int rank, int world, const ncclUniqueId& id,
-                 const HarnessOptions& options);
+// Selects the device and creates the streams (nothing that waits for other ranks).
+Status prepare_rank(RankContext& ctx, int device, int rank, int world,
+                    const HarnessOptions& options);
+// Creates the communicator; every rank must get here (the callers check first that all
+// ranks prepared, so a blocking init never waits for a rank that already failed).
+Status connect_rank(RankContext& ctx, const ncclUniqueId& id, const HarnessOptions& options);
 
 // After a successful body: drains the streams, finalizes and destroys the communicator.
 // After a failure (`failed`): aborts the communicator. Streams are destroyed either way.

@@ -17,11 +17,22 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Both kinds of communicator: non-blocking ones bound every call, blocking ones (the
+// default, used for timings) rely on the bounded stream waits.
+class HarnessAbort : public ::testing::TestWithParam<bool> {
+ protected:
+  HarnessOptions options() const {
+    HarnessOptions o;
+    o.world = 2;
+    o.blocking_comms = GetParam();
+    return o;
+  }
+};
+
 // Rank 0 enqueues an allreduce and waits; rank 1 fails before joining it.
-TEST(HarnessAbort, PeerFailureAbortsTheWaitingRank) {
+TEST_P(HarnessAbort, PeerFailureAbortsTheWaitingRank) {
   OVERLAPSIM_REQUIRE_GPUS(2);
-  HarnessOptions options;
-  options.world = 2;
+  HarnessOptions options = this->options();
   options.timeout_s = 60;  // the abort must come from the peer's failure, not the deadline
   const auto start = std::chrono::steady_clock::now();
   const Status status = run_ranks(options, [](RankContext& ctx) -> Status {
@@ -35,10 +46,9 @@ TEST(HarnessAbort, PeerFailureAbortsTheWaitingRank) {
 }
 
 // Rank 1 is busy on the host past rank 0's deadline: rank 0 times out and aborts.
-TEST(HarnessAbort, CollectiveTimeoutAbortsInsteadOfHanging) {
+TEST_P(HarnessAbort, CollectiveTimeoutAbortsInsteadOfHanging) {
   OVERLAPSIM_REQUIRE_GPUS(2);
-  HarnessOptions options;
-  options.world = 2;
+  HarnessOptions options = this->options();
   options.timeout_s = 2;
   const auto start = std::chrono::steady_clock::now();
   const Status status = run_ranks(options, [](RankContext& ctx) -> Status {
@@ -54,6 +64,11 @@ TEST(HarnessAbort, CollectiveTimeoutAbortsInsteadOfHanging) {
   EXPECT_NE(status.message.find("aborted"), std::string::npos) << status.message;
   EXPECT_LT(seconds_since(start), 40.0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Communicators, HarnessAbort, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Blocking" : "NonBlocking";
+                         });
 
 }  // namespace
 }  // namespace overlapsim::kernels
