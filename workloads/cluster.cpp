@@ -101,6 +101,7 @@ std::string resolve_profile(const ConfigNode& gpu, const std::string& cluster_fi
       candidates.push_back(dir / profile);
       if (dir.empty() || dir == dir.parent_path()) break;
     }
+    candidates.push_back(profile);  // the working directory
   }
   for (const fs::path& candidate : candidates) {
     std::error_code ec;

@@ -1,6 +1,7 @@
 #include "workloads/cluster.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -85,6 +86,19 @@ TEST(Cluster, ProfilePathsResolveFromTheRepoRootAndFromAbsolutePaths) {
   const ClusterSpec absolute = load_cluster(kClusters + "h200x2-nvlink.yaml");
   EXPECT_TRUE(std::filesystem::path(absolute.gpu->profile_path).is_absolute());
   EXPECT_TRUE(std::filesystem::is_regular_file(absolute.gpu->profile_path));
+}
+
+TEST(Cluster, ProfilePathsResolveFromTheWorkingDirectoryForFilesElsewhere) {
+  // Unique per process: several test runs may share the machine.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("overlapsim-cluster-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "elsewhere.yaml").string();
+  std::ofstream(file) << "name: elsewhere\nnodes: 1\ngpus_per_node: 1\n"
+                         "gpu: {profile: calibration/profiles/datasheet-h200.yaml}\n";
+  const ClusterSpec spec = load_cluster(file);  // tests run in the repository root
+  EXPECT_EQ(spec.gpu->profile_path, "calibration/profiles/datasheet-h200.yaml");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Cluster, EveryShippedFileLoadsAndBuilds) {
