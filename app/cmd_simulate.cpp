@@ -394,7 +394,13 @@ void add_simulate_command(CLI::App& app, Runner& selected) {
       // down ~10^6 small allocations of the step graphs costs a few tenths of a second.
       const Outcome& outcome = *new Outcome(simulate(*opts));
       std::string text = opts->format == "json" ? to_json(outcome) : to_table(outcome);
-      if (opts->show_profile) text = calibration::format_profile(outcome.profile) + text;
+      if (opts->show_profile) {
+        // Kept out of the JSON so that stays parseable.
+        if (opts->format == "json")
+          fmt::print(stderr, "{}", calibration::format_profile(outcome.profile));
+        else
+          text = calibration::format_profile(outcome.profile) + text;
+      }
       if (opts->output.empty())
         fmt::print("{}", text);
       else

@@ -1,5 +1,6 @@
 // format_profile: the loaded cost model as a table (NCCL prints its tuning table the same way).
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -36,9 +37,12 @@ std::string format_profile(const sim::Profile& p) {
   const sim::ComputeProfile& c = p.compute;
   std::string out = fmt::format("profile {} ({}): {}, {} SMs\n", p.name, p.path, p.device.name,
                                 p.device.sms);
-  if (!p.device.driver.empty() || !p.device.date.empty())
-    out += fmt::format("measured on {} {}, driver {}, CUDA {}, NCCL {}\n", p.device.host,
-                       p.device.date, p.device.driver, p.device.cuda, p.device.nccl);
+  std::string provenance;
+  for (const auto& [label, value] :
+       {std::pair<const char*, const std::string&>{"host", p.device.host}, {"date", p.device.date},
+        {"driver", p.device.driver}, {"CUDA", p.device.cuda}, {"NCCL", p.device.nccl}})
+    if (!value.empty()) provenance += fmt::format("{}{} {}", provenance.empty() ? "" : ", ", label, value);
+  if (!provenance.empty()) out += fmt::format("device measured at: {}\n", provenance);
   out += fmt::format("numbers: {}\n", p.source_kinds());
   out += "compute\n";
   for (const auto& [prec, v] : c.peak_flops_per_s)
@@ -46,8 +50,7 @@ std::string format_profile(const sim::Profile& p) {
          fmt::format("{:.1f} TFLOP/s", v.value / 1e12), v.source);
   line(out, "memory bandwidth", config::format_bandwidth(c.memory_bandwidth_Bps.value),
        c.memory_bandwidth_Bps.source);
-  line(out, "memory capacity",
-       config::format_bytes(static_cast<std::uint64_t>(c.memory_capacity_bytes.value)),
+  line(out, "memory capacity", fmt::format("{:.1f} GB", c.memory_capacity_bytes.value / 1e9),
        c.memory_capacity_bytes.source);
   line(out, "launch overhead", config::format_duration(c.launch_overhead_s.value),
        c.launch_overhead_s.source);
