@@ -186,11 +186,18 @@ void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on
                               std::to_string(t.dst_rank) + " is outside ranks 0.." +
                               std::to_string(n - 1));
   }
+  const std::vector<UniqueTransfer> unique = unique_transfers(transfers);
+  std::vector<std::uint64_t> pairs;
+  pairs.reserve(unique.size());
+  for (const UniqueTransfer& u : unique)
+    pairs.push_back(RouteCache::pair_key(u.transfer.src_rank, u.transfer.dst_rank));
+  // Routing can throw (an unreachable rank); nothing has been started before it.
+  const GroupRoutes& group_routes = routes.routes(pairs, flow_id);
+  stats.routes_computed = routes.routes_computed();
+
   const std::uint64_t group_id = next_group_id++;
   const double now_s = sim.now();
   if (observer.on_group_start) observer.on_group_start(group_id, now_s);
-
-  const std::vector<UniqueTransfer> unique = unique_transfers(transfers);
   if (unique.empty()) {
     sim.schedule(0.0, [on_done = std::move(on_done), done = observer.on_group_done, group_id,
                        &simulator = sim] {
@@ -209,13 +216,6 @@ void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on
     groups.emplace_back();
   }
   groups[slot] = Group{std::move(on_done), group_id, unique.size(), now_s};
-
-  std::vector<std::uint64_t> pairs;
-  pairs.reserve(unique.size());
-  for (const UniqueTransfer& u : unique)
-    pairs.push_back(RouteCache::pair_key(u.transfer.src_rank, u.transfer.dst_rank));
-  const GroupRoutes& group_routes = routes.routes(pairs, flow_id);
-  stats.routes_computed = routes.routes_computed();
 
   flows.reserve(solver.num_active() + unique.size());
   for (std::size_t i = 0; i < unique.size(); ++i) {

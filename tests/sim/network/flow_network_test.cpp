@@ -322,6 +322,22 @@ TEST(FlowNetwork, RejectsRanksOutsideTheTopologyAndStartsNothing) {
   EXPECT_EQ(net.stats().flows_started, 0u);
 }
 
+TEST(FlowNetwork, UnreachableRankThrowsAndStartsNothing) {
+  Simulator sim;
+  Topology topo("islands");
+  topo.add_gpu(0);
+  topo.add_gpu(1);
+  FlowNetwork net(sim, topo);
+  int starts = 0;
+  net.set_observer({[&](std::uint64_t, double) { ++starts; }, nullptr});
+  bool called = false;
+  EXPECT_THROW(net.transfer({0, 1, kS}, [&] { called = true; }), std::runtime_error);
+  sim.run();
+  EXPECT_FALSE(called);
+  EXPECT_EQ(starts, 0);
+  EXPECT_EQ(net.stats().flows_started, 0u);
+}
+
 TEST(FlowNetwork, PathEstimateIsLatencyAndNarrowestLink) {
   Simulator sim;
   Topology topo("mixed");
