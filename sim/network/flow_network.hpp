@@ -6,8 +6,10 @@
 // Timing model of one flow: it occupies bandwidth from its start until its bytes have
 // left at the (changing) max-min rate; its last byte arrives path_latency_s later. One
 // flow alone therefore takes path_latency + bytes / bottleneck bandwidth (alpha + S/B).
-// The topology must not change while a FlowNetwork uses it, and the FlowNetwork must
-// outlive the simulator run that drives it.
+// Flows finishing within a relative 1e-9 of each other finish together (one re-solve);
+// a group's on_done runs at its latest arrival. The topology must not change while a
+// FlowNetwork uses it; the FlowNetwork must outlive the simulator run that drives it and
+// be destroyed before the Simulator (it cancels its pending events).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,7 +21,7 @@
 namespace overlapsim::sim {
 
 struct FlowNetworkStats {
-  std::uint64_t flows_started = 0;      // flows as given by callers
+  std::uint64_t flows_started = 0;      // transfers given by callers (src != dst, bytes > 0)
   std::uint64_t flows_simulated = 0;    // after aggregating identical flows
   std::uint64_t rate_solves = 0;        // max-min recomputations
   std::uint64_t peak_active_flows = 0;  // simulated flows active at once
