@@ -82,7 +82,7 @@ std::mutex g_detail_mutex;
 std::vector<std::string> g_detail_lines;
 
 const char* kDetailHeader =
-    "record,gpu,dtype,op,m,n,k,world,comm_sms,wait,partition,groups,predicted_s,measured_s,"
+    "record,gpu,driver,cuda,nccl,dtype,op,m,n,k,world,comm_sms,wait,partition,groups,predicted_s,measured_s,"
     "pred_error,search,bit_mismatches,fused_mismatches,t_own_s,t_own_signal_s";
 
 std::string fmt_double(double v) {
@@ -137,6 +137,11 @@ class TilewiseShapeRunner {
     const std::optional<tw::TuningEntry> cached = t_cache->find(key);
     std::vector<int> sms_list = settings_.comm_sms;
     if (cached) sms_list = {cached->comm_sms};
+
+    // Acceptance 3: remapped stores + signals alone, on every SM (no carve-out).
+    if (std::find(settings_.comm_sms.begin(), settings_.comm_sms.end(), 0) ==
+        settings_.comm_sms.end())
+      OVERLAPSIM_TRY(measure_signal_alone());
 
     std::optional<Candidate> best;
     std::string search = "cached";
@@ -254,6 +259,25 @@ class TilewiseShapeRunner {
       r.flops = compute_flops(op_, shape_);
       env_.emit(r);
     }
+    return Status::success();
+  }
+
+  Status measure_signal_alone() {
+    tw::TilewiseDesign d;
+    OVERLAPSIM_TRY(d.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k, case_.dtype,
+                                options_for(Candidate{})));
+    OVERLAPSIM_TRY(prepare_sets(d));
+    Timing t;
+    OVERLAPSIM_TRY(time_iterations(
+        *env_.ctx, case_.warmup, case_.iterations,
+        [&](int i) {
+          const PairBuffers b = io_.set(i);
+          return d.run_gemm_only(b.a, b.b, p_.data(), compute());
+        },
+        &t));
+    BenchRow r = row("gemm", "own_signal", 0, t);
+    r.flops = compute_flops(op_, shape_);
+    env_.emit(r);
     return Status::success();
   }
 
@@ -480,7 +504,8 @@ class TilewiseShapeRunner {
     const double error =
         cand.measured_s > 0 ? (cand.predicted_s - cand.measured_s) / cand.measured_s : 0;
     const auto signal = t_signal_s_.find(cand.comm_sms);
-    std::string line = std::string(record) + "," + tags_.gpu + "," + to_string(case_.dtype) + "," +
+    std::string line = std::string(record) + "," + tags_.gpu + "," + tags_.driver + "," +
+                       tags_.cuda + "," + tags_.nccl + "," + to_string(case_.dtype) + "," +
                        to_string(op_) + "," + std::to_string(shape_.m) + "," +
                        std::to_string(shape_.n) + "," + std::to_string(shape_.k) + "," +
                        std::to_string(env_.world()) + "," + std::to_string(cand.comm_sms) + "," +

@@ -28,7 +28,9 @@ Status make_limited_comm(CommHandle& parent, int max_ctas, CommHandle* out) {
   out->timeout_s = parent.timeout_s;
   out->peer_failed = parent.peer_failed;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
+  // Blocking: a non-blocking communicator costs ~80 us of host time per call (harness
+  // measurement, commit 252474e), and the design issues one call per group.
+  config.blocking = 1;
   config.maxCTAs = max_ctas;
   const ncclResult_t r = ncclCommSplit(parent.comm, 0, parent.rank, &out->comm, &config);
   if (r != ncclSuccess && r != ncclInProgress)

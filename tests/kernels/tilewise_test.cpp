@@ -503,12 +503,14 @@ Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::
 }
 
 void run_design_case(CollectiveOp op, const std::vector<std::array<std::int64_t, 3>>& shapes,
-                     const std::vector<Variant>& variants) {
-  const int world = visible_gpu_count();
+                     const std::vector<Variant>& variants, int ranks = 0) {
+  const int world = ranks > 0 ? ranks : visible_gpu_count();
   const std::uint64_t seed = fresh_seed();
+  HarnessOptions harness;
+  harness.world = world;
   for (const auto& shape : shapes) {
     std::vector<std::uint64_t> bits(world), unwritten(world), cublas(world);
-    const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+    const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
       return compare_with_own(ctx, op, shape[0], shape[1], shape[2], variants, seed,
                               &bits[ctx.comm.rank], &unwritten[ctx.comm.rank], &cublas[ctx.comm.rank]);
     });
@@ -550,6 +552,14 @@ TEST(TilewiseDesignGpu, AllToAllBitIdenticalToOwnGemmThenNccl) {
   std::vector<Variant> variants = standard_variants();
   variants[3].waves.clear();
   run_design_case(CollectiveOp::AllToAll, {{2048, 1536, 512}, {1024, 700, 300}}, variants);
+}
+
+// One rank, small shapes: what compute-sanitizer (racecheck, synccheck) runs on the GPU
+// machine; also covers world = 1.
+TEST(TilewiseDesignGpu, SingleRankSmallShapes) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  run_design_case(CollectiveOp::AllReduce, {{512, 768, 256}, {300, 517, 100}},
+                  {{WaitMode::Kernel, 16, {}, 2}, {WaitMode::StreamMemOp, 0, {}, 2}}, 1);
 }
 
 // 200 overlapped calls back to back with no host synchronisation, alternating two input

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# One device call for issue 5 (tile-wise overlap) on 2 x H200: tests, compute-sanitizer
+# (racecheck, synccheck) on the single-GPU tile-wise tests, the tilewise suite (cuBLAS,
+# NCCL, sequential, decomposed and tilewise rows side by side) and the summary.
+#   benchmarks/gpu/run_tilewise.sh [suite.yaml]
+# Binaries: build-gpu/ when this machine can build (kernels-only), else .carry_tilewise/
+# (built on the workstation: bin/ and lib/ with yaml-cpp and fmt). Results in $OUT:
+# log.txt tests.txt sanitizer.txt tilewise.csv tilewise_detail.csv tilewise_tuning.yaml
+# tilewise_summary.csv. Steps have their own time limits (env: BENCH_TIMEOUT, TEST_TIMEOUT).
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+OUT="${OUT:-/tmp/overlapsim-out}"
+mkdir -p "$OUT"
+suite="${1:-benchmarks/suites/tilewise.yaml}"
+log="$OUT/log.txt"
+step() { echo "=== $(date +%T) $*" | tee -a "$log"; }
+
+step "machine"
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+  nvidia-smi topo -m
+  nvcc --version | tail -2
+} >>"$log" 2>&1
+
+nccl_lib="$(find /usr/local/cuda*/lib* /usr/lib/x86_64-linux-gnu /opt /usr/local/lib -name 'libnccl.so*' 2>/dev/null | sort | head -1)"
+echo "nccl lib: $nccl_lib" >>"$log"
+export LD_LIBRARY_PATH="$(dirname "${nccl_lib:-/x/x}"):/usr/local/cuda/lib64:$root/.carry_tilewise/lib:${LD_LIBRARY_PATH:-}"
+# Carried binaries when they run here, else a kernels-only build of just these targets.
+bench="$root/.carry_tilewise/bin/overlap-bench"
+test_bin="$root/.carry_tilewise/bin/tilewise_test"
+gemm_test="$root/.carry_tilewise/bin/own_gemm_test"
+if ! "$test_bin" --gtest_list_tests >/dev/null 2>>"$log"; then
+  step "carried binaries do not run here: building"
+  nccl_header="$(find /usr/local/cuda*/include /usr/include /opt -name nccl.h 2>/dev/null | head -1)"
+  timeout 240 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DOVERLAPSIM_KERNELS_ONLY=ON -DOVERLAPSIM_NCCL_INCLUDE="$(dirname "$nccl_header")" \
+    -DOVERLAPSIM_NCCL_LIB="$nccl_lib" >>"$log" 2>&1 &&
+    timeout 240 cmake --build build-gpu -j "$(nproc)" --target overlap-bench tilewise_test \
+      own_gemm_test >>"$log" 2>&1
+  echo "build rc=$?" | tee -a "$log"
+  bench=build-gpu/kernels/bench/overlap-bench
+  test_bin=build-gpu/tests/kernels/tilewise_test
+  gemm_test=build-gpu/tests/kernels/own_gemm_test
+fi
+ldd "$bench" | grep -E "not found|nccl|yaml|fmt" >>"$log" 2>&1
+
+step "tests"
+# The cold-start child unsets CUDA_MODULE_LOADING itself; everything else loads eagerly.
+export CUDA_MODULE_LOADING=EAGER
+timeout "${TEST_TIMEOUT:-200}" "$test_bin" --gtest_brief=1 >>"$OUT/tests.txt" 2>&1
+echo "tilewise_test rc=$?" | tee -a "$OUT/tests.txt" "$log"
+timeout 60 "$gemm_test" --gtest_brief=1 \
+  --gtest_filter='TileOrder.*:OwnGemm.SmallAndIrregular*:OwnGemm.Remapped*:OwnGemm.SignalNever*:OwnGemm.DeviceTileOrder*' \
+  >>"$OUT/tests.txt" 2>&1
+echo "own_gemm_test (scheduler subset) rc=$?" | tee -a "$OUT/tests.txt" "$log"
+
+step "overlap-bench $suite"
+OVERLAPSIM_TILEWISE_DETAIL="$OUT/tilewise_detail.csv" \
+OVERLAPSIM_TILEWISE_CACHE="$OUT/tilewise_tuning.yaml" \
+  timeout "${BENCH_TIMEOUT:-300}" "$bench" --suite "$suite" --timeout 60s \
+  --output "$OUT/tilewise.csv" >"$OUT/bench_stdout.txt" 2>>"$log"
+echo "overlap-bench rc=$?" | tee -a "$log"
+[[ -f $OUT/tilewise.csv ]] || cp "$OUT/bench_stdout.txt" "$OUT/tilewise.csv"
+rm -f "$OUT/bench_stdout.txt"
+
+step "compute-sanitizer (one GPU, small shapes)"
+filter='TilewiseLayoutKernels.*:TilewiseDesignGpu.SingleRank*'
+for tool in racecheck synccheck; do
+  CUDA_VISIBLE_DEVICES=0 timeout "${SANITIZER_TIMEOUT:-75}" compute-sanitizer --tool "$tool" \
+    --print-limit 20 "$test_bin" --gtest_filter="$filter" --gtest_brief=1 \
+    >"$OUT/sanitizer_$tool.tmp" 2>&1
+  rc=$?
+  { echo "### compute-sanitizer --tool $tool (rc=$rc)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" "$OUT/sanitizer_$tool.tmp" | head -40; } >>"$OUT/sanitizer.txt"
+  rm -f "$OUT/sanitizer_$tool.tmp"
+done
+cat "$OUT/sanitizer.txt" >>"$log"
+
+step "summary"
+python3 benchmarks/gpu/summarize_tilewise.py "$OUT/tilewise.csv" "$OUT/tilewise_detail.csv" \
+  --output "$OUT/tilewise_summary.csv" 2>&1 | tee -a "$log"
+step "done"
