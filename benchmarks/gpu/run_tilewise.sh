@@ -49,7 +49,7 @@ ldd "$bench" | grep -E "not found|nccl|yaml|fmt" >>"$log" 2>&1
 step "tests"
 # The cold-start child unsets CUDA_MODULE_LOADING itself; everything else loads eagerly.
 export CUDA_MODULE_LOADING=EAGER
-timeout "${TEST_TIMEOUT:-200}" "$test_bin" --gtest_brief=1 >>"$OUT/tests.txt" 2>&1
+timeout "${TEST_TIMEOUT:-120}" "$test_bin" --gtest_brief=1 >>"$OUT/tests.txt" 2>&1
 echo "tilewise_test rc=$?" | tee -a "$OUT/tests.txt" "$log"
 timeout 60 "$gemm_test" --gtest_brief=1 \
   --gtest_filter='TileOrder.*:OwnGemm.SmallAndIrregular*:OwnGemm.Remapped*:OwnGemm.SignalNever*:OwnGemm.DeviceTileOrder*' \
@@ -57,9 +57,10 @@ timeout 60 "$gemm_test" --gtest_brief=1 \
 echo "own_gemm_test (scheduler subset) rc=$?" | tee -a "$OUT/tests.txt" "$log"
 
 step "overlap-bench $suite"
+export OVERLAPSIM_TILEWISE_COMM_SMS="${OVERLAPSIM_TILEWISE_COMM_SMS:-8,16}"
 OVERLAPSIM_TILEWISE_DETAIL="$OUT/tilewise_detail.csv" \
 OVERLAPSIM_TILEWISE_CACHE="$OUT/tilewise_tuning.yaml" \
-  timeout "${BENCH_TIMEOUT:-300}" "$bench" --suite "$suite" --timeout 60s \
+  timeout "${BENCH_TIMEOUT:-270}" "$bench" --suite "$suite" --timeout 60s \
   --output "$OUT/tilewise.csv" >"$OUT/bench_stdout.txt" 2>>"$log"
 echo "overlap-bench rc=$?" | tee -a "$log"
 [[ -f $OUT/tilewise.csv ]] || cp "$OUT/bench_stdout.txt" "$OUT/tilewise.csv"
@@ -68,7 +69,7 @@ rm -f "$OUT/bench_stdout.txt"
 step "compute-sanitizer (one GPU, small shapes)"
 filter='TilewiseLayoutKernels.*:TilewiseDesignGpu.SingleRank*'
 for tool in racecheck synccheck; do
-  CUDA_VISIBLE_DEVICES=0 timeout "${SANITIZER_TIMEOUT:-75}" compute-sanitizer --tool "$tool" \
+  CUDA_VISIBLE_DEVICES=0 timeout "${SANITIZER_TIMEOUT:-60}" compute-sanitizer --tool "$tool" \
     --print-limit 20 "$test_bin" --gtest_filter="$filter" --gtest_brief=1 \
     >"$OUT/sanitizer_$tool.tmp" 2>&1
   rc=$?
