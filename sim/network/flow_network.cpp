@@ -48,8 +48,8 @@ bool same(const Transfer& a, const Transfer& b) {
 // group's flow id and the same start time) are one flow with multiplicity. Collectives
 // usually emit pairs in increasing (src, dst) order; then no two can be equal and the sort
 // is skipped.
-std::vector<UniqueTransfer> unique_transfers(std::span<const Transfer> transfers) {
-  std::vector<UniqueTransfer> out;
+void unique_transfers(std::span<const Transfer> transfers, std::vector<UniqueTransfer>& out) {
+  out.clear();
   out.reserve(transfers.size());
   bool strictly_increasing = true;
   const Transfer* prev = nullptr;
@@ -61,7 +61,7 @@ std::vector<UniqueTransfer> unique_transfers(std::span<const Transfer> transfers
     prev = &t;
     out.push_back({t, 1});
   }
-  if (strictly_increasing) return out;
+  if (strictly_increasing) return;
   std::sort(out.begin(), out.end(), [](const UniqueTransfer& a, const UniqueTransfer& b) {
     return before(a.transfer, b.transfer);
   });
@@ -74,7 +74,6 @@ std::vector<UniqueTransfer> unique_transfers(std::span<const Transfer> transfers
     }
   }
   out.resize(kept);
-  return out;
 }
 
 }  // namespace
@@ -168,6 +167,8 @@ struct FlowNetwork::Impl {
   std::uint64_t next_group_id = 0;
   std::vector<Finish> finish_heap;  // min-heap by (time, flow)
   std::vector<FlowId> due_scratch;
+  std::vector<UniqueTransfer> unique_scratch;
+  std::vector<std::uint64_t> pairs_scratch;
   std::vector<std::uint64_t> due_bits;
 
   EventId solve_event = kNoEvent;
@@ -186,8 +187,12 @@ void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on
                               std::to_string(t.dst_rank) + " is outside ranks 0.." +
                               std::to_string(n - 1));
   }
-  const std::vector<UniqueTransfer> unique = unique_transfers(transfers);
-  std::vector<std::uint64_t> pairs;
+  // Scratch kept between calls: re-touching fresh pages for every million-transfer group
+  // cost more than filling them.
+  std::vector<UniqueTransfer>& unique = unique_scratch;
+  unique_transfers(transfers, unique);
+  std::vector<std::uint64_t>& pairs = pairs_scratch;
+  pairs.clear();
   pairs.reserve(unique.size());
   for (const UniqueTransfer& u : unique)
     pairs.push_back(RouteCache::pair_key(u.transfer.src_rank, u.transfer.dst_rank));
@@ -197,13 +202,13 @@ void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on
 
   const std::uint64_t group_id = next_group_id++;
   const double now_s = sim.now();
-  if (observer.on_group_start) observer.on_group_start(group_id, now_s);
   if (unique.empty()) {
     sim.schedule(0.0, [on_done = std::move(on_done), done = observer.on_group_done, group_id,
                        &simulator = sim] {
       if (done) done(group_id, simulator.now());
       if (on_done) on_done();
     });
+    if (observer.on_group_start) observer.on_group_start(group_id, now_s);
     return;
   }
 
@@ -238,6 +243,8 @@ void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on
   stats.flows_simulated += unique.size();
   stats.peak_active_flows = std::max<std::uint64_t>(stats.peak_active_flows, solver.num_active());
   request_solve();
+  // Last: the observer may start other groups, which reuse the scratch above.
+  if (observer.on_group_start) observer.on_group_start(group_id, now_s);
 }
 
 // Solves are deferred to one zero-delay event so that every change made at the same
