@@ -87,7 +87,7 @@ step "non-blocking communicators (same binary, --nonblocking), for comparison"
 timeout 60 "$bench" --op allreduce --bytes 1MiB,64MiB,1GiB --iterations 50 --nonblocking \
   --output "$OUT/nonblocking.csv" >/dev/null 2>>"$log"
 timeout 60 "$bench" --op gemm+allreduce --shapes 4096x4096x4096,16384x8192x4096 --chunks 2,4,8 \
-  --iterations 50 --nonblocking >>"$OUT/nonblocking.csv" 2>>"$log"
+  --designs sequential,decomposed --iterations 50 --nonblocking >>"$OUT/nonblocking.csv" 2>>"$log"
 echo "nonblocking rc=$?" | tee -a "$log"
 
 step "torch peers"

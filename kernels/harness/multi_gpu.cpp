@@ -23,14 +23,15 @@ int visible_gpu_count() {
   return count;
 }
 
-void set_nccl_environment(const HarnessOptions& options) {
+void set_nccl_environment(const HarnessOptions&) {
   // NVLS (NVLink multicast) can take a shared host's GPUs out of service; unless the
   // caller chose otherwise, NCCL must not use it (design.md, KINDS.md).
   setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
-  // With blocking communicators, connect every collective channel during init (when all
-  // ranks are known to be present) rather than inside the first collective, where a
-  // vanished peer would block the host with no deadline.
-  if (options.blocking_comms) setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
+  // Connect every collective channel during init (when all ranks are known to be
+  // present) rather than inside the first collective, where with a blocking communicator
+  // a vanished peer would block the host with no deadline. NCCL reads this once per
+  // process, at the first init: set it for every kind of communicator.
+  setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
 }
 
 Status run_ranks(const HarnessOptions& options, const RankBody& body) {

@@ -28,15 +28,16 @@ struct HarnessOptions {
   int world = 0;            // thread mode: ranks (GPUs) to use, 0 = every visible GPU
   double timeout_s = 120.0; // bound on any single wait (init, collective, stream drain)
   bool use_mpi = false;     // MPI mode; needs a build with OVERLAPSIM_MPI
-  // Blocking communicators (NCCL's default) or non-blocking ones. Measured on 2 x H200
-  // (NCCL 2.28): a non-blocking communicator adds ~80 us of host time to every NCCL call
-  // (1 MiB allreduce: 96 us vs 17 us), which the GPU sees as idle time, so timings use
-  // blocking ones. Then stream waits stay bounded (event polling with a deadline, then
-  // ncclCommAbort), init starts only once every rank is ready and collective channels
-  // connect during init (NCCL_RUNTIME_CONNECT=0), but a NCCL call that itself blocks
-  // (a first send/recv connection with a peer that died) has no deadline. Non-blocking
-  // communicators bound every call.
-  bool blocking_comms = true;
+  // Non-blocking communicators (the default) bound every NCCL call: a call that returns
+  // ncclInProgress is settled against the deadline. Blocking ones (NCCL's own default)
+  // are what timings use: on 2 x H200 (NCCL 2.28.9) a non-blocking communicator added
+  // 40-80 us of host time to every NCCL call (1 MiB allreduce: 18 us blocking, 61 us
+  // non-blocking), which the GPU sees as idle time. With blocking communicators, stream
+  // waits stay bounded (event polling with a deadline, then ncclCommAbort), init starts
+  // only once every rank is ready, and collective channels connect during init
+  // (NCCL_RUNTIME_CONNECT=0); but a NCCL call that itself blocks (a lazy connection to a
+  // peer that died) has no deadline: seen once when channels connected lazily.
+  bool blocking_comms = false;
 };
 
 using RankBody = std::function<Status(RankContext&)>;
@@ -45,8 +46,8 @@ using RankBody = std::function<Status(RankContext&)>;
 // "peer failed" on the other ranks), or success.
 Status run_ranks(const HarnessOptions& options, const RankBody& body);
 
-// Sets NCCL_NVLS_ENABLE=0 (and, for blocking communicators, NCCL_RUNTIME_CONNECT=0)
-// unless already set; run_ranks does this before NCCL starts.
+// Sets NCCL_NVLS_ENABLE=0 and NCCL_RUNTIME_CONNECT=0 unless already set; run_ranks does
+// this before NCCL starts.
 void set_nccl_environment(const HarnessOptions& options);
 
 // Number of GPUs this process can see (0 when there is no driver or no device).
