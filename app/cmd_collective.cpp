@@ -1,5 +1,6 @@
 // `overlapsim collective`: one collective on a cluster file, simulated on the flow
 // network; prints a table or the JSON of the CLI contract.
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -7,12 +8,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
 #include "config/atomic_file.hpp"
@@ -51,8 +50,8 @@ std::uint64_t peak_rss_bytes() {
 double duration_flag(const std::string& flag, const std::string& text) {
   const auto v = config::parse_duration_s(text);
   if (!v || *v < 0)
-    throw std::invalid_argument(
-        fmt::format("{}: '{}' is not a duration (expected {})", flag, text, config::kExpectedDuration));
+    throw std::invalid_argument(fmt::format("{}: '{}' is not a duration (expected {})", flag, text,
+                                            config::kExpectedDuration));
   return *v;
 }
 
@@ -87,7 +86,8 @@ Outcome simulate(const CollectiveOptions& o) {
   const auto algo = sim::parse_algorithm(o.algo);
   if (!algo)
     throw std::invalid_argument(fmt::format(
-        "--algo: unknown algorithm '{}' (expected ring, tree, hierarchical, direct or auto)", o.algo));
+        "--algo: unknown algorithm '{}' (expected ring, tree, hierarchical, direct or auto)",
+        o.algo));
   if (o.format != "table" && o.format != "json")
     throw std::invalid_argument(fmt::format("--format: '{}' (expected table or json)", o.format));
   sim::CollectiveTuning tuning;
@@ -104,7 +104,8 @@ Outcome simulate(const CollectiveOptions& o) {
   workloads::ClusterSpec spec = workloads::load_cluster(o.cluster);
   if (o.nodes) {
     if (*o.nodes < 1)
-      throw std::invalid_argument(fmt::format("--nodes: {} (expected a node count >= 1)", *o.nodes));
+      throw std::invalid_argument(
+          fmt::format("--nodes: {} (expected a node count >= 1)", *o.nodes));
     spec.nodes = *o.nodes;
   }
 
@@ -114,8 +115,9 @@ Outcome simulate(const CollectiveOptions& o) {
   out.cluster_gpus = topo.num_gpus();
   const int ranks = o.ranks.value_or(topo.num_gpus());
   if (ranks < 1 || ranks > topo.num_gpus())
-    throw std::invalid_argument(fmt::format("--ranks: {} is outside the cluster {} (expected 1..{})",
-                                            ranks, o.cluster, topo.num_gpus()));
+    throw std::invalid_argument(
+        fmt::format("--ranks: {} is outside the cluster {} (expected 1..{})", ranks, o.cluster,
+                    topo.num_gpus()));
   out.req.ranks.resize(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) out.req.ranks[static_cast<std::size_t>(r)] = r;
 
@@ -195,12 +197,12 @@ void add_collective_command(CLI::App& app, Runner& selected) {
   auto opts = std::make_shared<CollectiveOptions>();
   auto* sub = app.add_subcommand(
       "collective", "simulate one collective on a cluster with the flow-level network");
-  sub->add_option("--op", opts->op,
-                  "allreduce|allgather|reducescatter|alltoall|broadcast|sendrecv")
+  sub->add_option("--op", opts->op, "allreduce|allgather|reducescatter|alltoall|broadcast|sendrecv")
       ->required();
   sub->add_option("--bytes", opts->bytes, "buffer size as nccl-tests counts it, e.g. 1GiB")
       ->required();
-  sub->add_option("--cluster", opts->cluster, "cluster YAML, e.g. workloads/clusters/h200-128node-ndr.yaml")
+  sub->add_option("--cluster", opts->cluster,
+                  "cluster YAML, e.g. workloads/clusters/h200-128node-ndr.yaml")
       ->required();
   sub->add_option("--ranks", opts->ranks, "communicator: ranks 0..N-1 (default: every GPU)");
   sub->add_option("--nodes", opts->nodes, "override the cluster's node count");

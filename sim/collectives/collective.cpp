@@ -1,10 +1,10 @@
 // Dispatch: validate, resolve the algorithm, build its plan, run it.
 #include "sim/collectives/collective.hpp"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "sim/collectives/algorithms.hpp"
 #include "sim/collectives/nccl_cost.hpp"
@@ -15,12 +15,15 @@ namespace overlapsim::sim {
 bool supports(CollectiveOp op, Algorithm algo) {
   switch (algo) {
     case Algorithm::Auto:
-    case Algorithm::Direct: return true;
+    case Algorithm::Direct:
+      return true;
     case Algorithm::Ring:
       return op == CollectiveOp::AllReduce || op == CollectiveOp::AllGather ||
              op == CollectiveOp::ReduceScatter || op == CollectiveOp::Broadcast;
-    case Algorithm::Tree: return op == CollectiveOp::AllReduce;
-    case Algorithm::Hierarchical: return op != CollectiveOp::SendRecv;
+    case Algorithm::Tree:
+      return op == CollectiveOp::AllReduce;
+    case Algorithm::Hierarchical:
+      return op != CollectiveOp::SendRecv;
   }
   return false;
 }
@@ -32,12 +35,15 @@ Algorithm resolve_algorithm(const CollectiveRequest& req, const NetworkApi& net,
     std::string options;
     for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::Hierarchical,
                         Algorithm::Direct, Algorithm::Auto})
-      if (supports(req.op, a)) options += fmt::format("{}{}", options.empty() ? "" : ", ", to_string(a));
-    throw std::invalid_argument(fmt::format("{}: algorithm '{}' does not implement it (use one of: {})",
-                                            to_string(req.op), to_string(req.algo), options));
+      if (supports(req.op, a))
+        options += fmt::format("{}{}", options.empty() ? "" : ", ", to_string(a));
+    throw std::invalid_argument(
+        fmt::format("{}: algorithm '{}' does not implement it (use one of: {})", to_string(req.op),
+                    to_string(req.algo), options));
   }
   // NCCL runs all-to-all and send/recv as grouped point-to-point.
-  if (req.op == CollectiveOp::AllToAll || req.op == CollectiveOp::SendRecv) return Algorithm::Direct;
+  if (req.op == CollectiveOp::AllToAll || req.op == CollectiveOp::SendRecv)
+    return Algorithm::Direct;
   const auto costs = detail::nccl_costs(req.op, req.bytes, detail::comm_shape(req, net));
   return costs.empty() ? Algorithm::Ring : costs.front().algo;
 }
@@ -49,11 +55,20 @@ void start_collective(NetworkApi& net, const CollectiveRequest& req, std::functi
     throw std::invalid_argument("collective tuning: latencies must be >= 0");
   detail::Plan plan;
   switch (resolve_algorithm(req, net, tuning)) {
-    case Algorithm::Ring: plan = detail::ring_plan(net, req, tuning); break;
-    case Algorithm::Tree: plan = detail::tree_plan(net, req, tuning); break;
-    case Algorithm::Hierarchical: plan = detail::hierarchical_plan(net, req, tuning); break;
-    case Algorithm::Direct: plan = detail::direct_plan(net, req, tuning); break;
-    case Algorithm::Auto: throw std::logic_error("start_collective: auto did not resolve");
+    case Algorithm::Ring:
+      plan = detail::ring_plan(net, req, tuning);
+      break;
+    case Algorithm::Tree:
+      plan = detail::tree_plan(net, req, tuning);
+      break;
+    case Algorithm::Hierarchical:
+      plan = detail::hierarchical_plan(net, req, tuning);
+      break;
+    case Algorithm::Direct:
+      plan = detail::direct_plan(net, req, tuning);
+      break;
+    case Algorithm::Auto:
+      throw std::logic_error("start_collective: auto did not resolve");
   }
   detail::run_plan(net, std::move(plan), std::move(on_done));
 }

@@ -27,16 +27,16 @@ enum class Algorithm { Ring, Tree, Hierarchical, Direct, Auto };
 const char* to_string(CollectiveOp op);
 const char* to_string(Algorithm algo);
 std::optional<CollectiveOp> parse_collective_op(std::string_view name);  // "allreduce", ...
-std::optional<Algorithm> parse_algorithm(std::string_view name);        // "ring", ...
+std::optional<Algorithm> parse_algorithm(std::string_view name);         // "ring", ...
 double busbw_factor(CollectiveOp op, int n);
 
 // Software costs NCCL pays on top of the wire: a base latency per collective launch and
 // a latency per algorithm step (cf. NCCL src/graph/tuning.cc baseLat / hwLat tables),
 // and the pipelining chunk size. Defaults are cited in collective.cpp.
 struct CollectiveTuning {
-  double launch_latency_s = 0;     // once per collective
-  double step_latency_s = 0;       // per pipeline step beyond link latency
-  std::uint64_t chunk_bytes = 0;   // 0 = model the pipeline as a continuous stream
+  double launch_latency_s = 0;    // once per collective
+  double step_latency_s = 0;      // per pipeline step beyond link latency
+  std::uint64_t chunk_bytes = 0;  // 0 = model the pipeline as a continuous stream
 };
 
 struct CollectiveRequest {
@@ -44,8 +44,8 @@ struct CollectiveRequest {
   Algorithm algo = Algorithm::Auto;
   std::vector<int> ranks;  // the communicator: an ordered list of GPU ranks
   std::uint64_t bytes = 0;
-  int root = 0;            // index into ranks (broadcast)
-  int peer = 1;            // index into ranks (sendrecv: ranks[0] -> ranks[peer])
+  int root = 0;  // index into ranks (broadcast)
+  int peer = 1;  // index into ranks (sendrecv: ranks[0] -> ranks[peer])
 };
 
 // Checks the request (non-empty communicator, distinct ranks within the network,

@@ -27,8 +27,8 @@ std::vector<int> rail(const HostGroups& hosts, std::size_t j) {
   return members;
 }
 
-Phase intra_rings(const NetworkApi& net, const HostGroups& hosts, int steps,
-                  std::uint64_t share, const CollectiveTuning& tuning) {
+Phase intra_rings(const NetworkApi& net, const HostGroups& hosts, int steps, std::uint64_t share,
+                  const CollectiveTuning& tuning) {
   std::vector<Phase> parts;
   for (const auto& h : hosts) parts.push_back(ring_phase(net, h, steps, share, tuning));
   return merge_concurrent(std::move(parts));
@@ -64,8 +64,8 @@ Plan hierarchical_plan(const NetworkApi& net, const CollectiveRequest& req,
     case CollectiveOp::AllReduce: {
       const std::uint64_t host_share = ceil_div(req.bytes, g);
       append_phase(plan, intra_rings(net, hosts, gi - 1, host_share, tuning));
-      append_phase(plan, rail_rings(net, hosts, 2 * (hi - 1), ceil_div(host_share, hosts.size()),
-                                    tuning));
+      append_phase(
+          plan, rail_rings(net, hosts, 2 * (hi - 1), ceil_div(host_share, hosts.size()), tuning));
       append_phase(plan, intra_rings(net, hosts, gi - 1, host_share, tuning));
       break;
     }
@@ -78,8 +78,8 @@ Plan hierarchical_plan(const NetworkApi& net, const CollectiveRequest& req,
     case CollectiveOp::ReduceScatter: {
       const std::uint64_t host_share = ceil_div(req.bytes, g);
       append_phase(plan, intra_rings(net, hosts, gi - 1, host_share, tuning));
-      append_phase(plan, rail_rings(net, hosts, hi - 1, ceil_div(host_share, hosts.size()),
-                                    tuning));
+      append_phase(plan,
+                   rail_rings(net, hosts, hi - 1, ceil_div(host_share, hosts.size()), tuning));
       break;
     }
     case CollectiveOp::AllToAll: {

@@ -7,31 +7,42 @@ namespace overlapsim::sim {
 
 const char* to_string(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::AllReduce: return "allreduce";
-    case CollectiveOp::AllGather: return "allgather";
-    case CollectiveOp::ReduceScatter: return "reducescatter";
-    case CollectiveOp::AllToAll: return "alltoall";
-    case CollectiveOp::Broadcast: return "broadcast";
-    case CollectiveOp::SendRecv: return "sendrecv";
+    case CollectiveOp::AllReduce:
+      return "allreduce";
+    case CollectiveOp::AllGather:
+      return "allgather";
+    case CollectiveOp::ReduceScatter:
+      return "reducescatter";
+    case CollectiveOp::AllToAll:
+      return "alltoall";
+    case CollectiveOp::Broadcast:
+      return "broadcast";
+    case CollectiveOp::SendRecv:
+      return "sendrecv";
   }
   return "?";
 }
 
 const char* to_string(Algorithm algo) {
   switch (algo) {
-    case Algorithm::Ring: return "ring";
-    case Algorithm::Tree: return "tree";
-    case Algorithm::Hierarchical: return "hierarchical";
-    case Algorithm::Direct: return "direct";
-    case Algorithm::Auto: return "auto";
+    case Algorithm::Ring:
+      return "ring";
+    case Algorithm::Tree:
+      return "tree";
+    case Algorithm::Hierarchical:
+      return "hierarchical";
+    case Algorithm::Direct:
+      return "direct";
+    case Algorithm::Auto:
+      return "auto";
   }
   return "?";
 }
 
 std::optional<CollectiveOp> parse_collective_op(std::string_view name) {
-  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::AllGather,
-                          CollectiveOp::ReduceScatter, CollectiveOp::AllToAll,
-                          CollectiveOp::Broadcast, CollectiveOp::SendRecv})
+  for (CollectiveOp op :
+       {CollectiveOp::AllReduce, CollectiveOp::AllGather, CollectiveOp::ReduceScatter,
+        CollectiveOp::AllToAll, CollectiveOp::Broadcast, CollectiveOp::SendRecv})
     if (name == to_string(op)) return op;
   return std::nullopt;
 }
@@ -49,12 +60,15 @@ double busbw_factor(CollectiveOp op, int n) {
   if (n <= 1) return 1.0;
   const double nd = n;
   switch (op) {
-    case CollectiveOp::AllReduce: return 2.0 * (nd - 1) / nd;
+    case CollectiveOp::AllReduce:
+      return 2.0 * (nd - 1) / nd;
     case CollectiveOp::AllGather:
     case CollectiveOp::ReduceScatter:
-    case CollectiveOp::AllToAll: return (nd - 1) / nd;
+    case CollectiveOp::AllToAll:
+      return (nd - 1) / nd;
     case CollectiveOp::Broadcast:
-    case CollectiveOp::SendRecv: return 1.0;
+    case CollectiveOp::SendRecv:
+      return 1.0;
   }
   return 1.0;
 }

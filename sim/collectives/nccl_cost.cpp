@@ -45,10 +45,10 @@ constexpr double kLlMaxBwManyNodes_GBps = 20.4;
 constexpr double kRingPlateau = 1.4;
 // treeCorrectionFactor[protocol][log2(bytes / 64)], powers of two 64 B .. 256 MiB.
 constexpr std::array<std::array<double, 23>, 3> kTreeCorrection = {{
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0,
-     1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0,
-     1.0},
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
 }};
 // When the backend cannot estimate paths: one NDR 400 Gb/s port per GPU (50 GB/s).
@@ -75,9 +75,12 @@ double ll_max_bw_Bps(int nodes) {
 
 const char* to_string(Protocol p) {
   switch (p) {
-    case Protocol::LL: return "LL";
-    case Protocol::LL128: return "LL128";
-    case Protocol::Simple: return "Simple";
+    case Protocol::LL:
+      return "LL";
+    case Protocol::LL128:
+      return "LL128";
+    case Protocol::Simple:
+      return "Simple";
   }
   return "?";
 }
@@ -124,7 +127,7 @@ std::vector<CostEstimate> nccl_costs(CollectiveOp op, std::uint64_t bytes, const
                        op == CollectiveOp::ReduceScatter || op == CollectiveOp::Broadcast;
   const int nsteps = op == CollectiveOp::AllReduce ? 2 * (n - 1)
                      : (op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter) ? n - 1
-                                                                                             : n;
+                                                                                            : n;
   for (Protocol p : kProtocols) {
     const auto pi = static_cast<std::size_t>(p);
     // LL128 is on by default on Hopper only with NVLink inside the node.
@@ -151,8 +154,7 @@ std::vector<CostEstimate> nccl_costs(CollectiveOp op, std::uint64_t bytes, const
                                                                 : nodes - 1;
         lat_us += (nsteps - inter_steps) * intra_us + inter_steps * inter_us;
       }
-      if (op == CollectiveOp::AllReduce && p == Protocol::Simple && nodes > 1 &&
-          bytes_d / n >= 64)
+      if (op == CollectiveOp::AllReduce && p == Protocol::Simple && nodes > 1 && bytes_d / n >= 64)
         lat_us *= kRingPlateau;
       out.push_back({Algorithm::Ring, p, lat_us * kUs, algbw, lat_us * kUs + bytes_d / algbw});
     }
@@ -162,16 +164,19 @@ std::vector<CostEstimate> nccl_costs(CollectiveOp op, std::uint64_t bytes, const
       if (p == Protocol::LL128) bus *= nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
       double algbw = bus * 0.5;
       const int log_size = log2_floor(bytes >> 6);
-      if (log_size >= 0 && log_size < 23) algbw *= kTreeCorrection[pi][static_cast<std::size_t>(log_size)];
+      if (log_size >= 0 && log_size < 23)
+        algbw *= kTreeCorrection[pi][static_cast<std::size_t>(log_size)];
       const double intra_us = kTreeHwLat_us[intra_hw][pi];
       const double inter_us = kTreeHwLat_us[kNet][pi];
       const double lat_us =
-          kTreeBaseLat_us[pi] + 2 * ((ppn - 1) * intra_us + log2_floor(static_cast<std::uint64_t>(nodes)) * inter_us);
+          kTreeBaseLat_us[pi] +
+          2 * ((ppn - 1) * intra_us + log2_floor(static_cast<std::uint64_t>(nodes)) * inter_us);
       out.push_back({Algorithm::Tree, p, lat_us * kUs, algbw, lat_us * kUs + bytes_d / algbw});
     }
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const CostEstimate& a, const CostEstimate& b) { return a.time_s < b.time_s; });
+  std::stable_sort(out.begin(), out.end(), [](const CostEstimate& a, const CostEstimate& b) {
+    return a.time_s < b.time_s;
+  });
   return out;
 }
 

@@ -17,9 +17,9 @@ const char* to_string(Protocol p);
 // What NCCL's model needs to know about the communicator.
 struct CommShape {
   int ranks = 0;
-  int nodes = 0;                // distinct hosts
-  bool intra_nvlink = true;     // intra-node hardware class (NVLink vs PCI)
-  double bus_bandwidth_Bps = 0; // per-rank bus bandwidth the algorithms can reach
+  int nodes = 0;                 // distinct hosts
+  bool intra_nvlink = true;      // intra-node hardware class (NVLink vs PCI)
+  double bus_bandwidth_Bps = 0;  // per-rank bus bandwidth the algorithms can reach
 };
 
 CommShape comm_shape(const CollectiveRequest& req, const NetworkApi& net);

@@ -22,8 +22,8 @@ struct PlanRunner : std::enable_shared_from_this<PlanRunner> {
       : net(n), plan(std::move(p)), on_done(std::move(done)) {}
 
   void next() {
-    while (phase < plan.phases.size() && (plan.phases[phase].repeat <= 0 ||
-                                          repetition >= plan.phases[phase].repeat)) {
+    while (phase < plan.phases.size() &&
+           (plan.phases[phase].repeat <= 0 || repetition >= plan.phases[phase].repeat)) {
       ++phase;
       repetition = 0;
     }
@@ -35,7 +35,8 @@ struct PlanRunner : std::enable_shared_from_this<PlanRunner> {
     const Phase& p = plan.phases[phase];
     ++repetition;
     auto self = shared_from_this();
-    net.transfer_group(p.transfers, [self] { self->after_group(); }, p.flow_id);
+    net.transfer_group(
+        p.transfers, [self] { self->after_group(); }, p.flow_id);
   }
 
   void after_group() {
@@ -77,7 +78,8 @@ Phase merge_concurrent(std::vector<Phase> parts) {
 }
 
 std::vector<Transfer> canonical_transfers(std::vector<Transfer> transfers) {
-  std::erase_if(transfers, [](const Transfer& t) { return t.bytes == 0 || t.src_rank == t.dst_rank; });
+  std::erase_if(transfers,
+                [](const Transfer& t) { return t.bytes == 0 || t.src_rank == t.dst_rank; });
   std::stable_sort(transfers.begin(), transfers.end(), [](const Transfer& a, const Transfer& b) {
     return a.src_rank != b.src_rank ? a.src_rank < b.src_rank : a.dst_rank < b.dst_rank;
   });

@@ -37,8 +37,8 @@ Phase ring_phase(const NetworkApi& net, std::span<const int> members, int steps,
   phase.transfers = canonical_transfers(std::move(transfers));
   if (stats) {
     const double pipeline_latency_s = steps * (stats->latency_sum_s / stats->hops);
-    phase.delay_after_s = std::max(0.0, pipeline_latency_s - stats->latency_max_s) +
-                          steps * tuning.step_latency_s;
+    phase.delay_after_s =
+        std::max(0.0, pipeline_latency_s - stats->latency_max_s) + steps * tuning.step_latency_s;
   } else {
     phase.repeat = steps;
     phase.delay_after_s = tuning.step_latency_s;

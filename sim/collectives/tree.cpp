@@ -78,8 +78,7 @@ DeepestPath deepest_path(const NetworkApi& net, const HostGroups& hosts,
     if (in_host->hops > 0) note_hop(in_host->latency_max_s, in_host->min_bandwidth_Bps);
     const int p = parent[h];
     if (p < 0) continue;
-    const auto edge =
-        net.path_estimate(tail_to_head.back(), chain_of(hosts, p, 0).front());
+    const auto edge = net.path_estimate(tail_to_head.back(), chain_of(hosts, p, 0).front());
     if (!edge) {
       result.latency_known = false;
       break;
@@ -131,9 +130,8 @@ Plan tree_plan(const NetworkApi& net, const CollectiveRequest& req,
   // Up then down: the deepest path twice, of which the flows pay one edge themselves.
   phase.delay_after_s = 2 * hops * tuning.step_latency_s;
   if (a.latency_known && b.latency_known) {
-    phase.delay_after_s +=
-        std::max(0.0, 2 * std::max(a.latency_s, b.latency_s) -
-                          std::max(a.hop_latency_max_s, b.hop_latency_max_s));
+    phase.delay_after_s += std::max(0.0, 2 * std::max(a.latency_s, b.latency_s) -
+                                             std::max(a.hop_latency_max_s, b.hop_latency_max_s));
     const double min_bw_Bps = std::min(a.min_bandwidth_Bps, b.min_bandwidth_Bps);
     const double chunk_bytes =
         static_cast<double>(std::min<std::uint64_t>(tuning.chunk_bytes, share));

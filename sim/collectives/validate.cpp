@@ -1,10 +1,10 @@
 // Request checks: every message names the field and what was wrong, because these
 // reach users through the CLI and the executor.
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "sim/collectives/collective.hpp"
 
@@ -13,22 +13,21 @@ namespace overlapsim::sim {
 void validate(const CollectiveRequest& req, const NetworkApi& net) {
   const int n = static_cast<int>(req.ranks.size());
   if (n == 0)
-    throw std::invalid_argument(
-        fmt::format("{}: the communicator (ranks) is empty; give at least one rank",
-                    to_string(req.op)));
+    throw std::invalid_argument(fmt::format(
+        "{}: the communicator (ranks) is empty; give at least one rank", to_string(req.op)));
   const int num_ranks = net.num_ranks();
   std::vector<int> seen_at(static_cast<std::size_t>(num_ranks), -1);
   for (int i = 0; i < n; ++i) {
     const int r = req.ranks[static_cast<std::size_t>(i)];
     if (r < 0 || r >= num_ranks)
-      throw std::invalid_argument(fmt::format(
-          "{}: ranks[{}] = {} is outside the network (ranks 0..{})", to_string(req.op), i, r,
-          num_ranks - 1));
+      throw std::invalid_argument(
+          fmt::format("{}: ranks[{}] = {} is outside the network (ranks 0..{})", to_string(req.op),
+                      i, r, num_ranks - 1));
     int& first = seen_at[static_cast<std::size_t>(r)];
     if (first >= 0)
-      throw std::invalid_argument(fmt::format(
-          "{}: rank {} appears twice in the communicator (ranks[{}] and ranks[{}])",
-          to_string(req.op), r, first, i));
+      throw std::invalid_argument(
+          fmt::format("{}: rank {} appears twice in the communicator (ranks[{}] and ranks[{}])",
+                      to_string(req.op), r, first, i));
     first = i;
   }
   if (req.op == CollectiveOp::Broadcast && (req.root < 0 || req.root >= n))

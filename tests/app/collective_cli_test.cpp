@@ -1,8 +1,8 @@
 // `overlapsim collective` end to end: the built binary on a shipped cluster file. JSON
 // fields and values, byte-identical output across runs, and every bad input exiting 2
 // with a one-line message naming the problem and writing nothing.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,11 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -77,14 +75,14 @@ class CollectiveCli : public ::testing::Test {
 
 TEST_F(CollectiveCli, JsonHasTheContractFieldsInOrder) {
   const CliRun r = run("--op allreduce --bytes 64MiB --cluster " + kSwitch +
-                    " --ranks 16 --algo ring --format json");
+                       " --ranks 16 --algo ring --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::ordered_json::parse(r.out);
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"op", "algo", "ranks", "bytes", "time_s", "algbw_Bps",
-                                            "busbw_Bps", "events", "sim_wall_s",
-                                            "peak_rss_bytes"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"op", "algo", "ranks", "bytes", "time_s", "algbw_Bps",
+                                      "busbw_Bps", "events", "sim_wall_s", "peak_rss_bytes"}));
   EXPECT_EQ(j["op"], "allreduce");
   EXPECT_EQ(j["algo"], "ring");
   EXPECT_EQ(j["ranks"], 16);
@@ -101,18 +99,19 @@ TEST_F(CollectiveCli, JsonHasTheContractFieldsInOrder) {
 }
 
 TEST_F(CollectiveCli, AutoReportsTheResolvedAlgorithm) {
-  const CliRun r = run("--op allreduce --bytes 1KiB --cluster " + kSwitch +
-                    " --ranks 256 --format json");
+  const CliRun r =
+      run("--op allreduce --bytes 1KiB --cluster " + kSwitch + " --ranks 256 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["algo"], "tree");
-  const CliRun a2a = run("--op alltoall --bytes 1MiB --cluster " + kFatTree + " --ranks 16 --format json");
+  const CliRun a2a =
+      run("--op alltoall --bytes 1MiB --cluster " + kFatTree + " --ranks 16 --format json");
   ASSERT_EQ(a2a.exit_code, 0) << a2a.err;
   EXPECT_EQ(nlohmann::json::parse(a2a.out)["algo"], "direct");
 }
 
 TEST_F(CollectiveCli, SameInputGivesByteIdenticalJson) {
-  const std::string args = "--op alltoall --bytes 96MiB --cluster " + kFatTree +
-                           " --ranks 32 --format json --no-timing";
+  const std::string args =
+      "--op alltoall --bytes 96MiB --cluster " + kFatTree + " --ranks 32 --format json --no-timing";
   const CliRun a = run(args);
   const CliRun b = run(args);
   ASSERT_EQ(a.exit_code, 0) << a.err;

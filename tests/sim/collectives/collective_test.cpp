@@ -1,7 +1,8 @@
 // Names, bus-bandwidth factors, and request validation messages.
+#include "sim/collectives/collective.hpp"
+
 #include <gtest/gtest.h>
 
-#include "sim/collectives/collective.hpp"
 #include "tests/sim/collectives/analytic_network.hpp"
 
 namespace overlapsim::sim {

@@ -29,9 +29,7 @@ double run_on(const Topology& topo, CollectiveOp op, Algorithm algo, std::uint64
   return run_collective(net, req);
 }
 
-Topology flat_switch(int n) {
-  return build_flat_switch(FlatSwitchSpec{n, kLink_Bps, kHop_s, 1});
-}
+Topology flat_switch(int n) { return build_flat_switch(FlatSwitchSpec{n, kLink_Bps, kHop_s, 1}); }
 
 TEST(FlowCollectives, RingAllReduceOnFlatSwitch) {
   // alpha = two hops (NPU -> switch -> NPU); each NPU's uplink carries one stream.

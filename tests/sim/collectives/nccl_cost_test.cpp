@@ -1,9 +1,10 @@
 // NCCL's selection model: hand-computed entries from the cited tables, and the choices
 // it implies (tree for tiny messages at large n, ring for large messages).
+#include "sim/collectives/nccl_cost.hpp"
+
 #include <gtest/gtest.h>
 
 #include "sim/collectives/collective.hpp"
-#include "sim/collectives/nccl_cost.hpp"
 #include "tests/sim/collectives/analytic_network.hpp"
 
 namespace overlapsim::sim {

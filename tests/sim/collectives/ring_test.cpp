@@ -112,8 +112,8 @@ TEST(Ring, TuningAddsLaunchAndPerStepLatency) {
     Simulator sim;
     AnalyticNetwork net(sim, n, kAlpha_s, kB_Bps, 1, estimates);
     const double t = run_collective(net, request(CollectiveOp::AllReduce, n, 1 << 20), tuning);
-    const double expected = 8.4e-6 + 2 * (n - 1) * (kAlpha_s + 1e-6) +
-                            2 * (n - 1) * (1 << 20) / n / kB_Bps;
+    const double expected =
+        8.4e-6 + 2 * (n - 1) * (kAlpha_s + 1e-6) + 2 * (n - 1) * (1 << 20) / n / kB_Bps;
     EXPECT_NEAR(t, expected, 1e-9 * expected) << estimates;
   }
 }
@@ -130,7 +130,8 @@ TEST(Ring, MultiHostCommunicatorUsesOneChannelPerLocalRank) {
   std::vector<std::uint64_t> sent_inter(8, 0), sent_total(8, 0);
   for (const Transfer& t : net.groups()[0]) {
     sent_total[static_cast<std::size_t>(t.src_rank)] += t.bytes;
-    if (t.src_rank / 4 != t.dst_rank / 4) sent_inter[static_cast<std::size_t>(t.src_rank)] += t.bytes;
+    if (t.src_rank / 4 != t.dst_rank / 4)
+      sent_inter[static_cast<std::size_t>(t.src_rank)] += t.bytes;
   }
   for (int r = 0; r < 8; ++r) {
     EXPECT_EQ(sent_total[static_cast<std::size_t>(r)], volume) << r;

@@ -39,7 +39,8 @@ std::vector<int> child_counts(const std::vector<int>& parent) {
 
 TEST(TreeShape, BinaryWithOneRootAndLogDepth) {
   for (int m : {1, 2, 3, 7, 8, 13, 64, 100, 1024}) {
-    for (const auto& parent : {in_order_tree_parents(m), second_tree_parents(in_order_tree_parents(m))}) {
+    for (const auto& parent :
+         {in_order_tree_parents(m), second_tree_parents(in_order_tree_parents(m))}) {
       int roots = 0;
       for (int p : parent) roots += p < 0;
       EXPECT_EQ(roots, 1) << m;
@@ -56,7 +57,8 @@ TEST(TreeShape, InteriorInOneTreeIsLeafInTheOther) {
     const auto a = child_counts(in_order_tree_parents(m));
     const auto b = child_counts(second_tree_parents(in_order_tree_parents(m)));
     int both = 0;
-    for (int q = 0; q < m; ++q) both += a[static_cast<std::size_t>(q)] > 0 && b[static_cast<std::size_t>(q)] > 0;
+    for (int q = 0; q < m; ++q)
+      both += a[static_cast<std::size_t>(q)] > 0 && b[static_cast<std::size_t>(q)] > 0;
     // Mirroring (even m) separates them fully; the shift (odd m) leaves at most one.
     EXPECT_LE(both, m % 2 == 0 ? 0 : 1) << m;
   }
