@@ -76,7 +76,10 @@ void MaxMinSolver::remove_flow(FlowId id) {
                                 : flows_[id].rate_Bps;
     removed_since_solve_ = true;
   }
-  for (ResourceId r : path(id)) active_weight_[r] -= flows_[id].multiplicity;
+  for (ResourceId r : path(id)) {
+    active_weight_[r] -= flows_[id].multiplicity;
+    if (active_weight_[r] == 0) load_Bps_[r] = 0;  // idle: no rounding residue left behind
+  }
   // The id is reused only after the next solve: until then order_ still lists it and is
   // searched by rate, so flows_[id].rate_Bps must stay as it was.
   flows_[id].state = FlowState::Free;
@@ -126,8 +129,8 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
   if (keep == 0) {
     ++full_solves_;
     start_level_Bps = 0;
-    // Recomputing every load from zero also discards rounding drift.
-    std::fill(load_Bps_.begin(), load_Bps_.end(), 0.0);
+    // Every load is recomputed from zero (fill() clears those of the resources the batch
+    // touches; the others carry no flow), which also discards rounding drift.
   } else {
     ++partial_solves_;
   }
@@ -146,7 +149,7 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
     batch_.push_back(f);
   }
 
-  fill(start_level_Bps);
+  fill(start_level_Bps, keep == 0);
 
   order_.resize(keep);
   order_.insert(order_.end(), batch_.begin(), batch_.end());
@@ -163,7 +166,7 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
   return batch_;
 }
 
-void MaxMinSolver::fill(double start_level_Bps) {
+void MaxMinSolver::fill(double start_level_Bps, bool from_zero_load) {
   // Resource -> batch flows, as a compressed sparse row over the resources the batch touches.
   touched_list_.clear();
   std::size_t incidences = 0;
@@ -173,6 +176,7 @@ void MaxMinSolver::fill(double start_level_Bps) {
       if (!touched_[r]) {
         touched_[r] = 1;
         touched_list_.push_back(r);
+        if (from_zero_load) load_Bps_[r] = 0;
         csr_fill_[r] = 0;
         unfrozen_[r] = 0;
       }

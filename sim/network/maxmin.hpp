@@ -72,8 +72,9 @@ class MaxMinSolver {
   enum class FlowState : std::uint8_t { Free, Added, Solved };
 
   // Progressive filling over `batch_` starting at `start_level_Bps`; resources' remaining
-  // capacity is their capacity minus the load of the flows outside the batch.
-  void fill(double start_level_Bps);
+  // capacity is their capacity minus the load of the flows outside the batch (none when
+  // `from_zero_load`: the batch is every active flow).
+  void fill(double start_level_Bps, bool from_zero_load);
   void compact_paths();
   // resources_of without the checks, for the inner loops.
   std::span<const ResourceId> path(FlowId id) const {
