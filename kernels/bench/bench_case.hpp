@@ -20,10 +20,10 @@ struct BenchCase {
   std::string op;
   std::vector<std::string> designs;
   DType dtype = DType::BF16;
-  std::vector<PairShape> shapes;      // Compute and Pair cases
-  std::vector<std::uint64_t> bytes;   // Collective cases
-  std::vector<int> chunks{2, 4, 8};   // decomposed: every k that divides the shape
-  bool parts = true;                  // Pair: also time the op alone and the collective alone
+  std::vector<PairShape> shapes;     // Compute and Pair cases
+  std::vector<std::uint64_t> bytes;  // Collective cases
+  std::vector<int> chunks{2, 4, 8};  // decomposed: every k that divides the shape
+  bool parts = true;                 // Pair: also time the op alone and the collective alone
   int warmup = 5;
   int iterations = 20;
 };

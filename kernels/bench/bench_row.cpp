@@ -80,8 +80,8 @@ std::string csv_line(const DeviceTags& tags, const BenchRow& row) {
        << tags.world << ',' << row.op << ',' << row.design << ',' << row.dtype << ',' << row.m
        << ',' << row.n << ',' << row.k << ',' << row.bytes << ',' << row.chunks << ','
        << fixed(row.time_s * 1e6, 2) << ',' << fixed(row.time_min_s * 1e6, 2) << ','
-       << fixed(row.time_max_s * 1e6, 2) << ',' << fixed(tflops, 2) << ',' << fixed(algbw, 2)
-       << ',' << fixed(algbw * row.busbw_factor, 2) << ',' << row.wrong;
+       << fixed(row.time_max_s * 1e6, 2) << ',' << fixed(tflops, 2) << ',' << fixed(algbw, 2) << ','
+       << fixed(algbw * row.busbw_factor, 2) << ',' << row.wrong;
   return line.str();
 }
 

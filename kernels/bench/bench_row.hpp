@@ -26,10 +26,10 @@ struct BenchRow {
   std::int64_t k = 0;
   std::uint64_t bytes = 0;  // the collective's nccl-tests bytes (0 for compute alone)
   int chunks = 1;
-  double time_s = 0;      // median over iterations of the max over ranks
+  double time_s = 0;  // median over iterations of the max over ranks
   double time_min_s = 0;
   double time_max_s = 0;
-  double flops = 0;       // of the compute op (0 for a collective alone)
+  double flops = 0;  // of the compute op (0 for a collective alone)
   double busbw_factor = 0;
   std::uint64_t wrong = 0;
 };

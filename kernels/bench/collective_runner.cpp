@@ -25,10 +25,20 @@ Counts counts_for(CollectiveOp op, std::uint64_t bytes, DType dtype, int world) 
   total -= total % static_cast<std::size_t>(world);
   Counts c;
   switch (op) {
-    case CollectiveOp::AllReduce: c.send = c.recv = total; break;
-    case CollectiveOp::ReduceScatter: c.send = total; c.recv = total / world; break;
-    case CollectiveOp::AllGather: c.recv = total; c.send = total / world; break;
-    case CollectiveOp::AllToAll: c.send = c.recv = total; break;
+    case CollectiveOp::AllReduce:
+      c.send = c.recv = total;
+      break;
+    case CollectiveOp::ReduceScatter:
+      c.send = total;
+      c.recv = total / world;
+      break;
+    case CollectiveOp::AllGather:
+      c.recv = total;
+      c.send = total / world;
+      break;
+    case CollectiveOp::AllToAll:
+      c.send = c.recv = total;
+      break;
   }
   c.bytes = total * elem;
   return c;
@@ -39,10 +49,12 @@ Status enqueue(BenchEnv& env, CollectiveOp op, const void* send, void* recv, con
   CommHandle& comm = env.ctx->comm;
   cudaStream_t stream = env.ctx->compute_stream;
   switch (op) {
-    case CollectiveOp::AllReduce: return all_reduce(comm, send, recv, counts.send, dtype, stream);
+    case CollectiveOp::AllReduce:
+      return all_reduce(comm, send, recv, counts.send, dtype, stream);
     case CollectiveOp::ReduceScatter:
       return reduce_scatter(comm, send, recv, counts.recv, dtype, stream);
-    case CollectiveOp::AllGather: return all_gather(comm, send, recv, counts.send, dtype, stream);
+    case CollectiveOp::AllGather:
+      return all_gather(comm, send, recv, counts.send, dtype, stream);
     case CollectiveOp::AllToAll: {
       const std::size_t per_peer = counts.send / static_cast<std::size_t>(comm.world);
       return all_to_all(comm, send, per_peer, recv, per_peer, per_peer, dtype, stream);
@@ -72,7 +84,9 @@ Status run_collective_case(BenchEnv& env, const BenchCase& c) {
     Timing timing;
     OVERLAPSIM_TRY(time_iterations(
         *env.ctx, c.warmup, c.iterations,
-        [&](int i) { return enqueue(env, op, send[i % sets].data(), recv.data(), counts, c.dtype); },
+        [&](int i) {
+          return enqueue(env, op, send[i % sets].data(), recv.data(), counts, c.dtype);
+        },
         &timing));
 
     OVERLAPSIM_TRY(poison(recv.data(), counts.recv, env.ctx->compute_stream));

@@ -61,9 +61,10 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
       OVERLAPSIM_TRY(fill_random(in.b.data(), sizes.b, c.dtype,
                                  input_seed(env.seed, env.rank(), s, kBufferB), stream));
       OVERLAPSIM_TRY(in.indices.allocate(sizes.indices * sizeof(std::int32_t)));
-      OVERLAPSIM_TRY(fill_indices(in.indices.as<std::int32_t>(), sizes.indices,
-                                  static_cast<std::int32_t>(std::max<std::int64_t>(shape.table_rows, 1)),
-                                  input_seed(env.seed, env.rank(), s, kBufferIndices), stream));
+      OVERLAPSIM_TRY(
+          fill_indices(in.indices.as<std::int32_t>(), sizes.indices,
+                       static_cast<std::int32_t>(std::max<std::int64_t>(shape.table_rows, 1)),
+                       input_seed(env.seed, env.rank(), s, kBufferIndices), stream));
     }
     for (const std::string& design : c.designs) {
       const std::string key = single_op_key(c.op, design, c.dtype, shape);
@@ -95,8 +96,8 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
           args.c = out.data();
           Status can = gemm::OwnGemm::can_implement(args);
           if (!can.ok) {  // e.g. not a Hopper GPU: no row, say why
-            if (env.rank() == 0) std::fprintf(stderr, "overlap-bench: skipping own GEMM: %s\n",
-                                              can.message.c_str());
+            if (env.rank() == 0)
+              std::fprintf(stderr, "overlap-bench: skipping own GEMM: %s\n", can.message.c_str());
             run_set.clear();
             break;
           }
@@ -118,8 +119,8 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
 
       if (run_set.empty()) continue;
       Timing timing;
-      OVERLAPSIM_TRY(time_iterations(*env.ctx, c.warmup, c.iterations,
-                                     [&](int i) { return run_set[i % sets](); }, &timing));
+      OVERLAPSIM_TRY(time_iterations(
+          *env.ctx, c.warmup, c.iterations, [&](int i) { return run_set[i % sets](); }, &timing));
       OVERLAPSIM_TRY(poison(out.data(), sizes.c, stream));
       OVERLAPSIM_TRY(run_set[0]());
       OVERLAPSIM_TRY(wait_stream(env.ctx->comm, stream, "compute check"));

@@ -18,7 +18,8 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return parts;
 }
 
-[[noreturn]] void bad(const std::string& flag, const std::string& value, const std::string& expected) {
+[[noreturn]] void bad(const std::string& flag, const std::string& value,
+                      const std::string& expected) {
   throw std::invalid_argument("overlap-bench: " + flag + ": '" + value + "' is not " + expected);
 }
 
@@ -125,10 +126,10 @@ BenchOptions parse_flags(const std::vector<std::string>& args) {
     throw std::invalid_argument("overlap-bench: give either --suite FILE or --op OP");
   if (have_op) {
     const auto& allowed = designs_for(c.kind, c.op);
-    c.designs = designs.empty()
-                    ? (c.kind == CaseKind::Compute ? std::vector<std::string>{allowed.front()}
-                                                   : allowed)
-                    : designs;
+    c.designs =
+        designs.empty()
+            ? (c.kind == CaseKind::Compute ? std::vector<std::string>{allowed.front()} : allowed)
+            : designs;
     for (const auto& d : c.designs) {
       bool known = false;
       for (const auto& a : allowed) known = known || a == d;

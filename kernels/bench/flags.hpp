@@ -18,9 +18,9 @@
 namespace overlapsim::kernels::bench {
 
 struct BenchOptions {
-  std::string suite;                 // YAML suite, or empty when the case comes from flags
+  std::string suite;  // YAML suite, or empty when the case comes from flags
   std::optional<BenchCase> flag_case;
-  std::optional<int> iterations;     // overrides every case
+  std::optional<int> iterations;  // overrides every case
   std::optional<int> warmup;
   std::uint64_t seed = 0;
   int world = 0;

@@ -22,16 +22,18 @@ using namespace overlapsim::kernels;
 using namespace overlapsim::kernels::bench;
 
 std::uint64_t fresh_seed() {
-  return static_cast<std::uint64_t>(
-             std::chrono::steady_clock::now().time_since_epoch().count()) |
+  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) |
          1u;
 }
 
 Status run_case(BenchEnv& env, const BenchCase& c) {
   switch (c.kind) {
-    case CaseKind::Collective: return run_collective_case(env, c);
-    case CaseKind::Compute: return run_compute_case(env, c);
-    case CaseKind::Pair: return run_pair_case(env, c);
+    case CaseKind::Collective:
+      return run_collective_case(env, c);
+    case CaseKind::Compute:
+      return run_compute_case(env, c);
+    case CaseKind::Pair:
+      return run_pair_case(env, c);
   }
   return Status::failure("unknown case kind");
 }

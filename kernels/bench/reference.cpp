@@ -29,7 +29,8 @@ PairReference::Terms PairReference::op_terms(int rank, std::int64_t row, std::in
     for (std::int64_t j = 0; j < k; ++j) {
       const std::int64_t index = random_index(indices, static_cast<std::uint64_t>(row * k + j),
                                               static_cast<std::int32_t>(shape_.table_rows));
-      const double v = random_value(dtype_, table, static_cast<std::uint64_t>(index * shape_.n + col));
+      const double v =
+          random_value(dtype_, table, static_cast<std::uint64_t>(index * shape_.n + col));
       t.value += v;
       t.rms_sq += v * v;
     }
@@ -92,14 +93,21 @@ Expected PairReference::result(int me, std::int64_t row, std::int64_t col) const
 
 CollectiveReference::CollectiveReference(CollectiveOp op, std::size_t send_count, DType dtype,
                                          int world, std::uint64_t run_seed, int set)
-    : op_(op), send_count_(send_count), dtype_(dtype), world_(world), run_seed_(run_seed),
+    : op_(op),
+      send_count_(send_count),
+      dtype_(dtype),
+      world_(world),
+      run_seed_(run_seed),
       set_(set) {}
 
 std::size_t CollectiveReference::recv_count() const {
   switch (op_) {
-    case CollectiveOp::ReduceScatter: return send_count_ / world_;
-    case CollectiveOp::AllGather: return send_count_ * world_;
-    default: return send_count_;
+    case CollectiveOp::ReduceScatter:
+      return send_count_ / world_;
+    case CollectiveOp::AllGather:
+      return send_count_ * world_;
+    default:
+      return send_count_;
   }
 }
 

@@ -42,8 +42,8 @@ class PairReference {
  private:
   struct Terms {
     double value = 0;
-    double abs_sum = 0;   // sum over ranks of |rank's rounded output|
-    double rms_sq = 0;    // sum over ranks of the products' squares
+    double abs_sum = 0;  // sum over ranks of |rank's rounded output|
+    double rms_sq = 0;   // sum over ranks of the products' squares
   };
   Terms op_terms(int rank, std::int64_t row, std::int64_t col) const;
   Expected finish(const Terms& t) const;
@@ -56,7 +56,8 @@ class PairReference {
   int set_;
 };
 
-// Collectives alone: rank r's input element i is random_value(input_seed(r, set, kBufferCollective), i).
+// Collectives alone: rank r's input element i is random_value(input_seed(r, set,
+// kBufferCollective), i).
 class CollectiveReference {
  public:
   CollectiveReference(CollectiveOp op, std::size_t send_count, DType dtype, int world,

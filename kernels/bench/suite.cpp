@@ -8,9 +8,9 @@
 namespace overlapsim::kernels::bench {
 namespace {
 
-const std::vector<std::string> kCaseKeys{"op",    "design", "designs", "dtype",   "shapes",
-                                         "bytes", "chunks", "parts",   "warmup",  "iterations",
-                                         "table_rows"};
+const std::vector<std::string> kCaseKeys{"op",     "design",     "designs",   "dtype",
+                                         "shapes", "bytes",      "chunks",    "parts",
+                                         "warmup", "iterations", "table_rows"};
 const std::vector<std::string> kDefaultKeys{"dtype", "warmup", "iterations", "chunks", "parts"};
 
 std::vector<int> read_chunks(const config::ConfigNode& list) {

@@ -77,6 +77,9 @@ Status read_settings(TilewiseSettings* s) {
 // (each rank's decisions must match, or the ranks would issue different NCCL calls).
 thread_local std::optional<tw::TuningCache> t_cache;
 
+// Limited communicators of this rank thread (see comm_for).
+thread_local std::map<int, CommHandle>* t_comms = nullptr;
+
 // Detail CSV rows of rank 0, rewritten atomically after every shape.
 std::mutex g_detail_mutex;
 std::vector<std::string> g_detail_lines;
@@ -106,21 +109,7 @@ class TilewiseShapeRunner {
       : env_(env), case_(c), op_(op), coll_(pair_collective(op)), shape_(shape), io_(io),
         settings_(settings), tags_(read_device_tags(env.world())) {}
 
-  // Communicators left behind by a failure are aborted (finalizing could wait on a peer
-  // that already gave up); a clean run destroys them in run().
-  ~TilewiseShapeRunner() {
-    for (auto& [sms, handle] : comms_)
-      if (handle.comm != nullptr) ncclCommAbort(handle.comm);
-  }
-
   Status run() {
-    OVERLAPSIM_TRY(run_shape());
-    for (auto& [sms, handle] : comms_) OVERLAPSIM_TRY(tw::destroy_comm(&handle));
-    return Status::success();
-  }
-
- private:
-  Status run_shape() {
     const std::size_t mn = static_cast<std::size_t>(shape_.m * shape_.n);
     OVERLAPSIM_TRY(p_.allocate(mn * 2));
     OVERLAPSIM_TRY(r_.allocate(coll_ == CollectiveOp::AllReduce ? 0 : mn * 2));
@@ -201,11 +190,15 @@ class TilewiseShapeRunner {
       *out = &env_.ctx->comm;
       return Status::success();
     }
-    auto found = comms_.find(sms);
-    if (found == comms_.end()) {
+    // One limited communicator per SM count for the rank's whole run, never destroyed:
+    // finalizing one between shapes hung rank 0 while rank 1 went on to the next shape's
+    // collectives on the parent (measured on 2 x H200, NCCL 2.28.9); process exit frees it.
+    if (t_comms == nullptr) t_comms = new std::map<int, CommHandle>();
+    auto found = t_comms->find(sms);
+    if (found == t_comms->end()) {
       CommHandle handle;
       OVERLAPSIM_TRY(tw::make_limited_comm(env_.ctx->comm, sms, &handle));
-      found = comms_.emplace(sms, handle).first;
+      found = t_comms->emplace(sms, handle).first;
     }
     *out = &found->second;
     return Status::success();
@@ -544,7 +537,6 @@ class TilewiseShapeRunner {
   const TilewiseSettings& settings_;
   DeviceTags tags_;
   DeviceBuffer p_, r_, natural_, natural_out_;
-  std::map<int, CommHandle> comms_;
   std::unique_ptr<gemm::OwnGemm> own_set0_;
   double t_own_s_ = 0;
   std::map<int, double> t_signal_s_;

@@ -24,7 +24,8 @@ std::vector<Sample> sample_positions(std::int64_t rows, std::int64_t cols, int c
 
 int sample_count(std::int64_t terms) {
   const std::int64_t budget = std::int64_t{1} << 24;
-  return static_cast<int>(std::clamp<std::int64_t>(budget / std::max<std::int64_t>(terms, 1), 32, 256));
+  return static_cast<int>(
+      std::clamp<std::int64_t>(budget / std::max<std::int64_t>(terms, 1), 32, 256));
 }
 
 Status check_result(BenchEnv& env, const CheckInput& in, std::uint64_t* wrong) {

@@ -24,13 +24,13 @@ std::vector<Sample> sample_positions(std::int64_t rows, std::int64_t cols, int c
 int sample_count(std::int64_t terms);
 
 struct CheckInput {
-  const void* result = nullptr;       // device, rows x cols row-major
+  const void* result = nullptr;  // device, rows x cols row-major
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   DType dtype = DType::BF16;
   std::vector<Sample> samples;
   std::function<Expected(const Sample&)> expected;
-  const void* same_as = nullptr;      // optional device buffer the result must match
+  const void* same_as = nullptr;  // optional device buffer the result must match
   double same_as_abs_tol = 0;
 };
 

@@ -4,10 +4,14 @@ namespace overlapsim::kernels {
 
 const char* to_string(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::AllReduce: return "allreduce";
-    case CollectiveOp::ReduceScatter: return "reducescatter";
-    case CollectiveOp::AllGather: return "allgather";
-    case CollectiveOp::AllToAll: return "alltoall";
+    case CollectiveOp::AllReduce:
+      return "allreduce";
+    case CollectiveOp::ReduceScatter:
+      return "reducescatter";
+    case CollectiveOp::AllGather:
+      return "allgather";
+    case CollectiveOp::AllToAll:
+      return "alltoall";
   }
   return "?";
 }
@@ -34,8 +38,8 @@ Status all_reduce(CommHandle& comm, const void* send, void* recv, std::size_t co
 
 Status reduce_scatter(CommHandle& comm, const void* send, void* recv, std::size_t recv_count,
                       DType dtype, cudaStream_t stream) {
-  NCCL_SETTLE(comm, ncclReduceScatter(send, recv, recv_count, nccl_type(dtype), ncclSum,
-                                      comm.comm, stream));
+  NCCL_SETTLE(comm, ncclReduceScatter(send, recv, recv_count, nccl_type(dtype), ncclSum, comm.comm,
+                                      stream));
   return Status::success();
 }
 

@@ -20,15 +20,16 @@ Status DecomposedDesign::initialize(int max_chunks) {
   CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
   chunk_done_.resize(static_cast<std::size_t>(max_chunks), nullptr);
-  for (cudaEvent_t& e : chunk_done_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  for (cudaEvent_t& e : chunk_done_)
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   return Status::success();
 }
 
 Status DecomposedDesign::run(const PairKernels& pair, const PairBuffers& buffers, int chunks,
                              cudaStream_t compute_stream, cudaStream_t comm_stream) {
   if (chunks < 1 || static_cast<std::size_t>(chunks) > chunk_done_.size())
-    return Status::failure("decomposed: " + std::to_string(chunks) +
-                           " chunks, initialized for " + std::to_string(chunk_done_.size()));
+    return Status::failure("decomposed: " + std::to_string(chunks) + " chunks, initialized for " +
+                           std::to_string(chunk_done_.size()));
   CUDA_CHECK(cudaEventRecord(fork_, compute_stream));
   CUDA_CHECK(cudaStreamWaitEvent(comm_stream, fork_, 0));
   const bool gather_first = collective_first(pair.op());

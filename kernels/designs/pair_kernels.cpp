@@ -91,7 +91,8 @@ Status PairKernels::initialize(CommHandle* comm, cublasLtHandle_t lt, PairOp op,
   if (auto error = shape_error(op, shape, comm->world))
     return Status::failure(std::string(to_string(op)) + ": " + *error);
   if (op == PairOp::EmbeddingAllToAll)
-    OVERLAPSIM_TRY(embedding_bag_can_implement({shape.table_rows, shape.n, shape.m, shape.k}, dtype));
+    OVERLAPSIM_TRY(
+        embedding_bag_can_implement({shape.table_rows, shape.n, shape.m, shape.k}, dtype));
   return Status::success();
 }
 
@@ -104,8 +105,8 @@ Status PairKernels::prepare(int chunks) {
   const GemmChunk probe = gemm_chunk(op_, shape_, plan, chunks > 1 ? 1 : 0);
   CublasLtGemm gemm;
   OVERLAPSIM_TRY(gemm.initialize(lt_, probe.shape, dtype_, probe.batching,
-                                 gemm_alignment(probe, dtype_bytes(dtype_)),
-                                 workspace_, workspace_bytes_));
+                                 gemm_alignment(probe, dtype_bytes(dtype_)), workspace_,
+                                 workspace_bytes_));
   gemm_by_chunks_.emplace(chunks, std::move(gemm));
   return Status::success();
 }
@@ -120,8 +121,7 @@ Status PairKernels::enqueue_op(const PairBuffers& b, int chunks, int chunk,
   }
   auto found = gemm_by_chunks_.find(chunks);
   if (found == gemm_by_chunks_.end())
-    return Status::failure("PairKernels: prepare(" + std::to_string(chunks) +
-                           ") was not called");
+    return Status::failure("PairKernels: prepare(" + std::to_string(chunks) + ") was not called");
   const std::size_t elem = dtype_bytes(dtype_);
   const GemmChunk g = gemm_chunk(op_, shape_, plan, chunk);
   const void* a = op_ == PairOp::AllGatherGemm ? b.staging : b.a;

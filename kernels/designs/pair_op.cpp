@@ -19,12 +19,18 @@ int row_groups(PairOp op, int world) {
 
 const char* to_string(PairOp op) {
   switch (op) {
-    case PairOp::GemmAllReduce: return "gemm+allreduce";
-    case PairOp::GemmReduceScatter: return "gemm+reducescatter";
-    case PairOp::AllGatherGemm: return "allgather+gemm";
-    case PairOp::GemmAllToAll: return "gemm+alltoall";
-    case PairOp::GemvAllReduce: return "gemv+allreduce";
-    case PairOp::EmbeddingAllToAll: return "embedding+alltoall";
+    case PairOp::GemmAllReduce:
+      return "gemm+allreduce";
+    case PairOp::GemmReduceScatter:
+      return "gemm+reducescatter";
+    case PairOp::AllGatherGemm:
+      return "allgather+gemm";
+    case PairOp::GemmAllToAll:
+      return "gemm+alltoall";
+    case PairOp::GemvAllReduce:
+      return "gemv+allreduce";
+    case PairOp::EmbeddingAllToAll:
+      return "embedding+alltoall";
   }
   return "?";
 }
@@ -38,11 +44,15 @@ std::optional<PairOp> parse_pair_op(std::string_view name) {
 CollectiveOp pair_collective(PairOp op) {
   switch (op) {
     case PairOp::GemmAllReduce:
-    case PairOp::GemvAllReduce: return CollectiveOp::AllReduce;
-    case PairOp::GemmReduceScatter: return CollectiveOp::ReduceScatter;
-    case PairOp::AllGatherGemm: return CollectiveOp::AllGather;
+    case PairOp::GemvAllReduce:
+      return CollectiveOp::AllReduce;
+    case PairOp::GemmReduceScatter:
+      return CollectiveOp::ReduceScatter;
+    case PairOp::AllGatherGemm:
+      return CollectiveOp::AllGather;
     case PairOp::GemmAllToAll:
-    case PairOp::EmbeddingAllToAll: return CollectiveOp::AllToAll;
+    case PairOp::EmbeddingAllToAll:
+      return CollectiveOp::AllToAll;
   }
   return CollectiveOp::AllReduce;
 }

@@ -53,8 +53,8 @@ enum class PairOp {
 const char* to_string(PairOp op);  // "gemm+allreduce", ... (the CSV `op` column)
 std::optional<PairOp> parse_pair_op(std::string_view name);
 CollectiveOp pair_collective(PairOp op);
-bool collective_first(PairOp op);       // allgather+gemm
-const char* compute_name(PairOp op);    // "gemm", "gemv", "embedding"
+bool collective_first(PairOp op);     // allgather+gemm
+const char* compute_name(PairOp op);  // "gemm", "gemv", "embedding"
 
 struct PairShape {
   std::int64_t m = 0;
@@ -75,9 +75,9 @@ struct PairSizes {
 
 struct ChunkPlan {
   int chunks = 1;
-  int groups = 1;                 // row blocks that belong to different ranks
-  std::int64_t group_rows = 0;    // rows per block (M / groups)
-  std::int64_t chunk_rows = 0;    // rows per block per chunk; for gemv: N per chunk
+  int groups = 1;               // row blocks that belong to different ranks
+  std::int64_t group_rows = 0;  // rows per block (M / groups)
+  std::int64_t chunk_rows = 0;  // rows per block per chunk; for gemv: N per chunk
 };
 
 // Shape checks that do not depend on chunking; a message naming the problem, or nullopt.

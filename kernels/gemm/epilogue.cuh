@@ -11,8 +11,9 @@
 //     template <class T> static __device__ void store(const Params&, const TileView&,
 //                                                     const uint32_t (&packed)[64], int consumer);
 //     static __device__ bool needs_after_tile(const Params&);  // uniform across the CTA
-//     static __device__ void after_tile(const Params&, const TileView&);  // one thread,
-//         // after every consumer thread's stores of the tile (named barrier)
+//     static __device__ void after_tile(const Params&, const TileView&);  // one thread of
+//         // the producer warpgroup's signaller warp, after every consumer thread's stores
+//         // of the tile (named barrier: consumers bar.arrive, the signaller bar.syncs)
 //   };
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -12,8 +12,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 Clock::time_point deadline_after(double seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(seconds));
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 bool peer_has_failed(const CommHandle& handle) {
@@ -43,8 +43,8 @@ Status nccl_settle(CommHandle& handle, ncclResult_t result, const char* where) {
     ncclResult_t state = ncclSuccess;
     ncclResult_t query = ncclCommGetAsyncError(handle.comm, &state);
     if (query != ncclSuccess)
-      return abort_comm(handle, std::string(where) + ": ncclCommGetAsyncError: " +
-                                    ncclGetErrorString(query));
+      return abort_comm(
+          handle, std::string(where) + ": ncclCommGetAsyncError: " + ncclGetErrorString(query));
     if (state == ncclSuccess) return Status::success();
     if (state != ncclInProgress)
       return abort_comm(handle, std::string(where) + ": " + ncclGetErrorString(state));
@@ -64,8 +64,8 @@ Status wait_stream(CommHandle& handle, cudaStream_t stream, const char* what) {
   cudaError_t record = cudaEventRecord(done, stream);
   if (record != cudaSuccess) {
     cudaEventDestroy(done);
-    return abort_comm(handle, std::string(what) + ": cudaEventRecord: " +
-                                  cudaGetErrorString(record));
+    return abort_comm(handle,
+                      std::string(what) + ": cudaEventRecord: " + cudaGetErrorString(record));
   }
   const auto deadline = deadline_after(handle.timeout_s);
   Status result = Status::success();

@@ -1,10 +1,9 @@
-#include "kernels/harness/fill.hpp"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
 #include "kernels/harness/device_buffer.hpp"
+#include "kernels/harness/fill.hpp"
 #include "kernels/harness/random_values.hpp"
 
 namespace overlapsim::kernels {
@@ -101,8 +100,7 @@ Status count_nonfinite(const void* data, std::size_t count, DType dtype, cudaStr
   CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, sizeof(unsigned long long), stream));
   if (count > 0) {
     count_nonfinite_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
-        static_cast<const std::uint16_t*>(data), count, dtype,
-        counter.as<unsigned long long>());
+        static_cast<const std::uint16_t*>(data), count, dtype, counter.as<unsigned long long>());
     CUDA_CHECK(cudaGetLastError());
   }
   return read_counter(counter, stream, result);
@@ -117,8 +115,7 @@ Status count_mismatches(const void* a, const void* b, std::size_t count, DType d
   if (count > 0) {
     count_mismatches_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
         static_cast<const std::uint16_t*>(a), static_cast<const std::uint16_t*>(b), count, dtype,
-        static_cast<float>(rel_tol), static_cast<float>(abs_tol),
-        counter.as<unsigned long long>());
+        static_cast<float>(rel_tol), static_cast<float>(abs_tol), counter.as<unsigned long long>());
     CUDA_CHECK(cudaGetLastError());
   }
   return read_counter(counter, stream, result);
@@ -137,8 +134,8 @@ Status gather_values(const void* data, DType dtype, const std::vector<std::uint6
                              stream));
   const unsigned blocks = static_cast<unsigned>((indices.size() + kThreads - 1) / kThreads);
   gather_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(data), dtype,
-                                                 device_indices.as<std::uint64_t>(),
-                                                 indices.size(), device_values.as<float>());
+                                                 device_indices.as<std::uint64_t>(), indices.size(),
+                                                 device_values.as<float>());
   CUDA_CHECK(cudaGetLastError());
   std::vector<float> host(indices.size());
   CUDA_CHECK(cudaMemcpyAsync(host.data(), device_values.data(), host.size() * sizeof(float),

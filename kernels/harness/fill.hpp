@@ -26,8 +26,7 @@ Status count_nonfinite(const void* data, std::size_t count, DType dtype, cudaStr
                        std::uint64_t* result);
 // Elements where |a - b| > abs_tol + rel_tol * max(|a|, |b|), or either is not finite.
 Status count_mismatches(const void* a, const void* b, std::size_t count, DType dtype,
-                        double rel_tol, double abs_tol, cudaStream_t stream,
-                        std::uint64_t* result);
+                        double rel_tol, double abs_tol, cudaStream_t stream, std::uint64_t* result);
 // Values of the elements at `indices` (flat element indices), as doubles.
 Status gather_values(const void* data, DType dtype, const std::vector<std::uint64_t>& indices,
                      cudaStream_t stream, std::vector<double>* values);

@@ -41,8 +41,8 @@ Status run_ranks(const HarnessOptions& options, const RankBody& body) {
   if (gpus == 0) return Status::failure("harness: no GPU is visible");
   const int world = options.world == 0 ? gpus : options.world;
   if (world < 1 || world > gpus)
-    return Status::failure("harness: asked for " + std::to_string(options.world) +
-                           " ranks but " + std::to_string(gpus) + " GPUs are visible");
+    return Status::failure("harness: asked for " + std::to_string(options.world) + " ranks but " +
+                           std::to_string(gpus) + " GPUs are visible");
   ncclUniqueId id;
   NCCL_CHECK(ncclGetUniqueId(&id));
 

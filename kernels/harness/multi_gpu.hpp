@@ -25,9 +25,9 @@ struct RankContext {
 };
 
 struct HarnessOptions {
-  int world = 0;            // thread mode: ranks (GPUs) to use, 0 = every visible GPU
-  double timeout_s = 120.0; // bound on any single wait (init, collective, stream drain)
-  bool use_mpi = false;     // MPI mode; needs a build with OVERLAPSIM_MPI
+  int world = 0;             // thread mode: ranks (GPUs) to use, 0 = every visible GPU
+  double timeout_s = 120.0;  // bound on any single wait (init, collective, stream drain)
+  bool use_mpi = false;      // MPI mode; needs a build with OVERLAPSIM_MPI
   // Non-blocking communicators (the default) bound every NCCL call: a call that returns
   // ncclInProgress is settled against the deadline. Blocking ones (NCCL's own default)
   // are what timings use: on 2 x H200 (NCCL 2.28.9) a non-blocking communicator added

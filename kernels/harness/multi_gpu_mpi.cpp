@@ -59,7 +59,8 @@ Status run_ranks_mpi(const HarnessOptions& options, const RankBody& body) {
 bool mpi_available() { return false; }
 
 Status run_ranks_mpi(const HarnessOptions&, const RankBody&) {
-  return Status::failure("harness: this build has no MPI mode (configure with -DOVERLAPSIM_MPI=ON)");
+  return Status::failure(
+      "harness: this build has no MPI mode (configure with -DOVERLAPSIM_MPI=ON)");
 }
 
 #endif

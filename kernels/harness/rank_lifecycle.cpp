@@ -22,8 +22,8 @@ Status prepare_rank(RankContext& ctx, int device, int rank, int world,
 Status connect_rank(RankContext& ctx, const ncclUniqueId& id, const HarnessOptions& options) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = options.blocking_comms ? 1 : 0;
-  NCCL_SETTLE(ctx.comm, ncclCommInitRankConfig(&ctx.comm.comm, ctx.comm.world, id,
-                                                     ctx.comm.rank, &config));
+  NCCL_SETTLE(ctx.comm,
+              ncclCommInitRankConfig(&ctx.comm.comm, ctx.comm.world, id, ctx.comm.rank, &config));
   return Status::success();
 }
 

@@ -1,10 +1,10 @@
-#include "kernels/ops/embedding_bag.hpp"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <string>
+
+#include "kernels/ops/embedding_bag.hpp"
 
 namespace overlapsim::kernels {
 namespace {
@@ -36,10 +36,10 @@ struct EmbeddingBagGlobals {
   BagRange range;
   __host__ __device__ std::int64_t total_bags() const { return range.count * range.groups; }
   dim3 grid() const {
-    const std::int64_t blocks =
-        (total_bags() + EmbeddingBagConfig::kWarpsPerBlock - 1) / EmbeddingBagConfig::kWarpsPerBlock;
-    return dim3(static_cast<unsigned>(std::min<std::int64_t>(std::max<std::int64_t>(blocks, 1),
-                                                             1 << 20)));
+    const std::int64_t blocks = (total_bags() + EmbeddingBagConfig::kWarpsPerBlock - 1) /
+                                EmbeddingBagConfig::kWarpsPerBlock;
+    return dim3(
+        static_cast<unsigned>(std::min<std::int64_t>(std::max<std::int64_t>(blocks, 1), 1 << 20)));
   }
 };
 
@@ -53,8 +53,8 @@ __global__ void __launch_bounds__(EmbeddingBagConfig::kThreads)
   T* out = static_cast<T*>(g.out);
   const std::int64_t dim = g.shape.dim;
   const std::int64_t pooling = g.shape.pooling;
-  for (std::int64_t w = blockIdx.x * std::int64_t{EmbeddingBagConfig::kWarpsPerBlock} +
-                        threadIdx.x / 32;
+  for (std::int64_t w =
+           blockIdx.x * std::int64_t{EmbeddingBagConfig::kWarpsPerBlock} + threadIdx.x / 32;
        w < g.total_bags(); w += warps) {
     const std::int64_t bag =
         g.range.first + (w / g.range.count) * g.range.group_stride + w % g.range.count;

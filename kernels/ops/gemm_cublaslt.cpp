@@ -103,9 +103,9 @@ Status CublasLtGemm::initialize(cublasLtHandle_t handle, const GemmShape& shape,
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t status = [&]() -> cublasStatus_t {
-    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(
-        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
-        sizeof(max_workspace));
+    cublasStatus_t s =
+        cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                             &max_workspace, sizeof(max_workspace));
     for (auto attribute :
          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
@@ -114,8 +114,8 @@ Status CublasLtGemm::initialize(cublasLtHandle_t handle, const GemmShape& shape,
                                                sizeof(alignment));
     }
     if (s != CUBLAS_STATUS_SUCCESS) return s;
-    return cublasLtMatmulAlgoGetHeuristic(handle_, op_, layout_b_, layout_a_, layout_c_,
-                                          layout_c_, preference, 1, &result, &found);
+    return cublasLtMatmulAlgoGetHeuristic(handle_, op_, layout_b_, layout_a_, layout_c_, layout_c_,
+                                          preference, 1, &result, &found);
   }();
   cublasLtMatmulPreferenceDestroy(preference);
   CUBLAS_CHECK(status);
@@ -135,9 +135,8 @@ Status CublasLtGemm::run(const void* a, const void* b, void* c, cudaStream_t str
                              std::to_string(alignment_bytes_) + " bytes declared");
   const float alpha = 1.0f;
   const float beta = 0.0f;
-  CUBLAS_CHECK(cublasLtMatmul(handle_, op_, &alpha, b, layout_b_, a, layout_a_, &beta, c,
-                              layout_c_, c, layout_c_, &algo_, workspace_, workspace_bytes_,
-                              stream));
+  CUBLAS_CHECK(cublasLtMatmul(handle_, op_, &alpha, b, layout_b_, a, layout_a_, &beta, c, layout_c_,
+                              c, layout_c_, &algo_, workspace_, workspace_bytes_, stream));
   return Status::success();
 }
 

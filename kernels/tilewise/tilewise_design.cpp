@@ -32,6 +32,10 @@ Status make_limited_comm(CommHandle& parent, int max_ctas, CommHandle* out) {
   // measurement, commit 252474e), and the design issues one call per group.
   config.blocking = 1;
   config.maxCTAs = max_ctas;
+  // NCCL launches 4-CTA clusters on Hopper by default; a cluster needs 4 free SMs of one
+  // GPC, which a GEMM leaving a few SMs free scattered over the GPCs never offers, so its
+  // kernels would wait for the GEMM to end (measured: no overlap at all). Single CTAs fit.
+  config.cgaClusterSize = 1;
   const ncclResult_t r = ncclCommSplit(parent.comm, 0, parent.rank, &out->comm, &config);
   if (r != ncclSuccess && r != ncclInProgress)
     return Status::failure(std::string(OVERLAPSIM_WHERE ": ncclCommSplit: ") + ncclGetErrorString(r));

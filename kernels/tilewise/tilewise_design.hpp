@@ -41,7 +41,8 @@ struct TilewiseOptions {
 };
 
 // A communicator split from `parent` whose NCCL kernels use at most `max_ctas` CTAs
-// (ncclConfig_t::maxCTAs), so they fit beside a GEMM that leaves that many SMs free.
+// (ncclConfig_t::maxCTAs) launched without clusters (cgaClusterSize 1), so they fit
+// beside a GEMM that leaves that many SMs free.
 // Collective: every rank calls it in the same order.
 Status make_limited_comm(CommHandle& parent, int max_ctas, CommHandle* out);
 Status destroy_comm(CommHandle* comm);

@@ -1,12 +1,11 @@
 // NCCL collectives through the harness, every element checked against host-computed
 // sums / gathers of each rank's fresh random input. Needs >= 2 GPUs.
-#include "kernels/collectives/nccl_collectives.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <mutex>
 
+#include "kernels/collectives/nccl_collectives.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/fill.hpp"
 #include "kernels/harness/random_values.hpp"
@@ -39,13 +38,16 @@ Outcome run_collective(CollectiveOp op, std::size_t send_count, DType dtype, std
     OVERLAPSIM_TRY(poison(recv.data(), recv_count, ctx.compute_stream));
     switch (op) {
       case CollectiveOp::AllReduce:
-        OVERLAPSIM_TRY(all_reduce(ctx.comm, send.data(), recv.data(), send_count, dtype, ctx.compute_stream));
+        OVERLAPSIM_TRY(
+            all_reduce(ctx.comm, send.data(), recv.data(), send_count, dtype, ctx.compute_stream));
         break;
       case CollectiveOp::ReduceScatter:
-        OVERLAPSIM_TRY(reduce_scatter(ctx.comm, send.data(), recv.data(), recv_count, dtype, ctx.compute_stream));
+        OVERLAPSIM_TRY(reduce_scatter(ctx.comm, send.data(), recv.data(), recv_count, dtype,
+                                      ctx.compute_stream));
         break;
       case CollectiveOp::AllGather:
-        OVERLAPSIM_TRY(all_gather(ctx.comm, send.data(), recv.data(), send_count, dtype, ctx.compute_stream));
+        OVERLAPSIM_TRY(
+            all_gather(ctx.comm, send.data(), recv.data(), send_count, dtype, ctx.compute_stream));
         break;
       case CollectiveOp::AllToAll: {
         const std::size_t per_peer = send_count / world;

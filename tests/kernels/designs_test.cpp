@@ -43,8 +43,10 @@ std::vector<RankResult> run_pair(PairOp op, const PairShape& shape, const std::v
     OVERLAPSIM_TRY(out.allocate(sizes.out * 2));
     OVERLAPSIM_TRY(workspace.allocate(32 << 20));
     cudaStream_t stream = ctx.compute_stream;
-    OVERLAPSIM_TRY(fill_random(a.data(), sizes.a, dtype, bench::input_seed(seed, rank, 0, bench::kBufferA), stream));
-    OVERLAPSIM_TRY(fill_random(b.data(), sizes.b, dtype, bench::input_seed(seed, rank, 0, bench::kBufferB), stream));
+    OVERLAPSIM_TRY(fill_random(a.data(), sizes.a, dtype,
+                               bench::input_seed(seed, rank, 0, bench::kBufferA), stream));
+    OVERLAPSIM_TRY(fill_random(b.data(), sizes.b, dtype,
+                               bench::input_seed(seed, rank, 0, bench::kBufferB), stream));
     if (sizes.indices)
       OVERLAPSIM_TRY(fill_indices(indices.as<std::int32_t>(), sizes.indices,
                                   static_cast<std::int32_t>(shape.table_rows),
@@ -52,13 +54,15 @@ std::vector<RankResult> run_pair(PairOp op, const PairShape& shape, const std::v
     cublasLtHandle_t lt = nullptr;
     CUBLAS_CHECK(cublasLtCreate(&lt));
     PairKernels pair;
-    Status s = pair.initialize(&ctx.comm, lt, op, shape, dtype, workspace.data(), workspace.bytes());
+    Status s =
+        pair.initialize(&ctx.comm, lt, op, shape, dtype, workspace.data(), workspace.bytes());
     if (s.ok) s = pair.prepare(1);
     for (int k : chunks)
       if (s.ok) s = pair.prepare(k);
     DecomposedDesign decomposed;
     if (s.ok) s = decomposed.initialize(8);
-    PairBuffers v{a.data(), b.data(), indices.as<std::int32_t>(), staging.data(), c.data(), out.data()};
+    PairBuffers v{a.data(),       b.data(), indices.as<std::int32_t>(),
+                  staging.data(), c.data(), out.data()};
     const std::size_t result_count =
         op == PairOp::AllGatherGemm || sizes.out == 0 ? sizes.c : sizes.out;
     const auto poison_all = [&]() -> Status {

@@ -26,13 +26,14 @@ void check(const EmbeddingBagShape& shape, const BagRange& range, DType dtype) {
   ASSERT_TRUE(table.allocate(shape.table_rows * shape.dim * 2).ok);
   ASSERT_TRUE(indices.allocate(shape.bags * shape.pooling * 4).ok);
   ASSERT_TRUE(out.allocate(shape.bags * shape.dim * 2).ok);
-  ASSERT_TRUE(fill_random(table.data(), shape.table_rows * shape.dim, dtype, table_seed, nullptr).ok);
+  ASSERT_TRUE(
+      fill_random(table.data(), shape.table_rows * shape.dim, dtype, table_seed, nullptr).ok);
   ASSERT_TRUE(fill_indices(indices.as<std::int32_t>(), shape.bags * shape.pooling,
                            static_cast<std::int32_t>(shape.table_rows), index_seed, nullptr)
                   .ok);
   ASSERT_TRUE(poison(out.data(), shape.bags * shape.dim, nullptr).ok);
-  const Status status =
-      embedding_bag_sum(table.data(), indices.as<std::int32_t>(), out.data(), shape, range, dtype, nullptr);
+  const Status status = embedding_bag_sum(table.data(), indices.as<std::int32_t>(), out.data(),
+                                          shape, range, dtype, nullptr);
   ASSERT_TRUE(status.ok) << status.message;
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const std::vector<double> got = to_host(out.data(), shape.bags * shape.dim, dtype);

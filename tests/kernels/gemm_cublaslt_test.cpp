@@ -37,8 +37,10 @@ class CublasLtGemmTest : public ::testing::Test {
     const std::uint64_t seed_a = fresh_seed();
     const std::uint64_t seed_b = fresh_seed();
     const std::int64_t batches = batching.count;
-    const std::int64_t a_rows = batches > 1 ? batching.stride_a_elems / shape.k * (batches - 1) + shape.m : shape.m;
-    const std::int64_t c_rows = batches > 1 ? batching.stride_c_elems / shape.n * (batches - 1) + shape.m : shape.m;
+    const std::int64_t a_rows =
+        batches > 1 ? batching.stride_a_elems / shape.k * (batches - 1) + shape.m : shape.m;
+    const std::int64_t c_rows =
+        batches > 1 ? batching.stride_c_elems / shape.n * (batches - 1) + shape.m : shape.m;
     DeviceBuffer a, b, c;
     EXPECT_TRUE(a.allocate(a_rows * shape.k * 2).ok);
     EXPECT_TRUE(b.allocate(shape.n * shape.k * 2).ok);
@@ -47,8 +49,8 @@ class CublasLtGemmTest : public ::testing::Test {
     EXPECT_TRUE(fill_random(b.data(), shape.n * shape.k, dtype, seed_b, nullptr).ok);
     EXPECT_TRUE(poison(c.data(), c_rows * shape.n, nullptr).ok);
     CublasLtGemm gemm;
-    const Status init = gemm.initialize(lt_, shape, dtype, batching, 256, workspace_.data(),
-                                        workspace_.bytes());
+    const Status init =
+        gemm.initialize(lt_, shape, dtype, batching, 256, workspace_.data(), workspace_.bytes());
     EXPECT_TRUE(init.ok) << init.message;
     const Status run = gemm.run(a.data(), b.data(), c.data(), nullptr);
     EXPECT_TRUE(run.ok) << run.message;
@@ -61,7 +63,8 @@ class CublasLtGemmTest : public ::testing::Test {
     for (std::size_t i = 0; i < host_b.size(); ++i) host_b[i] = random_value(dtype, seed_b, i);
     const double eps = dtype == DType::BF16 ? 0x1p-8 : 0x1p-11;
     const std::int64_t rows = batches * shape.m;
-    const int workers = static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
+    const int workers =
+        static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
     std::vector<double> diff_part(workers, 0.0), ref_part(workers, 0.0);
     std::vector<std::int64_t> outside_part(workers, 0);
     std::vector<std::thread> threads;
@@ -69,8 +72,10 @@ class CublasLtGemmTest : public ::testing::Test {
       threads.emplace_back([&, w] {
         for (std::int64_t r = w; r < rows; r += workers) {
           const std::int64_t batch = r / shape.m, i = r % shape.m;
-          const std::int64_t a_row = batch * (batches > 1 ? batching.stride_a_elems / shape.k : 0) + i;
-          const std::int64_t c_row = batch * (batches > 1 ? batching.stride_c_elems / shape.n : 0) + i;
+          const std::int64_t a_row =
+              batch * (batches > 1 ? batching.stride_a_elems / shape.k : 0) + i;
+          const std::int64_t c_row =
+              batch * (batches > 1 ? batching.stride_c_elems / shape.n : 0) + i;
           const double* a_ptr = &host_a[a_row * shape.k];
           for (std::int64_t j = 0; j < shape.n; ++j) {
             const double* b_ptr = &host_b[j * shape.k];

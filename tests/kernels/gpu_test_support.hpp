@@ -14,7 +14,7 @@
 // Skips the test (with the reason) unless at least `n` GPUs are visible.
 #define OVERLAPSIM_REQUIRE_GPUS(n)                                                          \
   do {                                                                                      \
-    const int gpus_ = ::overlapsim::kernels::visible_gpu_count();                          \
+    const int gpus_ = ::overlapsim::kernels::visible_gpu_count();                           \
     if (gpus_ < (n)) GTEST_SKIP() << "needs " << (n) << " GPU(s), " << gpus_ << " visible"; \
   } while (0)
 

@@ -1,12 +1,11 @@
 // The multi-GPU harness: a rank per GPU with its own device, streams of the right
 // priorities and a working communicator; host values reduced over ranks.
-#include "kernels/harness/multi_gpu.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <vector>
 
+#include "kernels/harness/multi_gpu.hpp"
 #include "tests/kernels/gpu_test_support.hpp"
 
 namespace overlapsim::kernels {
