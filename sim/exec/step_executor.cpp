@@ -425,6 +425,7 @@ void StepExecutor::Impl::finish(int p, OpVertex v) {
     rec.rank = ps.program->rank;
     rec.stream = node.stream;
     rec.kind = node.kind;
+    rec.phase = node.phase;
     rec.name = node.name;
     rec.ready_s = st.ready_s - t0_s;
     rec.start_s = (is_comm(node.kind) ? st.launch_s : st.start_s) - t0_s;

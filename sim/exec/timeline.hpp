@@ -11,6 +11,7 @@ struct OpRecord {
   int rank = 0;  // global rank
   StreamKind stream = StreamKind::Compute;
   OpKind kind = OpKind::Elementwise;
+  Phase phase = Phase::Forward;
   std::string name;
   double ready_s = 0;  // reached the head of its stream with its inputs done
   double start_s = 0;  // began occupying the stream (compute) or moving data (comm)
