@@ -55,7 +55,7 @@ def main():
             final[key] = d
     out = []
     for r in rows:
-        if r["design"] != "tilewise":
+        if r["design"] != "tilewise" or "+" not in r["op"]:
             continue
         op = r["op"]
         shape = (int(r["m"]), int(r["n"]), int(r["k"]))
