@@ -2,6 +2,9 @@
 // directly on the NetworkApi the way sim/collectives does (so the network is measured on
 // its own). Prints one CSV row per case with the simulated time next to its closed form.
 //
+// peak_rss_bytes is the process's high-water mark so far: run one case per process for a
+// per-case figure (benchmarks/results/network_bench.csv was made that way).
+//
 //   network_bench [case ...]   cases: alltoall-256, alltoall-1024, alltoall-1024-ecmp64,
 //                                     alltoall-1024-x4 (four in a row), ring-steps-1024,
 //                                     ring-streams-1024, hierarchical-16384 (default: all)
@@ -261,8 +264,8 @@ Result hierarchical(const std::string& name, int nodes) {
 int main(int argc, char** argv) {
   std::vector<std::string> cases(argv + 1, argv + argc);
   if (cases.empty())
-    cases = {"alltoall-256",     "alltoall-1024",   "alltoall-1024-ecmp64",
-             "alltoall-1024-x4", "ring-steps-1024", "ring-streams-1024"};
+    cases = {"alltoall-256",    "alltoall-1024",     "alltoall-1024-ecmp64", "alltoall-1024-x4",
+             "ring-steps-1024", "ring-streams-1024", "hierarchical-16384"};
   print_header();
   for (const std::string& c : cases) {
     if (c == "alltoall-1024") {
