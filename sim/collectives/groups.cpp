@@ -47,11 +47,18 @@ std::size_t uniform_host_block(const NetworkApi& net, std::span<const int> membe
 std::vector<std::vector<int>> ring_channels(const NetworkApi& net, std::span<const int> members) {
   const std::size_t g = uniform_host_block(net, members);
   if (g == 0) return {std::vector<int>(members.begin(), members.end())};
+  // Channel c starts host b's block at local rank (c - b) mod g and leaves it from the
+  // local rank before that, which is where the next host's block starts: consecutive
+  // hosts are joined by same-local-rank (same-rail) hops, as NCCL's ring search arranges
+  // on rail-optimised fabrics. Each host is still entered and left at a different local
+  // rank in every channel, so every NIC carries one channel.
   std::vector<std::vector<int>> rings(g);
   for (std::size_t c = 0; c < g; ++c) {
     rings[c].reserve(members.size());
-    for (std::size_t block = 0; block < members.size(); block += g)
-      for (std::size_t i = 0; i < g; ++i) rings[c].push_back(members[block + (c + i) % g]);
+    for (std::size_t block = 0, b = 0; block < members.size(); block += g, ++b) {
+      const std::size_t start = (c + g - b % g) % g;
+      for (std::size_t i = 0; i < g; ++i) rings[c].push_back(members[block + (start + i) % g]);
+    }
   }
   return rings;
 }

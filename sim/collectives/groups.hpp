@@ -16,8 +16,9 @@ std::vector<std::vector<int>> group_by_host(const NetworkApi& net, std::span<con
 
 // The rings of a ring collective, one per channel. When the communicator is blocks of
 // g > 1 consecutive ranks on distinct hosts (the usual layout), NCCL runs one channel
-// per GPU so that every NIC carries inter-node traffic; channel c enters each host at
-// its c-th local rank. Otherwise a single ring in communicator order.
+// per GPU so that every NIC carries inter-node traffic; channel c enters host b at local
+// rank (c - b) mod g and leaves it towards the same local rank of host b + 1 (a same-rail
+// hop). Otherwise a single ring in communicator order.
 std::vector<std::vector<int>> ring_channels(const NetworkApi& net, std::span<const int> members);
 
 struct PathStats {

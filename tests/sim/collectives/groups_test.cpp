@@ -23,9 +23,32 @@ TEST(Groups, OneRingPerLocalRankWhenHostsFormEqualBlocks) {
   const std::vector<int> members = {0, 1, 2, 3, 4, 5, 6, 7};
   const auto rings = ring_channels(net, members);
   ASSERT_EQ(rings.size(), 4u);
-  EXPECT_EQ(rings[0], members);
-  EXPECT_EQ(rings[1], (std::vector<int>{1, 2, 3, 0, 5, 6, 7, 4}));
-  EXPECT_EQ(rings[3], (std::vector<int>{3, 0, 1, 2, 7, 4, 5, 6}));
+  // Host 1's block starts where host 0's was left: the inter-host hop stays on one rail.
+  EXPECT_EQ(rings[0], (std::vector<int>{0, 1, 2, 3, 7, 4, 5, 6}));
+  EXPECT_EQ(rings[1], (std::vector<int>{1, 2, 3, 0, 4, 5, 6, 7}));
+  EXPECT_EQ(rings[3], (std::vector<int>{3, 0, 1, 2, 6, 7, 4, 5}));
+}
+
+TEST(Groups, ChannelsUseEveryNicOnceAndStayOnRailsBetweenHosts) {
+  Simulator sim;
+  const int g = 4, hosts = 8;
+  AnalyticNetwork net(sim, g * hosts, 1e-6, 1e9, g);
+  std::vector<int> members(g * hosts);
+  for (int r = 0; r < g * hosts; ++r) members[static_cast<std::size_t>(r)] = r;
+  const auto rings = ring_channels(net, members);
+  ASSERT_EQ(rings.size(), static_cast<std::size_t>(g));
+  std::vector<int> leaves_from(g * hosts, 0);
+  int cross_rail = 0;
+  for (const auto& ring : rings) {
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const int a = ring[i], b = ring[(i + 1) % ring.size()];
+      if (a / g == b / g) continue;
+      ++leaves_from[static_cast<std::size_t>(a)];
+      cross_rail += a % g != b % g;
+    }
+  }
+  for (int r = 0; r < g * hosts; ++r) EXPECT_EQ(leaves_from[static_cast<std::size_t>(r)], 1) << r;
+  EXPECT_EQ(cross_rail, 0);  // 8 hosts is a multiple of 4: even the wrap-around is same-rail
 }
 
 TEST(Groups, SingleRingOtherwise) {
