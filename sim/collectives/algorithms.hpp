@@ -35,7 +35,4 @@ Phase all_pairs_phase(std::span<const int> members, std::uint64_t bytes,
 Plan hierarchical_plan(const NetworkApi& net, const CollectiveRequest& req,
                        const CollectiveTuning& tuning);
 
-// Adds `phase` to `plan` unless it moves nothing.
-void append_phase(Plan& plan, Phase phase);
-
 }  // namespace overlapsim::sim::detail

@@ -60,6 +60,11 @@ void run_plan(NetworkApi& net, Plan plan, std::function<void()> on_done) {
   net.simulator().schedule(start_delay_s, [runner] { runner->next(); });
 }
 
+void append_phase(Plan& plan, Phase phase) {
+  if (phase.transfers.empty() || phase.repeat <= 0) return;
+  plan.phases.push_back(std::move(phase));
+}
+
 Phase merge_concurrent(std::vector<Phase> parts) {
   Phase merged;
   if (parts.empty()) return merged;

@@ -30,6 +30,9 @@ struct Plan {
 // Runs the plan from net.simulator().now(); on_done runs once after the last phase.
 void run_plan(NetworkApi& net, Plan plan, std::function<void()> on_done);
 
+// Adds `phase` to `plan` unless it moves nothing.
+void append_phase(Plan& plan, Phase phase);
+
 // Merges phases that run at the same time (e.g. one intra-node ring per host) into one:
 // transfers are concatenated, the delay is the largest. All must share `repeat`.
 Phase merge_concurrent(std::vector<Phase> parts);

@@ -13,10 +13,6 @@
 #include "sim/collectives/groups.hpp"
 
 namespace overlapsim::sim::detail {
-void append_phase(Plan& plan, Phase phase) {
-  if (phase.transfers.empty() || phase.repeat <= 0) return;
-  plan.phases.push_back(std::move(phase));
-}
 
 Phase ring_phase(const NetworkApi& net, std::span<const int> members, int steps,
                  std::uint64_t share_bytes, const CollectiveTuning& tuning) {
