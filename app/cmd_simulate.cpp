@@ -1,6 +1,7 @@
 // `overlapsim simulate`: one training step of a model on a cluster, under each requested
 // overlap design; prints a breakdown table or the JSON of the CLI contract, and writes a
 // Perfetto trace on request. Semantics and output fields: docs/simulate.md.
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -8,14 +9,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
 #include "calibration/profile.hpp"
@@ -120,7 +119,8 @@ void infer_representatives(sim::StepGraph& step) {
   std::vector<int> rep(static_cast<std::size_t>(step.world_size), -1);
   const sim::CommGroup* primary = nullptr;
   for (const auto& g : step.groups)
-    if (g.family == "pp" && std::find(g.ranks.begin(), g.ranks.end(), simulated.front()) != g.ranks.end())
+    if (g.family == "pp" &&
+        std::find(g.ranks.begin(), g.ranks.end(), simulated.front()) != g.ranks.end())
       primary = &g;
   if (primary) {
     for (const auto& g : step.groups)
@@ -182,10 +182,10 @@ Outcome simulate(const SimulateOptions& o) {
   std::string profile_path = o.profile;
   if (profile_path.empty() && out.cluster.gpu) profile_path = out.cluster.gpu->profile_path;
   if (profile_path.empty())
-    throw config::ConfigError(fmt::format(
-        "{}: gpu.profile: missing (expected a profile path such as "
-        "calibration/profiles/datasheet-h200.yaml, or pass --profile)",
-        out.cluster.file));
+    throw config::ConfigError(
+        fmt::format("{}: gpu.profile: missing (expected a profile path such as "
+                    "calibration/profiles/datasheet-h200.yaml, or pass --profile)",
+                    out.cluster.file));
   out.profile = calibration::load_profile(profile_path);
   const auto peak = out.profile.compute.peak_flops_per_s.find(out.model.training.precision);
   if (peak == out.profile.compute.peak_flops_per_s.end())
@@ -231,18 +231,17 @@ Outcome simulate(const SimulateOptions& o) {
     if (!o.trace.empty()) {
       run.trace_file = designs.size() == 1 ? o.trace : fmt::format("{}.{}.json", o.trace, name);
       config::write_file_atomic(
-          run.trace_file,
-          sim::chrome_trace_json(executor.timeline(), run.result,
-                                 fmt::format("{} on {} ({})", out.step.workload, out.cluster.name,
-                                             name)));
+          run.trace_file, sim::chrome_trace_json(executor.timeline(), run.result,
+                                                 fmt::format("{} on {} ({})", out.step.workload,
+                                                             out.cluster.name, name)));
     }
     out.runs.push_back(std::move(run));
   }
   out.peak_rss_bytes = o.no_timing ? 0 : peak_rss_bytes();
-  out.wall_s = o.no_timing ? 0
-                           : std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                           wall_start)
-                                 .count();
+  out.wall_s =
+      o.no_timing
+          ? 0
+          : std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return out;
 }
 
@@ -317,34 +316,34 @@ std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
 std::string to_table(const Outcome& o) {
   const auto& p = o.model.parallelism;
   std::string t = fmt::format("{} on {}: {} GPUs, tp {} pp {} dp {} cp {} ep {}, {}\n",
-                              o.step.workload, o.cluster.name, o.step.world_size, p.tp, p.pp,
-                              p.dp, p.cp, p.ep, sim::to_string(o.model.training.precision));
+                              o.step.workload, o.cluster.name, o.step.world_size, p.tp, p.pp, p.dp,
+                              p.cp, p.ep, sim::to_string(o.model.training.precision));
   t += fmt::format("profile {} ({}): numbers {}\n", o.profile.name, o.profile.path,
                    o.profile.source_kinds());
   int stands_for = 0;
   for (const auto& r : o.step.ranks) stands_for += r.multiplicity;
   t += fmt::format("simulated {} ranks standing for {}; folded ranks' traffic as background: {}\n",
                    o.step.ranks.size(), stands_for, o.background_images ? "yes" : "no");
-  t += fmt::format("{:<11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>7} {:>13} {:>9} {:>8}\n",
-                   "design", "step ms", "compute ms", "exposed ms", "bubble ms", "hidden ms",
-                   "MFU", o.step.throughput_unit + "/s", "events", "wall s");
+  t += fmt::format("{:<11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>7} {:>13} {:>9} {:>8}\n", "design",
+                   "step ms", "compute ms", "exposed ms", "bubble ms", "hidden ms", "MFU",
+                   o.step.throughput_unit + "/s", "events", "wall s");
   for (const auto& run : o.runs) {
     const sim::StepResult& r = run.result;
-    t += fmt::format("{:<11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>6.1f}% {:>13.4g} {:>9} {:>8.3f}\n",
-                     r.design, ms(r.step_time_s), ms(r.compute_s), ms(r.exposed_comm_s),
-                     ms(r.bubble_s), ms(r.overlapped_comm_s), 100 * mfu(o, r),
-                     o.step.tokens_per_step / r.step_time_s, r.events, r.sim_wall_s);
+    t += fmt::format(
+        "{:<11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>6.1f}% {:>13.4g} {:>9} {:>8.3f}\n", r.design,
+        ms(r.step_time_s), ms(r.compute_s), ms(r.exposed_comm_s), ms(r.bubble_s),
+        ms(r.overlapped_comm_s), 100 * mfu(o, r), o.step.tokens_per_step / r.step_time_s, r.events,
+        r.sim_wall_s);
   }
   t += fmt::format(
       "breakdown of the slowest rank (rank {}): step = compute + exposed communication + "
       "bubble; hidden = communication under compute\n",
       o.runs.empty() ? 0 : o.runs.front().result.critical_rank);
-  t += fmt::format("model FLOPs per step {:.4g}, peak {} {:.1f} TFLOP/s per GPU ({})\n",
-                   o.step.flops_per_step, sim::to_string(o.model.training.precision),
-                   o.peak_flops_per_s / 1e12,
-                   sim::to_string(o.profile.compute.peak_flops_per_s
-                                      .at(o.model.training.precision)
-                                      .source.kind));
+  t += fmt::format(
+      "model FLOPs per step {:.4g}, peak {} {:.1f} TFLOP/s per GPU ({})\n", o.step.flops_per_step,
+      sim::to_string(o.model.training.precision), o.peak_flops_per_s / 1e12,
+      sim::to_string(
+          o.profile.compute.peak_flops_per_s.at(o.model.training.precision).source.kind));
   std::vector<std::string> missing;
   for (const auto& d : sim::design_names())
     if (!make_design(d)) missing.push_back(d);
@@ -368,8 +367,8 @@ void add_simulate_command(CLI::App& app, Runner& selected) {
   sub->add_option("-c,--cluster", opts->cluster, "cluster YAML")->capture_default_str();
   sub->add_option("--profile", opts->profile,
                   "device profile YAML (default: the one the cluster file names)");
-  sub->add_option("--design", opts->design,
-                  "sequential|decomposed|tilewise|fused|shaped|all")->capture_default_str();
+  sub->add_option("--design", opts->design, "sequential|decomposed|tilewise|fused|shaped|all")
+      ->capture_default_str();
   sub->add_option("--trace", opts->trace,
                   "write a Chrome/Perfetto trace JSON (with several designs: FILE.<design>.json)");
   sub->add_option("--trace-ranks", opts->trace_ranks,

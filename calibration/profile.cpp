@@ -1,9 +1,9 @@
 #include "calibration/profile.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "config/units.hpp"
 
@@ -29,11 +29,16 @@ Unit unit_of_key(const std::string& key) {
 
 double parse_value(const ConfigNode& node, Unit unit) {
   switch (unit) {
-    case Unit::Seconds: return node.as_duration_s();
-    case Unit::Bytes: return static_cast<double>(node.as_bytes());
-    case Unit::Bps: return node.as_bandwidth_Bps();
-    case Unit::FlopsPerS: return node.as_flops_per_s();
-    case Unit::Plain: return node.as_double();
+    case Unit::Seconds:
+      return node.as_duration_s();
+    case Unit::Bytes:
+      return static_cast<double>(node.as_bytes());
+    case Unit::Bps:
+      return node.as_bandwidth_Bps();
+    case Unit::FlopsPerS:
+      return node.as_flops_per_s();
+    case Unit::Plain:
+      return node.as_double();
   }
   return 0;
 }
@@ -68,7 +73,8 @@ sim::Provenance parse_provenance(const ConfigNode& node) {
 sim::Sourced parse_sourced(const ConfigNode& parent, const std::string& key, Unit unit) {
   ConfigNode node = parent.child(key);
   if (!node.is_map())
-    node.fail("expected a map {value: ..., source: measured|datasheet|paper|assumed, citation: ...}");
+    node.fail(
+        "expected a map {value: ..., source: measured|datasheet|paper|assumed, citation: ...}");
   node.check_keys(with_source_keys({"value"}));
   sim::Sourced s;
   s.value = parse_value(node.child("value"), unit);
@@ -89,8 +95,8 @@ Precision parse_precision(const ConfigNode& node, const std::string& text) {
 }
 
 // A list of [x, y] pairs with x strictly increasing (and > 0 when `log_x`).
-std::vector<std::pair<double, double>> parse_points(const ConfigNode& node, Unit x_unit,
-                                                    bool log_x, double y_min, double y_max,
+std::vector<std::pair<double, double>> parse_points(const ConfigNode& node, Unit x_unit, bool log_x,
+                                                    double y_min, double y_max,
                                                     const char* y_expected) {
   if (!node.is_sequence() || node.size() == 0)
     node.fail("expected a non-empty list of [x, y] points");
@@ -103,7 +109,8 @@ std::vector<std::pair<double, double>> parse_points(const ConfigNode& node, Unit
     if (log_x && !(x > 0)) pt.at(0).fail(fmt::format("{} is not positive (expected x > 0)", x));
     if (!out.empty() && !(x > out.back().first))
       pt.at(0).fail(fmt::format("{} does not increase (expected x values in increasing order)", x));
-    if (!(y >= y_min && y <= y_max)) pt.at(1).fail(fmt::format("{} out of range (expected {})", y, y_expected));
+    if (!(y >= y_min && y <= y_max))
+      pt.at(1).fail(fmt::format("{} out of range (expected {})", y, y_expected));
     out.emplace_back(x, y);
   }
   return out;
@@ -113,7 +120,8 @@ std::vector<std::pair<double, double>> parse_points(const ConfigNode& node, Unit
 sim::LogCurve parse_efficiency(const ConfigNode& parent, const std::string& key,
                                const std::string& over) {
   ConfigNode node = parent.child(key);
-  if (!node.is_map()) node.fail("expected a map {over: ..., points: [[x, efficiency], ...], source: ...}");
+  if (!node.is_map())
+    node.fail("expected a map {over: ..., points: [[x, efficiency], ...], source: ...}");
   node.check_keys(with_source_keys({"over", "points"}));
   node.get_enum("over", {over});
   sim::LogCurve c;
@@ -147,8 +155,9 @@ sim::GemmTable parse_gemm_table(const ConfigNode& node) {
 }
 
 sim::ComputeProfile parse_compute(const ConfigNode& node) {
-  node.check_keys(std::vector<std::string>{"peak_flops_per_s", "memory_bandwidth_Bps", "memory_capacity_bytes",
-                   "launch_overhead_s", "efficiency", "gemm_tables"});
+  node.check_keys(std::vector<std::string>{"peak_flops_per_s", "memory_bandwidth_Bps",
+                                           "memory_capacity_bytes", "launch_overhead_s",
+                                           "efficiency", "gemm_tables"});
   sim::ComputeProfile c;
   ConfigNode peaks = node.child("peak_flops_per_s");
   if (!peaks.is_map() || peaks.size() == 0)
@@ -162,15 +171,16 @@ sim::ComputeProfile parse_compute(const ConfigNode& node) {
   c.launch_overhead_s = parse_sourced(node, "launch_overhead_s");
 
   ConfigNode eff = node.child("efficiency");
-  eff.check_keys(std::vector<std::string>{"gemm", "attention_forward", "attention_backward", "memory", "embedding"});
+  eff.check_keys(std::vector<std::string>{"gemm", "attention_forward", "attention_backward",
+                                          "memory", "embedding"});
   ConfigNode gemm = eff.child("gemm");
   if (!gemm.is_map() || gemm.size() == 0)
     gemm.fail("expected a map of precision -> {over: flops, points, source, citation}");
   for (const auto& key : gemm.keys()) {
     const Precision p = parse_precision(gemm, key);
     if (!c.peak_flops_per_s.count(p))
-      gemm.fail_key(key, fmt::format("no peak rate for {} (expected compute.peak_flops_per_s.{})",
-                                     key, key));
+      gemm.fail_key(
+          key, fmt::format("no peak rate for {} (expected compute.peak_flops_per_s.{})", key, key));
     c.gemm_efficiency[p] = parse_efficiency(gemm, key, "flops");
   }
   c.attention_forward_efficiency = parse_efficiency(eff, "attention_forward", "flops");
@@ -193,9 +203,8 @@ sim::CollectiveProfile parse_collectives(const ConfigNode& node) {
     ConfigNode c = node.at(i);
     c.check_keys(with_source_keys({"op", "algorithm", "scope", "ranks", "ctas", "segments"}));
     sim::CollectiveCurve curve;
-    curve.op = *sim::parse_collective_op(
-        c.get_enum("op", {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast",
-                          "sendrecv"}));
+    curve.op = *sim::parse_collective_op(c.get_enum(
+        "op", {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"}));
     curve.algo = *sim::parse_algorithm(
         c.get_enum("algorithm", {"ring", "tree", "hierarchical", "direct", "auto"}));
     curve.scope = *sim::parse_comm_scope(c.get_enum("scope", {"intra_node", "inter_node"}));
@@ -230,16 +239,18 @@ std::vector<sim::InterferenceCurve> parse_interference_list(const ConfigNode& no
                                                             const std::vector<std::string>& victims,
                                                             const char* x_expected) {
   std::vector<sim::InterferenceCurve> out;
-  if (!node.is_sequence()) node.fail("expected a list of {victim, points, source, citation} (or [])");
+  if (!node.is_sequence())
+    node.fail("expected a list of {victim, points, source, citation} (or [])");
   for (std::size_t i = 0; i < node.size(); ++i) {
     ConfigNode c = node.at(i);
     c.check_keys(with_source_keys({"victim", "points"}));
     sim::InterferenceCurve curve;
     curve.victim = c.get_enum("victim", victims);
-    curve.points = parse_points(c.child("points"), Unit::Plain, false, 1.0, 1e6,
-                                "a slowdown factor >= 1");
+    curve.points =
+        parse_points(c.child("points"), Unit::Plain, false, 1.0, 1e6, "a slowdown factor >= 1");
     for (const auto& [x, y] : curve.points)
-      if (x < 0) c.child("points").fail(fmt::format("x = {} is negative (expected {})", x, x_expected));
+      if (x < 0)
+        c.child("points").fail(fmt::format("x = {} is negative (expected {})", x, x_expected));
     curve.source = parse_provenance(c);
     out.push_back(std::move(curve));
   }
@@ -272,7 +283,8 @@ sim::DesignParams parse_designs(const ConfigNode& node) {
 }
 
 sim::DeviceInfo parse_device(const ConfigNode& node) {
-  node.check_keys(std::vector<std::string>{"name", "sms", "driver", "cuda", "nccl", "date", "host", "source", "citation"});
+  node.check_keys(std::vector<std::string>{"name", "sms", "driver", "cuda", "nccl", "date", "host",
+                                           "source", "citation"});
   sim::DeviceInfo d;
   d.name = node.get_string("name");
   d.sms = static_cast<int>(node.get_positive_int("sms"));
@@ -294,8 +306,10 @@ const std::vector<config::ParamDoc>& profile_params() {
        "", ""},
       {"description", "one line saying what the profile is", "\"\"", ""},
       {"device", "name, sms, driver, cuda, nccl, date, host, source, citation", "", ""},
-      {"compute", "peak_flops_per_s, memory_bandwidth_Bps, memory_capacity_bytes, "
-                  "launch_overhead_s, efficiency, gemm_tables", "", ""},
+      {"compute",
+       "peak_flops_per_s, memory_bandwidth_Bps, memory_capacity_bytes, "
+       "launch_overhead_s, efficiency, gemm_tables",
+       "", ""},
       {"collectives", "list of {op, algorithm, scope, ranks, ctas, segments, source}", "[]", ""},
       {"interference", "compute_under_comm, comm_under_compute", "{}", ""},
       {"designs", "design -> parameter -> {value, source, citation}", "{}", ""},

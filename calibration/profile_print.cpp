@@ -1,8 +1,8 @@
 // format_profile: the loaded cost model as a table (NCCL prints its tuning table the same way).
+#include <fmt/format.h>
+
 #include <string>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "calibration/profile.hpp"
 #include "config/units.hpp"
@@ -35,13 +35,17 @@ void line(std::string& out, const std::string& what, const std::string& value,
 
 std::string format_profile(const sim::Profile& p) {
   const sim::ComputeProfile& c = p.compute;
-  std::string out = fmt::format("profile {} ({}): {}, {} SMs\n", p.name, p.path, p.device.name,
-                                p.device.sms);
+  std::string out =
+      fmt::format("profile {} ({}): {}, {} SMs\n", p.name, p.path, p.device.name, p.device.sms);
   std::string provenance;
   for (const auto& [label, value] :
-       {std::pair<const char*, const std::string&>{"host", p.device.host}, {"date", p.device.date},
-        {"driver", p.device.driver}, {"CUDA", p.device.cuda}, {"NCCL", p.device.nccl}})
-    if (!value.empty()) provenance += fmt::format("{}{} {}", provenance.empty() ? "" : ", ", label, value);
+       {std::pair<const char*, const std::string&>{"host", p.device.host},
+        {"date", p.device.date},
+        {"driver", p.device.driver},
+        {"CUDA", p.device.cuda},
+        {"NCCL", p.device.nccl}})
+    if (!value.empty())
+      provenance += fmt::format("{}{} {}", provenance.empty() ? "" : ", ", label, value);
   if (!provenance.empty()) out += fmt::format("device measured at: {}\n", provenance);
   out += fmt::format("numbers: {}\n", p.source_kinds());
   out += "compute\n";
@@ -85,7 +89,8 @@ std::string format_profile(const sim::Profile& p) {
   for (const auto* list : {&p.interference.compute_under_comm, &p.interference.comm_under_compute})
     for (const auto& ic : *list) {
       std::string pts;
-      for (const auto& [x, y] : ic.points) pts += fmt::format("{}{:g}:{:.3f}", pts.empty() ? "" : "  ", x, y);
+      for (const auto& [x, y] : ic.points)
+        pts += fmt::format("{}{:g}:{:.3f}", pts.empty() ? "" : "  ", x, y);
       line(out, fmt::format("{} slowdown", ic.victim), pts, ic.source);
     }
   out += "designs\n";

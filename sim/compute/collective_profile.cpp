@@ -28,7 +28,9 @@ const CollectiveCurve* CollectiveProfile::find(CollectiveOp op, Algorithm algo, 
   for (const auto& c : curves) {
     if (c.op != op || c.algo != algo || c.scope != scope) continue;
     // Lower is better: exact rank/CTA matches first, then "any", then the nearest measured.
-    const long rank_score = c.ranks == ranks ? 0 : c.ranks == 0 ? 1 : 2 + std::labs(c.ranks - ranks);
+    const long rank_score = c.ranks == ranks ? 0
+                            : c.ranks == 0   ? 1
+                                             : 2 + std::labs(c.ranks - ranks);
     const long cta_score = c.ctas == ctas ? 0 : c.ctas == 0 ? 1 : 2 + std::labs(c.ctas - ctas);
     const long score = rank_score * 100000 + cta_score;
     if (!best || score < best_score) {

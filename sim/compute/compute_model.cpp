@@ -1,9 +1,9 @@
 #include "sim/compute/compute_model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace overlapsim::sim {
 
@@ -34,8 +34,8 @@ double ComputeModel::op_bytes(const OpNode& op) {
 double ComputeModel::peak(const OpNode& op, Precision p) const {
   auto it = profile_.peak_flops_per_s.find(p);
   if (it == profile_.peak_flops_per_s.end())
-    throw std::invalid_argument(fmt::format("op '{}': the profile has no {} peak rate", op.name,
-                                            to_string(p)));
+    throw std::invalid_argument(
+        fmt::format("op '{}': the profile has no {} peak rate", op.name, to_string(p)));
   return it->second.value;
 }
 
@@ -65,8 +65,8 @@ OpCost ComputeModel::cost(const OpNode& op) const {
         }
         auto curve = profile_.gemm_efficiency.find(op.precision);
         if (curve == profile_.gemm_efficiency.end())
-          throw std::invalid_argument(fmt::format(
-              "op '{}': the profile has no {} GEMM efficiency", op.name, to_string(op.precision)));
+          throw std::invalid_argument(fmt::format("op '{}': the profile has no {} GEMM efficiency",
+                                                  op.name, to_string(op.precision)));
         c.compute_s = flops / (peak(op, op.precision) * curve->second.at(flops));
         break;
       }

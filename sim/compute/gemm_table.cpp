@@ -1,10 +1,10 @@
 #include "sim/compute/gemm_table.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <stdexcept>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace overlapsim::sim {
 namespace {

@@ -38,8 +38,8 @@ std::string Profile::source_kinds() const {
   bool seen[4] = {false, false, false, false};
   for (const auto& e : sources()) seen[static_cast<int>(e.source.kind)] = true;
   std::string out;
-  for (SourceKind k : {SourceKind::Measured, SourceKind::Datasheet, SourceKind::Paper,
-                       SourceKind::Assumed}) {
+  for (SourceKind k :
+       {SourceKind::Measured, SourceKind::Datasheet, SourceKind::Paper, SourceKind::Assumed}) {
     if (!seen[static_cast<int>(k)]) continue;
     if (!out.empty()) out += '+';
     out += to_string(k);

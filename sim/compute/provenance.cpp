@@ -4,10 +4,14 @@ namespace overlapsim::sim {
 
 const char* to_string(SourceKind kind) {
   switch (kind) {
-    case SourceKind::Measured: return "measured";
-    case SourceKind::Datasheet: return "datasheet";
-    case SourceKind::Paper: return "paper";
-    case SourceKind::Assumed: return "assumed";
+    case SourceKind::Measured:
+      return "measured";
+    case SourceKind::Datasheet:
+      return "datasheet";
+    case SourceKind::Paper:
+      return "paper";
+    case SourceKind::Assumed:
+      return "assumed";
   }
   return "?";
 }

@@ -2,9 +2,9 @@
 // Where a number of a profile comes from. Every number the simulator uses is measured
 // (with the fit error against its measurements) or cited (a datasheet or paper named),
 // and outputs say which kind they used.
+#include <optional>
 #include <string>
 #include <string_view>
-#include <optional>
 
 namespace overlapsim::sim {
 

@@ -1,12 +1,12 @@
 #include "sim/exec/group_plan.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace overlapsim::sim {
 
@@ -17,7 +17,8 @@ GroupPlans plan_groups(const StepGraph& step, const NetworkApi& net, BackgroundI
   for (std::size_t p = 0; p < step.ranks.size(); ++p) {
     const int r = step.ranks[p].rank;
     if (r < 0 || r >= world)
-      throw std::invalid_argument(fmt::format("step: simulated rank {} outside world size {}", r, world));
+      throw std::invalid_argument(
+          fmt::format("step: simulated rank {} outside world size {}", r, world));
     if (plans.program_of_rank[r] != -1)
       throw std::invalid_argument(fmt::format("step: rank {} is simulated twice", r));
     plans.program_of_rank[r] = static_cast<int>(p);
@@ -33,7 +34,8 @@ GroupPlans plan_groups(const StepGraph& step, const NetworkApi& net, BackgroundI
         throw std::invalid_argument(
             fmt::format("step: group {} ({}) has rank {} outside world size {}", g,
                         step.groups[g].family, r, world));
-      if (plans.program_of_rank[r] >= 0) plans.groups[g].simulated.push_back(plans.program_of_rank[r]);
+      if (plans.program_of_rank[r] >= 0)
+        plans.groups[g].simulated.push_back(plans.program_of_rank[r]);
     }
 
   if (mode == BackgroundImages::None || step.representative.empty()) return plans;

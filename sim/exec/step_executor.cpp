@@ -1,5 +1,7 @@
 #include "sim/exec/step_executor.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -9,8 +11,6 @@
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "sim/exec/intervals.hpp"
 
@@ -152,18 +152,20 @@ void StepExecutor::Impl::prepare() {
           fmt::format("step: the graph of rank {} has a dependency cycle", ps.program->rank));
     for (std::size_t v = 0; v < n; ++v) {
       const OpNode& node = g[v];
-      if ((node.kind == OpKind::Collective || (node.kind == OpKind::SendRecv && node.comm_group >= 0)) &&
+      if ((node.kind == OpKind::Collective ||
+           (node.kind == OpKind::SendRecv && node.comm_group >= 0)) &&
           (node.comm_group < -1 || node.comm_group >= static_cast<int>(step.groups.size())))
         throw std::invalid_argument(fmt::format("step: rank {} op '{}' names group {} of {}",
                                                 ps.program->rank, node.name, node.comm_group,
                                                 step.groups.size()));
       if (node.kind == OpKind::Collective && node.comm_group < 0)
-        throw std::invalid_argument(fmt::format("step: rank {} collective '{}' has no group",
-                                                ps.program->rank, node.name));
+        throw std::invalid_argument(
+            fmt::format("step: rank {} collective '{}' has no group", ps.program->rank, node.name));
       if (node.kind == OpKind::SendRecv &&
           (node.peer_rank < 0 || node.peer_rank >= step.world_size))
-        throw std::invalid_argument(fmt::format("step: rank {} op '{}' has peer {} outside the world",
-                                                ps.program->rank, node.name, node.peer_rank));
+        throw std::invalid_argument(
+            fmt::format("step: rank {} op '{}' has peer {} outside the world", ps.program->rank,
+                        node.name, node.peer_rank));
     }
   }
 }
@@ -273,8 +275,9 @@ void StepExecutor::Impl::run_comm(int p, OpVertex v) {
   const int g = node.comm_group;
   const auto& members = plans.groups[g].simulated;
   if (std::find(members.begin(), members.end(), p) == members.end())
-    throw std::invalid_argument(fmt::format("step: rank {} op '{}' uses group {} ({}) without being in it",
-                                            ps.program->rank, node.name, g, step.groups[g].family));
+    throw std::invalid_argument(
+        fmt::format("step: rank {} op '{}' uses group {} ({}) without being in it",
+                    ps.program->rank, node.name, g, step.groups[g].family));
   const int k = ps.collectives_issued[g]++;
   const std::uint64_t key = (static_cast<std::uint64_t>(g) << 32) | static_cast<std::uint32_t>(k);
   Rendezvous& rv = pending_collectives[key];
@@ -366,7 +369,8 @@ void StepExecutor::Impl::launch_p2p(const P2pMatch& m) {
   programs[m.recv_program].ops[m.recv_op].launch_s = now();
   ++collectives;
   // The sender's real transfer, and the receiver's if folding made them differ.
-  std::vector<std::pair<int, int>> transfers = {{programs[m.send_program].program->rank, send.peer_rank}};
+  std::vector<std::pair<int, int>> transfers = {
+      {programs[m.send_program].program->rank, send.peer_rank}};
   const std::pair<int, int> recv_side = {recv.peer_rank, programs[m.recv_program].program->rank};
   if (recv_side != transfers.front()) transfers.push_back(recv_side);
   auto left = std::make_shared<int>(static_cast<int>(transfers.size()));
@@ -524,7 +528,8 @@ void StepExecutor::Impl::report_stuck() const {
       ++shown;
     }
   }
-  if (shown == 0) msg += " no op is waiting at a rendezvous (the network never completed a transfer)";
+  if (shown == 0)
+    msg += " no op is waiting at a rendezvous (the network never completed a transfer)";
   throw std::runtime_error(msg);
 }
 

@@ -8,16 +8,16 @@ namespace overlapsim::sim {
 
 // The compute stream's time splits exactly into compute_s + exposed_comm_s + bubble_s.
 struct RankResult {
-  int rank = 0;          // global rank of the simulated program
-  int multiplicity = 1;  // ranks it stands for
-  double step_time_s = 0;       // when its last op finished (every rank starts at 0)
-  double compute_s = 0;         // busy time of the compute stream
-  double exposed_comm_s = 0;    // compute idle while communication it waits on was moving
-                                // data (or queued behind other communication)
-  double bubble_s = 0;          // compute idle while waiting for another rank to reach a
-                                // collective or send (pipeline bubbles, stragglers)
-  double comm_s = 0;            // time any communication of this rank was moving data
-  double overlapped_comm_s = 0; // part of comm_s hidden under compute
+  int rank = 0;                  // global rank of the simulated program
+  int multiplicity = 1;          // ranks it stands for
+  double step_time_s = 0;        // when its last op finished (every rank starts at 0)
+  double compute_s = 0;          // busy time of the compute stream
+  double exposed_comm_s = 0;     // compute idle while communication it waits on was moving
+                                 // data (or queued behind other communication)
+  double bubble_s = 0;           // compute idle while waiting for another rank to reach a
+                                 // collective or send (pipeline bubbles, stragglers)
+  double comm_s = 0;             // time any communication of this rank was moving data
+  double overlapped_comm_s = 0;  // part of comm_s hidden under compute
 };
 
 struct StepResult {
@@ -29,10 +29,10 @@ struct StepResult {
   double bubble_s = 0;
   double comm_s = 0;
   double overlapped_comm_s = 0;
-  std::uint64_t events = 0;               // discrete events the engine processed
-  std::uint64_t collectives = 0;          // collectives and sends launched for simulated ranks
+  std::uint64_t events = 0;                  // discrete events the engine processed
+  std::uint64_t collectives = 0;             // collectives and sends launched for simulated ranks
   std::uint64_t background_collectives = 0;  // symmetric images launched for folded ranks
-  double sim_wall_s = 0;                  // wall-clock seconds the simulation took
+  double sim_wall_s = 0;                     // wall-clock seconds the simulation took
   std::vector<RankResult> ranks;
 };
 

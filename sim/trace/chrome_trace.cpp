@@ -1,10 +1,10 @@
 #include "sim/trace/chrome_trace.hpp"
 
+#include <fmt/format.h>
+
 #include <map>
 #include <set>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace overlapsim::sim {
 namespace {
@@ -24,11 +24,21 @@ std::string json_escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20)
           out += fmt::format("\\u{:04x}", static_cast<int>(static_cast<unsigned char>(c)));
@@ -51,9 +61,9 @@ std::string chrome_trace_json(const Timeline& timeline, const StepResult& result
     const int m = multiplicity.count(rank) ? multiplicity[rank] : 1;
     const std::string label = m > 1 ? fmt::format("rank {} (stands for {} ranks)", rank, m)
                                     : fmt::format("rank {}", rank);
-    events.push_back(fmt::format(
-        R"({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"{}"}}}})", pid_of(rank),
-        json_escape(label)));
+    events.push_back(
+        fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"{}"}}}})",
+                    pid_of(rank), json_escape(label)));
     events.push_back(fmt::format(
         R"({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})",
         pid_of(rank), pid_of(rank)));
@@ -61,7 +71,7 @@ std::string chrome_trace_json(const Timeline& timeline, const StepResult& result
 
   // Slices, each on the first lane of its stream that is free at its start.
   std::map<std::pair<int, int>, std::vector<double>> lane_end;  // (rank, stream) -> lanes
-  std::set<std::pair<int, int>> named;                           // (pid, tid) with a name
+  std::set<std::pair<int, int>> named;                          // (pid, tid) with a name
   std::vector<std::string> slices;
   for (const auto& op : timeline.ops) {
     const int stream = static_cast<int>(op.stream);
@@ -72,8 +82,8 @@ std::string chrome_trace_json(const Timeline& timeline, const StepResult& result
     lanes[lane] = op.end_s;
     const int tid = stream * kLanesPerStream + static_cast<int>(lane);
     if (named.insert({pid_of(op.rank), tid}).second) {
-      const std::string thread = lane == 0 ? to_string(op.stream)
-                                           : fmt::format("{} #{}", to_string(op.stream), lane + 1);
+      const std::string thread =
+          lane == 0 ? to_string(op.stream) : fmt::format("{} #{}", to_string(op.stream), lane + 1);
       events.push_back(fmt::format(
           R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})",
           pid_of(op.rank), tid, json_escape(thread)));
@@ -82,13 +92,13 @@ std::string chrome_trace_json(const Timeline& timeline, const StepResult& result
           pid_of(op.rank), tid, tid));
     }
     const bool comm = op.kind == OpKind::Collective || op.kind == OpKind::SendRecv;
-    std::string args =
-        comm ? fmt::format(R"("bytes":{},"waited_us":{})", op.bytes, micros(op.start_s - op.ready_s))
-             : fmt::format(R"("flops":{:.6g},"bytes":{})", op.flops, op.bytes);
+    std::string args = comm ? fmt::format(R"("bytes":{},"waited_us":{})", op.bytes,
+                                          micros(op.start_s - op.ready_s))
+                            : fmt::format(R"("flops":{:.6g},"bytes":{})", op.flops, op.bytes);
     slices.push_back(fmt::format(
         R"({{"name":"{}","cat":"{}","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{{{}}}}})",
-        json_escape(op.name), to_string(op.kind), micros(op.start_s),
-        micros(op.end_s - op.start_s), pid_of(op.rank), tid, args));
+        json_escape(op.name), to_string(op.kind), micros(op.start_s), micros(op.end_s - op.start_s),
+        pid_of(op.rank), tid, args));
   }
 
   // Link-class counters: bandwidth carried between consecutive samples.

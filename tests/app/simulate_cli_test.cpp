@@ -1,20 +1,18 @@
 // `overlapsim simulate` end to end: the built binary on a tiny model and a 2-node cluster.
 // Folding on and off give the same step, output is byte-identical across runs, the trace
 // parses with the expected tracks, and bad input exits 2 with one line, writing nothing.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -22,8 +20,8 @@ namespace fs = std::filesystem;
 
 const std::string kBin = OVERLAPSIM_BIN;
 const std::string kRoot = OVERLAPSIM_SOURCE_DIR;
-const std::string kTiny = "-w " + kRoot + "/tests/app/data/tiny-gpt.yaml -c " + kRoot +
-                          "/tests/app/data/tiny-2node.yaml";
+const std::string kTiny =
+    "-w " + kRoot + "/tests/app/data/tiny-gpt.yaml -c " + kRoot + "/tests/app/data/tiny-2node.yaml";
 
 struct CliRun {
   int exit_code = -1;
@@ -75,8 +73,8 @@ TEST_F(SimulateCli, JsonHasTheContractFields) {
   ASSERT_EQ(j["designs"].size(), 1u);
   const auto& d = j["designs"][0];
   EXPECT_EQ(d["design"], "sequential");
-  for (const char* key : {"step_time_s", "compute_s", "exposed_comm_s", "overlapped_comm_s",
-                          "events", "sim_wall_s"})
+  for (const char* key :
+       {"step_time_s", "compute_s", "exposed_comm_s", "overlapped_comm_s", "events", "sim_wall_s"})
     EXPECT_TRUE(d.contains(key)) << key;
   EXPECT_GT(d["step_time_s"].get<double>(), 0);
   EXPECT_NEAR(d["compute_s"].get<double>() + d["exposed_comm_s"].get<double>() +
@@ -131,8 +129,8 @@ TEST_F(SimulateCli, BadInputExitsTwoWithOneLineAndWritesNothing) {
   const std::string write = " -o " + out.string();
   for (const std::string& args : std::vector<std::string>{
            kTiny + " --design magic", kTiny + " --design tilewise", kTiny + " --format xml",
-        kTiny + " --images some", kTiny + " --profile /nonexistent/profile.yaml",
-        kTiny + " --tp 3", std::string("-w /nonexistent/model.yaml")}) {
+           kTiny + " --images some", kTiny + " --profile /nonexistent/profile.yaml",
+           kTiny + " --tp 3", std::string("-w /nonexistent/model.yaml")}) {
     const CliRun r = run(args + write);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << args << ": " << r.err;  // one line

@@ -1,8 +1,8 @@
 #include "calibration/profile.hpp"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "config/error.hpp"
 
@@ -88,7 +88,8 @@ TEST(Profile, ShippedDatasheetProfilesLoad) {
 }
 
 TEST(Profile, UnknownKeyIsAnErrorWithPosition) {
-  const std::string err = error_of(replace(kMinimal, "  launch_overhead_s:", "  launch_s: 1\n  launch_overhead_s:"));
+  const std::string err =
+      error_of(replace(kMinimal, "  launch_overhead_s:", "  launch_s: 1\n  launch_overhead_s:"));
   EXPECT_NE(err.find("bad.yaml:9:3: compute.launch_s: unknown key"), std::string::npos) << err;
 }
 
@@ -100,17 +101,22 @@ TEST(Profile, WrongUnitNamesTheExpectedForm) {
 }
 
 TEST(Profile, MissingSourceIsAnError) {
-  const std::string err = error_of(replace(kMinimal, "{value: 2us, source: paper, citation: \"test paper\"}", "{value: 2us, citation: x}"));
+  const std::string err =
+      error_of(replace(kMinimal, "{value: 2us, source: paper, citation: \"test paper\"}",
+                       "{value: 2us, citation: x}"));
   EXPECT_NE(err.find("compute.launch_overhead_s.source: missing"), std::string::npos) << err;
 }
 
 TEST(Profile, MissingCitationIsAnError) {
-  const std::string err = error_of(replace(kMinimal, "{value: 2us, source: paper, citation: \"test paper\"}", "{value: 2us, source: paper}"));
+  const std::string err =
+      error_of(replace(kMinimal, "{value: 2us, source: paper, citation: \"test paper\"}",
+                       "{value: 2us, source: paper}"));
   EXPECT_NE(err.find("compute.launch_overhead_s.citation: missing"), std::string::npos) << err;
 }
 
 TEST(Profile, BadSourceKindIsAnError) {
-  const std::string err = error_of(replace(kMinimal, "source: paper, citation: \"test paper\"", "source: guess, citation: \"test paper\""));
+  const std::string err = error_of(replace(kMinimal, "source: paper, citation: \"test paper\"",
+                                           "source: guess, citation: \"test paper\""));
   EXPECT_NE(err.find("'guess' is not allowed"), std::string::npos) << err;
 }
 
@@ -124,7 +130,8 @@ TEST(Profile, EfficiencyCurveMustIncreaseAndStayInRange) {
 }
 
 TEST(Profile, GemmCurveNeedsAPeakForItsPrecision) {
-  const std::string err = error_of(replace(kMinimal, "      bf16: {over: flops", "      fp8: {over: flops"));
+  const std::string err =
+      error_of(replace(kMinimal, "      bf16: {over: flops", "      fp8: {over: flops"));
   EXPECT_NE(err.find("no peak rate for fp8"), std::string::npos) << err;
 }
 

@@ -1,9 +1,9 @@
 #include "sim/compute/compute_model.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <stdexcept>
-
-#include <gtest/gtest.h>
 
 namespace overlapsim::sim {
 namespace {

@@ -2,12 +2,12 @@
 // nothing): the slowest stage idles (p-1)/(m+p-1) of the pipeline, the classic bubble
 // (exact for equal stages; the first and last stage's embedding and loss work make them
 // differ slightly here).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <string>
 #include <utility>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "sim/exec/step_executor.hpp"
 #include "tests/sim/exec/exec_test_util.hpp"

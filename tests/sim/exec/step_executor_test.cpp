@@ -1,8 +1,8 @@
 #include "sim/exec/step_executor.hpp"
 
-#include <stdexcept>
-
 #include <gtest/gtest.h>
+
+#include <stdexcept>
 
 #include "tests/sim/exec/exec_test_util.hpp"
 
@@ -20,7 +20,7 @@ struct StepRun {
 };
 
 StepRun run_step(const StepGraph& step, int ranks_per_host = 8,
-             BackgroundImages images = BackgroundImages::InterHost) {
+                 BackgroundImages images = BackgroundImages::InterHost) {
   Simulator sim;
   InstantNetwork net(sim, step.world_size, ranks_per_host);
   const ComputeProfile profile = unit_profile();

@@ -1,11 +1,11 @@
 #include "sim/trace/chrome_trace.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/sim/exec/exec_test_util.hpp"
 
@@ -101,7 +101,8 @@ TEST(ChromeTrace, SliceTimesAreMicroseconds) {
 TEST(ChromeTrace, SameStepSameBytes) {
   const Traced a = traced_step();
   const Traced b = traced_step();
-  EXPECT_EQ(chrome_trace_json(a.timeline, a.result, "x"), chrome_trace_json(b.timeline, b.result, "x"));
+  EXPECT_EQ(chrome_trace_json(a.timeline, a.result, "x"),
+            chrome_trace_json(b.timeline, b.result, "x"));
 }
 
 TEST(ChromeTrace, LinkCountersAreDownsampledKeepingAverages) {
