@@ -61,8 +61,17 @@ timeout 60 "$gemm_test" --gtest_brief=1 \
   >>"$OUT/tests.txt" 2>&1
 echo "own_gemm_test (scheduler subset) rc=$?" | tee -a "$OUT/tests.txt" "$log"
 
+if [[ -n ${DIAG_FILTER:-} ]]; then
+  step "diagnosis: $DIAG_FILTER with NCCL_DEBUG=WARN, system NCCL then PyTorch's"
+  NCCL_DEBUG=WARN timeout 60 "$test_bin" --gtest_filter="$DIAG_FILTER" 2>&1 | tail -30 >"$OUT/diag.txt"
+  torch_nccl="$(find /opt -name 'libnccl.so.2*' 2>/dev/null | head -1)"
+  echo "### with $torch_nccl" >>"$OUT/diag.txt"
+  NCCL_DEBUG=WARN LD_LIBRARY_PATH="$(dirname "${torch_nccl:-/x/x}"):$LD_LIBRARY_PATH" timeout 60 \
+    "$test_bin" --gtest_filter="$DIAG_FILTER" 2>&1 | tail -30 >>"$OUT/diag.txt"
+fi
+
 step "overlap-bench $suite"
-export OVERLAPSIM_TILEWISE_COMM_SMS="${OVERLAPSIM_TILEWISE_COMM_SMS:-8,16}"
+export OVERLAPSIM_TILEWISE_COMM_SMS="${OVERLAPSIM_TILEWISE_COMM_SMS:-4,8,16}"
 OVERLAPSIM_TILEWISE_DETAIL="$OUT/tilewise_detail.csv" \
 OVERLAPSIM_TILEWISE_CACHE="$OUT/tilewise_tuning.yaml" \
   timeout "${BENCH_TIMEOUT:-270}" "$bench" --suite "$suite" --timeout 60s \
