@@ -125,6 +125,15 @@ TEST_F(CollectiveCli, SameInputGivesByteIdenticalJson) {
   EXPECT_EQ(slurp(file), a.out);
 }
 
+TEST_F(CollectiveCli, NodesOverridesTheClusterSize) {
+  const CliRun r = run("--op allreduce --bytes 1MiB --cluster " + kFatTree +
+                       " --nodes 2 --format json --no-timing");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["ranks"], 16);
+  expect_bad_input("--op allreduce --bytes 1MiB --cluster " + kFatTree + " --nodes 2 --ranks 17",
+                   "--ranks: 17 is outside the cluster");
+}
+
 TEST_F(CollectiveCli, TableIsReadable) {
   const CliRun r = run("--op allgather --bytes 1GiB --cluster " + kSwitch + " --ranks 8");
   ASSERT_EQ(r.exit_code, 0) << r.err;
