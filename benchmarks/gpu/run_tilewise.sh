@@ -5,8 +5,8 @@
 #   benchmarks/gpu/run_tilewise.sh [suite.yaml]
 # Binaries: build-gpu/ when this machine can build (kernels-only), else .carry_tilewise/
 # (built on the workstation: bin/ and lib/ with yaml-cpp and fmt). Results in $OUT:
-# log.txt tests.txt sanitizer.txt tilewise.csv tilewise_detail.csv tilewise_tuning.yaml
-# tilewise_summary.csv. Steps have their own time limits (env: BENCH_TIMEOUT, TEST_TIMEOUT).
+# log.txt tests.txt (with the sanitizer summaries) tilewise.csv tilewise_detail.csv
+# tilewise_tuning.yaml tilewise_summary.csv torch.csv [diag.txt]. Steps have their own time limits (env: BENCH_TIMEOUT, TEST_TIMEOUT).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -80,6 +80,11 @@ echo "overlap-bench rc=$?" | tee -a "$log"
 [[ -f $OUT/tilewise.csv ]] || cp "$OUT/bench_stdout.txt" "$OUT/tilewise.csv"
 rm -f "$OUT/bench_stdout.txt"
 
+step "torch peers (fused_matmul_reduce_scatter and friends)"
+PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-60}" torchrun --standalone --nproc-per-node 2 \
+  benchmarks/peers/torch_overlap.py --output "$OUT/torch.csv" >>"$log" 2>&1
+echo "torch rc=$?" | tee -a "$log"
+
 step "compute-sanitizer (one GPU, small shapes)"
 filter='TilewiseLayoutKernels.*:TilewiseDesignGpu.SingleRank*'
 for tool in racecheck synccheck; do
@@ -87,12 +92,11 @@ for tool in racecheck synccheck; do
     --print-limit 20 "$test_bin" --gtest_filter="$filter" --gtest_brief=1 \
     >"$OUT/sanitizer_$tool.tmp" 2>&1
   rc=$?
-  { echo "### compute-sanitizer --tool $tool (rc=$rc)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" "$OUT/sanitizer_$tool.tmp" | head -40; } >>"$OUT/sanitizer.txt"
+  { echo "### compute-sanitizer --tool $tool (rc=$rc)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" "$OUT/sanitizer_$tool.tmp" | head -40; } | tee -a "$log" >>"$OUT/tests.txt"
   rm -f "$OUT/sanitizer_$tool.tmp"
 done
-cat "$OUT/sanitizer.txt" >>"$log"
 
 step "summary"
 python3 benchmarks/gpu/summarize_tilewise.py "$OUT/tilewise.csv" "$OUT/tilewise_detail.csv" \
-  --output "$OUT/tilewise_summary.csv" 2>&1 | tee -a "$log"
+  --torch "$OUT/torch.csv" --output "$OUT/tilewise_summary.csv" 2>&1 | tee -a "$log"
 step "done"

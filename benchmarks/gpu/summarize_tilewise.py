@@ -30,6 +30,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bench_csv")
     ap.add_argument("detail_csv")
+    ap.add_argument("--torch", default="", help="PyTorch peers CSV (torch_overlap.py)")
     ap.add_argument("--output", required=True)
     args = ap.parse_args()
     rows = read(args.bench_csv)
@@ -45,6 +46,10 @@ def main():
         key = (r["op"], r["design"], int(r["chunks"]))
         t[shape][key] = min(s, t[shape].get(key, math.inf))
         tags = {k: r[k] for k in ("gpu", "driver", "cuda", "nccl", "world")}
+    for r in read(args.torch):
+        shape = (int(r["m"]), int(r["n"]), int(r["k"]))
+        key = (r["op"], r["design"], int(r["chunks"]))
+        t[shape][key] = min(float(r["time_us"]) * 1e-6, t[shape].get(key, math.inf))
     cand = defaultdict(list)
     final = {}
     for d in detail:
@@ -82,6 +87,7 @@ def main():
             **tags, "op": op, "m": shape[0], "n": shape[1], "k": shape[2],
             "t_cublas_s": cublas, "t_nccl_s": nccl, "t_sequential_s": seq, "t_ideal_s": ideal,
             "t_decomposed_best_s": dec, "t_tilewise_s": tile,
+            "t_torch_symm_mem_s": ts.get((op, "torch_symm_mem", 1), math.nan),
             "comm_over_gemm": nccl / cublas if cublas and nccl else math.nan,
             "overlap_captured": captured, "tilewise_over_sequential": tile / seq if seq else math.nan,
             "partition": f.get("partition", ""), "comm_sms": f.get("comm_sms", ""),
