@@ -76,6 +76,7 @@ class MaxMinSolver {
   // `from_zero_load`: the batch is every active flow).
   void fill(double start_level_Bps, bool from_zero_load);
   void compact_paths();
+  void sort_initial_levels();
   // resources_of without the checks, for the inner loops.
   std::span<const ResourceId> path(FlowId id) const {
     return {path_pool_.data() + flows_[id].path_begin, flows_[id].path_len};
@@ -93,7 +94,9 @@ class MaxMinSolver {
   std::vector<std::uint8_t> touched_;
   std::vector<ResourceId> touched_list_;
   std::vector<FlowId> csr_flows_;
-  std::vector<std::pair<double, ResourceId>> heap_;  // min-heap of (level, resource)
+  std::vector<std::pair<double, ResourceId>> initial_;  // sorted (level, resource)
+  std::vector<std::pair<double, ResourceId>> heap_;     // min-heap of re-queued ones
+  std::vector<std::uint64_t> resource_bits_;            // scratch bitmap, all zero between uses
 
   // Flows (indexed by FlowId). Paths live in one pool; removed paths are garbage until the
   // pool is compacted.
