@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "config/error.hpp"
-
 #include "workloads/dlrm.hpp"
 #include "workloads/grad_buckets.hpp"
 #include "workloads/pipeline_schedule.hpp"
@@ -72,6 +70,59 @@ void emit_transformer_rank(const ModelSpec& spec, const ParallelLayout& layout, 
   grads.emit(b, grad_sync_options(spec, layout, groups));
 }
 
+// Interleaved 1F1B with Megatron's default overlap of p2p communication: sends do not
+// block compute; the receive a pass needs is posted when the previous pass starts and
+// waited for by the pass. Virtual stage c·p + s feeds c·p + s + 1, so the last stage's
+// chunk c feeds chunk c + 1 of stage 0.
+void emit_interleaved_rank(const ModelSpec& spec, const ParallelLayout& layout, int rank,
+                           const RankGroups& groups, sim::OpGraph& graph) {
+  RankBuilder b(graph);
+  GradientBuckets grads;
+  TransformerEmitter emitter(spec, layout, rank, groups, b, grads);
+  const int stages = layout.pp();
+  const int chunks = spec.parallelism.virtual_stages;
+  const int microbatches = microbatches_per_step(spec);
+  const RankCoord c = layout.coord(rank);
+  const int next = layout.rank_of(c.tp, c.cp, c.dp, (c.pp + 1) % stages);
+  const int prev = layout.rank_of(c.tp, c.cp, c.dp, (c.pp + stages - 1) % stages);
+  const bool first_stage = c.pp == 0, last_stage = c.pp == stages - 1;
+  const std::uint64_t bytes = emitter.pipeline_bytes();
+  const auto order = interleaved_order(stages, chunks, microbatches, c.pp);
+
+  auto transfer = [&](const ChunkPass& pass, bool send) {
+    const bool towards_next = pass.forward == send;
+    auto node = sendrecv_node(fmt::format("pp.c{}.mb{}.{}_{}", pass.chunk, pass.microbatch,
+                                          send ? "send" : "recv", pass.forward ? "fwd" : "bwd"),
+                              send, towards_next ? next : prev, bytes, groups.pp);
+    node.microbatch = pass.microbatch;
+    node.phase = pass.forward ? sim::Phase::Forward : sim::Phase::Backward;
+    return b.add_unchained(std::move(node), {b.last(sim::StreamKind::Compute)});
+  };
+  // Whether a pass receives its input from, or sends its output to, another stage.
+  auto receives = [&](const ChunkPass& p) {
+    return p.forward ? !(first_stage && p.chunk == 0) : !(last_stage && p.chunk == chunks - 1);
+  };
+  auto sends = [&](const ChunkPass& p) {
+    return p.forward ? !(last_stage && p.chunk == chunks - 1) : !(first_stage && p.chunk == 0);
+  };
+
+  OpVertex pending = order.empty() || !receives(order[0]) ? kNoOp : transfer(order[0], false);
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    const ChunkPass& pass = order[j];
+    const OpVertex input = pending;
+    pending =
+        (j + 1 < order.size() && receives(order[j + 1])) ? transfer(order[j + 1], false) : kNoOp;
+    if (input != kNoOp) b.fence_compute(input);
+    emitter.set_chunk(pass.chunk);
+    if (pass.forward)
+      emitter.forward(pass.microbatch);
+    else
+      emitter.backward(pass.microbatch, pass.microbatch == microbatches - 1);
+    if (sends(pass)) transfer(pass, true);
+  }
+  grads.emit(b, grad_sync_options(spec, layout, groups));
+}
+
 }  // namespace
 
 int microbatches_per_step(const ModelSpec& r) {
@@ -85,13 +136,7 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
                              const GenerateOptions& options) {
   const ModelSpec r = resolve_for_world(spec, world_size, options.gpus_per_node);
   const auto& p = r.parallelism;
-  if (p.virtual_stages > 1) {
-    auto it = r.key_locations.find("parallelism.virtual_stages");
-    throw config::ConfigError(fmt::format(
-        "{}: parallelism.virtual_stages: {} needs the interleaved 1F1B schedule, which the "
-        "generator does not implement yet (expected 1)",
-        it != r.key_locations.end() ? it->second : r.source_file, p.virtual_stages));
-  }
+
   const ParallelLayout layout(p.tp, p.cp, p.dp, p.pp, r.kind == ModelKind::Moe ? p.ep : 1);
 
   sim::StepGraph step;
@@ -120,6 +165,8 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
     if (r.kind == ModelKind::Dlrm) {
       RankBuilder b(program.graph);
       emit_dlrm_rank(r, layout, groups, b, grad_sync_options(r, layout, groups));
+    } else if (p.virtual_stages > 1) {
+      emit_interleaved_rank(r, layout, rank, groups, program.graph);
     } else {
       emit_transformer_rank(r, layout, rank, groups, program.graph);
     }

@@ -59,4 +59,29 @@ std::vector<PipeStep> one_f_one_b(int stages, int microbatches, int stage) {
   return out;
 }
 
+std::vector<ChunkPass> interleaved_order(int stages, int chunks, int microbatches, int stage) {
+  if (stages < 1 || chunks < 1 || microbatches < 1 || stage < 0 || stage >= stages ||
+      microbatches % stages != 0)
+    throw std::invalid_argument(
+        "interleaved_order: needs stages, chunks, microbatches >= 1, microbatches % stages == 0");
+  const int total = microbatches * chunks;
+  const int group = stages * chunks;
+  int warmup = (stages - stage - 1) * 2 + (chunks - 1) * stages;
+  if (microbatches == stages || warmup > total) warmup = total;
+  auto pass = [&](int k, bool forward) {
+    int c = (k / stages) % chunks;
+    if (!forward) c = chunks - 1 - c;
+    return ChunkPass{forward, c, (k / group) * stages + k % stages};
+  };
+  std::vector<ChunkPass> out;
+  for (int k = 0; k < warmup; ++k) out.push_back(pass(k, true));
+  const int steady = total - warmup;
+  for (int k = 0; k < steady; ++k) {
+    out.push_back(pass(warmup + k, true));
+    out.push_back(pass(k, false));
+  }
+  for (int k = steady; k < total; ++k) out.push_back(pass(k, false));
+  return out;
+}
+
 }  // namespace overlapsim::workloads

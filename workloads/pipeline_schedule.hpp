@@ -26,4 +26,18 @@ struct PipeStep {
 // towards a missing neighbour (first/last stage) are left out.
 std::vector<PipeStep> one_f_one_b(int stages, int microbatches, int stage);
 
+// Interleaved 1F1B (Narayanan et al. 2021, sec. 2.2.2; Megatron-LM
+// forward_backward_pipelining_with_interleaving): each stage holds `chunks` model chunks;
+// chunk c of stage s is virtual stage c·stages + s. The order of forward and backward
+// passes of one stage, as Megatron runs them: virtual microbatch k is microbatch
+// (k div (stages·chunks))·stages + k mod stages of chunk (k div stages) mod chunks
+// (backward: the chunks in reverse); warm-up of (stages - stage - 1)·2 + (chunks - 1)·stages
+// forwards (all of them when microbatches == stages). Needs microbatches % stages == 0.
+struct ChunkPass {
+  bool forward;
+  int chunk;
+  int microbatch;
+};
+std::vector<ChunkPass> interleaved_order(int stages, int chunks, int microbatches, int stage);
+
 }  // namespace overlapsim::workloads

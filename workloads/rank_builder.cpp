@@ -10,9 +10,15 @@ bool node_stream_is_compute(sim::StreamKind s) { return s == sim::StreamKind::Co
 }  // namespace
 
 OpVertex RankBuilder::add(sim::OpNode node, std::initializer_list<OpVertex> deps) {
+  const OpVertex previous = last_[static_cast<int>(node.stream)];
+  OpVertex v = add_unchained(std::move(node), deps);
+  depend(v, previous);
+  return v;
+}
+
+OpVertex RankBuilder::add_unchained(sim::OpNode node, std::initializer_list<OpVertex> deps) {
   const int stream = static_cast<int>(node.stream);
   OpVertex v = boost::add_vertex(std::move(node), graph_);
-  if (last_[stream] != kNoOp) boost::add_edge(last_[stream], v, graph_);
   for (OpVertex d : deps) depend(v, d);
   if (fence_ != kNoOp && node_stream_is_compute(graph_[v].stream)) {
     depend(v, fence_);

@@ -21,6 +21,9 @@ class RankBuilder {
   // Adds `node` after the last op on its stream and after every op in `deps` (kNoOp
   // entries are skipped). Returns the new vertex.
   OpVertex add(sim::OpNode node, std::initializer_list<OpVertex> deps = {});
+  // The same without the edge from the previous op on the stream: for transfers that
+  // proceed concurrently, like the sends/receives of an NCCL group.
+  OpVertex add_unchained(sim::OpNode node, std::initializer_list<OpVertex> deps = {});
   void depend(OpVertex after, OpVertex before);  // `after` waits for `before`
   void pair(OpVertex a, OpVertex b);             // a.pair_partner = b and back
   OpVertex last(sim::StreamKind stream) const { return last_[static_cast<int>(stream)]; }

@@ -18,9 +18,6 @@ TransformerEmitter::TransformerEmitter(const ModelSpec& spec, const ParallelLayo
       grads_(grads) {
   const auto& t = spec.transformer;
   const auto& p = spec.parallelism;
-  layers_ = stage_layers(spec, coord_.pp);
-  first_stage_ = coord_.pp == 0;
-  last_stage_ = coord_.pp == p.pp - 1;
   tp_ = p.tp;
   sp_ = p.sequence_parallel && p.tp > 1;
   h_ = t.hidden;
@@ -34,6 +31,14 @@ TransformerEmitter::TransformerEmitter(const ModelSpec& spec, const ParallelLayo
   gemm_precision_ = spec.training.precision;
   gemm_in_bytes_ = sim::bytes_per_element(gemm_precision_);
   act_bytes_ = gemm_precision_ == sim::Precision::FP32 ? 4 : 2;  // fp8 keeps 16-bit activations
+  set_chunk(0);
+}
+
+void TransformerEmitter::set_chunk(int chunk) {
+  const auto& p = spec_.parallelism;
+  layers_ = stage_layers(spec_, coord_.pp, chunk);
+  first_stage_ = coord_.pp == 0 && chunk == 0;
+  last_stage_ = coord_.pp == p.pp - 1 && chunk == p.virtual_stages - 1;
 }
 
 std::uint64_t TransformerEmitter::pipeline_bytes() const {
@@ -397,9 +402,10 @@ void TransformerEmitter::embedding_forward(const Ctx& c) {
   OpVertex v = compute(std::move(lookup), c);
   if (spec_.transformer.position == PositionEmbedding::Learned)
     v = elementwise(c, "position_add", static_cast<std::uint64_t>(3 * T_ * h_ * act_bytes_));
-  collective(c, "tp_embedding", sp_ ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
-             static_cast<std::uint64_t>(T_ * h_ * act_bytes_), groups_.tp, StreamKind::TensorComm,
-             {v});
+  OpVertex reduce = collective(
+      c, "tp_embedding", sp_ ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
+      static_cast<std::uint64_t>(T_ * h_ * act_bytes_), groups_.tp, StreamKind::TensorComm, {v});
+  if (reduce != kNoOp) b_.fence_compute(reduce);  // the first layer reads the reduced embedding
 }
 
 void TransformerEmitter::embedding_backward(const Ctx& c) {

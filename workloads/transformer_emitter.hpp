@@ -38,6 +38,10 @@ class TransformerEmitter {
   void backward(int microbatch, bool last_microbatch);
 
   int stage() const { return coord_.pp; }
+  // Interleaved pipelines: the model chunk the next forward/backward passes run (its
+  // layers; the embedding belongs to chunk 0 of stage 0, the head to the last chunk of the
+  // last stage).
+  void set_chunk(int chunk);
   // Bytes of one pipeline transfer (activations or their gradients) of a microbatch.
   std::uint64_t pipeline_bytes() const;
 

@@ -92,7 +92,8 @@ struct OpNode {
 //  - pair_partner is set on both ops of a pair;
 //  - a SendRecv send from rank A to rank B matches the receive at B from A of the same
 //    ordinal (k-th send A->B with k-th receive at B from A), as in NCCL; the generators
-//    order pipeline sends/receives so this holds under rendezvous semantics;
+//    order pipeline sends/receives so this holds under rendezvous semantics (interleaved
+//    schedules leave their SendRecv ops unchained, like an NCCL group);
 //  - StepGraph::groups holds every communicator of each family used (all TP groups, all
 //    DP groups, ...), so a folded collective's images on other groups can be found;
 //  - ops with flops == 0 are charged by bytes only (norms, activations, optimizer math).

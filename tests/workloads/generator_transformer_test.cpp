@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "step_graph_util.hpp"
 #include "workloads/generator.hpp"
@@ -27,6 +28,73 @@ double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
 
 std::string tiny_path() {
   return std::string(OVERLAPSIM_SOURCE_DIR) + "/tests/workloads/data/tiny-gpt-16gpu.yaml";
+}
+
+// Runs the dependency structure of an unfolded step with zero-time ops: an op completes
+// once its predecessors have; a send and a receive (the k-th on their link, in vertex
+// order) complete together once both are ready, as a rendezvous transfer. Collectives are
+// taken to meet (every member runs the same program). Returns the ops that never ran.
+int stuck_ops(const sim::StepGraph& step) {
+  struct Ref {
+    int rank;
+    sim::OpVertex v;
+  };
+  std::map<int, int> index_of;
+  for (std::size_t i = 0; i < step.ranks.size(); ++i) index_of[step.ranks[i].rank] = i;
+  std::vector<std::vector<int>> missing(step.ranks.size());
+  std::map<std::tuple<int, int, int>, std::vector<Ref>> link_slot;  // (src, dst, k) -> ready
+  std::map<std::tuple<int, int, int>, int> slot_of;
+  std::vector<Ref> ready;
+  int total = 0;
+  for (std::size_t i = 0; i < step.ranks.size(); ++i) {
+    const auto& g = step.ranks[i].graph;
+    missing[i].resize(boost::num_vertices(g));
+    std::map<std::pair<int, int>, int> ordinal;
+    for (auto v : boost::make_iterator_range(boost::vertices(g))) {
+      ++total;
+      missing[i][v] = static_cast<int>(boost::in_degree(v, g));
+      if (missing[i][v] == 0) ready.push_back({static_cast<int>(i), v});
+    }
+  }
+  auto key_of = [&](int i, sim::OpVertex v) {
+    const auto& op = step.ranks[i].graph[v];
+    const int me = step.ranks[i].rank;
+    const int src = op.is_send ? me : op.peer_rank, dst = op.is_send ? op.peer_rank : me;
+    int k = 0;
+    for (auto u : boost::make_iterator_range(boost::vertices(step.ranks[i].graph))) {
+      if (u == v) break;
+      const auto& o = step.ranks[i].graph[u];
+      k += o.kind == OpKind::SendRecv && o.is_send == op.is_send && o.peer_rank == op.peer_rank;
+    }
+    return std::make_tuple(src, dst, k);
+  };
+  int done = 0;
+  auto finish = [&](const Ref& r, std::vector<Ref>& next) {
+    ++done;
+    const auto& g = step.ranks[r.rank].graph;
+    for (auto e : boost::make_iterator_range(boost::out_edges(r.v, g))) {
+      auto t = boost::target(e, g);
+      if (--missing[r.rank][t] == 0) next.push_back({r.rank, t});
+    }
+  };
+  while (!ready.empty()) {
+    std::vector<Ref> next;
+    for (const Ref& r : ready) {
+      const auto& op = step.ranks[r.rank].graph[r.v];
+      if (op.kind != OpKind::SendRecv) {
+        finish(r, next);
+        continue;
+      }
+      auto& slot = link_slot[key_of(r.rank, r.v)];
+      slot.push_back(r);
+      if (slot.size() == 2) {
+        finish(slot[0], next);
+        finish(slot[1], next);
+      }
+    }
+    ready.swap(next);
+  }
+  return total - done;
 }
 
 }  // namespace
@@ -379,4 +447,74 @@ TEST(TransformerGenerator, TiedEmbeddingOnOneStageIsOneGradient) {
   };
   // vocab 1000 over tp 2 -> 500 rows of 256; fp32 gradients, reduce-scattered.
   EXPECT_DOUBLE_EQ(dp_bytes(untied) - dp_bytes(tied), 500.0 * 256 * 4 + 500.0 * 256 * 2);
+}
+
+TEST(TransformerGenerator, UnfoldedStepsRunToCompletionUnderRendezvousTransfers) {
+  auto spec = load_model(tiny_path());
+  EXPECT_EQ(stuck_ops(generate_step(spec, 16, {false, 8})), 0);
+  spec.parallelism.pp = 4;
+  spec.parallelism.dp = 1;
+  EXPECT_EQ(stuck_ops(generate_step(spec, 16, {false, 8})), 0);  // 16 microbatches, 4 stages
+  spec.parallelism.virtual_stages = 2;
+  spec.parallelism.pp = 2;
+  spec.parallelism.dp = 2;
+  EXPECT_EQ(stuck_ops(generate_step(spec, 16, {false, 8})), 0);  // interleaved
+  spec.parallelism.pp = 4;
+  spec.parallelism.virtual_stages = 1;
+  spec.transformer.layers = 8;
+  spec.parallelism.dp = 1;
+  spec.parallelism.virtual_stages = 2;
+  EXPECT_EQ(stuck_ops(generate_step(spec, 16, {false, 8})), 0);
+}
+
+TEST(TransformerGenerator, InterleavingKeepsTheWorkAndFoldsTheSame) {
+  auto spec = load_model(tiny_path());
+  spec.transformer.layers = 8;
+  auto plain = generate_step(spec, 16);
+  spec.parallelism.virtual_stages = 2;
+  auto folded = generate_step(spec, 16);
+  auto full = generate_step(spec, 16, {false, 8});
+  EXPECT_DOUBLE_EQ(folded.flops_per_step, plain.flops_per_step);
+  EXPECT_DOUBLE_EQ(full.flops_per_step, plain.flops_per_step);
+  // Stage 0 holds layers 0-1 (chunk 0) and 4-5 (chunk 1); the last stage's chunk 0 sends
+  // its activations on to stage 0 (chunk 1).
+  std::set<int> layers;
+  bool wraps = false;
+  for_each_op(folded.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.layer >= 0) layers.insert(op.layer);
+  });
+  for_each_op(folded.ranks[1], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind == OpKind::SendRecv && op.is_send && op.phase == Phase::Forward)
+      wraps = wraps || op.peer_rank == folded.ranks[0].rank;
+  });
+  EXPECT_EQ(layers, (std::set<int>{0, 1, 4, 5}));
+  EXPECT_TRUE(wraps);
+  auto dp_bytes = [](const sim::StepGraph& s, int r) {
+    return sum_ops(
+        s.ranks[r], [&](const sim::OpNode& op) { return family_of(s, op) == "dp"; },
+        [](const sim::OpNode& op) { return static_cast<double>(op.comm_bytes); });
+  };
+  EXPECT_DOUBLE_EQ(dp_bytes(folded, 0) + dp_bytes(folded, 1),
+                   dp_bytes(plain, 0) + dp_bytes(plain, 1));
+}
+
+TEST(TransformerGenerator, RendezvousCheckerSeesADeadlock) {
+  // Two ranks that each receive before they send: a rendezvous deadlock.
+  sim::StepGraph step;
+  step.world_size = 2;
+  for (int r = 0; r < 2; ++r) {
+    sim::RankProgram p;
+    p.rank = r;
+    sim::OpNode recv, send;
+    recv.kind = send.kind = OpKind::SendRecv;
+    recv.is_send = false;
+    recv.peer_rank = send.peer_rank = 1 - r;
+    auto a = boost::add_vertex(recv, p.graph);
+    auto b = boost::add_vertex(send, p.graph);
+    boost::add_edge(a, b, p.graph);
+    step.ranks.push_back(std::move(p));
+  }
+  EXPECT_EQ(stuck_ops(step), 4);
+  boost::remove_edge(0, 1, step.ranks[1].graph);  // rank 1 sends first: both complete
+  EXPECT_EQ(stuck_ops(step), 0);
 }

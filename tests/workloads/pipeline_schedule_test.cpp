@@ -93,3 +93,37 @@ TEST(OneFOneB, TransfersMatchInOrderSoRendezvousNeverDeadlocks) {
         EXPECT_EQ(at[s], xfers[s].size()) << "deadlock: p=" << p << " m=" << m << " stage " << s;
     }
 }
+
+TEST(Interleaved, EveryChunkAndMicrobatchOnceEachWayBackwardAfterForward) {
+  for (int p : {2, 4})
+    for (int v : {2, 3})
+      for (int m : {p, 2 * p, 4 * p})
+        for (int s = 0; s < p; ++s) {
+          auto order = interleaved_order(p, v, m, s);
+          ASSERT_EQ(order.size(), static_cast<std::size_t>(2 * m * v));
+          std::map<std::pair<int, int>, int> fwd_at, bwd_at;
+          for (std::size_t i = 0; i < order.size(); ++i)
+            (order[i].forward ? fwd_at : bwd_at)[{order[i].chunk, order[i].microbatch}] =
+                static_cast<int>(i);
+          EXPECT_EQ(fwd_at.size(), static_cast<std::size_t>(m * v));
+          EXPECT_EQ(bwd_at.size(), static_cast<std::size_t>(m * v));
+          for (const auto& [key, at] : bwd_at) EXPECT_GT(at, fwd_at.at(key));
+        }
+}
+
+TEST(Interleaved, MegatronWarmupAndChunkOrder) {
+  // p = 4, v = 2, m = 8: stage 0 warms up with (4-0-1)·2 + (2-1)·4 = 10 forwards:
+  // microbatches 0-3 of chunk 0, 0-3 of chunk 1, then 4-5 of chunk 0.
+  auto order = interleaved_order(4, 2, 8, 0);
+  const int expected_chunk[] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 0};
+  const int expected_mb[] = {0, 1, 2, 3, 0, 1, 2, 3, 4, 5};
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_TRUE(order[i].forward) << i;
+    EXPECT_EQ(order[i].chunk, expected_chunk[i]) << i;
+    EXPECT_EQ(order[i].microbatch, expected_mb[i]) << i;
+  }
+  EXPECT_FALSE(order[11].forward);  // 1F1B from here: the first backward is of the last chunk
+  EXPECT_EQ(order[11].chunk, 1);
+  EXPECT_EQ(order[11].microbatch, 0);
+  EXPECT_THROW(interleaved_order(4, 2, 6, 0), std::invalid_argument);
+}
