@@ -1,6 +1,8 @@
 #include "kernels/tilewise/tilewise_design.hpp"
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace overlapsim::kernels::tilewise {
 namespace {
@@ -39,7 +41,30 @@ Status make_limited_comm(CommHandle& parent, int max_ctas, CommHandle* out) {
   const ncclResult_t r = ncclCommSplit(parent.comm, 0, parent.rank, &out->comm, &config);
   if (r != ncclSuccess && r != ncclInProgress)
     return Status::failure(std::string(OVERLAPSIM_WHERE ": ncclCommSplit: ") + ncclGetErrorString(r));
-  return nccl_settle(*out, r, OVERLAPSIM_WHERE ": ncclCommSplit");
+  // From a non-blocking parent the split finishes in the background and the child handle
+  // may still be null when the call returns (seen: NCCL 2.28, "comm argument is NULL" on
+  // the child's first collective), so wait for the parent's job and the child both.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(parent.timeout_s));
+  for (;;) {
+    ncclResult_t parent_state = ncclSuccess;
+    ncclCommGetAsyncError(parent.comm, &parent_state);
+    if (parent_state != ncclSuccess && parent_state != ncclInProgress)
+      return abort_comm(parent, std::string("ncclCommSplit: ") + ncclGetErrorString(parent_state));
+    ncclResult_t child_state = ncclInProgress;
+    if (out->comm != nullptr) ncclCommGetAsyncError(out->comm, &child_state);
+    if (child_state != ncclSuccess && child_state != ncclInProgress)
+      return abort_comm(*out, std::string("ncclCommSplit: ") + ncclGetErrorString(child_state));
+    if (out->comm != nullptr && child_state == ncclSuccess && parent_state == ncclSuccess)
+      return Status::success();
+    if (parent.peer_failed != nullptr && parent.peer_failed->load())
+      return Status::failure("ncclCommSplit: peer failed");
+    if (std::chrono::steady_clock::now() > deadline)
+      return Status::failure("ncclCommSplit: not finished after " +
+                             std::to_string(parent.timeout_s) + " s");
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 Status destroy_comm(CommHandle* comm) {

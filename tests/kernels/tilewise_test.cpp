@@ -513,6 +513,7 @@ void run_design_case(CollectiveOp op, const std::vector<std::array<std::int64_t,
   const std::uint64_t seed = fresh_seed();
   HarnessOptions harness;
   harness.world = world;
+  harness.blocking_comms = true;  // what overlap-bench times with
   for (const auto& shape : shapes) {
     std::vector<std::uint64_t> bits(world), unwritten(world), cublas(world);
     const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
@@ -574,8 +575,10 @@ TEST(TilewiseDesignGpu, BackToBackCallsWithoutHostSync) {
   const std::int64_t m = 2048, n = 2048, k = 512;
   std::vector<std::uint64_t> diff(visible_gpu_count());
   const std::uint64_t seed = fresh_seed();
+  HarnessOptions harness;
+  harness.blocking_comms = true;
   for (WaitMode mode : {WaitMode::Kernel, WaitMode::StreamMemOp}) {
-    const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+    const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
       cudaStream_t s = ctx.compute_stream;
       const std::size_t mn = m * n;
       DeviceBuffer a[2], b, p, nat, out;
