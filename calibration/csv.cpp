@@ -1,0 +1,149 @@
+#include "calibration/csv.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "config/error.hpp"
+
+namespace overlapsim::calibration {
+namespace {
+
+[[noreturn]] void fail(const std::string& file, int line, int col, const std::string& what) {
+  throw config::ConfigError(fmt::format("{}:{}:{}: {}", file, line, col, what));
+}
+
+}  // namespace
+
+int CsvTable::column(std::string_view name) const {
+  for (std::size_t i = 0; i < header.size(); ++i)
+    if (header[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+CsvTable parse_csv(std::string_view text, const std::string& file) {
+  CsvTable table;
+  table.file = file;
+  std::vector<CsvRecord> records;
+  std::size_t i = 0;
+  int line = 1, col = 1;
+  while (i < text.size()) {
+    // A blank line (or a lone CR before LF) holds no record.
+    if (text[i] == '\n' || (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n')) {
+      i += text[i] == '\r' ? 2 : 1;
+      ++line;
+      col = 1;
+      continue;
+    }
+    CsvRecord rec;
+    rec.line = line;
+    bool end_of_record = false;
+    while (!end_of_record) {
+      std::string field;
+      rec.columns.push_back(col);
+      if (i < text.size() && text[i] == '"') {
+        const int quote_line = line, quote_col = col;
+        ++i;
+        ++col;
+        bool closed = false;
+        while (i < text.size()) {
+          const char c = text[i];
+          if (c == '"') {
+            if (i + 1 < text.size() && text[i + 1] == '"') {
+              field += '"';
+              i += 2;
+              col += 2;
+              continue;
+            }
+            ++i;
+            ++col;
+            closed = true;
+            break;
+          }
+          if (c == '\n') {
+            ++line;
+            col = 1;
+          } else {
+            ++col;
+          }
+          field += c;
+          ++i;
+        }
+        if (!closed)
+          fail(file, quote_line, quote_col,
+               "unterminated quoted field (expected a closing '\"' before the end of the file)");
+        if (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r')
+          fail(file, line, col,
+               fmt::format("'{}' after a closing quote (expected ',' or the end of the line)",
+                           text[i]));
+      } else {
+        while (i < text.size() && text[i] != ',' && text[i] != '\n' &&
+               !(text[i] == '\r' && (i + 1 == text.size() || text[i + 1] == '\n'))) {
+          if (text[i] == '"')
+            fail(file, line, col, "a quote inside an unquoted field (expected the field quoted)");
+          field += text[i];
+          ++i;
+          ++col;
+        }
+      }
+      rec.fields.push_back(std::move(field));
+      if (i < text.size() && text[i] == ',') {
+        ++i;
+        ++col;
+        continue;
+      }
+      if (i < text.size() && text[i] == '\r') ++i;
+      if (i < text.size() && text[i] == '\n') ++i;
+      ++line;
+      col = 1;
+      end_of_record = true;
+    }
+    records.push_back(std::move(rec));
+  }
+  if (records.empty()) fail(file, 1, 1, "empty file (expected a header row and data rows)");
+  table.header = records.front().fields;
+  for (std::size_t r = 1; r < records.size(); ++r) {
+    CsvRecord& rec = records[r];
+    if (rec.fields.size() != table.header.size()) {
+      const bool short_row = rec.fields.size() < table.header.size();
+      const int col_at = rec.columns.back() + static_cast<int>(rec.fields.back().size());
+      fail(file, rec.line, col_at,
+           fmt::format("{} fields, the header has {} ({}; expected one value per column: {})",
+                       rec.fields.size(), table.header.size(),
+                       short_row ? "a truncated row" : "too many fields",
+                       csv_join(table.header)));
+    }
+    table.rows.push_back(std::move(rec));
+  }
+  return table;
+}
+
+CsvTable read_csv(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, 1, 1, "cannot open (expected a readable CSV file)");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return parse_csv(buffer.str(), path);
+}
+
+std::string csv_join(const std::vector<std::string>& fields) {
+  std::string out;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i) out += ',';
+    const std::string& f = fields[i];
+    if (f.find_first_of(",\"\r\n") == std::string::npos) {
+      out += f;
+      continue;
+    }
+    out += '"';
+    for (char c : f) {
+      if (c == '"') out += '"';
+      out += c;
+    }
+    out += '"';
+  }
+  return out;
+}
+
+}  // namespace overlapsim::calibration

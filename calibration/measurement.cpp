@@ -1,0 +1,124 @@
+#include "calibration/measurement.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+#include "config/error.hpp"
+
+namespace overlapsim::calibration {
+namespace {
+
+const char* kOverlapBenchColumns =
+    "gpu,driver,cuda,nccl,world,op,design,dtype,m,n,k,bytes,chunks,time_us,time_min_us,"
+    "time_max_us,tflops,algbw_GBps,busbw_GBps,wrong";
+
+[[noreturn]] void fail_at(const CsvTable& t, const CsvRecord& r, int col, const std::string& msg) {
+  throw config::ConfigError(
+      fmt::format("{}:{}:{}: {}", t.file, r.line, r.columns[static_cast<std::size_t>(col)], msg));
+}
+
+std::int64_t get_int(const CsvTable& t, const CsvRecord& r, int col, std::int64_t min) {
+  const std::string& s = r.fields[static_cast<std::size_t>(col)];
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || v < min)
+    fail_at(t, r, col,
+            fmt::format("{}: '{}' (expected an integer >= {})",
+                        t.header[static_cast<std::size_t>(col)], s, min));
+  return v;
+}
+
+double get_time_s(const CsvTable& t, const CsvRecord& r, int col) {
+  const std::string& s = r.fields[static_cast<std::size_t>(col)];
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v) ||
+      !(v > 0))
+    fail_at(t, r, col,
+            fmt::format("{}: '{}' (expected a time in microseconds > 0)",
+                        t.header[static_cast<std::size_t>(col)], s));
+  return v * 1e-6;
+}
+
+}  // namespace
+
+std::string Measurement::where() const { return fmt::format("{}:{}", file, line); }
+
+const std::vector<std::string>& required_columns() {
+  static const std::vector<std::string> cols = {
+      "gpu",   "driver", "cuda",  "nccl",   "world",   "op",          "design",      "dtype", "m",
+      "n",     "k",      "bytes", "chunks", "time_us", "time_min_us", "time_max_us", "wrong"};
+  return cols;
+}
+
+std::vector<Measurement> parse_measurements(const CsvTable& table) {
+  std::vector<int> col;
+  for (const auto& name : required_columns()) {
+    const int c = table.column(name);
+    if (c < 0)
+      throw config::ConfigError(
+          fmt::format("{}:1:1: missing column '{}' (expected the overlap-bench columns {})",
+                      table.file, name, kOverlapBenchColumns));
+    col.push_back(c);
+  }
+  const int ctas_col = table.column("ctas");
+  const int case_col = table.column("case");
+  std::vector<Measurement> out;
+  out.reserve(table.rows.size());
+  for (const CsvRecord& r : table.rows) {
+    auto text = [&](int i) -> const std::string& {
+      return r.fields[static_cast<std::size_t>(col[static_cast<std::size_t>(i)])];
+    };
+    auto c = [&](int i) { return col[static_cast<std::size_t>(i)]; };
+    Measurement m;
+    m.file = table.file;
+    m.line = r.line;
+    m.gpu = text(0);
+    m.driver = text(1);
+    m.cuda = text(2);
+    m.nccl = text(3);
+    m.world = static_cast<int>(get_int(table, r, c(4), 1));
+    m.op = text(5);
+    m.design = text(6);
+    m.dtype = text(7);
+    if (m.op.empty()) fail_at(table, r, c(5), "op: empty (expected an op such as gemm, allreduce)");
+    if (m.design.empty()) fail_at(table, r, c(6), "design: empty (expected a design name)");
+    m.m = get_int(table, r, c(8), 0);
+    m.n = get_int(table, r, c(9), 0);
+    m.k = get_int(table, r, c(10), 0);
+    m.bytes = static_cast<std::uint64_t>(get_int(table, r, c(11), 0));
+    m.chunks = static_cast<int>(get_int(table, r, c(12), 0));
+    m.time_s = get_time_s(table, r, c(13));
+    m.time_min_s = get_time_s(table, r, c(14));
+    m.time_max_s = get_time_s(table, r, c(15));
+    m.wrong = static_cast<std::uint64_t>(get_int(table, r, c(16), 0));
+    if (ctas_col >= 0) m.ctas = static_cast<int>(get_int(table, r, ctas_col, 0));
+    if (case_col >= 0) m.case_key = r.fields[static_cast<std::size_t>(case_col)];
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<Measurement> read_measurements(const std::string& path) {
+  return parse_measurements(read_csv(path));
+}
+
+bool is_collective_op(const std::string& op) {
+  return op == "allreduce" || op == "allgather" || op == "reducescatter" || op == "alltoall" ||
+         op == "broadcast" || op == "sendrecv";
+}
+
+bool is_compute_op(const std::string& op) {
+  return op == "gemm" || op == "gemv" || op == "embedding";
+}
+
+bool is_pair_op(const std::string& op) { return op.find('+') != std::string::npos; }
+
+std::string split_key(const Measurement& m) {
+  if (is_collective_op(m.op)) return fmt::format("{}@{}", m.op, m.bytes);
+  return fmt::format("{}x{}x{}", m.m, m.n, m.k);
+}
+
+}  // namespace overlapsim::calibration

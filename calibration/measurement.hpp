@@ -1,0 +1,53 @@
+#pragma once
+// overlap-bench rows (kernels/bench/bench_row.hpp, nccl-tests style) as typed
+// measurements: tag columns, op, design, shape, bytes, chunks and the timings in seconds.
+// `overlapsim calibrate` adds two columns of its own: `ctas` (the NCCL_MAX_CTAS the case
+// ran with, 0 = NCCL's default) and `case` (the suite case that produced the row).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "calibration/csv.hpp"
+
+namespace overlapsim::calibration {
+
+struct Measurement {
+  std::string file;  // as given to read_measurements
+  int line = 0;      // the row's line in that file
+  std::string gpu, driver, cuda, nccl;
+  int world = 1;         // GPUs (ranks) the row was measured on
+  std::string op;        // gemm, allreduce, gemm+allreduce, ...
+  std::string design;    // cublas, own, nccl, sequential, decomposed, tilewise, ...
+  std::string dtype;     // bf16, fp16, ...
+  std::int64_t m = 0, n = 0, k = 0;
+  std::uint64_t bytes = 0;  // a collective's nccl-tests bytes; not meaningful for compute alone
+  int chunks = 1;
+  double time_s = 0, time_min_s = 0, time_max_s = 0;
+  std::uint64_t wrong = 0;
+  int ctas = 0;          // NCCL_MAX_CTAS of the case; 0: NCCL's default
+  std::string case_key;  // calibrate's case; empty for rows from plain overlap-bench runs
+
+  // "file:line", how fitted numbers cite their rows.
+  std::string where() const;
+};
+
+// The columns a measurement file must have (the optional ones: tflops, algbw_GBps,
+// busbw_GBps, ctas, case).
+const std::vector<std::string>& required_columns();
+
+// Throws config::ConfigError naming file:line:column for a missing column, a truncated
+// row, or a value that is not a number of the column's kind.
+std::vector<Measurement> read_measurements(const std::string& path);
+std::vector<Measurement> parse_measurements(const CsvTable& table);
+
+// What kind of row it is.
+bool is_collective_op(const std::string& op);  // allreduce, allgather, reducescatter, alltoall, ...
+bool is_compute_op(const std::string& op);     // gemm, gemv, embedding
+bool is_pair_op(const std::string& op);        // gemm+allreduce, ...
+
+// The held-out split key: the thing a row measures that must not be in the fit when the
+// row is held out. Collectives alone: "<op>@<bytes>" (whatever pair case produced them);
+// every row with a compute shape (compute alone, pairs, and their parts): "<m>x<n>x<k>".
+std::string split_key(const Measurement& m);
+
+}  // namespace overlapsim::calibration
