@@ -22,6 +22,9 @@
 // For an all-to-all, where the fastest flows finish first, each completion re-solves only
 // the few flows still rising above it; a small intra-node group added next to a big
 // inter-node exchange re-solves only the flows faster than its NVLink share.
+//
+// Deterministic: resources saturating at the same level are taken in id order, and every
+// loop runs in an order fixed by the calls made, so equal inputs give bit-equal rates.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -42,7 +45,8 @@ class MaxMinSolver {
   double capacity_Bps(ResourceId r) const { return capacity_Bps_.at(r); }
 
   // Adds a flow standing for `multiplicity` (>= 1) identical flows over `resources` (each
-  // must exist; throws std::invalid_argument otherwise). Ids of removed flows are reused.
+  // must exist; throws std::invalid_argument otherwise). Ids of removed flows are reused
+  // after the next solve.
   FlowId add_flow(std::span<const ResourceId> resources, std::uint32_t multiplicity = 1);
   // Removes an active flow (throws std::invalid_argument for an unknown or removed id).
   void remove_flow(FlowId id);
