@@ -222,7 +222,11 @@ void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on
   }
   groups[slot] = Group{std::move(on_done), group_id, unique.size(), now_s};
 
-  flows.reserve(solver.num_active() + unique.size());
+  std::size_t incidences = 0;
+  for (std::size_t i = 0; i < unique.size(); ++i) incidences += group_routes.links(i).size();
+  solver.reserve(unique.size(), incidences);
+  if (const std::size_t n = solver.num_active() + unique.size(); n > flows.capacity())
+    flows.reserve(std::max(n, 2 * flows.capacity()));  // geometric, as push_back
   for (std::size_t i = 0; i < unique.size(); ++i) {
     const UniqueTransfer& u = unique[i];
     const FlowId f = solver.add_flow(group_routes.links(i), u.copies);

@@ -12,6 +12,13 @@ namespace overlapsim::sim {
 
 namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// Grows geometrically, as push_back would: reserving exactly the size needed for each of
+// many small batches would copy the vector every time.
+template <typename T>
+void reserve_at_least(std::vector<T>& v, std::size_t n) {
+  if (n > v.capacity()) v.reserve(std::max(n, 2 * v.capacity()));
+}
+
 // Compact the path pool when removed paths exceed this many ids and half the pool.
 constexpr std::size_t kCompactMinGarbage = std::size_t{1} << 20;
 }  // namespace
@@ -65,6 +72,16 @@ MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resource
   added_.push_back(id);
   ++num_active_;
   return id;
+}
+
+void MaxMinSolver::reserve(std::size_t flows, std::size_t incidences) {
+  const std::size_t new_ids = flows > free_ids_.size() ? flows - free_ids_.size() : 0;
+  reserve_at_least(flows_, flows_.size() + new_ids);
+  reserve_at_least(path_pool_, path_pool_.size() + incidences);
+  reserve_at_least(added_, added_.size() + flows);
+  reserve_at_least(order_, num_active_ + flows);
+  reserve_at_least(batch_, num_active_ + flows);
+  reserve_at_least(frozen_order_, num_active_ + flows);
 }
 
 void MaxMinSolver::remove_flow(FlowId id) {

@@ -48,6 +48,9 @@ class MaxMinSolver {
   // must exist; throws std::invalid_argument otherwise). Ids of removed flows are reused
   // after the next solve.
   FlowId add_flow(std::span<const ResourceId> resources, std::uint32_t multiplicity = 1);
+  // Makes room for `flows` more flows crossing `incidences` resources in all, so that a
+  // million-flow batch does not grow the arrays by doubling (and touch their pages twice).
+  void reserve(std::size_t flows, std::size_t incidences);
   // Removes an active flow (throws std::invalid_argument for an unknown or removed id).
   void remove_flow(FlowId id);
 
