@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/engine/simulator.hpp"
+#include "sim/network/dary_heap.hpp"
 #include "sim/network/maxmin.hpp"
 #include "sim/network/route_cache.hpp"
 
@@ -25,6 +26,8 @@ using FlowId = MaxMinSolver::FlowId;
 // flows on symmetric paths get rates that differ in the last bits).
 constexpr double kBatchRelativeEpsilon = 1e-9;
 constexpr std::size_t kNumLinkClasses = 3;
+// Children per node of the pending-completion heap (see dary_heap.hpp).
+constexpr std::size_t kHeapArity = 8;
 
 std::size_t class_index(LinkClass cls) { return static_cast<std::size_t>(cls); }
 
@@ -120,8 +123,8 @@ struct FlowNetwork::Impl {
     double time_s;
     FlowId flow;
     std::uint32_t version;
-    bool operator>(const Finish& o) const {
-      return time_s != o.time_s ? time_s > o.time_s : flow > o.flow;
+    static bool earlier(const Finish& a, const Finish& b) {
+      return a.time_s != b.time_s ? a.time_s < b.time_s : a.flow < b.flow;
     }
   };
 
@@ -165,7 +168,7 @@ struct FlowNetwork::Impl {
   std::vector<Group> groups;
   std::vector<std::uint32_t> free_groups;
   std::uint64_t next_group_id = 0;
-  std::vector<Finish> finish_heap;  // min-heap by (time, flow)
+  std::vector<Finish> finish_heap;  // 8-ary min-heap by (time, flow)
   std::vector<FlowId> due_scratch;
   std::vector<UniqueTransfer> unique_scratch;
   std::vector<std::uint64_t> pairs_scratch;
@@ -299,25 +302,22 @@ void FlowNetwork::Impl::solve_now() {
   if (finish_heap.size() > 2 * solver.num_active() + 4096) {
     compact_finish_heap();
   } else if (finish_heap.size() - heap_before > heap_before / 4) {
-    std::make_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
+    dary_make_heap<kHeapArity>(finish_heap, Finish::earlier);
   } else {
     for (std::size_t i = heap_before; i < finish_heap.size(); ++i)
-      std::push_heap(finish_heap.begin(), finish_heap.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                     std::greater<Finish>());
+      dary_sift_up<kHeapArity>(finish_heap, i, Finish::earlier);
   }
   reschedule_completion();
 }
 
 void FlowNetwork::Impl::compact_finish_heap() {
   std::erase_if(finish_heap, [this](const Finish& e) { return !is_current(e); });
-  std::make_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
+  dary_make_heap<kHeapArity>(finish_heap, Finish::earlier);
 }
 
 void FlowNetwork::Impl::reschedule_completion() {
-  while (!finish_heap.empty() && !is_current(finish_heap.front())) {
-    std::pop_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
-    finish_heap.pop_back();
-  }
+  while (!finish_heap.empty() && !is_current(finish_heap.front()))
+    dary_pop_heap<kHeapArity>(finish_heap, Finish::earlier);
   if (finish_heap.empty()) {
     sim.cancel(completion_event);
     completion_event = kNoEvent;
@@ -346,8 +346,7 @@ void FlowNetwork::Impl::on_completion() {
   std::size_t popped = 0;
   while (popped < max_pops && !finish_heap.empty() && finish_heap.front().time_s <= horizon_s) {
     const Finish e = finish_heap.front();
-    std::pop_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
-    finish_heap.pop_back();
+    dary_pop_heap<kHeapArity>(finish_heap, Finish::earlier);
     ++popped;
     if (is_current(e)) due.push_back(e.flow);
   }
@@ -362,7 +361,7 @@ void FlowNetwork::Impl::on_completion() {
       }
     }
     finish_heap.resize(kept);
-    std::make_heap(finish_heap.begin(), finish_heap.end(), std::greater<Finish>());
+    dary_make_heap<kHeapArity>(finish_heap, Finish::earlier);
     for (std::size_t w = 0; w < due_bits.size(); ++w)
       for (std::uint64_t bits = due_bits[w]; bits != 0; bits &= bits - 1)
         due.push_back(
