@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   Runner selected;
   add_collective_command(app, selected);
   add_simulate_command(app, selected);
+  add_fit_command(app, selected);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

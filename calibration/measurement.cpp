@@ -116,8 +116,17 @@ bool is_compute_op(const std::string& op) {
 
 bool is_pair_op(const std::string& op) { return op.find('+') != std::string::npos; }
 
+int effective_ctas(const Measurement& m) {
+  if (m.ctas > 0) return m.ctas;
+  return m.design == "nccl_tilewise" ? m.chunks : 0;
+}
+
 std::string split_key(const Measurement& m) {
-  if (is_collective_op(m.op)) return fmt::format("{}@{}", m.op, m.bytes);
+  if (is_collective_op(m.op)) {
+    const int ctas = effective_ctas(m);
+    return ctas > 0 ? fmt::format("{}@{}#ctas{}", m.op, m.bytes, ctas)
+                    : fmt::format("{}@{}", m.op, m.bytes);
+  }
   return fmt::format("{}x{}x{}", m.m, m.n, m.k);
 }
 

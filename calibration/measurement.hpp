@@ -45,6 +45,11 @@ bool is_collective_op(const std::string& op);  // allreduce, allgather, reducesc
 bool is_compute_op(const std::string& op);     // gemm, gemv, embedding
 bool is_pair_op(const std::string& op);        // gemm+allreduce, ...
 
+// The NCCL CTA limit a collective row ran under: the `ctas` column, or for the tilewise
+// helper's `nccl_tilewise` rows (a communicator split with maxCTAs = s) the chunks column,
+// which holds s there. 0: NCCL's default.
+int effective_ctas(const Measurement& m);
+
 // The held-out split key: the thing a row measures that must not be in the fit when the
 // row is held out. Collectives alone: "<op>@<bytes>" (whatever pair case produced them);
 // every row with a compute shape (compute alone, pairs, and their parts): "<m>x<n>x<k>".

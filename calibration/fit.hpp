@@ -1,0 +1,77 @@
+#pragma once
+// `overlapsim fit`: a calibration data directory (manifest.yaml + overlap-bench CSVs,
+// optionally heldout.csv) -> a profile YAML. Deterministic and CPU-only.
+//
+// What is fitted (docs/calibration.md has the formulas):
+//   collectives        per op, rank count and CTA limit: alpha-beta bands over size
+//   compute.gemm_tables  cuBLAS GEMM rates on the grid of measured M, N, K
+//   efficiency.memory / embedding  GEMV and embedding-bag bandwidth, merged into the
+//                      base profile's curves inside the measured range
+//   designs            decomposed.per_chunk_overhead_s, tilewise.own_gemm_time_ratio and
+//                      tilewise.signal_overhead_fraction
+// Everything overlap-bench does not measure (peak rates, HBM size, attention, fp8 ...) is
+// carried from a base profile with its own source. Each fitted number cites the CSV rows
+// it came from and its relative RMS error against them.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "calibration/manifest.hpp"
+#include "calibration/measurement.hpp"
+#include "sim/compute/profile.hpp"
+
+namespace overlapsim::calibration {
+
+struct FitData {
+  Manifest manifest;
+  std::string label;               // how citations name the data directory
+  std::vector<Measurement> rows;   // what the fit uses (file = path relative to the directory)
+  std::vector<Measurement> heldout_rows;
+  std::vector<std::string> excluded;  // "file:line: reason" for rows left out as unusable
+};
+
+// Reads the manifest and every file it lists; rows whose split key is in heldout.csv
+// (when the manifest names one) go to heldout_rows. Rows with wrong > 0, or whose median
+// is more than twice their own minimum (iterations disagreeing by 2x: unstable), are left
+// out and listed. Throws config::ConfigError for bad files and for rows measured on
+// another GPU or more GPUs than the manifest says.
+FitData load_fit_data(const std::string& data_dir);
+
+// Every row of every file the manifest lists (checked as load_fit_data does, nothing left
+// out), files named relative to the directory.
+std::vector<Measurement> load_all_rows(const Manifest& manifest);
+// heldout.csv for the directory by the split rule (split.hpp); the caller writes it.
+std::string make_heldout_csv(const std::string& data_dir);
+
+struct FitOptions {
+  std::string base_profile;  // empty: the datasheet profile of the manifest's GPU
+};
+
+struct FitResult {
+  sim::Profile profile;
+  std::string yaml;
+  std::string base_profile;
+  std::vector<std::string> notes;  // one line per fitted quantity, for the CLI
+};
+
+FitResult fit_profile(const std::string& data_dir, const FitOptions& options = {});
+
+// Helpers shared by the fit stages.
+double median(std::vector<double> values);
+// "kernels_i.csv:2-6,31; tilewise.csv:10" (lines grouped per file, runs compressed).
+std::string cite_rows(const std::string& label, const std::vector<const Measurement*>& rows);
+// Relative RMS of predicted vs measured.
+double relative_rms(const std::vector<double>& predicted, const std::vector<double>& measured);
+
+// Stages (fit_compute.cpp, fit_collectives.cpp, fit_designs.cpp). Each fills its part of
+// `profile`, adds comments for the YAML writer and one note line per quantity.
+struct FitOutput {
+  sim::Profile& profile;
+  std::map<std::string, std::string>& comments;
+  std::vector<std::string>& notes;
+};
+void fit_compute(const FitData& data, FitOutput& out);
+void fit_collectives(const FitData& data, FitOutput& out);
+void fit_designs(const FitData& data, FitOutput& out);
+
+}  // namespace overlapsim::calibration

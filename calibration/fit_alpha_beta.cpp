@@ -1,0 +1,116 @@
+#include "calibration/fit_alpha_beta.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace overlapsim::calibration {
+namespace {
+
+struct BandFit {
+  bool ok = false;
+  double alpha = 0, beta = 0, cost = 0;  // cost: sum of squared relative errors
+};
+
+// min sum ((alpha + beta x_i - t_i) / t_i)^2 over alpha >= 0, beta > 0: with u_i = 1/t_i the
+// residual is alpha u_i + beta x_i u_i - 1, a 2-parameter linear least squares.
+BandFit fit_band(const std::vector<SizedTime>& p, std::size_t a, std::size_t b) {
+  double suu = 0, sux = 0, sxx = 0, su = 0, sx = 0;
+  for (std::size_t i = a; i <= b; ++i) {
+    const double u = 1.0 / p[i].time_s, xu = static_cast<double>(p[i].bytes) * u;
+    suu += u * u;
+    sux += u * xu;
+    sxx += xu * xu;
+    su += u;
+    sx += xu;
+  }
+  BandFit f;
+  const double det = suu * sxx - sux * sux;
+  if (det > 1e-12 * suu * sxx) {
+    f.alpha = (su * sxx - sx * sux) / det;
+    f.beta = (suu * sx - sux * su) / det;
+  }
+  if (!(f.alpha >= 0) || !(det > 1e-12 * suu * sxx)) {  // latency pinned at 0
+    f.alpha = 0;
+    f.beta = sxx > 0 ? sx / sxx : 0;
+  }
+  if (!(f.beta > 0)) return f;
+  f.ok = true;
+  for (std::size_t i = a; i <= b; ++i) {
+    const double r =
+        (f.alpha + f.beta * static_cast<double>(p[i].bytes) - p[i].time_s) / p[i].time_s;
+    f.cost += r * r;
+  }
+  return f;
+}
+
+}  // namespace
+
+std::vector<AlphaBetaSegment> fit_alpha_beta(std::vector<SizedTime> points,
+                                             const AlphaBetaOptions& options) {
+  std::sort(points.begin(), points.end(), [](const SizedTime& x, const SizedTime& y) {
+    return x.bytes != y.bytes ? x.bytes < y.bytes : x.time_s < y.time_s;
+  });
+  const std::size_t n = points.size();
+  const std::size_t min_pts = static_cast<std::size_t>(std::max(options.min_points, 2));
+  if (n < min_pts) return {};
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::size_t max_seg = static_cast<std::size_t>(std::max(options.max_segments, 1));
+  // best[s][j]: least cost of covering points [0, j) with s bands; from[s][j]: where the
+  // last band starts.
+  std::vector<std::vector<double>> best(max_seg + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<std::size_t>> from(max_seg + 1, std::vector<std::size_t>(n + 1, 0));
+  std::vector<std::vector<BandFit>> band(n, std::vector<BandFit>(n));
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = a + min_pts - 1; b < n; ++b) band[a][b] = fit_band(points, a, b);
+  best[0][0] = 0;
+  for (std::size_t s = 1; s <= max_seg; ++s)
+    for (std::size_t j = min_pts; j <= n; ++j)
+      for (std::size_t a = 0; a + min_pts <= j; ++a) {
+        if (best[s - 1][a] == inf || !band[a][j - 1].ok) continue;
+        const double c = best[s - 1][a] + band[a][j - 1].cost;
+        if (c < best[s][j]) {
+          best[s][j] = c;
+          from[s][j] = a;
+        }
+      }
+  std::size_t chosen = 0;
+  double chosen_cost = inf;
+  for (std::size_t s = 1; s <= max_seg; ++s) {
+    const double c = best[s][n] + options.segment_penalty * static_cast<double>(s - 1);
+    if (c < chosen_cost) {  // strict: ties keep fewer bands
+      chosen_cost = c;
+      chosen = s;
+    }
+  }
+  if (chosen == 0) return {};
+  std::vector<std::size_t> starts;
+  for (std::size_t s = chosen, j = n; s > 0; --s) {
+    starts.push_back(from[s][j]);
+    j = from[s][j];
+  }
+  std::reverse(starts.begin(), starts.end());
+  std::vector<AlphaBetaSegment> out;
+  for (std::size_t s = 0; s < starts.size(); ++s) {
+    const std::size_t a = starts[s];
+    const std::size_t b = s + 1 < starts.size() ? starts[s + 1] - 1 : n - 1;
+    AlphaBetaSegment seg;
+    seg.alpha_s = band[a][b].alpha;
+    seg.beta_s_per_byte = band[a][b].beta;
+    seg.min_bytes = s == 0 ? 0
+                           : static_cast<std::uint64_t>(std::llround(
+                                 std::sqrt(static_cast<double>(points[a - 1].bytes) *
+                                           static_cast<double>(points[a].bytes))));
+    out.push_back(seg);
+  }
+  return out;
+}
+
+double alpha_beta_time_s(const std::vector<AlphaBetaSegment>& segments, std::uint64_t bytes) {
+  const AlphaBetaSegment* seg = &segments.front();
+  for (const auto& s : segments)
+    if (s.min_bytes <= bytes) seg = &s;
+  return seg->alpha_s + seg->beta_s_per_byte * static_cast<double>(bytes);
+}
+
+}  // namespace overlapsim::calibration

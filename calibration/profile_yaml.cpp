@@ -1,0 +1,196 @@
+#include "calibration/profile_yaml.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+namespace overlapsim::calibration {
+namespace {
+
+void comment(std::string& out, const ProfileYamlOptions& o, const std::string& key,
+             const std::string& indent) {
+  auto it = o.comments.find(key);
+  if (it == o.comments.end()) return;
+  std::istringstream lines(it->second);
+  std::string line;
+  while (std::getline(lines, line)) out += indent + "# " + line + "\n";
+}
+
+std::string provenance(const sim::Provenance& p) {
+  std::string s = fmt::format("source: {}, citation: {}", sim::to_string(p.kind),
+                              yaml_quoted(p.citation));
+  if (p.fit_error >= 0) s += ", fit_error: " + yaml_number(p.fit_error);
+  return s;
+}
+
+std::string sourced(const sim::Sourced& s) {
+  return fmt::format("{{value: {}, {}}}", yaml_number(s.value), provenance(s.source));
+}
+
+std::string bytes_number(double v) {
+  return fmt::format("{}", static_cast<unsigned long long>(std::llround(v)));
+}
+
+std::string points(const std::vector<std::pair<double, double>>& pts, bool x_bytes) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    if (i) s += ", ";
+    s += fmt::format("[{}, {}]", x_bytes ? bytes_number(pts[i].first) : yaml_number(pts[i].first),
+                     yaml_number(pts[i].second));
+  }
+  return s + "]";
+}
+
+std::string number_list(const std::vector<double>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + yaml_number(v[i]);
+  return s + "]";
+}
+
+std::string curve(const sim::LogCurve& c, const char* over) {
+  return fmt::format("{{over: {}, points: {}, {}}}", over, points(c.points, std::string(over) == "bytes"),
+                     provenance(c.source));
+}
+
+}  // namespace
+
+std::string yaml_number(double value) {
+  // The shortest %g form that reads back to the same double: 1.03e-06, not the
+  // 1.0299999999999999e-06 that 1.03 * 1e-6 is when printed exactly.
+  for (int digits = 6; digits <= 17; ++digits) {
+    const std::string s = fmt::format("{:.{}g}", value, digits);
+    double back = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), back);
+    if (ec == std::errc() && end == s.data() + s.size() && back == value) return s;
+  }
+  return fmt::format("{}", value);
+}
+
+std::string yaml_quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions& o) {
+  std::string out;
+  {
+    std::istringstream lines(o.header);
+    std::string line;
+    while (std::getline(lines, line)) out += line.empty() ? "#\n" : "# " + line + "\n";
+  }
+  out += "format: 1\n";
+  out += fmt::format("kind: {}\n", o.kind);
+  if (!o.description.empty()) out += fmt::format("description: {}\n", yaml_quoted(o.description));
+
+  const sim::DeviceInfo& d = p.device;
+  out += "device:\n";
+  out += fmt::format("  name: {}\n  sms: {}\n", yaml_quoted(d.name), d.sms);
+  for (const auto& [key, value] : std::vector<std::pair<const char*, std::string>>{
+           {"driver", d.driver}, {"cuda", d.cuda}, {"nccl", d.nccl}, {"date", d.date},
+           {"host", d.host}})
+    if (!value.empty()) out += fmt::format("  {}: {}\n", key, yaml_quoted(value));
+  out += fmt::format("  source: {}\n  citation: {}\n", sim::to_string(o.device_source.kind),
+                     yaml_quoted(o.device_source.citation));
+
+  const sim::ComputeProfile& c = p.compute;
+  out += "compute:\n  peak_flops_per_s:\n";
+  for (const auto& [prec, s] : c.peak_flops_per_s)
+    out += fmt::format("    {}: {}\n", sim::to_string(prec), sourced(s));
+  out += fmt::format("  memory_bandwidth_Bps: {}\n", sourced(c.memory_bandwidth_Bps));
+  out += fmt::format("  memory_capacity_bytes: {{value: {}, {}}}\n",
+                     bytes_number(c.memory_capacity_bytes.value),
+                     provenance(c.memory_capacity_bytes.source));
+  out += fmt::format("  launch_overhead_s: {}\n", sourced(c.launch_overhead_s));
+  out += "  efficiency:\n    gemm:\n";
+  for (const auto& [prec, lc] : c.gemm_efficiency) {
+    comment(out, o, fmt::format("compute.efficiency.gemm.{}", sim::to_string(prec)), "      ");
+    out += fmt::format("      {}: {}\n", sim::to_string(prec), curve(lc, "flops"));
+  }
+  const std::pair<const char*, const sim::LogCurve*> named[] = {
+      {"attention_forward", &c.attention_forward_efficiency},
+      {"attention_backward", &c.attention_backward_efficiency},
+      {"memory", &c.memory_efficiency},
+      {"embedding", &c.embedding_efficiency}};
+  for (const auto& [key, lc] : named) {
+    comment(out, o, fmt::format("compute.efficiency.{}", key), "    ");
+    const bool bytes = std::string(key) == "memory" || std::string(key) == "embedding";
+    out += fmt::format("    {}: {}\n", key, curve(*lc, bytes ? "bytes" : "flops"));
+  }
+  if (!c.gemm_tables.empty()) {
+    out += "  gemm_tables:\n";
+    for (const auto& [prec, t] : c.gemm_tables) {
+      comment(out, o, fmt::format("compute.gemm_tables.{}", sim::to_string(prec)), "    ");
+      out += fmt::format("    {}:\n", sim::to_string(prec));
+      out += fmt::format("      m: {}\n      n: {}\n      k: {}\n", number_list(t.m_values),
+                         number_list(t.n_values), number_list(t.k_values));
+      out += "      achieved_flops_per_s: [";
+      const std::size_t row = t.k_values.size();
+      for (std::size_t i = 0; i < t.achieved_flops_per_s.size(); ++i) {
+        if (i) out += (i % row == 0) ? ",\n        " : ", ";
+        out += yaml_number(t.achieved_flops_per_s[i]);
+      }
+      out += "]\n";
+      out += fmt::format("      source: {}\n      citation: {}\n", sim::to_string(t.source.kind),
+                         yaml_quoted(t.source.citation));
+      if (t.source.fit_error >= 0)
+        out += fmt::format("      fit_error: {}\n", yaml_number(t.source.fit_error));
+    }
+  }
+
+  out += p.collectives.curves.empty() ? "collectives: []\n" : "collectives:\n";
+  for (std::size_t i = 0; i < p.collectives.curves.size(); ++i) {
+    const sim::CollectiveCurve& cc = p.collectives.curves[i];
+    comment(out, o, fmt::format("collectives.{}", i), "  ");
+    out += fmt::format("  - op: {}\n    algorithm: {}\n    scope: {}\n    ranks: {}\n    ctas: {}\n",
+                       sim::to_string(cc.op), sim::to_string(cc.algo), sim::to_string(cc.scope),
+                       cc.ranks, cc.ctas);
+    out += "    segments:\n";
+    for (const auto& s : cc.segments)
+      out += fmt::format("      - {{min_bytes: {}, latency_s: {}, bus_bandwidth_Bps: {}}}\n",
+                         s.min_bytes, yaml_number(s.latency_s), yaml_number(s.bus_bandwidth_Bps));
+    out += fmt::format("    source: {}\n    citation: {}\n", sim::to_string(cc.source.kind),
+                       yaml_quoted(cc.source.citation));
+    if (cc.source.fit_error >= 0)
+      out += fmt::format("    fit_error: {}\n", yaml_number(cc.source.fit_error));
+  }
+
+  comment(out, o, "interference", "");
+  out += "interference:\n";
+  const std::pair<const char*, const std::vector<sim::InterferenceCurve>*> lists[] = {
+      {"compute_under_comm", &p.interference.compute_under_comm},
+      {"comm_under_compute", &p.interference.comm_under_compute}};
+  for (const auto& [key, list] : lists) {
+    out += fmt::format("  {}:{}\n", key, list->empty() ? " []" : "");
+    for (const auto& ic : *list)
+      out += fmt::format("    - {{victim: {}, points: {}, {}}}\n", ic.victim,
+                         points(ic.points, false), provenance(ic.source));
+  }
+
+  if (!p.designs.by_design.empty()) {
+    out += "designs:\n";
+    for (const auto& [design, params] : p.designs.by_design) {
+      out += fmt::format("  {}:\n", design);
+      for (const auto& [key, s] : params) {
+        comment(out, o, fmt::format("designs.{}.{}", design, key), "    ");
+        out += fmt::format("    {}: {}\n", key, sourced(s));
+      }
+    }
+  }
+  if (!p.measurements.empty()) {
+    comment(out, o, "measurements", "");
+    out += fmt::format("measurements: {}\n", yaml_quoted(p.measurements));
+  }
+  return out;
+}
+
+}  // namespace overlapsim::calibration
