@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   add_collective_command(app, selected);
   add_simulate_command(app, selected);
   add_fit_command(app, selected);
+  add_validate_command(app, selected);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

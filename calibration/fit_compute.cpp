@@ -94,8 +94,10 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
 }
 
 // Memory-bound ops measured by overlap-bench (GEMV, embedding bags): the efficiency
-// bytes / (peak bandwidth * (time - launch)) at each measured size replaces the base
-// curve within a quarter decade of the measured range; the base points outside it stay.
+// bytes / (peak bandwidth * (time - launch)) at each measured size (median of repeats)
+// replaces the base curve over the measured range; beyond it the base curve's shape is
+// kept, scaled to meet the first (below) or last (above) measured point, so the spliced
+// curve is continuous.
 void fit_bandwidth_curve(const FitData& data, FitOutput& out, const std::string& op,
                          sim::LogCurve& curve, const std::string& key) {
   std::vector<const Measurement*> rows;
@@ -109,24 +111,26 @@ void fit_bandwidth_curve(const FitData& data, FitOutput& out, const std::string&
     const double bytes = sim::ComputeModel::op_bytes(compute_op(*r, op));
     eff_at[bytes].push_back(std::min(1.0, bytes / (bw * std::max(r->time_s - launch_s, 1e-9))));
   }
-  const double lo = eff_at.begin()->first / std::pow(10.0, 0.25);
-  const double hi = eff_at.rbegin()->first * std::pow(10.0, 0.25);
+  const double x_lo = eff_at.begin()->first, x_hi = eff_at.rbegin()->first;
+  const double scale_lo = median(eff_at.begin()->second) / curve.at(x_lo);
+  const double scale_hi = median(eff_at.rbegin()->second) / curve.at(x_hi);
   std::vector<std::pair<double, double>> pts;
-  std::string kept;
-  for (const auto& [x, y] : curve.points)
-    if (x < lo || x > hi) {
-      pts.emplace_back(x, y);
-      kept += fmt::format("{}{:.3g}", kept.empty() ? "" : ", ", x);
-    }
+  for (const auto& [x, y] : curve.points) {
+    if (x >= x_lo && x <= x_hi) continue;
+    const double scaled = y * (x < x_lo ? scale_lo : scale_hi);
+    pts.emplace_back(x, std::stod(fmt::format("{:.4g}", std::clamp(scaled, 1e-6, 1.0))));
+  }
   for (const auto& [x, effs] : eff_at)
     pts.emplace_back(std::round(x), std::stod(fmt::format("{:.4g}", median(effs))));
   std::sort(pts.begin(), pts.end());
+  const std::string kept = fmt::format("x {:.4g} below {:.3g} B, x {:.4g} above {:.3g} B", scale_lo,
+                                       x_lo, scale_hi, x_hi);
   const std::string base_citation = curve.source.citation;
   curve.points = pts;
   curve.source.kind = sim::SourceKind::Measured;
   curve.source.citation =
-      fmt::format("overlap-bench {} rows, {}; outside {:.3g}..{:.3g} bytes: {}", op,
-                  cite_rows(data.label, rows), lo, hi, base_citation);
+      fmt::format("overlap-bench {} rows, {}; beyond them scaled from: {}", op,
+                  cite_rows(data.label, rows), base_citation);
   const sim::ComputeModel model(out.profile.compute);
   std::vector<double> pred, meas;
   for (const Measurement* r : rows) {
@@ -137,8 +141,8 @@ void fit_bandwidth_curve(const FitData& data, FitOutput& out, const std::string&
   curve.source.fit_error = std::stod(fmt::format("{:.4g}", err));
   out.comments["compute.efficiency." + key] = fmt::format(
       "{}: efficiency = bytes / (memory_bandwidth_Bps * (median time - launch_overhead_s)) at\n"
-      "the {} measured size(s) ({} rows); base points kept outside the measured range: {}.",
-      op, eff_at.size(), rows.size(), kept.empty() ? "none" : kept);
+      "the {} measured size(s) ({} rows); beyond them the base curve scaled {}.",
+      op, eff_at.size(), rows.size(), kept);
   out.notes.push_back(fmt::format("compute.efficiency.{}: {} size(s) from {} {} rows, fit error {:.1f}%",
                                   key, eff_at.size(), rows.size(), op, 100 * err));
 }

@@ -1,0 +1,66 @@
+// `overlapsim validate --profile P --measurements HELDOUT.csv [--format table|json]`:
+// predicts each measured row through the simulator and prints per-kind error statistics
+// and the worst rows (calibration/validate.hpp).
+#include <fmt/format.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "app/commands.hpp"
+#include "calibration/measurement.hpp"
+#include "calibration/profile.hpp"
+#include "calibration/validate.hpp"
+#include "config/atomic_file.hpp"
+#include "workloads/cluster.hpp"
+
+namespace overlapsim::app {
+namespace {
+
+struct ValidateOptions {
+  std::string profile;
+  std::string measurements;
+  std::string cluster = "workloads/clusters/h200x2-nvlink.yaml";
+  std::string format = "table";
+  std::string output;
+  int worst = 10;
+};
+
+int run_validate(const ValidateOptions& o) {
+  if (o.format != "table" && o.format != "json")
+    throw std::invalid_argument(fmt::format("--format: '{}' (expected table or json)", o.format));
+  if (o.worst < 0) throw std::invalid_argument("--worst: negative (expected a count >= 0)");
+  const sim::Profile profile = calibration::load_profile(o.profile);
+  const auto rows = calibration::read_measurements(o.measurements);
+  const workloads::ClusterSpec cluster = workloads::load_cluster(o.cluster);
+  calibration::ValidationReport report = calibration::validate(profile, rows, cluster);
+  report.measurements_path = o.measurements;
+  const std::string text = o.format == "json"
+                               ? calibration::format_validation_json(report, o.worst)
+                               : calibration::format_validation_table(report, o.worst);
+  if (o.output.empty())
+    fmt::print("{}", text);
+  else
+    config::write_file_atomic(o.output, text);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app, Runner& selected) {
+  auto opts = std::make_shared<ValidateOptions>();
+  auto* sub = app.add_subcommand(
+      "validate", "predict held-out measurements through the simulator and report the errors");
+  sub->add_option("--profile", opts->profile, "profile YAML to validate")->required();
+  sub->add_option("--measurements", opts->measurements, "overlap-bench CSV (e.g. heldout.csv)")
+      ->required();
+  sub->add_option("--cluster", opts->cluster,
+                  "cluster YAML of the measured machine (its GPUs host the communicators)")
+      ->capture_default_str();
+  sub->add_option("--format", opts->format, "table|json")->capture_default_str();
+  sub->add_option("--worst", opts->worst, "worst rows to list")->capture_default_str();
+  sub->add_option("--output", opts->output, "write the report here (atomically) instead of stdout");
+  sub->callback([opts, &selected] { selected = [opts] { return run_validate(*opts); }; });
+}
+
+}  // namespace overlapsim::app

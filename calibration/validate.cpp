@@ -1,0 +1,269 @@
+#include "calibration/validate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "calibration/ops.hpp"
+#include "calibration/profile_launcher.hpp"
+#include "config/units.hpp"
+#include "sim/compute/compute_model.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/exec/step_executor.hpp"
+#include "sim/network/flow_network.hpp"
+
+namespace overlapsim::calibration {
+namespace {
+
+const std::vector<std::string> kKindOrder = {"compute", "collective", "collective_ctas",
+                                             "sequential", "collective_flow"};
+
+sim::CollectiveRequest request_of(const sim::CollectiveOp op, std::uint64_t bytes, int world) {
+  sim::CollectiveRequest req;
+  req.op = op;
+  req.algo = sim::Algorithm::Auto;
+  req.bytes = bytes;
+  for (int r = 0; r < world; ++r) req.ranks.push_back(r);
+  return req;
+}
+
+// One collective on a fresh simulator: by the profile's curve, or (flow) on the network.
+double collective_time_s(const sim::Profile& profile, const sim::Topology& topo,
+                         sim::CollectiveOp op, std::uint64_t bytes, int world, int ctas,
+                         bool flow) {
+  sim::Simulator simulator;
+  sim::FlowNetwork net(simulator, topo);
+  const sim::CollectiveRequest req = request_of(op, bytes, world);
+  sim::validate(req, net);
+  double done_s = -1;
+  auto on_done = [&] { done_s = simulator.now(); };
+  if (flow) {
+    sim::start_collective(net, req, on_done);
+  } else {
+    ProfileLauncherStats stats;
+    profile_collective_launcher(profile.collectives, net, ctas, {}, &stats)(req, on_done);
+    if (stats.by_curve != 1)
+      throw std::invalid_argument(fmt::format(
+          "the profile has no intra-node curve for {} on {} GPUs with {} CTAs", sim::to_string(op),
+          world, ctas ? std::to_string(ctas) : "default"));
+  }
+  simulator.run();
+  if (done_s < 0) throw std::logic_error("collective did not complete");
+  return done_s;
+}
+
+// op then collective (or the reverse) on every rank, through the step executor.
+double sequential_time_s(const sim::Profile& profile, const sim::Topology& topo,
+                         const Measurement& m, const PairParts& parts) {
+  sim::StepGraph step;
+  step.workload = "validate " + m.op;
+  step.world_size = m.world;
+  sim::CommGroup group;
+  group.family = "tp";
+  for (int r = 0; r < m.world; ++r) group.ranks.push_back(r);
+  step.groups.push_back(group);
+  for (int r = 0; r < m.world; ++r) {
+    sim::RankProgram prog;
+    prog.rank = r;
+    sim::OpNode compute = compute_op(m, parts.compute);
+    compute.stream = sim::StreamKind::Compute;
+    sim::OpNode comm;
+    comm.name = parts.collective;
+    comm.kind = sim::OpKind::Collective;
+    comm.stream = sim::StreamKind::TensorComm;
+    comm.precision = compute.precision;
+    comm.collective = *collective_of(parts.collective);
+    comm.comm_bytes = m.bytes;
+    comm.comm_group = 0;
+    const bool comm_first = parts.collective_first;
+    const auto a = boost::add_vertex(comm_first ? comm : compute, prog.graph);
+    const auto b = boost::add_vertex(comm_first ? compute : comm, prog.graph);
+    prog.graph[a].pair_partner = static_cast<int>(b);
+    prog.graph[b].pair_partner = static_cast<int>(a);
+    boost::add_edge(a, b, prog.graph);
+    step.ranks.push_back(std::move(prog));
+  }
+  sim::Simulator simulator;
+  sim::FlowNetwork net(simulator, topo);
+  const sim::ComputeModel model(profile.compute);
+  sim::StepExecutor exec(step, model, net);
+  ProfileLauncherStats stats;
+  exec.set_collective_launcher(profile_collective_launcher(profile.collectives, net, 0, {}, &stats));
+  sim::SequentialDesign design;
+  const sim::StepResult result = exec.run(design);
+  if (stats.by_curve == 0)
+    throw std::invalid_argument(fmt::format("the profile has no intra-node curve for {} on {} GPUs",
+                                            parts.collective, m.world));
+  return result.step_time_s;
+}
+
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+void add_unmodelled(ValidationReport& r, const std::string& kind, const std::string& reason) {
+  for (auto& u : r.unmodelled)
+    if (u.kind == kind && u.reason == reason) {
+      ++u.count;
+      return;
+    }
+  r.unmodelled.push_back({kind, reason, 1});
+}
+
+std::vector<const ValidationRow*> worst(const ValidationReport& r, int n) {
+  std::vector<const ValidationRow*> v;
+  for (const auto& row : r.rows) v.push_back(&row);
+  std::stable_sort(v.begin(), v.end(), [](const ValidationRow* a, const ValidationRow* b) {
+    return std::fabs(a->rel_err) > std::fabs(b->rel_err);
+  });
+  if (static_cast<int>(v.size()) > n) v.resize(static_cast<std::size_t>(n));
+  return v;
+}
+
+std::string shape_of(const Measurement& m) {
+  std::string s;
+  if (m.m || m.n || m.k) s = fmt::format("{}x{}x{}", m.m, m.n, m.k);
+  if (is_collective_op(m.op) || is_pair_op(m.op))
+    s += (s.empty() ? "" : " ") + config::format_bytes(m.bytes);
+  return s;
+}
+
+}  // namespace
+
+KindStats kind_stats(const std::string& kind, std::vector<double> abs_errors) {
+  std::sort(abs_errors.begin(), abs_errors.end());
+  KindStats k;
+  k.kind = kind;
+  k.count = static_cast<int>(abs_errors.size());
+  k.median_abs_err = quantile(abs_errors, 0.5);
+  k.p90_abs_err = quantile(abs_errors, 0.9);
+  k.max_abs_err = abs_errors.empty() ? 0 : abs_errors.back();
+  return k;
+}
+
+ValidationReport validate(const sim::Profile& profile, const std::vector<Measurement>& rows,
+                          const workloads::ClusterSpec& cluster) {
+  ValidationReport r;
+  r.profile_path = profile.path;
+  r.cluster_name = cluster.name;
+  const sim::Topology topo = workloads::build_topology(cluster);
+  const sim::ComputeModel model(profile.compute);
+  auto add = [&](const Measurement& m, const std::string& kind, double predicted) {
+    r.rows.push_back({&m, kind, predicted, (predicted - m.time_s) / m.time_s});
+  };
+  for (const Measurement& m : rows) {
+    if (m.world > topo.num_gpus())
+      throw std::invalid_argument(fmt::format(
+          "{}: measured on {} GPUs, the cluster {} has {} (expected a cluster with at least the "
+          "measured GPU count)",
+          m.where(), m.world, cluster.file, topo.num_gpus()));
+    if (is_compute_op(m.op)) {
+      const bool vendor = (m.op == "embedding") ? m.design == "own" : m.design == "cublas";
+      if (!vendor) {
+        add_unmodelled(r, m.op + " " + m.design,
+                       "our own GEMM is the tilewise design's kernel (issue 7 models it); the "
+                       "compute model stands for cuBLAS");
+        continue;
+      }
+      add(m, "compute", model.time_s(compute_op(m, m.op)));
+      continue;
+    }
+    if (is_collective_op(m.op)) {
+      const auto op = collective_of(m.op);
+      const int ctas = effective_ctas(m);
+      add(m, ctas ? "collective_ctas" : "collective",
+          collective_time_s(profile, topo, *op, m.bytes, m.world, ctas, false));
+      if (!ctas) add(m, "collective_flow", collective_time_s(profile, topo, *op, m.bytes, m.world, 0, true));
+      continue;
+    }
+    const auto parts = pair_parts(m.op);
+    if (parts && m.design == "sequential") {
+      add(m, "sequential", sequential_time_s(profile, topo, m, *parts));
+      continue;
+    }
+    if (parts) {
+      add_unmodelled(r, m.design, "no model yet: the design models arrive with issue 7");
+      continue;
+    }
+    add_unmodelled(r, m.op + " " + m.design, "no simulator op for this kernel");
+  }
+  std::map<std::string, std::vector<double>> errs;
+  for (const auto& row : r.rows) errs[row.kind].push_back(std::fabs(row.rel_err));
+  for (const auto& kind : kKindOrder)
+    if (errs.count(kind)) r.kinds.push_back(kind_stats(kind, errs[kind]));
+  return r;
+}
+
+std::string format_validation_table(const ValidationReport& r, int worst_rows) {
+  std::string s = fmt::format("profile {} on cluster {}: {} predicted row(s)\n", r.profile_path,
+                              r.cluster_name, r.rows.size());
+  s += fmt::format("{:<16} {:>6} {:>10} {:>10} {:>10}\n", "kind", "rows", "median|e|", "p90|e|",
+                   "max|e|");
+  for (const auto& k : r.kinds)
+    s += fmt::format("{:<16} {:>6} {:>9.2f}% {:>9.2f}% {:>9.2f}%\n", k.kind, k.count,
+                     100 * k.median_abs_err, 100 * k.p90_abs_err, 100 * k.max_abs_err);
+  for (const auto& u : r.unmodelled)
+    s += fmt::format("{:<16} {:>6} not predicted: {}\n", u.kind, u.count, u.reason);
+  const auto w = worst(r, worst_rows);
+  if (!w.empty()) {
+    s += fmt::format("worst {} row(s):\n", w.size());
+    for (const ValidationRow* row : w) {
+      const Measurement& m = *row->row;
+      s += fmt::format("  {:+7.2f}%  {:<16} {} {} {}: measured {}, predicted {} ({})\n",
+                       100 * row->rel_err, row->kind, m.op, m.design, shape_of(m),
+                       config::format_duration(m.time_s), config::format_duration(row->predicted_s),
+                       m.where());
+    }
+  }
+  return s;
+}
+
+std::string format_validation_json(const ValidationReport& r, int worst_rows) {
+  auto row_json = [](const ValidationRow& row) {
+    const Measurement& m = *row.row;
+    nlohmann::ordered_json j;
+    j["where"] = m.where();
+    j["kind"] = row.kind;
+    j["op"] = m.op;
+    j["design"] = m.design;
+    j["m"] = m.m;
+    j["n"] = m.n;
+    j["k"] = m.k;
+    j["bytes"] = m.bytes;
+    j["chunks"] = m.chunks;
+    j["ctas"] = effective_ctas(m);
+    j["measured_s"] = m.time_s;
+    j["predicted_s"] = row.predicted_s;
+    j["rel_err"] = row.rel_err;
+    return j;
+  };
+  nlohmann::ordered_json j;
+  j["profile"] = r.profile_path;
+  j["measurements"] = r.measurements_path;
+  j["cluster"] = r.cluster_name;
+  j["kinds"] = nlohmann::ordered_json::array();
+  for (const auto& k : r.kinds)
+    j["kinds"].push_back({{"kind", k.kind},
+                          {"count", k.count},
+                          {"median_abs_err", k.median_abs_err},
+                          {"p90_abs_err", k.p90_abs_err},
+                          {"max_abs_err", k.max_abs_err}});
+  j["unmodelled"] = nlohmann::ordered_json::array();
+  for (const auto& u : r.unmodelled)
+    j["unmodelled"].push_back({{"kind", u.kind}, {"count", u.count}, {"reason", u.reason}});
+  j["worst"] = nlohmann::ordered_json::array();
+  for (const ValidationRow* row : worst(r, worst_rows)) j["worst"].push_back(row_json(*row));
+  j["rows"] = nlohmann::ordered_json::array();
+  for (const auto& row : r.rows) j["rows"].push_back(row_json(row));
+  return j.dump(2) + "\n";
+}
+
+}  // namespace overlapsim::calibration

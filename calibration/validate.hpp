@@ -1,0 +1,64 @@
+#pragma once
+// `overlapsim validate`: predicts held-out measurements through the simulator and reports
+// how far off it is, per kind of measurement.
+//
+// Kinds (each row's relative error = (predicted - measured) / measured):
+//   compute          GEMM (cuBLAS), GEMV, embedding bag alone: sim::ComputeModel
+//   collective       a collective alone, NCCL default CTAs: a Simulator run of the profile's
+//                    curve (profile_launcher.hpp), the communicator on the cluster's GPUs
+//   collective_ctas  the same with NCCL limited to c CTAs (curves with ctas: c)
+//   collective_flow  the same collective on the cluster's flow-level network
+//                    (sim::start_collective, no profile): what the uncalibrated network
+//                    model predicts, for comparison
+//   sequential       op then collective (or collective then op) as a 2-op step on every
+//                    rank through sim::StepExecutor with SequentialDesign, collectives timed
+//                    by the profile
+// Rows of designs without a simulator model yet (decomposed, tilewise: issue 7), of our
+// own GEMM (the tilewise design's kernel) and of kernels the simulator has no op for are
+// listed as unmodelled with the reason, not predicted.
+#include <string>
+#include <vector>
+
+#include "calibration/measurement.hpp"
+#include "sim/compute/profile.hpp"
+#include "workloads/cluster.hpp"
+
+namespace overlapsim::calibration {
+
+struct ValidationRow {
+  const Measurement* row = nullptr;
+  std::string kind;
+  double predicted_s = 0;
+  double rel_err = 0;
+};
+
+struct KindStats {
+  std::string kind;
+  int count = 0;
+  // Of |relative error|; quantiles interpolate linearly between order statistics.
+  double median_abs_err = 0, p90_abs_err = 0, max_abs_err = 0;
+};
+
+struct Unmodelled {
+  std::string kind;  // e.g. "decomposed"
+  std::string reason;
+  int count = 0;
+};
+
+struct ValidationReport {
+  std::string profile_path, measurements_path, cluster_name;
+  std::vector<ValidationRow> rows;     // in measurement order
+  std::vector<KindStats> kinds;        // kinds present, in the order listed above
+  std::vector<Unmodelled> unmodelled;  // by kind and reason, in first-seen order
+};
+
+// Throws std::invalid_argument when a row needs more GPUs than the cluster has.
+ValidationReport validate(const sim::Profile& profile, const std::vector<Measurement>& rows,
+                          const workloads::ClusterSpec& cluster);
+
+KindStats kind_stats(const std::string& kind, std::vector<double> abs_errors);
+
+std::string format_validation_table(const ValidationReport& r, int worst_rows = 10);
+std::string format_validation_json(const ValidationReport& r, int worst_rows = 10);
+
+}  // namespace overlapsim::calibration
