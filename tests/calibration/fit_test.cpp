@@ -1,0 +1,172 @@
+#include "calibration/fit.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "calibration/fit_alpha_beta.hpp"
+#include "calibration/profile.hpp"
+#include "config/error.hpp"
+#include "tests/calibration/calib_test_util.hpp"
+
+namespace overlapsim::calibration {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace overlapsim::calibration::testing;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("overlapsim_fit_test_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+fs::path synthetic_dir(const std::string& name, const Truth& t) {
+  const fs::path dir = fresh_dir(name);
+  write_text(dir / "manifest.yaml", manifest_yaml("NVIDIA H200", {"bench.csv"}));
+  write_text(dir / "bench.csv", synthetic_csv(t));
+  return dir;
+}
+
+TEST(FitAlphaBeta, RecoversTwoBandsExactly) {
+  const Truth t;
+  std::vector<SizedTime> pts;
+  for (std::uint64_t b = 4096; b <= (1ull << 30); b *= 4)
+    pts.push_back({b, allreduce_s(t, static_cast<double>(b))});
+  const auto bands = fit_alpha_beta(pts);
+  ASSERT_EQ(bands.size(), 2u);
+  EXPECT_EQ(bands[0].min_bytes, 0u);
+  EXPECT_EQ(bands[1].min_bytes, 2097152u);  // sqrt(1 MiB * 4 MiB)
+  EXPECT_NEAR(bands[0].alpha_s, t.alpha1_s, 1e-9);
+  EXPECT_NEAR(1 / bands[0].beta_s_per_byte, t.busbw1_Bps, 1e-6 * t.busbw1_Bps);
+  EXPECT_NEAR(bands[1].alpha_s, t.alpha2_s, 1e-9);
+  EXPECT_NEAR(1 / bands[1].beta_s_per_byte, t.busbw2_Bps, 1e-6 * t.busbw2_Bps);
+}
+
+TEST(FitAlphaBeta, TooFewSizesOrNoValidBand) {
+  EXPECT_TRUE(fit_alpha_beta({{1024, 1e-5}}).empty());
+  // Time falling with size: no band has beta > 0.
+  EXPECT_TRUE(fit_alpha_beta({{1024, 2e-5}, {4096, 1e-5}}).empty());
+}
+
+TEST(FitAlphaBeta, NegativeInterceptPinsLatencyAtZero) {
+  // t = bytes / 1e9 - 1 us would need alpha < 0: the fit holds alpha at 0.
+  const auto bands = fit_alpha_beta({{1000000, 999e-6}, {2000000, 1999e-6}, {4000000, 3999e-6}});
+  ASSERT_EQ(bands.size(), 1u);
+  EXPECT_EQ(bands[0].alpha_s, 0);
+  EXPECT_GT(bands[0].beta_s_per_byte, 0);
+}
+
+TEST(Fit, RecoversKnownCollectiveGemmAndDesignParameters) {
+  const Truth t;
+  const FitResult r = fit_profile(synthetic_dir("recover", t).string());
+  // Collectives: one allreduce curve on 2 ranks, two bands within 1%.
+  ASSERT_EQ(r.profile.collectives.curves.size(), 1u);
+  const sim::CollectiveCurve& c = r.profile.collectives.curves[0];
+  EXPECT_EQ(c.op, sim::CollectiveOp::AllReduce);
+  EXPECT_EQ(c.ranks, 2);
+  ASSERT_EQ(c.segments.size(), 2u);
+  EXPECT_NEAR(c.segments[0].latency_s, t.alpha1_s, 0.01 * t.alpha1_s);
+  EXPECT_NEAR(c.segments[0].bus_bandwidth_Bps, t.busbw1_Bps, 0.01 * t.busbw1_Bps);
+  EXPECT_NEAR(c.segments[1].latency_s, t.alpha2_s, 0.01 * t.alpha2_s);
+  EXPECT_NEAR(c.segments[1].bus_bandwidth_Bps, t.busbw2_Bps, 0.01 * t.busbw2_Bps);
+  EXPECT_LT(c.source.fit_error, 0.01);
+  EXPECT_EQ(c.source.kind, sim::SourceKind::Measured);
+  EXPECT_NE(c.source.citation.find("bench.csv:2-"), std::string::npos) << c.source.citation;
+  // GEMM table: every grid node measured, rates within 1%.
+  const sim::GemmTable& g = r.profile.compute.gemm_tables.at(sim::Precision::BF16);
+  ASSERT_EQ(g.achieved_flops_per_s.size(), 8u);
+  for (double m : {1024.0, 4096.0})
+    for (double n : {1024.0, 4096.0})
+      for (double k : {1024.0, 8192.0})
+        EXPECT_NEAR(g.rate_flops_per_s(m, n, k), t.rate(m, n, k), 0.01 * t.rate(m, n, k))
+            << m << "x" << n << "x" << k;
+  EXPECT_LT(g.source.fit_error, 0.01);
+  // Decomposed per-chunk overhead.
+  const sim::Sourced* o = r.profile.designs.find("decomposed", "per_chunk_overhead_s");
+  ASSERT_NE(o, nullptr);
+  EXPECT_NEAR(o->value, t.per_chunk_overhead_s, 0.01 * t.per_chunk_overhead_s);
+  // Carried numbers keep their source.
+  EXPECT_EQ(r.profile.compute.peak_flops_per_s.at(sim::Precision::BF16).source.kind,
+            sim::SourceKind::Datasheet);
+  EXPECT_EQ(r.profile.device.nccl, "2.28.3");
+}
+
+TEST(Fit, OutputIsByteIdenticalAcrossRunsAndLoadsBack) {
+  const Truth t;
+  const fs::path dir = synthetic_dir("determinism", t);
+  const std::string a = fit_profile(dir.string()).yaml;
+  const std::string b = fit_profile(dir.string()).yaml;
+  EXPECT_EQ(a, b);
+  const fs::path out = dir / "p.yaml";
+  write_text(out, a);
+  const sim::Profile p = load_profile(out.string());
+  EXPECT_EQ(p.collectives.curves.size(), 1u);
+}
+
+std::string fit_error(const fs::path& dir) {
+  try {
+    fit_profile(dir.string());
+  } catch (const config::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Fit, RowsFromAnotherGpuAreAnError) {
+  const fs::path dir = fresh_dir("other_gpu");
+  write_text(dir / "manifest.yaml", manifest_yaml("NVIDIA H200", {"bench.csv"}));
+  write_text(dir / "bench.csv", synthetic_csv(Truth{}, "NVIDIA A100-SXM4-80GB"));
+  const std::string err = fit_error(dir);
+  EXPECT_NE(err.find("bench.csv:2:1: gpu 'NVIDIA A100-SXM4-80GB' is not the manifest's 'NVIDIA H200'"),
+            std::string::npos)
+      << err;
+}
+
+TEST(Fit, ManifestOfAnotherGpuThanTheBaseProfileIsAnError) {
+  const fs::path dir = fresh_dir("other_base");
+  write_text(dir / "manifest.yaml", manifest_yaml("NVIDIA H200", {"bench.csv"}));
+  write_text(dir / "bench.csv", synthetic_csv(Truth{}));
+  FitOptions o;
+  o.base_profile = "calibration/profiles/datasheet-a100.yaml";
+  try {
+    fit_profile(dir.string(), o);
+    FAIL() << "expected an error";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("is not the measured GPU 'NVIDIA H200'"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Fit, TruncatedRowAndMissingColumnAreErrors) {
+  const fs::path dir = fresh_dir("truncated");
+  write_text(dir / "manifest.yaml", manifest_yaml("NVIDIA H200", {"bench.csv"}));
+  std::string csv = synthetic_csv(Truth{});
+  csv.resize(csv.size() - 20);  // cut the last row short
+  write_text(dir / "bench.csv", csv);
+  EXPECT_NE(fit_error(dir).find("a truncated row"), std::string::npos) << fit_error(dir);
+  write_text(dir / "bench.csv", "gpu,driver,cuda,nccl,world,op,design\n");
+  EXPECT_NE(fit_error(dir).find("missing column 'dtype'"), std::string::npos) << fit_error(dir);
+  write_text(dir / "manifest.yaml", "format: 1\ngpu: x\n");
+  EXPECT_NE(fit_error(dir).find("gpus"), std::string::npos) << fit_error(dir);
+}
+
+TEST(Fit, HeldOutKeysAreLeftOut) {
+  const Truth t;
+  const fs::path dir = fresh_dir("heldout");
+  write_text(dir / "manifest.yaml", manifest_yaml("NVIDIA H200", {"bench.csv"}, "heldout.csv"));
+  write_text(dir / "bench.csv", synthetic_csv(t));
+  const std::string held = make_heldout_csv(dir.string());
+  write_text(dir / "heldout.csv", held);
+  const FitData d = load_fit_data(dir.string());
+  EXPECT_FALSE(d.heldout_rows.empty());
+  for (const auto& h : d.heldout_rows)
+    for (const auto& r : d.rows) EXPECT_NE(split_key(h), split_key(r)) << h.where();
+  // The allreduce sizes 4 KiB .. 1 GiB: sorted, every third from the second is held out.
+  EXPECT_NE(held.find(",allreduce,nccl,bf16,0,0,0,16384,"), std::string::npos) << held;
+  EXPECT_EQ(held.find(",allreduce,nccl,bf16,0,0,0,4096,"), std::string::npos) << held;
+}
+
+}  // namespace
+}  // namespace overlapsim::calibration
