@@ -1,0 +1,102 @@
+#include "calibration/validate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "calibration/csv.hpp"
+#include "calibration/fit.hpp"
+#include "calibration/profile.hpp"
+#include "tests/calibration/calib_test_util.hpp"
+
+namespace overlapsim::calibration {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace overlapsim::calibration::testing;
+
+const char* kCluster = "workloads/clusters/h200x2-nvlink.yaml";
+
+sim::Profile synthetic_profile(const Truth& t) {
+  const fs::path dir = fs::temp_directory_path() / "overlapsim_validate_test";
+  fs::remove_all(dir);
+  write_text(dir / "manifest.yaml", manifest_yaml("NVIDIA H200", {"bench.csv"}));
+  write_text(dir / "bench.csv", synthetic_csv(t));
+  return fit_profile(dir.string()).profile;
+}
+
+TEST(KindStats, QuantilesInterpolateBetweenOrderStatistics) {
+  const KindStats k = kind_stats("x", {0.05, 0.01, 0.03, 0.02, 0.04});
+  EXPECT_EQ(k.count, 5);
+  EXPECT_DOUBLE_EQ(k.median_abs_err, 0.03);
+  EXPECT_NEAR(k.p90_abs_err, 0.046, 1e-12);  // 0.04 + 0.6 * (0.05 - 0.04)
+  EXPECT_DOUBLE_EQ(k.max_abs_err, 0.05);
+}
+
+// Measurements made exactly (1 + e) times the truth must show relative error 1/(1+e) - 1.
+TEST(Validate, KnownErrorsPerKind) {
+  const Truth t;
+  const sim::Profile profile = synthetic_profile(t);
+  const double gemm = gemm_s(t, 4096, 1024, 8192);           // a fitted grid node
+  const double coll = allreduce_s(t, 64.0 * 1048576);        // inside the second band
+  std::string csv = kBenchHeader;
+  csv += bench_row("gemm", "cublas", 4096, 1024, 8192, 0, 1, gemm * 1.10);
+  csv += bench_row("allreduce", "nccl", 0, 0, 0, 64ull << 20, 1, coll * 0.95);
+  csv += bench_row("gemm+allreduce", "sequential", 4096, 1024, 8192, 64ull << 20, 1,
+                   (gemm + coll) * 1.02);
+  csv += bench_row("gemm+allreduce", "decomposed", 4096, 1024, 8192, 64ull << 20, 2, gemm);
+  csv += bench_row("gemm", "own", 4096, 1024, 8192, 0, 1, gemm);
+  const auto rows = parse_measurements(parse_csv(csv, "held.csv"));
+  const ValidationReport r = validate(profile, rows, workloads::load_cluster(kCluster));
+  ASSERT_EQ(r.kinds.size(), 4u);
+  EXPECT_EQ(r.kinds[0].kind, "compute");
+  EXPECT_NEAR(r.kinds[0].max_abs_err, 1 - 1 / 1.10, 1e-4);
+  EXPECT_EQ(r.kinds[1].kind, "collective");
+  EXPECT_NEAR(r.kinds[1].max_abs_err, 1 / 0.95 - 1, 1e-4);
+  EXPECT_EQ(r.kinds[2].kind, "sequential");
+  EXPECT_NEAR(r.kinds[2].max_abs_err, 1 - 1 / 1.02, 1e-4);
+  // The flow model of the same allreduce on the cluster file, for comparison.
+  EXPECT_EQ(r.kinds[3].kind, "collective_flow");
+  EXPECT_EQ(r.kinds[3].count, 1);
+  ASSERT_EQ(r.unmodelled.size(), 2u);
+  EXPECT_EQ(r.unmodelled[0].kind, "decomposed");
+  EXPECT_EQ(r.unmodelled[1].kind, "gemm own");
+  const std::string json = format_validation_json(r);
+  EXPECT_NE(json.find("\"kinds\""), std::string::npos);
+  EXPECT_NE(json.find("\"median_abs_err\""), std::string::npos);
+  EXPECT_NE(format_validation_table(r).find("worst"), std::string::npos);
+}
+
+TEST(Validate, RowsNeedingMoreGpusThanTheClusterAreAnError) {
+  const sim::Profile profile = synthetic_profile(Truth{});
+  std::string csv = kBenchHeader;
+  csv += bench_row("allreduce", "nccl", 0, 0, 0, 1 << 20, 1, 1e-5, "NVIDIA H200", 8);
+  const auto rows = parse_measurements(parse_csv(csv, "held.csv"));
+  EXPECT_THROW(validate(profile, rows, workloads::load_cluster(kCluster)), std::invalid_argument);
+}
+
+// The shipped profile is what `overlapsim fit` makes of the shipped data (so it is not
+// stale), it loads, and validate runs on the shipped held-out rows. The figures are printed,
+// not asserted: the acceptance bars are reported in docs/calibration.md.
+TEST(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
+  const std::string committed = "calibration/profiles/h200-nvlink.yaml";
+  const FitResult r = fit_profile("calibration/data/h200x2");
+  std::ifstream in(committed);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(r.yaml, text) << "rerun: overlapsim fit calibration/data/h200x2 --out " << committed;
+  const sim::Profile profile = load_profile(committed);
+  const auto rows = read_measurements("calibration/data/h200x2/heldout.csv");
+  const ValidationReport report = validate(profile, rows, workloads::load_cluster(kCluster));
+  ASSERT_FALSE(report.kinds.empty());
+  std::printf("%s", format_validation_table(report, 5).c_str());
+  for (const auto& k : report.kinds) {
+    EXPECT_GT(k.count, 0);
+    EXPECT_TRUE(std::isfinite(k.max_abs_err));
+  }
+}
+
+}  // namespace
+}  // namespace overlapsim::calibration
