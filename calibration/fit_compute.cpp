@@ -55,6 +55,39 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
       ns.insert(static_cast<double>(n));
       ks.insert(static_cast<double>(k));
     }
+    // The table is held constant beyond its edges, so small GEMMs would get the big ones'
+    // rate. Two axis values below the smallest measured (/4, /16) carry the base profile's
+    // efficiency curve there, its level scaled to these measurements (geometric mean of
+    // measured / base rate over the measured shapes).
+    const sim::LogCurve* base_curve = nullptr;
+    if (auto it = out.profile.compute.gemm_efficiency.find(prec);
+        it != out.profile.compute.gemm_efficiency.end())
+      base_curve = &it->second;
+    const double peak = out.profile.compute.peak_flops_per_s.count(prec)
+                            ? out.profile.compute.peak_flops_per_s.at(prec).value
+                            : 0;
+    double base_scale = 1;
+    if (base_curve && peak > 0) {
+      double log_sum = 0;
+      for (const auto& [s, r] : rate) {
+        const double flops = 2.0 * static_cast<double>(std::get<0>(s)) *
+                             static_cast<double>(std::get<1>(s)) * static_cast<double>(std::get<2>(s));
+        log_sum += std::log(r / (peak * base_curve->at(flops)));
+      }
+      base_scale = std::exp(log_sum / static_cast<double>(rate.size()));
+      for (std::set<double>* axis : {&ms, &ns, &ks}) {
+        const double lo = *axis->begin();
+        for (double f : {4.0, 16.0})
+          if (lo / f >= 16) axis->insert(std::round(lo / f));
+      }
+    }
+    const double m_lo = static_cast<double>(std::get<0>(rate.begin()->first));
+    double n_lo = 1e300, k_lo = 1e300;
+    for (const auto& [s, r] : rate) {
+      n_lo = std::min(n_lo, static_cast<double>(std::get<1>(s)));
+      k_lo = std::min(k_lo, static_cast<double>(std::get<2>(s)));
+    }
+    int from_base = 0;
     sim::GemmTable table;
     table.m_values.assign(ms.begin(), ms.end());
     table.n_values.assign(ns.begin(), ns.end());
@@ -62,8 +95,14 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
     for (double m : table.m_values)
       for (double n : table.n_values)
         for (double k : table.k_values) {
+          double r = 0;
+          if (base_curve && peak > 0 && (m < m_lo || n < n_lo || k < k_lo)) {
+            r = base_scale * peak * base_curve->at(2 * m * n * k);
+            ++from_base;
+          } else {
+            r = idw_rate(rate, m, n, k);
+          }
           // Six significant digits: the YAML stays readable and reloads to these values.
-          const double r = idw_rate(rate, m, n, k);
           table.achieved_flops_per_s.push_back(std::stod(fmt::format("{:.6g}", r)));
         }
     table.source.kind = sim::SourceKind::Measured;
@@ -81,11 +120,13 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
     const std::size_t nodes = table.achieved_flops_per_s.size();
     out.comments[fmt::format("compute.gemm_tables.{}", dtype)] = fmt::format(
         "cuBLASLt {} GEMM rates (overlap-bench design cublas): rate = 2mnk / (median time -\n"
-        "launch_overhead_s) at the {} measured shapes ({} rows); the other {} of the {} grid\n"
-        "nodes by inverse-square-distance weighting of the measured log rates in log2 shape\n"
-        "space. fit_error: relative RMS of the compute model's time against every row\n"
-        "(repeats included: it carries the run-to-run spread).",
-        dtype, rate.size(), rows.size(), nodes - rate.size(), nodes);
+        "launch_overhead_s) at the {} measured shapes ({} rows); {} nodes with an axis value below\n"
+        "the measured ones (added at /4 and /16) from the base efficiency curve x {:.4f} (its\n"
+        "level against these shapes); the other {} of the {} nodes by inverse-square-distance\n"
+        "weighting of the measured log rates in log2 shape space. fit_error: relative RMS of\n"
+        "the compute model's time against every row (repeats included: the run-to-run spread).",
+        dtype, rate.size(), rows.size(), from_base, base_scale,
+        nodes - rate.size() - static_cast<std::size_t>(from_base), nodes);
     out.notes.push_back(fmt::format(
         "compute.gemm_tables.{}: {} shapes, {} rows, grid {}x{}x{}, fit error {:.1f}%", dtype,
         rate.size(), rows.size(), table.m_values.size(), table.n_values.size(),
