@@ -151,7 +151,29 @@ struct Outcome {
   bool background_images = false;
   std::uint64_t peak_rss_bytes = 0;
   double wall_s = 0;  // the whole command: loading, generation and every design's run
+  // The profile numbers this run used (the compute model's entries and the peak the MFU
+  // divides by), with their sources, and their kinds ("measured+datasheet").
+  std::vector<sim::SourceEntry> used_sources;
+  std::string used_kinds;
 };
+
+void collect_used_sources(Outcome& out, const sim::ComputeModel& compute) {
+  std::vector<std::string> used = compute.used_entries();
+  const std::string peak_key =
+      fmt::format("compute.peak_flops_per_s.{}", sim::to_string(out.model.training.precision));
+  if (std::find(used.begin(), used.end(), peak_key) == used.end())
+    used.insert(used.begin(), peak_key);
+  bool seen[4] = {false, false, false, false};
+  for (const auto& entry : out.profile.sources())
+    if (std::find(used.begin(), used.end(), entry.what) != used.end()) {
+      out.used_sources.push_back(entry);
+      seen[static_cast<int>(entry.source.kind)] = true;
+    }
+  for (auto kind : {sim::SourceKind::Measured, sim::SourceKind::Datasheet, sim::SourceKind::Paper,
+                    sim::SourceKind::Assumed})
+    if (seen[static_cast<int>(kind)])
+      out.used_kinds += (out.used_kinds.empty() ? "" : "+") + std::string(sim::to_string(kind));
+}
 
 double mfu(const Outcome& o, const sim::StepResult& r) {
   return o.step.flops_per_step / (r.step_time_s * o.step.world_size * o.peak_flops_per_s);
@@ -237,6 +259,7 @@ Outcome simulate(const SimulateOptions& o) {
     }
     out.runs.push_back(std::move(run));
   }
+  collect_used_sources(out, compute);
   out.peak_rss_bytes = o.no_timing ? 0 : peak_rss_bytes();
   out.wall_s =
       o.no_timing
@@ -259,9 +282,9 @@ std::string to_json(const Outcome& o) {
   j["parallelism"] = {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}};
   j["profile"] = o.profile.name;
   j["profile_path"] = o.profile.path;
-  j["profile_numbers"] = o.profile.source_kinds();
+  j["profile_numbers"] = o.used_kinds;  // of the numbers used (the profile may hold more)
   ordered_json sources = ordered_json::array();
-  for (const auto& e : o.profile.sources()) {
+  for (const auto& e : o.used_sources) {
     ordered_json s = {{"what", e.what},
                       {"source", sim::to_string(e.source.kind)},
                       {"citation", e.source.citation}};
@@ -318,8 +341,19 @@ std::string to_table(const Outcome& o) {
   std::string t = fmt::format("{} on {}: {} GPUs, tp {} pp {} dp {} cp {} ep {}, {}\n",
                               o.step.workload, o.cluster.name, o.step.world_size, p.tp, p.pp, p.dp,
                               p.cp, p.ep, sim::to_string(o.model.training.precision));
-  t += fmt::format("profile {} ({}): numbers {}\n", o.profile.name, o.profile.path,
-                   o.profile.source_kinds());
+  t += fmt::format("profile {} ({}); numbers used: {}\n", o.profile.name, o.profile.path,
+                   o.used_kinds);
+  for (auto kind : {sim::SourceKind::Measured, sim::SourceKind::Datasheet, sim::SourceKind::Paper,
+                    sim::SourceKind::Assumed}) {
+    std::string names;
+    for (const auto& e : o.used_sources)
+      if (e.source.kind == kind) {
+        const std::string& w = e.what;
+        names += (names.empty() ? "" : ", ") + w.substr(w.find('.') + 1);
+      }
+    if (!names.empty()) t += fmt::format("  {}: {}\n", sim::to_string(kind), names);
+  }
+  t += "  network: the cluster file's links (sources cited there)\n";
   int stands_for = 0;
   for (const auto& r : o.step.ranks) stands_for += r.multiplicity;
   t += fmt::format("simulated {} ranks standing for {}; folded ranks' traffic as background: {}\n",

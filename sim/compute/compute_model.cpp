@@ -36,6 +36,7 @@ double ComputeModel::peak(const OpNode& op, Precision p) const {
   if (it == profile_.peak_flops_per_s.end())
     throw std::invalid_argument(
         fmt::format("op '{}': the profile has no {} peak rate", op.name, to_string(p)));
+  mark(kPeak + static_cast<unsigned>(p));
   return it->second.value;
 }
 
@@ -47,9 +48,12 @@ OpCost ComputeModel::cost(const OpNode& op) const {
   const double bytes = op_bytes(op);
   OpCost c;
   c.launch_s = profile_.launch_overhead_s.value;
+  mark(kLaunch);
   if (bytes > 0) {
-    const LogCurve& mem_eff = op.kind == OpKind::EmbeddingLookup ? profile_.embedding_efficiency
-                                                                 : profile_.memory_efficiency;
+    const bool gather = op.kind == OpKind::EmbeddingLookup;
+    const LogCurve& mem_eff = gather ? profile_.embedding_efficiency : profile_.memory_efficiency;
+    mark(kMemoryBandwidth);
+    mark(gather ? kEmbeddingEfficiency : kMemoryEfficiency);
     c.memory_s = bytes / (profile_.memory_bandwidth_Bps.value * mem_eff.at(bytes));
   }
   if (flops > 0) {
@@ -57,6 +61,7 @@ OpCost ComputeModel::cost(const OpNode& op) const {
       case OpKind::Gemm: {
         auto table = profile_.gemm_tables.find(op.precision);
         if (table != profile_.gemm_tables.end()) {
+          mark(kGemmTable + static_cast<unsigned>(op.precision));
           const GemmShape& g = op.gemm;
           c.compute_s = flops / table->second.rate_flops_per_s(static_cast<double>(g.m),
                                                                static_cast<double>(g.n),
@@ -67,10 +72,12 @@ OpCost ComputeModel::cost(const OpNode& op) const {
         if (curve == profile_.gemm_efficiency.end())
           throw std::invalid_argument(fmt::format("op '{}': the profile has no {} GEMM efficiency",
                                                   op.name, to_string(op.precision)));
+        mark(kGemmEfficiency + static_cast<unsigned>(op.precision));
         c.compute_s = flops / (peak(op, op.precision) * curve->second.at(flops));
         break;
       }
       case OpKind::Attention: {
+        mark(op.phase == Phase::Backward ? kAttentionBackward : kAttentionForward);
         const LogCurve& eff = op.phase == Phase::Backward ? profile_.attention_backward_efficiency
                                                           : profile_.attention_forward_efficiency;
         c.compute_s = flops / (peak(op, op.precision) * eff.at(flops));
@@ -93,6 +100,28 @@ OpCost ComputeModel::cost(const OpNode& op) const {
   }
   c.time_s = std::max(c.compute_s, c.memory_s) + c.launch_s;
   return c;
+}
+
+std::vector<std::string> ComputeModel::used_entries() const {
+  std::vector<std::string> out;
+  const Precision precisions[] = {Precision::FP32, Precision::BF16, Precision::FP16,
+                                  Precision::FP8};
+  for (Precision p : precisions)
+    if (used_ & (1u << (kPeak + static_cast<unsigned>(p))))
+      out.push_back(fmt::format("compute.peak_flops_per_s.{}", to_string(p)));
+  if (used_ & (1u << kMemoryBandwidth)) out.push_back("compute.memory_bandwidth_Bps");
+  if (used_ & (1u << kLaunch)) out.push_back("compute.launch_overhead_s");
+  for (Precision p : precisions)
+    if (used_ & (1u << (kGemmEfficiency + static_cast<unsigned>(p))))
+      out.push_back(fmt::format("compute.efficiency.gemm.{}", to_string(p)));
+  if (used_ & (1u << kAttentionForward)) out.push_back("compute.efficiency.attention_forward");
+  if (used_ & (1u << kAttentionBackward)) out.push_back("compute.efficiency.attention_backward");
+  if (used_ & (1u << kMemoryEfficiency)) out.push_back("compute.efficiency.memory");
+  if (used_ & (1u << kEmbeddingEfficiency)) out.push_back("compute.efficiency.embedding");
+  for (Precision p : precisions)
+    if (used_ & (1u << (kGemmTable + static_cast<unsigned>(p))))
+      out.push_back(fmt::format("compute.gemm_tables.{}", to_string(p)));
+  return out;
 }
 
 }  // namespace overlapsim::sim

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace overlapsim::sim {
 namespace {
@@ -134,6 +136,23 @@ TEST(ComputeModel, MissingPrecisionAndCommOpsThrow) {
   OpNode comm;
   comm.kind = OpKind::Collective;
   EXPECT_THROW(model.cost(comm), std::invalid_argument);
+}
+
+TEST(ComputeModel, ReportsTheProfileEntriesItUsed) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  EXPECT_TRUE(model.used_entries().empty());
+  model.cost(gemm(64, 64, 64));
+  EXPECT_EQ(
+      model.used_entries(),
+      (std::vector<std::string>{"compute.peak_flops_per_s.bf16", "compute.memory_bandwidth_Bps",
+                                "compute.launch_overhead_s", "compute.efficiency.gemm.bf16",
+                                "compute.efficiency.memory"}));
+  OpNode emb;
+  emb.kind = OpKind::EmbeddingLookup;
+  emb.bytes = 100;
+  model.cost(emb);
+  EXPECT_EQ(model.used_entries().back(), "compute.efficiency.embedding");
 }
 
 TEST(LogCurve, InterpolatesInLogXAndClamps) {
