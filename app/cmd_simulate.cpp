@@ -136,6 +136,15 @@ void infer_representatives(sim::StepGraph& step) {
   step.representative = std::move(rep);
 }
 
+// out.json -> out.<design>.json (and FILE -> FILE.<design>.json)
+std::string per_design_path(const std::string& path, const std::string& design) {
+  const std::string ext = ".json";
+  const bool has_ext =
+      path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  return fmt::format("{}.{}.json", has_ext ? path.substr(0, path.size() - ext.size()) : path,
+                     design);
+}
+
 struct DesignRun {
   sim::StepResult result;
   std::string trace_file;
@@ -251,7 +260,7 @@ Outcome simulate(const SimulateOptions& o) {
     run.result = executor.run(*design);
     if (o.no_timing) run.result.sim_wall_s = 0;
     if (!o.trace.empty()) {
-      run.trace_file = designs.size() == 1 ? o.trace : fmt::format("{}.{}.json", o.trace, name);
+      run.trace_file = o.design != "all" ? o.trace : per_design_path(o.trace, name);
       config::write_file_atomic(
           run.trace_file, sim::chrome_trace_json(executor.timeline(), run.result,
                                                  fmt::format("{} on {} ({})", out.step.workload,
@@ -403,8 +412,9 @@ void add_simulate_command(CLI::App& app, Runner& selected) {
                   "device profile YAML (default: the one the cluster file names)");
   sub->add_option("--design", opts->design, "sequential|decomposed|tilewise|fused|shaped|all")
       ->capture_default_str();
-  sub->add_option("--trace", opts->trace,
-                  "write a Chrome/Perfetto trace JSON (with several designs: FILE.<design>.json)");
+  sub->add_option(
+      "--trace", opts->trace,
+      "write a Chrome/Perfetto trace JSON (with --design all: one per design, out.<design>.json)");
   sub->add_option("--trace-ranks", opts->trace_ranks,
                   "global ranks to trace, e.g. 0,8 (default: the first 16 simulated ranks)");
   sub->add_option("--format", opts->format, "table|json")->capture_default_str();
