@@ -124,6 +124,18 @@ TEST_F(SimulateCli, TraceParsesWithStreamTracks) {
   EXPECT_GT(slices, 100u);
 }
 
+TEST_F(SimulateCli, DesignAllWritesOneTracePerDesign) {
+  const CliRun r = run(kTiny + " --design all --format json --trace " + (dir_ / "t.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const auto& d : j["designs"]) {
+    const std::string design = d["design"];
+    EXPECT_TRUE(fs::exists(dir_ / ("t." + design + ".json"))) << design;
+    EXPECT_EQ(d["trace"], (dir_ / ("t." + design + ".json")).string());
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "t.json"));
+}
+
 TEST_F(SimulateCli, BadInputExitsTwoWithOneLineAndWritesNothing) {
   const fs::path out = dir_ / "result.json";
   const std::string write = " -o " + out.string();
