@@ -13,6 +13,7 @@ using Runner = std::function<int()>;
 
 void add_collective_command(CLI::App& app, Runner& selected);
 void add_simulate_command(CLI::App& app, Runner& selected);
+void add_calibrate_command(CLI::App& app, Runner& selected);
 void add_fit_command(CLI::App& app, Runner& selected);
 void add_validate_command(CLI::App& app, Runner& selected);
 

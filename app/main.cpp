@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   Runner selected;
   add_collective_command(app, selected);
   add_simulate_command(app, selected);
+  add_calibrate_command(app, selected);
   add_fit_command(app, selected);
   add_validate_command(app, selected);
   try {

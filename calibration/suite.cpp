@@ -1,0 +1,235 @@
+#include "calibration/suite.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "calibration/manifest.hpp"
+#include "calibration/measurement.hpp"
+#include "config/config_node.hpp"
+
+namespace overlapsim::calibration {
+namespace {
+
+using config::ConfigNode;
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+std::vector<std::string> string_list(const ConfigNode& node) {
+  if (!node.is_sequence() || node.size() == 0) node.fail("expected a non-empty list");
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < node.size(); ++i) out.push_back(node.at(i).as_string());
+  return out;
+}
+
+std::vector<std::int64_t> int_list(const ConfigNode& node, std::int64_t min) {
+  if (!node.is_sequence() || node.size() == 0) node.fail("expected a non-empty list of integers");
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::int64_t v = node.at(i).as_int();
+    if (v < min) node.at(i).fail(fmt::format("{} (expected an integer >= {})", v, min));
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<std::string> shape_list(const ConfigNode& node) {
+  if (!node.is_sequence() || node.size() == 0)
+    node.fail("expected a non-empty list of [m, n, k] shapes");
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const ConfigNode s = node.at(i);
+    if (!s.is_sequence() || s.size() != 3) s.fail("expected a shape [m, n, k]");
+    const auto v = int_list(s, 1);
+    out.push_back(fmt::format("{}x{}x{}", v[0], v[1], v[2]));
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> bytes_list(const ConfigNode& node) {
+  std::vector<std::uint64_t> out;
+  if (node.is_map()) {
+    node.check_keys(std::vector<std::string>{"from", "to", "factor"});
+    const std::uint64_t from = node.get_bytes("from"), to = node.get_bytes("to");
+    const std::int64_t factor = node.get_int("factor", 2);
+    if (from == 0) node.fail_key("from", "0 (expected a size >= 1)");
+    if (to < from) node.fail_key("to", "below from (expected to >= from)");
+    if (factor < 2) node.fail_key("factor", "(expected an integer >= 2)");
+    for (std::uint64_t b = from; b <= to; b *= static_cast<std::uint64_t>(factor)) out.push_back(b);
+    return out;
+  }
+  if (!node.is_sequence() || node.size() == 0)
+    node.fail("expected a list of sizes or {from, to, factor}");
+  for (std::size_t i = 0; i < node.size(); ++i) out.push_back(node.at(i).as_bytes());
+  return out;
+}
+
+template <class T>
+std::vector<std::vector<T>> in_chunks(const std::vector<T>& v) {
+  std::vector<std::vector<T>> out;
+  for (std::size_t i = 0; i < v.size(); i += kMaxItemsPerCase)
+    out.emplace_back(v.begin() + static_cast<long>(i),
+                     v.begin() + static_cast<long>(std::min(v.size(), i + kMaxItemsPerCase)));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> SuiteCase::bench_args() const {
+  std::vector<std::string> a = {"--op", op};
+  if (!designs.empty()) a.insert(a.end(), {"--designs", join(designs, ",")});
+  if (!shapes.empty()) a.insert(a.end(), {"--shapes", join(shapes, ",")});
+  if (!bytes.empty()) {
+    std::vector<std::string> b;
+    for (auto x : bytes) b.push_back(std::to_string(x));
+    a.insert(a.end(), {"--bytes", join(b, ",")});
+  }
+  if (!chunks.empty()) {
+    std::vector<std::string> c;
+    for (int x : chunks) c.push_back(std::to_string(x));
+    a.insert(a.end(), {"--chunks", join(c, ",")});
+  }
+  if (table_rows > 0) a.insert(a.end(), {"--table-rows", std::to_string(table_rows)});
+  a.insert(a.end(), {"--dtype", dtype, "--warmup", std::to_string(warmup), "--iterations",
+                     std::to_string(iterations)});
+  return a;
+}
+
+double SuiteCase::estimate_s() const {
+  constexpr double kStartS = 4.0, kFlopsPerS = 7e14, kBusBps = 2.5e11, kLatencyS = 20e-6;
+  const double passes = warmup + iterations;
+  double per_pass = 0;
+  const double design_count = designs.empty() ? 1.0 : static_cast<double>(designs.size());
+  for (const auto& s : shapes) {
+    long long m = 0, n = 0, k = 0;
+    std::sscanf(s.c_str(), "%lldx%lldx%lld", &m, &n, &k);
+    const double compute = 2.0 * m * n * k / kFlopsPerS;
+    const double comm = is_compute_op(op) ? 0 : 2.0 * m * n * 2 / kBusBps + kLatencyS;
+    // pairs: alone parts, sequential, and each chunking of the decomposed design
+    const double variants = is_compute_op(op) ? design_count : 2 + design_count + chunks.size();
+    per_pass += variants * (compute + comm);
+  }
+  for (auto b : bytes) per_pass += static_cast<double>(b) / kBusBps + kLatencyS;
+  return kStartS + passes * per_pass;
+}
+
+Suite parse_suite(const std::string& yaml, const std::string& name) {
+  const ConfigNode root = ConfigNode::load_string(yaml, name);
+  if (!root.is_map()) root.fail("expected a suite map (see calibration/suite.hpp)");
+  root.check_keys(std::vector<std::string>{"format", "name", "gpus", "defaults", "sections"});
+  if (root.get_int("format") != 1) root.fail_key("format", "unsupported (expected 1)");
+  Suite suite;
+  suite.file = name;
+  suite.name = root.get_string("name");
+  suite.hash = fnv1a64_hex(yaml);
+  suite.gpus = static_cast<int>(root.get_positive_int("gpus", 1));
+  std::string dtype = "bf16";
+  int warmup = 3, iterations = 10;
+  if (auto d = root.optional_child("defaults")) {
+    d->check_keys(std::vector<std::string>{"dtype", "warmup", "iterations"});
+    dtype = d->get_enum("dtype", {"bf16", "fp16"}, dtype);
+    warmup = static_cast<int>(d->get_int("warmup", warmup));
+    iterations = static_cast<int>(d->get_positive_int("iterations", iterations));
+  }
+  const ConfigNode sections = root.child("sections");
+  if (!sections.is_sequence() || sections.size() == 0)
+    sections.fail("expected a non-empty list of sections");
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    const ConfigNode s = sections.at(i);
+    s.check_keys(std::vector<std::string>{"name", "op", "ops", "designs", "grid", "shapes",
+                                          "bytes", "ctas", "chunks", "table_rows", "warmup",
+                                          "iterations", "dtype"});
+    SuiteCase base;
+    base.section = s.get_string("name");
+    base.dtype = s.get_enum("dtype", {"bf16", "fp16"}, dtype);
+    base.warmup = static_cast<int>(s.get_int("warmup", warmup));
+    base.iterations = static_cast<int>(s.get_positive_int("iterations", iterations));
+    base.table_rows = s.get_int("table_rows", 0);
+    if (s.has("op") == s.has("ops")) s.fail("give either op: or ops: (expected exactly one)");
+    const std::vector<std::string> ops =
+        s.has("op") ? std::vector<std::string>{s.get_string("op")} : string_list(s.child("ops"));
+    for (std::size_t j = 0; j < ops.size(); ++j) {
+      const std::string& op = ops[j];
+      const ConfigNode where = s.has("op") ? s.child("op") : s.child("ops").at(j);
+      if (!is_compute_op(op) && !is_collective_op(op) && !is_pair_op(op))
+        where.fail(fmt::format("unknown op '{}' (expected gemm, gemv, embedding, a collective or "
+                               "a pair such as gemm+allreduce)",
+                               op));
+    }
+    if (s.has("designs")) base.designs = string_list(s.child("designs"));
+    if (s.has("chunks"))
+      for (auto c : int_list(s.child("chunks"), 1)) base.chunks.push_back(static_cast<int>(c));
+    std::vector<std::string> shapes;
+    if (s.has("grid")) {
+      const ConfigNode g = s.child("grid");
+      g.check_keys(std::vector<std::string>{"m", "n", "k"});
+      for (auto m : int_list(g.child("m"), 1))
+        for (auto n : int_list(g.child("n"), 1))
+          for (auto k : int_list(g.child("k"), 1)) shapes.push_back(fmt::format("{}x{}x{}", m, n, k));
+    }
+    if (s.has("shapes")) {
+      const auto more = shape_list(s.child("shapes"));
+      shapes.insert(shapes.end(), more.begin(), more.end());
+    }
+    std::vector<std::uint64_t> bytes;
+    if (s.has("bytes")) bytes = bytes_list(s.child("bytes"));
+    std::vector<std::int64_t> ctas = {0};
+    if (s.has("ctas")) ctas = int_list(s.child("ctas"), 0);
+    for (const auto& op : ops) {
+      if (is_collective_op(op)) {
+        if (bytes.empty()) s.fail(fmt::format("{} needs bytes: (expected sizes)", op));
+        for (auto c : ctas)
+          for (const auto& part : in_chunks(bytes)) {
+            SuiteCase sc = base;
+            sc.op = op;
+            sc.designs.clear();
+            sc.chunks.clear();
+            sc.bytes = part;
+            sc.ctas = static_cast<int>(c);
+            sc.key = fmt::format("{}/{}/ctas{}/{}..{}", sc.section, op, c, part.front(), part.back());
+            suite.cases.push_back(std::move(sc));
+          }
+        continue;
+      }
+      if (shapes.empty()) s.fail(fmt::format("{} needs shapes: or grid: (expected [m, n, k] lists)", op));
+      // Compute alone: one call per design, so a design's rows are one case.
+      const std::vector<std::vector<std::string>> design_sets =
+          is_compute_op(op) && base.designs.size() > 1
+              ? [&] {
+                  std::vector<std::vector<std::string>> v;
+                  for (const auto& d : base.designs) v.push_back({d});
+                  return v;
+                }()
+              : std::vector<std::vector<std::string>>{base.designs};
+      for (const auto& designs : design_sets)
+        for (const auto& part : in_chunks(shapes)) {
+          SuiteCase sc = base;
+          sc.op = op;
+          sc.designs = designs;
+          sc.shapes = part;
+          sc.key = fmt::format("{}/{}/{}/{}..{}", sc.section, op,
+                               designs.empty() ? "default" : join(designs, "+"), part.front(),
+                               part.back());
+          suite.cases.push_back(std::move(sc));
+        }
+    }
+  }
+  return suite;
+}
+
+Suite load_suite(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw config::ConfigError(path + ":1:1: cannot open (expected a suite YAML file)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  Suite s = parse_suite(text.str(), path);
+  s.file = path;
+  return s;
+}
+
+}  // namespace overlapsim::calibration

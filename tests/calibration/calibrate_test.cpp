@@ -1,0 +1,187 @@
+#include "calibration/calibrate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "calibration/csv.hpp"
+#include "calibration/manifest.hpp"
+#include "calibration/measurement.hpp"
+#include "calibration/suite.hpp"
+#include "config/error.hpp"
+
+namespace overlapsim::calibration {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kSuite = R"(format: 1
+name: tiny
+gpus: 2
+defaults: {dtype: bf16, warmup: 1, iterations: 2}
+sections:
+  - name: coll
+    ops: [allreduce]
+    bytes: {from: 1KiB, to: 16KiB, factor: 4}
+    ctas: [0, 4]
+  - name: gemm
+    op: gemm
+    designs: [cublas, own]
+    grid: {m: [128], n: [256], k: [64, 512]}
+  - name: pairs
+    ops: [gemm+allreduce]
+    designs: [sequential]
+    shapes: [[128, 256, 64]]
+)";
+
+struct Sandbox {
+  fs::path dir, out, suite, calls;
+  explicit Sandbox(const std::string& name) {
+    dir = fs::temp_directory_path() / ("overlapsim_calibrate_test_" + name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    out = dir / "out";
+    suite = dir / "suite.yaml";
+    calls = dir / "calls.txt";
+    std::ofstream(suite) << kSuite;
+    setenv("FAKE_BENCH_CALLS", calls.c_str(), 1);
+    unsetenv("FAKE_BENCH_FAIL_AFTER");
+    unsetenv("FAKE_BENCH_NO_GPU");
+  }
+  ~Sandbox() {
+    unsetenv("FAKE_BENCH_CALLS");
+    unsetenv("FAKE_BENCH_FAIL_AFTER");
+    unsetenv("FAKE_BENCH_NO_GPU");
+  }
+  CalibrateOptions options() const {
+    CalibrateOptions o;
+    o.out_dir = out.string();
+    o.suite_path = suite.string();
+    o.bench = std::string(OVERLAPSIM_SOURCE_DIR) + "/tests/calibration/fake_overlap_bench.sh";
+    o.timeout_s = 30;
+    return o;
+  }
+  int lines(const fs::path& p) const {
+    std::ifstream in(p);
+    int n = 0;
+    for (std::string l; std::getline(in, l);) ++n;
+    return n;
+  }
+};
+
+TEST(Suite, ExpandsSectionsIntoCasesWithStableKeys) {
+  const Suite s = parse_suite(kSuite, "tiny.yaml");
+  // coll: 2 CTA settings; gemm: one call per design; pairs: one.
+  ASSERT_EQ(s.cases.size(), 5u);
+  EXPECT_EQ(s.cases[0].key, "coll/allreduce/ctas0/1024..16384");
+  EXPECT_EQ(s.cases[1].ctas, 4);
+  EXPECT_EQ(s.cases[2].key, "gemm/gemm/cublas/128x256x64..128x256x512");
+  EXPECT_EQ(s.cases[4].bench_args(),
+            (std::vector<std::string>{"--op", "gemm+allreduce", "--designs", "sequential",
+                                      "--shapes", "128x256x64", "--dtype", "bf16", "--warmup", "1",
+                                      "--iterations", "2"}));
+  EXPECT_GT(s.cases[0].estimate_s(), 0);
+  EXPECT_EQ(s.hash, fnv1a64_hex(kSuite));
+}
+
+TEST(Suite, BadSuiteNamesTheKey) {
+  try {
+    parse_suite("format: 1\nname: x\nsections:\n  - name: a\n    op: gemm\n    shape: [[1,2,3]]\n",
+                "bad.yaml");
+    FAIL();
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml:6:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("shape"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Calibrate, WritesRowsWithCaseKeysAndManifest) {
+  Sandbox box("full");
+  const CalibrateResult r = run_calibration(box.options());
+  EXPECT_EQ(r.cases_total, 5);
+  EXPECT_EQ(r.cases_run, 5);
+  EXPECT_EQ(r.cases_skipped, 0);
+  // 3 sizes x 2 CTA settings + 2 shapes x 2 designs + 1 pair row.
+  EXPECT_EQ(r.rows_written, 11);
+  const auto rows = read_measurements((box.out / "calibration.csv").string());
+  ASSERT_EQ(rows.size(), 11u);
+  EXPECT_EQ(rows[3].ctas, 4);
+  EXPECT_EQ(rows[3].case_key, "coll/allreduce/ctas4/1024..16384");
+  const Manifest m = load_manifest(box.out.string());
+  EXPECT_EQ(m.gpu, "NVIDIA H200");
+  EXPECT_EQ(m.gpus, 2);
+  EXPECT_EQ(m.nccl, "2.28.3");
+  EXPECT_EQ(m.suite_hash, fnv1a64_hex(kSuite));
+  // The probe plus one call per case; NCCL_MAX_CTAS reached the CTA-limited call only.
+  EXPECT_EQ(box.lines(box.calls), 6);
+  std::ifstream calls(box.calls);
+  std::stringstream text;
+  text << calls.rdbuf();
+  EXPECT_NE(text.str().find("allreduce 1024,4096,16384   ctas=4"), std::string::npos) << text.str();
+}
+
+TEST(Calibrate, ResumesAfterAFailedCallSkippingFinishedCases) {
+  Sandbox box("resume");
+  setenv("FAKE_BENCH_FAIL_AFTER", "3", 1);  // the probe and two cases succeed
+  EXPECT_THROW(run_calibration(box.options()), std::runtime_error);
+  const auto partial = read_measurements((box.out / "calibration.csv").string());
+  EXPECT_EQ(partial.size(), 6u);  // both collective cases, nothing of the failed one
+  unsetenv("FAKE_BENCH_FAIL_AFTER");
+  fs::remove(box.calls);
+  const CalibrateResult r = run_calibration(box.options());
+  EXPECT_EQ(r.cases_skipped, 2);
+  EXPECT_EQ(r.cases_run, 3);
+  EXPECT_EQ(read_measurements((box.out / "calibration.csv").string()).size(), 11u);
+  EXPECT_EQ(box.lines(box.calls), 4);  // probe + the 3 cases left
+  // A third run has nothing left to do.
+  EXPECT_EQ(run_calibration(box.options()).cases_run, 0);
+}
+
+TEST(Calibrate, ResumeWithAnotherSuiteIsRefused) {
+  Sandbox box("other_suite");
+  run_calibration(box.options());
+  std::ofstream(box.suite, std::ios::app) << "# edited\n";
+  EXPECT_THROW(run_calibration(box.options()), CalibrateUnavailable);
+}
+
+TEST(Calibrate, NoGpuOrNoBenchIsUnavailableAndWritesNothing) {
+  Sandbox box("no_gpu");
+  setenv("FAKE_BENCH_NO_GPU", "1", 1);
+  try {
+    run_calibration(box.options());
+    FAIL();
+  } catch (const CalibrateUnavailable& e) {
+    EXPECT_NE(std::string(e.what()).find("no usable GPU"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(box.out / "calibration.csv"));
+  EXPECT_FALSE(fs::exists(box.out / "manifest.yaml"));
+  CalibrateOptions o = box.options();
+  o.bench = (box.dir / "missing-overlap-bench").string();
+  EXPECT_THROW(run_calibration(o), CalibrateUnavailable);
+}
+
+TEST(Calibrate, DryRunEstimatesWithoutRunning) {
+  Sandbox box("dry");
+  CalibrateOptions o = box.options();
+  o.dry_run = true;
+  const CalibrateResult r = run_calibration(o);
+  EXPECT_EQ(r.cases_run, 0);
+  EXPECT_GT(r.estimate_s, 5 * 4.0);  // at least the process start of each case
+  EXPECT_FALSE(fs::exists(box.calls));
+}
+
+TEST(Calibrate, ShippedSuitesParse) {
+  for (const char* s : {"default", "nvswitch-4gpu", "nvswitch-8gpu"}) {
+    const Suite suite = load_suite(std::string("calibration/suites/") + s + ".yaml");
+    EXPECT_GT(suite.cases.size(), 20u) << s;
+    double total = 0;
+    for (const auto& c : suite.cases) total += c.estimate_s();
+    EXPECT_LT(total, 600) << s << ": the suite must fit one 10-minute device call";
+  }
+}
+
+}  // namespace
+}  // namespace overlapsim::calibration

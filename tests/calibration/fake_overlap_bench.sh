@@ -1,0 +1,44 @@
+#!/bin/sh
+# A stand-in for overlap-bench in the calibrate tests (no GPU needed): takes the same flags,
+# writes one CSV row per size / shape / design to --output with made-up times.
+#   FAKE_BENCH_NO_GPU=1        fail like overlap-bench on a machine without GPUs
+#   FAKE_BENCH_CALLS=FILE      append each call's flags (and NCCL_MAX_CTAS) to FILE
+#   FAKE_BENCH_FAIL_AFTER=N    fail every call after the N-th (counted in FAKE_BENCH_CALLS)
+op=""; bytes=""; shapes=""; designs=""; world=1; output=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --op) op="$2"; shift 2 ;;
+    --bytes) bytes="$2"; shift 2 ;;
+    --shapes) shapes="$2"; shift 2 ;;
+    --designs) designs="$2"; shift 2 ;;
+    --world) world="$2"; shift 2 ;;
+    --output) output="$2"; shift 2 ;;
+    *) shift ;;
+  esac
+done
+if [ -n "$FAKE_BENCH_NO_GPU" ]; then
+  echo "overlap-bench: harness: no GPU is visible" >&2
+  exit 1
+fi
+if [ -n "$FAKE_BENCH_CALLS" ]; then
+  echo "$op $bytes $shapes $designs ctas=${NCCL_MAX_CTAS:-0}" >> "$FAKE_BENCH_CALLS"
+  calls=$(wc -l < "$FAKE_BENCH_CALLS")
+  if [ -n "$FAKE_BENCH_FAIL_AFTER" ] && [ "$calls" -gt "$FAKE_BENCH_FAIL_AFTER" ]; then
+    echo "overlap-bench: NCCL error: remote process exited" >&2
+    exit 1
+  fi
+fi
+[ -n "$designs" ] || designs="default"
+tags="NVIDIA H200,580.159.04,13.0,2.28.3,$world"
+{
+  echo "gpu,driver,cuda,nccl,world,op,design,dtype,m,n,k,bytes,chunks,time_us,time_min_us,time_max_us,tflops,algbw_GBps,busbw_GBps,wrong"
+  for b in $(echo "$bytes" | tr ',' ' '); do
+    echo "$tags,$op,nccl,bf16,0,0,0,$b,1,$((b / 100000 + 10)).50,$((b / 100000 + 10)).00,$((b / 100000 + 11)).00,0,0,0,0"
+  done
+  for s in $(echo "$shapes" | tr ',' ' '); do
+    m=${s%%x*}; rest=${s#*x}; n=${rest%%x*}; k=${rest#*x}
+    for d in $(echo "$designs" | tr ',' ' '); do
+      echo "$tags,$op,$d,bf16,$m,$n,$k,0,1,123.25,122.00,125.00,0,0,0,0"
+    done
+  done
+} > "$output"
