@@ -67,7 +67,7 @@ TEST(Cluster, H200NodeLoadsAndBuilds) {
   EXPECT_EQ(spec.inter_node.kind, InterNodeKind::None);
   ASSERT_TRUE(spec.gpu.has_value());
   EXPECT_TRUE(std::filesystem::is_regular_file(spec.gpu->profile_path)) << spec.gpu->profile_path;
-  EXPECT_NE(spec.gpu->profile_path.find("calibration/profiles/datasheet-h200.yaml"),
+  EXPECT_NE(spec.gpu->profile_path.find("calibration/profiles/h200-nvlink.yaml"),
             std::string::npos);
   ASSERT_TRUE(spec.price_per_gpu_hour_usd.has_value());
   EXPECT_GT(spec.price_per_gpu_hour_usd->value, 0);
@@ -81,7 +81,7 @@ TEST(Cluster, H200NodeLoadsAndBuilds) {
 TEST(Cluster, ProfilePathsResolveFromTheRepoRootAndFromAbsolutePaths) {
   // Relative to the working directory (tests run in the repository root) ...
   const ClusterSpec relative = load_cluster("workloads/clusters/h200x2-nvlink.yaml");
-  EXPECT_EQ(relative.gpu->profile_path, "calibration/profiles/datasheet-h200.yaml");
+  EXPECT_EQ(relative.gpu->profile_path, "calibration/profiles/h200-nvlink.yaml");
   // ... and found by walking up from an absolute cluster path.
   const ClusterSpec absolute = load_cluster(kClusters + "h200x2-nvlink.yaml");
   EXPECT_TRUE(std::filesystem::path(absolute.gpu->profile_path).is_absolute());
