@@ -7,6 +7,9 @@
 // OpNode::pair_partner pairs: when the compute half of a pair starts they can run both
 // halves together through the context (and the context grows the primitives they need,
 // e.g. launching a fraction of a collective), finishing each op when its part is done.
+#include <cstdint>
+#include <functional>
+
 #include "sim/compute/compute_model.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/graph/op_graph.hpp"
@@ -27,6 +30,19 @@ class ExecContext {
   // A Collective or SendRecv: joins the rendezvous with the other simulated members (or
   // the matching receive/send); the op finishes when its transfers have arrived.
   virtual void run_comm(int program, OpVertex v) = 0;
+
+  // Primitives for designs that run an op in pieces (its inputs need not be done: the
+  // design decides). compute_for holds the op's stream for duration_s (counted as busy
+  // compute) and then calls on_done without finishing the op. launch_comm_part launches
+  // `bytes` of collective op `v` as part `part` (1, 2, ...): it meets the same part of
+  // the op on the other simulated members, runs on the network, then calls on_done.
+  // finish_op finishes an op (its successors may start); an op finished before it
+  // reached the head of its stream is skipped there.
+  virtual void compute_for(int program, OpVertex v, double duration_s,
+                           std::function<void()> on_done) = 0;
+  virtual void launch_comm_part(int program, OpVertex v, std::uint64_t bytes, int part,
+                                std::function<void()> on_done) = 0;
+  virtual void finish_op(int program, OpVertex v) = 0;
 };
 
 class OverlapDesign {

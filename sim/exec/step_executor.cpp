@@ -27,6 +27,7 @@ struct OpState {
   double launch_s = -1;  // communication: all parties present, data starts moving
   double start_s = -1;   // compute: began running
   double end_s = -1;
+  int instance = -1;  // collectives: index among this rank's collectives on its group
   bool done = false;
 };
 
@@ -40,7 +41,6 @@ struct ProgramState {
   const RankProgram* program = nullptr;
   std::vector<OpState> ops;
   std::array<StreamQueue, kNumStreams> streams;
-  std::unordered_map<int, int> collectives_issued;  // group -> count
   std::vector<Interval> compute_intervals;
   std::vector<Interval> comm_intervals;
   double last_compute_end_s = 0;
@@ -49,8 +49,15 @@ struct ProgramState {
   RankResult result;
 };
 
+// Members of one collective launch (a whole op, or one part of it) gathered so far.
+struct RendezvousMember {
+  int program = 0;
+  OpVertex op = 0;
+  std::uint64_t bytes = 0;
+  std::function<void()> on_done;
+};
 struct Rendezvous {
-  std::vector<std::pair<int, OpVertex>> members;
+  std::vector<RendezvousMember> members;
 };
 
 // A send and its receive, matched by (source representative, destination representative,
@@ -77,7 +84,7 @@ struct StepExecutor::Impl final : ExecContext {
   double t0_s = 0;
   bool launching = false;  // a launcher may complete synchronously; defer then
   std::uint64_t collectives = 0, background = 0;
-  std::unordered_map<std::uint64_t, Rendezvous> pending_collectives;
+  std::unordered_map<std::uint64_t, Rendezvous> pending_collectives;  // key: rendezvous_key
   std::map<std::pair<int, int>, int> sends_issued, recvs_issued;
   std::map<std::tuple<int, int, int>, P2pMatch> pending_p2p;
   Timeline timeline;
@@ -90,6 +97,10 @@ struct StepExecutor::Impl final : ExecContext {
   const OpGraph& graph(int p) const override { return programs[p].program->graph; }
   void run_for(int p, OpVertex v, double duration_s) override;
   void run_comm(int p, OpVertex v) override;
+  void compute_for(int p, OpVertex v, double duration_s, std::function<void()> on_done) override;
+  void launch_comm_part(int p, OpVertex v, std::uint64_t bytes, int part,
+                        std::function<void()> on_done) override;
+  void finish_op(int p, OpVertex v) override { finish(p, v); }
 
   double now() { return net.simulator().now(); }
   int rep(int rank) const { return step.representative.empty() ? rank : step.representative[rank]; }
@@ -100,7 +111,9 @@ struct StepExecutor::Impl final : ExecContext {
   void hand_to_design(int p, OpVertex v);
   void finish(int p, OpVertex v);
   void complete_later(std::function<void()> fn);
-  void launch_collective(int group, const Rendezvous& rv);
+  void join_collective(int p, OpVertex v, std::uint64_t bytes, int part,
+                       std::function<void()> on_done);
+  void launch_collective(int group, Rendezvous rv);
   void join_p2p(int p, OpVertex v);
   void launch_p2p(const P2pMatch& m);
   void attribute_idle(ProgramState& ps, double t0, double t1, OpVertex cause);
@@ -135,11 +148,13 @@ void StepExecutor::Impl::prepare() {
     for (std::size_t v = 0; v < n; ++v)
       if (indegree[v] == 0) ready.push(v);
     std::size_t ordered = 0;
+    std::unordered_map<int, int> issued;  // group -> collectives so far in program order
     while (!ready.empty()) {
       const OpVertex v = ready.top();
       ready.pop();
       ++ordered;
       const OpNode& node = g[v];
+      if (node.kind == OpKind::Collective) ps.ops[v].instance = issued[node.comm_group]++;
       if (node.kind != OpKind::SendRecv)
         ps.streams[static_cast<int>(node.stream)].order.push_back(v);
       for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
@@ -181,6 +196,8 @@ void StepExecutor::Impl::start_ready(int p) {
 void StepExecutor::Impl::try_head(int p, int stream) {
   ProgramState& ps = programs[p];
   StreamQueue& q = ps.streams[stream];
+  // Ops a design finished before they reached the head of their stream are skipped.
+  while (!q.busy && q.next < q.order.size() && ps.ops[q.order[q.next]].done) ++q.next;
   if (q.busy || q.next >= q.order.size()) return;
   const OpVertex v = q.order[q.next];
   if (ps.ops[v].preds_left != 0) return;
@@ -189,15 +206,22 @@ void StepExecutor::Impl::try_head(int p, int stream) {
 }
 
 void StepExecutor::Impl::hand_to_design(int p, OpVertex v) {
-  programs[p].ops[v].ready_s = now();
+  OpState& st = programs[p].ops[v];
+  if (st.ready_s < 0) st.ready_s = now();  // a design may have started it earlier
   design->start(*this, p, v);
 }
 
 void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
+  compute_for(p, v, duration_s, [this, p, v] { finish(p, v); });
+}
+
+void StepExecutor::Impl::compute_for(int p, OpVertex v, double duration_s,
+                                     std::function<void()> on_done) {
   ProgramState& ps = programs[p];
   OpState& st = ps.ops[v];
   const double t = now();
-  st.start_s = t;
+  if (st.start_s < 0) st.start_s = t;
+  if (st.ready_s < 0) st.ready_s = t;
   const OpNode& node = ps.program->graph[v];
   if (node.stream == StreamKind::Compute && !is_comm(node.kind)) {
     // Why was the compute stream idle before this op? Blame the input that came last.
@@ -216,7 +240,7 @@ void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
     ps.last_compute_end_s = t + duration_s;
     ps.compute_intervals.emplace_back(t, t + duration_s);
   }
-  simulator().schedule(duration_s, [this, p, v] { finish(p, v); });
+  simulator().schedule(duration_s, std::move(on_done));
 }
 
 void StepExecutor::Impl::attribute_idle(ProgramState& ps, double t0, double t1, OpVertex cause) {
@@ -264,54 +288,77 @@ void StepExecutor::Impl::complete_later(std::function<void()> fn) {
 }
 
 void StepExecutor::Impl::run_comm(int p, OpVertex v) {
-  ProgramState& ps = programs[p];
-  const OpNode& node = ps.program->graph[v];
+  const OpNode& node = programs[p].program->graph[v];
   if (node.kind == OpKind::SendRecv) {
     join_p2p(p, v);
     return;
   }
+  join_collective(p, v, node.comm_bytes, 0, [this, p, v] { finish(p, v); });
+}
+
+void StepExecutor::Impl::launch_comm_part(int p, OpVertex v, std::uint64_t bytes, int part,
+                                          std::function<void()> on_done) {
+  if (part < 1) throw std::logic_error("launch_comm_part: parts are numbered from 1");
+  join_collective(p, v, bytes, part, std::move(on_done));
+}
+
+void StepExecutor::Impl::join_collective(int p, OpVertex v, std::uint64_t bytes, int part,
+                                         std::function<void()> on_done) {
+  ProgramState& ps = programs[p];
+  const OpNode& node = ps.program->graph[v];
   if (node.kind != OpKind::Collective)
-    throw std::logic_error(fmt::format("run_comm on compute op '{}'", node.name));
+    throw std::logic_error(fmt::format("collective launch of non-collective op '{}'", node.name));
   const int g = node.comm_group;
   const auto& members = plans.groups[g].simulated;
   if (std::find(members.begin(), members.end(), p) == members.end())
     throw std::invalid_argument(
         fmt::format("step: rank {} op '{}' uses group {} ({}) without being in it",
                     ps.program->rank, node.name, g, step.groups[g].family));
-  const int k = ps.collectives_issued[g]++;
-  const std::uint64_t key = (static_cast<std::uint64_t>(g) << 32) | static_cast<std::uint32_t>(k);
+  OpState& st = ps.ops[v];
+  if (st.ready_s < 0) st.ready_s = now();
+  // The k-th collective of every member on a communicator meets (NCCL's issue-order rule);
+  // parts of one op meet the same part on the other members.
+  const auto key = (static_cast<std::uint64_t>(g) << 40) |
+                   (static_cast<std::uint64_t>(st.instance) << 12) |
+                   static_cast<std::uint64_t>(part & 0xfff);
   Rendezvous& rv = pending_collectives[key];
-  rv.members.emplace_back(p, v);
+  rv.members.push_back({p, v, bytes, std::move(on_done)});
   if (rv.members.size() == members.size()) {
-    Rendezvous done = std::move(rv);
+    Rendezvous ready = std::move(rv);
     pending_collectives.erase(key);
-    launch_collective(g, done);
+    launch_collective(g, std::move(ready));
   }
 }
 
-void StepExecutor::Impl::launch_collective(int g, const Rendezvous& rv) {
-  const auto [p0, v0] = rv.members.front();
-  const OpNode& first = programs[p0].program->graph[v0];
-  for (const auto& [p, v] : rv.members) {
-    const OpNode& n = programs[p].program->graph[v];
-    if (n.collective != first.collective || n.comm_bytes != first.comm_bytes)
+void StepExecutor::Impl::launch_collective(int g, Rendezvous rv) {
+  const RendezvousMember& lead = rv.members.front();
+  const OpNode& first = programs[lead.program].program->graph[lead.op];
+  const double t = now();
+  for (const auto& m : rv.members) {
+    const OpNode& n = programs[m.program].program->graph[m.op];
+    if (n.collective != first.collective || m.bytes != lead.bytes)
       throw std::invalid_argument(fmt::format(
           "step: collective mismatch on group {} ({}): rank {} '{}' ({} {} B) meets rank {} '{}' "
           "({} {} B)",
-          g, step.groups[g].family, programs[p0].program->rank, first.name,
-          to_string(first.collective), first.comm_bytes, programs[p].program->rank, n.name,
-          to_string(n.collective), n.comm_bytes));
-    programs[p].ops[v].launch_s = now();
+          g, step.groups[g].family, programs[lead.program].program->rank, first.name,
+          to_string(first.collective), lead.bytes, programs[m.program].program->rank, n.name,
+          to_string(n.collective), m.bytes));
+    OpState& st = programs[m.program].ops[m.op];
+    if (st.launch_s < 0) st.launch_s = t;
   }
   ++collectives;
-  auto members = std::make_shared<std::vector<std::pair<int, OpVertex>>>(rv.members);
-  auto on_done = [this, members] {
-    complete_later([this, members] {
-      for (const auto& [p, v] : *members) finish(p, v);
+  auto shared = std::make_shared<Rendezvous>(std::move(rv));
+  auto on_done = [this, shared, t] {
+    complete_later([this, shared, t] {
+      for (auto& m : shared->members) {
+        programs[m.program].comm_intervals.emplace_back(t, now());
+        m.on_done();
+      }
     });
   };
   const CommGroup& group = step.groups[g];
-  if (group.ranks.size() < 2 || first.comm_bytes == 0) {
+  const std::uint64_t bytes = shared->members.front().bytes;
+  if (group.ranks.size() < 2 || bytes == 0) {
     simulator().schedule(0.0, on_done);
     return;
   }
@@ -319,7 +366,7 @@ void StepExecutor::Impl::launch_collective(int g, const Rendezvous& rv) {
   req.op = first.collective;
   req.algo = Algorithm::Auto;
   req.ranks = group.ranks;
-  req.bytes = first.comm_bytes;
+  req.bytes = bytes;
   launching = true;
   launcher(req, on_done);
   for (int image : plans.groups[g].images) {
@@ -374,9 +421,12 @@ void StepExecutor::Impl::launch_p2p(const P2pMatch& m) {
   const std::pair<int, int> recv_side = {recv.peer_rank, programs[m.recv_program].program->rank};
   if (recv_side != transfers.front()) transfers.push_back(recv_side);
   auto left = std::make_shared<int>(static_cast<int>(transfers.size()));
-  auto on_done = [this, m, left] {
+  const double t = now();
+  auto on_done = [this, m, left, t] {
     if (--*left > 0) return;
-    complete_later([this, m] {
+    complete_later([this, m, t] {
+      programs[m.send_program].comm_intervals.emplace_back(t, now());
+      programs[m.recv_program].comm_intervals.emplace_back(t, now());
       finish(m.send_program, m.send_op);
       finish(m.recv_program, m.recv_op);
     });
@@ -423,7 +473,6 @@ void StepExecutor::Impl::finish(int p, OpVertex v) {
   --ps.remaining;
   const OpGraph& g = ps.program->graph;
   const OpNode& node = g[v];
-  if (is_comm(node.kind)) ps.comm_intervals.emplace_back(st.launch_s, st.end_s);
   if (ps.record) {
     OpRecord rec;
     rec.rank = ps.program->rank;
@@ -442,8 +491,12 @@ void StepExecutor::Impl::finish(int p, OpVertex v) {
   const int stream = static_cast<int>(node.stream);
   if (node.kind != OpKind::SendRecv) {
     StreamQueue& q = ps.streams[stream];
-    q.busy = false;
-    ++q.next;
+    // A design may finish an op before it reaches the head of its stream; try_head skips
+    // it then.
+    if (q.busy && q.order[q.next] == v) {
+      q.busy = false;
+      ++q.next;
+    }
   }
   for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
     const OpVertex w = boost::target(e, g);
