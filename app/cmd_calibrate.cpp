@@ -34,9 +34,10 @@ int run_calibrate(const calibration::CalibrateOptions& o) {
     const auto r = calibration::run_calibration(
         o, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
     if (o.dry_run)
-      fmt::print("suite {}: {} case(s), {} already measured in {}, ~{:.0f} s of device time "
-                 "estimated for the rest\n",
-                 o.suite_path, r.cases_total, r.cases_skipped, o.out_dir, r.estimate_s);
+      fmt::print(
+          "suite {}: {} case(s), {} already measured in {}, ~{:.0f} s of device time "
+          "estimated for the rest\n",
+          o.suite_path, r.cases_total, r.cases_skipped, o.out_dir, r.estimate_s);
     return kExitOk;
   } catch (const calibration::CalibrateUnavailable& e) {
     fmt::print(stderr, "error: calibrate: {}\n", e.what());
@@ -52,7 +53,8 @@ void add_calibrate_command(CLI::App& app, Runner& selected) {
   sub->add_option("--out", opts->out_dir, "data directory (CSV + manifest.yaml); reruns resume")
       ->required();
   sub->add_option("--suite", opts->suite_path, "suite YAML")->capture_default_str();
-  sub->add_option("--gpus", opts->gpus, "GPUs (ranks) per overlap-bench call (default: the suite's)");
+  sub->add_option("--gpus", opts->gpus,
+                  "GPUs (ranks) per overlap-bench call (default: the suite's)");
   sub->add_option("--bench", opts->bench, "overlap-bench binary (default: the build tree's)");
   sub->add_option("--case-timeout", opts->timeout_s, "seconds one overlap-bench call may take")
       ->capture_default_str();

@@ -58,8 +58,9 @@ void add_fit_command(CLI::App& app, Runner& selected) {
   sub->add_option("--base", opts->base,
                   "profile whose unmeasured numbers (peaks, attention, ...) are carried over "
                   "(default: the datasheet profile of the manifest's GPU)");
-  sub->add_flag("--write-heldout", opts->write_heldout,
-                "first write the manifest's heldout file by the split rule (calibration/split.hpp)");
+  sub->add_flag(
+      "--write-heldout", opts->write_heldout,
+      "first write the manifest's heldout file by the split rule (calibration/split.hpp)");
   sub->add_flag("--quiet", opts->quiet, "print nothing on success");
   sub->callback([opts, &selected] { selected = [opts] { return run_fit(*opts); }; });
 }

@@ -166,8 +166,9 @@ CalibrateResult run_calibration(const CalibrateOptions& o,
   if (probe_rc != 0 || !fs::exists(probe_csv)) {
     const std::string tail = tail_of(log_path.string());
     if (looks_like_no_gpu(tail) || probe_rc == 127)
-      throw CalibrateUnavailable(fmt::format(
-          "no usable GPU for {} rank(s): overlap-bench probe exited {} ({})", gpus, probe_rc, tail));
+      throw CalibrateUnavailable(
+          fmt::format("no usable GPU for {} rank(s): overlap-bench probe exited {} ({})", gpus,
+                      probe_rc, tail));
     throw std::runtime_error(
         fmt::format("overlap-bench probe failed (exit {}): {}", probe_rc, tail));
   }
@@ -249,12 +250,11 @@ CalibrateResult run_calibration(const CalibrateOptions& o,
     estimated_left -= c->estimate_s();
   }
   if (progress)
-    progress(fmt::format("calibrate [{}] done: {} case(s) run, {} skipped, {} row(s) in {} ({})",
-                         suite.name, result.cases_run, result.cases_skipped, result.rows_written,
-                         csv_path.string(),
-                         clock_text(std::chrono::duration<double>(
-                                        std::chrono::steady_clock::now() - start)
-                                        .count())));
+    progress(fmt::format(
+        "calibrate [{}] done: {} case(s) run, {} skipped, {} row(s) in {} ({})", suite.name,
+        result.cases_run, result.cases_skipped, result.rows_written, csv_path.string(),
+        clock_text(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count())));
   return result;
 }
 

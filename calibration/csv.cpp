@@ -111,8 +111,7 @@ CsvTable parse_csv(std::string_view text, const std::string& file) {
       fail(file, rec.line, col_at,
            fmt::format("{} fields, the header has {} ({}; expected one value per column: {})",
                        rec.fields.size(), table.header.size(),
-                       short_row ? "a truncated row" : "too many fields",
-                       csv_join(table.header)));
+                       short_row ? "a truncated row" : "too many fields", csv_join(table.header)));
     }
     table.rows.push_back(std::move(rec));
   }

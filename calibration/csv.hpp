@@ -9,9 +9,9 @@
 namespace overlapsim::calibration {
 
 struct CsvRecord {
-  int line = 0;                      // 1-based line of the record's first character
+  int line = 0;  // 1-based line of the record's first character
   std::vector<std::string> fields;
-  std::vector<int> columns;          // 1-based column where each field starts
+  std::vector<int> columns;  // 1-based column where each field starts
 };
 
 struct CsvTable {

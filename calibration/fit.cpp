@@ -98,9 +98,9 @@ std::vector<Measurement> load_all_rows(const Manifest& manifest) {
   for (const ManifestFile& f : manifest.files) {
     const fs::path path = fs::path(manifest.dir) / f.path;
     if (!fs::exists(path))
-      throw config::ConfigError(fmt::format(
-          "{}: files: '{}' does not exist (expected a CSV beside manifest.yaml)", manifest.file,
-          f.path));
+      throw config::ConfigError(
+          fmt::format("{}: files: '{}' does not exist (expected a CSV beside manifest.yaml)",
+                      manifest.file, f.path));
     for (Measurement r : read_measurements(path.string())) {
       const std::string at = fmt::format("{}:{}:1", path.string(), r.line);
       if (r.gpu != manifest.gpu)
@@ -145,8 +145,9 @@ FitData load_fit_data(const std::string& data_dir) {
       continue;
     }
     if (r.time_s > 2 * r.time_min_s) {
-      d.excluded.push_back(fmt::format("{}: median {:.2f} us > 2 x its minimum {:.2f} us (unstable)",
-                                       r.where(), r.time_s * 1e6, r.time_min_s * 1e6));
+      d.excluded.push_back(
+          fmt::format("{}: median {:.2f} us > 2 x its minimum {:.2f} us (unstable)", r.where(),
+                      r.time_s * 1e6, r.time_min_s * 1e6));
       continue;
     }
     d.rows.push_back(std::move(r));
@@ -197,8 +198,8 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
 
   ProfileYamlOptions yo;
   yo.kind = "measured";
-  yo.description = fmt::format("{} x {} calibrated by overlapsim fit from {}", m.gpus, m.gpu,
-                               data.label);
+  yo.description =
+      fmt::format("{} x {} calibrated by overlapsim fit from {}", m.gpus, m.gpu, data.label);
   yo.device_source = {sim::SourceKind::Measured,
                       fmt::format("overlap-bench gpu column and manifest.yaml of {}; SM count "
                                   "carried from {}",

@@ -24,8 +24,8 @@ namespace overlapsim::calibration {
 
 struct FitData {
   Manifest manifest;
-  std::string label;               // how citations name the data directory
-  std::vector<Measurement> rows;   // what the fit uses (file = path relative to the directory)
+  std::string label;              // how citations name the data directory
+  std::vector<Measurement> rows;  // what the fit uses (file = path relative to the directory)
   std::vector<Measurement> heldout_rows;
   std::vector<std::string> excluded;  // "file:line: reason" for rows left out as unusable
 };

@@ -98,9 +98,9 @@ std::vector<AlphaBetaSegment> fit_alpha_beta(std::vector<SizedTime> points,
     seg.alpha_s = band[a][b].alpha;
     seg.beta_s_per_byte = band[a][b].beta;
     seg.min_bytes = s == 0 ? 0
-                           : static_cast<std::uint64_t>(std::llround(
-                                 std::sqrt(static_cast<double>(points[a - 1].bytes) *
-                                           static_cast<double>(points[a].bytes))));
+                           : static_cast<std::uint64_t>(
+                                 std::llround(std::sqrt(static_cast<double>(points[a - 1].bytes) *
+                                                        static_cast<double>(points[a].bytes))));
     out.push_back(seg);
   }
   return out;

@@ -20,7 +20,7 @@ struct AlphaBetaSegment {
 };
 
 struct AlphaBetaOptions {
-  int min_points = 2;               // distinct sizes per band
+  int min_points = 2;  // distinct sizes per band
   int max_segments = 4;
   double segment_penalty = 2.5e-3;  // added squared relative error a new band must save
 };

@@ -47,9 +47,10 @@ void fit_collectives(const FitData& data, FitOutput& out) {
       s.latency_s = std::stod(fmt::format("{:.6g}", b.alpha_s));
       s.bus_bandwidth_Bps = std::stod(fmt::format("{:.6g}", factor / b.beta_s_per_byte));
       curve.segments.push_back(s);
-      bands_text += fmt::format("\nfrom {}: {} + bytes x {:.4g} / {}", config::format_bytes(s.min_bytes),
-                                config::format_duration(s.latency_s), factor,
-                                config::format_bandwidth(s.bus_bandwidth_Bps));
+      bands_text +=
+          fmt::format("\nfrom {}: {} + bytes x {:.4g} / {}", config::format_bytes(s.min_bytes),
+                      config::format_duration(s.latency_s), factor,
+                      config::format_bandwidth(s.bus_bandwidth_Bps));
     }
     std::vector<double> pred, meas;
     for (const Measurement* r : rows) {
@@ -71,8 +72,9 @@ void fit_collectives(const FitData& data, FitOutput& out) {
                  : ", NCCL's default CTAs",
             by_size.size(), config::format_bytes(by_size.begin()->first),
             config::format_bytes(by_size.rbegin()->first), rows.size(), bands.size(), bands_text);
-    out.notes.push_back(fmt::format("collectives {}: {} sizes, {} rows, {} band(s), fit error {:.1f}%",
-                                    label, by_size.size(), rows.size(), bands.size(), 100 * err));
+    out.notes.push_back(
+        fmt::format("collectives {}: {} sizes, {} rows, {} band(s), fit error {:.1f}%", label,
+                    by_size.size(), rows.size(), bands.size(), 100 * err));
     out.profile.collectives.curves.push_back(std::move(curve));
   }
 }

@@ -48,8 +48,8 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
     std::set<double> ms, ns, ks;
     for (const auto& [s, t] : times) {
       const auto [m, n, k] = s;
-      const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) *
-                           static_cast<double>(k);
+      const double flops =
+          2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
       rate[s] = flops / std::max(median(t) - launch_s, 1e-9);
       ms.insert(static_cast<double>(m));
       ns.insert(static_cast<double>(n));
@@ -71,7 +71,8 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
       double log_sum = 0;
       for (const auto& [s, r] : rate) {
         const double flops = 2.0 * static_cast<double>(std::get<0>(s)) *
-                             static_cast<double>(std::get<1>(s)) * static_cast<double>(std::get<2>(s));
+                             static_cast<double>(std::get<1>(s)) *
+                             static_cast<double>(std::get<2>(s));
         log_sum += std::log(r / (peak * base_curve->at(flops)));
       }
       base_scale = std::exp(log_sum / static_cast<double>(rate.size()));
@@ -120,17 +121,18 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
     const std::size_t nodes = table.achieved_flops_per_s.size();
     out.comments[fmt::format("compute.gemm_tables.{}", dtype)] = fmt::format(
         "cuBLASLt {} GEMM rates (overlap-bench design cublas): rate = 2mnk / (median time -\n"
-        "launch_overhead_s) at the {} measured shapes ({} rows); {} nodes with an axis value below\n"
+        "launch_overhead_s) at the {} measured shapes ({} rows); {} nodes with an axis value "
+        "below\n"
         "the measured ones (added at /4 and /16) from the base efficiency curve x {:.4f} (its\n"
         "level against these shapes); the other {} of the {} nodes by inverse-square-distance\n"
         "weighting of the measured log rates in log2 shape space. fit_error: relative RMS of\n"
         "the compute model's time against every row (repeats included: the run-to-run spread).",
         dtype, rate.size(), rows.size(), from_base, base_scale,
         nodes - rate.size() - static_cast<std::size_t>(from_base), nodes);
-    out.notes.push_back(fmt::format(
-        "compute.gemm_tables.{}: {} shapes, {} rows, grid {}x{}x{}, fit error {:.1f}%", dtype,
-        rate.size(), rows.size(), table.m_values.size(), table.n_values.size(),
-        table.k_values.size(), 100 * err));
+    out.notes.push_back(
+        fmt::format("compute.gemm_tables.{}: {} shapes, {} rows, grid {}x{}x{}, fit error {:.1f}%",
+                    dtype, rate.size(), rows.size(), table.m_values.size(), table.n_values.size(),
+                    table.k_values.size(), 100 * err));
   }
 }
 
@@ -169,9 +171,8 @@ void fit_bandwidth_curve(const FitData& data, FitOutput& out, const std::string&
   const std::string base_citation = curve.source.citation;
   curve.points = pts;
   curve.source.kind = sim::SourceKind::Measured;
-  curve.source.citation =
-      fmt::format("overlap-bench {} rows, {}; beyond them scaled from: {}", op,
-                  cite_rows(data.label, rows), base_citation);
+  curve.source.citation = fmt::format("overlap-bench {} rows, {}; beyond them scaled from: {}", op,
+                                      cite_rows(data.label, rows), base_citation);
   const sim::ComputeModel model(out.profile.compute);
   std::vector<double> pred, meas;
   for (const Measurement* r : rows) {
@@ -184,8 +185,9 @@ void fit_bandwidth_curve(const FitData& data, FitOutput& out, const std::string&
       "{}: efficiency = bytes / (memory_bandwidth_Bps * (median time - launch_overhead_s)) at\n"
       "the {} measured size(s) ({} rows); beyond them the base curve scaled {}.",
       op, eff_at.size(), rows.size(), kept);
-  out.notes.push_back(fmt::format("compute.efficiency.{}: {} size(s) from {} {} rows, fit error {:.1f}%",
-                                  key, eff_at.size(), rows.size(), op, 100 * err));
+  out.notes.push_back(
+      fmt::format("compute.efficiency.{}: {} size(s) from {} {} rows, fit error {:.1f}%", key,
+                  eff_at.size(), rows.size(), op, 100 * err));
 }
 
 }  // namespace

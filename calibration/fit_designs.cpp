@@ -84,20 +84,21 @@ void fit_decomposed(const FitData& data, const Parts& parts, FitOutput& out) {
   std::vector<double> pred;
   for (std::size_t i = 0; i < rows.size(); ++i) pred.push_back(pipe[i] + k[i] * o);
   const double err = relative_rms(pred, meas);
-  set_param(out, "decomposed", "per_chunk_overhead_s", o, err,
-            "overlap-bench decomposed rows with their parts' medians, " +
-                cite_rows(data.label, rows),
-            fmt::format("T = g + c + (k-1) max(g, c) + k * per_chunk_overhead_s, g = T_op/k, c = "
-                        "T_coll/k (parts measured alone);\nleast squares on the relative error "
-                        "over {} rows (k = 2..8){}.",
-                        rows.size(),
-                        unconstrained < 0 ? fmt::format("; unconstrained optimum {:.3g} us "
-                                                        "clamped to 0",
-                                                        unconstrained * 1e6)
-                                          : ""));
-  out.notes.push_back(fmt::format("designs.decomposed.per_chunk_overhead_s: {:.2f} us from {} rows, "
-                                  "fit error {:.1f}%",
-                                  o * 1e6, rows.size(), 100 * err));
+  set_param(
+      out, "decomposed", "per_chunk_overhead_s", o, err,
+      "overlap-bench decomposed rows with their parts' medians, " + cite_rows(data.label, rows),
+      fmt::format("T = g + c + (k-1) max(g, c) + k * per_chunk_overhead_s, g = T_op/k, c = "
+                  "T_coll/k (parts measured alone);\nleast squares on the relative error "
+                  "over {} rows (k = 2..8){}.",
+                  rows.size(),
+                  unconstrained < 0 ? fmt::format("; unconstrained optimum {:.3g} us "
+                                                  "clamped to 0",
+                                                  unconstrained * 1e6)
+                                    : ""));
+  out.notes.push_back(
+      fmt::format("designs.decomposed.per_chunk_overhead_s: {:.2f} us from {} rows, "
+                  "fit error {:.1f}%",
+                  o * 1e6, rows.size(), 100 * err));
 }
 
 void fit_tilewise(const FitData& data, const Parts& parts, FitOutput& out) {
@@ -127,14 +128,15 @@ void fit_tilewise(const FitData& data, const Parts& parts, FitOutput& out) {
       meas.push_back(r->time_s);
     }
     const double err = relative_rms(pred, meas);
-    set_param(out, "tilewise", "own_gemm_time_ratio", ratio, err,
-              "overlap-bench gemm own rows against cublas medians, " +
-                  cite_rows(data.label, own_rows),
-              fmt::format("own GEMM time / cuBLAS time: geometric mean over {} shapes ({} own rows)",
-                          shapes, own_rows.size()));
-    out.notes.push_back(fmt::format("designs.tilewise.own_gemm_time_ratio: {:.4f} over {} shapes, "
-                                    "fit error {:.1f}%",
-                                    ratio, shapes, 100 * err));
+    set_param(
+        out, "tilewise", "own_gemm_time_ratio", ratio, err,
+        "overlap-bench gemm own rows against cublas medians, " + cite_rows(data.label, own_rows),
+        fmt::format("own GEMM time / cuBLAS time: geometric mean over {} shapes ({} own rows)",
+                    shapes, own_rows.size()));
+    out.notes.push_back(
+        fmt::format("designs.tilewise.own_gemm_time_ratio: {:.4f} over {} shapes, "
+                    "fit error {:.1f}%",
+                    ratio, shapes, 100 * err));
   }
 
   // Own GEMM with per-tile signals on all SMs (own_signal, chunks 0) vs without, and on
@@ -169,9 +171,10 @@ void fit_tilewise(const FitData& data, const Parts& parts, FitOutput& out) {
                           "SMs: median over {} shapes\n(own and own_signal were timed one after "
                           "the other, not interleaved: clock drift is in it)",
                           fractions.size()));
-    out.notes.push_back(fmt::format("designs.tilewise.signal_overhead_fraction: {:.4f} over {} "
-                                    "shapes, fit error {:.1f}%",
-                                    f, fractions.size(), 100 * err));
+    out.notes.push_back(
+        fmt::format("designs.tilewise.signal_overhead_fraction: {:.4f} over {} "
+                    "shapes, fit error {:.1f}%",
+                    f, fractions.size(), 100 * err));
   }
   if (!carve_rows.empty()) {
     double num = 0, den = 0;
@@ -189,15 +192,15 @@ void fit_tilewise(const FitData& data, const Parts& parts, FitOutput& out) {
       meas.push_back(r->time_s);
     }
     const double err = relative_rms(pred, meas);
-    set_param(out, "tilewise", "sm_scaling_exponent", e, err,
-              "overlap-bench gemm own_signal rows on sms - s CTAs, " +
-                  cite_rows(data.label, carve_rows),
-              fmt::format("GEMM on sms - s CTAs (s SMs left to NCCL) takes T_all_SMs * (sms / "
-                          "(sms - s))^exponent;\nleast squares in log space over {} rows",
-                          carve_rows.size()));
-    out.notes.push_back(fmt::format(
-        "designs.tilewise.sm_scaling_exponent: {:.3f} from {} rows, fit error {:.1f}%", e,
-        carve_rows.size(), 100 * err));
+    set_param(
+        out, "tilewise", "sm_scaling_exponent", e, err,
+        "overlap-bench gemm own_signal rows on sms - s CTAs, " + cite_rows(data.label, carve_rows),
+        fmt::format("GEMM on sms - s CTAs (s SMs left to NCCL) takes T_all_SMs * (sms / "
+                    "(sms - s))^exponent;\nleast squares in log space over {} rows",
+                    carve_rows.size()));
+    out.notes.push_back(
+        fmt::format("designs.tilewise.sm_scaling_exponent: {:.3f} from {} rows, fit error {:.1f}%",
+                    e, carve_rows.size(), 100 * err));
   }
 }
 

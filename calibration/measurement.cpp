@@ -34,8 +34,7 @@ double get_time_s(const CsvTable& t, const CsvRecord& r, int col) {
   const std::string& s = r.fields[static_cast<std::size_t>(col)];
   double v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v) ||
-      !(v > 0))
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v) || !(v > 0))
     fail_at(t, r, col,
             fmt::format("{}: '{}' (expected a time in microseconds > 0)",
                         t.header[static_cast<std::size_t>(col)], s));
@@ -48,8 +47,8 @@ std::string Measurement::where() const { return fmt::format("{}:{}", file, line)
 
 const std::vector<std::string>& required_columns() {
   static const std::vector<std::string> cols = {
-      "gpu",   "driver", "cuda",  "nccl",   "world",   "op",          "design",      "dtype", "m",
-      "n",     "k",      "bytes", "chunks", "time_us", "time_min_us", "time_max_us", "wrong"};
+      "gpu", "driver", "cuda",  "nccl",   "world",   "op",          "design",      "dtype", "m",
+      "n",   "k",      "bytes", "chunks", "time_us", "time_min_us", "time_max_us", "wrong"};
   return cols;
 }
 

@@ -27,8 +27,8 @@ std::optional<sim::CollectiveOp> collective_of(const std::string& op) {
 
 sim::OpNode compute_op(const Measurement& m, const std::string& compute) {
   sim::OpNode op;
-  op.name = m.op + " " + std::to_string(m.m) + "x" + std::to_string(m.n) + "x" +
-            std::to_string(m.k);
+  op.name =
+      m.op + " " + std::to_string(m.m) + "x" + std::to_string(m.n) + "x" + std::to_string(m.k);
   op.precision = precision_of(m.dtype);
   if (compute == "gemm" || compute == "gemv") {
     op.kind = compute == "gemm" ? sim::OpKind::Gemm : sim::OpKind::Gemv;
@@ -43,7 +43,8 @@ sim::OpNode compute_op(const Measurement& m, const std::string& compute) {
     op.bytes = bags * pooling * dim * e + bags * dim * e;
     return op;
   }
-  throw std::invalid_argument("no compute op for '" + compute + "' (expected gemm, gemv or embedding)");
+  throw std::invalid_argument("no compute op for '" + compute +
+                              "' (expected gemm, gemv or embedding)");
 }
 
 }  // namespace overlapsim::calibration

@@ -19,8 +19,8 @@ void comment(std::string& out, const ProfileYamlOptions& o, const std::string& k
 }
 
 std::string provenance(const sim::Provenance& p) {
-  std::string s = fmt::format("source: {}, citation: {}", sim::to_string(p.kind),
-                              yaml_quoted(p.citation));
+  std::string s =
+      fmt::format("source: {}, citation: {}", sim::to_string(p.kind), yaml_quoted(p.citation));
   if (p.fit_error >= 0) s += ", fit_error: " + yaml_number(p.fit_error);
   return s;
 }
@@ -50,8 +50,8 @@ std::string number_list(const std::vector<double>& v) {
 }
 
 std::string curve(const sim::LogCurve& c, const char* over) {
-  return fmt::format("{{over: {}, points: {}, {}}}", over, points(c.points, std::string(over) == "bytes"),
-                     provenance(c.source));
+  return fmt::format("{{over: {}, points: {}, {}}}", over,
+                     points(c.points, std::string(over) == "bytes"), provenance(c.source));
 }
 
 }  // namespace
@@ -95,9 +95,12 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
   const sim::DeviceInfo& d = p.device;
   out += "device:\n";
   out += fmt::format("  name: {}\n  sms: {}\n", yaml_quoted(d.name), d.sms);
-  for (const auto& [key, value] : std::vector<std::pair<const char*, std::string>>{
-           {"driver", d.driver}, {"cuda", d.cuda}, {"nccl", d.nccl}, {"date", d.date},
-           {"host", d.host}})
+  for (const auto& [key, value] :
+       std::vector<std::pair<const char*, std::string>>{{"driver", d.driver},
+                                                        {"cuda", d.cuda},
+                                                        {"nccl", d.nccl},
+                                                        {"date", d.date},
+                                                        {"host", d.host}})
     if (!value.empty()) out += fmt::format("  {}: {}\n", key, yaml_quoted(value));
   out += fmt::format("  source: {}\n  citation: {}\n", sim::to_string(o.device_source.kind),
                      yaml_quoted(o.device_source.citation));
@@ -151,9 +154,10 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
   for (std::size_t i = 0; i < p.collectives.curves.size(); ++i) {
     const sim::CollectiveCurve& cc = p.collectives.curves[i];
     comment(out, o, fmt::format("collectives.{}", i), "  ");
-    out += fmt::format("  - op: {}\n    algorithm: {}\n    scope: {}\n    ranks: {}\n    ctas: {}\n",
-                       sim::to_string(cc.op), sim::to_string(cc.algo), sim::to_string(cc.scope),
-                       cc.ranks, cc.ctas);
+    out +=
+        fmt::format("  - op: {}\n    algorithm: {}\n    scope: {}\n    ranks: {}\n    ctas: {}\n",
+                    sim::to_string(cc.op), sim::to_string(cc.algo), sim::to_string(cc.scope),
+                    cc.ranks, cc.ctas);
     out += "    segments:\n";
     for (const auto& s : cc.segments)
       out += fmt::format("      - {{min_bytes: {}, latency_s: {}, bus_bandwidth_Bps: {}}}\n",

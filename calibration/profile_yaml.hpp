@@ -12,7 +12,7 @@
 namespace overlapsim::calibration {
 
 struct ProfileYamlOptions {
-  std::string header;       // comment lines at the top (without '#')
+  std::string header;  // comment lines at the top (without '#')
   std::string kind = "measured";
   std::string description;
   sim::Provenance device_source;  // DeviceInfo does not keep its provenance

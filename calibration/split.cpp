@@ -55,11 +55,26 @@ std::string format_heldout_csv(const std::vector<Measurement>& rows,
       "time_max_us,wrong,ctas,case,origin\n";
   for (const auto& r : rows) {
     if (split_group(r).empty() || !keys.count(split_key(r))) continue;
-    out += csv_join({r.gpu, r.driver, r.cuda, r.nccl, std::to_string(r.world), r.op, r.design,
-                     r.dtype, std::to_string(r.m), std::to_string(r.n), std::to_string(r.k),
-                     std::to_string(r.bytes), std::to_string(r.chunks), time_us(r.time_s),
-                     time_us(r.time_min_s), time_us(r.time_max_s), std::to_string(r.wrong),
-                     std::to_string(r.ctas), r.case_key, r.where()}) +
+    out += csv_join({r.gpu,
+                     r.driver,
+                     r.cuda,
+                     r.nccl,
+                     std::to_string(r.world),
+                     r.op,
+                     r.design,
+                     r.dtype,
+                     std::to_string(r.m),
+                     std::to_string(r.n),
+                     std::to_string(r.k),
+                     std::to_string(r.bytes),
+                     std::to_string(r.chunks),
+                     time_us(r.time_s),
+                     time_us(r.time_min_s),
+                     time_us(r.time_max_s),
+                     std::to_string(r.wrong),
+                     std::to_string(r.ctas),
+                     r.case_key,
+                     r.where()}) +
            "\n";
   }
   return out;

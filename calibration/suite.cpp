@@ -141,9 +141,9 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
     sections.fail("expected a non-empty list of sections");
   for (std::size_t i = 0; i < sections.size(); ++i) {
     const ConfigNode s = sections.at(i);
-    s.check_keys(std::vector<std::string>{"name", "op", "ops", "designs", "grid", "shapes",
-                                          "bytes", "ctas", "chunks", "table_rows", "warmup",
-                                          "iterations", "dtype"});
+    s.check_keys(std::vector<std::string>{"name", "op", "ops", "designs", "grid", "shapes", "bytes",
+                                          "ctas", "chunks", "table_rows", "warmup", "iterations",
+                                          "dtype"});
     SuiteCase base;
     base.section = s.get_string("name");
     base.dtype = s.get_enum("dtype", {"bf16", "fp16"}, dtype);
@@ -157,9 +157,10 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
       const std::string& op = ops[j];
       const ConfigNode where = s.has("op") ? s.child("op") : s.child("ops").at(j);
       if (!is_compute_op(op) && !is_collective_op(op) && !is_pair_op(op))
-        where.fail(fmt::format("unknown op '{}' (expected gemm, gemv, embedding, a collective or "
-                               "a pair such as gemm+allreduce)",
-                               op));
+        where.fail(
+            fmt::format("unknown op '{}' (expected gemm, gemv, embedding, a collective or "
+                        "a pair such as gemm+allreduce)",
+                        op));
     }
     if (s.has("designs")) base.designs = string_list(s.child("designs"));
     if (s.has("chunks"))
@@ -170,7 +171,8 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
       g.check_keys(std::vector<std::string>{"m", "n", "k"});
       for (auto m : int_list(g.child("m"), 1))
         for (auto n : int_list(g.child("n"), 1))
-          for (auto k : int_list(g.child("k"), 1)) shapes.push_back(fmt::format("{}x{}x{}", m, n, k));
+          for (auto k : int_list(g.child("k"), 1))
+            shapes.push_back(fmt::format("{}x{}x{}", m, n, k));
     }
     if (s.has("shapes")) {
       const auto more = shape_list(s.child("shapes"));
@@ -191,12 +193,14 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
             sc.chunks.clear();
             sc.bytes = part;
             sc.ctas = static_cast<int>(c);
-            sc.key = fmt::format("{}/{}/ctas{}/{}..{}", sc.section, op, c, part.front(), part.back());
+            sc.key =
+                fmt::format("{}/{}/ctas{}/{}..{}", sc.section, op, c, part.front(), part.back());
             suite.cases.push_back(std::move(sc));
           }
         continue;
       }
-      if (shapes.empty()) s.fail(fmt::format("{} needs shapes: or grid: (expected [m, n, k] lists)", op));
+      if (shapes.empty())
+        s.fail(fmt::format("{} needs shapes: or grid: (expected [m, n, k] lists)", op));
       // Compute alone: one call per design, so a design's rows are one case.
       const std::vector<std::vector<std::string>> design_sets =
           is_compute_op(op) && base.designs.size() > 1

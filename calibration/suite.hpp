@@ -38,7 +38,7 @@
 namespace overlapsim::calibration {
 
 struct SuiteCase {
-  std::string key;      // stable id, written into every row's `case` column
+  std::string key;  // stable id, written into every row's `case` column
   std::string section;
   std::string op;
   std::vector<std::string> designs;  // empty: overlap-bench's default for the op

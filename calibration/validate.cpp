@@ -47,9 +47,9 @@ double collective_time_s(const sim::Profile& profile, const sim::Topology& topo,
     ProfileLauncherStats stats;
     profile_collective_launcher(profile.collectives, net, ctas, {}, &stats)(req, on_done);
     if (stats.by_curve != 1)
-      throw std::invalid_argument(fmt::format(
-          "the profile has no intra-node curve for {} on {} GPUs with {} CTAs", sim::to_string(op),
-          world, ctas ? std::to_string(ctas) : "default"));
+      throw std::invalid_argument(
+          fmt::format("the profile has no intra-node curve for {} on {} GPUs with {} CTAs",
+                      sim::to_string(op), world, ctas ? std::to_string(ctas) : "default"));
   }
   simulator.run();
   if (done_s < 0) throw std::logic_error("collective did not complete");
@@ -92,7 +92,8 @@ double sequential_time_s(const sim::Profile& profile, const sim::Topology& topo,
   const sim::ComputeModel model(profile.compute);
   sim::StepExecutor exec(step, model, net);
   ProfileLauncherStats stats;
-  exec.set_collective_launcher(profile_collective_launcher(profile.collectives, net, 0, {}, &stats));
+  exec.set_collective_launcher(
+      profile_collective_launcher(profile.collectives, net, 0, {}, &stats));
   sim::SequentialDesign design;
   const sim::StepResult result = exec.run(design);
   if (stats.by_curve == 0)
@@ -181,7 +182,8 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
       const int ctas = effective_ctas(m);
       add(m, ctas ? "collective_ctas" : "collective",
           collective_time_s(profile, topo, *op, m.bytes, m.world, ctas, false));
-      if (!ctas) add(m, "collective_flow", collective_time_s(profile, topo, *op, m.bytes, m.world, 0, true));
+      if (!ctas)
+        add(m, "collective_flow", collective_time_s(profile, topo, *op, m.bytes, m.world, 0, true));
       continue;
     }
     const auto parts = pair_parts(m.op);

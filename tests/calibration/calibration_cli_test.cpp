@@ -91,9 +91,9 @@ TEST_F(CalibrationCli, FitOfShippedDataMatchesShippedProfile) {
 }
 
 TEST_F(CalibrationCli, ValidateJsonContract) {
-  const CliRun r = run(
-      "validate --profile calibration/profiles/h200-nvlink.yaml --measurements "
-      "calibration/data/h200x2/heldout.csv --format json");
+  const CliRun r =
+      run("validate --profile calibration/profiles/h200-nvlink.yaml --measurements "
+          "calibration/data/h200x2/heldout.csv --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j["kinds"].is_array());
@@ -112,9 +112,9 @@ TEST_F(CalibrationCli, ValidateJsonContract) {
 }
 
 TEST_F(CalibrationCli, ValidateBadFormatExits2) {
-  const CliRun r = run(
-      "validate --profile calibration/profiles/h200-nvlink.yaml --measurements "
-      "calibration/data/h200x2/heldout.csv --format xml");
+  const CliRun r =
+      run("validate --profile calibration/profiles/h200-nvlink.yaml --measurements "
+          "calibration/data/h200x2/heldout.csv --format xml");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--format"), std::string::npos) << r.err;
 }

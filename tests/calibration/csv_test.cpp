@@ -34,10 +34,11 @@ TEST(Csv, QuotedFieldsDoubledQuotesAndCrlf) {
 }
 
 TEST(Csv, TruncatedRowNamesFileLineAndColumn) {
-  const std::string err = error_of(std::string(kHeader) +
-                                   "NVIDIA H200,580,13.0,2.28,2,allreduce,nccl,bf16,0,0,0,1024,1,"
-                                   "18.0,16.7,20.1,0,58,58,0\n"
-                                   "NVIDIA H200,580,13.0,2.28,2,allreduce,nccl,bf16,0,0,0,2048,1,1");
+  const std::string err =
+      error_of(std::string(kHeader) +
+               "NVIDIA H200,580,13.0,2.28,2,allreduce,nccl,bf16,0,0,0,1024,1,"
+               "18.0,16.7,20.1,0,58,58,0\n"
+               "NVIDIA H200,580,13.0,2.28,2,allreduce,nccl,bf16,0,0,0,2048,1,1");
   EXPECT_NE(err.find("m.csv:3:"), std::string::npos) << err;
   EXPECT_NE(err.find("truncated row"), std::string::npos) << err;
   EXPECT_NE(err.find("14 fields, the header has 20"), std::string::npos) << err;
@@ -62,8 +63,7 @@ TEST(Csv, UnterminatedQuoteAndEmptyFile) {
   try {
     parse_csv("a,b\n\"1,2\n", "q.csv");
   } catch (const config::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("q.csv:2:1: unterminated"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("q.csv:2:1: unterminated"), std::string::npos) << e.what();
   }
 }
 
@@ -78,7 +78,7 @@ TEST(Measurements, ParsesTimesInSecondsAndOptionalColumns) {
   EXPECT_EQ(rows[0].ctas, 4);
   EXPECT_EQ(rows[0].case_key, "coll/ar");
   EXPECT_EQ(rows[0].where(), "c.csv:2");
-  EXPECT_EQ(split_key(rows[0]), "allreduce@1024");
+  EXPECT_EQ(split_key(rows[0]), "allreduce@1024#ctas4");  // CTA-limited: its own key
 }
 
 }  // namespace

@@ -94,7 +94,10 @@ TEST(Fit, RecoversKnownCollectiveGemmAndDesignParameters) {
   for (double m : {1024.0, 4096.0})
     for (double n : {1024.0, 4096.0})
       for (double k : {1024.0, 8192.0}) {
-        const double measured = 2 * m * n * k / (gemm_s(t, static_cast<long>(m), static_cast<long>(n), static_cast<long>(k)) - t.launch_s);
+        const double measured =
+            2 * m * n * k /
+            (gemm_s(t, static_cast<long>(m), static_cast<long>(n), static_cast<long>(k)) -
+             t.launch_s);
         log_scale += std::log(measured / (peak * curve.at(2 * m * n * k))) / 8;
       }
   const double small = std::exp(log_scale) * peak * curve.at(2.0 * 64 * 64 * 64);
@@ -135,8 +138,9 @@ TEST(Fit, RowsFromAnotherGpuAreAnError) {
   write_text(dir / "manifest.yaml", manifest_yaml("NVIDIA H200", {"bench.csv"}));
   write_text(dir / "bench.csv", synthetic_csv(Truth{}, "NVIDIA A100-SXM4-80GB"));
   const std::string err = fit_error(dir);
-  EXPECT_NE(err.find("bench.csv:2:1: gpu 'NVIDIA A100-SXM4-80GB' is not the manifest's 'NVIDIA H200'"),
-            std::string::npos)
+  EXPECT_NE(
+      err.find("bench.csv:2:1: gpu 'NVIDIA A100-SXM4-80GB' is not the manifest's 'NVIDIA H200'"),
+      std::string::npos)
       << err;
 }
 
@@ -150,7 +154,8 @@ TEST(Fit, ManifestOfAnotherGpuThanTheBaseProfileIsAnError) {
     fit_profile(dir.string(), o);
     FAIL() << "expected an error";
   } catch (const config::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("is not the measured GPU 'NVIDIA H200'"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("is not the measured GPU 'NVIDIA H200'"),
+              std::string::npos)
         << e.what();
   }
 }

@@ -40,8 +40,8 @@ TEST(KindStats, QuantilesInterpolateBetweenOrderStatistics) {
 TEST(Validate, KnownErrorsPerKind) {
   const Truth t;
   const sim::Profile profile = synthetic_profile(t);
-  const double gemm = gemm_s(t, 4096, 1024, 8192);           // a fitted grid node
-  const double coll = allreduce_s(t, 64.0 * 1048576);        // inside the second band
+  const double gemm = gemm_s(t, 4096, 1024, 8192);     // a fitted grid node
+  const double coll = allreduce_s(t, 64.0 * 1048576);  // inside the second band
   std::string csv = kBenchHeader;
   csv += bench_row("gemm", "cublas", 4096, 1024, 8192, 0, 1, gemm * 1.10);
   csv += bench_row("allreduce", "nccl", 0, 0, 0, 64ull << 20, 1, coll * 0.95);
