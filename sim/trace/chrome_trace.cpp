@@ -9,7 +9,8 @@
 namespace overlapsim::sim {
 namespace {
 
-constexpr int kFabricPid = 0;
+constexpr int kFabricPid =
+    1 << 30;  // after every rank (pid = rank + 1); pid 0 is the idle task in system traces
 constexpr int kLanesPerStream = 100;  // tid = stream * kLanesPerStream + lane
 constexpr std::size_t kMaxLinkSamples = 2000;
 
