@@ -248,6 +248,15 @@ Outcome simulate(const SimulateOptions& o) {
         for (std::size_t i = 0; i < out.step.ranks.size() && i < 16; ++i)
           exec.timeline_ranks.push_back(out.step.ranks[i].rank);
       exec.link_classes = {"nvlink", "pcie", "network"};
+      // Every directed link of a class together: the denominator of its utilisation.
+      exec.link_capacity_Bps.assign(3, 0.0);
+      for (sim::LinkId id = 0; id < topology.num_links(); ++id) {
+        const sim::TopoLink& link = topology.link(id);
+        const int c = link.cls == sim::LinkClass::NvLink ? 0
+                      : link.cls == sim::LinkClass::Pcie ? 1
+                                                         : 2;
+        exec.link_capacity_Bps[c] += link.bandwidth_Bps;
+      }
       exec.link_bytes = [&net] {
         return std::vector<double>{net.bytes_on_class(sim::LinkClass::NvLink),
                                    net.bytes_on_class(sim::LinkClass::Pcie),

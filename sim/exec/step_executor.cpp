@@ -595,6 +595,7 @@ StepExecutor::StepExecutor(const StepGraph& step, const ComputeModel& compute, N
   };
   impl->prepare();
   impl->timeline.link_classes = impl->options.link_classes;
+  impl->timeline.link_capacity_Bps = impl->options.link_capacity_Bps;
 }
 
 StepExecutor::~StepExecutor() = default;

@@ -47,6 +47,7 @@ struct ExecOptions {
   // Cumulative bytes per link class (names in link_classes), sampled when an op of the
   // first simulated rank finishes, at most once per link_sample_interval_s.
   std::vector<std::string> link_classes;
+  std::vector<double> link_capacity_Bps;  // per class (optional): utilisation counters
   std::function<std::vector<double>()> link_bytes;
   double link_sample_interval_s = 0;
 };

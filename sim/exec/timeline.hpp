@@ -29,6 +29,7 @@ struct LinkSample {
 struct Timeline {
   std::vector<OpRecord> ops;
   std::vector<std::string> link_classes;
+  std::vector<double> link_capacity_Bps;  // per class, all its links together; empty: unknown
   std::vector<LinkSample> link_samples;
 };
 

@@ -125,6 +125,11 @@ std::string chrome_trace_json(const Timeline& timeline, const StepResult& result
         events.push_back(fmt::format(
             R"({{"name":"{}","ph":"C","ts":{},"pid":{},"args":{{"GB/s":{:.6g}}}}})",
             json_escape(timeline.link_classes[c]), micros(samples[i].t_s), kFabricPid, gbps));
+        if (c < timeline.link_capacity_Bps.size() && timeline.link_capacity_Bps[c] > 0)
+          events.push_back(fmt::format(
+              R"({{"name":"{} utilisation","ph":"C","ts":{},"pid":{},"args":{{"%":{:.6g}}}}})",
+              json_escape(timeline.link_classes[c]), micros(samples[i].t_s), kFabricPid,
+              100 * gbps * 1e9 / timeline.link_capacity_Bps[c]));
       }
     }
   }

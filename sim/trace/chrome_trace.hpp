@@ -4,7 +4,8 @@
 // dp-comm, pp-comm, ep-comm; a stream whose ops overlap — sends and receives are not
 // serialised — gets extra lanes "pp-comm #2", ...), complete events ("ph": "X") named
 // after the ops, and a "fabric" process with one counter track per link class giving
-// the bandwidth carried (GB/s) between samples (at most 2,000 points per track).
+// the bandwidth carried (GB/s) between samples (at most 2,000 points per track), plus
+// "<class> utilisation" (% of the class's total link capacity) where that is known.
 // Written by hand: sim/ has no JSON library.
 #include <string>
 #include <string_view>

@@ -43,6 +43,7 @@ Traced traced_step() {
   ExecOptions opts;
   opts.record_timeline = true;
   opts.link_classes = {"nvlink", "network"};
+  opts.link_capacity_Bps = {1e12, 0};  // network capacity unknown: no utilisation track
   double carried = 0;
   opts.link_bytes = [&] {
     carried += 1e6;
@@ -85,7 +86,7 @@ TEST(ChromeTrace, ParsesAsJsonWithTracksPerRankAndStream) {
   EXPECT_TRUE(threads.count("pp-comm"));
   EXPECT_TRUE(threads.count("pp-comm #2"));  // the two sends overlap
   EXPECT_TRUE(slices.count("grad \"bucket\" 0"));
-  EXPECT_EQ(counters, (std::set<std::string>{"nvlink", "network"}));
+  EXPECT_EQ(counters, (std::set<std::string>{"nvlink", "nvlink utilisation", "network"}));
 }
 
 TEST(ChromeTrace, SliceTimesAreMicroseconds) {
