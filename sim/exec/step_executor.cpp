@@ -273,7 +273,8 @@ void StepExecutor::Impl::attribute_idle(ProgramState& ps, double t0, double t1, 
     r.exposed_comm_s += overlap_length(t0, t1, inputs_s, st.ready_s);  // queued on its stream
     t1 = std::min(t1, inputs_s);
     if (next == u) {
-      r.exposed_comm_s += std::max(0.0, t1 - t0);  // cannot happen: ready after step start
+      // No input finished after the step began: whatever is left is stream queueing.
+      r.exposed_comm_s += std::max(0.0, t1 - t0);
       return;
     }
     u = next;
