@@ -1,0 +1,102 @@
+#pragma once
+// The four overlapping designs of design.md as PairedDesign schedules. Each reads its
+// parameters from the profile's `designs:` section (docs/designs.md lists them with
+// their meaning and sources) and says which pairs it applies to; the rest run as under
+// `sequential`.
+#include <vector>
+
+#include "sim/overlap/paired_design.hpp"
+
+namespace overlapsim::sim {
+
+// Op split into k chunks along M, chunk i's collective on a second stream after chunk i.
+// Charges: per-chunk efficiency (each chunk timed by the compute model, with its launch),
+// NCCL's SMs taken from the op while a chunk's collective runs, interference, the wait of
+// a collective for SMs until the running GEMM wave retires (priority never preempts), an
+// NCCL call per extra chunk, pipeline fill (first chunk) and drain (last collective).
+class DecomposedDesign final : public PairedDesign {
+ public:
+  explicit DecomposedDesign(const Profile& profile);
+  const char* name() const override { return "decomposed"; }
+  void set_chunks(int chunks) { chunks_ = chunks; }
+
+ protected:
+  std::optional<PairSchedule> schedule(const ComputeModel& model, const PairView& pair,
+                                       std::string& why_not) const override;
+
+ private:
+  int chunks_;
+  double comm_ctas_, interference_, tile_m_, tile_n_, call_latency_s_;
+};
+
+// One persistent GEMM on SMs - s that signals per tile; per group of waves, a wait and
+// one NCCL call on a communicator limited to s CTAs. Charges: the own GEMM against the
+// vendor's, signalling, wave quantisation on SMs - s, interference while NCCL runs,
+// NCCL's lower bandwidth on s CTAs (intra-host), a wait + NCCL call per group, the last
+// group's tail. GEMM + AllReduce / ReduceScatter / All-to-All, producer side.
+class TilewiseDesign final : public PairedDesign {
+ public:
+  explicit TilewiseDesign(const Profile& profile);
+  const char* name() const override { return "tilewise"; }
+  // Replays a measured configuration: waves per group, and the SMs left to NCCL.
+  void set_partition(std::vector<int> waves_per_group) { partition_ = std::move(waves_per_group); }
+  // The SMs left to NCCL and NCCL's slowdown on that many CTAs (0: the profile's).
+  void set_comm_sms(int sms, double comm_stretch = 0) {
+    comm_sms_ = sms;
+    stretch_override_ = comm_stretch;
+  }
+
+ protected:
+  std::optional<PairSchedule> schedule(const ComputeModel& model, const PairView& pair,
+                                       std::string& why_not) const override;
+
+ private:
+  int comm_sms_, max_groups_;
+  double tile_m_, tile_n_, gemm_vs_vendor_, signal_, interference_, wait_s_;
+  double slowdown_ar_, slowdown_rs_, slowdown_a2a_, slowdown_other_;
+  double stretch_override_ = 0;
+  std::vector<int> partition_;
+};
+
+// One kernel: each CTA computes its tile (or slice) and pushes it to its peers itself.
+// Charges: the in-kernel communication's cost to the op, a latency per pushed tile,
+// pushes of all waves sharing the network at once, the last wave's tail. GEMV+AllReduce,
+// embedding+All-to-All, GEMM+All-to-All, producer side.
+class FusedDesign final : public PairedDesign {
+ public:
+  explicit FusedDesign(const Profile& profile);
+  const char* name() const override { return "fused"; }
+
+ protected:
+  std::optional<PairSchedule> schedule(const ComputeModel& model, const PairView& pair,
+                                       std::string& why_not) const override;
+
+ private:
+  int slices_, max_groups_;
+  double overhead_, tile_latency_s_, tile_m_, tile_n_;
+};
+
+// Op and collective on two streams, the op's residency limited to SMs - s (occupancy
+// shaping), the collective at high priority on its s SMs: no wait for SMs, but the op
+// runs wave-quantised on fewer SMs throughout and NCCL on s CTAs; chunked like
+// decomposed so the dependent collective has something to run beside.
+class ShapedDesign final : public PairedDesign {
+ public:
+  explicit ShapedDesign(const Profile& profile);
+  const char* name() const override { return "shaped"; }
+
+ protected:
+  std::optional<PairSchedule> schedule(const ComputeModel& model, const PairView& pair,
+                                       std::string& why_not) const override;
+
+ private:
+  int chunks_, comm_sms_;
+  double interference_, tile_m_, tile_n_, call_latency_s_;
+  double slowdown_ar_, slowdown_rs_, slowdown_a2a_, slowdown_other_;
+};
+
+// The NCCL CTA-limit stretch for a collective from per-op parameters.
+double comm_slowdown_for(CollectiveOp op, double allreduce, double reducescatter,
+                         double alltoall, double other);
+
+}  // namespace overlapsim::sim

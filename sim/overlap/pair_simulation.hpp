@@ -1,0 +1,50 @@
+#pragma once
+// Simulates one (compute op, collective) pair under one design on a small cluster: the
+// pair is built into a step graph (one program per rank, all ranks simulated) and run by
+// the same StepExecutor and design code as a full step. For `overlapsim validate` and
+// the design tests: measured component times (the op alone, NCCL alone) may be given, so
+// the comparison with a measured pair isolates what the design model adds.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/compute/profile.hpp"
+#include "sim/graph/op_graph.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace overlapsim::sim {
+
+struct PairCase {
+  OpNode compute;  // the op (kind, shape, precision; flops/bytes derived from the shape if 0)
+  CollectiveOp collective = CollectiveOp::AllReduce;
+  std::uint64_t comm_bytes = 0;  // nccl-tests convention
+  bool producer = true;          // op -> collective (false: collective -> op)
+  int world = 2;                 // ranks 0..world-1 of the topology
+
+  // > 0: the op alone takes this long (the profile's rates are scaled to match).
+  double op_time_s = 0;
+  // NCCL alone: (bytes, seconds) points, linear between them and in proportion beyond;
+  // empty: the profile's collective curve for the op if it has one, else the network.
+  std::vector<std::pair<std::uint64_t, double>> comm_time_points;
+
+  // Replay a measured configuration (0 / empty: the profile's parameters).
+  int chunks = 0;                    // decomposed
+  int comm_sms = 0;                  // tilewise
+  double comm_stretch = 0;           // tilewise: NCCL's slowdown on comm_sms CTAs
+  std::vector<int> waves_per_group;  // tilewise
+};
+
+struct PairOutcome {
+  double time_s = 0;        // from the first op starting to the last finishing
+  double op_alone_s = 0;    // the op under the compute model (after scaling)
+  bool overlapped = false;  // false: the design does not apply; time_s is sequential's
+  std::string why_not;
+};
+
+// Throws std::invalid_argument for an unknown design, a missing parameter or a world
+// larger than the topology.
+PairOutcome simulate_pair(const PairCase& pair, const std::string& design, const Profile& profile,
+                          const Topology& topology);
+
+}  // namespace overlapsim::sim

@@ -1,0 +1,257 @@
+#include "sim/overlap/paired_design.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <stdexcept>
+
+namespace overlapsim::sim {
+
+struct PairedDesign::Pair {
+  int program = 0;
+  OpVertex compute = 0, comm = 0;
+  bool producer = true;
+  PairSchedule s;
+  std::vector<std::uint64_t> bytes;  // per part
+  std::vector<char> arrived;         // per part
+  int next_group = 0;
+  bool compute_running = false;
+  bool compute_handed = false;  // consumer: the op reached the head of its stream
+  bool compute_finished = false, comm_finished = false;
+  int in_flight = 0, parts_done = 0;
+  bool comm_busy = false;
+  std::deque<int> queued;
+};
+
+namespace {
+std::uint64_t key_of(int program, OpVertex v) {
+  return (static_cast<std::uint64_t>(program) << 32) | static_cast<std::uint64_t>(v);
+}
+bool is_comm(OpKind k) { return k == OpKind::Collective || k == OpKind::SendRecv; }
+}  // namespace
+
+void PairedDesign::run_sequential(ExecContext& ctx, int p, OpVertex v) {
+  const OpNode& node = ctx.op(p, v);
+  if (is_comm(node.kind))
+    ctx.run_comm(p, v);
+  else
+    ctx.run_for(p, v, ctx.compute_model().time_s(node));
+}
+
+void PairedDesign::start(ExecContext& ctx, int p, OpVertex v) {
+  if (auto it = pairs_.find(key_of(p, v)); it != pairs_.end()) {
+    const std::shared_ptr<Pair> pair = it->second;
+    if (v == pair->compute && !pair->producer) {
+      pair->compute_handed = true;
+      run_next_group(ctx, pair);
+    }
+    // A producer's collective reaching its stream: its parts are already under way.
+    return;
+  }
+  const OpNode& node = ctx.op(p, v);
+  if (node.pair_partner >= 0) {
+    const auto partner = static_cast<OpVertex>(node.pair_partner);
+    const OpNode& other = ctx.op(p, partner);
+    if (node.kind != OpKind::SendRecv && other.kind != OpKind::SendRecv &&
+        is_comm(node.kind) != is_comm(other.kind)) {
+      const OpVertex compute = is_comm(node.kind) ? partner : v;
+      const OpVertex comm = is_comm(node.kind) ? v : partner;
+      const OpGraph& g = ctx.graph(p);
+      const bool producer = boost::edge(compute, comm, g).second;
+      const bool consumer = boost::edge(comm, compute, g).second;
+      if ((producer && v == compute) || (consumer && v == comm)) {
+        begin_pair(ctx, p, compute, comm, producer);
+        return;
+      }
+    }
+  }
+  run_sequential(ctx, p, v);
+}
+
+void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVertex comm,
+                              bool producer) {
+  PairView view;
+  view.compute = &ctx.op(p, compute);
+  view.comm = &ctx.op(p, comm);
+  view.producer = producer;
+  const int group = view.comm->comm_group;
+  view.intra_host = intra_host_.empty() || group < 0 ||
+                    group >= static_cast<int>(intra_host_.size()) || intra_host_[group] != 0;
+  std::string why_not;
+  auto sched = schedule(ctx.compute_model(), view, why_not);
+  if (!sched) {
+    ++stats_.sequential[why_not];
+    run_sequential(ctx, p, producer ? compute : comm);
+    return;
+  }
+  const std::size_t n = sched->compute_s.size();
+  if (n == 0 || sched->comm_share.size() != n)
+    throw std::logic_error(fmt::format("design {}: malformed schedule for '{}'", name(),
+                                       view.compute->name));
+  ++stats_.overlapped;
+  auto pair = std::make_shared<Pair>();
+  pair->program = p;
+  pair->compute = compute;
+  pair->comm = comm;
+  pair->producer = producer;
+  pair->s = std::move(*sched);
+  pair->arrived.assign(n, 0);
+  // Bytes per part: shares of the collective, the remainder in the last part.
+  const std::uint64_t total = view.comm->comm_bytes;
+  std::uint64_t given = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    std::uint64_t b = j + 1 == n ? total - given
+                                 : std::min<std::uint64_t>(
+                                       total - given, static_cast<std::uint64_t>(std::llround(
+                                                          pair->s.comm_share[j] * total)));
+    pair->bytes.push_back(b);
+    given += b;
+  }
+  pairs_[key_of(p, compute)] = pair;
+  pairs_[key_of(p, comm)] = pair;
+  if (producer) {
+    run_next_group(ctx, pair);
+  } else {
+    for (std::size_t j = 0; j < n; ++j) part_ready(ctx, pair, static_cast<int>(j));
+  }
+}
+
+void PairedDesign::run_next_group(ExecContext& ctx, const std::shared_ptr<Pair>& pair) {
+  const int n = static_cast<int>(pair->s.compute_s.size());
+  if (pair->compute_running || pair->next_group >= n) return;
+  if (!pair->producer && (!pair->compute_handed || !pair->arrived[pair->next_group])) return;
+  const int j = pair->next_group++;
+  pair->compute_running = true;
+  const double slow = pair->in_flight > 0 ? pair->s.compute_slowdown : 1.0;
+  ctx.compute_for(pair->program, pair->compute, pair->s.compute_s[j] * slow,
+                  [this, &ctx, pair, j, n] {
+                    pair->compute_running = false;
+                    if (pair->producer) part_ready(ctx, pair, j);
+                    if (j + 1 == n) {
+                      pair->compute_finished = true;
+                      if (pair->comm_finished) {
+                        pairs_.erase(key_of(pair->program, pair->compute));
+                        pairs_.erase(key_of(pair->program, pair->comm));
+                      }
+                      ctx.finish_op(pair->program, pair->compute);
+                    } else {
+                      run_next_group(ctx, pair);
+                    }
+                  });
+}
+
+void PairedDesign::part_ready(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part) {
+  if (pair->s.serial_parts) {
+    pair->queued.push_back(part);
+    if (pair->comm_busy) return;
+    const int next = pair->queued.front();
+    pair->queued.pop_front();
+    launch_part(ctx, pair, next);
+  } else {
+    launch_part(ctx, pair, part);
+  }
+}
+
+void PairedDesign::launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part) {
+  pair->comm_busy = true;
+  ++pair->in_flight;
+  const int n = static_cast<int>(pair->bytes.size());
+  double delay = part == 0 ? pair->s.first_part_delay_s : pair->s.part_delay_s;
+  if (part > 0 && part + 1 == n && pair->s.last_part_delay_s >= 0)
+    delay = pair->s.last_part_delay_s;
+  auto go = [this, &ctx, pair, part] {
+    const double t0 = ctx.simulator().now();
+    ctx.launch_comm_part(pair->program, pair->comm, pair->bytes[part], part + 1,
+                         [this, &ctx, pair, part, t0] {
+                           // NCCL limited to fewer CTAs moves the same bytes more slowly.
+                           const double extra =
+                               (ctx.simulator().now() - t0) * (pair->s.comm_stretch - 1.0);
+                           if (extra > 0)
+                             ctx.simulator().schedule(
+                                 extra, [this, &ctx, pair, part] { part_done(ctx, pair, part); });
+                           else
+                             part_done(ctx, pair, part);
+                         });
+  };
+  if (delay > 0)
+    ctx.simulator().schedule(delay, std::move(go));
+  else
+    go();
+}
+
+void PairedDesign::part_done(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part) {
+  --pair->in_flight;
+  ++pair->parts_done;
+  pair->arrived[part] = 1;
+  const int n = static_cast<int>(pair->bytes.size());
+  bool finish_comm = pair->producer ? pair->parts_done == n : pair->parts_done == 1;
+  if (finish_comm) {
+    pair->comm_finished = true;
+    if (pair->compute_finished) {
+      pairs_.erase(key_of(pair->program, pair->compute));
+      if (pair->parts_done == n) pairs_.erase(key_of(pair->program, pair->comm));
+    }
+    ctx.finish_op(pair->program, pair->comm);
+  }
+  if (pair->s.serial_parts) {
+    pair->comm_busy = false;
+    if (!pair->queued.empty()) {
+      const int next = pair->queued.front();
+      pair->queued.pop_front();
+      launch_part(ctx, pair, next);
+    }
+  }
+  if (!pair->producer) {
+    run_next_group(ctx, pair);
+    if (pair->parts_done == n && pair->compute_finished) {
+      pairs_.erase(key_of(pair->program, pair->compute));
+      pairs_.erase(key_of(pair->program, pair->comm));
+    }
+  }
+}
+
+OpNode op_piece(const OpNode& op, double share) {
+  OpNode piece = op;
+  const double flops = ComputeModel::op_flops(op);
+  const double bytes = ComputeModel::op_bytes(op);
+  piece.flops = flops * share;
+  double piece_bytes = bytes * share;
+  if (op.kind == OpKind::Gemm) {
+    piece.gemm.m = std::max<std::int64_t>(1, std::llround(static_cast<double>(op.gemm.m) * share));
+    // Every piece reads the whole weight matrix.
+    const double weights = static_cast<double>(op.gemm.k) * static_cast<double>(op.gemm.n) *
+                           static_cast<double>(op.gemm.batch) * bytes_per_element(op.precision);
+    if (weights < bytes) piece_bytes = (bytes - weights) * share + weights;
+  } else if (op.kind == OpKind::Gemv) {
+    piece.gemm.n = std::max<std::int64_t>(1, std::llround(static_cast<double>(op.gemm.n) * share));
+  }
+  piece.bytes = static_cast<std::uint64_t>(std::llround(std::max(1.0, piece_bytes)));
+  return piece;
+}
+
+double gemm_tiles(const OpNode& op, double tile_m, double tile_n) {
+  return std::ceil(static_cast<double>(op.gemm.m) / tile_m) *
+         std::ceil(static_cast<double>(op.gemm.n) / tile_n) *
+         static_cast<double>(std::max<std::int64_t>(1, op.gemm.batch));
+}
+
+std::vector<int> doubling_groups(int total, int max_groups) {
+  std::vector<int> sizes;
+  if (total <= 0) return sizes;
+  max_groups = std::max(1, max_groups);
+  for (int size = 1, left = total; left > 0; size *= 2) {
+    sizes.push_back(std::min(size, left));
+    left -= sizes.back();
+  }
+  if (static_cast<int>(sizes.size()) <= max_groups) return sizes;
+  // Too many: a one-wave head, the rest in near-equal groups.
+  sizes.assign(1, 1);
+  const int rest = total - 1, groups = max_groups - 1;
+  for (int g = 0; g < groups; ++g) sizes.push_back(rest / groups + (g < rest % groups ? 1 : 0));
+  sizes.erase(std::remove(sizes.begin(), sizes.end(), 0), sizes.end());
+  return sizes;
+}
+
+}  // namespace overlapsim::sim

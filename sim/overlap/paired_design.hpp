@@ -1,0 +1,101 @@
+#pragma once
+// The machinery the four overlapping designs share. Each turns one (compute op, dependent
+// collective) pair — OpNode::pair_partner — into a PairSchedule; this base runs the
+// schedule as events through ExecContext:
+//   - the compute op runs group after group on its stream (compute_for), each group for
+//     its time on the SMs the design leaves it, slowed while a part of the pair's
+//     collective is in flight (interference);
+//   - the collective runs as parts on the network (launch_comm_part), part j carrying the
+//     bytes group j produced; parts go one after another (one NCCL stream) or all at once
+//     (fused: every CTA pushes its own tile), each stretched by the design's CTA limit and
+//     preceded by its signalling/launch delay;
+//   - producer pairs (op -> collective): part j starts when group j is done; the op
+//     finishes with its last group, the collective with its last part (the tail);
+//   - consumer pairs (collective -> op): part j arrives, then group j may run; the
+//     collective counts as finished when its first part has arrived, so the op can reach
+//     its stream (the design gates each group on its part).
+// Pairs a design does not apply to run as under `sequential`; stats() says how many.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/exec/overlap_design.hpp"
+#include "sim/overlap/design_parameters.hpp"
+
+namespace overlapsim::sim {
+
+struct PairSchedule {
+  std::vector<double> compute_s;   // per group: time alone on the SMs the design gives the op
+  std::vector<double> comm_share;  // per group: share of the collective's bytes (sum 1)
+  double compute_slowdown = 1;     // factor on a group's time when it starts with a part in flight
+  double comm_stretch = 1;         // factor on a part's network time (NCCL CTA limit)
+  double part_delay_s = 0;         // before every part after the first (wait kernel, launch)
+  double first_part_delay_s = 0;   // before the first part
+  double last_part_delay_s = -1;   // before the last part (of several); < 0: part_delay_s
+  bool serial_parts = true;        // parts one after another (false: all may run at once)
+};
+
+// Counts over simulated programs (a folded program counts once).
+struct PairStats {
+  int overlapped = 0;
+  std::map<std::string, int> sequential;  // reason -> pairs left sequential
+};
+
+// What a design needs to know about a pair to schedule it.
+struct PairView {
+  const OpNode* compute = nullptr;
+  const OpNode* comm = nullptr;
+  bool producer = true;    // compute -> collective (else collective -> compute)
+  bool intra_host = true;  // the collective's communicator lies inside one host
+};
+
+class PairedDesign : public OverlapDesign {
+ public:
+  explicit PairedDesign(int device_sms) : sms_(device_sms) {}
+  void start(ExecContext& ctx, int program, OpVertex v) final;
+
+  const PairStats& stats() const { return stats_; }
+  const std::vector<ParameterUse>& parameters() const { return parameters_; }
+
+  // Which communicators lie inside one host (index: StepGraph::groups); without it every
+  // communicator counts as intra-host (the NCCL CTA limit applies to all).
+  void set_intra_host_groups(std::vector<char> intra_host) { intra_host_ = std::move(intra_host); }
+
+ protected:
+  // The schedule of one pair, or nullopt with `why_not` set (then the pair runs as under
+  // sequential and is counted under that reason).
+  virtual std::optional<PairSchedule> schedule(const ComputeModel& model, const PairView& pair,
+                                               std::string& why_not) const = 0;
+  int sms() const { return sms_; }
+  std::vector<ParameterUse> parameters_;
+
+ private:
+  struct Pair;
+  void begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVertex comm, bool producer);
+  void run_next_group(ExecContext& ctx, const std::shared_ptr<Pair>& pair);
+  void part_ready(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
+  void launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
+  void part_done(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
+  static void run_sequential(ExecContext& ctx, int p, OpVertex v);
+
+  int sms_;
+  std::vector<char> intra_host_;
+  PairStats stats_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<Pair>> pairs_;  // (program, op) -> pair
+};
+
+// Helpers the designs share.
+// A piece of an op holding `share` of its work: a GEMM split along m (n for a GEMV),
+// its weights still read whole; other ops scaled.
+OpNode op_piece(const OpNode& op, double share);
+// Output tiles of a GEMM (tile_m x tile_n, per batch).
+double gemm_tiles(const OpNode& op, double tile_m, double tile_n);
+// Splits `total` waves into groups of 1, 2, 4, ... waves (FlashOverlap's growing groups:
+// a small head, larger groups later), merging the tail so there are at most max_groups.
+std::vector<int> doubling_groups(int total, int max_groups);
+
+}  // namespace overlapsim::sim

@@ -1,0 +1,53 @@
+#include <cmath>
+
+#include "sim/overlap/designs.hpp"
+
+namespace overlapsim::sim {
+
+ShapedDesign::ShapedDesign(const Profile& profile) : PairedDesign(profile.device.sms) {
+  DesignParameters p(profile, "shaped");
+  chunks_ = static_cast<int>(p.need_at_least("chunks", 2, "a chunk count >= 2"));
+  comm_sms_ = static_cast<int>(p.need_at_least("comm_sms", 1, "SMs kept free for NCCL, >= 1"));
+  interference_ = p.need_at_least("interference_slowdown", 1, "a factor >= 1");
+  tile_m_ = p.need_at_least("tile_m", 1, "the vendor GEMM's tile rows");
+  tile_n_ = p.need_at_least("tile_n", 1, "the vendor GEMM's tile columns");
+  call_latency_s_ = p.need_at_least("nccl_call_latency_s", 0, "a time such as 10us");
+  slowdown_ar_ = p.need_at_least("comm_slowdown_allreduce", 1, "a factor >= 1");
+  slowdown_rs_ = p.need_at_least("comm_slowdown_reducescatter", 1, "a factor >= 1");
+  slowdown_a2a_ = p.need_at_least("comm_slowdown_alltoall", 1, "a factor >= 1");
+  slowdown_other_ = slowdown_rs_;
+  parameters_ = p.used();
+  if (comm_sms_ >= sms())
+    throw std::invalid_argument("designs.shaped.comm_sms: must be below the device's SMs");
+}
+
+std::optional<PairSchedule> ShapedDesign::schedule(const ComputeModel& model,
+                                                   const PairView& pair,
+                                                   std::string& why_not) const {
+  (void)why_not;  // any pair
+  const double share = 1.0 / chunks_;
+  const OpNode piece = op_piece(*pair.compute, share);
+  const OpCost cost = model.cost(piece);
+  const int sms_c = sms() - comm_sms_;
+  // Fewer SMs: a GEMM gets more waves; another compute-bound op slows in proportion; a
+  // memory-bound op is held by HBM, not by SMs.
+  double fewer_sms = 1;
+  if (piece.kind == OpKind::Gemm) {
+    const double tiles = gemm_tiles(piece, tile_m_, tile_n_);
+    fewer_sms = std::ceil(tiles / sms_c) / std::ceil(tiles / sms());
+  } else if (!cost.memory_bound()) {
+    fewer_sms = static_cast<double>(sms()) / sms_c;
+  }
+  PairSchedule s;
+  s.compute_s.assign(chunks_, cost.time_s * fewer_sms);
+  s.comm_share.assign(chunks_, share);
+  s.compute_slowdown = interference_;
+  s.comm_stretch = pair.intra_host
+                       ? comm_slowdown_for(pair.comm->collective, slowdown_ar_, slowdown_rs_,
+                                           slowdown_a2a_, slowdown_other_)
+                       : 1.0;
+  s.part_delay_s = call_latency_s_;  // its collective starts at once on its reserved SMs
+  return s;
+}
+
+}  // namespace overlapsim::sim
