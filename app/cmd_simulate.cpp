@@ -25,6 +25,7 @@
 #include "sim/engine/simulator.hpp"
 #include "sim/exec/step_executor.hpp"
 #include "sim/network/flow_network.hpp"
+#include "sim/overlap/registry.hpp"
 #include "sim/trace/chrome_trace.hpp"
 #include "workloads/cluster.hpp"
 #include "workloads/generator.hpp"
@@ -46,6 +47,7 @@ struct SimulateOptions {
   bool no_fold = false;
   bool no_timing = false;
   bool show_profile = false;
+  bool exact_parts = false;  // every part of a paired collective on the network
   int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0;  // 0: as the model file says
 };
 
@@ -55,27 +57,13 @@ std::uint64_t peak_rss_bytes() {
   return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-// The designs modelled so far; issue 7 adds decomposed, tilewise, fused and shaped.
-std::unique_ptr<sim::OverlapDesign> make_design(const std::string& name) {
-  if (name == "sequential") return std::make_unique<sim::SequentialDesign>();
-  return nullptr;
-}
-
 std::vector<std::string> requested_designs(const std::string& flag) {
-  if (flag == "all") {
-    std::vector<std::string> out;
-    for (const auto& d : sim::design_names())
-      if (make_design(d)) out.push_back(d);
-    return out;
-  }
+  if (flag == "all") return sim::design_names();
   if (!sim::is_design_name(flag))
     throw std::invalid_argument(fmt::format(
         "--design: '{}' is not a design (expected sequential, decomposed, tilewise, fused, "
         "shaped or all)",
         flag));
-  if (!make_design(flag))
-    throw std::invalid_argument(fmt::format(
-        "--design: '{}' is not modelled yet (issue 7); expected sequential or all", flag));
   return {flag};
 }
 
@@ -148,6 +136,9 @@ std::string per_design_path(const std::string& path, const std::string& design) 
 struct DesignRun {
   sim::StepResult result;
   std::string trace_file;
+  bool paired = false;  // an overlapping design (not sequential)
+  sim::PairStats pairs;
+  std::vector<sim::ParameterUse> parameters;
 };
 
 struct Outcome {
@@ -264,9 +255,32 @@ Outcome simulate(const SimulateOptions& o) {
       };
     }
     sim::StepExecutor executor(out.step, compute, net, exec);
-    auto design = make_design(name);
+    auto design = sim::make_design(name, out.profile);
+    sim::PairedDesign* paired = sim::as_paired(*design);
+    if (paired) {
+      // NCCL's CTA limit binds on NVLink, not behind a NIC (docs/designs.md).
+      std::vector<char> intra_host;
+      for (const auto& g : out.step.groups) {
+        bool one_host = true;
+        for (int r : g.ranks) one_host = one_host && net.host_of(r) == net.host_of(g.ranks[0]);
+        intra_host.push_back(one_host ? 1 : 0);
+      }
+      paired->set_intra_host_groups(std::move(intra_host));
+      if (!o.exact_parts) {
+        // Only the first part of a paired collective over >= 256 ranks runs on the network
+        // (each is ~10^5-10^6 flows); the rest take its time per byte (docs/designs.md).
+        std::vector<int> sizes;
+        for (const auto& g : out.step.groups) sizes.push_back(static_cast<int>(g.ranks.size()));
+        paired->set_scaled_parts(256, std::move(sizes));
+      }
+    }
     DesignRun run;
     run.result = executor.run(*design);
+    if (paired) {
+      run.paired = true;
+      run.pairs = paired->stats();
+      run.parameters = paired->parameters();
+    }
     if (o.no_timing) run.result.sim_wall_s = 0;
     if (!o.trace.empty()) {
       run.trace_file = o.design != "all" ? o.trace : per_design_path(o.trace, name);
@@ -284,6 +298,22 @@ Outcome simulate(const SimulateOptions& o) {
           ? 0
           : std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return out;
+}
+
+const sim::StepResult* sequential_result(const Outcome& o) {
+  for (const auto& run : o.runs)
+    if (run.result.design == "sequential") return &run.result;
+  return nullptr;
+}
+
+// "9 measured, 3 assumed" for a design's parameters.
+std::string parameter_kinds(const std::vector<sim::ParameterUse>& params) {
+  std::map<std::string, int> n;
+  for (const auto& u : params) ++n[sim::to_string(u.source.kind)];
+  std::vector<std::string> parts;
+  for (const char* k : {"measured", "datasheet", "paper", "assumed"})
+    if (n.count(k)) parts.push_back(fmt::format("{} {}", n[k], k));
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
 std::string throughput_key(const Outcome& o) {
@@ -335,6 +365,19 @@ std::string to_json(const Outcome& o) {
     d["collectives"] = r.collectives;
     d["background_collectives"] = r.background_collectives;
     d["sim_wall_s"] = r.sim_wall_s;
+    if (const sim::StepResult* seq = sequential_result(o))
+      d["speedup_vs_sequential"] = seq->step_time_s / r.step_time_s;
+    d["pairs_overlapped"] = run.pairs.overlapped;
+    ordered_json fallback = ordered_json::object();
+    for (const auto& [why, n] : run.pairs.sequential) fallback[why] = n;
+    d["pairs_sequential"] = std::move(fallback);
+    ordered_json params = ordered_json::array();
+    for (const auto& u : run.parameters)
+      params.push_back({{"key", u.key},
+                        {"value", u.value},
+                        {"source", sim::to_string(u.source.kind)},
+                        {"citation", u.source.citation}});
+    d["parameters"] = std::move(params);
     if (!run.trace_file.empty()) d["trace"] = run.trace_file;
     designs.push_back(std::move(d));
   }
@@ -376,14 +419,19 @@ std::string to_table(const Outcome& o) {
   for (const auto& r : o.step.ranks) stands_for += r.multiplicity;
   t += fmt::format("simulated {} ranks standing for {}; folded ranks' traffic as background: {}\n",
                    o.step.ranks.size(), stands_for, o.background_images ? "yes" : "no");
-  t += fmt::format("{:<11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>7} {:>13} {:>9} {:>8}\n", "design",
-                   "step ms", "compute ms", "exposed ms", "bubble ms", "hidden ms", "MFU",
-                   o.step.throughput_unit + "/s", "events", "wall s");
+  t += fmt::format("{:<11} {:>11} {:>8} {:>11} {:>11} {:>11} {:>11} {:>7} {:>13} {:>9} {:>8}\n",
+                   "design",
+                   "step ms", "speedup", "compute ms", "exposed ms", "bubble ms", "hidden ms",
+                   "MFU", o.step.throughput_unit + "/s", "events", "wall s");
   for (const auto& run : o.runs) {
     const sim::StepResult& r = run.result;
     t += fmt::format(
-        "{:<11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>6.1f}% {:>13.4g} {:>9} {:>8.3f}\n", r.design,
-        ms(r.step_time_s), ms(r.compute_s), ms(r.exposed_comm_s), ms(r.bubble_s),
+        "{:<11} {:>11} {:>8} {:>11} {:>11} {:>11} {:>11} {:>6.1f}% {:>13.4g} {:>9} {:>8.3f}\n",
+        r.design, ms(r.step_time_s),
+        sequential_result(o) ? fmt::format("{:.3f}x", sequential_result(o)->step_time_s /
+                                                          r.step_time_s)
+                             : std::string("-"),
+        ms(r.compute_s), ms(r.exposed_comm_s), ms(r.bubble_s),
         ms(r.overlapped_comm_s), 100 * mfu(o, r), o.step.tokens_per_step / r.step_time_s, r.events,
         r.sim_wall_s);
   }
@@ -396,11 +444,14 @@ std::string to_table(const Outcome& o) {
       sim::to_string(o.model.training.precision), o.peak_flops_per_s / 1e12,
       sim::to_string(
           o.profile.compute.peak_flops_per_s.at(o.model.training.precision).source.kind));
-  std::vector<std::string> missing;
-  for (const auto& d : sim::design_names())
-    if (!make_design(d)) missing.push_back(d);
-  if (!missing.empty())
-    t += fmt::format("not modelled yet (issue 7): {}\n", fmt::join(missing, ", "));
+  for (const auto& run : o.runs) {
+    if (!run.paired) continue;
+    std::vector<std::string> fallback;
+    for (const auto& [why, n] : run.pairs.sequential) fallback.push_back(fmt::format("{} ({})", n, why));
+    t += fmt::format("{}: {} pairs overlapped{}{}; parameters: {}\n", run.result.design,
+                     run.pairs.overlapped, fallback.empty() ? "" : ", run as sequential: ",
+                     fmt::join(fallback, ", "), parameter_kinds(run.parameters));
+  }
   for (const auto& run : o.runs)
     if (!run.trace_file.empty())
       t += fmt::format("trace: {} (open in https://ui.perfetto.dev)\n", run.trace_file);
@@ -434,6 +485,9 @@ void add_simulate_command(CLI::App& app, Runner& selected) {
   sub->add_flag("--no-fold", opts->no_fold, "simulate every rank instead of one per class");
   sub->add_flag("--no-timing", opts->no_timing,
                 "report sim_wall_s and peak memory as 0 (byte-identical output for tests)");
+  sub->add_flag("--exact-parts", opts->exact_parts,
+                "simulate every part of a paired collective over >= 256 ranks on the network "
+                "(default: the first part, the rest at its rate)");
   sub->add_flag("--show-profile", opts->show_profile, "print the loaded profile and its sources");
   sub->add_option("--tp", opts->tp, "override the model's tensor-parallel size");
   sub->add_option("--pp", opts->pp, "override the pipeline-parallel size");

@@ -42,7 +42,8 @@ std::optional<PairSchedule> FusedDesign::schedule(const ComputeModel& model,
     s.compute_s.push_back(total_s * steps_g / steps);
     s.comm_share.push_back(static_cast<double>(steps_g) / steps);
   }
-  s.serial_parts = false;  // every CTA pushes its own tiles
+  // Every CTA pushes its own tiles as it finishes them; the pushes of consecutive groups
+  // share the same links, so they are modelled as a stream of parts in order.
   s.first_part_delay_s = tile_latency_s_;
   s.part_delay_s = tile_latency_s_;
   return s;

@@ -23,6 +23,8 @@ struct PairedDesign::Pair {
   int in_flight = 0, parts_done = 0;
   bool comm_busy = false;
   std::deque<int> queued;
+  bool scale_parts = false;       // later parts timed from the first (set_scaled_parts)
+  double first_part_s_per_byte = -1;
 };
 
 namespace {
@@ -109,6 +111,9 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
     pair->bytes.push_back(b);
     given += b;
   }
+  pair->scale_parts = scaled_parts_min_ranks_ > 0 && group >= 0 &&
+                      group < static_cast<int>(group_sizes_.size()) &&
+                      group_sizes_[group] >= scaled_parts_min_ranks_;
   pairs_[key_of(p, compute)] = pair;
   pairs_[key_of(p, comm)] = pair;
   if (producer) {
@@ -163,11 +168,20 @@ void PairedDesign::launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pa
     delay = pair->s.last_part_delay_s;
   auto go = [this, &ctx, pair, part] {
     const double t0 = ctx.simulator().now();
+    if (pair->scale_parts && pair->first_part_s_per_byte >= 0 && pair->bytes[part] > 0) {
+      ctx.simulator().schedule(pair->first_part_s_per_byte * static_cast<double>(pair->bytes[part]),
+                               [this, &ctx, pair, part] { part_done(ctx, pair, part); });
+      return;
+    }
     ctx.launch_comm_part(pair->program, pair->comm, pair->bytes[part], part + 1,
                          [this, &ctx, pair, part, t0] {
                            // NCCL limited to fewer CTAs moves the same bytes more slowly.
                            const double extra =
                                (ctx.simulator().now() - t0) * (pair->s.comm_stretch - 1.0);
+                           if (pair->bytes[part] > 0 && pair->first_part_s_per_byte < 0)
+                             pair->first_part_s_per_byte =
+                                 (ctx.simulator().now() - t0) * pair->s.comm_stretch /
+                                 static_cast<double>(pair->bytes[part]);
                            if (extra > 0)
                              ctx.simulator().schedule(
                                  extra, [this, &ctx, pair, part] { part_done(ctx, pair, part); });

@@ -64,6 +64,14 @@ class PairedDesign : public OverlapDesign {
   // Which communicators lie inside one host (index: StepGraph::groups); without it every
   // communicator counts as intra-host (the NCCL CTA limit applies to all).
   void set_intra_host_groups(std::vector<char> intra_host) { intra_host_ = std::move(intra_host); }
+  // Simulation speed: on communicators of at least `min_ranks` ranks (sizes indexed like
+  // StepGraph::groups) only a pair's first part runs on the network; later parts take
+  // the time the first part took per byte. A 1,024-rank all-to-all is ~10^6 flows, so
+  // every part simulated costs ~0.3 s each. 0 (default): every part on the network.
+  void set_scaled_parts(int min_ranks, std::vector<int> group_sizes) {
+    scaled_parts_min_ranks_ = min_ranks;
+    group_sizes_ = std::move(group_sizes);
+  }
 
  protected:
   // The schedule of one pair, or nullopt with `why_not` set (then the pair runs as under
@@ -84,6 +92,8 @@ class PairedDesign : public OverlapDesign {
 
   int sms_;
   std::vector<char> intra_host_;
+  int scaled_parts_min_ranks_ = 0;
+  std::vector<int> group_sizes_;
   PairStats stats_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Pair>> pairs_;  // (program, op) -> pair
 };
