@@ -3,6 +3,8 @@
 // parameters from the profile's `designs:` section (docs/designs.md lists them with
 // their meaning and sources) and says which pairs it applies to; the rest run as under
 // `sequential`.
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "sim/overlap/paired_design.hpp"
@@ -56,7 +58,25 @@ class TilewiseDesign final : public PairedDesign {
   double slowdown_ar_, slowdown_rs_, slowdown_a2a_, slowdown_other_;
   double stretch_override_ = 0;
   std::vector<int> partition_;
+  mutable std::map<std::tuple<int, double, double, double, float>, std::vector<int>> plans_;
 };
+
+// The tile-wise partition of a GEMM's waves into groups that FlashOverlap's predictor
+// finds best (at most max_groups): the comm of a group takes wait_s + its bytes times
+// comm_s_per_byte; with the rate unknown (< 0), a one-wave head then near-equal groups.
+struct WaveGroupProblem {
+  int waves = 0;             // on the SMs left to the GEMM
+  int sms = 0;               // those SMs (tiles per full wave)
+  double tiles = 0;
+  double wave_s = 0;
+  double compute_slowdown = 1;  // on groups after the first (NCCL running beside them)
+  double wait_s = 0;
+  double bytes = 0;
+  double comm_s_per_byte = -1;  // on the network with NCCL's default CTAs
+  double comm_stretch = 1;      // NCCL on the CTAs left to it
+  int max_groups = 1;
+};
+std::vector<int> plan_wave_groups(const WaveGroupProblem& problem);
 
 // One kernel: each CTA computes its tile (or slice) and pushes it to its peers itself.
 // Charges: the in-kernel communication's cost to the op, a latency per pushed tile,

@@ -109,6 +109,15 @@ PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
     });
   }
   auto design = make_design(design_name, profile);
+  if (PairedDesign* paired = as_paired(*design); paired && pc.comm_bytes > 0) {
+    // Plan with the collective's rate alone (a step learns it from earlier parts).
+    double alone_s = -1;
+    if (!points.empty())
+      alone_s = interpolate(points, pc.comm_bytes);
+    else if (curve)
+      alone_s = curve->time_s(pc.comm_bytes, pc.world);
+    if (alone_s > 0) paired->set_comm_rate_hint(alone_s / static_cast<double>(pc.comm_bytes));
+  }
   if (auto* d = dynamic_cast<DecomposedDesign*>(design.get()); d && pc.chunks > 0)
     d->set_chunks(pc.chunks);
   if (auto* t = dynamic_cast<TilewiseDesign*>(design.get())) {

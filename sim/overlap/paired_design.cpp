@@ -25,6 +25,9 @@ struct PairedDesign::Pair {
   std::deque<int> queued;
   bool scale_parts = false;       // later parts timed from the first (set_scaled_parts)
   double first_part_s_per_byte = -1;
+  int comm_group = -1;
+  // Time with at least one part moving data: accumulated, and since when (< 0: idle).
+  double busy_accum_s = 0, busy_since_s = -1;
 };
 
 namespace {
@@ -81,6 +84,10 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
   const int group = view.comm->comm_group;
   view.intra_host = intra_host_.empty() || group < 0 ||
                     group >= static_cast<int>(intra_host_.size()) || intra_host_[group] != 0;
+  if (auto it = learned_rate_.find(group); it != learned_rate_.end())
+    view.comm_s_per_byte = it->second;
+  else
+    view.comm_s_per_byte = rate_hint_;
   std::string why_not;
   auto sched = schedule(ctx.compute_model(), view, why_not);
   if (!sched) {
@@ -98,6 +105,7 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
   pair->compute = compute;
   pair->comm = comm;
   pair->producer = producer;
+  pair->comm_group = group;
   pair->s = std::move(*sched);
   pair->arrived.assign(n, 0);
   // Bytes per part: shares of the collective, the remainder in the last part.
@@ -129,9 +137,30 @@ void PairedDesign::run_next_group(ExecContext& ctx, const std::shared_ptr<Pair>&
   if (!pair->producer && (!pair->compute_handed || !pair->arrived[pair->next_group])) return;
   const int j = pair->next_group++;
   pair->compute_running = true;
-  const double slow = pair->in_flight > 0 ? pair->s.compute_slowdown : 1.0;
-  ctx.compute_for(pair->program, pair->compute, pair->s.compute_s[j] * slow,
-                  [this, &ctx, pair, j, n] {
+  start_segment(ctx, pair, j, pair->s.compute_s[j], 0);
+}
+
+double PairedDesign::comm_busy_s(const Pair& pair, double now) const {
+  return pair.busy_accum_s + (pair.busy_since_s >= 0 ? now - pair.busy_since_s : 0);
+}
+
+// A group's compute progresses at rate 1 while no part of its collective moves data and
+// 1/compute_slowdown while one does. A segment runs for the work left as if at rate 1;
+// at its end the work lost to interference during it is run as the next segment.
+void PairedDesign::start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int j,
+                                 double duration_s, int round) {
+  const int n = static_cast<int>(pair->s.compute_s.size());
+  const double busy0 = comm_busy_s(*pair, ctx.simulator().now());
+  ctx.compute_for(pair->program, pair->compute, duration_s,
+                  [this, &ctx, pair, j, n, busy0, round] {
+                    const double slow = pair->s.compute_slowdown;
+                    const double overlapped = comm_busy_s(*pair, ctx.simulator().now()) - busy0;
+                    const double lost = overlapped * (1 - 1 / slow);
+                    if (slow > 1 && lost > 1e-12) {
+                      // After a few rounds, charge what is left at the slow rate.
+                      start_segment(ctx, pair, j, round < 4 ? lost : lost * slow, round + 1);
+                      return;
+                    }
                     pair->compute_running = false;
                     if (pair->producer) part_ready(ctx, pair, j);
                     if (j + 1 == n) {
@@ -161,13 +190,13 @@ void PairedDesign::part_ready(ExecContext& ctx, const std::shared_ptr<Pair>& pai
 
 void PairedDesign::launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part) {
   pair->comm_busy = true;
-  ++pair->in_flight;
   const int n = static_cast<int>(pair->bytes.size());
   double delay = part == 0 ? pair->s.first_part_delay_s : pair->s.part_delay_s;
   if (part > 0 && part + 1 == n && pair->s.last_part_delay_s >= 0)
     delay = pair->s.last_part_delay_s;
   auto go = [this, &ctx, pair, part] {
     const double t0 = ctx.simulator().now();
+    if (pair->in_flight++ == 0) pair->busy_since_s = t0;  // moving data (not while delayed)
     if (pair->scale_parts && pair->first_part_s_per_byte >= 0 && pair->bytes[part] > 0) {
       ctx.simulator().schedule(pair->first_part_s_per_byte * static_cast<double>(pair->bytes[part]),
                                [this, &ctx, pair, part] { part_done(ctx, pair, part); });
@@ -178,10 +207,14 @@ void PairedDesign::launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pa
                            // NCCL limited to fewer CTAs moves the same bytes more slowly.
                            const double extra =
                                (ctx.simulator().now() - t0) * (pair->s.comm_stretch - 1.0);
+                           const double s_per_byte =
+                               (ctx.simulator().now() - t0) * pair->s.comm_stretch /
+                               static_cast<double>(std::max<std::uint64_t>(1, pair->bytes[part]));
                            if (pair->bytes[part] > 0 && pair->first_part_s_per_byte < 0)
-                             pair->first_part_s_per_byte =
-                                 (ctx.simulator().now() - t0) * pair->s.comm_stretch /
-                                 static_cast<double>(pair->bytes[part]);
+                             pair->first_part_s_per_byte = s_per_byte;
+                           // Parts of >= 1 MiB teach the rate later pairs plan with.
+                           if (pair->bytes[part] >= (1u << 20) && pair->comm_group >= 0)
+                             learned_rate_[pair->comm_group] = s_per_byte / pair->s.comm_stretch;
                            if (extra > 0)
                              ctx.simulator().schedule(
                                  extra, [this, &ctx, pair, part] { part_done(ctx, pair, part); });
@@ -196,7 +229,10 @@ void PairedDesign::launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pa
 }
 
 void PairedDesign::part_done(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part) {
-  --pair->in_flight;
+  if (--pair->in_flight == 0) {
+    pair->busy_accum_s += ctx.simulator().now() - pair->busy_since_s;
+    pair->busy_since_s = -1;
+  }
   ++pair->parts_done;
   pair->arrived[part] = 1;
   const int n = static_cast<int>(pair->bytes.size());
@@ -260,6 +296,7 @@ std::vector<int> doubling_groups(int total, int max_groups) {
     left -= sizes.back();
   }
   if (static_cast<int>(sizes.size()) <= max_groups) return sizes;
+  if (max_groups == 1) return {total};
   // Too many: a one-wave head, the rest in near-equal groups.
   sizes.assign(1, 1);
   const int rest = total - 1, groups = max_groups - 1;

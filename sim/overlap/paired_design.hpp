@@ -51,6 +51,10 @@ struct PairView {
   const OpNode* comm = nullptr;
   bool producer = true;    // compute -> collective (else collective -> compute)
   bool intra_host = true;  // the collective's communicator lies inside one host
+  // Seconds per byte the collective's earlier parts on this communicator took on the
+  // network, before any CTA-limit stretch (learned during the run, or the hint); < 0 when
+  // unknown. Designs may use it to plan groups.
+  double comm_s_per_byte = -1;
 };
 
 class PairedDesign : public OverlapDesign {
@@ -68,6 +72,9 @@ class PairedDesign : public OverlapDesign {
   // StepGraph::groups) only a pair's first part runs on the network; later parts take
   // the time the first part took per byte. A 1,024-rank all-to-all is ~10^6 flows, so
   // every part simulated costs ~0.3 s each. 0 (default): every part on the network.
+  // A comm rate to plan with before any part has run (simulate_pair sets it from the
+  // collective's time alone).
+  void set_comm_rate_hint(double s_per_byte) { rate_hint_ = s_per_byte; }
   void set_scaled_parts(int min_ranks, std::vector<int> group_sizes) {
     scaled_parts_min_ranks_ = min_ranks;
     group_sizes_ = std::move(group_sizes);
@@ -88,11 +95,16 @@ class PairedDesign : public OverlapDesign {
   void part_ready(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
   void launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
   void part_done(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
+  void start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int group,
+                     double duration_s, int round);
+  double comm_busy_s(const Pair& pair, double now) const;
   static void run_sequential(ExecContext& ctx, int p, OpVertex v);
 
   int sms_;
   std::vector<char> intra_host_;
   int scaled_parts_min_ranks_ = 0;
+  double rate_hint_ = -1;
+  std::unordered_map<int, double> learned_rate_;  // communicator -> s per byte
   std::vector<int> group_sizes_;
   PairStats stats_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Pair>> pairs_;  // (program, op) -> pair

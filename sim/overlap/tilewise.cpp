@@ -5,6 +5,60 @@
 #include "sim/overlap/designs.hpp"
 
 namespace overlapsim::sim {
+namespace {
+
+// A one-wave head, then near-equal groups (when the communication rate is not known yet).
+std::vector<int> head_and_equal(int waves, int max_groups) {
+  if (max_groups <= 1 || waves <= 1) return {waves};
+  std::vector<int> sizes = {1};
+  const int rest = waves - 1, groups = std::min(max_groups - 1, rest);
+  for (int g = 0; g < groups; ++g) sizes.push_back(rest / groups + (g < rest % groups ? 1 : 0));
+  return sizes;
+}
+
+}  // namespace
+
+std::vector<int> plan_wave_groups(const WaveGroupProblem& w) {
+  if (w.comm_s_per_byte < 0) return head_and_equal(w.waves, w.max_groups);
+  // Waves in at most 64 units, so the search stays O(groups x 64^2).
+  const int unit = (w.waves + 63) / 64;
+  const int units = (w.waves + unit - 1) / unit;
+  auto waves_of = [&](int u) { return std::min(w.waves, u * unit); };
+  auto tiles_of = [&](int u) { return std::min(w.tiles, static_cast<double>(waves_of(u)) * w.sms); };
+  const int groups = std::max(1, std::min(w.max_groups, units));
+  constexpr double kInf = 1e300;
+  // E[g][u]: earliest end of the g-th group's collective when g groups cover u units
+  // (A_g = A_{g-1} + C_g, E_g = max(A_g, E_{g-1}) + X_g; papers.md §1).
+  std::vector<std::vector<double>> end(groups + 1, std::vector<double>(units + 1, kInf));
+  std::vector<std::vector<int>> from(groups + 1, std::vector<int>(units + 1, -1));
+  end[0][0] = 0;
+  for (int g = 1; g <= groups; ++g)
+    for (int u = g; u <= units; ++u) {
+      const double compute_end = waves_of(u) * w.wave_s * (g == 1 ? 1.0 : w.compute_slowdown);
+      for (int v = g - 1; v < u; ++v) {
+        if (end[g - 1][v] >= kInf) continue;
+        const double x =
+            w.wait_s + (tiles_of(u) - tiles_of(v)) / w.tiles * w.bytes * w.comm_s_per_byte *
+                         w.comm_stretch;
+        const double e = std::max(compute_end, end[g - 1][v]) + x;
+        if (e < end[g][u]) {
+          end[g][u] = e;
+          from[g][u] = v;
+        }
+      }
+    }
+  int best = 1;
+  for (int g = 2; g <= groups; ++g)
+    if (end[g][units] < end[best][units]) best = g;
+  std::vector<int> sizes;
+  for (int g = best, u = units; g > 0; --g) {
+    const int v = from[g][u];
+    sizes.push_back(waves_of(u) - waves_of(v));
+    u = v;
+  }
+  std::reverse(sizes.begin(), sizes.end());
+  return sizes;
+}
 
 double comm_slowdown_for(CollectiveOp op, double allreduce, double reducescatter,
                          double alltoall, double other) {
@@ -58,13 +112,28 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
     why_not = "GEMM of one wave (nothing to pipeline)";
     return std::nullopt;
   }
-  std::vector<int> groups = partition_;
-  if (groups.empty() || std::accumulate(groups.begin(), groups.end(), 0) != waves)
-    groups = doubling_groups(waves, max_groups_);
   // One wave's time: the own GEMM with signals on all SMs, per wave; on SMs - s it has
   // more waves of the same length (wave quantisation).
   const double full_s = model.time_s(op) * gemm_vs_vendor_ * (1 + signal_);
   const double wave_s = full_s / waves_full;
+  const double stretch = !pair.intra_host      ? 1.0
+                         : stretch_override_ > 0 ? stretch_override_
+                                                 : comm_slowdown_for(coll, slowdown_ar_,
+                                                                     slowdown_rs_, slowdown_a2a_,
+                                                                     slowdown_other_);
+  std::vector<int> groups = partition_;
+  if (groups.empty() || std::accumulate(groups.begin(), groups.end(), 0) != waves) {
+    // FlashOverlap's predictor picks the partition, with the rate this communicator's
+    // earlier parts showed (memoised: a step repeats its shapes thousands of times).
+    WaveGroupProblem w{waves, sms_c, tiles, wave_s, interference_, wait_s_,
+                       static_cast<double>(pair.comm->comm_bytes), pair.comm_s_per_byte,
+                       stretch, max_groups_};
+    const auto key = std::make_tuple(waves, tiles, wave_s, w.bytes * stretch,
+                                     static_cast<float>(pair.comm_s_per_byte));
+    auto it = plans_.find(key);
+    if (it == plans_.end()) it = plans_.emplace(key, plan_wave_groups(w)).first;
+    groups = it->second;
+  }
   PairSchedule s;
   double tiles_left = tiles;
   for (int g : groups) {
@@ -74,10 +143,7 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
     tiles_left -= t;
   }
   s.compute_slowdown = interference_;
-  s.comm_stretch = !pair.intra_host      ? 1.0
-                   : stretch_override_ > 0 ? stretch_override_
-                                           : comm_slowdown_for(coll, slowdown_ar_, slowdown_rs_,
-                                                               slowdown_a2a_, slowdown_other_);
+  s.comm_stretch = stretch;
   s.first_part_delay_s = wait_s_;
   s.part_delay_s = wait_s_;
   return s;

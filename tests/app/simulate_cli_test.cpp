@@ -141,7 +141,7 @@ TEST_F(SimulateCli, BadInputExitsTwoWithOneLineAndWritesNothing) {
   const fs::path out = dir_ / "result.json";
   const std::string write = " -o " + out.string();
   for (const std::string& args : std::vector<std::string>{
-           kTiny + " --design magic", kTiny + " --design tilewise", kTiny + " --format xml",
+           kTiny + " --design magic", kTiny + " --format xml",
            kTiny + " --images some", kTiny + " --profile /nonexistent/profile.yaml",
            kTiny + " --tp 3", std::string("-w /nonexistent/model.yaml")}) {
     const CliRun r = run(args + write);

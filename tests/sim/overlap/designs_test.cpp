@@ -1,0 +1,197 @@
+// Invariants of the overlap-design models (issue 7, acceptance 1), on one pair with
+// closed-form component times: a GEMM of F FLOPs takes F / 1e15 s, the collective
+// bytes / B. No design beats max(T_op, T_coll); with free communication each design
+// costs what it states beyond sequential; with perfect parameters tile-wise approaches
+// the bound as its groups grow; runs are deterministic.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "sim/overlap/pair_simulation.hpp"
+#include "tests/sim/overlap/overlap_test_util.hpp"
+
+namespace overlapsim::sim {
+namespace {
+
+using testing::design_profile;
+using testing::set_param;
+using testing::two_gpu_node;
+
+const std::vector<std::string> kOverlapping = {"decomposed", "tilewise", "fused", "shaped"};
+
+OpNode gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
+  OpNode op;
+  op.name = "gemm";
+  op.kind = OpKind::Gemm;
+  op.gemm = {m, n, k, 1};
+  return op;
+}
+
+// A collective of `bytes` taking bytes / bandwidth_Bps seconds.
+PairCase pair_case(OpNode op, CollectiveOp coll, std::uint64_t bytes, double bandwidth_Bps,
+                   bool producer = true) {
+  PairCase pc;
+  pc.compute = std::move(op);
+  pc.collective = coll;
+  pc.comm_bytes = bytes;
+  pc.producer = producer;
+  pc.comm_time_points = {{1ull << 40, static_cast<double>(1ull << 40) / bandwidth_Bps}};
+  return pc;
+}
+
+double gemm_s(const OpNode& op) {
+  return 2.0 * op.gemm.m * op.gemm.n * op.gemm.k / 1e15;
+}
+
+TEST(OverlapDesigns, NoDesignBeatsTheBoundOfItsPair) {
+  const Topology topo = two_gpu_node();
+  for (bool perfect : {false, true}) {
+    const Profile profile = design_profile(perfect);
+    for (auto [m, n, k] : std::vector<std::array<std::int64_t, 3>>{
+             {8192, 8192, 2048}, {16384, 8192, 4096}, {4096, 4096, 4096}, {32768, 7168, 2048}}) {
+      for (CollectiveOp coll :
+           {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {
+        for (double bw : {50e9, 300e9, 3000e9}) {
+          for (bool producer : {true, false}) {
+            const PairCase pc =
+                pair_case(gemm(m, n, k), coll, static_cast<std::uint64_t>(m) * n * 2, bw,
+                          producer);
+            const double t_op = gemm_s(pc.compute);
+            const double t_comm = static_cast<double>(pc.comm_bytes) / bw;
+            const double bound = std::max(t_op, t_comm);
+            for (const auto& d : kOverlapping) {
+              const PairOutcome r = simulate_pair(pc, d, profile, topo);
+              EXPECT_GE(r.time_s, bound * (1 - 1e-12))
+                  << d << " " << m << "x" << n << "x" << k << " bw " << bw << " perfect "
+                  << perfect << " producer " << producer;
+              EXPECT_NEAR(r.op_alone_s, t_op, 1e-12);
+            }
+            const PairOutcome seq = simulate_pair(pc, "sequential", profile, topo);
+            EXPECT_NEAR(seq.time_s, t_op + t_comm, 1e-9 * (t_op + t_comm));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(OverlapDesigns, WithFreeCommunicationEachDesignCostsItsStatedOverheads) {
+  const Topology topo = two_gpu_node();
+  const Profile profile = design_profile(false);
+  const OpNode op = gemm(16384, 8192, 4096);
+  const double t_op = gemm_s(op);
+  PairCase pc = pair_case(op, CollectiveOp::AllReduce, 16384ull * 8192 * 2, 1e30);
+  pc.comm_time_points = {{1ull << 40, 0.0}};
+  EXPECT_NEAR(simulate_pair(pc, "sequential", profile, topo).time_s, t_op, 1e-12);
+
+  // decomposed: 4 chunks of m/4 rows (each reads the whole weight: at 1e15 B/s that is
+  // hidden under the FLOPs), then the last chunk's NCCL call latency.
+  EXPECT_NEAR(simulate_pair(pc, "decomposed", profile, topo).time_s, t_op + 10e-6, 1e-9);
+
+  // tilewise: the own GEMM (x1.1) with signals (x1.05), wave-quantised on 116 SMs: 4096
+  // tiles are 32 waves on 132 SMs and 36 on 116; then the last group's wait.
+  const double tiles = (16384 / 128) * (8192 / 256);
+  const double waves_full = std::ceil(tiles / 132), waves = std::ceil(tiles / 116);
+  EXPECT_NEAR(simulate_pair(pc, "tilewise", profile, topo).time_s,
+              t_op * 1.1 * 1.05 * waves / waves_full + 10e-6, 1e-9);
+
+  // shaped: 4 chunks of 1024 tiles, each 8 waves on 132 SMs and 9 on 116, then the last
+  // chunk's call latency.
+  EXPECT_NEAR(simulate_pair(pc, "shaped", profile, topo).time_s, t_op * 9.0 / 8.0 + 10e-6, 1e-9);
+
+  // fused applies to GEMM + All-to-All: the op with in-kernel pushes (x1.05), then the
+  // last tile's latency.
+  pc.collective = CollectiveOp::AllToAll;
+  const PairOutcome fused = simulate_pair(pc, "fused", profile, topo);
+  EXPECT_TRUE(fused.overlapped);
+  EXPECT_NEAR(fused.time_s, t_op * 1.05 + 2e-6, 1e-9);
+}
+
+TEST(OverlapDesigns, PerfectTilewiseApproachesTheBoundAsGroupsGrow) {
+  const Topology topo = two_gpu_node();
+  Profile profile = design_profile(true);
+  // Balanced pair: the collective takes as long as the GEMM (the hardest case).
+  const OpNode op = gemm(32768, 16384, 4096);  // 16384 tiles: 125 waves on 131 SMs
+  const double t_op = gemm_s(op);
+  const std::uint64_t bytes = 32768ull * 16384 * 2;
+  const PairCase pc = pair_case(op, CollectiveOp::AllReduce, bytes, bytes / t_op);
+  double previous = 1e30;
+  std::vector<double> gaps;
+  for (int groups : {1, 2, 4, 8, 16, 32, 64}) {
+    set_param(profile, "tilewise", "max_groups", groups);
+    const double t = simulate_pair(pc, "tilewise", profile, topo).time_s;
+    EXPECT_LE(t, previous * (1 + 1e-12)) << groups << " groups";
+    previous = t;
+    gaps.push_back(t / t_op - 1);
+  }
+  EXPECT_NEAR(gaps.front(), 1.0, 0.02);  // one group: the collective after the GEMM
+  // 64 groups: a one-wave head, then tails of ~1/63 of the collective, plus 131 vs 132 SMs.
+  EXPECT_LT(gaps.back(), 0.035);
+}
+
+TEST(OverlapDesigns, DesignsApplyToTheirPairsAndFallBackOtherwise) {
+  const Topology topo = two_gpu_node();
+  const Profile profile = design_profile(false);
+  OpNode gemv = gemm(1, 8192, 8192);
+  gemv.kind = OpKind::Gemv;
+  const PairCase gemv_ar = pair_case(gemv, CollectiveOp::AllReduce, 16384, 300e9);
+  EXPECT_TRUE(simulate_pair(gemv_ar, "fused", profile, topo).overlapped);
+  const PairOutcome tw = simulate_pair(gemv_ar, "tilewise", profile, topo);
+  EXPECT_FALSE(tw.overlapped);
+  EXPECT_NE(tw.why_not.find("not GEMM"), std::string::npos) << tw.why_not;
+  EXPECT_NEAR(tw.time_s, simulate_pair(gemv_ar, "sequential", profile, topo).time_s, 1e-15);
+
+  const PairCase gemm_ar =
+      pair_case(gemm(8192, 8192, 2048), CollectiveOp::AllReduce, 8192ull * 8192 * 2, 300e9);
+  EXPECT_FALSE(simulate_pair(gemm_ar, "fused", profile, topo).overlapped);
+  EXPECT_TRUE(simulate_pair(gemm_ar, "tilewise", profile, topo).overlapped);
+
+  // AllGather + GEMM (consumer): decomposed and shaped only.
+  const PairCase ag = pair_case(gemm(8192, 8192, 8192), CollectiveOp::AllGather,
+                                8192ull * 8192 * 2, 300e9, false);
+  EXPECT_TRUE(simulate_pair(ag, "decomposed", profile, topo).overlapped);
+  EXPECT_TRUE(simulate_pair(ag, "shaped", profile, topo).overlapped);
+  EXPECT_FALSE(simulate_pair(ag, "tilewise", profile, topo).overlapped);
+  EXPECT_FALSE(simulate_pair(ag, "fused", profile, topo).overlapped);
+
+  OpNode emb;
+  emb.name = "lookup";
+  emb.kind = OpKind::EmbeddingLookup;
+  emb.bytes = 1ull << 30;
+  const PairCase emb_a2a = pair_case(emb, CollectiveOp::AllToAll, 256ull << 20, 300e9);
+  EXPECT_TRUE(simulate_pair(emb_a2a, "fused", profile, topo).overlapped);
+}
+
+TEST(OverlapDesigns, Deterministic) {
+  const Topology topo = two_gpu_node();
+  const Profile profile = design_profile(false);
+  PairCase pc = pair_case(gemm(16384, 7168, 2048), CollectiveOp::AllToAll,
+                          16384ull * 7168 * 2, 300e9);
+  pc.comm_time_points.clear();  // on the flow network
+  for (const auto& d : kOverlapping) {
+    const double a = simulate_pair(pc, d, profile, topo).time_s;
+    const double b = simulate_pair(pc, d, profile, topo).time_s;
+    EXPECT_EQ(a, b) << d;
+    EXPECT_GT(a, 0) << d;
+  }
+}
+
+TEST(OverlapDesigns, MissingParameterNamesProfileAndKey) {
+  const Topology topo = two_gpu_node();
+  Profile profile = design_profile(false);
+  profile.designs.by_design["tilewise"].erase("comm_sms");
+  const PairCase pc =
+      pair_case(gemm(8192, 8192, 2048), CollectiveOp::AllReduce, 8192ull * 8192 * 2, 300e9);
+  try {
+    simulate_pair(pc, "tilewise", profile, topo);
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("designs.tilewise.comm_sms: missing"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace overlapsim::sim
