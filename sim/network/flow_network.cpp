@@ -109,8 +109,10 @@ struct FlowNetwork::Impl {
     std::uint32_t group = 0;
     std::uint32_t version = 0;  // bumps on every rate change and at the end: stale heap entries
     std::uint32_t copies = 1;   // multiplicity
-    std::array<std::uint16_t, kNumLinkClasses> hops{};  // links of each class on the path
+    // Links of each class on the path (an aggregate: summed over its members).
+    std::array<std::uint32_t, kNumLinkClasses> hops{};
   };
+  FlowRecord& new_record(FlowId f, std::uint64_t bytes, std::uint32_t slot, double now_s);
   struct Group {
     Done on_done;
     std::uint64_t id = 0;
@@ -129,6 +131,10 @@ struct FlowNetwork::Impl {
   };
 
   void start_group(std::span<const Transfer> transfers, Done on_done, std::uint64_t flow_id);
+  void start_flows(const std::vector<UniqueTransfer>& unique, const GroupRoutes& group_routes,
+                   std::uint32_t slot, double now_s);
+  bool start_aggregates(const std::vector<UniqueTransfer>& unique,
+                        const GroupRoutes& group_routes, std::uint32_t slot, double now_s);
   void request_solve();
   void solve_now();
   void on_completion();
@@ -173,6 +179,10 @@ struct FlowNetwork::Impl {
   std::vector<UniqueTransfer> unique_scratch;
   std::vector<std::uint64_t> pairs_scratch;
   std::vector<std::uint64_t> due_bits;
+  std::size_t aggregate_min_transfers = kDefaultAggregateMinTransfers;
+  std::vector<std::uint32_t> link_weight;  // per link, zero between uses
+  std::vector<LinkId> agg_links;
+  std::vector<std::uint32_t> agg_weights;
 
   EventId solve_event = kNoEvent;
   EventId completion_event = kNoEvent;
@@ -225,6 +235,21 @@ void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on
   }
   groups[slot] = Group{std::move(on_done), group_id, unique.size(), now_s};
 
+  if (aggregate_min_transfers > 0 && unique.size() >= aggregate_min_transfers &&
+      start_aggregates(unique, group_routes, slot, now_s)) {
+    // groups[slot].pending counts the aggregates.
+  } else {
+    start_flows(unique, group_routes, slot, now_s);
+  }
+  stats.peak_active_flows = std::max<std::uint64_t>(stats.peak_active_flows, solver.num_active());
+  request_solve();
+  // Last: the observer may start other groups, which reuse the scratch above.
+  if (observer.on_group_start) observer.on_group_start(group_id, now_s);
+}
+
+void FlowNetwork::Impl::start_flows(const std::vector<UniqueTransfer>& unique,
+                                    const GroupRoutes& group_routes, std::uint32_t slot,
+                                    double now_s) {
   std::size_t incidences = 0;
   for (std::size_t i = 0; i < unique.size(); ++i) incidences += group_routes.links(i).size();
   solver.reserve(unique.size(), incidences);
@@ -233,25 +258,92 @@ void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on
   for (std::size_t i = 0; i < unique.size(); ++i) {
     const UniqueTransfer& u = unique[i];
     const FlowId f = solver.add_flow(group_routes.links(i), u.copies);
-    if (f >= flows.size()) flows.resize(static_cast<std::size_t>(f) + 1);
-    FlowRecord& rec = flows[f];
-    rec.remaining_bytes = static_cast<double>(u.transfer.bytes);
-    rec.last_update_s = now_s;
-    rec.rate_Bps = 0;
+    FlowRecord& rec = new_record(f, u.transfer.bytes, slot, now_s);
     rec.latency_s = group_routes.latency_s(i);
     rec.copies = u.copies;
-    rec.hops = {};
     for (LinkId link : group_routes.links(i)) ++rec.hops[class_index(link_class[link])];
-    rec.bytes = u.transfer.bytes;
-    rec.group = slot;
-    ++rec.version;
     stats.flows_started += u.copies;
   }
   stats.flows_simulated += unique.size();
-  stats.peak_active_flows = std::max<std::uint64_t>(stats.peak_active_flows, solver.num_active());
-  request_solve();
-  // Last: the observer may start other groups, which reuse the scratch above.
-  if (observer.on_group_start) observer.on_group_start(group_id, now_s);
+}
+
+FlowNetwork::Impl::FlowRecord& FlowNetwork::Impl::new_record(FlowId f, std::uint64_t bytes,
+                                                             std::uint32_t slot, double now_s) {
+  if (f >= flows.size()) flows.resize(static_cast<std::size_t>(f) + 1);
+  FlowRecord& rec = flows[f];
+  rec.remaining_bytes = static_cast<double>(bytes);
+  rec.last_update_s = now_s;
+  rec.rate_Bps = 0;
+  rec.latency_s = 0;
+  rec.copies = 1;
+  rec.hops = {};
+  rec.bytes = bytes;
+  rec.group = slot;
+  ++rec.version;
+  return rec;
+}
+
+// A large group's transfers fall into a few classes of the same shape: same bytes and
+// copies, same hop count, same link class at both ends (an all-to-all's intra-host pairs,
+// same-leaf pairs, cross-leaf pairs). Each class becomes one weighted solver flow whose
+// members all get one rate (maxmin.hpp): the exact max-min rates when the members are
+// symmetric, as in a collective over whole hosts of a symmetric fabric; otherwise every
+// member of a class runs at the rate of its most constrained one. The class finishes
+// together and arrives with its slowest member's latency. Returns false (nothing started)
+// when the transfers fall into too many classes to be worth it.
+bool FlowNetwork::Impl::start_aggregates(const std::vector<UniqueTransfer>& unique,
+                                         const GroupRoutes& group_routes, std::uint32_t slot,
+                                         double now_s) {
+  constexpr std::size_t kMaxClasses = 16;
+  struct Class {
+    std::uint64_t bytes;
+    std::uint32_t copies;
+    std::size_t hops;
+    LinkClass first, last;
+    std::vector<std::uint32_t> members;
+  };
+  std::vector<Class> classes;
+  for (std::size_t i = 0; i < unique.size(); ++i) {
+    const auto links = group_routes.links(i);
+    const UniqueTransfer& u = unique[i];
+    const LinkClass first = link_class[links.front()], last = link_class[links.back()];
+    auto it = std::find_if(classes.begin(), classes.end(), [&](const Class& c) {
+      return c.bytes == u.transfer.bytes && c.copies == u.copies && c.hops == links.size() &&
+             c.first == first && c.last == last;
+    });
+    if (it == classes.end()) {
+      if (classes.size() == kMaxClasses) return false;
+      classes.push_back({u.transfer.bytes, u.copies, links.size(), first, last, {}});
+      it = classes.end() - 1;
+    }
+    it->members.push_back(static_cast<std::uint32_t>(i));
+  }
+  if (link_weight.size() < link_class.size()) link_weight.assign(link_class.size(), 0);
+  groups[slot].pending = classes.size();
+  for (const Class& c : classes) {
+    agg_links.clear();
+    double latency_s = 0;
+    for (std::uint32_t i : c.members) {
+      latency_s = std::max(latency_s, group_routes.latency_s(i));
+      for (LinkId link : group_routes.links(i)) {
+        if (link_weight[link] == 0) agg_links.push_back(link);
+        link_weight[link] += c.copies;
+      }
+    }
+    agg_weights.clear();
+    for (LinkId link : agg_links) {
+      agg_weights.push_back(link_weight[link]);
+      link_weight[link] = 0;
+    }
+    const FlowId f = solver.add_weighted_flow(agg_links, agg_weights);
+    FlowRecord& rec = new_record(f, c.bytes, slot, now_s);
+    rec.latency_s = latency_s;
+    for (std::size_t k = 0; k < agg_links.size(); ++k)
+      rec.hops[class_index(link_class[agg_links[k]])] += agg_weights[k];
+    stats.flows_started += static_cast<std::uint64_t>(c.copies) * c.members.size();
+  }
+  stats.flows_simulated += classes.size();
+  return true;
 }
 
 // Solves are deferred to one zero-delay event so that every change made at the same
@@ -438,6 +530,10 @@ std::optional<PathEstimate> FlowNetwork::path_estimate(int src_rank, int dst_ran
   double narrowest_Bps = std::numeric_limits<double>::infinity();
   for (LinkId id : path) narrowest_Bps = std::min(narrowest_Bps, topo.link(id).bandwidth_Bps);
   return PathEstimate{topo.path_latency_s(path), narrowest_Bps};
+}
+
+void FlowNetwork::set_aggregate_min_transfers(std::size_t min_transfers) {
+  impl_->aggregate_min_transfers = min_transfers;
 }
 
 void FlowNetwork::set_observer(FlowObserver observer) { impl_->observer = std::move(observer); }

@@ -40,14 +40,13 @@ MaxMinSolver::ResourceId MaxMinSolver::add_resource(double capacity_Bps) {
   return id;
 }
 
-MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resources,
-                                            std::uint32_t multiplicity) {
-  if (multiplicity == 0) throw std::invalid_argument("MaxMinSolver: multiplicity must be >= 1");
+MaxMinSolver::FlowId MaxMinSolver::new_flow_slot(std::span<const ResourceId> resources) {
   for (ResourceId r : resources)
     if (r >= capacity_Bps_.size())
       throw std::invalid_argument("MaxMinSolver: flow uses unknown resource " + std::to_string(r));
   if (num_active_ == 0) {  // every stored path is garbage: start the pool over
     path_pool_.clear();
+    weight_pool_.clear();
     path_garbage_ = 0;
   }
   if (path_garbage_ > kCompactMinGarbage && path_garbage_ > path_pool_.size() / 2) compact_paths();
@@ -65,12 +64,36 @@ MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resource
   flows_[id].path_begin = path_pool_.size();
   flows_[id].path_len = static_cast<std::uint32_t>(resources.size());
   path_pool_.insert(path_pool_.end(), resources.begin(), resources.end());
-  flows_[id].multiplicity = multiplicity;
   flows_[id].rate_Bps = 0;
   flows_[id].state = FlowState::Added;
-  for (ResourceId r : resources) active_weight_[r] += multiplicity;
   added_.push_back(id);
   ++num_active_;
+  return id;
+}
+
+MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resources,
+                                            std::uint32_t multiplicity) {
+  if (multiplicity == 0) throw std::invalid_argument("MaxMinSolver: multiplicity must be >= 1");
+  const FlowId id = new_flow_slot(resources);
+  flows_[id].multiplicity = multiplicity;
+  weight_pool_.insert(weight_pool_.end(), resources.size(), multiplicity);
+  for (ResourceId r : resources) active_weight_[r] += multiplicity;
+  return id;
+}
+
+MaxMinSolver::FlowId MaxMinSolver::add_weighted_flow(std::span<const ResourceId> resources,
+                                                     std::span<const std::uint32_t> weights) {
+  if (weights.size() != resources.size())
+    throw std::invalid_argument("MaxMinSolver: one weight per resource expected");
+  std::uint32_t largest = 0;
+  for (std::uint32_t w : weights) {
+    if (w == 0) throw std::invalid_argument("MaxMinSolver: weights must be >= 1");
+    largest = std::max(largest, w);
+  }
+  const FlowId id = new_flow_slot(resources);
+  flows_[id].multiplicity = std::max<std::uint32_t>(largest, 1);
+  weight_pool_.insert(weight_pool_.end(), weights.begin(), weights.end());
+  for (std::size_t i = 0; i < resources.size(); ++i) active_weight_[resources[i]] += weights[i];
   return id;
 }
 
@@ -78,6 +101,7 @@ void MaxMinSolver::reserve(std::size_t flows, std::size_t incidences) {
   const std::size_t new_ids = flows > free_ids_.size() ? flows - free_ids_.size() : 0;
   reserve_at_least(flows_, flows_.size() + new_ids);
   reserve_at_least(path_pool_, path_pool_.size() + incidences);
+  reserve_at_least(weight_pool_, weight_pool_.size() + incidences);
   reserve_at_least(added_, added_.size() + flows);
   reserve_at_least(order_, num_active_ + flows);
   reserve_at_least(batch_, num_active_ + flows);
@@ -87,16 +111,19 @@ void MaxMinSolver::reserve(std::size_t flows, std::size_t incidences) {
 void MaxMinSolver::remove_flow(FlowId id) {
   if (!is_active(id))
     throw std::invalid_argument("MaxMinSolver: remove_flow of inactive flow " + std::to_string(id));
+  const auto resources = path(id);
+  const auto weight = weights(id);
   if (flows_[id].state == FlowState::Solved) {
-    const double used_Bps = flows_[id].multiplicity * flows_[id].rate_Bps;
-    for (ResourceId r : path(id)) load_Bps_[r] -= used_Bps;
+    for (std::size_t i = 0; i < resources.size(); ++i)
+      load_Bps_[resources[i]] -= weight[i] * flows_[id].rate_Bps;
     removed_min_rate_Bps_ = removed_since_solve_
                                 ? std::min(removed_min_rate_Bps_, flows_[id].rate_Bps)
                                 : flows_[id].rate_Bps;
     removed_since_solve_ = true;
   }
-  for (ResourceId r : path(id)) {
-    active_weight_[r] -= flows_[id].multiplicity;
+  for (std::size_t i = 0; i < resources.size(); ++i) {
+    const ResourceId r = resources[i];
+    active_weight_[r] -= weight[i];
     if (active_weight_[r] == 0) load_Bps_[r] = 0;  // idle: no rounding residue left behind
   }
   // The id is reused only after the next solve: until then order_ still lists it and is
@@ -113,18 +140,29 @@ std::span<const MaxMinSolver::ResourceId> MaxMinSolver::resources_of(FlowId id) 
   return {path_pool_.data() + flows_[id].path_begin, flows_[id].path_len};
 }
 
+std::span<const std::uint32_t> MaxMinSolver::weights_of(FlowId id) const {
+  if (!is_active(id))
+    throw std::invalid_argument("MaxMinSolver: weights_of inactive flow " + std::to_string(id));
+  return weights(id);
+}
+
 void MaxMinSolver::compact_paths() {
   std::vector<ResourceId> pool;
+  std::vector<std::uint32_t> weight_pool;
   pool.reserve(path_pool_.size() - path_garbage_);
+  weight_pool.reserve(path_pool_.size() - path_garbage_);
   for (std::size_t id = 0; id < flows_.size(); ++id) {
     if (flows_[id].state == FlowState::Free) continue;
     const std::size_t begin = pool.size();
     pool.insert(pool.end(), path_pool_.begin() + static_cast<std::ptrdiff_t>(flows_[id].path_begin),
                 path_pool_.begin() +
                     static_cast<std::ptrdiff_t>(flows_[id].path_begin + flows_[id].path_len));
+    const auto w = weights(static_cast<FlowId>(id));
+    weight_pool.insert(weight_pool.end(), w.begin(), w.end());
     flows_[id].path_begin = begin;
   }
   path_pool_.swap(pool);
+  weight_pool_.swap(weight_pool);
   path_garbage_ = 0;
 }
 
@@ -158,9 +196,13 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
     if (flows_[f].state != FlowState::Solved) continue;
     batch_.push_back(f);
     if (keep == 0) continue;
-    const double used_Bps = flows_[f].multiplicity * flows_[f].rate_Bps;
-    if (std::isfinite(used_Bps))
-      for (ResourceId r : path(f)) load_Bps_[r] -= used_Bps;
+    const double rate_Bps = flows_[f].rate_Bps;
+    if (std::isfinite(rate_Bps)) {
+      const auto resources = path(f);
+      const auto weight = weights(f);
+      for (std::size_t i = 0; i < resources.size(); ++i)
+        load_Bps_[resources[i]] -= weight[i] * rate_Bps;
+    }
   }
   for (FlowId f : added_) {
     if (flows_[f].state != FlowState::Added) continue;  // removed again, or listed twice
@@ -173,9 +215,12 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
   order_.resize(keep);
   order_.insert(order_.end(), batch_.begin(), batch_.end());
   for (FlowId f : batch_) {
-    const double used_Bps = flows_[f].multiplicity * flows_[f].rate_Bps;
-    if (std::isfinite(used_Bps))
-      for (ResourceId r : path(f)) load_Bps_[r] += used_Bps;
+    const double rate_Bps = flows_[f].rate_Bps;
+    if (!std::isfinite(rate_Bps)) continue;
+    const auto resources = path(f);
+    const auto weight = weights(f);
+    for (std::size_t i = 0; i < resources.size(); ++i)
+      load_Bps_[resources[i]] += weight[i] * rate_Bps;
   }
   flows_solved_ += batch_.size();
   added_.clear();
@@ -218,6 +263,8 @@ void MaxMinSolver::fill(double start_level_Bps, bool from_zero_load) {
   std::size_t incidences = 0;
   for (FlowId f : batch_) {
     flows_[f].frozen = false;
+    const auto weight = weights(f);
+    std::size_t k = 0;
     for (ResourceId r : path(f)) {
       if (!touched_[r]) {
         touched_[r] = 1;
@@ -227,7 +274,7 @@ void MaxMinSolver::fill(double start_level_Bps, bool from_zero_load) {
         unfrozen_[r] = 0;
       }
       ++csr_fill_[r];
-      unfrozen_[r] += flows_[f].multiplicity;
+      unfrozen_[r] += weight[k++];
       ++incidences;
     }
   }
@@ -286,6 +333,7 @@ void MaxMinSolver::fill(double start_level_Bps, bool from_zero_load) {
     double* const remaining = remaining_Bps_.data();
     std::uint64_t* const unfrozen = unfrozen_.data();
     const ResourceId* const pool = path_pool_.data();
+    const std::uint32_t* const weight_pool = weight_pool_.data();
     for (std::uint32_t i = csr_begin_[bottleneck]; i < csr_fill_[bottleneck]; ++i) {
       const FlowId f = csr_flows_[i];
       FlowSlot& slot = flows_[f];
@@ -293,12 +341,11 @@ void MaxMinSolver::fill(double start_level_Bps, bool from_zero_load) {
       slot.frozen = true;
       slot.rate_Bps = level_Bps;
       frozen_order_.push_back(f);
-      const std::uint32_t m = slot.multiplicity;
-      const double used_Bps = m * level_Bps;
-      for (const ResourceId* r = pool + slot.path_begin;
-           r != pool + slot.path_begin + slot.path_len; ++r) {
-        remaining[*r] -= used_Bps;
-        unfrozen[*r] -= m;
+      const ResourceId* r = pool + slot.path_begin;
+      const std::uint32_t* w = weight_pool + slot.path_begin;
+      for (const ResourceId* end = r + slot.path_len; r != end; ++r, ++w) {
+        remaining[*r] -= *w * level_Bps;
+        unfrozen[*r] -= *w;
       }
     }
   }

@@ -7,6 +7,11 @@
 //
 // A flow has a multiplicity k: it stands for k identical flows on the same resources, each
 // of which gets rate(id), so together they load every resource on the path with k * rate.
+// A flow may also be an aggregate of members on different paths (add_weighted_flow): every
+// member gets rate(id), and resource r carries weight(r) of them, so the flow loads r with
+// weight(r) * rate. That is the max-min allocation of the members exactly when they would
+// all get the same rate anyway (symmetric members: an all-to-all's inter-host pairs on a
+// non-blocking fabric); otherwise every member gets the rate of the most constrained one.
 // A flow with no resources is unconstrained: its rate is +infinity (callers decide what
 // that means; FlowNetwork never creates one).
 //
@@ -48,6 +53,10 @@ class MaxMinSolver {
   // must exist; throws std::invalid_argument otherwise). Ids of removed flows are reused
   // after the next solve.
   FlowId add_flow(std::span<const ResourceId> resources, std::uint32_t multiplicity = 1);
+  // Adds an aggregate: weights[i] (>= 1) of its members cross resources[i] (spans of equal
+  // length; each resource at most once). multiplicity() is then the largest weight.
+  FlowId add_weighted_flow(std::span<const ResourceId> resources,
+                           std::span<const std::uint32_t> weights);
   // Makes room for `flows` more flows crossing `incidences` resources in all, so that a
   // million-flow batch does not grow the arrays by doubling (and touch their pages twice).
   void reserve(std::size_t flows, std::size_t incidences);
@@ -60,6 +69,8 @@ class MaxMinSolver {
   std::size_t num_active() const { return num_active_; }
   std::span<const ResourceId> resources_of(FlowId id) const;
   std::uint32_t multiplicity(FlowId id) const { return flows_.at(id).multiplicity; }
+  // Members of an active flow crossing each of resources_of(id), in the same order.
+  std::span<const std::uint32_t> weights_of(FlowId id) const;
 
   // Recomputes rates after additions/removals and returns the flows whose rate was
   // recomputed (a superset of those whose rate changed), valid until the next call that
@@ -88,6 +99,11 @@ class MaxMinSolver {
   std::span<const ResourceId> path(FlowId id) const {
     return {path_pool_.data() + flows_[id].path_begin, flows_[id].path_len};
   }
+  // Members crossing each resource of path(id), in the same order.
+  std::span<const std::uint32_t> weights(FlowId id) const {
+    return {weight_pool_.data() + flows_[id].path_begin, flows_[id].path_len};
+  }
+  FlowId new_flow_slot(std::span<const ResourceId> resources);
 
   // Resources.
   std::vector<double> capacity_Bps_;
@@ -119,6 +135,7 @@ class MaxMinSolver {
   };
   std::vector<FlowSlot> flows_;
   std::vector<ResourceId> path_pool_;
+  std::vector<std::uint32_t> weight_pool_;  // parallel to path_pool_
   std::size_t path_garbage_ = 0;
   std::vector<FlowId> free_ids_;      // reusable now
   std::vector<FlowId> released_ids_;  // removed since the last solve: reusable after it

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -434,6 +435,50 @@ TEST(FlowNetwork, FatTreeAllToAllIsBoundByTheNic) {
   sim.run();
   expect_rel(done_s, 6.0 * static_cast<double>(per_peer) / kNic + 2 * kGpuNicLat + 4 * kHopLat);
   EXPECT_EQ(net.stats().flows_started, 56u);  // the 8 self transfers are not flows
+}
+
+TEST(FlowNetwork, LargeGroupsRunAsClassAggregatesWithTheSameTimes) {
+  // The all-to-all above with aggregation forced on (threshold 1) is three solver flows,
+  // one per class of pairs (NVLink, same rail and leaf, through the spine), and ends when
+  // the per-pair run does, with the same bytes on every link class.
+  const Topology topo = small_fat_tree();
+  const std::uint64_t per_peer = 8u << 20;
+  std::vector<Transfer> all;
+  for (int s = 0; s < 8; ++s)
+    for (int d = 0; d < 8; ++d) all.push_back({s, d, per_peer});
+  auto run = [&](std::size_t threshold, FlowNetworkStats& stats, std::array<double, 3>& bytes) {
+    Simulator sim;
+    FlowNetwork net(sim, topo);
+    net.set_aggregate_min_transfers(threshold);
+    double done_s = -1;
+    net.transfer_group(all, [&] { done_s = sim.now(); });
+    sim.run();
+    stats = net.stats();
+    bytes = {net.bytes_on_class(LinkClass::NvLink), net.bytes_on_class(LinkClass::Pcie),
+             net.bytes_on_class(LinkClass::Network)};
+    return done_s;
+  };
+  FlowNetworkStats exact_stats, agg_stats;
+  std::array<double, 3> exact_bytes{}, agg_bytes{};
+  const double exact = run(0, exact_stats, exact_bytes);
+  const double aggregated = run(1, agg_stats, agg_bytes);
+  expect_rel(aggregated, exact);
+  EXPECT_EQ(exact_stats.flows_simulated, 56u);
+  EXPECT_EQ(agg_stats.flows_simulated, 3u);
+  EXPECT_EQ(agg_stats.flows_started, 56u);
+  for (int c = 0; c < 3; ++c) EXPECT_DOUBLE_EQ(agg_bytes[c], exact_bytes[c]) << "class " << c;
+}
+
+TEST(FlowNetwork, GroupsBelowTheThresholdStayPerPair) {
+  const Topology topo = small_fat_tree();
+  Simulator sim;
+  FlowNetwork net(sim, topo);
+  std::vector<Transfer> all;
+  for (int s = 0; s < 8; ++s)
+    for (int d = 0; d < 8; ++d) all.push_back({s, d, kS});
+  net.transfer_group(all, [] {});  // 56 < the default threshold
+  sim.run();
+  EXPECT_EQ(net.stats().flows_simulated, 56u);
 }
 
 namespace {

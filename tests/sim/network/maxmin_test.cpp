@@ -142,6 +142,76 @@ TEST(MaxMinSolver, MultiplicityEqualsSeparateFlows) {
   }
 }
 
+TEST(MaxMinSolver, WeightedFlowLoadsEachResourceByItsWeight) {
+  // An aggregate of 3 members on A (capacity 6), one of which also crosses B (capacity
+  // 10), beside a plain flow on B. A saturates first, at 6 / 3 = 2: the aggregate freezes
+  // at 2 and loads B with 1 x 2; the plain flow takes the remaining 8 of B.
+  MaxMinSolver s;
+  const Res a = s.add_resource(6.0);
+  const Res b = s.add_resource(10.0);
+  const std::vector<Res> path = {a, b};
+  const std::vector<std::uint32_t> weights = {3, 1};
+  const Flow aggregate = s.add_weighted_flow(path, weights);
+  const Flow plain = add(s, {b});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate_Bps(aggregate), 2.0);
+  EXPECT_DOUBLE_EQ(s.rate_Bps(plain), 8.0);
+  EXPECT_DOUBLE_EQ(s.load_Bps(a), 6.0);
+  EXPECT_DOUBLE_EQ(s.load_Bps(b), 10.0);
+  EXPECT_EQ(s.multiplicity(aggregate), 3u);
+  EXPECT_EQ(s.weights_of(aggregate)[1], 1u);
+  // Removing the aggregate gives B back to the plain flow.
+  s.remove_flow(aggregate);
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate_Bps(plain), 10.0);
+  EXPECT_DOUBLE_EQ(s.load_Bps(b), 10.0);
+}
+
+TEST(MaxMinSolver, WeightedFlowOfSymmetricMembersEqualsSeparateFlows) {
+  // Four members, member i on its own source link S_i and destination link D_(i+1 mod 4)
+  // (a shifted exchange), with a shared trunk: symmetric, so every member gets the same
+  // max-min rate, which the aggregate (weight 1 on each S and D, 4 on the trunk) reproduces.
+  MaxMinSolver folded, separate;
+  std::vector<Res> src, dst;
+  for (int i = 0; i < 4; ++i) {
+    src.push_back(folded.add_resource(5.0));
+    separate.add_resource(5.0);
+  }
+  for (int i = 0; i < 4; ++i) {
+    dst.push_back(folded.add_resource(7.0));
+    separate.add_resource(7.0);
+  }
+  const Res trunk = folded.add_resource(12.0);
+  separate.add_resource(12.0);
+  std::vector<Res> path = {trunk};
+  std::vector<std::uint32_t> weights = {4};
+  std::vector<Flow> members;
+  for (int i = 0; i < 4; ++i) {
+    path.push_back(src[i]);
+    path.push_back(dst[(i + 1) % 4]);
+    weights.push_back(1);
+    weights.push_back(1);
+    members.push_back(separate.add_flow(std::vector<Res>{src[i], trunk, dst[(i + 1) % 4]}));
+  }
+  const Flow aggregate = folded.add_weighted_flow(path, weights);
+  folded.solve();
+  separate.solve();
+  for (Flow m : members) EXPECT_DOUBLE_EQ(separate.rate_Bps(m), 3.0);  // 12 / 4
+  EXPECT_DOUBLE_EQ(folded.rate_Bps(aggregate), 3.0);
+  for (Res r = 0; r < folded.num_resources(); ++r)
+    EXPECT_DOUBLE_EQ(folded.load_Bps(r), separate.load_Bps(r)) << "resource " << r;
+}
+
+TEST(MaxMinSolver, WeightedFlowRejectsBadWeights) {
+  MaxMinSolver s;
+  const Res a = s.add_resource(1.0);
+  const std::vector<Res> path = {a};
+  const std::vector<std::uint32_t> zero = {0}, two = {1, 1};
+  EXPECT_THROW(s.add_weighted_flow(path, zero), std::invalid_argument);
+  EXPECT_THROW(s.add_weighted_flow(path, two), std::invalid_argument);
+  EXPECT_EQ(s.num_active(), 0u);
+}
+
 TEST(MaxMinSolver, FlowWithoutResourcesIsUnconstrained) {
   MaxMinSolver s;
   const Res link = s.add_resource(10.0);
