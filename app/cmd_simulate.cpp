@@ -266,13 +266,11 @@ Outcome simulate(const SimulateOptions& o) {
         intra_host.push_back(one_host ? 1 : 0);
       }
       paired->set_intra_host_groups(std::move(intra_host));
-      if (!o.exact_parts) {
-        // Only the first part of a paired collective over >= 256 ranks runs on the network
-        // (each is ~10^5-10^6 flows); the rest take its time per byte (docs/designs.md).
-        std::vector<int> sizes;
-        for (const auto& g : out.step.groups) sizes.push_back(static_cast<int>(g.ranks.size()));
-        paired->set_scaled_parts(256, std::move(sizes));
-      }
+      // Unless --exact-parts, only the first part of a paired collective over >= 256 ranks
+      // runs on the network (each is ~10^5-10^6 flows); the rest take its time per byte.
+      std::vector<int> sizes;
+      for (const auto& g : out.step.groups) sizes.push_back(static_cast<int>(g.ranks.size()));
+      paired->set_scaled_parts(o.exact_parts ? 0 : 256, std::move(sizes));
     }
     DesignRun run;
     run.result = executor.run(*design);

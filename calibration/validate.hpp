@@ -13,9 +13,12 @@
 //   sequential       op then collective (or collective then op) as a 2-op step on every
 //                    rank through sim::StepExecutor with SequentialDesign, collectives timed
 //                    by the profile
-// Rows of designs without a simulator model yet (decomposed, tilewise: issue 7), of our
-// own GEMM (the tilewise design's kernel) and of kernels the simulator has no op for are
-// listed as unmodelled with the reason, not predicted.
+//   decomposed,      the pair under that overlap design (sim::simulate_pair: the design
+//   tilewise         model of sim/overlap run through StepExecutor), collectives timed by
+//                    the profile; decomposed with the row's chunks, tile-wise with at most
+//                    the row's group count
+// Rows of our own GEMM (the tilewise design's kernel) and of kernels the simulator has no
+// op for are listed as unmodelled with the reason, not predicted.
 #include <string>
 #include <vector>
 

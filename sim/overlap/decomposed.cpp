@@ -1,5 +1,3 @@
-#include <cmath>
-
 #include "sim/overlap/designs.hpp"
 
 namespace overlapsim::sim {
@@ -9,8 +7,6 @@ DecomposedDesign::DecomposedDesign(const Profile& profile) : PairedDesign(profil
   chunks_ = static_cast<int>(p.need_at_least("chunks", 2, "a chunk count >= 2"));
   comm_ctas_ = p.need_at_least("comm_ctas", 0, "NCCL CTAs beside the op, >= 0");
   interference_ = p.need_at_least("interference_slowdown", 1, "a factor >= 1");
-  tile_m_ = p.need_at_least("tile_m", 1, "the vendor GEMM's tile rows");
-  tile_n_ = p.need_at_least("tile_n", 1, "the vendor GEMM's tile columns");
   call_latency_s_ = p.need_at_least("nccl_call_latency_s", 0, "a time such as 10us");
   parameters_ = p.used();
   if (comm_ctas_ >= sms())
@@ -29,16 +25,12 @@ std::optional<PairSchedule> DecomposedDesign::schedule(const ComputeModel& model
   s.comm_share.assign(chunks_, share);
   // NCCL's CTAs take SMs from the op while a chunk's collective runs.
   s.compute_slowdown = sms() / (sms() - comm_ctas_) * interference_;
-  // A collective launched beside a resident GEMM gets SMs only when the GEMM's current
-  // wave retires: stream priority never preempts resident blocks (papers.md §3).
-  double residency_wait_s = 0;
-  if (pair.producer && piece.kind == OpKind::Gemm) {
-    const double waves = std::ceil(gemm_tiles(piece, tile_m_, tile_n_) / sms());
-    residency_wait_s = chunk_s / std::max(1.0, waves);
-  }
-  s.first_part_delay_s = residency_wait_s;
-  s.part_delay_s = residency_wait_s + call_latency_s_;
-  s.last_part_delay_s = call_latency_s_;  // no chunk of this op left running beside it
+  // A vendor GEMM chunk is a persistent kernel holding every SM: a collective launched
+  // beside it gets SMs only when the chunk ends (priority never preempts resident blocks,
+  // papers.md §3), so chunk i's collective runs beside chunk i+2, not i+1. Memory-bound
+  // ops retire their blocks continuously and let it in at once.
+  s.comm_waits_for_running_group = piece.kind == OpKind::Gemm;
+  s.part_delay_s = call_latency_s_;
   return s;
 }
 

@@ -14,8 +14,8 @@ namespace overlapsim::sim {
 // Op split into k chunks along M, chunk i's collective on a second stream after chunk i.
 // Charges: per-chunk efficiency (each chunk timed by the compute model, with its launch),
 // NCCL's SMs taken from the op while a chunk's collective runs, interference, the wait of
-// a collective for SMs until the running GEMM wave retires (priority never preempts), an
-// NCCL call per extra chunk, pipeline fill (first chunk) and drain (last collective).
+// a collective for SMs until the running GEMM chunk ends (priority never preempts), an
+// NCCL call per chunk, pipeline fill (first chunk) and drain (last collectives).
 class DecomposedDesign final : public PairedDesign {
  public:
   explicit DecomposedDesign(const Profile& profile);
@@ -28,7 +28,7 @@ class DecomposedDesign final : public PairedDesign {
 
  private:
   int chunks_;
-  double comm_ctas_, interference_, tile_m_, tile_n_, call_latency_s_;
+  double comm_ctas_, interference_, call_latency_s_;
 };
 
 // One persistent GEMM on SMs - s that signals per tile; per group of waves, a wait and
@@ -42,6 +42,7 @@ class TilewiseDesign final : public PairedDesign {
   const char* name() const override { return "tilewise"; }
   // Replays a measured configuration: waves per group, and the SMs left to NCCL.
   void set_partition(std::vector<int> waves_per_group) { partition_ = std::move(waves_per_group); }
+  void set_max_groups(int groups) { max_groups_ = groups; }
   // The SMs left to NCCL and NCCL's slowdown on that many CTAs (0: the profile's).
   void set_comm_sms(int sms, double comm_stretch = 0) {
     comm_sms_ = sms;
@@ -56,9 +57,16 @@ class TilewiseDesign final : public PairedDesign {
   int comm_sms_, max_groups_;
   double tile_m_, tile_n_, gemm_vs_vendor_, signal_, interference_, wait_s_;
   double slowdown_ar_, slowdown_rs_, slowdown_a2a_, slowdown_other_;
+  struct Plan {
+    int comm_sms = 0, waves = 0;
+    double stretch = 1;
+    std::vector<int> groups;
+  };
+  double stretch_for(int comm_sms, CollectiveOp coll, std::uint64_t bytes, int ranks) const;
+  CollectiveProfile curves_;
   double stretch_override_ = 0;
   std::vector<int> partition_;
-  mutable std::map<std::tuple<int, double, double, double, float>, std::vector<int>> plans_;
+  mutable std::map<std::tuple<double, double, double, float, int, int>, Plan> plans_;
 };
 
 // The tile-wise partition of a GEMM's waves into groups that FlashOverlap's predictor
@@ -74,9 +82,14 @@ struct WaveGroupProblem {
   double bytes = 0;
   double comm_s_per_byte = -1;  // on the network with NCCL's default CTAs
   double comm_stretch = 1;      // NCCL on the CTAs left to it
+  double comm_latency_s = 0;    // per call, besides bytes x rate
   int max_groups = 1;
 };
-std::vector<int> plan_wave_groups(const WaveGroupProblem& problem);
+struct WaveGroupPlan {
+  std::vector<int> sizes;  // waves per group
+  double end_s = -1;       // predicted end of the last group's collective; < 0: not predicted
+};
+WaveGroupPlan plan_wave_groups(const WaveGroupProblem& problem);
 
 // One kernel: each CTA computes its tile (or slice) and pushes it to its peers itself.
 // Charges: the in-kernel communication's cost to the op, a latency per pushed tile,

@@ -109,20 +109,30 @@ PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
     });
   }
   auto design = make_design(design_name, profile);
+  if (PairedDesign* paired = as_paired(*design)) paired->set_scaled_parts(0, {pc.world});
   if (PairedDesign* paired = as_paired(*design); paired && pc.comm_bytes > 0) {
     // Plan with the collective's rate alone (a step learns it from earlier parts).
-    double alone_s = -1;
-    if (!points.empty())
-      alone_s = interpolate(points, pc.comm_bytes);
-    else if (curve)
-      alone_s = curve->time_s(pc.comm_bytes, pc.world);
-    if (alone_s > 0) paired->set_comm_rate_hint(alone_s / static_cast<double>(pc.comm_bytes));
+    // Latency and rate through the alone times at the full size and a sixteenth of it.
+    auto alone_s = [&](std::uint64_t b) {
+      if (!points.empty()) return interpolate(points, b);
+      if (curve) return curve->time_s(b, pc.world);
+      return -1.0;
+    };
+    const double full = alone_s(pc.comm_bytes), part = alone_s(pc.comm_bytes / 16);
+    if (full > 0) {
+      const double rate =
+          std::max(0.0, (full - part) / static_cast<double>(pc.comm_bytes - pc.comm_bytes / 16));
+      const double latency = std::max(0.0, full - rate * static_cast<double>(pc.comm_bytes));
+      paired->set_comm_rate_hint(rate > 0 ? rate : full / static_cast<double>(pc.comm_bytes),
+                                 latency);
+    }
   }
   if (auto* d = dynamic_cast<DecomposedDesign*>(design.get()); d && pc.chunks > 0)
     d->set_chunks(pc.chunks);
   if (auto* t = dynamic_cast<TilewiseDesign*>(design.get())) {
     if (pc.comm_sms > 0) t->set_comm_sms(pc.comm_sms, pc.comm_stretch);
     if (!pc.waves_per_group.empty()) t->set_partition(pc.waves_per_group);
+    if (pc.max_groups > 0) t->set_max_groups(pc.max_groups);
   }
   const StepResult r = exec.run(*design);
   out.time_s = r.step_time_s;

@@ -33,6 +33,7 @@ struct PairCase {
   int comm_sms = 0;                  // tilewise
   double comm_stretch = 0;           // tilewise: NCCL's slowdown on comm_sms CTAs
   std::vector<int> waves_per_group;  // tilewise
+  int max_groups = 0;                // tilewise: at most this many groups (a measured count)
 };
 
 struct PairOutcome {

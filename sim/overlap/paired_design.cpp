@@ -23,6 +23,7 @@ struct PairedDesign::Pair {
   int in_flight = 0, parts_done = 0;
   bool comm_busy = false;
   std::deque<int> queued;
+  std::vector<int> waiting_for_sms;  // parts ready while a group held every SM
   bool scale_parts = false;       // later parts timed from the first (set_scaled_parts)
   double first_part_s_per_byte = -1;
   int comm_group = -1;
@@ -88,6 +89,9 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
     view.comm_s_per_byte = it->second;
   else
     view.comm_s_per_byte = rate_hint_;
+  view.comm_latency_s = latency_hint_;
+  if (group >= 0 && group < static_cast<int>(group_sizes_.size()))
+    view.comm_ranks = group_sizes_[group];
   std::string why_not;
   auto sched = schedule(ctx.compute_model(), view, why_not);
   if (!sched) {
@@ -162,6 +166,12 @@ void PairedDesign::start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& 
                       return;
                     }
                     pair->compute_running = false;
+                    // The group's SMs free up: parts that waited for them go first, then
+                    // the next group starts, and this group's part waits for it.
+                    std::vector<int> waiting;
+                    waiting.swap(pair->waiting_for_sms);
+                    for (int w : waiting) enqueue_part(ctx, pair, w);
+                    if (j + 1 < n) run_next_group(ctx, pair);
                     if (pair->producer) part_ready(ctx, pair, j);
                     if (j + 1 == n) {
                       pair->compute_finished = true;
@@ -170,13 +180,19 @@ void PairedDesign::start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& 
                         pairs_.erase(key_of(pair->program, pair->comm));
                       }
                       ctx.finish_op(pair->program, pair->compute);
-                    } else {
-                      run_next_group(ctx, pair);
                     }
                   });
 }
 
 void PairedDesign::part_ready(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part) {
+  if (pair->s.comm_waits_for_running_group && pair->compute_running) {
+    pair->waiting_for_sms.push_back(part);
+    return;
+  }
+  enqueue_part(ctx, pair, part);
+}
+
+void PairedDesign::enqueue_part(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part) {
   if (pair->s.serial_parts) {
     pair->queued.push_back(part);
     if (pair->comm_busy) return;
@@ -250,7 +266,11 @@ void PairedDesign::part_done(ExecContext& ctx, const std::shared_ptr<Pair>& pair
     if (!pair->queued.empty()) {
       const int next = pair->queued.front();
       pair->queued.pop_front();
-      launch_part(ctx, pair, next);
+      // The next NCCL kernel of the stream needs SMs again.
+      if (pair->s.comm_waits_for_running_group && pair->compute_running)
+        pair->waiting_for_sms.push_back(next);
+      else
+        launch_part(ctx, pair, next);
     }
   }
   if (!pair->producer) {

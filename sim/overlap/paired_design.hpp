@@ -37,6 +37,9 @@ struct PairSchedule {
   double first_part_delay_s = 0;   // before the first part
   double last_part_delay_s = -1;   // before the last part (of several); < 0: part_delay_s
   bool serial_parts = true;        // parts one after another (false: all may run at once)
+  // A part ready while a group of the op runs waits until that group ends: the op holds
+  // every SM and stream priority never preempts resident blocks (papers.md §3).
+  bool comm_waits_for_running_group = false;
 };
 
 // Counts over simulated programs (a folded program counts once).
@@ -55,6 +58,8 @@ struct PairView {
   // network, before any CTA-limit stretch (learned during the run, or the hint); < 0 when
   // unknown. Designs may use it to plan groups.
   double comm_s_per_byte = -1;
+  int comm_ranks = 0;  // size of the collective's communicator (0: unknown)
+  double comm_latency_s = 0;  // fixed time per call besides bytes x rate (hint only)
 };
 
 class PairedDesign : public OverlapDesign {
@@ -74,7 +79,10 @@ class PairedDesign : public OverlapDesign {
   // every part simulated costs ~0.3 s each. 0 (default): every part on the network.
   // A comm rate to plan with before any part has run (simulate_pair sets it from the
   // collective's time alone).
-  void set_comm_rate_hint(double s_per_byte) { rate_hint_ = s_per_byte; }
+  void set_comm_rate_hint(double s_per_byte, double latency_s = 0) {
+    rate_hint_ = s_per_byte;
+    latency_hint_ = latency_s;
+  }
   void set_scaled_parts(int min_ranks, std::vector<int> group_sizes) {
     scaled_parts_min_ranks_ = min_ranks;
     group_sizes_ = std::move(group_sizes);
@@ -93,6 +101,7 @@ class PairedDesign : public OverlapDesign {
   void begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVertex comm, bool producer);
   void run_next_group(ExecContext& ctx, const std::shared_ptr<Pair>& pair);
   void part_ready(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
+  void enqueue_part(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
   void launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
   void part_done(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
   void start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int group,
@@ -103,7 +112,7 @@ class PairedDesign : public OverlapDesign {
   int sms_;
   std::vector<char> intra_host_;
   int scaled_parts_min_ranks_ = 0;
-  double rate_hint_ = -1;
+  double rate_hint_ = -1, latency_hint_ = 0;
   std::unordered_map<int, double> learned_rate_;  // communicator -> s per byte
   std::vector<int> group_sizes_;
   PairStats stats_;

@@ -18,8 +18,8 @@ std::vector<int> head_and_equal(int waves, int max_groups) {
 
 }  // namespace
 
-std::vector<int> plan_wave_groups(const WaveGroupProblem& w) {
-  if (w.comm_s_per_byte < 0) return head_and_equal(w.waves, w.max_groups);
+WaveGroupPlan plan_wave_groups(const WaveGroupProblem& w) {
+  if (w.comm_s_per_byte < 0) return {head_and_equal(w.waves, w.max_groups), -1};
   // Waves in at most 64 units, so the search stays O(groups x 64^2).
   const int unit = (w.waves + 63) / 64;
   const int units = (w.waves + unit - 1) / unit;
@@ -38,8 +38,9 @@ std::vector<int> plan_wave_groups(const WaveGroupProblem& w) {
       for (int v = g - 1; v < u; ++v) {
         if (end[g - 1][v] >= kInf) continue;
         const double x =
-            w.wait_s + (tiles_of(u) - tiles_of(v)) / w.tiles * w.bytes * w.comm_s_per_byte *
-                         w.comm_stretch;
+            w.wait_s + w.comm_stretch * (w.comm_latency_s + (tiles_of(u) - tiles_of(v)) /
+                                                                  w.tiles * w.bytes *
+                                                                  w.comm_s_per_byte);
         const double e = std::max(compute_end, end[g - 1][v]) + x;
         if (e < end[g][u]) {
           end[g][u] = e;
@@ -57,7 +58,7 @@ std::vector<int> plan_wave_groups(const WaveGroupProblem& w) {
     u = v;
   }
   std::reverse(sizes.begin(), sizes.end());
-  return sizes;
+  return {sizes, end[best][units]};
 }
 
 double comm_slowdown_for(CollectiveOp op, double allreduce, double reducescatter,
@@ -74,7 +75,8 @@ double comm_slowdown_for(CollectiveOp op, double allreduce, double reducescatter
   }
 }
 
-TilewiseDesign::TilewiseDesign(const Profile& profile) : PairedDesign(profile.device.sms) {
+TilewiseDesign::TilewiseDesign(const Profile& profile)
+    : PairedDesign(profile.device.sms), curves_(profile.collectives) {
   DesignParameters p(profile, "tilewise");
   comm_sms_ = static_cast<int>(p.need_at_least("comm_sms", 1, "SMs left to NCCL, >= 1"));
   max_groups_ = static_cast<int>(p.need_at_least("max_groups", 1, "a group count >= 1"));
@@ -93,6 +95,28 @@ TilewiseDesign::TilewiseDesign(const Profile& profile) : PairedDesign(profile.de
     throw std::invalid_argument("designs.tilewise.comm_sms: must be below the device's SMs");
 }
 
+double TilewiseDesign::stretch_for(int comm_sms, CollectiveOp coll, std::uint64_t bytes,
+                                   int ranks) const {
+  if (stretch_override_ > 0 && comm_sms == comm_sms_) return stretch_override_;
+  // Measured curves of NCCL on `comm_sms` CTAs and on its default, where the profile has
+  // both for this op (intra-node, the communicator's size or any).
+  const CollectiveCurve* limited = nullptr;
+  const CollectiveCurve* free_run = nullptr;
+  for (const auto& c : curves_.curves) {
+    if (c.op != coll || c.scope != CommScope::IntraNode || (c.ranks != 0 && c.ranks != ranks))
+      continue;
+    if (c.ctas == comm_sms && !limited) limited = &c;
+    if (c.ctas == 0 && !free_run) free_run = &c;
+  }
+  if (limited && free_run && bytes > 0)
+    return std::max(1.0, limited->time_s(bytes, ranks) / free_run->time_s(bytes, ranks));
+  // Otherwise the parameter measured at the profile's carve-out, scaled by CTAs (NCCL's
+  // bandwidth grows with its CTAs until the links saturate).
+  const double at_default =
+      comm_slowdown_for(coll, slowdown_ar_, slowdown_rs_, slowdown_a2a_, slowdown_other_);
+  return std::max(1.0, at_default * comm_sms_ / comm_sms);
+}
+
 std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
                                                      const PairView& pair,
                                                      std::string& why_not) const {
@@ -104,46 +128,64 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
     why_not = "not GEMM + AllReduce/ReduceScatter/All-to-All";
     return std::nullopt;
   }
-  const int sms_c = sms() - comm_sms_;
   const double tiles = gemm_tiles(op, tile_m_, tile_n_);
   const double waves_full = std::ceil(tiles / sms());
-  const int waves = static_cast<int>(std::ceil(tiles / sms_c));
-  if (waves < 2) {
-    why_not = "GEMM of one wave (nothing to pipeline)";
-    return std::nullopt;
-  }
   // One wave's time: the own GEMM with signals on all SMs, per wave; on SMs - s it has
   // more waves of the same length (wave quantisation).
   const double full_s = model.time_s(op) * gemm_vs_vendor_ * (1 + signal_);
   const double wave_s = full_s / waves_full;
-  const double stretch = !pair.intra_host      ? 1.0
-                         : stretch_override_ > 0 ? stretch_override_
-                                                 : comm_slowdown_for(coll, slowdown_ar_,
-                                                                     slowdown_rs_, slowdown_a2a_,
-                                                                     slowdown_other_);
-  std::vector<int> groups = partition_;
-  if (groups.empty() || std::accumulate(groups.begin(), groups.end(), 0) != waves) {
-    // FlashOverlap's predictor picks the partition, with the rate this communicator's
-    // earlier parts showed (memoised: a step repeats its shapes thousands of times).
-    WaveGroupProblem w{waves, sms_c, tiles, wave_s, interference_, wait_s_,
-                       static_cast<double>(pair.comm->comm_bytes), pair.comm_s_per_byte,
-                       stretch, max_groups_};
-    const auto key = std::make_tuple(waves, tiles, wave_s, w.bytes * stretch,
-                                     static_cast<float>(pair.comm_s_per_byte));
-    auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, plan_wave_groups(w)).first;
-    groups = it->second;
+  const double bytes = static_cast<double>(pair.comm->comm_bytes);
+  const auto key = std::make_tuple(tiles, wave_s, bytes, static_cast<float>(pair.comm_s_per_byte),
+                                   static_cast<int>(pair.intra_host), pair.comm_ranks);
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    // Like the kernel's tuner: each carve-out the GEMM allows (s, s/2, s/4), the partition
+    // FlashOverlap's predictor finds best for it, and the carve-out predicted fastest.
+    // Memoised: a step repeats its shapes thousands of times.
+    Plan best;
+    double best_end = 1e300;
+    const std::vector<int> candidates =
+        partition_.empty() && pair.comm_s_per_byte >= 0
+            ? std::vector<int>{comm_sms_, std::max(1, comm_sms_ / 2), std::max(1, comm_sms_ / 4)}
+            : std::vector<int>{comm_sms_};
+    for (int s : candidates) {
+      const int sms_c = sms() - s;
+      const int waves = static_cast<int>(std::ceil(tiles / sms_c));
+      const double stretch =
+          pair.intra_host ? stretch_for(s, coll, pair.comm->comm_bytes, pair.comm_ranks) : 1.0;
+      WaveGroupProblem w{waves, sms_c, tiles, wave_s, interference_, wait_s_, bytes,
+                         pair.comm_s_per_byte, stretch, pair.comm_latency_s, max_groups_};
+      std::vector<int> groups = partition_;
+      double end_s = -1;
+      if (groups.empty() || std::accumulate(groups.begin(), groups.end(), 0) != waves) {
+        const WaveGroupPlan plan = plan_wave_groups(w);
+        groups = plan.sizes;
+        end_s = plan.end_s;
+      }
+      if (end_s < 0 || end_s < best_end) {
+        best = {s, waves, stretch, groups};
+        best_end = end_s < 0 ? 1e300 : end_s;
+        if (end_s < 0) break;
+      }
+    }
+    it = plans_.emplace(key, best).first;
   }
+  const Plan& plan = it->second;
+  if (plan.waves < 2) {
+    why_not = "GEMM of one wave (nothing to pipeline)";
+    return std::nullopt;
+  }
+  const int sms_c = sms() - plan.comm_sms;
   PairSchedule s;
   double tiles_left = tiles;
-  for (int g : groups) {
+  for (int g : plan.groups) {
     s.compute_s.push_back(g * wave_s);
     const double t = std::min(tiles_left, static_cast<double>(g) * sms_c);
     s.comm_share.push_back(t / tiles);
     tiles_left -= t;
   }
   s.compute_slowdown = interference_;
-  s.comm_stretch = stretch;
+  s.comm_stretch = plan.stretch;
   s.first_part_delay_s = wait_s_;
   s.part_delay_s = wait_s_;
   return s;
