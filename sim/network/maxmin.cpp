@@ -230,18 +230,17 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
   return batch_;
 }
 
-// Sorts initial_ by (level, resource). Symmetric traffic (ring steps, an all-to-all's NIC
-// links) often gives every touched resource the same level: then the order is by resource
-// id alone, read off a bitmap in O(resources / 64 + n) instead of comparison-sorted.
-void MaxMinSolver::sort_initial_levels() {
-  if (initial_.empty()) return;
+// Sorts initial_ by (level, resource) when symmetric traffic (ring steps, an all-to-all's
+// NIC links) gives every touched resource the same level: then the order is by resource id
+// alone, read off a bitmap in O(resources / 64 + n). Otherwise returns false and leaves the
+// order to a heap: the filling usually freezes every flow after a few of the resources
+// (an aggregate crosses hundreds), so sorting them all cost more than the filling.
+bool MaxMinSolver::sort_initial_levels() {
+  if (initial_.empty()) return true;
   const double level = initial_.front().first;
   const bool all_equal = std::all_of(initial_.begin(), initial_.end(),
                                      [level](const auto& e) { return e.first == level; });
-  if (!all_equal) {
-    std::sort(initial_.begin(), initial_.end());
-    return;
-  }
+  if (!all_equal) return false;
   std::size_t lo_word = resource_bits_.size(), hi_word = 0;
   for (const auto& e : initial_) {
     const std::size_t w = e.second / 64;
@@ -255,14 +254,17 @@ void MaxMinSolver::sort_initial_levels() {
       initial_[i++].second = static_cast<ResourceId>(w * 64 + std::countr_zero(bits));
     resource_bits_[w] = 0;
   }
+  return true;
 }
 
 void MaxMinSolver::fill(double start_level_Bps, bool from_zero_load) {
   // Resource -> batch flows, as a compressed sparse row over the resources the batch touches.
   touched_list_.clear();
   std::size_t incidences = 0;
+  std::size_t unfrozen_flows = 0;  // batch flows with resources, not yet frozen
   for (FlowId f : batch_) {
     flows_[f].frozen = false;
+    if (flows_[f].path_len != 0) ++unfrozen_flows;
     const auto weight = weights(f);
     std::size_t k = 0;
     for (ResourceId r : path(f)) {
@@ -303,13 +305,17 @@ void MaxMinSolver::fill(double start_level_Bps, bool from_zero_load) {
     remaining_Bps_[r] = std::clamp(capacity_Bps_[r] - load_Bps_[r], 0.0, capacity_Bps_[r]);
     initial_.emplace_back(std::max(start_level_Bps, remaining_Bps_[r] / unfrozen_[r]), r);
   }
-  sort_initial_levels();
   heap_.clear();
+  if (!sort_initial_levels()) {
+    heap_.swap(initial_);  // initial_ is now empty
+    std::make_heap(heap_.begin(), heap_.end(), heap_greater);
+  }
   std::size_t next_initial = 0;
 
   frozen_order_.clear();
   double level_Bps = start_level_Bps;
-  while (next_initial < initial_.size() || !heap_.empty()) {
+  // Entries left once every flow is frozen would all be skipped (no unfrozen weight).
+  while ((next_initial < initial_.size() || !heap_.empty()) && unfrozen_flows > 0) {
     std::pair<double, ResourceId> entry;
     if (heap_.empty() ||
         (next_initial < initial_.size() && initial_[next_initial] < heap_.front())) {
@@ -339,6 +345,7 @@ void MaxMinSolver::fill(double start_level_Bps, bool from_zero_load) {
       FlowSlot& slot = flows_[f];
       if (slot.frozen) continue;
       slot.frozen = true;
+      --unfrozen_flows;
       slot.rate_Bps = level_Bps;
       frozen_order_.push_back(f);
       const ResourceId* r = pool + slot.path_begin;

@@ -94,7 +94,7 @@ class MaxMinSolver {
   // `from_zero_load`: the batch is every active flow).
   void fill(double start_level_Bps, bool from_zero_load);
   void compact_paths();
-  void sort_initial_levels();
+  bool sort_initial_levels();
   // resources_of without the checks, for the inner loops.
   std::span<const ResourceId> path(FlowId id) const {
     return {path_pool_.data() + flows_[id].path_begin, flows_[id].path_len};
