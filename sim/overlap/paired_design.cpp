@@ -76,22 +76,49 @@ void PairedDesign::start(ExecContext& ctx, int p, OpVertex v) {
   run_sequential(ctx, p, v);
 }
 
-void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVertex comm,
-                              bool producer) {
+PairView PairedDesign::view_of(const OpNode& compute, const OpNode& comm, bool producer) const {
   PairView view;
-  view.compute = &ctx.op(p, compute);
-  view.comm = &ctx.op(p, comm);
+  view.compute = &compute;
+  view.comm = &comm;
   view.producer = producer;
-  const int group = view.comm->comm_group;
+  const int group = comm.comm_group;
   view.intra_host = intra_host_.empty() || group < 0 ||
                     group >= static_cast<int>(intra_host_.size()) || intra_host_[group] != 0;
+  if (group >= 0 && group < static_cast<int>(group_sizes_.size()))
+    view.comm_ranks = group_sizes_[group];
+  return view;
+}
+
+PairStats PairedDesign::scan(const StepGraph& step, const ComputeModel& model) const {
+  PairStats out;
+  for (const RankProgram& prog : step.ranks) {
+    const OpGraph& g = prog.graph;
+    for (OpVertex v = 0; v < boost::num_vertices(g); ++v) {
+      const OpNode& node = g[v];
+      if (node.pair_partner < 0 || is_comm(node.kind)) continue;
+      const auto c = static_cast<OpVertex>(node.pair_partner);
+      if (g[c].kind != OpKind::Collective) continue;
+      const bool producer = boost::edge(v, c, g).second;
+      if (!producer && !boost::edge(c, v, g).second) continue;
+      std::string why_not;
+      if (schedule(model, view_of(node, g[c], producer), why_not))
+        ++out.overlapped;
+      else
+        ++out.sequential[why_not];
+    }
+  }
+  return out;
+}
+
+void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVertex comm,
+                              bool producer) {
+  PairView view = view_of(ctx.op(p, compute), ctx.op(p, comm), producer);
+  const int group = view.comm->comm_group;
   if (auto it = learned_rate_.find(group); it != learned_rate_.end())
     view.comm_s_per_byte = it->second;
   else
     view.comm_s_per_byte = rate_hint_;
   view.comm_latency_s = latency_hint_;
-  if (group >= 0 && group < static_cast<int>(group_sizes_.size()))
-    view.comm_ranks = group_sizes_[group];
   std::string why_not;
   auto sched = schedule(ctx.compute_model(), view, why_not);
   if (!sched) {
@@ -161,8 +188,8 @@ void PairedDesign::start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& 
                     const double overlapped = comm_busy_s(*pair, ctx.simulator().now()) - busy0;
                     const double lost = overlapped * (1 - 1 / slow);
                     if (slow > 1 && lost > 1e-12) {
-                      // After a few rounds, charge what is left at the slow rate.
-                      start_segment(ctx, pair, j, round < 4 ? lost : lost * slow, round + 1);
+                      // After one correction round, charge what is left at the slow rate (events).
+                      start_segment(ctx, pair, j, round < 1 ? lost : lost * slow, round + 1);
                       return;
                     }
                     pair->compute_running = false;

@@ -68,6 +68,9 @@ class PairedDesign : public OverlapDesign {
   void start(ExecContext& ctx, int program, OpVertex v) final;
 
   const PairStats& stats() const { return stats_; }
+  // Which pairs of the step this design would overlap and which it leaves sequential,
+  // without running it (a design that applies to none gives sequential's step exactly).
+  PairStats scan(const StepGraph& step, const ComputeModel& model) const;
   const std::vector<ParameterUse>& parameters() const { return parameters_; }
 
   // Which communicators lie inside one host (index: StepGraph::groups); without it every
@@ -108,6 +111,7 @@ class PairedDesign : public OverlapDesign {
                      double duration_s, int round);
   double comm_busy_s(const Pair& pair, double now) const;
   static void run_sequential(ExecContext& ctx, int p, OpVertex v);
+  PairView view_of(const OpNode& compute, const OpNode& comm, bool producer) const;
 
   int sms_;
   std::vector<char> intra_host_;
