@@ -1,8 +1,11 @@
 // Pairs: per shape, the op alone (cublas; embedding: own) and the collective alone (nccl),
 // both on the compute stream, then the designs: sequential, and decomposed for every
-// chunk count that splits the shape. Every variant is checked after its timing: outputs
-// poisoned, one run, unwritten elements + host-reference samples + (after sequential)
-// the element-wise difference from the sequential result.
+// chunk count that splits the shape. When both the parts and sequential are asked for,
+// the three are timed interleaved in one loop (time_interleaved), so "sequential against
+// the sum of its parts" compares runs under the same clock and power state. Every variant is
+// checked after its timing: outputs poisoned, one run, unwritten elements + host-reference samples
+// + (after sequential) the element-wise difference from the sequential result.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -11,6 +14,7 @@
 #include "kernels/bench/tilewise_runner.hpp"
 #include "kernels/bench/timing.hpp"
 #include "kernels/bench/verify.hpp"
+#include "kernels/collectives/nccl_collectives.hpp"
 #include "kernels/designs/decomposed.hpp"
 #include "kernels/designs/sequential.hpp"
 #include "kernels/harness/fill.hpp"
@@ -62,7 +66,10 @@ Status allocate_set(BenchEnv& env, const BenchCase& c, const PairShape& shape, P
 class PairCaseRunner {
  public:
   PairCaseRunner(BenchEnv& env, const BenchCase& c, PairOp op, const PairShape& shape)
-      : env_(env), case_(c), op_(op), shape_(shape),
+      : env_(env),
+        case_(c),
+        op_(op),
+        shape_(shape),
         reference_(op, shape, c.dtype, env.world(), env.seed, 0) {}
 
   Status run() {
@@ -70,7 +77,8 @@ class PairCaseRunner {
     const std::size_t elem = dtype_bytes(case_.dtype);
     sets_ = env_.rotation_sets((sizes.a + sizes.b) * elem + sizes.indices * 4);
     buffers_.resize(static_cast<std::size_t>(sets_));
-    for (int s = 0; s < sets_; ++s) OVERLAPSIM_TRY(allocate_set(env_, case_, shape_, op_, s, &buffers_[s]));
+    for (int s = 0; s < sets_; ++s)
+      OVERLAPSIM_TRY(allocate_set(env_, case_, shape_, op_, s, &buffers_[s]));
     OVERLAPSIM_TRY(pair_.initialize(&env_.ctx->comm, env_.lt, op_, shape_, case_.dtype,
                                     env_.workspace.data(), env_.workspace.bytes()));
     OVERLAPSIM_TRY(pair_.prepare(1));
@@ -99,17 +107,24 @@ class PairCaseRunner {
         OVERLAPSIM_TRY(pair_.enqueue_op(buffers_[0].view(), k, chunk, env_.ctx->compute_stream));
     OVERLAPSIM_TRY(wait_stream(env_.ctx->comm, env_.ctx->compute_stream, "pair warm-up"));
 
-    if (case_.parts) {
-      OVERLAPSIM_TRY(measure_op_alone());
-      OVERLAPSIM_TRY(measure_collective_alone());
+    const bool interleave_parts =
+        case_.parts &&
+        std::find(case_.designs.begin(), case_.designs.end(), "sequential") != case_.designs.end();
+    if (case_.parts && !interleave_parts) {
+      OVERLAPSIM_TRY(measure_op_alone(nullptr));
+      OVERLAPSIM_TRY(measure_collective_alone(nullptr));
     }
     for (const std::string& design : case_.designs) {
       if (design == "sequential") {
-        OVERLAPSIM_TRY(measure_design(design, 1));
+        if (interleave_parts) {
+          OVERLAPSIM_TRY(measure_sequential_with_parts());
+        } else {
+          OVERLAPSIM_TRY(measure_design(design, 1, nullptr));
+        }
       } else if (design == "tilewise") {
         OVERLAPSIM_TRY(run_tilewise_rows(env_, case_, op_, shape_, tilewise_io()));
       } else {
-        for (int k : chunk_counts) OVERLAPSIM_TRY(measure_design(design, k));
+        for (int k : chunk_counts) OVERLAPSIM_TRY(measure_design(design, k, nullptr));
       }
     }
     return Status::success();
@@ -164,16 +179,45 @@ class PairCaseRunner {
     return sum_over_ranks(env_, wrong);
   }
 
-  Status measure_op_alone() {
+  // The op alone, the collective alone and the sequential pair in one interleaved loop;
+  // their rows are emitted in that order (the parts' rows are this pair's own, even when
+  // another case already timed the same op alone).
+  Status measure_sequential_with_parts() {
+    OVERLAPSIM_TRY(align_.allocate(256));
+    OVERLAPSIM_TRY(fill_random(align_.data(), 1, case_.dtype, 10, compute()));
+    const std::vector<EnqueueIteration> variants{
+        [&](int i) { return pair_.enqueue_op(set(i), 1, 0, compute()); },
+        [&](int i) { return pair_.enqueue_collective(set(i), 1, 0, compute()); },
+        [&](int i) { return run_sequential(pair_, set(i), compute()); }};
+    // One element all-reduced between variants: no rank starts a variant's clock while
+    // the other is still finishing the previous variant.
+    const EnqueueIteration align = [&](int) {
+      return all_reduce(env_.ctx->comm, align_.data(), align_.data(), 1, case_.dtype, compute());
+    };
+    std::vector<Timing> timings;
+    OVERLAPSIM_TRY(
+        time_interleaved(*env_.ctx, case_.warmup, case_.iterations, variants, align, &timings));
+    OVERLAPSIM_TRY(measure_op_alone(&timings[0]));
+    OVERLAPSIM_TRY(measure_collective_alone(&timings[1]));
+    return measure_design("sequential", 1, &timings[2]);
+  }
+
+  // `interleaved`: the time from measure_sequential_with_parts' loop, else timed here.
+  Status measure_op_alone(const Timing* interleaved) {
     const char* impl = op_ == PairOp::EmbeddingAllToAll ? "own" : "cublas";
-    const PairShape key_shape = op_ == PairOp::EmbeddingAllToAll ? shape_ : PairShape{shape_.m, shape_.n, shape_.k, 0};
+    const PairShape key_shape =
+        op_ == PairOp::EmbeddingAllToAll ? shape_ : PairShape{shape_.m, shape_.n, shape_.k, 0};
     const std::string key = single_op_key(compute_name(op_), impl, case_.dtype, key_shape);
-    if (env_.measured.count(key)) return Status::success();
+    if (interleaved == nullptr && env_.measured.count(key)) return Status::success();
     env_.measured.insert(key);
     Timing t;
-    OVERLAPSIM_TRY(time_iterations(*env_.ctx, case_.warmup, case_.iterations,
-                                   [&](int i) { return pair_.enqueue_op(set(i), 1, 0, compute()); },
-                                   &t));
+    if (interleaved != nullptr) {
+      t = *interleaved;
+    } else {
+      OVERLAPSIM_TRY(time_iterations(
+          *env_.ctx, case_.warmup, case_.iterations,
+          [&](int i) { return pair_.enqueue_op(set(i), 1, 0, compute()); }, &t));
+    }
     OVERLAPSIM_TRY(poison_outputs());
     if (collective_first(op_)) OVERLAPSIM_TRY(pair_.enqueue_collective(set(0), 1, 0, compute()));
     OVERLAPSIM_TRY(pair_.enqueue_op(set(0), 1, 0, compute()));
@@ -187,14 +231,18 @@ class PairCaseRunner {
     return Status::success();
   }
 
-  Status measure_collective_alone() {
+  Status measure_collective_alone(const Timing* interleaved) {
     Timing t;
-    OVERLAPSIM_TRY(time_iterations(
-        *env_.ctx, case_.warmup, case_.iterations,
-        [&](int i) { return pair_.enqueue_collective(set(i), 1, 0, compute()); }, &t));
+    if (interleaved != nullptr) {
+      t = *interleaved;
+    } else {
+      OVERLAPSIM_TRY(time_iterations(
+          *env_.ctx, case_.warmup, case_.iterations,
+          [&](int i) { return pair_.enqueue_collective(set(i), 1, 0, compute()); }, &t));
+    }
     std::uint64_t wrong = 0;
-    OVERLAPSIM_TRY(run_and_check([&] { return run_sequential(pair_, set(0), compute()); }, nullptr,
-                                 &wrong));
+    OVERLAPSIM_TRY(
+        run_and_check([&] { return run_sequential(pair_, set(0), compute()); }, nullptr, &wrong));
     const CollectiveOp coll = pair_collective(op_);
     BenchRow row = base_row(to_string(coll), "nccl", 1, t);
     row.bytes = collective_bytes(op_, shape_, env_.world(), case_.dtype);
@@ -224,19 +272,22 @@ class PairCaseRunner {
     return io;
   }
 
-  Status measure_design(const std::string& design, int chunks) {
+  Status measure_design(const std::string& design, int chunks, const Timing* interleaved) {
     const auto enqueue = [&](int i) -> Status {
       if (design == "sequential") return run_sequential(pair_, set(i), compute());
       return decomposed_.run(pair_, set(i), chunks, compute(), env_.ctx->comm_stream);
     };
     Timing t;
-    OVERLAPSIM_TRY(time_iterations(*env_.ctx, case_.warmup, case_.iterations, enqueue, &t));
+    if (interleaved != nullptr) {
+      t = *interleaved;
+    } else {
+      OVERLAPSIM_TRY(time_iterations(*env_.ctx, case_.warmup, case_.iterations, enqueue, &t));
+    }
     std::uint64_t wrong = 0;
     const bool is_sequential = design == "sequential";
-    OVERLAPSIM_TRY(run_and_check([&] { return enqueue(0); },
-                                 is_sequential || !have_sequential_ ? nullptr
-                                                                    : sequential_result_.data(),
-                                 &wrong));
+    OVERLAPSIM_TRY(run_and_check(
+        [&] { return enqueue(0); },
+        is_sequential || !have_sequential_ ? nullptr : sequential_result_.data(), &wrong));
     if (is_sequential) OVERLAPSIM_TRY(keep_sequential_result());
     BenchRow row = base_row(to_string(op_), design, chunks, t);
     row.flops = compute_flops(op_, shape_);
@@ -278,6 +329,7 @@ class PairCaseRunner {
   std::vector<PairSet> buffers_;
   int sets_ = 1;
   DeviceBuffer sequential_result_;
+  DeviceBuffer align_;  // one element all-reduced between interleaved variants
   bool have_sequential_ = false;
   double same_as_abs_tol_ = 0;
 };

@@ -4,6 +4,7 @@
 // over iterations. Iterations run back to back; each ends with its collective, which
 // keeps the ranks in step.
 #include <functional>
+#include <vector>
 
 #include "kernels/common/status.hpp"
 #include "kernels/harness/multi_gpu.hpp"
@@ -22,5 +23,16 @@ using EnqueueIteration = std::function<Status(int iteration)>;
 
 Status time_iterations(RankContext& ctx, int warmup, int iterations,
                        const EnqueueIteration& enqueue, Timing* timing);
+
+// Several variants timed in one loop, so all see the same clock and power state (a GEMM
+// timed in a loop of its own ran under a different, power-limited clock than the pair it
+// was compared with: issue 4). Iteration i times every variant once, each with its own
+// events, starting with variant i mod V so no variant always follows the same one; before
+// each timed variant `align(i)` (untimed, may be empty) runs on the compute stream, e.g. a
+// tiny collective that lines the ranks up again so a variant's time does not include the
+// previous variant's skew between ranks. `timings` gets one entry per variant.
+Status time_interleaved(RankContext& ctx, int warmup, int iterations,
+                        const std::vector<EnqueueIteration>& variants,
+                        const EnqueueIteration& align, std::vector<Timing>* timings);
 
 }  // namespace overlapsim::kernels::bench

@@ -48,6 +48,7 @@ Status run_ranks(const HarnessOptions& options, const RankBody& body) {
 
   std::atomic<bool> failed{false};
   std::barrier prepared(world);
+  std::barrier finished(world);
   std::vector<Status> statuses(world);
   std::vector<std::thread> threads;
   threads.reserve(world);
@@ -61,11 +62,22 @@ Status run_ranks(const HarnessOptions& options, const RankBody& body) {
       if (status.ok && failed) status = Status::failure("peer failed before NCCL init");
       if (status.ok) status = connect_rank(ctx, id, options);
       if (status.ok) status = body(ctx);
-      if (!status.ok) failed = true;
-      Status closed = close_rank(ctx, !status.ok);
-      if (status.ok && !closed.ok) {
-        status = closed;
+      if (!status.ok) {
+        // Abort at once, before the rendezvous below: a peer may be inside a NCCL call
+        // that only returns once this communicator is gone.
         failed = true;
+        close_rank(ctx, true);
+      }
+      // Nobody finalizes unless every rank finished its body: ncclCommFinalize is
+      // collective and, with a blocking communicator, would wait with no deadline for a
+      // peer that has already aborted.
+      finished.arrive_and_wait();
+      if (status.ok) {
+        Status closed = close_rank(ctx, failed.load());
+        if (!closed.ok) {
+          status = closed;
+          failed = true;
+        }
       }
       statuses[rank] = status;
     });

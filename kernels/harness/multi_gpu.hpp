@@ -35,8 +35,10 @@ struct HarnessOptions {
   // non-blocking), which the GPU sees as idle time. With blocking communicators, stream
   // waits stay bounded (event polling with a deadline, then ncclCommAbort), init starts
   // only once every rank is ready, and collective channels connect during init
-  // (NCCL_RUNTIME_CONNECT=0); but a NCCL call that itself blocks (a lazy connection to a
-  // peer that died) has no deadline: seen once when channels connected lazily.
+  // (NCCL_RUNTIME_CONNECT=0), a failed rank aborts its own communicator at once, and
+  // (thread mode) ranks finalize only after every body succeeded. What stays unbounded
+  // is a NCCL call that itself blocks: init while a peer dies mid-init, and send/recv
+  // (all-to-all), whose peer connections NCCL still makes lazily in the first call.
   bool blocking_comms = false;
 };
 

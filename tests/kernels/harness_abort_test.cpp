@@ -17,12 +17,14 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Non-blocking communicators bound every call. The blocking instantiation is disabled:
-// on 2 x H200 (2026-11-22) it hung when it ran after non-blocking communicators had
-// already initialised NCCL in the process, so NCCL_RUNTIME_CONNECT=0 had not taken effect
-// and the first allreduce connected lazily inside a blocking call, waiting for the dead
-// peer. run_ranks now sets that variable before any init; rerun with
-// --gtest_also_run_disabled_tests to check it (not yet run on a GPU).
+// Both kinds of communicator. With blocking ones nothing can interrupt a NCCL call from
+// its own thread, so these tests rely on: channels connected during init
+// (NCCL_RUNTIME_CONNECT=0, set by run_ranks before NCCL's first init in the process: on
+// 2 x H200 on 2026-11-22 the blocking instantiation hung when the variable was set too
+// late and the first allreduce connected lazily to a dead peer), waits that poll, a
+// failed rank aborting its own communicator before anything else, and finalize only
+// after every rank's body succeeded (a blocking finalize would otherwise wait on a peer
+// that had already aborted, as in CollectiveTimeoutAbortsInsteadOfHanging).
 class HarnessAbort : public ::testing::TestWithParam<bool> {
  protected:
   HarnessOptions options() const {
@@ -70,7 +72,7 @@ TEST_P(HarnessAbort, CollectiveTimeoutAbortsInsteadOfHanging) {
 }
 
 INSTANTIATE_TEST_SUITE_P(NonBlocking, HarnessAbort, ::testing::Values(false));
-INSTANTIATE_TEST_SUITE_P(DISABLED_Blocking, HarnessAbort, ::testing::Values(true));
+INSTANTIATE_TEST_SUITE_P(Blocking, HarnessAbort, ::testing::Values(true));
 
 }  // namespace
 }  // namespace overlapsim::kernels
