@@ -100,6 +100,13 @@ case_step_llama3_405b_16384_tp8_pp16_dp128() {
     -c "$CLUSTERS/h200-2048node-ndr.yaml" --tp 8 --pp 16 --dp 128
 }
 
+# DeepSeek-V3 as the model file sets it up (PP16 EP64 DP64, 240 microbatches): ~56,000
+# 64-rank all-to-alls; target < 30 s, < 2 GiB.
+case_step_deepseek_v3_1024_pp16_ep64() {
+  run_simulate_case step_deepseek_v3_1024_pp16_ep64 -w "$MODELS/deepseek-v3.yaml" \
+    -c "$CLUSTERS/h200-128node-ndr.yaml"
+}
+
 CASES=(
   case_ring_allreduce_1024_switch
   case_alltoall_1024_h200_ndr
@@ -108,6 +115,7 @@ CASES=(
   case_step_mixtral_8x7b_1024_ep8
   case_step_dlrm_dcnv2_1024
   case_step_llama3_405b_16384_tp8_pp16_dp128
+  case_step_deepseek_v3_1024_pp16_ep64
 )
 
 main() {
