@@ -133,8 +133,8 @@ struct FlowNetwork::Impl {
   void start_group(std::span<const Transfer> transfers, Done on_done, std::uint64_t flow_id);
   void start_flows(const std::vector<UniqueTransfer>& unique, const GroupRoutes& group_routes,
                    std::uint32_t slot, double now_s);
-  bool start_aggregates(const std::vector<UniqueTransfer>& unique,
-                        const GroupRoutes& group_routes, std::uint32_t slot, double now_s);
+  bool start_aggregates(const std::vector<UniqueTransfer>& unique, const GroupRoutes& group_routes,
+                        std::uint32_t slot, double now_s);
   void request_solve();
   void solve_now();
   void on_completion();
