@@ -99,6 +99,10 @@ class PairCaseRunner {
     int max_chunks = 1;
     for (int k : chunk_counts) max_chunks = std::max(max_chunks, k);
     OVERLAPSIM_TRY(decomposed_.initialize(max_chunks));
+    // Allocated with the rest, before the warm-up: no rank may call cudaMalloc while the
+    // other already waits in a NCCL kernel (one process drives both GPUs; see NOTES.md).
+    OVERLAPSIM_TRY(align_.allocate(256));
+    OVERLAPSIM_TRY(fill_random(align_.data(), 1, case_.dtype, 10, compute()));
     // Every kernel runs once, alone, before anything overlaps: no lazy module load may
     // happen while a NCCL kernel spins on the other stream (design.md).
     OVERLAPSIM_TRY(run_sequential(pair_, buffers_[0].view(), env_.ctx->compute_stream));
@@ -183,8 +187,6 @@ class PairCaseRunner {
   // their rows are emitted in that order (the parts' rows are this pair's own, even when
   // another case already timed the same op alone).
   Status measure_sequential_with_parts() {
-    OVERLAPSIM_TRY(align_.allocate(256));
-    OVERLAPSIM_TRY(fill_random(align_.data(), 1, case_.dtype, 10, compute()));
     const std::vector<EnqueueIteration> variants{
         [&](int i) { return pair_.enqueue_op(set(i), 1, 0, compute()); },
         [&](int i) { return pair_.enqueue_collective(set(i), 1, 0, compute()); },
