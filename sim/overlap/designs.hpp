@@ -55,7 +55,7 @@ class TilewiseDesign final : public PairedDesign {
 
  private:
   int comm_sms_, max_groups_;
-  double tile_m_, tile_n_, gemm_vs_vendor_, signal_, interference_, wait_s_;
+  double tile_m_, tile_n_, gemm_vs_vendor_, signal_, interference_, wait_s_, call_latency_s_;
   double slowdown_ar_, slowdown_rs_, slowdown_a2a_, slowdown_other_;
   struct Plan {
     int comm_sms = 0, waves = 0;

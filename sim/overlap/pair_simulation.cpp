@@ -109,7 +109,11 @@ PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
     });
   }
   auto design = make_design(design_name, profile);
-  if (PairedDesign* paired = as_paired(*design)) paired->set_scaled_parts(0, {pc.world});
+  if (PairedDesign* paired = as_paired(*design)) {
+    paired->set_scaled_parts(0, {pc.world});
+    // Measured alone times (points or the profile's curve) include NCCL's fixed cost.
+    paired->set_call_latency_in_collectives(!points.empty() || curve != nullptr);
+  }
   if (PairedDesign* paired = as_paired(*design); paired && pc.comm_bytes > 0) {
     // Plan with the collective's rate alone (a step learns it from earlier parts).
     // Latency and rate through the alone times at the full size and a sixteenth of it.

@@ -80,6 +80,11 @@ class PairedDesign : public OverlapDesign {
   // StepGraph::groups) only a pair's first part runs on the network; later parts take
   // the time the first part took per byte. A 1,024-rank all-to-all is ~10^6 flows, so
   // every part simulated costs ~0.3 s each. 0 (default): every part on the network.
+  // Whether the collective model charges NCCL's fixed cost on every call (the profile's
+  // measured curves do; the flow network with CollectiveTuning{} does not). When it does
+  // not, the designs charge it on every call beyond the one sequential makes.
+  void set_call_latency_in_collectives(bool included) { call_latency_included_ = included; }
+
   // A comm rate to plan with before any part has run (simulate_pair sets it from the
   // collective's time alone).
   void set_comm_rate_hint(double s_per_byte, double latency_s = 0) {
@@ -97,6 +102,9 @@ class PairedDesign : public OverlapDesign {
   virtual std::optional<PairSchedule> schedule(const ComputeModel& model, const PairView& pair,
                                                std::string& why_not) const = 0;
   int sms() const { return sms_; }
+  // NCCL's fixed cost for each call beyond sequential's one, or 0 where the collective
+  // model charges every call itself.
+  double extra_call_s(double latency_s) const { return call_latency_included_ ? 0 : latency_s; }
   std::vector<ParameterUse> parameters_;
 
  private:
@@ -114,6 +122,7 @@ class PairedDesign : public OverlapDesign {
   PairView view_of(const OpNode& compute, const OpNode& comm, bool producer) const;
 
   int sms_;
+  bool call_latency_included_ = false;
   std::vector<char> intra_host_;
   int scaled_parts_min_ranks_ = 0;
   double rate_hint_ = -1, latency_hint_ = 0;

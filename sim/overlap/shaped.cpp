@@ -46,7 +46,8 @@ std::optional<PairSchedule> ShapedDesign::schedule(const ComputeModel& model,
                        ? comm_slowdown_for(pair.comm->collective, slowdown_ar_, slowdown_rs_,
                                            slowdown_a2a_, slowdown_other_)
                        : 1.0;
-  s.part_delay_s = call_latency_s_;  // its collective starts at once on its reserved SMs
+  // Its collective starts at once on its reserved SMs.
+  s.part_delay_s = extra_call_s(call_latency_s_);
   return s;
 }
 

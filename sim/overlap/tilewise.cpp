@@ -85,7 +85,8 @@ TilewiseDesign::TilewiseDesign(const Profile& profile)
   gemm_vs_vendor_ = p.need_at_least("own_gemm_time_ratio", 0.1, "own GEMM time / vendor GEMM time");
   signal_ = p.need_at_least("signal_overhead_fraction", 0, "a fraction >= 0");
   interference_ = p.need_at_least("interference_slowdown", 1, "a factor >= 1");
-  wait_s_ = p.need_at_least("wait_overhead_s", 0, "a time such as 10us");
+  wait_s_ = p.need_at_least("wait_overhead_s", 0, "a time such as 1us");
+  call_latency_s_ = p.need_at_least("nccl_call_latency_s", 0, "a time such as 10us");
   slowdown_ar_ = p.need_at_least("comm_slowdown_allreduce", 1, "a factor >= 1");
   slowdown_rs_ = p.need_at_least("comm_slowdown_reducescatter", 1, "a factor >= 1");
   slowdown_a2a_ = p.need_at_least("comm_slowdown_alltoall", 1, "a factor >= 1");
@@ -153,7 +154,8 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
       const int waves = static_cast<int>(std::ceil(tiles / sms_c));
       const double stretch =
           pair.intra_host ? stretch_for(s, coll, pair.comm->comm_bytes, pair.comm_ranks) : 1.0;
-      WaveGroupProblem w{waves, sms_c, tiles, wave_s, interference_, wait_s_, bytes,
+      WaveGroupProblem w{waves, sms_c, tiles, wave_s, interference_,
+                         wait_s_ + extra_call_s(call_latency_s_), bytes,
                          pair.comm_s_per_byte, stretch, pair.comm_latency_s, max_groups_};
       std::vector<int> groups = partition_;
       double end_s = -1;
@@ -186,8 +188,9 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
   }
   s.compute_slowdown = interference_;
   s.comm_stretch = plan.stretch;
+  // Each group: a wait kernel on the comm stream, then its NCCL call.
   s.first_part_delay_s = wait_s_;
-  s.part_delay_s = wait_s_;
+  s.part_delay_s = wait_s_ + extra_call_s(call_latency_s_);
   return s;
 }
 

@@ -45,6 +45,7 @@ inline Profile design_profile(bool perfect) {
   set_param(p, "tilewise", "signal_overhead_fraction", 0.05 * ovh);
   set_param(p, "tilewise", "interference_slowdown", 1 + 0.05 * ovh);
   set_param(p, "tilewise", "wait_overhead_s", lat);
+  set_param(p, "tilewise", "nccl_call_latency_s", lat);
   for (const char* d : {"tilewise", "shaped"}) {
     set_param(p, d, "comm_slowdown_allreduce", 1 + 0.2 * ovh);
     set_param(p, d, "comm_slowdown_reducescatter", 1 + 0.2 * ovh);
