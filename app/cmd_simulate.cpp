@@ -175,8 +175,15 @@ void collect_used_sources(Outcome& out, const sim::ComputeModel& compute) {
       out.used_kinds += (out.used_kinds.empty() ? "" : "+") + std::string(sim::to_string(kind));
 }
 
+// MFU counts model FLOPs only (Chowdhery et al. 2022, PaLM appendix B): recomputed
+// forward passes are work the hardware does but not progress of the model, so they are
+// in flops_per_step (hardware FLOPs) and not in model_flops_per_step.
+double model_flops(const Outcome& o) {
+  return o.step.model_flops_per_step > 0 ? o.step.model_flops_per_step : o.step.flops_per_step;
+}
+
 double mfu(const Outcome& o, const sim::StepResult& r) {
-  return o.step.flops_per_step / (r.step_time_s * o.step.world_size * o.peak_flops_per_s);
+  return model_flops(o) / (r.step_time_s * o.step.world_size * o.peak_flops_per_s);
 }
 
 Outcome simulate(const SimulateOptions& o) {
@@ -355,6 +362,7 @@ std::string to_json(const Outcome& o) {
   j["precision"] = sim::to_string(o.model.training.precision);
   j["peak_flops_per_s"] = o.peak_flops_per_s;
   j["flops_per_step"] = o.step.flops_per_step;
+  j["model_flops_per_step"] = model_flops(o);
   j[o.step.throughput_unit == "samples" ? "samples_per_step" : "tokens_per_step"] =
       o.step.tokens_per_step;
   j["simulated_ranks"] = o.step.ranks.size();
@@ -452,7 +460,9 @@ std::string to_table(const Outcome& o) {
       "bubble; hidden = communication under compute\n",
       o.runs.empty() ? 0 : o.runs.front().result.critical_rank);
   t += fmt::format(
-      "model FLOPs per step {:.4g}, peak {} {:.1f} TFLOP/s per GPU ({})\n", o.step.flops_per_step,
+      "model FLOPs per step {:.4g} (with recompute {:.4g}; MFU uses the first), peak {} {:.1f} "
+      "TFLOP/s per GPU ({})\n",
+      model_flops(o), o.step.flops_per_step,
       sim::to_string(o.model.training.precision), o.peak_flops_per_s / 1e12,
       sim::to_string(
           o.profile.compute.peak_flops_per_s.at(o.model.training.precision).source.kind));
