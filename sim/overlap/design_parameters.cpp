@@ -23,10 +23,9 @@ double DesignParameters::need_at_least(const std::string& key, double min_value,
                                        const std::string& expected) {
   const double v = need(key, expected);
   if (!(v >= min_value))
-    throw std::invalid_argument(
-        fmt::format("{}: designs.{}.{}: {} is out of range (expected {})",
-                    profile_.path.empty() ? profile_.name : profile_.path, design_, key, v,
-                    expected));
+    throw std::invalid_argument(fmt::format("{}: designs.{}.{}: {} is out of range (expected {})",
+                                            profile_.path.empty() ? profile_.name : profile_.path,
+                                            design_, key, v, expected));
   return v;
 }
 

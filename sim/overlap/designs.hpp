@@ -73,8 +73,8 @@ class TilewiseDesign final : public PairedDesign {
 // finds best (at most max_groups): the comm of a group takes wait_s + its bytes times
 // comm_s_per_byte; with the rate unknown (< 0), a one-wave head then near-equal groups.
 struct WaveGroupProblem {
-  int waves = 0;             // on the SMs left to the GEMM
-  int sms = 0;               // those SMs (tiles per full wave)
+  int waves = 0;  // on the SMs left to the GEMM
+  int sms = 0;    // those SMs (tiles per full wave)
   double tiles = 0;
   double wave_s = 0;
   double compute_slowdown = 1;  // on groups after the first (NCCL running beside them)
@@ -129,7 +129,7 @@ class ShapedDesign final : public PairedDesign {
 };
 
 // The NCCL CTA-limit stretch for a collective from per-op parameters.
-double comm_slowdown_for(CollectiveOp op, double allreduce, double reducescatter,
-                         double alltoall, double other);
+double comm_slowdown_for(CollectiveOp op, double allreduce, double reducescatter, double alltoall,
+                         double other);
 
 }  // namespace overlapsim::sim

@@ -16,15 +16,14 @@ FusedDesign::FusedDesign(const Profile& profile) : PairedDesign(profile.device.s
   parameters_ = p.used();
 }
 
-std::optional<PairSchedule> FusedDesign::schedule(const ComputeModel& model,
-                                                  const PairView& pair,
+std::optional<PairSchedule> FusedDesign::schedule(const ComputeModel& model, const PairView& pair,
                                                   std::string& why_not) const {
   const OpNode& op = *pair.compute;
   const CollectiveOp coll = pair.comm->collective;
-  const bool applies = pair.producer && ((op.kind == OpKind::Gemv && coll == CollectiveOp::AllReduce) ||
-                                         (op.kind == OpKind::EmbeddingLookup &&
-                                          coll == CollectiveOp::AllToAll) ||
-                                         (op.kind == OpKind::Gemm && coll == CollectiveOp::AllToAll));
+  const bool applies =
+      pair.producer && ((op.kind == OpKind::Gemv && coll == CollectiveOp::AllReduce) ||
+                        (op.kind == OpKind::EmbeddingLookup && coll == CollectiveOp::AllToAll) ||
+                        (op.kind == OpKind::Gemm && coll == CollectiveOp::AllToAll));
   if (!applies) {
     why_not = "not GEMV+AllReduce, embedding+All-to-All or GEMM+All-to-All";
     return std::nullopt;

@@ -86,22 +86,22 @@ PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
   auto points = pc.comm_time_points;
   std::sort(points.begin(), points.end());
   const CollectiveCurve* curve =
-      points.empty() ? profile.collectives.find(pc.collective, Algorithm::Auto,
-                                                CommScope::IntraNode, pc.world)
-                     : nullptr;
+      points.empty()
+          ? profile.collectives.find(pc.collective, Algorithm::Auto, CommScope::IntraNode, pc.world)
+          : nullptr;
 
   const StepGraph step = pair_step(pc);
   Simulator sim;
   FlowNetwork net(sim, topology);
   if (pc.world > net.num_ranks())
-    throw std::invalid_argument(fmt::format("simulate_pair: world {} exceeds the topology's {} ranks",
-                                            pc.world, net.num_ranks()));
+    throw std::invalid_argument(fmt::format(
+        "simulate_pair: world {} exceeds the topology's {} ranks", pc.world, net.num_ranks()));
   StepExecutor exec(step, model, net);
   if (!points.empty()) {
-    exec.set_collective_launcher([&sim, &points](const CollectiveRequest& req,
-                                                 std::function<void()> done) {
-      sim.schedule(interpolate(points, req.bytes), std::move(done));
-    });
+    exec.set_collective_launcher(
+        [&sim, &points](const CollectiveRequest& req, std::function<void()> done) {
+          sim.schedule(interpolate(points, req.bytes), std::move(done));
+        });
   } else if (curve) {
     exec.set_collective_launcher([&sim, curve](const CollectiveRequest& req,
                                                std::function<void()> done) {

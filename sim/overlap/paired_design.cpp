@@ -24,7 +24,7 @@ struct PairedDesign::Pair {
   bool comm_busy = false;
   std::deque<int> queued;
   std::vector<int> waiting_for_sms;  // parts ready while a group held every SM
-  bool scale_parts = false;       // later parts timed from the first (set_scaled_parts)
+  bool scale_parts = false;          // later parts timed from the first (set_scaled_parts)
   double first_part_s_per_byte = -1;
   int comm_group = -1;
   // Time with at least one part moving data: accumulated, and since when (< 0: idle).
@@ -128,8 +128,8 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
   }
   const std::size_t n = sched->compute_s.size();
   if (n == 0 || sched->comm_share.size() != n)
-    throw std::logic_error(fmt::format("design {}: malformed schedule for '{}'", name(),
-                                       view.compute->name));
+    throw std::logic_error(
+        fmt::format("design {}: malformed schedule for '{}'", name(), view.compute->name));
   ++stats_.overlapped;
   auto pair = std::make_shared<Pair>();
   pair->program = p;
@@ -143,10 +143,11 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
   const std::uint64_t total = view.comm->comm_bytes;
   std::uint64_t given = 0;
   for (std::size_t j = 0; j < n; ++j) {
-    std::uint64_t b = j + 1 == n ? total - given
-                                 : std::min<std::uint64_t>(
-                                       total - given, static_cast<std::uint64_t>(std::llround(
-                                                          pair->s.comm_share[j] * total)));
+    std::uint64_t b =
+        j + 1 == n ? total - given
+                   : std::min<std::uint64_t>(
+                         total - given,
+                         static_cast<std::uint64_t>(std::llround(pair->s.comm_share[j] * total)));
     pair->bytes.push_back(b);
     given += b;
   }
@@ -182,33 +183,32 @@ void PairedDesign::start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& 
                                  double duration_s, int round) {
   const int n = static_cast<int>(pair->s.compute_s.size());
   const double busy0 = comm_busy_s(*pair, ctx.simulator().now());
-  ctx.compute_for(pair->program, pair->compute, duration_s,
-                  [this, &ctx, pair, j, n, busy0, round] {
-                    const double slow = pair->s.compute_slowdown;
-                    const double overlapped = comm_busy_s(*pair, ctx.simulator().now()) - busy0;
-                    const double lost = overlapped * (1 - 1 / slow);
-                    if (slow > 1 && lost > 1e-12) {
-                      // After one correction round, charge what is left at the slow rate (events).
-                      start_segment(ctx, pair, j, round < 1 ? lost : lost * slow, round + 1);
-                      return;
-                    }
-                    pair->compute_running = false;
-                    // The group's SMs free up: parts that waited for them go first, then
-                    // the next group starts, and this group's part waits for it.
-                    std::vector<int> waiting;
-                    waiting.swap(pair->waiting_for_sms);
-                    for (int w : waiting) enqueue_part(ctx, pair, w);
-                    if (j + 1 < n) run_next_group(ctx, pair);
-                    if (pair->producer) part_ready(ctx, pair, j);
-                    if (j + 1 == n) {
-                      pair->compute_finished = true;
-                      if (pair->comm_finished) {
-                        pairs_.erase(key_of(pair->program, pair->compute));
-                        pairs_.erase(key_of(pair->program, pair->comm));
-                      }
-                      ctx.finish_op(pair->program, pair->compute);
-                    }
-                  });
+  ctx.compute_for(pair->program, pair->compute, duration_s, [this, &ctx, pair, j, n, busy0, round] {
+    const double slow = pair->s.compute_slowdown;
+    const double overlapped = comm_busy_s(*pair, ctx.simulator().now()) - busy0;
+    const double lost = overlapped * (1 - 1 / slow);
+    if (slow > 1 && lost > 1e-12) {
+      // After one correction round, charge what is left at the slow rate (events).
+      start_segment(ctx, pair, j, round < 1 ? lost : lost * slow, round + 1);
+      return;
+    }
+    pair->compute_running = false;
+    // The group's SMs free up: parts that waited for them go first, then
+    // the next group starts, and this group's part waits for it.
+    std::vector<int> waiting;
+    waiting.swap(pair->waiting_for_sms);
+    for (int w : waiting) enqueue_part(ctx, pair, w);
+    if (j + 1 < n) run_next_group(ctx, pair);
+    if (pair->producer) part_ready(ctx, pair, j);
+    if (j + 1 == n) {
+      pair->compute_finished = true;
+      if (pair->comm_finished) {
+        pairs_.erase(key_of(pair->program, pair->compute));
+        pairs_.erase(key_of(pair->program, pair->comm));
+      }
+      ctx.finish_op(pair->program, pair->compute);
+    }
+  });
 }
 
 void PairedDesign::part_ready(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part) {
@@ -245,25 +245,24 @@ void PairedDesign::launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pa
                                [this, &ctx, pair, part] { part_done(ctx, pair, part); });
       return;
     }
-    ctx.launch_comm_part(pair->program, pair->comm, pair->bytes[part], part + 1,
-                         [this, &ctx, pair, part, t0] {
-                           // NCCL limited to fewer CTAs moves the same bytes more slowly.
-                           const double extra =
-                               (ctx.simulator().now() - t0) * (pair->s.comm_stretch - 1.0);
-                           const double s_per_byte =
-                               (ctx.simulator().now() - t0) * pair->s.comm_stretch /
-                               static_cast<double>(std::max<std::uint64_t>(1, pair->bytes[part]));
-                           if (pair->bytes[part] > 0 && pair->first_part_s_per_byte < 0)
-                             pair->first_part_s_per_byte = s_per_byte;
-                           // Parts of >= 1 MiB teach the rate later pairs plan with.
-                           if (pair->bytes[part] >= (1u << 20) && pair->comm_group >= 0)
-                             learned_rate_[pair->comm_group] = s_per_byte / pair->s.comm_stretch;
-                           if (extra > 0)
-                             ctx.simulator().schedule(
-                                 extra, [this, &ctx, pair, part] { part_done(ctx, pair, part); });
-                           else
-                             part_done(ctx, pair, part);
-                         });
+    ctx.launch_comm_part(
+        pair->program, pair->comm, pair->bytes[part], part + 1, [this, &ctx, pair, part, t0] {
+          // NCCL limited to fewer CTAs moves the same bytes more slowly.
+          const double extra = (ctx.simulator().now() - t0) * (pair->s.comm_stretch - 1.0);
+          const double s_per_byte =
+              (ctx.simulator().now() - t0) * pair->s.comm_stretch /
+              static_cast<double>(std::max<std::uint64_t>(1, pair->bytes[part]));
+          if (pair->bytes[part] > 0 && pair->first_part_s_per_byte < 0)
+            pair->first_part_s_per_byte = s_per_byte;
+          // Parts of >= 1 MiB teach the rate later pairs plan with.
+          if (pair->bytes[part] >= (1u << 20) && pair->comm_group >= 0)
+            learned_rate_[pair->comm_group] = s_per_byte / pair->s.comm_stretch;
+          if (extra > 0)
+            ctx.simulator().schedule(extra,
+                                     [this, &ctx, pair, part] { part_done(ctx, pair, part); });
+          else
+            part_done(ctx, pair, part);
+        });
   };
   if (delay > 0)
     ctx.simulator().schedule(delay, std::move(go));

@@ -58,7 +58,7 @@ struct PairView {
   // network, before any CTA-limit stretch (learned during the run, or the hint); < 0 when
   // unknown. Designs may use it to plan groups.
   double comm_s_per_byte = -1;
-  int comm_ranks = 0;  // size of the collective's communicator (0: unknown)
+  int comm_ranks = 0;         // size of the collective's communicator (0: unknown)
   double comm_latency_s = 0;  // fixed time per call besides bytes x rate (hint only)
 };
 

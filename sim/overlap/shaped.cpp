@@ -21,8 +21,7 @@ ShapedDesign::ShapedDesign(const Profile& profile) : PairedDesign(profile.device
     throw std::invalid_argument("designs.shaped.comm_sms: must be below the device's SMs");
 }
 
-std::optional<PairSchedule> ShapedDesign::schedule(const ComputeModel& model,
-                                                   const PairView& pair,
+std::optional<PairSchedule> ShapedDesign::schedule(const ComputeModel& model, const PairView& pair,
                                                    std::string& why_not) const {
   (void)why_not;  // any pair
   const double share = 1.0 / chunks_;
@@ -42,10 +41,9 @@ std::optional<PairSchedule> ShapedDesign::schedule(const ComputeModel& model,
   s.compute_s.assign(chunks_, cost.time_s * fewer_sms);
   s.comm_share.assign(chunks_, share);
   s.compute_slowdown = interference_;
-  s.comm_stretch = pair.intra_host
-                       ? comm_slowdown_for(pair.comm->collective, slowdown_ar_, slowdown_rs_,
-                                           slowdown_a2a_, slowdown_other_)
-                       : 1.0;
+  s.comm_stretch = pair.intra_host ? comm_slowdown_for(pair.comm->collective, slowdown_ar_,
+                                                       slowdown_rs_, slowdown_a2a_, slowdown_other_)
+                                   : 1.0;
   // Its collective starts at once on its reserved SMs.
   s.part_delay_s = extra_call_s(call_latency_s_);
   return s;

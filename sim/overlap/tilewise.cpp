@@ -24,7 +24,9 @@ WaveGroupPlan plan_wave_groups(const WaveGroupProblem& w) {
   const int unit = (w.waves + 63) / 64;
   const int units = (w.waves + unit - 1) / unit;
   auto waves_of = [&](int u) { return std::min(w.waves, u * unit); };
-  auto tiles_of = [&](int u) { return std::min(w.tiles, static_cast<double>(waves_of(u)) * w.sms); };
+  auto tiles_of = [&](int u) {
+    return std::min(w.tiles, static_cast<double>(waves_of(u)) * w.sms);
+  };
   const int groups = std::max(1, std::min(w.max_groups, units));
   constexpr double kInf = 1e300;
   // E[g][u]: earliest end of the g-th group's collective when g groups cover u units
@@ -38,9 +40,8 @@ WaveGroupPlan plan_wave_groups(const WaveGroupProblem& w) {
       for (int v = g - 1; v < u; ++v) {
         if (end[g - 1][v] >= kInf) continue;
         const double x =
-            w.wait_s + w.comm_stretch * (w.comm_latency_s + (tiles_of(u) - tiles_of(v)) /
-                                                                  w.tiles * w.bytes *
-                                                                  w.comm_s_per_byte);
+            w.wait_s + w.comm_stretch * (w.comm_latency_s + (tiles_of(u) - tiles_of(v)) / w.tiles *
+                                                                w.bytes * w.comm_s_per_byte);
         const double e = std::max(compute_end, end[g - 1][v]) + x;
         if (e < end[g][u]) {
           end[g][u] = e;
@@ -61,8 +62,8 @@ WaveGroupPlan plan_wave_groups(const WaveGroupProblem& w) {
   return {sizes, end[best][units]};
 }
 
-double comm_slowdown_for(CollectiveOp op, double allreduce, double reducescatter,
-                         double alltoall, double other) {
+double comm_slowdown_for(CollectiveOp op, double allreduce, double reducescatter, double alltoall,
+                         double other) {
   switch (op) {
     case CollectiveOp::AllReduce:
       return allreduce;
@@ -154,9 +155,12 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
       const int waves = static_cast<int>(std::ceil(tiles / sms_c));
       const double stretch =
           pair.intra_host ? stretch_for(s, coll, pair.comm->comm_bytes, pair.comm_ranks) : 1.0;
-      WaveGroupProblem w{waves, sms_c, tiles, wave_s, interference_,
-                         wait_s_ + extra_call_s(call_latency_s_), bytes,
-                         pair.comm_s_per_byte, stretch, pair.comm_latency_s, max_groups_};
+      WaveGroupProblem w{waves,         sms_c,
+                         tiles,         wave_s,
+                         interference_, wait_s_ + extra_call_s(call_latency_s_),
+                         bytes,         pair.comm_s_per_byte,
+                         stretch,       pair.comm_latency_s,
+                         max_groups_};
       std::vector<int> groups = partition_;
       double end_s = -1;
       if (groups.empty() || std::accumulate(groups.begin(), groups.end(), 0) != waves) {

@@ -41,9 +41,7 @@ PairCase pair_case(OpNode op, CollectiveOp coll, std::uint64_t bytes, double ban
   return pc;
 }
 
-double gemm_s(const OpNode& op) {
-  return 2.0 * op.gemm.m * op.gemm.n * op.gemm.k / 1e15;
-}
+double gemm_s(const OpNode& op) { return 2.0 * op.gemm.m * op.gemm.n * op.gemm.k / 1e15; }
 
 TEST(OverlapDesigns, NoDesignBeatsTheBoundOfItsPair) {
   const Topology topo = two_gpu_node();
@@ -56,16 +54,15 @@ TEST(OverlapDesigns, NoDesignBeatsTheBoundOfItsPair) {
         for (double bw : {50e9, 300e9, 3000e9}) {
           for (bool producer : {true, false}) {
             const PairCase pc =
-                pair_case(gemm(m, n, k), coll, static_cast<std::uint64_t>(m) * n * 2, bw,
-                          producer);
+                pair_case(gemm(m, n, k), coll, static_cast<std::uint64_t>(m) * n * 2, bw, producer);
             const double t_op = gemm_s(pc.compute);
             const double t_comm = static_cast<double>(pc.comm_bytes) / bw;
             const double bound = std::max(t_op, t_comm);
             for (const auto& d : kOverlapping) {
               const PairOutcome r = simulate_pair(pc, d, profile, topo);
               EXPECT_GE(r.time_s, bound * (1 - 1e-12))
-                  << d << " " << m << "x" << n << "x" << k << " bw " << bw << " perfect "
-                  << perfect << " producer " << producer;
+                  << d << " " << m << "x" << n << "x" << k << " bw " << bw << " perfect " << perfect
+                  << " producer " << producer;
               EXPECT_NEAR(r.op_alone_s, t_op, 1e-12);
             }
             const PairOutcome seq = simulate_pair(pc, "sequential", profile, topo);
@@ -150,8 +147,8 @@ TEST(OverlapDesigns, DesignsApplyToTheirPairsAndFallBackOtherwise) {
   EXPECT_TRUE(simulate_pair(gemm_ar, "tilewise", profile, topo).overlapped);
 
   // AllGather + GEMM (consumer): decomposed and shaped only.
-  const PairCase ag = pair_case(gemm(8192, 8192, 8192), CollectiveOp::AllGather,
-                                8192ull * 8192 * 2, 300e9, false);
+  const PairCase ag =
+      pair_case(gemm(8192, 8192, 8192), CollectiveOp::AllGather, 8192ull * 8192 * 2, 300e9, false);
   EXPECT_TRUE(simulate_pair(ag, "decomposed", profile, topo).overlapped);
   EXPECT_TRUE(simulate_pair(ag, "shaped", profile, topo).overlapped);
   EXPECT_FALSE(simulate_pair(ag, "tilewise", profile, topo).overlapped);
@@ -168,8 +165,8 @@ TEST(OverlapDesigns, DesignsApplyToTheirPairsAndFallBackOtherwise) {
 TEST(OverlapDesigns, Deterministic) {
   const Topology topo = two_gpu_node();
   const Profile profile = design_profile(false);
-  PairCase pc = pair_case(gemm(16384, 7168, 2048), CollectiveOp::AllToAll,
-                          16384ull * 7168 * 2, 300e9);
+  PairCase pc =
+      pair_case(gemm(16384, 7168, 2048), CollectiveOp::AllToAll, 16384ull * 7168 * 2, 300e9);
   pc.comm_time_points.clear();  // on the flow network
   for (const auto& d : kOverlapping) {
     const double a = simulate_pair(pc, d, profile, topo).time_s;
