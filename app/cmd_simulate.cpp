@@ -47,7 +47,7 @@ struct SimulateOptions {
   bool no_fold = false;
   bool no_timing = false;
   bool show_profile = false;
-  bool exact_parts = false;  // every part of a paired collective on the network
+  bool exact_parts = false;                    // every part of a paired collective on the network
   int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0;  // 0: as the model file says
 };
 
@@ -440,20 +440,18 @@ std::string to_table(const Outcome& o) {
   t += fmt::format("simulated {} ranks standing for {}; folded ranks' traffic as background: {}\n",
                    o.step.ranks.size(), stands_for, o.background_images ? "yes" : "no");
   t += fmt::format("{:<11} {:>11} {:>8} {:>11} {:>11} {:>11} {:>11} {:>7} {:>13} {:>9} {:>8}\n",
-                   "design",
-                   "step ms", "speedup", "compute ms", "exposed ms", "bubble ms", "hidden ms",
-                   "MFU", o.step.throughput_unit + "/s", "events", "wall s");
+                   "design", "step ms", "speedup", "compute ms", "exposed ms", "bubble ms",
+                   "hidden ms", "MFU", o.step.throughput_unit + "/s", "events", "wall s");
   for (const auto& run : o.runs) {
     const sim::StepResult& r = run.result;
     t += fmt::format(
         "{:<11} {:>11} {:>8} {:>11} {:>11} {:>11} {:>11} {:>6.1f}% {:>13.4g} {:>9} {:>8.3f}\n",
         r.design, ms(r.step_time_s),
-        sequential_result(o) ? fmt::format("{:.3f}x", sequential_result(o)->step_time_s /
-                                                          r.step_time_s)
-                             : std::string("-"),
-        ms(r.compute_s), ms(r.exposed_comm_s), ms(r.bubble_s),
-        ms(r.overlapped_comm_s), 100 * mfu(o, r), o.step.tokens_per_step / r.step_time_s, r.events,
-        r.sim_wall_s);
+        sequential_result(o)
+            ? fmt::format("{:.3f}x", sequential_result(o)->step_time_s / r.step_time_s)
+            : std::string("-"),
+        ms(r.compute_s), ms(r.exposed_comm_s), ms(r.bubble_s), ms(r.overlapped_comm_s),
+        100 * mfu(o, r), o.step.tokens_per_step / r.step_time_s, r.events, r.sim_wall_s);
   }
   t += fmt::format(
       "breakdown of the slowest rank (rank {}): step = compute + exposed communication + "
@@ -462,17 +460,19 @@ std::string to_table(const Outcome& o) {
   t += fmt::format(
       "model FLOPs per step {:.4g} (with recompute {:.4g}; MFU uses the first), peak {} {:.1f} "
       "TFLOP/s per GPU ({})\n",
-      model_flops(o), o.step.flops_per_step,
-      sim::to_string(o.model.training.precision), o.peak_flops_per_s / 1e12,
+      model_flops(o), o.step.flops_per_step, sim::to_string(o.model.training.precision),
+      o.peak_flops_per_s / 1e12,
       sim::to_string(
           o.profile.compute.peak_flops_per_s.at(o.model.training.precision).source.kind));
   for (const auto& run : o.runs) {
     if (!run.paired) continue;
     std::vector<std::string> fallback;
-    for (const auto& [why, n] : run.pairs.sequential) fallback.push_back(fmt::format("{} ({})", n, why));
+    for (const auto& [why, n] : run.pairs.sequential)
+      fallback.push_back(fmt::format("{} ({})", n, why));
     t += fmt::format("{}: {} pairs overlapped{}{}; parameters: {}\n", run.result.design,
-                     run.pairs.overlapped, fallback.empty() ? "" : ", run as sequential: ",
-                     fmt::join(fallback, ", "), parameter_kinds(run.parameters));
+                     run.pairs.overlapped,
+                     fallback.empty() ? "" : ", run as sequential: ", fmt::join(fallback, ", "),
+                     parameter_kinds(run.parameters));
   }
   for (const auto& run : o.runs)
     if (!run.trace_file.empty())
