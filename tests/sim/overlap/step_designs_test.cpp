@@ -1,0 +1,120 @@
+// The designs inside a whole step (StepExecutor), not just one pair: producer and
+// consumer pairs between other ops, every op finishes, the step-level bound holds, scaled
+// parts equal simulated parts when the collective's time is linear in its bytes, and a
+// scan predicts what a run overlaps.
+#include <gtest/gtest.h>
+
+#include "sim/exec/step_executor.hpp"
+#include "sim/overlap/registry.hpp"
+#include "tests/sim/exec/exec_test_util.hpp"
+#include "tests/sim/overlap/overlap_test_util.hpp"
+
+namespace overlapsim::sim {
+namespace {
+
+OpNode gemm_node(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k) {
+  OpNode op;
+  op.name = name;
+  op.kind = OpKind::Gemm;
+  op.gemm = {m, n, k, 1};
+  return op;
+}
+
+OpNode collective(const std::string& name, CollectiveOp op, std::uint64_t bytes) {
+  OpNode c;
+  c.name = name;
+  c.kind = OpKind::Collective;
+  c.stream = StreamKind::TensorComm;
+  c.collective = op;
+  c.comm_bytes = bytes;
+  c.comm_group = 0;
+  return c;
+}
+
+// Per rank: allgather -> gemm A (consumer pair), gemm B -> allreduce (producer pair),
+// then gemm C after the allreduce. 2 ranks, one group.
+StepGraph step_with_pairs() {
+  StepGraph step;
+  step.world_size = 2;
+  step.groups = {{"tp", {0, 1}}};
+  for (int r = 0; r < 2; ++r) {
+    RankProgram prog;
+    prog.rank = r;
+    auto& g = prog.graph;
+    const auto ag = boost::add_vertex(collective("ag", CollectiveOp::AllGather, 256u << 20), g);
+    const auto a = boost::add_vertex(gemm_node("a", 16384, 8192, 4096), g);
+    const auto b = boost::add_vertex(gemm_node("b", 16384, 8192, 4096), g);
+    const auto ar = boost::add_vertex(collective("ar", CollectiveOp::AllReduce, 256u << 20), g);
+    const auto c = boost::add_vertex(gemm_node("c", 8192, 8192, 4096), g);
+    boost::add_edge(ag, a, g);
+    boost::add_edge(a, b, g);
+    boost::add_edge(ag, ar, g);  // same stream, in order
+    boost::add_edge(b, ar, g);
+    boost::add_edge(ar, c, g);
+    boost::add_edge(b, c, g);
+    g[ag].pair_partner = static_cast<int>(a);
+    g[a].pair_partner = static_cast<int>(ag);
+    g[b].pair_partner = static_cast<int>(ar);
+    g[ar].pair_partner = static_cast<int>(b);
+    step.ranks.push_back(std::move(prog));
+  }
+  return step;
+}
+
+struct DesignRun {
+  StepResult result;
+  PairStats stats;
+};
+
+DesignRun run_design(const StepGraph& step, const std::string& name, const Profile& profile,
+                     int scaled_min_ranks = 0) {
+  Simulator sim;
+  testing::InstantNetwork net(sim, 2, 8);
+  const ComputeModel model(profile.compute);
+  StepExecutor exec(step, model, net);
+  std::vector<CollectiveRequest> log;
+  exec.set_collective_launcher(testing::ClosedFormLauncher{&sim, &log});  // bytes / 1 GB/s
+  auto design = make_design(name, profile);
+  if (PairedDesign* p = as_paired(*design)) p->set_scaled_parts(scaled_min_ranks, {2});
+  DesignRun out;
+  out.result = exec.run(*design);
+  if (const PairedDesign* p = as_paired(*design)) out.stats = p->stats();
+  return out;
+}
+
+TEST(StepDesigns, EveryDesignCompletesTheStepWithinItsBounds) {
+  const StepGraph step = step_with_pairs();
+  const Profile profile = testing::design_profile(false);
+  const ComputeModel model(profile.compute);
+  const double t_a = model.time_s(step.ranks[0].graph[1]);
+  const double t_c = model.time_s(step.ranks[0].graph[4]);
+  const double t_coll = (256u << 20) / 1e9;
+  const double seq = run_design(step, "sequential", profile).result.step_time_s;
+  EXPECT_NEAR(seq, 2 * t_coll + 2 * t_a + t_c, 1e-9);
+  for (const std::string d : {"decomposed", "tilewise", "fused", "shaped"}) {
+    const DesignRun r = run_design(step, d, profile);
+    // Every op ran: at least the compute, and at least the communication (one stream).
+    EXPECT_GE(r.result.step_time_s, std::max(2 * t_a + t_c, 2 * t_coll) * (1 - 1e-12)) << d;
+    EXPECT_EQ(r.result.ranks.size(), 2u);
+    const PairStats scan = as_paired(*make_design(d, profile))->scan(step, model);
+    EXPECT_EQ(scan.overlapped, r.stats.overlapped) << d;
+  }
+  // The collective is as long as each GEMM pair here: chunking must pay off.
+  EXPECT_LT(run_design(step, "decomposed", profile).result.step_time_s, seq);
+  EXPECT_EQ(run_design(step, "decomposed", profile).stats.overlapped, 4);  // 2 pairs x 2 ranks
+  EXPECT_EQ(run_design(step, "tilewise", profile).stats.overlapped, 2);    // producer pairs
+  EXPECT_EQ(run_design(step, "fused", profile).stats.overlapped, 0);       // no GEMM+A2A
+}
+
+TEST(StepDesigns, ScaledPartsEqualSimulatedPartsForLinearCollectives) {
+  const StepGraph step = step_with_pairs();
+  const Profile profile = testing::design_profile(false);
+  for (const std::string d : {"decomposed", "tilewise", "shaped"}) {
+    const double exact = run_design(step, d, profile, 0).result.step_time_s;
+    const double scaled = run_design(step, d, profile, 2).result.step_time_s;
+    EXPECT_NEAR(scaled, exact, 1e-9 * exact) << d;
+  }
+}
+
+}  // namespace
+}  // namespace overlapsim::sim
