@@ -11,6 +11,15 @@
 
 namespace overlapsim::sim {
 
+// NCCL's slowdown when limited to the CTAs a design leaves it, per collective (profile
+// keys comm_slowdown_allreduce|reducescatter|alltoall); other collectives take the
+// reduce-scatter factor, the closest in per-byte work.
+struct CommSlowdown {
+  double allreduce = 1, reducescatter = 1, alltoall = 1;
+  static CommSlowdown read(DesignParameters& p);
+  double for_op(CollectiveOp op) const;
+};
+
 // Op split into k chunks along M, chunk i's collective on a second stream after chunk i.
 // Charges: per-chunk efficiency (each chunk timed by the compute model, with its launch),
 // NCCL's SMs taken from the op while a chunk's collective runs, interference, the wait of
@@ -56,7 +65,7 @@ class TilewiseDesign final : public PairedDesign {
  private:
   int comm_sms_, max_groups_;
   double tile_m_, tile_n_, gemm_vs_vendor_, signal_, interference_, wait_s_, call_latency_s_;
-  double slowdown_ar_, slowdown_rs_, slowdown_a2a_, slowdown_other_;
+  CommSlowdown slowdown_;
   struct Plan {
     int comm_sms = 0, waves = 0;
     double stretch = 1;
@@ -125,11 +134,7 @@ class ShapedDesign final : public PairedDesign {
  private:
   int chunks_, comm_sms_;
   double interference_, tile_m_, tile_n_, call_latency_s_;
-  double slowdown_ar_, slowdown_rs_, slowdown_a2a_, slowdown_other_;
+  CommSlowdown slowdown_;
 };
-
-// The NCCL CTA-limit stretch for a collective from per-op parameters.
-double comm_slowdown_for(CollectiveOp op, double allreduce, double reducescatter, double alltoall,
-                         double other);
 
 }  // namespace overlapsim::sim

@@ -12,10 +12,7 @@ ShapedDesign::ShapedDesign(const Profile& profile) : PairedDesign(profile.device
   tile_m_ = p.need_at_least("tile_m", 1, "the vendor GEMM's tile rows");
   tile_n_ = p.need_at_least("tile_n", 1, "the vendor GEMM's tile columns");
   call_latency_s_ = p.need_at_least("nccl_call_latency_s", 0, "a time such as 10us");
-  slowdown_ar_ = p.need_at_least("comm_slowdown_allreduce", 1, "a factor >= 1");
-  slowdown_rs_ = p.need_at_least("comm_slowdown_reducescatter", 1, "a factor >= 1");
-  slowdown_a2a_ = p.need_at_least("comm_slowdown_alltoall", 1, "a factor >= 1");
-  slowdown_other_ = slowdown_rs_;
+  slowdown_ = CommSlowdown::read(p);
   parameters_ = p.used();
   if (comm_sms_ >= sms())
     throw std::invalid_argument("designs.shaped.comm_sms: must be below the device's SMs");
@@ -41,9 +38,7 @@ std::optional<PairSchedule> ShapedDesign::schedule(const ComputeModel& model, co
   s.compute_s.assign(chunks_, cost.time_s * fewer_sms);
   s.comm_share.assign(chunks_, share);
   s.compute_slowdown = interference_;
-  s.comm_stretch = pair.intra_host ? comm_slowdown_for(pair.comm->collective, slowdown_ar_,
-                                                       slowdown_rs_, slowdown_a2a_, slowdown_other_)
-                                   : 1.0;
+  s.comm_stretch = pair.intra_host ? slowdown_.for_op(pair.comm->collective) : 1.0;
   // Its collective starts at once on its reserved SMs.
   s.part_delay_s = extra_call_s(call_latency_s_);
   return s;

@@ -62,17 +62,22 @@ WaveGroupPlan plan_wave_groups(const WaveGroupProblem& w) {
   return {sizes, end[best][units]};
 }
 
-double comm_slowdown_for(CollectiveOp op, double allreduce, double reducescatter, double alltoall,
-                         double other) {
+CommSlowdown CommSlowdown::read(DesignParameters& p) {
+  CommSlowdown s;
+  s.allreduce = p.need_at_least("comm_slowdown_allreduce", 1, "a factor >= 1");
+  s.reducescatter = p.need_at_least("comm_slowdown_reducescatter", 1, "a factor >= 1");
+  s.alltoall = p.need_at_least("comm_slowdown_alltoall", 1, "a factor >= 1");
+  return s;
+}
+
+double CommSlowdown::for_op(CollectiveOp op) const {
   switch (op) {
     case CollectiveOp::AllReduce:
       return allreduce;
-    case CollectiveOp::ReduceScatter:
-      return reducescatter;
     case CollectiveOp::AllToAll:
       return alltoall;
     default:
-      return other;
+      return reducescatter;
   }
 }
 
@@ -88,10 +93,7 @@ TilewiseDesign::TilewiseDesign(const Profile& profile)
   interference_ = p.need_at_least("interference_slowdown", 1, "a factor >= 1");
   wait_s_ = p.need_at_least("wait_overhead_s", 0, "a time such as 1us");
   call_latency_s_ = p.need_at_least("nccl_call_latency_s", 0, "a time such as 10us");
-  slowdown_ar_ = p.need_at_least("comm_slowdown_allreduce", 1, "a factor >= 1");
-  slowdown_rs_ = p.need_at_least("comm_slowdown_reducescatter", 1, "a factor >= 1");
-  slowdown_a2a_ = p.need_at_least("comm_slowdown_alltoall", 1, "a factor >= 1");
-  slowdown_other_ = slowdown_rs_;
+  slowdown_ = CommSlowdown::read(p);
   parameters_ = p.used();
   if (comm_sms_ >= sms())
     throw std::invalid_argument("designs.tilewise.comm_sms: must be below the device's SMs");
@@ -114,8 +116,7 @@ double TilewiseDesign::stretch_for(int comm_sms, CollectiveOp coll, std::uint64_
     return std::max(1.0, limited->time_s(bytes, ranks) / free_run->time_s(bytes, ranks));
   // Otherwise the parameter measured at the profile's carve-out, scaled by CTAs (NCCL's
   // bandwidth grows with its CTAs until the links saturate).
-  const double at_default =
-      comm_slowdown_for(coll, slowdown_ar_, slowdown_rs_, slowdown_a2a_, slowdown_other_);
+  const double at_default = slowdown_.for_op(coll);
   return std::max(1.0, at_default * comm_sms_ / comm_sms);
 }
 
