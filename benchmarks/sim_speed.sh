@@ -107,6 +107,23 @@ case_step_deepseek_v3_1024_pp16_ep64() {
     -c "$CLUSTERS/h200-128node-ndr.yaml"
 }
 
+# Issue 7 target: --design all for DLRM-DCNv2, GPT-3 175B and Mixtral 8x7B on 128 x 8 H200
+# in < 10 s wall in total (the sum of these three rows).
+case_design_all_gpt3_175b_1024() {
+  run_simulate_case design_all_gpt3_175b_1024 -w "$MODELS/gpt3-175b.yaml" \
+    -c "$CLUSTERS/h200-128node-ndr.yaml" --design all
+}
+
+case_design_all_mixtral_8x7b_1024() {
+  run_simulate_case design_all_mixtral_8x7b_1024 -w "$MODELS/mixtral-8x7b.yaml" \
+    -c "$CLUSTERS/h200-128node-ndr.yaml" --design all
+}
+
+case_design_all_dlrm_dcnv2_1024() {
+  run_simulate_case design_all_dlrm_dcnv2_1024 -w "$MODELS/dlrm-dcnv2.yaml" \
+    -c "$CLUSTERS/h200-128node-ndr.yaml" --design all
+}
+
 CASES=(
   case_ring_allreduce_1024_switch
   case_alltoall_1024_h200_ndr
@@ -116,6 +133,9 @@ CASES=(
   case_step_dlrm_dcnv2_1024
   case_step_llama3_405b_16384_tp8_pp16_dp128
   case_step_deepseek_v3_1024_pp16_ep64
+  case_design_all_gpt3_175b_1024
+  case_design_all_mixtral_8x7b_1024
+  case_design_all_dlrm_dcnv2_1024
 )
 
 main() {
