@@ -18,6 +18,7 @@
 
 #include "app/commands.hpp"
 #include "calibration/profile.hpp"
+#include "calibration/profile_launcher.hpp"
 #include "config/atomic_file.hpp"
 #include "config/error.hpp"
 #include "sim/compute/compute_model.hpp"
@@ -139,6 +140,7 @@ struct DesignRun {
   bool paired = false;  // an overlapping design (not sequential)
   sim::PairStats pairs;
   std::vector<sim::ParameterUse> parameters;
+  long launches_by_path[3] = {0, 0, 0};  // calibration::CollectivePath order
 };
 
 struct Outcome {
@@ -155,7 +157,32 @@ struct Outcome {
   // divides by), with their sources, and their kinds ("measured+datasheet").
   std::vector<sim::SourceEntry> used_sources;
   std::string used_kinds;
+  // Every class of collective the runs launched and how the profile timer timed it.
+  std::vector<calibration::CollectiveClassUse> collective_classes;
 };
+
+// The profile timer's options for this cluster: NVLink-class hosts get the efficiency path.
+calibration::CollectiveTimingOptions timing_options(const workloads::ClusterSpec& c) {
+  calibration::CollectiveTimingOptions t;
+  if (c.intra_node.kind == workloads::IntraNodeKind::NvSwitch) {
+    t.nvlink_Bps = c.intra_node.gpu_bandwidth_Bps;
+    t.nvlink_citation = fmt::format("{} intra_node.gpu_bandwidth_Bps", c.file);
+  }
+  return t;
+}
+
+void merge_classes(std::vector<calibration::CollectiveClassUse>& into,
+                   const std::vector<calibration::CollectiveClassUse>& from) {
+  for (const auto& u : from) {
+    auto it = std::find_if(into.begin(), into.end(), [&](const auto& v) {
+      return v.op == u.op && v.ranks == u.ranks && v.intra_host == u.intra_host;
+    });
+    if (it == into.end())
+      into.push_back(u);
+    else
+      it->launches += u.launches;
+  }
+}
 
 void collect_used_sources(Outcome& out, const sim::ComputeModel& compute) {
   std::vector<std::string> used = compute.used_entries();
@@ -262,9 +289,24 @@ Outcome simulate(const SimulateOptions& o) {
       };
     }
     sim::StepExecutor executor(out.step, compute, net, exec);
+    // Collectives timed by the profile where it measured them (docs/simulate.md).
+    calibration::ProfileCollectiveTimer timer(out.profile.collectives, net,
+                                              timing_options(out.cluster));
+    executor.set_collective_launcher(timer.launcher());
     auto design = sim::make_design(name, out.profile);
     sim::PairedDesign* paired = sim::as_paired(*design);
     if (paired) {
+      // The measured paths charge NCCL's fixed cost per call; the cluster's links do not.
+      std::vector<int> group_ranks;
+      std::vector<char> group_intra;
+      for (const auto& g : out.step.groups) {
+        group_ranks.push_back(static_cast<int>(g.ranks.size()));
+        group_intra.push_back(timer.intra_host(g.ranks) ? 1 : 0);
+      }
+      paired->set_call_latency_rule(
+          [&timer, group_ranks, group_intra](sim::CollectiveOp op, int group) {
+            return timer.charges_call_latency(op, group_ranks[group], group_intra[group] != 0);
+          });
       // NCCL's CTA limit binds on NVLink, not behind a NIC (docs/designs.md).
       std::vector<char> intra_host;
       for (const auto& g : out.step.groups) {
@@ -291,10 +333,16 @@ Outcome simulate(const SimulateOptions& o) {
       run.paired = true;
       run.pairs = scan;
       run.parameters = paired->parameters();
+      std::copy(std::begin(out.runs.front().launches_by_path),
+                std::end(out.runs.front().launches_by_path), std::begin(run.launches_by_path));
       out.runs.push_back(std::move(run));
       continue;
     }
     run.result = executor.run(*design);
+    for (auto path : {calibration::CollectivePath::Curve, calibration::CollectivePath::Efficiency,
+                      calibration::CollectivePath::Cluster})
+      run.launches_by_path[static_cast<int>(path)] = timer.launches(path);
+    merge_classes(out.collective_classes, timer.uses());
     if (paired) {
       run.paired = true;
       run.pairs = paired->stats();
@@ -387,6 +435,11 @@ std::string to_json(const Outcome& o) {
     d["sim_wall_s"] = r.sim_wall_s;
     if (const sim::StepResult* seq = sequential_result(o))
       d["speedup_vs_sequential"] = seq->step_time_s / r.step_time_s;
+    ordered_json by_path = ordered_json::object();
+    for (auto path : {calibration::CollectivePath::Curve, calibration::CollectivePath::Efficiency,
+                      calibration::CollectivePath::Cluster})
+      by_path[calibration::to_string(path)] = run.launches_by_path[static_cast<int>(path)];
+    d["collective_launches_by_path"] = std::move(by_path);
     d["pairs_overlapped"] = run.pairs.overlapped;
     ordered_json fallback = ordered_json::object();
     for (const auto& [why, n] : run.pairs.sequential) fallback[why] = n;
@@ -402,6 +455,13 @@ std::string to_json(const Outcome& o) {
     designs.push_back(std::move(d));
   }
   j["designs"] = std::move(designs);
+  ordered_json timing = ordered_json::array();
+  for (const auto& u : o.collective_classes)
+    timing.push_back({{"class", u.label},
+                      {"path", calibration::to_string(u.path)},
+                      {"how", u.how},
+                      {"launches", u.launches}});
+  j["collective_timing"] = std::move(timing);
   // First design's numbers at the top level too, as issue 3 lists them there.
   if (!o.runs.empty()) {
     j["mfu"] = mfu(o, o.runs.front().result);
@@ -435,6 +495,9 @@ std::string to_table(const Outcome& o) {
     if (!names.empty()) t += fmt::format("  {}: {}\n", sim::to_string(kind), names);
   }
   t += "  network: the cluster file's links (sources cited there)\n";
+  t += "collectives timed by (launches over every design, background images included):\n";
+  for (const auto& u : o.collective_classes)
+    t += fmt::format("  {} ({}): {}\n", u.label, u.launches, u.how);
   int stands_for = 0;
   for (const auto& r : o.step.ranks) stands_for += r.multiplicity;
   t += fmt::format("simulated {} ranks standing for {}; folded ranks' traffic as background: {}\n",

@@ -14,11 +14,16 @@ std::optional<CommScope> parse_comm_scope(std::string_view text) {
   return std::nullopt;
 }
 
-double CollectiveCurve::time_s(std::uint64_t bytes, int n) const {
+const CollectiveSegment& CollectiveCurve::segment_for(std::uint64_t bytes) const {
   const CollectiveSegment* seg = &segments.front();
   for (const auto& s : segments)
     if (s.min_bytes <= bytes) seg = &s;
-  return seg->latency_s + static_cast<double>(bytes) * busbw_factor(op, n) / seg->bus_bandwidth_Bps;
+  return *seg;
+}
+
+double CollectiveCurve::time_s(std::uint64_t bytes, int n) const {
+  const CollectiveSegment& seg = segment_for(bytes);
+  return seg.latency_s + static_cast<double>(bytes) * busbw_factor(op, n) / seg.bus_bandwidth_Bps;
 }
 
 const CollectiveCurve* CollectiveProfile::find(CollectiveOp op, Algorithm algo, CommScope scope,

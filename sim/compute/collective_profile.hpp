@@ -35,6 +35,8 @@ struct CollectiveCurve {
   Provenance source;
 
   double time_s(std::uint64_t bytes, int n) const;
+  // The segment that times a message of `bytes`.
+  const CollectiveSegment& segment_for(std::uint64_t bytes) const;
 };
 
 struct CollectiveProfile {

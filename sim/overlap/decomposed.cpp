@@ -30,7 +30,7 @@ std::optional<PairSchedule> DecomposedDesign::schedule(const ComputeModel& model
   // papers.md §3), so chunk i's collective runs beside chunk i+2, not i+1. Memory-bound
   // ops retire their blocks continuously and let it in at once.
   s.comm_waits_for_running_group = piece.kind == OpKind::Gemm;
-  s.part_delay_s = extra_call_s(call_latency_s_);
+  s.part_delay_s = extra_call_s(pair, call_latency_s_);
   return s;
 }
 

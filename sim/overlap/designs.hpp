@@ -75,7 +75,8 @@ class TilewiseDesign final : public PairedDesign {
   CollectiveProfile curves_;
   double stretch_override_ = 0;
   std::vector<int> partition_;
-  mutable std::map<std::tuple<double, double, double, float, int, int>, Plan> plans_;
+  // (tiles, wave_s, bytes, comm rate, intra-host, ranks, collective, call latency included)
+  mutable std::map<std::tuple<double, double, double, float, int, int, int, int>, Plan> plans_;
 };
 
 // The tile-wise partition of a GEMM's waves into groups that FlashOverlap's predictor

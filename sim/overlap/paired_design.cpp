@@ -86,6 +86,9 @@ PairView PairedDesign::view_of(const OpNode& compute, const OpNode& comm, bool p
                     group >= static_cast<int>(intra_host_.size()) || intra_host_[group] != 0;
   if (group >= 0 && group < static_cast<int>(group_sizes_.size()))
     view.comm_ranks = group_sizes_[group];
+  view.call_latency_in_collective = call_latency_rule_ && group >= 0
+                                        ? call_latency_rule_(comm.collective, group)
+                                        : call_latency_included_;
   return view;
 }
 

@@ -16,6 +16,7 @@
 //     its stream (the design gates each group on its part).
 // Pairs a design does not apply to run as under `sequential`; stats() says how many.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -60,6 +61,8 @@ struct PairView {
   double comm_s_per_byte = -1;
   int comm_ranks = 0;         // size of the collective's communicator (0: unknown)
   double comm_latency_s = 0;  // fixed time per call besides bytes x rate (hint only)
+  // The collective model charges NCCL's fixed cost on each call (measured curves do).
+  bool call_latency_in_collective = false;
 };
 
 class PairedDesign : public OverlapDesign {
@@ -84,6 +87,12 @@ class PairedDesign : public OverlapDesign {
   // measured curves do; the flow network with CollectiveTuning{} does not). When it does
   // not, the designs charge it on every call beyond the one sequential makes.
   void set_call_latency_in_collectives(bool included) { call_latency_included_ = included; }
+  // Per collective (op, communicator index into StepGraph::groups): overrides the flag
+  // above where the collective model's path depends on the communicator (the app's
+  // profile timer: measured paths include the cost, the cluster's links do not).
+  void set_call_latency_rule(std::function<bool(CollectiveOp op, int group)> rule) {
+    call_latency_rule_ = std::move(rule);
+  }
 
   // A comm rate to plan with before any part has run (simulate_pair sets it from the
   // collective's time alone).
@@ -104,7 +113,9 @@ class PairedDesign : public OverlapDesign {
   int sms() const { return sms_; }
   // NCCL's fixed cost for each call beyond sequential's one, or 0 where the collective
   // model charges every call itself.
-  double extra_call_s(double latency_s) const { return call_latency_included_ ? 0 : latency_s; }
+  static double extra_call_s(const PairView& pair, double latency_s) {
+    return pair.call_latency_in_collective ? 0 : latency_s;
+  }
   std::vector<ParameterUse> parameters_;
 
  private:
@@ -123,6 +134,7 @@ class PairedDesign : public OverlapDesign {
 
   int sms_;
   bool call_latency_included_ = false;
+  std::function<bool(CollectiveOp, int)> call_latency_rule_;
   std::vector<char> intra_host_;
   int scaled_parts_min_ranks_ = 0;
   double rate_hint_ = -1, latency_hint_ = 0;

@@ -40,7 +40,7 @@ std::optional<PairSchedule> ShapedDesign::schedule(const ComputeModel& model, co
   s.compute_slowdown = interference_;
   s.comm_stretch = pair.intra_host ? slowdown_.for_op(pair.comm->collective) : 1.0;
   // Its collective starts at once on its reserved SMs.
-  s.part_delay_s = extra_call_s(call_latency_s_);
+  s.part_delay_s = extra_call_s(pair, call_latency_s_);
   return s;
 }
 

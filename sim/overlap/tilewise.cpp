@@ -138,8 +138,10 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
   const double full_s = model.time_s(op) * gemm_vs_vendor_ * (1 + signal_);
   const double wave_s = full_s / waves_full;
   const double bytes = static_cast<double>(pair.comm->comm_bytes);
-  const auto key = std::make_tuple(tiles, wave_s, bytes, static_cast<float>(pair.comm_s_per_byte),
-                                   static_cast<int>(pair.intra_host), pair.comm_ranks);
+  const auto key =
+      std::make_tuple(tiles, wave_s, bytes, static_cast<float>(pair.comm_s_per_byte),
+                      static_cast<int>(pair.intra_host), pair.comm_ranks, static_cast<int>(coll),
+                      static_cast<int>(pair.call_latency_in_collective));
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     // Like the kernel's tuner: each carve-out the GEMM allows (s, s/2, s/4), the partition
@@ -158,7 +160,7 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
           pair.intra_host ? stretch_for(s, coll, pair.comm->comm_bytes, pair.comm_ranks) : 1.0;
       WaveGroupProblem w{waves,         sms_c,
                          tiles,         wave_s,
-                         interference_, wait_s_ + extra_call_s(call_latency_s_),
+                         interference_, wait_s_ + extra_call_s(pair, call_latency_s_),
                          bytes,         pair.comm_s_per_byte,
                          stretch,       pair.comm_latency_s,
                          max_groups_};
@@ -195,7 +197,7 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
   s.comm_stretch = plan.stretch;
   // Each group: a wait kernel on the comm stream, then its NCCL call.
   s.first_part_delay_s = wait_s_;
-  s.part_delay_s = wait_s_ + extra_call_s(call_latency_s_);
+  s.part_delay_s = wait_s_ + extra_call_s(pair, call_latency_s_);
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -84,6 +85,27 @@ TEST_F(SimulateCli, JsonHasTheContractFields) {
   EXPECT_LT(j["mfu"].get<double>(), 1);
 }
 
+// With the measured profile: the 2-rank TP all-reduce inside a host is timed by its curve,
+// a 4-rank one by the flow network at the curve's efficiency, DP across hosts by the links.
+TEST_F(SimulateCli, SaysWhichPathTimedEachCollectiveClass) {
+  const std::string measured = " --profile calibration/profiles/h200-nvlink.yaml --pp 1";
+  for (int tp : {2, 4}) {
+    const CliRun r =
+        run(kTiny + measured + " --tp " + std::to_string(tp) + " --format json --no-timing");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    std::map<std::string, std::string> path;
+    for (const auto& c : j["collective_timing"])
+      path[c["class"].get<std::string>()] = c["path"].get<std::string>();
+    const std::string tp_class = "allreduce n=" + std::to_string(tp) + " intra-host";
+    EXPECT_EQ(path[tp_class], tp == 2 ? "profile_curve" : "flow_efficiency") << r.out;
+    EXPECT_EQ(path["allreduce n=" + std::to_string(8 / tp) + " inter-host"], "flow_cluster");
+    const auto& by_path = j["designs"][0]["collective_launches_by_path"];
+    EXPECT_GT(by_path[tp == 2 ? "profile_curve" : "flow_efficiency"].get<long>(), 0);
+    EXPECT_GT(by_path["flow_cluster"].get<long>(), 0);
+  }
+}
+
 TEST_F(SimulateCli, FoldingOnAndOffGiveTheSameStep) {
   const CliRun folded = run(kTiny + " --format json --no-timing");
   const CliRun full = run(kTiny + " --format json --no-timing --no-fold");
@@ -146,9 +168,9 @@ TEST_F(SimulateCli, BadInputExitsTwoWithOneLineAndWritesNothing) {
   const fs::path out = dir_ / "result.json";
   const std::string write = " -o " + out.string();
   for (const std::string& args : std::vector<std::string>{
-           kTiny + " --design magic", kTiny + " --format xml",
-           kTiny + " --images some", kTiny + " --profile /nonexistent/profile.yaml",
-           kTiny + " --tp 3", std::string("-w /nonexistent/model.yaml")}) {
+           kTiny + " --design magic", kTiny + " --format xml", kTiny + " --images some",
+           kTiny + " --profile /nonexistent/profile.yaml", kTiny + " --tp 3",
+           std::string("-w /nonexistent/model.yaml")}) {
     const CliRun r = run(args + write);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << args << ": " << r.err;  // one line
