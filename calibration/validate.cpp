@@ -20,9 +20,9 @@
 namespace overlapsim::calibration {
 namespace {
 
-const std::vector<std::string> kKindOrder = {"compute",    "collective", "collective_ctas",
-                                             "sequential", "decomposed", "tilewise",
-                                             "collective_flow"};
+const std::vector<std::string> kKindOrder = {"compute",        "collective",     "collective_ctas",
+                                             "collective_eff", "sequential",     "decomposed",
+                                             "tilewise",       "collective_flow"};
 
 sim::CollectiveRequest request_of(const sim::CollectiveOp op, std::uint64_t bytes, int world) {
   sim::CollectiveRequest req;
@@ -33,29 +33,34 @@ sim::CollectiveRequest request_of(const sim::CollectiveOp op, std::uint64_t byte
   return req;
 }
 
-// One collective on a fresh simulator: by the profile's curve, or (flow) on the network.
-double collective_time_s(const sim::Profile& profile, const sim::Topology& topo,
-                         sim::CollectiveOp op, std::uint64_t bytes, int world, int ctas,
-                         bool flow) {
+struct CollectivePrediction {
+  double time_s = -1;
+  CollectivePath path = CollectivePath::Cluster;
+};
+
+// One collective on a fresh simulator: through the profile timer that `overlapsim simulate`
+// uses (a curve at this size, else on NVLink hosts the flow network at the curve's
+// efficiency), or with `flow` on the cluster's network alone.
+CollectivePrediction collective_time_s(const sim::Profile& profile, const sim::Topology& topo,
+                                       const CollectiveTimingOptions& timing, sim::CollectiveOp op,
+                                       std::uint64_t bytes, int world, bool flow) {
   sim::Simulator simulator;
   sim::FlowNetwork net(simulator, topo);
   const sim::CollectiveRequest req = request_of(op, bytes, world);
   sim::validate(req, net);
-  double done_s = -1;
-  auto on_done = [&] { done_s = simulator.now(); };
+  CollectivePrediction out;
+  auto on_done = [&] { out.time_s = simulator.now(); };
   if (flow) {
     sim::start_collective(net, req, on_done);
   } else {
-    ProfileLauncherStats stats;
-    profile_collective_launcher(profile.collectives, net, ctas, {}, &stats)(req, on_done);
-    if (stats.by_curve != 1)
-      throw std::invalid_argument(
-          fmt::format("the profile has no intra-node curve for {} on {} GPUs with {} CTAs",
-                      sim::to_string(op), world, ctas ? std::to_string(ctas) : "default"));
+    ProfileCollectiveTimer timer(profile.collectives, net, timing);
+    out.path = timer.path(op, world, timer.intra_host(req.ranks));
+    if (out.path == CollectivePath::Cluster) return out;
+    timer.launch(req, on_done);
   }
   simulator.run();
-  if (done_s < 0) throw std::logic_error("collective did not complete");
-  return done_s;
+  if (out.time_s < 0) throw std::logic_error("collective did not complete");
+  return out;
 }
 
 // op then collective (or the reverse) on every rank, through the step executor.
@@ -175,6 +180,11 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
   r.cluster_name = cluster.name;
   const sim::Topology topo = workloads::build_topology(cluster);
   const sim::ComputeModel model(profile.compute);
+  CollectiveTimingOptions nvlink;
+  if (cluster.intra_node.kind == workloads::IntraNodeKind::NvSwitch) {
+    nvlink.nvlink_Bps = cluster.intra_node.gpu_bandwidth_Bps;
+    nvlink.nvlink_citation = cluster.file + " intra_node.gpu_bandwidth_Bps";
+  }
   auto add = [&](const Measurement& m, const std::string& kind, double predicted) {
     r.rows.push_back({&m, kind, predicted, (predicted - m.time_s) / m.time_s});
   };
@@ -198,13 +208,44 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
     if (is_collective_op(m.op)) {
       const auto op = collective_of(m.op);
       const int ctas = effective_ctas(m);
-      add(m, ctas ? "collective_ctas" : "collective",
-          collective_time_s(profile, topo, *op, m.bytes, m.world, ctas, false));
+      CollectiveTimingOptions timing = nvlink;
+      timing.ctas = ctas;
+      // CTA-limited rows only by a curve measured with that limit.
+      if (ctas) timing.nvlink_Bps = 0;
+      const CollectivePrediction p =
+          collective_time_s(profile, topo, timing, *op, m.bytes, m.world, false);
+      if (p.path == CollectivePath::Cluster)
+        add_unmodelled(r, ctas ? "collective_ctas" : "collective",
+                       fmt::format("the profile has no intra-node curve for {} at this CTA limit{}",
+                                   m.op, ctas ? " and size" : " (and the hosts are not NVLink)"));
+      else
+        add(m,
+            ctas                                   ? "collective_ctas"
+            : p.path == CollectivePath::Efficiency ? "collective_eff"
+                                                   : "collective",
+            p.time_s);
       if (!ctas)
-        add(m, "collective_flow", collective_time_s(profile, topo, *op, m.bytes, m.world, 0, true));
+        add(m, "collective_flow",
+            collective_time_s(profile, topo, timing, *op, m.bytes, m.world, true).time_s);
       continue;
     }
     const auto parts = pair_parts(m.op);
+    if (parts && (m.design == "sequential" || m.design == "decomposed" || m.design == "tilewise")) {
+      // Pairs are predicted with the collective's measured curve at the row's size only.
+      const auto coll = collective_of(parts->collective);
+      const bool curve = coll && [&] {
+        sim::Simulator clock;
+        sim::FlowNetwork net(clock, topo);
+        ProfileCollectiveTimer timer(profile.collectives, net);
+        return timer.path(*coll, m.world, true) == CollectivePath::Curve;
+      }();
+      if (!curve) {
+        add_unmodelled(r, m.design,
+                       fmt::format("the profile has no intra-node curve for {} on {} GPUs",
+                                   parts->collective, m.world));
+        continue;
+      }
+    }
     if (parts && m.design == "sequential") {
       add(m, "sequential", sequential_time_s(profile, topo, m, *parts));
       continue;

@@ -7,6 +7,9 @@
 //   collective       a collective alone, NCCL default CTAs: a Simulator run of the profile's
 //                    curve (profile_launcher.hpp), the communicator on the cluster's GPUs
 //   collective_ctas  the same with NCCL limited to c CTAs (curves with ctas: c)
+//   collective_eff   a collective at a communicator size the profile has no curve
+//                    for, on NVLink hosts: the flow network at the measured curve's
+//                    efficiency (profile_launcher.hpp), as `overlapsim simulate` times it
 //   collective_flow  the same collective on the cluster's flow-level network
 //                    (sim::start_collective, no profile): what the uncalibrated network
 //                    model predicts, for comparison

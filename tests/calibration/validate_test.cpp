@@ -81,6 +81,29 @@ TEST(Validate, RowsNeedingMoreGpusThanTheClusterAreAnError) {
   EXPECT_THROW(validate(profile, rows, workloads::load_cluster(kCluster)), std::invalid_argument);
 }
 
+// A 4-GPU collective with a 2-GPU profile on an NVLink host: the flow network at the
+// curve's efficiency (profile_launcher.hpp), latency + 2(n-1)/n S / busbw plus the ring's hop
+// latencies; a 4-GPU pair is not predicted with a 2-GPU curve.
+TEST(Validate, OtherCommunicatorSizesUseTheEfficiencyPath) {
+  const Truth t;
+  const sim::Profile profile = synthetic_profile(t);
+  const double bytes = 64.0 * 1048576;
+  const double closed = t.alpha2_s + 1.5 * bytes / t.busbw2_Bps;
+  std::string csv = kBenchHeader;
+  csv += bench_row("allreduce", "nccl", 0, 0, 0, 64ull << 20, 1, closed, "NVIDIA H200", 4);
+  csv += bench_row("gemm+allreduce", "sequential", 4096, 1024, 8192, 64ull << 20, 1, closed,
+                   "NVIDIA H200", 4);
+  const auto rows = parse_measurements(parse_csv(csv, "held4.csv"));
+  const ValidationReport r =
+      validate(profile, rows, workloads::load_cluster("workloads/clusters/h200-8gpu.yaml"));
+  ASSERT_EQ(r.kinds.size(), 2u);
+  EXPECT_EQ(r.kinds[0].kind, "collective_eff");
+  EXPECT_LT(r.kinds[0].max_abs_err, 0.02);  // the hop latencies: 6 steps x 2 hops x 0.3 us
+  EXPECT_EQ(r.kinds[1].kind, "collective_flow");
+  ASSERT_EQ(r.unmodelled.size(), 1u);
+  EXPECT_EQ(r.unmodelled[0].kind, "sequential");
+}
+
 // The shipped profile is what `overlapsim fit` makes of the shipped data (so it is not
 // stale), it loads, and validate runs on the shipped held-out rows. The figures are printed,
 // not asserted: the acceptance bars are reported in docs/calibration.md.
