@@ -10,6 +10,7 @@ const std::vector<std::string>& designs_for(CaseKind kind, const std::string& op
   static const std::vector<std::string> other_compute{"cublas"};
   static const std::vector<std::string> embedding{"own"};
   static const std::vector<std::string> pair{"sequential", "decomposed"};
+  static const std::vector<std::string> interference{"interleaved"};
   // GEMM followed by its collective also runs the tile-wise design (issue 5).
   static const std::vector<std::string> gemm_pair{"sequential", "decomposed", "tilewise"};
   switch (kind) {
@@ -17,6 +18,7 @@ const std::vector<std::string>& designs_for(CaseKind kind, const std::string& op
     case CaseKind::Compute:
       if (op == "gemm") return gemm;
       return op == "embedding" ? embedding : other_compute;
+    case CaseKind::Interference: return interference;
     case CaseKind::Pair:
       return op == "gemm+allreduce" || op == "gemm+reducescatter" || op == "gemm+alltoall"
                  ? gemm_pair
@@ -32,6 +34,10 @@ bool case_kind_of(const std::string& op, CaseKind* kind) {
   }
   if (op == "gemm" || op == "gemv" || op == "embedding") {
     *kind = CaseKind::Compute;
+    return true;
+  }
+  if (op == "interference") {
+    *kind = CaseKind::Interference;
     return true;
   }
   if (parse_pair_op(op)) {

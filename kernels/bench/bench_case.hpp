@@ -12,7 +12,11 @@ namespace overlapsim::kernels::bench {
 enum class CaseKind {
   Collective,  // op allreduce|reducescatter|allgather|alltoall, design nccl, over `bytes`
   Compute,     // op gemm|gemv|embedding alone, design (implementation) cublas|own
-  Pair         // op gemm+allreduce ..., designs sequential|decomposed
+  Pair,        // op gemm+allreduce ..., designs sequential|decomposed
+  // op interference, design interleaved: per GEMM shape x collective x size x NCCL CTA
+  // limit, the GEMM alone and beside the collective, the collective alone and beside the
+  // GEMM, timed in one interleaved loop (interference_runner.hpp)
+  Interference
 };
 
 struct BenchCase {
@@ -26,6 +30,12 @@ struct BenchCase {
   bool parts = true;                 // Pair: also time the op alone and the collective alone
   int warmup = 5;
   int iterations = 20;
+  double min_time_s = 0;  // TimingPolicy (timing.hpp): timed work per measurement, at least
+  double warmup_s = 0;    // TimingPolicy: untimed work before timing
+  // Interference: the collectives run against the GEMM, and the NCCL CTA limits (a
+  // communicator split with maxCTAs = c, cgaClusterSize = 1; 0 = the NCCL default config).
+  std::vector<std::string> collectives{"allreduce"};
+  std::vector<int> ctas{0};
 };
 
 struct BenchPlan {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/bench/bench_env.hpp"
+#include "kernels/bench/collective_call.hpp"
 #include "kernels/bench/timing.hpp"
 #include "kernels/bench/verify.hpp"
 #include "kernels/collectives/nccl_collectives.hpp"
@@ -12,55 +13,11 @@
 namespace overlapsim::kernels::bench {
 namespace {
 
-struct Counts {
-  std::size_t send = 0;
-  std::size_t recv = 0;
-  std::uint64_t bytes = 0;  // nccl-tests bytes actually used
-};
-
-// Rounds the element count down so every rank's block is whole.
-Counts counts_for(CollectiveOp op, std::uint64_t bytes, DType dtype, int world) {
-  const std::size_t elem = dtype_bytes(dtype);
-  std::size_t total = static_cast<std::size_t>(bytes / elem);
-  total -= total % static_cast<std::size_t>(world);
-  Counts c;
-  switch (op) {
-    case CollectiveOp::AllReduce:
-      c.send = c.recv = total;
-      break;
-    case CollectiveOp::ReduceScatter:
-      c.send = total;
-      c.recv = total / world;
-      break;
-    case CollectiveOp::AllGather:
-      c.recv = total;
-      c.send = total / world;
-      break;
-    case CollectiveOp::AllToAll:
-      c.send = c.recv = total;
-      break;
-  }
-  c.bytes = total * elem;
-  return c;
-}
+using Counts = CollectiveCounts;
 
 Status enqueue(BenchEnv& env, CollectiveOp op, const void* send, void* recv, const Counts& counts,
                DType dtype) {
-  CommHandle& comm = env.ctx->comm;
-  cudaStream_t stream = env.ctx->compute_stream;
-  switch (op) {
-    case CollectiveOp::AllReduce:
-      return all_reduce(comm, send, recv, counts.send, dtype, stream);
-    case CollectiveOp::ReduceScatter:
-      return reduce_scatter(comm, send, recv, counts.recv, dtype, stream);
-    case CollectiveOp::AllGather:
-      return all_gather(comm, send, recv, counts.send, dtype, stream);
-    case CollectiveOp::AllToAll: {
-      const std::size_t per_peer = counts.send / static_cast<std::size_t>(comm.world);
-      return all_to_all(comm, send, per_peer, recv, per_peer, per_peer, dtype, stream);
-    }
-  }
-  return Status::failure("unknown collective");
+  return enqueue_collective(env.ctx->comm, op, send, recv, counts, dtype, env.ctx->compute_stream);
 }
 
 }  // namespace
@@ -69,8 +26,11 @@ Status run_collective_case(BenchEnv& env, const BenchCase& c) {
   const CollectiveOp op = *parse_collective_op(c.op);
   const std::size_t elem = dtype_bytes(c.dtype);
   for (std::uint64_t requested : c.bytes) {
-    const Counts counts = counts_for(op, requested, c.dtype, env.world());
+    const Counts counts = collective_counts(op, requested, c.dtype, env.world());
     if (counts.recv == 0 || counts.send == 0) continue;
+    // Fences around allocation and free (harness quiesce): no cudaMalloc/cudaFree while a
+    // peer's NCCL kernel waits for this rank.
+    OVERLAPSIM_TRY(quiesce(*env.ctx, "collective: before allocating"));
     const int sets = env.rotation_sets(counts.send * elem);
     std::vector<DeviceBuffer> send(static_cast<std::size_t>(sets));
     DeviceBuffer recv;
@@ -81,6 +41,7 @@ Status run_collective_case(BenchEnv& env, const BenchCase& c) {
                                  input_seed(env.seed, env.rank(), s, kBufferCollective),
                                  env.ctx->compute_stream));
     }
+    OVERLAPSIM_TRY(quiesce(*env.ctx, "collective: after allocating"));
     Timing timing;
     OVERLAPSIM_TRY(time_iterations(
         *env.ctx, c.warmup, c.iterations,
@@ -117,6 +78,7 @@ Status run_collective_case(BenchEnv& env, const BenchCase& c) {
     row.busbw_factor = busbw_factor(op, env.world());
     row.wrong = wrong;
     env.emit(row);
+    OVERLAPSIM_TRY(quiesce(*env.ctx, "collective: before freeing"));
   }
   return Status::success();
 }

@@ -48,6 +48,9 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
   for (const PairShape& shape : c.shapes) {
     const PairSizes sizes = pair_sizes(ref_op, shape, 1);
     const std::size_t input_bytes = (sizes.a + sizes.b) * elem + sizes.indices * 4;
+    // Fences around allocation and free (harness quiesce): no cudaMalloc/cudaFree while a
+    // peer's NCCL kernel (the max-over-ranks reductions) waits for this rank.
+    OVERLAPSIM_TRY(quiesce(*env.ctx, "compute: before allocating"));
     const int sets = env.rotation_sets(input_bytes);
     std::vector<InputSet> inputs(static_cast<std::size_t>(sets));
     DeviceBuffer out;
@@ -66,6 +69,7 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
                        static_cast<std::int32_t>(std::max<std::int64_t>(shape.table_rows, 1)),
                        input_seed(env.seed, env.rank(), s, kBufferIndices), stream));
     }
+    OVERLAPSIM_TRY(quiesce(*env.ctx, "compute: after allocating"));
     for (const std::string& design : c.designs) {
       const std::string key = single_op_key(c.op, design, c.dtype, shape);
       if (env.measured.count(key)) continue;
@@ -85,6 +89,8 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
           });
         }
       } else if (design == "own") {
+        // OwnGemm::initialize may allocate a padding workspace.
+        OVERLAPSIM_TRY(quiesce(*env.ctx, "own GEMM: before initializing"));
         for (auto& in : inputs) {
           gemm::GemmArgs args;
           args.m = shape.m;
@@ -106,6 +112,7 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
           gemm::OwnGemm* g = own.back().get();
           run_set.push_back([g, stream] { return g->run(stream); });
         }
+        OVERLAPSIM_TRY(quiesce(*env.ctx, "own GEMM: after initializing"));
       } else {
         OVERLAPSIM_TRY(cublas.initialize(env.lt, {shape.m, shape.n, shape.k}, c.dtype, {}, 256,
                                          env.workspace.data(), env.workspace.bytes()));
@@ -152,7 +159,9 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
       row.flops = compute_flops(ref_op, shape);
       row.wrong = wrong;
       env.emit(row);
+      OVERLAPSIM_TRY(quiesce(*env.ctx, "compute: before freeing the design"));
     }
+    OVERLAPSIM_TRY(quiesce(*env.ctx, "compute: before freeing"));
   }
   return Status::success();
 }

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "config/units.hpp"
+#include "kernels/collectives/nccl_collectives.hpp"
 #include "kernels/bench/suite.hpp"
 
 namespace overlapsim::kernels::bench {
@@ -47,10 +48,21 @@ PairShape to_shape(const std::string& text) {
 std::string usage() {
   return "usage: overlap-bench --suite FILE | --op OP [--shapes MxNxK,...] [--bytes SIZE,...]\n"
          "         [--designs D,...] [--chunks 2,4,8] [--dtype bf16|fp16] [--table-rows N]\n"
-         "         [--no-parts] [--iterations N] [--warmup N] [--world N] [--mpi] [--nonblocking]\n"
-         "         [--timeout 120s] [--seed S] [--output FILE]\n"
+         "         [--no-parts] [--collectives C,...] [--ctas 4,8,16,32,0]\n"
+         "         [--iterations N] [--warmup N] [--min-time-ms T] [--warmup-ms W]\n"
+         "         [--world N] [--mpi] [--nonblocking] [--timeout 120s] [--seed S] [--output FILE]\n"
          "ops: allreduce reducescatter allgather alltoall gemm gemv embedding gemm+allreduce\n"
          "     gemm+reducescatter allgather+gemm gemm+alltoall gemv+allreduce embedding+alltoall\n"
+         "     interference\n"
+         "--op interference: per cuBLAS GEMM shape x collective (--collectives, default allreduce)\n"
+         "  x size (--bytes) x NCCL CTA limit (--ctas; a communicator split with maxCTAs = c and\n"
+         "  cgaClusterSize 1, 0 = NCCL's default config), times in one interleaved loop the GEMM\n"
+         "  alone, the GEMM while the collective runs back to back on the high-priority stream,\n"
+         "  the collective alone and the collective while GEMMs run back to back. Rows: op\n"
+         "  interference, design <victim>|<other>:<alone|beside> (e.g. gemm|allreduce:beside,\n"
+         "  allreduce|gemm:alone), m n k = the GEMM, bytes = the collective, chunks = the CTA limit.\n"
+         "--min-time-ms T: time at least T ms of work per measurement (and >= --iterations);\n"
+         "--warmup-ms W: run the work W ms untimed first (GPU at its steady, power-limited clock).\n"
          "CSV (nccl-tests style) on stdout; --output writes the same CSV atomically at the end.\n";
 }
 
@@ -89,6 +101,28 @@ BenchOptions parse_flags(const std::vector<std::string>& args) {
       c.chunks.clear();
       for (const auto& s : split(value(), ','))
         c.chunks.push_back(static_cast<int>(to_int(flag, s, 1)));
+    } else if (flag == "--collectives") {
+      c.collectives.clear();
+      for (const auto& s : split(value(), ',')) {
+        if (!parse_collective_op(s)) bad(flag, s, "allreduce, reducescatter, allgather or alltoall");
+        c.collectives.push_back(s);
+      }
+      if (c.collectives.empty()) bad(flag, "", "a list of collectives");
+    } else if (flag == "--ctas") {
+      c.ctas.clear();
+      for (const auto& s : split(value(), ','))
+        c.ctas.push_back(static_cast<int>(to_int(flag, s, 0)));
+      if (c.ctas.empty()) bad(flag, "", "a list of CTA limits such as 4,8,16,32,0");
+    } else if (flag == "--min-time-ms" || flag == "--warmup-ms") {
+      const std::string text = value();
+      std::size_t used = 0;
+      double ms = -1;
+      try {
+        ms = std::stod(text, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != text.size() || !(ms >= 0) || ms > 600000) bad(flag, text, "milliseconds in [0, 600000]");
+      (flag == "--min-time-ms" ? o.min_time_s : o.warmup_s) = ms * 1e-3;
     } else if (flag == "--dtype") {
       const std::string name = value();
       const auto dtype = parse_dtype(name);
@@ -138,6 +172,8 @@ BenchOptions parse_flags(const std::vector<std::string>& args) {
     for (auto& s : c.shapes) s.table_rows = table_rows;
     if (c.kind == CaseKind::Collective && c.bytes.empty())
       throw std::invalid_argument("overlap-bench: --op " + c.op + " needs --bytes");
+    if (c.kind == CaseKind::Interference && c.bytes.empty())
+      throw std::invalid_argument("overlap-bench: --op interference needs --bytes");
     if (c.kind != CaseKind::Collective && c.shapes.empty())
       throw std::invalid_argument("overlap-bench: --op " + c.op + " needs --shapes");
     try {

@@ -5,8 +5,10 @@
 //   overlap-bench --op gemm+allreduce --shapes 8192x8192x8192,4096x4096x4096
 //                 [--designs sequential,decomposed] [--chunks 2,4,8] [--dtype bf16]
 //                 [--bytes 1MiB,1GiB] [--table-rows N] [--no-parts]
-//   common: [--iterations N] [--warmup N] [--world N] [--mpi] [--nonblocking] [--timeout 120s]
-//           [--seed S] [--output FILE] [--list-designs]
+//   overlap-bench --op interference --shapes 8192x8192x4096 --bytes 16MiB,128MiB
+//                 [--collectives allreduce,alltoall] [--ctas 4,8,16,32,0]
+//   common: [--iterations N] [--warmup N] [--min-time-ms T] [--warmup-ms W] [--world N] [--mpi]
+//           [--nonblocking] [--timeout 120s] [--seed S] [--output FILE] [--list-designs]
 //
 // Bad flags throw std::invalid_argument with a one-line message (exit code 2).
 #include <optional>
@@ -22,6 +24,8 @@ struct BenchOptions {
   std::optional<BenchCase> flag_case;
   std::optional<int> iterations;  // overrides every case
   std::optional<int> warmup;
+  std::optional<double> min_time_s;  // --min-time-ms, overrides every case
+  std::optional<double> warmup_s;    // --warmup-ms
   std::uint64_t seed = 0;
   int world = 0;
   bool use_mpi = false;

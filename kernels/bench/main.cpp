@@ -14,7 +14,9 @@
 #include "config/error.hpp"
 #include "kernels/bench/bench_env.hpp"
 #include "kernels/bench/flags.hpp"
+#include "kernels/bench/interference_runner.hpp"
 #include "kernels/bench/suite.hpp"
+#include "kernels/bench/timing.hpp"
 
 namespace {
 
@@ -27,6 +29,7 @@ std::uint64_t fresh_seed() {
 }
 
 Status run_case(BenchEnv& env, const BenchCase& c) {
+  const ScopedTimingPolicy policy({c.min_time_s, c.warmup_s});
   switch (c.kind) {
     case CaseKind::Collective:
       return run_collective_case(env, c);
@@ -34,6 +37,8 @@ Status run_case(BenchEnv& env, const BenchCase& c) {
       return run_compute_case(env, c);
     case CaseKind::Pair:
       return run_pair_case(env, c);
+    case CaseKind::Interference:
+      return run_interference_case(env, c);
   }
   return Status::failure("unknown case kind");
 }
@@ -44,6 +49,8 @@ int run(const BenchOptions& options, BenchPlan plan) {
   for (BenchCase& c : plan.cases) {
     if (options.iterations) c.iterations = *options.iterations;
     if (options.warmup) c.warmup = *options.warmup;
+    if (options.min_time_s) c.min_time_s = *options.min_time_s;
+    if (options.warmup_s) c.warmup_s = *options.warmup_s;
   }
   std::fprintf(stderr, "overlap-bench: seed %llu, %zu case(s)\n",
                static_cast<unsigned long long>(plan.seed), plan.cases.size());

@@ -75,6 +75,9 @@ class PairCaseRunner {
   Status run() {
     const PairSizes sizes = pair_sizes(op_, shape_, env_.world());
     const std::size_t elem = dtype_bytes(case_.dtype);
+    // Fences around allocation and free (harness quiesce): no cudaMalloc/cudaFree while a
+    // peer's NCCL kernel waits for this rank (one process drives both GPUs; NOTES.md).
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "pair: before allocating"));
     sets_ = env_.rotation_sets((sizes.a + sizes.b) * elem + sizes.indices * 4);
     buffers_.resize(static_cast<std::size_t>(sets_));
     for (int s = 0; s < sets_; ++s)
@@ -103,6 +106,7 @@ class PairCaseRunner {
     // other already waits in a NCCL kernel (one process drives both GPUs; see NOTES.md).
     OVERLAPSIM_TRY(align_.allocate(256));
     OVERLAPSIM_TRY(fill_random(align_.data(), 1, case_.dtype, 10, compute()));
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "pair: after allocating"));
     // Every kernel runs once, alone, before anything overlaps: no lazy module load may
     // happen while a NCCL kernel spins on the other stream (design.md).
     OVERLAPSIM_TRY(run_sequential(pair_, buffers_[0].view(), env_.ctx->compute_stream));
@@ -306,7 +310,9 @@ class PairCaseRunner {
     const std::size_t count =
         static_cast<std::size_t>(reference_.result_rows() * reference_.result_cols());
     const std::size_t bytes = count * dtype_bytes(case_.dtype);
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "pair: before allocating the sequential result"));
     OVERLAPSIM_TRY(sequential_result_.allocate(bytes));
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "pair: after allocating the sequential result"));
     CUDA_CHECK(cudaMemcpyAsync(sequential_result_.data(), buffers_[0].view().result(op_), bytes,
                                cudaMemcpyDeviceToDevice, compute()));
     OVERLAPSIM_TRY(wait_stream(env_.ctx->comm, compute(), "keep sequential result"));
@@ -345,6 +351,7 @@ Status run_pair_case(BenchEnv& env, const BenchCase& c) {
       return Status::failure(c.op + ": " + *error);
     PairCaseRunner runner(env, c, op, shape);
     OVERLAPSIM_TRY(runner.run());
+    OVERLAPSIM_TRY(quiesce(*env.ctx, "pair: before freeing"));  // runner's buffers go next
   }
   return Status::success();
 }

@@ -4,14 +4,18 @@
 #include <stdexcept>
 
 #include "config/error.hpp"
+#include "kernels/collectives/nccl_collectives.hpp"
 
 namespace overlapsim::kernels::bench {
 namespace {
 
 const std::vector<std::string> kCaseKeys{"op",     "design",     "designs",   "dtype",
                                          "shapes", "bytes",      "chunks",    "parts",
-                                         "warmup", "iterations", "table_rows"};
-const std::vector<std::string> kDefaultKeys{"dtype", "warmup", "iterations", "chunks", "parts"};
+                                         "warmup", "iterations", "table_rows",
+                                         "min_time", "warmup_time", "collectives", "ctas"};
+const std::vector<std::string> kDefaultKeys{"dtype",  "warmup",   "iterations",
+                                            "chunks", "parts",    "min_time",
+                                            "warmup_time"};
 
 std::vector<int> read_chunks(const config::ConfigNode& list) {
   if (!list.is_sequence()) list.fail("expected a list of chunk counts such as [2, 4, 8]");
@@ -35,6 +39,10 @@ void read_common(const config::ConfigNode& node, BenchCase* c) {
   c->iterations = static_cast<int>(node.get_positive_int("iterations", c->iterations));
   if (node.has("chunks")) c->chunks = read_chunks(node.child("chunks"));
   c->parts = node.get_bool("parts", c->parts);
+  c->min_time_s = node.get_duration_s("min_time", c->min_time_s);
+  if (c->min_time_s < 0 || c->min_time_s > 600) node.fail_key("min_time", "must be in [0, 10min]");
+  c->warmup_s = node.get_duration_s("warmup_time", c->warmup_s);
+  if (c->warmup_s < 0 || c->warmup_s > 600) node.fail_key("warmup_time", "must be in [0, 10min]");
 }
 
 PairShape read_shape(const config::ConfigNode& node) {
@@ -56,7 +64,7 @@ BenchCase read_case(const config::ConfigNode& node, const BenchCase& defaults) {
     node.fail_key("op",
                   "unknown op (expected allreduce, reducescatter, allgather, alltoall, gemm, gemv, "
                   "embedding, gemm+allreduce, gemm+reducescatter, allgather+gemm, gemm+alltoall, "
-                  "gemv+allreduce or embedding+alltoall)");
+                  "gemv+allreduce, embedding+alltoall or interference)");
   read_common(node, &c);
   const auto& allowed = designs_for(c.kind, c.op);
   c.designs.clear();
@@ -82,12 +90,34 @@ BenchCase read_case(const config::ConfigNode& node, const BenchCase& defaults) {
   }
 
   const std::int64_t table_rows = node.get_int("table_rows", 0);
-  if (c.kind == CaseKind::Collective) {
+  if (node.has("collectives")) {
+    const config::ConfigNode list = node.child("collectives");
+    if (!list.is_sequence() || list.size() == 0) list.fail("expected a list of collectives");
+    c.collectives.clear();
+    for (std::size_t i = 0; i < list.size(); ++i)
+      c.collectives.push_back(
+          list.at(i).as_string());  // checked by validate_case
+  }
+  if (node.has("ctas")) {
+    const config::ConfigNode list = node.child("ctas");
+    if (!list.is_sequence() || list.size() == 0)
+      list.fail("expected a list of NCCL CTA limits such as [4, 8, 16, 32, 0]");
+    c.ctas.clear();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::int64_t v = list.at(i).as_int();
+      if (v < 0 || v > 1024) list.at(i).fail("CTA limit must be in [0, 1024] (0: NCCL's default)");
+      c.ctas.push_back(static_cast<int>(v));
+    }
+  }
+  if (c.kind == CaseKind::Interference && !node.has("bytes"))
+    node.fail("an interference case needs `bytes` and `shapes`");
+  if (c.kind == CaseKind::Collective || c.kind == CaseKind::Interference) {
     if (!node.has("bytes")) node.fail("a collective case needs `bytes`, e.g. [1MiB, 1GiB]");
     const config::ConfigNode list = node.child("bytes");
     if (!list.is_sequence()) list.fail("expected a list of sizes such as [1MiB, 1GiB]");
     for (std::size_t i = 0; i < list.size(); ++i) c.bytes.push_back(list.at(i).as_bytes());
-  } else {
+  }
+  if (c.kind != CaseKind::Collective) {
     if (!node.has("shapes")) node.fail("a compute or pair case needs `shapes`: [[m, n, k], ...]");
     const config::ConfigNode list = node.child("shapes");
     if (!list.is_sequence()) list.fail("expected a list of shapes [[m, n, k], ...]");
@@ -120,6 +150,14 @@ void validate_case(const BenchCase& c) {
   for (std::uint64_t b : c.bytes)
     if (b < 2) throw std::invalid_argument("collective sizes must be >= 2 bytes");
   if (c.designs.empty()) throw std::invalid_argument("no design given");
+  if (c.kind == CaseKind::Interference) {
+    for (const std::string& name : c.collectives)
+      if (!parse_collective_op(name))
+        throw std::invalid_argument("unknown collective '" + name +
+                                    "' (expected allreduce, reducescatter, allgather or alltoall)");
+    if (c.collectives.empty() || c.ctas.empty())
+      throw std::invalid_argument("interference needs collectives and ctas");
+  }
 }
 
 BenchPlan parse_suite(const config::ConfigNode& root) {

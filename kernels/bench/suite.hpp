@@ -14,6 +14,14 @@
 //     - op: embedding+alltoall   # m = bags, n = dim, k = pooling; table_rows required
 //       shapes: [[65536, 128, 32]]
 //       table_rows: 1000000
+//     - op: interference         # GEMM x collective side by side (interference_runner.hpp)
+//       shapes: [[8192, 8192, 4096]]
+//       bytes: [16MiB, 128MiB]
+//       collectives: [allreduce, alltoall]  # default [allreduce]
+//       ctas: [4, 8, 16, 32, 0]             # NCCL CTA limits; 0 = NCCL's default config
+//   Steady state, in defaults or per case: min_time: 20ms (timed work per measurement, at
+//   least; more iterations than `iterations` when needed), warmup_time: 100ms (untimed work
+//   first, so the GPU reaches its power-limited clock).
 //
 // Errors are config::ConfigError naming file:line:column, the key and the expected form.
 #include <string>

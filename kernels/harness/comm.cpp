@@ -100,10 +100,29 @@ Status wait_stream(CommHandle& handle, cudaStream_t stream, const char* what) {
   return result;
 }
 
+Status quiesce(CommHandle& handle, std::initializer_list<cudaStream_t> streams, const char* what) {
+  for (cudaStream_t stream : streams) OVERLAPSIM_TRY(wait_stream(handle, stream, what));
+  if (handle.barrier == nullptr) return Status::success();
+  switch (handle.barrier->arrive_and_wait(handle.timeout_s, handle.peer_failed)) {
+    case RankBarrier::Outcome::Passed:
+      return Status::success();
+    case RankBarrier::Outcome::Aborted:
+      return abort_comm(handle, std::string(what) + ": rendezvous: peer failed");
+    case RankBarrier::Outcome::TimedOut:
+      break;
+  }
+  return abort_comm(handle, std::string(what) + ": rendezvous: timed out after " +
+                                std::to_string(handle.timeout_s) + " s");
+}
+
 Status allreduce_host(CommHandle& handle, cudaStream_t stream, std::vector<double>& values,
                       ncclRedOp_t op) {
   if (values.empty()) return Status::success();
   const std::size_t bytes = values.size() * sizeof(double);
+  // The scratch and staging allocations below happen while no peer has a NCCL kernel in
+  // flight: every rank drains and meets first, and meets again before the collective (a
+  // peer still allocating must not be waited for by our kernel).
+  OVERLAPSIM_TRY(quiesce(handle, {stream}, "allreduce_host: before allocating"));
   DeviceBuffer scratch;
   OVERLAPSIM_TRY(scratch.allocate(bytes));
   // Pinned staging, so neither copy blocks the host behind a collective that may hang.
@@ -111,11 +130,14 @@ Status allreduce_host(CommHandle& handle, cudaStream_t stream, std::vector<doubl
   CUDA_CHECK(cudaMallocHost(&staging, bytes));
   std::copy(values.begin(), values.end(), staging);
   Status result = [&]() -> Status {
+    OVERLAPSIM_TRY(quiesce(handle, {}, "allreduce_host: after allocating"));
     CUDA_CHECK(cudaMemcpyAsync(scratch.data(), staging, bytes, cudaMemcpyHostToDevice, stream));
     NCCL_SETTLE(handle, ncclAllReduce(scratch.data(), scratch.data(), values.size(), ncclFloat64,
                                       op, handle.comm, stream));
     CUDA_CHECK(cudaMemcpyAsync(staging, scratch.data(), bytes, cudaMemcpyDeviceToHost, stream));
-    return wait_stream(handle, stream, "allreduce_host");
+    OVERLAPSIM_TRY(wait_stream(handle, stream, "allreduce_host"));
+    // Our collective has finished, a peer's may not have yet: meet before freeing.
+    return quiesce(handle, {}, "allreduce_host: before freeing");
   }();
   if (!result.ok) return result;  // leak the staging: freeing it could wait on a hung stream
   std::copy(staging, staging + values.size(), values.begin());

@@ -10,10 +10,12 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "kernels/common/status.hpp"
+#include "kernels/harness/rank_barrier.hpp"
 
 namespace overlapsim::kernels {
 
@@ -25,6 +27,9 @@ struct CommHandle {
   // Raised by the harness when another rank of this process failed: waits give up at
   // once instead of running into their deadline.
   const std::atomic<bool>* peer_failed = nullptr;
+  // Thread mode: the rendezvous of this process's rank threads (quiesce() below); null in
+  // MPI mode, where each process drives one GPU and the allocation hazard does not arise.
+  RankBarrier* barrier = nullptr;
 };
 
 // Aborts the communicator (if still alive) and returns a failure carrying `reason`.
@@ -35,6 +40,13 @@ Status nccl_settle(CommHandle& handle, ncclResult_t result, const char* where);
 
 // Waits for the work enqueued so far on `stream` (and for NCCL's async errors).
 Status wait_stream(CommHandle& handle, cudaStream_t stream, const char* what);
+
+// Drains `streams` of this rank, then meets the other rank threads at handle.barrier (just
+// the drain when there is none). Call it before and after allocating or freeing device or
+// pinned memory, creating or destroying communicators, so no rank maps memory while a
+// peer's NCCL kernel waits for it (rank_barrier.hpp says why). Every rank must call it the
+// same number of times; a rank that fails instead releases the others (peer_failed).
+Status quiesce(CommHandle& handle, std::initializer_list<cudaStream_t> streams, const char* what);
 
 // Element-wise reduction of host doubles over all ranks (ncclSum, ncclMax, ...), used
 // outside timed regions for the max-over-ranks time and the summed wrong count.

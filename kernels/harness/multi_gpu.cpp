@@ -14,6 +14,10 @@ namespace overlapsim::kernels {
 
 Status run_ranks_mpi(const HarnessOptions& options, const RankBody& body);  // multi_gpu_mpi.cpp
 
+Status quiesce(RankContext& ctx, const char* what) {
+  return quiesce(ctx.comm, {ctx.compute_stream, ctx.comm_stream}, what);
+}
+
 int visible_gpu_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
@@ -49,6 +53,7 @@ Status run_ranks(const HarnessOptions& options, const RankBody& body) {
   std::atomic<bool> failed{false};
   std::barrier prepared(world);
   std::barrier finished(world);
+  RankBarrier rendezvous(world);
   std::vector<Status> statuses(world);
   std::vector<std::thread> threads;
   threads.reserve(world);
@@ -56,6 +61,7 @@ Status run_ranks(const HarnessOptions& options, const RankBody& body) {
     threads.emplace_back([&, rank] {
       RankContext ctx;
       ctx.comm.peer_failed = &failed;
+      ctx.comm.barrier = &rendezvous;
       Status status = prepare_rank(ctx, rank, rank, world, options);
       if (!status.ok) failed = true;
       prepared.arrive_and_wait();  // nobody enters NCCL init unless every rank can

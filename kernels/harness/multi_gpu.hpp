@@ -44,6 +44,10 @@ struct HarnessOptions {
 
 using RankBody = std::function<Status(RankContext&)>;
 
+// Drains both streams of this rank and meets the other rank threads (comm.hpp quiesce):
+// the fence runners put around every allocation and free phase.
+Status quiesce(RankContext& ctx, const char* what);
+
 // Runs `body` once on every rank and returns the first real failure (not the echoes of
 // "peer failed" on the other ranks), or success.
 Status run_ranks(const HarnessOptions& options, const RankBody& body);
