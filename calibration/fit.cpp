@@ -155,6 +155,26 @@ FitData load_fit_data(const std::string& data_dir) {
   return d;
 }
 
+// Base curves of an (op, algorithm, scope) at rank counts the fit measured none of keep
+// their numbers and sources, so one profile can hold every GPU count calibrated.
+void carry_other_rank_curves(const std::vector<sim::CollectiveCurve>& base_curves,
+                             const std::string& carried, FitOutput& out) {
+  std::vector<sim::CollectiveCurve> kept;
+  for (const auto& b : base_curves) {
+    bool measured = false;
+    for (const auto& c : out.profile.collectives.curves)
+      measured = measured || (c.op == b.op && c.algo == b.algo && c.scope == b.scope &&
+                              c.ranks == b.ranks);
+    if (measured || b.ranks == 0) continue;
+    kept.push_back(b);
+    kept.back().source.citation += carried;
+  }
+  for (auto& k : kept) out.profile.collectives.curves.push_back(std::move(k));
+  if (!kept.empty())
+    out.notes.push_back(fmt::format("collectives: {} curve(s) at other rank counts{}",
+                                    kept.size(), carried));
+}
+
 FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   FitData data = load_fit_data(data_dir);
   FitResult result;
@@ -173,7 +193,10 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   p.device.nccl = m.nccl;
   p.device.date = m.date;
   p.device.host = m.host;
-  p.collectives.curves.clear();  // the measurements replace any the base carried
+  // The measurements replace the base's curves; a base curve at a communicator size this
+  // data never measured (a 4-GPU profile as the base of a 2-GPU fit) is carried below.
+  const std::vector<sim::CollectiveCurve> base_curves = p.collectives.curves;
+  p.collectives.curves.clear();
   p.measurements = data.label;
 
   // Carried numbers keep their source; the citation says they were carried.
@@ -195,6 +218,7 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   fit_compute(data, out);
   fit_collectives(data, out);
   fit_designs(data, out);
+  carry_other_rank_curves(base_curves, carried, out);
 
   ProfileYamlOptions yo;
   yo.kind = "measured";

@@ -189,5 +189,30 @@ TEST(Fit, HeldOutKeysAreLeftOut) {
   EXPECT_EQ(held.find(",allreduce,nccl,bf16,0,0,0,4096,"), std::string::npos) << held;
 }
 
+// A fit whose base profile holds curves at a rank count the data did not measure keeps
+// them (cited as carried), and replaces those at the measured count.
+TEST(Fit, CarriesBaseCurvesAtOtherRankCounts) {
+  const Truth t;
+  const fs::path dir = synthetic_dir("carry_ranks", t);
+  FitOptions o;
+  o.base_profile = "calibration/profiles/h200-nvswitch-4gpu.yaml";
+  const FitResult r = fit_profile(dir.string(), o);
+  const sim::Profile base = load_profile(o.base_profile);
+  std::size_t base_four = 0, four = 0, two = 0;
+  for (const auto& c : base.collectives.curves) base_four += c.ranks == 4;
+  for (const auto& c : r.profile.collectives.curves) {
+    if (c.ranks == 4) {
+      ++four;
+      EXPECT_NE(c.source.citation.find("[carried from " + o.base_profile + "]"),
+                std::string::npos)
+          << c.source.citation;
+    }
+    two += c.ranks == 2;
+  }
+  EXPECT_GT(base_four, 0u);
+  EXPECT_EQ(four, base_four);
+  EXPECT_EQ(two, 1u);  // the synthetic data's one measured allreduce curve
+}
+
 }  // namespace
 }  // namespace overlapsim::calibration
