@@ -9,7 +9,9 @@
 #include "config/error.hpp"
 #include "kernels/bench/bench_row.hpp"
 #include "kernels/bench/flags.hpp"
+#include "kernels/bench/interference_runner.hpp"
 #include "kernels/bench/suite.hpp"
+#include "kernels/bench/timing.hpp"
 
 namespace overlapsim::kernels::bench {
 namespace {
@@ -97,6 +99,99 @@ TEST(BenchFlags, RejectBadInput) {
                std::invalid_argument);
   EXPECT_THROW(parse_flags({"--suite", "a.yaml", "--op", "gemm"}), std::invalid_argument);
   EXPECT_THROW(parse_flags({"--frobnicate"}), std::invalid_argument);
+}
+
+TEST(BenchFlags, InterferenceAndSteadyState) {
+  const BenchOptions o =
+      parse_flags({"--op", "interference", "--shapes", "8192x8192x4096", "--bytes", "16MiB,128MiB",
+                   "--collectives", "allreduce,alltoall", "--ctas", "4,8,16,32,0",
+                   "--min-time-ms", "20", "--warmup-ms", "150"});
+  ASSERT_TRUE(o.flag_case);
+  EXPECT_EQ(o.flag_case->kind, CaseKind::Interference);
+  EXPECT_EQ(o.flag_case->designs, (std::vector<std::string>{"interleaved"}));
+  EXPECT_EQ(o.flag_case->collectives, (std::vector<std::string>{"allreduce", "alltoall"}));
+  EXPECT_EQ(o.flag_case->ctas, (std::vector<int>{4, 8, 16, 32, 0}));
+  EXPECT_EQ(o.flag_case->bytes, (std::vector<std::uint64_t>{16u << 20, 128u << 20}));
+  EXPECT_DOUBLE_EQ(*o.min_time_s, 0.020);
+  EXPECT_DOUBLE_EQ(*o.warmup_s, 0.150);
+  // Needs sizes; rejects unknown collectives, negative CTA limits and bad durations.
+  EXPECT_THROW(parse_flags({"--op", "interference", "--shapes", "8x8x8"}), std::invalid_argument);
+  EXPECT_THROW(parse_flags({"--op", "interference", "--shapes", "8x8x8", "--bytes", "1MiB",
+                            "--collectives", "broadcast"}),
+               std::invalid_argument);
+  EXPECT_THROW(parse_flags({"--op", "interference", "--shapes", "8x8x8", "--bytes", "1MiB",
+                            "--ctas", "-1"}),
+               std::invalid_argument);
+  EXPECT_THROW(parse_flags({"--op", "gemm", "--shapes", "8x8x8", "--min-time-ms", "-3"}),
+               std::invalid_argument);
+  EXPECT_THROW(parse_flags({"--op", "gemm", "--shapes", "8x8x8", "--warmup-ms", "1s"}),
+               std::invalid_argument);
+}
+
+TEST(BenchSuite, InterferenceCaseAndSteadyStateKeys) {
+  const BenchPlan plan = parse(
+      "defaults: {min_time: 20ms, warmup_time: 0.1s}\n"
+      "cases:\n"
+      "  - op: interference\n"
+      "    shapes: [[4096, 4096, 4096]]\n"
+      "    bytes: [1MiB]\n"
+      "    collectives: [alltoall]\n"
+      "    ctas: [8, 0]\n");
+  ASSERT_EQ(plan.cases.size(), 1u);
+  const BenchCase& c = plan.cases[0];
+  EXPECT_EQ(c.kind, CaseKind::Interference);
+  EXPECT_EQ(c.collectives, (std::vector<std::string>{"alltoall"}));
+  EXPECT_EQ(c.ctas, (std::vector<int>{8, 0}));
+  EXPECT_DOUBLE_EQ(c.min_time_s, 0.020);
+  EXPECT_DOUBLE_EQ(c.warmup_s, 0.1);
+  EXPECT_NE(error_of("cases:\n  - op: interference\n    shapes: [[8, 8, 8]]\n"
+                     "    bytes: [1MiB]\n    collectives: [gather]\n")
+                .find("suite.yaml:2:"),
+            std::string::npos);
+  EXPECT_NE(error_of("cases:\n  - op: interference\n    shapes: [[8, 8, 8]]\n")
+                .find("bytes"),
+            std::string::npos);
+  EXPECT_NE(error_of("cases:\n  - op: interference\n    shapes: [[8, 8, 8]]\n"
+                     "    bytes: [1MiB]\n    ctas: [-4]\n")
+                .find("suite.yaml:5:"),
+            std::string::npos);
+}
+
+TEST(InterferenceRows, DesignNamesVictimOtherAndHalf) {
+  EXPECT_EQ(interference_design("gemm", "allreduce", true), "gemm|allreduce:beside");
+  EXPECT_EQ(interference_design("alltoall", "gemm", false), "alltoall|gemm:alone");
+}
+
+// Steady-state timing decisions (host only): how many more iterations reach min_time.
+TEST(TimingPolicy, MoreIterationsUntilMinTime) {
+  EXPECT_EQ(more_iterations_for(0.0, 0.001, 10), 0);      // no minimum
+  EXPECT_EQ(more_iterations_for(0.020, 0.020, 10), 0);    // reached
+  EXPECT_EQ(more_iterations_for(0.020, 0.005, 10), 30);   // 0.5 ms each, 15 ms missing
+  EXPECT_EQ(more_iterations_for(0.020, 0.0199, 10), 1);   // at least one
+  EXPECT_EQ(more_iterations_for(10.0, 1e-6, kMaxTimedIterations - 5), 5);  // capped
+  EXPECT_EQ(more_iterations_for(10.0, 1e-6, kMaxTimedIterations), 0);
+  EXPECT_EQ(iterations_for(0.1, 0.003), 34);
+  EXPECT_EQ(iterations_for(0.0, 0.003), 0);
+  EXPECT_EQ(iterations_for(100.0, 1e-9), kMaxTimedIterations);
+}
+
+TEST(TimingPolicy, ScopedPolicyRestoresThePrevious) {
+  EXPECT_DOUBLE_EQ(timing_policy().min_time_s, 0.0);
+  {
+    const ScopedTimingPolicy outer({0.02, 0.1});
+    EXPECT_DOUBLE_EQ(timing_policy().min_time_s, 0.02);
+    {
+      const ScopedTimingPolicy inner({0.5, 0.0});
+      EXPECT_DOUBLE_EQ(timing_policy().min_time_s, 0.5);
+    }
+    EXPECT_DOUBLE_EQ(timing_policy().warmup_s, 0.1);
+  }
+  EXPECT_DOUBLE_EQ(timing_policy().min_time_s, 0.0);
+  const Timing t = summarize({3.0, 1.0, 2.0, 10.0});
+  EXPECT_DOUBLE_EQ(t.median_s, 2.5);
+  EXPECT_DOUBLE_EQ(t.min_s, 1.0);
+  EXPECT_DOUBLE_EQ(t.max_s, 10.0);
+  EXPECT_EQ(t.iterations, 4);
 }
 
 TEST(BenchRowCsv, HeaderAndRowMatchTheFixedColumns) {

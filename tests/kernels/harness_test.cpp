@@ -2,10 +2,14 @@
 // priorities and a working communicator; host values reduced over ranks.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include "kernels/harness/multi_gpu.hpp"
+#include "kernels/harness/rank_barrier.hpp"
 #include "tests/kernels/gpu_test_support.hpp"
 
 namespace overlapsim::kernels {
@@ -57,6 +61,89 @@ TEST(Harness, HostValuesReduceOverRanks) {
     EXPECT_DOUBLE_EQ(seen[r][1], 0.5 * world);
     EXPECT_DOUBLE_EQ(seen[r][2], world - 1.0);
   }
+}
+
+// The rendezvous (host only): nobody passes a phase before every rank arrived, phases
+// repeat, and an abort or a deadline releases the waiters and breaks the barrier.
+TEST(RankBarrier, NobodyPassesBeforeEveryRankArrived) {
+  constexpr int kRanks = 4, kPhases = 50;
+  RankBarrier barrier(kRanks);
+  std::atomic<int> arrived{0};
+  std::atomic<int> early{0};
+  std::vector<int> outcome_ok(kRanks, 1);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r)
+    threads.emplace_back([&, r] {
+      for (int phase = 0; phase < kPhases; ++phase) {
+        // Late arrivals on purpose: rank r sleeps r * 50 us before each phase.
+        std::this_thread::sleep_for(std::chrono::microseconds(50 * r));
+        arrived.fetch_add(1);
+        if (barrier.arrive_and_wait(10.0, nullptr) != RankBarrier::Outcome::Passed)
+          outcome_ok[r] = 0;
+        if (arrived.load() < (phase + 1) * kRanks) early.fetch_add(1);
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(early.load(), 0);
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(outcome_ok[r], 1) << "rank " << r;
+}
+
+TEST(RankBarrier, AbortReleasesWaitersAndBreaksTheBarrier) {
+  RankBarrier barrier(3);
+  std::atomic<bool> abort{false};
+  std::vector<RankBarrier::Outcome> outcomes(2, RankBarrier::Outcome::Passed);
+  std::vector<std::thread> waiters;
+  for (int r = 0; r < 2; ++r)
+    waiters.emplace_back([&, r] { outcomes[r] = barrier.arrive_and_wait(30.0, &abort); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto start = std::chrono::steady_clock::now();
+  abort = true;  // the third rank failed instead of arriving
+  for (auto& t : waiters) t.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(outcomes[0], RankBarrier::Outcome::Aborted);
+  EXPECT_EQ(outcomes[1], RankBarrier::Outcome::Aborted);
+  abort = false;
+  EXPECT_EQ(barrier.arrive_and_wait(30.0, &abort), RankBarrier::Outcome::Aborted);
+}
+
+TEST(RankBarrier, DeadlineEndsTheWait) {
+  RankBarrier barrier(2);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(barrier.arrive_and_wait(0.05, nullptr), RankBarrier::Outcome::TimedOut);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(waited, 0.05);
+  EXPECT_LT(waited, 2.0);
+  EXPECT_EQ(barrier.arrive_and_wait(10.0, nullptr), RankBarrier::Outcome::Aborted);
+}
+
+TEST(RankBarrier, OneRankPassesAtOnce) {
+  RankBarrier barrier(1);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(barrier.arrive_and_wait(0.0, nullptr), RankBarrier::Outcome::Passed);
+}
+
+// GPU: quiesce drains both streams and meets the other ranks; allocations between two
+// quiesce calls while ranks alternate allocating and all-reducing do not hang.
+TEST(Harness, QuiesceAroundAllocationsKeepsRanksInStep) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  const int world = visible_gpu_count();
+  std::vector<double> result(world, 0.0);
+  const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+    if (ctx.comm.barrier == nullptr) return Status::failure("thread mode must set the barrier");
+    for (int round = 0; round < 20; ++round) {
+      OVERLAPSIM_TRY(quiesce(ctx, "test: before allocating"));
+      void* scratch = nullptr;
+      CUDA_CHECK(cudaMalloc(&scratch, (1u << 20) * (1 + (round + ctx.comm.rank) % 3)));
+      OVERLAPSIM_TRY(quiesce(ctx, "test: after allocating"));
+      std::vector<double> v{1.0};
+      OVERLAPSIM_TRY(allreduce_host(ctx.comm, ctx.compute_stream, v, ncclSum));
+      result[ctx.comm.rank] = v[0];
+      OVERLAPSIM_TRY(quiesce(ctx, "test: before freeing"));
+      CUDA_CHECK(cudaFree(scratch));
+    }
+    return Status::success();
+  });
+  ASSERT_TRUE(status.ok) << status.message;
+  for (int r = 0; r < world; ++r) EXPECT_DOUBLE_EQ(result[r], world);
 }
 
 TEST(Harness, RejectsMoreRanksThanGpus) {
