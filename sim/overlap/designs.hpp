@@ -3,6 +3,7 @@
 // parameters from the profile's `designs:` section (docs/designs.md lists them with
 // their meaning and sources) and says which pairs it applies to; the rest run as under
 // `sequential`.
+#include <functional>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -94,6 +95,11 @@ struct WaveGroupProblem {
   double comm_stretch = 1;      // NCCL on the CTAs left to it
   double comm_latency_s = 0;    // per call, besides bytes x rate
   int max_groups = 1;
+  // Where set, NCCL's slowdown on those CTAs for a group of `bytes` (instead of comm_stretch).
+  std::function<double(double bytes)> stretch_at;
+  // Where set, a group's collective takes stretch x comm_time_at(bytes) (the measured curve),
+  // instead of comm_latency_s + bytes x comm_s_per_byte.
+  std::function<double(double bytes)> comm_time_at;
 };
 struct WaveGroupPlan {
   std::vector<int> sizes;  // waves per group

@@ -122,6 +122,11 @@ PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
       if (curve) return curve->time_s(b, pc.world);
       return -1.0;
     };
+    if (!points.empty() || curve)
+      paired->set_comm_time_hint([points, curve, n = pc.world](double b) {
+        const auto bytes = static_cast<std::uint64_t>(b);
+        return !points.empty() ? interpolate(points, bytes) : curve->time_s(bytes, n);
+      });
     const double full = alone_s(pc.comm_bytes), part = alone_s(pc.comm_bytes / 16);
     if (full > 0) {
       const double rate =

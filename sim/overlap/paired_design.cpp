@@ -122,6 +122,7 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
   else
     view.comm_s_per_byte = rate_hint_;
   view.comm_latency_s = latency_hint_;
+  view.comm_time_at = time_hint_;
   std::string why_not;
   auto sched = schedule(ctx.compute_model(), view, why_not);
   if (!sched) {
@@ -130,7 +131,8 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
     return;
   }
   const std::size_t n = sched->compute_s.size();
-  if (n == 0 || sched->comm_share.size() != n)
+  if (n == 0 || sched->comm_share.size() != n ||
+      (!sched->part_stretch.empty() && sched->part_stretch.size() != n))
     throw std::logic_error(
         fmt::format("design {}: malformed schedule for '{}'", name(), view.compute->name));
   ++stats_.overlapped;
@@ -251,15 +253,17 @@ void PairedDesign::launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pa
     ctx.launch_comm_part(
         pair->program, pair->comm, pair->bytes[part], part + 1, [this, &ctx, pair, part, t0] {
           // NCCL limited to fewer CTAs moves the same bytes more slowly.
-          const double extra = (ctx.simulator().now() - t0) * (pair->s.comm_stretch - 1.0);
+          const double stretch =
+              pair->s.part_stretch.empty() ? pair->s.comm_stretch : pair->s.part_stretch[part];
+          const double extra = (ctx.simulator().now() - t0) * (stretch - 1.0);
           const double s_per_byte =
-              (ctx.simulator().now() - t0) * pair->s.comm_stretch /
+              (ctx.simulator().now() - t0) * stretch /
               static_cast<double>(std::max<std::uint64_t>(1, pair->bytes[part]));
           if (pair->bytes[part] > 0 && pair->first_part_s_per_byte < 0)
             pair->first_part_s_per_byte = s_per_byte;
           // Parts of >= 1 MiB teach the rate later pairs plan with.
           if (pair->bytes[part] >= (1u << 20) && pair->comm_group >= 0)
-            learned_rate_[pair->comm_group] = s_per_byte / pair->s.comm_stretch;
+            learned_rate_[pair->comm_group] = s_per_byte / stretch;
           if (extra > 0)
             ctx.simulator().schedule(extra,
                                      [this, &ctx, pair, part] { part_done(ctx, pair, part); });

@@ -34,10 +34,12 @@ struct PairSchedule {
   std::vector<double> comm_share;  // per group: share of the collective's bytes (sum 1)
   double compute_slowdown = 1;     // factor on a group's time when it starts with a part in flight
   double comm_stretch = 1;         // factor on a part's network time (NCCL CTA limit)
-  double part_delay_s = 0;         // before every part after the first (wait kernel, launch)
-  double first_part_delay_s = 0;   // before the first part
-  double last_part_delay_s = -1;   // before the last part (of several); < 0: part_delay_s
-  bool serial_parts = true;        // parts one after another (false: all may run at once)
+  std::vector<double>
+      part_stretch;         // per part, where it depends on the part's size (else comm_stretch)
+  double part_delay_s = 0;  // before every part after the first (wait kernel, launch)
+  double first_part_delay_s = 0;  // before the first part
+  double last_part_delay_s = -1;  // before the last part (of several); < 0: part_delay_s
+  bool serial_parts = true;       // parts one after another (false: all may run at once)
   // A part ready while a group of the op runs waits until that group ends: the op holds
   // every SM and stream priority never preempts resident blocks (papers.md §3).
   bool comm_waits_for_running_group = false;
@@ -63,6 +65,9 @@ struct PairView {
   double comm_latency_s = 0;  // fixed time per call besides bytes x rate (hint only)
   // The collective model charges NCCL's fixed cost on each call (measured curves do).
   bool call_latency_in_collective = false;
+  // The collective's time for a message of `bytes` with NCCL's default CTAs, where known
+  // ahead (simulate_pair: the measured curve); empty otherwise.
+  std::function<double(double bytes)> comm_time_at;
 };
 
 class PairedDesign : public OverlapDesign {
@@ -99,6 +104,11 @@ class PairedDesign : public OverlapDesign {
   void set_comm_rate_hint(double s_per_byte, double latency_s = 0) {
     rate_hint_ = s_per_byte;
     latency_hint_ = latency_s;
+  }
+  // The collective's time per message size to plan with (simulate_pair: the measured
+  // curve the parts will be timed by), ahead of and instead of the learned rate.
+  void set_comm_time_hint(std::function<double(double bytes)> time_at) {
+    time_hint_ = std::move(time_at);
   }
   void set_scaled_parts(int min_ranks, std::vector<int> group_sizes) {
     scaled_parts_min_ranks_ = min_ranks;
@@ -138,6 +148,7 @@ class PairedDesign : public OverlapDesign {
   std::vector<char> intra_host_;
   int scaled_parts_min_ranks_ = 0;
   double rate_hint_ = -1, latency_hint_ = 0;
+  std::function<double(double)> time_hint_;
   std::unordered_map<int, double> learned_rate_;  // communicator -> s per byte
   std::vector<int> group_sizes_;
   PairStats stats_;

@@ -19,7 +19,7 @@ std::vector<int> head_and_equal(int waves, int max_groups) {
 }  // namespace
 
 WaveGroupPlan plan_wave_groups(const WaveGroupProblem& w) {
-  if (w.comm_s_per_byte < 0) return {head_and_equal(w.waves, w.max_groups), -1};
+  if (w.comm_s_per_byte < 0 && !w.comm_time_at) return {head_and_equal(w.waves, w.max_groups), -1};
   // Waves in at most 64 units, so the search stays O(groups x 64^2).
   const int unit = (w.waves + 63) / 64;
   const int units = (w.waves + unit - 1) / unit;
@@ -39,9 +39,12 @@ WaveGroupPlan plan_wave_groups(const WaveGroupProblem& w) {
       const double compute_end = waves_of(u) * w.wave_s * (g == 1 ? 1.0 : w.compute_slowdown);
       for (int v = g - 1; v < u; ++v) {
         if (end[g - 1][v] >= kInf) continue;
+        const double group_bytes = (tiles_of(u) - tiles_of(v)) / w.tiles * w.bytes;
+        const double stretch = w.stretch_at ? w.stretch_at(group_bytes) : w.comm_stretch;
         const double x =
-            w.wait_s + w.comm_stretch * (w.comm_latency_s + (tiles_of(u) - tiles_of(v)) / w.tiles *
-                                                                w.bytes * w.comm_s_per_byte);
+            w.wait_s + stretch * (w.comm_time_at
+                                      ? w.comm_time_at(group_bytes)
+                                      : w.comm_latency_s + group_bytes * w.comm_s_per_byte);
         const double e = std::max(compute_end, end[g - 1][v]) + x;
         if (e < end[g][u]) {
           end[g][u] = e;
@@ -150,7 +153,7 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
     Plan best;
     double best_end = 1e300;
     const std::vector<int> candidates =
-        partition_.empty() && pair.comm_s_per_byte >= 0
+        partition_.empty() && (pair.comm_s_per_byte >= 0 || pair.comm_time_at)
             ? std::vector<int>{comm_sms_, std::max(1, comm_sms_ / 2), std::max(1, comm_sms_ / 4)}
             : std::vector<int>{comm_sms_};
     for (int s : candidates) {
@@ -164,6 +167,13 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
                          bytes,         pair.comm_s_per_byte,
                          stretch,       pair.comm_latency_s,
                          max_groups_};
+      w.comm_time_at = pair.comm_time_at;
+      // NCCL's slowdown on s CTAs depends on the message size (the CTA-limited curves'
+      // latency and bandwidth differ from the default's): each group at its own size.
+      if (pair.intra_host)
+        w.stretch_at = [&](double group_bytes) {
+          return stretch_for(s, coll, static_cast<std::uint64_t>(group_bytes), pair.comm_ranks);
+        };
       std::vector<int> groups = partition_;
       double end_s = -1;
       if (groups.empty() || std::accumulate(groups.begin(), groups.end(), 0) != waves) {
@@ -195,6 +205,10 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
   }
   s.compute_slowdown = interference_;
   s.comm_stretch = plan.stretch;
+  if (pair.intra_host)
+    for (double share : s.comm_share)
+      s.part_stretch.push_back(stretch_for(
+          plan.comm_sms, coll, static_cast<std::uint64_t>(share * bytes), pair.comm_ranks));
   // Each group: a wait kernel on the comm stream, then its NCCL call.
   s.first_part_delay_s = wait_s_;
   s.part_delay_s = wait_s_ + extra_call_s(pair, call_latency_s_);

@@ -3,6 +3,8 @@
 // bytes / B. No design beats max(T_op, T_coll); with free communication each design
 // costs what it states beyond sequential; with perfect parameters tile-wise approaches
 // the bound as its groups grow; runs are deterministic.
+#include "sim/overlap/designs.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -89,10 +91,12 @@ TEST(OverlapDesigns, WithFreeCommunicationEachDesignCostsItsStatedOverheads) {
   // hidden under the FLOPs); the collectives take no time.
   EXPECT_NEAR(simulate_pair(pc, "decomposed", profile, topo).time_s, t_op, 1e-9);
 
-  // tilewise: the own GEMM (x1.1) with signals (x1.05), wave-quantised on 116 SMs: 4096
-  // tiles are 32 waves on 132 SMs and 36 on 116; then the last group's wait kernel.
+  // tilewise: the own GEMM (x1.1) with signals (x1.05), wave-quantised on the SMs the
+  // predictor leaves it: communication being free, it takes the smallest carve-out it
+  // tries (s/4 = 4 SMs), where 4096 tiles are 32 waves as on all 132 SMs (36 on 116);
+  // then the last group's wait kernel.
   const double tiles = (16384 / 128) * (8192 / 256);
-  const double waves_full = std::ceil(tiles / 132), waves = std::ceil(tiles / 116);
+  const double waves_full = std::ceil(tiles / 132), waves = std::ceil(tiles / 128);
   EXPECT_NEAR(simulate_pair(pc, "tilewise", profile, topo).time_s,
               t_op * 1.1 * 1.05 * waves / waves_full + 10e-6, 1e-9);
 
@@ -105,6 +109,31 @@ TEST(OverlapDesigns, WithFreeCommunicationEachDesignCostsItsStatedOverheads) {
   const PairOutcome fused = simulate_pair(pc, "fused", profile, topo);
   EXPECT_TRUE(fused.overlapped);
   EXPECT_NEAR(fused.time_s, t_op * 1.05 + 2e-6, 1e-9);
+}
+
+// The predictor times a group's collective by the measured curve at the group's size,
+// stretched by NCCL's slowdown on the carve-out at that size (both size-dependent).
+TEST(OverlapDesigns, TilewisePredictorTimesEachGroupAtItsSize) {
+  WaveGroupProblem w;
+  w.waves = 4;
+  w.sms = 100;
+  w.tiles = 400;
+  w.wave_s = 1e-3;
+  w.wait_s = 1e-6;
+  w.bytes = 4e8;
+  w.max_groups = 1;
+  w.comm_time_at = [](double b) { return 10e-6 + b / 1e11; };
+  w.stretch_at = [](double b) { return b > 1e8 ? 2.0 : 3.0; };
+  // One group: all waves, then one call of 4e8 B: 1 us + 2 x (10 us + 4 ms).
+  EXPECT_NEAR(plan_wave_groups(w).end_s, 4e-3 + 1e-6 + 2 * (10e-6 + 4e-3), 1e-12);
+  // Two groups of 2 waves, 2e8 B each: the second call starts when the first ends.
+  w.max_groups = 2;
+  w.wave_s = 10e-3;  // compute-bound: two groups beat one
+  const WaveGroupPlan two = plan_wave_groups(w);
+  ASSERT_EQ(two.sizes, (std::vector<int>{3, 1}));
+  // 3 waves (30 ms), 3e8 B call (2 x 3.01 ms, ends 36.02 ms + 1 us); 4th wave ends 40 ms;
+  // its 1e8 B call takes 3 x (10 us + 1 ms).
+  EXPECT_NEAR(two.end_s, 40e-3 + 1e-6 + 3 * (10e-6 + 1e-3), 1e-12);
 }
 
 TEST(OverlapDesigns, PerfectTilewiseApproachesTheBoundAsGroupsGrow) {
