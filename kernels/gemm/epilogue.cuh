@@ -145,4 +145,244 @@ struct StoreEpilogue {
   }
 };
 
+// ---------------------------------------------------------------------------------------
+// Issue 5's copy-engine transport (kernels/tilewise/owner_plan.hpp): every rank owns one
+// part of the output (a block of tile rows) and computes it LAST (rotated scheduler order,
+// tile_scheduler.hpp). Tiles of other ranks' parts are stored and signalled exactly as by
+// StoreEpilogue; the copy engines carry each finished group to its owner's receive buffer
+// and then write the owner's "arrived" flag (epoch-valued). A tile of the own part
+// (tile_arrival[tile] >= 0) is instead:
+//   reduce = 1 (ReduceScatter / AllReduce): waited for (one thread per consumer warpgroup
+//     polls the flags of its group from every peer with ld.acquire.sys and nanosleep
+//     back-off, then a named barrier of that warpgroup), summed with the peers' partial
+//     tiles in rank order — own value rounded to the output type first, each term widened
+//     to fp32, the first term not added to zero (keeps -0), one rounding at the end — and
+//     stored at own_out + own_out_begin_elems + (tile_offset_elems[tile] − own_begin_elems);
+//   reduce = 0 (All-to-All): stored there without waiting.
+// With 2 ranks the sum is float(own) + float(peer) rounded once, commutative, so both ranks
+// and NCCL's 2-rank bf16/fp16 sum agree bit for bit; with more ranks the rank-order sum is
+// not NCCL's ring order (tolerance only).
+// Why the wait cannot deadlock: a rank's own part is last in its order, so a CTA that waits
+// has issued every tile of the other parts it was given; every peer computes this rank's
+// part among its FIRST tiles without waiting on anything, its stores are signalled by the
+// producer warpgroup's signaller warp, and the transport (stream memory waits, cudaMemcpy
+// on peer pointers, stream memory writes) uses no SM, so it progresses while this GEMM
+// holds all of them. A missing flag (a bug, a dead peer) ends the wait after timeout_ns:
+// *timed_out is set and the tile is stored without the missing terms.
+
+template <class T>
+__device__ __forceinline__ float2 unpack_pair(uint32_t w);
+template <>
+__device__ __forceinline__ float2 unpack_pair<__nv_bfloat16>(uint32_t w) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
+}
+template <>
+__device__ __forceinline__ float2 unpack_pair<__half>(uint32_t w) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&w));
+}
+template <class T>
+__device__ __forceinline__ float unpack_one(uint16_t b);
+template <>
+__device__ __forceinline__ float unpack_one<__nv_bfloat16>(uint16_t b) {
+  return __bfloat162float(__ushort_as_bfloat16(b));
+}
+template <>
+__device__ __forceinline__ float unpack_one<__half>(uint16_t b) {
+  return __half2float(__ushort_as_half(b));
+}
+template <class T>
+__device__ __forceinline__ uint16_t pack_one(float x);
+template <>
+__device__ __forceinline__ uint16_t pack_one<__nv_bfloat16>(float x) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+}
+template <>
+__device__ __forceinline__ uint16_t pack_one<__half>(float x) {
+  return __half_as_ushort(__float2half_rn(x));
+}
+
+// The tile's values plus the peers' partial values at the same place, in rank order.
+// recv points at slot 0's copy of this tile; slot s is part_elems further. Peer data is
+// read through L2 only (ld.global.cg): L1 is not coherent with the copy engines' writes
+// and may still hold the previous call's values.
+template <class T>
+struct PeerSum {
+  const T* recv = nullptr;
+  int64_t part_elems = 0;
+  int32_t world = 1;
+  int32_t rank = 0;
+
+  __device__ __forceinline__ uint32_t word(uint32_t own, int64_t at) const {
+    float2 sum = make_float2(0.0f, 0.0f);
+    for (int32_t s = 0; s < world; ++s) {
+      const float2 v =
+          s == rank ? unpack_pair<T>(own)
+                    : unpack_pair<T>(__ldcg(reinterpret_cast<const unsigned int*>(
+                          recv + static_cast<int64_t>(s) * part_elems + at)));
+      if (s == 0) {
+        sum = v;
+      } else {
+        sum.x += v.x;
+        sum.y += v.y;
+      }
+    }
+    return pack_pair<T>(sum.x, sum.y);
+  }
+
+  __device__ __forceinline__ uint16_t half(uint16_t own, int64_t at) const {
+    float sum = 0.0f;
+    for (int32_t s = 0; s < world; ++s) {
+      const float v = s == rank ? unpack_one<T>(own)
+                                : unpack_one<T>(__ldcg(reinterpret_cast<const unsigned short*>(
+                                      recv + static_cast<int64_t>(s) * part_elems + at)));
+      sum = s == 0 ? v : sum + v;
+    }
+    return pack_one<T>(sum);
+  }
+};
+
+__device__ __forceinline__ uint32_t load_acquire_sys(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ uint64_t global_timer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Replaces each value this thread stored with store_packed (same thread → element map)
+// by sum.word / sum.half of it. Not unrolled: it runs beside the next tile's wgmma, whose
+// accumulators hold most registers.
+template <class T>
+__device__ __forceinline__ void add_in_place(T* base, int64_t stride, const TileView& t,
+                                             int consumer, const PeerSum<T>& sum) {
+  const int lane = threadIdx.x % 32;
+  const int warp = (threadIdx.x / 32) % 4;
+  const int row0 = consumer * 64 + warp * 16 + lane / 4;
+  const int col0 = 2 * (lane % 4);
+  const bool paired = ((stride | reinterpret_cast<uintptr_t>(base) / sizeof(T)) & 1) == 0;
+#pragma unroll 1
+  for (int h = 0; h < 2; ++h) {
+    const int row = row0 + 8 * h;
+    if (row >= t.valid_rows) continue;
+    const int64_t row_at = static_cast<int64_t>(row) * stride;
+#pragma unroll 4
+    for (int j = 0; j < 32; ++j) {
+      const int col = 8 * j + col0;
+      const int64_t at = row_at + col;
+      if (paired && col + 1 < t.valid_cols) {
+        uint32_t* word = reinterpret_cast<uint32_t*>(base + at);
+        *word = sum.word(*word, at);
+      } else {
+        uint16_t* out = reinterpret_cast<uint16_t*>(base + at);
+        if (col < t.valid_cols) out[0] = sum.half(out[0], at);
+        if (col + 1 < t.valid_cols) out[1] = sum.half(out[1], at + 1);
+      }
+    }
+  }
+}
+
+// Named barriers 1 and 2: one per consumer warpgroup (0 is __syncthreads, 8..15 the
+// after-tile ring of own_gemm_sm90.cuh).
+constexpr uint32_t kArrivalBarrier = 1;
+
+struct OwnerEpilogue {
+  struct Params {
+    void* c = nullptr;
+    const int64_t* tile_offset_elems = nullptr;
+    uint32_t* group_counters = nullptr;
+    const int32_t* tile_group = nullptr;  // -1: the tile signals nothing
+    int32_t* order_record = nullptr;
+    const int32_t* tile_arrival = nullptr;  // own-part group of each tile, -1 elsewhere
+    const uint32_t* arrived = nullptr;      // [world][own_groups] epoch flags
+    int32_t own_groups = 0;
+    const void* recv = nullptr;  // [world][part_elems], the peers' partial own parts
+    int64_t part_elems = 0;
+    int64_t own_begin_elems = 0;
+    void* own_out = nullptr;
+    int64_t own_out_begin_elems = 0;
+    int32_t world = 1;
+    int32_t rank = 0;
+    int32_t reduce = 0;
+    uint32_t epoch = 0;
+    uint64_t timeout_ns = 0;
+    int* timed_out = nullptr;
+  };
+
+  static __device__ __forceinline__ void wait_arrivals(const Params& p, int32_t group,
+                                                       int consumer) {
+    if (threadIdx.x % 128 == 0) {
+      const uint64_t deadline = global_timer_ns() + p.timeout_ns;
+      for (int32_t s = 0; s < p.world; ++s) {
+        if (s == p.rank) continue;
+        const uint32_t* flag = p.arrived + static_cast<int64_t>(s) * p.own_groups + group;
+        unsigned sleep_ns = 64;
+        // Epochs only grow (modulo 2^32): arrived once the flag is at or past this call's.
+        while (static_cast<int32_t>(load_acquire_sys(flag) - p.epoch) < 0) {
+          if (global_timer_ns() > deadline) {
+            if (p.timed_out != nullptr) atomicExch(p.timed_out, 1);
+            break;
+          }
+          __nanosleep(sleep_ns);
+          if (sleep_ns < 1024) sleep_ns *= 2;
+        }
+      }
+    }
+    named_barrier_sync_128(kArrivalBarrier + static_cast<uint32_t>(consumer));
+  }
+
+  static __device__ __forceinline__ void named_barrier_sync_128(uint32_t id) {
+    asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
+  }
+
+  template <class T>
+  static __device__ __forceinline__ void store(const Params& p, const TileView& t,
+                                               const uint32_t (&packed)[64], int consumer) {
+    const int64_t offset = p.tile_offset_elems[t.tile];
+    const int32_t group = p.tile_arrival[t.tile];
+    if (group < 0) {
+      store_packed<T>(static_cast<T*>(p.c) + offset, t.valid_cols, t, packed, consumer);
+      return;
+    }
+    const int64_t rel = offset - p.own_begin_elems;
+    T* out = static_cast<T*>(p.own_out) + p.own_out_begin_elems + rel;
+    if (p.reduce == 0) {
+      store_packed<T>(out, t.valid_cols, t, packed, consumer);
+      return;
+    }
+    // Own values first (no wait), then the peers' terms added in place: the second pass
+    // re-reads only what this thread just stored, so it needs no registers of the tile.
+    store_packed<T>(out, t.valid_cols, t, packed, consumer);
+    wait_arrivals(p, group, consumer);
+    PeerSum<T> sum;
+    sum.recv = static_cast<const T*>(p.recv) + rel;
+    sum.part_elems = p.part_elems;
+    sum.world = p.world;
+    sum.rank = p.rank;
+    add_in_place<T>(out, t.valid_cols, t, consumer, sum);
+  }
+
+  static __device__ __forceinline__ bool needs_after_tile(const Params& p) {
+    return p.group_counters != nullptr || p.order_record != nullptr;
+  }
+
+  static __device__ __forceinline__ void after_tile(const Params& p, const TileView& t) {
+    if (p.order_record != nullptr) {
+      p.order_record[2 * t.tile] = t.item;
+      p.order_record[2 * t.tile + 1] = static_cast<int32_t>(blockIdx.x);
+    }
+    if (p.group_counters != nullptr) {
+      const int32_t group = p.tile_group[t.tile];
+      if (group >= 0) {
+        // System scope: the reader is a copy engine, not a kernel of this GPU.
+        __threadfence_system();
+        atomicAdd(p.group_counters + group, 1u);
+      }
+    }
+  }
+};
+
 }  // namespace overlapsim::kernels::gemm::sm90

@@ -19,6 +19,11 @@
 // group_counters is set, after all of the CTA's stores of the tile and a device-scope
 // release fence, one thread adds 1 to group_counters[tile_group[tile]].
 // tile = tile_m·tiles_n + tile_n everywhere.
+//
+// Owner epilogue (issue 5's copy-engine transport, epilogue.cuh OwnerEpilogue): when
+// tile_arrival is set, tiles of this rank's own part are reduced with the peers' partial
+// tiles (after waiting for their arrival flags) or just placed, see EpilogueArgs; the
+// rank-rotated order (SchedulerOptions::rotate_world) puts the own part last.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -49,6 +54,27 @@ struct EpilogueArgs {
   const int32_t* tile_group = nullptr;         // [tiles] counter index of each tile
   // Debug: record[2·tile] = work item, record[2·tile+1] = CTA that computed it.
   int32_t* order_record = nullptr;
+
+  // Owner epilogue (all device pointers; tile_arrival == nullptr keeps the plain one).
+  // A tile with tile_arrival[tile] = j >= 0 belongs to this rank's own part and to its
+  // part-relative group j; it goes to own_out + own_out_begin_elems +
+  // (tile_offset_elems[tile] − own_begin_elems). With reduce, it is first summed with
+  // recv[s·part_elems + same relative offset] for every rank s ≠ rank, once
+  // arrived[s·own_groups + j] has reached the call's epoch (OwnGemm::run's argument).
+  // A tile_group of −1 signals nothing.
+  const int32_t* tile_arrival = nullptr;
+  const uint32_t* arrived = nullptr;
+  int32_t own_groups = 0;
+  const void* recv = nullptr;
+  int64_t part_elems = 0;
+  int64_t own_begin_elems = 0;
+  void* own_out = nullptr;
+  int64_t own_out_begin_elems = 0;
+  int32_t world = 1;
+  int32_t rank = 0;
+  bool reduce = false;
+  double wait_timeout_s = 60.0;  // a flag wait gives up after this and sets *timed_out
+  int* timed_out = nullptr;
 };
 
 struct SchedulerOptions {
@@ -61,12 +87,22 @@ struct SchedulerOptions {
   // Rows split into row_blocks equal blocks visited alternately (tile_of_item_blocked);
   // issue 5's ReduceScatter/All-to-All use one block per rank. Must divide the tile rows.
   int row_blocks = 1;
+  // Rank-rotated order (tile_of_item_scheduled): with rotate_world = W > 1 the tile rows
+  // form W equal parts, rank rotate_rank's part last and part rotate_rank + 1 first.
+  // Needs row_blocks = 1, tiles_m % W == 0 and group_m dividing tiles_m / W.
+  int rotate_world = 1;
+  int rotate_rank = 0;
 };
+
+// The cyclic tile-row shift that realises the rotation (0 without one).
+int32_t rotation_row_shift(int64_t m, const SchedulerOptions& sched);
 
 // Host replica of the device schedule. Element i is the tile computed as work item i, by
 // CTA i % num_ctas, in wave i / num_ctas.
 std::vector<TileCoord> tile_order(int64_t m, int64_t n, int num_ctas,
                                   int group_m = GemmConfig::kDefaultGroupM, int row_blocks = 1);
+// The same for any scheduler options (rotation included).
+std::vector<TileCoord> tile_order(int64_t m, int64_t n, const SchedulerOptions& sched);
 
 // Offsets (elements) that place tiles densely in scheduler item order, so that the tiles
 // of consecutive waves form one contiguous region; indexed by tile. Sum of sizes = M·N.
@@ -88,6 +124,8 @@ class OwnGemm {
   Status initialize(const GemmArgs& args, const EpilogueArgs& epilogue = {},
                     const SchedulerOptions& sched = {});
   Status run(cudaStream_t stream);
+  // `epoch`: the sequence number the owner epilogue's arrival flags must reach this call.
+  Status run(cudaStream_t stream, uint32_t epoch);
 
   int num_ctas() const { return num_ctas_; }
   int32_t tiles_m() const { return tiles_m_; }

@@ -17,6 +17,7 @@ namespace overlapsim::kernels::gemm {
 namespace {
 
 using sm90::KernelParams;
+using sm90::OwnerEpilogue;
 using sm90::StoreEpilogue;
 
 // cuTensorMapEncodeTiled through the runtime's driver entry point, so the library does not
@@ -59,9 +60,9 @@ Status encode_k_major(CUtensorMap* map, DType dtype, const void* base, int64_t k
   return Status::success();
 }
 
-template <class T, bool kDeferStores>
+template <class T, class Epilogue, bool kDeferStores>
 Status prepare_kernel() {
-  auto kernel = sm90::own_gemm_kernel<T, StoreEpilogue, kDeferStores>;
+  auto kernel = sm90::own_gemm_kernel<T, Epilogue, kDeferStores>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   GemmConfig::kSharedBytes));
   // Touching the function loads its module now rather than at first launch, which lazy
@@ -72,23 +73,45 @@ Status prepare_kernel() {
   return Status::success();
 }
 
-template <class T>
+template <class T, class Epilogue>
 Status prepare_kernel(bool defer_stores) {
-  return defer_stores ? prepare_kernel<T, true>() : prepare_kernel<T, false>();
+  return defer_stores ? prepare_kernel<T, Epilogue, true>() : prepare_kernel<T, Epilogue, false>();
 }
 
 template <class T>
-Status launch(const KernelParams<StoreEpilogue>& params, bool defer_stores, int num_ctas,
+Status prepare_kernel(bool defer_stores, bool owner) {
+  return owner ? prepare_kernel<T, OwnerEpilogue>(defer_stores)
+               : prepare_kernel<T, StoreEpilogue>(defer_stores);
+}
+
+template <class T, class Epilogue>
+Status launch(const KernelParams<Epilogue>& params, bool defer_stores, int num_ctas,
               cudaStream_t stream) {
   if (defer_stores) {
-    sm90::own_gemm_kernel<T, StoreEpilogue, true>
+    sm90::own_gemm_kernel<T, Epilogue, true>
         <<<num_ctas, GemmConfig::kThreads, GemmConfig::kSharedBytes, stream>>>(params);
   } else {
-    sm90::own_gemm_kernel<T, StoreEpilogue, false>
+    sm90::own_gemm_kernel<T, Epilogue, false>
         <<<num_ctas, GemmConfig::kThreads, GemmConfig::kSharedBytes, stream>>>(params);
   }
   CUDA_CHECK(cudaGetLastError());
   return Status::success();
+}
+
+// The parts of the kernel parameters every epilogue shares.
+template <class Epilogue>
+void fill_common(KernelParams<Epilogue>& params, const CUtensorMap* maps, const GemmArgs& args,
+                 int64_t k_padded, int32_t tiles_m, int32_t tiles_n, const SchedulerOptions& sched) {
+  params.map_a = maps[0];
+  params.map_b = maps[1];
+  params.m = static_cast<int32_t>(args.m);
+  params.n = static_cast<int32_t>(args.n);
+  params.k_blocks = static_cast<int32_t>((k_padded + GemmConfig::kTileK - 1) / GemmConfig::kTileK);
+  params.tiles_m = tiles_m;
+  params.tiles_n = tiles_n;
+  params.group_m = sched.group_m;
+  params.row_blocks = sched.row_blocks;
+  params.row_shift = rotation_row_shift(args.m, sched);
 }
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
@@ -129,6 +152,16 @@ Status OwnGemm::can_implement(const GemmArgs& args, const SchedulerOptions& sche
     return Status::failure("own GEMM: row_blocks must be >= 1 and divide the " +
                            std::to_string(ceil_div_i32(args.m, GemmConfig::kTileM)) +
                            " tile rows");
+  if (sched.rotate_world > 1) {
+    const int32_t tiles_m = ceil_div_i32(args.m, GemmConfig::kTileM);
+    const int32_t per_part = tiles_m / sched.rotate_world;
+    if (sched.row_blocks != 1 || sched.rotate_rank < 0 || sched.rotate_rank >= sched.rotate_world ||
+        tiles_m % sched.rotate_world != 0 || per_part % sched.group_m != 0)
+      return Status::failure("own GEMM: a rank-rotated order needs row_blocks = 1, 0 <= rank < " +
+                             std::to_string(sched.rotate_world) + ", the " +
+                             std::to_string(tiles_m) + " tile rows divisible by the world and " +
+                             "group_m dividing the rows per rank");
+  }
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   cudaDeviceProp prop{};
@@ -149,6 +182,17 @@ Status OwnGemm::initialize(const GemmArgs& args, const EpilogueArgs& epilogue,
   OVERLAPSIM_TRY(can_implement(args, sched));
   if (epilogue.group_counters != nullptr && epilogue.tile_group == nullptr)
     return Status::failure("own GEMM: group_counters needs tile_group (the counter of each tile)");
+  if (epilogue.tile_arrival != nullptr) {
+    if (epilogue.tile_offset_elems == nullptr || epilogue.own_out == nullptr)
+      return Status::failure("own GEMM: the owner epilogue needs tile_offset_elems and own_out");
+    if (epilogue.world < 1 || epilogue.rank < 0 || epilogue.rank >= epilogue.world)
+      return Status::failure("own GEMM: the owner epilogue needs 0 <= rank < world");
+    if (epilogue.reduce && (epilogue.recv == nullptr || epilogue.arrived == nullptr ||
+                            epilogue.own_groups < 1 || epilogue.part_elems % 2 != 0))
+      return Status::failure(
+          "own GEMM: the reducing owner epilogue needs recv, arrived, own_groups >= 1 and an "
+          "even part_elems");
+  }
   args_ = args;
   epilogue_ = epilogue;
   sched_ = sched;
@@ -175,16 +219,19 @@ Status OwnGemm::initialize(const GemmArgs& args, const EpilogueArgs& epilogue,
   auto* maps = reinterpret_cast<CUtensorMap*>(tensor_maps_);
   OVERLAPSIM_TRY(encode_k_major(&maps[0], args.dtype, a, k_padded_, args.m, GemmConfig::kTileM));
   OVERLAPSIM_TRY(encode_k_major(&maps[1], args.dtype, b, k_padded_, args.n, GemmConfig::kTileN));
+  const bool owner = epilogue.tile_arrival != nullptr;
   if (args.dtype == DType::kBf16) {
-    OVERLAPSIM_TRY(prepare_kernel<__nv_bfloat16>(sched.defer_stores));
+    OVERLAPSIM_TRY(prepare_kernel<__nv_bfloat16>(sched.defer_stores, owner));
   } else {
-    OVERLAPSIM_TRY(prepare_kernel<__half>(sched.defer_stores));
+    OVERLAPSIM_TRY(prepare_kernel<__half>(sched.defer_stores, owner));
   }
   initialized_ = true;
   return Status::success();
 }
 
-Status OwnGemm::run(cudaStream_t stream) {
+Status OwnGemm::run(cudaStream_t stream) { return run(stream, 0); }
+
+Status OwnGemm::run(cudaStream_t stream, uint32_t epoch) {
   if (!initialized_) return Status::failure("own GEMM: run() before a successful initialize()");
   if (workspace_ != nullptr) {
     constexpr int kThreads = 256;
@@ -198,17 +245,36 @@ Status OwnGemm::run(cudaStream_t stream) {
                                                         b_padded, args_.n, args_.k, k_padded_);
     CUDA_CHECK(cudaGetLastError());
   }
-  KernelParams<StoreEpilogue> params{};
   const auto* maps = reinterpret_cast<const CUtensorMap*>(tensor_maps_);
-  params.map_a = maps[0];
-  params.map_b = maps[1];
-  params.m = static_cast<int32_t>(args_.m);
-  params.n = static_cast<int32_t>(args_.n);
-  params.k_blocks = static_cast<int32_t>((k_padded_ + GemmConfig::kTileK - 1) / GemmConfig::kTileK);
-  params.tiles_m = tiles_m_;
-  params.tiles_n = tiles_n_;
-  params.group_m = sched_.group_m;
-  params.row_blocks = sched_.row_blocks;
+  if (epilogue_.tile_arrival != nullptr) {
+    KernelParams<OwnerEpilogue> params{};
+    fill_common(params, maps, args_, k_padded_, tiles_m_, tiles_n_, sched_);
+    OwnerEpilogue::Params& e = params.epilogue;
+    e.c = args_.c;
+    e.tile_offset_elems = epilogue_.tile_offset_elems;
+    e.group_counters = epilogue_.group_counters;
+    e.tile_group = epilogue_.tile_group;
+    e.order_record = epilogue_.order_record;
+    e.tile_arrival = epilogue_.tile_arrival;
+    e.arrived = epilogue_.arrived;
+    e.own_groups = epilogue_.own_groups;
+    e.recv = epilogue_.recv;
+    e.part_elems = epilogue_.part_elems;
+    e.own_begin_elems = epilogue_.own_begin_elems;
+    e.own_out = epilogue_.own_out;
+    e.own_out_begin_elems = epilogue_.own_out_begin_elems;
+    e.world = epilogue_.world;
+    e.rank = epilogue_.rank;
+    e.reduce = epilogue_.reduce ? 1 : 0;
+    e.epoch = epoch;
+    e.timeout_ns = static_cast<uint64_t>(epilogue_.wait_timeout_s * 1e9);
+    e.timed_out = epilogue_.timed_out;
+    if (args_.dtype == DType::kBf16)
+      return launch<__nv_bfloat16>(params, sched_.defer_stores, num_ctas_, stream);
+    return launch<__half>(params, sched_.defer_stores, num_ctas_, stream);
+  }
+  KernelParams<StoreEpilogue> params{};
+  fill_common(params, maps, args_, k_padded_, tiles_m_, tiles_n_, sched_);
   params.epilogue.c = args_.c;
   params.epilogue.tile_offset_elems = epilogue_.tile_offset_elems;
   params.epilogue.group_counters = epilogue_.group_counters;

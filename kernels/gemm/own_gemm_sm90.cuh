@@ -36,6 +36,7 @@ struct KernelParams {
   int32_t tiles_n = 0;
   int32_t group_m = 1;
   int32_t row_blocks = 1;  // tile_of_item_blocked(): 1 = plain grouped raster
+  int32_t row_shift = 0;   // tile_of_item_scheduled(): rank-rotated order, 0 = none
   typename Epilogue::Params epilogue;
 };
 
@@ -130,7 +131,7 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       uint32_t local_tile = 0;
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x, ++local_tile) {
         const TileCoord tc =
-            tile_of_item_blocked(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks);
+            tile_of_item_scheduled(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift);
         named_barrier_sync(kAfterTileBarrier + local_tile % kAfterTileRing, kAfterTileThreads);
         if (threadIdx.x == 32)
           Epilogue::after_tile(p.epilogue, make_view(tc, item, p.m, p.n, p.tiles_n));
@@ -139,7 +140,7 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     if (threadIdx.x == 0) {
       uint32_t iteration = 0;
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
-        const TileCoord tc = tile_of_item_blocked(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks);
+        const TileCoord tc = tile_of_item_scheduled(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift);
         for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
           const uint32_t stage = iteration % Cfg::kStages;
           const uint32_t round = iteration / Cfg::kStages;
@@ -166,7 +167,7 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     uint32_t local_tile = 0;  // the CTA's tiles finished so far (after-tile barrier parity)
     uint32_t iteration = 0;
     for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
-      const TileCoord tc = tile_of_item_blocked(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks);
+      const TileCoord tc = tile_of_item_scheduled(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift);
       for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
         const uint32_t stage = iteration % Cfg::kStages;
         mbarrier_wait(&full[stage], (iteration / Cfg::kStages) & 1);

@@ -18,6 +18,23 @@ std::vector<TileCoord> tile_order(int64_t m, int64_t n, int num_ctas, int group_
   return order;
 }
 
+int32_t rotation_row_shift(int64_t m, const SchedulerOptions& sched) {
+  if (sched.rotate_world <= 1) return 0;
+  const int32_t tiles_m = ceil_div_i32(m, GemmConfig::kTileM);
+  return ((sched.rotate_rank + 1) % sched.rotate_world) * (tiles_m / sched.rotate_world);
+}
+
+std::vector<TileCoord> tile_order(int64_t m, int64_t n, const SchedulerOptions& sched) {
+  const int32_t tiles_m = ceil_div_i32(m, GemmConfig::kTileM);
+  const int32_t tiles_n = ceil_div_i32(n, GemmConfig::kTileN);
+  const int32_t shift = rotation_row_shift(m, sched);
+  std::vector<TileCoord> order(static_cast<size_t>(tiles_m) * tiles_n);
+  for (int32_t item = 0; item < static_cast<int32_t>(order.size()); ++item)
+    order[item] =
+        tile_of_item_scheduled(item, tiles_m, tiles_n, sched.group_m, sched.row_blocks, shift);
+  return order;
+}
+
 std::vector<int64_t> compact_offsets_in_item_order(int64_t m, int64_t n, int num_ctas,
                                                    int group_m, int row_blocks) {
   const int32_t tiles_n = ceil_div_i32(n, GemmConfig::kTileN);

@@ -52,4 +52,20 @@ OVERLAPSIM_HD TileCoord tile_of_item_blocked(int32_t item, int32_t tiles_m, int3
   return t;
 }
 
+// The tile-wise copy-engine transport (kernels/tilewise/owner_plan.hpp): rank r owns tile
+// rows [r·T, (r+1)·T), T = tiles_m / world, and visits the other ranks' rows first, its
+// own last. With group_m dividing T the grouped raster never mixes two ranks' rows, so
+// that order is the plain raster with the tile rows shifted cyclically by
+// row_shift = ((r + 1) % world)·T: virtual row v is real row (v + row_shift) mod tiles_m.
+// row_shift = 0 is the unshifted schedule (and composes with row_blocks, which the
+// rotation does not use).
+OVERLAPSIM_HD TileCoord tile_of_item_scheduled(int32_t item, int32_t tiles_m, int32_t tiles_n,
+                                               int32_t group_m, int32_t row_blocks,
+                                               int32_t row_shift) {
+  TileCoord t = tile_of_item_blocked(item, tiles_m, tiles_n, group_m, row_blocks);
+  t.tile_m += row_shift;
+  if (t.tile_m >= tiles_m) t.tile_m -= tiles_m;
+  return t;
+}
+
 }  // namespace overlapsim::kernels::gemm

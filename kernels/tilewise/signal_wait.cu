@@ -103,4 +103,20 @@ Status enqueue_wait_and_reset(std::uint32_t* counter, std::uint32_t target, Wait
   return Status::success();
 }
 
+Status enqueue_wait_geq(const std::uint32_t* address, std::uint32_t value, cudaStream_t stream) {
+  MemOps ops;
+  OVERLAPSIM_TRY(mem_ops(&ops));
+  return check_cu(ops.wait(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(address),
+                           value, CU_STREAM_WAIT_VALUE_GEQ),
+                  OVERLAPSIM_WHERE ": cuStreamWaitValue32");
+}
+
+Status enqueue_write_value(std::uint32_t* address, std::uint32_t value, cudaStream_t stream) {
+  MemOps ops;
+  OVERLAPSIM_TRY(mem_ops(&ops));
+  return check_cu(ops.write(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(address),
+                            value, CU_STREAM_WRITE_VALUE_DEFAULT),
+                  OVERLAPSIM_WHERE ": cuStreamWriteValue32");
+}
+
 }  // namespace overlapsim::kernels::tilewise

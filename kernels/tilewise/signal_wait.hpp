@@ -36,4 +36,11 @@ Status preload_signal_wait();
 Status enqueue_wait_and_reset(std::uint32_t* counter, std::uint32_t target, WaitMode mode,
                               int* timed_out, double timeout_s, cudaStream_t stream);
 
+// Stream memory operations alone (no SM): wait until *address >= value (unsigned), and
+// write value to *address once everything before it on the stream is done (with the
+// driver's default memory barrier, so those earlier writes, copies included, are visible
+// first). The address may be a peer GPU's memory (peer access enabled).
+Status enqueue_wait_geq(const std::uint32_t* address, std::uint32_t value, cudaStream_t stream);
+Status enqueue_write_value(std::uint32_t* address, std::uint32_t value, cudaStream_t stream);
+
 }  // namespace overlapsim::kernels::tilewise

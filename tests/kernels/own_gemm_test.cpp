@@ -227,6 +227,74 @@ TEST(OwnGemmArgs, RejectsEmptyShapesAndNullPointers) {
   EXPECT_FALSE(gemm.run(nullptr).ok);  // run before initialize
 }
 
+TEST(OwnGemmArgs, RejectsRotationsTheScheduleCannotHonour) {
+  int dummy = 0;
+  const GemmArgs args{1024, 512, 64, DType::kBf16, &dummy, &dummy, &dummy};  // 8 tile rows
+  SchedulerOptions s;
+  s.rotate_world = 3;  // 8 rows do not split into 3 parts
+  EXPECT_FALSE(OwnGemm::can_implement(args, s).ok);
+  s.rotate_world = 2;
+  s.rotate_rank = 2;  // no such rank
+  EXPECT_FALSE(OwnGemm::can_implement(args, s).ok);
+  s.rotate_rank = 1;
+  s.group_m = 3;  // does not divide the 4 rows per part
+  const Status bad_group = OwnGemm::can_implement(args, s);
+  EXPECT_FALSE(bad_group.ok);
+  EXPECT_NE(bad_group.message.find("group_m"), std::string::npos) << bad_group.message;
+  s.group_m = 4;
+  s.row_blocks = 2;  // rotation and row blocks do not combine
+  EXPECT_FALSE(OwnGemm::can_implement(args, s).ok);
+}
+
+TEST(TileOrder, RankRotationVisitsTheOtherRanksPartsFirstAndItsOwnLast) {
+  struct Case {
+    int64_t m, n;
+    int world, group_m;
+  };
+  for (const Case c : {Case{2048, 1000, 2, 8}, Case{4096, 4096, 4, 8}, Case{768, 300, 3, 2},
+                       Case{1024, 256, 2, 4}}) {
+    const int32_t tiles_m = static_cast<int32_t>(c.m / 128);
+    const int32_t tiles_n = static_cast<int32_t>((c.n + 255) / 256);
+    const int32_t rows = tiles_m / c.world;
+    const int32_t part_tiles = rows * tiles_n;
+    std::vector<TileCoord> relative_of_rank0;
+    for (int rank = 0; rank < c.world; ++rank) {
+      SchedulerOptions s;
+      s.group_m = c.group_m;
+      s.rotate_world = c.world;
+      s.rotate_rank = rank;
+      const auto order = tile_order(c.m, c.n, s);
+      ASSERT_EQ(order.size(), static_cast<size_t>(tiles_m) * tiles_n);
+      std::vector<int> seen(order.size(), 0);
+      std::vector<TileCoord> relative;
+      for (size_t item = 0; item < order.size(); ++item) {
+        const TileCoord t = order[item];
+        ++seen[static_cast<size_t>(t.tile_m) * tiles_n + t.tile_n];
+        // Item i lies in part (rank + 1 + i / part_tiles) mod world: own part last.
+        const int position = static_cast<int>(item / part_tiles);
+        EXPECT_EQ(t.tile_m / rows, (rank + 1 + position) % c.world)
+            << "rank " << rank << " item " << item;
+        relative.push_back({t.tile_m % rows, t.tile_n});
+      }
+      for (int v : seen) EXPECT_EQ(v, 1);
+      // Inside a part the order is the same on every rank (part-relative coordinates).
+      for (size_t item = 0; item < relative.size(); ++item) {
+        EXPECT_EQ(relative[item].tile_m, relative[item % part_tiles].tile_m);
+        EXPECT_EQ(relative[item].tile_n, relative[item % part_tiles].tile_n);
+      }
+      if (rank == 0) relative_of_rank0 = relative;
+      for (size_t item = 0; item < relative.size(); ++item)
+        EXPECT_EQ(relative[item].tile_m, relative_of_rank0[item].tile_m);
+    }
+  }
+  // No rotation: the plain schedule, identical to the older overload.
+  SchedulerOptions plain;
+  const auto a = tile_order(2048, 1000, plain);
+  const auto b = tile_order(2048, 1000, 132);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tile_m * 100 + a[i].tile_n, b[i].tile_m * 100 + b[i].tile_n);
+}
+
 TEST(TileOrder, VisitsEveryTileOnceInGroupedRaster) {
   struct Case {
     int64_t m, n;
@@ -575,6 +643,44 @@ TEST(OwnGemm, DeviceTileOrderMatchesHostReplica) {
         ++wrong;
     }
     EXPECT_EQ(wrong, 0) << "tiles whose device item/CTA differ from tile_order()";
+  }
+}
+
+// The rank-rotated order (issue 5's copy-engine transport) on the device against the host
+// replica, for every rank of 2 and 4.
+TEST(OwnGemm, DeviceRotatedTileOrderMatchesHostReplica) {
+  SKIP_WITHOUT_HOPPER();
+  const uint64_t seed = fresh_seed();
+  const int64_t m = 4096, n = 1000, k = 128;
+  auto p = make_problem(m, n, k, DType::kBf16, seed);
+  ASSERT_TRUE(p);
+  for (int world : {2, 4}) {
+    for (int rank = 0; rank < world; ++rank) {
+      SCOPED_TRACE("world " + std::to_string(world) + " rank " + std::to_string(rank));
+      SchedulerOptions sched;
+      sched.num_ctas = 29;
+      sched.rotate_world = world;
+      sched.rotate_rank = rank;
+      const size_t tiles = static_cast<size_t>(m / 128) * ((n + 255) / 256);
+      DeviceBuffer record(tiles * 8);
+      ASSERT_CUDA(cudaMemset(record.ptr, 0xFF, tiles * 8));
+      EpilogueArgs epi;
+      epi.order_record = record.as<int32_t>();
+      OwnGemm gemm;
+      ASSERT_STATUS(gemm.initialize(args_of(*p, p->c_dev->ptr), epi, sched));
+      ASSERT_STATUS(gemm.run(nullptr));
+      ASSERT_CUDA(cudaDeviceSynchronize());
+      std::vector<int32_t> rec(tiles * 2);
+      ASSERT_CUDA(cudaMemcpy(rec.data(), record.ptr, tiles * 8, cudaMemcpyDeviceToHost));
+      const auto order = tile_order(m, n, sched);
+      int64_t wrong = 0;
+      for (size_t item = 0; item < order.size(); ++item) {
+        const size_t tile = static_cast<size_t>(order[item].tile_m) * gemm.tiles_n() + order[item].tile_n;
+        if (rec[2 * tile] != static_cast<int32_t>(item) || rec[2 * tile + 1] != static_cast<int32_t>(item % 29))
+          ++wrong;
+      }
+      EXPECT_EQ(wrong, 0) << "tiles whose device item/CTA differ from tile_order(m, n, sched)";
+    }
   }
 }
 

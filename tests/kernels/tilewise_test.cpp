@@ -31,6 +31,9 @@
 #include "kernels/harness/fill.hpp"
 #include "kernels/tilewise/group_plan.hpp"
 #include "kernels/tilewise/group_predictor.hpp"
+#include "kernels/tilewise/owner_design.hpp"
+#include "kernels/tilewise/owner_plan.hpp"
+#include "kernels/tilewise/owner_predictor.hpp"
 #include "kernels/tilewise/tilewise_design.hpp"
 #include "kernels/tilewise/tuning_cache.hpp"
 #include "tests/kernels/gpu_test_support.hpp"
@@ -197,6 +200,174 @@ TEST(TilewisePlan, ReduceScatterLayoutIsExact) {
 TEST(TilewisePlan, AllToAllLayoutIsExact) {
   EXPECT_EQ(simulate(CollectiveOp::AllToAll, 1024, 700, 2, 4, {2, 1, 3}), 0);
   EXPECT_EQ(simulate(CollectiveOp::AllToAll, 2048, 513, 4, 7, {2, 1, 3, 1}), 0);
+}
+
+// ---------------------------------------------------------------- host: copy-engine plan
+
+// Every rank's GEMM output laid out as its OwnerPlan says, the copy-engine transport and
+// the epilogue's reduction carried out on the host, the result read back through
+// out_tile_offset_elems and compared with the natural collective. Also checks that P is
+// covered once, that groups are contiguous and identical (part-relative) on every rank,
+// and the tables the epilogue reads. Returns the number of wrong result elements.
+std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int world,
+                            int num_ctas, int groups_per_part, int group_m = 8) {
+  std::vector<OwnerPlan> plans(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    auto error = build_owner_plan(op, m, n, num_ctas, group_m, groups_per_part, world, r,
+                                  &plans[static_cast<std::size_t>(r)]);
+    EXPECT_FALSE(error) << *error;
+    if (error) return -1;
+  }
+  const OwnerPlan& p0 = plans[0];
+  const std::int64_t part = p0.part_elems;
+  const std::size_t mn = static_cast<std::size_t>(m * n);
+  std::vector<std::vector<double>> P(static_cast<std::size_t>(world), std::vector<double>(mn, NAN));
+  std::vector<std::vector<double>> R(static_cast<std::size_t>(world),
+                                     std::vector<double>(static_cast<std::size_t>(world * part), NAN));
+  const auto tile_rel = [&](const OwnerPlan& plan, std::size_t tile, int tile_part) {
+    return plan.tile_offset_elems[tile] - plan.part_begin_on(plan.rank, tile_part);
+  };
+  for (int r = 0; r < world; ++r) {
+    const OwnerPlan& plan = plans[static_cast<std::size_t>(r)];
+    EXPECT_EQ(plan.groups.size(), static_cast<std::size_t>(world * groups_per_part));
+    std::int64_t next = 0;
+    for (const OwnerGroup& g : plan.groups) {
+      EXPECT_EQ(g.begin_elems, next) << "groups must be contiguous in item order";
+      next += g.elems;
+      const OwnerGroup& same = p0.groups[static_cast<std::size_t>(g.position * groups_per_part + g.index)];
+      EXPECT_EQ(g.relative_begin_elems, same.relative_begin_elems);
+      EXPECT_EQ(g.elems, same.elems);
+      EXPECT_EQ(g.part, (r + 1 + g.position) % world);
+    }
+    EXPECT_EQ(next, static_cast<std::int64_t>(mn));
+    std::vector<int> written(mn, 0);
+    std::vector<int> group_tiles(static_cast<std::size_t>(plan.counters()), 0);
+    for (std::int64_t row = 0; row < m; ++row)
+      for (std::int64_t col = 0; col < n; ++col) {
+        const std::int64_t tm = row / 128, tn = col / 256;
+        const std::size_t tile = static_cast<std::size_t>(tm * plan.tiles_n + tn);
+        const std::int64_t cols = std::min<std::int64_t>(256, n - tn * 256);
+        const std::int64_t at = plan.tile_offset_elems[tile] + (row % 128) * cols + col % 256;
+        const int tile_part = static_cast<int>(tm / plan.rows_per_part);
+        const bool own = tile_part == r;
+        EXPECT_EQ(plan.tile_arrival[tile] >= 0, own);
+        written[static_cast<std::size_t>(at)] += 1;
+        if (own && op == CollectiveOp::AllToAll) {
+          R[static_cast<std::size_t>(r)][static_cast<std::size_t>(r * part + tile_rel(plan, tile, tile_part) + (row % 128) * cols + col % 256)] = value(r, row, col);
+        } else {
+          P[static_cast<std::size_t>(r)][static_cast<std::size_t>(at)] = value(r, row, col);
+        }
+        if (row % 128 == 0 && col % 256 == 0 && plan.tile_group[tile] >= 0)
+          group_tiles[static_cast<std::size_t>(plan.tile_group[tile])] += 1;
+      }
+    EXPECT_EQ(std::count(written.begin(), written.end(), 1), static_cast<long>(mn));
+    for (const OwnerGroup& g : plan.groups) {
+      const bool signalled = g.position < world - 1 || op == CollectiveOp::AllReduce;
+      EXPECT_EQ(group_tiles[static_cast<std::size_t>(g.position * groups_per_part + g.index)],
+                signalled ? g.tiles : 0);
+    }
+  }
+  // Phase 1: peer groups to their owner's receive slot.
+  for (int s = 0; s < world; ++s)
+    for (const OwnerGroup& g : plans[static_cast<std::size_t>(s)].groups) {
+      if (g.position == world - 1) continue;
+      for (std::int64_t x = 0; x < g.elems; ++x)
+        R[static_cast<std::size_t>(g.part)][static_cast<std::size_t>(s * part + g.relative_begin_elems + x)] =
+            P[static_cast<std::size_t>(s)][static_cast<std::size_t>(g.begin_elems + x)];
+    }
+  // The epilogue's reduction of the own part, in rank order.
+  if (op != CollectiveOp::AllToAll)
+    for (int r = 0; r < world; ++r) {
+      const OwnerPlan& plan = plans[static_cast<std::size_t>(r)];
+      for (std::int64_t x = 0; x < part; ++x) {
+        double sum = 0;
+        for (int s = 0; s < world; ++s)
+          sum += s == r ? P[static_cast<std::size_t>(r)][static_cast<std::size_t>(plan.own_begin_elems + x)]
+                        : R[static_cast<std::size_t>(r)][static_cast<std::size_t>(s * part + x)];
+        P[static_cast<std::size_t>(r)][static_cast<std::size_t>(plan.own_begin_elems + x)] = sum;
+      }
+    }
+  // Phase 2 (allreduce): reduced own groups into every peer's P.
+  if (op == CollectiveOp::AllReduce)
+    for (int r = 0; r < world; ++r)
+      for (const OwnerGroup& g : plans[static_cast<std::size_t>(r)].groups) {
+        if (g.position != world - 1) continue;
+        for (int d = 0; d < world; ++d) {
+          if (d == r) continue;
+          const std::int64_t at = plans[static_cast<std::size_t>(d)].part_begin_on(d, r) + g.relative_begin_elems;
+          for (std::int64_t x = 0; x < g.elems; ++x)
+            P[static_cast<std::size_t>(d)][static_cast<std::size_t>(at + x)] =
+                P[static_cast<std::size_t>(r)][static_cast<std::size_t>(g.begin_elems + x)];
+        }
+      }
+  std::int64_t wrong = 0;
+  const std::int64_t rows_per_rank = m / world;
+  for (int r = 0; r < world; ++r) {
+    const OwnerPlan& plan = plans[static_cast<std::size_t>(r)];
+    const auto& base = op == CollectiveOp::AllToAll ? R[static_cast<std::size_t>(r)] : P[static_cast<std::size_t>(r)];
+    for (std::int64_t row = 0; row < plan.out_rows; ++row)
+      for (std::int64_t col = 0; col < n; ++col) {
+        double expected = 0;
+        if (op == CollectiveOp::AllReduce) {
+          for (int s = 0; s < world; ++s) expected += value(s, row, col);
+        } else if (op == CollectiveOp::ReduceScatter) {
+          for (int s = 0; s < world; ++s) expected += value(s, r * rows_per_rank + row, col);
+        } else {
+          const int source = static_cast<int>(row / rows_per_rank);
+          expected = value(source, r * rows_per_rank + row % rows_per_rank, col);
+        }
+        if (tile_element(base, plan.out_tile_offset_elems, n, row, col) != expected) ++wrong;
+      }
+  }
+  return wrong;
+}
+
+TEST(TilewiseOwnerPlan, LayoutsGiveTheNaturalCollectivesIncludingIrregularColumns) {
+  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {
+    SCOPED_TRACE(to_string(op));
+    EXPECT_EQ(simulate_owner(op, 1024, 700, 2, 5, 1), 0);
+    EXPECT_EQ(simulate_owner(op, 1024, 700, 2, 5, 3), 0);    // 12 tiles a part, 3 groups
+    EXPECT_EQ(simulate_owner(op, 2048, 513, 4, 7, 2), 0);    // 4 ranks
+    EXPECT_EQ(simulate_owner(op, 768, 300, 3, 132, 2, 8), 0);  // group_m 8 -> 2 (2 rows a part)
+    EXPECT_EQ(simulate_owner(op, 256, 256, 1, 1, 1), 0);     // one rank: nothing to send
+  }
+}
+
+TEST(TilewiseOwnerPlan, ShapeAndGroupErrors) {
+  OwnerPlan plan;
+  EXPECT_TRUE(owner_shape_error(CollectiveOp::AllReduce, 1000, 700, 2)) << "1000 rows: not whole tiles a rank";
+  EXPECT_FALSE(owner_shape_error(CollectiveOp::AllReduce, 1024, 700, 2));
+  EXPECT_TRUE(build_owner_plan(CollectiveOp::ReduceScatter, 1024, 700, 132, 8, 0, 2, 0, &plan));
+  EXPECT_TRUE(build_owner_plan(CollectiveOp::ReduceScatter, 1024, 700, 132, 8, 13, 2, 0, &plan))
+      << "12 tiles a part cannot form 13 groups";
+  EXPECT_EQ(owner_group_m(16, 8), 8);
+  EXPECT_EQ(owner_group_m(12, 8), 6);
+  EXPECT_EQ(owner_group_m(7, 8), 7);
+  EXPECT_EQ(owner_group_m(2, 8), 2);
+}
+
+TEST(TilewiseOwnerPredictor, ClosedForms) {
+  // 2 x 2 tiles (m 256, n 512), one CTA: 4 waves of 1 s; 2 ranks, parts of 2 tiles.
+  CommCurve slow, fast;
+  fast.add_point(1, 0.5);
+  fast.add_point(1e12, 0.5);
+  slow.add_point(1, 3.0);
+  slow.add_point(1e12, 3.0);
+  OwnerPlan rs, ar, a2a, rs2;
+  ASSERT_FALSE(build_owner_plan(CollectiveOp::ReduceScatter, 256, 512, 1, 8, 1, 2, 0, &rs));
+  ASSERT_FALSE(build_owner_plan(CollectiveOp::AllReduce, 256, 512, 1, 8, 1, 2, 0, &ar));
+  ASSERT_FALSE(build_owner_plan(CollectiveOp::AllToAll, 256, 512, 1, 8, 1, 2, 0, &a2a));
+  ASSERT_FALSE(build_owner_plan(CollectiveOp::ReduceScatter, 256, 512, 1, 8, 2, 2, 0, &rs2));
+  // Fast copies hide: peer part done at 2 s, copied by 2.5 s, own part ends at 4 s.
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(rs, 4.0, fast), 4.0);
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, fast), 4.5);  // + the reduced part's copy
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(a2a, 4.0, fast), 4.0);
+  // Slow copies: the own part waits for the peer's copy (2 + 3 s).
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(rs, 4.0, slow), 5.0);
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, slow), 8.0);
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(a2a, 4.0, slow), 5.0);
+  // Two groups a part: copies end at 1 + 3 = 4 and max(2, 4) + 3 = 7; own groups wait.
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(rs2, 4.0, slow), 7.0);
 }
 
 // ---------------------------------------------------------------- host: predictor

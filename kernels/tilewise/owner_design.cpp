@@ -1,0 +1,346 @@
+#include "kernels/tilewise/owner_design.hpp"
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "kernels/tilewise/signal_wait.hpp"
+
+namespace overlapsim::kernels::tilewise {
+namespace {
+
+gemm::DType gemm_dtype(DType d) {
+  return d == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16;
+}
+
+template <class T>
+Status upload(DeviceBuffer& buffer, const std::vector<T>& values) {
+  OVERLAPSIM_TRY(buffer.allocate(values.size() * sizeof(T)));
+  if (!values.empty())
+    CUDA_CHECK(cudaMemcpy(buffer.data(), values.data(), values.size() * sizeof(T),
+                          cudaMemcpyHostToDevice));
+  return Status::success();
+}
+
+Status zeroed(DeviceBuffer& buffer, std::size_t bytes) {
+  OVERLAPSIM_TRY(buffer.allocate(bytes));
+  if (bytes > 0) CUDA_CHECK(cudaMemset(buffer.data(), 0, bytes));
+  return Status::success();
+}
+
+// Lets this GPU read and write `peer`'s memory (copies, stream writes on peer pointers).
+Status enable_peer_access(int device, int peer) {
+  int can = 0;
+  CUDA_CHECK(cudaDeviceCanAccessPeer(&can, device, peer));
+  if (!can)
+    return Status::failure("tilewise copy_engine: GPU " + std::to_string(device) +
+                           " cannot access GPU " + std::to_string(peer) + " (no peer access)");
+  const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // clears the sticky-free error the call left behind
+    return Status::success();
+  }
+  CUDA_CHECK(e);
+  return Status::success();
+}
+
+constexpr int kElementBytes = 2;
+
+}  // namespace
+
+OwnerDesign::~OwnerDesign() {
+  if (fork_) cudaEventDestroy(fork_);
+  if (join_) cudaEventDestroy(join_);
+}
+
+Status OwnerDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64_t n, std::int64_t k,
+                                  int world, const OwnerOptions& options) {
+  if (k < 1) return Status::failure("tilewise copy_engine: k must be >= 1");
+  if (auto e = owner_shape_error(op, m, n, world))
+    return Status::failure("tilewise copy_engine: " + *e);
+  if (options.groups_per_part < 1)
+    return Status::failure("tilewise copy_engine: groups_per_part must be >= 1");
+  return Status::success();
+}
+
+Status OwnerDesign::exchange_pointers(std::vector<std::uint64_t>& mine,
+                                      std::vector<std::vector<std::uint64_t>>* all) {
+  const int world = comm_->world;
+  const std::size_t per = mine.size();
+  // Device addresses are below 2^53, so a double sum over ranks (each rank fills only its
+  // own slot) carries them exactly.
+  std::vector<double> slots(per * static_cast<std::size_t>(world), 0.0);
+  for (std::size_t i = 0; i < per; ++i) {
+    if (mine[i] >= (std::uint64_t{1} << 53))
+      return Status::failure("tilewise copy_engine: a device address above 2^53");
+    slots[static_cast<std::size_t>(comm_->rank) * per + i] = static_cast<double>(mine[i]);
+  }
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const Status s = allreduce_host(*comm_, stream, slots, ncclSum);
+  cudaStreamDestroy(stream);
+  OVERLAPSIM_TRY(s);
+  all->assign(static_cast<std::size_t>(world), std::vector<std::uint64_t>(per));
+  for (int r = 0; r < world; ++r)
+    for (std::size_t i = 0; i < per; ++i)
+      (*all)[static_cast<std::size_t>(r)][i] =
+          static_cast<std::uint64_t>(slots[static_cast<std::size_t>(r) * per + i]);
+  // Across processes these addresses mean nothing here: only one process driving every
+  // GPU (thread mode) can use them.
+  for (int r = 0; r < world; ++r) {
+    if (r == comm_->rank) continue;
+    for (std::size_t i = 0; i < per; ++i) {
+      const std::uint64_t address = (*all)[static_cast<std::size_t>(r)][i];
+      if (address == 0) continue;
+      cudaPointerAttributes attributes{};
+      const cudaError_t e = cudaPointerGetAttributes(&attributes, reinterpret_cast<void*>(address));
+      if (e != cudaSuccess || attributes.type != cudaMemoryTypeDevice) {
+        cudaGetLastError();
+        return Status::failure(
+            "tilewise copy_engine: not implemented across processes (MPI mode): rank " +
+            std::to_string(r) + "'s buffers are not addressable from this process; run the "
+            "ranks as threads of one process");
+      }
+    }
+  }
+  return Status::success();
+}
+
+Status OwnerDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m, std::int64_t n,
+                               std::int64_t k, DType dtype, const OwnerOptions& options) {
+  OVERLAPSIM_TRY(can_implement(op, m, n, k, comm->world, options));
+  comm_ = comm;
+  op_ = op;
+  m_ = m;
+  n_ = n;
+  k_ = k;
+  dtype_ = dtype;
+  options_ = options;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  if (auto e = build_owner_plan(op, m, n, sms, options.group_m, options.groups_per_part,
+                                comm->world, comm->rank, &plan_))
+    return Status::failure("tilewise copy_engine: " + *e);
+  OVERLAPSIM_TRY(upload(tile_offsets_, plan_.tile_offset_elems));
+  OVERLAPSIM_TRY(upload(tile_groups_, plan_.tile_group));
+  OVERLAPSIM_TRY(upload(tile_arrival_, plan_.tile_arrival));
+  OVERLAPSIM_TRY(upload(out_offsets_, plan_.out_tile_offset_elems));
+  const std::size_t flags = static_cast<std::size_t>(plan_.counters()) * sizeof(std::uint32_t);
+  OVERLAPSIM_TRY(zeroed(counters_, flags));
+  OVERLAPSIM_TRY(zeroed(arrived_, flags));
+  OVERLAPSIM_TRY(zeroed(done_, flags));
+  OVERLAPSIM_TRY(zeroed(timed_out_, sizeof(int)));
+  // Two parities × world slots × one part.
+  OVERLAPSIM_TRY(recv_.allocate(2 * static_cast<std::size_t>(comm->world) *
+                                static_cast<std::size_t>(plan_.part_elems) * kElementBytes));
+  CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+  OVERLAPSIM_TRY(preload_signal_wait());
+  OVERLAPSIM_TRY(preload_unpermute_kernels());
+
+  {
+    // Every rank's GPU first (shifted by one so that 0 stays "none"), then peer access,
+    // then the buffer addresses (whose check needs the access).
+    std::vector<double> slots(static_cast<std::size_t>(comm->world), 0.0);
+    slots[static_cast<std::size_t>(comm->rank)] = static_cast<double>(device + 1);
+    cudaStream_t stream = nullptr;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const Status s = allreduce_host(*comm_, stream, slots, ncclSum);
+    cudaStreamDestroy(stream);
+    OVERLAPSIM_TRY(s);
+    peers_.assign(static_cast<std::size_t>(comm->world), Peer{});
+    for (int r = 0; r < comm->world; ++r)
+      peers_[static_cast<std::size_t>(r)].device =
+          static_cast<int>(slots[static_cast<std::size_t>(r)]) - 1;
+  }
+  for (int r = 0; r < comm->world; ++r) {
+    if (r == comm->rank) continue;
+    const int peer_device = peers_[static_cast<std::size_t>(r)].device;
+    if (peer_device == device)
+      return Status::failure("tilewise copy_engine: ranks " + std::to_string(comm->rank) +
+                             " and " + std::to_string(r) + " share GPU " +
+                             std::to_string(device) + "; one GPU per rank is needed");
+    OVERLAPSIM_TRY(enable_peer_access(device, peer_device));
+  }
+  std::vector<std::uint64_t> mine = {reinterpret_cast<std::uint64_t>(recv_.data()),
+                                     reinterpret_cast<std::uint64_t>(arrived_.data()),
+                                     reinterpret_cast<std::uint64_t>(done_.data())};
+  std::vector<std::vector<std::uint64_t>> all;
+  OVERLAPSIM_TRY(exchange_pointers(mine, &all));
+  for (int r = 0; r < comm->world; ++r) {
+    Peer& peer = peers_[static_cast<std::size_t>(r)];
+    peer.recv = reinterpret_cast<char*>(all[static_cast<std::size_t>(r)][0]);
+    peer.arrived = reinterpret_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][1]);
+    peer.done = reinterpret_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][2]);
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return Status::success();
+}
+
+char* OwnerDesign::recv_half(int parity) const {
+  return recv_.as<char>() + static_cast<std::size_t>(parity) * comm_->world *
+                                static_cast<std::size_t>(plan_.part_elems) * kElementBytes;
+}
+
+Status OwnerDesign::make_gemm(const void* a, const void* b, void* p, int parity, bool reduce,
+                              std::unique_ptr<gemm::OwnGemm>* out) {
+  auto g = std::make_unique<gemm::OwnGemm>();
+  gemm::GemmArgs args;
+  args.m = m_;
+  args.n = n_;
+  args.k = k_;
+  args.dtype = gemm_dtype(dtype_);
+  args.a = a;
+  args.b = b;
+  args.c = p;
+  gemm::EpilogueArgs e;
+  e.tile_offset_elems = tile_offsets_.as<std::int64_t>();
+  e.group_counters = counters_.as<std::uint32_t>();
+  e.tile_group = tile_groups_.as<std::int32_t>();
+  e.tile_arrival = tile_arrival_.as<std::int32_t>();
+  e.arrived = arrived_.as<std::uint32_t>();
+  e.own_groups = plan_.groups_per_part;
+  e.recv = recv_half(parity);
+  e.part_elems = plan_.part_elems;
+  e.own_begin_elems = plan_.own_begin_elems;
+  if (op_ == CollectiveOp::AllToAll) {
+    e.own_out = recv_half(parity);
+    e.own_out_begin_elems = static_cast<std::int64_t>(comm_->rank) * plan_.part_elems;
+  } else {
+    e.own_out = p;
+    e.own_out_begin_elems = plan_.own_begin_elems;
+  }
+  e.world = comm_->world;
+  e.rank = comm_->rank;
+  e.reduce = reduce && op_ != CollectiveOp::AllToAll && comm_->world > 1;
+  e.wait_timeout_s = options_.wait_timeout_s;
+  e.timed_out = timed_out_.as<int>();
+  gemm::SchedulerOptions sched;
+  sched.num_ctas = plan_.num_ctas;
+  sched.group_m = plan_.group_m;
+  sched.rotate_world = comm_->world;
+  sched.rotate_rank = comm_->rank;
+  OVERLAPSIM_TRY(g->initialize(args, e, sched));
+  *out = std::move(g);
+  return Status::success();
+}
+
+Status OwnerDesign::prepare(const void* a, const void* b, void* p) {
+  if (comm_ == nullptr) return Status::failure("tilewise copy_engine: prepare() before initialize()");
+  if (op_ == CollectiveOp::AllReduce && comm_->world > 1 && !peer_p_.count(p)) {
+    std::vector<std::uint64_t> mine = {reinterpret_cast<std::uint64_t>(p)};
+    std::vector<std::vector<std::uint64_t>> all;
+    OVERLAPSIM_TRY(exchange_pointers(mine, &all));
+    std::vector<char*> ps;
+    for (const auto& r : all) ps.push_back(reinterpret_cast<char*>(r[0]));
+    peer_p_.emplace(p, ps);
+  }
+  const auto key = std::make_tuple(a, b, p);
+  if (gemms_.count(key)) return Status::success();
+  std::array<std::unique_ptr<gemm::OwnGemm>, 2> pair;
+  for (int parity = 0; parity < 2; ++parity)
+    OVERLAPSIM_TRY(make_gemm(a, b, p, parity, true, &pair[static_cast<std::size_t>(parity)]));
+  gemms_.emplace(key, std::move(pair));
+  return Status::success();
+}
+
+Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t compute_stream,
+                        cudaStream_t comm_stream) {
+  OVERLAPSIM_TRY(prepare(a, b, p));
+  const std::uint32_t epoch = ++epoch_;
+  const int parity = static_cast<int>(epoch & 1u);
+  gemm::OwnGemm& g = *gemms_.at(std::make_tuple(a, b, p))[static_cast<std::size_t>(parity)];
+  const int world = comm_->world, rank = comm_->rank;
+  const int G = plan_.groups_per_part;
+  const std::size_t part_bytes = static_cast<std::size_t>(plan_.part_elems) * kElementBytes;
+  CUDA_CHECK(cudaEventRecord(fork_, compute_stream));
+  CUDA_CHECK(cudaStreamWaitEvent(comm_stream, fork_, 0));
+  OVERLAPSIM_TRY(g.run(compute_stream, epoch));
+  char* local = static_cast<char*>(p);
+  std::uint32_t* counters = counters_.as<std::uint32_t>();
+  for (const OwnerGroup& group : plan_.groups) {
+    const bool own = group.position == world - 1;
+    if (own && (op_ != CollectiveOp::AllReduce || world == 1)) continue;
+    std::uint32_t* counter = counters + group.position * G + group.index;
+    OVERLAPSIM_TRY(enqueue_wait_geq(counter, static_cast<std::uint32_t>(group.tiles), comm_stream));
+    OVERLAPSIM_TRY(enqueue_write_value(counter, 0, comm_stream));
+    const char* src = local + group.begin_elems * kElementBytes;
+    const std::size_t bytes = static_cast<std::size_t>(group.elems) * kElementBytes;
+    if (!own) {
+      // Phase 1: the group's partial tiles to their owner, slot `rank`, this call's parity.
+      const Peer& to = peers_[static_cast<std::size_t>(group.part)];
+      char* dst = to.recv + static_cast<std::size_t>(parity) * world * part_bytes +
+                  static_cast<std::size_t>(rank) * part_bytes +
+                  static_cast<std::size_t>(group.relative_begin_elems) * kElementBytes;
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
+      OVERLAPSIM_TRY(enqueue_write_value(to.arrived + rank * G + group.index, epoch, comm_stream));
+      continue;
+    }
+    // Phase 2 (allreduce): the reduced own group to every peer's P, where that peer keeps
+    // our part.
+    const std::vector<char*>& ps = peer_p_.at(p);
+    for (int d = 0; d < world; ++d) {
+      if (d == rank) continue;
+      char* dst = ps[static_cast<std::size_t>(d)] +
+                  (plan_.part_begin_on(d, rank) + group.relative_begin_elems) * kElementBytes;
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
+      OVERLAPSIM_TRY(enqueue_write_value(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index,
+                                         epoch, comm_stream));
+    }
+  }
+  // The result is complete once every peer's copies into our buffers have landed.
+  if (world > 1 && op_ != CollectiveOp::ReduceScatter) {
+    const std::uint32_t* flags =
+        op_ == CollectiveOp::AllReduce ? done_.as<std::uint32_t>() : arrived_.as<std::uint32_t>();
+    for (int s = 0; s < world; ++s) {
+      if (s == rank) continue;
+      for (int j = 0; j < G; ++j) OVERLAPSIM_TRY(enqueue_wait_geq(flags + s * G + j, epoch, comm_stream));
+    }
+  }
+  CUDA_CHECK(cudaEventRecord(join_, comm_stream));
+  CUDA_CHECK(cudaStreamWaitEvent(compute_stream, join_, 0));
+  return Status::success();
+}
+
+Status OwnerDesign::run_gemm_only(const void* a, const void* b, void* p, cudaStream_t stream) {
+  if (comm_ == nullptr) return Status::failure("tilewise copy_engine: run before initialize()");
+  const auto key = std::make_tuple(a, b, p);
+  auto found = gemm_only_.find(key);
+  if (found == gemm_only_.end()) {
+    std::unique_ptr<gemm::OwnGemm> g;
+    OVERLAPSIM_TRY(make_gemm(a, b, p, 0, false, &g));
+    found = gemm_only_.emplace(key, std::move(g)).first;
+  }
+  OVERLAPSIM_TRY(found->second->run(stream, 0));
+  CUDA_CHECK(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), stream));
+  return Status::success();
+}
+
+TileView OwnerDesign::result_view(const void* p) const {
+  TileView v;
+  v.data = op_ == CollectiveOp::AllToAll ? static_cast<const void*>(recv_half(static_cast<int>(epoch_ & 1u)))
+                                         : p;
+  v.tile_offset_elems = out_offsets_.as<std::int64_t>();
+  v.rows = plan_.out_rows;
+  v.cols = n_;
+  return v;
+}
+
+Status OwnerDesign::unpermute(const void* p, void* natural, cudaStream_t stream) const {
+  return tilewise::unpermute(result_view(p), natural, dtype_, stream);
+}
+
+Status OwnerDesign::check_waits() {
+  int flag = 0;
+  CUDA_CHECK(cudaMemcpy(&flag, timed_out_.data(), sizeof flag, cudaMemcpyDeviceToHost));
+  if (flag != 0)
+    return Status::failure("tilewise copy_engine: the epilogue's wait for a peer's group timed out "
+                           "after " + std::to_string(options_.wait_timeout_s) + " s");
+  return Status::success();
+}
+
+}  // namespace overlapsim::kernels::tilewise

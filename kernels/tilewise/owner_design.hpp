@@ -1,0 +1,113 @@
+#pragma once
+// Design `tilewise` with transport `copy_engine` (issue 5): the rank-rotated own GEMM
+// (owner_plan.hpp) whose finished groups of other ranks' tiles the GPU's copy engines carry
+// to their owners, and whose epilogue reduces the own part as the peers' partials arrive
+// (epilogue.cuh OwnerEpilogue). While the GEMM runs, the communication needs no SM:
+//   comm stream, per peer group: cuStreamWaitValue32(tile counter >= tiles) and reset,
+//     cudaMemcpyAsync(peer receive buffer ← group region) on a peer pointer, then
+//     cuStreamWriteValue32(peer's arrived flag ← epoch) into the owner's memory.
+//   allreduce adds phase 2: each reduced own group (its counter) is copied into every
+//     peer's P at that peer's place for this part, followed by the peer's done flag; each
+//     rank's comm stream waits for all its done flags before the call ends.
+//   alltoall: the comm stream waits for all incoming arrived flags before the call ends.
+// The flag is written by the sender's stream into the receiver's memory (not an event the
+// receiver's stream waits for): cudaStreamWaitEvent only sees records made before it is
+// called, which from two rank threads would need a host handshake per call. The stream
+// write's default memory barrier orders the copy's data before the flag.
+// Flags hold the call's sequence number (epoch, from 1) and are never reset, so calls run
+// back to back with no host synchronisation. Receive buffers alternate by call parity: a
+// peer can run at most one call ahead of us (its call e+1 needs our groups of call e+1,
+// which our GEMM computes after our call e), so it never overwrites what our call e reads.
+// Peer pointers are exchanged through the communicator (one process: UVA pointers are
+// valid on every GPU once peer access is enabled). One process must drive every GPU
+// (the harness's thread mode); across processes (MPI mode) initialize() reports "not
+// implemented". The caller keeps P, and for allreduce a new P costs one collective pointer
+// exchange (host-synchronising) on its first use.
+//
+// Host API: initialize → prepare(a, b, p) (optional; collective) → run (any number of times)
+// → result_view / unpermute. Every call returns a Status; nothing throws. C++17.
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "kernels/collectives/nccl_collectives.hpp"
+#include "kernels/common/status.hpp"
+#include "kernels/gemm/gemm_config.hpp"
+#include "kernels/gemm/own_gemm.hpp"
+#include "kernels/harness/comm.hpp"
+#include "kernels/harness/device_buffer.hpp"
+#include "kernels/harness/dtype.hpp"
+#include "kernels/tilewise/owner_plan.hpp"
+#include "kernels/tilewise/unpermute.hpp"
+
+namespace overlapsim::kernels::tilewise {
+
+struct OwnerOptions {
+  int groups_per_part = 2;
+  int group_m = gemm::GemmConfig::kDefaultGroupM;
+  double wait_timeout_s = 60.0;  // the epilogue's flag wait gives up (and flags it) after this
+};
+
+class OwnerDesign {
+ public:
+  OwnerDesign() = default;
+  ~OwnerDesign();
+  OwnerDesign(const OwnerDesign&) = delete;
+  OwnerDesign& operator=(const OwnerDesign&) = delete;
+
+  static Status can_implement(CollectiveOp op, std::int64_t m, std::int64_t n, std::int64_t k,
+                              int world, const OwnerOptions& options);
+  // Collective (every rank, same order): plans, buffers, peer access, pointer exchange.
+  Status initialize(CommHandle* comm, CollectiveOp op, std::int64_t m, std::int64_t n,
+                    std::int64_t k, DType dtype, const OwnerOptions& options);
+  Status prepare(const void* a, const void* b, void* p);
+  // One overlapped call; starts and ends on compute_stream. p: M×N elements.
+  Status run(const void* a, const void* b, void* p, cudaStream_t compute_stream,
+             cudaStream_t comm_stream);
+  // The GEMM alone with the rotated order, remapped stores and signals, own part placed
+  // without waiting or reducing (no communication); counters reset afterwards.
+  Status run_gemm_only(const void* a, const void* b, void* p, cudaStream_t stream);
+  // The last call's result in its tile layout (owner_plan.hpp), and back to natural.
+  TileView result_view(const void* p) const;
+  Status unpermute(const void* p, void* natural, cudaStream_t stream) const;
+  Status check_waits();
+
+  const OwnerPlan& plan() const { return plan_; }
+
+ private:
+  struct Peer {
+    char* recv = nullptr;          // its receive buffers (2 parities)
+    std::uint32_t* arrived = nullptr;
+    std::uint32_t* done = nullptr;
+    int device = -1;
+  };
+  Status exchange_pointers(std::vector<std::uint64_t>& mine, std::vector<std::vector<std::uint64_t>>* all);
+  Status make_gemm(const void* a, const void* b, void* p, int parity, bool reduce,
+                   std::unique_ptr<gemm::OwnGemm>* out);
+  char* recv_half(int parity) const;
+
+  CommHandle* comm_ = nullptr;
+  CollectiveOp op_ = CollectiveOp::AllReduce;
+  std::int64_t m_ = 0, n_ = 0, k_ = 0;
+  DType dtype_ = DType::BF16;
+  OwnerOptions options_;
+  OwnerPlan plan_;
+  DeviceBuffer tile_offsets_, tile_groups_, tile_arrival_, out_offsets_;
+  DeviceBuffer counters_, arrived_, done_, recv_, timed_out_;
+  std::vector<Peer> peers_;                     // [world], own entry unused
+  std::map<void*, std::vector<char*>> peer_p_;  // allreduce: every rank's P for our P
+  std::map<std::tuple<const void*, const void*, void*>,
+           std::array<std::unique_ptr<gemm::OwnGemm>, 2>>
+      gemms_;
+  std::map<std::tuple<const void*, const void*, void*>, std::unique_ptr<gemm::OwnGemm>> gemm_only_;
+  std::uint32_t epoch_ = 0;
+  cudaEvent_t fork_ = nullptr;
+  cudaEvent_t join_ = nullptr;
+};
+
+}  // namespace overlapsim::kernels::tilewise

@@ -1,0 +1,21 @@
+#pragma once
+// Predicted time of the copy-engine transport (owner_plan.hpp) for one groups_per_part,
+// from the GEMM's measured time with remapped stores and signals (all SMs: the transport
+// takes none) and the measured peer-copy curve (copy time against bytes). Item i is done
+// at the end of its wave, ⌈(i + 1) / num_ctas⌉ · wave_time. Then
+//   peer groups, in item order:  E = max(A_g, E) + X(bytes_g)       (one copy stream)
+//   own group j arrives from its peers at D_j = the symmetric E of part r's group j (the
+//     latest over peers); with a reduction it completes at
+//     F_j = max(A_j, D_j, F_{j−1} + (A_j − A_{j−1}))   (a stalled group delays the rest)
+//   reducescatter: T = F_last;  alltoall: T = max(A_last, E_last);
+//   allreduce: E2 = max(F_j, E2) + (world − 1)·X(bytes_j) over own groups, T = E2_last.
+// C++17, host only.
+#include "kernels/tilewise/group_predictor.hpp"
+#include "kernels/tilewise/owner_plan.hpp"
+
+namespace overlapsim::kernels::tilewise {
+
+double predict_owner_time_s(const OwnerPlan& plan, double gemm_time_s, const CommCurve& copy,
+                            int element_bytes = 2);
+
+}  // namespace overlapsim::kernels::tilewise
