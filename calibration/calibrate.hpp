@@ -14,6 +14,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "calibration/suite.hpp"
 
@@ -34,6 +35,9 @@ struct CalibrateResult {
   int cases_run = 0;
   int rows_written = 0;
   double estimate_s = 0;  // of the cases still to run, before running them
+  // Cases whose call failed but that may fail (SuiteCase::may_fail: interference), as
+  // "key: reason"; their rows are missing and a rerun with the same --out retries them.
+  std::vector<std::string> failed_cases;
 };
 
 // Thrown for "no GPU" and for resume conflicts (the CLI exits 2).

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -69,6 +72,13 @@ std::vector<std::uint64_t> bytes_list(const ConfigNode& node) {
   return out;
 }
 
+// A steady-state duration (min_time, warmup_time): human units, 0 .. 10 min.
+double steady_time(const ConfigNode& node, const char* key, double def) {
+  const double s = node.get_duration_s(key, def);
+  if (s < 0 || s > 600) node.fail_key(key, fmt::format("{} s (expected 0 .. 10min)", s));
+  return s;
+}
+
 template <class T>
 std::vector<std::vector<T>> in_chunks(const std::vector<T>& v) {
   std::vector<std::vector<T>> out;
@@ -95,6 +105,14 @@ std::vector<std::string> SuiteCase::bench_args() const {
     a.insert(a.end(), {"--chunks", join(c, ",")});
   }
   if (table_rows > 0) a.insert(a.end(), {"--table-rows", std::to_string(table_rows)});
+  if (!collectives.empty()) a.insert(a.end(), {"--collectives", join(collectives, ",")});
+  if (!interference_ctas.empty()) {
+    std::vector<std::string> c;
+    for (int x : interference_ctas) c.push_back(std::to_string(x));
+    a.insert(a.end(), {"--ctas", join(c, ",")});
+  }
+  if (min_time_s > 0) a.insert(a.end(), {"--min-time-ms", fmt::format("{:g}", min_time_s * 1e3)});
+  if (warmup_s > 0) a.insert(a.end(), {"--warmup-ms", fmt::format("{:g}", warmup_s * 1e3)});
   a.insert(a.end(), {"--dtype", dtype, "--warmup", std::to_string(warmup), "--iterations",
                      std::to_string(iterations)});
   return a;
@@ -102,20 +120,57 @@ std::vector<std::string> SuiteCase::bench_args() const {
 
 double SuiteCase::estimate_s() const {
   constexpr double kStartS = 4.0, kFlopsPerS = 7e14, kBusBps = 2.5e11, kLatencyS = 20e-6;
-  const double passes = warmup + iterations;
-  double per_pass = 0;
-  const double design_count = designs.empty() ? 1.0 : static_cast<double>(designs.size());
-  for (const auto& s : shapes) {
+  // One measurement of a kernel taking t: the counted warm-up, then the timed iterations
+  // (at least min_time of them), after warmup_time of untimed work.
+  const auto measurement_s = [&](double t) {
+    return warmup * t + std::max(iterations * t, min_time_s) + warmup_s;
+  };
+  const auto shape_of = [](const std::string& s) {
     long long m = 0, n = 0, k = 0;
     std::sscanf(s.c_str(), "%lldx%lldx%lld", &m, &n, &k);
+    return std::array<double, 3>{static_cast<double>(m), static_cast<double>(n),
+                                 static_cast<double>(k)};
+  };
+  const auto collective_s = [&](double b) { return b / kBusBps + kLatencyS; };
+  if (op == "interference") {
+    // Per point (shape x size x CTA limit): rounds of four bursts of >= 2 ms (or 3 kernels);
+    // the beside bursts run with twice their length of cover on the other stream; every
+    // round ends with a host sync and a reduction (~1 ms). Rounds until `iterations`
+    // samples and min_time of each; one untimed round; warmup_time; a result check.
+    // A communicator split per CTA limit > 0: ~0.5 s (assumed, not measured yet).
+    constexpr double kBurstS = 2e-3, kRoundOverheadS = 1e-3, kCheckS = 0.05, kSplitS = 0.5;
+    double total = kStartS;
+    for (int c : interference_ctas)
+      if (c > 0) total += kSplitS;
+    for (const auto& s : shapes) {
+      const auto [m, n, k] = shape_of(s);
+      const double tg = 2.0 * m * n * k / kFlopsPerS;
+      for (auto b : bytes) {
+        const double tc = collective_s(static_cast<double>(b));
+        const double ng = std::max(3.0, std::ceil(kBurstS / tg));
+        const double nc = std::max(3.0, std::ceil(kBurstS / tc));
+        const double round_s = 3 * ng * tg + 3 * nc * tc + kRoundOverheadS;
+        const double rounds = std::max({std::ceil(iterations / ng), std::ceil(iterations / nc),
+                                        std::ceil(min_time_s / (ng * tg)),
+                                        std::ceil(min_time_s / (nc * tc))});
+        total += static_cast<double>(interference_ctas.size()) *
+                 ((rounds + 1) * round_s + warmup_s + kCheckS);
+      }
+    }
+    return total;
+  }
+  double total = kStartS;
+  const double design_count = designs.empty() ? 1.0 : static_cast<double>(designs.size());
+  for (const auto& s : shapes) {
+    const auto [m, n, k] = shape_of(s);
     const double compute = 2.0 * m * n * k / kFlopsPerS;
-    const double comm = is_compute_op(op) ? 0 : 2.0 * m * n * 2 / kBusBps + kLatencyS;
+    const double comm = is_compute_op(op) ? 0 : collective_s(2.0 * m * n * 2);
     // pairs: alone parts, sequential, and each chunking of the decomposed design
     const double variants = is_compute_op(op) ? design_count : 2 + design_count + chunks.size();
-    per_pass += variants * (compute + comm);
+    total += variants * measurement_s(compute + comm);
   }
-  for (auto b : bytes) per_pass += static_cast<double>(b) / kBusBps + kLatencyS;
-  return kStartS + passes * per_pass;
+  for (auto b : bytes) total += measurement_s(collective_s(static_cast<double>(b)));
+  return total;
 }
 
 Suite parse_suite(const std::string& yaml, const std::string& name) {
@@ -130,11 +185,15 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
   suite.gpus = static_cast<int>(root.get_positive_int("gpus", 1));
   std::string dtype = "bf16";
   int warmup = 3, iterations = 10;
+  double min_time_s = 0, warmup_s = 0;
   if (auto d = root.optional_child("defaults")) {
-    d->check_keys(std::vector<std::string>{"dtype", "warmup", "iterations"});
+    d->check_keys(
+        std::vector<std::string>{"dtype", "warmup", "iterations", "min_time", "warmup_time"});
     dtype = d->get_enum("dtype", {"bf16", "fp16"}, dtype);
     warmup = static_cast<int>(d->get_int("warmup", warmup));
     iterations = static_cast<int>(d->get_positive_int("iterations", iterations));
+    min_time_s = steady_time(*d, "min_time", 0);
+    warmup_s = steady_time(*d, "warmup_time", 0);
   }
   const ConfigNode sections = root.child("sections");
   if (!sections.is_sequence() || sections.size() == 0)
@@ -143,25 +202,29 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
     const ConfigNode s = sections.at(i);
     s.check_keys(std::vector<std::string>{"name", "op", "ops", "designs", "grid", "shapes", "bytes",
                                           "ctas", "chunks", "table_rows", "warmup", "iterations",
-                                          "dtype"});
+                                          "dtype", "collectives", "min_time", "warmup_time"});
     SuiteCase base;
     base.section = s.get_string("name");
     base.dtype = s.get_enum("dtype", {"bf16", "fp16"}, dtype);
     base.warmup = static_cast<int>(s.get_int("warmup", warmup));
     base.iterations = static_cast<int>(s.get_positive_int("iterations", iterations));
     base.table_rows = s.get_int("table_rows", 0);
+    base.min_time_s = steady_time(s, "min_time", min_time_s);
+    base.warmup_s = steady_time(s, "warmup_time", warmup_s);
     if (s.has("op") == s.has("ops")) s.fail("give either op: or ops: (expected exactly one)");
     const std::vector<std::string> ops =
         s.has("op") ? std::vector<std::string>{s.get_string("op")} : string_list(s.child("ops"));
     for (std::size_t j = 0; j < ops.size(); ++j) {
       const std::string& op = ops[j];
       const ConfigNode where = s.has("op") ? s.child("op") : s.child("ops").at(j);
-      if (!is_compute_op(op) && !is_collective_op(op) && !is_pair_op(op))
+      if (!is_compute_op(op) && !is_collective_op(op) && !is_pair_op(op) && op != "interference")
         where.fail(
-            fmt::format("unknown op '{}' (expected gemm, gemv, embedding, a collective or "
-                        "a pair such as gemm+allreduce)",
+            fmt::format("unknown op '{}' (expected gemm, gemv, embedding, a collective, "
+                        "a pair such as gemm+allreduce, or interference)",
                         op));
     }
+    if (s.has("collectives") && !(ops.size() == 1 && ops[0] == "interference"))
+      s.fail_key("collectives", "only for op: interference (expected no collectives: here)");
     if (s.has("designs")) base.designs = string_list(s.child("designs"));
     if (s.has("chunks"))
       for (auto c : int_list(s.child("chunks"), 1)) base.chunks.push_back(static_cast<int>(c));
@@ -183,6 +246,41 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
     std::vector<std::int64_t> ctas = {0};
     if (s.has("ctas")) ctas = int_list(s.child("ctas"), 0);
     for (const auto& op : ops) {
+      if (op == "interference") {
+        if (shapes.empty() || bytes.empty())
+          s.fail("interference needs shapes: (GEMMs) and bytes: (collective sizes)");
+        std::vector<std::string> collectives = {"allreduce"};
+        if (s.has("collectives")) collectives = string_list(s.child("collectives"));
+        for (std::size_t j = 0; j < collectives.size(); ++j)
+          if (!is_collective_op(collectives[j]) || collectives[j] == "broadcast" ||
+              collectives[j] == "sendrecv")
+            s.child("collectives")
+                .at(j)
+                .fail(fmt::format("unknown collective '{}' (expected allreduce, reducescatter, "
+                                  "allgather or alltoall)",
+                                  collectives[j]));
+        std::vector<std::string> cta_names;
+        std::vector<int> cta_list;
+        for (auto c : ctas) {
+          cta_list.push_back(static_cast<int>(c));
+          cta_names.push_back(std::to_string(c));
+        }
+        for (const auto& coll : collectives)
+          for (const auto& part : in_chunks(shapes)) {
+            SuiteCase sc = base;
+            sc.op = op;
+            sc.designs.clear();
+            sc.chunks.clear();
+            sc.shapes = part;
+            sc.bytes = bytes;
+            sc.collectives = {coll};
+            sc.interference_ctas = cta_list;
+            sc.key = fmt::format("{}/interference/{}/ctas{}/{}..{}", sc.section, coll,
+                                 join(cta_names, "."), part.front(), part.back());
+            suite.cases.push_back(std::move(sc));
+          }
+        continue;
+      }
       if (is_collective_op(op)) {
         if (bytes.empty()) s.fail(fmt::format("{} needs bytes: (expected sizes)", op));
         for (auto c : ctas)

@@ -6,7 +6,9 @@
 //   format: 1
 //   name: default
 //   gpus: 2                                   # ranks per call (--world); --gpus overrides
-//   defaults: {dtype: bf16, warmup: 3, iterations: 10}
+//   defaults: {dtype: bf16, warmup: 3, iterations: 10, min_time: 20ms, warmup_time: 100ms}
+//     # min_time: timed work per measurement, at least (more iterations when needed);
+//     # warmup_time: untimed work first, so the GPU reaches its power-limited clock
 //   sections:
 //     - name: gemm                            # compute alone over a full M x N x K grid
 //       op: gemm
@@ -28,6 +30,13 @@
 //       designs: [sequential, decomposed]
 //       chunks: [2, 4]
 //       shapes: [[8192, 8192, 2048]]
+//     - name: interference                    # GEMM x collective side by side
+//       op: interference
+//       shapes: [[8192, 8192, 4096]]
+//       collectives: [allreduce, alltoall]     # one case per collective
+//       bytes: [16MiB, 128MiB]
+//       ctas: [4, 8, 16, 32, 0]                # overlap-bench --ctas (communicator splits
+//                                              # in one call), not NCCL_MAX_CTAS
 //
 // Errors are config::ConfigError naming file:line:column, the key and the expected form.
 #include <cstdint>
@@ -49,12 +58,21 @@ struct SuiteCase {
   int warmup = 3, iterations = 10;
   std::int64_t table_rows = 0;
   int ctas = 0;  // NCCL_MAX_CTAS for the call; 0: not set
+  double min_time_s = 0;  // overlap-bench --min-time-ms (0: not passed)
+  double warmup_s = 0;    // overlap-bench --warmup-ms
+  // op interference: the collective of the case and the CTA limits (--ctas) of its splits.
+  std::vector<std::string> collectives;
+  std::vector<int> interference_ctas;
 
   // overlap-bench arguments for this case (without --world and --output).
   std::vector<std::string> bench_args() const;
   // Rough device seconds (process start, NCCL init, warm-up and timed iterations at
-  // ~700 TFLOP/s and ~250 GB/s busbw), for the progress bar's ETA and --dry-run.
+  // ~700 TFLOP/s and ~250 GB/s busbw, each measurement at least min_time plus
+  // warmup_time), for the progress bar's ETA and --dry-run.
   double estimate_s() const;
+  // A failed call of this case is reported and skipped instead of ending the run (the
+  // interference cases: new, and measured only after everything else).
+  bool may_fail() const { return op == "interference"; }
 };
 
 struct Suite {

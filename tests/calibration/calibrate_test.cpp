@@ -37,24 +37,43 @@ sections:
     shapes: [[128, 256, 64]]
 )";
 
+// Steady-state defaults and an interference section after a plain one.
+const char* kInterferenceSuite = R"(format: 1
+name: tiny-interference
+gpus: 2
+defaults: {dtype: bf16, warmup: 1, iterations: 4, min_time: 20ms, warmup_time: 0.05s}
+sections:
+  - name: coll
+    ops: [allreduce]
+    bytes: [1KiB]
+  - name: inter
+    op: interference
+    shapes: [[1024, 1024, 1024], [2048, 2048, 2048]]
+    collectives: [allreduce, alltoall]
+    bytes: [1MiB, 4MiB]
+    ctas: [4, 0]
+)";
+
 struct Sandbox {
   fs::path dir, out, suite, calls;
-  explicit Sandbox(const std::string& name) {
+  explicit Sandbox(const std::string& name, const char* suite_text = kSuite) {
     dir = fs::temp_directory_path() / ("overlapsim_calibrate_test_" + name);
     fs::remove_all(dir);
     fs::create_directories(dir);
     out = dir / "out";
     suite = dir / "suite.yaml";
     calls = dir / "calls.txt";
-    std::ofstream(suite) << kSuite;
+    std::ofstream(suite) << suite_text;
     setenv("FAKE_BENCH_CALLS", calls.c_str(), 1);
     unsetenv("FAKE_BENCH_FAIL_AFTER");
     unsetenv("FAKE_BENCH_NO_GPU");
+    unsetenv("FAKE_BENCH_FAIL_OP");
   }
   ~Sandbox() {
     unsetenv("FAKE_BENCH_CALLS");
     unsetenv("FAKE_BENCH_FAIL_AFTER");
     unsetenv("FAKE_BENCH_NO_GPU");
+    unsetenv("FAKE_BENCH_FAIL_OP");
   }
   CalibrateOptions options() const {
     CalibrateOptions o;
@@ -85,6 +104,60 @@ TEST(Suite, ExpandsSectionsIntoCasesWithStableKeys) {
                                       "--iterations", "2"}));
   EXPECT_GT(s.cases[0].estimate_s(), 0);
   EXPECT_EQ(s.hash, fnv1a64_hex(kSuite));
+}
+
+TEST(Suite, InterferenceSectionIsOneCasePerCollectiveWithItsFlags) {
+  const Suite s = parse_suite(kInterferenceSuite, "inter.yaml");
+  ASSERT_EQ(s.cases.size(), 3u);
+  const SuiteCase& c = s.cases[1];
+  EXPECT_EQ(c.key, "inter/interference/allreduce/ctas4.0/1024x1024x1024..2048x2048x2048");
+  EXPECT_EQ(s.cases[2].collectives, (std::vector<std::string>{"alltoall"}));
+  EXPECT_EQ(c.ctas, 0);  // no NCCL_MAX_CTAS: the splits are made inside the call
+  EXPECT_TRUE(c.may_fail());
+  EXPECT_FALSE(s.cases[0].may_fail());
+  EXPECT_EQ(c.bench_args(),
+            (std::vector<std::string>{"--op", "interference", "--shapes",
+                                      "1024x1024x1024,2048x2048x2048", "--bytes",
+                                      "1048576,4194304", "--collectives", "allreduce", "--ctas",
+                                      "4,0", "--min-time-ms", "20", "--warmup-ms", "50", "--dtype",
+                                      "bf16", "--warmup", "1", "--iterations", "4"}));
+  // The steady-state settings count: 4 measurements per point at >= 20 ms each at least,
+  // 2 shapes x 2 sizes x 2 CTA limits, plus the split, the process start and the warm-ups.
+  EXPECT_GT(c.estimate_s(), 4.0 + 0.5 + 8 * (4 * 0.020 + 0.05));
+  EXPECT_LT(c.estimate_s(), 30.0);
+  // The steady-state defaults reach plain cases too, and raise their estimate.
+  EXPECT_DOUBLE_EQ(s.cases[0].min_time_s, 0.020);
+  SuiteCase plain = s.cases[0];
+  const double with = plain.estimate_s();
+  plain.min_time_s = plain.warmup_s = 0;
+  // min_time replaces the 4 timed iterations (~20 us each), warmup_time adds 50 ms.
+  EXPECT_NEAR(with - plain.estimate_s(), 0.020 + 0.05, 1e-3);
+  EXPECT_GT(with - plain.estimate_s(), 0.060);
+}
+
+TEST(Suite, BadInterferenceSectionsNameTheKey) {
+  const auto error_of = [](const std::string& section) -> std::string {
+    try {
+      parse_suite("format: 1\nname: x\nsections:\n" + section, "bad.yaml");
+    } catch (const config::ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of("  - name: i\n    op: interference\n    shapes: [[1,2,3]]\n")
+                .find("bytes"),
+            std::string::npos);
+  EXPECT_NE(error_of("  - name: i\n    op: interference\n    shapes: [[1,2,3]]\n"
+                     "    bytes: [1MiB]\n    collectives: [gather]\n")
+                .find("bad.yaml:8:"),
+            std::string::npos);
+  EXPECT_NE(error_of("  - name: c\n    op: allreduce\n    bytes: [1MiB]\n"
+                     "    collectives: [allreduce]\n")
+                .find("only for op: interference"),
+            std::string::npos);
+  EXPECT_NE(error_of("  - name: c\n    op: allreduce\n    bytes: [1MiB]\n    min_time: 700\n")
+                .find("bad.yaml:7:"),
+            std::string::npos);
 }
 
 TEST(Suite, BadSuiteNamesTheKey) {
@@ -138,6 +211,46 @@ TEST(Calibrate, ResumesAfterAFailedCallSkippingFinishedCases) {
   EXPECT_EQ(box.lines(box.calls), 4);  // probe + the 3 cases left
   // A third run has nothing left to do.
   EXPECT_EQ(run_calibration(box.options()).cases_run, 0);
+}
+
+TEST(Calibrate, InterferenceRowsLandWithTheirCaseKeys) {
+  Sandbox box("interference", kInterferenceSuite);
+  const CalibrateResult r = run_calibration(box.options());
+  EXPECT_EQ(r.cases_run, 3);
+  EXPECT_TRUE(r.failed_cases.empty());
+  // 1 collective row + 2 collectives x (2 shapes x 2 sizes x 2 CTA limits x 4 rows).
+  EXPECT_EQ(r.rows_written, 1 + 2 * 32);
+  const auto rows = read_measurements((box.out / "calibration.csv").string());
+  ASSERT_EQ(rows.size(), 65u);
+  EXPECT_EQ(rows[1].op, "interference");
+  EXPECT_EQ(rows[1].design, "gemm|allreduce:alone");
+  EXPECT_EQ(rows[1].chunks, 4);
+  EXPECT_EQ(rows[1].case_key, "inter/interference/allreduce/ctas4.0/1024x1024x1024..2048x2048x2048");
+  std::ifstream calls(box.calls);
+  std::stringstream text;
+  text << calls.rdbuf();
+  EXPECT_NE(text.str().find("--min-time-ms=20 --warmup-ms=50"), std::string::npos) << text.str();
+}
+
+TEST(Calibrate, AFailingInterferenceCaseIsSkippedNotFatal) {
+  Sandbox box("interference_fails", kInterferenceSuite);
+  setenv("FAKE_BENCH_FAIL_OP", "interference", 1);
+  std::vector<std::string> lines;
+  const CalibrateResult r =
+      run_calibration(box.options(), [&](const std::string& l) { lines.push_back(l); });
+  EXPECT_EQ(r.cases_run, 1);
+  ASSERT_EQ(r.failed_cases.size(), 2u);
+  EXPECT_NE(r.failed_cases[0].find("timed out"), std::string::npos) << r.failed_cases[0];
+  EXPECT_EQ(read_measurements((box.out / "calibration.csv").string()).size(), 1u);
+  bool said = false;
+  for (const auto& l : lines) said = said || l.find("failed, skipped") != std::string::npos;
+  EXPECT_TRUE(said);
+  // A rerun retries exactly the failed cases.
+  unsetenv("FAKE_BENCH_FAIL_OP");
+  const CalibrateResult again = run_calibration(box.options());
+  EXPECT_EQ(again.cases_skipped, 1);
+  EXPECT_EQ(again.cases_run, 2);
+  EXPECT_EQ(read_measurements((box.out / "calibration.csv").string()).size(), 65u);
 }
 
 TEST(Calibrate, ResumeWithAnotherSuiteIsRefused) {

@@ -1,10 +1,15 @@
 #!/bin/sh
 # A stand-in for overlap-bench in the calibrate tests (no GPU needed): takes the same flags,
 # writes one CSV row per size / shape / design to --output with made-up times.
+# --op interference writes, per shape x collective x size x CTA limit, the four rows of
+# overlap-bench's interference runner (op interference, design <victim>|<other>:<half>,
+# chunks = the CTA limit) with the GEMM 10 % and the collective 20 % slower beside.
 #   FAKE_BENCH_NO_GPU=1        fail like overlap-bench on a machine without GPUs
 #   FAKE_BENCH_CALLS=FILE      append each call's flags (and NCCL_MAX_CTAS) to FILE
 #   FAKE_BENCH_FAIL_AFTER=N    fail every call after the N-th (counted in FAKE_BENCH_CALLS)
-op=""; bytes=""; shapes=""; designs=""; world=1; output=""
+#   FAKE_BENCH_FAIL_OP=OP      fail every call of --op OP
+op=""; bytes=""; shapes=""; designs=""; world=1; output=""; collectives="allreduce"; ctas="0"
+steady=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --op) op="$2"; shift 2 ;;
@@ -13,6 +18,9 @@ while [ $# -gt 0 ]; do
     --designs) designs="$2"; shift 2 ;;
     --world) world="$2"; shift 2 ;;
     --output) output="$2"; shift 2 ;;
+    --collectives) collectives="$2"; shift 2 ;;
+    --ctas) ctas="$2"; shift 2 ;;
+    --min-time-ms|--warmup-ms) steady="$steady $1=$2"; shift 2 ;;
     *) shift ;;
   esac
 done
@@ -21,17 +29,37 @@ if [ -n "$FAKE_BENCH_NO_GPU" ]; then
   exit 1
 fi
 if [ -n "$FAKE_BENCH_CALLS" ]; then
-  echo "$op $bytes $shapes $designs ctas=${NCCL_MAX_CTAS:-0}" >> "$FAKE_BENCH_CALLS"
+  echo "$op $bytes $shapes $designs ctas=${NCCL_MAX_CTAS:-0}$steady" >> "$FAKE_BENCH_CALLS"
   calls=$(wc -l < "$FAKE_BENCH_CALLS")
   if [ -n "$FAKE_BENCH_FAIL_AFTER" ] && [ "$calls" -gt "$FAKE_BENCH_FAIL_AFTER" ]; then
     echo "overlap-bench: NCCL error: remote process exited" >&2
     exit 1
   fi
 fi
+if [ -n "$FAKE_BENCH_FAIL_OP" ] && [ "$op" = "$FAKE_BENCH_FAIL_OP" ]; then
+  echo "overlap-bench: rank 1: interference: timed out after 120 s (communicator aborted)" >&2
+  exit 1
+fi
 [ -n "$designs" ] || designs="default"
 tags="NVIDIA H200,580.159.04,13.0,2.28.3,$world"
 {
   echo "gpu,driver,cuda,nccl,world,op,design,dtype,m,n,k,bytes,chunks,time_us,time_min_us,time_max_us,tflops,algbw_GBps,busbw_GBps,wrong"
+  if [ "$op" = "interference" ]; then
+    for s in $(echo "$shapes" | tr ',' ' '); do
+      m=${s%%x*}; rest=${s#*x}; n=${rest%%x*}; k=${rest#*x}
+      for coll in $(echo "$collectives" | tr ',' ' '); do
+        for b in $(echo "$bytes" | tr ',' ' '); do
+          for c in $(echo "$ctas" | tr ',' ' '); do
+            echo "$tags,interference,gemm|$coll:alone,bf16,$m,$n,$k,$b,$c,100.00,99.00,101.00,0,0,0,0"
+            echo "$tags,interference,gemm|$coll:beside,bf16,$m,$n,$k,$b,$c,110.00,109.00,111.00,0,0,0,0"
+            echo "$tags,interference,$coll|gemm:alone,bf16,$m,$n,$k,$b,$c,50.00,49.00,51.00,0,0,0,0"
+            echo "$tags,interference,$coll|gemm:beside,bf16,$m,$n,$k,$b,$c,60.00,59.00,61.00,0,0,0,0"
+          done
+        done
+      done
+    done
+    exit 0
+  fi
   for b in $(echo "$bytes" | tr ',' ' '); do
     echo "$tags,$op,nccl,bf16,0,0,0,$b,1,$((b / 100000 + 10)).50,$((b / 100000 + 10)).00,$((b / 100000 + 11)).00,0,0,0,0"
   done
