@@ -46,10 +46,21 @@ class DecomposedDesign final : public PairedDesign {
 // vendor's, signalling, wave quantisation on SMs - s, interference while NCCL runs,
 // NCCL's lower bandwidth on s CTAs (intra-host), a wait + NCCL call per group, the last
 // group's tail. GEMM + AllReduce / ReduceScatter / All-to-All, producer side.
+//
+// Transport `copy_engine` (set_transport): no NCCL; the GEMM keeps every SM and computes
+// the other ranks' parts first (rank-rotated tile order); the copy engines carry each
+// finished group to its owner; the owner's epilogue adds the peers' tiles to its own part
+// (plan_copy_engine below).
 class TilewiseDesign final : public PairedDesign {
  public:
+  enum class Transport { Nccl, CopyEngine };
+
   explicit TilewiseDesign(const Profile& profile);
   const char* name() const override { return "tilewise"; }
+  // The copy-engine transport reads copy_engine_bandwidth_Bps and
+  // epilogue_reduce_overhead_fraction from `profile` (missing: std::invalid_argument).
+  void set_transport(Transport transport, const Profile& profile);
+  Transport transport() const { return transport_; }
   // Replays a measured configuration: waves per group, and the SMs left to NCCL.
   void set_partition(std::vector<int> waves_per_group) { partition_ = std::move(waves_per_group); }
   void set_max_groups(int groups) { max_groups_ = groups; }
@@ -64,6 +75,10 @@ class TilewiseDesign final : public PairedDesign {
                                        std::string& why_not) const override;
 
  private:
+  std::optional<PairSchedule> copy_engine_schedule(const ComputeModel& model, const PairView& pair,
+                                                   std::string& why_not) const;
+  Transport transport_ = Transport::Nccl;
+  double copy_Bps_ = 0, epilogue_ = 0;
   int comm_sms_, max_groups_;
   double tile_m_, tile_n_, gemm_vs_vendor_, signal_, interference_, wait_s_, call_latency_s_;
   CommSlowdown slowdown_;
@@ -106,6 +121,38 @@ struct WaveGroupPlan {
   double end_s = -1;       // predicted end of the last group's collective; < 0: not predicted
 };
 WaveGroupPlan plan_wave_groups(const WaveGroupProblem& problem);
+
+// The copy-engine transport's timeline for one pair on `world` ranks (symmetric ranks), in
+// closed form like the kernel's predictor (kernels/tilewise/owner_predictor.hpp). The output
+// is cut into world parts of groups_per_part groups; the GEMM (gemm_s on all SMs, waves of
+// tiles / sms) finishes group k at the end of its wave, A_k, peers' parts first.
+//   peer group k:  E_k = max(A_k, E_{k-1}) + wait_s + X(b), X(b) = b / copy_Bps, one copy
+//                  stream; b = bytes / (world x groups_per_part)
+//   own group j:   its peers' group j arrives at D_j = E of the last peer position's group j
+//                  (symmetry); with a reduction (allreduce, reducescatter) the epilogue adds
+//                  them: F_j = max(F_{j-1} + (A_j - A_{j-1}) (1 + epilogue_fraction), D_j)
+//                  (the kernel spins until they arrive); all-to-all: F_j = F_{j-1} + ...
+//   allreduce:     own group j then goes to the world - 1 peers: E = max(F_j, E) + wait_s +
+//                  (world - 1) X(b)
+//   end:           max(F_last, E_last).
+struct CopyEngineProblem {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  int world = 2;
+  int groups_per_part = 1;
+  double tiles = 0;
+  int sms = 0;
+  double gemm_s = 0;  // own GEMM with signals on every SM
+  double bytes = 0;   // the collective's bytes (nccl-tests convention)
+  double copy_Bps = 0;
+  double wait_s = 0;
+  double epilogue_fraction = 0;
+};
+struct CopyEnginePlan {
+  // Per group (peer groups in item order, then own groups), as a PairSchedule takes them.
+  std::vector<double> compute_s, part_s, part_delay_s, comm_share;
+  double end_s = 0;
+};
+CopyEnginePlan plan_copy_engine(const CopyEngineProblem& problem);
 
 // One kernel: each CTA computes its tile (or slice) and pushes it to its peers itself.
 // Charges: the in-kernel communication's cost to the op, a latency per pushed tile,

@@ -34,6 +34,7 @@ struct PairCase {
   double comm_stretch = 0;           // tilewise: NCCL's slowdown on comm_sms CTAs
   std::vector<int> waves_per_group;  // tilewise
   int max_groups = 0;                // tilewise: at most this many groups (a measured count)
+  bool copy_engine = false;          // tilewise: the copy-engine transport (no NCCL)
 };
 
 struct PairOutcome {

@@ -132,7 +132,9 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
   }
   const std::size_t n = sched->compute_s.size();
   if (n == 0 || sched->comm_share.size() != n ||
-      (!sched->part_stretch.empty() && sched->part_stretch.size() != n))
+      (!sched->part_stretch.empty() && sched->part_stretch.size() != n) ||
+      (!sched->part_time_s.empty() && sched->part_time_s.size() != n) ||
+      (!sched->part_delays_s.empty() && sched->part_delays_s.size() != n))
     throw std::logic_error(
         fmt::format("design {}: malformed schedule for '{}'", name(), view.compute->name));
   ++stats_.overlapped;
@@ -242,9 +244,15 @@ void PairedDesign::launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pa
   double delay = part == 0 ? pair->s.first_part_delay_s : pair->s.part_delay_s;
   if (part > 0 && part + 1 == n && pair->s.last_part_delay_s >= 0)
     delay = pair->s.last_part_delay_s;
+  if (!pair->s.part_delays_s.empty()) delay = pair->s.part_delays_s[part];
   auto go = [this, &ctx, pair, part] {
     const double t0 = ctx.simulator().now();
     if (pair->in_flight++ == 0) pair->busy_since_s = t0;  // moving data (not while delayed)
+    if (!pair->s.part_time_s.empty()) {
+      ctx.simulator().schedule(pair->s.part_time_s[part],
+                               [this, &ctx, pair, part] { part_done(ctx, pair, part); });
+      return;
+    }
     if (pair->scale_parts && pair->first_part_s_per_byte >= 0 && pair->bytes[part] > 0) {
       ctx.simulator().schedule(pair->first_part_s_per_byte * static_cast<double>(pair->bytes[part]),
                                [this, &ctx, pair, part] { part_done(ctx, pair, part); });

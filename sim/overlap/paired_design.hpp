@@ -34,12 +34,16 @@ struct PairSchedule {
   std::vector<double> comm_share;  // per group: share of the collective's bytes (sum 1)
   double compute_slowdown = 1;     // factor on a group's time when it starts with a part in flight
   double comm_stretch = 1;         // factor on a part's network time (NCCL CTA limit)
-  std::vector<double>
-      part_stretch;         // per part, where it depends on the part's size (else comm_stretch)
-  double part_delay_s = 0;  // before every part after the first (wait kernel, launch)
-  double first_part_delay_s = 0;  // before the first part
-  double last_part_delay_s = -1;  // before the last part (of several); < 0: part_delay_s
-  bool serial_parts = true;       // parts one after another (false: all may run at once)
+  // Per part, where NCCL's slowdown depends on the part's size (else comm_stretch).
+  std::vector<double> part_stretch;
+  double part_delay_s = 0;            // before every part after the first (wait kernel, launch)
+  double first_part_delay_s = 0;      // before the first part
+  double last_part_delay_s = -1;      // before the last part (of several); < 0: part_delay_s
+  std::vector<double> part_delays_s;  // per part, where set (instead of the three above)
+  // Per part, where set: the part takes this long off the collective model and the network
+  // (the copy engines of the tile-wise copy_engine transport).
+  std::vector<double> part_time_s;
+  bool serial_parts = true;  // parts one after another (false: all may run at once)
   // A part ready while a group of the op runs waits until that group ends: the op holds
   // every SM and stream priority never preempts resident blocks (papers.md §3).
   bool comm_waits_for_running_group = false;

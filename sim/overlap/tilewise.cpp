@@ -134,6 +134,7 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
     why_not = "not GEMM + AllReduce/ReduceScatter/All-to-All";
     return std::nullopt;
   }
+  if (transport_ == Transport::CopyEngine) return copy_engine_schedule(model, pair, why_not);
   const double tiles = gemm_tiles(op, tile_m_, tile_n_);
   const double waves_full = std::ceil(tiles / sms());
   // One wave's time: the own GEMM with signals on all SMs, per wave; on SMs - s it has

@@ -1,0 +1,146 @@
+// The tile-wise design's copy-engine transport against closed forms (no measurement of the
+// kernel exists yet): one group per part on 2 GPUs worked by hand, the event simulation
+// equal to the closed-form plan, no pair faster than its GEMM or its copies, free copies
+// leave the GEMM on every SM, and a profile without the transport's parameters says so.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "sim/overlap/designs.hpp"
+#include "sim/overlap/pair_simulation.hpp"
+#include "tests/sim/overlap/overlap_test_util.hpp"
+
+namespace overlapsim::sim {
+namespace {
+
+using testing::design_profile;
+using testing::set_param;
+using testing::two_gpu_node;
+
+constexpr double kCopyBps = 1e11;
+
+Profile copy_engine_profile(bool perfect, double epilogue_fraction, int max_groups) {
+  Profile p = design_profile(perfect);
+  set_param(p, "tilewise", "copy_engine_bandwidth_Bps", kCopyBps);
+  set_param(p, "tilewise", "epilogue_reduce_overhead_fraction", epilogue_fraction);
+  set_param(p, "tilewise", "max_groups", max_groups);
+  return p;
+}
+
+PairCase ce_pair(std::int64_t m, std::int64_t n, std::int64_t k, CollectiveOp coll) {
+  PairCase pc;
+  pc.compute.name = "gemm";
+  pc.compute.kind = OpKind::Gemm;
+  pc.compute.gemm = {m, n, k, 1};
+  pc.collective = coll;
+  pc.comm_bytes = static_cast<std::uint64_t>(m * n * 2);
+  // NCCL's time is not used by this transport; give it one anyway (sequential's).
+  pc.comm_time_points = {{1ull << 40, static_cast<double>(1ull << 40) / 300e9}};
+  pc.copy_engine = true;
+  return pc;
+}
+
+double gemm_s(const PairCase& pc) {
+  return 2.0 * pc.compute.gemm.m * pc.compute.gemm.n * pc.compute.gemm.k / 1e15;
+}
+
+// 16384x8192x4096: 4096 tiles, 32 waves on 132 SMs; the peer half (2048 tiles) ends with
+// wave 16, at half the GEMM. Its copy: 128 MiB at 100 GB/s.
+TEST(TilewiseCopyEngine, OneGroupPerPartOnTwoGpusByHand) {
+  const Topology topo = two_gpu_node();
+  const Profile profile = copy_engine_profile(true, 0.1, 2);
+  const PairCase rs = ce_pair(16384, 8192, 4096, CollectiveOp::ReduceScatter);
+  const double t_op = gemm_s(rs);
+  const double x = static_cast<double>(rs.comm_bytes) / 2 / kCopyBps;
+  const double peer_sent = t_op / 2 + x;  // peer part computed, then copied
+  // ReduceScatter: the own half (with the epilogue's 10 %) waits for the peer's half.
+  const double own = std::max(t_op / 2 + t_op / 2 * 1.1, peer_sent);
+  EXPECT_NEAR(simulate_pair(rs, "tilewise", profile, topo).time_s, own, 1e-9);
+  // AllReduce: then the reduced own half goes back to the peer.
+  PairCase ar = rs;
+  ar.collective = CollectiveOp::AllReduce;
+  EXPECT_NEAR(simulate_pair(ar, "tilewise", profile, topo).time_s, own + x, 1e-9);
+  // All-to-All: no reduction; the own half is stored locally.
+  PairCase a2a = rs;
+  a2a.collective = CollectiveOp::AllToAll;
+  EXPECT_NEAR(simulate_pair(a2a, "tilewise", profile, topo).time_s, std::max(t_op, peer_sent),
+              1e-9);
+}
+
+TEST(TilewiseCopyEngine, EventSimulationEqualsTheClosedFormPlan) {
+  const Topology topo = two_gpu_node();
+  const Profile profile = copy_engine_profile(true, 0.05, 16);
+  for (auto coll : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll})
+    for (auto [m, n, k] : std::vector<std::array<std::int64_t, 3>>{
+             {8192, 8192, 2048}, {4096, 4096, 4096}, {32768, 7168, 2048}}) {
+      const PairCase pc = ce_pair(m, n, k, coll);
+      double best = 1e300;
+      for (int g : {1, 2, 4, 8}) {
+        CopyEngineProblem w;
+        w.op = coll;
+        w.world = 2;
+        w.groups_per_part = g;
+        w.tiles = std::ceil(m / 128.0) * std::ceil(n / 256.0);
+        w.sms = 132;
+        w.gemm_s = gemm_s(pc);
+        w.bytes = static_cast<double>(pc.comm_bytes);
+        w.copy_Bps = kCopyBps;
+        w.epilogue_fraction = 0.05;
+        best = std::min(best, plan_copy_engine(w).end_s);
+      }
+      EXPECT_NEAR(simulate_pair(pc, "tilewise", profile, topo).time_s, best, 1e-9 * best)
+          << to_string(coll) << " " << m << "x" << n << "x" << k;
+    }
+}
+
+// Bound: the GEMM alone, and the bytes this rank's copy engines move (peers' parts, and for
+// AllReduce the reduced part back to the peer) at the copy rate.
+TEST(TilewiseCopyEngine, NoPairBeatsItsGemmOrItsCopies) {
+  const Topology topo = two_gpu_node();
+  for (bool perfect : {true, false}) {
+    const Profile profile = copy_engine_profile(perfect, perfect ? 0 : 0.05, 16);
+    for (auto coll : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll})
+      for (auto [m, n, k] : std::vector<std::array<std::int64_t, 3>>{
+               {8192, 8192, 2048}, {16384, 8192, 4096}, {2048, 8192, 8192}, {32768, 7168, 2048}}) {
+        const PairCase pc = ce_pair(m, n, k, coll);
+        const double copy_bytes =
+            static_cast<double>(pc.comm_bytes) / 2 * (coll == CollectiveOp::AllReduce ? 2 : 1);
+        const double bound = std::max(gemm_s(pc), copy_bytes / kCopyBps);
+        const PairOutcome r = simulate_pair(pc, "tilewise", profile, topo);
+        EXPECT_TRUE(r.overlapped);
+        EXPECT_GE(r.time_s, bound * (1 - 1e-12)) << to_string(coll) << " perfect " << perfect;
+      }
+  }
+}
+
+// With copies free the GEMM keeps every SM: the pair costs the GEMM alone (no carve-out,
+// unlike the NCCL transport's waves on SMs - s), plus the epilogue's reduction of the own part.
+TEST(TilewiseCopyEngine, FreeCopiesCostTheGemmOnEverySm) {
+  const Topology topo = two_gpu_node();
+  Profile profile = copy_engine_profile(true, 0.1, 2);
+  set_param(profile, "tilewise", "copy_engine_bandwidth_Bps", 1e30);
+  const PairCase rs = ce_pair(16384, 8192, 4096, CollectiveOp::ReduceScatter);
+  const double t_op = gemm_s(rs);
+  EXPECT_NEAR(simulate_pair(rs, "tilewise", profile, topo).time_s, t_op * (1 + 0.1 / 2), 1e-9);
+  PairCase a2a = rs;
+  a2a.collective = CollectiveOp::AllToAll;
+  EXPECT_NEAR(simulate_pair(a2a, "tilewise", profile, topo).time_s, t_op, 1e-9);
+}
+
+TEST(TilewiseCopyEngine, MissingParametersNameTheKey) {
+  const Topology topo = two_gpu_node();
+  const Profile profile = design_profile(false);  // NCCL transport's parameters only
+  try {
+    simulate_pair(ce_pair(8192, 8192, 2048, CollectiveOp::AllReduce), "tilewise", profile, topo);
+    FAIL() << "expected a missing-parameter error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("designs.tilewise.copy_engine_bandwidth_Bps"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace overlapsim::sim
