@@ -24,7 +24,11 @@ constexpr int kMaxBurst = 2000;
 // alone; samples past its end are dropped anyway.
 constexpr double kCoverMargin = 2.0;
 constexpr double kMaxCoverS = 0.5;
-constexpr int kMaxRounds = 400;
+// Rounds per point, at most; and after kGiveUpRounds a measurement still without a single
+// covered sample ends the point (its row is left out, with a message). Counted, not timed,
+// so every rank stops after the same round.
+constexpr int kMaxRounds = 60;
+constexpr int kGiveUpRounds = 10;
 
 struct GemmInputs {
   DeviceBuffer a, b;
@@ -96,7 +100,12 @@ class InterferencePoint {
     gemm_index_ = next;
     std::vector<std::vector<double>> samples(kVariants);
     OVERLAPSIM_TRY(round(0, nullptr));  // untimed: every path once at this size
-    for (int r = 1; r <= kMaxRounds && more_needed(samples); ++r) OVERLAPSIM_TRY(round(r, &samples));
+    for (int r = 1; r <= kMaxRounds && more_needed(samples); ++r) {
+      OVERLAPSIM_TRY(round(r, &samples));
+      bool empty = false;
+      for (const auto& v : samples) empty = empty || v.empty();
+      if (empty && r >= kGiveUpRounds) break;
+    }
     OVERLAPSIM_TRY(check());
     return emit(samples);
   }
