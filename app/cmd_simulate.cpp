@@ -26,6 +26,7 @@
 #include "sim/engine/simulator.hpp"
 #include "sim/exec/step_executor.hpp"
 #include "sim/network/flow_network.hpp"
+#include "sim/overlap/designs.hpp"
 #include "sim/overlap/registry.hpp"
 #include "sim/trace/chrome_trace.hpp"
 #include "workloads/cluster.hpp"
@@ -49,6 +50,7 @@ struct SimulateOptions {
   bool no_timing = false;
   bool show_profile = false;
   bool exact_parts = false;                    // every part of a paired collective on the network
+  std::string tilewise_transport = "nccl";     // nccl | copy_engine
   int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0;  // 0: as the model file says
 };
 
@@ -218,6 +220,10 @@ Outcome simulate(const SimulateOptions& o) {
   const auto designs = requested_designs(o.design);
   const auto images = parse_images(o.images);
   const auto trace_ranks = parse_rank_list(o.trace_ranks);
+  if (o.tilewise_transport != "nccl" && o.tilewise_transport != "copy_engine")
+    throw std::invalid_argument(
+        fmt::format("--tilewise-transport: '{}' is not allowed (expected nccl or copy_engine)",
+                    o.tilewise_transport));
   for (const std::string& fmt_name : {o.format})
     if (fmt_name != "table" && fmt_name != "json")
       throw std::invalid_argument(
@@ -294,6 +300,9 @@ Outcome simulate(const SimulateOptions& o) {
                                               timing_options(out.cluster));
     executor.set_collective_launcher(timer.launcher());
     auto design = sim::make_design(name, out.profile);
+    if (auto* t = dynamic_cast<sim::TilewiseDesign*>(design.get());
+        t && o.tilewise_transport == "copy_engine")
+      t->set_transport(sim::TilewiseDesign::Transport::CopyEngine, out.profile);
     sim::PairedDesign* paired = sim::as_paired(*design);
     if (paired) {
       // The measured paths charge NCCL's fixed cost per call; the cluster's links do not.
@@ -573,6 +582,10 @@ void add_simulate_command(CLI::App& app, Runner& selected) {
   sub->add_flag("--exact-parts", opts->exact_parts,
                 "simulate every part of a paired collective over >= 256 ranks on the network "
                 "(default: the first part, the rest at its rate)");
+  sub->add_option("--tilewise-transport", opts->tilewise_transport,
+                  "tile-wise design's transport: nccl (NCCL on a carve-out of SMs) or copy_engine "
+                  "(copy engines, reduction in the owner's GEMM epilogue)")
+      ->capture_default_str();
   sub->add_flag("--show-profile", opts->show_profile, "print the loaded profile and its sources");
   sub->add_option("--tp", opts->tp, "override the model's tensor-parallel size");
   sub->add_option("--pp", opts->pp, "override the pipeline-parallel size");

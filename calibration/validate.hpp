@@ -20,6 +20,8 @@
 //   tilewise         model of sim/overlap run through StepExecutor), collectives timed by
 //                    the profile; decomposed with the row's chunks, tile-wise with at most
 //                    the row's group count
+//   tilewise_ce      tile-wise rows of the copy-engine transport (design tilewise_copy_engine
+//                    or tilewise_ce): the same model with TilewiseDesign's copy_engine transport
 // Rows of our own GEMM (the tilewise design's kernel) and of kernels the simulator has no
 // op for are listed as unmodelled with the reason, not predicted.
 #include <string>

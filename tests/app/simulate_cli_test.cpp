@@ -106,6 +106,27 @@ TEST_F(SimulateCli, SaysWhichPathTimedEachCollectiveClass) {
   }
 }
 
+// The tile-wise design's copy-engine transport overlaps the TP pairs inside a host with its
+// own model (no NCCL carve-out), so its step differs from the NCCL transport's.
+TEST_F(SimulateCli, TilewiseTransportSelectsTheCopyEngineModel) {
+  const std::string args =
+      kTiny +
+      " --profile calibration/profiles/h200-nvlink.yaml --design tilewise --format json "
+      "--no-timing";
+  const CliRun nccl = run(args);
+  const CliRun ce = run(args + " --tilewise-transport copy_engine");
+  ASSERT_EQ(nccl.exit_code, 0) << nccl.err;
+  ASSERT_EQ(ce.exit_code, 0) << ce.err;
+  const auto a = nlohmann::json::parse(nccl.out)["designs"][0];
+  const auto b = nlohmann::json::parse(ce.out)["designs"][0];
+  EXPECT_GT(b["pairs_overlapped"].get<int>(), 0);
+  EXPECT_NE(a["step_time_s"].get<double>(), b["step_time_s"].get<double>());
+  bool has_copy_param = false;
+  for (const auto& p : b["parameters"])
+    has_copy_param = has_copy_param || p["key"] == "tilewise.copy_engine_bandwidth_Bps";
+  EXPECT_TRUE(has_copy_param);
+}
+
 TEST_F(SimulateCli, FoldingOnAndOffGiveTheSameStep) {
   const CliRun folded = run(kTiny + " --format json --no-timing");
   const CliRun full = run(kTiny + " --format json --no-timing --no-fold");
@@ -170,6 +191,7 @@ TEST_F(SimulateCli, BadInputExitsTwoWithOneLineAndWritesNothing) {
   for (const std::string& args : std::vector<std::string>{
            kTiny + " --design magic", kTiny + " --format xml", kTiny + " --images some",
            kTiny + " --profile /nonexistent/profile.yaml", kTiny + " --tp 3",
+           kTiny + " --tilewise-transport carrier-pigeon",
            std::string("-w /nonexistent/model.yaml")}) {
     const CliRun r = run(args + write);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;

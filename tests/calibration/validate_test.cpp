@@ -104,6 +104,23 @@ TEST(Validate, OtherCommunicatorSizesUseTheEfficiencyPath) {
   EXPECT_EQ(r.unmodelled[0].kind, "sequential");
 }
 
+// Tile-wise rows of the copy-engine transport are predicted by that transport's model, with
+// the copy-engine parameters the profile carries (from datasheet-h200.yaml).
+TEST(Validate, CopyEngineTilewiseRowsHaveTheirOwnKind) {
+  const sim::Profile profile = synthetic_profile(Truth{});
+  std::string csv = kBenchHeader;
+  csv += bench_row("gemm+allreduce", "tilewise_ce", 4096, 1024, 8192, 64ull << 20, 4, 1e-3);
+  csv += bench_row("gemm+allreduce", "tilewise", 4096, 1024, 8192, 64ull << 20, 4, 1e-3);
+  const auto rows = parse_measurements(parse_csv(csv, "ce.csv"));
+  const ValidationReport r = validate(profile, rows, workloads::load_cluster(kCluster));
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].kind, "tilewise_ce");
+  EXPECT_EQ(r.rows[1].kind, "tilewise");
+  EXPECT_GT(r.rows[0].predicted_s, 0);
+  // Different transports, different predictions (NCCL on a carve-out vs copy engines).
+  EXPECT_NE(r.rows[0].predicted_s, r.rows[1].predicted_s);
+}
+
 // The shipped profile is what `overlapsim fit` makes of the shipped data (so it is not
 // stale), it loads, and validate runs on the shipped held-out rows. The figures are printed,
 // not asserted: the acceptance bars are reported in docs/calibration.md.
