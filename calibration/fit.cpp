@@ -212,12 +212,15 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
     c->source.citation += carried;
   for (auto& [design, params] : p.designs.by_design)
     for (auto& [key, s] : params) s.source.citation += carried;
+  for (auto* list : {&p.interference.compute_under_comm, &p.interference.comm_under_compute})
+    for (auto& curve : *list) curve.source.citation += carried;
 
   std::map<std::string, std::string> comments;
   FitOutput out{p, comments, result.notes};
   fit_compute(data, out);
   fit_collectives(data, out);
   fit_designs(data, out);
+  fit_interference(data, out);
   carry_other_rank_curves(base_curves, carried, out);
 
   ProfileYamlOptions yo;
@@ -237,12 +240,17 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
       data.label, m.gpus, m.gpu, m.host, m.driver, m.cuda, m.nccl, m.date, data.rows.size(),
       data.heldout_rows.size(), m.heldout.empty() ? "no split" : m.heldout, data.excluded.size());
   for (const auto& e : data.excluded) header += "  " + e + "\n";
+  const bool interference_measured =
+      std::any_of(data.rows.begin(), data.rows.end(),
+                  [](const Measurement& r) { return r.op == "interference"; });
   header += fmt::format(
       "Not measured here, so carried from {} with their own sources: peak rates,\n"
       "HBM bandwidth and size, launch overhead, attention and fp8/fp16 curves. Not known\n"
       "from this data: inter-node links (the cluster YAML supplies them, cited), other GPU\n"
-      "counts than measured, interference between concurrent compute and communication.",
-      result.base_profile);
+      "counts than measured{}.",
+      result.base_profile,
+      interference_measured ? ""
+                            : ", interference between concurrent compute and communication");
   yo.header = header;
   yo.comments = comments;
   result.yaml = format_profile_yaml(p, yo);

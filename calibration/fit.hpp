@@ -9,6 +9,8 @@
 //                      base profile's curves inside the measured range
 //   designs            decomposed.per_chunk_overhead_s, tilewise.own_gemm_time_ratio and
 //                      tilewise.signal_overhead_fraction
+//   interference       gemm under NCCL CTAs, each collective under the GEMM's SM share
+//                      (fit_interference.cpp: overlap-bench --op interference rows)
 // Everything overlap-bench does not measure (peak rates, HBM size, attention, fp8 ...) is
 // carried from a base profile with its own source. Each fitted number cites the CSV rows
 // it came from and its relative RMS error against them.
@@ -63,7 +65,8 @@ std::string cite_rows(const std::string& label, const std::vector<const Measurem
 // Relative RMS of predicted vs measured.
 double relative_rms(const std::vector<double>& predicted, const std::vector<double>& measured);
 
-// Stages (fit_compute.cpp, fit_collectives.cpp, fit_designs.cpp). Each fills its part of
+// Stages (fit_compute.cpp, fit_collectives.cpp, fit_designs.cpp, fit_interference.cpp).
+// Each fills its part of
 // `profile`, adds comments for the YAML writer and one note line per quantity.
 struct FitOutput {
   sim::Profile& profile;
@@ -73,5 +76,8 @@ struct FitOutput {
 void fit_compute(const FitData& data, FitOutput& out);
 void fit_collectives(const FitData& data, FitOutput& out);
 void fit_designs(const FitData& data, FitOutput& out);
+// Throws config::ConfigError naming the row for an interference row whose design is not
+// <victim>|<other>:<alone|beside> or whose chunks (the CTA limit) is negative.
+void fit_interference(const FitData& data, FitOutput& out);
 
 }  // namespace overlapsim::calibration
