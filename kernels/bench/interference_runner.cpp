@@ -48,6 +48,9 @@ struct GemmUnderTest {
 
 class Event {
  public:
+  Event() = default;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
   ~Event() {
     if (event_) cudaEventDestroy(event_);
   }
@@ -127,6 +130,11 @@ class InterferencePoint {
       OVERLAPSIM_TRY(gemm_.run(gemm_index_++, compute()));
       CUDA_CHECK(cudaEventRecord(ev[2 * i + 1].get(), compute()));
     }
+    // The collectives after the GEMMs, not beside them: these are alone times (and every
+    // kernel of the point runs once alone before anything overlaps).
+    Event after_gemms;
+    OVERLAPSIM_TRY(after_gemms.create());
+    OVERLAPSIM_TRY(join(comm_stream(), compute(), after_gemms));
     for (int i = 3; i < 6; ++i) {
       CUDA_CHECK(cudaEventRecord(ev[2 * i].get(), comm_stream()));
       OVERLAPSIM_TRY(collective(comm_stream()));
