@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Issue 5 summary from overlap-bench's tilewise suite CSV and the tilewise detail CSV.
 
-Per pair shape: T_cuBLAS, T_NCCL, T_sequential (cuBLAS then NCCL), T_ideal =
-max(T_cuBLAS, T_NCCL), best decomposed, T_tilewise, overlap captured =
-(T_seq - T_tilewise) / (T_seq - T_ideal), tilewise / sequential, the chosen
-configuration, the predictor's error on it and on every timed candidate, the best time
-per wait mechanism, own GEMM with signalling alone vs without, un-permute and
-residual+RMSNorm (natural vs fused). Then the acceptance lines.
+Per pair shape: T_cuBLAS, T_NCCL, T_sequential (cuBLAS then NCCL, the pair runner's
+interleaved loop) and the sequential pair re-timed in the tile-wise loop (same loop as
+both transports' chosen configurations), T_ideal = max(T_cuBLAS, T_NCCL), best
+decomposed, PyTorch symm_mem, and per transport (nccl: `tilewise` rows, copy_engine:
+`tilewise_ce` rows) T, overlap captured = (T_seq - T) / (T_seq - T_ideal) against both
+sequential times, T / T_seq, the chosen configuration, the predictor's error; own GEMM
+alone vs with signalling (both transports, one interleaved loop); the peer-copy curve;
+then the acceptance lines.
 
   summarize_tilewise.py tilewise.csv tilewise_detail.csv --output summary.csv
 """
@@ -53,59 +55,84 @@ def main():
     cand = defaultdict(list)
     final = {}
     for d in detail:
-        key = (d["op"], int(d["m"]), int(d["n"]), int(d["k"]))
+        transport = d.get("transport") or "nccl"
+        key = (transport, d["op"], int(d["m"]), int(d["n"]), int(d["k"]))
         if d["record"] == "candidate":
             cand[key].append(d)
         else:
             final[key] = d
+
+    def nan_if_none(v):
+        return math.nan if v is None else v
+
+    def captured(seq, tile, ideal):
+        if seq != seq or tile != tile or ideal != ideal or seq <= ideal:
+            return math.nan
+        return (seq - tile) / (seq - ideal)
+
+    def transport_columns(prefix, transport, op, shape, tile, seq, seq_loop, ideal):
+        f = final.get((transport, op) + shape, {})
+        cs = cand.get((transport, op) + shape, [])
+        errors = [abs(float(c["pred_error"])) for c in cs if c.get("pred_error")]
+        pred = float(f["predicted_s"]) if f.get("predicted_s") else math.nan
+        return {
+            f"t_{prefix}_s": tile,
+            f"captured_{prefix}": captured(seq, tile, ideal),
+            f"captured_{prefix}_same_loop": captured(seq_loop, tile, ideal),
+            f"{prefix}_over_sequential": tile / seq if seq == seq and seq else math.nan,
+            f"{prefix}_over_sequential_same_loop": tile / seq_loop if seq_loop == seq_loop and seq_loop else math.nan,
+            f"{prefix}_config": (f"groups/part {f.get('partition', '')}" if transport == "copy_engine"
+                                 else f"{f.get('partition', '')} s={f.get('comm_sms', '')} {f.get('wait', '')}") if f else "",
+            f"{prefix}_predicted_s": pred,
+            f"{prefix}_pred_error": (pred - tile) / tile if pred == pred and tile == tile else math.nan,
+            f"{prefix}_pred_abs_error_mean_candidates": sum(errors) / len(errors) if errors else math.nan,
+            f"{prefix}_candidates": len(cs),
+            f"{prefix}_bit_mismatches": f.get("bit_mismatches", ""),
+        }
+
     out = []
+    pairs = []
     for r in rows:
-        if r["design"] != "tilewise" or "+" not in r["op"]:
-            continue
-        op = r["op"]
-        shape = (int(r["m"]), int(r["n"]), int(r["k"]))
+        if "+" in r["op"] and r["design"] in ("tilewise", "tilewise_ce"):
+            key = (r["op"], int(r["m"]), int(r["n"]), int(r["k"]))
+            if key not in pairs:
+                pairs.append(key)
+    for op, m, n, k in pairs:
+        shape = (m, n, k)
         coll = op.split("+")[1]
         ts = t[shape]
-        cublas = ts.get(("gemm", "cublas", 1))
-        nccl = ts.get((coll, "nccl", 1))
-        seq = ts.get((op, "sequential", 1))
-        tile = float(r["time_us"]) * 1e-6
+        cublas = nan_if_none(ts.get(("gemm", "cublas", 1)))
+        nccl = nan_if_none(ts.get((coll, "nccl", 1)))
+        seq = nan_if_none(ts.get((op, "sequential", 1)))
+        seq_loop = nan_if_none(ts.get((op, "sequential_tw_loop", 1)))
+        ideal = max(cublas, nccl) if cublas == cublas and nccl == nccl else math.nan
+        tile = min([v for (o, d, c), v in ts.items() if o == op and d == "tilewise"] or [math.nan])
+        tile_ce = min([v for (o, d, c), v in ts.items() if o == op and d == "tilewise_ce"] or [math.nan])
         dec = min([v for (o, d, c), v in ts.items() if o == op and d == "decomposed"] or [math.nan])
-        own = ts.get(("gemm", "own", 1))
-        own_sig0 = ts.get(("gemm", "own_signal", 0))
-        f = final.get((op,) + shape, {})
-        cs = cand.get((op,) + shape, [])
-        ideal = max(cublas, nccl) if cublas and nccl else math.nan
-        captured = (seq - tile) / (seq - ideal) if seq and ideal == ideal and seq > ideal else math.nan
-        errors = [abs(float(c["pred_error"])) for c in cs if c["pred_error"]]
-        per_wait = {}
-        for c in cs:
-            w = c["wait"]
-            per_wait[w] = min(per_wait.get(w, math.inf), float(c["measured_s"]))
-        pred_final = float(f["predicted_s"]) if f else math.nan
-        out.append({
-            **tags, "op": op, "m": shape[0], "n": shape[1], "k": shape[2],
-            "t_cublas_s": cublas, "t_nccl_s": nccl, "t_sequential_s": seq, "t_ideal_s": ideal,
-            "t_decomposed_best_s": dec, "t_tilewise_s": tile,
-            "t_torch_symm_mem_s": ts.get((op, "torch_symm_mem", 1), math.nan),
-            "comm_over_gemm": nccl / cublas if cublas and nccl else math.nan,
-            "overlap_captured": captured, "tilewise_over_sequential": tile / seq if seq else math.nan,
-            "partition": f.get("partition", ""), "comm_sms": f.get("comm_sms", ""),
-            "wait": f.get("wait", ""), "search": f.get("search", ""),
-            "predicted_s": pred_final,
-            "pred_error_final": (pred_final - tile) / tile if f else math.nan,
-            "pred_abs_error_mean_candidates": sum(errors) / len(errors) if errors else math.nan,
-            "candidates": len(cs),
-            "best_kernel_wait_s": per_wait.get("kernel", math.nan),
-            "best_memop_wait_s": per_wait.get("stream_memop", math.nan),
-            "t_own_s": own, "t_own_signal_all_sms_s": own_sig0,
-            "signal_slowdown": own_sig0 / own - 1 if own and own_sig0 else math.nan,
-            "t_unpermute_s": ts.get(("unpermute", "tilewise", 1)),
-            "t_rmsnorm_natural_s": ts.get(("residual_rmsnorm", "natural", 1)),
-            "t_rmsnorm_fused_s": ts.get(("residual_rmsnorm", "tilewise_fused", 1)),
-            "bit_mismatches": f.get("bit_mismatches", ""), "fused_mismatches": f.get("fused_mismatches", ""),
-            "wrong": r["wrong"],
+        own = nan_if_none(ts.get(("gemm", "own_interleaved", 0)))
+        own_sig = nan_if_none(ts.get(("gemm", "own_signal", 0)))
+        own_sig_ce = nan_if_none(ts.get(("gemm", "own_signal_ce", 0)))
+        wrong = sum(int(r["wrong"]) for r in rows if r["op"] == op and (int(r["m"]), int(r["n"]), int(r["k"])) == shape
+                    and r["design"] in ("tilewise", "tilewise_ce"))
+        o = {**tags, "op": op, "m": m, "n": n, "k": k,
+             "t_cublas_s": cublas, "t_nccl_s": nccl, "t_sequential_s": seq,
+             "t_sequential_same_loop_s": seq_loop, "t_ideal_s": ideal,
+             "comm_over_gemm": nccl / cublas if cublas == cublas and nccl == nccl else math.nan,
+             "t_decomposed_best_s": dec,
+             "t_torch_symm_mem_s": ts.get((op, "torch_symm_mem", 1), math.nan)}
+        o.update(transport_columns("tilewise", "nccl", op, shape, tile, seq, seq_loop, ideal))
+        o.update(transport_columns("tilewise_ce", "copy_engine", op, shape, tile_ce, seq, seq_loop, ideal))
+        o.update({
+            "t_own_interleaved_s": own, "t_own_signal_s": own_sig, "t_own_signal_ce_s": own_sig_ce,
+            "signal_slowdown": own_sig / own - 1 if own == own and own_sig == own_sig else math.nan,
+            "signal_slowdown_ce": own_sig_ce / own - 1 if own == own and own_sig_ce == own_sig_ce else math.nan,
+            "t_unpermute_s": ts.get(("unpermute", "tilewise", 1), math.nan),
+            "t_rmsnorm_natural_s": ts.get(("residual_rmsnorm", "natural", 1), math.nan),
+            "t_rmsnorm_fused_s": ts.get(("residual_rmsnorm", "tilewise_fused", 1), math.nan),
+            "wrong": wrong,
         })
+        out.append(o)
+    copy_rows = sorted((int(r["bytes"]), float(r["time_us"])) for r in rows if r["op"] == "peer_copy")
     fields = list(out[0].keys()) if out else ["gpu"]
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.output)) or ".")
     with os.fdopen(fd, "w", newline="") as fh:
@@ -117,26 +144,51 @@ def main():
 
     def ms(v):
         return f"{v * 1e3:7.3f}" if isinstance(v, float) and v == v else "      -"
-    print(f"{'op':20} {'shape':18} {'cuBLAS':>7} {'NCCL':>7} {'seq':>7} {'ideal':>7} {'decomp':>7} "
-          f"{'tile':>7} {'capt':>6} {'t/seq':>6} {'pred%':>6} {'sig%':>6} {'part':>14} s  wait   bits")
+
+    def f2(v):
+        return f"{v:6.2f}" if isinstance(v, float) and v == v else "     -"
+
+    for b, us in copy_rows:
+        print(f"peer copy {b / 2**20:8.2f} MiB: {us:9.1f} us  {b / us / 1e3:7.1f} GB/s (both ranks at once)")
+    print(f"{'op':20} {'shape':18} {'cuBLAS':>7} {'NCCL':>7} {'seq':>7} {'seqL':>7} {'ideal':>7} {'decomp':>7} "
+          f"{'torch':>7} {'tw':>7} {'capt':>6} {'tw_ce':>7} {'capt':>6} {'captL':>6} {'ce/sL':>6} {'pred%':>6} "
+          f"{'sig%':>6} {'sigce%':>6} cfg_ce bits")
     for o in out:
         print(f"{o['op']:20} {o['m']}x{o['n']}x{o['k']:<7} {ms(o['t_cublas_s'])} {ms(o['t_nccl_s'])} "
-              f"{ms(o['t_sequential_s'])} {ms(o['t_ideal_s'])} {ms(o['t_decomposed_best_s'])} "
-              f"{ms(o['t_tilewise_s'])} {o['overlap_captured']:6.2f} {o['tilewise_over_sequential']:6.3f} "
-              f"{100 * o['pred_error_final']:6.1f} {100 * o['signal_slowdown']:6.2f} {o['partition'][:14]:>14} "
-              f"{o['comm_sms']:>2} {o['wait'][:6]:6} {o['bit_mismatches']}")
-    for coll in ("allreduce", "reducescatter", "alltoall"):
-        sel = [o for o in out if o["op"].endswith(coll) and o["comm_over_gemm"] >= 0.2]
-        caps = [o["overlap_captured"] for o in sel]
-        if caps:
-            geo = math.exp(sum(math.log(c) for c in caps) / len(caps)) if all(c > 0 for c in caps) else math.nan
-            print(f"{coll}: shapes with T_comm >= 20% T_GEMM: {len(caps)}, overlap captured geo-mean "
-                  f"{geo:.3f}, arithmetic {sum(caps) / len(caps):.3f}, min {min(caps):.3f}")
-    worst = max((o["tilewise_over_sequential"] for o in out), default=math.nan)
-    print(f"worst tilewise / sequential: {worst:.3f} (bar: <= 1.02)")
-    errs = [abs(o["pred_error_final"]) for o in out if o["pred_error_final"] == o["pred_error_final"]]
+              f"{ms(o['t_sequential_s'])} {ms(o['t_sequential_same_loop_s'])} {ms(o['t_ideal_s'])} "
+              f"{ms(o['t_decomposed_best_s'])} {ms(o['t_torch_symm_mem_s'])} {ms(o['t_tilewise_s'])} "
+              f"{f2(o['captured_tilewise'])} {ms(o['t_tilewise_ce_s'])} {f2(o['captured_tilewise_ce'])} "
+              f"{f2(o['captured_tilewise_ce_same_loop'])} {f2(o['tilewise_ce_over_sequential_same_loop'])} "
+              f"{f2(100 * o['tilewise_ce_pred_error'])} {f2(100 * o['signal_slowdown'])} "
+              f"{f2(100 * o['signal_slowdown_ce'])} {o['tilewise_ce_config'][-3:]:>6} "
+              f"{o['tilewise_bit_mismatches']}/{o['tilewise_ce_bit_mismatches']}")
+    for prefix in ("tilewise", "tilewise_ce"):
+        for coll in ("allreduce", "reducescatter", "alltoall"):
+            for loop in ("", "_same_loop"):
+                sel = [o for o in out if o["op"].endswith(coll) and o["comm_over_gemm"] >= 0.2
+                       and o[f"captured_{prefix}{loop}"] == o[f"captured_{prefix}{loop}"]]
+                caps = [o[f"captured_{prefix}{loop}"] for o in sel]
+                if caps:
+                    geo = math.exp(sum(math.log(c) for c in caps) / len(caps)) if all(c > 0 for c in caps) else math.nan
+                    print(f"{prefix} {coll}{loop}: shapes with T_comm >= 20% T_GEMM: {len(caps)}, captured "
+                          f"geo-mean {geo:.3f}, arithmetic {sum(caps) / len(caps):.3f}, min {min(caps):.3f} (bar 0.85)")
+        for loop in ("", "_same_loop"):
+            ratios = [o[f"{prefix}_over_sequential{loop}"] for o in out if o[f"{prefix}_over_sequential{loop}"] == o[f"{prefix}_over_sequential{loop}"]]
+            if ratios:
+                print(f"{prefix}{loop}: worst / sequential {max(ratios):.3f}, shapes > 1.02: "
+                      f"{sum(1 for x in ratios if x > 1.02)} of {len(ratios)} (bar: none)")
+    for o in out:
+        if o["op"].endswith("reducescatter") and o["comm_over_gemm"] >= 0.2:
+            print(f"acceptance 2 {o['m']}x{o['n']}x{o['k']}: tilewise_ce {ms(o['t_tilewise_ce_s'])} vs decomposed "
+                  f"{ms(o['t_decomposed_best_s'])} / torch symm_mem {ms(o['t_torch_symm_mem_s'])}")
+    for key in ("signal_slowdown", "signal_slowdown_ce"):
+        v = [o[key] for o in out if o[key] == o[key]]
+        if v:
+            print(f"acceptance 3 {key} (interleaved): max {100 * max(v):.2f}%, median "
+                  f"{100 * sorted(v)[len(v) // 2]:.2f}% over {len(v)} shapes (bar <= 2%)")
+    errs = [abs(o["tilewise_ce_pred_error"]) for o in out if o["tilewise_ce_pred_error"] == o["tilewise_ce_pred_error"]]
     if errs:
-        print(f"predictor |error| on the chosen configs: mean {100 * sum(errs) / len(errs):.1f}%, "
+        print(f"copy_engine predictor |error| on the chosen configs: mean {100 * sum(errs) / len(errs):.1f}%, "
               f"max {100 * max(errs):.1f}%")
     return 0
 

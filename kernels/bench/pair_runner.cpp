@@ -272,6 +272,10 @@ class PairCaseRunner {
     TilewiseCaseIo io;
     io.set = [this](int i) { return set(i); };
     io.sets = sets_;
+    io.sequential = [this](int i) { return run_sequential(pair_, set(i), compute()); };
+    io.align = [this](int) {
+      return all_reduce(env_.ctx->comm, align_.data(), align_.data(), 1, case_.dtype, compute());
+    };
     io.run_and_check = [this](const std::function<Status()>& once, std::uint64_t* wrong) {
       return run_and_check(once, have_sequential_ ? sequential_result_.data() : nullptr, wrong);
     };

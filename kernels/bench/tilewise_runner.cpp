@@ -16,6 +16,8 @@
 #include "kernels/bench/verify.hpp"
 #include "kernels/harness/fill.hpp"
 #include "kernels/tilewise/group_predictor.hpp"
+#include "kernels/tilewise/owner_design.hpp"
+#include "kernels/tilewise/owner_predictor.hpp"
 #include "kernels/tilewise/tilewise_design.hpp"
 #include "kernels/tilewise/tuning_cache.hpp"
 
@@ -46,6 +48,9 @@ struct TilewiseSettings {
   int exhaustive_limit = 16;
   std::string cache_path;
   std::string detail_path;
+  bool nccl = true;         // transport nccl (tilewise_design.hpp)
+  bool copy_engine = true;  // transport copy_engine (owner_design.hpp)
+  std::vector<int> ce_groups;
 };
 
 Status read_settings(TilewiseSettings* s) {
@@ -68,6 +73,27 @@ Status read_settings(TilewiseSettings* s) {
     return Status::failure("OVERLAPSIM_TILEWISE_COMM_SMS and _WAIT need at least one value");
   s->keep = std::max(1, std::atoi(env_or("OVERLAPSIM_TILEWISE_KEEP", "6").c_str()));
   s->exhaustive_limit = std::max(1, std::atoi(env_or("OVERLAPSIM_TILEWISE_EXHAUSTIVE", "16").c_str()));
+  s->nccl = s->copy_engine = false;
+  for (const std::string& v : split_commas(env_or("OVERLAPSIM_TILEWISE_TRANSPORT", "nccl,copy_engine"))) {
+    if (v == "nccl") {
+      s->nccl = true;
+    } else if (v == "copy_engine") {
+      s->copy_engine = true;
+    } else {
+      return Status::failure("OVERLAPSIM_TILEWISE_TRANSPORT: '" + v +
+                             "' is not a transport (expected nccl and/or copy_engine)");
+    }
+  }
+  for (const std::string& v : split_commas(env_or("OVERLAPSIM_TILEWISE_CE_GROUPS", "1,2,4,8"))) {
+    char* end = nullptr;
+    const long g = std::strtol(v.c_str(), &end, 10);
+    if (*end != '\0' || g < 1 || g > 1024)
+      return Status::failure("OVERLAPSIM_TILEWISE_CE_GROUPS: '" + v +
+                             "' is not a group count in 1..1024 (expected e.g. 1,2,4)");
+    s->ce_groups.push_back(static_cast<int>(g));
+  }
+  if (!s->nccl && !s->copy_engine)
+    return Status::failure("OVERLAPSIM_TILEWISE_TRANSPORT needs at least one transport");
   s->cache_path = env_or("OVERLAPSIM_TILEWISE_CACHE", "");
   s->detail_path = env_or("OVERLAPSIM_TILEWISE_DETAIL", "");
   return Status::success();
@@ -76,6 +102,9 @@ Status read_settings(TilewiseSettings* s) {
 // One tuning cache per rank thread, loaded once and updated identically on every rank
 // (each rank's decisions must match, or the ranks would issue different NCCL calls).
 thread_local std::optional<tw::TuningCache> t_cache;
+
+// The peer-copy curve of this rank thread (copy bytes -> seconds), measured once.
+thread_local std::optional<tw::CommCurve> t_copy_curve;
 
 // Limited communicators of this rank thread (see comm_for).
 thread_local std::map<int, CommHandle>* t_comms = nullptr;
@@ -86,7 +115,7 @@ std::vector<std::string> g_detail_lines;
 
 const char* kDetailHeader =
     "record,gpu,driver,cuda,nccl,dtype,op,m,n,k,world,comm_sms,wait,partition,groups,predicted_s,measured_s,"
-    "pred_error,search,bit_mismatches,fused_mismatches,t_own_s,t_own_signal_s";
+    "pred_error,search,bit_mismatches,fused_mismatches,t_own_s,t_own_signal_s,transport,t_own_signal_ce_s";
 
 std::string fmt_double(double v) {
   char buf[32];
@@ -100,6 +129,7 @@ struct Candidate {
   std::vector<int> partition;
   double predicted_s = 0;
   double measured_s = 0;
+  int ce_groups = 0;  // > 0: transport copy_engine with this many groups a part
 };
 
 class TilewiseShapeRunner {
@@ -115,25 +145,41 @@ class TilewiseShapeRunner {
     OVERLAPSIM_TRY(r_.allocate(coll_ == CollectiveOp::AllReduce ? 0 : mn * 2));
     OVERLAPSIM_TRY(natural_.allocate(mn * 2));
     OVERLAPSIM_TRY(natural_out_.allocate(coll_ == CollectiveOp::AllReduce ? 0 : mn * 2));
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: after allocating"));
     OVERLAPSIM_TRY(measure_own_alone());
+    ce_ok_ = settings_.copy_engine &&
+             !tw::owner_shape_error(coll_, shape_.m, shape_.n, env_.world()).has_value();
+    if (settings_.copy_engine && !ce_ok_ && env_.rank() == 0)
+      std::fprintf(stderr, "overlap-bench: %s %lldx%lldx%lld: no copy_engine transport: %s\n",
+                   to_string(op_), static_cast<long long>(shape_.m), static_cast<long long>(shape_.n),
+                   static_cast<long long>(shape_.k),
+                   tw::owner_shape_error(coll_, shape_.m, shape_.n, env_.world())->c_str());
 
-    tw::TuningKey key{tags_.gpu, to_string(case_.dtype), shape_.m, shape_.n, shape_.k,
-                      env_.world(), to_string(coll_)};
     if (!t_cache) {
       t_cache.emplace();
       if (!settings_.cache_path.empty()) OVERLAPSIM_TRY(t_cache->load(settings_.cache_path));
     }
-    const std::optional<tw::TuningEntry> cached = t_cache->find(key);
+    // Acceptance 3: remapped stores + signals alone, every SM, interleaved with the plain GEMM.
+    OVERLAPSIM_TRY(measure_signal_interleaved());
+
+    std::optional<Candidate> best_nccl, best_ce;
+    std::string search_nccl = "cached", search_ce = "cached";
+    if (settings_.nccl) OVERLAPSIM_TRY(search_nccl_transport(&best_nccl, &search_nccl));
+    if (ce_ok_) OVERLAPSIM_TRY(search_copy_engine(&best_ce, &search_ce));
+    OVERLAPSIM_TRY(final_round(best_nccl, search_nccl, best_ce, search_ce));
+    if (env_.rank() == 0) OVERLAPSIM_TRY(write_detail());
+    return Status::success();
+  }
+
+  tw::TuningKey cache_key(bool copy_engine) const {
+    return tw::TuningKey{tags_.gpu, to_string(case_.dtype), shape_.m, shape_.n, shape_.k,
+                         env_.world(), std::string(to_string(coll_)) + (copy_engine ? "_ce" : "")};
+  }
+
+  Status search_nccl_transport(std::optional<Candidate>* best, std::string* search) {
+    const std::optional<tw::TuningEntry> cached = t_cache->find(cache_key(false));
     std::vector<int> sms_list = settings_.comm_sms;
     if (cached) sms_list = {cached->comm_sms};
-
-    // Acceptance 3: remapped stores + signals alone, on every SM (no carve-out).
-    if (std::find(settings_.comm_sms.begin(), settings_.comm_sms.end(), 0) ==
-        settings_.comm_sms.end())
-      OVERLAPSIM_TRY(measure_signal_alone());
-
-    std::optional<Candidate> best;
-    std::string search = "cached";
     for (int sms : sms_list) {
       CommHandle* comm = nullptr;
       OVERLAPSIM_TRY(comm_for(sms, &comm));
@@ -148,7 +194,7 @@ class TilewiseShapeRunner {
         bool exhaustive = false;
         partitions = tw::candidate_partitions(inputs, settings_.exhaustive_limit, settings_.keep,
                                               &exhaustive);
-        search = exhaustive ? "exhaustive" : "predictive";
+        *search = exhaustive ? "exhaustive" : "predictive";
       }
       for (tw::WaitMode wait : waits) {
         for (const auto& partition : partitions) {
@@ -157,13 +203,92 @@ class TilewiseShapeRunner {
           OVERLAPSIM_TRY(time_design(cand, comm, std::max(3, case_.warmup / 2),
                                      std::max(8, case_.iterations / 2), &t));
           cand.measured_s = t.median_s;
-          detail("candidate", cand, search, -1, -1);
-          if (!best || cand.measured_s < best->measured_s) best = cand;
+          detail("candidate", cand, *search, -1, -1);
+          if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
         }
       }
     }
-    OVERLAPSIM_TRY(measure_final(*best, search));
-    if (env_.rank() == 0) OVERLAPSIM_TRY(write_detail());
+    return Status::success();
+  }
+
+  // Transport copy_engine: every groups_per_part candidate timed, predicted from the
+  // interleaved GEMM-with-signals time and the peer-copy curve.
+  Status search_copy_engine(std::optional<Candidate>* best, std::string* search) {
+    OVERLAPSIM_TRY(measure_copy_curve());
+    const std::optional<tw::TuningEntry> cached = t_cache->find(cache_key(true));
+    std::vector<int> groups = settings_.ce_groups;
+    if (cached && !cached->partition.empty()) {
+      groups = {cached->partition.front()};
+    } else {
+      *search = "exhaustive";
+    }
+    const std::int32_t part_tiles =
+        static_cast<std::int32_t>(shape_.m / 128 / env_.world()) *
+        static_cast<std::int32_t>((shape_.n + 255) / 256);
+    for (int g : groups) {
+      if (g > part_tiles) continue;
+      Candidate cand;
+      cand.ce_groups = g;
+      cand.partition = {g};
+      tw::OwnerDesign d;
+      OVERLAPSIM_TRY(d.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k,
+                                  case_.dtype, owner_options(g)));
+      OVERLAPSIM_TRY(prepare_sets(d));
+      cand.predicted_s = tw::predict_owner_time_s(d.plan(), t_signal_ce_s_, *t_copy_curve);
+      Timing t;
+      OVERLAPSIM_TRY(time_iterations(
+          *env_.ctx, std::max(3, case_.warmup / 2), std::max(8, case_.iterations / 2),
+          [&](int i) {
+            const PairBuffers b = io_.set(i);
+            return d.run(b.a, b.b, p_.data(), compute(), comm_stream());
+          },
+          &t));
+      OVERLAPSIM_TRY(d.check_waits());
+      cand.measured_s = t.median_s;
+      detail("candidate", cand, *search, -1, -1);
+      if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
+    }
+    return Status::success();
+  }
+
+  tw::OwnerOptions owner_options(int groups) const {
+    tw::OwnerOptions o;
+    o.groups_per_part = groups;
+    o.wait_timeout_s = env_.ctx->comm.timeout_s;
+    return o;
+  }
+
+  // cudaMemcpyAsync of `bytes` to the next rank, every rank at once (as the transport
+  // does), at sizes spanning one group to one part.
+  Status measure_copy_curve() {
+    if (t_copy_curve) return Status::success();
+    constexpr std::size_t kMiB = std::size_t{1} << 20;
+    const std::vector<std::size_t> sizes = {kMiB / 4, kMiB, 4 * kMiB, 16 * kMiB, 64 * kMiB, 256 * kMiB};
+    DeviceBuffer src, dst;
+    OVERLAPSIM_TRY(src.allocate(sizes.back()));
+    OVERLAPSIM_TRY(dst.allocate(sizes.back()));
+    OVERLAPSIM_TRY(fill_random(src.data(), sizes.back() / 2, case_.dtype, env_.seed ^ 0xC0B1u, compute()));
+    std::vector<std::vector<void*>> all;
+    OVERLAPSIM_TRY(tw::connect_peers(env_.ctx->comm, {dst.data()}, &all));
+    void* to = all[static_cast<std::size_t>((env_.rank() + 1) % env_.world())][0];
+    tw::CommCurve curve;
+    for (std::size_t bytes : sizes) {
+      Timing t;
+      OVERLAPSIM_TRY(time_iterations(
+          *env_.ctx, 3, std::max(8, case_.iterations / 2),
+          [&](int) -> Status {
+            CUDA_CHECK(cudaMemcpyAsync(to, src.data(), bytes, cudaMemcpyDeviceToDevice, compute()));
+            return Status::success();
+          },
+          &t));
+      curve.add_point(static_cast<double>(bytes), t.median_s);
+      BenchRow r = row("peer_copy", "copy_engine", 1, t);
+      r.bytes = bytes;
+      r.m = r.n = r.k = 0;
+      env_.emit(r);
+    }
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: copy curve done"));
+    t_copy_curve = curve;
     return Status::success();
   }
 
@@ -213,7 +338,8 @@ class TilewiseShapeRunner {
     return o;
   }
 
-  Status prepare_sets(tw::TilewiseDesign& d) {
+  template <class Design>
+  Status prepare_sets(Design& d) {
     for (int s = 0; s < io_.sets; ++s) {
       const PairBuffers b = io_.set(s);
       OVERLAPSIM_TRY(d.prepare(b.a, b.b, p_.data()));
@@ -243,7 +369,7 @@ class TilewiseShapeRunner {
         *env_.ctx, case_.warmup, case_.iterations,
         [&](int i) { return gemms[static_cast<std::size_t>(i % io_.sets)]->run(compute()); }, &t));
     t_own_s_ = t.median_s;
-    own_set0_ = std::move(gemms.front());
+    own_gemms_ = std::move(gemms);
     const std::string key =
         single_op_key("gemm", "own", case_.dtype, PairShape{shape_.m, shape_.n, shape_.k, 0});
     if (!env_.measured.count(key)) {
@@ -255,23 +381,46 @@ class TilewiseShapeRunner {
     return Status::success();
   }
 
-  Status measure_signal_alone() {
+  // The plain own GEMM, the NCCL transport's GEMM (remapped stores + signals, every SM) and
+  // the copy-engine transport's (rotated order, remapped stores, signals, own part placed
+  // without waiting) in ONE interleaved loop: acceptance 3 compares them under one clock.
+  Status measure_signal_interleaved() {
     tw::TilewiseDesign d;
-    OVERLAPSIM_TRY(d.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k, case_.dtype,
-                                options_for(Candidate{})));
-    OVERLAPSIM_TRY(prepare_sets(d));
-    Timing t;
-    OVERLAPSIM_TRY(time_iterations(
-        *env_.ctx, case_.warmup, case_.iterations,
-        [&](int i) {
-          const PairBuffers b = io_.set(i);
-          return d.run_gemm_only(b.a, b.b, p_.data(), compute());
-        },
-        &t));
-    BenchRow r = row("gemm", "own_signal", 0, t);
-    r.flops = compute_flops(op_, shape_);
-    env_.emit(r);
-    return Status::success();
+    tw::OwnerDesign ce;
+    std::vector<EnqueueIteration> variants{[&](int i) {
+      return own_gemms_[static_cast<std::size_t>(i % io_.sets)]->run(compute());
+    }};
+    std::vector<std::string> names{"own_interleaved"};
+    if (settings_.nccl) {
+      OVERLAPSIM_TRY(d.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k, case_.dtype,
+                                  options_for(Candidate{})));
+      OVERLAPSIM_TRY(prepare_sets(d));
+      variants.push_back([&](int i) {
+        const PairBuffers b = io_.set(i);
+        return d.run_gemm_only(b.a, b.b, p_.data(), compute());
+      });
+      names.push_back("own_signal");
+    }
+    if (ce_ok_) {
+      OVERLAPSIM_TRY(ce.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k,
+                                   case_.dtype, owner_options(1)));
+      variants.push_back([&](int i) {
+        const PairBuffers b = io_.set(i);
+        return ce.run_gemm_only(b.a, b.b, p_.data(), compute());
+      });
+      names.push_back("own_signal_ce");
+    }
+    std::vector<Timing> timings;
+    OVERLAPSIM_TRY(time_interleaved(*env_.ctx, case_.warmup, case_.iterations, variants,
+                                    EnqueueIteration{}, &timings));
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      BenchRow r = row("gemm", names[v], 0, timings[v]);
+      r.flops = compute_flops(op_, shape_);
+      env_.emit(r);
+      if (names[v] == "own_signal") t_signal_s_[0] = timings[v].median_s;
+      if (names[v] == "own_signal_ce") t_signal_ce_s_ = timings[v].median_s;
+    }
+    return quiesce(*env_.ctx, "tilewise: signal loop done");
   }
 
   // One collective call on the first `elems` elements of P (nccl-tests bytes = elems·2).
@@ -355,21 +504,140 @@ class TilewiseShapeRunner {
     return d.check_waits();
   }
 
-  Status measure_final(Candidate best, const std::string& search) {
-    CommHandle* comm = nullptr;
-    OVERLAPSIM_TRY(comm_for(best.comm_sms, &comm));
-    tw::TilewiseDesign d;
-    OVERLAPSIM_TRY(d.initialize(comm, coll_, shape_.m, shape_.n, shape_.k, case_.dtype,
-                                options_for(best)));
-    OVERLAPSIM_TRY(prepare_sets(d));
-    Timing t;
-    OVERLAPSIM_TRY(time_iterations(
-        *env_.ctx, case_.warmup, case_.iterations,
-        [&](int i) {
-          const PairBuffers b = io_.set(i);
-          return d.run(b.a, b.b, p_.data(), r_.data(), compute(), comm_stream());
+  // The chosen configurations of both transports and the sequential pair, re-timed in
+  // one interleaved loop, then checked.
+  Status final_round(std::optional<Candidate> nccl, const std::string& search_nccl,
+                     std::optional<Candidate> ce, const std::string& search_ce) {
+    std::unique_ptr<tw::TilewiseDesign> dn;
+    std::unique_ptr<tw::OwnerDesign> dc;
+    std::vector<EnqueueIteration> variants;
+    std::vector<std::string> names;
+    if (io_.sequential) {
+      variants.push_back(io_.sequential);
+      names.push_back("sequential");
+    }
+    if (nccl) {
+      CommHandle* comm = nullptr;
+      OVERLAPSIM_TRY(comm_for(nccl->comm_sms, &comm));
+      dn = std::make_unique<tw::TilewiseDesign>();
+      OVERLAPSIM_TRY(dn->initialize(comm, coll_, shape_.m, shape_.n, shape_.k, case_.dtype,
+                                    options_for(*nccl)));
+      OVERLAPSIM_TRY(prepare_sets(*dn));
+      variants.push_back([&](int i) {
+        const PairBuffers b = io_.set(i);
+        return dn->run(b.a, b.b, p_.data(), r_.data(), compute(), comm_stream());
+      });
+      names.push_back("tilewise");
+    }
+    if (ce) {
+      dc = std::make_unique<tw::OwnerDesign>();
+      OVERLAPSIM_TRY(dc->initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k,
+                                    case_.dtype, owner_options(ce->ce_groups)));
+      OVERLAPSIM_TRY(prepare_sets(*dc));
+      variants.push_back([&](int i) {
+        const PairBuffers b = io_.set(i);
+        return dc->run(b.a, b.b, p_.data(), compute(), comm_stream());
+      });
+      names.push_back("tilewise_ce");
+    }
+    if (variants.empty()) return Status::success();
+    std::vector<Timing> timings;
+    OVERLAPSIM_TRY(time_interleaved(*env_.ctx, case_.warmup, case_.iterations, variants,
+                                    io_.align ? io_.align : EnqueueIteration{}, &timings));
+    for (std::size_t v = 0; v < names.size(); ++v) {
+      if (names[v] == "sequential") {
+        BenchRow r = row(to_string(op_), "sequential_tw_loop", 1, timings[v]);
+        r.flops = compute_flops(op_, shape_);
+        r.bytes = collective_bytes(op_, shape_, env_.world(), case_.dtype);
+        r.busbw_factor = busbw_factor(coll_, env_.world());
+        env_.emit(r);
+      } else if (names[v] == "tilewise") {
+        OVERLAPSIM_TRY(measure_final(*dn, *nccl, search_nccl, timings[v]));
+      } else {
+        OVERLAPSIM_TRY(finish_copy_engine(*dc, *ce, search_ce, timings[v]));
+      }
+    }
+    if (dc) OVERLAPSIM_TRY(dc->check_waits());
+    return quiesce(*env_.ctx, "tilewise: final round done");
+  }
+
+  // Own GEMM on set 0 followed by the same NCCL collective on the parent communicator;
+  // *own_result: where that result is (natural layout).
+  Status own_then_nccl(void** own_result) {
+    OVERLAPSIM_TRY(own_gemms_.front()->run(compute()));
+    const auto count = static_cast<std::size_t>(shape_.m * shape_.n);
+    const std::size_t per_rank = count / static_cast<std::size_t>(env_.world());
+    CommHandle& parent = env_.ctx->comm;
+    *own_result = natural_.data();
+    if (coll_ == CollectiveOp::AllReduce) {
+      OVERLAPSIM_TRY(all_reduce(parent, natural_.data(), natural_.data(), count, case_.dtype, compute()));
+    } else if (coll_ == CollectiveOp::ReduceScatter) {
+      OVERLAPSIM_TRY(reduce_scatter(parent, natural_.data(), natural_out_.data(), per_rank,
+                                    case_.dtype, compute()));
+      *own_result = natural_out_.data();
+    } else {
+      OVERLAPSIM_TRY(all_to_all(parent, natural_.data(), per_rank, natural_out_.data(), per_rank,
+                                per_rank, case_.dtype, compute()));
+      *own_result = natural_out_.data();
+    }
+    return wait_stream(env_.ctx->comm, compute(), "tilewise own + NCCL");
+  }
+
+  Status bitwise_against_own(const void* result, std::size_t out_elems, std::uint64_t* mismatches) {
+    void* own_result = nullptr;
+    OVERLAPSIM_TRY(own_then_nccl(&own_result));
+    *mismatches = 0;
+    OVERLAPSIM_TRY(count_mismatches(result, own_result, out_elems, case_.dtype, 0.0, 0.0,
+                                    compute(), mismatches));
+    OVERLAPSIM_TRY(sum_over_ranks(env_, mismatches));
+    if (*mismatches != 0 && env_.rank() == 0)
+      std::fprintf(stderr, "overlap-bench: tilewise %s %lldx%lldx%lld: %llu elements differ from own GEMM + NCCL\n",
+                   to_string(op_), static_cast<long long>(shape_.m),
+                   static_cast<long long>(shape_.n), static_cast<long long>(shape_.k),
+                   static_cast<unsigned long long>(*mismatches));
+    return Status::success();
+  }
+
+  Status finish_copy_engine(tw::OwnerDesign& d, Candidate best, const std::string& search,
+                            const Timing& t) {
+    best.measured_s = t.median_s;
+    const PairBuffers set0 = io_.set(0);
+    void* result = const_cast<void*>(set0.result(op_));
+    std::uint64_t wrong = 0;
+    OVERLAPSIM_TRY(io_.run_and_check(
+        [&]() -> Status {
+          OVERLAPSIM_TRY(poison(p_.data(), static_cast<std::size_t>(shape_.m * shape_.n), compute()));
+          OVERLAPSIM_TRY(d.run(set0.a, set0.b, p_.data(), compute(), comm_stream()));
+          return d.unpermute(p_.data(), result, compute());
         },
-        &t));
+        &wrong));
+    OVERLAPSIM_TRY(d.check_waits());
+    std::uint64_t bit_mismatches = 0;
+    OVERLAPSIM_TRY(bitwise_against_own(result, static_cast<std::size_t>(d.plan().out_rows * shape_.n),
+                                       &bit_mismatches));
+    BenchRow r = row(to_string(op_), "tilewise_ce", best.ce_groups, t);
+    r.flops = compute_flops(op_, shape_);
+    r.bytes = collective_bytes(op_, shape_, env_.world(), case_.dtype);
+    r.busbw_factor = busbw_factor(coll_, env_.world());
+    r.wrong = wrong;
+    env_.emit(r);
+    detail("final", best, search, static_cast<long long>(bit_mismatches), -1);
+    tw::TuningEntry entry;
+    entry.key = cache_key(true);
+    entry.partition = {best.ce_groups};
+    entry.comm_sms = 0;
+    entry.wait = "copy_engine";
+    entry.time_s = best.measured_s;
+    entry.predicted_s = best.predicted_s;
+    entry.search = search;
+    t_cache->put(entry);
+    if (env_.rank() == 0 && !settings_.cache_path.empty())
+      OVERLAPSIM_TRY(t_cache->save(settings_.cache_path));
+    return Status::success();
+  }
+
+  Status measure_final(tw::TilewiseDesign& d, Candidate best, const std::string& search,
+                       const Timing& t) {
     best.measured_s = t.median_s;
 
     // Correctness: reference and sequential (through the harness), then bit for bit
@@ -387,35 +655,8 @@ class TilewiseShapeRunner {
         &wrong));
     OVERLAPSIM_TRY(d.check_waits());
     const std::size_t out_elems = static_cast<std::size_t>(d.plan().out_rows * shape_.n);
-    OVERLAPSIM_TRY(own_set0_->run(compute()));
-    const std::int64_t mn = shape_.m * shape_.n;
-    void* own_result = natural_.data();
-    {
-      const auto count = static_cast<std::size_t>(mn);
-      const std::size_t per_rank = count / static_cast<std::size_t>(env_.world());
-      CommHandle& parent = env_.ctx->comm;
-      if (coll_ == CollectiveOp::AllReduce) {
-        OVERLAPSIM_TRY(all_reduce(parent, natural_.data(), natural_.data(), count, case_.dtype, compute()));
-      } else if (coll_ == CollectiveOp::ReduceScatter) {
-        OVERLAPSIM_TRY(reduce_scatter(parent, natural_.data(), natural_out_.data(), per_rank,
-                                      case_.dtype, compute()));
-        own_result = natural_out_.data();
-      } else {
-        OVERLAPSIM_TRY(all_to_all(parent, natural_.data(), per_rank, natural_out_.data(), per_rank,
-                                  per_rank, case_.dtype, compute()));
-        own_result = natural_out_.data();
-      }
-    }
-    OVERLAPSIM_TRY(wait_stream(env_.ctx->comm, compute(), "tilewise bitwise check"));
     std::uint64_t bit_mismatches = 0;
-    OVERLAPSIM_TRY(count_mismatches(result, own_result, out_elems, case_.dtype, 0.0, 0.0,
-                                    compute(), &bit_mismatches));
-    OVERLAPSIM_TRY(sum_over_ranks(env_, &bit_mismatches));
-    if (bit_mismatches != 0 && env_.rank() == 0)
-      std::fprintf(stderr, "overlap-bench: tilewise %s %lldx%lldx%lld: %llu elements differ from own GEMM + NCCL\n",
-                   to_string(op_), static_cast<long long>(shape_.m),
-                   static_cast<long long>(shape_.n), static_cast<long long>(shape_.k),
-                   static_cast<unsigned long long>(bit_mismatches));
+    OVERLAPSIM_TRY(bitwise_against_own(result, out_elems, &bit_mismatches));
 
     BenchRow r = row(to_string(op_), "tilewise", static_cast<int>(best.partition.size()), t);
     r.flops = compute_flops(op_, shape_);
@@ -430,8 +671,7 @@ class TilewiseShapeRunner {
            static_cast<long long>(fused_mismatches));
 
     tw::TuningEntry entry;
-    entry.key = {tags_.gpu, to_string(case_.dtype), shape_.m, shape_.n, shape_.k, env_.world(),
-                 to_string(coll_)};
+    entry.key = cache_key(false);
     entry.partition = best.partition;
     entry.comm_sms = best.comm_sms;
     entry.wait = tw::to_string(best.wait);
@@ -502,13 +742,17 @@ class TilewiseShapeRunner {
                        to_string(op_) + "," + std::to_string(shape_.m) + "," +
                        std::to_string(shape_.n) + "," + std::to_string(shape_.k) + "," +
                        std::to_string(env_.world()) + "," + std::to_string(cand.comm_sms) + "," +
-                       tw::to_string(cand.wait) + "," + tw::partition_string(cand.partition) + "," +
-                       std::to_string(cand.partition.size()) + "," + fmt_double(cand.predicted_s) +
+                       (cand.ce_groups > 0 ? "copy_engine" : tw::to_string(cand.wait)) + "," +
+                       tw::partition_string(cand.partition) + "," +
+                       std::to_string(cand.ce_groups > 0 ? cand.ce_groups : static_cast<int>(cand.partition.size())) +
+                       "," + fmt_double(cand.predicted_s) +
                        "," + fmt_double(cand.measured_s) + "," + fmt_double(error) + "," + search +
                        "," + (bit_mismatches < 0 ? "" : std::to_string(bit_mismatches)) + "," +
                        (fused_mismatches < 0 ? "" : std::to_string(fused_mismatches)) + "," +
                        fmt_double(t_own_s_) + "," +
-                       (signal == t_signal_s_.end() ? "" : fmt_double(signal->second));
+                       (signal == t_signal_s_.end() || cand.ce_groups > 0 ? "" : fmt_double(signal->second)) +
+                       "," + (cand.ce_groups > 0 ? "copy_engine" : "nccl") + "," +
+                       (t_signal_ce_s_ > 0 ? fmt_double(t_signal_ce_s_) : "");
     std::lock_guard<std::mutex> lock(g_detail_mutex);
     g_detail_lines.push_back(line);
   }
@@ -537,7 +781,9 @@ class TilewiseShapeRunner {
   const TilewiseSettings& settings_;
   DeviceTags tags_;
   DeviceBuffer p_, r_, natural_, natural_out_;
-  std::unique_ptr<gemm::OwnGemm> own_set0_;
+  std::vector<std::unique_ptr<gemm::OwnGemm>> own_gemms_;  // natural stores, per input set
+  bool ce_ok_ = false;
+  double t_signal_ce_s_ = 0;
   double t_own_s_ = 0;
   std::map<int, double> t_signal_s_;
 };

@@ -9,6 +9,18 @@
 //                    the reference, the sequential result and (bit for bit) own GEMM +
 //                    the same NCCL collective
 //   unpermute/tilewise, residual_rmsnorm/natural, residual_rmsnorm/tilewise_fused
+// Transport copy_engine (OVERLAPSIM_TILEWISE_TRANSPORT, default "nccl,copy_engine";
+// kernels/tilewise/owner_design.hpp), when the shape allows it:
+//   peer_copy/copy_engine   cudaMemcpyAsync to the peer, both ranks at once, per size
+//                           (once per run): the predictor's copy curve
+//   gemm/own_signal_ce      rotated own GEMM with remapped stores and signals, no waits
+//   <pair>/tilewise_ce      the best groups_per_part (chunks = groups per part) among
+//                           OVERLAPSIM_TILEWISE_CE_GROUPS (default "1,2,4,8"), checked
+//                           like the NCCL transport's row
+// Acceptance 3 (signalling alone): gemm/own_interleaved, gemm/own_signal (chunks 0) and
+// gemm/own_signal_ce (chunks 0) are timed in ONE interleaved loop. The chosen
+// configurations of both transports are re-timed in one interleaved loop with the
+// sequential pair (<pair>/sequential_tw_loop), so their ratio sees one clock state.
 // Search: for every s in OVERLAPSIM_TILEWISE_COMM_SMS (default "16") and wait mode in
 // OVERLAPSIM_TILEWISE_WAIT (default "kernel,stream_memop"), the candidate partitions of
 // group_predictor.hpp are timed; every candidate's predicted and measured time goes to
@@ -30,6 +42,10 @@ struct TilewiseCaseIo {
   // Poisons the pair's outputs, runs `once`, checks the natural result against the
   // reference (and the sequential result when there is one); summed over ranks.
   std::function<Status(const std::function<Status()>& once, std::uint64_t* wrong)> run_and_check;
+  // The sequential pair (cuBLAS then NCCL) on set i, timed in the same loop as the chosen
+  // tile-wise configurations; align: untimed re-alignment of the ranks between variants.
+  EnqueueIteration sequential;
+  EnqueueIteration align;
 };
 
 // Whether overlap-bench can run `tilewise` for this pair at all.

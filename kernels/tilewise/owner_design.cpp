@@ -48,6 +48,70 @@ constexpr int kElementBytes = 2;
 
 }  // namespace
 
+namespace {
+
+// Sums host doubles over ranks (outside any timed region; host-synchronising).
+Status sum_over_ranks(CommHandle& comm, std::vector<double>& slots) {
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const Status s = allreduce_host(comm, stream, slots, ncclSum);
+  cudaStreamDestroy(stream);
+  return s;
+}
+
+}  // namespace
+
+Status connect_peers(CommHandle& comm, const std::vector<void*>& mine,
+                     std::vector<std::vector<void*>>* all) {
+  const int world = comm.world;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  // Every rank's GPU first (shifted by one so that 0 stays "none"), then peer access,
+  // then the addresses (whose check needs the access).
+  std::vector<double> devices(static_cast<std::size_t>(world), 0.0);
+  devices[static_cast<std::size_t>(comm.rank)] = static_cast<double>(device + 1);
+  OVERLAPSIM_TRY(sum_over_ranks(comm, devices));
+  for (int r = 0; r < world; ++r) {
+    if (r == comm.rank) continue;
+    const int peer_device = static_cast<int>(devices[static_cast<std::size_t>(r)]) - 1;
+    if (peer_device == device)
+      return Status::failure("tilewise copy_engine: ranks " + std::to_string(comm.rank) + " and " +
+                             std::to_string(r) + " share GPU " + std::to_string(device) +
+                             " (or run in different processes); one GPU per rank, one process");
+    OVERLAPSIM_TRY(enable_peer_access(device, peer_device));
+  }
+  // Device addresses are below 2^53, so a double sum over ranks (each rank fills only its
+  // own slots) carries them exactly.
+  const std::size_t per = mine.size();
+  std::vector<double> slots(per * static_cast<std::size_t>(world), 0.0);
+  for (std::size_t i = 0; i < per; ++i) {
+    const auto address = reinterpret_cast<std::uint64_t>(mine[i]);
+    if (address >= (std::uint64_t{1} << 53))
+      return Status::failure("tilewise copy_engine: a device address above 2^53");
+    slots[static_cast<std::size_t>(comm.rank) * per + i] = static_cast<double>(address);
+  }
+  OVERLAPSIM_TRY(sum_over_ranks(comm, slots));
+  all->assign(static_cast<std::size_t>(world), std::vector<void*>(per, nullptr));
+  for (int r = 0; r < world; ++r)
+    for (std::size_t i = 0; i < per; ++i) {
+      void* address = reinterpret_cast<void*>(
+          static_cast<std::uint64_t>(slots[static_cast<std::size_t>(r) * per + i]));
+      (*all)[static_cast<std::size_t>(r)][i] = address;
+      if (r == comm.rank || address == nullptr) continue;
+      // Across processes these addresses mean nothing here.
+      cudaPointerAttributes attributes{};
+      const cudaError_t e = cudaPointerGetAttributes(&attributes, address);
+      if (e != cudaSuccess || attributes.type != cudaMemoryTypeDevice) {
+        cudaGetLastError();
+        return Status::failure(
+            "tilewise copy_engine: not implemented across processes (MPI mode): rank " +
+            std::to_string(r) + "'s buffers are not addressable from this process; run the "
+            "ranks as threads of one process");
+      }
+    }
+  return Status::success();
+}
+
 OwnerDesign::~OwnerDesign() {
   if (fork_) cudaEventDestroy(fork_);
   if (join_) cudaEventDestroy(join_);
@@ -60,51 +124,6 @@ Status OwnerDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64_t 
     return Status::failure("tilewise copy_engine: " + *e);
   if (options.groups_per_part < 1)
     return Status::failure("tilewise copy_engine: groups_per_part must be >= 1");
-  return Status::success();
-}
-
-Status OwnerDesign::exchange_pointers(std::vector<std::uint64_t>& mine,
-                                      std::vector<std::vector<std::uint64_t>>* all) {
-  const int world = comm_->world;
-  const std::size_t per = mine.size();
-  // Device addresses are below 2^53, so a double sum over ranks (each rank fills only its
-  // own slot) carries them exactly.
-  std::vector<double> slots(per * static_cast<std::size_t>(world), 0.0);
-  for (std::size_t i = 0; i < per; ++i) {
-    if (mine[i] >= (std::uint64_t{1} << 53))
-      return Status::failure("tilewise copy_engine: a device address above 2^53");
-    slots[static_cast<std::size_t>(comm_->rank) * per + i] = static_cast<double>(mine[i]);
-  }
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const Status s = allreduce_host(*comm_, stream, slots, ncclSum);
-  cudaStreamDestroy(stream);
-  OVERLAPSIM_TRY(s);
-  all->assign(static_cast<std::size_t>(world), std::vector<std::uint64_t>(per));
-  for (int r = 0; r < world; ++r)
-    for (std::size_t i = 0; i < per; ++i)
-      (*all)[static_cast<std::size_t>(r)][i] =
-          static_cast<std::uint64_t>(slots[static_cast<std::size_t>(r) * per + i]);
-  // Across processes these addresses mean nothing here: only one process driving every
-  // GPU (thread mode) can use them.
-  for (int r = 0; r < world; ++r) {
-    if (r == comm_->rank) continue;
-    for (std::size_t i = 0; i < per; ++i) {
-      const std::uint64_t address = (*all)[static_cast<std::size_t>(r)][i];
-      if (address == 0) continue;
-      cudaPointerAttributes attributes{};
-      const cudaError_t e = cudaPointerGetAttributes(&attributes, reinterpret_cast<void*>(address));
-      if (e != cudaSuccess || attributes.type != cudaMemoryTypeDevice) {
-        cudaGetLastError();
-        return Status::failure(
-            "tilewise copy_engine: not implemented across processes (MPI mode): rank " +
-            std::to_string(r) + "'s buffers are not addressable from this process; run the "
-            "ranks as threads of one process");
-      }
-    }
-  }
   return Status::success();
 }
 
@@ -134,6 +153,7 @@ Status OwnerDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m
   OVERLAPSIM_TRY(zeroed(arrived_, flags));
   OVERLAPSIM_TRY(zeroed(done_, flags));
   OVERLAPSIM_TRY(zeroed(timed_out_, sizeof(int)));
+  OVERLAPSIM_TRY(zeroed(signal_source_, sizeof(std::uint32_t)));
   // Two parities × world slots × one part.
   OVERLAPSIM_TRY(recv_.allocate(2 * static_cast<std::size_t>(comm->world) *
                                 static_cast<std::size_t>(plan_.part_elems) * kElementBytes));
@@ -142,42 +162,30 @@ Status OwnerDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m
   OVERLAPSIM_TRY(preload_signal_wait());
   OVERLAPSIM_TRY(preload_unpermute_kernels());
 
-  {
-    // Every rank's GPU first (shifted by one so that 0 stays "none"), then peer access,
-    // then the buffer addresses (whose check needs the access).
-    std::vector<double> slots(static_cast<std::size_t>(comm->world), 0.0);
-    slots[static_cast<std::size_t>(comm->rank)] = static_cast<double>(device + 1);
-    cudaStream_t stream = nullptr;
-    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    const Status s = allreduce_host(*comm_, stream, slots, ncclSum);
-    cudaStreamDestroy(stream);
-    OVERLAPSIM_TRY(s);
-    peers_.assign(static_cast<std::size_t>(comm->world), Peer{});
-    for (int r = 0; r < comm->world; ++r)
-      peers_[static_cast<std::size_t>(r)].device =
-          static_cast<int>(slots[static_cast<std::size_t>(r)]) - 1;
-  }
-  for (int r = 0; r < comm->world; ++r) {
-    if (r == comm->rank) continue;
-    const int peer_device = peers_[static_cast<std::size_t>(r)].device;
-    if (peer_device == device)
-      return Status::failure("tilewise copy_engine: ranks " + std::to_string(comm->rank) +
-                             " and " + std::to_string(r) + " share GPU " +
-                             std::to_string(device) + "; one GPU per rank is needed");
-    OVERLAPSIM_TRY(enable_peer_access(device, peer_device));
-  }
-  std::vector<std::uint64_t> mine = {reinterpret_cast<std::uint64_t>(recv_.data()),
-                                     reinterpret_cast<std::uint64_t>(arrived_.data()),
-                                     reinterpret_cast<std::uint64_t>(done_.data())};
-  std::vector<std::vector<std::uint64_t>> all;
-  OVERLAPSIM_TRY(exchange_pointers(mine, &all));
+  std::vector<std::vector<void*>> all;
+  OVERLAPSIM_TRY(connect_peers(*comm, {recv_.data(), arrived_.data(), done_.data()}, &all));
+  peers_.assign(static_cast<std::size_t>(comm->world), Peer{});
   for (int r = 0; r < comm->world; ++r) {
     Peer& peer = peers_[static_cast<std::size_t>(r)];
-    peer.recv = reinterpret_cast<char*>(all[static_cast<std::size_t>(r)][0]);
-    peer.arrived = reinterpret_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][1]);
-    peer.done = reinterpret_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][2]);
+    peer.recv = static_cast<char*>(all[static_cast<std::size_t>(r)][0]);
+    peer.arrived = static_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][1]);
+    peer.done = static_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][2]);
   }
   CUDA_CHECK(cudaDeviceSynchronize());
+  return Status::success();
+}
+
+Status OwnerDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream) {
+  if (!copy_signal_) {
+    const Status direct = enqueue_write_value(peer_flag, epoch, stream);
+    if (direct.ok) return direct;
+    // A driver that refuses stream writes to peer memory: write the epoch locally, then
+    // let the copy engine carry those 4 bytes (stream order keeps them after the data).
+    copy_signal_ = true;
+  }
+  OVERLAPSIM_TRY(enqueue_write_value(signal_source_.as<std::uint32_t>(), epoch, stream));
+  CUDA_CHECK(cudaMemcpyAsync(peer_flag, signal_source_.data(), sizeof(std::uint32_t),
+                             cudaMemcpyDeviceToDevice, stream));
   return Status::success();
 }
 
@@ -232,11 +240,10 @@ Status OwnerDesign::make_gemm(const void* a, const void* b, void* p, int parity,
 Status OwnerDesign::prepare(const void* a, const void* b, void* p) {
   if (comm_ == nullptr) return Status::failure("tilewise copy_engine: prepare() before initialize()");
   if (op_ == CollectiveOp::AllReduce && comm_->world > 1 && !peer_p_.count(p)) {
-    std::vector<std::uint64_t> mine = {reinterpret_cast<std::uint64_t>(p)};
-    std::vector<std::vector<std::uint64_t>> all;
-    OVERLAPSIM_TRY(exchange_pointers(mine, &all));
+    std::vector<std::vector<void*>> all;
+    OVERLAPSIM_TRY(connect_peers(*comm_, {p}, &all));
     std::vector<char*> ps;
-    for (const auto& r : all) ps.push_back(reinterpret_cast<char*>(r[0]));
+    for (const auto& r : all) ps.push_back(static_cast<char*>(r[0]));
     peer_p_.emplace(p, ps);
   }
   const auto key = std::make_tuple(a, b, p);
@@ -277,7 +284,7 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
                   static_cast<std::size_t>(rank) * part_bytes +
                   static_cast<std::size_t>(group.relative_begin_elems) * kElementBytes;
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
-      OVERLAPSIM_TRY(enqueue_write_value(to.arrived + rank * G + group.index, epoch, comm_stream));
+      OVERLAPSIM_TRY(signal_peer(to.arrived + rank * G + group.index, epoch, comm_stream));
       continue;
     }
     // Phase 2 (allreduce): the reduced own group to every peer's P, where that peer keeps
@@ -288,8 +295,8 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
       char* dst = ps[static_cast<std::size_t>(d)] +
                   (plan_.part_begin_on(d, rank) + group.relative_begin_elems) * kElementBytes;
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
-      OVERLAPSIM_TRY(enqueue_write_value(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index,
-                                         epoch, comm_stream));
+      OVERLAPSIM_TRY(
+          signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index, epoch, comm_stream));
     }
   }
   // The result is complete once every peer's copies into our buffers have landed.

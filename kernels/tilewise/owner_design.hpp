@@ -47,6 +47,12 @@
 
 namespace overlapsim::kernels::tilewise {
 
+// Collective: enables peer access from this GPU to every other rank's and exchanges
+// `mine` (device pointers, same count on every rank); all[r] are rank r's. Fails with "not
+// implemented" when the ranks are not threads of one process (MPI mode) or share a GPU.
+Status connect_peers(CommHandle& comm, const std::vector<void*>& mine,
+                     std::vector<std::vector<void*>>* all);
+
 struct OwnerOptions {
   int groups_per_part = 2;
   int group_m = gemm::GemmConfig::kDefaultGroupM;
@@ -86,10 +92,11 @@ class OwnerDesign {
     std::uint32_t* done = nullptr;
     int device = -1;
   };
-  Status exchange_pointers(std::vector<std::uint64_t>& mine, std::vector<std::vector<std::uint64_t>>* all);
   Status make_gemm(const void* a, const void* b, void* p, int parity, bool reduce,
                    std::unique_ptr<gemm::OwnGemm>* out);
   char* recv_half(int parity) const;
+  // Writes `epoch` into a peer's flag after everything before it on `stream`.
+  Status signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream);
 
   CommHandle* comm_ = nullptr;
   CollectiveOp op_ = CollectiveOp::AllReduce;
@@ -99,6 +106,8 @@ class OwnerDesign {
   OwnerPlan plan_;
   DeviceBuffer tile_offsets_, tile_groups_, tile_arrival_, out_offsets_;
   DeviceBuffer counters_, arrived_, done_, recv_, timed_out_;
+  DeviceBuffer signal_source_;  // the epoch, when flags travel by copy (signal_peer)
+  bool copy_signal_ = false;    // the driver refused a stream write to peer memory
   std::vector<Peer> peers_;                     // [world], own entry unused
   std::map<void*, std::vector<char*>> peer_p_;  // allreduce: every rank's P for our P
   std::map<std::tuple<const void*, const void*, void*>,

@@ -23,14 +23,17 @@ TuningEntry read_entry(const config::ConfigNode& node) {
   e.key.n = node.get_positive_int("n");
   e.key.k = node.get_positive_int("k");
   e.key.world = static_cast<int>(node.get_positive_int("world"));
-  e.key.collective = node.get_enum("collective", {"allreduce", "reducescatter", "alltoall"});
+  e.key.collective = node.get_enum(
+      "collective", {"allreduce", "reducescatter", "alltoall",
+                     // transport copy_engine (owner_design.hpp): partition = groups per part
+                     "allreduce_ce", "reducescatter_ce", "alltoall_ce"});
   const std::string text = node.child("partition").as_string();
   auto partition = parse_partition(text);
   if (!partition) node.fail_key("partition", "expected waves per group such as 1+2+4+8");
   e.partition = *partition;
   e.comm_sms = static_cast<int>(node.get_int("comm_sms", 0));
   if (e.comm_sms < 0 || e.comm_sms > 128) node.fail_key("comm_sms", "expected 0..128 SMs");
-  e.wait = node.get_enum("wait", {"kernel", "stream_memop"}, "kernel");
+  e.wait = node.get_enum("wait", {"kernel", "stream_memop", "copy_engine"}, "kernel");
   e.time_s = node.get_double("time_s", 0);
   e.predicted_s = node.get_double("predicted_s", 0);
   e.search = node.get_string("search", "");

@@ -589,6 +589,7 @@ struct Variant {
   int comm_sms;
   std::vector<int> waves;  // empty: one group per wave
   int repetitions;
+  int copy_engine_groups = 0;  // > 0: transport copy_engine with this many groups a part
 };
 
 gemm::DType gemm_type() { return gemm::DType::kBf16; }
@@ -638,12 +639,21 @@ Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::
       comm = &limited.at(v.comm_sms);
     }
     TilewiseDesign d;
-    TilewiseOptions o;
-    o.wait = v.wait;
-    o.comm_sms = v.comm_sms;
-    o.group_waves = v.waves;
-    o.wait_timeout_s = 20;
-    OVERLAPSIM_TRY(d.initialize(comm, op, m, n, k, DType::BF16, o));
+    OwnerDesign owner;
+    const bool ce = v.copy_engine_groups > 0;
+    if (ce) {
+      OwnerOptions o;
+      o.groups_per_part = v.copy_engine_groups;
+      o.wait_timeout_s = 20;
+      OVERLAPSIM_TRY(owner.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
+    } else {
+      TilewiseOptions o;
+      o.wait = v.wait;
+      o.comm_sms = v.comm_sms;
+      o.group_waves = v.waves;
+      o.wait_timeout_s = 20;
+      OVERLAPSIM_TRY(d.initialize(comm, op, m, n, k, DType::BF16, o));
+    }
     for (int rep = 0; rep < v.repetitions; ++rep, ++rep_seed) {
       OVERLAPSIM_TRY(fill_random(a.data(), m * k, DType::BF16, seed * 7919 + rep_seed * 31 + rank * 2, s));
       OVERLAPSIM_TRY(fill_random(b.data(), n * k, DType::BF16, seed * 7919 + rep_seed * 31 + rank * 2 + 1, s));
@@ -652,8 +662,13 @@ Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::
       OVERLAPSIM_TRY(poison(p.data(), mn, s));
       OVERLAPSIM_TRY(poison(r.data(), mn, s));
       OVERLAPSIM_TRY(poison(out.data(), mn, s));
-      OVERLAPSIM_TRY(d.run(a.data(), b.data(), p.data(), r.data(), s, ctx.comm_stream));
-      OVERLAPSIM_TRY(d.unpermute(p.data(), r.data(), out.data(), s));
+      if (ce) {
+        OVERLAPSIM_TRY(owner.run(a.data(), b.data(), p.data(), s, ctx.comm_stream));
+        OVERLAPSIM_TRY(owner.unpermute(p.data(), out.data(), s));
+      } else {
+        OVERLAPSIM_TRY(d.run(a.data(), b.data(), p.data(), r.data(), s, ctx.comm_stream));
+        OVERLAPSIM_TRY(d.unpermute(p.data(), r.data(), out.data(), s));
+      }
       OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "tilewise test"));
       std::uint64_t diff = 0, bad = 0;
       const void* expected = op == CollectiveOp::AllReduce ? nat.data() : nat_out.data();
@@ -661,6 +676,10 @@ Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::
       OVERLAPSIM_TRY(count_nonfinite(out.data(), out_elems, DType::BF16, s, &bad));
       *bit_diff += diff;
       *unwritten += bad;
+    }
+    if (ce) {
+      OVERLAPSIM_TRY(owner.check_waits());
+      continue;
     }
     OVERLAPSIM_TRY(d.check_waits());
   }
@@ -731,12 +750,95 @@ TEST(TilewiseDesignGpu, AllToAllBitIdenticalToOwnGemmThenNccl) {
   run_design_case(CollectiveOp::AllToAll, {{2048, 1536, 512}, {1024, 700, 300}}, variants);
 }
 
+// Transport copy_engine: rank-rotated GEMM, copy-engine peer copies, reduction in the
+// epilogue. 2 ranks: bit for bit against own GEMM + NCCL (100 repetitions with one group a
+// part, then 2 and 3 groups), irregular N and K included.
+std::vector<Variant> copy_engine_variants() {
+  return {{WaitMode::StreamMemOp, 0, {}, 100, 1},
+          {WaitMode::StreamMemOp, 0, {}, 10, 2},
+          {WaitMode::StreamMemOp, 0, {}, 5, 3}};
+}
+
+TEST(TilewiseCopyEngineGpu, AllReduceBitIdenticalToOwnGemmThenNccl) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  run_design_case(CollectiveOp::AllReduce, {{1024, 1536, 512}, {2048, 700, 300}, {2048, 2048, 777}},
+                  copy_engine_variants());
+}
+
+TEST(TilewiseCopyEngineGpu, ReduceScatterBitIdenticalToOwnGemmThenNccl) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  run_design_case(CollectiveOp::ReduceScatter, {{2048, 1536, 512}, {1024, 700, 300}, {2048, 2048, 777}},
+                  copy_engine_variants());
+}
+
+TEST(TilewiseCopyEngineGpu, AllToAllBitIdenticalToOwnGemmThenNccl) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  run_design_case(CollectiveOp::AllToAll, {{2048, 1536, 512}, {1024, 700, 300}}, copy_engine_variants());
+}
+
+// 200 calls back to back with no host synchronisation (epoch flags, receive buffers by
+// parity), alternating two input sets; the last result must be exact, for each collective.
+TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  const std::int64_t m = 2048, n = 2048, k = 512;
+  const int world = visible_gpu_count();
+  const std::uint64_t seed = fresh_seed();
+  HarnessOptions harness;
+  harness.blocking_comms = true;
+  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {
+    std::vector<std::uint64_t> diff(static_cast<std::size_t>(world), 1);
+    const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
+      cudaStream_t s = ctx.compute_stream;
+      const std::size_t mn = m * n, per_rank = mn / ctx.comm.world;
+      DeviceBuffer a[2], b, p, nat, nat_out, out;
+      for (auto& x : a) OVERLAPSIM_TRY(x.allocate(m * k * 2));
+      OVERLAPSIM_TRY(b.allocate(n * k * 2));
+      OVERLAPSIM_TRY(p.allocate(mn * 2));
+      OVERLAPSIM_TRY(nat.allocate(mn * 2));
+      OVERLAPSIM_TRY(nat_out.allocate(mn * 2));
+      OVERLAPSIM_TRY(out.allocate(mn * 2));
+      for (int i = 0; i < 2; ++i)
+        OVERLAPSIM_TRY(fill_random(a[i].data(), m * k, DType::BF16, seed + 10 * ctx.comm.rank + i, s));
+      OVERLAPSIM_TRY(fill_random(b.data(), n * k, DType::BF16, seed + 99 + ctx.comm.rank, s));
+      OwnerDesign d;
+      OwnerOptions o;
+      o.groups_per_part = 2;
+      o.wait_timeout_s = 30;
+      OVERLAPSIM_TRY(d.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
+      for (int i = 0; i < 200; ++i)
+        OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), p.data(), s, ctx.comm_stream));
+      OVERLAPSIM_TRY(d.unpermute(p.data(), out.data(), s));
+      gemm::OwnGemm own;
+      OVERLAPSIM_TRY(own.initialize({m, n, k, gemm_type(), a[1].data(), b.data(), nat.data()}));
+      OVERLAPSIM_TRY(own.run(s));
+      if (op == CollectiveOp::AllReduce) {
+        OVERLAPSIM_TRY(all_reduce(ctx.comm, nat.data(), nat.data(), mn, DType::BF16, s));
+      } else if (op == CollectiveOp::ReduceScatter) {
+        OVERLAPSIM_TRY(reduce_scatter(ctx.comm, nat.data(), nat_out.data(), per_rank, DType::BF16, s));
+      } else {
+        OVERLAPSIM_TRY(all_to_all(ctx.comm, nat.data(), per_rank, nat_out.data(), per_rank, per_rank,
+                                  DType::BF16, s));
+      }
+      OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "copy-engine stress"));
+      OVERLAPSIM_TRY(d.check_waits());
+      const void* expected = op == CollectiveOp::AllReduce ? nat.data() : nat_out.data();
+      const std::size_t count = op == CollectiveOp::ReduceScatter ? per_rank : mn;
+      return count_mismatches(out.data(), expected, count, DType::BF16, 0, 0, s,
+                              &diff[static_cast<std::size_t>(ctx.comm.rank)]);
+    });
+    ASSERT_TRUE(status.ok) << to_string(op) << ": " << status.message;
+    for (auto d : diff) EXPECT_EQ(d, 0u) << to_string(op);
+  }
+}
+
 // One rank, small shapes: what compute-sanitizer (racecheck, synccheck) runs on the GPU
 // machine; also covers world = 1.
 TEST(TilewiseDesignGpu, SingleRankSmallShapes) {
   OVERLAPSIM_REQUIRE_GPUS(1);
   run_design_case(CollectiveOp::AllReduce, {{512, 768, 256}, {300, 517, 100}},
                   {{WaitMode::Kernel, 16, {}, 2}, {WaitMode::StreamMemOp, 0, {}, 2}}, 1);
+  run_design_case(CollectiveOp::ReduceScatter, {{512, 768, 256}, {256, 517, 100}},
+                  {{WaitMode::StreamMemOp, 0, {}, 2, 2}}, 1);
 }
 
 // 200 overlapped calls back to back with no host synchronisation, alternating two input

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# One device call for issue 5 with both tile-wise transports (nccl, copy_engine) on
+# 2 x H200: GPU tests (copy-engine design first), the rotated-order GEMM tests, the
+# tilewise_ce suite, the PyTorch peers, optionally compute-sanitizer, and the summary.
+#   benchmarks/gpu/run_tilewise_ce.sh [suite.yaml]
+# Binaries: .carry_tilewise_ce/{bin,lib} built on the workstation (carry it), else a
+# kernels-only build here. Results in $OUT: log.txt tests.txt tilewise_ce.csv
+# tilewise_ce_detail.csv tilewise_ce_tuning.yaml tilewise_ce_summary.csv torch.csv.
+# Every step has its own time limit (env TEST_TIMEOUT, BENCH_TIMEOUT, TORCH_TIMEOUT,
+# SANITIZER=1 to run compute-sanitizer, TEST_FILTER to choose the tests).
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0,1}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+OUT="${OUT:-/tmp/overlapsim-out}"
+mkdir -p "$OUT"
+suite="${1:-benchmarks/suites/tilewise_ce.yaml}"
+log="$OUT/log.txt"
+step() { echo "=== $(date +%T) $*" | tee -a "$log"; }
+
+step "machine"
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+  nvidia-smi topo -m
+} >>"$log" 2>&1
+
+nccl_lib="$(find /usr/lib/x86_64-linux-gnu /usr/local/cuda*/lib* /usr/local/lib /opt -name 'libnccl.so.2*' 2>/dev/null | head -1)"
+echo "nccl lib: $nccl_lib" >>"$log"
+export LD_LIBRARY_PATH="$(dirname "${nccl_lib:-/x/x}"):/usr/local/cuda/lib64:$root/.carry_tilewise_ce/lib:${LD_LIBRARY_PATH:-}"
+bench="$root/.carry_tilewise_ce/bin/overlap-bench"
+test_bin="$root/.carry_tilewise_ce/bin/tilewise_test"
+gemm_test="$root/.carry_tilewise_ce/bin/own_gemm_test"
+if ! "$test_bin" --gtest_list_tests >/dev/null 2>>"$log"; then
+  step "carried binaries do not run here: building"
+  nccl_header="$(find /usr/local/cuda*/include /usr/include /opt -name nccl.h 2>/dev/null | head -1)"
+  timeout 200 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DOVERLAPSIM_KERNELS_ONLY=ON -DOVERLAPSIM_NCCL_INCLUDE="$(dirname "$nccl_header")" \
+    -DOVERLAPSIM_NCCL_LIB="$nccl_lib" >>"$log" 2>&1 &&
+    timeout 200 cmake --build build-gpu -j "$(nproc)" --target overlap-bench tilewise_test \
+      own_gemm_test >>"$log" 2>&1
+  echo "build rc=$?" | tee -a "$log"
+  bench=build-gpu/kernels/bench/overlap-bench
+  test_bin=build-gpu/tests/kernels/tilewise_test
+  gemm_test=build-gpu/tests/kernels/own_gemm_test
+fi
+ldd "$bench" | grep -E "not found|nccl|yaml|fmt" >>"$log" 2>&1
+for pat in HGMMA 'LDL|STL' BAR.ARV; do
+  echo "sass $pat: $(cuobjdump -sass "$test_bin" 2>/dev/null | grep -cE "$pat")" >>"$log"
+done
+
+step "tests"
+export CUDA_MODULE_LOADING=EAGER
+filter="${TEST_FILTER:-TilewiseCopyEngineGpu.*:TilewiseOwner*:TilewiseDesignGpu.SingleRank*:TilewiseLayoutKernels.*:TilewiseColdStart.*}"
+timeout "${TEST_TIMEOUT:-100}" "$test_bin" --gtest_brief=1 --gtest_filter="$filter" >>"$OUT/tests.txt" 2>&1
+echo "tilewise_test ($filter) rc=$?" | tee -a "$OUT/tests.txt" "$log"
+timeout 40 "$gemm_test" --gtest_brief=1 \
+  --gtest_filter='TileOrder.*:OwnGemmArgs.*:OwnGemm.DeviceTileOrder*:OwnGemm.DeviceRotated*:OwnGemm.Remapped*:OwnGemm.SignalNever*:OwnGemm.Deferred*' \
+  >>"$OUT/tests.txt" 2>&1
+echo "own_gemm_test (scheduler subset) rc=$?" | tee -a "$OUT/tests.txt" "$log"
+
+step "overlap-bench $suite"
+export OVERLAPSIM_TILEWISE_COMM_SMS="${OVERLAPSIM_TILEWISE_COMM_SMS:-16}"
+export OVERLAPSIM_TILEWISE_WAIT="${OVERLAPSIM_TILEWISE_WAIT:-kernel}"
+export OVERLAPSIM_TILEWISE_KEEP="${OVERLAPSIM_TILEWISE_KEEP:-3}"
+export OVERLAPSIM_TILEWISE_EXHAUSTIVE="${OVERLAPSIM_TILEWISE_EXHAUSTIVE:-4}"
+OVERLAPSIM_TILEWISE_DETAIL="$OUT/tilewise_ce_detail.csv" \
+OVERLAPSIM_TILEWISE_CACHE="$OUT/tilewise_ce_tuning.yaml" \
+  timeout "${BENCH_TIMEOUT:-200}" "$bench" --suite "$suite" --timeout 30s \
+  --output "$OUT/tilewise_ce.csv" >"$OUT/bench_stdout.txt" 2>>"$log"
+echo "overlap-bench rc=$?" | tee -a "$log"
+[[ -f $OUT/tilewise_ce.csv ]] || cp "$OUT/bench_stdout.txt" "$OUT/tilewise_ce.csv"
+rm -f "$OUT/bench_stdout.txt"
+
+if [[ ${TORCH_TIMEOUT:-45} -gt 0 ]]; then
+  step "torch peers (fused_matmul_reduce_scatter and friends)"
+  PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-45}" torchrun --standalone --nproc-per-node 2 \
+    benchmarks/peers/torch_overlap.py --chunks 2 --iterations 20 --output "$OUT/torch.csv" >>"$log" 2>&1
+  echo "torch rc=$?" | tee -a "$log"
+fi
+
+if [[ ${SANITIZER:-0} == 1 ]]; then
+  step "compute-sanitizer (one GPU, small shapes, both transports)"
+  for tool in racecheck synccheck; do
+    CUDA_VISIBLE_DEVICES=0 timeout "${SANITIZER_TIMEOUT:-40}" compute-sanitizer --tool "$tool" \
+      --print-limit 20 "$test_bin" --gtest_filter='TilewiseDesignGpu.SingleRank*' --gtest_brief=1 \
+      >"$OUT/sanitizer_$tool.tmp" 2>&1
+    rc=$?
+    { echo "### compute-sanitizer --tool $tool (rc=$rc)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" "$OUT/sanitizer_$tool.tmp" | head -40; } | tee -a "$log" >>"$OUT/tests.txt"
+    rm -f "$OUT/sanitizer_$tool.tmp"
+  done
+fi
+
+step "summary"
+python3 benchmarks/gpu/summarize_tilewise.py "$OUT/tilewise_ce.csv" "$OUT/tilewise_ce_detail.csv" \
+  --torch "$OUT/torch.csv" --output "$OUT/tilewise_ce_summary.csv" 2>&1 | tee -a "$log"
+step "done"
