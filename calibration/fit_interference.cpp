@@ -46,9 +46,9 @@ Design parse_design(const Measurement& r) {
   const bool gemm_victim = d.victim == "gemm" && is_collective_op(d.other);
   const bool coll_victim = is_collective_op(d.victim) && d.other == "gemm";
   if (!gemm_victim && !coll_victim)
-    throw config::ConfigError(fmt::format(
-        "{}:1: design: '{}' (expected gemm|<collective> or <collective>|gemm)", r.where(),
-        r.design));
+    throw config::ConfigError(
+        fmt::format("{}:1: design: '{}' (expected gemm|<collective> or <collective>|gemm)",
+                    r.where(), r.design));
   return d;
 }
 
@@ -76,8 +76,8 @@ void fit_interference(const FitData& data, FitOutput& out) {
     if (r.op != "interference") continue;
     const Design d = parse_design(r);
     if (r.chunks < 0)
-      throw config::ConfigError(fmt::format(
-          "{}:1: chunks: {} (expected the NCCL CTA limit >= 0)", r.where(), r.chunks));
+      throw config::ConfigError(
+          fmt::format("{}:1: chunks: {} (expected the NCCL CTA limit >= 0)", r.where(), r.chunks));
     auto& slot = pairs[{d.victim, d.other, r.m, r.n, r.k, r.bytes, r.chunks}];
     (d.beside ? slot.second : slot.first) = &r;
   }
@@ -171,7 +171,8 @@ void fit_interference(const FitData& data, FitOutput& out) {
   if (!comment.empty())
     out.comments["interference"] =
         "Measured side by side (overlap-bench --op interference, alone and beside interleaved);\n"
-        "slowdown = median T_beside / T_alone over shapes and sizes at each x:\n" + comment;
+        "slowdown = median T_beside / T_alone over shapes and sizes at each x:\n" +
+        comment;
 }
 
 }  // namespace overlapsim::calibration

@@ -98,8 +98,9 @@ class InterferencePoint {
   Status run() {
     OVERLAPSIM_TRY(size_bursts());
     int next = 0;
-    OVERLAPSIM_TRY(run_for(*env_.ctx, compute(), timing_policy().warmup_s, gemm_index_,
-                           [&](int i) { return gemm_.run(i, compute()); }, &next));
+    OVERLAPSIM_TRY(run_for(
+        *env_.ctx, compute(), timing_policy().warmup_s, gemm_index_,
+        [&](int i) { return gemm_.run(i, compute()); }, &next));
     gemm_index_ = next;
     std::vector<std::vector<double>> samples(kVariants);
     OVERLAPSIM_TRY(round(0, nullptr));  // untimed: every path once at this size
@@ -148,10 +149,10 @@ class InterferencePoint {
     OVERLAPSIM_TRY(allreduce_host(env_.ctx->comm, compute(), t, ncclMax));
     gemm_s_ = std::max(summarize({t[0], t[1], t[2]}).median_s, 1e-7);
     coll_s_ = std::max(summarize({t[3], t[4], t[5]}).median_s, 1e-7);
-    gemm_burst_ = std::clamp(static_cast<int>(std::ceil(kBurstWindowS / gemm_s_)), kMinBurst,
-                             kMaxBurst);
-    coll_burst_ = std::clamp(static_cast<int>(std::ceil(kBurstWindowS / coll_s_)), kMinBurst,
-                             kMaxBurst);
+    gemm_burst_ =
+        std::clamp(static_cast<int>(std::ceil(kBurstWindowS / gemm_s_)), kMinBurst, kMaxBurst);
+    coll_burst_ =
+        std::clamp(static_cast<int>(std::ceil(kBurstWindowS / coll_s_)), kMinBurst, kMaxBurst);
     // +2: the leading one (finished before the victim starts) and one spare.
     colls_beside_ = static_cast<int>(std::ceil(kCoverMargin * gemm_burst_ * gemm_s_ / coll_s_)) + 2;
     gemms_beside_ = static_cast<int>(std::ceil(kCoverMargin * coll_burst_ * coll_s_ / gemm_s_)) + 2;
@@ -199,7 +200,9 @@ class InterferencePoint {
     OVERLAPSIM_TRY(create_events(&coll_beside, 2 * coll_burst_));
     // 0: comm lead, 1: comm end, 2: compute lead, 3: compute end, 4..8: joins
     OVERLAPSIM_TRY(create_events(&marks, 9));
-    const auto gemm_on = [&](cudaStream_t s) { return [this, s] { return gemm_.run(gemm_index_++, s); }; };
+    const auto gemm_on = [&](cudaStream_t s) {
+      return [this, s] { return gemm_.run(gemm_index_++, s); };
+    };
     const auto coll_on = [&](cudaStream_t s) { return [this, s] { return collective(s); }; };
     for (int step = 0; step < kVariants; ++step) {
       switch ((r + step) % kVariants) {
@@ -222,7 +225,8 @@ class InterferencePoint {
           OVERLAPSIM_TRY(join(comm_stream(), compute(), marks[6]));
           // Untimed first call: it absorbs the ranks' skew, so no sample waits for a peer.
           OVERLAPSIM_TRY(collective(comm_stream()));
-          OVERLAPSIM_TRY(timed_burst(comm_stream(), coll_alone, coll_burst_, coll_on(comm_stream())));
+          OVERLAPSIM_TRY(
+              timed_burst(comm_stream(), coll_alone, coll_burst_, coll_on(comm_stream())));
           OVERLAPSIM_TRY(join(compute(), comm_stream(), marks[7]));
           break;
         case kCollBeside:
@@ -230,7 +234,8 @@ class InterferencePoint {
           // join of the comm stream), the collectives wait for the first one to finish.
           OVERLAPSIM_TRY(gemm_.run(gemm_index_++, compute()));
           CUDA_CHECK(cudaEventRecord(marks[2].get(), compute()));
-          for (int i = 1; i < gemms_beside_; ++i) OVERLAPSIM_TRY(gemm_.run(gemm_index_++, compute()));
+          for (int i = 1; i < gemms_beside_; ++i)
+            OVERLAPSIM_TRY(gemm_.run(gemm_index_++, compute()));
           CUDA_CHECK(cudaEventRecord(marks[3].get(), compute()));
           CUDA_CHECK(cudaStreamWaitEvent(comm_stream(), marks[2].get(), 0));
           OVERLAPSIM_TRY(collective(comm_stream()));  // untimed: absorbs the ranks' skew
@@ -333,13 +338,14 @@ class InterferencePoint {
       const bool gemm_victim = v == kGemmAlone || v == kGemmBeside;
       const bool beside = v == kGemmBeside || v == kCollBeside;
       if (uncovered_[v] > 0 && env_.rank() == 0)
-        std::fprintf(stderr,
-                     "overlap-bench: interference %lldx%lldx%lld %s %llu B ctas %d: %d %s sample(s) "
-                     "not covered by the other stream, dropped\n",
-                     static_cast<long long>(gemm_.shape.m), static_cast<long long>(gemm_.shape.n),
-                     static_cast<long long>(gemm_.shape.k), coll.c_str(),
-                     static_cast<unsigned long long>(counts_.bytes), ctas_, uncovered_[v],
-                     gemm_victim ? "GEMM" : "collective");
+        std::fprintf(
+            stderr,
+            "overlap-bench: interference %lldx%lldx%lld %s %llu B ctas %d: %d %s sample(s) "
+            "not covered by the other stream, dropped\n",
+            static_cast<long long>(gemm_.shape.m), static_cast<long long>(gemm_.shape.n),
+            static_cast<long long>(gemm_.shape.k), coll.c_str(),
+            static_cast<unsigned long long>(counts_.bytes), ctas_, uncovered_[v],
+            gemm_victim ? "GEMM" : "collective");
       if (s.empty()) {
         if (env_.rank() == 0)
           std::fprintf(stderr, "overlap-bench: interference: no covered sample, no row\n");
@@ -420,8 +426,8 @@ Status allocate_all(BenchEnv& env, const BenchCase& c,
   std::size_t send_count = 0, recv_count = 0;
   for (const std::string& name : c.collectives)
     for (std::uint64_t bytes : c.bytes) {
-      const CollectiveCounts k = collective_counts(*parse_collective_op(name), bytes, c.dtype,
-                                                   env.world());
+      const CollectiveCounts k =
+          collective_counts(*parse_collective_op(name), bytes, c.dtype, env.world());
       send_count = std::max(send_count, k.send);
       recv_count = std::max(recv_count, k.recv);
     }

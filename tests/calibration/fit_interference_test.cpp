@@ -50,8 +50,8 @@ std::string interference_rows() {
     }
   // reducescatter measured no slower beside the GEMM (0.97): written as 1.
   csv += bench_row("interference", "reducescatter|gemm:alone", 4096, 8192, 4096, 8 << 20, 8, 1e-4);
-  csv += bench_row("interference", "reducescatter|gemm:beside", 4096, 8192, 4096, 8 << 20, 8,
-                   0.97e-4);
+  csv +=
+      bench_row("interference", "reducescatter|gemm:beside", 4096, 8192, 4096, 8 << 20, 8, 0.97e-4);
   return csv;
 }
 
@@ -131,7 +131,8 @@ TEST(FitInterference, UnpairedRowsAreListedNotUsed) {
   ASSERT_EQ(r.profile.interference.compute_under_comm.size(), 1u);
   EXPECT_EQ(r.profile.interference.compute_under_comm[0].points.size(), 1u);
   bool listed = false;
-  for (const auto& n : r.notes) listed = listed || n.find("without its alone row") != std::string::npos;
+  for (const auto& n : r.notes)
+    listed = listed || n.find("without its alone row") != std::string::npos;
   EXPECT_TRUE(listed);
 }
 
@@ -155,8 +156,7 @@ TEST(FitInterference, BadDesignOrColumnsAreErrorsNamingTheRow) {
   EXPECT_NE(bad_half.find("<victim>|<other>:<alone|beside>"), std::string::npos) << bad_half;
   const std::string bad_pair =
       error_of(bench_row("interference", "gemm|gemv:alone", 1, 1, 1, 8, 4, 1e-3));
-  EXPECT_NE(bad_pair.find("gemm|<collective> or <collective>|gemm"), std::string::npos)
-      << bad_pair;
+  EXPECT_NE(bad_pair.find("gemm|<collective> or <collective>|gemm"), std::string::npos) << bad_pair;
   // A file without the chunks column (where the CTA limit lives) is refused by the reader.
   const std::string no_chunks = error_of(
       "NVIDIA H200,580.159.04,13.0,2.28.3,2,interference,gemm|allreduce:alone,bf16,1,1,1,8,"

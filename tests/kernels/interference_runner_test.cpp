@@ -2,13 +2,14 @@
 // rows (GEMM and collective, alone and beside), in order, with the CTA limit in `chunks`,
 // correct results, positive times, and the beside rows no faster than their alone rows
 // beyond noise. Blocking communicators, like the benchmark.
+#include "kernels/bench/interference_runner.hpp"
+
 #include <gtest/gtest.h>
 
 #include <mutex>
 #include <vector>
 
 #include "kernels/bench/bench_env.hpp"
-#include "kernels/bench/interference_runner.hpp"
 #include "kernels/bench/timing.hpp"
 #include "tests/kernels/gpu_test_support.hpp"
 
