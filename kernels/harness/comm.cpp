@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "kernels/harness/device_buffer.hpp"
@@ -22,6 +24,20 @@ bool peer_has_failed(const CommHandle& handle) {
 
 // Stream drains: a short sleep (the timed region has already been enqueued).
 void pause_briefly() { std::this_thread::sleep_for(std::chrono::microseconds(50)); }
+
+// OVERLAPSIM_TRACE=1: every stream wait and rendezvous says on stderr which rank starts it,
+// so a run that hangs (and is killed before its deadline) still shows where each rank was.
+void trace(const CommHandle& handle, const char* kind, const char* what) {
+  static const bool enabled = [] {
+    const char* v = std::getenv("OVERLAPSIM_TRACE");
+    return v != nullptr && *v != '\0' && *v != '0';
+  }();
+  if (!enabled) return;
+  static const Clock::time_point start = Clock::now();
+  std::fprintf(stderr, "[trace %.6f s] rank %d %s: %s\n",
+               std::chrono::duration<double>(Clock::now() - start).count(), handle.rank, kind,
+               what);
+}
 
 }  // namespace
 
@@ -59,6 +75,7 @@ Status nccl_settle(CommHandle& handle, ncclResult_t result, const char* where) {
 }
 
 Status wait_stream(CommHandle& handle, cudaStream_t stream, const char* what) {
+  trace(handle, "wait", what);
   cudaEvent_t done = nullptr;
   CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   cudaError_t record = cudaEventRecord(done, stream);
@@ -103,6 +120,7 @@ Status wait_stream(CommHandle& handle, cudaStream_t stream, const char* what) {
 Status quiesce(CommHandle& handle, std::initializer_list<cudaStream_t> streams, const char* what) {
   for (cudaStream_t stream : streams) OVERLAPSIM_TRY(wait_stream(handle, stream, what));
   if (handle.barrier == nullptr) return Status::success();
+  trace(handle, "rendezvous", what);
   switch (handle.barrier->arrive_and_wait(handle.timeout_s, handle.peer_failed)) {
     case RankBarrier::Outcome::Passed:
       return Status::success();

@@ -38,7 +38,9 @@ Status abort_comm(CommHandle& handle, const std::string& reason);
 // Turns the result of a NCCL call into a Status; ncclInProgress is waited out.
 Status nccl_settle(CommHandle& handle, ncclResult_t result, const char* where);
 
-// Waits for the work enqueued so far on `stream` (and for NCCL's async errors).
+// Waits for the work enqueued so far on `stream` (and for NCCL's async errors). With
+// OVERLAPSIM_TRACE=1 in the environment, this and quiesce() print "[trace T s] rank R
+// wait|rendezvous: <what>" on stderr as they start (where a hung run's ranks were).
 Status wait_stream(CommHandle& handle, cudaStream_t stream, const char* what);
 
 // Drains `streams` of this rank, then meets the other rank threads at handle.barrier (just
