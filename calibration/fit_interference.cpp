@@ -151,6 +151,16 @@ void fit_interference(const FitData& data, FitOutput& out) {
           victim, median(values), values.size()));
     }
     if (ic.points.empty()) continue;
+    // A collective beside a GEMM that holds every SM (cuBLAS's persistent kernels) waits
+    // for SMs: its beside time follows the GEMM's time, not its own, so ratios at one x
+    // spread with the shapes and sizes. Say so when they do: the curve is their median.
+    const auto [lo, hi] = std::minmax_element(meas.begin(), meas.end());
+    if (!meas.empty() && *hi > 2 * *lo)
+      out.notes.push_back(fmt::format(
+          "interference {}: per-pair ratios span {:.2f} .. {:.2f}: one slowdown per x does not "
+          "describe them (see fit_error){}",
+          victim, *lo, *hi,
+          gemm ? "" : "; a collective beside a GEMM on every SM waits for SMs to free up"));
     const double err = rounded(relative_rms(pred, meas), 4);
     ic.source = {sim::SourceKind::Measured,
                  fmt::format("overlap-bench --op interference, T_beside / T_alone medians, {}",
