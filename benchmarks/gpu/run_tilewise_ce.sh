@@ -80,10 +80,10 @@ if [[ ${TORCH_TIMEOUT:-45} -gt 0 ]]; then
 fi
 
 if [[ ${SANITIZER:-0} == 1 ]]; then
-  step "compute-sanitizer (one GPU, small shapes, both transports)"
+  step "compute-sanitizer (small shapes, both transports; the copy-engine one on 2 GPUs)"
   for tool in racecheck synccheck; do
-    CUDA_VISIBLE_DEVICES=0 timeout "${SANITIZER_TIMEOUT:-40}" compute-sanitizer --tool "$tool" \
-      --print-limit 20 "$test_bin" --gtest_filter='TilewiseDesignGpu.SingleRank*' --gtest_brief=1 \
+    timeout "${SANITIZER_TIMEOUT:-60}" compute-sanitizer --tool "$tool" \
+      --print-limit 20 "$test_bin" --gtest_filter='TilewiseDesignGpu.SingleRank*:TilewiseCopyEngineGpu.SmallForSanitizer' --gtest_brief=1 \
       >"$OUT/sanitizer_$tool.tmp" 2>&1
     rc=$?
     { echo "### compute-sanitizer --tool $tool (rc=$rc)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" "$OUT/sanitizer_$tool.tmp" | head -40; } | tee -a "$log" >>"$OUT/tests.txt"

@@ -84,7 +84,7 @@ Status read_settings(TilewiseSettings* s) {
                              "' is not a transport (expected nccl and/or copy_engine)");
     }
   }
-  for (const std::string& v : split_commas(env_or("OVERLAPSIM_TILEWISE_CE_GROUPS", "1,2,4,8"))) {
+  for (const std::string& v : split_commas(env_or("OVERLAPSIM_TILEWISE_CE_GROUPS", "2,4,8,16"))) {
     char* end = nullptr;
     const long g = std::strtol(v.c_str(), &end, 10);
     if (*end != '\0' || g < 1 || g > 1024)

@@ -15,7 +15,7 @@
 //                           (once per run): the predictor's copy curve
 //   gemm/own_signal_ce      rotated own GEMM with remapped stores and signals, no waits
 //   <pair>/tilewise_ce      the best groups_per_part (chunks = groups per part) among
-//                           OVERLAPSIM_TILEWISE_CE_GROUPS (default "1,2,4,8"), checked
+//                           OVERLAPSIM_TILEWISE_CE_GROUPS (default "2,4,8,16"), checked
 //                           like the NCCL transport's row
 // Acceptance 3 (signalling alone): gemm/own_interleaved, gemm/own_signal (chunks 0) and
 // gemm/own_signal_ce (chunks 0) are timed in ONE interleaved loop. The chosen

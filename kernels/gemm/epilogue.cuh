@@ -104,6 +104,7 @@ __device__ __forceinline__ void store_packed(T* base, int64_t stride, const Tile
 // optional record of the schedule (debug). All choices are runtime pointers, uniform
 // across the CTA, so one instantiation serves every mode.
 struct StoreEpilogue {
+  static constexpr int kStoreSteps = 1;  // the whole store at once (own_gemm_sm90.cuh)
   struct Params {
     void* c = nullptr;
     const int64_t* tile_offset_elems = nullptr;
@@ -174,7 +175,8 @@ template <class T>
 __device__ __forceinline__ float2 unpack_pair(uint32_t w);
 template <>
 __device__ __forceinline__ float2 unpack_pair<__nv_bfloat16>(uint32_t w) {
-  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
+  // bf16 is the top half of an fp32: widening is a shift (exact, NaN and -0 kept).
+  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xFFFF0000u));
 }
 template <>
 __device__ __forceinline__ float2 unpack_pair<__half>(uint32_t w) {
@@ -184,7 +186,7 @@ template <class T>
 __device__ __forceinline__ float unpack_one(uint16_t b);
 template <>
 __device__ __forceinline__ float unpack_one<__nv_bfloat16>(uint16_t b) {
-  return __bfloat162float(__ushort_as_bfloat16(b));
+  return __uint_as_float(static_cast<uint32_t>(b) << 16);
 }
 template <>
 __device__ __forceinline__ float unpack_one<__half>(uint16_t b) {
@@ -285,11 +287,48 @@ __device__ __forceinline__ void add_in_place(T* base, int64_t stride, const Tile
   }
 }
 
+// A quarter (row half h, column half q) of a full 128×256 tile (row stride 256) of a
+// 2-rank reduction: out = round(float(own) + float(peer)) for this thread's share
+// (store_packed's thread → element map). The 16 peer words are loaded first (independent
+// loads in flight together), then summed and stored.
+template <class T>
+__device__ __forceinline__ void store_reduced_pair(T* out, const T* peer,
+                                                   const uint32_t (&packed)[64], int consumer,
+                                                   int h, int q) {
+  const int lane = threadIdx.x % 32;
+  const int warp = (threadIdx.x / 32) % 4;
+  const int row0 = consumer * 64 + warp * 16 + lane / 4;
+  const int col0 = 2 * (lane % 4);
+  const int64_t at = static_cast<int64_t>(row0 + 8 * h) * GemmConfig::kTileN + col0;
+  const unsigned int* src = reinterpret_cast<const unsigned int*>(peer + at);
+  uint32_t* dst = reinterpret_cast<uint32_t*>(out + at);
+  // packed[2j + h] is indexed with a runtime h and q: select with unrolled branches so the
+  // array stays in registers.
+  uint32_t theirs[16];
+#pragma unroll
+  for (int j = 0; j < 16; ++j) theirs[j] = __ldcg(src + 4 * (16 * q + j));  // 8 elements apart
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+#pragma unroll
+    for (int qq = 0; qq < 2; ++qq) {
+      if (hh != h || qq != q) continue;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const float2 a = unpack_pair<T>(packed[2 * (16 * qq + j) + hh]);
+        const float2 b = unpack_pair<T>(theirs[j]);
+        dst[4 * (16 * qq + j)] = pack_pair<T>(a.x + b.x, a.y + b.y);
+      }
+    }
+  }
+}
+
 // Named barriers 1 and 2: one per consumer warpgroup (0 is __syncthreads, 8..15 the
 // after-tile ring of own_gemm_sm90.cuh).
 constexpr uint32_t kArrivalBarrier = 1;
 
 struct OwnerEpilogue {
+  // A reduced tile's store is spread over 4 steps (one per k-block of the next tile).
+  static constexpr int kStoreSteps = 4;
   struct Params {
     void* c = nullptr;
     const int64_t* tile_offset_elems = nullptr;
@@ -338,24 +377,63 @@ struct OwnerEpilogue {
     asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
   }
 
+  // Brings the tile's table entries into L1 when its mainloop starts, so the deferred
+  // store does not wait for them.
+  static __device__ __forceinline__ void prefetch(const Params& p, int32_t tile) {
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p.tile_offset_elems + tile));
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p.tile_arrival + tile));
+  }
+
+  // Step `step` (0..kStoreSteps−1) of the tile's store. Full tiles of a 2-rank reduction
+  // do a quarter of the tile per step (the flag wait in step 0); every other tile is
+  // stored whole in step 0.
   template <class T>
-  static __device__ __forceinline__ void store(const Params& p, const TileView& t,
-                                               const uint32_t (&packed)[64], int consumer) {
+  static __device__ __forceinline__ void store_step(const Params& p, const TileView& t,
+                                                    const uint32_t (&packed)[64], int consumer,
+                                                    int step) {
     const int64_t offset = p.tile_offset_elems[t.tile];
     const int32_t group = p.tile_arrival[t.tile];
     if (group < 0) {
-      store_packed<T>(static_cast<T*>(p.c) + offset, t.valid_cols, t, packed, consumer);
+      if (step == 0)
+        store_packed<T>(static_cast<T*>(p.c) + offset, t.valid_cols, t, packed, consumer);
       return;
     }
     const int64_t rel = offset - p.own_begin_elems;
     T* out = static_cast<T*>(p.own_out) + p.own_out_begin_elems + rel;
-    if (p.reduce == 0) {
-      store_packed<T>(out, t.valid_cols, t, packed, consumer);
+    const T* peer_tile = static_cast<const T*>(p.recv) +
+                         static_cast<int64_t>(1 - p.rank) * p.part_elems + rel;
+    const bool paired = ((t.valid_cols | reinterpret_cast<uintptr_t>(out) / sizeof(T) |
+                          reinterpret_cast<uintptr_t>(peer_tile) / sizeof(T)) & 1) == 0;
+    const bool fast = p.reduce != 0 && p.world == 2 && paired &&
+                      t.valid_rows == GemmConfig::kTileM && t.valid_cols == GemmConfig::kTileN;
+    if (!fast) {
+      if (step == 0) store_general<T>(p, t, packed, consumer, group, rel, out);
       return;
     }
-    // Own values first (no wait), then the peers' terms added in place: the second pass
-    // re-reads only what this thread just stored, so it needs no registers of the tile.
+    // The common case: one peer, full tile. Each step loads 16 peer words per thread
+    // together (one memory latency, not 16: run 1 measured the own part nearly twice as
+    // slow with dependent per-word loads), sums them with the packed own values and
+    // stores once.
+    if (step == 0) wait_arrivals(p, group, consumer);
+    store_reduced_pair<T>(out, peer_tile, packed, consumer, step >> 1, step & 1);
+  }
+
+  template <class T>
+  static __device__ __forceinline__ void store(const Params& p, const TileView& t,
+                                               const uint32_t (&packed)[64], int consumer) {
+#pragma unroll 1
+    for (int step = 0; step < kStoreSteps; ++step) store_step<T>(p, t, packed, consumer, step);
+  }
+
+  // Edge tiles, more than 2 ranks, or no reduction: own values first (no wait), then the
+  // peers' terms added in place; the second pass re-reads only what this thread stored.
+  template <class T>
+  static __device__ __forceinline__ void store_general(const Params& p, const TileView& t,
+                                                       const uint32_t (&packed)[64],
+                                                       int consumer, int32_t group, int64_t rel,
+                                                       T* out) {
     store_packed<T>(out, t.valid_cols, t, packed, consumer);
+    if (p.reduce == 0 || p.world < 2) return;
     wait_arrivals(p, group, consumer);
     PeerSum<T> sum;
     sum.recv = static_cast<const T*>(p.recv) + rel;

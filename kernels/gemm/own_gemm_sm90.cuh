@@ -79,6 +79,26 @@ __device__ __forceinline__ void finish_tile(const typename Epilogue::Params& par
     named_barrier_arrive(kAfterTileBarrier + local_tile % kAfterTileRing, kAfterTileThreads);
 }
 
+// Epilogues with kStoreSteps > 1 (OwnerEpilogue) spread a deferred tile's store over the
+// next tile's first kStoreSteps k-blocks (one store_step each, between wgmma batches), so
+// each step's memory latency hides behind tensor-core work; the after-tile barrier is
+// arrived at after the last step. Steps left when a tile ends early (fewer k-blocks) are
+// flushed before its accumulators are packed over `packed`.
+template <class T, class Epilogue>
+__device__ __forceinline__ void store_step(const typename Epilogue::Params& params,
+                                           const TileView& view, const uint32_t (&packed)[64],
+                                           int consumer, uint32_t& step, uint32_t& local_tile,
+                                           bool& pending) {
+  Epilogue::template store_step<T>(params, view, packed, consumer, static_cast<int>(step));
+  if (++step == static_cast<uint32_t>(Epilogue::kStoreSteps)) {
+    if (Epilogue::needs_after_tile(params))
+      named_barrier_arrive(kAfterTileBarrier + local_tile % kAfterTileRing, kAfterTileThreads);
+    ++local_tile;
+    step = 0;
+    pending = false;
+  }
+}
+
 __device__ __forceinline__ TileView make_view(const TileCoord& tc, int item, int32_t m, int32_t n,
                                               int32_t tiles_n) {
   TileView view;
@@ -165,9 +185,12 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     bool pending = false;  // packed holds a finished tile not yet stored (kDeferStores)
     TileView pending_view;
     uint32_t local_tile = 0;  // the CTA's tiles finished so far (after-tile barrier parity)
+    uint32_t step = 0;        // next store step of the pending tile (kStoreSteps > 1)
     uint32_t iteration = 0;
     for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
       const TileCoord tc = tile_of_item_scheduled(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift);
+      if constexpr (Epilogue::kStoreSteps > 1)
+        Epilogue::prefetch(p.epilogue, tc.tile_m * p.tiles_n + tc.tile_n);
       for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
         const uint32_t stage = iteration % Cfg::kStages;
         mbarrier_wait(&full[stage], (iteration / Cfg::kStages) & 1);
@@ -185,14 +208,24 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
         wgmma_commit();
         if (kDeferStores && pending) {
           // The previous tile's stores go out while this batch runs on the tensor cores.
-          finish_tile<T, Epilogue>(p.epilogue, pending_view, packed, consumer, local_tile++);
-          pending = false;
+          if constexpr (Epilogue::kStoreSteps == 1) {
+            finish_tile<T, Epilogue>(p.epilogue, pending_view, packed, consumer, local_tile++);
+            pending = false;
+          } else {
+            store_step<T, Epilogue>(p.epilogue, pending_view, packed, consumer, step, local_tile,
+                                    pending);
+          }
         }
         if (kb > 0) {
           // The batch issued for the previous stage is done: hand that stage back.
           wgmma_wait<1>();
           if (warp_leader) mbarrier_arrive(&empty[(iteration - 1) % Cfg::kStages]);
         }
+      }
+      if constexpr (kDeferStores && Epilogue::kStoreSteps > 1) {
+        while (pending)
+          store_step<T, Epilogue>(p.epilogue, pending_view, packed, consumer, step, local_tile,
+                                  pending);
       }
       wgmma_wait<0>();
       fence_accumulators(acc);
@@ -207,8 +240,14 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
         finish_tile<T, Epilogue>(p.epilogue, view, packed, consumer, local_tile++);
       }
     }
-    if (kDeferStores && pending)
-      finish_tile<T, Epilogue>(p.epilogue, pending_view, packed, consumer, local_tile++);
+    if constexpr (Epilogue::kStoreSteps == 1) {
+      if (kDeferStores && pending)
+        finish_tile<T, Epilogue>(p.epilogue, pending_view, packed, consumer, local_tile++);
+    } else {
+      while (kDeferStores && pending)
+        store_step<T, Epilogue>(p.epilogue, pending_view, packed, consumer, step, local_tile,
+                                pending);
+    }
   }
 #else
   (void)p;

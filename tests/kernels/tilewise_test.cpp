@@ -776,6 +776,14 @@ TEST(TilewiseCopyEngineGpu, AllToAllBitIdenticalToOwnGemmThenNccl) {
   run_design_case(CollectiveOp::AllToAll, {{2048, 1536, 512}, {1024, 700, 300}}, copy_engine_variants());
 }
 
+// Two ranks, small shapes, few repetitions: what compute-sanitizer (synccheck: the
+// epilogue's per-warpgroup named barriers; racecheck) runs on the copy-engine design.
+TEST(TilewiseCopyEngineGpu, SmallForSanitizer) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  for (CollectiveOp op : {CollectiveOp::ReduceScatter, CollectiveOp::AllReduce})
+    run_design_case(op, {{512, 512, 128}}, {{WaitMode::StreamMemOp, 0, {}, 2, 2}});
+}
+
 // 200 calls back to back with no host synchronisation (epoch flags, receive buffers by
 // parity), alternating two input sets; the last result must be exact, for each collective.
 TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
