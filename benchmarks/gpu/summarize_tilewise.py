@@ -70,7 +70,7 @@ def main():
             return math.nan
         return (seq - tile) / (seq - ideal)
 
-    def transport_columns(prefix, transport, op, shape, tile, seq, seq_loop, ideal):
+    def transport_columns(prefix, transport, op, shape, tile, seq, seq_loop, ideal, ideal_loop):
         f = final.get((transport, op) + shape, {})
         cs = cand.get((transport, op) + shape, [])
         errors = [abs(float(c["pred_error"])) for c in cs if c.get("pred_error")]
@@ -78,7 +78,7 @@ def main():
         return {
             f"t_{prefix}_s": tile,
             f"captured_{prefix}": captured(seq, tile, ideal),
-            f"captured_{prefix}_same_loop": captured(seq_loop, tile, ideal),
+            f"captured_{prefix}_same_loop": captured(seq_loop, tile, ideal_loop),
             f"{prefix}_over_sequential": tile / seq if seq == seq and seq else math.nan,
             f"{prefix}_over_sequential_same_loop": tile / seq_loop if seq_loop == seq_loop and seq_loop else math.nan,
             f"{prefix}_config": (f"groups/part {f.get('partition', '')}" if transport == "copy_engine"
@@ -106,6 +106,9 @@ def main():
         seq = nan_if_none(ts.get((op, "sequential", 1)))
         seq_loop = nan_if_none(ts.get((op, "sequential_tw_loop", 1)))
         ideal = max(cublas, nccl) if cublas == cublas and nccl == nccl else math.nan
+        op_loop = nan_if_none(ts.get((op, "op_alone_tw_loop", 1)))
+        coll_loop = nan_if_none(ts.get((op, "collective_alone_tw_loop", 1)))
+        ideal_loop = max(op_loop, coll_loop) if op_loop == op_loop and coll_loop == coll_loop else ideal
         tile = min([v for (o, d, c), v in ts.items() if o == op and d == "tilewise"] or [math.nan])
         tile_ce = min([v for (o, d, c), v in ts.items() if o == op and d == "tilewise_ce"] or [math.nan])
         dec = min([v for (o, d, c), v in ts.items() if o == op and d == "decomposed"] or [math.nan])
@@ -117,11 +120,15 @@ def main():
         o = {**tags, "op": op, "m": m, "n": n, "k": k,
              "t_cublas_s": cublas, "t_nccl_s": nccl, "t_sequential_s": seq,
              "t_sequential_same_loop_s": seq_loop, "t_ideal_s": ideal,
+             "t_op_same_loop_s": op_loop, "t_collective_same_loop_s": coll_loop,
+             "t_ideal_same_loop_s": ideal_loop,
+             "comm_over_gemm_same_loop": coll_loop / op_loop if op_loop == op_loop and coll_loop == coll_loop else math.nan,
              "comm_over_gemm": nccl / cublas if cublas == cublas and nccl == nccl else math.nan,
              "t_decomposed_best_s": dec,
              "t_torch_symm_mem_s": ts.get((op, "torch_symm_mem", 1), math.nan)}
-        o.update(transport_columns("tilewise", "nccl", op, shape, tile, seq, seq_loop, ideal))
-        o.update(transport_columns("tilewise_ce", "copy_engine", op, shape, tile_ce, seq, seq_loop, ideal))
+        o.update(transport_columns("tilewise", "nccl", op, shape, tile, seq, seq_loop, ideal, ideal_loop))
+        o.update(transport_columns("tilewise_ce", "copy_engine", op, shape, tile_ce, seq, seq_loop, ideal,
+                                   ideal_loop))
         o.update({
             "t_own_interleaved_s": own, "t_own_signal_s": own_sig, "t_own_signal_ce_s": own_sig_ce,
             "signal_slowdown": own_sig / own - 1 if own == own and own_sig == own_sig else math.nan,

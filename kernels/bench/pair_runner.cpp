@@ -273,6 +273,8 @@ class PairCaseRunner {
     io.set = [this](int i) { return set(i); };
     io.sets = sets_;
     io.sequential = [this](int i) { return run_sequential(pair_, set(i), compute()); };
+    io.op_alone = [this](int i) { return pair_.enqueue_op(set(i), 1, 0, compute()); };
+    io.collective_alone = [this](int i) { return pair_.enqueue_collective(set(i), 1, 0, compute()); };
     io.align = [this](int) {
       return all_reduce(env_.ctx->comm, align_.data(), align_.data(), 1, case_.dtype, compute());
     };

@@ -516,6 +516,14 @@ class TilewiseShapeRunner {
       variants.push_back(io_.sequential);
       names.push_back("sequential");
     }
+    if (io_.op_alone) {
+      variants.push_back(io_.op_alone);
+      names.push_back("op_alone");
+    }
+    if (io_.collective_alone) {
+      variants.push_back(io_.collective_alone);
+      names.push_back("collective_alone");
+    }
     if (nccl) {
       CommHandle* comm = nullptr;
       OVERLAPSIM_TRY(comm_for(nccl->comm_sms, &comm));
@@ -545,11 +553,13 @@ class TilewiseShapeRunner {
     OVERLAPSIM_TRY(time_interleaved(*env_.ctx, case_.warmup, case_.iterations, variants,
                                     io_.align ? io_.align : EnqueueIteration{}, &timings));
     for (std::size_t v = 0; v < names.size(); ++v) {
-      if (names[v] == "sequential") {
-        BenchRow r = row(to_string(op_), "sequential_tw_loop", 1, timings[v]);
-        r.flops = compute_flops(op_, shape_);
-        r.bytes = collective_bytes(op_, shape_, env_.world(), case_.dtype);
-        r.busbw_factor = busbw_factor(coll_, env_.world());
+      if (names[v] == "sequential" || names[v] == "op_alone" || names[v] == "collective_alone") {
+        BenchRow r = row(to_string(op_), names[v] + "_tw_loop", 1, timings[v]);
+        if (names[v] != "collective_alone") r.flops = compute_flops(op_, shape_);
+        if (names[v] != "op_alone") {
+          r.bytes = collective_bytes(op_, shape_, env_.world(), case_.dtype);
+          r.busbw_factor = busbw_factor(coll_, env_.world());
+        }
         env_.emit(r);
       } else if (names[v] == "tilewise") {
         OVERLAPSIM_TRY(measure_final(*dn, *nccl, search_nccl, timings[v]));

@@ -20,7 +20,9 @@
 // Acceptance 3 (signalling alone): gemm/own_interleaved, gemm/own_signal (chunks 0) and
 // gemm/own_signal_ce (chunks 0) are timed in ONE interleaved loop. The chosen
 // configurations of both transports are re-timed in one interleaved loop with the
-// sequential pair (<pair>/sequential_tw_loop), so their ratio sees one clock state.
+// sequential pair, the op alone and the collective alone (<pair>/sequential_tw_loop,
+// <pair>/op_alone_tw_loop, <pair>/collective_alone_tw_loop), so T_sequential, T_ideal and
+// T_tilewise all see one clock and power state.
 // Search: for every s in OVERLAPSIM_TILEWISE_COMM_SMS (default "16") and wait mode in
 // OVERLAPSIM_TILEWISE_WAIT (default "kernel,stream_memop"), the candidate partitions of
 // group_predictor.hpp are timed; every candidate's predicted and measured time goes to
@@ -45,6 +47,8 @@ struct TilewiseCaseIo {
   // The sequential pair (cuBLAS then NCCL) on set i, timed in the same loop as the chosen
   // tile-wise configurations; align: untimed re-alignment of the ranks between variants.
   EnqueueIteration sequential;
+  EnqueueIteration op_alone;          // the pair's op (cuBLAS) alone, in the same loop
+  EnqueueIteration collective_alone;  // the pair's collective (NCCL) alone, in the same loop
   EnqueueIteration align;
 };
 

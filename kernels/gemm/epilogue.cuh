@@ -327,8 +327,9 @@ __device__ __forceinline__ void store_reduced_pair(T* out, const T* peer,
 constexpr uint32_t kArrivalBarrier = 1;
 
 struct OwnerEpilogue {
-  // A reduced tile's store is spread over 4 steps (one per k-block of the next tile).
-  static constexpr int kStoreSteps = 4;
+  // A reduced tile's store is spread over 5 steps (one per k-block of the next tile): the
+  // arrival check, then a quarter of the tile per step.
+  static constexpr int kStoreSteps = 5;
   struct Params {
     void* c = nullptr;
     const int64_t* tile_offset_elems = nullptr;
@@ -373,6 +374,24 @@ struct OwnerEpilogue {
     named_barrier_sync_128(kArrivalBarrier + static_cast<uint32_t>(consumer));
   }
 
+  // The 2-rank fast path's wait: every thread polls the one flag itself (a warp's loads of
+  // one address are one request), so its own later loads are ordered by its own acquire
+  // and no barrier is needed; the poll's latency overlaps the wgmma batches in flight.
+  static __device__ __forceinline__ void wait_arrival_each_thread(const Params& p, int32_t group) {
+    const uint32_t* flag = p.arrived + static_cast<int64_t>(1 - p.rank) * p.own_groups + group;
+    if (static_cast<int32_t>(load_acquire_sys(flag) - p.epoch) >= 0) return;
+    const uint64_t deadline = global_timer_ns() + p.timeout_ns;
+    unsigned sleep_ns = 64;
+    while (static_cast<int32_t>(load_acquire_sys(flag) - p.epoch) < 0) {
+      if (global_timer_ns() > deadline) {
+        if (p.timed_out != nullptr) atomicExch(p.timed_out, 1);
+        return;
+      }
+      __nanosleep(sleep_ns);
+      if (sleep_ns < 1024) sleep_ns *= 2;
+    }
+  }
+
   static __device__ __forceinline__ void named_barrier_sync_128(uint32_t id) {
     asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
   }
@@ -385,8 +404,8 @@ struct OwnerEpilogue {
   }
 
   // Step `step` (0..kStoreSteps−1) of the tile's store. Full tiles of a 2-rank reduction
-  // do a quarter of the tile per step (the flag wait in step 0); every other tile is
-  // stored whole in step 0.
+  // wait for the peer's group in step 0 and do a quarter of the tile in each later step;
+  // every other tile is stored whole in step 0.
   template <class T>
   static __device__ __forceinline__ void store_step(const Params& p, const TileView& t,
                                                     const uint32_t (&packed)[64], int consumer,
@@ -410,12 +429,15 @@ struct OwnerEpilogue {
       if (step == 0) store_general<T>(p, t, packed, consumer, group, rel, out);
       return;
     }
-    // The common case: one peer, full tile. Each step loads 16 peer words per thread
+    // The common case: one peer, full tile. Each later step loads 16 peer words per thread
     // together (one memory latency, not 16: run 1 measured the own part nearly twice as
     // slow with dependent per-word loads), sums them with the packed own values and
     // stores once.
-    if (step == 0) wait_arrivals(p, group, consumer);
-    store_reduced_pair<T>(out, peer_tile, packed, consumer, step >> 1, step & 1);
+    if (step == 0) {
+      wait_arrival_each_thread(p, group);
+      return;
+    }
+    store_reduced_pair<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1);
   }
 
   template <class T>
