@@ -37,7 +37,37 @@ AxisPos locate(const std::vector<double>& axis, double x) {
 
 }  // namespace
 
+void GemmWaveModel::validate() const {
+  if (!(mainloop_flops_per_s > 0))
+    throw std::invalid_argument("gemm wave model: mainloop_flops_per_s is not positive");
+  if (!(fixed_s >= 0) || !(output_s_per_element >= 0))
+    throw std::invalid_argument(
+        "gemm wave model: fixed_s and output_s_per_element must be >= 0");
+  if ((tile_m > 0) != (tile_n > 0) || tile_m < 0 || tile_n < 0)
+    throw std::invalid_argument("gemm wave model: tile needs both sides positive");
+  if (quantised() && sms <= 0)
+    throw std::invalid_argument("gemm wave model: a tile needs sms > 0");
+}
+
+double GemmWaveModel::charged_outputs(double m, double n) const {
+  if (!quantised()) return m * n;
+  const double tiles = std::ceil(m / tile_m) * std::ceil(n / tile_n);
+  if (tiles < sms) return m * n;
+  return std::ceil(tiles / sms) * sms * tile_m * tile_n;
+}
+
+double GemmWaveModel::time_s(double m, double n, double k) const {
+  const double outputs = charged_outputs(m, n);
+  return fixed_s + outputs * output_s_per_element + 2 * outputs * k / mainloop_flops_per_s;
+}
+
 void GemmTable::validate() const {
+  if (is_wave_model()) {
+    waves.validate();
+    if (!achieved_flops_per_s.empty())
+      throw std::invalid_argument("gemm table: both a wave model and a rate grid");
+    return;
+  }
   check_axis(m_values, "m");
   check_axis(n_values, "n");
   check_axis(k_values, "k");
@@ -51,7 +81,22 @@ void GemmTable::validate() const {
       throw std::invalid_argument(fmt::format("gemm table: rate {} is not positive", i));
 }
 
+void GemmTable::scale_rates(double factor) {
+  for (double& r : achieved_flops_per_s) r *= factor;
+  if (is_wave_model()) {
+    waves.fixed_s /= factor;
+    waves.output_s_per_element /= factor;
+    waves.mainloop_flops_per_s *= factor;
+  }
+}
+
+double GemmTable::compute_s(double m, double n, double k) const {
+  if (is_wave_model()) return waves.time_s(m, n, k);
+  return 2 * m * n * k / rate_flops_per_s(m, n, k);
+}
+
 double GemmTable::rate_flops_per_s(double m, double n, double k) const {
+  if (is_wave_model()) return 2 * m * n * k / waves.time_s(m, n, k);
   const AxisPos pm = locate(m_values, m);
   const AxisPos pn = locate(n_values, n);
   const AxisPos pk = locate(k_values, k);

@@ -1,0 +1,128 @@
+#include "calibration/fit_gemm_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+
+namespace overlapsim::calibration {
+namespace {
+
+double six_digits(double v) { return std::stod(fmt::format("{:.6g}", v)); }
+
+// Solves the n x n system a x = b (n <= 3) by Gaussian elimination with partial pivoting;
+// false when singular.
+bool solve(std::array<std::array<double, 3>, 3> a, std::array<double, 3> b, int n,
+           std::array<double, 3>& x) {
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::abs(a[r][c]) > std::abs(a[p][c])) p = r;
+    if (!(std::abs(a[p][c]) > 1e-300)) return false;
+    std::swap(a[c], a[p]);
+    std::swap(b[c], b[p]);
+    for (int r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c] / a[c][c];
+      for (int j = c; j < n; ++j) a[r][j] -= f * a[c][j];
+      b[r] -= f * b[c];
+    }
+  }
+  for (int i = 0; i < n; ++i) x[i] = b[i] / a[i][i];
+  return true;
+}
+
+}  // namespace
+
+sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes,
+                                       double launch_s, int tile_m, int tile_n, int sms) {
+  sim::GemmWaveModel shape_of;
+  shape_of.tile_m = tile_m;
+  shape_of.tile_n = tile_n;
+  shape_of.sms = sms;
+  // Terms per shape, divided by the measured kernel time: least squares on these rows
+  // against 1 is least squares on the relative error. Terms scaled to O(1) for conditioning:
+  // fixed in us, outputs in 1e-9 s per 1e9 outputs, main loop in s per 1e12 FLOPs.
+  struct Row {
+    std::array<double, 3> x;
+  };
+  std::vector<Row> rows;
+  for (const auto& st : shapes) {
+    const auto [m, n, k] = st.shape;
+    const double t = st.median_s - launch_s;
+    if (!(t > 0)) continue;
+    const double outputs =
+        shape_of.charged_outputs(static_cast<double>(m), static_cast<double>(n));
+    rows.push_back({{1e-6 / t, outputs * 1e-9 / t, 2 * outputs * static_cast<double>(k) * 1e-12 / t}});
+  }
+  sim::GemmWaveModel best;
+  double best_obj = 0;
+  // Subsets of {fixed, outputs}, the main loop always in (bit 0: fixed, bit 1: outputs).
+  for (int subset = 3; subset >= 0; --subset) {
+    std::vector<int> terms;
+    if (subset & 1) terms.push_back(0);
+    if (subset & 2) terms.push_back(1);
+    terms.push_back(2);
+    const int n = static_cast<int>(terms.size());
+    if (static_cast<int>(rows.size()) < n) continue;
+    std::array<std::array<double, 3>, 3> a{};
+    std::array<double, 3> b{}, c{};
+    for (const Row& r : rows)
+      for (int i = 0; i < n; ++i) {
+        b[i] += r.x[terms[i]];
+        for (int j = 0; j < n; ++j) a[i][j] += r.x[terms[i]] * r.x[terms[j]];
+      }
+    if (!solve(a, b, n, c)) continue;
+    if (std::any_of(c.begin(), c.begin() + n, [](double v) { return !(v >= 0); })) continue;
+    if (!(c[n - 1] > 0)) continue;
+    std::array<double, 3> full{};
+    for (int i = 0; i < n; ++i) full[terms[i]] = c[i];
+    double obj = 0;
+    for (const Row& r : rows) {
+      const double e = full[0] * r.x[0] + full[1] * r.x[1] + full[2] * r.x[2] - 1;
+      obj += e * e;
+    }
+    if (!best.empty() && !(obj < best_obj)) continue;
+    best = shape_of;
+    best.fixed_s = six_digits(full[0] * 1e-6);
+    best.output_s_per_element = six_digits(full[1] * 1e-9);
+    best.mainloop_flops_per_s = six_digits(1e12 / full[2]);
+    best_obj = obj;
+  }
+  return best;
+}
+
+double abs_quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  for (double& v : values) v = std::abs(v);
+  std::sort(values.begin(), values.end());
+  const double pos = q * static_cast<double>(values.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
+}
+
+CrossValidation leave_one_shape_out(const std::vector<GemmShapeTimes>& shapes, double launch_s,
+                                    const GemmModelBuilder& build) {
+  CrossValidation cv;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    std::vector<GemmShapeTimes> others;
+    for (std::size_t j = 0; j < shapes.size(); ++j)
+      if (j != i) others.push_back(shapes[j]);
+    const sim::GemmTable model = build(others);
+    const auto [m, n, k] = shapes[i].shape;
+    const double pred = model.empty() ? 0
+                                      : launch_s + model.compute_s(static_cast<double>(m),
+                                                                   static_cast<double>(n),
+                                                                   static_cast<double>(k));
+    for (double t : shapes[i].times_s) cv.rel_errors.push_back(pred > 0 ? pred / t - 1 : 1e9);
+  }
+  cv.median_abs = abs_quantile(cv.rel_errors, 0.5);
+  cv.p90_abs = abs_quantile(cv.rel_errors, 0.9);
+  cv.max_abs = abs_quantile(cv.rel_errors, 1.0);
+  return cv;
+}
+
+}  // namespace overlapsim::calibration

@@ -1,0 +1,51 @@
+#pragma once
+// The GEMM time model of a calibrated profile, chosen by cross-validation: the log-space
+// rate grid (sim::GemmTable) or a wave model (sim::GemmWaveModel) with one of a few
+// candidate tile shapes. Each candidate is scored by leave-one-shape-out on the fit's own
+// rows (held-out rows are never seen): every measured shape is predicted by the candidate
+// fitted to the other shapes, and the score is median + p90 of |relative error| over the
+// rows, so the choice aims at the acceptance bars (median and p90) on unseen shapes.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "sim/compute/gemm_table.hpp"
+
+namespace overlapsim::calibration {
+
+using GemmShape3 = std::tuple<std::int64_t, std::int64_t, std::int64_t>;  // m, n, k
+
+struct GemmShapeTimes {
+  GemmShape3 shape;
+  std::vector<double> times_s;  // every row's time (launch gap included)
+  double median_s = 0;
+};
+
+// Least squares on the relative error of the shapes' median kernel times (median - launch)
+// over the wave model's terms, each coefficient >= 0 (every subset of the fixed and
+// per-output terms with the main loop, the best feasible one kept). Returns an empty model
+// (mainloop_flops_per_s = 0) when no subset gives a positive main-loop rate. Coefficients
+// are rounded to 6 significant digits (what the YAML holds).
+sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes,
+                                       double launch_s, int tile_m, int tile_n, int sms);
+
+// A way of building a model from some shapes: returns the table to predict with.
+using GemmModelBuilder = std::function<sim::GemmTable(const std::vector<GemmShapeTimes>&)>;
+
+struct CrossValidation {
+  std::vector<double> rel_errors;  // one per row of every shape, predicted without its shape
+  double median_abs = 0, p90_abs = 0, max_abs = 0;
+  double score() const { return median_abs + p90_abs; }
+};
+
+// Leave-one-shape-out: each shape's rows predicted (launch_s + compute_s) by the model
+// built from the other shapes.
+CrossValidation leave_one_shape_out(const std::vector<GemmShapeTimes>& shapes, double launch_s,
+                                    const GemmModelBuilder& build);
+
+// p-quantile of |values| (0 <= q <= 1), linear between order statistics (as validate).
+double abs_quantile(std::vector<double> values, double q);
+
+}  // namespace overlapsim::calibration
