@@ -62,7 +62,8 @@ Status read_settings(TilewiseSettings* s) {
                              "' is not an SM count in 0..64 (expected e.g. 8,16)");
     s->comm_sms.push_back(static_cast<int>(sms));
   }
-  for (const std::string& v : split_commas(env_or("OVERLAPSIM_TILEWISE_WAIT", "kernel,stream_memop"))) {
+  for (const std::string& v :
+       split_commas(env_or("OVERLAPSIM_TILEWISE_WAIT", "kernel,stream_memop"))) {
     auto mode = tw::parse_wait_mode(v);
     if (!mode)
       return Status::failure("OVERLAPSIM_TILEWISE_WAIT: '" + v +
@@ -72,9 +73,11 @@ Status read_settings(TilewiseSettings* s) {
   if (s->comm_sms.empty() || s->waits.empty())
     return Status::failure("OVERLAPSIM_TILEWISE_COMM_SMS and _WAIT need at least one value");
   s->keep = std::max(1, std::atoi(env_or("OVERLAPSIM_TILEWISE_KEEP", "6").c_str()));
-  s->exhaustive_limit = std::max(1, std::atoi(env_or("OVERLAPSIM_TILEWISE_EXHAUSTIVE", "16").c_str()));
+  s->exhaustive_limit =
+      std::max(1, std::atoi(env_or("OVERLAPSIM_TILEWISE_EXHAUSTIVE", "16").c_str()));
   s->nccl = s->copy_engine = false;
-  for (const std::string& v : split_commas(env_or("OVERLAPSIM_TILEWISE_TRANSPORT", "nccl,copy_engine"))) {
+  for (const std::string& v :
+       split_commas(env_or("OVERLAPSIM_TILEWISE_TRANSPORT", "nccl,copy_engine"))) {
     if (v == "nccl") {
       s->nccl = true;
     } else if (v == "copy_engine") {
@@ -114,8 +117,10 @@ std::mutex g_detail_mutex;
 std::vector<std::string> g_detail_lines;
 
 const char* kDetailHeader =
-    "record,gpu,driver,cuda,nccl,dtype,op,m,n,k,world,comm_sms,wait,partition,groups,predicted_s,measured_s,"
-    "pred_error,search,bit_mismatches,fused_mismatches,t_own_s,t_own_signal_s,transport,t_own_signal_ce_s";
+    "record,gpu,driver,cuda,nccl,dtype,op,m,n,k,world,comm_sms,wait,partition,groups,predicted_s,"
+    "measured_s,"
+    "pred_error,search,bit_mismatches,fused_mismatches,t_own_s,t_own_signal_s,transport,t_own_"
+    "signal_ce_s";
 
 std::string fmt_double(double v) {
   char buf[32];
@@ -136,8 +141,14 @@ class TilewiseShapeRunner {
  public:
   TilewiseShapeRunner(BenchEnv& env, const BenchCase& c, PairOp op, const PairShape& shape,
                       const TilewiseCaseIo& io, const TilewiseSettings& settings)
-      : env_(env), case_(c), op_(op), coll_(pair_collective(op)), shape_(shape), io_(io),
-        settings_(settings), tags_(read_device_tags(env.world())) {}
+      : env_(env),
+        case_(c),
+        op_(op),
+        coll_(pair_collective(op)),
+        shape_(shape),
+        io_(io),
+        settings_(settings),
+        tags_(read_device_tags(env.world())) {}
 
   Status run() {
     const std::size_t mn = static_cast<std::size_t>(shape_.m * shape_.n);
@@ -151,8 +162,8 @@ class TilewiseShapeRunner {
              !tw::owner_shape_error(coll_, shape_.m, shape_.n, env_.world()).has_value();
     if (settings_.copy_engine && !ce_ok_ && env_.rank() == 0)
       std::fprintf(stderr, "overlap-bench: %s %lldx%lldx%lld: no copy_engine transport: %s\n",
-                   to_string(op_), static_cast<long long>(shape_.m), static_cast<long long>(shape_.n),
-                   static_cast<long long>(shape_.k),
+                   to_string(op_), static_cast<long long>(shape_.m),
+                   static_cast<long long>(shape_.n), static_cast<long long>(shape_.k),
                    tw::owner_shape_error(coll_, shape_.m, shape_.n, env_.world())->c_str());
 
     if (!t_cache) {
@@ -172,8 +183,13 @@ class TilewiseShapeRunner {
   }
 
   tw::TuningKey cache_key(bool copy_engine) const {
-    return tw::TuningKey{tags_.gpu, to_string(case_.dtype), shape_.m, shape_.n, shape_.k,
-                         env_.world(), std::string(to_string(coll_)) + (copy_engine ? "_ce" : "")};
+    return tw::TuningKey{tags_.gpu,
+                         to_string(case_.dtype),
+                         shape_.m,
+                         shape_.n,
+                         shape_.k,
+                         env_.world(),
+                         std::string(to_string(coll_)) + (copy_engine ? "_ce" : "")};
   }
 
   Status search_nccl_transport(std::optional<Candidate>* best, std::string* search) {
@@ -222,17 +238,16 @@ class TilewiseShapeRunner {
     } else {
       *search = "exhaustive";
     }
-    const std::int32_t part_tiles =
-        static_cast<std::int32_t>(shape_.m / 128 / env_.world()) *
-        static_cast<std::int32_t>((shape_.n + 255) / 256);
+    const std::int32_t part_tiles = static_cast<std::int32_t>(shape_.m / 128 / env_.world()) *
+                                    static_cast<std::int32_t>((shape_.n + 255) / 256);
     for (int g : groups) {
       if (g > part_tiles) continue;
       Candidate cand;
       cand.ce_groups = g;
       cand.partition = {g};
       tw::OwnerDesign d;
-      OVERLAPSIM_TRY(d.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k,
-                                  case_.dtype, owner_options(g)));
+      OVERLAPSIM_TRY(d.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k, case_.dtype,
+                                  owner_options(g)));
       OVERLAPSIM_TRY(prepare_sets(d));
       cand.predicted_s = tw::predict_owner_time_s(d.plan(), t_signal_ce_s_, *t_copy_curve);
       Timing t;
@@ -263,11 +278,13 @@ class TilewiseShapeRunner {
   Status measure_copy_curve() {
     if (t_copy_curve) return Status::success();
     constexpr std::size_t kMiB = std::size_t{1} << 20;
-    const std::vector<std::size_t> sizes = {kMiB / 4, kMiB, 4 * kMiB, 16 * kMiB, 64 * kMiB, 256 * kMiB};
+    const std::vector<std::size_t> sizes = {kMiB / 4,  kMiB,      4 * kMiB,
+                                            16 * kMiB, 64 * kMiB, 256 * kMiB};
     DeviceBuffer src, dst;
     OVERLAPSIM_TRY(src.allocate(sizes.back()));
     OVERLAPSIM_TRY(dst.allocate(sizes.back()));
-    OVERLAPSIM_TRY(fill_random(src.data(), sizes.back() / 2, case_.dtype, env_.seed ^ 0xC0B1u, compute()));
+    OVERLAPSIM_TRY(
+        fill_random(src.data(), sizes.back() / 2, case_.dtype, env_.seed ^ 0xC0B1u, compute()));
     std::vector<std::vector<void*>> all;
     OVERLAPSIM_TRY(tw::connect_peers(env_.ctx->comm, {dst.data()}, &all));
     void* to = all[static_cast<std::size_t>((env_.rank() + 1) % env_.world())][0];
@@ -295,7 +312,8 @@ class TilewiseShapeRunner {
   cudaStream_t compute() const { return env_.ctx->compute_stream; }
   cudaStream_t comm_stream() const { return env_.ctx->comm_stream; }
 
-  BenchRow row(const std::string& op, const std::string& design, int chunks, const Timing& t) const {
+  BenchRow row(const std::string& op, const std::string& design, int chunks,
+               const Timing& t) const {
     BenchRow r;
     r.op = op;
     r.design = design;
@@ -387,9 +405,8 @@ class TilewiseShapeRunner {
   Status measure_signal_interleaved() {
     tw::TilewiseDesign d;
     tw::OwnerDesign ce;
-    std::vector<EnqueueIteration> variants{[&](int i) {
-      return own_gemms_[static_cast<std::size_t>(i % io_.sets)]->run(compute());
-    }};
+    std::vector<EnqueueIteration> variants{
+        [&](int i) { return own_gemms_[static_cast<std::size_t>(i % io_.sets)]->run(compute()); }};
     std::vector<std::string> names{"own_interleaved"};
     if (settings_.nccl) {
       OVERLAPSIM_TRY(d.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k, case_.dtype,
@@ -435,7 +452,8 @@ class TilewiseShapeRunner {
       case CollectiveOp::AllToAll:
         return all_to_all(comm, p_.data(), per_rank, r_.data(), per_rank, per_rank, case_.dtype,
                           stream);
-      case CollectiveOp::AllGather: break;
+      case CollectiveOp::AllGather:
+        break;
     }
     return Status::failure("tilewise: unsupported collective");
   }
@@ -473,12 +491,13 @@ class TilewiseShapeRunner {
     sizes.push_back(waves);
     for (int w : sizes) {
       std::int64_t elems = 0;
-      for (int g = 0; g < w; ++g) elems += blocks * plan.group_block_elems[static_cast<std::size_t>(g)];
+      for (int g = 0; g < w; ++g)
+        elems += blocks * plan.group_block_elems[static_cast<std::size_t>(g)];
       if (elems == 0) continue;
       Timing ct;
-      OVERLAPSIM_TRY(time_iterations(*env_.ctx, 3, std::max(8, case_.iterations / 2),
-                                     [&](int) { return enqueue_collective(*comm, elems, compute()); },
-                                     &ct));
+      OVERLAPSIM_TRY(time_iterations(
+          *env_.ctx, 3, std::max(8, case_.iterations / 2),
+          [&](int) { return enqueue_collective(*comm, elems, compute()); }, &ct));
       in->comm.add_point(2.0 * elems, ct.median_s);
       BenchRow cr = row(to_string(coll_), "nccl_tilewise", sms, ct);
       cr.bytes = static_cast<std::uint64_t>(2 * elems);
@@ -491,8 +510,8 @@ class TilewiseShapeRunner {
   Status time_design(const Candidate& cand, CommHandle* comm, int warmup, int iterations,
                      Timing* t) {
     tw::TilewiseDesign d;
-    OVERLAPSIM_TRY(d.initialize(comm, coll_, shape_.m, shape_.n, shape_.k, case_.dtype,
-                                options_for(cand)));
+    OVERLAPSIM_TRY(
+        d.initialize(comm, coll_, shape_.m, shape_.n, shape_.k, case_.dtype, options_for(cand)));
     OVERLAPSIM_TRY(prepare_sets(d));
     OVERLAPSIM_TRY(time_iterations(
         *env_.ctx, warmup, iterations,
@@ -580,7 +599,8 @@ class TilewiseShapeRunner {
     CommHandle& parent = env_.ctx->comm;
     *own_result = natural_.data();
     if (coll_ == CollectiveOp::AllReduce) {
-      OVERLAPSIM_TRY(all_reduce(parent, natural_.data(), natural_.data(), count, case_.dtype, compute()));
+      OVERLAPSIM_TRY(
+          all_reduce(parent, natural_.data(), natural_.data(), count, case_.dtype, compute()));
     } else if (coll_ == CollectiveOp::ReduceScatter) {
       OVERLAPSIM_TRY(reduce_scatter(parent, natural_.data(), natural_out_.data(), per_rank,
                                     case_.dtype, compute()));
@@ -597,14 +617,15 @@ class TilewiseShapeRunner {
     void* own_result = nullptr;
     OVERLAPSIM_TRY(own_then_nccl(&own_result));
     *mismatches = 0;
-    OVERLAPSIM_TRY(count_mismatches(result, own_result, out_elems, case_.dtype, 0.0, 0.0,
-                                    compute(), mismatches));
+    OVERLAPSIM_TRY(count_mismatches(result, own_result, out_elems, case_.dtype, 0.0, 0.0, compute(),
+                                    mismatches));
     OVERLAPSIM_TRY(sum_over_ranks(env_, mismatches));
     if (*mismatches != 0 && env_.rank() == 0)
-      std::fprintf(stderr, "overlap-bench: tilewise %s %lldx%lldx%lld: %llu elements differ from own GEMM + NCCL\n",
-                   to_string(op_), static_cast<long long>(shape_.m),
-                   static_cast<long long>(shape_.n), static_cast<long long>(shape_.k),
-                   static_cast<unsigned long long>(*mismatches));
+      std::fprintf(
+          stderr,
+          "overlap-bench: tilewise %s %lldx%lldx%lld: %llu elements differ from own GEMM + NCCL\n",
+          to_string(op_), static_cast<long long>(shape_.m), static_cast<long long>(shape_.n),
+          static_cast<long long>(shape_.k), static_cast<unsigned long long>(*mismatches));
     return Status::success();
   }
 
@@ -616,15 +637,16 @@ class TilewiseShapeRunner {
     std::uint64_t wrong = 0;
     OVERLAPSIM_TRY(io_.run_and_check(
         [&]() -> Status {
-          OVERLAPSIM_TRY(poison(p_.data(), static_cast<std::size_t>(shape_.m * shape_.n), compute()));
+          OVERLAPSIM_TRY(
+              poison(p_.data(), static_cast<std::size_t>(shape_.m * shape_.n), compute()));
           OVERLAPSIM_TRY(d.run(set0.a, set0.b, p_.data(), compute(), comm_stream()));
           return d.unpermute(p_.data(), result, compute());
         },
         &wrong));
     OVERLAPSIM_TRY(d.check_waits());
     std::uint64_t bit_mismatches = 0;
-    OVERLAPSIM_TRY(bitwise_against_own(result, static_cast<std::size_t>(d.plan().out_rows * shape_.n),
-                                       &bit_mismatches));
+    OVERLAPSIM_TRY(bitwise_against_own(
+        result, static_cast<std::size_t>(d.plan().out_rows * shape_.n), &bit_mismatches));
     BenchRow r = row(to_string(op_), "tilewise_ce", best.ce_groups, t);
     r.flops = compute_flops(op_, shape_);
     r.bytes = collective_bytes(op_, shape_, env_.world(), case_.dtype);
@@ -657,7 +679,8 @@ class TilewiseShapeRunner {
     std::uint64_t wrong = 0;
     OVERLAPSIM_TRY(io_.run_and_check(
         [&]() -> Status {
-          OVERLAPSIM_TRY(poison(p_.data(), static_cast<std::size_t>(shape_.m * shape_.n), compute()));
+          OVERLAPSIM_TRY(
+              poison(p_.data(), static_cast<std::size_t>(shape_.m * shape_.n), compute()));
           if (r_.bytes()) OVERLAPSIM_TRY(poison(r_.data(), r_.bytes() / 2, compute()));
           OVERLAPSIM_TRY(d.run(set0.a, set0.b, p_.data(), r_.data(), compute(), comm_stream()));
           return d.unpermute(p_.data(), r_.data(), result, compute());
@@ -705,14 +728,15 @@ class TilewiseShapeRunner {
     OVERLAPSIM_TRY(weight.allocate(static_cast<std::size_t>(shape_.n) * 2));
     OVERLAPSIM_TRY(out_natural.allocate(elems * 2));
     OVERLAPSIM_TRY(out_fused.allocate(elems * 2));
-    OVERLAPSIM_TRY(fill_random(residual.data(), elems, case_.dtype, env_.seed ^ 0x5E5Du, compute()));
+    OVERLAPSIM_TRY(
+        fill_random(residual.data(), elems, case_.dtype, env_.seed ^ 0x5E5Du, compute()));
     OVERLAPSIM_TRY(fill_random(weight.data(), static_cast<std::size_t>(shape_.n), case_.dtype,
                                env_.seed ^ 0x3E16u, compute()));
     void* scratch = natural_.data();
     Timing t;
-    OVERLAPSIM_TRY(time_iterations(*env_.ctx, case_.warmup, case_.iterations,
-                                   [&](int) { return d.unpermute(p_.data(), r_.data(), scratch, compute()); },
-                                   &t));
+    OVERLAPSIM_TRY(time_iterations(
+        *env_.ctx, case_.warmup, case_.iterations,
+        [&](int) { return d.unpermute(p_.data(), r_.data(), scratch, compute()); }, &t));
     BenchRow u = row("unpermute", "tilewise", 1, t);
     u.bytes = static_cast<std::uint64_t>(elems) * 4;  // read + write
     env_.emit(u);
@@ -725,10 +749,9 @@ class TilewiseShapeRunner {
       OVERLAPSIM_TRY(time_iterations(
           *env_.ctx, case_.warmup, case_.iterations,
           [&](int) {
-            return tw::residual_rmsnorm(fused ? fused_view : natural_view, residual.data(),
-                                        weight.data(), kEps,
-                                        fused ? out_fused.data() : out_natural.data(),
-                                        case_.dtype, compute());
+            return tw::residual_rmsnorm(
+                fused ? fused_view : natural_view, residual.data(), weight.data(), kEps,
+                fused ? out_fused.data() : out_natural.data(), case_.dtype, compute());
           },
           &rt));
       BenchRow rr = row("residual_rmsnorm", fused ? "tilewise_fused" : "natural", 1, rt);
@@ -747,22 +770,23 @@ class TilewiseShapeRunner {
     const double error =
         cand.measured_s > 0 ? (cand.predicted_s - cand.measured_s) / cand.measured_s : 0;
     const auto signal = t_signal_s_.find(cand.comm_sms);
-    std::string line = std::string(record) + "," + tags_.gpu + "," + tags_.driver + "," +
-                       tags_.cuda + "," + tags_.nccl + "," + to_string(case_.dtype) + "," +
-                       to_string(op_) + "," + std::to_string(shape_.m) + "," +
-                       std::to_string(shape_.n) + "," + std::to_string(shape_.k) + "," +
-                       std::to_string(env_.world()) + "," + std::to_string(cand.comm_sms) + "," +
-                       (cand.ce_groups > 0 ? "copy_engine" : tw::to_string(cand.wait)) + "," +
-                       tw::partition_string(cand.partition) + "," +
-                       std::to_string(cand.ce_groups > 0 ? cand.ce_groups : static_cast<int>(cand.partition.size())) +
-                       "," + fmt_double(cand.predicted_s) +
-                       "," + fmt_double(cand.measured_s) + "," + fmt_double(error) + "," + search +
-                       "," + (bit_mismatches < 0 ? "" : std::to_string(bit_mismatches)) + "," +
-                       (fused_mismatches < 0 ? "" : std::to_string(fused_mismatches)) + "," +
-                       fmt_double(t_own_s_) + "," +
-                       (signal == t_signal_s_.end() || cand.ce_groups > 0 ? "" : fmt_double(signal->second)) +
-                       "," + (cand.ce_groups > 0 ? "copy_engine" : "nccl") + "," +
-                       (t_signal_ce_s_ > 0 ? fmt_double(t_signal_ce_s_) : "");
+    std::string line =
+        std::string(record) + "," + tags_.gpu + "," + tags_.driver + "," + tags_.cuda + "," +
+        tags_.nccl + "," + to_string(case_.dtype) + "," + to_string(op_) + "," +
+        std::to_string(shape_.m) + "," + std::to_string(shape_.n) + "," + std::to_string(shape_.k) +
+        "," + std::to_string(env_.world()) + "," + std::to_string(cand.comm_sms) + "," +
+        (cand.ce_groups > 0 ? "copy_engine" : tw::to_string(cand.wait)) + "," +
+        tw::partition_string(cand.partition) + "," +
+        std::to_string(cand.ce_groups > 0 ? cand.ce_groups
+                                          : static_cast<int>(cand.partition.size())) +
+        "," + fmt_double(cand.predicted_s) + "," + fmt_double(cand.measured_s) + "," +
+        fmt_double(error) + "," + search + "," +
+        (bit_mismatches < 0 ? "" : std::to_string(bit_mismatches)) + "," +
+        (fused_mismatches < 0 ? "" : std::to_string(fused_mismatches)) + "," +
+        fmt_double(t_own_s_) + "," +
+        (signal == t_signal_s_.end() || cand.ce_groups > 0 ? "" : fmt_double(signal->second)) +
+        "," + (cand.ce_groups > 0 ? "copy_engine" : "nccl") + "," +
+        (t_signal_ce_s_ > 0 ? fmt_double(t_signal_ce_s_) : "");
     std::lock_guard<std::mutex> lock(g_detail_mutex);
     g_detail_lines.push_back(line);
   }
@@ -810,12 +834,13 @@ Status run_tilewise_rows(BenchEnv& env, const BenchCase& c, PairOp op, const Pai
   const auto skip = [&](const std::string& why) {
     if (env.rank() == 0)
       std::fprintf(stderr, "overlap-bench: %s %lldx%lldx%lld: skipping tilewise: %s\n",
-                   to_string(op), static_cast<long long>(shape.m),
-                   static_cast<long long>(shape.n), static_cast<long long>(shape.k), why.c_str());
+                   to_string(op), static_cast<long long>(shape.m), static_cast<long long>(shape.n),
+                   static_cast<long long>(shape.k), why.c_str());
     return Status::success();
   };
   if (!tilewise_supports(op)) return skip("not a GEMM followed by its collective");
-  if (auto e = tilewise::shape_error(pair_collective(op), shape.m, shape.n, env.world())) return skip(*e);
+  if (auto e = tilewise::shape_error(pair_collective(op), shape.m, shape.n, env.world()))
+    return skip(*e);
   TilewiseSettings settings;
   OVERLAPSIM_TRY(read_settings(&settings));
   TilewiseShapeRunner runner(env, c, op, shape, io, settings);

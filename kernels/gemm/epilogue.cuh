@@ -217,10 +217,9 @@ struct PeerSum {
   __device__ __forceinline__ uint32_t word(uint32_t own, int64_t at) const {
     float2 sum = make_float2(0.0f, 0.0f);
     for (int32_t s = 0; s < world; ++s) {
-      const float2 v =
-          s == rank ? unpack_pair<T>(own)
-                    : unpack_pair<T>(__ldcg(reinterpret_cast<const unsigned int*>(
-                          recv + static_cast<int64_t>(s) * part_elems + at)));
+      const float2 v = s == rank ? unpack_pair<T>(own)
+                                 : unpack_pair<T>(__ldcg(reinterpret_cast<const unsigned int*>(
+                                       recv + static_cast<int64_t>(s) * part_elems + at)));
       if (s == 0) {
         sum = v;
       } else {
@@ -419,10 +418,11 @@ struct OwnerEpilogue {
     }
     const int64_t rel = offset - p.own_begin_elems;
     T* out = static_cast<T*>(p.own_out) + p.own_out_begin_elems + rel;
-    const T* peer_tile = static_cast<const T*>(p.recv) +
-                         static_cast<int64_t>(1 - p.rank) * p.part_elems + rel;
+    const T* peer_tile =
+        static_cast<const T*>(p.recv) + static_cast<int64_t>(1 - p.rank) * p.part_elems + rel;
     const bool paired = ((t.valid_cols | reinterpret_cast<uintptr_t>(out) / sizeof(T) |
-                          reinterpret_cast<uintptr_t>(peer_tile) / sizeof(T)) & 1) == 0;
+                          reinterpret_cast<uintptr_t>(peer_tile) / sizeof(T)) &
+                         1) == 0;
     const bool fast = p.reduce != 0 && p.world == 2 && paired &&
                       t.valid_rows == GemmConfig::kTileM && t.valid_cols == GemmConfig::kTileN;
     if (!fast) {
@@ -451,9 +451,8 @@ struct OwnerEpilogue {
   // peers' terms added in place; the second pass re-reads only what this thread stored.
   template <class T>
   static __device__ __forceinline__ void store_general(const Params& p, const TileView& t,
-                                                       const uint32_t (&packed)[64],
-                                                       int consumer, int32_t group, int64_t rel,
-                                                       T* out) {
+                                                       const uint32_t (&packed)[64], int consumer,
+                                                       int32_t group, int64_t rel, T* out) {
     store_packed<T>(out, t.valid_cols, t, packed, consumer);
     if (p.reduce == 0 || p.world < 2) return;
     wait_arrivals(p, group, consumer);

@@ -101,7 +101,8 @@ Status launch(const KernelParams<Epilogue>& params, bool defer_stores, int num_c
 // The parts of the kernel parameters every epilogue shares.
 template <class Epilogue>
 void fill_common(KernelParams<Epilogue>& params, const CUtensorMap* maps, const GemmArgs& args,
-                 int64_t k_padded, int32_t tiles_m, int32_t tiles_n, const SchedulerOptions& sched) {
+                 int64_t k_padded, int32_t tiles_m, int32_t tiles_n,
+                 const SchedulerOptions& sched) {
   params.map_a = maps[0];
   params.map_b = maps[1];
   params.m = static_cast<int32_t>(args.m);
@@ -150,8 +151,7 @@ Status OwnGemm::can_implement(const GemmArgs& args, const SchedulerOptions& sche
     return Status::failure("own GEMM: num_ctas must be >= 0 and group_m >= 1");
   if (sched.row_blocks < 1 || ceil_div_i32(args.m, GemmConfig::kTileM) % sched.row_blocks != 0)
     return Status::failure("own GEMM: row_blocks must be >= 1 and divide the " +
-                           std::to_string(ceil_div_i32(args.m, GemmConfig::kTileM)) +
-                           " tile rows");
+                           std::to_string(ceil_div_i32(args.m, GemmConfig::kTileM)) + " tile rows");
   if (sched.rotate_world > 1) {
     const int32_t tiles_m = ceil_div_i32(args.m, GemmConfig::kTileM);
     const int32_t per_part = tiles_m / sched.rotate_world;

@@ -150,8 +150,8 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       // CTA's tile order, then one thread runs the epilogue's after-tile step.
       uint32_t local_tile = 0;
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x, ++local_tile) {
-        const TileCoord tc =
-            tile_of_item_scheduled(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift);
+        const TileCoord tc = tile_of_item_scheduled(item, p.tiles_m, p.tiles_n, p.group_m,
+                                                    p.row_blocks, p.row_shift);
         named_barrier_sync(kAfterTileBarrier + local_tile % kAfterTileRing, kAfterTileThreads);
         if (threadIdx.x == 32)
           Epilogue::after_tile(p.epilogue, make_view(tc, item, p.m, p.n, p.tiles_n));
@@ -160,7 +160,8 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     if (threadIdx.x == 0) {
       uint32_t iteration = 0;
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
-        const TileCoord tc = tile_of_item_scheduled(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift);
+        const TileCoord tc = tile_of_item_scheduled(item, p.tiles_m, p.tiles_n, p.group_m,
+                                                    p.row_blocks, p.row_shift);
         for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
           const uint32_t stage = iteration % Cfg::kStages;
           const uint32_t round = iteration / Cfg::kStages;
@@ -188,7 +189,8 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     uint32_t step = 0;        // next store step of the pending tile (kStoreSteps > 1)
     uint32_t iteration = 0;
     for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
-      const TileCoord tc = tile_of_item_scheduled(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift);
+      const TileCoord tc =
+          tile_of_item_scheduled(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift);
       if constexpr (Epilogue::kStoreSteps > 1)
         Epilogue::prefetch(p.epilogue, tc.tile_m * p.tiles_n + tc.tile_n);
       for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {

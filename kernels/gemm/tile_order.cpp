@@ -7,8 +7,7 @@
 
 namespace overlapsim::kernels::gemm {
 
-std::vector<TileCoord> tile_order(int64_t m, int64_t n, int num_ctas, int group_m,
-                                  int row_blocks) {
+std::vector<TileCoord> tile_order(int64_t m, int64_t n, int num_ctas, int group_m, int row_blocks) {
   (void)num_ctas;  // the item → tile map does not depend on it; item i's CTA and wave do
   const int32_t tiles_m = ceil_div_i32(m, GemmConfig::kTileM);
   const int32_t tiles_n = ceil_div_i32(n, GemmConfig::kTileN);
@@ -35,8 +34,8 @@ std::vector<TileCoord> tile_order(int64_t m, int64_t n, const SchedulerOptions& 
   return order;
 }
 
-std::vector<int64_t> compact_offsets_in_item_order(int64_t m, int64_t n, int num_ctas,
-                                                   int group_m, int row_blocks) {
+std::vector<int64_t> compact_offsets_in_item_order(int64_t m, int64_t n, int num_ctas, int group_m,
+                                                   int row_blocks) {
   const int32_t tiles_n = ceil_div_i32(n, GemmConfig::kTileN);
   const std::vector<TileCoord> order = tile_order(m, n, num_ctas, group_m, row_blocks);
   std::vector<int64_t> offsets(order.size());

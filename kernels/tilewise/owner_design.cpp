@@ -105,7 +105,8 @@ Status connect_peers(CommHandle& comm, const std::vector<void*>& mine,
         cudaGetLastError();
         return Status::failure(
             "tilewise copy_engine: not implemented across processes (MPI mode): rank " +
-            std::to_string(r) + "'s buffers are not addressable from this process; run the "
+            std::to_string(r) +
+            "'s buffers are not addressable from this process; run the "
             "ranks as threads of one process");
       }
     }
@@ -175,7 +176,8 @@ Status OwnerDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m
   return Status::success();
 }
 
-Status OwnerDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream) {
+Status OwnerDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch,
+                                cudaStream_t stream) {
   if (!copy_signal_) {
     const Status direct = enqueue_write_value(peer_flag, epoch, stream);
     if (direct.ok) return direct;
@@ -238,7 +240,8 @@ Status OwnerDesign::make_gemm(const void* a, const void* b, void* p, int parity,
 }
 
 Status OwnerDesign::prepare(const void* a, const void* b, void* p) {
-  if (comm_ == nullptr) return Status::failure("tilewise copy_engine: prepare() before initialize()");
+  if (comm_ == nullptr)
+    return Status::failure("tilewise copy_engine: prepare() before initialize()");
   if (op_ == CollectiveOp::AllReduce && comm_->world > 1 && !peer_p_.count(p)) {
     std::vector<std::vector<void*>> all;
     OVERLAPSIM_TRY(connect_peers(*comm_, {p}, &all));
@@ -295,8 +298,8 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
       char* dst = ps[static_cast<std::size_t>(d)] +
                   (plan_.part_begin_on(d, rank) + group.relative_begin_elems) * kElementBytes;
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
-      OVERLAPSIM_TRY(
-          signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index, epoch, comm_stream));
+      OVERLAPSIM_TRY(signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index,
+                                 epoch, comm_stream));
     }
   }
   // The result is complete once every peer's copies into our buffers have landed.
@@ -305,7 +308,8 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
         op_ == CollectiveOp::AllReduce ? done_.as<std::uint32_t>() : arrived_.as<std::uint32_t>();
     for (int s = 0; s < world; ++s) {
       if (s == rank) continue;
-      for (int j = 0; j < G; ++j) OVERLAPSIM_TRY(enqueue_wait_geq(flags + s * G + j, epoch, comm_stream));
+      for (int j = 0; j < G; ++j)
+        OVERLAPSIM_TRY(enqueue_wait_geq(flags + s * G + j, epoch, comm_stream));
     }
   }
   CUDA_CHECK(cudaEventRecord(join_, comm_stream));
@@ -329,8 +333,9 @@ Status OwnerDesign::run_gemm_only(const void* a, const void* b, void* p, cudaStr
 
 TileView OwnerDesign::result_view(const void* p) const {
   TileView v;
-  v.data = op_ == CollectiveOp::AllToAll ? static_cast<const void*>(recv_half(static_cast<int>(epoch_ & 1u)))
-                                         : p;
+  v.data = op_ == CollectiveOp::AllToAll
+               ? static_cast<const void*>(recv_half(static_cast<int>(epoch_ & 1u)))
+               : p;
   v.tile_offset_elems = out_offsets_.as<std::int64_t>();
   v.rows = plan_.out_rows;
   v.cols = n_;
@@ -345,8 +350,10 @@ Status OwnerDesign::check_waits() {
   int flag = 0;
   CUDA_CHECK(cudaMemcpy(&flag, timed_out_.data(), sizeof flag, cudaMemcpyDeviceToHost));
   if (flag != 0)
-    return Status::failure("tilewise copy_engine: the epilogue's wait for a peer's group timed out "
-                           "after " + std::to_string(options_.wait_timeout_s) + " s");
+    return Status::failure(
+        "tilewise copy_engine: the epilogue's wait for a peer's group timed out "
+        "after " +
+        std::to_string(options_.wait_timeout_s) + " s");
   return Status::success();
 }
 

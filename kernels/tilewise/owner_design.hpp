@@ -87,7 +87,7 @@ class OwnerDesign {
 
  private:
   struct Peer {
-    char* recv = nullptr;          // its receive buffers (2 parities)
+    char* recv = nullptr;  // its receive buffers (2 parities)
     std::uint32_t* arrived = nullptr;
     std::uint32_t* done = nullptr;
     int device = -1;
@@ -108,7 +108,7 @@ class OwnerDesign {
   DeviceBuffer counters_, arrived_, done_, recv_, timed_out_;
   DeviceBuffer signal_source_;  // the epoch, when flags travel by copy (signal_peer)
   bool copy_signal_ = false;    // the driver refused a stream write to peer memory
-  std::vector<Peer> peers_;                     // [world], own entry unused
+  std::vector<Peer> peers_;     // [world], own entry unused
   std::map<void*, std::vector<char*>> peer_p_;  // allreduce: every rank's P for our P
   std::map<std::tuple<const void*, const void*, void*>,
            std::array<std::unique_ptr<gemm::OwnGemm>, 2>>

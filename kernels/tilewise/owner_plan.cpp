@@ -65,10 +65,10 @@ std::optional<std::string> build_owner_plan(CollectiveOp op, std::int64_t m, std
     std::int64_t relative = 0;
     for (int j = 0; j < groups_per_part; ++j) {
       // Equal tile counts: part-relative items [P·j/G, P·(j+1)/G).
-      const std::int32_t first = static_cast<std::int32_t>(
-          static_cast<std::int64_t>(p.part_tiles) * j / groups_per_part);
-      const std::int32_t last = static_cast<std::int32_t>(
-          static_cast<std::int64_t>(p.part_tiles) * (j + 1) / groups_per_part);
+      const std::int32_t first =
+          static_cast<std::int32_t>(static_cast<std::int64_t>(p.part_tiles) * j / groups_per_part);
+      const std::int32_t last = static_cast<std::int32_t>(static_cast<std::int64_t>(p.part_tiles) *
+                                                          (j + 1) / groups_per_part);
       OwnerGroup g;
       g.position = q;
       g.part = (rank + 1 + q) % world;
@@ -83,8 +83,8 @@ std::optional<std::string> build_owner_plan(CollectiveOp op, std::int64_t m, std
           return "internal: item " + std::to_string(q * p.part_tiles + rel_item) +
                  " is not in part " + std::to_string(g.part);
         const std::size_t tile = static_cast<std::size_t>(t.tile_m) * p.tiles_n + t.tile_n;
-        const std::int64_t cols =
-            std::min<std::int64_t>(GemmConfig::kTileN, n - std::int64_t{t.tile_n} * GemmConfig::kTileN);
+        const std::int64_t cols = std::min<std::int64_t>(
+            GemmConfig::kTileN, n - std::int64_t{t.tile_n} * GemmConfig::kTileN);
         p.tile_offset_elems[tile] = q * p.part_elems + relative;
         p.tile_group[tile] = (!own || own_signalled) ? q * groups_per_part + j : -1;
         p.tile_arrival[tile] = own ? j : -1;
@@ -106,7 +106,8 @@ std::optional<std::string> build_owner_plan(CollectiveOp op, std::int64_t m, std
     for (std::int32_t tn = 0; tn < p.tiles_n; ++tn) {
       const std::size_t tile = static_cast<std::size_t>(tm) * p.tiles_n + tn;
       const std::int64_t relative =
-          p.tile_offset_elems[tile] - static_cast<std::int64_t>(p.position_of_part(part)) * p.part_elems;
+          p.tile_offset_elems[tile] -
+          static_cast<std::int64_t>(p.position_of_part(part)) * p.part_elems;
       if (op == CollectiveOp::AllReduce) {
         p.out_tile_offset_elems[tile] = p.tile_offset_elems[tile];
       } else if (op == CollectiveOp::ReduceScatter) {
@@ -117,7 +118,8 @@ std::optional<std::string> build_owner_plan(CollectiveOp op, std::int64_t m, std
         // The same relative tile from every source s, in the receive buffer's slot s.
         for (int s = 0; s < world; ++s)
           p.out_tile_offset_elems[static_cast<std::size_t>(s * p.rows_per_part + local_m) *
-                                      p.tiles_n + tn] = s * p.part_elems + relative;
+                                      p.tiles_n +
+                                  tn] = s * p.part_elems + relative;
       }
     }
   }

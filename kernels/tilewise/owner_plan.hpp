@@ -46,12 +46,12 @@
 namespace overlapsim::kernels::tilewise {
 
 struct OwnerGroup {
-  int position = 0;              // part position q (0 = first computed)
-  int part = 0;                  // the rank owning the part: (rank + 1 + q) mod world
-  int index = 0;                 // j within the part
-  std::int32_t tiles = 0;        // tiles that complete the group
-  std::int32_t end_item = 0;     // one past the group's last work item
-  std::int64_t begin_elems = 0;  // in P
+  int position = 0;                       // part position q (0 = first computed)
+  int part = 0;                           // the rank owning the part: (rank + 1 + q) mod world
+  int index = 0;                          // j within the part
+  std::int32_t tiles = 0;                 // tiles that complete the group
+  std::int32_t end_item = 0;              // one past the group's last work item
+  std::int64_t begin_elems = 0;           // in P
   std::int64_t relative_begin_elems = 0;  // inside the part
   std::int64_t elems = 0;
 };
@@ -61,7 +61,7 @@ struct OwnerPlan {
   int world = 1;
   int rank = 0;
   int groups_per_part = 1;
-  int group_m = 8;             // the raster's group_m actually used (divides rows_per_part)
+  int group_m = 8;  // the raster's group_m actually used (divides rows_per_part)
   int num_ctas = 0;
   std::int32_t tiles_m = 0;
   std::int32_t tiles_n = 0;

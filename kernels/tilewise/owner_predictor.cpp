@@ -35,19 +35,24 @@ double predict_owner_time_s(const OwnerPlan& plan, double gemm_time_s, const Com
   for (const OwnerGroup& g : plan.groups) {
     if (g.position != plan.world - 1) continue;
     const double a = done_at(g.end_item);
-    finished = reduce ? std::max({a, arrival[static_cast<std::size_t>(g.index)],
-                                  finished + (a - previous_a)})
-                      : a;
+    finished =
+        reduce
+            ? std::max({a, arrival[static_cast<std::size_t>(g.index)], finished + (a - previous_a)})
+            : a;
     previous_a = a;
     last_a = a;
     if (plan.op == CollectiveOp::AllReduce && plan.world > 1)
       phase2 = std::max(finished, phase2) + (plan.world - 1) * copy_s(g);
   }
   switch (plan.op) {
-    case CollectiveOp::ReduceScatter: return finished;
-    case CollectiveOp::AllToAll: return std::max(last_a, sent);
-    case CollectiveOp::AllReduce: return plan.world > 1 ? phase2 : finished;
-    case CollectiveOp::AllGather: break;
+    case CollectiveOp::ReduceScatter:
+      return finished;
+    case CollectiveOp::AllToAll:
+      return std::max(last_a, sent);
+    case CollectiveOp::AllReduce:
+      return plan.world > 1 ? phase2 : finished;
+    case CollectiveOp::AllGather:
+      break;
   }
   return finished;
 }

@@ -15,8 +15,8 @@ __device__ __forceinline__ std::uint64_t global_timer_ns() {
   return t;
 }
 
-__global__ void wait_and_reset_kernel(std::uint32_t* counter, std::uint32_t target,
-                                      int* timed_out, std::uint64_t timeout_ns) {
+__global__ void wait_and_reset_kernel(std::uint32_t* counter, std::uint32_t target, int* timed_out,
+                                      std::uint64_t timeout_ns) {
   const std::uint64_t deadline = global_timer_ns() + timeout_ns;
   unsigned sleep_ns = 32;
   // The CAS both tests and resets: the GEMM adds nothing more once the group is complete.
@@ -38,7 +38,8 @@ struct MemOps {
 
 Status driver_function(const char* name, void** fn) {
   cudaDriverEntryPointQueryResult query{};
-  const cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, 11070, cudaEnableDefault, &query);
+  const cudaError_t e =
+      cudaGetDriverEntryPointByVersion(name, fn, 11070, cudaEnableDefault, &query);
   if (e != cudaSuccess || query != cudaDriverEntryPointSuccess || *fn == nullptr)
     return Status::failure(std::string(OVERLAPSIM_WHERE ": driver entry point ") + name +
                            " not found: " + cudaGetErrorString(e));
@@ -61,7 +62,8 @@ Status mem_ops(MemOps* out) {
 
 Status check_cu(CUresult r, const char* what) {
   if (r == CUDA_SUCCESS) return Status::success();
-  return Status::failure(std::string(what) + " failed, CUresult " + std::to_string(static_cast<int>(r)));
+  return Status::failure(std::string(what) + " failed, CUresult " +
+                         std::to_string(static_cast<int>(r)));
 }
 
 }  // namespace
@@ -94,29 +96,30 @@ Status enqueue_wait_and_reset(std::uint32_t* counter, std::uint32_t target, Wait
   MemOps ops;
   OVERLAPSIM_TRY(mem_ops(&ops));
   const auto address = reinterpret_cast<CUdeviceptr>(counter);
-  OVERLAPSIM_TRY(check_cu(ops.wait(reinterpret_cast<CUstream>(stream), address, target,
-                                   CU_STREAM_WAIT_VALUE_GEQ),
-                          OVERLAPSIM_WHERE ": cuStreamWaitValue32"));
-  OVERLAPSIM_TRY(check_cu(ops.write(reinterpret_cast<CUstream>(stream), address, 0,
-                                    CU_STREAM_WRITE_VALUE_DEFAULT),
-                          OVERLAPSIM_WHERE ": cuStreamWriteValue32"));
+  OVERLAPSIM_TRY(check_cu(
+      ops.wait(reinterpret_cast<CUstream>(stream), address, target, CU_STREAM_WAIT_VALUE_GEQ),
+      OVERLAPSIM_WHERE ": cuStreamWaitValue32"));
+  OVERLAPSIM_TRY(check_cu(
+      ops.write(reinterpret_cast<CUstream>(stream), address, 0, CU_STREAM_WRITE_VALUE_DEFAULT),
+      OVERLAPSIM_WHERE ": cuStreamWriteValue32"));
   return Status::success();
 }
 
 Status enqueue_wait_geq(const std::uint32_t* address, std::uint32_t value, cudaStream_t stream) {
   MemOps ops;
   OVERLAPSIM_TRY(mem_ops(&ops));
-  return check_cu(ops.wait(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(address),
-                           value, CU_STREAM_WAIT_VALUE_GEQ),
+  return check_cu(ops.wait(reinterpret_cast<CUstream>(stream),
+                           reinterpret_cast<CUdeviceptr>(address), value, CU_STREAM_WAIT_VALUE_GEQ),
                   OVERLAPSIM_WHERE ": cuStreamWaitValue32");
 }
 
 Status enqueue_write_value(std::uint32_t* address, std::uint32_t value, cudaStream_t stream) {
   MemOps ops;
   OVERLAPSIM_TRY(mem_ops(&ops));
-  return check_cu(ops.write(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(address),
-                            value, CU_STREAM_WRITE_VALUE_DEFAULT),
-                  OVERLAPSIM_WHERE ": cuStreamWriteValue32");
+  return check_cu(
+      ops.write(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(address), value,
+                CU_STREAM_WRITE_VALUE_DEFAULT),
+      OVERLAPSIM_WHERE ": cuStreamWriteValue32");
 }
 
 }  // namespace overlapsim::kernels::tilewise

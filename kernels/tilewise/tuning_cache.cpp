@@ -107,8 +107,8 @@ std::string TuningCache::to_yaml() const {
            ", collective: " + e.key.collective + ",\n     partition: \"" +
            partition_string(e.partition) + "\", comm_sms: " + std::to_string(e.comm_sms) +
            ", wait: " + e.wait + ", time_s: " + number(e.time_s) +
-           ", predicted_s: " + number(e.predicted_s) + ", search: " +
-           (e.search.empty() ? "\"\"" : e.search) + "}\n";
+           ", predicted_s: " + number(e.predicted_s) +
+           ", search: " + (e.search.empty() ? "\"\"" : e.search) + "}\n";
   }
   if (entries_.empty()) out = out.substr(0, out.size() - 9) + "entries: []\n";
   return out;

@@ -292,7 +292,8 @@ TEST(TileOrder, RankRotationVisitsTheOtherRanksPartsFirstAndItsOwnLast) {
   const auto a = tile_order(2048, 1000, plain);
   const auto b = tile_order(2048, 1000, 132);
   ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tile_m * 100 + a[i].tile_n, b[i].tile_m * 100 + b[i].tile_n);
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(a[i].tile_m * 100 + a[i].tile_n, b[i].tile_m * 100 + b[i].tile_n);
 }
 
 TEST(TileOrder, VisitsEveryTileOnceInGroupedRaster) {
@@ -675,8 +676,10 @@ TEST(OwnGemm, DeviceRotatedTileOrderMatchesHostReplica) {
       const auto order = tile_order(m, n, sched);
       int64_t wrong = 0;
       for (size_t item = 0; item < order.size(); ++item) {
-        const size_t tile = static_cast<size_t>(order[item].tile_m) * gemm.tiles_n() + order[item].tile_n;
-        if (rec[2 * tile] != static_cast<int32_t>(item) || rec[2 * tile + 1] != static_cast<int32_t>(item % 29))
+        const size_t tile =
+            static_cast<size_t>(order[item].tile_m) * gemm.tiles_n() + order[item].tile_n;
+        if (rec[2 * tile] != static_cast<int32_t>(item) ||
+            rec[2 * tile + 1] != static_cast<int32_t>(item % 29))
           ++wrong;
       }
       EXPECT_EQ(wrong, 0) << "tiles whose device item/CTA differ from tile_order(m, n, sched)";

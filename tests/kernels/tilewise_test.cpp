@@ -78,7 +78,8 @@ TEST(TilewisePlan, PartitionTextAndErrors) {
   EXPECT_TRUE(partition_error(g, {1, 2}));
   EXPECT_TRUE(partition_error(g, {0, 4}));
   EXPECT_EQ(group_end_items(g, {1, 3}), (std::vector<std::int32_t>{132, 512}));
-  EXPECT_TRUE(shape_error(CollectiveOp::ReduceScatter, 384, 512, 2)) << "384 rows: 1.5 tiles a rank";
+  EXPECT_TRUE(shape_error(CollectiveOp::ReduceScatter, 384, 512, 2))
+      << "384 rows: 1.5 tiles a rank";
   EXPECT_FALSE(shape_error(CollectiveOp::AllReduce, 383, 517, 2));
 }
 
@@ -118,8 +119,9 @@ std::int64_t simulate(CollectiveOp op, std::int64_t m, std::int64_t n, int world
       for (std::int64_t col = 0; col < n; ++col) {
         const std::int64_t tm = row / 128, tn = col / 256;
         const std::int64_t cols = std::min<std::int64_t>(256, n - tn * 256);
-        const std::int64_t at = plan.tile_offset_elems[static_cast<std::size_t>(tm * grid.tiles_n + tn)] +
-                                (row % 128) * cols + col % 256;
+        const std::int64_t at =
+            plan.tile_offset_elems[static_cast<std::size_t>(tm * grid.tiles_n + tn)] +
+            (row % 128) * cols + col % 256;
         p[static_cast<std::size_t>(r)][static_cast<std::size_t>(at)] = value(r, row, col);
         written[static_cast<std::size_t>(at)] += 1;
       }
@@ -148,7 +150,8 @@ std::int64_t simulate(CollectiveOp op, std::int64_t m, std::int64_t n, int world
       for (std::int64_t x = 0; x < block; ++x) {
         if (op == CollectiveOp::AllReduce) {
           double sum = 0;
-          for (int s = 0; s < world; ++s) sum += p[static_cast<std::size_t>(s)][static_cast<std::size_t>(begin + x)];
+          for (int s = 0; s < world; ++s)
+            sum += p[static_cast<std::size_t>(s)][static_cast<std::size_t>(begin + x)];
           out[static_cast<std::size_t>(begin + x)] = sum;
         } else if (op == CollectiveOp::ReduceScatter) {
           double sum = 0;
@@ -178,7 +181,8 @@ std::int64_t simulate(CollectiveOp op, std::int64_t m, std::int64_t n, int world
           const int source = static_cast<int>(row / rows_per_rank);
           expected = value(source, r * rows_per_rank + row % rows_per_rank, col);
         }
-        const double got = tile_element(recv[static_cast<std::size_t>(r)], plan.out_tile_offset_elems, n, row, col);
+        const double got = tile_element(recv[static_cast<std::size_t>(r)],
+                                        plan.out_tile_offset_elems, n, row, col);
         if (got != expected) ++wrong;
       }
   }
@@ -186,8 +190,9 @@ std::int64_t simulate(CollectiveOp op, std::int64_t m, std::int64_t n, int world
 }
 
 TEST(TilewisePlan, AllReduceLayoutIsExactIncludingIrregularShapes) {
-  EXPECT_EQ(simulate(CollectiveOp::AllReduce, 300, 517, 2, 3, {1, 1, 1}), 0);   // 3x3 tiles, 3 waves
-  EXPECT_EQ(simulate(CollectiveOp::AllReduce, 1000, 700, 2, 5, {1, 2, 2}), 0);  // 8x3 tiles, 5 waves
+  EXPECT_EQ(simulate(CollectiveOp::AllReduce, 300, 517, 2, 3, {1, 1, 1}), 0);  // 3x3 tiles, 3 waves
+  EXPECT_EQ(simulate(CollectiveOp::AllReduce, 1000, 700, 2, 5, {1, 2, 2}),
+            0);  // 8x3 tiles, 5 waves
   EXPECT_EQ(simulate(CollectiveOp::AllReduce, 1000, 700, 2, 5, {5}), 0);
 }
 
@@ -222,8 +227,9 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
   const std::int64_t part = p0.part_elems;
   const std::size_t mn = static_cast<std::size_t>(m * n);
   std::vector<std::vector<double>> P(static_cast<std::size_t>(world), std::vector<double>(mn, NAN));
-  std::vector<std::vector<double>> R(static_cast<std::size_t>(world),
-                                     std::vector<double>(static_cast<std::size_t>(world * part), NAN));
+  std::vector<std::vector<double>> R(
+      static_cast<std::size_t>(world),
+      std::vector<double>(static_cast<std::size_t>(world * part), NAN));
   const auto tile_rel = [&](const OwnerPlan& plan, std::size_t tile, int tile_part) {
     return plan.tile_offset_elems[tile] - plan.part_begin_on(plan.rank, tile_part);
   };
@@ -234,7 +240,8 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
     for (const OwnerGroup& g : plan.groups) {
       EXPECT_EQ(g.begin_elems, next) << "groups must be contiguous in item order";
       next += g.elems;
-      const OwnerGroup& same = p0.groups[static_cast<std::size_t>(g.position * groups_per_part + g.index)];
+      const OwnerGroup& same =
+          p0.groups[static_cast<std::size_t>(g.position * groups_per_part + g.index)];
       EXPECT_EQ(g.relative_begin_elems, same.relative_begin_elems);
       EXPECT_EQ(g.elems, same.elems);
       EXPECT_EQ(g.part, (r + 1 + g.position) % world);
@@ -253,7 +260,9 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
         EXPECT_EQ(plan.tile_arrival[tile] >= 0, own);
         written[static_cast<std::size_t>(at)] += 1;
         if (own && op == CollectiveOp::AllToAll) {
-          R[static_cast<std::size_t>(r)][static_cast<std::size_t>(r * part + tile_rel(plan, tile, tile_part) + (row % 128) * cols + col % 256)] = value(r, row, col);
+          R[static_cast<std::size_t>(r)][static_cast<std::size_t>(
+              r * part + tile_rel(plan, tile, tile_part) + (row % 128) * cols + col % 256)] =
+              value(r, row, col);
         } else {
           P[static_cast<std::size_t>(r)][static_cast<std::size_t>(at)] = value(r, row, col);
         }
@@ -272,8 +281,9 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
     for (const OwnerGroup& g : plans[static_cast<std::size_t>(s)].groups) {
       if (g.position == world - 1) continue;
       for (std::int64_t x = 0; x < g.elems; ++x)
-        R[static_cast<std::size_t>(g.part)][static_cast<std::size_t>(s * part + g.relative_begin_elems + x)] =
-            P[static_cast<std::size_t>(s)][static_cast<std::size_t>(g.begin_elems + x)];
+        R[static_cast<std::size_t>(g.part)]
+         [static_cast<std::size_t>(s * part + g.relative_begin_elems + x)] =
+             P[static_cast<std::size_t>(s)][static_cast<std::size_t>(g.begin_elems + x)];
     }
   // The epilogue's reduction of the own part, in rank order.
   if (op != CollectiveOp::AllToAll)
@@ -282,7 +292,8 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
       for (std::int64_t x = 0; x < part; ++x) {
         double sum = 0;
         for (int s = 0; s < world; ++s)
-          sum += s == r ? P[static_cast<std::size_t>(r)][static_cast<std::size_t>(plan.own_begin_elems + x)]
+          sum += s == r ? P[static_cast<std::size_t>(r)]
+                           [static_cast<std::size_t>(plan.own_begin_elems + x)]
                         : R[static_cast<std::size_t>(r)][static_cast<std::size_t>(s * part + x)];
         P[static_cast<std::size_t>(r)][static_cast<std::size_t>(plan.own_begin_elems + x)] = sum;
       }
@@ -294,7 +305,8 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
         if (g.position != world - 1) continue;
         for (int d = 0; d < world; ++d) {
           if (d == r) continue;
-          const std::int64_t at = plans[static_cast<std::size_t>(d)].part_begin_on(d, r) + g.relative_begin_elems;
+          const std::int64_t at =
+              plans[static_cast<std::size_t>(d)].part_begin_on(d, r) + g.relative_begin_elems;
           for (std::int64_t x = 0; x < g.elems; ++x)
             P[static_cast<std::size_t>(d)][static_cast<std::size_t>(at + x)] =
                 P[static_cast<std::size_t>(r)][static_cast<std::size_t>(g.begin_elems + x)];
@@ -304,7 +316,8 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
   const std::int64_t rows_per_rank = m / world;
   for (int r = 0; r < world; ++r) {
     const OwnerPlan& plan = plans[static_cast<std::size_t>(r)];
-    const auto& base = op == CollectiveOp::AllToAll ? R[static_cast<std::size_t>(r)] : P[static_cast<std::size_t>(r)];
+    const auto& base = op == CollectiveOp::AllToAll ? R[static_cast<std::size_t>(r)]
+                                                    : P[static_cast<std::size_t>(r)];
     for (std::int64_t row = 0; row < plan.out_rows; ++row)
       for (std::int64_t col = 0; col < n; ++col) {
         double expected = 0;
@@ -323,19 +336,21 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
 }
 
 TEST(TilewiseOwnerPlan, LayoutsGiveTheNaturalCollectivesIncludingIrregularColumns) {
-  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {
+  for (CollectiveOp op :
+       {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {
     SCOPED_TRACE(to_string(op));
     EXPECT_EQ(simulate_owner(op, 1024, 700, 2, 5, 1), 0);
-    EXPECT_EQ(simulate_owner(op, 1024, 700, 2, 5, 3), 0);    // 12 tiles a part, 3 groups
-    EXPECT_EQ(simulate_owner(op, 2048, 513, 4, 7, 2), 0);    // 4 ranks
+    EXPECT_EQ(simulate_owner(op, 1024, 700, 2, 5, 3), 0);      // 12 tiles a part, 3 groups
+    EXPECT_EQ(simulate_owner(op, 2048, 513, 4, 7, 2), 0);      // 4 ranks
     EXPECT_EQ(simulate_owner(op, 768, 300, 3, 132, 2, 8), 0);  // group_m 8 -> 2 (2 rows a part)
-    EXPECT_EQ(simulate_owner(op, 256, 256, 1, 1, 1), 0);     // one rank: nothing to send
+    EXPECT_EQ(simulate_owner(op, 256, 256, 1, 1, 1), 0);       // one rank: nothing to send
   }
 }
 
 TEST(TilewiseOwnerPlan, ShapeAndGroupErrors) {
   OwnerPlan plan;
-  EXPECT_TRUE(owner_shape_error(CollectiveOp::AllReduce, 1000, 700, 2)) << "1000 rows: not whole tiles a rank";
+  EXPECT_TRUE(owner_shape_error(CollectiveOp::AllReduce, 1000, 700, 2))
+      << "1000 rows: not whole tiles a rank";
   EXPECT_FALSE(owner_shape_error(CollectiveOp::AllReduce, 1024, 700, 2));
   EXPECT_TRUE(build_owner_plan(CollectiveOp::ReduceScatter, 1024, 700, 132, 8, 0, 2, 0, &plan));
   EXPECT_TRUE(build_owner_plan(CollectiveOp::ReduceScatter, 1024, 700, 132, 8, 13, 2, 0, &plan))
@@ -487,7 +502,8 @@ TEST(TilewiseLayoutKernels, UnpermuteAndFusedRmsNormMatchNatural) {
   for (auto [m, n] : {std::pair<std::int64_t, std::int64_t>{640, 1024}, {300, 517}}) {
     const TileGrid grid = make_tile_grid(m, n, 3, 8, 1);
     RemapPlan plan;
-    ASSERT_FALSE(build_remap(CollectiveOp::AllReduce, grid, std::vector<int>(grid.waves(), 1), 1, 0, &plan));
+    ASSERT_FALSE(
+        build_remap(CollectiveOp::AllReduce, grid, std::vector<int>(grid.waves(), 1), 1, 0, &plan));
     const std::size_t mn = static_cast<std::size_t>(m * n);
     DeviceBuffer natural, permuted, back, offsets, residual, weight, out_a, out_b;
     ASSERT_TRUE(natural.allocate(mn * 2).ok);
@@ -499,30 +515,36 @@ TEST(TilewiseLayoutKernels, UnpermuteAndFusedRmsNormMatchNatural) {
     ASSERT_TRUE(out_b.allocate(mn * 2).ok);
     ASSERT_TRUE(offsets.allocate(plan.out_tile_offset_elems.size() * 8).ok);
     ASSERT_EQ(cudaMemcpy(offsets.data(), plan.out_tile_offset_elems.data(), offsets.bytes(),
-                         cudaMemcpyHostToDevice), cudaSuccess);
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
     const std::uint64_t seed = fresh_seed();
     ASSERT_TRUE(fill_random(natural.data(), mn, DType::BF16, seed, nullptr).ok);
     ASSERT_TRUE(fill_random(residual.data(), mn, DType::BF16, seed + 1, nullptr).ok);
-    ASSERT_TRUE(fill_random(weight.data(), static_cast<std::size_t>(n), DType::BF16, seed + 2, nullptr).ok);
+    ASSERT_TRUE(
+        fill_random(weight.data(), static_cast<std::size_t>(n), DType::BF16, seed + 2, nullptr).ok);
     // Permute on the host with the plan's table.
     const auto nat = to_bits(natural.data(), mn);
     std::vector<std::uint16_t> perm(mn, 0xFFFF);
     for (std::int64_t r = 0; r < m; ++r)
       for (std::int64_t c = 0; c < n; ++c) {
         const std::int64_t tn = c / 256, cols = std::min<std::int64_t>(256, n - tn * 256);
-        perm[static_cast<std::size_t>(plan.out_tile_offset_elems[static_cast<std::size_t>((r / 128) * grid.tiles_n + tn)] +
-                                      (r % 128) * cols + c % 256)] = nat[static_cast<std::size_t>(r * n + c)];
+        perm[static_cast<std::size_t>(
+            plan.out_tile_offset_elems[static_cast<std::size_t>((r / 128) * grid.tiles_n + tn)] +
+            (r % 128) * cols + c % 256)] = nat[static_cast<std::size_t>(r * n + c)];
       }
-    ASSERT_EQ(cudaMemcpy(permuted.data(), perm.data(), mn * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(permuted.data(), perm.data(), mn * 2, cudaMemcpyHostToDevice),
+              cudaSuccess);
     ASSERT_TRUE(poison(back.data(), mn, nullptr).ok);
     const TileView view{permuted.data(), offsets.as<std::int64_t>(), m, n};
     ASSERT_TRUE(unpermute(view, back.data(), DType::BF16, nullptr).ok);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_EQ(to_bits(back.data(), mn), nat) << m << "x" << n;
     ASSERT_TRUE(residual_rmsnorm({natural.data(), nullptr, m, n}, residual.data(), weight.data(),
-                                 1e-6f, out_a.data(), DType::BF16, nullptr).ok);
+                                 1e-6f, out_a.data(), DType::BF16, nullptr)
+                    .ok);
     ASSERT_TRUE(residual_rmsnorm(view, residual.data(), weight.data(), 1e-6f, out_b.data(),
-                                 DType::BF16, nullptr).ok);
+                                 DType::BF16, nullptr)
+                    .ok);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const auto a = to_bits(out_a.data(), mn);
     EXPECT_EQ(a, to_bits(out_b.data(), mn)) << "fused must equal natural bit for bit";
@@ -540,7 +562,8 @@ TEST(TilewiseLayoutKernels, UnpermuteAndFusedRmsNormMatchNatural) {
       }
       const double scale = 1.0 / std::sqrt(ss / n + 1e-6);
       for (std::int64_t c = 0; c < n; ++c) {
-        const double expect = h[static_cast<std::size_t>(c)] * scale * bf16_bits_to_float(w[static_cast<std::size_t>(c)]);
+        const double expect = h[static_cast<std::size_t>(c)] * scale *
+                              bf16_bits_to_float(w[static_cast<std::size_t>(c)]);
         const double got = bf16_bits_to_float(a[static_cast<std::size_t>(r * n + c)]);
         EXPECT_NEAR(got, expect, 1e-2 * std::abs(expect) + 1e-3) << "row " << r << " col " << c;
       }
@@ -573,7 +596,8 @@ TEST(TilewiseLayoutKernels, DeviceTileOrderWithRowBlocksMatchesHost) {
   ASSERT_TRUE(g.run(nullptr).ok);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<std::int32_t> rec(tiles * 2);
-  ASSERT_EQ(cudaMemcpy(rec.data(), record.data(), rec.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(rec.data(), record.data(), rec.size() * 4, cudaMemcpyDeviceToHost),
+            cudaSuccess);
   const auto order = gemm::tile_order(m, n, 7, 8, 4);
   for (std::size_t item = 0; item < order.size(); ++item) {
     const std::size_t tile = static_cast<std::size_t>(order[item].tile_m) * 5 + order[item].tile_n;
@@ -598,7 +622,8 @@ gemm::DType gemm_type() { return gemm::DType::kBf16; }
 // number of elements that differ (bitwise) and writes the cuBLAS comparison count.
 Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::int64_t n,
                         std::int64_t k, const std::vector<Variant>& variants, std::uint64_t seed,
-                        std::uint64_t* bit_diff, std::uint64_t* unwritten, std::uint64_t* cublas_diff) {
+                        std::uint64_t* bit_diff, std::uint64_t* unwritten,
+                        std::uint64_t* cublas_diff) {
   const int world = ctx.comm.world, rank = ctx.comm.rank;
   cudaStream_t s = ctx.compute_stream;
   const std::size_t mn = static_cast<std::size_t>(m * n);
@@ -617,7 +642,8 @@ Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::
   OVERLAPSIM_TRY(own.initialize({m, n, k, gemm_type(), a.data(), b.data(), nat.data()}));
   const auto collective = [&](void* src, void* dst) -> Status {
     if (op == CollectiveOp::AllReduce) return all_reduce(ctx.comm, src, src, mn, DType::BF16, s);
-    if (op == CollectiveOp::ReduceScatter) return reduce_scatter(ctx.comm, src, dst, per_rank, DType::BF16, s);
+    if (op == CollectiveOp::ReduceScatter)
+      return reduce_scatter(ctx.comm, src, dst, per_rank, DType::BF16, s);
     return all_to_all(ctx.comm, src, per_rank, dst, per_rank, per_rank, DType::BF16, s);
   };
   // One collective on the parent before any split (NCCL 2.28.3 answered "invalid argument"
@@ -655,8 +681,10 @@ Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::
       OVERLAPSIM_TRY(d.initialize(comm, op, m, n, k, DType::BF16, o));
     }
     for (int rep = 0; rep < v.repetitions; ++rep, ++rep_seed) {
-      OVERLAPSIM_TRY(fill_random(a.data(), m * k, DType::BF16, seed * 7919 + rep_seed * 31 + rank * 2, s));
-      OVERLAPSIM_TRY(fill_random(b.data(), n * k, DType::BF16, seed * 7919 + rep_seed * 31 + rank * 2 + 1, s));
+      OVERLAPSIM_TRY(
+          fill_random(a.data(), m * k, DType::BF16, seed * 7919 + rep_seed * 31 + rank * 2, s));
+      OVERLAPSIM_TRY(
+          fill_random(b.data(), n * k, DType::BF16, seed * 7919 + rep_seed * 31 + rank * 2 + 1, s));
       OVERLAPSIM_TRY(own.run(s));
       OVERLAPSIM_TRY(collective(nat.data(), nat_out.data()));
       OVERLAPSIM_TRY(poison(p.data(), mn, s));
@@ -672,7 +700,8 @@ Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::
       OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "tilewise test"));
       std::uint64_t diff = 0, bad = 0;
       const void* expected = op == CollectiveOp::AllReduce ? nat.data() : nat_out.data();
-      OVERLAPSIM_TRY(count_mismatches(out.data(), expected, out_elems, DType::BF16, 0, 0, s, &diff));
+      OVERLAPSIM_TRY(
+          count_mismatches(out.data(), expected, out_elems, DType::BF16, 0, 0, s, &diff));
       OVERLAPSIM_TRY(count_nonfinite(out.data(), out_elems, DType::BF16, s, &bad));
       *bit_diff += diff;
       *unwritten += bad;
@@ -692,7 +721,8 @@ Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::
   const void* cublas_result = op == CollectiveOp::AllReduce ? cub.data() : nat_out.data();
   // Inputs are O(1): a dot of K terms is O(sqrt K); bf16 keeps 8 bits, and two ranks add.
   const double abs_tol = 0.02 * std::sqrt(static_cast<double>(k));
-  OVERLAPSIM_TRY(count_mismatches(out.data(), cublas_result, out_elems, DType::BF16, 1.0 / 64, abs_tol, s, cublas_diff));
+  OVERLAPSIM_TRY(count_mismatches(out.data(), cublas_result, out_elems, DType::BF16, 1.0 / 64,
+                                  abs_tol, s, cublas_diff));
   for (auto& [sms, h] : limited) OVERLAPSIM_TRY(destroy_comm(&h));
   return result;
 }
@@ -708,12 +738,13 @@ void run_design_case(CollectiveOp op, const std::vector<std::array<std::int64_t,
     std::vector<std::uint64_t> bits(world), unwritten(world), cublas(world);
     const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
       return compare_with_own(ctx, op, shape[0], shape[1], shape[2], variants, seed,
-                              &bits[ctx.comm.rank], &unwritten[ctx.comm.rank], &cublas[ctx.comm.rank]);
+                              &bits[ctx.comm.rank], &unwritten[ctx.comm.rank],
+                              &cublas[ctx.comm.rank]);
     });
     ASSERT_TRUE(status.ok) << status.message;
     for (int r = 0; r < world; ++r) {
-      EXPECT_EQ(bits[r], 0u) << to_string(op) << " " << shape[0] << "x" << shape[1] << "x" << shape[2]
-                             << " rank " << r << " (seed " << seed << ")";
+      EXPECT_EQ(bits[r], 0u) << to_string(op) << " " << shape[0] << "x" << shape[1] << "x"
+                             << shape[2] << " rank " << r << " (seed " << seed << ")";
       EXPECT_EQ(unwritten[r], 0u) << "rank " << r;
       EXPECT_EQ(cublas[r], 0u) << "outside bf16 tolerance of cuBLAS + NCCL, rank " << r;
     }
@@ -767,13 +798,14 @@ TEST(TilewiseCopyEngineGpu, AllReduceBitIdenticalToOwnGemmThenNccl) {
 
 TEST(TilewiseCopyEngineGpu, ReduceScatterBitIdenticalToOwnGemmThenNccl) {
   OVERLAPSIM_REQUIRE_GPUS(2);
-  run_design_case(CollectiveOp::ReduceScatter, {{2048, 1536, 512}, {1024, 700, 300}, {2048, 2048, 777}},
-                  copy_engine_variants());
+  run_design_case(CollectiveOp::ReduceScatter,
+                  {{2048, 1536, 512}, {1024, 700, 300}, {2048, 2048, 777}}, copy_engine_variants());
 }
 
 TEST(TilewiseCopyEngineGpu, AllToAllBitIdenticalToOwnGemmThenNccl) {
   OVERLAPSIM_REQUIRE_GPUS(2);
-  run_design_case(CollectiveOp::AllToAll, {{2048, 1536, 512}, {1024, 700, 300}}, copy_engine_variants());
+  run_design_case(CollectiveOp::AllToAll, {{2048, 1536, 512}, {1024, 700, 300}},
+                  copy_engine_variants());
 }
 
 // Two ranks, small shapes, few repetitions: what compute-sanitizer (synccheck: the
@@ -793,7 +825,8 @@ TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
   const std::uint64_t seed = fresh_seed();
   HarnessOptions harness;
   harness.blocking_comms = true;
-  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {
+  for (CollectiveOp op :
+       {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {
     std::vector<std::uint64_t> diff(static_cast<std::size_t>(world), 1);
     const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
       cudaStream_t s = ctx.compute_stream;
@@ -806,7 +839,8 @@ TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
       OVERLAPSIM_TRY(nat_out.allocate(mn * 2));
       OVERLAPSIM_TRY(out.allocate(mn * 2));
       for (int i = 0; i < 2; ++i)
-        OVERLAPSIM_TRY(fill_random(a[i].data(), m * k, DType::BF16, seed + 10 * ctx.comm.rank + i, s));
+        OVERLAPSIM_TRY(
+            fill_random(a[i].data(), m * k, DType::BF16, seed + 10 * ctx.comm.rank + i, s));
       OVERLAPSIM_TRY(fill_random(b.data(), n * k, DType::BF16, seed + 99 + ctx.comm.rank, s));
       OwnerDesign d;
       OwnerOptions o;
@@ -822,10 +856,11 @@ TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
       if (op == CollectiveOp::AllReduce) {
         OVERLAPSIM_TRY(all_reduce(ctx.comm, nat.data(), nat.data(), mn, DType::BF16, s));
       } else if (op == CollectiveOp::ReduceScatter) {
-        OVERLAPSIM_TRY(reduce_scatter(ctx.comm, nat.data(), nat_out.data(), per_rank, DType::BF16, s));
+        OVERLAPSIM_TRY(
+            reduce_scatter(ctx.comm, nat.data(), nat_out.data(), per_rank, DType::BF16, s));
       } else {
-        OVERLAPSIM_TRY(all_to_all(ctx.comm, nat.data(), per_rank, nat_out.data(), per_rank, per_rank,
-                                  DType::BF16, s));
+        OVERLAPSIM_TRY(all_to_all(ctx.comm, nat.data(), per_rank, nat_out.data(), per_rank,
+                                  per_rank, DType::BF16, s));
       }
       OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "copy-engine stress"));
       OVERLAPSIM_TRY(d.check_waits());
@@ -869,7 +904,8 @@ TEST(TilewiseDesignGpu, BackToBackCallsWithoutHostSync) {
       OVERLAPSIM_TRY(nat.allocate(mn * 2));
       OVERLAPSIM_TRY(out.allocate(mn * 2));
       for (int i = 0; i < 2; ++i)
-        OVERLAPSIM_TRY(fill_random(a[i].data(), m * k, DType::BF16, seed + 10 * ctx.comm.rank + i, s));
+        OVERLAPSIM_TRY(
+            fill_random(a[i].data(), m * k, DType::BF16, seed + 10 * ctx.comm.rank + i, s));
       OVERLAPSIM_TRY(fill_random(b.data(), n * k, DType::BF16, seed + 99 + ctx.comm.rank, s));
       OVERLAPSIM_TRY(all_reduce(ctx.comm, nat.data(), nat.data(), mn, DType::BF16, s));
       OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "stress warm-up"));
@@ -890,8 +926,8 @@ TEST(TilewiseDesignGpu, BackToBackCallsWithoutHostSync) {
       OVERLAPSIM_TRY(all_reduce(ctx.comm, nat.data(), nat.data(), mn, DType::BF16, s));
       OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "stress"));
       OVERLAPSIM_TRY(d.check_waits());
-      OVERLAPSIM_TRY(count_mismatches(out.data(), nat.data(), mn, DType::BF16, 0, 0, s,
-                                      &diff[ctx.comm.rank]));
+      OVERLAPSIM_TRY(
+          count_mismatches(out.data(), nat.data(), mn, DType::BF16, 0, 0, s, &diff[ctx.comm.rank]));
       return destroy_comm(&limited);
     });
     ASSERT_TRUE(status.ok) << to_string(mode) << ": " << status.message;
@@ -915,14 +951,16 @@ TEST(TilewiseColdStart, Child) {
     OVERLAPSIM_TRY(r.allocate(m * n * 2));
     OVERLAPSIM_TRY(fill_random(a.data(), m * k, DType::BF16, 1, ctx.compute_stream));
     OVERLAPSIM_TRY(fill_random(b.data(), n * k, DType::BF16, 2, ctx.compute_stream));
-    const CollectiveOp op = ctx.comm.world > 1 ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
+    const CollectiveOp op =
+        ctx.comm.world > 1 ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
     for (WaitMode mode : {WaitMode::Kernel, WaitMode::StreamMemOp}) {
       TilewiseDesign d;
       TilewiseOptions o;
       o.wait = mode;
       o.wait_timeout_s = 20;
       OVERLAPSIM_TRY(d.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
-      OVERLAPSIM_TRY(d.run(a.data(), b.data(), p.data(), r.data(), ctx.compute_stream, ctx.comm_stream));
+      OVERLAPSIM_TRY(
+          d.run(a.data(), b.data(), p.data(), r.data(), ctx.compute_stream, ctx.comm_stream));
       OVERLAPSIM_TRY(wait_stream(ctx.comm, ctx.compute_stream, "cold start"));
       OVERLAPSIM_TRY(d.check_waits());
     }
