@@ -59,7 +59,8 @@ std::optional<std::string> build_owner_plan(CollectiveOp op, std::int64_t m, std
   p.tile_offset_elems.assign(static_cast<std::size_t>(tiles), -1);
   p.tile_group.assign(static_cast<std::size_t>(tiles), -1);
   p.tile_arrival.assign(static_cast<std::size_t>(tiles), -1);
-  const bool own_signalled = op == CollectiveOp::AllReduce;
+  // Own tiles signal only where phase 2 copies them out (allreduce with peers).
+  const bool own_signalled = op == CollectiveOp::AllReduce && world > 1;
   for (int q = 0; q < world; ++q) {
     const bool own = q == world - 1;
     std::int64_t relative = 0;

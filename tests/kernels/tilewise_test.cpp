@@ -271,7 +271,7 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
       }
     EXPECT_EQ(std::count(written.begin(), written.end(), 1), static_cast<long>(mn));
     for (const OwnerGroup& g : plan.groups) {
-      const bool signalled = g.position < world - 1 || op == CollectiveOp::AllReduce;
+      const bool signalled = g.position < world - 1 || (op == CollectiveOp::AllReduce && world > 1);
       EXPECT_EQ(group_tiles[static_cast<std::size_t>(g.position * groups_per_part + g.index)],
                 signalled ? g.tiles : 0);
     }
@@ -471,6 +471,20 @@ TEST(TilewiseTuningCache, RoundTripAndReplace) {
   EXPECT_EQ(found->wait, "stream_memop");
   EXPECT_DOUBLE_EQ(found->time_s, 1.0e-3);
   EXPECT_FALSE(parsed->find({"NVIDIA H100", "bf16", 8192, 8192, 2048, 2, "allreduce"}));
+  // The copy-engine transport's entries: their own collective keys, wait "copy_engine".
+  TuningEntry ce = e;
+  ce.key.collective = "reducescatter_ce";
+  ce.partition = {4};
+  ce.comm_sms = 0;
+  ce.wait = "copy_engine";
+  cache.put(ce);
+  auto with_ce = TuningCache::parse(cache.to_yaml(), "cache.yaml", &error);
+  ASSERT_TRUE(with_ce) << error;
+  auto found_ce = with_ce->find(ce.key);
+  ASSERT_TRUE(found_ce);
+  EXPECT_EQ(found_ce->wait, "copy_engine");
+  EXPECT_EQ(found_ce->partition, std::vector<int>{4});
+  EXPECT_EQ(with_ce->find(e.key)->wait, "stream_memop") << "the nccl entry is separate";
   auto empty = TuningCache::parse("entries: []\n", "e.yaml", &error);
   ASSERT_TRUE(empty);
   EXPECT_TRUE(empty->entries().empty());
