@@ -218,6 +218,7 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   std::map<std::string, std::string> comments;
   FitOutput out{p, comments, result.notes};
   fit_compute(data, out);
+  fit_interleaved_speedup(data, out);
   fit_collectives(data, out);
   fit_designs(data, out);
   fit_interference(data, out);

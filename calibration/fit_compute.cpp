@@ -38,7 +38,10 @@ double idw_rate(const std::map<Shape, double>& measured, double m, double n, dou
 void fit_gemm_tables(const FitData& data, FitOutput& out) {
   std::map<std::string, std::vector<const Measurement*>> by_dtype;
   for (const auto& r : data.rows)
-    if (r.op == "gemm" && r.design == "cublas") by_dtype[r.dtype].push_back(&r);
+    // Back-to-back GEMMs only: those timed between collectives run at another clock
+    // (fit_interleaved_speedup).
+    if (r.op == "gemm" && r.design == "cublas" && !measured_in_pair_loop(r))
+      by_dtype[r.dtype].push_back(&r);
   const double launch_s = out.profile.compute.launch_overhead_s.value;
   for (const auto& [dtype, rows] : by_dtype) {
     const sim::Precision prec = precision_of(dtype);

@@ -115,6 +115,14 @@ bool is_compute_op(const std::string& op) {
 
 bool is_pair_op(const std::string& op) { return op.find('+') != std::string::npos; }
 
+bool measured_in_pair_loop(const Measurement& m) {
+  // case key: section/op/designs/shapes
+  const auto first = m.case_key.find('/');
+  if (first == std::string::npos) return false;
+  const auto second = m.case_key.find('/', first + 1);
+  return is_pair_op(m.case_key.substr(first + 1, second - first - 1));
+}
+
 int effective_ctas(const Measurement& m) {
   if (m.ctas > 0) return m.ctas;
   return m.design == "nccl_tilewise" ? m.chunks : 0;

@@ -44,6 +44,9 @@ std::vector<Measurement> parse_measurements(const CsvTable& table);
 bool is_collective_op(const std::string& op);  // allreduce, allgather, reducescatter, alltoall, ...
 bool is_compute_op(const std::string& op);     // gemm, gemv, embedding
 bool is_pair_op(const std::string& op);        // gemm+allreduce, ...
+// A compute row timed inside a pair case's loop (calibrate's case key names a pair op),
+// where the GPU alternates the op with collectives instead of running it back to back.
+bool measured_in_pair_loop(const Measurement& m);
 
 // The NCCL CTA limit a collective row ran under: the `ctas` column, or for the tilewise
 // helper's `nccl_tilewise` rows (a communicator split with maxCTAs = s) the chunks column,

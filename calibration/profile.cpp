@@ -157,7 +157,8 @@ sim::GemmTable parse_gemm_table(const ConfigNode& node) {
 sim::ComputeProfile parse_compute(const ConfigNode& node) {
   node.check_keys(std::vector<std::string>{"peak_flops_per_s", "memory_bandwidth_Bps",
                                            "memory_capacity_bytes", "launch_overhead_s",
-                                           "efficiency", "gemm_tables"});
+                                           "efficiency", "gemm_tables",
+                                           "interleaved_gemm_speedup"});
   sim::ComputeProfile c;
   ConfigNode peaks = node.child("peak_flops_per_s");
   if (!peaks.is_map() || peaks.size() == 0)
@@ -188,6 +189,11 @@ sim::ComputeProfile parse_compute(const ConfigNode& node) {
   c.memory_efficiency = parse_efficiency(eff, "memory", "bytes");
   c.embedding_efficiency = parse_efficiency(eff, "embedding", "bytes");
 
+  if (node.optional_child("interleaved_gemm_speedup")) {
+    c.interleaved_gemm_speedup = parse_sourced(node, "interleaved_gemm_speedup");
+    if (!(c.interleaved_gemm_speedup.value > 0))
+      node.child("interleaved_gemm_speedup").fail("expected a positive ratio (value: 1.07)");
+  }
   if (auto tables = node.optional_child("gemm_tables")) {
     if (!tables->is_map()) tables->fail("expected a map of precision -> table");
     for (const auto& key : tables->keys())
@@ -308,7 +314,7 @@ const std::vector<config::ParamDoc>& profile_params() {
       {"device", "name, sms, driver, cuda, nccl, date, host, source, citation", "", ""},
       {"compute",
        "peak_flops_per_s, memory_bandwidth_Bps, memory_capacity_bytes, "
-       "launch_overhead_s, efficiency, gemm_tables",
+       "launch_overhead_s, efficiency, gemm_tables, interleaved_gemm_speedup",
        "", ""},
       {"collectives", "list of {op, algorithm, scope, ranks, ctas, segments, source}", "[]", ""},
       {"interference", "compute_under_comm, comm_under_compute", "{}", ""},

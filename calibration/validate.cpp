@@ -187,6 +187,12 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
   r.cluster_name = cluster.name;
   const sim::Topology topo = workloads::build_topology(cluster);
   const sim::ComputeModel model(profile.compute);
+  // Pairs and the GEMMs timed inside their loops alternate compute with collectives: GEMMs
+  // there run at the interleaved clock (compute.interleaved_gemm_speedup, 1 if unmeasured).
+  sim::Profile interleaved = profile;
+  interleaved.compute =
+      sim::with_gemm_rates_scaled(profile.compute, profile.compute.interleaved_speedup());
+  const sim::ComputeModel interleaved_model(interleaved.compute);
   CollectiveTimingOptions nvlink;
   if (cluster.intra_node.kind == workloads::IntraNodeKind::NvSwitch) {
     nvlink.nvlink_Bps = cluster.intra_node.gpu_bandwidth_Bps;
@@ -209,7 +215,8 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
                        "compute model stands for cuBLAS");
         continue;
       }
-      add(m, "compute", model.time_s(compute_op(m, m.op)));
+      add(m, "compute",
+          (measured_in_pair_loop(m) ? interleaved_model : model).time_s(compute_op(m, m.op)));
       continue;
     }
     if (is_collective_op(m.op)) {
@@ -254,14 +261,14 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
       }
     }
     if (parts && m.design == "sequential") {
-      add(m, "sequential", sequential_time_s(profile, topo, m, *parts));
+      add(m, "sequential", sequential_time_s(interleaved, topo, m, *parts));
       continue;
     }
     if (parts &&
         (m.design == "decomposed" || m.design == "tilewise" || is_copy_engine_design(m.design))) {
       double predicted = 0;
       try {
-        predicted = design_time_s(profile, topo, m, *parts);
+        predicted = design_time_s(interleaved, topo, m, *parts);
       } catch (const std::invalid_argument& e) {
         // A profile without the design's parameters (docs/designs.md) cannot predict it.
         add_unmodelled(r, m.design, e.what());

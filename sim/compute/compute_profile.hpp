@@ -32,6 +32,20 @@ struct ComputeProfile {
   // Measured GEMM throughput tables; where present for a precision they replace
   // gemm_efficiency for it.
   std::map<Precision, GemmTable> gemm_tables;
+
+  // GEMM rate when the GPU alternates compute with communication (a GEMM, then a
+  // collective, then the pair, as overlap-bench's pair loops and a training step do)
+  // over the rate of back-to-back GEMMs, which is what the tables and curves hold: the
+  // power-limited clock has headroom when the tensor cores idle part of the time.
+  // value 0: not measured (1 is used).
+  Sourced interleaved_gemm_speedup;
+
+  double interleaved_speedup() const {
+    return interleaved_gemm_speedup.value > 0 ? interleaved_gemm_speedup.value : 1.0;
+  }
 };
+
+// The profile's GEMM rates (tables and efficiency curves) multiplied by `factor`.
+ComputeProfile with_gemm_rates_scaled(ComputeProfile c, double factor);
 
 }  // namespace overlapsim::sim
