@@ -63,6 +63,8 @@ OpCost ComputeModel::cost(const OpNode& op) const {
         if (table != profile_.gemm_tables.end()) {
           mark(kGemmTable + static_cast<unsigned>(op.precision));
           const GemmShape& g = op.gemm;
+          // The op's FLOPs at the table's rate for its shape (the wave model's rate is
+          // 2mnk over its time, so a batch runs its members back to back).
           c.compute_s = flops / table->second.rate_flops_per_s(static_cast<double>(g.m),
                                                                static_cast<double>(g.n),
                                                                static_cast<double>(g.k));

@@ -127,6 +127,59 @@ TEST(ComputeModel, GemmTableReplacesTheCurve) {
   EXPECT_NEAR(t.rate_flops_per_s(65536, 1, 1), 4e14, 1e3);
 }
 
+TEST(ComputeModel, GemmWaveModelTimesTheKernel) {
+  ComputeProfile p = test_profile();
+  GemmTable t;
+  t.waves.fixed_s = 5e-6;
+  t.waves.output_s_per_element = 1e-13;
+  t.waves.mainloop_flops_per_s = 8e14;
+  t.waves.tile_m = 128;
+  t.waves.tile_n = 128;
+  t.waves.sms = 132;
+  t.validate();
+  p.gemm_tables[Precision::BF16] = t;
+  ComputeModel model(p);
+  // 2048 x 2048: 16 x 16 = 256 tiles -> 2 waves of 132 tiles of 128 x 128 charged.
+  const double area = 2.0 * 132 * 128 * 128;
+  const double kernel_s = 5e-6 + area * 1e-13 + 2 * area * 4096 / 8e14;
+  OpNode op;
+  op.kind = OpKind::Gemm;
+  op.gemm = {2048, 2048, 4096, 1};
+  EXPECT_NEAR(model.cost(op).compute_s, kernel_s, 1e-15);
+  EXPECT_EQ(model.cost(op).launch_s, 1e-6);
+  // A batch runs its members back to back.
+  op.gemm.batch = 3;
+  EXPECT_NEAR(model.cost(op).compute_s, 3 * kernel_s, 1e-15);
+  // Below one full wave (64 tiles) the area is m * n: K is split there.
+  EXPECT_NEAR(t.compute_s(1024, 1024, 4096),
+              5e-6 + 1024.0 * 1024 * (1e-13 + 2 * 4096 / 8e14), 1e-15);
+  // Scaling the rates divides every time.
+  GemmTable faster = t;
+  faster.scale_rates(1.25);
+  EXPECT_NEAR(faster.compute_s(2048, 2048, 4096), kernel_s / 1.25, 1e-15);
+  GemmTable grid;
+  grid.m_values = grid.n_values = grid.k_values = {1024};
+  grid.achieved_flops_per_s = {4e14};
+  grid.scale_rates(1.25);
+  EXPECT_NEAR(grid.rate_flops_per_s(1024, 1024, 1024), 5e14, 1e3);  // exp(log(r))
+}
+
+TEST(GemmTable, WaveModelValidation) {
+  GemmTable t;
+  t.waves.mainloop_flops_per_s = 8e14;
+  t.waves.tile_m = 128;  // one side only
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+  t.waves.tile_n = 128;  // a tile without the SM count
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+  t.waves.sms = 132;
+  t.validate();
+  t.achieved_flops_per_s = {1e14};  // both forms at once
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+  t.achieved_flops_per_s.clear();
+  t.waves.fixed_s = -1e-6;
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+}
+
 TEST(ComputeModel, MissingPrecisionAndCommOpsThrow) {
   ComputeProfile p = test_profile();
   ComputeModel model(p);
