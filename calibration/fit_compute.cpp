@@ -1,4 +1,5 @@
-// Compute stages of the fit: cuBLAS GEMM rate tables, and the GEMV / embedding-bag
+// Compute stages of the fit: the cuBLAS GEMM model (rate grid or wave model, chosen by
+// cross-validation, fit_gemm_model.hpp), and the GEMV / embedding-bag
 // bandwidth folded into the memory and embedding efficiency curves.
 #include <fmt/format.h>
 
@@ -9,13 +10,19 @@
 #include <tuple>
 
 #include "calibration/fit.hpp"
+#include "calibration/fit_gemm_model.hpp"
 #include "calibration/ops.hpp"
 #include "sim/compute/compute_model.hpp"
 
 namespace overlapsim::calibration {
 namespace {
 
-using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
+using Shape = GemmShape3;
+
+double flops_of(const Shape& s) {
+  return 2.0 * static_cast<double>(std::get<0>(s)) * static_cast<double>(std::get<1>(s)) *
+         static_cast<double>(std::get<2>(s));
+}
 
 // Unmeasured grid nodes: inverse-square-distance weighting of the measured log rates, the
 // distance taken in log2(m), log2(n), log2(k). Bounded by the measured rates (no
@@ -35,6 +42,80 @@ double idw_rate(const std::map<Shape, double>& measured, double m, double n, dou
   return std::exp(lsum / wsum);
 }
 
+// What the rate grid says about itself, for the profile comment.
+struct RateTableInfo {
+  std::size_t measured = 0;
+  int from_base = 0;
+  double base_scale = 1;
+};
+
+// The rate grid over the measured M, N, K: rate = 2mnk / (median time - launch) at measured
+// shapes, IDW elsewhere; below the smallest measured value of an axis, nodes at /4 and /16
+// carry the base efficiency curve scaled to the measured level.
+sim::GemmTable rate_table(const std::vector<GemmShapeTimes>& shapes, double launch_s,
+                          const sim::LogCurve* base_curve, double peak,
+                          RateTableInfo* info = nullptr) {
+  std::map<Shape, double> rate;
+  std::set<double> ms, ns, ks;
+  for (const auto& st : shapes) {
+    const auto [m, n, k] = st.shape;
+    rate[st.shape] = flops_of(st.shape) / std::max(st.median_s - launch_s, 1e-9);
+    ms.insert(static_cast<double>(m));
+    ns.insert(static_cast<double>(n));
+    ks.insert(static_cast<double>(k));
+  }
+  sim::GemmTable table;
+  if (rate.empty()) return table;
+  // The table is held constant beyond its edges, so small GEMMs would get the big ones'
+  // rate. Two axis values below the smallest measured (/4, /16) carry the base profile's
+  // efficiency curve there, its level scaled to these measurements (geometric mean of
+  // measured / base rate over the measured shapes).
+  double base_scale = 1;
+  if (base_curve && peak > 0) {
+    double log_sum = 0;
+    for (const auto& [s, r] : rate) log_sum += std::log(r / (peak * base_curve->at(flops_of(s))));
+    base_scale = std::exp(log_sum / static_cast<double>(rate.size()));
+    for (std::set<double>* axis : {&ms, &ns, &ks}) {
+      const double lo = *axis->begin();
+      for (double f : {4.0, 16.0})
+        if (lo / f >= 16) axis->insert(std::round(lo / f));
+    }
+  }
+  double m_lo = 1e300, n_lo = 1e300, k_lo = 1e300;
+  for (const auto& [s, r] : rate) {
+    m_lo = std::min(m_lo, static_cast<double>(std::get<0>(s)));
+    n_lo = std::min(n_lo, static_cast<double>(std::get<1>(s)));
+    k_lo = std::min(k_lo, static_cast<double>(std::get<2>(s)));
+  }
+  int from_base = 0;
+  table.m_values.assign(ms.begin(), ms.end());
+  table.n_values.assign(ns.begin(), ns.end());
+  table.k_values.assign(ks.begin(), ks.end());
+  for (double m : table.m_values)
+    for (double n : table.n_values)
+      for (double k : table.k_values) {
+        double r = 0;
+        if (base_curve && peak > 0 && (m < m_lo || n < n_lo || k < k_lo)) {
+          r = base_scale * peak * base_curve->at(2 * m * n * k);
+          ++from_base;
+        } else {
+          r = idw_rate(rate, m, n, k);
+        }
+        // Six significant digits: the YAML stays readable and reloads to these values.
+        table.achieved_flops_per_s.push_back(std::stod(fmt::format("{:.6g}", r)));
+      }
+  if (info) *info = {rate.size(), from_base, base_scale};
+  return table;
+}
+
+struct GemmCandidate {
+  std::string name;
+  GemmModelBuilder build;
+  CrossValidation cv;
+};
+
+std::string percent(double v) { return fmt::format("{:.2f}%", 100 * v); }
+
 void fit_gemm_tables(const FitData& data, FitOutput& out) {
   std::map<std::string, std::vector<const Measurement*>> by_dtype;
   for (const auto& r : data.rows)
@@ -43,25 +124,13 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
     if (r.op == "gemm" && r.design == "cublas" && !measured_in_pair_loop(r))
       by_dtype[r.dtype].push_back(&r);
   const double launch_s = out.profile.compute.launch_overhead_s.value;
+  const int sms = out.profile.device.sms;
   for (const auto& [dtype, rows] : by_dtype) {
     const sim::Precision prec = precision_of(dtype);
     std::map<Shape, std::vector<double>> times;
     for (const Measurement* r : rows) times[{r->m, r->n, r->k}].push_back(r->time_s);
-    std::map<Shape, double> rate;
-    std::set<double> ms, ns, ks;
-    for (const auto& [s, t] : times) {
-      const auto [m, n, k] = s;
-      const double flops =
-          2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-      rate[s] = flops / std::max(median(t) - launch_s, 1e-9);
-      ms.insert(static_cast<double>(m));
-      ns.insert(static_cast<double>(n));
-      ks.insert(static_cast<double>(k));
-    }
-    // The table is held constant beyond its edges, so small GEMMs would get the big ones'
-    // rate. Two axis values below the smallest measured (/4, /16) carry the base profile's
-    // efficiency curve there, its level scaled to these measurements (geometric mean of
-    // measured / base rate over the measured shapes).
+    std::vector<GemmShapeTimes> shapes;
+    for (const auto& [s, t] : times) shapes.push_back({s, t, median(t)});
     const sim::LogCurve* base_curve = nullptr;
     if (auto it = out.profile.compute.gemm_efficiency.find(prec);
         it != out.profile.compute.gemm_efficiency.end())
@@ -69,46 +138,39 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
     const double peak = out.profile.compute.peak_flops_per_s.count(prec)
                             ? out.profile.compute.peak_flops_per_s.at(prec).value
                             : 0;
-    double base_scale = 1;
-    if (base_curve && peak > 0) {
-      double log_sum = 0;
-      for (const auto& [s, r] : rate) {
-        const double flops = 2.0 * static_cast<double>(std::get<0>(s)) *
-                             static_cast<double>(std::get<1>(s)) *
-                             static_cast<double>(std::get<2>(s));
-        log_sum += std::log(r / (peak * base_curve->at(flops)));
-      }
-      base_scale = std::exp(log_sum / static_cast<double>(rate.size()));
-      for (std::set<double>* axis : {&ms, &ns, &ks}) {
-        const double lo = *axis->begin();
-        for (double f : {4.0, 16.0})
-          if (lo / f >= 16) axis->insert(std::round(lo / f));
+
+    // Candidates, the rate grid first: a later one must score strictly better to be chosen.
+    std::vector<GemmCandidate> candidates;
+    candidates.push_back({"table", [&](const std::vector<GemmShapeTimes>& s) {
+                            return rate_table(s, launch_s, base_curve, peak);
+                          }});
+    // The wave model has three coefficients: each leave-one-out fit needs three shapes.
+    if (shapes.size() >= 4) {
+      const std::pair<int, int> tiles[] = {{0, 0}, {128, 128}, {128, 256}, {256, 128}, {256, 256}};
+      for (const auto& [tm, tn] : tiles) {
+        if (tm > 0 && sms <= 0) continue;
+        candidates.push_back({tm > 0 ? fmt::format("waves {}x{}", tm, tn) : "waves (no tile)",
+                              [&, tm = tm, tn = tn](const std::vector<GemmShapeTimes>& s) {
+                                sim::GemmTable t;
+                                t.waves = fit_gemm_wave_model(s, launch_s, tm, tn, sms);
+                                return t;
+                              }});
       }
     }
-    const double m_lo = static_cast<double>(std::get<0>(rate.begin()->first));
-    double n_lo = 1e300, k_lo = 1e300;
-    for (const auto& [s, r] : rate) {
-      n_lo = std::min(n_lo, static_cast<double>(std::get<1>(s)));
-      k_lo = std::min(k_lo, static_cast<double>(std::get<2>(s)));
+    std::size_t chosen = 0;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      candidates[i].cv = leave_one_shape_out(shapes, launch_s, candidates[i].build);
+      if (candidates[i].cv.score() < candidates[chosen].cv.score()) chosen = i;
     }
-    int from_base = 0;
-    sim::GemmTable table;
-    table.m_values.assign(ms.begin(), ms.end());
-    table.n_values.assign(ns.begin(), ns.end());
-    table.k_values.assign(ks.begin(), ks.end());
-    for (double m : table.m_values)
-      for (double n : table.n_values)
-        for (double k : table.k_values) {
-          double r = 0;
-          if (base_curve && peak > 0 && (m < m_lo || n < n_lo || k < k_lo)) {
-            r = base_scale * peak * base_curve->at(2 * m * n * k);
-            ++from_base;
-          } else {
-            r = idw_rate(rate, m, n, k);
-          }
-          // Six significant digits: the YAML stays readable and reloads to these values.
-          table.achieved_flops_per_s.push_back(std::stod(fmt::format("{:.6g}", r)));
-        }
+    std::string cv_text;
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      cv_text +=
+          fmt::format("{}  {}: {} / {}", i ? ",\n" : "", candidates[i].name,
+                      percent(candidates[i].cv.median_abs), percent(candidates[i].cv.p90_abs));
+
+    RateTableInfo info;
+    sim::GemmTable table = chosen == 0 ? rate_table(shapes, launch_s, base_curve, peak, &info)
+                                       : candidates[chosen].build(shapes);
     table.source.kind = sim::SourceKind::Measured;
     table.source.citation = "overlap-bench gemm cublas rows, " + cite_rows(data.label, rows);
     out.profile.compute.gemm_tables[prec] = table;
@@ -121,21 +183,48 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
     }
     const double err = relative_rms(pred, meas);
     out.profile.compute.gemm_tables[prec].source.fit_error = std::stod(fmt::format("{:.4g}", err));
-    const std::size_t nodes = table.achieved_flops_per_s.size();
-    out.comments[fmt::format("compute.gemm_tables.{}", dtype)] = fmt::format(
-        "cuBLASLt {} GEMM rates (overlap-bench design cublas): rate = 2mnk / (median time -\n"
-        "launch_overhead_s) at the {} measured shapes ({} rows); {} nodes with an axis value "
-        "below\n"
-        "the measured ones (added at /4 and /16) from the base efficiency curve x {:.4f} (its\n"
-        "level against these shapes); the other {} of the {} nodes by inverse-square-distance\n"
-        "weighting of the measured log rates in log2 shape space. fit_error: relative RMS of\n"
-        "the compute model's time against every row (repeats included: the run-to-run spread).",
-        dtype, rate.size(), rows.size(), from_base, base_scale,
-        nodes - rate.size() - static_cast<std::size_t>(from_base), nodes);
-    out.notes.push_back(
-        fmt::format("compute.gemm_tables.{}: {} shapes, {} rows, grid {}x{}x{}, fit error {:.1f}%",
-                    dtype, rate.size(), rows.size(), table.m_values.size(), table.n_values.size(),
-                    table.k_values.size(), 100 * err));
+    const std::string choice = fmt::format(
+        "Model chosen by leave-one-shape-out on these rows (median/p90 |error| of each shape's\n"
+        "rows predicted from the other shapes; the lowest median + p90 wins, the table on "
+        "ties):\n{}\n",
+        cv_text);
+    std::string how;
+    if (chosen == 0) {
+      const std::size_t nodes = table.achieved_flops_per_s.size();
+      how = fmt::format(
+          "cuBLASLt {} GEMM rates (overlap-bench design cublas): rate = 2mnk / (median time -\n"
+          "launch_overhead_s) at the {} measured shapes ({} rows); {} nodes with an axis value "
+          "below\n"
+          "the measured ones (added at /4 and /16) from the base efficiency curve x {:.4f} (its\n"
+          "level against these shapes); the other {} of the {} nodes by inverse-square-distance\n"
+          "weighting of the measured log rates in log2 shape space.",
+          dtype, info.measured, rows.size(), info.from_base, info.base_scale,
+          nodes - info.measured - static_cast<std::size_t>(info.from_base), nodes);
+    } else {
+      const sim::GemmWaveModel& w = table.waves;
+      how = fmt::format(
+          "cuBLASLt {} GEMM time (overlap-bench design cublas), wave model over {} shapes ({} "
+          "rows):\n"
+          "time = launch_overhead_s + fixed_s + A * output_s_per_element + 2 A k / "
+          "mainloop_flops_per_s,\n"
+          "A = m n{}; coefficients >= 0 by least squares on the relative error of the median\n"
+          "times.",
+          dtype, shapes.size(), rows.size(),
+          w.quantised() ? fmt::format(" rounded up to whole waves of {}x{} tiles on {} SMs (at "
+                                      "least one full wave;\nbelow it cuBLAS splits K)",
+                                      w.tile_m, w.tile_n, w.sms)
+                        : "");
+    }
+    out.comments[fmt::format("compute.gemm_tables.{}", dtype)] =
+        how + "\n" + choice +
+        "fit_error: relative RMS of the compute model's time against every row (repeats\n"
+        "included: the run-to-run spread).";
+    out.notes.push_back(fmt::format(
+        "compute.gemm_tables.{}: {} shapes, {} rows, {} (leave-one-shape-out {} / {}), fit "
+        "error {:.1f}%",
+        dtype, shapes.size(), rows.size(), candidates[chosen].name,
+        percent(candidates[chosen].cv.median_abs), percent(candidates[chosen].cv.p90_abs),
+        100 * err));
   }
 }
 

@@ -36,8 +36,8 @@ bool solve(std::array<std::array<double, 3>, 3> a, std::array<double, 3> b, int 
 
 }  // namespace
 
-sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes,
-                                       double launch_s, int tile_m, int tile_n, int sms) {
+sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes, double launch_s,
+                                       int tile_m, int tile_n, int sms) {
   sim::GemmWaveModel shape_of;
   shape_of.tile_m = tile_m;
   shape_of.tile_n = tile_n;
@@ -53,9 +53,9 @@ sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes
     const auto [m, n, k] = st.shape;
     const double t = st.median_s - launch_s;
     if (!(t > 0)) continue;
-    const double outputs =
-        shape_of.charged_outputs(static_cast<double>(m), static_cast<double>(n));
-    rows.push_back({{1e-6 / t, outputs * 1e-9 / t, 2 * outputs * static_cast<double>(k) * 1e-12 / t}});
+    const double outputs = shape_of.charged_outputs(static_cast<double>(m), static_cast<double>(n));
+    rows.push_back(
+        {{1e-6 / t, outputs * 1e-9 / t, 2 * outputs * static_cast<double>(k) * 1e-12 / t}});
   }
   sim::GemmWaveModel best;
   double best_obj = 0;
@@ -113,10 +113,10 @@ CrossValidation leave_one_shape_out(const std::vector<GemmShapeTimes>& shapes, d
       if (j != i) others.push_back(shapes[j]);
     const sim::GemmTable model = build(others);
     const auto [m, n, k] = shapes[i].shape;
-    const double pred = model.empty() ? 0
-                                      : launch_s + model.compute_s(static_cast<double>(m),
-                                                                   static_cast<double>(n),
-                                                                   static_cast<double>(k));
+    const double pred =
+        model.empty() ? 0
+                      : launch_s + model.compute_s(static_cast<double>(m), static_cast<double>(n),
+                                                   static_cast<double>(k));
     for (double t : shapes[i].times_s) cv.rel_errors.push_back(pred > 0 ? pred / t - 1 : 1e9);
   }
   cv.median_abs = abs_quantile(cv.rel_errors, 0.5);

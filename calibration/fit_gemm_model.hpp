@@ -28,8 +28,8 @@ struct GemmShapeTimes {
 // per-output terms with the main loop, the best feasible one kept). Returns an empty model
 // (mainloop_flops_per_s = 0) when no subset gives a positive main-loop rate. Coefficients
 // are rounded to 6 significant digits (what the YAML holds).
-sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes,
-                                       double launch_s, int tile_m, int tile_n, int sms);
+sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes, double launch_s,
+                                       int tile_m, int tile_n, int sms);
 
 // A way of building a model from some shapes: returns the table to predict with.
 using GemmModelBuilder = std::function<sim::GemmTable(const std::vector<GemmShapeTimes>&)>;

@@ -138,8 +138,38 @@ std::vector<double> parse_number_list(const ConfigNode& node, Unit unit) {
   return out;
 }
 
+// model: waves (sim::GemmWaveModel) or the rate grid (model: table, or no model key).
+sim::GemmTable parse_gemm_wave_model(const ConfigNode& node) {
+  node.check_keys(with_source_keys(
+      {"model", "fixed_s", "output_s_per_element", "mainloop_flops_per_s", "tile", "sms"}));
+  sim::GemmTable t;
+  sim::GemmWaveModel& w = t.waves;
+  w.fixed_s = parse_value(node.child("fixed_s"), Unit::Seconds);
+  w.output_s_per_element = parse_value(node.child("output_s_per_element"), Unit::Seconds);
+  w.mainloop_flops_per_s = parse_value(node.child("mainloop_flops_per_s"), Unit::FlopsPerS);
+  if (auto tile = node.optional_child("tile")) {
+    if (!tile->is_sequence() || tile->size() != 2)
+      tile->fail("expected [tile_m, tile_n], two positive integers");
+    w.tile_m = static_cast<int>(tile->at(0).as_int());
+    w.tile_n = static_cast<int>(tile->at(1).as_int());
+    w.sms = static_cast<int>(node.get_int("sms"));
+  }
+  t.source = parse_provenance(node);
+  try {
+    t.validate();
+  } catch (const std::invalid_argument& e) {
+    node.fail(
+        fmt::format("{} (expected fixed_s >= 0, output_s_per_element >= 0, "
+                    "mainloop_flops_per_s > 0, tile [m, n] with sms > 0)",
+                    e.what()));
+  }
+  return t;
+}
+
 sim::GemmTable parse_gemm_table(const ConfigNode& node) {
-  node.check_keys(with_source_keys({"m", "n", "k", "achieved_flops_per_s"}));
+  if (node.is_map() && node.has("model") && node.get_enum("model", {"table", "waves"}) == "waves")
+    return parse_gemm_wave_model(node);
+  node.check_keys(with_source_keys({"model", "m", "n", "k", "achieved_flops_per_s"}));
   sim::GemmTable t;
   t.m_values = parse_number_list(node.child("m"), Unit::Plain);
   t.n_values = parse_number_list(node.child("n"), Unit::Plain);

@@ -138,15 +138,26 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
     for (const auto& [prec, t] : c.gemm_tables) {
       comment(out, o, fmt::format("compute.gemm_tables.{}", sim::to_string(prec)), "    ");
       out += fmt::format("    {}:\n", sim::to_string(prec));
-      out += fmt::format("      m: {}\n      n: {}\n      k: {}\n", number_list(t.m_values),
-                         number_list(t.n_values), number_list(t.k_values));
-      out += "      achieved_flops_per_s: [";
-      const std::size_t row = t.k_values.size();
-      for (std::size_t i = 0; i < t.achieved_flops_per_s.size(); ++i) {
-        if (i) out += (i % row == 0) ? ",\n        " : ", ";
-        out += yaml_number(t.achieved_flops_per_s[i]);
+      if (t.is_wave_model()) {
+        const sim::GemmWaveModel& w = t.waves;
+        out += fmt::format(
+            "      model: waves\n      fixed_s: {}\n      output_s_per_element: {}\n"
+            "      mainloop_flops_per_s: {}\n",
+            yaml_number(w.fixed_s), yaml_number(w.output_s_per_element),
+            yaml_number(w.mainloop_flops_per_s));
+        if (w.quantised())
+          out += fmt::format("      tile: [{}, {}]\n      sms: {}\n", w.tile_m, w.tile_n, w.sms);
+      } else {
+        out += fmt::format("      m: {}\n      n: {}\n      k: {}\n", number_list(t.m_values),
+                           number_list(t.n_values), number_list(t.k_values));
+        out += "      achieved_flops_per_s: [";
+        const std::size_t row = t.k_values.size();
+        for (std::size_t i = 0; i < t.achieved_flops_per_s.size(); ++i) {
+          if (i) out += (i % row == 0) ? ",\n        " : ", ";
+          out += yaml_number(t.achieved_flops_per_s[i]);
+        }
+        out += "]\n";
       }
-      out += "]\n";
       out += fmt::format("      source: {}\n      citation: {}\n", sim::to_string(t.source.kind),
                          yaml_quoted(t.source.citation));
       if (t.source.fit_error >= 0)

@@ -3,8 +3,7 @@
 namespace overlapsim::sim {
 
 ComputeProfile with_gemm_rates_scaled(ComputeProfile c, double factor) {
-  for (auto& [prec, table] : c.gemm_tables)
-    for (double& r : table.achieved_flops_per_s) r *= factor;
+  for (auto& [prec, table] : c.gemm_tables) table.scale_rates(factor);  // grid or wave model
   for (auto& [prec, curve] : c.gemm_efficiency)
     for (auto& point : curve.points) point.second *= factor;
   return c;

@@ -41,12 +41,10 @@ void GemmWaveModel::validate() const {
   if (!(mainloop_flops_per_s > 0))
     throw std::invalid_argument("gemm wave model: mainloop_flops_per_s is not positive");
   if (!(fixed_s >= 0) || !(output_s_per_element >= 0))
-    throw std::invalid_argument(
-        "gemm wave model: fixed_s and output_s_per_element must be >= 0");
+    throw std::invalid_argument("gemm wave model: fixed_s and output_s_per_element must be >= 0");
   if ((tile_m > 0) != (tile_n > 0) || tile_m < 0 || tile_n < 0)
     throw std::invalid_argument("gemm wave model: tile needs both sides positive");
-  if (quantised() && sms <= 0)
-    throw std::invalid_argument("gemm wave model: a tile needs sms > 0");
+  if (quantised() && sms <= 0) throw std::invalid_argument("gemm wave model: a tile needs sms > 0");
 }
 
 double GemmWaveModel::charged_outputs(double m, double n) const {

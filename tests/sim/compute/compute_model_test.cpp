@@ -151,8 +151,8 @@ TEST(ComputeModel, GemmWaveModelTimesTheKernel) {
   op.gemm.batch = 3;
   EXPECT_NEAR(model.cost(op).compute_s, 3 * kernel_s, 1e-15);
   // Below one full wave (64 tiles) the area is m * n: K is split there.
-  EXPECT_NEAR(t.compute_s(1024, 1024, 4096),
-              5e-6 + 1024.0 * 1024 * (1e-13 + 2 * 4096 / 8e14), 1e-15);
+  EXPECT_NEAR(t.compute_s(1024, 1024, 4096), 5e-6 + 1024.0 * 1024 * (1e-13 + 2 * 4096 / 8e14),
+              1e-15);
   // Scaling the rates divides every time.
   GemmTable faster = t;
   faster.scale_rates(1.25);

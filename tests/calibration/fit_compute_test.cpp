@@ -1,0 +1,182 @@
+// The GEMM model fit: synthetic times from a known wave-quantised model are recovered
+// (tile shape chosen by cross-validation, coefficients within 1 %), and the chosen model
+// survives the profile YAML round trip.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "calibration/fit.hpp"
+#include "calibration/fit_gemm_model.hpp"
+#include "calibration/profile.hpp"
+#include "config/error.hpp"
+#include "sim/compute/gemm_table.hpp"
+#include "tests/calibration/calib_test_util.hpp"
+
+namespace overlapsim::calibration {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace overlapsim::calibration::testing;
+
+constexpr double kLaunch_s = 1.03e-6;  // datasheet-h200.yaml's launch_overhead_s
+
+sim::GemmWaveModel truth() {
+  sim::GemmWaveModel w;
+  w.fixed_s = 6e-6;
+  w.output_s_per_element = 1.5e-13;
+  w.mainloop_flops_per_s = 8e14;
+  w.tile_m = 128;
+  w.tile_n = 256;
+  w.sms = 132;
+  return w;
+}
+
+// Shapes off the power-of-two grid, where whole waves of 128x256 tiles differ from the other
+// candidates' (and from m * n); some below one wave (unrounded).
+std::vector<GemmShapeTimes> synthetic_shapes(const sim::GemmWaveModel& w) {
+  std::vector<GemmShapeTimes> out;
+  for (std::int64_t m : {1000, 2500, 5000, 9000})
+    for (std::int64_t n : {1536, 4000, 7168})
+      for (std::int64_t k : {512, 2048, 8192}) {
+        const double t = kLaunch_s + w.time_s(static_cast<double>(m), static_cast<double>(n),
+                                              static_cast<double>(k));
+        out.push_back({{m, n, k}, {t}, t});
+      }
+  return out;
+}
+
+void expect_near_rel(double got, double want, double rel, const char* what) {
+  EXPECT_NEAR(got, want, rel * std::abs(want)) << what;
+}
+
+TEST(GemmWaveModel, ChargesWholeWavesFromOneFullWaveOn) {
+  const sim::GemmWaveModel w = truth();
+  // 1000 x 1536: 8 x 6 = 48 tiles < 132 SMs: not rounded (K is split there).
+  EXPECT_DOUBLE_EQ(w.charged_outputs(1000, 1536), 1000.0 * 1536);
+  // 2500 x 4000: 20 x 16 = 320 tiles -> 3 waves of 132 tiles of 128 x 256.
+  EXPECT_DOUBLE_EQ(w.charged_outputs(2500, 4000), 3.0 * 132 * 128 * 256);
+  EXPECT_DOUBLE_EQ(w.time_s(2500, 4000, 1000),
+                   6e-6 + 3.0 * 132 * 128 * 256 * (1.5e-13 + 2 * 1000 / 8e14));
+  sim::GemmWaveModel plain = w;
+  plain.tile_m = plain.tile_n = 0;
+  EXPECT_DOUBLE_EQ(plain.charged_outputs(2500, 4000), 2500.0 * 4000);
+}
+
+TEST(FitGemmWaveModel, RecoversKnownCoefficientsWithTheTrueTile) {
+  const sim::GemmWaveModel w = truth();
+  const sim::GemmWaveModel fit = fit_gemm_wave_model(synthetic_shapes(w), kLaunch_s, 128, 256, 132);
+  ASSERT_FALSE(fit.empty());
+  expect_near_rel(fit.fixed_s, w.fixed_s, 0.01, "fixed_s");
+  expect_near_rel(fit.output_s_per_element, w.output_s_per_element, 0.01, "output_s_per_element");
+  expect_near_rel(fit.mainloop_flops_per_s, w.mainloop_flops_per_s, 0.01, "mainloop_flops_per_s");
+  EXPECT_EQ(fit.tile_m, 128);
+  EXPECT_EQ(fit.tile_n, 256);
+}
+
+TEST(FitGemmWaveModel, CoefficientsStayNonNegative) {
+  // Times falling with the output area at fixed K need a negative per-output cost: the fit
+  // drops that term instead.
+  std::vector<GemmShapeTimes> shapes;
+  for (std::int64_t m : {1024, 2048, 4096}) {
+    const double t = kLaunch_s + 2.0 * m * 1024 * 1024 / 5e14 * (1 - 0.1 * std::log2(m / 1024.0));
+    shapes.push_back({{m, 1024, 1024}, {t}, t});
+  }
+  const sim::GemmWaveModel fit = fit_gemm_wave_model(shapes, kLaunch_s, 0, 0, 132);
+  ASSERT_FALSE(fit.empty());
+  EXPECT_GE(fit.fixed_s, 0);
+  EXPECT_GE(fit.output_s_per_element, 0);
+  EXPECT_GT(fit.mainloop_flops_per_s, 0);
+}
+
+TEST(LeaveOneShapeOut, ExactModelHasNoErrorAndQuantilesAreLinear) {
+  const sim::GemmWaveModel w = truth();
+  const auto shapes = synthetic_shapes(w);
+  const CrossValidation cv =
+      leave_one_shape_out(shapes, kLaunch_s, [&](const std::vector<GemmShapeTimes>& s) {
+        sim::GemmTable t;
+        t.waves = fit_gemm_wave_model(s, kLaunch_s, 128, 256, 132);
+        return t;
+      });
+  ASSERT_EQ(cv.rel_errors.size(), shapes.size());
+  EXPECT_LT(cv.max_abs, 1e-4);
+  // Without the tile the same data is not a wave model any more.
+  const CrossValidation plain =
+      leave_one_shape_out(shapes, kLaunch_s, [&](const std::vector<GemmShapeTimes>& s) {
+        sim::GemmTable t;
+        t.waves = fit_gemm_wave_model(s, kLaunch_s, 0, 0, 132);
+        return t;
+      });
+  EXPECT_GT(plain.score(), 0.01);
+  EXPECT_DOUBLE_EQ(abs_quantile({-4, 1, 2, 3}, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(abs_quantile({-4, 1, 2, 3}, 0.9), 3.7);
+  EXPECT_DOUBLE_EQ(abs_quantile({-4, 1, 2, 3}, 1.0), 4);
+}
+
+fs::path synthetic_gemm_dir(const std::string& name, const sim::GemmWaveModel& w) {
+  const fs::path dir = fs::temp_directory_path() / ("overlapsim_fit_compute_test_" + name);
+  fs::remove_all(dir);
+  std::string csv = kBenchHeader;
+  for (const auto& s : synthetic_shapes(w)) {
+    const auto [m, n, k] = s.shape;
+    csv += bench_row("gemm", "cublas", m, n, k, 0, 1, s.median_s);
+  }
+  write_text(dir / "bench.csv", csv);
+  write_text(dir / "manifest.yaml", manifest_yaml("NVIDIA H200", {"bench.csv"}));
+  return dir;
+}
+
+TEST(FitCompute, ChoosesTheTrueTileByCrossValidationAndRoundTrips) {
+  const sim::GemmWaveModel w = truth();
+  const fs::path dir = synthetic_gemm_dir("waves", w);
+  const FitResult r = fit_profile(dir.string());
+  const sim::GemmTable& t = r.profile.compute.gemm_tables.at(sim::Precision::BF16);
+  ASSERT_TRUE(t.is_wave_model());
+  EXPECT_EQ(t.waves.tile_m, 128);
+  EXPECT_EQ(t.waves.tile_n, 256);
+  EXPECT_EQ(t.waves.sms, 132);
+  expect_near_rel(t.waves.fixed_s, w.fixed_s, 0.01, "fixed_s");
+  expect_near_rel(t.waves.output_s_per_element, w.output_s_per_element, 0.01, "per output");
+  expect_near_rel(t.waves.mainloop_flops_per_s, w.mainloop_flops_per_s, 0.01, "main loop");
+  EXPECT_LT(t.source.fit_error, 0.001);
+  EXPECT_EQ(t.source.kind, sim::SourceKind::Measured);
+  EXPECT_NE(r.yaml.find("model: waves"), std::string::npos);
+  EXPECT_NE(r.yaml.find("tile: [128, 256]"), std::string::npos);
+  // The written profile loads back to the same model, and the fit is byte-identical.
+  const sim::Profile back = load_profile_string(r.yaml, "fitted.yaml");
+  const sim::GemmTable& b = back.compute.gemm_tables.at(sim::Precision::BF16);
+  ASSERT_TRUE(b.is_wave_model());
+  EXPECT_EQ(b.waves.fixed_s, t.waves.fixed_s);
+  EXPECT_EQ(b.waves.output_s_per_element, t.waves.output_s_per_element);
+  EXPECT_EQ(b.waves.mainloop_flops_per_s, t.waves.mainloop_flops_per_s);
+  EXPECT_EQ(b.waves.tile_n, 256);
+  EXPECT_EQ(fit_profile(dir.string()).yaml, r.yaml);
+}
+
+std::string load_error(const std::string& yaml) {
+  try {
+    load_profile_string(yaml, "p.yaml");
+  } catch (const config::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(FitCompute, BadWaveModelInAProfileIsAnError) {
+  const FitResult r = fit_profile(synthetic_gemm_dir("bad", truth()).string());
+  std::string yaml = r.yaml;
+  const auto at = yaml.find("mainloop_flops_per_s: ");
+  ASSERT_NE(at, std::string::npos);
+  const auto end = yaml.find('\n', at);
+  yaml.replace(at, end - at, "mainloop_flops_per_s: 0");
+  EXPECT_NE(load_error(yaml).find("bf16.mainloop_flops_per_s: '0' must be positive"),
+            std::string::npos)
+      << load_error(yaml);
+  std::string no_sms = r.yaml;
+  no_sms.erase(no_sms.find("      sms: 132\n"), 15);
+  EXPECT_NE(load_error(no_sms).find("sms"), std::string::npos) << load_error(no_sms);
+}
+
+}  // namespace
+}  // namespace overlapsim::calibration
