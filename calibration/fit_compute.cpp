@@ -203,15 +203,13 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
     } else {
       const sim::GemmWaveModel& w = table.waves;
       how = fmt::format(
-          "cuBLASLt {} GEMM time (overlap-bench design cublas), wave model over {} shapes ({} "
-          "rows):\n"
-          "time = launch_overhead_s + fixed_s + A * output_s_per_element + 2 A k / "
-          "mainloop_flops_per_s,\n"
-          "A = m n{}; coefficients >= 0 by least squares on the relative error of the median\n"
-          "times.",
+          "cuBLASLt {} GEMM time (overlap-bench design cublas), wave model over {} shapes\n"
+          "({} rows): time = launch_overhead_s + fixed_s + A * output_s_per_element\n"
+          "+ 2 A k / mainloop_flops_per_s, A = m n{}; coefficients >= 0 by least squares on\n"
+          "the relative error of the median times.",
           dtype, shapes.size(), rows.size(),
-          w.quantised() ? fmt::format(" rounded up to whole waves of {}x{} tiles on {} SMs (at "
-                                      "least one full wave;\nbelow it cuBLAS splits K)",
+          w.quantised() ? fmt::format(" rounded up to whole waves of {}x{} tiles on {} SMs\n"
+                                      "(from one full wave on; below it cuBLAS splits K)",
                                       w.tile_m, w.tile_n, w.sms)
                         : "");
     }
