@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <set>
 #include <string>
 
 namespace overlapsim::calibration {
@@ -92,6 +93,49 @@ sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes
     best_obj = obj;
   }
   return best;
+}
+
+double idw_log_mean(const std::map<GemmShape3, double>& values, double m, double n, double k) {
+  double wsum = 0, lsum = 0;
+  for (const auto& [s, v] : values) {
+    const double dm = std::log2(m / static_cast<double>(std::get<0>(s)));
+    const double dn = std::log2(n / static_cast<double>(std::get<1>(s)));
+    const double dk = std::log2(k / static_cast<double>(std::get<2>(s)));
+    const double d2 = dm * dm + dn * dn + dk * dk;
+    if (d2 == 0) return v;
+    wsum += 1.0 / d2;
+    lsum += std::log(v) / d2;
+  }
+  return std::exp(lsum / wsum);
+}
+
+sim::GemmTable with_time_correction(const sim::GemmWaveModel& waves,
+                                    const std::vector<GemmShapeTimes>& shapes, double launch_s) {
+  sim::GemmTable t;
+  t.waves = waves;
+  if (waves.empty()) return t;
+  std::map<GemmShape3, double> factor;
+  std::set<double> ms, ns, ks;
+  for (const auto& st : shapes) {
+    const auto [m, n, k] = st.shape;
+    const double dm = static_cast<double>(m), dn = static_cast<double>(n),
+                 dk = static_cast<double>(k);
+    const double kernel_s = st.median_s - launch_s;
+    if (!(kernel_s > 0)) continue;
+    factor[st.shape] = kernel_s / waves.time_s(dm, dn, dk);
+    ms.insert(dm);
+    ns.insert(dn);
+    ks.insert(dk);
+  }
+  if (factor.empty()) return t;
+  t.m_values.assign(ms.begin(), ms.end());
+  t.n_values.assign(ns.begin(), ns.end());
+  t.k_values.assign(ks.begin(), ks.end());
+  for (double m : t.m_values)
+    for (double n : t.n_values)
+      for (double k : t.k_values)
+        t.time_factor.push_back(six_digits(idw_log_mean(factor, m, n, k)));
+  return t;
 }
 
 double abs_quantile(std::vector<double> values, double q) {

@@ -7,6 +7,7 @@
 // rows, so the choice aims at the acceptance bars (median and p90) on unseen shapes.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -30,6 +31,17 @@ struct GemmShapeTimes {
 // are rounded to 6 significant digits (what the YAML holds).
 sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes, double launch_s,
                                        int tile_m, int tile_n, int sms);
+
+// The wave model times a correction grid over the shapes' M, N, K values: measured /
+// modelled kernel time at the measured shapes, the other nodes by idw_log_mean of those
+// factors; factors rounded to 6 significant digits.
+sim::GemmTable with_time_correction(const sim::GemmWaveModel& waves,
+                                    const std::vector<GemmShapeTimes>& shapes, double launch_s);
+
+// Inverse-square-distance weighting of log(values) at (m, n, k), the distance taken in
+// log2(m), log2(n), log2(k); exp of it. Bounded by the values (no extrapolation beyond what
+// was seen), smooth, and exact at their shapes.
+double idw_log_mean(const std::map<GemmShape3, double>& values, double m, double n, double k);
 
 // A way of building a model from some shapes: returns the table to predict with.
 using GemmModelBuilder = std::function<sim::GemmTable(const std::vector<GemmShapeTimes>&)>;

@@ -140,8 +140,8 @@ std::vector<double> parse_number_list(const ConfigNode& node, Unit unit) {
 
 // model: waves (sim::GemmWaveModel) or the rate grid (model: table, or no model key).
 sim::GemmTable parse_gemm_wave_model(const ConfigNode& node) {
-  node.check_keys(with_source_keys(
-      {"model", "fixed_s", "output_s_per_element", "mainloop_flops_per_s", "tile", "sms"}));
+  node.check_keys(with_source_keys({"model", "fixed_s", "output_s_per_element",
+                                    "mainloop_flops_per_s", "tile", "sms", "correction"}));
   sim::GemmTable t;
   sim::GemmWaveModel& w = t.waves;
   w.fixed_s = parse_value(node.child("fixed_s"), Unit::Seconds);
@@ -154,13 +154,21 @@ sim::GemmTable parse_gemm_wave_model(const ConfigNode& node) {
     w.tile_n = static_cast<int>(tile->at(1).as_int());
     w.sms = static_cast<int>(node.get_int("sms"));
   }
+  if (auto corr = node.optional_child("correction")) {
+    corr->check_keys(std::vector<std::string>{"m", "n", "k", "time_factor"});
+    t.m_values = parse_number_list(corr->child("m"), Unit::Plain);
+    t.n_values = parse_number_list(corr->child("n"), Unit::Plain);
+    t.k_values = parse_number_list(corr->child("k"), Unit::Plain);
+    t.time_factor = parse_number_list(corr->child("time_factor"), Unit::Plain);
+  }
   t.source = parse_provenance(node);
   try {
     t.validate();
   } catch (const std::invalid_argument& e) {
     node.fail(
         fmt::format("{} (expected fixed_s >= 0, output_s_per_element >= 0, "
-                    "mainloop_flops_per_s > 0, tile [m, n] with sms > 0)",
+                    "mainloop_flops_per_s > 0, tile [m, n] with sms > 0, correction: "
+                    "m x n x k positive time factors)",
                     e.what()));
   }
   return t;

@@ -147,6 +147,18 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
             yaml_number(w.mainloop_flops_per_s));
         if (w.quantised())
           out += fmt::format("      tile: [{}, {}]\n      sms: {}\n", w.tile_m, w.tile_n, w.sms);
+        if (!t.time_factor.empty()) {
+          out += fmt::format(
+              "      correction:\n        m: {}\n        n: {}\n        k: {}\n",
+              number_list(t.m_values), number_list(t.n_values), number_list(t.k_values));
+          out += "        time_factor: [";
+          const std::size_t row = t.k_values.size();
+          for (std::size_t i = 0; i < t.time_factor.size(); ++i) {
+            if (i) out += (i % row == 0) ? ",\n          " : ", ";
+            out += yaml_number(t.time_factor[i]);
+          }
+          out += "]\n";
+        }
       } else {
         out += fmt::format("      m: {}\n      n: {}\n      k: {}\n", number_list(t.m_values),
                            number_list(t.n_values), number_list(t.k_values));

@@ -60,23 +60,28 @@ double GemmWaveModel::time_s(double m, double n, double k) const {
 }
 
 void GemmTable::validate() const {
-  if (is_wave_model()) {
+  const bool wave = is_wave_model();
+  if (wave) {
     waves.validate();
     if (!achieved_flops_per_s.empty())
       throw std::invalid_argument("gemm table: both a wave model and a rate grid");
-    return;
+    if (time_factor.empty()) return;
+  } else if (!time_factor.empty()) {
+    throw std::invalid_argument("gemm table: a time_factor grid without a wave model");
   }
+  const std::vector<double>& grid = wave ? time_factor : achieved_flops_per_s;
+  const char* what = wave ? "time factors" : "rates";
   check_axis(m_values, "m");
   check_axis(n_values, "n");
   check_axis(k_values, "k");
   const std::size_t want = m_values.size() * n_values.size() * k_values.size();
-  if (achieved_flops_per_s.size() != want)
-    throw std::invalid_argument(fmt::format(
-        "gemm table: {} rates for a {}x{}x{} grid (expected {})", achieved_flops_per_s.size(),
-        m_values.size(), n_values.size(), k_values.size(), want));
+  if (grid.size() != want)
+    throw std::invalid_argument(fmt::format("gemm table: {} {} for a {}x{}x{} grid (expected {})",
+                                            grid.size(), what, m_values.size(), n_values.size(),
+                                            k_values.size(), want));
   for (std::size_t i = 0; i < want; ++i)
-    if (!(achieved_flops_per_s[i] > 0))
-      throw std::invalid_argument(fmt::format("gemm table: rate {} is not positive", i));
+    if (!(grid[i] > 0))
+      throw std::invalid_argument(fmt::format("gemm table: {} {} is not positive", what, i));
 }
 
 void GemmTable::scale_rates(double factor) {
@@ -89,18 +94,24 @@ void GemmTable::scale_rates(double factor) {
 }
 
 double GemmTable::compute_s(double m, double n, double k) const {
-  if (is_wave_model()) return waves.time_s(m, n, k);
-  return 2 * m * n * k / rate_flops_per_s(m, n, k);
+  if (!is_wave_model()) return 2 * m * n * k / rate_flops_per_s(m, n, k);
+  const double t = waves.time_s(m, n, k);
+  return time_factor.empty() ? t : t * std::exp(log_interpolate(time_factor, m, n, k));
 }
 
 double GemmTable::rate_flops_per_s(double m, double n, double k) const {
-  if (is_wave_model()) return 2 * m * n * k / waves.time_s(m, n, k);
+  if (is_wave_model()) return 2 * m * n * k / compute_s(m, n, k);
+  return std::exp(log_interpolate(achieved_flops_per_s, m, n, k));
+}
+
+double GemmTable::log_interpolate(const std::vector<double>& grid, double m, double n,
+                                  double k) const {
   const AxisPos pm = locate(m_values, m);
   const AxisPos pn = locate(n_values, n);
   const AxisPos pk = locate(k_values, k);
   const std::size_t nn = n_values.size();
   const std::size_t nk = k_values.size();
-  double log_rate = 0;
+  double log_value = 0;
   for (int dm = 0; dm < 2; ++dm) {
     const double wm = dm ? pm.w : 1 - pm.w;
     if (wm == 0) continue;
@@ -111,11 +122,11 @@ double GemmTable::rate_flops_per_s(double m, double n, double k) const {
         const double wk = dk ? pk.w : 1 - pk.w;
         if (wk == 0) continue;
         const std::size_t idx = ((pm.lo + dm) * nn + (pn.lo + dn)) * nk + (pk.lo + dk);
-        log_rate += wm * wn * wk * std::log(achieved_flops_per_s[idx]);
+        log_value += wm * wn * wk * std::log(grid[idx]);
       }
     }
   }
-  return std::exp(log_rate);
+  return log_value;
 }
 
 }  // namespace overlapsim::sim

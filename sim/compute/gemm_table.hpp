@@ -4,7 +4,8 @@
 //  - a rate grid: achieved FLOP/s at every (m, n, k) of m_values x n_values x k_values,
 //    interpolated trilinearly in log(m), log(n), log(k), log(rate), clamped at the edges;
 //  - a wave model (GemmWaveModel): fixed cost + per-output-element cost + the main loop at a
-//    full-wave rate, over the output area rounded up to whole waves of tiles.
+//    full-wave rate, over the output area rounded up to whole waves of tiles; optionally
+//    times a correction grid (time_factor) interpolated like the rates.
 // Where a table exists for a precision it replaces the GEMM efficiency curve.
 #include <cstdint>
 #include <vector>
@@ -44,6 +45,10 @@ struct GemmTable {
   std::vector<double> achieved_flops_per_s;
   // When set, the table is this model and the rate grid above is empty.
   GemmWaveModel waves;
+  // Optional with a wave model: measured / modelled kernel time on the m x n x k grid above
+  // (same layout as achieved_flops_per_s), interpolated like the rates and multiplied into
+  // the wave model's time; empty = 1.
+  std::vector<double> time_factor;
   Provenance source;
 
   bool empty() const { return achieved_flops_per_s.empty() && waves.empty(); }
@@ -56,6 +61,11 @@ struct GemmTable {
   double compute_s(double m, double n, double k) const;
   // Every rate times `factor` (every time of the wave model divided by it).
   void scale_rates(double factor);
+
+ private:
+  // log of `grid` (laid out as achieved_flops_per_s) at (m, n, k), trilinear in log(m),
+  // log(n), log(k), clamped at the grid's edges.
+  double log_interpolate(const std::vector<double>& grid, double m, double n, double k) const;
 };
 
 }  // namespace overlapsim::sim

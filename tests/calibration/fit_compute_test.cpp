@@ -154,6 +154,96 @@ TEST(FitCompute, ChoosesTheTrueTileByCrossValidationAndRoundTrips) {
   EXPECT_EQ(fit_profile(dir.string()).yaml, r.yaml);
 }
 
+TEST(FitGemmWaveModel, CorrectionGridHoldsMeasuredOverModelled) {
+  // Wave-model times with every shape of k = 2048 made 5 % slower (a kernel the wave model
+  // cannot know about): the correction is exactly that ratio at every measured shape.
+  const sim::GemmWaveModel w = truth();
+  std::vector<GemmShapeTimes> shapes = synthetic_shapes(w);
+  for (auto& s : shapes)
+    if (std::get<2>(s.shape) == 2048) {
+      const double slow = kLaunch_s + 1.05 * (s.median_s - kLaunch_s);
+      s.times_s = {slow};
+      s.median_s = slow;
+    }
+  const sim::GemmTable t = with_time_correction(w, shapes, kLaunch_s);
+  t.validate();
+  ASSERT_EQ(t.time_factor.size(), 4u * 3u * 3u);
+  for (const auto& s : shapes) {
+    const auto [m, n, k] = s.shape;
+    const double got = kLaunch_s + t.compute_s(static_cast<double>(m), static_cast<double>(n),
+                                               static_cast<double>(k));
+    EXPECT_NEAR(got, s.median_s, 1e-5 * s.median_s) << m << "x" << n << "x" << k;
+  }
+  // Between k = 512 and 2048 (log-midpoint 1024) the factor is the geometric mean.
+  const double mid = t.compute_s(2500, 4000, 1024) / w.time_s(2500, 4000, 1024);
+  EXPECT_NEAR(mid, std::sqrt(1.05), 1e-5);
+}
+
+TEST(FitCompute, CorrectedWaveModelRoundTripsThroughYaml) {
+  // Synthetic data with a per-K slowdown the wave terms cannot express: the fit writes a
+  // correction grid, and the profile reloads to the same model.
+  const sim::GemmWaveModel w = truth();
+  const fs::path dir = fs::temp_directory_path() / "overlapsim_fit_compute_test_corrected";
+  fs::remove_all(dir);
+  std::string csv = kBenchHeader;
+  for (const auto& s : synthetic_shapes(w)) {
+    const auto [m, n, k] = s.shape;
+    const double slow = k == 2048 ? 1.08 : 1.0;
+    csv += bench_row("gemm", "cublas", m, n, k, 0, 1, kLaunch_s + slow * (s.median_s - kLaunch_s));
+  }
+  write_text(dir / "bench.csv", csv);
+  write_text(dir / "manifest.yaml", manifest_yaml("NVIDIA H200", {"bench.csv"}));
+  const FitResult r = fit_profile(dir.string());
+  const sim::GemmTable& t = r.profile.compute.gemm_tables.at(sim::Precision::BF16);
+  ASSERT_TRUE(t.is_wave_model());
+  ASSERT_FALSE(t.time_factor.empty()) << r.yaml;
+  EXPECT_NE(r.yaml.find("      correction:\n        m: [1000, 2500, 5000, 9000]"),
+            std::string::npos);
+  const sim::Profile back = load_profile_string(r.yaml, "fitted.yaml");
+  const sim::GemmTable& b = back.compute.gemm_tables.at(sim::Precision::BF16);
+  EXPECT_EQ(b.time_factor, t.time_factor);
+  EXPECT_EQ(b.k_values, t.k_values);
+  for (double k : {512.0, 1024.0, 2048.0, 8192.0})
+    EXPECT_EQ(b.compute_s(3000, 5000, k), t.compute_s(3000, 5000, k));
+}
+
+TEST(FitCompute, RateGridBelowTheMeasuredShapesFollowsTheBaseCurve) {
+  // Three shapes: too few for the wave model's leave-one-out, so the rate grid is written:
+  // measured rates at the measured nodes, and at the added /4 and /16 axis values the base
+  // efficiency curve scaled to the measured level.
+  const Truth truth_rates;
+  const fs::path dir = fs::temp_directory_path() / "overlapsim_fit_compute_test_grid";
+  fs::remove_all(dir);
+  std::string csv = kBenchHeader;
+  const long shapes[3][3] = {{1024, 1024, 1024}, {4096, 1024, 1024}, {4096, 4096, 8192}};
+  for (const auto& s : shapes)
+    csv +=
+        bench_row("gemm", "cublas", s[0], s[1], s[2], 0, 1, gemm_s(truth_rates, s[0], s[1], s[2]));
+  write_text(dir / "bench.csv", csv);
+  write_text(dir / "manifest.yaml", manifest_yaml("NVIDIA H200", {"bench.csv"}));
+  const FitResult r = fit_profile(dir.string());
+  const sim::GemmTable& g = r.profile.compute.gemm_tables.at(sim::Precision::BF16);
+  ASSERT_FALSE(g.is_wave_model());
+  EXPECT_EQ(g.m_values, (std::vector<double>{64, 256, 1024, 4096}));
+  for (const auto& s : shapes) {
+    const double m = static_cast<double>(s[0]), n = static_cast<double>(s[1]),
+                 k = static_cast<double>(s[2]);
+    EXPECT_NEAR(g.rate_flops_per_s(m, n, k), truth_rates.rate(m, n, k),
+                1e-5 * truth_rates.rate(m, n, k));
+  }
+  const sim::Profile base = load_profile("calibration/profiles/datasheet-h200.yaml");
+  const double peak = base.compute.peak_flops_per_s.at(sim::Precision::BF16).value;
+  const sim::LogCurve& curve = base.compute.gemm_efficiency.at(sim::Precision::BF16);
+  double log_scale = 0;
+  for (const auto& s : shapes) {
+    const double flops = 2.0 * s[0] * s[1] * s[2];
+    const double measured = flops / (gemm_s(truth_rates, s[0], s[1], s[2]) - truth_rates.launch_s);
+    log_scale += std::log(measured / (peak * curve.at(flops))) / 3;
+  }
+  const double small = std::exp(log_scale) * peak * curve.at(2.0 * 64 * 64 * 64);
+  EXPECT_NEAR(g.rate_flops_per_s(64, 64, 64), small, 1e-5 * small);
+}
+
 std::string load_error(const std::string& yaml) {
   try {
     load_profile_string(yaml, "p.yaml");

@@ -75,33 +75,15 @@ TEST(Fit, RecoversKnownCollectiveGemmAndDesignParameters) {
   EXPECT_LT(c.source.fit_error, 0.01);
   EXPECT_EQ(c.source.kind, sim::SourceKind::Measured);
   EXPECT_NE(c.source.citation.find("bench.csv:2-"), std::string::npos) << c.source.citation;
-  // GEMM table: every grid node measured, rates within 1%.
+  // GEMM model (the form cross-validation chose, fit_compute_test.cpp has both): the
+  // measured rates within 1%.
   const sim::GemmTable& g = r.profile.compute.gemm_tables.at(sim::Precision::BF16);
-  // 2 measured values per axis plus /4 and /16 of the smallest (from the base curve).
-  EXPECT_EQ(g.m_values, (std::vector<double>{64, 256, 1024, 4096}));
-  ASSERT_EQ(g.achieved_flops_per_s.size(), 64u);
   for (double m : {1024.0, 4096.0})
     for (double n : {1024.0, 4096.0})
       for (double k : {1024.0, 8192.0})
         EXPECT_NEAR(g.rate_flops_per_s(m, n, k), t.rate(m, n, k), 0.01 * t.rate(m, n, k))
             << m << "x" << n << "x" << k;
   EXPECT_LT(g.source.fit_error, 0.01);
-  // Below the measured shapes: the base curve's efficiency, scaled to the measured level.
-  const sim::Profile base = load_profile("calibration/profiles/datasheet-h200.yaml");
-  const double peak = base.compute.peak_flops_per_s.at(sim::Precision::BF16).value;
-  const sim::LogCurve& curve = base.compute.gemm_efficiency.at(sim::Precision::BF16);
-  double log_scale = 0;
-  for (double m : {1024.0, 4096.0})
-    for (double n : {1024.0, 4096.0})
-      for (double k : {1024.0, 8192.0}) {
-        const double measured =
-            2 * m * n * k /
-            (gemm_s(t, static_cast<long>(m), static_cast<long>(n), static_cast<long>(k)) -
-             t.launch_s);
-        log_scale += std::log(measured / (peak * curve.at(2 * m * n * k))) / 8;
-      }
-  const double small = std::exp(log_scale) * peak * curve.at(2.0 * 64 * 64 * 64);
-  EXPECT_NEAR(g.rate_flops_per_s(64, 64, 64), small, 1e-5 * small);
   // Decomposed per-chunk overhead.
   const sim::Sourced* o = r.profile.designs.find("decomposed", "per_chunk_overhead_s");
   ASSERT_NE(o, nullptr);
@@ -203,8 +185,7 @@ TEST(Fit, CarriesBaseCurvesAtOtherRankCounts) {
   for (const auto& c : r.profile.collectives.curves) {
     if (c.ranks == 4) {
       ++four;
-      EXPECT_NE(c.source.citation.find("[carried from " + o.base_profile + "]"),
-                std::string::npos)
+      EXPECT_NE(c.source.citation.find("[carried from " + o.base_profile + "]"), std::string::npos)
           << c.source.citation;
     }
     two += c.ranks == 2;

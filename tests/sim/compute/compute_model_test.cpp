@@ -164,6 +164,30 @@ TEST(ComputeModel, GemmWaveModelTimesTheKernel) {
   EXPECT_NEAR(grid.rate_flops_per_s(1024, 1024, 1024), 5e14, 1e3);  // exp(log(r))
 }
 
+TEST(GemmTable, WaveModelTimesItsCorrectionGrid) {
+  GemmTable t;
+  t.waves.fixed_s = 0;
+  t.waves.output_s_per_element = 0;
+  t.waves.mainloop_flops_per_s = 1e15;
+  t.m_values = {1024, 4096};
+  t.n_values = {1024};
+  t.k_values = {1024};
+  t.time_factor = {1.0, 1.21};
+  t.validate();
+  const double plain_s = 2.0 * 2048 * 1024 * 1024 / 1e15;
+  // m = 2048 is the log-midpoint: the factor is the geometric mean, 1.1.
+  EXPECT_NEAR(t.compute_s(2048, 1024, 1024), 1.1 * plain_s, 1e-12 * plain_s);
+  // Held at the edges.
+  EXPECT_NEAR(t.compute_s(65536, 1024, 1024), 1.21 * 2.0 * 65536 * 1024 * 1024 / 1e15, 1e-15);
+  t.time_factor = {1.0};  // wrong size
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+  GemmTable grid_only;
+  grid_only.m_values = grid_only.n_values = grid_only.k_values = {1024};
+  grid_only.achieved_flops_per_s = {1e14};
+  grid_only.time_factor = {1.0};  // a correction needs a wave model
+  EXPECT_THROW(grid_only.validate(), std::invalid_argument);
+}
+
 TEST(GemmTable, WaveModelValidation) {
   GemmTable t;
   t.waves.mainloop_flops_per_s = 8e14;
