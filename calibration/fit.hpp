@@ -4,7 +4,8 @@
 //
 // What is fitted (docs/calibration.md has the formulas):
 //   collectives        per op, rank count and CTA limit: alpha-beta bands over size
-//   compute.gemm_tables  cuBLAS GEMM rates on the grid of measured M, N, K
+//   compute.gemm_tables  cuBLAS GEMM time: rate grid or wave model (+ correction), chosen by
+//                      leave-one-shape-out (fit_gemm_model.hpp)
 //   efficiency.memory / embedding  GEMV and embedding-bag bandwidth, merged into the
 //                      base profile's curves inside the measured range
 //   designs            decomposed.per_chunk_overhead_s, tilewise.own_gemm_time_ratio and
