@@ -148,9 +148,9 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
         if (w.quantised())
           out += fmt::format("      tile: [{}, {}]\n      sms: {}\n", w.tile_m, w.tile_n, w.sms);
         if (!t.time_factor.empty()) {
-          out += fmt::format(
-              "      correction:\n        m: {}\n        n: {}\n        k: {}\n",
-              number_list(t.m_values), number_list(t.n_values), number_list(t.k_values));
+          out += fmt::format("      correction:\n        m: {}\n        n: {}\n        k: {}\n",
+                             number_list(t.m_values), number_list(t.n_values),
+                             number_list(t.k_values));
           out += "        time_factor: [";
           const std::size_t row = t.k_values.size();
           for (std::size_t i = 0; i < t.time_factor.size(); ++i) {
