@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "calibration/fit.hpp"
@@ -242,6 +244,23 @@ TEST(FitCompute, RateGridBelowTheMeasuredShapesFollowsTheBaseCurve) {
   }
   const double small = std::exp(log_scale) * peak * curve.at(2.0 * 64 * 64 * 64);
   EXPECT_NEAR(g.rate_flops_per_s(64, 64, 64), small, 1e-5 * small);
+}
+
+TEST(FitCompute, ProfilesWrittenBeforeTheWaveModelStillLoad) {
+  // The shipped grid profile has no model key; `model: table` reads the same.
+  std::ifstream in("calibration/profiles/h200-nvlink.yaml");
+  const std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const sim::Profile p = load_profile_string(yaml, "h200-nvlink.yaml");
+  const sim::GemmTable& grid = p.compute.gemm_tables.at(sim::Precision::BF16);
+  ASSERT_FALSE(grid.is_wave_model());
+  std::string tagged = yaml;
+  const auto at = tagged.find("      m: [");
+  ASSERT_NE(at, std::string::npos);
+  tagged.insert(at, "      model: table\n");
+  const sim::Profile q = load_profile_string(tagged, "tagged.yaml");
+  const sim::GemmTable& same = q.compute.gemm_tables.at(sim::Precision::BF16);
+  EXPECT_EQ(same.achieved_flops_per_s, grid.achieved_flops_per_s);
+  EXPECT_EQ(same.compute_s(8192, 8192, 8192), grid.compute_s(8192, 8192, 8192));
 }
 
 std::string load_error(const std::string& yaml) {
