@@ -57,7 +57,7 @@ class TilewiseDesign final : public PairedDesign {
 
   explicit TilewiseDesign(const Profile& profile);
   const char* name() const override { return "tilewise"; }
-  // The copy-engine transport reads copy_engine_bandwidth_Bps and
+  // The copy-engine transport reads copy_engine_bandwidth_Bps, copy_engine_latency_s and
   // epilogue_reduce_overhead_fraction from `profile` (missing: std::invalid_argument).
   void set_transport(Transport transport, const Profile& profile);
   Transport transport() const { return transport_; }
@@ -78,7 +78,7 @@ class TilewiseDesign final : public PairedDesign {
   std::optional<PairSchedule> copy_engine_schedule(const ComputeModel& model, const PairView& pair,
                                                    std::string& why_not) const;
   Transport transport_ = Transport::Nccl;
-  double copy_Bps_ = 0, epilogue_ = 0;
+  double copy_Bps_ = 0, copy_latency_s_ = 0, epilogue_ = 0;
   int comm_sms_, max_groups_;
   double tile_m_, tile_n_, gemm_vs_vendor_, signal_, interference_, wait_s_, call_latency_s_;
   CommSlowdown slowdown_;
@@ -126,8 +126,8 @@ WaveGroupPlan plan_wave_groups(const WaveGroupProblem& problem);
 // closed form like the kernel's predictor (kernels/tilewise/owner_predictor.hpp). The output
 // is cut into world parts of groups_per_part groups; the GEMM (gemm_s on all SMs, waves of
 // tiles / sms) finishes group k at the end of its wave, A_k, peers' parts first.
-//   peer group k:  E_k = max(A_k, E_{k-1}) + wait_s + X(b), X(b) = b / copy_Bps, one copy
-//                  stream; b = bytes / (world x groups_per_part)
+//   peer group k:  E_k = max(A_k, E_{k-1}) + wait_s + X(b), X(b) = copy_latency_s + b /
+//                  copy_Bps, one copy stream; b = bytes / (world x groups_per_part)
 //   own group j:   its peers' group j arrives at D_j = E of the last peer position's group j
 //                  (symmetry); with a reduction (allreduce, reducescatter) the epilogue adds
 //                  them: F_j = max(F_{j-1} + (A_j - A_{j-1}) (1 + epilogue_fraction), D_j)
@@ -144,6 +144,7 @@ struct CopyEngineProblem {
   double gemm_s = 0;  // own GEMM with signals on every SM
   double bytes = 0;   // the collective's bytes (nccl-tests convention)
   double copy_Bps = 0;
+  double copy_latency_s = 0;  // per copy, besides bytes / copy_Bps
   double wait_s = 0;
   double epilogue_fraction = 0;
 };

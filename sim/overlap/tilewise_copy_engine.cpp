@@ -16,7 +16,7 @@ CopyEnginePlan plan_copy_engine(const CopyEngineProblem& w) {
     return std::ceil(last_tile / w.sms - 1e-9) * wave_s;
   };
   const double b = w.bytes / groups;
-  const double x = b / w.copy_Bps;
+  const double x = w.copy_latency_s + b / w.copy_Bps;
   const bool reduce = w.op != CollectiveOp::AllToAll;
   double copies_end = 0, computed = 0;
   std::vector<double> arrival(static_cast<std::size_t>(g), 0.0);
@@ -60,6 +60,8 @@ void TilewiseDesign::set_transport(Transport transport, const Profile& profile) 
   DesignParameters p(profile, "tilewise");
   copy_Bps_ = p.need_at_least("copy_engine_bandwidth_Bps", 1,
                               "the copy engines' peer-copy rate per GPU, such as 400GBps");
+  copy_latency_s_ = p.need_at_least("copy_engine_latency_s", 0,
+                                    "the copy engines' fixed time per copy, such as 7us");
   epilogue_ = p.need_at_least("epilogue_reduce_overhead_fraction", 0,
                               "the owner epilogue's reduction cost on its own part, >= 0");
   for (auto& u : p.used()) parameters_.push_back(u);
@@ -81,6 +83,7 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
   w.gemm_s = model.time_s(op) * gemm_vs_vendor_ * (1 + signal_);
   w.bytes = static_cast<double>(pair.comm->comm_bytes);
   w.copy_Bps = copy_Bps_;
+  w.copy_latency_s = copy_latency_s_;
   w.wait_s = wait_s_;
   w.epilogue_fraction = epilogue_;
   // Like the kernel's tuner: the groups per part its predictor finds fastest.

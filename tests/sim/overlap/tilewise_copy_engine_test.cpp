@@ -24,6 +24,7 @@ constexpr double kCopyBps = 1e11;
 Profile copy_engine_profile(bool perfect, double epilogue_fraction, int max_groups) {
   Profile p = design_profile(perfect);
   set_param(p, "tilewise", "copy_engine_bandwidth_Bps", kCopyBps);
+  set_param(p, "tilewise", "copy_engine_latency_s", 0);
   set_param(p, "tilewise", "epilogue_reduce_overhead_fraction", epilogue_fraction);
   set_param(p, "tilewise", "max_groups", max_groups);
   return p;
@@ -69,6 +70,21 @@ TEST(TilewiseCopyEngine, OneGroupPerPartOnTwoGpusByHand) {
               1e-9);
 }
 
+// A fixed cost per copy adds to every copy: with one group per part on 2 GPUs, ReduceScatter's
+// own half waits for the peer half's copy, now 5 us longer.
+TEST(TilewiseCopyEngine, CopyLatencyIsChargedPerCopy) {
+  const Topology topo = two_gpu_node();
+  Profile profile = copy_engine_profile(true, 0.1, 2);
+  set_param(profile, "tilewise", "copy_engine_latency_s", 5e-6);
+  const PairCase rs = ce_pair(16384, 8192, 4096, CollectiveOp::ReduceScatter);
+  const double t_op = gemm_s(rs);
+  const double x = 5e-6 + static_cast<double>(rs.comm_bytes) / 2 / kCopyBps;
+  EXPECT_NEAR(simulate_pair(rs, "tilewise", profile, topo).time_s, t_op / 2 + x, 1e-9);
+  PairCase ar = rs;
+  ar.collective = CollectiveOp::AllReduce;
+  EXPECT_NEAR(simulate_pair(ar, "tilewise", profile, topo).time_s, t_op / 2 + 2 * x, 1e-9);
+}
+
 TEST(TilewiseCopyEngine, EventSimulationEqualsTheClosedFormPlan) {
   const Topology topo = two_gpu_node();
   const Profile profile = copy_engine_profile(true, 0.05, 16);
@@ -87,6 +103,7 @@ TEST(TilewiseCopyEngine, EventSimulationEqualsTheClosedFormPlan) {
         w.gemm_s = gemm_s(pc);
         w.bytes = static_cast<double>(pc.comm_bytes);
         w.copy_Bps = kCopyBps;
+        w.copy_latency_s = 0;
         w.epilogue_fraction = 0.05;
         best = std::min(best, plan_copy_engine(w).end_s);
       }
