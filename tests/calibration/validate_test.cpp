@@ -121,18 +121,31 @@ TEST(Validate, CopyEngineTilewiseRowsHaveTheirOwnKind) {
   EXPECT_NE(r.rows[0].predicted_s, r.rows[1].predicted_s);
 }
 
-// The shipped profile is what `overlapsim fit` makes of the shipped data (so it is not
-// stale), it loads, and validate runs on the shipped held-out rows. The figures are printed,
-// not asserted: the acceptance bars are reported in docs/calibration.md.
-TEST(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
-  const std::string committed = "calibration/profiles/h200-nvlink.yaml";
-  const FitResult r = fit_profile("calibration/data/h200x2");
-  std::ifstream in(committed);
+// The shipped profiles are what `overlapsim fit` makes of the shipped data (so they are not
+// stale), they load, and validate runs on their held-out rows. The 2-GPU profile is fitted
+// on the 4-GPU one (which carries its 4-rank curves). The figures are printed, not
+// asserted: the acceptance bars are reported in docs/calibration.md.
+struct ShippedCase {
+  const char* profile;
+  const char* data;
+  const char* base;  // "" = the datasheet profile
+  const char* cluster;
+};
+
+class ShippedProfile : public ::testing::TestWithParam<ShippedCase> {};
+
+TEST_P(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
+  const ShippedCase& c = GetParam();
+  FitOptions options;
+  options.base_profile = c.base;
+  const FitResult r = fit_profile(c.data, options);
+  std::ifstream in(c.profile);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(r.yaml, text) << "rerun: overlapsim fit calibration/data/h200x2 --out " << committed;
-  const sim::Profile profile = load_profile(committed);
-  const auto rows = read_measurements("calibration/data/h200x2/heldout.csv");
-  const ValidationReport report = validate(profile, rows, workloads::load_cluster(kCluster));
+  EXPECT_EQ(r.yaml, text) << "rerun: overlapsim fit " << c.data << " --out " << c.profile
+                          << (*c.base ? " --base " : "") << c.base;
+  const sim::Profile profile = load_profile(c.profile);
+  const auto rows = read_measurements(std::string(c.data) + "/heldout.csv");
+  const ValidationReport report = validate(profile, rows, workloads::load_cluster(c.cluster));
   ASSERT_FALSE(report.kinds.empty());
   std::printf("%s", format_validation_table(report, 5).c_str());
   for (const auto& k : report.kinds) {
@@ -140,6 +153,14 @@ TEST(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
     EXPECT_TRUE(std::isfinite(k.max_abs_err));
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Shipped, ShippedProfile,
+    ::testing::Values(ShippedCase{"calibration/profiles/h200-nvlink.yaml", "calibration/data/h200x2",
+                                  "calibration/profiles/h200-nvswitch-4gpu.yaml", kCluster},
+                      ShippedCase{"calibration/profiles/h200-nvswitch-4gpu.yaml",
+                                  "calibration/data/h200x4", "",
+                                  "workloads/clusters/h200-8gpu.yaml"}));
 
 }  // namespace
 }  // namespace overlapsim::calibration
