@@ -85,11 +85,27 @@ TEST_F(SimulateCli, JsonHasTheContractFields) {
   EXPECT_LT(j["mfu"].get<double>(), 1);
 }
 
-// With the measured profile: the 2-rank TP all-reduce inside a host is timed by its curve,
-// a 4-rank one by the flow network at the curve's efficiency, DP across hosts by the links.
+// With a measured profile: a TP all-reduce inside a host at a measured rank count (2 and 4
+// in h200-nvlink.yaml) is timed by its curve, one at a rank count the profile lacks (4 in a
+// 2-GPU-only profile) by the flow network at the nearest curve's efficiency, DP across
+// hosts by the links.
 TEST_F(SimulateCli, SaysWhichPathTimedEachCollectiveClass) {
-  const std::string measured = " --profile calibration/profiles/h200-nvlink.yaml --pp 1";
-  for (int tp : {2, 4}) {
+  // A 2-GPU-only profile: the fit of the session-1 data, which measured 2 ranks alone.
+  const std::string two_only = (dir_ / "two.yaml").string();
+  const std::string fit = "cd " + kRoot + " && " + kBin +
+                          " fit calibration/data/h200x2-session1 --out " + two_only +
+                          " 2>/dev/null";
+  ASSERT_EQ(std::system(fit.c_str()), 0);
+  struct Case {
+    std::string profile;
+    int tp;
+    bool curve;
+  };
+  for (const Case& c :
+       {Case{"calibration/profiles/h200-nvlink.yaml", 2, true},
+        Case{"calibration/profiles/h200-nvlink.yaml", 4, true}, Case{two_only, 4, false}}) {
+    const int tp = c.tp;
+    const std::string measured = " --profile " + c.profile + " --pp 1";
     const CliRun r =
         run(kTiny + measured + " --tp " + std::to_string(tp) + " --format json --no-timing");
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -98,10 +114,10 @@ TEST_F(SimulateCli, SaysWhichPathTimedEachCollectiveClass) {
     for (const auto& c : j["collective_timing"])
       path[c["class"].get<std::string>()] = c["path"].get<std::string>();
     const std::string tp_class = "allreduce n=" + std::to_string(tp) + " intra-host";
-    EXPECT_EQ(path[tp_class], tp == 2 ? "profile_curve" : "flow_efficiency") << r.out;
+    EXPECT_EQ(path[tp_class], c.curve ? "profile_curve" : "flow_efficiency") << r.out;
     EXPECT_EQ(path["allreduce n=" + std::to_string(8 / tp) + " inter-host"], "flow_cluster");
     const auto& by_path = j["designs"][0]["collective_launches_by_path"];
-    EXPECT_GT(by_path[tp == 2 ? "profile_curve" : "flow_efficiency"].get<long>(), 0);
+    EXPECT_GT(by_path[c.curve ? "profile_curve" : "flow_efficiency"].get<long>(), 0);
     EXPECT_GT(by_path["flow_cluster"].get<long>(), 0);
   }
 }

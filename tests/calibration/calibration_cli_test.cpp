@@ -84,8 +84,9 @@ TEST_F(CalibrationCli, FitBadDataExits2AndWritesNothing) {
 
 TEST_F(CalibrationCli, FitOfShippedDataMatchesShippedProfile) {
   const fs::path out = dir_ / "h200.yaml";
-  const CliRun r = run("fit calibration/data/h200x2 --base calibration/profiles/h200-nvswitch-4gpu.yaml --out " +
-                         out.string());
+  const CliRun r =
+      run("fit calibration/data/h200x2 --base calibration/profiles/h200-nvswitch-4gpu.yaml --out " +
+          out.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(slurp(out), slurp(kRoot + "/calibration/profiles/h200-nvlink.yaml"));
   EXPECT_NE(r.err.find("collectives allreduce ranks=2 ctas=0"), std::string::npos) << r.err;

@@ -247,10 +247,10 @@ TEST(FitCompute, RateGridBelowTheMeasuredShapesFollowsTheBaseCurve) {
 }
 
 TEST(FitCompute, ProfilesWrittenBeforeTheWaveModelStillLoad) {
-  // The shipped grid profile has no model key; `model: table` reads the same.
-  std::ifstream in("calibration/profiles/h200-nvlink.yaml");
-  const std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const sim::Profile p = load_profile_string(yaml, "h200-nvlink.yaml");
+  // A grid profile (the fit keeps the grid for the session-1 data) has no model key;
+  // `model: table` reads the same.
+  const std::string yaml = fit_profile("calibration/data/h200x2-session1").yaml;
+  const sim::Profile p = load_profile_string(yaml, "grid.yaml");
   const sim::GemmTable& grid = p.compute.gemm_tables.at(sim::Precision::BF16);
   ASSERT_FALSE(grid.is_wave_model());
   std::string tagged = yaml;

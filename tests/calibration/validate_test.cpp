@@ -1,6 +1,7 @@
 #include "calibration/validate.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -21,7 +22,9 @@ using namespace overlapsim::calibration::testing;
 const char* kCluster = "workloads/clusters/h200x2-nvlink.yaml";
 
 sim::Profile synthetic_profile(const Truth& t) {
-  const fs::path dir = fs::temp_directory_path() / "overlapsim_validate_test";
+  // One directory per process: ctest runs this binary's tests in parallel processes.
+  const fs::path dir =
+      fs::temp_directory_path() / ("overlapsim_validate_test_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   write_text(dir / "manifest.yaml", manifest_yaml("NVIDIA H200", {"bench.csv"}));
   write_text(dir / "bench.csv", synthetic_csv(t));
@@ -156,7 +159,8 @@ TEST_P(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shipped, ShippedProfile,
-    ::testing::Values(ShippedCase{"calibration/profiles/h200-nvlink.yaml", "calibration/data/h200x2",
+    ::testing::Values(ShippedCase{"calibration/profiles/h200-nvlink.yaml",
+                                  "calibration/data/h200x2",
                                   "calibration/profiles/h200-nvswitch-4gpu.yaml", kCluster},
                       ShippedCase{"calibration/profiles/h200-nvswitch-4gpu.yaml",
                                   "calibration/data/h200x4", "",
