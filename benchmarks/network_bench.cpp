@@ -95,6 +95,35 @@ struct Result {
   FlowNetworkStats stats;
 };
 
+Result start_result(const std::string& name, int ranks, std::uint64_t bytes,
+                    std::chrono::steady_clock::time_point setup_t0) {
+  Result r{name, ranks, bytes, 0, 0, 0, 0, 0, 0, 0, {}};
+  r.setup_wall_s = seconds_since(setup_t0);
+  return r;
+}
+
+// Times one case on `topo`: `submit(sim, net)` issues its transfers (the first call is
+// submit_wall_s), then the event loop runs; `rounds` > 1 repeats both on the same network.
+template <class Submit>
+void simulate(Result& r, const Topology& topo, Submit&& submit, int rounds = 1) {
+  const auto t1 = std::chrono::steady_clock::now();
+  const double cpu0_s = cpu_s();
+  Simulator sim;
+  FlowNetwork net(sim, topo);
+  submit(sim, net);
+  r.submit_wall_s = seconds_since(t1);
+  sim.run();
+  for (int i = 1; i < rounds; ++i) {
+    submit(sim, net);
+    sim.run();
+  }
+  r.sim_wall_s = seconds_since(t1);
+  r.sim_cpu_s = cpu_s() - cpu0_s;
+  r.sim_time_s = sim.now();
+  r.events = sim.events_processed();
+  r.stats = net.stats();
+}
+
 void print_header() {
   fmt::print(
       "case,ranks,bytes,sim_time_s,closed_form_s,setup_wall_s,sim_wall_s,submit_wall_s,sim_cpu_s,"
@@ -124,25 +153,10 @@ Result alltoall(const std::string& name, int nodes, int spines, int repeats = 1)
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d)
       if (s != d) transfers.push_back({s, d, per_peer});
-  Result r{name, n, bytes, 0, 0, 0, 0, 0, 0, 0, {}};
-  r.setup_wall_s = seconds_since(t0);
-
-  const auto t1 = std::chrono::steady_clock::now();
-  const double cpu0_s = cpu_s();
-  Simulator sim;
-  FlowNetwork net(sim, topo);
-  net.transfer_group(transfers, [] {});
-  r.submit_wall_s = seconds_since(t1);
-  sim.run();
-  for (int i = 1; i < repeats; ++i) {
-    net.transfer_group(transfers, [] {});
-    sim.run();
-  }
-  r.sim_wall_s = seconds_since(t1);
-  r.sim_cpu_s = cpu_s() - cpu0_s;
-  r.sim_time_s = sim.now();
-  r.events = sim.events_processed();
-  r.stats = net.stats();
+  Result r = start_result(name, n, bytes, t0);
+  simulate(
+      r, topo, [&](Simulator&, FlowNetwork& net) { net.transfer_group(transfers, [] {}); },
+      repeats);
   // Inter-node traffic of one GPU leaves through its own NIC: (n - 8) peers x per_peer at the
   // NIC rate, plus the longest path's latency (GPU-NIC, NIC-leaf, leaf-spine and back).
   r.closed_form_s = static_cast<double>(n - 8) * static_cast<double>(per_peer) / kNicBps +
@@ -160,26 +174,16 @@ Result ring_steps(const std::string& name, int n) {
   const std::uint64_t chunk = bytes / static_cast<std::uint64_t>(n);
   std::vector<Transfer> step;
   for (int r = 0; r < n; ++r) step.push_back({r, (r + 1) % n, chunk});
-  Result r{name, n, bytes, 0, 0, 0, 0, 0, 0, 0, {}};
-  r.setup_wall_s = seconds_since(t0);
-
-  const auto t1 = std::chrono::steady_clock::now();
-  const double cpu0_s = cpu_s();
-  Simulator sim;
-  FlowNetwork net(sim, topo);
+  Result r = start_result(name, n, bytes, t0);
   int steps_left = 2 * (n - 1);
-  std::function<void()> next = [&] {
-    if (steps_left-- == 0) return;
-    net.transfer_group(step, next);
-  };
-  next();
-  r.submit_wall_s = seconds_since(t1);
-  sim.run();
-  r.sim_wall_s = seconds_since(t1);
-  r.sim_cpu_s = cpu_s() - cpu0_s;
-  r.sim_time_s = sim.now();
-  r.events = sim.events_processed();
-  r.stats = net.stats();
+  std::function<void()> next;
+  simulate(r, topo, [&](Simulator&, FlowNetwork& net) {
+    next = [&] {
+      if (steps_left-- == 0) return;
+      net.transfer_group(step, next);
+    };
+    next();
+  });
   r.closed_form_s = 2.0 * (n - 1) * (2 * lat_s + static_cast<double>(chunk) / bw_Bps);
   return r;
 }
@@ -195,22 +199,13 @@ Result ring_streams(const std::string& name, int n) {
       2 * static_cast<std::uint64_t>(n - 1) * (bytes / static_cast<std::uint64_t>(n));
   std::vector<Transfer> streams;
   for (int r = 0; r < n; ++r) streams.push_back({r, (r + 1) % n, per_link});
-  Result r{name, n, bytes, 0, 0, 0, 0, 0, 0, 0, {}};
-  r.setup_wall_s = seconds_since(t0);
-
-  const auto t1 = std::chrono::steady_clock::now();
-  const double cpu0_s = cpu_s();
-  Simulator sim;
-  FlowNetwork net(sim, topo);
-  const auto est = net.path_estimate(0, 1);
-  net.transfer_group(streams, [&] { sim.schedule((2.0 * (n - 1) - 1) * est->latency_s, [] {}); });
-  r.submit_wall_s = seconds_since(t1);
-  sim.run();
-  r.sim_wall_s = seconds_since(t1);
-  r.sim_cpu_s = cpu_s() - cpu0_s;
-  r.sim_time_s = sim.now();
-  r.events = sim.events_processed();
-  r.stats = net.stats();
+  Result r = start_result(name, n, bytes, t0);
+  simulate(r, topo, [&](Simulator& sim, FlowNetwork& net) {
+    const double step_latency_s = net.path_estimate(0, 1)->latency_s;
+    net.transfer_group(streams, [&sim, n, step_latency_s] {
+      sim.schedule((2.0 * (n - 1) - 1) * step_latency_s, [] {});
+    });
+  });
   r.closed_form_s = 2.0 * (n - 1) * 2 * lat_s + static_cast<double>(per_link) / bw_Bps;
   return r;
 }
@@ -234,22 +229,11 @@ Result hierarchical(const std::string& name, int nodes) {
       intra.push_back({node * 8 + g, node * 8 + (g + 1) % 8, intra_bytes});
       inter.push_back({node * 8 + g, ((node + 1) % nodes) * 8 + g, inter_bytes});
     }
-  Result r{name, n, bytes, 0, 0, 0, 0, 0, 0, 0, {}};
-  r.setup_wall_s = seconds_since(t0);
-
-  const auto t1 = std::chrono::steady_clock::now();
-  const double cpu0_s = cpu_s();
-  Simulator sim;
-  FlowNetwork net(sim, topo);
-  net.transfer_group(intra,
-                     [&] { net.transfer_group(inter, [&] { net.transfer_group(intra, [] {}); }); });
-  r.submit_wall_s = seconds_since(t1);
-  sim.run();
-  r.sim_wall_s = seconds_since(t1);
-  r.sim_cpu_s = cpu_s() - cpu0_s;
-  r.sim_time_s = sim.now();
-  r.events = sim.events_processed();
-  r.stats = net.stats();
+  Result r = start_result(name, n, bytes, t0);
+  simulate(r, topo, [&](Simulator&, FlowNetwork& net) {
+    net.transfer_group(
+        intra, [&] { net.transfer_group(inter, [&] { net.transfer_group(intra, [] {}); }); });
+  });
   const double intra_s = 2 * kNvlinkLatS + static_cast<double>(intra_bytes) / kNvlinkBps;
   // The NIC (50 GB/s) is the narrowest hop of GPU - NIC - leaf (- spine - leaf) - NIC - GPU.
   const bool crosses_spine = nodes > 64;
