@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 using overlapsim::sim::MaxMinSolver;
@@ -43,6 +44,36 @@ void expect_max_min_fair(const MaxMinSolver& s, const std::vector<Flow>& flows) 
     EXPECT_TRUE(has_bottleneck) << "flow " << f << " (rate " << s.rate_Bps(f)
                                 << ") has no bottleneck resource";
   }
+}
+
+// An incremental solve must give every live flow the rate a solver built from scratch with
+// the same resources and flows gives it.
+void expect_equals_fresh_solve(const MaxMinSolver& s, const std::vector<double>& caps,
+                               const std::vector<Flow>& live, const std::string& where) {
+  MaxMinSolver fresh;
+  for (double c : caps) fresh.add_resource(c);
+  std::vector<Flow> fresh_ids;
+  for (Flow f : live) fresh_ids.push_back(fresh.add_flow(s.resources_of(f), s.multiplicity(f)));
+  fresh.solve();
+  for (std::size_t i = 0; i < live.size(); ++i)
+    EXPECT_NEAR(s.rate_Bps(live[i]), fresh.rate_Bps(fresh_ids[i]),
+                1e-9 * fresh.rate_Bps(fresh_ids[i]))
+        << where;
+}
+
+// Each of the `num_res` resources with probability 1 / `one_in`, never none.
+std::vector<Res> random_path(std::mt19937_64& rng, int num_res, int one_in) {
+  std::vector<Res> path;
+  for (Res r = 0; r < static_cast<Res>(num_res); ++r)
+    if (rng() % one_in == 0) path.push_back(r);
+  if (path.empty()) path.push_back(static_cast<Res>(rng() % num_res));
+  return path;
+}
+
+void remove_random_flow(MaxMinSolver& s, std::vector<Flow>& live, std::mt19937_64& rng) {
+  const std::size_t j = rng() % live.size();
+  s.remove_flow(live[j]);
+  live.erase(live.begin() + static_cast<std::ptrdiff_t>(j));
 }
 
 }  // namespace
@@ -127,10 +158,7 @@ TEST(MaxMinSolver, MultiplicityEqualsSeparateFlows) {
     }
     std::vector<std::pair<Flow, std::vector<Flow>>> pairs;
     for (int i = 0; i < 8; ++i) {
-      std::vector<Res> path;
-      for (Res r = 0; r < num_res; ++r)
-        if (rng() % 3 == 0) path.push_back(r);
-      if (path.empty()) path.push_back(static_cast<Res>(rng() % num_res));
+      const std::vector<Res> path = random_path(rng, num_res, 3);
       const auto k = static_cast<std::uint32_t>(1 + rng() % 4);
       std::vector<Flow> members;
       for (std::uint32_t j = 0; j < k; ++j) members.push_back(separate.add_flow(path));
@@ -309,31 +337,17 @@ TEST(MaxMinSolver, IncrementalSolvesMatchFreshSolves) {
       if (kind != 1) {
         const int n = 1 + static_cast<int>(rng() % 15);
         for (int i = 0; i < n; ++i) {
-          std::vector<Res> path;
-          for (Res r = 0; r < static_cast<Res>(num_res); ++r)
-            if (rng() % 4 == 0) path.push_back(r);
-          if (path.empty()) path.push_back(static_cast<Res>(rng() % num_res));
+          const std::vector<Res> path = random_path(rng, num_res, 4);
           live.push_back(s.add_flow(path, static_cast<std::uint32_t>(1 + rng() % 3)));
         }
       }
       if (kind != 0) {
         const std::size_t n = std::min<std::size_t>(live.size(), 1 + rng() % 4);
-        for (std::size_t i = 0; i < n; ++i) {
-          const std::size_t j = rng() % live.size();
-          s.remove_flow(live[j]);
-          live.erase(live.begin() + static_cast<std::ptrdiff_t>(j));
-        }
+        for (std::size_t i = 0; i < n; ++i) remove_random_flow(s, live, rng);
       }
       s.solve();
-      MaxMinSolver fresh;
-      for (double c : caps) fresh.add_resource(c);
-      std::vector<Flow> fresh_ids;
-      for (Flow f : live) fresh_ids.push_back(fresh.add_flow(s.resources_of(f), s.multiplicity(f)));
-      fresh.solve();
-      for (std::size_t i = 0; i < live.size(); ++i)
-        EXPECT_NEAR(s.rate_Bps(live[i]), fresh.rate_Bps(fresh_ids[i]),
-                    1e-9 * fresh.rate_Bps(fresh_ids[i]))
-            << "trial " << trial << " round " << round;
+      expect_equals_fresh_solve(
+          s, caps, live, "trial " + std::to_string(trial) + " round " + std::to_string(round));
       expect_max_min_fair(s, live);
     }
     partial_solves += s.partial_solves();
@@ -372,21 +386,9 @@ TEST(MaxMinSolver, LongPathsStayMaxMinFair) {
     s.solve();
     expect_max_min_fair(s, live);
     // Remove a few and re-solve incrementally: equal to a fresh solve.
-    for (int k = 0; k < 3; ++k) {
-      const std::size_t j = rng() % live.size();
-      s.remove_flow(live[j]);
-      live.erase(live.begin() + static_cast<std::ptrdiff_t>(j));
-    }
+    for (int k = 0; k < 3; ++k) remove_random_flow(s, live, rng);
     s.solve();
-    MaxMinSolver fresh;
-    for (double c : caps) fresh.add_resource(c);
-    std::vector<Flow> fresh_ids;
-    for (Flow f : live) fresh_ids.push_back(fresh.add_flow(s.resources_of(f), s.multiplicity(f)));
-    fresh.solve();
-    for (std::size_t i = 0; i < live.size(); ++i)
-      EXPECT_NEAR(s.rate_Bps(live[i]), fresh.rate_Bps(fresh_ids[i]),
-                  1e-9 * fresh.rate_Bps(fresh_ids[i]))
-          << "trial " << trial;
+    expect_equals_fresh_solve(s, caps, live, "trial " + std::to_string(trial));
     expect_max_min_fair(s, live);
   }
 }
