@@ -11,23 +11,11 @@
 #include "sim/exec/step_executor.hpp"
 #include "sim/graph/op_graph.hpp"
 #include "sim/network/network_api.hpp"
+#include "tests/sim/sim_test_util.hpp"
 
 namespace overlapsim::sim::testing {
 
-inline ComputeProfile unit_profile() {
-  ComputeProfile p;
-  p.peak_flops_per_s[Precision::BF16].value = 1e15;
-  p.memory_bandwidth_Bps.value = 1e12;
-  p.launch_overhead_s.value = 0;
-  LogCurve one;
-  one.points = {{1.0, 1.0}};
-  p.gemm_efficiency[Precision::BF16] = one;
-  p.attention_forward_efficiency = one;
-  p.attention_backward_efficiency = one;
-  p.memory_efficiency = one;
-  p.embedding_efficiency = one;
-  return p;
-}
+inline ComputeProfile unit_profile() { return unit_compute_profile(1e12); }
 
 // Transfers complete at once; collectives go through ClosedFormLauncher instead.
 class InstantNetwork final : public NetworkApi {
@@ -91,6 +79,26 @@ inline OpNode p2p_op(const std::string& name, bool send, int peer, double ms, in
   n.comm_bytes = static_cast<std::uint64_t>(ms * 1e-3 * 1e9);
   return n;
 }
+
+// A step of `ranks` ranks, every one simulated and numbered, on the communicators `groups`.
+inline StepGraph numbered_step(int ranks, std::vector<CommGroup> groups = {}) {
+  StepGraph step;
+  step.world_size = ranks;
+  step.groups = std::move(groups);
+  step.ranks.resize(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) step.ranks[static_cast<std::size_t>(r)].rank = r;
+  return step;
+}
+
+// What a StepExecutor needs besides the step, under unit_profile(): a simulator, an
+// InstantNetwork of `ranks` ranks on hosts of `ranks_per_host`, and the compute model.
+struct UnitExecRig {
+  Simulator sim;
+  InstantNetwork net;
+  const ComputeProfile profile = unit_profile();
+  ComputeModel model{profile};
+  UnitExecRig(int ranks, int ranks_per_host) : net(sim, ranks, ranks_per_host) {}
+};
 
 inline OpVertex add(RankProgram& prog, OpNode node, std::initializer_list<OpVertex> deps = {}) {
   const OpVertex v = boost::add_vertex(std::move(node), prog.graph);

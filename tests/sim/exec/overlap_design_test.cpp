@@ -54,13 +54,9 @@ class TwoChunkDesign final : public OverlapDesign {
 
 // Two ranks: gemm (2 ms) -> all-reduce (2 ms) paired; d (1 ms) after the all-reduce.
 StepGraph paired_step() {
-  StepGraph step;
-  step.world_size = 2;
-  step.groups = {{"tp", {0, 1}}};
-  step.ranks.resize(2);
+  StepGraph step = numbered_step(2, {{"tp", {0, 1}}});
   for (int r = 0; r < 2; ++r) {
     auto& prog = step.ranks[r];
-    prog.rank = r;
     const OpVertex g = add(prog, compute_op("gemm", 2.0));
     const OpVertex c = add(prog, collective_op("ar", 0, 2.0, StreamKind::TensorComm), {g});
     prog.graph[g].pair_partner = static_cast<int>(c);
@@ -72,12 +68,9 @@ StepGraph paired_step() {
 
 StepResult run_with(const StepGraph& step, OverlapDesign& design,
                     std::vector<CollectiveRequest>* log) {
-  Simulator sim;
-  InstantNetwork net(sim, step.world_size, 8);
-  const ComputeProfile profile = unit_profile();
-  ComputeModel model(profile);
-  StepExecutor exec(step, model, net);
-  exec.set_collective_launcher(ClosedFormLauncher{&sim, log});
+  UnitExecRig rig(step.world_size, 8);
+  StepExecutor exec(step, rig.model, rig.net);
+  exec.set_collective_launcher(ClosedFormLauncher{&rig.sim, log});
   return exec.run(design);
 }
 

@@ -65,14 +65,11 @@ struct ZeroCostLauncher {
 double bubble_fraction(int pp, int microbatches) {
   const auto spec = workloads::load_model_string(model_yaml(pp, microbatches), "bubble.yaml");
   const StepGraph step = workloads::generate_step(spec, pp);
-  Simulator sim;
-  InstantNetwork net(sim, pp, 1);
-  const ComputeProfile profile = unit_profile();
-  ComputeModel model(profile);
+  UnitExecRig rig(pp, 1);
   ExecOptions opts;
   opts.record_timeline = true;
-  StepExecutor exec(step, model, net, opts);
-  exec.set_collective_launcher(ZeroCostLauncher{&sim});
+  StepExecutor exec(step, rig.model, rig.net, opts);
+  exec.set_collective_launcher(ZeroCostLauncher{&rig.sim});
   SequentialDesign design;
   const StepResult r = exec.run(design);
   EXPECT_NEAR(r.exposed_comm_s, 0, 1e-12);
@@ -146,17 +143,14 @@ MoeBubble moe_bubble(int pp, int microbatches, int ep, bool fold, bool a2a_cost)
   workloads::GenerateOptions gen;
   gen.fold = fold;
   const StepGraph step = workloads::generate_step(spec, pp * ep, gen);
-  Simulator sim;
-  InstantNetwork net(sim, pp * ep, ep);
-  const ComputeProfile profile = unit_profile();
-  ComputeModel model(profile);
+  UnitExecRig rig(pp * ep, ep);
   ExecOptions opts;
   opts.record_timeline = true;
-  StepExecutor exec(step, model, net, opts);
+  StepExecutor exec(step, rig.model, rig.net, opts);
   if (a2a_cost)
-    exec.set_collective_launcher(CollectivesOnlyLauncher{&sim});
+    exec.set_collective_launcher(CollectivesOnlyLauncher{&rig.sim});
   else
-    exec.set_collective_launcher(ZeroCostLauncher{&sim});
+    exec.set_collective_launcher(ZeroCostLauncher{&rig.sim});
   SequentialDesign design;
   const StepResult r = exec.run(design);
   std::vector<std::pair<double, double>> busy;

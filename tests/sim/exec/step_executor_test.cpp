@@ -21,16 +21,13 @@ struct StepRun {
 
 StepRun run_step(const StepGraph& step, int ranks_per_host = 8,
                  BackgroundImages images = BackgroundImages::InterHost) {
-  Simulator sim;
-  InstantNetwork net(sim, step.world_size, ranks_per_host);
-  const ComputeProfile profile = unit_profile();
-  ComputeModel model(profile);
+  UnitExecRig rig(step.world_size, ranks_per_host);
   ExecOptions opts;
   opts.images = images;
   opts.record_timeline = true;
-  StepExecutor exec(step, model, net, opts);
+  StepExecutor exec(step, rig.model, rig.net, opts);
   StepRun out;
-  exec.set_collective_launcher(ClosedFormLauncher{&sim, &out.requests});
+  exec.set_collective_launcher(ClosedFormLauncher{&rig.sim, &out.requests});
   SequentialDesign design;
   out.result = exec.run(design);
   out.timeline = exec.timeline();
@@ -40,15 +37,8 @@ StepRun run_step(const StepGraph& step, int ranks_per_host = 8,
   return out;
 }
 
-StepGraph one_rank_step() {
-  StepGraph step;
-  step.world_size = 1;
-  step.ranks.resize(1);
-  return step;
-}
-
 TEST(StepExecutor, TwoDependentOpsRunBackToBack) {
-  StepGraph step = one_rank_step();
+  StepGraph step = numbered_step(1);
   auto& prog = step.ranks[0];
   const OpVertex a = add(prog, compute_op("a", 1.0));
   add(prog, compute_op("b", 2.5), {a});
@@ -62,7 +52,7 @@ TEST(StepExecutor, TwoDependentOpsRunBackToBack) {
 }
 
 TEST(StepExecutor, IndependentComputeOpsSerialiseOnTheComputeStream) {
-  StepGraph step = one_rank_step();
+  StepGraph step = numbered_step(1);
   auto& prog = step.ranks[0];
   add(prog, compute_op("a", 1.0));
   add(prog, compute_op("b", 1.0));
@@ -71,13 +61,9 @@ TEST(StepExecutor, IndependentComputeOpsSerialiseOnTheComputeStream) {
 
 TEST(StepExecutor, CommOnAnotherStreamOverlapsCompute) {
   // a (1 ms) -> allreduce c (2 ms, dp stream); b (1 ms) after a; d after b and c.
-  StepGraph step;
-  step.world_size = 2;
-  step.groups = {{"dp", {0, 1}}};
-  step.ranks.resize(2);
+  StepGraph step = numbered_step(2, {{"dp", {0, 1}}});
   for (int r = 0; r < 2; ++r) {
     auto& prog = step.ranks[r];
-    prog.rank = r;
     const OpVertex a = add(prog, compute_op("a", 1.0));
     const OpVertex c = add(prog, collective_op("c", 0, 2.0), {a});
     const OpVertex b = add(prog, compute_op("b", 1.0), {a});
@@ -96,13 +82,9 @@ TEST(StepExecutor, CommOnAnotherStreamOverlapsCompute) {
 
 TEST(StepExecutor, CollectiveWaitsForItsSlowestMember) {
   // Rank 0 computes 1 ms, rank 1 3 ms, then a 2 ms all-reduce, then 1 ms each.
-  StepGraph step;
-  step.world_size = 2;
-  step.groups = {{"dp", {0, 1}}};
-  step.ranks.resize(2);
+  StepGraph step = numbered_step(2, {{"dp", {0, 1}}});
   for (int r = 0; r < 2; ++r) {
     auto& prog = step.ranks[r];
-    prog.rank = r;
     const OpVertex a = add(prog, compute_op("a", r == 0 ? 1.0 : 3.0));
     const OpVertex c = add(prog, collective_op("ar", 0, 2.0), {a});
     add(prog, compute_op("b", 1.0), {c});
@@ -121,13 +103,9 @@ TEST(StepExecutor, CollectiveWaitsForItsSlowestMember) {
 }
 
 TEST(StepExecutor, CollectivesOnOneStreamRunOneAtATime) {
-  StepGraph step = one_rank_step();
-  step.world_size = 2;
-  step.groups = {{"dp", {0, 1}}};
-  step.ranks.resize(2);
+  StepGraph step = numbered_step(2, {{"dp", {0, 1}}});
   for (int r = 0; r < 2; ++r) {
     auto& prog = step.ranks[r];
-    prog.rank = r;
     const OpVertex a = add(prog, compute_op("a", 1.0));
     const OpVertex c1 = add(prog, collective_op("c1", 0, 2.0), {a});
     const OpVertex c2 = add(prog, collective_op("c2", 0, 2.0), {a});  // same stream: after c1
@@ -140,11 +118,7 @@ TEST(StepExecutor, CollectivesOnOneStreamRunOneAtATime) {
 
 TEST(StepExecutor, SendMeetsReceiveAndTheWaitIsABubble) {
   // Rank 0: f (1 ms) -> send (1 ms) ; rank 1: recv -> g (1 ms).
-  StepGraph step;
-  step.world_size = 2;
-  step.ranks.resize(2);
-  step.ranks[0].rank = 0;
-  step.ranks[1].rank = 1;
+  StepGraph step = numbered_step(2);
   const OpVertex f = add(step.ranks[0], compute_op("f", 1.0));
   add(step.ranks[0], p2p_op("send", true, 1, 1.0), {f});
   const OpVertex recv = add(step.ranks[1], p2p_op("recv", false, 0, 1.0));
@@ -164,10 +138,7 @@ TEST(StepExecutor, ComputeOnlyPipelineBubbleIsPMinusOneOverMPlusPMinusOne) {
   // GPipe-style forward then backward with zero-cost transfers: p stages, m microbatches,
   // forward and backward 1 ms each. Each stage is idle (p-1)/(m+p-1) of the step.
   const int p = 4, m = 6;
-  StepGraph step;
-  step.world_size = p;
-  step.ranks.resize(p);
-  for (int s = 0; s < p; ++s) step.ranks[s].rank = s;
+  StepGraph step = numbered_step(p);
   // Program order on each stage: all forwards, then all backwards (in reverse).
   for (int s = 0; s < p; ++s) {
     auto& prog = step.ranks[s];
@@ -233,11 +204,7 @@ TEST(StepExecutor, FoldedCollectivesLaunchTheirImagesAsBackground) {
 }
 
 TEST(StepExecutor, UnmatchedReceiveIsReportedNotHung) {
-  StepGraph step;
-  step.world_size = 2;
-  step.ranks.resize(2);
-  step.ranks[0].rank = 0;
-  step.ranks[1].rank = 1;
+  StepGraph step = numbered_step(2);
   add(step.ranks[0], compute_op("f", 1.0));
   add(step.ranks[1], p2p_op("lonely_recv", false, 0, 1.0));
   try {
@@ -249,30 +216,23 @@ TEST(StepExecutor, UnmatchedReceiveIsReportedNotHung) {
 }
 
 TEST(StepExecutor, MalformedStepsAreRejected) {
-  StepGraph step = one_rank_step();
+  StepGraph step = numbered_step(1);
   auto& prog = step.ranks[0];
   const OpVertex a = add(prog, compute_op("a", 1.0));
   const OpVertex b = add(prog, compute_op("b", 1.0), {a});
   boost::add_edge(b, a, prog.graph);
-  Simulator sim;
-  InstantNetwork net(sim, 1, 8);
-  const ComputeProfile profile = unit_profile();
-  ComputeModel model(profile);
-  EXPECT_THROW(StepExecutor(step, model, net), std::invalid_argument);  // cycle
+  UnitExecRig rig(1, 8);
+  EXPECT_THROW(StepExecutor(step, rig.model, rig.net), std::invalid_argument);  // cycle
 
-  StepGraph bad_group = one_rank_step();
+  StepGraph bad_group = numbered_step(1);
   add(bad_group.ranks[0], collective_op("c", 3, 1.0));
-  EXPECT_THROW(StepExecutor(bad_group, model, net), std::invalid_argument);
+  EXPECT_THROW(StepExecutor(bad_group, rig.model, rig.net), std::invalid_argument);
 }
 
 TEST(StepExecutor, RunsAreDeterministic) {
-  StepGraph step;
-  step.world_size = 2;
-  step.groups = {{"dp", {0, 1}}};
-  step.ranks.resize(2);
+  StepGraph step = numbered_step(2, {{"dp", {0, 1}}});
   for (int r = 0; r < 2; ++r) {
     auto& prog = step.ranks[r];
-    prog.rank = r;
     OpVertex prev = add(prog, compute_op("a", 0.3 + r));
     for (int i = 0; i < 20; ++i) {
       const OpVertex c = add(prog, collective_op("c", 0, 0.1 * (i % 3 + 1)), {prev});

@@ -5,6 +5,7 @@
 
 #include "sim/compute/profile.hpp"
 #include "sim/topology/builders.hpp"
+#include "tests/sim/sim_test_util.hpp"
 
 namespace overlapsim::sim::testing {
 
@@ -18,17 +19,7 @@ inline Profile design_profile(bool perfect) {
   Profile p;
   p.name = "test-profile";
   p.device.sms = 132;
-  ComputeProfile& c = p.compute;
-  c.peak_flops_per_s[Precision::BF16].value = 1e15;
-  c.memory_bandwidth_Bps.value = 1e15;
-  c.launch_overhead_s.value = 0;
-  LogCurve one;
-  one.points = {{1.0, 1.0}};
-  c.gemm_efficiency[Precision::BF16] = one;
-  c.attention_forward_efficiency = one;
-  c.attention_backward_efficiency = one;
-  c.memory_efficiency = one;
-  c.embedding_efficiency = one;
+  p.compute = unit_compute_profile(1e15);
   const double ovh = perfect ? 0 : 1;
   const double lat = perfect ? 0 : 10e-6;
   for (const char* d : {"decomposed", "tilewise", "fused", "shaped"}) {

@@ -22,13 +22,9 @@ struct Traced {
 // Two ranks: compute, a DP all-reduce beside compute, and two overlapping sends from
 // rank 0 to rank 1 (not serialised, so they need two lanes).
 Traced traced_step() {
-  StepGraph step;
-  step.world_size = 2;
-  step.groups = {{"dp", {0, 1}}};
-  step.ranks.resize(2);
+  StepGraph step = numbered_step(2, {{"dp", {0, 1}}});
   for (int r = 0; r < 2; ++r) {
     auto& prog = step.ranks[r];
-    prog.rank = r;
     const OpVertex a = add(prog, compute_op("L0.fwd.gemm", 1.0));
     const OpVertex c = add(prog, collective_op("grad \"bucket\" 0", 0, 2.0), {a});
     const OpVertex b = add(prog, compute_op("L0.bwd.gemm", 1.0), {a});
@@ -36,10 +32,7 @@ Traced traced_step() {
     add(prog, p2p_op(r == 0 ? "send_b" : "recv_b", r == 0, 1 - r, 1.0), {b});
     add(prog, compute_op("opt", 0.5), {c});
   }
-  Simulator sim;
-  InstantNetwork net(sim, 2, 8);
-  const ComputeProfile profile = unit_profile();
-  ComputeModel model(profile);
+  UnitExecRig rig(2, 8);
   ExecOptions opts;
   opts.record_timeline = true;
   opts.link_classes = {"nvlink", "network"};
@@ -50,8 +43,8 @@ Traced traced_step() {
     return std::vector<double>{carried, 0};
   };
   std::vector<CollectiveRequest> log;
-  StepExecutor exec(step, model, net, opts);
-  exec.set_collective_launcher(ClosedFormLauncher{&sim, &log});
+  StepExecutor exec(step, rig.model, rig.net, opts);
+  exec.set_collective_launcher(ClosedFormLauncher{&rig.sim, &log});
   SequentialDesign design;
   Traced t;
   t.result = exec.run(design);
