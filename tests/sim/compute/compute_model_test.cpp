@@ -7,8 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/sim/sim_test_util.hpp"
+
 namespace overlapsim::sim {
 namespace {
+
+using testing::gemm_op;
 
 LogCurve flat(double y) {
   LogCurve c;
@@ -31,18 +35,10 @@ ComputeProfile test_profile() {
   return p;
 }
 
-OpNode gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
-  OpNode op;
-  op.name = "g";
-  op.kind = OpKind::Gemm;
-  op.gemm = {m, n, k, 1};
-  return op;
-}
-
 TEST(ComputeModel, ComputeBoundGemmIsFlopsOverEfficientPeakPlusLaunch) {
   ComputeProfile p = test_profile();
   ComputeModel model(p);
-  const OpNode op = gemm(4096, 4096, 4096);
+  const OpNode op = gemm_op("g", 4096, 4096, 4096);
   const double flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
   const double bytes = 3.0 * 4096.0 * 4096.0 * 2.0;
   const OpCost c = model.cost(op);
@@ -55,7 +51,7 @@ TEST(ComputeModel, ComputeBoundGemmIsFlopsOverEfficientPeakPlusLaunch) {
 TEST(ComputeModel, GemvIsMemoryBound) {
   ComputeProfile p = test_profile();
   ComputeModel model(p);
-  OpNode op = gemm(8192, 1, 8192);
+  OpNode op = gemm_op("g", 8192, 1, 8192);
   op.kind = OpKind::Gemv;
   const double bytes = (8192.0 * 8192.0 + 8192.0 + 8192.0) * 2.0;
   const OpCost c = model.cost(op);
@@ -67,7 +63,7 @@ TEST(ComputeModel, GemvIsMemoryBound) {
 TEST(ComputeModel, GivenFlopsAndBytesOverrideTheShape) {
   ComputeProfile p = test_profile();
   ComputeModel model(p);
-  OpNode op = gemm(10, 10, 10);
+  OpNode op = gemm_op("g", 10, 10, 10);
   op.flops = 1e12;
   op.bytes = 1000;
   EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / 5e14 + 1e-6);
@@ -121,7 +117,7 @@ TEST(ComputeModel, GemmTableReplacesTheCurve) {
   p.gemm_tables[Precision::BF16] = t;
   ComputeModel model(p);
   // m = 2048 is the log-midpoint of 1024 and 4096: the rate is the geometric mean, 2e14.
-  const OpNode op = gemm(2048, 1024, 1024);
+  const OpNode op = gemm_op("g", 2048, 1024, 1024);
   EXPECT_NEAR(model.cost(op).compute_s, 2.0 * 2048 * 1024 * 1024 / 2e14, 1e-15);
   // Beyond the grid the edge value holds.
   EXPECT_NEAR(t.rate_flops_per_s(65536, 1, 1), 4e14, 1e3);
@@ -207,7 +203,7 @@ TEST(GemmTable, WaveModelValidation) {
 TEST(ComputeModel, MissingPrecisionAndCommOpsThrow) {
   ComputeProfile p = test_profile();
   ComputeModel model(p);
-  OpNode op = gemm(64, 64, 64);
+  OpNode op = gemm_op("g", 64, 64, 64);
   op.precision = Precision::FP8;
   EXPECT_THROW(model.cost(op), std::invalid_argument);
   OpNode comm;
@@ -219,7 +215,7 @@ TEST(ComputeModel, ReportsTheProfileEntriesItUsed) {
   ComputeProfile p = test_profile();
   ComputeModel model(p);
   EXPECT_TRUE(model.used_entries().empty());
-  model.cost(gemm(64, 64, 64));
+  model.cost(gemm_op("g", 64, 64, 64));
   EXPECT_EQ(
       model.used_entries(),
       (std::vector<std::string>{"compute.peak_flops_per_s.bf16", "compute.memory_bandwidth_Bps",

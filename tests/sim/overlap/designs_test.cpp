@@ -18,18 +18,11 @@ namespace overlapsim::sim {
 namespace {
 
 using testing::design_profile;
+using testing::gemm_op;
 using testing::set_param;
 using testing::two_gpu_node;
 
 const std::vector<std::string> kOverlapping = {"decomposed", "tilewise", "fused", "shaped"};
-
-OpNode gemm(std::int64_t m, std::int64_t n, std::int64_t k) {
-  OpNode op;
-  op.name = "gemm";
-  op.kind = OpKind::Gemm;
-  op.gemm = {m, n, k, 1};
-  return op;
-}
 
 // A collective of `bytes` taking bytes / bandwidth_Bps seconds.
 PairCase pair_case(OpNode op, CollectiveOp coll, std::uint64_t bytes, double bandwidth_Bps,
@@ -55,8 +48,8 @@ TEST(OverlapDesigns, NoDesignBeatsTheBoundOfItsPair) {
            {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {
         for (double bw : {50e9, 300e9, 3000e9}) {
           for (bool producer : {true, false}) {
-            const PairCase pc =
-                pair_case(gemm(m, n, k), coll, static_cast<std::uint64_t>(m) * n * 2, bw, producer);
+            const PairCase pc = pair_case(gemm_op("gemm", m, n, k), coll,
+                                          static_cast<std::uint64_t>(m) * n * 2, bw, producer);
             const double t_op = gemm_s(pc.compute);
             const double t_comm = static_cast<double>(pc.comm_bytes) / bw;
             const double bound = std::max(t_op, t_comm);
@@ -79,7 +72,7 @@ TEST(OverlapDesigns, NoDesignBeatsTheBoundOfItsPair) {
 TEST(OverlapDesigns, WithFreeCommunicationEachDesignCostsItsStatedOverheads) {
   const Topology topo = two_gpu_node();
   const Profile profile = design_profile(false);
-  const OpNode op = gemm(16384, 8192, 4096);
+  const OpNode op = gemm_op("gemm", 16384, 8192, 4096);
   const double t_op = gemm_s(op);
   PairCase pc = pair_case(op, CollectiveOp::AllReduce, 16384ull * 8192 * 2, 1e30);
   pc.comm_time_points = {{1ull << 40, 0.0}};
@@ -140,7 +133,7 @@ TEST(OverlapDesigns, PerfectTilewiseApproachesTheBoundAsGroupsGrow) {
   const Topology topo = two_gpu_node();
   Profile profile = design_profile(true);
   // Balanced pair: the collective takes as long as the GEMM (the hardest case).
-  const OpNode op = gemm(32768, 16384, 4096);  // 16384 tiles: 125 waves on 131 SMs
+  const OpNode op = gemm_op("gemm", 32768, 16384, 4096);  // 16384 tiles: 125 waves on 131 SMs
   const double t_op = gemm_s(op);
   const std::uint64_t bytes = 32768ull * 16384 * 2;
   const PairCase pc = pair_case(op, CollectiveOp::AllReduce, bytes, bytes / t_op);
@@ -161,7 +154,7 @@ TEST(OverlapDesigns, PerfectTilewiseApproachesTheBoundAsGroupsGrow) {
 TEST(OverlapDesigns, DesignsApplyToTheirPairsAndFallBackOtherwise) {
   const Topology topo = two_gpu_node();
   const Profile profile = design_profile(false);
-  OpNode gemv = gemm(1, 8192, 8192);
+  OpNode gemv = gemm_op("gemm", 1, 8192, 8192);
   gemv.kind = OpKind::Gemv;
   const PairCase gemv_ar = pair_case(gemv, CollectiveOp::AllReduce, 16384, 300e9);
   EXPECT_TRUE(simulate_pair(gemv_ar, "fused", profile, topo).overlapped);
@@ -170,14 +163,14 @@ TEST(OverlapDesigns, DesignsApplyToTheirPairsAndFallBackOtherwise) {
   EXPECT_NE(tw.why_not.find("not GEMM"), std::string::npos) << tw.why_not;
   EXPECT_NEAR(tw.time_s, simulate_pair(gemv_ar, "sequential", profile, topo).time_s, 1e-15);
 
-  const PairCase gemm_ar =
-      pair_case(gemm(8192, 8192, 2048), CollectiveOp::AllReduce, 8192ull * 8192 * 2, 300e9);
+  const PairCase gemm_ar = pair_case(gemm_op("gemm", 8192, 8192, 2048), CollectiveOp::AllReduce,
+                                     8192ull * 8192 * 2, 300e9);
   EXPECT_FALSE(simulate_pair(gemm_ar, "fused", profile, topo).overlapped);
   EXPECT_TRUE(simulate_pair(gemm_ar, "tilewise", profile, topo).overlapped);
 
   // AllGather + GEMM (consumer): decomposed and shaped only.
-  const PairCase ag =
-      pair_case(gemm(8192, 8192, 8192), CollectiveOp::AllGather, 8192ull * 8192 * 2, 300e9, false);
+  const PairCase ag = pair_case(gemm_op("gemm", 8192, 8192, 8192), CollectiveOp::AllGather,
+                                8192ull * 8192 * 2, 300e9, false);
   EXPECT_TRUE(simulate_pair(ag, "decomposed", profile, topo).overlapped);
   EXPECT_TRUE(simulate_pair(ag, "shaped", profile, topo).overlapped);
   EXPECT_FALSE(simulate_pair(ag, "tilewise", profile, topo).overlapped);
@@ -194,8 +187,8 @@ TEST(OverlapDesigns, DesignsApplyToTheirPairsAndFallBackOtherwise) {
 TEST(OverlapDesigns, Deterministic) {
   const Topology topo = two_gpu_node();
   const Profile profile = design_profile(false);
-  PairCase pc =
-      pair_case(gemm(16384, 7168, 2048), CollectiveOp::AllToAll, 16384ull * 7168 * 2, 300e9);
+  PairCase pc = pair_case(gemm_op("gemm", 16384, 7168, 2048), CollectiveOp::AllToAll,
+                          16384ull * 7168 * 2, 300e9);
   pc.comm_time_points.clear();  // on the flow network
   for (const auto& d : kOverlapping) {
     const double a = simulate_pair(pc, d, profile, topo).time_s;
@@ -209,8 +202,8 @@ TEST(OverlapDesigns, MissingParameterNamesProfileAndKey) {
   const Topology topo = two_gpu_node();
   Profile profile = design_profile(false);
   profile.designs.by_design["tilewise"].erase("comm_sms");
-  const PairCase pc =
-      pair_case(gemm(8192, 8192, 2048), CollectiveOp::AllReduce, 8192ull * 8192 * 2, 300e9);
+  const PairCase pc = pair_case(gemm_op("gemm", 8192, 8192, 2048), CollectiveOp::AllReduce,
+                                8192ull * 8192 * 2, 300e9);
   try {
     simulate_pair(pc, "tilewise", profile, topo);
     FAIL() << "expected an error";

@@ -12,14 +12,6 @@
 namespace overlapsim::sim {
 namespace {
 
-OpNode gemm_node(const std::string& name, std::int64_t m, std::int64_t n, std::int64_t k) {
-  OpNode op;
-  op.name = name;
-  op.kind = OpKind::Gemm;
-  op.gemm = {m, n, k, 1};
-  return op;
-}
-
 OpNode collective(const std::string& name, CollectiveOp op, std::uint64_t bytes) {
   OpNode c;
   c.name = name;
@@ -34,18 +26,14 @@ OpNode collective(const std::string& name, CollectiveOp op, std::uint64_t bytes)
 // Per rank: allgather -> gemm A (consumer pair), gemm B -> allreduce (producer pair),
 // then gemm C after the allreduce. 2 ranks, one group.
 StepGraph step_with_pairs() {
-  StepGraph step;
-  step.world_size = 2;
-  step.groups = {{"tp", {0, 1}}};
+  StepGraph step = testing::numbered_step(2, {{"tp", {0, 1}}});
   for (int r = 0; r < 2; ++r) {
-    RankProgram prog;
-    prog.rank = r;
-    auto& g = prog.graph;
+    auto& g = step.ranks[r].graph;
     const auto ag = boost::add_vertex(collective("ag", CollectiveOp::AllGather, 256u << 20), g);
-    const auto a = boost::add_vertex(gemm_node("a", 16384, 8192, 4096), g);
-    const auto b = boost::add_vertex(gemm_node("b", 16384, 8192, 4096), g);
+    const auto a = boost::add_vertex(testing::gemm_op("a", 16384, 8192, 4096), g);
+    const auto b = boost::add_vertex(testing::gemm_op("b", 16384, 8192, 4096), g);
     const auto ar = boost::add_vertex(collective("ar", CollectiveOp::AllReduce, 256u << 20), g);
-    const auto c = boost::add_vertex(gemm_node("c", 8192, 8192, 4096), g);
+    const auto c = boost::add_vertex(testing::gemm_op("c", 8192, 8192, 4096), g);
     boost::add_edge(ag, a, g);
     boost::add_edge(a, b, g);
     boost::add_edge(ag, ar, g);  // same stream, in order
@@ -56,7 +44,6 @@ StepGraph step_with_pairs() {
     g[a].pair_partner = static_cast<int>(ag);
     g[b].pair_partner = static_cast<int>(ar);
     g[ar].pair_partner = static_cast<int>(b);
-    step.ranks.push_back(std::move(prog));
   }
   return step;
 }
