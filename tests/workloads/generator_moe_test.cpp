@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "step_graph_util.hpp"
+#include "tests/workloads/workloads_test_util.hpp"
 #include "workloads/generator.hpp"
 
 using namespace overlapsim;
@@ -12,30 +13,6 @@ using sim::StreamKind;
 
 namespace {
 double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
-
-const char* kTinyMoe = R"(name: tiny-moe
-kind: moe
-transformer:
-  layers: 4
-  hidden: 256
-  vocab: 1000
-  mlp: swiglu
-  attention:
-    heads: 8
-moe:
-  experts: 8
-  top_k: 2
-  shared_experts: 1
-  expert_ffn_hidden: 512
-training:
-  seq_len: 128
-  global_batch: 16
-parallelism:
-  dp: 4
-  tp: 1
-  pp: 2
-  ep: 4
-)";
 }  // namespace
 
 TEST(MoeGenerator, MixtralFlopsPerTokenFollowActiveParameters) {
@@ -119,7 +96,9 @@ TEST(MoeGenerator, ExpertGradientsReduceOverExpertDataParallelGroup) {
 }
 
 TEST(MoeGenerator, FoldedAndUnfoldedGraphsHaveTheSameOpsPerRank) {
-  auto spec = load_model_string(kTinyMoe, "tiny-moe.yaml");
+  // The tiny MoE plus one shared expert.
+  auto spec = load_model_string(
+      edit(kTinyMoe, {{"  top_k: 2\n", "  top_k: 2\n  shared_experts: 1\n"}}), "tiny-moe.yaml");
   auto folded = generate_step(spec, 8);
   auto full = generate_step(spec, 8, {false, 0});
   ASSERT_EQ(folded.ranks.size(), 2u);

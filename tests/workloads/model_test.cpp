@@ -8,10 +8,13 @@
 #include <vector>
 
 #include "config/error.hpp"
+#include "tests/workloads/workloads_test_util.hpp"
 #include "workloads/generator.hpp"
 
 using namespace overlapsim;
 using namespace overlapsim::workloads;
+using workloads::testing::edit;
+using workloads::testing::kTinyMoe;
 
 namespace {
 
@@ -38,29 +41,6 @@ parallelism:
   cp: 2
 )";
 
-const char* kTinyMoe = R"(name: tiny-moe
-kind: moe
-transformer:
-  layers: 4
-  hidden: 256
-  vocab: 1000
-  mlp: swiglu
-  attention:
-    heads: 8
-moe:
-  experts: 8
-  top_k: 2
-  expert_ffn_hidden: 512
-training:
-  seq_len: 128
-  global_batch: 16
-parallelism:
-  dp: 4
-  tp: 1
-  pp: 2
-  ep: 4
-)";
-
 const char* kTinyDlrm = R"(name: tiny-dlrm
 kind: dlrm
 dlrm:
@@ -78,17 +58,6 @@ training:
 parallelism:
   dp: 8
 )";
-
-std::string edit(std::string text, const std::vector<std::pair<std::string, std::string>>& subs) {
-  for (const auto& [from, to] : subs) {
-    auto at = text.find(from);
-    if (at == std::string::npos)
-      ADD_FAILURE() << "edit: '" << from << "' not in the YAML";
-    else
-      text.replace(at, from.size(), to);
-  }
-  return text;
-}
 
 // 1-based line of the first line containing `needle`.
 int line_of(const std::string& text, const std::string& needle) {
