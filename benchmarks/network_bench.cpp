@@ -46,6 +46,11 @@ constexpr double kNicBps = 50e9;
 constexpr double kNvlinkLatS = 0.5e-6;
 constexpr double kGpuNicLatS = 1e-6;
 constexpr double kNetHopLatS = 0.13e-6;
+// The flat switch's per-NPU port and hop latency.
+constexpr double kFlatBps = 50e9;
+constexpr double kFlatLatS = 0.5e-6;
+// Every case moves 1 GiB per rank.
+constexpr std::uint64_t kBytes = std::uint64_t{1} << 30;
 
 Topology rail_fat_tree(int nodes, int spines) {
   RailFatTreeSpec spec;
@@ -141,19 +146,18 @@ void print(const Result& r) {
   std::fflush(stdout);
 }
 
-// All-to-all of `bytes` per rank (bytes / n to each peer) as one group of n(n-1) transfers.
+// All-to-all of kBytes per rank (kBytes / n to each peer) as one group of n(n-1) transfers.
 Result alltoall(const std::string& name, int nodes, int spines, int repeats = 1) {
   const auto t0 = std::chrono::steady_clock::now();
   const Topology topo = rail_fat_tree(nodes, spines);
   const int n = topo.num_gpus();
-  const std::uint64_t bytes = std::uint64_t{1} << 30;
-  const std::uint64_t per_peer = bytes / static_cast<std::uint64_t>(n);
+  const std::uint64_t per_peer = kBytes / static_cast<std::uint64_t>(n);
   std::vector<Transfer> transfers;
   transfers.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(n - 1));
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d)
       if (s != d) transfers.push_back({s, d, per_peer});
-  Result r = start_result(name, n, bytes, t0);
+  Result r = start_result(name, n, kBytes, t0);
   simulate(
       r, topo, [&](Simulator&, FlowNetwork& net) { net.transfer_group(transfers, [] {}); },
       repeats);
@@ -168,13 +172,11 @@ Result alltoall(const std::string& name, int nodes, int spines, int repeats = 1)
 // group started when the previous one has arrived (no pipelining across steps).
 Result ring_steps(const std::string& name, int n) {
   const auto t0 = std::chrono::steady_clock::now();
-  const double bw_Bps = 50e9, lat_s = 0.5e-6;
-  const Topology topo = build_flat_switch(FlatSwitchSpec{n, bw_Bps, lat_s, 1});
-  const std::uint64_t bytes = std::uint64_t{1} << 30;
-  const std::uint64_t chunk = bytes / static_cast<std::uint64_t>(n);
+  const Topology topo = build_flat_switch(FlatSwitchSpec{n, kFlatBps, kFlatLatS, 1});
+  const std::uint64_t chunk = kBytes / static_cast<std::uint64_t>(n);
   std::vector<Transfer> step;
   for (int r = 0; r < n; ++r) step.push_back({r, (r + 1) % n, chunk});
-  Result r = start_result(name, n, bytes, t0);
+  Result r = start_result(name, n, kBytes, t0);
   int steps_left = 2 * (n - 1);
   std::function<void()> next;
   simulate(r, topo, [&](Simulator&, FlowNetwork& net) {
@@ -184,7 +186,7 @@ Result ring_steps(const std::string& name, int n) {
     };
     next();
   });
-  r.closed_form_s = 2.0 * (n - 1) * (2 * lat_s + static_cast<double>(chunk) / bw_Bps);
+  r.closed_form_s = 2.0 * (n - 1) * (2 * kFlatLatS + static_cast<double>(chunk) / kFlatBps);
   return r;
 }
 
@@ -192,21 +194,19 @@ Result ring_steps(const std::string& name, int n) {
 // network gives a path estimate), plus the 2(n-1) - 1 step latencies charged on top.
 Result ring_streams(const std::string& name, int n) {
   const auto t0 = std::chrono::steady_clock::now();
-  const double bw_Bps = 50e9, lat_s = 0.5e-6;
-  const Topology topo = build_flat_switch(FlatSwitchSpec{n, bw_Bps, lat_s, 1});
-  const std::uint64_t bytes = std::uint64_t{1} << 30;
+  const Topology topo = build_flat_switch(FlatSwitchSpec{n, kFlatBps, kFlatLatS, 1});
   const std::uint64_t per_link =
-      2 * static_cast<std::uint64_t>(n - 1) * (bytes / static_cast<std::uint64_t>(n));
+      2 * static_cast<std::uint64_t>(n - 1) * (kBytes / static_cast<std::uint64_t>(n));
   std::vector<Transfer> streams;
   for (int r = 0; r < n; ++r) streams.push_back({r, (r + 1) % n, per_link});
-  Result r = start_result(name, n, bytes, t0);
+  Result r = start_result(name, n, kBytes, t0);
   simulate(r, topo, [&](Simulator& sim, FlowNetwork& net) {
     const double step_latency_s = net.path_estimate(0, 1)->latency_s;
     net.transfer_group(streams, [&sim, n, step_latency_s] {
       sim.schedule((2.0 * (n - 1) - 1) * step_latency_s, [] {});
     });
   });
-  r.closed_form_s = 2.0 * (n - 1) * 2 * lat_s + static_cast<double>(per_link) / bw_Bps;
+  r.closed_form_s = 2.0 * (n - 1) * 2 * kFlatLatS + static_cast<double>(per_link) / kFlatBps;
   return r;
 }
 
@@ -219,17 +219,16 @@ Result hierarchical(const std::string& name, int nodes) {
   const auto t0 = std::chrono::steady_clock::now();
   const Topology topo = rail_fat_tree(nodes, 1);
   const int n = topo.num_gpus();
-  const std::uint64_t bytes = std::uint64_t{1} << 30;
-  const std::uint64_t intra_bytes = bytes / 8 * 7;
+  const std::uint64_t intra_bytes = kBytes / 8 * 7;
   const std::uint64_t inter_bytes =
-      2 * static_cast<std::uint64_t>(nodes - 1) * (bytes / 8 / static_cast<std::uint64_t>(nodes));
+      2 * static_cast<std::uint64_t>(nodes - 1) * (kBytes / 8 / static_cast<std::uint64_t>(nodes));
   std::vector<Transfer> intra, inter;
   for (int node = 0; node < nodes; ++node)
     for (int g = 0; g < 8; ++g) {
       intra.push_back({node * 8 + g, node * 8 + (g + 1) % 8, intra_bytes});
       inter.push_back({node * 8 + g, ((node + 1) % nodes) * 8 + g, inter_bytes});
     }
-  Result r = start_result(name, n, bytes, t0);
+  Result r = start_result(name, n, kBytes, t0);
   simulate(r, topo, [&](Simulator&, FlowNetwork& net) {
     net.transfer_group(
         intra, [&] { net.transfer_group(inter, [&] { net.transfer_group(intra, [] {}); }); });
