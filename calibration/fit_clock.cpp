@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "calibration/fit.hpp"
@@ -24,18 +23,15 @@ void fit_interleaved_speedup(const FitData& data, FitOutput& out) {
   constexpr std::size_t kMinRows = 3;
   if (rows.size() < kMinRows) return;
   const sim::ComputeModel model(out.profile.compute);
-  std::vector<double> ratios, predicted;
+  std::vector<double> ratios, predicted, measured;
   for (const Measurement* r : rows) {
     predicted.push_back(model.time_s(compute_op(*r, "gemm")));
+    measured.push_back(r->time_s);
     ratios.push_back(predicted.back() / r->time_s);
   }
   const double speedup = median(ratios);
-  double sq = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const double e = (predicted[i] / speedup - rows[i]->time_s) / rows[i]->time_s;
-    sq += e * e;
-  }
-  const double err = std::sqrt(sq / static_cast<double>(rows.size()));
+  for (double& p : predicted) p /= speedup;
+  const double err = relative_rms(predicted, measured);
   sim::Sourced& s = out.profile.compute.interleaved_gemm_speedup;
   s.value = std::stod(fmt::format("{:.4g}", speedup));
   s.source.kind = sim::SourceKind::Measured;
