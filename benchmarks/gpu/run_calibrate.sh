@@ -8,15 +8,14 @@
 # overlap-bench.log); a partial run carried in .carry_calib/resume/NAME/ is resumed.
 # DEVICES: CUDA_VISIBLE_DEVICES (default all). Also writes $OUT/machine.txt.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CUDA_MODULE_LOADING=EAGER
 name="$1" suite="$2" gpus="$3" devices="${4:-}" limit="${5:-540}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
+source benchmarks/gpu/device_env.sh
 OUT="${OUT:-/tmp/overlapsim-out}"
 carry="$root/.carry_calib"
-nccl_lib="$(find /usr/lib/x86_64-linux-gnu /usr/local/cuda*/lib* /usr/local/lib /opt -name 'libnccl.so.2*' 2>/dev/null | head -1)"
-export LD_LIBRARY_PATH="$(dirname "${nccl_lib:-/x/x}"):/usr/local/cuda/lib64:$carry/lib:${LD_LIBRARY_PATH:-}"
+use_device_libs "$carry/lib"
 [ -n "$devices" ] && export CUDA_VISIBLE_DEVICES="$devices"
 {
   date -u

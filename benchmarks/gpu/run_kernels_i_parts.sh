@@ -7,10 +7,10 @@
 # separate_gemm.csv, summary.csv, summary_repeat.csv. Under 240 s.
 #   bash benchmarks/gpu/run_kernels_i_parts.sh
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CUDA_MODULE_LOADING=EAGER
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
+source benchmarks/gpu/device_env.sh
 OUT="${OUT:-/tmp/overlapsim-out}"
 mkdir -p "$OUT"
 log="$OUT/log.txt"
@@ -20,18 +20,12 @@ step "machine"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv
   nvcc --version | tail -1
 } >>"$log" 2>&1
-nccl_lib="$(find /usr/lib/x86_64-linux-gnu /usr/local/cuda*/lib* /usr/local/lib /opt -name 'libnccl.so.2*' 2>/dev/null | head -1)"
-nccl_header="$(find /usr/local/cuda*/include /usr/include /opt -name nccl.h 2>/dev/null | head -1)"
 echo "nccl: $nccl_lib $nccl_header" >>"$log"
-export LD_LIBRARY_PATH="$(dirname "${nccl_lib:-/x/x}"):/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+use_device_libs
 
 step "build (kernels only: overlap-bench, harness tests)"
 start=$(date +%s)
-timeout 150 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DOVERLAPSIM_KERNELS_ONLY=ON -DOVERLAPSIM_NCCL_INCLUDE="$(dirname "$nccl_header")" \
-  -DOVERLAPSIM_NCCL_LIB="$nccl_lib" >>"$log" 2>&1 &&
-  timeout 150 cmake --build build-gpu -j "$(nproc)" \
-    --target overlap-bench harness_abort_test harness_test >>"$log" 2>&1
+build_kernels_only 150 overlap-bench harness_abort_test harness_test >>"$log" 2>&1
 echo "build rc=$? in $(($(date +%s) - start)) s" | tee -a "$log"
 find_bin() { find build-gpu -type f -name "$1" -perm -u+x 2>/dev/null | head -1; }
 

@@ -9,10 +9,10 @@
 # Every step has its own time limit (env TEST_TIMEOUT, BENCH_TIMEOUT, TORCH_TIMEOUT,
 # SANITIZER=1 to run compute-sanitizer, TEST_FILTER to choose the tests).
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0,1}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
+source benchmarks/gpu/device_env.sh
 OUT="${OUT:-/tmp/overlapsim-out}"
 mkdir -p "$OUT"
 suite="${1:-benchmarks/suites/tilewise_ce.yaml}"
@@ -25,20 +25,14 @@ step "machine"
   nvidia-smi topo -m
 } >>"$log" 2>&1
 
-nccl_lib="$(find /usr/lib/x86_64-linux-gnu /usr/local/cuda*/lib* /usr/local/lib /opt -name 'libnccl.so.2*' 2>/dev/null | head -1)"
 echo "nccl lib: $nccl_lib" >>"$log"
-export LD_LIBRARY_PATH="$(dirname "${nccl_lib:-/x/x}"):/usr/local/cuda/lib64:$root/.carry_tilewise_ce/lib:${LD_LIBRARY_PATH:-}"
+use_device_libs "$root/.carry_tilewise_ce/lib"
 bench="$root/.carry_tilewise_ce/bin/overlap-bench"
 test_bin="$root/.carry_tilewise_ce/bin/tilewise_test"
 gemm_test="$root/.carry_tilewise_ce/bin/own_gemm_test"
 if ! "$test_bin" --gtest_list_tests >/dev/null 2>>"$log"; then
   step "carried binaries do not run here: building"
-  nccl_header="$(find /usr/local/cuda*/include /usr/include /opt -name nccl.h 2>/dev/null | head -1)"
-  timeout 200 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DOVERLAPSIM_KERNELS_ONLY=ON -DOVERLAPSIM_NCCL_INCLUDE="$(dirname "$nccl_header")" \
-    -DOVERLAPSIM_NCCL_LIB="$nccl_lib" >>"$log" 2>&1 &&
-    timeout 200 cmake --build build-gpu -j "$(nproc)" --target overlap-bench tilewise_test \
-      own_gemm_test >>"$log" 2>&1
+  build_kernels_only 200 overlap-bench tilewise_test own_gemm_test >>"$log" 2>&1
   echo "build rc=$?" | tee -a "$log"
   bench=build-gpu/kernels/bench/overlap-bench
   test_bin=build-gpu/tests/kernels/tilewise_test

@@ -1,0 +1,26 @@
+# Sourced by the benchmarks/gpu/run_*.sh device scripts, from the repository root: the
+# environment every device run needs (NVLink multicast off: KINDS.md), the system NCCL the
+# results are reported against, and a kernels-only build of chosen targets into build-gpu/
+# for when carried binaries do not run there.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# The system NCCL first (the one issue 4's peers were measured with), PyTorch's wheel last.
+nccl_lib="$(find /usr/lib/x86_64-linux-gnu /usr/local/cuda*/lib* /usr/local/lib /opt -name 'libnccl.so.2*' 2>/dev/null | head -1)"
+nccl_header="$(find /usr/local/cuda*/include /usr/include /opt -name nccl.h 2>/dev/null | head -1)"
+
+# use_device_libs [DIR...]: NCCL's folder, CUDA's, then DIRs (carried yaml-cpp and fmt).
+use_device_libs() {
+  local extra=""
+  for dir in "$@"; do extra+="$dir:"; done
+  export LD_LIBRARY_PATH="$(dirname "${nccl_lib:-/x/x}"):/usr/local/cuda/lib64:${extra}${LD_LIBRARY_PATH:-}"
+}
+
+# build_kernels_only TIMEOUT_S [TARGET...]: configure (kernels only, this NCCL) and build
+# the targets (all when none) into build-gpu/, each step within TIMEOUT_S.
+build_kernels_only() {
+  local limit="$1"
+  shift
+  timeout "$limit" cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DOVERLAPSIM_KERNELS_ONLY=ON -DOVERLAPSIM_NCCL_INCLUDE="$(dirname "$nccl_header")" \
+    -DOVERLAPSIM_NCCL_LIB="$nccl_lib" &&
+    timeout "$limit" cmake --build build-gpu -j "$(nproc)" ${1:+--target "$@"}
+}
