@@ -5,6 +5,8 @@ function(overlapsim_add_test name)
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE OVERLAPSIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  # Shared test helpers are included by repository path (tests/...).
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   overlapsim_warnings(${name})
   gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
 endfunction()

@@ -2,8 +2,6 @@
 // fields and values, byte-identical output across runs, and every bad input exiting 2
 // with a one-line message naming the problem and writing nothing.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -14,49 +12,22 @@
 #include <sstream>
 #include <string>
 
+#include "tests/cli_test_util.hpp"
+
+namespace overlapsim {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBin = OVERLAPSIM_BIN;
-const std::string kRoot = OVERLAPSIM_SOURCE_DIR;
+using testing::CliRun;
+using testing::kRoot;
+using testing::slurp;
 const std::string kSwitch = kRoot + "/workloads/clusters/switch-1024-50GBps.yaml";
 const std::string kFatTree = kRoot + "/workloads/clusters/h200-128node-ndr.yaml";
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class CollectiveCli : public ::testing::Test {
+class CollectiveCli : public testing::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("overlapsim_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  CliRun run(const std::string& args) {
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    const std::string cmd =
-        kBin + " collective " + args + " >" + out.string() + " 2>" + err.string();
-    const int status = std::system(cmd.c_str());
-    CliRun r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
+  CliRun run(const std::string& args) { return run_cli("collective " + args); }
 
   // A bad input: exit 2, one line on stderr containing `needle`, no output file.
   void expect_bad_input(const std::string& args, const std::string& needle) {
@@ -168,3 +139,4 @@ TEST_F(CollectiveCli, BadClusterFileNamesFileAndKey) {
 }
 
 }  // namespace
+}  // namespace overlapsim

@@ -2,8 +2,6 @@
 // Folding on and off give the same step, output is byte-identical across runs, the trace
 // parses with the expected tracks, and bad input exits 2 with one line, writing nothing.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -15,50 +13,22 @@
 #include <string>
 #include <vector>
 
+#include "tests/cli_test_util.hpp"
+
+namespace overlapsim {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBin = OVERLAPSIM_BIN;
-const std::string kRoot = OVERLAPSIM_SOURCE_DIR;
+using testing::CliRun;
+using testing::kRoot;
+using testing::slurp;
 const std::string kTiny =
     "-w " + kRoot + "/tests/app/data/tiny-gpt.yaml -c " + kRoot + "/tests/app/data/tiny-2node.yaml";
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class SimulateCli : public ::testing::Test {
+class SimulateCli : public testing::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("overlapsim_sim_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  CliRun run(const std::string& args) {
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    // From the repository root, where the cluster file's profile path is relative to.
-    const std::string cmd = "cd " + kRoot + " && " + kBin + " simulate " + args + " >" +
-                            out.string() + " 2>" + err.string();
-    const int status = std::system(cmd.c_str());
-    CliRun r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_file(out);
-    r.err = read_file(err);
-    return r;
-  }
-  fs::path dir_;
+  CliRun run(const std::string& args) { return run_cli("simulate " + args); }
 };
 
 TEST_F(SimulateCli, JsonHasTheContractFields) {
@@ -92,10 +62,7 @@ TEST_F(SimulateCli, JsonHasTheContractFields) {
 TEST_F(SimulateCli, SaysWhichPathTimedEachCollectiveClass) {
   // A 2-GPU-only profile: the fit of the session-1 data, which measured 2 ranks alone.
   const std::string two_only = (dir_ / "two.yaml").string();
-  const std::string fit = "cd " + kRoot + " && " + kBin +
-                          " fit calibration/data/h200x2-session1 --out " + two_only +
-                          " 2>/dev/null";
-  ASSERT_EQ(std::system(fit.c_str()), 0);
+  ASSERT_EQ(run_cli("fit calibration/data/h200x2-session1 --out " + two_only).exit_code, 0);
   struct Case {
     std::string profile;
     int tp;
@@ -169,7 +136,7 @@ TEST_F(SimulateCli, TraceParsesWithStreamTracks) {
   const CliRun r = run(kTiny + " --trace " + trace.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("ui.perfetto.dev"), std::string::npos);
-  const auto j = nlohmann::json::parse(read_file(trace));
+  const auto j = nlohmann::json::parse(slurp(trace));
   std::set<std::string> threads, counters;
   std::size_t slices = 0;
   for (const auto& e : j["traceEvents"]) {
@@ -219,7 +186,7 @@ TEST_F(SimulateCli, BadInputExitsTwoWithOneLineAndWritesNothing) {
 
 TEST_F(SimulateCli, BadProfileNamesFileLineAndKey) {
   const fs::path profile = dir_ / "bad-profile.yaml";
-  std::string text = read_file(kRoot + "/calibration/profiles/datasheet-h200.yaml");
+  std::string text = slurp(kRoot + "/calibration/profiles/datasheet-h200.yaml");
   const std::string from = "  launch_overhead_s:";
   text.replace(text.find(from), from.size(), "  launch_s: 1us\n  launch_overhead_s:");
   std::ofstream(profile) << text;
@@ -230,3 +197,4 @@ TEST_F(SimulateCli, BadProfileNamesFileLineAndKey) {
 }
 
 }  // namespace
+}  // namespace overlapsim

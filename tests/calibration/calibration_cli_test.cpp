@@ -1,8 +1,6 @@
 // The calibrate / fit / validate commands run as users run them: exit codes, one-line
 // errors, nothing written on bad input, the JSON contract of validate.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -11,46 +9,20 @@
 #include <sstream>
 #include <string>
 
+#include "tests/cli_test_util.hpp"
+
+namespace overlapsim {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBin = OVERLAPSIM_BIN;
-const std::string kRoot = OVERLAPSIM_SOURCE_DIR;
+using testing::CliRun;
+using testing::kRoot;
+using testing::slurp;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class CalibrationCli : public ::testing::Test {
+class CalibrationCli : public testing::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("overlapsim_calib_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  CliRun run(const std::string& args, const std::string& env = "") {
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    const std::string cmd = "cd " + kRoot + " && " + env + " " + kBin + " " + args + " >" +
-                            out.string() + " 2>" + err.string();
-    const int status = std::system(cmd.c_str());
-    CliRun r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
-  fs::path dir_;
+  CliRun run(const std::string& args, const std::string& env = "") { return run_cli(args, env); }
 };
 
 TEST_F(CalibrationCli, CalibrateWithoutOverlapBenchExits2) {
@@ -122,3 +94,4 @@ TEST_F(CalibrationCli, ValidateBadFormatExits2) {
 }
 
 }  // namespace
+}  // namespace overlapsim
