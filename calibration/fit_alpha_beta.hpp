@@ -26,8 +26,9 @@ struct AlphaBetaOptions {
 };
 
 // `points` are one time per distinct size (e.g. the median of repeats), any order.
-// Returns bands with increasing min_bytes; a band's min_bytes is the geometric mean of the
-// last size of the band before it and its own first size. Empty when fewer than
+// Returns bands with increasing min_bytes; between the last size of one band and the first
+// of the next, the switch is placed where the faster of the two lines changes (their
+// crossing, or an end of the gap), as NCCL's tuner picks the fastest protocol per size. Empty when fewer than
 // min_points distinct sizes or no band admits alpha >= 0, beta > 0.
 std::vector<AlphaBetaSegment> fit_alpha_beta(std::vector<SizedTime> points,
                                              const AlphaBetaOptions& options = {});

@@ -38,11 +38,36 @@ TEST(FitAlphaBeta, RecoversTwoBandsExactly) {
   const auto bands = fit_alpha_beta(pts);
   ASSERT_EQ(bands.size(), 2u);
   EXPECT_EQ(bands[0].min_bytes, 0u);
-  EXPECT_EQ(bands[1].min_bytes, 2097152u);  // sqrt(1 MiB * 4 MiB)
+  // Between 1 MiB (last of band 1) and 4 MiB (first of band 2) the switch is where the
+  // two lines cross: the faster one holds on each side.
+  const double cross_bytes =
+      (t.alpha2_s - t.alpha1_s) / (1 / t.busbw1_Bps - 1 / t.busbw2_Bps);  // 1.2 MB
+  EXPECT_NEAR(static_cast<double>(bands[1].min_bytes), cross_bytes, 2.0);  // fitted lines
   EXPECT_NEAR(bands[0].alpha_s, t.alpha1_s, 1e-9);
   EXPECT_NEAR(1 / bands[0].beta_s_per_byte, t.busbw1_Bps, 1e-6 * t.busbw1_Bps);
   EXPECT_NEAR(bands[1].alpha_s, t.alpha2_s, 1e-9);
   EXPECT_NEAR(1 / bands[1].beta_s_per_byte, t.busbw2_Bps, 1e-6 * t.busbw2_Bps);
+}
+
+TEST(FitAlphaBeta, SwitchKeepsTheFasterBandAcrossTheGap) {
+  // Band 1: 10 us + b / 100 GB/s up to 512 KiB; band 2: 25 us + b / 300 GB/s from 2 MiB.
+  // Band 1's line stays below band 2's over the whole gap (at 2 MiB 31.0 vs 32.0 us), so
+  // band 2 starts at its first measured size, not at the gap's geometric mean (1 MiB).
+  std::vector<SizedTime> pts;
+  for (std::uint64_t b = 4096; b <= 524288; b *= 2) pts.push_back({b, 10e-6 + b / 100e9});
+  for (std::uint64_t b = 2097152; b <= (1ull << 30); b *= 2) pts.push_back({b, 25e-6 + b / 300e9});
+  const auto bands = fit_alpha_beta(pts);
+  ASSERT_EQ(bands.size(), 2u);
+  EXPECT_EQ(bands[1].min_bytes, 2097152u);
+  EXPECT_NEAR(alpha_beta_time_s(bands, 1048576), 10e-6 + 1048576 / 100e9, 1e-9);
+  // The other way round (band 2's line below band 1's across the gap): band 2 starts just
+  // after band 1's last size.
+  std::vector<SizedTime> fast;
+  for (std::uint64_t b = 4096; b <= 524288; b *= 2) fast.push_back({b, 10e-6 + b / 20e9});
+  for (std::uint64_t b = 2097152; b <= (1ull << 30); b *= 2) fast.push_back({b, 12e-6 + b / 300e9});
+  const auto fb = fit_alpha_beta(fast);
+  ASSERT_EQ(fb.size(), 2u);
+  EXPECT_EQ(fb[1].min_bytes, 524289u);
 }
 
 TEST(FitAlphaBeta, TooFewSizesOrNoValidBand) {
