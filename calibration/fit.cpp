@@ -205,6 +205,7 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   for (sim::Sourced* s : {&p.compute.memory_bandwidth_Bps, &p.compute.memory_capacity_bytes,
                           &p.compute.launch_overhead_s})
     s->source.citation += carried;
+  if (p.compute.idle_clock_boost) p.compute.idle_clock_boost->source.citation += carried;
   for (auto& [prec, c] : p.compute.gemm_efficiency) c.source.citation += carried;
   for (sim::LogCurve* c :
        {&p.compute.attention_forward_efficiency, &p.compute.attention_backward_efficiency,
@@ -218,8 +219,8 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   std::map<std::string, std::string> comments;
   FitOutput out{p, comments, result.notes};
   fit_compute(data, out);
-  fit_interleaved_speedup(data, out);
   fit_collectives(data, out);
+  fit_idle_clock_boost(data, out);
   fit_designs(data, out);
   fit_interference(data, out);
   carry_other_rank_curves(base_curves, carried, out);

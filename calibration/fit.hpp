@@ -77,9 +77,10 @@ struct FitOutput {
 void fit_compute(const FitData& data, FitOutput& out);
 void fit_collectives(const FitData& data, FitOutput& out);
 void fit_designs(const FitData& data, FitOutput& out);
-// compute.interleaved_gemm_speedup from the GEMMs timed inside pair loops against the
-// (back-to-back) GEMM table just fitted; after fit_compute.
-void fit_interleaved_speedup(const FitData& data, FitOutput& out);
+// compute.idle_clock_boost from the GEMMs timed inside pair loops against the
+// (back-to-back) GEMM table and the collective curves; after fit_compute and
+// fit_collectives.
+void fit_idle_clock_boost(const FitData& data, FitOutput& out);
 // Throws config::ConfigError naming the row for an interference row whose design is not
 // <victim>|<other>:<alone|beside> or whose chunks (the CTA limit) is negative.
 void fit_interference(const FitData& data, FitOutput& out);

@@ -102,7 +102,7 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
   std::map<std::string, std::vector<const Measurement*>> by_dtype;
   for (const auto& r : data.rows)
     // Back-to-back GEMMs only: those timed between collectives run at another clock
-    // (fit_interleaved_speedup).
+    // (fit_idle_clock_boost).
     if (r.op == "gemm" && r.design == "cublas" && !measured_in_pair_loop(r))
       by_dtype[r.dtype].push_back(&r);
   const double launch_s = out.profile.compute.launch_overhead_s.value;

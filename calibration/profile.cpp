@@ -196,7 +196,7 @@ sim::ComputeProfile parse_compute(const ConfigNode& node) {
   node.check_keys(std::vector<std::string>{"peak_flops_per_s", "memory_bandwidth_Bps",
                                            "memory_capacity_bytes", "launch_overhead_s",
                                            "efficiency", "gemm_tables",
-                                           "interleaved_gemm_speedup"});
+                                           "idle_clock_boost"});
   sim::ComputeProfile c;
   ConfigNode peaks = node.child("peak_flops_per_s");
   if (!peaks.is_map() || peaks.size() == 0)
@@ -227,10 +227,11 @@ sim::ComputeProfile parse_compute(const ConfigNode& node) {
   c.memory_efficiency = parse_efficiency(eff, "memory", "bytes");
   c.embedding_efficiency = parse_efficiency(eff, "embedding", "bytes");
 
-  if (node.optional_child("interleaved_gemm_speedup")) {
-    c.interleaved_gemm_speedup = parse_sourced(node, "interleaved_gemm_speedup");
-    if (!(c.interleaved_gemm_speedup.value > 0))
-      node.child("interleaved_gemm_speedup").fail("expected a positive ratio (value: 1.07)");
+  if (node.optional_child("idle_clock_boost")) {
+    c.idle_clock_boost = parse_sourced(node, "idle_clock_boost");
+    if (!(c.idle_clock_boost->value >= 0 && c.idle_clock_boost->value <= 10))
+      node.child("idle_clock_boost")
+          .fail("expected a boost per idle fraction in [0, 10] (value: 0.4)");
   }
   if (auto tables = node.optional_child("gemm_tables")) {
     if (!tables->is_map()) tables->fail("expected a map of precision -> table");
@@ -352,7 +353,7 @@ const std::vector<config::ParamDoc>& profile_params() {
       {"device", "name, sms, driver, cuda, nccl, date, host, source, citation", "", ""},
       {"compute",
        "peak_flops_per_s, memory_bandwidth_Bps, memory_capacity_bytes, "
-       "launch_overhead_s, efficiency, gemm_tables, interleaved_gemm_speedup",
+       "launch_overhead_s, efficiency, gemm_tables, idle_clock_boost",
        "", ""},
       {"collectives", "list of {op, algorithm, scope, ranks, ctas, segments, source}", "[]", ""},
       {"interference", "compute_under_comm, comm_under_compute", "{}", ""},

@@ -114,9 +114,9 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
                      bytes_number(c.memory_capacity_bytes.value),
                      provenance(c.memory_capacity_bytes.source));
   out += fmt::format("  launch_overhead_s: {}\n", sourced(c.launch_overhead_s));
-  if (c.interleaved_gemm_speedup.value > 0) {
-    comment(out, o, "compute.interleaved_gemm_speedup", "  ");
-    out += fmt::format("  interleaved_gemm_speedup: {}\n", sourced(c.interleaved_gemm_speedup));
+  if (c.idle_clock_boost) {
+    comment(out, o, "compute.idle_clock_boost", "  ");
+    out += fmt::format("  idle_clock_boost: {}\n", sourced(*c.idle_clock_boost));
   }
   out += "  efficiency:\n    gemm:\n";
   for (const auto& [prec, lc] : c.gemm_efficiency) {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "calibration/ops.hpp"
+#include "calibration/pair_loop.hpp"
 #include "calibration/profile_launcher.hpp"
 #include "config/units.hpp"
 #include "sim/compute/compute_model.hpp"
@@ -188,11 +189,17 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
   const sim::Topology topo = workloads::build_topology(cluster);
   const sim::ComputeModel model(profile.compute);
   // Pairs and the GEMMs timed inside their loops alternate compute with collectives: GEMMs
-  // there run at the interleaved clock (compute.interleaved_gemm_speedup, 1 if unmeasured).
-  sim::Profile interleaved = profile;
-  interleaved.compute =
-      sim::with_gemm_rates_scaled(profile.compute, profile.compute.interleaved_speedup());
-  const sim::ComputeModel interleaved_model(interleaved.compute);
+  // there run at the clock the loop's collective share leaves the GPU
+  // (compute.idle_clock_boost; back-to-back rates without it).
+  const PairLoops loops(rows);
+  const auto at_loop_clock = [&](const Measurement& m) {
+    const auto loop = loops.of(m);
+    const double speedup =
+        loop ? profile.compute.clock_speedup(loop_idle_fraction(profile, m, *loop)) : 1.0;
+    sim::Profile p = profile;
+    p.compute = sim::with_gemm_rates_scaled(profile.compute, speedup);
+    return p;
+  };
   CollectiveTimingOptions nvlink;
   if (cluster.intra_node.kind == workloads::IntraNodeKind::NvSwitch) {
     nvlink.nvlink_Bps = cluster.intra_node.gpu_bandwidth_Bps;
@@ -216,7 +223,9 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
         continue;
       }
       add(m, "compute",
-          (measured_in_pair_loop(m) ? interleaved_model : model).time_s(compute_op(m, m.op)));
+          measured_in_pair_loop(m)
+              ? sim::ComputeModel(at_loop_clock(m).compute).time_s(compute_op(m, m.op))
+              : model.time_s(compute_op(m, m.op)));
       continue;
     }
     if (is_collective_op(m.op)) {
@@ -261,14 +270,14 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
       }
     }
     if (parts && m.design == "sequential") {
-      add(m, "sequential", sequential_time_s(interleaved, topo, m, *parts));
+      add(m, "sequential", sequential_time_s(at_loop_clock(m), topo, m, *parts));
       continue;
     }
     if (parts &&
         (m.design == "decomposed" || m.design == "tilewise" || is_copy_engine_design(m.design))) {
       double predicted = 0;
       try {
-        predicted = design_time_s(interleaved, topo, m, *parts);
+        predicted = design_time_s(at_loop_clock(m), topo, m, *parts);
       } catch (const std::invalid_argument& e) {
         // A profile without the design's parameters (docs/designs.md) cannot predict it.
         add_unmodelled(r, m.design, e.what());

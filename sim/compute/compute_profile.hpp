@@ -3,6 +3,7 @@
 // the efficiency curves (fraction of peak reached) by op class. Pure data: loaded from
 // profile YAML by calibration::load_profile, consumed by ComputeModel.
 #include <map>
+#include <optional>
 
 #include "sim/compute/gemm_table.hpp"
 #include "sim/compute/log_curve.hpp"
@@ -33,16 +34,16 @@ struct ComputeProfile {
   // gemm_efficiency for it.
   std::map<Precision, GemmTable> gemm_tables;
 
-  // GEMM rate when the GPU alternates compute with communication (a GEMM, then a
-  // collective, then the pair, as overlap-bench's pair loops and a training step do)
-  // over the rate of back-to-back GEMMs, which is what the tables and curves hold: the
-  // power-limited clock has headroom when the tensor cores idle part of the time.
-  // value 0: not measured (1 is used).
-  Sourced interleaved_gemm_speedup;
+  // Clock headroom of a power-limited GPU: GEMMs run at (1 + idle_clock_boost * f) times
+  // the back-to-back rate the tables and curves hold when the GPU runs no compute for a
+  // fraction f of the time around them (a GEMM, then its collective, in turn: overlap-bench's
+  // pair loops, a training step's exposed communication). On 2 x H200 the same GEMM ran
+  // 2-15 % faster inside pair loops than back to back, the more so the larger the
+  // collective's share (docs/calibration.md). Absent: no boost (f has no effect).
+  std::optional<Sourced> idle_clock_boost;
 
-  double interleaved_speedup() const {
-    return interleaved_gemm_speedup.value > 0 ? interleaved_gemm_speedup.value : 1.0;
-  }
+  // 1 + idle_clock_boost * idle_fraction (1 without the key); idle_fraction in [0, 1].
+  double clock_speedup(double idle_fraction) const;
 };
 
 // The profile's GEMM rates (tables and efficiency curves) multiplied by `factor`.

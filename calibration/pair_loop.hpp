@@ -1,0 +1,46 @@
+#pragma once
+// overlap-bench's pair loops time a GEMM alone, its collective alone and the pair under
+// each design in turn, so every row of such a loop runs at the clock that loop's mix of
+// compute and communication leaves the power-limited GPU (compute.idle_clock_boost). This
+// finds each row's loop collective and the fraction of the loop the GPU spends without
+// compute, in the profile's own terms (so fit and validate agree on it).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "calibration/measurement.hpp"
+#include "sim/compute/profile.hpp"
+
+namespace overlapsim::calibration {
+
+// The collective a pair loop alternates its compute op with.
+struct LoopCollective {
+  std::string compute;     // gemm, gemv, embedding
+  std::string collective;  // allreduce, ...
+  std::uint64_t bytes = 0;
+  int world = 1;
+};
+
+class PairLoops {
+ public:
+  // Indexes the pair rows (op "a+b") of `rows` by calibrate case and shape.
+  explicit PairLoops(const std::vector<Measurement>& rows);
+  // The loop collective of a pair row, or of a compute/collective row timed inside a pair
+  // loop (measured_in_pair_loop, found by its case and shape); nullopt otherwise.
+  std::optional<LoopCollective> of(const Measurement& m) const;
+
+ private:
+  std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>, LoopCollective>
+      by_case_;
+};
+
+// T_coll / (T_op + T_coll): the op at the profile's back-to-back rate, the collective by
+// the profile's intra-node curve at the loop's GPU count (NCCL's default CTAs). 0 when the
+// profile has no curve at exactly that GPU count.
+double loop_idle_fraction(const sim::Profile& profile, const Measurement& m,
+                          const LoopCollective& loop);
+
+}  // namespace overlapsim::calibration
