@@ -51,9 +51,8 @@ void fit_idle_clock_boost(const FitData& data, FitOutput& out) {
   sim::Sourced s;
   s.value = boost;
   s.source.kind = sim::SourceKind::Measured;
-  s.source.citation =
-      "overlap-bench cublas GEMMs inside pair loops vs compute.gemm_tables, " +
-      cite_rows(data.label, rows);
+  s.source.citation = "overlap-bench cublas GEMMs inside pair loops vs compute.gemm_tables, " +
+                      cite_rows(data.label, rows);
   s.source.fit_error = std::stod(fmt::format("{:.4g}", err));
   out.profile.compute.idle_clock_boost = s;
   out.comments["compute.idle_clock_boost"] = fmt::format(

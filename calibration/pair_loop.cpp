@@ -27,8 +27,8 @@ double loop_idle_fraction(const sim::Profile& profile, const Measurement& m,
                           const LoopCollective& loop) {
   const auto op = collective_of(loop.collective);
   if (!op) return 0;
-  const sim::CollectiveCurve* curve = profile.collectives.find(
-      *op, sim::Algorithm::Auto, sim::CommScope::IntraNode, loop.world, 0);
+  const sim::CollectiveCurve* curve =
+      profile.collectives.find(*op, sim::Algorithm::Auto, sim::CommScope::IntraNode, loop.world, 0);
   if (!curve || curve->ranks != loop.world || curve->ctas != 0) return 0;
   const double t_coll = curve->time_s(loop.bytes, loop.world);
   const double t_op = sim::ComputeModel(profile.compute).time_s(compute_op(m, loop.compute));

@@ -195,8 +195,7 @@ sim::GemmTable parse_gemm_table(const ConfigNode& node) {
 sim::ComputeProfile parse_compute(const ConfigNode& node) {
   node.check_keys(std::vector<std::string>{"peak_flops_per_s", "memory_bandwidth_Bps",
                                            "memory_capacity_bytes", "launch_overhead_s",
-                                           "efficiency", "gemm_tables",
-                                           "idle_clock_boost"});
+                                           "efficiency", "gemm_tables", "idle_clock_boost"});
   sim::ComputeProfile c;
   ConfigNode peaks = node.child("peak_flops_per_s");
   if (!peaks.is_map() || peaks.size() == 0)

@@ -41,7 +41,7 @@ TEST(FitAlphaBeta, RecoversTwoBandsExactly) {
   // Between 1 MiB (last of band 1) and 4 MiB (first of band 2) the switch is where the
   // two lines cross: the faster one holds on each side.
   const double cross_bytes =
-      (t.alpha2_s - t.alpha1_s) / (1 / t.busbw1_Bps - 1 / t.busbw2_Bps);  // 1.2 MB
+      (t.alpha2_s - t.alpha1_s) / (1 / t.busbw1_Bps - 1 / t.busbw2_Bps);   // 1.2 MB
   EXPECT_NEAR(static_cast<double>(bands[1].min_bytes), cross_bytes, 2.0);  // fitted lines
   EXPECT_NEAR(bands[0].alpha_s, t.alpha1_s, 1e-9);
   EXPECT_NEAR(1 / bands[0].beta_s_per_byte, t.busbw1_Bps, 1e-6 * t.busbw1_Bps);
