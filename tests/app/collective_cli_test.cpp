@@ -40,8 +40,6 @@ class CollectiveCli : public testing::CliTest {
     EXPECT_TRUE(r.out.empty()) << r.out;
     EXPECT_FALSE(fs::exists(target)) << args;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(CollectiveCli, JsonHasTheContractFieldsInOrder) {
