@@ -2,12 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
+
+#include "kernels/harness/stream_gate.hpp"
 
 namespace overlapsim::kernels::bench {
 namespace {
 
 thread_local TimingPolicy current_policy;
+
+// Iterations enqueued behind one stream gate, and the longest the gate holds the stream
+// (a launch queue that fills up blocks the host: the timeout then releases the batch).
+constexpr int kGatedIterations = 32;
+constexpr double kGateTimeout_s = 0.05;
 
 struct EventPair {
   cudaEvent_t start = nullptr;
@@ -114,22 +122,40 @@ Status time_iterations(RankContext& ctx, int warmup, int iterations,
   OVERLAPSIM_TRY(wait_stream(ctx.comm, ctx.compute_stream, "warm-up"));
   int index = warmup;
   OVERLAPSIM_TRY(run_for(ctx, ctx.compute_stream, policy.warmup_s, index, enqueue, &index));
+  // Timed iterations run behind a stream gate, kGatedIterations at a time: the host
+  // enqueues them while the gate holds the stream, so the GPU runs them back to back and
+  // no iteration counts the host's launch latency (stream_gate.hpp). The first iteration
+  // after each gate may wait for the peer ranks' gates: one sample in kGatedIterations,
+  // which the median ignores.
+  thread_local StreamGate gate;
+  OVERLAPSIM_TRY(gate.initialize());
+  const int timeouts_before = gate.timeouts();
   std::vector<double> all;
   for (int batch = iterations; batch > 0;
        batch = more_iterations_for(policy.min_time_s, sum_of(all), static_cast<int>(all.size()))) {
     Events events;
     OVERLAPSIM_TRY(events.create(batch));
     for (int i = 0; i < batch; ++i) {
+      if (i % kGatedIterations == 0) {
+        if (i > 0) gate.open();
+        OVERLAPSIM_TRY(gate.close(ctx.compute_stream, kGateTimeout_s));
+      }
       CUDA_CHECK(cudaEventRecord(events[i].start, ctx.compute_stream));
       OVERLAPSIM_TRY(enqueue(index++));
       CUDA_CHECK(cudaEventRecord(events[i].stop, ctx.compute_stream));
     }
+    gate.open();
     OVERLAPSIM_TRY(wait_stream(ctx.comm, ctx.compute_stream, "timed iterations"));
     std::vector<double> seconds;
     OVERLAPSIM_TRY(read_reduced(ctx, events, batch, &seconds));
     all.insert(all.end(), seconds.begin(), seconds.end());
   }
   *timing = summarize(all);
+  if (gate.timeouts() != timeouts_before)
+    std::fprintf(stderr,
+                 "overlap-bench: rank on GPU %d: %d stream gate(s) opened by timeout (the host "
+                 "blocked while enqueueing); those batches ran as the host enqueued them\n",
+                 ctx.device, gate.timeouts() - timeouts_before);
   return Status::success();
 }
 
@@ -148,8 +174,7 @@ Status time_interleaved(RankContext& ctx, int warmup, int iterations,
         CUDA_CHECK(cudaEventRecord((*events)[slot * count + v].start, ctx.compute_stream));
       // Each variant of iteration i gets its own input set: i * count + v.
       OVERLAPSIM_TRY(variants[static_cast<std::size_t>(v)](i * count + v));
-      if (events)
-        CUDA_CHECK(cudaEventRecord((*events)[slot * count + v].stop, ctx.compute_stream));
+      if (events) CUDA_CHECK(cudaEventRecord((*events)[slot * count + v].stop, ctx.compute_stream));
     }
     return Status::success();
   };
@@ -166,8 +191,8 @@ Status time_interleaved(RankContext& ctx, int warmup, int iterations,
   const auto more = [&]() {
     int batch = 0;
     for (const auto& v : of_variant)
-      batch = std::max(batch, more_iterations_for(policy.min_time_s, sum_of(v),
-                                                  static_cast<int>(v.size())));
+      batch = std::max(
+          batch, more_iterations_for(policy.min_time_s, sum_of(v), static_cast<int>(v.size())));
     return batch;
   };
   for (int batch = iterations; batch > 0; batch = more()) {
