@@ -45,15 +45,18 @@ BandFit fit_band(const std::vector<SizedTime>& p, std::size_t a, std::size_t b) 
 }
 
 // Where band `upper` takes over from `lower` between the last size measured in `lower`
-// (lo) and the first in `upper` (hi). NCCL picks, per size, the protocol/algorithm its
-// tuning model finds fastest, so inside the unmeasured gap the faster of the two bands'
-// lines is the better guess: the switch is at their crossing, or at an end of the gap when
-// one line is below the other throughout. (The geometric mean of lo and hi, the old rule,
-// put a 1 MiB allreduce on 2 x H200 on the slow Simple-protocol line: +52 % held out.)
-// Lines that cross the other way (lower below at hi only) have no single switch point that
-// keeps the minimum; the geometric mean stays the fallback there.
+// (lo) and the first in `upper` (hi); nothing was measured in between, so this is a guess
+// of one of two kinds (SwitchRule in the header):
+//   GeometricMean: the middle of the gap in log size;
+//   FasterLine: where the faster of the two lines changes (their crossing, or an end of the
+//     gap when one line is below the other throughout), as if NCCL's tuner picked the
+//     measured-fastest protocol per size. Lines crossing the other way (lower below at hi
+//     only) have no single such switch; the geometric mean stands in there.
 std::uint64_t band_start_bytes(const AlphaBetaSegment& lower, const AlphaBetaSegment& upper,
-                               std::uint64_t lo, std::uint64_t hi) {
+                               std::uint64_t lo, std::uint64_t hi, SwitchRule rule) {
+  const auto middle = static_cast<std::uint64_t>(
+      std::llround(std::sqrt(static_cast<double>(lo) * static_cast<double>(hi))));
+  if (rule == SwitchRule::GeometricMean) return middle;
   const auto excess = [&](std::uint64_t x) {  // lower's line minus upper's at x
     const double b = static_cast<double>(x);
     return (lower.alpha_s + lower.beta_s_per_byte * b) -
@@ -68,14 +71,11 @@ std::uint64_t band_start_bytes(const AlphaBetaSegment& lower, const AlphaBetaSeg
     const auto c = static_cast<std::uint64_t>(std::ceil(cross));
     return std::clamp(c, lo + 1, hi);
   }
-  return static_cast<std::uint64_t>(
-      std::llround(std::sqrt(static_cast<double>(lo) * static_cast<double>(hi))));
+  return middle;
 }
 
-}  // namespace
-
-std::vector<AlphaBetaSegment> fit_alpha_beta(std::vector<SizedTime> points,
-                                             const AlphaBetaOptions& options) {
+std::vector<AlphaBetaSegment> fit_with_rule(std::vector<SizedTime> points,
+                                            const AlphaBetaOptions& options, SwitchRule rule) {
   std::sort(points.begin(), points.end(), [](const SizedTime& x, const SizedTime& y) {
     return x.bytes != y.bytes ? x.bytes < y.bytes : x.time_s < y.time_s;
   });
@@ -126,10 +126,52 @@ std::vector<AlphaBetaSegment> fit_alpha_beta(std::vector<SizedTime> points,
     seg.alpha_s = band[a][b].alpha;
     seg.beta_s_per_byte = band[a][b].beta;
     seg.min_bytes =
-        s == 0 ? 0 : band_start_bytes(out.back(), seg, points[a - 1].bytes, points[a].bytes);
+        s == 0 ? 0 : band_start_bytes(out.back(), seg, points[a - 1].bytes, points[a].bytes, rule);
     out.push_back(seg);
   }
   return out;
+}
+
+// Sum of squared relative errors predicting each interior size from a fit without it.
+double leave_one_size_out(const std::vector<SizedTime>& sorted, const AlphaBetaOptions& options,
+                          SwitchRule rule) {
+  double cost = 0;
+  for (std::size_t i = 1; i + 1 < sorted.size(); ++i) {
+    std::vector<SizedTime> rest = sorted;
+    rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+    const auto bands = fit_with_rule(rest, options, rule);
+    if (bands.empty()) continue;
+    const double r =
+        (alpha_beta_time_s(bands, sorted[i].bytes) - sorted[i].time_s) / sorted[i].time_s;
+    cost += r * r;
+  }
+  return cost;
+}
+
+}  // namespace
+
+const char* to_string(SwitchRule rule) {
+  return rule == SwitchRule::GeometricMean ? "geometric mean of the gap" : "faster line in the gap";
+}
+
+std::vector<AlphaBetaSegment> fit_alpha_beta(std::vector<SizedTime> points,
+                                             const AlphaBetaOptions& options,
+                                             AlphaBetaChoice* choice) {
+  std::sort(points.begin(), points.end(), [](const SizedTime& x, const SizedTime& y) {
+    return x.bytes != y.bytes ? x.bytes < y.bytes : x.time_s < y.time_s;
+  });
+  AlphaBetaChoice c;
+  if (options.switch_rule) {
+    c.rule = *options.switch_rule;
+  } else {
+    c.geometric_mean_cost = leave_one_size_out(points, options, SwitchRule::GeometricMean);
+    c.faster_line_cost = leave_one_size_out(points, options, SwitchRule::FasterLine);
+    // Ties keep the neutral guess.
+    c.rule = c.faster_line_cost < c.geometric_mean_cost ? SwitchRule::FasterLine
+                                                        : SwitchRule::GeometricMean;
+  }
+  if (choice) *choice = c;
+  return fit_with_rule(std::move(points), options, c.rule);
 }
 
 double alpha_beta_time_s(const std::vector<AlphaBetaSegment>& segments, std::uint64_t bytes) {

@@ -26,7 +26,8 @@ void fit_collectives(const FitData& data, FitOutput& out) {
     for (const Measurement* r : rows) by_size[r->bytes].push_back(r->time_s);
     std::vector<SizedTime> points;
     for (const auto& [bytes, times] : by_size) points.push_back({bytes, median(times)});
-    const auto bands = fit_alpha_beta(points);
+    AlphaBetaChoice choice;
+    const auto bands = fit_alpha_beta(points, {}, &choice);
     const std::string label = fmt::format("{} ranks={} ctas={}", op_name, ranks, ctas);
     if (bands.empty()) {
       out.notes.push_back(fmt::format("collectives {}: {} size(s), not fitted (needs 2+ sizes)",
@@ -66,12 +67,15 @@ void fit_collectives(const FitData& data, FitOutput& out) {
     out.comments[fmt::format("collectives.{}", out.profile.collectives.curves.size())] =
         fmt::format(
             "{} on {} GPUs{}: {} sizes {}..{} ({} rows, median per size), {} band(s) of least\n"
-            "squares on the relative error:{}",
+            "squares on the relative error, switches at the {} (leave-one-size-out: geometric\n"
+            "mean {:.4g}, faster line {:.4g}):{}",
             op_name, ranks,
             ctas ? fmt::format(", NCCL limited to {} CTAs (communicator split with maxCTAs)", ctas)
                  : ", NCCL's default CTAs",
             by_size.size(), config::format_bytes(by_size.begin()->first),
-            config::format_bytes(by_size.rbegin()->first), rows.size(), bands.size(), bands_text);
+            config::format_bytes(by_size.rbegin()->first), rows.size(), bands.size(),
+            to_string(choice.rule), choice.geometric_mean_cost, choice.faster_line_cost,
+            bands_text);
     out.notes.push_back(
         fmt::format("collectives {}: {} sizes, {} rows, {} band(s), fit error {:.1f}%", label,
                     by_size.size(), rows.size(), bands.size(), 100 * err));

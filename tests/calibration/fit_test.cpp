@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -49,25 +50,51 @@ TEST(FitAlphaBeta, RecoversTwoBandsExactly) {
   EXPECT_NEAR(1 / bands[1].beta_s_per_byte, t.busbw2_Bps, 1e-6 * t.busbw2_Bps);
 }
 
-TEST(FitAlphaBeta, SwitchKeepsTheFasterBandAcrossTheGap) {
+TEST(FitAlphaBeta, FasterLineRuleKeepsTheFasterBandAcrossTheGap) {
   // Band 1: 10 us + b / 100 GB/s up to 512 KiB; band 2: 25 us + b / 300 GB/s from 2 MiB.
   // Band 1's line stays below band 2's over the whole gap (at 2 MiB 31.0 vs 32.0 us), so
-  // band 2 starts at its first measured size, not at the gap's geometric mean (1 MiB).
+  // band 2 starts at its first measured size.
+  AlphaBetaOptions faster;
+  faster.switch_rule = SwitchRule::FasterLine;
   std::vector<SizedTime> pts;
   for (std::uint64_t b = 4096; b <= 524288; b *= 2) pts.push_back({b, 10e-6 + b / 100e9});
   for (std::uint64_t b = 2097152; b <= (1ull << 30); b *= 2) pts.push_back({b, 25e-6 + b / 300e9});
-  const auto bands = fit_alpha_beta(pts);
+  const auto bands = fit_alpha_beta(pts, faster);
   ASSERT_EQ(bands.size(), 2u);
   EXPECT_EQ(bands[1].min_bytes, 2097152u);
   EXPECT_NEAR(alpha_beta_time_s(bands, 1048576), 10e-6 + 1048576 / 100e9, 1e-9);
-  // The other way round (band 2's line below band 1's across the gap): band 2 starts just
-  // after band 1's last size.
+  // The geometric-mean rule puts the same switch at sqrt(512 KiB * 2 MiB) = 1 MiB.
+  AlphaBetaOptions middle;
+  middle.switch_rule = SwitchRule::GeometricMean;
+  EXPECT_EQ(fit_alpha_beta(pts, middle)[1].min_bytes, 1048576u);
+  // Band 2's line below band 1's across the gap: band 2 starts just after band 1's last size.
   std::vector<SizedTime> fast;
   for (std::uint64_t b = 4096; b <= 524288; b *= 2) fast.push_back({b, 10e-6 + b / 20e9});
   for (std::uint64_t b = 2097152; b <= (1ull << 30); b *= 2) fast.push_back({b, 12e-6 + b / 300e9});
-  const auto fb = fit_alpha_beta(fast);
+  const auto fb = fit_alpha_beta(fast, faster);
   ASSERT_EQ(fb.size(), 2u);
   EXPECT_EQ(fb[1].min_bytes, 524289u);
+}
+
+TEST(FitAlphaBeta, CrossValidationPicksTheRuleThatPredictsLeftOutSizes) {
+  // Times that follow the faster of two lines (switch at their crossing, ~429 kB): leaving
+  // out 256 KiB, the geometric mean of its neighbours' gap (256 KiB) would put it on the
+  // slow line (+34 %), the faster-line rule keeps it exact.
+  std::vector<SizedTime> pts;
+  for (std::uint64_t b = 4096; b <= (1ull << 30); b *= 2)
+    pts.push_back({b, std::min(10e-6 + b / 20e9, 30e-6 + b / 300e9)});
+  AlphaBetaChoice choice;
+  const auto bands = fit_alpha_beta(pts, {}, &choice);
+  ASSERT_EQ(bands.size(), 2u);
+  EXPECT_EQ(choice.rule, SwitchRule::FasterLine);
+  EXPECT_LT(choice.faster_line_cost, 1e-12);
+  EXPECT_GT(choice.geometric_mean_cost, 0.1);
+  // A given rule is used as is, without cross-validation.
+  AlphaBetaOptions middle;
+  middle.switch_rule = SwitchRule::GeometricMean;
+  fit_alpha_beta(pts, middle, &choice);
+  EXPECT_EQ(choice.rule, SwitchRule::GeometricMean);
+  EXPECT_EQ(choice.geometric_mean_cost, 0);
 }
 
 TEST(FitAlphaBeta, TooFewSizesOrNoValidBand) {
