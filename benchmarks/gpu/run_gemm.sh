@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One device call for the own Hopper GEMM: configure (kernels only), build the GEMM's
-# targets, check the SASS (HGMMA present, no local-memory spills), run its GPU tests (the
-# signal test first, in a fresh process, so it covers the cold start), then benchmark own
-# vs cuBLASLt on the issue-4 shapes. Everything lands in $OUT (at most 8 files).
+# targets, check the SASS (HGMMA present, no local-memory spills, TMA multicast present),
+# run its GPU tests (the signal test first, in a fresh process, so it covers the cold
+# start), then benchmark own v3 and v2 vs cuBLASLt, interleaved, on the issue-4 and MoE
+# shapes. Everything lands in $OUT (at most 8 files).
 #   bash benchmarks/gpu/run_gemm.sh            # from the repo root, on the GPU machine
 set -u -o pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -20,7 +21,8 @@ say "configure + build"
 start=$(date +%s)
 if ! { cmake -S . -B "$BUILD" -G Ninja -DOVERLAPSIM_KERNELS_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
          >>"$LOG" 2>&1 &&
-       cmake --build "$BUILD" -j16 --target own-gemm-bench own_gemm_test >>"$LOG" 2>&1; }; then
+       cmake --build "$BUILD" -j16 --target own-gemm-bench own_gemm_test ${EXTRA_TARGETS:-} \
+         >>"$LOG" 2>&1; }; then
   say "BUILD FAILED"; tail -40 "$LOG"; exit 1
 fi
 say "built in $(( $(date +%s) - start )) s"
@@ -31,7 +33,10 @@ cuobjdump --dump-sass "$obj" >"$OUT/sass.txt" 2>&1
 {
   echo "HGMMA instructions: $(grep -c HGMMA "$OUT/sass.txt")"
   echo "local memory (LDL/STL): $(grep -cE '\b(LDL|STL)\b' "$OUT/sass.txt")"
-  echo "TMA (UTMALDG): $(grep -c UTMALDG "$OUT/sass.txt")"
+  echo "TMA (UTMALDG): $(grep -c UTMALDG "$OUT/sass.txt"), multicast: $(grep -c 'UTMALDG.*MULTICAST' "$OUT/sass.txt")"
+  echo "per kernel: HGMMA / UTMALDG / LDL+STL"
+  awk '/Function :/{name=$3} /HGMMA/{h[name]++} /UTMALDG/{t[name]++} /[ \t](LDL|STL)[ .]/{l[name]++}
+       END{for (n in h) printf "  %s %d %d %d\n", n, h[n], t[n], l[n]}' "$OUT/sass.txt" | sort
   grep -m3 HGMMA "$OUT/sass.txt"
 } | tee -a "$LOG"
 gzip -f "$OUT/sass.txt"
@@ -60,7 +65,7 @@ if [ "${NCU:-0}" = 1 ]; then
     timeout -s KILL 120 ncu --clock-control none --kernel-name "$kernel" --launch-skip 1 \
       --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
       "$BUILD/kernels/gemm/own-gemm-bench" --shapes "$NCU_SHAPE" --iters 2 --warmup 1 \
-      --cublas-candidates 1 >>"$OUT/ncu.txt" 2>&1
+      --cublas-candidates 1 --versions "${NCU_VERSION:-3}" >>"$OUT/ncu.txt" 2>&1
     echo "== ncu $kernel exit $?" >>"$OUT/ncu.txt"
   done
   grep -E "==PROF==|Throughput|Busy|Duration|SM Frequency|Max Bandwidth|L2 Hit|exit|  [a-z_0-9]+gemm|nvjet" \
@@ -69,11 +74,15 @@ fi
 
 say "benchmark"
 BENCH=$BUILD/kernels/gemm/own-gemm-bench
-# defer_stores 1 is the library default (v2); 0 is v1's store-then-continue epilogue.
-run=0
-for defer in ${DEFER_STORES:-1 0}; do
-  run=$((run + 1))
-  timeout -s KILL 200 "$BENCH" --driver "$DRIVER" --defer-stores "$defer" ${BENCH_ARGS:-} \
-    >"$OUT/gemm_bench_${run}_defer${defer}.csv" 2> >(tee -a "$LOG" >&2)
-  say "bench run $run defer_stores $defer exit $?"
-done
+SHAPES=${SHAPES:-4096x4096x4096,8192x8192x2048,8192x8192x8192,16384x8192x4096,2048x8192x8192,4096x12288x49152,8192x4096x14336,16384x4096x14336,16384x7168x2048,32768x7168x2048}
+# own_v3 (clusters of 2, B multicast) and own_v2 (no cluster) interleaved with cuBLASLt;
+# then, if GROUP_M_ALT is set, v3 alone with that raster group on the K <= 4096 shapes.
+timeout -s KILL 240 "$BENCH" --driver "$DRIVER" --shapes "$SHAPES" --versions 3,2 ${BENCH_ARGS:-} \
+  >"$OUT/gemm_bench_v3_v2.csv" 2> >(tee -a "$LOG" >&2)
+say "bench v3,v2 exit $?"
+if [ -n "${GROUP_M_ALT:-}" ]; then
+  timeout -s KILL 120 "$BENCH" --driver "$DRIVER" --versions 3 --group-m "$GROUP_M_ALT" \
+    --shapes 8192x8192x2048,16384x8192x4096,32768x7168x2048,4096x4096x4096 \
+    >"$OUT/gemm_bench_v3_group${GROUP_M_ALT}.csv" 2> >(tee -a "$LOG" >&2)
+  say "bench v3 group_m $GROUP_M_ALT exit $?"
+fi

@@ -402,12 +402,39 @@ class TilewiseShapeRunner {
   // The plain own GEMM, the NCCL transport's GEMM (remapped stores + signals, every SM) and
   // the copy-engine transport's (rotated order, remapped stores, signals, own part placed
   // without waiting) in ONE interleaved loop: acceptance 3 compares them under one clock.
+  // Also in the loop: the previous own GEMM version (v2, no cluster: own_v2_interleaved,
+  // when the default is v3) and the copy-engine GEMM with the earlier system-scope signal
+  // (own_signal_ce_sys), so the version gain and the signal scope's cost are measured
+  // under the same clock as the rest.
   Status measure_signal_interleaved() {
     tw::TilewiseDesign d;
     tw::OwnerDesign ce;
+    tw::OwnerDesign ce_sys;
     std::vector<EnqueueIteration> variants{
         [&](int i) { return own_gemms_[static_cast<std::size_t>(i % io_.sets)]->run(compute()); }};
     std::vector<std::string> names{"own_interleaved"};
+    std::vector<std::unique_ptr<gemm::OwnGemm>> v2;
+    if (own_gemms_.front()->cluster_m() > 1) {
+      for (int s = 0; s < io_.sets; ++s) {
+        const PairBuffers b = io_.set(s);
+        auto g = std::make_unique<gemm::OwnGemm>();
+        gemm::GemmArgs args;
+        args.m = shape_.m;
+        args.n = shape_.n;
+        args.k = shape_.k;
+        args.dtype = case_.dtype == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16;
+        args.a = b.a;
+        args.b = b.b;
+        args.c = natural_.data();
+        gemm::SchedulerOptions sched;
+        sched.cluster_m = 1;
+        OVERLAPSIM_TRY(g->initialize(args, {}, sched));
+        v2.push_back(std::move(g));
+      }
+      variants.push_back(
+          [&](int i) { return v2[static_cast<std::size_t>(i % io_.sets)]->run(compute()); });
+      names.push_back("own_v2_interleaved");
+    }
     if (settings_.nccl) {
       OVERLAPSIM_TRY(d.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k, case_.dtype,
                                   options_for(Candidate{})));
@@ -426,6 +453,15 @@ class TilewiseShapeRunner {
         return ce.run_gemm_only(b.a, b.b, p_.data(), compute());
       });
       names.push_back("own_signal_ce");
+      tw::OwnerOptions sys = owner_options(1);
+      sys.system_scope_signal = true;
+      OVERLAPSIM_TRY(ce_sys.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k,
+                                       case_.dtype, sys));
+      variants.push_back([&](int i) {
+        const PairBuffers b = io_.set(i);
+        return ce_sys.run_gemm_only(b.a, b.b, p_.data(), compute());
+      });
+      names.push_back("own_signal_ce_sys");
     }
     std::vector<Timing> timings;
     OVERLAPSIM_TRY(time_interleaved(*env_.ctx, case_.warmup, case_.iterations, variants,

@@ -33,7 +33,19 @@ struct TileView {
   int32_t valid_cols = 0;  // ≤ kTileN at the right edge
   int32_t m = 0;
   int32_t n = 0;
+  // Filled once per tile by epilogues with kStoreSteps > 1 (annotate), so that the store
+  // steps do not look their tables up again.
+  int64_t offset_elems = 0;
+  int32_t arrival = -1;
 };
+
+// One relaxed-free add with release semantics at GPU scope: every store that happens
+// before it (this thread's, and the consumers' through the after-tile named barrier:
+// release is cumulative) is visible at GPU scope, i.e. in L2, before the counter moves.
+// Replaces fence.sc (__threadfence) + atomicAdd: one instruction, no full fence.
+__device__ __forceinline__ void red_release_gpu_add(uint32_t* counter, uint32_t value) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(value) : "memory");
+}
 
 // Two adjacent outputs rounded to T, the first in the low half (memory order).
 template <class T>
@@ -132,17 +144,16 @@ struct StoreEpilogue {
   }
 
   // Runs on one thread once all consumer threads stored the tile (named barrier): the
-  // device-scope fence makes every one of those stores visible before the counter moves,
-  // the same cumulativity argument as a grid-wide barrier.
+  // GPU-scope release makes every one of those stores visible before the counter moves,
+  // the same cumulativity argument as a grid-wide barrier. The readers (the wait kernel's
+  // atomic, cuStreamWaitValue32, then NCCL's kernels) are on this GPU.
   static __device__ __forceinline__ void after_tile(const Params& p, const TileView& t) {
     if (p.order_record != nullptr) {
       p.order_record[2 * t.tile] = t.item;
       p.order_record[2 * t.tile + 1] = static_cast<int32_t>(blockIdx.x);
     }
-    if (p.group_counters != nullptr) {
-      __threadfence();
-      atomicAdd(p.group_counters + p.tile_group[t.tile], 1u);
-    }
+    if (p.group_counters != nullptr)
+      red_release_gpu_add(p.group_counters + p.tile_group[t.tile], 1u);
   }
 };
 
@@ -349,7 +360,15 @@ struct OwnerEpilogue {
     uint32_t epoch = 0;
     uint64_t timeout_ns = 0;
     int* timed_out = nullptr;
+    int32_t system_scope_signal = 0;  // 1: fence.sc.sys + atomicAdd (the earlier version)
   };
+
+  // The tile's table entries, once per tile (prefetch brought them into L1 when the tile's
+  // mainloop started).
+  static __device__ __forceinline__ void annotate(const Params& p, TileView& t) {
+    t.offset_elems = p.tile_offset_elems[t.tile];
+    t.arrival = p.tile_arrival[t.tile];
+  }
 
   static __device__ __forceinline__ void wait_arrivals(const Params& p, int32_t group,
                                                        int consumer) {
@@ -402,19 +421,19 @@ struct OwnerEpilogue {
     asm volatile("prefetch.global.L1 [%0];" ::"l"(p.tile_arrival + tile));
   }
 
-  // Step `step` (0..kStoreSteps−1) of the tile's store. Full tiles of a 2-rank reduction
-  // wait for the peer's group in step 0 and do a quarter of the tile in each later step;
-  // every other tile is stored whole in step 0.
+  // Step `step` (0..kStoreSteps−1) of the tile's store; returns true once the tile is
+  // stored. Full tiles of a 2-rank reduction wait for the peer's group in step 0 and do a
+  // quarter of the tile in each later step; every other tile is stored whole in step 0 and
+  // is done there (the kernel then frees its packed registers for the next tile at once).
   template <class T>
-  static __device__ __forceinline__ void store_step(const Params& p, const TileView& t,
+  static __device__ __forceinline__ bool store_step(const Params& p, const TileView& t,
                                                     const uint32_t (&packed)[64], int consumer,
                                                     int step) {
-    const int64_t offset = p.tile_offset_elems[t.tile];
-    const int32_t group = p.tile_arrival[t.tile];
+    const int64_t offset = t.offset_elems;
+    const int32_t group = t.arrival;
     if (group < 0) {
-      if (step == 0)
-        store_packed<T>(static_cast<T*>(p.c) + offset, t.valid_cols, t, packed, consumer);
-      return;
+      store_packed<T>(static_cast<T*>(p.c) + offset, t.valid_cols, t, packed, consumer);
+      return true;
     }
     const int64_t rel = offset - p.own_begin_elems;
     T* out = static_cast<T*>(p.own_out) + p.own_out_begin_elems + rel;
@@ -426,8 +445,8 @@ struct OwnerEpilogue {
     const bool fast = p.reduce != 0 && p.world == 2 && paired &&
                       t.valid_rows == GemmConfig::kTileM && t.valid_cols == GemmConfig::kTileN;
     if (!fast) {
-      if (step == 0) store_general<T>(p, t, packed, consumer, group, rel, out);
-      return;
+      store_general<T>(p, t, packed, consumer, group, rel, out);
+      return true;
     }
     // The common case: one peer, full tile. Each later step loads 16 peer words per thread
     // together (one memory latency, not 16: run 1 measured the own part nearly twice as
@@ -435,16 +454,18 @@ struct OwnerEpilogue {
     // stores once.
     if (step == 0) {
       wait_arrival_each_thread(p, group);
-      return;
+      return false;
     }
     store_reduced_pair<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1);
+    return step == kStoreSteps - 1;
   }
 
   template <class T>
   static __device__ __forceinline__ void store(const Params& p, const TileView& t,
                                                const uint32_t (&packed)[64], int consumer) {
 #pragma unroll 1
-    for (int step = 0; step < kStoreSteps; ++step) store_step<T>(p, t, packed, consumer, step);
+    for (int step = 0; step < kStoreSteps; ++step)
+      if (store_step<T>(p, t, packed, consumer, step)) break;
   }
 
   // Edge tiles, more than 2 ranks, or no reduction: own values first (no wait), then the
@@ -476,9 +497,16 @@ struct OwnerEpilogue {
     if (p.group_counters != nullptr) {
       const int32_t group = p.tile_group[t.tile];
       if (group >= 0) {
-        // System scope: the reader is a copy engine, not a kernel of this GPU.
-        __threadfence_system();
-        atomicAdd(p.group_counters + group, 1u);
+        // The readers are this GPU's front end (cuStreamWaitValue32) and then a copy engine
+        // (cudaMemcpyAsync after that wait on the same stream); both read this GPU's memory
+        // through its L2, where a GPU-scope release has made the tile's stores visible.
+        // The system-scope fence (readers beyond this GPU's L2) is kept to compare.
+        if (p.system_scope_signal != 0) {
+          __threadfence_system();
+          atomicAdd(p.group_counters + group, 1u);
+        } else {
+          red_release_gpu_add(p.group_counters + group, 1u);
+        }
       }
     }
   }

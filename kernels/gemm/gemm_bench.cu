@@ -6,9 +6,11 @@
 //
 //   own-gemm-bench [--shapes 8192x8192x8192,...] [--dtype bf16|fp16] [--iters 30]
 //                  [--warmup 5] [--group-m 8] [--num-ctas 0] [--defer-stores 1]
-//                  [--cublas-candidates 8] [--driver 580.x]
+//                  [--cublas-candidates 8] [--versions 3,2] [--driver 580.x]
 // cuBLASLt runs with the fastest of its heuristic's first --cublas-candidates algorithms
-// (each timed over 7 calls); own and cuBLAS calls alternate while timed.
+// (each timed over 7 calls); the own GEMM versions (design own_v3, own_v2: cluster_m 2 / 1)
+// and cuBLAS calls alternate while timed, each checked against cuBLASLt (and the versions
+// bit for bit against each other).
 // CSV on stdout; a per-shape summary and the geometric mean of own/cuBLAS on stderr.
 // bytes = A + B + C once each; algbw_GBps = bytes / time; busbw_GBps = algbw (a single
 // op on one GPU has no bus factor); chunks = 1.
@@ -21,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -50,6 +53,9 @@ struct Options {
   int num_ctas = 0;
   int cublas_candidates = 8;
   bool defer_stores = true;
+  // Own GEMM versions timed side by side: 3 = clusters of 2 with TMA multicast, 2 = no
+  // cluster (SchedulerOptions::cluster_m 2 / 1).
+  std::vector<int> versions = {3, 2};
   std::string driver;
 };
 
@@ -159,35 +165,36 @@ Timing summarize(std::vector<double> us) {
   return {us[us.size() / 2], us.front(), us.back()};
 }
 
-// Times `iters` calls of each runner set with CUDA events, one call of each in turn, so
-// both see the same clocks and temperature; calls rotate over the input sets.
-template <class RunnersA, class RunnersB>
-std::pair<Timing, Timing> time_interleaved(RunnersA& a, RunnersB& b, int warmup, int iters,
-                                           cudaStream_t stream) {
-  for (int i = 0; i < warmup; ++i) {
-    BENCH_CHECK(a[i % a.size()].run(stream));
-    BENCH_CHECK(b[i % b.size()].run(stream));
-  }
-  std::vector<cudaEvent_t> ev(4 * iters);
+// Times `iters` calls of every variant with CUDA events, one call of each in turn, so all
+// see the same clocks and temperature; call i of a variant uses input set i mod sets.
+std::vector<Timing> time_interleaved(const std::vector<std::function<Status(int)>>& variants,
+                                     int warmup, int iters, cudaStream_t stream) {
+  const size_t nv = variants.size();
+  for (int i = 0; i < warmup; ++i)
+    for (const auto& v : variants) BENCH_CHECK(v(i));
+  std::vector<cudaEvent_t> ev((nv + 1) * iters);
   for (auto& e : ev) BENCH_CHECK(cuda_ok(cudaEventCreate(&e), "cudaEventCreate"));
   for (int i = 0; i < iters; ++i) {
-    BENCH_CHECK(cuda_ok(cudaEventRecord(ev[4 * i], stream), "cudaEventRecord"));
-    BENCH_CHECK(a[i % a.size()].run(stream));
-    BENCH_CHECK(cuda_ok(cudaEventRecord(ev[4 * i + 1], stream), "cudaEventRecord"));
-    BENCH_CHECK(b[i % b.size()].run(stream));
-    BENCH_CHECK(cuda_ok(cudaEventRecord(ev[4 * i + 2], stream), "cudaEventRecord"));
+    BENCH_CHECK(cuda_ok(cudaEventRecord(ev[(nv + 1) * i], stream), "cudaEventRecord"));
+    for (size_t v = 0; v < nv; ++v) {
+      BENCH_CHECK(variants[v](i));
+      BENCH_CHECK(cuda_ok(cudaEventRecord(ev[(nv + 1) * i + v + 1], stream), "cudaEventRecord"));
+    }
   }
   BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
-  std::vector<double> ua(iters), ub(iters);
+  std::vector<std::vector<double>> us(nv, std::vector<double>(iters));
   for (int i = 0; i < iters; ++i) {
-    float ms_a = 0, ms_b = 0;
-    BENCH_CHECK(cuda_ok(cudaEventElapsedTime(&ms_a, ev[4 * i], ev[4 * i + 1]), "elapsed"));
-    BENCH_CHECK(cuda_ok(cudaEventElapsedTime(&ms_b, ev[4 * i + 1], ev[4 * i + 2]), "elapsed"));
-    ua[i] = ms_a * 1e3;
-    ub[i] = ms_b * 1e3;
+    for (size_t v = 0; v < nv; ++v) {
+      float ms = 0;
+      BENCH_CHECK(cuda_ok(cudaEventElapsedTime(&ms, ev[(nv + 1) * i + v], ev[(nv + 1) * i + v + 1]),
+                          "elapsed"));
+      us[v][i] = ms * 1e3;
+    }
   }
   for (auto& e : ev) cudaEventDestroy(e);
-  return {summarize(ua), summarize(ub)};
+  std::vector<Timing> out;
+  for (auto& u : us) out.push_back(summarize(u));
+  return out;
 }
 
 // Median of a few calls of one runner set (used to pick cuBLASLt's fastest algorithm).
@@ -251,6 +258,18 @@ int main(int argc, char** argv) {
       o.cublas_candidates = std::max(1, std::atoi(need().c_str()));
     } else if (flag == "--defer-stores") {
       o.defer_stores = std::atoi(need().c_str()) != 0;
+    } else if (flag == "--versions") {
+      o.versions.clear();
+      std::stringstream list(need());
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        const int v = std::atoi(item.c_str());
+        if (v != 2 && v != 3) {
+          std::fprintf(stderr, "own-gemm-bench: --versions expects a list of 2 and 3\n");
+          return 2;
+        }
+        o.versions.push_back(v);
+      }
     } else if (flag == "--driver") {
       o.driver = need();
     } else {
@@ -281,7 +300,7 @@ int main(int argc, char** argv) {
       "time_max_us,tflops,algbw_GBps,busbw_GBps,wrong\n");
   cudaStream_t stream;
   BENCH_CHECK(cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream"));
-  double log_ratio_sum = 0;
+  std::vector<double> log_ratio_sum(o.versions.size(), 0.0);
   int ratios = 0;
   uint64_t seed = 0x5EED0000ull ^ static_cast<uint64_t>(std::random_device{}());
   for (const Shape& s : o.shapes) {
@@ -290,52 +309,76 @@ int main(int argc, char** argv) {
     // Rotate through enough input sets that a call never finds its inputs in the 50 MB L2.
     const int sets =
         static_cast<int>(std::min(8.0, std::max(2.0, std::ceil(3 * 50e6 / set_bytes))));
-    std::vector<uint16_t*> a(sets), b(sets), c_own(sets), c_ref(sets);
+    const size_t nver = o.versions.size();
+    std::vector<uint16_t*> a(sets), b(sets), c_ref(sets);
+    std::vector<std::vector<uint16_t*>> c_own(nver, std::vector<uint16_t*>(sets));
     for (int i = 0; i < sets; ++i) {
       BENCH_CHECK(cuda_ok(cudaMalloc(&a[i], a_elems * 2), "cudaMalloc A"));
       BENCH_CHECK(cuda_ok(cudaMalloc(&b[i], b_elems * 2), "cudaMalloc B"));
-      BENCH_CHECK(cuda_ok(cudaMalloc(&c_own[i], c_elems * 2), "cudaMalloc C"));
       BENCH_CHECK(cuda_ok(cudaMalloc(&c_ref[i], c_elems * 2), "cudaMalloc C"));
+      for (size_t v = 0; v < nver; ++v) {
+        BENCH_CHECK(cuda_ok(cudaMalloc(&c_own[v][i], c_elems * 2), "cudaMalloc C"));
+        // Poison: 0xFFFF is a NaN in bf16 and fp16, so an unwritten element counts as wrong.
+        BENCH_CHECK(cuda_ok(cudaMemsetAsync(c_own[v][i], 0xFF, c_elems * 2, stream), "memset"));
+      }
       fill_random<<<1024, 256, 0, stream>>>(a[i], a_elems, seed++, bf16);
       fill_random<<<1024, 256, 0, stream>>>(b[i], b_elems, seed++, bf16);
-      // Poison: 0xFFFF is a NaN in bf16 and fp16, so an unwritten element counts as wrong.
-      BENCH_CHECK(cuda_ok(cudaMemsetAsync(c_own[i], 0xFF, c_elems * 2, stream), "memset"));
     }
-    std::vector<g::OwnGemm> own(sets);
+    std::vector<std::vector<g::OwnGemm>> own(nver);
     std::vector<g::CublasLtGemm> ref(sets);
-    g::SchedulerOptions sched;
-    sched.group_m = o.group_m;
-    sched.num_ctas = o.num_ctas;
-    sched.defer_stores = o.defer_stores;
-    for (int i = 0; i < sets; ++i) {
-      BENCH_CHECK(own[i].initialize({s.m, s.n, s.k, o.dtype, a[i], b[i], c_own[i]}, {}, sched));
+    for (size_t v = 0; v < nver; ++v) {
+      g::SchedulerOptions sched;
+      sched.group_m = o.group_m;
+      sched.num_ctas = o.num_ctas;
+      sched.defer_stores = o.defer_stores;
+      sched.cluster_m = o.versions[v] == 3 ? 2 : 1;
+      own[v] = std::vector<g::OwnGemm>(sets);
+      for (int i = 0; i < sets; ++i)
+        BENCH_CHECK(
+            own[v][i].initialize({s.m, s.n, s.k, o.dtype, a[i], b[i], c_own[v][i]}, {}, sched));
+    }
+    for (int i = 0; i < sets; ++i)
       BENCH_CHECK(
           ref[i].initialize({s.m, s.n, s.k, o.dtype, a[i], b[i], c_ref[i]}, o.cublas_candidates));
-    }
     // Correctness on set 0 before timing.
-    BENCH_CHECK(own[0].run(stream));
+    for (size_t v = 0; v < nver; ++v) BENCH_CHECK(own[v][0].run(stream));
     BENCH_CHECK(ref[0].run(stream));
     double* partials = nullptr;
     unsigned long long* wrong_dev = nullptr;
     BENCH_CHECK(cuda_ok(cudaMalloc(&partials, 3 * sizeof(double)), "cudaMalloc"));
     BENCH_CHECK(cuda_ok(cudaMalloc(&wrong_dev, sizeof(unsigned long long)), "cudaMalloc"));
-    BENCH_CHECK(cuda_ok(cudaMemsetAsync(partials, 0, 3 * sizeof(double), stream), "memset"));
-    BENCH_CHECK(
-        cuda_ok(cudaMemsetAsync(wrong_dev, 0, sizeof(unsigned long long), stream), "memset"));
-    compare_norms<<<1024, 256, 0, stream>>>(c_own[0], c_ref[0], c_elems, bf16, partials);
-    double host_partials[3];
-    BENCH_CHECK(cuda_ok(cudaMemcpyAsync(host_partials, partials, sizeof(host_partials),
-                                        cudaMemcpyDeviceToHost, stream),
-                        "copy"));
-    BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "sync after check"));
-    const float rms = static_cast<float>(std::sqrt(host_partials[0] / c_elems));
-    count_wrong<<<1024, 256, 0, stream>>>(c_own[0], c_ref[0], c_elems, bf16, rms, wrong_dev);
-    unsigned long long wrong = 0;
-    BENCH_CHECK(cuda_ok(
-        cudaMemcpyAsync(&wrong, wrong_dev, sizeof(wrong), cudaMemcpyDeviceToHost, stream), "copy"));
-    BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "sync after check"));
-    const double rel_err =
-        host_partials[2] > 0 ? NAN : std::sqrt(host_partials[1] / host_partials[0]);
+    std::vector<unsigned long long> wrong(nver, 0);
+    std::vector<double> rel_err(nver, 0);
+    for (size_t v = 0; v < nver; ++v) {
+      BENCH_CHECK(cuda_ok(cudaMemsetAsync(partials, 0, 3 * sizeof(double), stream), "memset"));
+      BENCH_CHECK(
+          cuda_ok(cudaMemsetAsync(wrong_dev, 0, sizeof(unsigned long long), stream), "memset"));
+      compare_norms<<<1024, 256, 0, stream>>>(c_own[v][0], c_ref[0], c_elems, bf16, partials);
+      double host_partials[3];
+      BENCH_CHECK(cuda_ok(cudaMemcpyAsync(host_partials, partials, sizeof(host_partials),
+                                          cudaMemcpyDeviceToHost, stream),
+                          "copy"));
+      BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "sync after check"));
+      const float rms = static_cast<float>(std::sqrt(host_partials[0] / c_elems));
+      count_wrong<<<1024, 256, 0, stream>>>(c_own[v][0], c_ref[0], c_elems, bf16, rms, wrong_dev);
+      BENCH_CHECK(cuda_ok(cudaMemcpyAsync(&wrong[v], wrong_dev, sizeof(unsigned long long),
+                                          cudaMemcpyDeviceToHost, stream),
+                          "copy"));
+      BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "sync after check"));
+      rel_err[v] = host_partials[2] > 0 ? NAN : std::sqrt(host_partials[1] / host_partials[0]);
+    }
+    // The versions differ only in data movement (same wgmma sequence): bit for bit equal.
+    long long version_mismatches = 0;
+    if (nver > 1) {
+      std::vector<uint16_t> first(c_elems), other(c_elems);
+      BENCH_CHECK(cuda_ok(
+          cudaMemcpy(first.data(), c_own[0][0], c_elems * 2, cudaMemcpyDeviceToHost), "copy"));
+      for (size_t v = 1; v < nver; ++v) {
+        BENCH_CHECK(cuda_ok(
+            cudaMemcpy(other.data(), c_own[v][0], c_elems * 2, cudaMemcpyDeviceToHost), "copy"));
+        for (int64_t i = 0; i < c_elems; ++i) version_mismatches += first[i] != other[i];
+      }
+    }
 
     // Give cuBLASLt its fastest of the heuristic's candidates.
     int best = 0;
@@ -350,29 +393,39 @@ int main(int argc, char** argv) {
       }
     }
     for (auto& r : ref) r.select(best);
-    const auto [t_own, t_ref] = time_interleaved(own, ref, o.warmup, o.iters, stream);
+    std::vector<std::function<Status(int)>> variants;
+    for (size_t v = 0; v < nver; ++v)
+      variants.push_back([&, v](int i) { return own[v][i % sets].run(stream); });
+    variants.push_back([&](int i) { return ref[i % sets].run(stream); });
+    const std::vector<Timing> t = time_interleaved(variants, o.warmup, o.iters, stream);
+    const Timing& t_ref = t.back();
     const double flops = 2.0 * s.m * s.n * s.k;
     const double bytes = 2.0 * (a_elems + b_elems + c_elems);
-    auto row = [&](const char* design, const Timing& t, unsigned long long w) {
-      const double gbps = bytes / (t.median_us * 1e-6) / 1e9;
+    auto row = [&](const std::string& design, const Timing& tm, unsigned long long w) {
+      const double gbps = bytes / (tm.median_us * 1e-6) / 1e9;
       std::printf("%s,%s,%s,%ld,%ld,%ld,%.0f,1,%.2f,%.2f,%.2f,%.1f,%.1f,%.1f,%llu\n", tags.c_str(),
-                  design, dtype_name, s.m, s.n, s.k, bytes, t.median_us, t.min_us, t.max_us,
-                  flops / (t.median_us * 1e-6) / 1e12, gbps, gbps, w);
+                  design.c_str(), dtype_name, s.m, s.n, s.k, bytes, tm.median_us, tm.min_us,
+                  tm.max_us, flops / (tm.median_us * 1e-6) / 1e12, gbps, gbps, w);
     };
-    row("own", t_own, wrong);
+    for (size_t v = 0; v < nver; ++v) row("own_v" + std::to_string(o.versions[v]), t[v], wrong[v]);
     row("cublas", t_ref, 0);
     std::fflush(stdout);
-    const double ratio = t_ref.median_us / t_own.median_us;
-    log_ratio_sum += std::log(ratio);
+    for (size_t v = 0; v < nver; ++v) {
+      const double ratio = t_ref.median_us / t[v].median_us;
+      log_ratio_sum[v] += std::log(ratio);
+      std::fprintf(stderr,
+                   "# %ldx%ldx%ld v%d: own %.1f TFLOP/s, cuBLASLt %.1f TFLOP/s, own/cuBLAS %.3f, "
+                   "rel err vs cuBLAS %.2e, wrong %llu, sets %d, padded %d, ctas %d, cluster %d, "
+                   "cuBLAS algo %d of %d (heuristic's first: %.1f TFLOP/s)\n",
+                   s.m, s.n, s.k, o.versions[v], flops / (t[v].median_us * 1e-6) / 1e12,
+                   flops / (t_ref.median_us * 1e-6) / 1e12, ratio, rel_err[v], wrong[v], sets,
+                   own[v][0].padded() ? 1 : 0, own[v][0].num_ctas(), own[v][0].cluster_m(), best,
+                   ref[0].candidates(), flops / (default_us * 1e-6) / 1e12);
+    }
+    if (nver > 1)
+      std::fprintf(stderr, "# %ldx%ldx%ld versions bit-identical: %s (%lld elements differ)\n", s.m,
+                   s.n, s.k, version_mismatches == 0 ? "yes" : "NO", version_mismatches);
     ++ratios;
-    std::fprintf(stderr,
-                 "# %ldx%ldx%ld: own %.1f TFLOP/s, cuBLASLt %.1f TFLOP/s, own/cuBLAS %.3f, "
-                 "rel err vs cuBLAS %.2e, wrong %llu, sets %d, padded %d, cuBLAS algo %d of %d "
-                 "(heuristic's first: %.1f TFLOP/s)\n",
-                 s.m, s.n, s.k, flops / (t_own.median_us * 1e-6) / 1e12,
-                 flops / (t_ref.median_us * 1e-6) / 1e12, ratio, rel_err, wrong, sets,
-                 own[0].padded() ? 1 : 0, best, ref[0].candidates(),
-                 flops / (default_us * 1e-6) / 1e12);
     cudaFree(partials);
     cudaFree(wrong_dev);
     own.clear();
@@ -380,12 +433,15 @@ int main(int argc, char** argv) {
     for (int i = 0; i < sets; ++i) {
       cudaFree(a[i]);
       cudaFree(b[i]);
-      cudaFree(c_own[i]);
       cudaFree(c_ref[i]);
+      for (size_t v = 0; v < nver; ++v) cudaFree(c_own[v][i]);
     }
   }
-  std::fprintf(
-      stderr, "# geometric mean own/cuBLAS over %d shapes: %.3f (group_m %d, defer_stores %d)\n",
-      ratios, std::exp(log_ratio_sum / std::max(1, ratios)), o.group_m, o.defer_stores ? 1 : 0);
+  for (size_t v = 0; v < o.versions.size(); ++v)
+    std::fprintf(stderr,
+                 "# geometric mean own v%d/cuBLAS over %d shapes: %.3f (group_m %d, "
+                 "defer_stores %d)\n",
+                 o.versions[v], ratios, std::exp(log_ratio_sum[v] / std::max(1, ratios)), o.group_m,
+                 o.defer_stores ? 1 : 0);
   return 0;
 }

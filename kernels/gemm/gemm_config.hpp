@@ -29,6 +29,13 @@ struct GemmConfig {
   static constexpr int kConsumerRegisters = 232;
   // Default grouped raster: 8 tile-rows of A share B tiles while they sit in L2.
   static constexpr int kDefaultGroupM = 8;
+  // v3: CTAs run in clusters of kClusterM along M; the pair computes tile rows 2p and 2p+1
+  // of one tile column, and each CTA loads half of the shared B tile (128 of its 256 rows)
+  // with TMA multicast into both CTAs' shared memory, so each CTA pulls 32 KiB instead of
+  // 48 KiB from L2 per k-block. 1 = v2 (no cluster). The default is the measured winner
+  // (kernels/NOTES.md, GEMM versions).
+  static constexpr int kMaxClusterM = 2;
+  static constexpr int kDefaultClusterM = 2;
 };
 
 }  // namespace overlapsim::kernels::gemm

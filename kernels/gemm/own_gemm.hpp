@@ -75,6 +75,12 @@ struct EpilogueArgs {
   bool reduce = false;
   double wait_timeout_s = 60.0;  // a flag wait gives up after this and sets *timed_out
   int* timed_out = nullptr;
+  // The owner epilogue's per-tile signal is a GPU-scope release (red.release.gpu) by
+  // default: its readers (cuStreamWaitValue32, then a copy engine's cudaMemcpyAsync) read
+  // this GPU's memory through its L2, where a GPU-scope release has made the tile's stores
+  // visible (epilogue.cuh). true = the system-scope fence of the earlier version, to
+  // compare.
+  bool system_scope_signal = false;
 };
 
 struct SchedulerOptions {
@@ -92,13 +98,23 @@ struct SchedulerOptions {
   // Needs row_blocks = 1, tiles_m % W == 0 and group_m dividing tiles_m / W.
   int rotate_world = 1;
   int rotate_rank = 0;
+  // v3: CTAs in clusters of cluster_m along M with TMA multicast of the shared B tile
+  // (tile_of_item_clustered). A request: effective_cluster_m() falls back to 1 (v2) when
+  // the shape or the other options do not allow pairs.
+  int cluster_m = GemmConfig::kDefaultClusterM;
 };
+
+// The cluster size the GEMM really uses for these options (the host replicas below and
+// OwnGemm agree through it): cluster_m = 2 needs an even number of tile rows, row blocks of
+// whole pairs ((tiles_m / 2) % row_blocks == 0), an even group_m, parts of whole groups
+// under rotation (as can_implement already demands) and num_ctas 0 or even.
+int effective_cluster_m(int64_t m, int64_t n, const SchedulerOptions& sched);
 
 // The cyclic tile-row shift that realises the rotation (0 without one).
 int32_t rotation_row_shift(int64_t m, const SchedulerOptions& sched);
 
 // Host replica of the device schedule. Element i is the tile computed as work item i, by
-// CTA i % num_ctas, in wave i / num_ctas.
+// CTA i % num_ctas, in wave i / num_ctas. Uses the default cluster_m (and its fallback).
 std::vector<TileCoord> tile_order(int64_t m, int64_t n, int num_ctas,
                                   int group_m = GemmConfig::kDefaultGroupM, int row_blocks = 1);
 // The same for any scheduler options (rotation included).
@@ -128,6 +144,7 @@ class OwnGemm {
   Status run(cudaStream_t stream, uint32_t epoch);
 
   int num_ctas() const { return num_ctas_; }
+  int cluster_m() const { return cluster_m_; }  // effective: 1 = v2, 2 = v3
   int32_t tiles_m() const { return tiles_m_; }
   int32_t tiles_n() const { return tiles_n_; }
   bool padded() const { return workspace_ != nullptr; }
@@ -139,6 +156,7 @@ class OwnGemm {
   EpilogueArgs epilogue_{};
   SchedulerOptions sched_{};
   int num_ctas_ = 0;
+  int cluster_m_ = 1;
   int32_t tiles_m_ = 0;
   int32_t tiles_n_ = 0;
   int64_t k_padded_ = 0;

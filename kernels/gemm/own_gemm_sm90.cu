@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -60,9 +61,9 @@ Status encode_k_major(CUtensorMap* map, DType dtype, const void* base, int64_t k
   return Status::success();
 }
 
-template <class T, class Epilogue, bool kDeferStores>
+template <class T, class Epilogue, bool kDeferStores, int kClusterM>
 Status prepare_kernel() {
-  auto kernel = sm90::own_gemm_kernel<T, Epilogue, kDeferStores>;
+  auto kernel = sm90::own_gemm_kernel<T, Epilogue, kDeferStores, kClusterM>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   GemmConfig::kSharedBytes));
   // Touching the function loads its module now rather than at first launch, which lazy
@@ -73,28 +74,76 @@ Status prepare_kernel() {
   return Status::success();
 }
 
-template <class T, class Epilogue>
+template <class T, class Epilogue, int kClusterM>
 Status prepare_kernel(bool defer_stores) {
-  return defer_stores ? prepare_kernel<T, Epilogue, true>() : prepare_kernel<T, Epilogue, false>();
+  return defer_stores ? prepare_kernel<T, Epilogue, true, kClusterM>()
+                      : prepare_kernel<T, Epilogue, false, kClusterM>();
 }
 
 template <class T>
-Status prepare_kernel(bool defer_stores, bool owner) {
-  return owner ? prepare_kernel<T, OwnerEpilogue>(defer_stores)
-               : prepare_kernel<T, StoreEpilogue>(defer_stores);
+Status prepare_kernel(bool defer_stores, bool owner, int cluster_m) {
+  if (cluster_m == 2)
+    return owner ? prepare_kernel<T, OwnerEpilogue, 2>(defer_stores)
+                 : prepare_kernel<T, StoreEpilogue, 2>(defer_stores);
+  return owner ? prepare_kernel<T, OwnerEpilogue, 1>(defer_stores)
+               : prepare_kernel<T, StoreEpilogue, 1>(defer_stores);
+}
+
+template <class T, class Epilogue, bool kDeferStores, int kClusterM>
+Status launch(const KernelParams<Epilogue>& params, int num_ctas, cudaStream_t stream) {
+  auto kernel = sm90::own_gemm_kernel<T, Epilogue, kDeferStores, kClusterM>;
+  if constexpr (kClusterM == 1) {
+    kernel<<<num_ctas, GemmConfig::kThreads, GemmConfig::kSharedBytes, stream>>>(params);
+  } else {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(num_ctas), 1, 1);
+    config.blockDim = dim3(GemmConfig::kThreads, 1, 1);
+    config.dynamicSmemBytes = GemmConfig::kSharedBytes;
+    config.stream = stream;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = kClusterM;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, params));
+  }
+  CUDA_CHECK(cudaGetLastError());
+  return Status::success();
 }
 
 template <class T, class Epilogue>
 Status launch(const KernelParams<Epilogue>& params, bool defer_stores, int num_ctas,
               cudaStream_t stream) {
-  if (defer_stores) {
-    sm90::own_gemm_kernel<T, Epilogue, true>
-        <<<num_ctas, GemmConfig::kThreads, GemmConfig::kSharedBytes, stream>>>(params);
+  if (params.cluster_m == 2)
+    return defer_stores ? launch<T, Epilogue, true, 2>(params, num_ctas, stream)
+                        : launch<T, Epilogue, false, 2>(params, num_ctas, stream);
+  return defer_stores ? launch<T, Epilogue, true, 1>(params, num_ctas, stream)
+                      : launch<T, Epilogue, false, 1>(params, num_ctas, stream);
+}
+
+// How many clusters of `cluster_m` CTAs of this kernel fit on the GPU at once.
+template <class T>
+Status max_active_clusters(bool owner, int num_ctas, int* clusters) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(num_ctas), 1, 1);
+  config.blockDim = dim3(GemmConfig::kThreads, 1, 1);
+  config.dynamicSmemBytes = GemmConfig::kSharedBytes;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = 2;
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  if (owner) {
+    CUDA_CHECK(cudaOccupancyMaxActiveClusters(
+        clusters, sm90::own_gemm_kernel<T, OwnerEpilogue, true, 2>, &config));
   } else {
-    sm90::own_gemm_kernel<T, Epilogue, false>
-        <<<num_ctas, GemmConfig::kThreads, GemmConfig::kSharedBytes, stream>>>(params);
+    CUDA_CHECK(cudaOccupancyMaxActiveClusters(
+        clusters, sm90::own_gemm_kernel<T, StoreEpilogue, true, 2>, &config));
   }
-  CUDA_CHECK(cudaGetLastError());
   return Status::success();
 }
 
@@ -113,6 +162,7 @@ void fill_common(KernelParams<Epilogue>& params, const CUtensorMap* maps, const 
   params.group_m = sched.group_m;
   params.row_blocks = sched.row_blocks;
   params.row_shift = rotation_row_shift(args.m, sched);
+  params.cluster_m = effective_cluster_m(args.m, args.n, sched);
 }
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
@@ -203,7 +253,10 @@ Status OwnGemm::initialize(const GemmArgs& args, const EpilogueArgs& epilogue,
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int64_t num_tiles = static_cast<int64_t>(tiles_m_) * tiles_n_;
-  const int wanted = sched.num_ctas > 0 ? sched.num_ctas : sms;
+  cluster_m_ = effective_cluster_m(args.m, args.n, sched);
+  // Pairs: an even CTA count (tiles are even then too), no more clusters than fit at once
+  // (a persistent CTA that is not resident would run its tiles after everyone else).
+  const int wanted = sched.num_ctas > 0 ? sched.num_ctas : sms / cluster_m_ * cluster_m_;
   num_ctas_ = static_cast<int>(num_tiles < wanted ? num_tiles : wanted);
 
   const void* a = args.a;
@@ -218,12 +271,23 @@ Status OwnGemm::initialize(const GemmArgs& args, const EpilogueArgs& epilogue,
   }
   auto* maps = reinterpret_cast<CUtensorMap*>(tensor_maps_);
   OVERLAPSIM_TRY(encode_k_major(&maps[0], args.dtype, a, k_padded_, args.m, GemmConfig::kTileM));
-  OVERLAPSIM_TRY(encode_k_major(&maps[1], args.dtype, b, k_padded_, args.n, GemmConfig::kTileN));
+  OVERLAPSIM_TRY(
+      encode_k_major(&maps[1], args.dtype, b, k_padded_, args.n, GemmConfig::kTileN / cluster_m_));
   const bool owner = epilogue.tile_arrival != nullptr;
   if (args.dtype == DType::kBf16) {
-    OVERLAPSIM_TRY(prepare_kernel<__nv_bfloat16>(sched.defer_stores, owner));
+    OVERLAPSIM_TRY(prepare_kernel<__nv_bfloat16>(sched.defer_stores, owner, cluster_m_));
   } else {
-    OVERLAPSIM_TRY(prepare_kernel<__half>(sched.defer_stores, owner));
+    OVERLAPSIM_TRY(prepare_kernel<__half>(sched.defer_stores, owner, cluster_m_));
+  }
+  if (cluster_m_ == 2) {
+    int clusters = 0;
+    if (args.dtype == DType::kBf16) {
+      OVERLAPSIM_TRY(max_active_clusters<__nv_bfloat16>(owner, num_ctas_, &clusters));
+    } else {
+      OVERLAPSIM_TRY(max_active_clusters<__half>(owner, num_ctas_, &clusters));
+    }
+    if (clusters < 1) return Status::failure("own GEMM: no cluster of 2 CTAs fits on this GPU");
+    num_ctas_ = std::min(num_ctas_, 2 * clusters);
   }
   initialized_ = true;
   return Status::success();
@@ -269,6 +333,7 @@ Status OwnGemm::run(cudaStream_t stream, uint32_t epoch) {
     e.epoch = epoch;
     e.timeout_ns = static_cast<uint64_t>(epilogue_.wait_timeout_s * 1e9);
     e.timed_out = epilogue_.timed_out;
+    e.system_scope_signal = epilogue_.system_scope_signal ? 1 : 0;
     if (args_.dtype == DType::kBf16)
       return launch<__nv_bfloat16>(params, sched_.defer_stores, num_ctas_, stream);
     return launch<__half>(params, sched_.defer_stores, num_ctas_, stream);

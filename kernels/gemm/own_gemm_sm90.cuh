@@ -12,6 +12,15 @@
 // kDeferStores: a finished tile is packed to the output type (64 registers) and its
 // stores (and signal) are issued right after the next tile's first wgmma batch, so they
 // drain while the tensor cores work instead of leaving them idle.
+// kClusterM = 2 (v3): the grid runs in clusters of 2 CTAs along M computing tile rows 2p and
+// 2p+1 of one tile column (tile_of_item_clustered). Each producer loads its own A box and
+// HALF of the shared B box (128 of 256 rows) with TMA multicast into both CTAs, so a
+// stage's full barrier counts 48 KiB from two producers; a stage may be refilled only when
+// the consumers of BOTH CTAs released it (the peer's multicast writes into it too), so each
+// consumer warp arrives on the empty barrier of both CTAs (16 arrivals a phase). The
+// cluster synchronises after barrier initialisation and before exit (no remote arrival
+// into an exited CTA). The wgmma sequence, hence the k-accumulation order and every
+// result bit, is the same for both.
 // C++17, device code only for sm_90a (other targets compile to a trap).
 #include <cuda.h>
 
@@ -28,7 +37,7 @@ namespace overlapsim::kernels::gemm::sm90 {
 template <class Epilogue>
 struct KernelParams {
   CUtensorMap map_a;  // K-major A: dims {K', M}, box {64, 128}, 128-byte swizzle
-  CUtensorMap map_b;  // K-major B: dims {K', N}, box {64, 256}
+  CUtensorMap map_b;  // K-major B: dims {K', N}, box {64, 256 / kClusterM}
   int32_t m = 0;
   int32_t n = 0;
   int32_t k_blocks = 0;  // ceil(K' / 64)
@@ -37,6 +46,7 @@ struct KernelParams {
   int32_t group_m = 1;
   int32_t row_blocks = 1;  // tile_of_item_blocked(): 1 = plain grouped raster
   int32_t row_shift = 0;   // tile_of_item_scheduled(): rank-rotated order, 0 = none
+  int32_t cluster_m = 1;   // tile_of_item_clustered(): the kernel's kClusterM
   typename Epilogue::Params epilogue;
 };
 
@@ -84,13 +94,16 @@ __device__ __forceinline__ void finish_tile(const typename Epilogue::Params& par
 // each step's memory latency hides behind tensor-core work; the after-tile barrier is
 // arrived at after the last step. Steps left when a tile ends early (fewer k-blocks) are
 // flushed before its accumulators are packed over `packed`.
+// A tile that needs fewer steps (the epilogue's store_step returns true once it is done:
+// a tile that is not reduced is stored whole in step 0) finishes early.
 template <class T, class Epilogue>
 __device__ __forceinline__ void store_step(const typename Epilogue::Params& params,
                                            const TileView& view, const uint32_t (&packed)[64],
                                            int consumer, uint32_t& step, uint32_t& local_tile,
                                            bool& pending) {
-  Epilogue::template store_step<T>(params, view, packed, consumer, static_cast<int>(step));
-  if (++step == static_cast<uint32_t>(Epilogue::kStoreSteps)) {
+  const bool done =
+      Epilogue::template store_step<T>(params, view, packed, consumer, static_cast<int>(step));
+  if (++step == static_cast<uint32_t>(Epilogue::kStoreSteps) || done) {
     if (Epilogue::needs_after_tile(params))
       named_barrier_arrive(kAfterTileBarrier + local_tile % kAfterTileRing, kAfterTileThreads);
     ++local_tile;
@@ -115,7 +128,18 @@ __device__ __forceinline__ TileView make_view(const TileCoord& tc, int item, int
   return view;
 }
 
-template <class T, class Epilogue, bool kDeferStores>
+// Hands a stage back: to this CTA's producer, and with clusters to the peer's too.
+template <int kClusterM>
+__device__ __forceinline__ void release_stage(uint64_t* empty_bar) {
+  if constexpr (kClusterM == 1) {
+    mbarrier_arrive(empty_bar);
+  } else {
+#pragma unroll
+    for (uint32_t cta = 0; cta < kClusterM; ++cta) mbarrier_arrive_cluster(empty_bar, cta);
+  }
+}
+
+template <class T, class Epilogue, bool kDeferStores, int kClusterM>
 __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     own_gemm_kernel(const __grid_constant__ KernelParams<Epilogue> p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -135,13 +159,18 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     prefetch_tensor_map(&p.map_b);
     for (int s = 0; s < Cfg::kStages; ++s) {
       mbarrier_init(&full[s], 1);
-      // One arrival per consumer warp (8): a stage is free once every warp waited for the
-      // wgmma that read it.
-      mbarrier_init(&empty[s], Cfg::kConsumerWarpgroups * 4);
+      // One arrival per consumer warp (8, 16 with a pair): a stage is free once every warp
+      // (of both CTAs) waited for the wgmma that read it.
+      mbarrier_init(&empty[s], Cfg::kConsumerWarpgroups * 4 * kClusterM);
     }
     fence_barrier_init();
   }
-  __syncthreads();
+  if constexpr (kClusterM > 1) {
+    cluster_sync();  // the peer's barriers exist before any multicast or remote arrival
+  } else {
+    __syncthreads();
+  }
+  const uint32_t cta_rank = kClusterM > 1 ? cluster_ctarank() : 0;
 
   if (warpgroup == 0) {
     setmaxnreg_dec<Cfg::kProducerRegisters>();
@@ -150,8 +179,8 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       // CTA's tile order, then one thread runs the epilogue's after-tile step.
       uint32_t local_tile = 0;
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x, ++local_tile) {
-        const TileCoord tc = tile_of_item_scheduled(item, p.tiles_m, p.tiles_n, p.group_m,
-                                                    p.row_blocks, p.row_shift);
+        const TileCoord tc = tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m,
+                                                    p.row_blocks, p.row_shift, kClusterM);
         named_barrier_sync(kAfterTileBarrier + local_tile % kAfterTileRing, kAfterTileThreads);
         if (threadIdx.x == 32)
           Epilogue::after_tile(p.epilogue, make_view(tc, item, p.m, p.n, p.tiles_n));
@@ -160,8 +189,8 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     if (threadIdx.x == 0) {
       uint32_t iteration = 0;
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
-        const TileCoord tc = tile_of_item_scheduled(item, p.tiles_m, p.tiles_n, p.group_m,
-                                                    p.row_blocks, p.row_shift);
+        const TileCoord tc = tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m,
+                                                    p.row_blocks, p.row_shift, kClusterM);
         for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
           const uint32_t stage = iteration % Cfg::kStages;
           const uint32_t round = iteration / Cfg::kStages;
@@ -171,7 +200,18 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
           unsigned char* stage_a = smem + stage * Cfg::kStageBytes;
           unsigned char* stage_b = stage_a + Cfg::kStageBytesA;
           tma_load_2d(stage_a, &p.map_a, &full[stage], kb * Cfg::kTileK, tc.tile_m * Cfg::kTileM);
-          tma_load_2d(stage_b, &p.map_b, &full[stage], kb * Cfg::kTileK, tc.tile_n * Cfg::kTileN);
+          if constexpr (kClusterM == 1) {
+            tma_load_2d(stage_b, &p.map_b, &full[stage], kb * Cfg::kTileK, tc.tile_n * Cfg::kTileN);
+          } else {
+            // This CTA's slice of B, 128-byte rows: 1 KiB-aligned, so the 128-byte swizzle
+            // of the slices equals that of one 256-row box.
+            constexpr int kSliceRows = Cfg::kTileN / kClusterM;
+            tma_load_2d_multicast(
+                stage_b + cta_rank * kSliceRows * Cfg::kTileK * 2, &p.map_b, &full[stage],
+                kb * Cfg::kTileK,
+                tc.tile_n * Cfg::kTileN + static_cast<int32_t>(cta_rank) * kSliceRows,
+                static_cast<uint16_t>((1u << kClusterM) - 1));
+          }
         }
       }
     }
@@ -189,8 +229,8 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     uint32_t step = 0;        // next store step of the pending tile (kStoreSteps > 1)
     uint32_t iteration = 0;
     for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
-      const TileCoord tc =
-          tile_of_item_scheduled(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift);
+      const TileCoord tc = tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m,
+                                                  p.row_blocks, p.row_shift, kClusterM);
       if constexpr (Epilogue::kStoreSteps > 1)
         Epilogue::prefetch(p.epilogue, tc.tile_m * p.tiles_n + tc.tile_n);
       for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
@@ -221,7 +261,7 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
         if (kb > 0) {
           // The batch issued for the previous stage is done: hand that stage back.
           wgmma_wait<1>();
-          if (warp_leader) mbarrier_arrive(&empty[(iteration - 1) % Cfg::kStages]);
+          if (warp_leader) release_stage<kClusterM>(&empty[(iteration - 1) % Cfg::kStages]);
         }
       }
       if constexpr (kDeferStores && Epilogue::kStoreSteps > 1) {
@@ -231,10 +271,11 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       }
       wgmma_wait<0>();
       fence_accumulators(acc);
-      if (warp_leader) mbarrier_arrive(&empty[(iteration - 1) % Cfg::kStages]);
+      if (warp_leader) release_stage<kClusterM>(&empty[(iteration - 1) % Cfg::kStages]);
 
       pack_accumulators<T>(acc, packed);
-      const TileView view = make_view(tc, item, p.m, p.n, p.tiles_n);
+      TileView view = make_view(tc, item, p.m, p.n, p.tiles_n);
+      if constexpr (Epilogue::kStoreSteps > 1) Epilogue::annotate(p.epilogue, view);
       if (kDeferStores) {
         pending = true;
         pending_view = view;
@@ -251,6 +292,7 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
                                 pending);
     }
   }
+  if constexpr (kClusterM > 1) cluster_sync();  // no remote arrival or multicast into an exited CTA
 #else
   (void)p;
   __trap();

@@ -62,6 +62,41 @@ __device__ __forceinline__ void tma_load_2d(void* smem_dst, const void* map, uin
       : "memory");
 }
 
+// The same box loaded into the shared memory of every CTA in cta_mask (this CTA's cluster),
+// at the same offset; each destination CTA's barrier at `bar`'s offset counts the bytes.
+__device__ __forceinline__ void tma_load_2d_multicast(void* smem_dst, const void* map,
+                                                      uint64_t* bar, int32_t inner, int32_t outer,
+                                                      uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_addr(smem_dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(inner), "r"(outer),
+      "h"(cta_mask)
+      : "memory");
+}
+
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+
+// Arrives on the barrier at `bar`'s offset in CTA `cta` of this cluster (this CTA too).
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t cta) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote)
+               : "r"(smem_addr(bar)), "r"(cta));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
+               : "memory");
+}
+
+// Every thread of every CTA of the cluster; orders this thread's earlier memory operations
+// (remote barrier arrivals included) before the others' later ones.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
 // Descriptor of a K-major tile in shared memory written by TMA with 128-byte swizzle:
 // rows of 128 bytes, 8-row core groups 1024 bytes apart (stride byte offset), the
 // leading byte offset unused for swizzled K-major layouts (set to 1 by convention).

@@ -8,13 +8,26 @@
 namespace overlapsim::kernels::gemm {
 
 std::vector<TileCoord> tile_order(int64_t m, int64_t n, int num_ctas, int group_m, int row_blocks) {
-  (void)num_ctas;  // the item → tile map does not depend on it; item i's CTA and wave do
+  // The item → tile map does not depend on num_ctas (item i's CTA and wave do), except that
+  // an odd CTA count rules out pairs.
+  SchedulerOptions sched;
+  sched.num_ctas = num_ctas;
+  sched.group_m = group_m;
+  sched.row_blocks = row_blocks;
+  return tile_order(m, n, sched);
+}
+
+int effective_cluster_m(int64_t m, int64_t n, const SchedulerOptions& sched) {
+  (void)n;
+  if (sched.cluster_m != 2) return 1;
   const int32_t tiles_m = ceil_div_i32(m, GemmConfig::kTileM);
-  const int32_t tiles_n = ceil_div_i32(n, GemmConfig::kTileN);
-  std::vector<TileCoord> order(static_cast<size_t>(tiles_m) * tiles_n);
-  for (int32_t item = 0; item < static_cast<int32_t>(order.size()); ++item)
-    order[item] = tile_of_item_blocked(item, tiles_m, tiles_n, group_m, row_blocks);
-  return order;
+  if (tiles_m % 2 != 0 || sched.row_blocks < 1 || (tiles_m / 2) % sched.row_blocks != 0) return 1;
+  if (sched.group_m % 2 != 0 || sched.num_ctas % 2 != 0) return 1;
+  if (sched.rotate_world > 1) {
+    const int32_t per_part = tiles_m / sched.rotate_world;
+    if (tiles_m % sched.rotate_world != 0 || per_part % sched.group_m != 0) return 1;
+  }
+  return 2;
 }
 
 int32_t rotation_row_shift(int64_t m, const SchedulerOptions& sched) {
@@ -27,10 +40,11 @@ std::vector<TileCoord> tile_order(int64_t m, int64_t n, const SchedulerOptions& 
   const int32_t tiles_m = ceil_div_i32(m, GemmConfig::kTileM);
   const int32_t tiles_n = ceil_div_i32(n, GemmConfig::kTileN);
   const int32_t shift = rotation_row_shift(m, sched);
+  const int32_t cluster = effective_cluster_m(m, n, sched);
   std::vector<TileCoord> order(static_cast<size_t>(tiles_m) * tiles_n);
   for (int32_t item = 0; item < static_cast<int32_t>(order.size()); ++item)
-    order[item] =
-        tile_of_item_scheduled(item, tiles_m, tiles_n, sched.group_m, sched.row_blocks, shift);
+    order[item] = tile_of_item_clustered(item, tiles_m, tiles_n, sched.group_m, sched.row_blocks,
+                                         shift, cluster);
   return order;
 }
 

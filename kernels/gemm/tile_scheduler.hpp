@@ -68,4 +68,22 @@ OVERLAPSIM_HD TileCoord tile_of_item_scheduled(int32_t item, int32_t tiles_m, in
   return t;
 }
 
+// v3 (clusters of cluster_m CTAs along M, gemm_config.hpp): work item i belongs to cluster
+// item i / cluster_m and is the (i % cluster_m)-th CTA's share of it. Cluster items walk
+// the schedule above over tile rows of cluster_m (`group_m`, `row_shift` in tile rows,
+// divisible by cluster_m); CTA r of the cluster takes real row cluster_m·row + r, so both
+// CTAs of a pair share the tile column (and B tile) and stay inside one row block / part.
+// cluster_m = 1 is tile_of_item_scheduled itself. Item i is still computed by CTA
+// i % num_ctas (num_ctas a multiple of cluster_m), in wave i / num_ctas.
+OVERLAPSIM_HD TileCoord tile_of_item_clustered(int32_t item, int32_t tiles_m, int32_t tiles_n,
+                                               int32_t group_m, int32_t row_blocks,
+                                               int32_t row_shift, int32_t cluster_m) {
+  if (cluster_m <= 1)
+    return tile_of_item_scheduled(item, tiles_m, tiles_n, group_m, row_blocks, row_shift);
+  TileCoord t = tile_of_item_scheduled(item / cluster_m, tiles_m / cluster_m, tiles_n,
+                                       group_m / cluster_m, row_blocks, row_shift / cluster_m);
+  t.tile_m = t.tile_m * cluster_m + item % cluster_m;
+  return t;
+}
+
 }  // namespace overlapsim::kernels::gemm

@@ -12,16 +12,25 @@ namespace {
 using gemm::GemmConfig;
 
 std::int64_t tile_rows(const TileGrid& g, std::int32_t tile_m) {
-  return std::min<std::int64_t>(GemmConfig::kTileM, g.m - std::int64_t{tile_m} * GemmConfig::kTileM);
+  return std::min<std::int64_t>(GemmConfig::kTileM,
+                                g.m - std::int64_t{tile_m} * GemmConfig::kTileM);
 }
 std::int64_t tile_cols(const TileGrid& g, std::int32_t tile_n) {
-  return std::min<std::int64_t>(GemmConfig::kTileN, g.n - std::int64_t{tile_n} * GemmConfig::kTileN);
+  return std::min<std::int64_t>(GemmConfig::kTileN,
+                                g.n - std::int64_t{tile_n} * GemmConfig::kTileN);
 }
 
 }  // namespace
 
-TileGrid make_tile_grid(std::int64_t m, std::int64_t n, int num_ctas, int group_m,
-                        int row_blocks) {
+gemm::SchedulerOptions scheduler_options(const TileGrid& grid) {
+  gemm::SchedulerOptions sched;
+  sched.num_ctas = grid.num_ctas;
+  sched.group_m = grid.group_m;
+  sched.row_blocks = grid.row_blocks;
+  return sched;
+}
+
+TileGrid make_tile_grid(std::int64_t m, std::int64_t n, int num_ctas, int group_m, int row_blocks) {
   TileGrid g;
   g.m = m;
   g.n = n;
@@ -30,11 +39,11 @@ TileGrid make_tile_grid(std::int64_t m, std::int64_t n, int num_ctas, int group_
   g.tiles_m = gemm::ceil_div_i32(m, GemmConfig::kTileM);
   g.tiles_n = gemm::ceil_div_i32(n, GemmConfig::kTileN);
   g.num_ctas = std::max(1, std::min(num_ctas, g.tiles()));
+  g.cluster_m = gemm::effective_cluster_m(m, n, scheduler_options(g));
   return g;
 }
 
-std::optional<std::string> shape_error(CollectiveOp op, std::int64_t m, std::int64_t n,
-                                       int world) {
+std::optional<std::string> shape_error(CollectiveOp op, std::int64_t m, std::int64_t n, int world) {
   if (m < 1 || n < 1) return std::string("m and n must be >= 1");
   if (op == CollectiveOp::AllGather)
     return std::string("allgather+gemm is not a tile-wise pair (the collective comes first)");
@@ -71,8 +80,8 @@ std::optional<std::vector<int>> parse_partition(const std::string& text) {
   std::size_t pos = 0;
   while (pos <= text.size()) {
     const std::size_t plus = text.find('+', pos);
-    const std::string part = text.substr(pos, plus == std::string::npos ? std::string::npos
-                                                                        : plus - pos);
+    const std::string part =
+        text.substr(pos, plus == std::string::npos ? std::string::npos : plus - pos);
     if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
         part.size() > 6)
       return std::nullopt;
@@ -91,7 +100,10 @@ std::vector<std::int32_t> group_end_items(const TileGrid& grid, const std::vecto
   for (int w : waves) {
     cumulative += w;
     std::int64_t end = std::min<std::int64_t>(cumulative * grid.num_ctas, grid.tiles());
-    end = (end + grid.row_blocks / 2) / grid.row_blocks * grid.row_blocks;
+    // Whole runs of row_blocks cluster items, so every group holds as many tiles of each
+    // row block as of any other (clusters keep a pair of tile rows in one block).
+    const std::int64_t run = std::int64_t{grid.row_blocks} * grid.cluster_m;
+    end = (end + run / 2) / run * run;
     end = std::min<std::int64_t>(std::max<std::int64_t>(end, previous), grid.tiles());
     ends.push_back(static_cast<std::int32_t>(end));
     previous = static_cast<std::int32_t>(end);
@@ -110,7 +122,7 @@ std::optional<std::string> build_remap(CollectiveOp op, const TileGrid& grid,
     return "row_blocks = " + std::to_string(grid.row_blocks) + ", the collective needs " +
            std::to_string(blocks);
   const std::vector<gemm::TileCoord> order =
-      gemm::tile_order(grid.m, grid.n, grid.num_ctas, grid.group_m, grid.row_blocks);
+      gemm::tile_order(grid.m, grid.n, scheduler_options(grid));
   const std::vector<std::int32_t> ends = group_end_items(grid, waves);
   const std::int32_t tiles_per_block = grid.tiles_m / blocks;
 
@@ -137,13 +149,15 @@ std::optional<std::string> build_remap(CollectiveOp op, const TileGrid& grid,
       const gemm::TileCoord t = order[static_cast<std::size_t>(item)];
       const int block = t.tile_m / tiles_per_block;
       within[static_cast<std::size_t>(item - first)] = block_fill[static_cast<std::size_t>(block)];
-      block_fill[static_cast<std::size_t>(block)] += tile_rows(grid, t.tile_m) * tile_cols(grid, t.tile_n);
+      block_fill[static_cast<std::size_t>(block)] +=
+          tile_rows(grid, t.tile_m) * tile_cols(grid, t.tile_n);
     }
     for (int b = 1; b < blocks; ++b)
       if (block_fill[static_cast<std::size_t>(b)] != block_fill[0])
         return "group " + std::to_string(g) + " holds " + std::to_string(block_fill[0]) +
-               " elements of block 0 but " + std::to_string(block_fill[static_cast<std::size_t>(b)]) +
-               " of block " + std::to_string(b);
+               " elements of block 0 but " +
+               std::to_string(block_fill[static_cast<std::size_t>(b)]) + " of block " +
+               std::to_string(b);
     const std::int64_t block_elems = block_fill[0];
     for (std::int32_t item = first; item < last; ++item) {
       const gemm::TileCoord t = order[static_cast<std::size_t>(item)];

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "kernels/collectives/nccl_collectives.hpp"
+#include "kernels/gemm/own_gemm.hpp"
 
 namespace overlapsim::kernels::tilewise {
 
@@ -40,6 +41,7 @@ struct TileGrid {
   int num_ctas = 0;    // persistent CTAs of the GEMM (SMs minus the carve-out)
   int group_m = 8;     // grouped raster (tile_scheduler.hpp)
   int row_blocks = 1;  // 1 for allreduce, the world size otherwise
+  int cluster_m = 1;   // the GEMM's effective cluster (gemm::effective_cluster_m)
   std::int32_t tiles_m = 0;
   std::int32_t tiles_n = 0;
 
@@ -51,6 +53,10 @@ struct TileGrid {
 // group_m is rounded up to a multiple of row_blocks so that every raster group alternates
 // the blocks evenly.
 TileGrid make_tile_grid(std::int64_t m, std::int64_t n, int num_ctas, int group_m, int row_blocks);
+
+// The GEMM's scheduler options for this grid (the default cluster_m, whose fallback rule
+// fills grid.cluster_m): tile_order() of them is the order the GEMM runs.
+gemm::SchedulerOptions scheduler_options(const TileGrid& grid);
 
 // Why this collective cannot run tile-wise on this shape, or nullopt.
 std::optional<std::string> shape_error(CollectiveOp op, std::int64_t m, std::int64_t n, int world);
@@ -76,11 +82,11 @@ struct RemapPlan {
   std::vector<std::int64_t> group_begin_elems;  // [groups] start of group g's region in P
   std::vector<std::int64_t> group_block_elems;  // [groups] elements per row block
   // Receive side.
-  std::vector<std::int64_t> recv_begin_elems;   // [groups] where group g lands in R
-  std::int64_t out_rows = 0;                    // rows of the natural result
+  std::vector<std::int64_t> recv_begin_elems;  // [groups] where group g lands in R
+  std::int64_t out_rows = 0;                   // rows of the natural result
   std::int32_t out_tiles_m = 0;
   std::vector<std::int64_t> out_tile_offset_elems;  // [out_tiles_m·tiles_n] block in R
-  std::int64_t recv_elems = 0;                  // size of R
+  std::int64_t recv_elems = 0;                      // size of R
 
   int groups() const { return static_cast<int>(group_tiles.size()); }
 };

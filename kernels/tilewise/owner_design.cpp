@@ -229,6 +229,7 @@ Status OwnerDesign::make_gemm(const void* a, const void* b, void* p, int parity,
   e.reduce = reduce && op_ != CollectiveOp::AllToAll && comm_->world > 1;
   e.wait_timeout_s = options_.wait_timeout_s;
   e.timed_out = timed_out_.as<int>();
+  e.system_scope_signal = options_.system_scope_signal;
   gemm::SchedulerOptions sched;
   sched.num_ctas = plan_.num_ctas;
   sched.group_m = plan_.group_m;

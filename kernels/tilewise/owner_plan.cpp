@@ -51,6 +51,7 @@ std::optional<std::string> build_owner_plan(CollectiveOp op, std::int64_t m, std
   p.groups_per_part = groups_per_part;
 
   gemm::SchedulerOptions sched;
+  sched.num_ctas = p.num_ctas;
   sched.group_m = p.group_m;
   sched.rotate_world = world;
   sched.rotate_rank = rank;

@@ -7,7 +7,9 @@
 namespace overlapsim::kernels::tilewise {
 namespace {
 
-gemm::DType gemm_dtype(DType d) { return d == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16; }
+gemm::DType gemm_dtype(DType d) {
+  return d == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16;
+}
 
 template <class T>
 Status upload(DeviceBuffer& buffer, const std::vector<T>& values) {
@@ -40,7 +42,8 @@ Status make_limited_comm(CommHandle& parent, int max_ctas, CommHandle* out) {
   config.cgaClusterSize = 1;
   const ncclResult_t r = ncclCommSplit(parent.comm, 0, parent.rank, &out->comm, &config);
   if (r != ncclSuccess && r != ncclInProgress)
-    return Status::failure(std::string(OVERLAPSIM_WHERE ": ncclCommSplit: ") + ncclGetErrorString(r));
+    return Status::failure(std::string(OVERLAPSIM_WHERE ": ncclCommSplit: ") +
+                           ncclGetErrorString(r));
   // From a non-blocking parent the split finishes in the background and the child handle
   // may still be null when the call returns (seen: NCCL 2.28, "comm argument is NULL" on
   // the child's first collective), so wait for the parent's job and the child both.
@@ -72,7 +75,8 @@ Status destroy_comm(CommHandle* comm) {
   OVERLAPSIM_TRY(nccl_settle(*comm, ncclCommFinalize(comm->comm), "ncclCommFinalize"));
   const ncclResult_t r = ncclCommDestroy(comm->comm);
   comm->comm = nullptr;
-  if (r != ncclSuccess) return Status::failure(std::string("ncclCommDestroy: ") + ncclGetErrorString(r));
+  if (r != ncclSuccess)
+    return Status::failure(std::string("ncclCommDestroy: ") + ncclGetErrorString(r));
   return Status::success();
 }
 
@@ -93,9 +97,8 @@ Status TilewiseDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64
   return Status::success();
 }
 
-Status TilewiseDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m,
-                                  std::int64_t n, std::int64_t k, DType dtype,
-                                  const TilewiseOptions& options) {
+Status TilewiseDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m, std::int64_t n,
+                                  std::int64_t k, DType dtype, const TilewiseOptions& options) {
   destroy();
   OVERLAPSIM_TRY(can_implement(op, m, n, k, comm->world, options));
   comm_ = comm;
@@ -114,13 +117,15 @@ Status TilewiseDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_
                            " leaves no SM for the GEMM (" + std::to_string(sms) + " SMs)");
   const int row_blocks = op == CollectiveOp::AllReduce ? 1 : comm->world;
   grid_ = make_tile_grid(m, n, sms - options.comm_sms, options.group_m, row_blocks);
-  if (options_.group_waves.empty()) options_.group_waves.assign(static_cast<std::size_t>(grid_.waves()), 1);
+  if (options_.group_waves.empty())
+    options_.group_waves.assign(static_cast<std::size_t>(grid_.waves()), 1);
   if (auto e = build_remap(op, grid_, options_.group_waves, comm->world, comm->rank, &plan_))
     return Status::failure("tilewise: " + *e);
   OVERLAPSIM_TRY(upload(tile_offsets_, plan_.tile_offset_elems));
   OVERLAPSIM_TRY(upload(tile_groups_, plan_.tile_group));
   OVERLAPSIM_TRY(upload(out_offsets_, plan_.out_tile_offset_elems));
-  OVERLAPSIM_TRY(counters_.allocate(static_cast<std::size_t>(plan_.groups()) * sizeof(std::uint32_t)));
+  OVERLAPSIM_TRY(
+      counters_.allocate(static_cast<std::size_t>(plan_.groups()) * sizeof(std::uint32_t)));
   CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.bytes()));
   OVERLAPSIM_TRY(timed_out_.allocate(sizeof(int)));
   CUDA_CHECK(cudaMemset(timed_out_.data(), 0, sizeof(int)));
@@ -151,17 +156,15 @@ Status TilewiseDesign::prepare(const void* a, const void* b, void* p) {
   epilogue.tile_offset_elems = tile_offsets_.as<std::int64_t>();
   epilogue.group_counters = counters_.as<std::uint32_t>();
   epilogue.tile_group = tile_groups_.as<std::int32_t>();
-  gemm::SchedulerOptions sched;
-  sched.num_ctas = grid_.num_ctas;
-  sched.group_m = grid_.group_m;
-  sched.row_blocks = grid_.row_blocks;
-  OVERLAPSIM_TRY(g->initialize(args, epilogue, sched));
+  OVERLAPSIM_TRY(g->initialize(args, epilogue, scheduler_options(grid_)));
+  if (g->cluster_m() != grid_.cluster_m)
+    return Status::failure("tilewise: the GEMM runs clusters of " + std::to_string(g->cluster_m()) +
+                           ", the plan assumed " + std::to_string(grid_.cluster_m));
   gemms_.emplace(key, std::move(g));
   return Status::success();
 }
 
-Status TilewiseDesign::enqueue_group_collective(int group, void* p, void* r,
-                                                cudaStream_t stream) {
+Status TilewiseDesign::enqueue_group_collective(int group, void* p, void* r, cudaStream_t stream) {
   const std::size_t g = static_cast<std::size_t>(group);
   const std::int64_t block = plan_.group_block_elems[g];
   if (block == 0) return Status::success();  // an empty group (rounding), on every rank
@@ -176,7 +179,8 @@ Status TilewiseDesign::enqueue_group_collective(int group, void* p, void* r,
       return all_to_all(*comm_, region, static_cast<std::size_t>(block),
                         at(r, plan_.recv_begin_elems[g]), static_cast<std::size_t>(block),
                         static_cast<std::size_t>(block), dtype_, stream);
-    case CollectiveOp::AllGather: break;
+    case CollectiveOp::AllGather:
+      break;
   }
   return Status::failure("tilewise: unsupported collective");
 }

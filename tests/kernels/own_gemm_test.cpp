@@ -296,6 +296,61 @@ TEST(TileOrder, RankRotationVisitsTheOtherRanksPartsFirstAndItsOwnLast) {
     EXPECT_EQ(a[i].tile_m * 100 + a[i].tile_n, b[i].tile_m * 100 + b[i].tile_n);
 }
 
+// v3's cluster pairs: when they apply (effective_cluster_m), items 2q and 2q+1 are tile
+// rows 2p and 2p+1 of one column (they share the multicast B tile), every tile comes once,
+// and the pair order is the v2 order of double-height rows; otherwise the v2 order itself.
+TEST(TileOrder, ClusterPairsShareAColumnAndFallBackWhereTheyCannot) {
+  struct Case {
+    int64_t m, n;
+    int num_ctas, group_m, row_blocks, rotate_world, expected_cluster;
+  };
+  for (const Case c : {Case{8192, 8192, 132, 8, 1, 1, 2}, Case{1000, 3000, 0, 8, 1, 1, 2},
+                       Case{129, 257, 0, 8, 1, 1, 2}, Case{384, 512, 0, 8, 1, 1, 1},
+                       Case{4096, 4096, 37, 8, 1, 1, 1}, Case{4096, 4096, 132, 3, 1, 1, 1},
+                       Case{2048, 1000, 116, 8, 2, 1, 2}, Case{1536, 1000, 116, 8, 4, 1, 1},
+                       Case{4096, 1000, 132, 8, 1, 2, 2}, Case{768, 300, 0, 2, 1, 3, 2},
+                       Case{1152, 300, 0, 1, 1, 3, 1}}) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + " ctas " +
+                 std::to_string(c.num_ctas) + " group_m " + std::to_string(c.group_m));
+    SchedulerOptions s;
+    s.num_ctas = c.num_ctas;
+    s.group_m = c.group_m;
+    s.row_blocks = c.row_blocks;
+    s.rotate_world = c.rotate_world;
+    s.rotate_rank = c.rotate_world - 1;
+    EXPECT_EQ(effective_cluster_m(c.m, c.n, s), c.expected_cluster);
+    const auto order = tile_order(c.m, c.n, s);
+    const int32_t tiles_m = static_cast<int32_t>((c.m + 127) / 128);
+    const int32_t tiles_n = static_cast<int32_t>((c.n + 255) / 256);
+    ASSERT_EQ(order.size(), static_cast<size_t>(tiles_m) * tiles_n);
+    std::vector<int> seen(order.size(), 0);
+    for (const TileCoord t : order) ++seen[static_cast<size_t>(t.tile_m) * tiles_n + t.tile_n];
+    for (int v : seen) EXPECT_EQ(v, 1);
+    SchedulerOptions v2 = s;
+    v2.cluster_m = 1;
+    const auto v2_order = tile_order(c.m, c.n, v2);
+    if (c.expected_cluster == 1) {
+      for (size_t i = 0; i < order.size(); ++i)
+        EXPECT_EQ(order[i].tile_m * 100000 + order[i].tile_n,
+                  v2_order[i].tile_m * 100000 + v2_order[i].tile_n);
+      continue;
+    }
+    for (size_t i = 0; i + 1 < order.size(); i += 2) {
+      EXPECT_EQ(order[i].tile_m % 2, 0) << "item " << i;
+      EXPECT_EQ(order[i + 1].tile_m, order[i].tile_m + 1) << "item " << i;
+      EXPECT_EQ(order[i + 1].tile_n, order[i].tile_n) << "item " << i;
+    }
+    // Rotation: parts are still visited whole, the own part last.
+    if (c.rotate_world > 1) {
+      const int32_t rows = tiles_m / c.rotate_world;
+      const size_t part_tiles = static_cast<size_t>(rows) * tiles_n;
+      for (size_t i = 0; i < order.size(); ++i)
+        EXPECT_EQ(order[i].tile_m / rows,
+                  (s.rotate_rank + 1 + static_cast<int>(i / part_tiles)) % c.rotate_world);
+    }
+  }
+}
+
 TEST(TileOrder, VisitsEveryTileOnceInGroupedRaster) {
   struct Case {
     int64_t m, n;
@@ -605,6 +660,44 @@ TEST(OwnGemm, DeferredAndImmediateStoresAgreeBitwise) {
   }
 }
 
+// v3 (clusters of 2, B multicast) and v2 run the same wgmma sequence per tile: the
+// results must agree bit for bit, edge tiles (a B slice wholly beyond N: 129x257) and the
+// K padding path (777) included; deferred and immediate stores both.
+TEST(OwnGemm, ClusterPairsAndSingleCtasAgreeBitwise) {
+  SKIP_WITHOUT_HOPPER();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  struct Case {
+    int64_t m, n, k;
+    int num_ctas;
+  };
+  for (const Case c : {Case{1000, 3000, 777, 0}, Case{4096, 4096, 1024, 0}, Case{129, 257, 72, 0},
+                       Case{2048, 6144, 3000, 100}, Case{8192, 1024, 512, 12}}) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k));
+    auto p = make_problem(c.m, c.n, c.k, DType::kBf16, seed + c.k);
+    ASSERT_TRUE(p);
+    for (const bool defer : {true, false}) {
+      SchedulerOptions pairs, single;
+      pairs.num_ctas = single.num_ctas = c.num_ctas;
+      pairs.defer_stores = single.defer_stores = defer;
+      pairs.cluster_m = 2;
+      single.cluster_m = 1;
+      ASSERT_EQ(effective_cluster_m(c.m, c.n, pairs), 2);
+      std::string error;
+      const auto a = run_own(*p, pairs, error);
+      ASSERT_TRUE(error.empty()) << error;
+      const auto b = run_own(*p, single, error);
+      ASSERT_TRUE(error.empty()) << error;
+      ASSERT_EQ(a.size(), b.size());
+      size_t differ = 0;
+      for (size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
+      EXPECT_EQ(differ, 0u) << "elements where clusters of 2 and single CTAs differ (defer "
+                            << defer << ")";
+      EXPECT_EQ(std::count(a.begin(), a.end(), kPoison), 0);
+    }
+  }
+}
+
 TEST(OwnGemm, DeviceTileOrderMatchesHostReplica) {
   SKIP_WITHOUT_HOPPER();
   struct Case {
@@ -655,36 +748,40 @@ TEST(OwnGemm, DeviceRotatedTileOrderMatchesHostReplica) {
   const int64_t m = 4096, n = 1000, k = 128;
   auto p = make_problem(m, n, k, DType::kBf16, seed);
   ASSERT_TRUE(p);
-  for (int world : {2, 4}) {
-    for (int rank = 0; rank < world; ++rank) {
-      SCOPED_TRACE("world " + std::to_string(world) + " rank " + std::to_string(rank));
-      SchedulerOptions sched;
-      sched.num_ctas = 29;
-      sched.rotate_world = world;
-      sched.rotate_rank = rank;
-      const size_t tiles = static_cast<size_t>(m / 128) * ((n + 255) / 256);
-      DeviceBuffer record(tiles * 8);
-      ASSERT_CUDA(cudaMemset(record.ptr, 0xFF, tiles * 8));
-      EpilogueArgs epi;
-      epi.order_record = record.as<int32_t>();
-      OwnGemm gemm;
-      ASSERT_STATUS(gemm.initialize(args_of(*p, p->c_dev->ptr), epi, sched));
-      ASSERT_STATUS(gemm.run(nullptr));
-      ASSERT_CUDA(cudaDeviceSynchronize());
-      std::vector<int32_t> rec(tiles * 2);
-      ASSERT_CUDA(cudaMemcpy(rec.data(), record.ptr, tiles * 8, cudaMemcpyDeviceToHost));
-      const auto order = tile_order(m, n, sched);
-      int64_t wrong = 0;
-      for (size_t item = 0; item < order.size(); ++item) {
-        const size_t tile =
-            static_cast<size_t>(order[item].tile_m) * gemm.tiles_n() + order[item].tile_n;
-        if (rec[2 * tile] != static_cast<int32_t>(item) ||
-            rec[2 * tile + 1] != static_cast<int32_t>(item % 29))
-          ++wrong;
+  // 29 CTAs: v2 order (odd, no pairs); 28: v3 pairs.
+  for (const int ctas : {29, 28})
+    for (int world : {2, 4}) {
+      for (int rank = 0; rank < world; ++rank) {
+        SCOPED_TRACE("world " + std::to_string(world) + " rank " + std::to_string(rank) + " ctas " +
+                     std::to_string(ctas));
+        SchedulerOptions sched;
+        sched.num_ctas = ctas;
+        sched.rotate_world = world;
+        sched.rotate_rank = rank;
+        const size_t tiles = static_cast<size_t>(m / 128) * ((n + 255) / 256);
+        DeviceBuffer record(tiles * 8);
+        ASSERT_CUDA(cudaMemset(record.ptr, 0xFF, tiles * 8));
+        EpilogueArgs epi;
+        epi.order_record = record.as<int32_t>();
+        OwnGemm gemm;
+        ASSERT_STATUS(gemm.initialize(args_of(*p, p->c_dev->ptr), epi, sched));
+        EXPECT_EQ(gemm.cluster_m(), ctas % 2 == 0 ? GemmConfig::kDefaultClusterM : 1);
+        ASSERT_STATUS(gemm.run(nullptr));
+        ASSERT_CUDA(cudaDeviceSynchronize());
+        std::vector<int32_t> rec(tiles * 2);
+        ASSERT_CUDA(cudaMemcpy(rec.data(), record.ptr, tiles * 8, cudaMemcpyDeviceToHost));
+        const auto order = tile_order(m, n, sched);
+        int64_t wrong = 0;
+        for (size_t item = 0; item < order.size(); ++item) {
+          const size_t tile =
+              static_cast<size_t>(order[item].tile_m) * gemm.tiles_n() + order[item].tile_n;
+          if (rec[2 * tile] != static_cast<int32_t>(item) ||
+              rec[2 * tile + 1] != static_cast<int32_t>(item % ctas))
+            ++wrong;
+        }
+        EXPECT_EQ(wrong, 0) << "tiles whose device item/CTA differ from tile_order(m, n, sched)";
       }
-      EXPECT_EQ(wrong, 0) << "tiles whose device item/CTA differ from tile_order(m, n, sched)";
     }
-  }
 }
 
 }  // namespace

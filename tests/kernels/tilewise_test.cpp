@@ -49,19 +49,39 @@ using testing::fresh_seed;
 // ---------------------------------------------------------------- host: plans and layouts
 
 TEST(TilewiseOrder, BlockedRasterIsAPermutationAlternatingBlocks) {
-  for (int blocks : {1, 2, 4}) {
-    const std::int64_t m = 128 * 8 * blocks, n = 1000;
-    const auto order = gemm::tile_order(m, n, 132, 8, blocks);
-    const std::int32_t tiles_m = static_cast<std::int32_t>(m / 128), tiles_n = 4;
-    ASSERT_EQ(order.size(), static_cast<std::size_t>(tiles_m * tiles_n));
-    std::set<std::pair<int, int>> seen;
-    for (const auto& t : order) seen.insert({t.tile_m, t.tile_n});
-    EXPECT_EQ(seen.size(), order.size()) << "blocks " << blocks;
-    const int per_block = tiles_m / blocks;
-    for (std::size_t i = 0; i + blocks <= order.size(); i += blocks) {
-      std::set<int> owners;
-      for (int j = 0; j < blocks; ++j) owners.insert(order[i + j].tile_m / per_block);
-      EXPECT_EQ(static_cast<int>(owners.size()), blocks) << "items " << i << ".. blocks " << blocks;
+  // v2 (cluster 1): every run of `blocks` items holds one tile of each row block; v3
+  // (pairs): every run of 2·blocks items holds one pair (2 tiles) of each.
+  for (int cluster : {1, 2}) {
+    for (int blocks : {1, 2, 4}) {
+      const std::int64_t m = 128 * 8 * blocks, n = 1000;
+      gemm::SchedulerOptions sched;
+      sched.num_ctas = 132;
+      sched.row_blocks = blocks;
+      sched.cluster_m = cluster;
+      ASSERT_EQ(gemm::effective_cluster_m(m, n, sched), cluster);
+      const auto order = gemm::tile_order(m, n, sched);
+      const std::int32_t tiles_m = static_cast<std::int32_t>(m / 128), tiles_n = 4;
+      ASSERT_EQ(order.size(), static_cast<std::size_t>(tiles_m * tiles_n));
+      std::set<std::pair<int, int>> seen;
+      for (const auto& t : order) seen.insert({t.tile_m, t.tile_n});
+      EXPECT_EQ(seen.size(), order.size()) << "blocks " << blocks;
+      const int per_block = tiles_m / blocks;
+      const std::size_t run = static_cast<std::size_t>(blocks * cluster);
+      for (std::size_t i = 0; i + run <= order.size(); i += run) {
+        std::vector<int> count(static_cast<std::size_t>(blocks), 0);
+        for (std::size_t j = 0; j < run; ++j)
+          ++count[static_cast<std::size_t>(order[i + j].tile_m / per_block)];
+        for (int c : count)
+          EXPECT_EQ(c, cluster) << "items " << i << ".. blocks " << blocks << " cluster "
+                                << cluster;
+      }
+      // A pair is two vertically adjacent tiles of one column, in one block.
+      if (cluster == 2)
+        for (std::size_t i = 0; i + 1 < order.size(); i += 2) {
+          EXPECT_EQ(order[i].tile_m % 2, 0);
+          EXPECT_EQ(order[i + 1].tile_m, order[i].tile_m + 1);
+          EXPECT_EQ(order[i + 1].tile_n, order[i].tile_n);
+        }
     }
   }
 }
@@ -599,24 +619,31 @@ TEST(TilewiseLayoutKernels, DeviceTileOrderWithRowBlocksMatchesHost) {
   ASSERT_TRUE(record.allocate(tiles * 8).ok);
   ASSERT_TRUE(fill_random(a.data(), m * k, DType::BF16, 1, nullptr).ok);
   ASSERT_TRUE(fill_random(b.data(), n * k, DType::BF16, 2, nullptr).ok);
-  gemm::OwnGemm g;
-  gemm::GemmArgs args{m, n, k, gemm::DType::kBf16, a.data(), b.data(), c.data()};
-  gemm::EpilogueArgs epi;
-  epi.order_record = record.as<std::int32_t>();
-  gemm::SchedulerOptions sched;
-  sched.num_ctas = 7;
-  sched.row_blocks = 4;
-  ASSERT_TRUE(g.initialize(args, epi, sched).ok);
-  ASSERT_TRUE(g.run(nullptr).ok);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<std::int32_t> rec(tiles * 2);
-  ASSERT_EQ(cudaMemcpy(rec.data(), record.data(), rec.size() * 4, cudaMemcpyDeviceToHost),
-            cudaSuccess);
-  const auto order = gemm::tile_order(m, n, 7, 8, 4);
-  for (std::size_t item = 0; item < order.size(); ++item) {
-    const std::size_t tile = static_cast<std::size_t>(order[item].tile_m) * 5 + order[item].tile_n;
-    EXPECT_EQ(rec[2 * tile], static_cast<std::int32_t>(item));
-    EXPECT_EQ(rec[2 * tile + 1], static_cast<std::int32_t>(item % 7));
+  // 7 CTAs: no pairs (v2 order); 8 CTAs: pairs of tile rows (v3, the default cluster).
+  for (const int ctas : {7, 8}) {
+    SCOPED_TRACE("num_ctas " + std::to_string(ctas));
+    gemm::OwnGemm g;
+    gemm::GemmArgs args{m, n, k, gemm::DType::kBf16, a.data(), b.data(), c.data()};
+    gemm::EpilogueArgs epi;
+    epi.order_record = record.as<std::int32_t>();
+    gemm::SchedulerOptions sched;
+    sched.num_ctas = ctas;
+    sched.row_blocks = 4;
+    ASSERT_TRUE(g.initialize(args, epi, sched).ok);
+    EXPECT_EQ(g.cluster_m(), gemm::effective_cluster_m(m, n, sched));
+    ASSERT_EQ(cudaMemset(record.data(), 0xFF, tiles * 8), cudaSuccess);
+    ASSERT_TRUE(g.run(nullptr).ok);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<std::int32_t> rec(tiles * 2);
+    ASSERT_EQ(cudaMemcpy(rec.data(), record.data(), rec.size() * 4, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    const auto order = gemm::tile_order(m, n, sched);
+    for (std::size_t item = 0; item < order.size(); ++item) {
+      const std::size_t tile =
+          static_cast<std::size_t>(order[item].tile_m) * 5 + order[item].tile_n;
+      EXPECT_EQ(rec[2 * tile], static_cast<std::int32_t>(item));
+      EXPECT_EQ(rec[2 * tile + 1], static_cast<std::int32_t>(item % ctas));
+    }
   }
 }
 
