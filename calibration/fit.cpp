@@ -163,16 +163,16 @@ void carry_other_rank_curves(const std::vector<sim::CollectiveCurve>& base_curve
   for (const auto& b : base_curves) {
     bool measured = false;
     for (const auto& c : out.profile.collectives.curves)
-      measured = measured || (c.op == b.op && c.algo == b.algo && c.scope == b.scope &&
-                              c.ranks == b.ranks);
+      measured = measured ||
+                 (c.op == b.op && c.algo == b.algo && c.scope == b.scope && c.ranks == b.ranks);
     if (measured || b.ranks == 0) continue;
     kept.push_back(b);
     kept.back().source.citation += carried;
   }
   for (auto& k : kept) out.profile.collectives.curves.push_back(std::move(k));
   if (!kept.empty())
-    out.notes.push_back(fmt::format("collectives: {} curve(s) at other rank counts{}",
-                                    kept.size(), carried));
+    out.notes.push_back(
+        fmt::format("collectives: {} curve(s) at other rank counts{}", kept.size(), carried));
 }
 
 FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
@@ -207,6 +207,8 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
     s->source.citation += carried;
   if (p.compute.idle_clock_boost) p.compute.idle_clock_boost->source.citation += carried;
   for (auto& [prec, c] : p.compute.gemm_efficiency) c.source.citation += carried;
+  for (auto* tables : {&p.compute.gemm_tables, &p.compute.own_gemm_tables})
+    for (auto& [prec, t] : *tables) t.source.citation += carried;
   for (sim::LogCurve* c :
        {&p.compute.attention_forward_efficiency, &p.compute.attention_backward_efficiency,
         &p.compute.memory_efficiency, &p.compute.embedding_efficiency})
@@ -221,6 +223,7 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   fit_compute(data, out);
   fit_collectives(data, out);
   fit_idle_clock_boost(data, out);
+  fit_own_gemm_tables(data, out);
   fit_designs(data, out);
   fit_interference(data, out);
   carry_other_rank_curves(base_curves, carried, out);
@@ -251,8 +254,7 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
       "from this data: inter-node links (the cluster YAML supplies them, cited), other GPU\n"
       "counts than measured{}.",
       result.base_profile,
-      interference_measured ? ""
-                            : ", interference between concurrent compute and communication");
+      interference_measured ? "" : ", interference between concurrent compute and communication");
   yo.header = header;
   yo.comments = comments;
   result.yaml = format_profile_yaml(p, yo);

@@ -81,6 +81,10 @@ void fit_designs(const FitData& data, FitOutput& out);
 // (back-to-back) GEMM table and the collective curves; after fit_compute and
 // fit_collectives.
 void fit_idle_clock_boost(const FitData& data, FitOutput& out);
+// compute.own_gemm_tables from the own GEMM's rows (design own): back to back, and those
+// timed inside pair loops brought to the back-to-back clock by compute.idle_clock_boost;
+// after fit_idle_clock_boost.
+void fit_own_gemm_tables(const FitData& data, FitOutput& out);
 // Throws config::ConfigError naming the row for an interference row whose design is not
 // <victim>|<other>:<alone|beside> or whose chunks (the CTA limit) is negative.
 void fit_interference(const FitData& data, FitOutput& out);

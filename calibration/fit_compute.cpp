@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -12,6 +13,7 @@
 #include "calibration/fit.hpp"
 #include "calibration/fit_gemm_model.hpp"
 #include "calibration/ops.hpp"
+#include "calibration/pair_loop.hpp"
 #include "sim/compute/compute_model.hpp"
 
 namespace overlapsim::calibration {
@@ -98,19 +100,31 @@ struct GemmCandidate {
 
 std::string percent(double v) { return fmt::format("{:.2f}%", 100 * v); }
 
-void fit_gemm_tables(const FitData& data, FitOutput& out) {
+// The GEMM tables of one kernel: overlap-bench design `cublas` into compute.gemm_tables,
+// `own` (this project's GEMM) into compute.own_gemm_tables, by the same candidates.
+// `b2b_time_s`, when given, also admits the rows timed inside pair loops, at the time it
+// returns for them (the back-to-back clock's); otherwise those rows are left out.
+void fit_gemm_tables(const FitData& data, FitOutput& out, const std::string& design,
+                     const std::function<double(const Measurement&)>& b2b_time_s = {}) {
+  const bool own = design == "own";
+  const std::string key = own ? "own_gemm_tables" : "gemm_tables";
+  const std::string kernel = own ? "own Hopper GEMM (kernels/gemm)" : "cuBLASLt";
+  auto& tables = own ? out.profile.compute.own_gemm_tables : out.profile.compute.gemm_tables;
+  const auto time_of = [&](const Measurement& r) {
+    return b2b_time_s && measured_in_pair_loop(r) ? b2b_time_s(r) : r.time_s;
+  };
   std::map<std::string, std::vector<const Measurement*>> by_dtype;
   for (const auto& r : data.rows)
-    // Back-to-back GEMMs only: those timed between collectives run at another clock
-    // (fit_idle_clock_boost).
-    if (r.op == "gemm" && r.design == "cublas" && !measured_in_pair_loop(r))
+    // Back-to-back GEMMs, unless told how to bring the others to that clock: those timed
+    // between collectives run faster (fit_idle_clock_boost).
+    if (r.op == "gemm" && r.design == design && (b2b_time_s || !measured_in_pair_loop(r)))
       by_dtype[r.dtype].push_back(&r);
   const double launch_s = out.profile.compute.launch_overhead_s.value;
   const int sms = out.profile.device.sms;
   for (const auto& [dtype, rows] : by_dtype) {
     const sim::Precision prec = precision_of(dtype);
     std::map<Shape, std::vector<double>> times;
-    for (const Measurement* r : rows) times[{r->m, r->n, r->k}].push_back(r->time_s);
+    for (const Measurement* r : rows) times[{r->m, r->n, r->k}].push_back(time_of(*r));
     std::vector<GemmShapeTimes> shapes;
     for (const auto& [s, t] : times) shapes.push_back({s, t, median(t)});
     const sim::LogCurve* base_curve = nullptr;
@@ -161,17 +175,20 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
     sim::GemmTable table = chosen == 0 ? rate_table(shapes, launch_s, base_curve, peak, &info)
                                        : candidates[chosen].build(shapes);
     table.source.kind = sim::SourceKind::Measured;
-    table.source.citation = "overlap-bench gemm cublas rows, " + cite_rows(data.label, rows);
-    out.profile.compute.gemm_tables[prec] = table;
+    table.source.citation =
+        fmt::format("overlap-bench gemm {} rows, ", design) + cite_rows(data.label, rows);
+    tables[prec] = table;
 
-    const sim::ComputeModel model(out.profile.compute);
+    sim::ComputeProfile timed = out.profile.compute;
+    if (own) timed = *sim::own_gemm_profile(timed);
+    const sim::ComputeModel model(timed);
     std::vector<double> pred, meas;
     for (const Measurement* r : rows) {
       pred.push_back(model.time_s(compute_op(*r, "gemm")));
-      meas.push_back(r->time_s);
+      meas.push_back(time_of(*r));
     }
     const double err = relative_rms(pred, meas);
-    out.profile.compute.gemm_tables[prec].source.fit_error = std::stod(fmt::format("{:.4g}", err));
+    tables[prec].source.fit_error = std::stod(fmt::format("{:.4g}", err));
     const std::string choice = fmt::format(
         "Model chosen by leave-one-shape-out on these rows (median/p90 |error| of each shape's\n"
         "rows predicted from the other shapes; the lowest median + p90 wins, by more than\n"
@@ -181,22 +198,22 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
     if (chosen == 0) {
       const std::size_t nodes = table.achieved_flops_per_s.size();
       how = fmt::format(
-          "cuBLASLt {} GEMM rates (overlap-bench design cublas): rate = 2mnk / (median time -\n"
+          "{} {} GEMM rates (overlap-bench design {}): rate = 2mnk / (median time -\n"
           "launch_overhead_s) at the {} measured shapes ({} rows); {} nodes with an axis value "
           "below\n"
           "the measured ones (added at /4 and /16) from the base efficiency curve x {:.4f} (its\n"
           "level against these shapes); the other {} of the {} nodes by inverse-square-distance\n"
           "weighting of the measured log rates in log2 shape space.",
-          dtype, info.measured, rows.size(), info.from_base, info.base_scale,
+          kernel, dtype, design, info.measured, rows.size(), info.from_base, info.base_scale,
           nodes - info.measured - static_cast<std::size_t>(info.from_base), nodes);
     } else {
       const sim::GemmWaveModel& w = table.waves;
       how = fmt::format(
-          "cuBLASLt {} GEMM time (overlap-bench design cublas), wave model over {} shapes\n"
+          "{} {} GEMM time (overlap-bench design {}), wave model over {} shapes\n"
           "({} rows): time = launch_overhead_s + fixed_s + A * output_s_per_element\n"
           "+ 2 A k / mainloop_flops_per_s, A = m n{}; coefficients >= 0 by least squares on\n"
           "the relative error of the median times.{}",
-          dtype, shapes.size(), rows.size(),
+          kernel, dtype, design, shapes.size(), rows.size(),
           w.quantised() ? fmt::format(" rounded up to whole waves of {}x{} tiles on {} SMs\n"
                                       "(from one full wave on; below it cuBLAS splits K)",
                                       w.tile_m, w.tile_n, w.sms)
@@ -209,16 +226,16 @@ void fit_gemm_tables(const FitData& data, FitOutput& out) {
                     "distance weighting of\nthe log factors; log-trilinear, held at the edges.",
                     table.m_values.size(), table.n_values.size(), table.k_values.size()));
     }
-    out.comments[fmt::format("compute.gemm_tables.{}", dtype)] =
+    out.comments[fmt::format("compute.{}.{}", key, dtype)] =
         how + "\n" + choice +
         "fit_error: relative RMS of the compute model's time against every row (repeats\n"
         "included: the run-to-run spread).";
-    out.notes.push_back(fmt::format(
-        "compute.gemm_tables.{}: {} shapes, {} rows, {} (leave-one-shape-out {} / {}), fit "
-        "error {:.1f}%",
-        dtype, shapes.size(), rows.size(), candidates[chosen].name,
-        percent(candidates[chosen].cv.median_abs), percent(candidates[chosen].cv.p90_abs),
-        100 * err));
+    out.notes.push_back(
+        fmt::format("compute.{}.{}: {} shapes, {} rows, {} (leave-one-shape-out {} / {}), fit "
+                    "error {:.1f}%",
+                    key, dtype, shapes.size(), rows.size(), candidates[chosen].name,
+                    percent(candidates[chosen].cv.median_abs),
+                    percent(candidates[chosen].cv.p90_abs), 100 * err));
   }
 }
 
@@ -279,10 +296,19 @@ void fit_bandwidth_curve(const FitData& data, FitOutput& out, const std::string&
 }  // namespace
 
 void fit_compute(const FitData& data, FitOutput& out) {
-  fit_gemm_tables(data, out);
+  fit_gemm_tables(data, out, "cublas");
   fit_bandwidth_curve(data, out, "gemv", out.profile.compute.memory_efficiency, "memory");
   fit_bandwidth_curve(data, out, "embedding", out.profile.compute.embedding_efficiency,
                       "embedding");
+}
+
+void fit_own_gemm_tables(const FitData& data, FitOutput& out) {
+  const PairLoops loops(data.rows);
+  const sim::ComputeProfile& c = out.profile.compute;
+  fit_gemm_tables(data, out, "own", [&](const Measurement& r) {
+    const auto loop = loops.of(r);
+    return loop ? r.time_s * c.clock_speedup(loop_idle_fraction(out.profile, r, *loop)) : r.time_s;
+  });
 }
 
 }  // namespace overlapsim::calibration

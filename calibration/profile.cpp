@@ -193,9 +193,9 @@ sim::GemmTable parse_gemm_table(const ConfigNode& node) {
 }
 
 sim::ComputeProfile parse_compute(const ConfigNode& node) {
-  node.check_keys(std::vector<std::string>{"peak_flops_per_s", "memory_bandwidth_Bps",
-                                           "memory_capacity_bytes", "launch_overhead_s",
-                                           "efficiency", "gemm_tables", "idle_clock_boost"});
+  node.check_keys(std::vector<std::string>{
+      "peak_flops_per_s", "memory_bandwidth_Bps", "memory_capacity_bytes", "launch_overhead_s",
+      "efficiency", "gemm_tables", "own_gemm_tables", "idle_clock_boost"});
   sim::ComputeProfile c;
   ConfigNode peaks = node.child("peak_flops_per_s");
   if (!peaks.is_map() || peaks.size() == 0)
@@ -232,11 +232,13 @@ sim::ComputeProfile parse_compute(const ConfigNode& node) {
       node.child("idle_clock_boost")
           .fail("expected a boost per idle fraction in [0, 10] (value: 0.4)");
   }
-  if (auto tables = node.optional_child("gemm_tables")) {
-    if (!tables->is_map()) tables->fail("expected a map of precision -> table");
-    for (const auto& key : tables->keys())
-      c.gemm_tables[parse_precision(*tables, key)] = parse_gemm_table(tables->child(key));
-  }
+  for (const char* name : {"gemm_tables", "own_gemm_tables"})
+    if (auto tables = node.optional_child(name)) {
+      if (!tables->is_map()) tables->fail("expected a map of precision -> table");
+      auto& into = std::string(name) == "gemm_tables" ? c.gemm_tables : c.own_gemm_tables;
+      for (const auto& key : tables->keys())
+        into[parse_precision(*tables, key)] = parse_gemm_table(tables->child(key));
+    }
   return c;
 }
 
@@ -352,7 +354,7 @@ const std::vector<config::ParamDoc>& profile_params() {
       {"device", "name, sms, driver, cuda, nccl, date, host, source, citation", "", ""},
       {"compute",
        "peak_flops_per_s, memory_bandwidth_Bps, memory_capacity_bytes, "
-       "launch_overhead_s, efficiency, gemm_tables, idle_clock_boost",
+       "launch_overhead_s, efficiency, gemm_tables, own_gemm_tables, idle_clock_boost",
        "", ""},
       {"collectives", "list of {op, algorithm, scope, ranks, ctas, segments, source}", "[]", ""},
       {"interference", "compute_under_comm, comm_under_compute", "{}", ""},

@@ -67,15 +67,18 @@ std::string format_profile(const sim::Profile& p) {
        c.attention_backward_efficiency.source);
   line(out, "memory", curve_text(c.memory_efficiency, true), c.memory_efficiency.source);
   line(out, "embedding", curve_text(c.embedding_efficiency, true), c.embedding_efficiency.source);
-  for (const auto& [prec, t] : c.gemm_tables)
-    line(out, fmt::format("gemm table {}", sim::to_string(prec)),
-         t.is_wave_model()
-             ? fmt::format("waves: {:.3g} s + {:.3g} s/output + 2mnk / {:.4g} FLOP/s, tile {}x{}",
-                           t.waves.fixed_s, t.waves.output_s_per_element,
-                           t.waves.mainloop_flops_per_s, t.waves.tile_m, t.waves.tile_n)
-             : fmt::format("{}x{}x{} shapes", t.m_values.size(), t.n_values.size(),
-                           t.k_values.size()),
-         t.source);
+  for (const auto* tables : {&c.gemm_tables, &c.own_gemm_tables})
+    for (const auto& [prec, t] : *tables)
+      line(out,
+           fmt::format("{} {}", tables == &c.gemm_tables ? "gemm table" : "own gemm table",
+                       sim::to_string(prec)),
+           t.is_wave_model()
+               ? fmt::format("waves: {:.3g} s + {:.3g} s/output + 2mnk / {:.4g} FLOP/s, tile {}x{}",
+                             t.waves.fixed_s, t.waves.output_s_per_element,
+                             t.waves.mainloop_flops_per_s, t.waves.tile_m, t.waves.tile_n)
+               : fmt::format("{}x{}x{} shapes", t.m_values.size(), t.n_values.size(),
+                             t.k_values.size()),
+           t.source);
   out += fmt::format("collectives ({} curves)\n", p.collectives.curves.size());
   for (const auto& cc : p.collectives.curves) {
     std::string segs;

@@ -81,6 +81,54 @@ std::string yaml_quoted(const std::string& text) {
   return out + "\"";
 }
 
+// compute.gemm_tables or compute.own_gemm_tables (the same form).
+void write_gemm_tables(std::string& out, const ProfileYamlOptions& o, const char* name,
+                       const std::map<sim::Precision, sim::GemmTable>& tables) {
+  if (!tables.empty()) {
+    out += fmt::format("  {}:\n", name);
+    for (const auto& [prec, t] : tables) {
+      comment(out, o, fmt::format("compute.{}.{}", name, sim::to_string(prec)), "    ");
+      out += fmt::format("    {}:\n", sim::to_string(prec));
+      if (t.is_wave_model()) {
+        const sim::GemmWaveModel& w = t.waves;
+        out += fmt::format(
+            "      model: waves\n      fixed_s: {}\n      output_s_per_element: {}\n"
+            "      mainloop_flops_per_s: {}\n",
+            yaml_number(w.fixed_s), yaml_number(w.output_s_per_element),
+            yaml_number(w.mainloop_flops_per_s));
+        if (w.quantised())
+          out += fmt::format("      tile: [{}, {}]\n      sms: {}\n", w.tile_m, w.tile_n, w.sms);
+        if (!t.time_factor.empty()) {
+          out += fmt::format("      correction:\n        m: {}\n        n: {}\n        k: {}\n",
+                             number_list(t.m_values), number_list(t.n_values),
+                             number_list(t.k_values));
+          out += "        time_factor: [";
+          const std::size_t row = t.k_values.size();
+          for (std::size_t i = 0; i < t.time_factor.size(); ++i) {
+            if (i) out += (i % row == 0) ? ",\n          " : ", ";
+            out += yaml_number(t.time_factor[i]);
+          }
+          out += "]\n";
+        }
+      } else {
+        out += fmt::format("      m: {}\n      n: {}\n      k: {}\n", number_list(t.m_values),
+                           number_list(t.n_values), number_list(t.k_values));
+        out += "      achieved_flops_per_s: [";
+        const std::size_t row = t.k_values.size();
+        for (std::size_t i = 0; i < t.achieved_flops_per_s.size(); ++i) {
+          if (i) out += (i % row == 0) ? ",\n        " : ", ";
+          out += yaml_number(t.achieved_flops_per_s[i]);
+        }
+        out += "]\n";
+      }
+      out += fmt::format("      source: {}\n      citation: {}\n", sim::to_string(t.source.kind),
+                         yaml_quoted(t.source.citation));
+      if (t.source.fit_error >= 0)
+        out += fmt::format("      fit_error: {}\n", yaml_number(t.source.fit_error));
+    }
+  }
+}
+
 std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions& o) {
   std::string out;
   {
@@ -133,49 +181,8 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
     const bool bytes = std::string(key) == "memory" || std::string(key) == "embedding";
     out += fmt::format("    {}: {}\n", key, curve(*lc, bytes ? "bytes" : "flops"));
   }
-  if (!c.gemm_tables.empty()) {
-    out += "  gemm_tables:\n";
-    for (const auto& [prec, t] : c.gemm_tables) {
-      comment(out, o, fmt::format("compute.gemm_tables.{}", sim::to_string(prec)), "    ");
-      out += fmt::format("    {}:\n", sim::to_string(prec));
-      if (t.is_wave_model()) {
-        const sim::GemmWaveModel& w = t.waves;
-        out += fmt::format(
-            "      model: waves\n      fixed_s: {}\n      output_s_per_element: {}\n"
-            "      mainloop_flops_per_s: {}\n",
-            yaml_number(w.fixed_s), yaml_number(w.output_s_per_element),
-            yaml_number(w.mainloop_flops_per_s));
-        if (w.quantised())
-          out += fmt::format("      tile: [{}, {}]\n      sms: {}\n", w.tile_m, w.tile_n, w.sms);
-        if (!t.time_factor.empty()) {
-          out += fmt::format("      correction:\n        m: {}\n        n: {}\n        k: {}\n",
-                             number_list(t.m_values), number_list(t.n_values),
-                             number_list(t.k_values));
-          out += "        time_factor: [";
-          const std::size_t row = t.k_values.size();
-          for (std::size_t i = 0; i < t.time_factor.size(); ++i) {
-            if (i) out += (i % row == 0) ? ",\n          " : ", ";
-            out += yaml_number(t.time_factor[i]);
-          }
-          out += "]\n";
-        }
-      } else {
-        out += fmt::format("      m: {}\n      n: {}\n      k: {}\n", number_list(t.m_values),
-                           number_list(t.n_values), number_list(t.k_values));
-        out += "      achieved_flops_per_s: [";
-        const std::size_t row = t.k_values.size();
-        for (std::size_t i = 0; i < t.achieved_flops_per_s.size(); ++i) {
-          if (i) out += (i % row == 0) ? ",\n        " : ", ";
-          out += yaml_number(t.achieved_flops_per_s[i]);
-        }
-        out += "]\n";
-      }
-      out += fmt::format("      source: {}\n      citation: {}\n", sim::to_string(t.source.kind),
-                         yaml_quoted(t.source.citation));
-      if (t.source.fit_error >= 0)
-        out += fmt::format("      fit_error: {}\n", yaml_number(t.source.fit_error));
-    }
-  }
+  write_gemm_tables(out, o, "gemm_tables", c.gemm_tables);
+  write_gemm_tables(out, o, "own_gemm_tables", c.own_gemm_tables);
 
   out += p.collectives.curves.empty() ? "collectives: []\n" : "collectives:\n";
   for (std::size_t i = 0; i < p.collectives.curves.size(); ++i) {

@@ -21,9 +21,9 @@
 namespace overlapsim::calibration {
 namespace {
 
-const std::vector<std::string> kKindOrder = {"compute",        "collective",  "collective_ctas",
-                                             "collective_eff", "sequential",  "decomposed",
-                                             "tilewise",       "tilewise_ce", "collective_flow"};
+const std::vector<std::string> kKindOrder = {
+    "compute",    "compute_own", "collective", "collective_ctas", "collective_eff",
+    "sequential", "decomposed",  "tilewise",   "tilewise_ce",     "collective_flow"};
 
 sim::CollectiveRequest request_of(const sim::CollectiveOp op, std::uint64_t bytes, int world) {
   sim::CollectiveRequest req;
@@ -216,6 +216,12 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
           m.where(), m.world, cluster.file, topo.num_gpus()));
     if (is_compute_op(m.op)) {
       const bool vendor = (m.op == "embedding") ? m.design == "own" : m.design == "cublas";
+      if (m.op == "gemm" && m.design == "own" && !profile.compute.own_gemm_tables.empty()) {
+        const sim::ComputeProfile timed = *sim::own_gemm_profile(
+            measured_in_pair_loop(m) ? at_loop_clock(m).compute : profile.compute);
+        add(m, "compute_own", sim::ComputeModel(timed).time_s(compute_op(m, m.op)));
+        continue;
+      }
       if (!vendor) {
         add_unmodelled(r, m.op + " " + m.design,
                        "our own GEMM is the tilewise design's kernel (issue 7 models it); the "

@@ -4,6 +4,8 @@
 //
 // Kinds (each row's relative error = (predicted - measured) / measured):
 //   compute          GEMM (cuBLAS), GEMV, embedding bag alone: sim::ComputeModel
+//   compute_own      this project's GEMM (design own) by compute.own_gemm_tables, where the
+//                    profile has them (the tile-wise design's kernel)
 //   collective       a collective alone, NCCL default CTAs: a Simulator run of the profile's
 //                    curve (profile_launcher.hpp), the communicator on the cluster's GPUs
 //   collective_ctas  the same with NCCL limited to c CTAs (curves with ctas: c)
@@ -22,8 +24,8 @@
 //                    the row's group count
 //   tilewise_ce      tile-wise rows of the copy-engine transport (design tilewise_copy_engine
 //                    or tilewise_ce): the same model with TilewiseDesign's copy_engine transport
-// Rows of our own GEMM (the tilewise design's kernel) and of kernels the simulator has no
-// op for are listed as unmodelled with the reason, not predicted.
+// Rows of our own GEMM without own tables in the profile, its signalling variants, and
+// kernels the simulator has no op for are listed as unmodelled with the reason.
 #include <string>
 #include <vector>
 

@@ -33,6 +33,10 @@ struct ComputeProfile {
   // Measured GEMM throughput tables; where present for a precision they replace
   // gemm_efficiency for it.
   std::map<Precision, GemmTable> gemm_tables;
+  // The same for this project's own Hopper GEMM (kernels/gemm: the tile-wise design's
+  // kernel, timed without signals), where measured; the tile-wise design times its GEMM
+  // by these instead of the vendor table x designs.tilewise.own_gemm_time_ratio.
+  std::map<Precision, GemmTable> own_gemm_tables;
 
   // Clock headroom of a power-limited GPU: GEMMs run at (1 + idle_clock_boost * f) times
   // the back-to-back rate the tables and curves hold when the GPU runs no compute for a
@@ -46,7 +50,12 @@ struct ComputeProfile {
   double clock_speedup(double idle_fraction) const;
 };
 
-// The profile's GEMM rates (tables and efficiency curves) multiplied by `factor`.
+// The own GEMM's tables as a compute profile of their own (gemm_tables replaced by them),
+// for a ComputeModel of that kernel; nullopt when the profile has none.
+std::optional<ComputeProfile> own_gemm_profile(const ComputeProfile& c);
+
+// The profile's GEMM rates (tables, own tables and efficiency curves) multiplied by
+// `factor`.
 ComputeProfile with_gemm_rates_scaled(ComputeProfile c, double factor);
 
 }  // namespace overlapsim::sim

@@ -20,6 +20,8 @@ std::vector<SourceEntry> Profile::sources() const {
   out.push_back({"compute.efficiency.embedding", c.embedding_efficiency.source});
   for (const auto& [p, table] : c.gemm_tables)
     out.push_back({fmt::format("compute.gemm_tables.{}", to_string(p)), table.source});
+  for (const auto& [p, table] : c.own_gemm_tables)
+    out.push_back({fmt::format("compute.own_gemm_tables.{}", to_string(p)), table.source});
   if (c.idle_clock_boost) out.push_back({"compute.idle_clock_boost", c.idle_clock_boost->source});
   for (const auto& cc : collectives.curves)
     out.push_back({fmt::format("collectives.{}.{}.{}", to_string(cc.op), to_string(cc.algo),

@@ -84,6 +84,10 @@ double CommSlowdown::for_op(CollectiveOp op) const {
   }
 }
 
+double TilewiseDesign::own_gemm_s(const ComputeModel& vendor, const OpNode& op) const {
+  return own_model_ ? own_model_->time_s(op) : vendor.time_s(op) * gemm_vs_vendor_;
+}
+
 TilewiseDesign::TilewiseDesign(const Profile& profile)
     : PairedDesign(profile.device.sms), curves_(profile.collectives) {
   DesignParameters p(profile, "tilewise");
@@ -91,7 +95,15 @@ TilewiseDesign::TilewiseDesign(const Profile& profile)
   max_groups_ = static_cast<int>(p.need_at_least("max_groups", 1, "a group count >= 1"));
   tile_m_ = p.need_at_least("tile_m", 1, "the GEMM's tile rows");
   tile_n_ = p.need_at_least("tile_n", 1, "the GEMM's tile columns");
-  gemm_vs_vendor_ = p.need_at_least("own_gemm_time_ratio", 0.1, "own GEMM time / vendor GEMM time");
+  // The own GEMM's measured tables where the profile has them, else the vendor table x
+  // one measured ratio.
+  if (auto own = own_gemm_profile(profile.compute)) {
+    own_profile_ = std::make_shared<const ComputeProfile>(std::move(*own));
+    own_model_ = std::make_shared<const ComputeModel>(*own_profile_);
+  } else {
+    gemm_vs_vendor_ =
+        p.need_at_least("own_gemm_time_ratio", 0.1, "own GEMM time / vendor GEMM time");
+  }
   signal_ = p.need_at_least("signal_overhead_fraction", 0, "a fraction >= 0");
   interference_ = p.need_at_least("interference_slowdown", 1, "a factor >= 1");
   wait_s_ = p.need_at_least("wait_overhead_s", 0, "a time such as 1us");
@@ -139,7 +151,7 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
   const double waves_full = std::ceil(tiles / sms());
   // One wave's time: the own GEMM with signals on all SMs, per wave; on SMs - s it has
   // more waves of the same length (wave quantisation).
-  const double full_s = model.time_s(op) * gemm_vs_vendor_ * (1 + signal_);
+  const double full_s = own_gemm_s(model, op) * (1 + signal_);
   const double wave_s = full_s / waves_full;
   const double bytes = static_cast<double>(pair.comm->comm_bytes);
   const auto key =

@@ -80,7 +80,7 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
   w.world = pair.comm_ranks;
   w.tiles = gemm_tiles(op, tile_m_, tile_n_);
   w.sms = sms();
-  w.gemm_s = model.time_s(op) * gemm_vs_vendor_ * (1 + signal_);
+  w.gemm_s = own_gemm_s(model, op) * (1 + signal_);
   w.bytes = static_cast<double>(pair.comm->comm_bytes);
   w.copy_Bps = copy_Bps_;
   w.copy_latency_s = copy_latency_s_;

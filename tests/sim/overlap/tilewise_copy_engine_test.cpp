@@ -146,6 +146,22 @@ TEST(TilewiseCopyEngine, FreeCopiesCostTheGemmOnEverySm) {
   EXPECT_NEAR(simulate_pair(a2a, "tilewise", profile, topo).time_s, t_op, 1e-9);
 }
 
+// With compute.own_gemm_tables the design times its GEMM by them, not by the vendor's
+// time x own_gemm_time_ratio: a wave model at half the vendor rate doubles the pair.
+TEST(TilewiseCopyEngine, OwnGemmTablesReplaceTheRatio) {
+  const Topology topo = two_gpu_node();
+  Profile profile = copy_engine_profile(true, 0, 2);
+  set_param(profile, "tilewise", "copy_engine_bandwidth_Bps", 1e30);
+  set_param(profile, "tilewise", "own_gemm_time_ratio", 3.0);  // ignored below
+  GemmTable own;
+  own.waves.mainloop_flops_per_s = 0.5e15;
+  profile.compute.own_gemm_tables[Precision::BF16] = own;
+  const PairCase a2a = ce_pair(16384, 8192, 4096, CollectiveOp::AllToAll);
+  EXPECT_NEAR(simulate_pair(a2a, "tilewise", profile, topo).time_s, 2 * gemm_s(a2a), 1e-9);
+  profile.compute.own_gemm_tables.clear();
+  EXPECT_NEAR(simulate_pair(a2a, "tilewise", profile, topo).time_s, 3 * gemm_s(a2a), 1e-9);
+}
+
 TEST(TilewiseCopyEngine, MissingParametersNameTheKey) {
   const Topology topo = two_gpu_node();
   const Profile profile = design_profile(false);  // NCCL transport's parameters only
