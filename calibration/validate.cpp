@@ -128,7 +128,15 @@ double design_time_s(const sim::Profile& profile, const sim::Topology& topo, con
   pc.producer = !parts.collective_first;
   pc.world = m.world;
   if (m.design == "decomposed") pc.chunks = m.chunks;
-  if (m.design == "tilewise") pc.max_groups = m.chunks;
+  if (m.design == "tilewise") {
+    pc.max_groups = m.chunks;
+    // The kernel's tuner searched the group partition at the profile's carve-out only
+    // (kernels/NOTES.md): replay that carve-out instead of the design's own search.
+    const auto d = profile.designs.by_design.find("tilewise");
+    if (d != profile.designs.by_design.end())
+      if (const auto s = d->second.find("comm_sms"); s != d->second.end())
+        pc.comm_sms = static_cast<int>(s->second.value);
+  }
   pc.copy_engine = is_copy_engine_design(m.design);
   return sim::simulate_pair(pc, pc.copy_engine ? "tilewise" : m.design, profile, topo).time_s;
 }

@@ -66,9 +66,12 @@ class TilewiseDesign final : public PairedDesign {
   void set_partition(std::vector<int> waves_per_group) { partition_ = std::move(waves_per_group); }
   void set_max_groups(int groups) { max_groups_ = groups; }
   // The SMs left to NCCL and NCCL's slowdown on that many CTAs (0: the profile's).
+  // A measured carve-out: used as is (without it, the design tries comm_sms, /2 and /4
+  // like a tuner would and keeps the fastest).
   void set_comm_sms(int sms, double comm_stretch = 0) {
     comm_sms_ = sms;
     stretch_override_ = comm_stretch;
+    search_carve_out_ = false;
   }
 
  protected:
@@ -97,6 +100,7 @@ class TilewiseDesign final : public PairedDesign {
   CollectiveProfile curves_;
   double stretch_override_ = 0;
   std::vector<int> partition_;
+  bool search_carve_out_ = true;
   // (tiles, wave_s, bytes, comm rate, intra-host, ranks, collective, call latency included)
   mutable std::map<std::tuple<double, double, double, float, int, int, int, int>, Plan> plans_;
 };

@@ -166,7 +166,7 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
     Plan best;
     double best_end = 1e300;
     const std::vector<int> candidates =
-        partition_.empty() && (pair.comm_s_per_byte >= 0 || pair.comm_time_at)
+        search_carve_out_ && partition_.empty() && (pair.comm_s_per_byte >= 0 || pair.comm_time_at)
             ? std::vector<int>{comm_sms_, std::max(1, comm_sms_ / 2), std::max(1, comm_sms_ / 4)}
             : std::vector<int>{comm_sms_};
     for (int s : candidates) {

@@ -129,6 +129,23 @@ TEST(OverlapDesigns, TilewisePredictorTimesEachGroupAtItsSize) {
   EXPECT_NEAR(two.end_s, 40e-3 + 1e-6 + 3 * (10e-6 + 1e-3), 1e-12);
 }
 
+// Without a measured carve-out the tile-wise design tries comm_sms, /2 and /4 and keeps
+// the one its predictor finds fastest; a replayed one (PairCase::comm_sms, as validate
+// replays the kernel's) is used as is: here, where the GEMM dominates and 16 SMs cost it a
+// wave, replaying 16 is slower than the search, and 4 and 16 give different times.
+TEST(OverlapDesigns, ReplayedCarveOutIsNotSearched) {
+  const Profile profile = design_profile(false);
+  const Topology topo = two_gpu_node();
+  PairCase pc = pair_case(gemm_op("gemm", 16384, 8192, 8192), CollectiveOp::AllReduce,
+                          16384ull * 8192 * 2, 300e9);
+  const double searched = simulate_pair(pc, "tilewise", profile, topo).time_s;
+  pc.comm_sms = 16;
+  const double replayed = simulate_pair(pc, "tilewise", profile, topo).time_s;
+  EXPECT_GT(replayed, searched * 1.001);
+  pc.comm_sms = 4;
+  EXPECT_NE(simulate_pair(pc, "tilewise", profile, topo).time_s, replayed);
+}
+
 TEST(OverlapDesigns, PerfectTilewiseApproachesTheBoundAsGroupsGrow) {
   const Topology topo = two_gpu_node();
   Profile profile = design_profile(true);
