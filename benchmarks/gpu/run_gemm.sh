@@ -75,11 +75,13 @@ fi
 say "benchmark"
 BENCH=$BUILD/kernels/gemm/own-gemm-bench
 SHAPES=${SHAPES:-4096x4096x4096,8192x8192x2048,8192x8192x8192,16384x8192x4096,2048x8192x8192,4096x12288x49152,8192x4096x14336,16384x4096x14336,16384x7168x2048,32768x7168x2048}
-# own_v3 (clusters of 2, B multicast) and own_v2 (no cluster) interleaved with cuBLASLt;
-# then, if GROUP_M_ALT is set, v3 alone with that raster group on the K <= 4096 shapes.
-timeout -s KILL 240 "$BENCH" --driver "$DRIVER" --shapes "$SHAPES" --versions 3,2 ${BENCH_ARGS:-} \
-  >"$OUT/gemm_bench_v3_v2.csv" 2> >(tee -a "$LOG" >&2)
-say "bench v3,v2 exit $?"
+# Own variants interleaved with cuBLASLt: own_v3 (clusters of 2, B multicast), own_v2 (no
+# cluster), and v3 with the epilogue's store spread over s k-blocks and/or 16-byte vector
+# stores (v); then, if GROUP_M_ALT is set, v3 alone with that raster group.
+VERSIONS=${VERSIONS:-3,2,3s8,3v,3s8v,3s4v,3s2v}
+timeout -s KILL 300 "$BENCH" --driver "$DRIVER" --shapes "$SHAPES" --versions "$VERSIONS" ${BENCH_ARGS:-} \
+  >"$OUT/gemm_bench_variants.csv" 2> >(tee -a "$LOG" >&2)
+say "bench $VERSIONS exit $?"
 if [ -n "${GROUP_M_ALT:-}" ]; then
   timeout -s KILL 120 "$BENCH" --driver "$DRIVER" --versions 3 --group-m "$GROUP_M_ALT" \
     --shapes 8192x8192x2048,16384x8192x4096,32768x7168x2048,4096x4096x4096 \

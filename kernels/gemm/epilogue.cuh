@@ -112,31 +112,118 @@ __device__ __forceinline__ void store_packed(T* base, int64_t stride, const Tile
   }
 }
 
+// A full tile's share of this thread in parts: column group g (32 columns: j = 4g..4g+3)
+// belongs to step g / (8 / steps) of `steps` (1, 2, 4 or 8), so a deferred store can be
+// spread over several k-blocks of the next tile instead of queueing all 64 stores of
+// every consumer thread at once behind the tensor cores' shared-memory reads.
+// vector: the four lanes of a quad first transpose their 4×4 words of each column group
+// (shuffles), so each lane holds 8 consecutive columns of its row and stores them with one
+// 16-byte st.global.v4 (16 stores per thread per tile instead of 64; a warp's store then
+// covers 8 rows × 64 contiguous bytes). Needs a 16-byte aligned base and stride % 8 == 0.
+// The element → value map is that of store_packed (bit-identical results).
+__device__ __forceinline__ uint32_t select4(const uint32_t (&w)[4], int i) {
+  return (i & 2) ? ((i & 1) ? w[3] : w[2]) : ((i & 1) ? w[1] : w[0]);
+}
+
+template <class T>
+__device__ __forceinline__ void store_packed_part(T* base, int64_t stride,
+                                                  const uint32_t (&packed)[64], int consumer,
+                                                  int step, int steps, bool vector) {
+  const int lane = threadIdx.x % 32;
+  const int warp = (threadIdx.x / 32) % 4;
+  const int q = lane % 4;
+  const int row0 = consumer * 64 + warp * 16 + lane / 4;
+  const int groups_per_step = 8 / steps;
+#pragma unroll
+  for (int g = 0; g < 8; ++g) {
+    if (g / groups_per_step != step) continue;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      T* row_ptr = base + static_cast<int64_t>(row0 + 8 * h) * stride;
+      uint32_t w[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) w[k] = packed[2 * (4 * g + k) + h];
+      if (!vector) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          *reinterpret_cast<uint32_t*>(row_ptr + 8 * (4 * g + k) + 2 * q) = w[k];
+        continue;
+      }
+      // Lane q holds word q of chunks k = 0..3 (w[k]); it wants all 4 words of chunk q.
+      // Round r: lane q reads lane (q + r) % 4, which sends its w[(its q − r) % 4].
+      uint32_t out[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const uint32_t send = select4(w, (q - r) & 3);
+        const uint32_t got = __shfl_sync(0xFFFFFFFFu, send, (lane & ~3) | ((q + r) & 3));
+        const int at = (q + r) & 3;
+#pragma unroll
+        for (int c = 0; c < 4; ++c) out[c] = at == c ? got : out[c];
+      }
+      *reinterpret_cast<uint4*>(row_ptr + 8 * (4 * g + q)) =
+          make_uint4(out[0], out[1], out[2], out[3]);
+    }
+  }
+}
+
 // The default epilogue: natural or remapped store, optional per-group completion signal,
 // optional record of the schedule (debug). All choices are runtime pointers, uniform
 // across the CTA, so one instantiation serves every mode.
 struct StoreEpilogue {
-  static constexpr int kStoreSteps = 1;  // the whole store at once (own_gemm_sm90.cuh)
+  // Up to 8 steps (Params::store_steps at run time): a deferred tile's store is spread over
+  // the next tile's first store_steps k-blocks (own_gemm_sm90.cuh).
+  static constexpr int kStoreSteps = 8;
   struct Params {
     void* c = nullptr;
     const int64_t* tile_offset_elems = nullptr;
     uint32_t* group_counters = nullptr;
     const int32_t* tile_group = nullptr;
     int32_t* order_record = nullptr;
+    int32_t store_steps = 1;    // 1, 2, 4 or 8 (SchedulerOptions::store_steps)
+    int32_t vector_stores = 0;  // 1: 16-byte stores after a quad transpose
   };
+
+  static __device__ __forceinline__ void prefetch(const Params& p, int32_t tile) {
+    if (p.tile_offset_elems != nullptr)
+      asm volatile("prefetch.global.L1 [%0];" ::"l"(p.tile_offset_elems + tile));
+  }
+
+  // Where the tile starts (elements from c) and its row stride, once per tile.
+  static __device__ __forceinline__ void annotate(const Params& p, TileView& t) {
+    t.offset_elems = p.tile_offset_elems != nullptr
+                         ? p.tile_offset_elems[t.tile]
+                         : static_cast<int64_t>(t.tile_m) * GemmConfig::kTileM * t.n +
+                               static_cast<int64_t>(t.tile_n) * GemmConfig::kTileN;
+  }
+
+  // Step `step` of the tile's store; true once it is complete. Edge tiles (and unaligned
+  // destinations) are stored whole in step 0 by the general path.
+  template <class T>
+  static __device__ __forceinline__ bool store_step(const Params& p, const TileView& t,
+                                                    const uint32_t (&packed)[64], int consumer,
+                                                    int step) {
+    // Dense valid_rows × valid_cols block when remapped: the regions of consecutive tiles
+    // abut.
+    const int64_t stride = p.tile_offset_elems != nullptr ? t.valid_cols : t.n;
+    T* base = static_cast<T*>(p.c) + t.offset_elems;
+    const bool full = t.valid_rows == GemmConfig::kTileM && t.valid_cols == GemmConfig::kTileN;
+    const bool paired = ((stride | reinterpret_cast<uintptr_t>(base) / sizeof(T)) & 1) == 0;
+    if (!full || !paired) {
+      store_packed<T>(base, stride, t, packed, consumer);
+      return true;
+    }
+    const bool vector =
+        p.vector_stores != 0 && stride % 8 == 0 && (reinterpret_cast<uintptr_t>(base) & 15) == 0;
+    store_packed_part<T>(base, stride, packed, consumer, step, p.store_steps, vector);
+    return step + 1 >= p.store_steps;
+  }
 
   template <class T>
   static __device__ __forceinline__ void store(const Params& p, const TileView& t,
                                                const uint32_t (&packed)[64], int consumer) {
-    T* c = static_cast<T*>(p.c);
-    if (p.tile_offset_elems != nullptr) {
-      // Dense valid_rows × valid_cols block: the regions of consecutive tiles abut.
-      store_packed<T>(c + p.tile_offset_elems[t.tile], t.valid_cols, t, packed, consumer);
-    } else {
-      T* base = c + static_cast<int64_t>(t.tile_m) * GemmConfig::kTileM * t.n +
-                static_cast<int64_t>(t.tile_n) * GemmConfig::kTileN;
-      store_packed<T>(base, t.n, t, packed, consumer);
-    }
+#pragma unroll 1
+    for (int step = 0; step < kStoreSteps; ++step)
+      if (store_step<T>(p, t, packed, consumer, step)) break;
   }
 
   static __device__ __forceinline__ bool needs_after_tile(const Params& p) {
@@ -338,8 +425,10 @@ constexpr uint32_t kArrivalBarrier = 1;
 
 struct OwnerEpilogue {
   // A reduced tile's store is spread over 5 steps (one per k-block of the next tile): the
-  // arrival check, then a quarter of the tile per step.
-  static constexpr int kStoreSteps = 5;
+  // arrival check, then a quarter of the tile per step. Other full tiles take
+  // Params::store_steps steps (up to 8) as in StoreEpilogue.
+  static constexpr int kReducedSteps = 5;
+  static constexpr int kStoreSteps = 8;
   struct Params {
     void* c = nullptr;
     const int64_t* tile_offset_elems = nullptr;
@@ -361,6 +450,8 @@ struct OwnerEpilogue {
     uint64_t timeout_ns = 0;
     int* timed_out = nullptr;
     int32_t system_scope_signal = 0;  // 1: fence.sc.sys + atomicAdd (the earlier version)
+    int32_t store_steps = 1;          // tiles of other parts: StoreEpilogue's store shape
+    int32_t vector_stores = 0;
   };
 
   // The tile's table entries, once per tile (prefetch brought them into L1 when the tile's
@@ -432,8 +523,15 @@ struct OwnerEpilogue {
     const int64_t offset = t.offset_elems;
     const int32_t group = t.arrival;
     if (group < 0) {
-      store_packed<T>(static_cast<T*>(p.c) + offset, t.valid_cols, t, packed, consumer);
-      return true;
+      T* base = static_cast<T*>(p.c) + offset;
+      const bool full = t.valid_rows == GemmConfig::kTileM && t.valid_cols == GemmConfig::kTileN;
+      if (!full || (reinterpret_cast<uintptr_t>(base) & 3) != 0) {
+        store_packed<T>(base, t.valid_cols, t, packed, consumer);
+        return true;
+      }
+      const bool vector = p.vector_stores != 0 && (reinterpret_cast<uintptr_t>(base) & 15) == 0;
+      store_packed_part<T>(base, GemmConfig::kTileN, packed, consumer, step, p.store_steps, vector);
+      return step + 1 >= p.store_steps;
     }
     const int64_t rel = offset - p.own_begin_elems;
     T* out = static_cast<T*>(p.own_out) + p.own_out_begin_elems + rel;
@@ -457,7 +555,7 @@ struct OwnerEpilogue {
       return false;
     }
     store_reduced_pair<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1);
-    return step == kStoreSteps - 1;
+    return step == kReducedSteps - 1;
   }
 
   template <class T>

@@ -6,7 +6,7 @@
 //
 //   own-gemm-bench [--shapes 8192x8192x8192,...] [--dtype bf16|fp16] [--iters 30]
 //                  [--warmup 5] [--group-m 8] [--num-ctas 0] [--defer-stores 1]
-//                  [--cublas-candidates 8] [--versions 3,2] [--driver 580.x]
+//                  [--cublas-candidates 8] [--versions 3,2,3s8v,...] [--driver 580.x]
 // cuBLASLt runs with the fastest of its heuristic's first --cublas-candidates algorithms
 // (each timed over 7 calls); the own GEMM versions (design own_v3, own_v2: cluster_m 2 / 1)
 // and cuBLAS calls alternate while timed, each checked against cuBLASLt (and the versions
@@ -18,6 +18,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +44,36 @@ struct Shape {
   int64_t m, n, k;
 };
 
+// An own GEMM variant: version 3 (cluster_m 2) or 2 (cluster_m 1), the plain epilogue's
+// store steps and vector stores (0 / -1: the library defaults). Written 3, 2, 3s8, 3s4v,
+// 2v, ...; design column own_v<spec>.
+struct Variant {
+  int version = 3;
+  int store_steps = 0;
+  int vector_stores = -1;
+  std::string name;
+};
+
+bool parse_variant(const std::string& text, Variant& v) {
+  if (text.empty() || (text[0] != '2' && text[0] != '3')) return false;
+  v = Variant{};
+  v.version = text[0] - '0';
+  v.name = "own_v" + text;
+  size_t i = 1;
+  if (i < text.size() && text[i] == 's') {
+    v.store_steps = std::atoi(text.c_str() + i + 1);
+    if (v.store_steps != 1 && v.store_steps != 2 && v.store_steps != 4 && v.store_steps != 8)
+      return false;
+    ++i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  }
+  if (i < text.size() && text[i] == 'v') {
+    v.vector_stores = 1;
+    ++i;
+  }
+  return i == text.size();
+}
+
 struct Options {
   std::vector<Shape> shapes = {{4096, 4096, 4096},  {8192, 8192, 2048}, {8192, 8192, 8192},
                                {16384, 8192, 4096}, {2048, 8192, 8192}, {4096, 12288, 49152}};
@@ -55,7 +86,7 @@ struct Options {
   bool defer_stores = true;
   // Own GEMM versions timed side by side: 3 = clusters of 2 with TMA multicast, 2 = no
   // cluster (SchedulerOptions::cluster_m 2 / 1).
-  std::vector<int> versions = {3, 2};
+  std::vector<Variant> versions = {{3, 0, -1, "own_v3"}, {2, 0, -1, "own_v2"}};
   std::string driver;
 };
 
@@ -263,9 +294,12 @@ int main(int argc, char** argv) {
       std::stringstream list(need());
       std::string item;
       while (std::getline(list, item, ',')) {
-        const int v = std::atoi(item.c_str());
-        if (v != 2 && v != 3) {
-          std::fprintf(stderr, "own-gemm-bench: --versions expects a list of 2 and 3\n");
+        Variant v;
+        if (!parse_variant(item, v)) {
+          std::fprintf(stderr,
+                       "own-gemm-bench: --versions expects a list of 2|3[s1|s2|s4|s8][v], "
+                       "got %s\n",
+                       item.c_str());
           return 2;
         }
         o.versions.push_back(v);
@@ -331,7 +365,9 @@ int main(int argc, char** argv) {
       sched.group_m = o.group_m;
       sched.num_ctas = o.num_ctas;
       sched.defer_stores = o.defer_stores;
-      sched.cluster_m = o.versions[v] == 3 ? 2 : 1;
+      sched.cluster_m = o.versions[v].version == 3 ? 2 : 1;
+      if (o.versions[v].store_steps > 0) sched.store_steps = o.versions[v].store_steps;
+      if (o.versions[v].vector_stores >= 0) sched.vector_stores = o.versions[v].vector_stores != 0;
       own[v] = std::vector<g::OwnGemm>(sets);
       for (int i = 0; i < sets; ++i)
         BENCH_CHECK(
@@ -407,20 +443,21 @@ int main(int argc, char** argv) {
                   design.c_str(), dtype_name, s.m, s.n, s.k, bytes, tm.median_us, tm.min_us,
                   tm.max_us, flops / (tm.median_us * 1e-6) / 1e12, gbps, gbps, w);
     };
-    for (size_t v = 0; v < nver; ++v) row("own_v" + std::to_string(o.versions[v]), t[v], wrong[v]);
+    for (size_t v = 0; v < nver; ++v) row(o.versions[v].name, t[v], wrong[v]);
     row("cublas", t_ref, 0);
     std::fflush(stdout);
     for (size_t v = 0; v < nver; ++v) {
       const double ratio = t_ref.median_us / t[v].median_us;
       log_ratio_sum[v] += std::log(ratio);
       std::fprintf(stderr,
-                   "# %ldx%ldx%ld v%d: own %.1f TFLOP/s, cuBLASLt %.1f TFLOP/s, own/cuBLAS %.3f, "
+                   "# %ldx%ldx%ld %s: own %.1f TFLOP/s, cuBLASLt %.1f TFLOP/s, own/cuBLAS %.3f, "
                    "rel err vs cuBLAS %.2e, wrong %llu, sets %d, padded %d, ctas %d, cluster %d, "
                    "cuBLAS algo %d of %d (heuristic's first: %.1f TFLOP/s)\n",
-                   s.m, s.n, s.k, o.versions[v], flops / (t[v].median_us * 1e-6) / 1e12,
-                   flops / (t_ref.median_us * 1e-6) / 1e12, ratio, rel_err[v], wrong[v], sets,
-                   own[v][0].padded() ? 1 : 0, own[v][0].num_ctas(), own[v][0].cluster_m(), best,
-                   ref[0].candidates(), flops / (default_us * 1e-6) / 1e12);
+                   s.m, s.n, s.k, o.versions[v].name.c_str(),
+                   flops / (t[v].median_us * 1e-6) / 1e12, flops / (t_ref.median_us * 1e-6) / 1e12,
+                   ratio, rel_err[v], wrong[v], sets, own[v][0].padded() ? 1 : 0,
+                   own[v][0].num_ctas(), own[v][0].cluster_m(), best, ref[0].candidates(),
+                   flops / (default_us * 1e-6) / 1e12);
     }
     if (nver > 1)
       std::fprintf(stderr, "# %ldx%ldx%ld versions bit-identical: %s (%lld elements differ)\n", s.m,
@@ -439,9 +476,10 @@ int main(int argc, char** argv) {
   }
   for (size_t v = 0; v < o.versions.size(); ++v)
     std::fprintf(stderr,
-                 "# geometric mean own v%d/cuBLAS over %d shapes: %.3f (group_m %d, "
+                 "# geometric mean %s/cuBLAS over %d shapes: %.3f (group_m %d, "
                  "defer_stores %d)\n",
-                 o.versions[v], ratios, std::exp(log_ratio_sum[v] / std::max(1, ratios)), o.group_m,
+                 o.versions[v].name.c_str(), ratios,
+                 std::exp(log_ratio_sum[v] / std::max(1, ratios)), o.group_m,
                  o.defer_stores ? 1 : 0);
   return 0;
 }

@@ -36,6 +36,9 @@ struct GemmConfig {
   // (kernels/NOTES.md, GEMM versions).
   static constexpr int kMaxClusterM = 2;
   static constexpr int kDefaultClusterM = 2;
+  // Epilogue store shape (SchedulerOptions::store_steps, vector_stores); measured defaults.
+  static constexpr int kDefaultStoreSteps = 1;
+  static constexpr bool kDefaultVectorStores = false;
 };
 
 }  // namespace overlapsim::kernels::gemm

@@ -102,6 +102,12 @@ struct SchedulerOptions {
   // (tile_of_item_clustered). A request: effective_cluster_m() falls back to 1 (v2) when
   // the shape or the other options do not allow pairs.
   int cluster_m = GemmConfig::kDefaultClusterM;
+  // The plain epilogue's deferred store of a full tile, spread over the next tile's first
+  // store_steps k-blocks (1, 2, 4 or 8), and with vector_stores as 16-byte stores after a
+  // transpose inside each quad of lanes (epilogue.cuh store_packed_part). Bit-identical
+  // results for every choice; the owner epilogue keeps its own steps.
+  int store_steps = GemmConfig::kDefaultStoreSteps;
+  bool vector_stores = GemmConfig::kDefaultVectorStores;
 };
 
 // The cluster size the GEMM really uses for these options (the host replicas below and

@@ -199,6 +199,10 @@ Status OwnGemm::can_implement(const GemmArgs& args, const SchedulerOptions& sche
     return Status::failure("own GEMM: a, b and c must be device pointers, got a null pointer");
   if (sched.num_ctas < 0 || sched.group_m < 1)
     return Status::failure("own GEMM: num_ctas must be >= 0 and group_m >= 1");
+  if (sched.store_steps != 1 && sched.store_steps != 2 && sched.store_steps != 4 &&
+      sched.store_steps != 8)
+    return Status::failure("own GEMM: store_steps must be 1, 2, 4 or 8 (got " +
+                           std::to_string(sched.store_steps) + ")");
   if (sched.row_blocks < 1 || ceil_div_i32(args.m, GemmConfig::kTileM) % sched.row_blocks != 0)
     return Status::failure("own GEMM: row_blocks must be >= 1 and divide the " +
                            std::to_string(ceil_div_i32(args.m, GemmConfig::kTileM)) + " tile rows");
@@ -334,6 +338,8 @@ Status OwnGemm::run(cudaStream_t stream, uint32_t epoch) {
     e.timeout_ns = static_cast<uint64_t>(epilogue_.wait_timeout_s * 1e9);
     e.timed_out = epilogue_.timed_out;
     e.system_scope_signal = epilogue_.system_scope_signal ? 1 : 0;
+    e.store_steps = sched_.store_steps;
+    e.vector_stores = sched_.vector_stores ? 1 : 0;
     if (args_.dtype == DType::kBf16)
       return launch<__nv_bfloat16>(params, sched_.defer_stores, num_ctas_, stream);
     return launch<__half>(params, sched_.defer_stores, num_ctas_, stream);
@@ -345,6 +351,8 @@ Status OwnGemm::run(cudaStream_t stream, uint32_t epoch) {
   params.epilogue.group_counters = epilogue_.group_counters;
   params.epilogue.tile_group = epilogue_.tile_group;
   params.epilogue.order_record = epilogue_.order_record;
+  params.epilogue.store_steps = sched_.store_steps;
+  params.epilogue.vector_stores = sched_.vector_stores ? 1 : 0;
   if (args_.dtype == DType::kBf16)
     return launch<__nv_bfloat16>(params, sched_.defer_stores, num_ctas_, stream);
   return launch<__half>(params, sched_.defer_stores, num_ctas_, stream);

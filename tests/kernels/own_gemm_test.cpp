@@ -506,41 +506,48 @@ TEST(OwnGemm, RemappedStoresHoldTheSameValuesAndCountersCountTiles) {
         cudaMemcpy(offsets_dev.ptr, offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice));
     ASSERT_CUDA(cudaMemcpy(group_dev.ptr, tile_group.data(), tile_group.size() * 4,
                            cudaMemcpyHostToDevice));
-    ASSERT_CUDA(cudaMemset(counters_dev.ptr, 0, static_cast<size_t>(groups) * 4));
-    ASSERT_CUDA(cudaMemset(region.ptr, 0xFF, natural.size() * 2));
-    EpilogueArgs epi;
-    epi.tile_offset_elems = offsets_dev.as<int64_t>();
-    epi.group_counters = counters_dev.as<uint32_t>();
-    epi.tile_group = group_dev.as<int32_t>();
-    OwnGemm gemm;
-    ASSERT_STATUS(gemm.initialize(args_of(*p, region.ptr), epi));
-    ASSERT_STATUS(gemm.run(nullptr));
-    ASSERT_CUDA(cudaDeviceSynchronize());
-    std::vector<uint16_t> remapped(natural.size());
-    ASSERT_CUDA(
-        cudaMemcpy(remapped.data(), region.ptr, remapped.size() * 2, cudaMemcpyDeviceToHost));
-    std::vector<uint32_t> counters(groups);
-    ASSERT_CUDA(
-        cudaMemcpy(counters.data(), counters_dev.ptr, counters.size() * 4, cudaMemcpyDeviceToHost));
+    // Every epilogue store shape: whole, spread over 8 k-blocks, 16-byte vector stores.
+    for (const int shape : {0, 1, 2}) {
+      SCOPED_TRACE("store shape " + std::to_string(shape));
+      SchedulerOptions sched;
+      sched.store_steps = shape == 0 ? 1 : 8;
+      sched.vector_stores = shape == 2;
+      ASSERT_CUDA(cudaMemset(counters_dev.ptr, 0, static_cast<size_t>(groups) * 4));
+      ASSERT_CUDA(cudaMemset(region.ptr, 0xFF, natural.size() * 2));
+      EpilogueArgs epi;
+      epi.tile_offset_elems = offsets_dev.as<int64_t>();
+      epi.group_counters = counters_dev.as<uint32_t>();
+      epi.tile_group = group_dev.as<int32_t>();
+      OwnGemm gemm;
+      ASSERT_STATUS(gemm.initialize(args_of(*p, region.ptr), epi, sched));
+      ASSERT_STATUS(gemm.run(nullptr));
+      ASSERT_CUDA(cudaDeviceSynchronize());
+      std::vector<uint16_t> remapped(natural.size());
+      ASSERT_CUDA(
+          cudaMemcpy(remapped.data(), region.ptr, remapped.size() * 2, cudaMemcpyDeviceToHost));
+      std::vector<uint32_t> counters(groups);
+      ASSERT_CUDA(cudaMemcpy(counters.data(), counters_dev.ptr, counters.size() * 4,
+                             cudaMemcpyDeviceToHost));
 
-    const int32_t tiles_n = gemm.tiles_n();
-    int64_t mismatches = 0;
-    std::vector<uint32_t> expected(groups, 0);
-    for (int32_t tm = 0; tm < gemm.tiles_m(); ++tm)
-      for (int32_t tn = 0; tn < tiles_n; ++tn) {
-        const int64_t tile = int64_t{tm} * tiles_n + tn;
-        ++expected[tile_group[tile]];
-        const int64_t rows = std::min<int64_t>(128, c.m - tm * 128);
-        const int64_t cols = std::min<int64_t>(256, c.n - tn * 256);
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t col = 0; col < cols; ++col) {
-            const uint16_t want = natural[(tm * 128 + r) * c.n + tn * 256 + col];
-            const uint16_t got = remapped[offsets[tile] + r * cols + col];
-            if (want != got || got == kPoison) ++mismatches;
-          }
-      }
-    EXPECT_EQ(mismatches, 0) << "remapped tiles differ from the natural store";
-    for (int32_t g = 0; g < groups; ++g) EXPECT_EQ(counters[g], expected[g]) << "group " << g;
+      const int32_t tiles_n = gemm.tiles_n();
+      int64_t mismatches = 0;
+      std::vector<uint32_t> expected(groups, 0);
+      for (int32_t tm = 0; tm < gemm.tiles_m(); ++tm)
+        for (int32_t tn = 0; tn < tiles_n; ++tn) {
+          const int64_t tile = int64_t{tm} * tiles_n + tn;
+          ++expected[tile_group[tile]];
+          const int64_t rows = std::min<int64_t>(128, c.m - tm * 128);
+          const int64_t cols = std::min<int64_t>(256, c.n - tn * 256);
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t col = 0; col < cols; ++col) {
+              const uint16_t want = natural[(tm * 128 + r) * c.n + tn * 256 + col];
+              const uint16_t got = remapped[offsets[tile] + r * cols + col];
+              if (want != got || got == kPoison) ++mismatches;
+            }
+        }
+      EXPECT_EQ(mismatches, 0) << "remapped tiles differ from the natural store";
+      for (int32_t g = 0; g < groups; ++g) EXPECT_EQ(counters[g], expected[g]) << "group " << g;
+    }
   }
 }
 
@@ -694,6 +701,48 @@ TEST(OwnGemm, ClusterPairsAndSingleCtasAgreeBitwise) {
       EXPECT_EQ(differ, 0u) << "elements where clusters of 2 and single CTAs differ (defer "
                             << defer << ")";
       EXPECT_EQ(std::count(a.begin(), a.end(), kPoison), 0);
+    }
+  }
+}
+
+// The epilogue's store shapes (SchedulerOptions::store_steps, vector_stores) move the same
+// values: bit for bit equal to the whole scalar store, for both cluster sizes, edge tiles
+// and a row stride that rules the 16-byte path out (n = 1028) included.
+TEST(OwnGemm, StoreStepsAndVectorStoresAgreeBitwise) {
+  SKIP_WITHOUT_HOPPER();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (const Case c :
+       {Case{1000, 3000, 777}, Case{4096, 4096, 1024}, Case{512, 1028, 64}, Case{384, 2048, 128}}) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k));
+    auto p = make_problem(c.m, c.n, c.k, DType::kBf16, seed + c.m);
+    ASSERT_TRUE(p);
+    for (const int cluster : {1, 2}) {
+      SchedulerOptions base;
+      base.cluster_m = cluster;
+      base.store_steps = 1;
+      base.vector_stores = false;
+      std::string error;
+      const auto want = run_own(*p, base, error);
+      ASSERT_TRUE(error.empty()) << error;
+      EXPECT_EQ(std::count(want.begin(), want.end(), kPoison), 0);
+      for (const int steps : {1, 2, 8}) {
+        for (const bool vector : {false, true}) {
+          for (const bool defer : {true, false}) {
+            SchedulerOptions s = base;
+            s.store_steps = steps;
+            s.vector_stores = vector;
+            s.defer_stores = defer;
+            const auto got = run_own(*p, s, error);
+            ASSERT_TRUE(error.empty()) << error;
+            EXPECT_TRUE(got == want) << "cluster " << cluster << " steps " << steps << " vector "
+                                     << vector << " defer " << defer;
+          }
+        }
+      }
     }
   }
 }
