@@ -63,7 +63,7 @@ if [ "${NCU:-0}" = 1 ]; then
   say "ncu: speed of light and memory workload of own vs cuBLAS at ${NCU_SHAPE:=8192x8192x2048}"
   for kernel in 'regex:own_gemm_kernel' 'regex:nvjet|xmma|cutlass'; do
     timeout -s KILL 120 ncu --clock-control none --kernel-name "$kernel" --launch-skip 1 \
-      --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis ${NCU_EXTRA:-} \
       "$BUILD/kernels/gemm/own-gemm-bench" --shapes "$NCU_SHAPE" --iters 2 --warmup 1 \
       --cublas-candidates 1 --versions "${NCU_VERSION:-3}" >>"$OUT/ncu.txt" 2>&1
     echo "== ncu $kernel exit $?" >>"$OUT/ncu.txt"
