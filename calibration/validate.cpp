@@ -130,10 +130,12 @@ double design_time_s(const sim::Profile& profile, const sim::Topology& topo, con
   if (m.design == "decomposed") pc.chunks = m.chunks;
   if (m.design == "tilewise") {
     pc.max_groups = m.chunks;
-    // The kernel's tuner searched the group partition at the profile's carve-out only
-    // (kernels/NOTES.md): replay that carve-out instead of the design's own search.
+    // Replay the kernel's carve-out instead of the design's own search: the row's ctas
+    // column where the runner wrote it, else the profile's comm_sms (the runner's default
+    // and, in calibrate's runs, the only carve-out its tuner tried: kernels/NOTES.md).
+    pc.comm_sms = m.ctas;
     const auto d = profile.designs.by_design.find("tilewise");
-    if (d != profile.designs.by_design.end())
+    if (pc.comm_sms <= 0 && d != profile.designs.by_design.end())
       if (const auto s = d->second.find("comm_sms"); s != d->second.end())
         pc.comm_sms = static_cast<int>(s->second.value);
   }
