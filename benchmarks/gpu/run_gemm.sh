@@ -78,7 +78,7 @@ SHAPES=${SHAPES:-4096x4096x4096,8192x8192x2048,8192x8192x8192,16384x8192x4096,20
 # Own variants interleaved with cuBLASLt: own_v3 (clusters of 2, B multicast), own_v2 (no
 # cluster), and v3 with the epilogue's store spread over s k-blocks and/or 16-byte vector
 # stores (v); then, if GROUP_M_ALT is set, v3 alone with that raster group.
-VERSIONS=${VERSIONS:-3,2,3s8,3v,3s8v,3s4v,3s2v}
+VERSIONS=${VERSIONS:-3,2,3n,2n,3i,2i}
 timeout -s KILL 300 "$BENCH" --driver "$DRIVER" --shapes "$SHAPES" --versions "$VERSIONS" ${BENCH_ARGS:-} \
   >"$OUT/gemm_bench_variants.csv" 2> >(tee -a "$LOG" >&2)
 say "bench $VERSIONS exit $?"

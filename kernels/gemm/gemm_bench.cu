@@ -45,12 +45,14 @@ struct Shape {
 };
 
 // An own GEMM variant: version 3 (cluster_m 2) or 2 (cluster_m 1), the plain epilogue's
-// store steps and vector stores (0 / -1: the library defaults). Written 3, 2, 3s8, 3s4v,
-// 2v, ...; design column own_v<spec>.
+// store steps (s<n>), 16-byte vector stores (v) or 4-byte ones (n), immediate stores (i);
+// unnamed choices are the library defaults. Written 3, 2, 3s8, 3s4v, 2n, 3vi, ...; design
+// column own_v<spec>.
 struct Variant {
   int version = 3;
   int store_steps = 0;
   int vector_stores = -1;
+  bool immediate = false;
   std::string name;
 };
 
@@ -71,6 +73,14 @@ bool parse_variant(const std::string& text, Variant& v) {
     v.vector_stores = 1;
     ++i;
   }
+  if (i < text.size() && text[i] == 'n') {  // scalar 4-byte stores
+    v.vector_stores = 0;
+    ++i;
+  }
+  if (i < text.size() && text[i] == 'i') {  // immediate (v1) stores instead of deferred
+    v.immediate = true;
+    ++i;
+  }
   return i == text.size();
 }
 
@@ -86,7 +96,7 @@ struct Options {
   bool defer_stores = true;
   // Own GEMM versions timed side by side: 3 = clusters of 2 with TMA multicast, 2 = no
   // cluster (SchedulerOptions::cluster_m 2 / 1).
-  std::vector<Variant> versions = {{3, 0, -1, "own_v3"}, {2, 0, -1, "own_v2"}};
+  std::vector<Variant> versions = {{3, 0, -1, false, "own_v3"}, {2, 0, -1, false, "own_v2"}};
   std::string driver;
 };
 
@@ -368,6 +378,7 @@ int main(int argc, char** argv) {
       sched.cluster_m = o.versions[v].version == 3 ? 2 : 1;
       if (o.versions[v].store_steps > 0) sched.store_steps = o.versions[v].store_steps;
       if (o.versions[v].vector_stores >= 0) sched.vector_stores = o.versions[v].vector_stores != 0;
+      if (o.versions[v].immediate) sched.defer_stores = false;
       own[v] = std::vector<g::OwnGemm>(sets);
       for (int i = 0; i < sets; ++i)
         BENCH_CHECK(
