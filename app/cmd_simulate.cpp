@@ -51,6 +51,7 @@ struct SimulateOptions {
   bool show_profile = false;
   bool exact_parts = false;                    // every part of a paired collective on the network
   std::string tilewise_transport = "nccl";     // nccl | copy_engine
+  std::string gemm_clock = "steady";           // steady | duty-cycle
   int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0;  // 0: as the model file says
 };
 
@@ -143,6 +144,10 @@ struct DesignRun {
   sim::PairStats pairs;
   std::vector<sim::ParameterUse> parameters;
   long launches_by_path[3] = {0, 0, 0};  // calibration::CollectivePath order
+  // --gemm-clock duty-cycle: the share of the step without compute on the slowest rank in
+  // the back-to-back run, and the GEMM rate factor the rerun used (1 + idle_clock_boost x
+  // it); < 0: not applied.
+  double idle_fraction = -1, gemm_clock_speedup = -1;
 };
 
 struct Outcome {
@@ -224,6 +229,9 @@ Outcome simulate(const SimulateOptions& o) {
     throw std::invalid_argument(
         fmt::format("--tilewise-transport: '{}' is not allowed (expected nccl or copy_engine)",
                     o.tilewise_transport));
+  if (o.gemm_clock != "steady" && o.gemm_clock != "duty-cycle")
+    throw std::invalid_argument(fmt::format(
+        "--gemm-clock: '{}' is not allowed (expected steady or duty-cycle)", o.gemm_clock));
   for (const std::string& fmt_name : {o.format})
     if (fmt_name != "table" && fmt_name != "json")
       throw std::invalid_argument(
@@ -267,7 +275,12 @@ Outcome simulate(const SimulateOptions& o) {
   out.background_images = !out.step.representative.empty() && images != sim::BackgroundImages::None;
 
   const sim::ComputeModel compute(out.profile.compute);
-  for (const std::string& name : designs) {
+  // One design on one profile (the shipped one, or its GEMM rates scaled for the clock):
+  // fills run's result, launches and pair stats; the final run of a design also counts its
+  // collective classes and writes its trace. False when the design overlaps no pair and the
+  // result is sequential's.
+  auto simulate_design = [&](const std::string& name, const sim::Profile& profile,
+                             const sim::ComputeModel& compute, bool final_run, DesignRun& run) {
     sim::Simulator simulator;
     sim::FlowNetwork net(simulator, topology);
     sim::ExecOptions exec;
@@ -296,13 +309,13 @@ Outcome simulate(const SimulateOptions& o) {
     }
     sim::StepExecutor executor(out.step, compute, net, exec);
     // Collectives timed by the profile where it measured them (docs/simulate.md).
-    calibration::ProfileCollectiveTimer timer(out.profile.collectives, net,
+    calibration::ProfileCollectiveTimer timer(profile.collectives, net,
                                               timing_options(out.cluster));
     executor.set_collective_launcher(timer.launcher());
-    auto design = sim::make_design(name, out.profile);
+    auto design = sim::make_design(name, profile);
     if (auto* t = dynamic_cast<sim::TilewiseDesign*>(design.get());
         t && o.tilewise_transport == "copy_engine")
-      t->set_transport(sim::TilewiseDesign::Transport::CopyEngine, out.profile);
+      t->set_transport(sim::TilewiseDesign::Transport::CopyEngine, profile);
     sim::PairedDesign* paired = sim::as_paired(*design);
     if (paired) {
       // The measured paths charge NCCL's fixed cost per call; the cluster's links do not.
@@ -330,40 +343,70 @@ Outcome simulate(const SimulateOptions& o) {
       for (const auto& g : out.step.groups) sizes.push_back(static_cast<int>(g.ranks.size()));
       paired->set_scaled_parts(o.exact_parts ? 0 : 256, std::move(sizes));
     }
-    DesignRun run;
-    const sim::PairStats scan = paired ? paired->scan(out.step, compute) : sim::PairStats{};
-    if (paired && scan.overlapped == 0 && !out.runs.empty() &&
-        out.runs.front().result.design == "sequential" && o.trace.empty()) {
-      // The design overlaps no pair of this step: every pair runs as under sequential, so
-      // the step is sequential's, event for event.
-      run.result = out.runs.front().result;
-      run.result.design = name;
-      run.result.sim_wall_s = 0;
-      run.paired = true;
-      run.pairs = scan;
-      run.parameters = paired->parameters();
-      std::copy(std::begin(out.runs.front().launches_by_path),
-                std::end(out.runs.front().launches_by_path), std::begin(run.launches_by_path));
-      out.runs.push_back(std::move(run));
-      continue;
+    if (paired) {
+      const sim::PairStats scan = paired->scan(out.step, compute);
+      if (scan.overlapped == 0 && !out.runs.empty() &&
+          out.runs.front().result.design == "sequential" && o.trace.empty()) {
+        // The design overlaps no pair of this step: every pair runs as under sequential,
+        // so the step is sequential's, event for event.
+        run.result = out.runs.front().result;
+        run.result.design = name;
+        run.result.sim_wall_s = 0;
+        run.paired = true;
+        run.pairs = scan;
+        run.parameters = paired->parameters();
+        run.idle_fraction = out.runs.front().idle_fraction;
+        run.gemm_clock_speedup = out.runs.front().gemm_clock_speedup;
+        std::copy(std::begin(out.runs.front().launches_by_path),
+                  std::end(out.runs.front().launches_by_path), std::begin(run.launches_by_path));
+        return false;
+      }
     }
     run.result = executor.run(*design);
     for (auto path : {calibration::CollectivePath::Curve, calibration::CollectivePath::Efficiency,
                       calibration::CollectivePath::Cluster})
       run.launches_by_path[static_cast<int>(path)] = timer.launches(path);
-    merge_classes(out.collective_classes, timer.uses());
+    if (final_run) merge_classes(out.collective_classes, timer.uses());
     if (paired) {
       run.paired = true;
       run.pairs = paired->stats();
       run.parameters = paired->parameters();
     }
     if (o.no_timing) run.result.sim_wall_s = 0;
-    if (!o.trace.empty()) {
+    if (final_run && !o.trace.empty()) {
       run.trace_file = o.design != "all" ? o.trace : per_design_path(o.trace, name);
       config::write_file_atomic(
           run.trace_file, sim::chrome_trace_json(executor.timeline(), run.result,
                                                  fmt::format("{} on {} ({})", out.step.workload,
                                                              out.cluster.name, name)));
+    }
+    return true;
+  };
+  for (const std::string& name : designs) {
+    DesignRun run;
+    if (o.gemm_clock == "duty-cycle" && !out.profile.compute.idle_clock_boost)
+      throw std::invalid_argument(fmt::format(
+          "--gemm-clock duty-cycle: {}: compute.idle_clock_boost: missing (expected a profile "
+          "fitted from pair loops, e.g. calibration/profiles/h200-nvlink.yaml)",
+          out.profile.path));
+    const bool clocked = o.gemm_clock == "duty-cycle";
+    if (simulate_design(name, out.profile, compute, !clocked, run) && clocked &&
+        run.result.step_time_s > 0) {
+      // The GEMMs' clock has headroom in the share of the step without compute
+      // (compute.idle_clock_boost, fitted on pair loops): rerun once at the rate that
+      // share gives, the share taken from the back-to-back run.
+      run.idle_fraction = std::clamp(1 - run.result.compute_s / run.result.step_time_s, 0.0, 1.0);
+      run.gemm_clock_speedup = out.profile.compute.clock_speedup(run.idle_fraction);
+      sim::Profile boosted = out.profile;
+      boosted.compute = sim::with_gemm_rates_scaled(out.profile.compute, run.gemm_clock_speedup);
+      const sim::ComputeModel boosted_compute(boosted.compute);
+      const double first_wall_s = run.result.sim_wall_s;
+      DesignRun rerun;
+      rerun.idle_fraction = run.idle_fraction;
+      rerun.gemm_clock_speedup = run.gemm_clock_speedup;
+      simulate_design(name, boosted, boosted_compute, true, rerun);
+      if (!o.no_timing) rerun.result.sim_wall_s += first_wall_s;
+      run = std::move(rerun);
     }
     out.runs.push_back(std::move(run));
   }
@@ -460,6 +503,10 @@ std::string to_json(const Outcome& o) {
                         {"source", sim::to_string(u.source.kind)},
                         {"citation", u.source.citation}});
     d["parameters"] = std::move(params);
+    if (run.gemm_clock_speedup > 0) {
+      d["idle_fraction"] = run.idle_fraction;
+      d["gemm_clock_speedup"] = run.gemm_clock_speedup;
+    }
     if (!run.trace_file.empty()) d["trace"] = run.trace_file;
     designs.push_back(std::move(d));
   }
@@ -547,6 +594,13 @@ std::string to_table(const Outcome& o) {
                      parameter_kinds(run.parameters));
   }
   for (const auto& run : o.runs)
+    if (run.gemm_clock_speedup > 0)
+      t += fmt::format(
+          "{}: GEMMs at {:.4f}x the back-to-back rate (--gemm-clock duty-cycle: {:.1f}% of the "
+          "back-to-back step without compute x compute.idle_clock_boost {:.4g})\n",
+          run.result.design, run.gemm_clock_speedup, 100 * run.idle_fraction,
+          o.profile.compute.idle_clock_boost->value);
+  for (const auto& run : o.runs)
     if (!run.trace_file.empty())
       t += fmt::format("trace: {} (open in https://ui.perfetto.dev)\n", run.trace_file);
   t += fmt::format("wall {:.2f} s in all, peak memory {:.0f} MiB\n", o.wall_s,
@@ -585,6 +639,11 @@ void add_simulate_command(CLI::App& app, Runner& selected) {
   sub->add_option("--tilewise-transport", opts->tilewise_transport,
                   "tile-wise design's transport: nccl (NCCL on a carve-out of SMs) or copy_engine "
                   "(copy engines, reduction in the owner's GEMM epilogue)")
+      ->capture_default_str();
+  sub->add_option("--gemm-clock", opts->gemm_clock,
+                  "steady: GEMMs at the profile's back-to-back rates; duty-cycle: rerun each "
+                  "design with them scaled by 1 + compute.idle_clock_boost x the step's share "
+                  "without compute")
       ->capture_default_str();
   sub->add_flag("--show-profile", opts->show_profile, "print the loaded profile and its sources");
   sub->add_option("--tp", opts->tp, "override the model's tensor-parallel size");

@@ -110,6 +110,35 @@ TEST_F(SimulateCli, TilewiseTransportSelectsTheCopyEngineModel) {
   EXPECT_TRUE(has_copy_param);
 }
 
+TEST_F(SimulateCli, GemmClockDutyCycleRerunsAtTheBoostedRate) {
+  const std::string args = kTiny +
+                           " --profile calibration/profiles/h200-nvlink.yaml --design all "
+                           "--format json --no-timing";
+  const CliRun steady = run(args);
+  const CliRun duty = run(args + " --gemm-clock duty-cycle");
+  ASSERT_EQ(steady.exit_code, 0) << steady.err;
+  ASSERT_EQ(duty.exit_code, 0) << duty.err;
+  const auto a = nlohmann::json::parse(steady.out)["designs"];
+  const auto b = nlohmann::json::parse(duty.out)["designs"];
+  ASSERT_EQ(a.size(), b.size());
+  double boost = -1;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_FALSE(a[i].contains("gemm_clock_speedup"));
+    ASSERT_TRUE(b[i].contains("gemm_clock_speedup")) << b[i]["design"];
+    const double f = b[i]["idle_fraction"].get<double>();
+    const double speedup = b[i]["gemm_clock_speedup"].get<double>();
+    ASSERT_GT(f, 0);
+    ASSERT_LT(f, 1);
+    // One boost per idle fraction for every design: the profile's idle_clock_boost.
+    if (boost < 0) boost = (speedup - 1) / f;
+    EXPECT_NEAR(speedup, 1 + boost * f, 1e-12) << b[i]["design"];
+    // Faster GEMMs, a shorter step.
+    EXPECT_LT(b[i]["compute_s"].get<double>(), a[i]["compute_s"].get<double>());
+    EXPECT_LE(b[i]["step_time_s"].get<double>(), a[i]["step_time_s"].get<double>());
+  }
+  EXPECT_GT(boost, 0);
+}
+
 TEST_F(SimulateCli, FoldingOnAndOffGiveTheSameStep) {
   const CliRun folded = run(kTiny + " --format json --no-timing");
   const CliRun full = run(kTiny + " --format json --no-timing --no-fold");
@@ -174,7 +203,8 @@ TEST_F(SimulateCli, BadInputExitsTwoWithOneLineAndWritesNothing) {
   for (const std::string& args : std::vector<std::string>{
            kTiny + " --design magic", kTiny + " --format xml", kTiny + " --images some",
            kTiny + " --profile /nonexistent/profile.yaml", kTiny + " --tp 3",
-           kTiny + " --tilewise-transport carrier-pigeon",
+           kTiny + " --tilewise-transport carrier-pigeon", kTiny + " --gemm-clock turbo",
+           kTiny + " --gemm-clock duty-cycle",  // the datasheet profile has no idle_clock_boost
            std::string("-w /nonexistent/model.yaml")}) {
     const CliRun r = run(args + write);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
