@@ -81,6 +81,17 @@ std::string yaml_quoted(const std::string& text) {
   return out + "\"";
 }
 
+// A flow list of an m x n x k grid's values, one k row per line after the first.
+std::string grid_list(const std::vector<double>& values, std::size_t row,
+                      const std::string& indent) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out += (i % row == 0) ? ",\n" + indent : ", ";
+    out += yaml_number(values[i]);
+  }
+  return out + "]";
+}
+
 // compute.gemm_tables or compute.own_gemm_tables (the same form).
 void write_gemm_tables(std::string& out, const ProfileYamlOptions& o, const char* name,
                        const std::map<sim::Precision, sim::GemmTable>& tables) {
@@ -102,24 +113,15 @@ void write_gemm_tables(std::string& out, const ProfileYamlOptions& o, const char
           out += fmt::format("      correction:\n        m: {}\n        n: {}\n        k: {}\n",
                              number_list(t.m_values), number_list(t.n_values),
                              number_list(t.k_values));
-          out += "        time_factor: [";
-          const std::size_t row = t.k_values.size();
-          for (std::size_t i = 0; i < t.time_factor.size(); ++i) {
-            if (i) out += (i % row == 0) ? ",\n          " : ", ";
-            out += yaml_number(t.time_factor[i]);
-          }
-          out += "]\n";
+          out +=
+              "        time_factor: " + grid_list(t.time_factor, t.k_values.size(), "          ") +
+              "\n";
         }
       } else {
         out += fmt::format("      m: {}\n      n: {}\n      k: {}\n", number_list(t.m_values),
                            number_list(t.n_values), number_list(t.k_values));
-        out += "      achieved_flops_per_s: [";
-        const std::size_t row = t.k_values.size();
-        for (std::size_t i = 0; i < t.achieved_flops_per_s.size(); ++i) {
-          if (i) out += (i % row == 0) ? ",\n        " : ", ";
-          out += yaml_number(t.achieved_flops_per_s[i]);
-        }
-        out += "]\n";
+        out += "      achieved_flops_per_s: " +
+               grid_list(t.achieved_flops_per_s, t.k_values.size(), "        ") + "\n";
       }
       out += fmt::format("      source: {}\n      citation: {}\n", sim::to_string(t.source.kind),
                          yaml_quoted(t.source.citation));
