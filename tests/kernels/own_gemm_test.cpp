@@ -318,6 +318,7 @@ TEST(TileOrder, ClusterPairsShareAColumnAndFallBackWhereTheyCannot) {
     s.row_blocks = c.row_blocks;
     s.rotate_world = c.rotate_world;
     s.rotate_rank = c.rotate_world - 1;
+    s.cluster_m = 2;
     EXPECT_EQ(effective_cluster_m(c.m, c.n, s), c.expected_cluster);
     const auto order = tile_order(c.m, c.n, s);
     const int32_t tiles_m = static_cast<int32_t>((c.m + 127) / 128);
@@ -807,6 +808,7 @@ TEST(OwnGemm, DeviceRotatedTileOrderMatchesHostReplica) {
         sched.num_ctas = ctas;
         sched.rotate_world = world;
         sched.rotate_rank = rank;
+        sched.cluster_m = 2;
         const size_t tiles = static_cast<size_t>(m / 128) * ((n + 255) / 256);
         DeviceBuffer record(tiles * 8);
         ASSERT_CUDA(cudaMemset(record.ptr, 0xFF, tiles * 8));
@@ -814,7 +816,7 @@ TEST(OwnGemm, DeviceRotatedTileOrderMatchesHostReplica) {
         epi.order_record = record.as<int32_t>();
         OwnGemm gemm;
         ASSERT_STATUS(gemm.initialize(args_of(*p, p->c_dev->ptr), epi, sched));
-        EXPECT_EQ(gemm.cluster_m(), ctas % 2 == 0 ? GemmConfig::kDefaultClusterM : 1);
+        EXPECT_EQ(gemm.cluster_m(), ctas % 2 == 0 ? 2 : 1);
         ASSERT_STATUS(gemm.run(nullptr));
         ASSERT_CUDA(cudaDeviceSynchronize());
         std::vector<int32_t> rec(tiles * 2);

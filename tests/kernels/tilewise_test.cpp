@@ -619,7 +619,7 @@ TEST(TilewiseLayoutKernels, DeviceTileOrderWithRowBlocksMatchesHost) {
   ASSERT_TRUE(record.allocate(tiles * 8).ok);
   ASSERT_TRUE(fill_random(a.data(), m * k, DType::BF16, 1, nullptr).ok);
   ASSERT_TRUE(fill_random(b.data(), n * k, DType::BF16, 2, nullptr).ok);
-  // 7 CTAs: no pairs (v2 order); 8 CTAs: pairs of tile rows (v3, the default cluster).
+  // Clusters of 2 requested: 7 CTAs fall back to single CTAs, 8 run pairs of tile rows.
   for (const int ctas : {7, 8}) {
     SCOPED_TRACE("num_ctas " + std::to_string(ctas));
     gemm::OwnGemm g;
@@ -629,6 +629,7 @@ TEST(TilewiseLayoutKernels, DeviceTileOrderWithRowBlocksMatchesHost) {
     gemm::SchedulerOptions sched;
     sched.num_ctas = ctas;
     sched.row_blocks = 4;
+    sched.cluster_m = 2;
     ASSERT_TRUE(g.initialize(args, epi, sched).ok);
     EXPECT_EQ(g.cluster_m(), gemm::effective_cluster_m(m, n, sched));
     ASSERT_EQ(cudaMemset(record.data(), 0xFF, tiles * 8), cudaSuccess);
