@@ -121,10 +121,6 @@ __device__ __forceinline__ void store_packed(T* base, int64_t stride, const Tile
 // 16-byte st.global.v4 (16 stores per thread per tile instead of 64; a warp's store then
 // covers 8 rows × 64 contiguous bytes). Needs a 16-byte aligned base and stride % 8 == 0.
 // The element → value map is that of store_packed (bit-identical results).
-__device__ __forceinline__ uint32_t select4(const uint32_t (&w)[4], int i) {
-  return (i & 2) ? ((i & 1) ? w[3] : w[2]) : ((i & 1) ? w[1] : w[0]);
-}
-
 template <class T>
 __device__ __forceinline__ void store_packed_part(T* base, int64_t stride,
                                                   const uint32_t (&packed)[64], int consumer,
@@ -149,17 +145,30 @@ __device__ __forceinline__ void store_packed_part(T* base, int64_t stride,
           *reinterpret_cast<uint32_t*>(row_ptr + 8 * (4 * g + k) + 2 * q) = w[k];
         continue;
       }
-      // Lane q holds word q of chunks k = 0..3 (w[k]); it wants all 4 words of chunk q.
-      // Round r: lane q reads lane (q + r) % 4, which sends its w[(its q − r) % 4].
-      uint32_t out[4] = {0u, 0u, 0u, 0u};
+      // Lane q holds word q of chunks k = 0..3 (w[k]); it wants all 4 words of chunk q: a
+      // 4×4 transpose across the quad in two butterfly steps. Step b (bit 1, then 2) swaps
+      // with lane q ^ b the two words whose index differs from q in that bit.
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const uint32_t send = select4(w, (q - r) & 3);
-        const uint32_t got = __shfl_sync(0xFFFFFFFFu, send, (lane & ~3) | ((q + r) & 3));
-        const int at = (q + r) & 3;
-#pragma unroll
-        for (int c = 0; c < 4; ++c) out[c] = at == c ? got : out[c];
+      for (int b = 1; b <= 2; b <<= 1) {
+        const bool high = (q & b) != 0;
+        // The words this lane gives away: indices with bit b != q's (lo/hi pair).
+        const uint32_t give0 = high ? w[0] : w[b == 1 ? 1 : 2];
+        const uint32_t give1 = high ? w[b == 1 ? 2 : 1] : w[3];
+        const uint32_t got0 = __shfl_xor_sync(0xFFFFFFFFu, give0, b);
+        const uint32_t got1 = __shfl_xor_sync(0xFFFFFFFFu, give1, b);
+        if (b == 1) {
+          w[0] = high ? got0 : w[0];
+          w[2] = high ? got1 : w[2];
+          w[1] = high ? w[1] : got0;
+          w[3] = high ? w[3] : got1;
+        } else {
+          w[0] = high ? got0 : w[0];
+          w[1] = high ? got1 : w[1];
+          w[2] = high ? w[2] : got0;
+          w[3] = high ? w[3] : got1;
+        }
       }
+      const uint32_t out[4] = {w[0], w[1], w[2], w[3]};
       *reinterpret_cast<uint4*>(row_ptr + 8 * (4 * g + q)) =
           make_uint4(out[0], out[1], out[2], out[3]);
     }
