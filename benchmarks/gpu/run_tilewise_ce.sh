@@ -3,8 +3,8 @@
 # 2 x H200: GPU tests (copy-engine design first), the rotated-order GEMM tests, the
 # tilewise_ce suite, the PyTorch peers, optionally compute-sanitizer, and the summary.
 #   benchmarks/gpu/run_tilewise_ce.sh [suite.yaml]
-# Binaries: .carry_tilewise_ce/{bin,lib} built on the workstation (carry it), else a
-# kernels-only build here. Results in $OUT: log.txt tests.txt tilewise_ce.csv
+# Binaries: $CARRY_DIR/{bin,lib} (default .carry_tilewise_ce) built on the workstation
+# (carry it), else a kernels-only build here. Results in $OUT: log.txt tests.txt tilewise_ce.csv
 # tilewise_ce_detail.csv tilewise_ce_tuning.yaml tilewise_ce_summary.csv torch.csv.
 # Every step has its own time limit (env TEST_TIMEOUT, BENCH_TIMEOUT, TORCH_TIMEOUT,
 # SANITIZER=1 to run compute-sanitizer, TEST_FILTER to choose the tests).
@@ -26,10 +26,11 @@ step "machine"
 } >>"$log" 2>&1
 
 echo "nccl lib: $nccl_lib" >>"$log"
-use_device_libs "$root/.carry_tilewise_ce/lib"
-bench="$root/.carry_tilewise_ce/bin/overlap-bench"
-test_bin="$root/.carry_tilewise_ce/bin/tilewise_test"
-gemm_test="$root/.carry_tilewise_ce/bin/own_gemm_test"
+carry="$root/${CARRY_DIR:-.carry_tilewise_ce}"
+use_device_libs "$carry/lib"
+bench="$carry/bin/overlap-bench"
+test_bin="$carry/bin/tilewise_test"
+gemm_test="$carry/bin/own_gemm_test"
 if ! "$test_bin" --gtest_list_tests >/dev/null 2>>"$log"; then
   step "carried binaries do not run here: building"
   build_kernels_only 200 overlap-bench tilewise_test own_gemm_test >>"$log" 2>&1
@@ -54,8 +55,8 @@ if [[ ${NCCL_TRANSPORT_TESTS:-1} == 1 ]]; then
     --gtest_filter='TilewiseDesignGpu.*-TilewiseDesignGpu.SingleRank*' >>"$OUT/tests.txt" 2>&1
   echo "tilewise_test (NCCL transport design tests) rc=$?" | tee -a "$OUT/tests.txt" "$log"
 fi
-timeout 30 "$gemm_test" --gtest_brief=1 \
-  --gtest_filter='TileOrder.*:OwnGemmArgs.*:OwnGemm.DeviceTileOrder*:OwnGemm.DeviceRotated*:OwnGemm.Remapped*:OwnGemm.SignalNever*:OwnGemm.Deferred*' \
+timeout 60 "$gemm_test" --gtest_brief=1 \
+  --gtest_filter='TileOrder.*:OwnGemmArgs.*:OwnGemm.DeviceTileOrder*:OwnGemm.DeviceRotated*:OwnGemm.Remapped*:OwnGemm.SignalNever*:OwnGemm.Deferred*:OwnGemm.ClusterPairs*:OwnGemm.StoreSteps*' \
   >>"$OUT/tests.txt" 2>&1
 echo "own_gemm_test (scheduler subset) rc=$?" | tee -a "$OUT/tests.txt" "$log"
 

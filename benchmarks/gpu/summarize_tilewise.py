@@ -7,8 +7,9 @@ both transports' chosen configurations), T_ideal = max(T_cuBLAS, T_NCCL), best
 decomposed, PyTorch symm_mem, and per transport (nccl: `tilewise` rows, copy_engine:
 `tilewise_ce` rows) T, overlap captured = (T_seq - T) / (T_seq - T_ideal) against both
 sequential times, T / T_seq, the chosen configuration, the predictor's error; own GEMM
-alone vs with signalling (both transports, one interleaved loop); the peer-copy curve;
-then the acceptance lines.
+alone vs with signalling (both transports, the copy-engine one also with the earlier
+system-scope signal) and vs the previous own GEMM version (v2), all in one interleaved
+loop; the peer-copy curve; then the acceptance lines.
 
   summarize_tilewise.py tilewise.csv tilewise_detail.csv --output summary.csv
 """
@@ -115,6 +116,8 @@ def main():
         own = nan_if_none(ts.get(("gemm", "own_interleaved", 0)))
         own_sig = nan_if_none(ts.get(("gemm", "own_signal", 0)))
         own_sig_ce = nan_if_none(ts.get(("gemm", "own_signal_ce", 0)))
+        own_sig_ce_sys = nan_if_none(ts.get(("gemm", "own_signal_ce_sys", 0)))
+        own_v2 = nan_if_none(ts.get(("gemm", "own_v2_interleaved", 0)))
         wrong = sum(int(r["wrong"]) for r in rows if r["op"] == op and (int(r["m"]), int(r["n"]), int(r["k"])) == shape
                     and r["design"] in ("tilewise", "tilewise_ce"))
         o = {**tags, "op": op, "m": m, "n": n, "k": k,
@@ -133,6 +136,11 @@ def main():
             "t_own_interleaved_s": own, "t_own_signal_s": own_sig, "t_own_signal_ce_s": own_sig_ce,
             "signal_slowdown": own_sig / own - 1 if own == own and own_sig == own_sig else math.nan,
             "signal_slowdown_ce": own_sig_ce / own - 1 if own == own and own_sig_ce == own_sig_ce else math.nan,
+            "t_own_signal_ce_sys_s": own_sig_ce_sys,
+            "signal_slowdown_ce_sys": own_sig_ce_sys / own - 1 if own == own and own_sig_ce_sys == own_sig_ce_sys else math.nan,
+            "t_own_v2_interleaved_s": own_v2,
+            "own_over_v2": own / own_v2 if own == own and own_v2 == own_v2 else math.nan,
+            "own_over_cublas_same_loop": own / op_loop if own == own and op_loop == op_loop else math.nan,
             "t_unpermute_s": ts.get(("unpermute", "tilewise", 1), math.nan),
             "t_rmsnorm_natural_s": ts.get(("residual_rmsnorm", "natural", 1), math.nan),
             "t_rmsnorm_fused_s": ts.get(("residual_rmsnorm", "tilewise_fused", 1), math.nan),
@@ -188,11 +196,18 @@ def main():
         if o["op"].endswith("reducescatter") and o["comm_over_gemm"] >= 0.2:
             print(f"acceptance 2 {o['m']}x{o['n']}x{o['k']}: tilewise_ce {ms(o['t_tilewise_ce_s'])} vs decomposed "
                   f"{ms(o['t_decomposed_best_s'])} / torch symm_mem {ms(o['t_torch_symm_mem_s'])}")
-    for key in ("signal_slowdown", "signal_slowdown_ce"):
+    for key in ("signal_slowdown", "signal_slowdown_ce", "signal_slowdown_ce_sys"):
         v = [o[key] for o in out if o[key] == o[key]]
         if v:
             print(f"acceptance 3 {key} (interleaved): max {100 * max(v):.2f}%, median "
                   f"{100 * sorted(v)[len(v) // 2]:.2f}% over {len(v)} shapes (bar <= 2%)")
+    seen = set()
+    for o in out:
+        shape = (o["m"], o["n"], o["k"])
+        if shape in seen or o["own_over_v2"] != o["own_over_v2"]:
+            continue
+        seen.add(shape)
+        print(f"own GEMM {o['m']}x{o['n']}x{o['k']}: current / v2 (same loop) {o['own_over_v2']:.3f}")
     errs = [abs(o["tilewise_ce_pred_error"]) for o in out if o["tilewise_ce_pred_error"] == o["tilewise_ce_pred_error"]]
     if errs:
         print(f"copy_engine predictor |error| on the chosen configs: mean {100 * sum(errs) / len(errs):.1f}%, "
