@@ -82,7 +82,7 @@ fi
 
 if [[ ${SANITIZER:-0} == 1 ]]; then
   step "compute-sanitizer (small shapes, both transports; the copy-engine one on 2 GPUs)"
-  for tool in racecheck synccheck; do
+  for tool in ${SANITIZER_TOOLS:-racecheck synccheck}; do
     timeout "${SANITIZER_TIMEOUT:-45}" compute-sanitizer --tool "$tool" \
       --print-limit 20 "$test_bin" --gtest_filter='TilewiseDesignGpu.SingleRank*:TilewiseCopyEngineGpu.SmallForSanitizer' --gtest_brief=1 \
       >"$OUT/sanitizer_$tool.tmp" 2>&1
