@@ -142,12 +142,23 @@ void fit_gemm_tables(const FitData& data, FitOutput& out, const std::string& des
                           }});
     // The wave model has three coefficients: each leave-one-out fit needs three shapes.
     if (shapes.size() >= 4) {
-      const std::pair<int, int> tiles[] = {{0, 0}, {128, 128}, {128, 256}, {256, 128}, {256, 256}};
+      // cuBLAS picks its tile per shape: no quantisation, or the least-quantised of its
+      // tiles; a fixed tile is what one kernel (our own GEMM) does. The grid cannot tell
+      // these apart (power-of-two shapes round up by <= 3 % with any of them), the
+      // training shapes between its points can (sim/compute/gemm_table.hpp).
+      const std::vector<std::pair<int, int>> tiles =
+          own ? std::vector<std::pair<int, int>>{{0, 0},
+                                                 {128, 128},
+                                                 {128, 256},
+                                                 {256, 128},
+                                                 {256, 256}}
+              : std::vector<std::pair<int, int>>{{0, 0}, {-1, -1}};
       for (bool corrected : {false, true})
         for (const auto& [tm, tn] : tiles) {
-          if (tm > 0 && sms <= 0) continue;
-          const std::string name =
-              tm > 0 ? fmt::format("waves {}x{}", tm, tn) : std::string("waves (no tile)");
+          if (tm != 0 && sms <= 0) continue;
+          const std::string name = tm > 0   ? fmt::format("waves {}x{}", tm, tn)
+                                   : tm < 0 ? std::string("waves (tile per shape)")
+                                            : std::string("waves (no tile)");
           candidates.push_back(
               {corrected ? name + " + correction" : name,
                [&, tm = tm, tn = tn, corrected](const std::vector<GemmShapeTimes>& s) {
@@ -214,10 +225,15 @@ void fit_gemm_tables(const FitData& data, FitOutput& out, const std::string& des
           "+ 2 A k / mainloop_flops_per_s, A = m n{}; coefficients >= 0 by least squares on\n"
           "the relative error of the median times.{}",
           kernel, dtype, design, shapes.size(), rows.size(),
-          w.quantised() ? fmt::format(" rounded up to whole waves of {}x{} tiles on {} SMs\n"
-                                      "(from one full wave on; below it cuBLAS splits K)",
-                                      w.tile_m, w.tile_n, w.sms)
-                        : "",
+          !w.quantised() ? std::string()
+          : w.tile_per_shape
+              ? fmt::format(" rounded up to whole waves on {} SMs of the tile (128x128,\n"
+                            "128x256, 256x128 or 256x256) that rounds least (from one "
+                            "full wave on;\nbelow it cuBLAS splits K)",
+                            w.sms)
+              : fmt::format(" rounded up to whole waves of {}x{} tiles on {} SMs\n"
+                            "(from one full wave on; below it cuBLAS splits K)",
+                            w.tile_m, w.tile_n, w.sms),
           table.time_factor.empty()
               ? ""
               : fmt::format(

@@ -40,8 +40,9 @@ bool solve(std::array<std::array<double, 3>, 3> a, std::array<double, 3> b, int 
 sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes, double launch_s,
                                        int tile_m, int tile_n, int sms) {
   sim::GemmWaveModel shape_of;
-  shape_of.tile_m = tile_m;
-  shape_of.tile_n = tile_n;
+  shape_of.tile_per_shape = tile_m < 0;
+  shape_of.tile_m = std::max(tile_m, 0);
+  shape_of.tile_n = std::max(tile_n, 0);
   shape_of.sms = sms;
   // Terms per shape, divided by the measured kernel time: least squares on these rows
   // against 1 is least squares on the relative error. Terms scaled to O(1) for conditioning:

@@ -29,6 +29,8 @@ struct GemmShapeTimes {
 // per-output terms with the main loop, the best feasible one kept). Returns an empty model
 // (mainloop_flops_per_s = 0) when no subset gives a positive main-loop rate. Coefficients
 // are rounded to 6 significant digits (what the YAML holds).
+// tile_m, tile_n: 0, 0 no quantisation; -1, -1 the least-quantised vendor tile per shape
+// (GemmWaveModel::tile_per_shape); else that fixed tile.
 sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes, double launch_s,
                                        int tile_m, int tile_n, int sms);
 

@@ -148,10 +148,14 @@ sim::GemmTable parse_gemm_wave_model(const ConfigNode& node) {
   w.output_s_per_element = parse_value(node.child("output_s_per_element"), Unit::Seconds);
   w.mainloop_flops_per_s = parse_value(node.child("mainloop_flops_per_s"), Unit::FlopsPerS);
   if (auto tile = node.optional_child("tile")) {
-    if (!tile->is_sequence() || tile->size() != 2)
-      tile->fail("expected [tile_m, tile_n], two positive integers");
-    w.tile_m = static_cast<int>(tile->at(0).as_int());
-    w.tile_n = static_cast<int>(tile->at(1).as_int());
+    if (tile->is_scalar() && tile->as_string() == "per_shape") {
+      w.tile_per_shape = true;
+    } else {
+      if (!tile->is_sequence() || tile->size() != 2)
+        tile->fail("expected [tile_m, tile_n], two positive integers, or per_shape");
+      w.tile_m = static_cast<int>(tile->at(0).as_int());
+      w.tile_n = static_cast<int>(tile->at(1).as_int());
+    }
     w.sms = static_cast<int>(node.get_int("sms"));
   }
   if (auto corr = node.optional_child("correction")) {

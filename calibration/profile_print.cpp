@@ -73,9 +73,11 @@ std::string format_profile(const sim::Profile& p) {
            fmt::format("{} {}", tables == &c.gemm_tables ? "gemm table" : "own gemm table",
                        sim::to_string(prec)),
            t.is_wave_model()
-               ? fmt::format("waves: {:.3g} s + {:.3g} s/output + 2mnk / {:.4g} FLOP/s, tile {}x{}",
-                             t.waves.fixed_s, t.waves.output_s_per_element,
-                             t.waves.mainloop_flops_per_s, t.waves.tile_m, t.waves.tile_n)
+               ? fmt::format(
+                     "waves: {:.3g} s + {:.3g} s/output + 2mnk / {:.4g} FLOP/s, tile {}",
+                     t.waves.fixed_s, t.waves.output_s_per_element, t.waves.mainloop_flops_per_s,
+                     t.waves.tile_per_shape ? std::string("per shape")
+                                            : fmt::format("{}x{}", t.waves.tile_m, t.waves.tile_n))
                : fmt::format("{}x{}x{} shapes", t.m_values.size(), t.n_values.size(),
                              t.k_values.size()),
            t.source);

@@ -108,7 +108,9 @@ void write_gemm_tables(std::string& out, const ProfileYamlOptions& o, const char
             yaml_number(w.fixed_s), yaml_number(w.output_s_per_element),
             yaml_number(w.mainloop_flops_per_s));
         if (w.quantised())
-          out += fmt::format("      tile: [{}, {}]\n      sms: {}\n", w.tile_m, w.tile_n, w.sms);
+          out += w.tile_per_shape ? fmt::format("      tile: per_shape\n      sms: {}\n", w.sms)
+                                  : fmt::format("      tile: [{}, {}]\n      sms: {}\n", w.tile_m,
+                                                w.tile_n, w.sms);
         if (!t.time_factor.empty()) {
           out += fmt::format("      correction:\n        m: {}\n        n: {}\n        k: {}\n",
                              number_list(t.m_values), number_list(t.n_values),

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -44,14 +45,27 @@ void GemmWaveModel::validate() const {
     throw std::invalid_argument("gemm wave model: fixed_s and output_s_per_element must be >= 0");
   if ((tile_m > 0) != (tile_n > 0) || tile_m < 0 || tile_n < 0)
     throw std::invalid_argument("gemm wave model: tile needs both sides positive");
+  if (tile_per_shape && tile_m > 0)
+    throw std::invalid_argument("gemm wave model: a fixed tile and a tile per shape");
   if (quantised() && sms <= 0) throw std::invalid_argument("gemm wave model: a tile needs sms > 0");
 }
 
+namespace {
+
+double rounded_area(double m, double n, double tm, double tn, double sms) {
+  const double tiles = std::ceil(m / tm) * std::ceil(n / tn);
+  if (tiles < sms) return m * n;
+  return std::ceil(tiles / sms) * sms * tm * tn;
+}
+
+}  // namespace
+
 double GemmWaveModel::charged_outputs(double m, double n) const {
   if (!quantised()) return m * n;
-  const double tiles = std::ceil(m / tile_m) * std::ceil(n / tile_n);
-  if (tiles < sms) return m * n;
-  return std::ceil(tiles / sms) * sms * tile_m * tile_n;
+  if (!tile_per_shape) return rounded_area(m, n, tile_m, tile_n, sms);
+  double best = rounded_area(m, n, kVendorTiles[0][0], kVendorTiles[0][1], sms);
+  for (const auto& t : kVendorTiles) best = std::min(best, rounded_area(m, n, t[0], t[1], sms));
+  return best;
 }
 
 double GemmWaveModel::time_s(double m, double n, double k) const {

@@ -116,44 +116,81 @@ TEST(LeaveOneShapeOut, ExactModelHasNoErrorAndQuantilesAreLinear) {
   EXPECT_DOUBLE_EQ(abs_quantile({-4, 1, 2, 3}, 1.0), 4);
 }
 
-fs::path synthetic_gemm_dir(const std::string& name, const sim::GemmWaveModel& w) {
+// `design` cublas fits compute.gemm_tables, own compute.own_gemm_tables.
+fs::path synthetic_gemm_dir(const std::string& name, const sim::GemmWaveModel& w,
+                            const std::string& design = "cublas") {
   const fs::path dir = fs::temp_directory_path() / ("overlapsim_fit_compute_test_" + name);
   fs::remove_all(dir);
   std::string csv = kBenchHeader;
   for (const auto& s : synthetic_shapes(w)) {
     const auto [m, n, k] = s.shape;
-    csv += bench_row("gemm", "cublas", m, n, k, 0, 1, s.median_s);
+    csv += bench_row("gemm", design, m, n, k, 0, 1, s.median_s);
   }
   write_text(dir / "bench.csv", csv);
   write_text(dir / "manifest.yaml", manifest_yaml("NVIDIA H200", {"bench.csv"}));
   return dir;
 }
 
-TEST(FitCompute, ChoosesTheTrueTileByCrossValidationAndRoundTrips) {
+// One kernel with a fixed tile (our own GEMM's rows): cross-validation finds that tile.
+TEST(FitCompute, ChoosesTheOwnGemmsTileByCrossValidationAndRoundTrips) {
   const sim::GemmWaveModel w = truth();
-  const fs::path dir = synthetic_gemm_dir("waves", w);
+  const fs::path dir = synthetic_gemm_dir("waves_own", w, "own");
   const FitResult r = fit_profile(dir.string());
-  const sim::GemmTable& t = r.profile.compute.gemm_tables.at(sim::Precision::BF16);
+  EXPECT_TRUE(r.profile.compute.gemm_tables.empty());  // no cuBLAS rows
+  const sim::GemmTable& t = r.profile.compute.own_gemm_tables.at(sim::Precision::BF16);
   ASSERT_TRUE(t.is_wave_model());
   EXPECT_EQ(t.waves.tile_m, 128);
   EXPECT_EQ(t.waves.tile_n, 256);
+  EXPECT_FALSE(t.waves.tile_per_shape);
   EXPECT_EQ(t.waves.sms, 132);
   expect_near_rel(t.waves.fixed_s, w.fixed_s, 0.01, "fixed_s");
   expect_near_rel(t.waves.output_s_per_element, w.output_s_per_element, 0.01, "per output");
   expect_near_rel(t.waves.mainloop_flops_per_s, w.mainloop_flops_per_s, 0.01, "main loop");
   EXPECT_LT(t.source.fit_error, 0.001);
   EXPECT_EQ(t.source.kind, sim::SourceKind::Measured);
-  EXPECT_NE(r.yaml.find("model: waves"), std::string::npos);
+  EXPECT_NE(r.yaml.find("own_gemm_tables:"), std::string::npos);
   EXPECT_NE(r.yaml.find("tile: [128, 256]"), std::string::npos);
   // The written profile loads back to the same model, and the fit is byte-identical.
   const sim::Profile back = load_profile_string(r.yaml, "fitted.yaml");
-  const sim::GemmTable& b = back.compute.gemm_tables.at(sim::Precision::BF16);
+  const sim::GemmTable& b = back.compute.own_gemm_tables.at(sim::Precision::BF16);
   ASSERT_TRUE(b.is_wave_model());
   EXPECT_EQ(b.waves.fixed_s, t.waves.fixed_s);
   EXPECT_EQ(b.waves.output_s_per_element, t.waves.output_s_per_element);
   EXPECT_EQ(b.waves.mainloop_flops_per_s, t.waves.mainloop_flops_per_s);
   EXPECT_EQ(b.waves.tile_n, 256);
   EXPECT_EQ(fit_profile(dir.string()).yaml, r.yaml);
+}
+
+// cuBLAS picks its tile per shape: the least-rounded of its tiles, by hand, and a vendor
+// table fitted from such times recovers that form and round-trips as `tile: per_shape`.
+TEST(FitCompute, VendorGemmQuantisesByTheBestTilePerShape) {
+  sim::GemmWaveModel w = truth();
+  w.tile_m = w.tile_n = 0;
+  w.tile_per_shape = true;
+  // 2048 x 4608: 128x128 576 tiles -> 5 waves; 128x256 / 256x128 288 -> 3 waves (x 32768);
+  // 256x256 144 -> 2 waves (x 65536): the least area is 5 x 132 x 16384.
+  EXPECT_DOUBLE_EQ(w.charged_outputs(2048, 4608), 5.0 * 132 * 16384);
+  sim::GemmWaveModel fixed = truth();
+  fixed.tile_m = fixed.tile_n = 256;
+  EXPECT_DOUBLE_EQ(fixed.charged_outputs(2048, 4608), 2.0 * 132 * 65536);
+  // Below one wave of every tile: not rounded.
+  EXPECT_DOUBLE_EQ(w.charged_outputs(1000, 1536), 1000.0 * 1536);
+  const fs::path dir = synthetic_gemm_dir("waves_vendor", w);
+  const FitResult r = fit_profile(dir.string());
+  const sim::GemmTable& t = r.profile.compute.gemm_tables.at(sim::Precision::BF16);
+  ASSERT_TRUE(t.is_wave_model());
+  EXPECT_TRUE(t.waves.tile_per_shape);
+  expect_near_rel(t.waves.mainloop_flops_per_s, w.mainloop_flops_per_s, 0.01, "main loop");
+  EXPECT_NE(r.yaml.find("tile: per_shape"), std::string::npos);
+  const sim::Profile back = load_profile_string(r.yaml, "fitted.yaml");
+  EXPECT_TRUE(back.compute.gemm_tables.at(sim::Precision::BF16).waves.tile_per_shape);
+  EXPECT_THROW(
+      {
+        sim::GemmWaveModel both = w;
+        both.tile_m = both.tile_n = 128;
+        both.validate();
+      },
+      std::invalid_argument);
 }
 
 TEST(FitGemmWaveModel, CorrectionGridHoldsMeasuredOverModelled) {
