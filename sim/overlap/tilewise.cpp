@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -97,9 +99,15 @@ TilewiseDesign::TilewiseDesign(const Profile& profile)
   tile_n_ = p.need_at_least("tile_n", 1, "the GEMM's tile columns");
   // The own GEMM's measured tables where the profile has them, else the vendor table x
   // one measured ratio.
+  std::vector<ParameterUse> own_tables;
   if (auto own = own_gemm_profile(profile.compute)) {
     own_profile_ = std::make_shared<const ComputeProfile>(std::move(*own));
     own_model_ = std::make_shared<const ComputeModel>(*own_profile_);
+    // Listed with the design's parameters, so outputs cite them (value: the wave model's
+    // main-loop rate; 0 for a rate grid).
+    for (const auto& [prec, table] : profile.compute.own_gemm_tables)
+      own_tables.push_back({fmt::format("compute.own_gemm_tables.{}", to_string(prec)),
+                            table.waves.mainloop_flops_per_s, table.source});
   } else {
     gemm_vs_vendor_ =
         p.need_at_least("own_gemm_time_ratio", 0.1, "own GEMM time / vendor GEMM time");
@@ -110,6 +118,7 @@ TilewiseDesign::TilewiseDesign(const Profile& profile)
   call_latency_s_ = p.need_at_least("nccl_call_latency_s", 0, "a time such as 10us");
   slowdown_ = CommSlowdown::read(p);
   parameters_ = p.used();
+  parameters_.insert(parameters_.end(), own_tables.begin(), own_tables.end());
   if (comm_sms_ >= sms())
     throw std::invalid_argument("designs.tilewise.comm_sms: must be below the device's SMs");
 }

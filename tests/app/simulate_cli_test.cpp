@@ -104,10 +104,15 @@ TEST_F(SimulateCli, TilewiseTransportSelectsTheCopyEngineModel) {
   const auto b = nlohmann::json::parse(ce.out)["designs"][0];
   EXPECT_GT(b["pairs_overlapped"].get<int>(), 0);
   EXPECT_NE(a["step_time_s"].get<double>(), b["step_time_s"].get<double>());
-  bool has_copy_param = false;
-  for (const auto& p : b["parameters"])
+  bool has_copy_param = false, cites_own_tables = false;
+  for (const auto& p : b["parameters"]) {
     has_copy_param = has_copy_param || p["key"] == "tilewise.copy_engine_bandwidth_Bps";
+    // The own GEMM is timed by the profile's own tables, and the output cites them.
+    cites_own_tables = cites_own_tables || (p["key"] == "compute.own_gemm_tables.bf16" &&
+                                            p["source"] == "measured");
+  }
   EXPECT_TRUE(has_copy_param);
+  EXPECT_TRUE(cites_own_tables);
 }
 
 TEST_F(SimulateCli, GemmClockDutyCycleRerunsAtTheBoostedRate) {
