@@ -233,9 +233,12 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
         continue;
       }
       if (!vendor) {
-        add_unmodelled(r, m.op + " " + m.design,
-                       "our own GEMM is the tilewise design's kernel (issue 7 models it); the "
-                       "compute model stands for cuBLAS");
+        add_unmodelled(
+            r, m.op + " " + m.design,
+            m.design == "own"
+                ? "our own GEMM: the profile has no compute.own_gemm_tables to time it by"
+                : "a variant of our own GEMM (signals, remapped stores, another version) "
+                  "timed for the tile-wise design's parameters, not a simulator op");
         continue;
       }
       add(m, "compute",
