@@ -84,7 +84,7 @@ class TilewiseDesign final : public PairedDesign {
   Transport transport_ = Transport::Nccl;
   double copy_Bps_ = 0, copy_latency_s_ = 0, epilogue_ = 0;
   int comm_sms_, max_groups_;
-  double tile_m_, tile_n_, gemm_vs_vendor_ = 1, signal_, interference_, wait_s_, call_latency_s_;
+  double tile_m_, tile_n_, gemm_vs_vendor_ = 0, signal_, interference_, wait_s_, call_latency_s_;
   // The own GEMM's time: its measured tables (compute.own_gemm_tables) when the profile
   // has them, else the vendor model's time x own_gemm_time_ratio.
   double own_gemm_s(const ComputeModel& vendor, const OpNode& op) const;

@@ -87,7 +87,14 @@ double CommSlowdown::for_op(CollectiveOp op) const {
 }
 
 double TilewiseDesign::own_gemm_s(const ComputeModel& vendor, const OpNode& op) const {
-  return own_model_ ? own_model_->time_s(op) : vendor.time_s(op) * gemm_vs_vendor_;
+  if (own_model_ && own_profile_->gemm_tables.count(op.precision)) return own_model_->time_s(op);
+  // A precision the own tables do not cover: the ratio, which the profile must then hold.
+  if (!(gemm_vs_vendor_ > 0))
+    throw std::invalid_argument(fmt::format(
+        "designs.tilewise.own_gemm_time_ratio: missing (compute.own_gemm_tables has no {} "
+        "table; expected the ratio of the own GEMM's time to the vendor's)",
+        to_string(op.precision)));
+  return vendor.time_s(op) * gemm_vs_vendor_;
 }
 
 TilewiseDesign::TilewiseDesign(const Profile& profile)
@@ -108,9 +115,17 @@ TilewiseDesign::TilewiseDesign(const Profile& profile)
     for (const auto& [prec, table] : profile.compute.own_gemm_tables)
       own_tables.push_back({fmt::format("compute.own_gemm_tables.{}", to_string(prec)),
                             table.waves.mainloop_flops_per_s, table.source});
-  } else {
+  }
+  // The ratio: needed without own tables; with them, kept (unlisted: outputs cite what a
+  // run uses) for precisions they lack, when the profile has it.
+  if (!own_model_) {
     gemm_vs_vendor_ =
         p.need_at_least("own_gemm_time_ratio", 0.1, "own GEMM time / vendor GEMM time");
+  } else if (const auto d = profile.designs.by_design.find("tilewise");
+             d != profile.designs.by_design.end()) {
+    if (const auto r = d->second.find("own_gemm_time_ratio");
+        r != d->second.end() && r->second.value >= 0.1)
+      gemm_vs_vendor_ = r->second.value;
   }
   signal_ = p.need_at_least("signal_overhead_fraction", 0, "a fraction >= 0");
   interference_ = p.need_at_least("interference_slowdown", 1, "a factor >= 1");

@@ -158,6 +158,26 @@ TEST(TilewiseCopyEngine, OwnGemmTablesReplaceTheRatio) {
   profile.compute.own_gemm_tables[Precision::BF16] = own;
   const PairCase a2a = ce_pair(16384, 8192, 4096, CollectiveOp::AllToAll);
   EXPECT_NEAR(simulate_pair(a2a, "tilewise", profile, topo).time_s, 2 * gemm_s(a2a), 1e-9);
+  // A precision the own tables lack (fp16 here) falls back to the ratio; without the ratio
+  // that is an error naming the key.
+  profile.compute.peak_flops_per_s[Precision::FP16] =
+      profile.compute.peak_flops_per_s.at(Precision::BF16);
+  profile.compute.gemm_efficiency[Precision::FP16] =
+      profile.compute.gemm_efficiency.at(Precision::BF16);
+  PairCase half = a2a;
+  half.compute.precision = Precision::FP16;
+  EXPECT_NEAR(simulate_pair(half, "tilewise", profile, topo).time_s, 3 * gemm_s(half), 1e-9);
+  Profile no_ratio = profile;
+  no_ratio.designs.by_design["tilewise"].erase("own_gemm_time_ratio");
+  EXPECT_NEAR(simulate_pair(a2a, "tilewise", no_ratio, topo).time_s, 2 * gemm_s(a2a), 1e-9);
+  try {
+    simulate_pair(half, "tilewise", no_ratio, topo);
+    ADD_FAILURE() << "expected an error for fp16 without own table or ratio";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("designs.tilewise.own_gemm_time_ratio: missing"),
+              std::string::npos)
+        << e.what();
+  }
   profile.compute.own_gemm_tables.clear();
   EXPECT_NEAR(simulate_pair(a2a, "tilewise", profile, topo).time_s, 3 * gemm_s(a2a), 1e-9);
 }
