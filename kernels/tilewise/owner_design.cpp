@@ -4,23 +4,11 @@
 
 #include <string>
 
+#include "kernels/tilewise/design_support.hpp"
 #include "kernels/tilewise/signal_wait.hpp"
 
 namespace overlapsim::kernels::tilewise {
 namespace {
-
-gemm::DType gemm_dtype(DType d) {
-  return d == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16;
-}
-
-template <class T>
-Status upload(DeviceBuffer& buffer, const std::vector<T>& values) {
-  OVERLAPSIM_TRY(buffer.allocate(values.size() * sizeof(T)));
-  if (!values.empty())
-    CUDA_CHECK(cudaMemcpy(buffer.data(), values.data(), values.size() * sizeof(T),
-                          cudaMemcpyHostToDevice));
-  return Status::success();
-}
 
 Status zeroed(DeviceBuffer& buffer, std::size_t bytes) {
   OVERLAPSIM_TRY(buffer.allocate(bytes));
@@ -199,14 +187,7 @@ char* OwnerDesign::recv_half(int parity) const {
 Status OwnerDesign::make_gemm(const void* a, const void* b, void* p, int parity, bool reduce,
                               std::unique_ptr<gemm::OwnGemm>* out) {
   auto g = std::make_unique<gemm::OwnGemm>();
-  gemm::GemmArgs args;
-  args.m = m_;
-  args.n = n_;
-  args.k = k_;
-  args.dtype = gemm_dtype(dtype_);
-  args.a = a;
-  args.b = b;
-  args.c = p;
+  const gemm::GemmArgs args = gemm_args(m_, n_, k_, dtype_, a, b, p);
   gemm::EpilogueArgs e;
   e.tile_offset_elems = tile_offsets_.as<std::int64_t>();
   e.group_counters = counters_.as<std::uint32_t>();

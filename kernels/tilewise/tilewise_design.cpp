@@ -4,21 +4,10 @@
 #include <string>
 #include <thread>
 
+#include "kernels/tilewise/design_support.hpp"
+
 namespace overlapsim::kernels::tilewise {
 namespace {
-
-gemm::DType gemm_dtype(DType d) {
-  return d == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16;
-}
-
-template <class T>
-Status upload(DeviceBuffer& buffer, const std::vector<T>& values) {
-  OVERLAPSIM_TRY(buffer.allocate(values.size() * sizeof(T)));
-  if (!values.empty())
-    CUDA_CHECK(cudaMemcpy(buffer.data(), values.data(), values.size() * sizeof(T),
-                          cudaMemcpyHostToDevice));
-  return Status::success();
-}
 
 char* at(void* base, std::int64_t elems) { return static_cast<char*>(base) + elems * 2; }
 
@@ -144,14 +133,7 @@ Status TilewiseDesign::prepare(const void* a, const void* b, void* p) {
   const auto key = std::make_tuple(a, b, p);
   if (gemms_.count(key)) return Status::success();
   auto g = std::make_unique<gemm::OwnGemm>();
-  gemm::GemmArgs args;
-  args.m = m_;
-  args.n = n_;
-  args.k = k_;
-  args.dtype = gemm_dtype(dtype_);
-  args.a = a;
-  args.b = b;
-  args.c = p;
+  const gemm::GemmArgs args = gemm_args(m_, n_, k_, dtype_, a, b, p);
   gemm::EpilogueArgs epilogue;
   epilogue.tile_offset_elems = tile_offsets_.as<std::int64_t>();
   epilogue.group_counters = counters_.as<std::uint32_t>();
