@@ -365,12 +365,11 @@ class TilewiseShapeRunner {
     return Status::success();
   }
 
-  // Own GEMM alone, natural stores on every SM: the GEMM the tile-wise design builds on.
-  Status measure_own_alone() {
-    std::vector<std::unique_ptr<gemm::OwnGemm>> gemms;
+  // One own GEMM per input set, natural stores into natural_, with `sched`.
+  Status natural_gemms(const gemm::SchedulerOptions& sched,
+                       std::vector<std::unique_ptr<gemm::OwnGemm>>* out) {
     for (int s = 0; s < io_.sets; ++s) {
       const PairBuffers b = io_.set(s);
-      auto g = std::make_unique<gemm::OwnGemm>();
       gemm::GemmArgs args;
       args.m = shape_.m;
       args.n = shape_.n;
@@ -379,9 +378,17 @@ class TilewiseShapeRunner {
       args.a = b.a;
       args.b = b.b;
       args.c = natural_.data();
-      OVERLAPSIM_TRY(g->initialize(args));
-      gemms.push_back(std::move(g));
+      auto g = std::make_unique<gemm::OwnGemm>();
+      OVERLAPSIM_TRY(g->initialize(args, {}, sched));
+      out->push_back(std::move(g));
     }
+    return Status::success();
+  }
+
+  // Own GEMM alone, natural stores on every SM: the GEMM the tile-wise design builds on.
+  Status measure_own_alone() {
+    std::vector<std::unique_ptr<gemm::OwnGemm>> gemms;
+    OVERLAPSIM_TRY(natural_gemms({}, &gemms));
     Timing t;
     OVERLAPSIM_TRY(time_iterations(
         *env_.ctx, case_.warmup, case_.iterations,
@@ -416,23 +423,10 @@ class TilewiseShapeRunner {
     std::vector<std::string> names{"own_interleaved"};
     std::vector<std::unique_ptr<gemm::OwnGemm>> v2;
     {
-      for (int s = 0; s < io_.sets; ++s) {
-        const PairBuffers b = io_.set(s);
-        auto g = std::make_unique<gemm::OwnGemm>();
-        gemm::GemmArgs args;
-        args.m = shape_.m;
-        args.n = shape_.n;
-        args.k = shape_.k;
-        args.dtype = case_.dtype == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16;
-        args.a = b.a;
-        args.b = b.b;
-        args.c = natural_.data();
-        gemm::SchedulerOptions sched;
-        sched.cluster_m = 1;
-        sched.vector_stores = false;
-        OVERLAPSIM_TRY(g->initialize(args, {}, sched));
-        v2.push_back(std::move(g));
-      }
+      gemm::SchedulerOptions sched;
+      sched.cluster_m = 1;
+      sched.vector_stores = false;
+      OVERLAPSIM_TRY(natural_gemms(sched, &v2));
       variants.push_back(
           [&](int i) { return v2[static_cast<std::size_t>(i % io_.sets)]->run(compute()); });
       names.push_back("own_v2_interleaved");
@@ -667,6 +661,24 @@ class TilewiseShapeRunner {
     return Status::success();
   }
 
+  // The pair row of a tile-wise transport's final configuration.
+  void emit_pair_row(const char* design, int chunks, const Timing& t, std::uint64_t wrong) {
+    BenchRow r = row(to_string(op_), design, chunks, t);
+    r.flops = compute_flops(op_, shape_);
+    r.bytes = collective_bytes(op_, shape_, env_.world(), case_.dtype);
+    r.busbw_factor = busbw_factor(coll_, env_.world());
+    r.wrong = wrong;
+    env_.emit(r);
+  }
+
+  // Into the tuning cache, saved by rank 0 when a cache file was asked for.
+  Status remember(const tw::TuningEntry& entry) {
+    t_cache->put(entry);
+    if (env_.rank() == 0 && !settings_.cache_path.empty())
+      OVERLAPSIM_TRY(t_cache->save(settings_.cache_path));
+    return Status::success();
+  }
+
   Status finish_copy_engine(tw::OwnerDesign& d, Candidate best, const std::string& search,
                             const Timing& t) {
     best.measured_s = t.median_s;
@@ -685,12 +697,7 @@ class TilewiseShapeRunner {
     std::uint64_t bit_mismatches = 0;
     OVERLAPSIM_TRY(bitwise_against_own(
         result, static_cast<std::size_t>(d.plan().out_rows * shape_.n), &bit_mismatches));
-    BenchRow r = row(to_string(op_), "tilewise_ce", best.ce_groups, t);
-    r.flops = compute_flops(op_, shape_);
-    r.bytes = collective_bytes(op_, shape_, env_.world(), case_.dtype);
-    r.busbw_factor = busbw_factor(coll_, env_.world());
-    r.wrong = wrong;
-    env_.emit(r);
+    emit_pair_row("tilewise_ce", best.ce_groups, t, wrong);
     detail("final", best, search, static_cast<long long>(bit_mismatches), -1);
     tw::TuningEntry entry;
     entry.key = cache_key(true);
@@ -700,10 +707,7 @@ class TilewiseShapeRunner {
     entry.time_s = best.measured_s;
     entry.predicted_s = best.predicted_s;
     entry.search = search;
-    t_cache->put(entry);
-    if (env_.rank() == 0 && !settings_.cache_path.empty())
-      OVERLAPSIM_TRY(t_cache->save(settings_.cache_path));
-    return Status::success();
+    return remember(entry);
   }
 
   Status measure_final(tw::TilewiseDesign& d, Candidate best, const std::string& search,
@@ -729,12 +733,7 @@ class TilewiseShapeRunner {
     std::uint64_t bit_mismatches = 0;
     OVERLAPSIM_TRY(bitwise_against_own(result, out_elems, &bit_mismatches));
 
-    BenchRow r = row(to_string(op_), "tilewise", static_cast<int>(best.partition.size()), t);
-    r.flops = compute_flops(op_, shape_);
-    r.bytes = collective_bytes(op_, shape_, env_.world(), case_.dtype);
-    r.busbw_factor = busbw_factor(coll_, env_.world());
-    r.wrong = wrong;
-    env_.emit(r);
+    emit_pair_row("tilewise", static_cast<int>(best.partition.size()), t, wrong);
 
     std::uint64_t fused_mismatches = 0;
     OVERLAPSIM_TRY(measure_layout_ops(d, result, &fused_mismatches));
@@ -749,10 +748,7 @@ class TilewiseShapeRunner {
     entry.time_s = best.measured_s;
     entry.predicted_s = best.predicted_s;
     entry.search = search;
-    t_cache->put(entry);
-    if (env_.rank() == 0 && !settings_.cache_path.empty())
-      OVERLAPSIM_TRY(t_cache->save(settings_.cache_path));
-    return Status::success();
+    return remember(entry);
   }
 
   // Un-permute alone; residual + RMSNorm on the natural result and fused through the
