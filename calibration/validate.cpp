@@ -134,10 +134,8 @@ double design_time_s(const sim::Profile& profile, const sim::Topology& topo, con
     // column where the runner wrote it, else the profile's comm_sms (the runner's default
     // and, in calibrate's runs, the only carve-out its tuner tried: kernels/NOTES.md).
     pc.comm_sms = m.ctas;
-    const auto d = profile.designs.by_design.find("tilewise");
-    if (pc.comm_sms <= 0 && d != profile.designs.by_design.end())
-      if (const auto s = d->second.find("comm_sms"); s != d->second.end())
-        pc.comm_sms = static_cast<int>(s->second.value);
+    if (const sim::Sourced* s = profile.designs.find("tilewise", "comm_sms"); pc.comm_sms <= 0 && s)
+      pc.comm_sms = static_cast<int>(s->value);
   }
   pc.copy_engine = is_copy_engine_design(m.design);
   return sim::simulate_pair(pc, pc.copy_engine ? "tilewise" : m.design, profile, topo).time_s;

@@ -121,11 +121,9 @@ TilewiseDesign::TilewiseDesign(const Profile& profile)
   if (!own_model_) {
     gemm_vs_vendor_ =
         p.need_at_least("own_gemm_time_ratio", 0.1, "own GEMM time / vendor GEMM time");
-  } else if (const auto d = profile.designs.by_design.find("tilewise");
-             d != profile.designs.by_design.end()) {
-    if (const auto r = d->second.find("own_gemm_time_ratio");
-        r != d->second.end() && r->second.value >= 0.1)
-      gemm_vs_vendor_ = r->second.value;
+  } else if (const Sourced* r = profile.designs.find("tilewise", "own_gemm_time_ratio");
+             r && r->value >= 0.1) {
+    gemm_vs_vendor_ = r->value;
   }
   signal_ = p.need_at_least("signal_overhead_fraction", 0, "a fraction >= 0");
   interference_ = p.need_at_least("interference_slowdown", 1, "a factor >= 1");
