@@ -106,6 +106,27 @@ TEST(Suite, ExpandsSectionsIntoCasesWithStableKeys) {
   EXPECT_EQ(s.hash, fnv1a64_hex(kSuite));
 }
 
+TEST(Suite, TilewiseCasesMayFailPlainPairsMayNot) {
+  const Suite s = parse_suite(R"(format: 1
+name: tw
+gpus: 2
+defaults: {dtype: bf16, warmup: 1, iterations: 2}
+sections:
+  - name: pairs
+    ops: [gemm+alltoall]
+    designs: [sequential, decomposed]
+    shapes: [[128, 256, 64]]
+  - name: tw
+    ops: [gemm+alltoall]
+    designs: [sequential, tilewise]
+    shapes: [[128, 256, 64]]
+)",
+                              "tw.yaml");
+  ASSERT_EQ(s.cases.size(), 2u);
+  EXPECT_FALSE(s.cases[0].may_fail());
+  EXPECT_TRUE(s.cases[1].may_fail());  // a hang in our own overlap kernel skips, not stops
+}
+
 TEST(Suite, InterferenceSectionIsOneCasePerCollectiveWithItsFlags) {
   const Suite s = parse_suite(kInterferenceSuite, "inter.yaml");
   ASSERT_EQ(s.cases.size(), 3u);
