@@ -126,7 +126,7 @@ TEST(Validate, CopyEngineTilewiseRowsHaveTheirOwnKind) {
 
 // The shipped profiles are what `overlapsim fit` makes of the shipped data (so they are not
 // stale), they load, and validate runs on their held-out rows. The 2-GPU profile is fitted
-// on the 4-GPU one (which carries its 4-rank curves). The figures are printed, not
+// and the 8-GPU profiles are fitted on the 4-GPU one (which carries its 4-rank curves). The figures are printed, not
 // asserted: the acceptance bars are reported in docs/calibration.md.
 struct ShippedCase {
   const char* profile;
@@ -164,6 +164,10 @@ INSTANTIATE_TEST_SUITE_P(
                                   "calibration/profiles/h200-nvswitch-4gpu.yaml", kCluster},
                       ShippedCase{"calibration/profiles/h200-nvswitch-4gpu.yaml",
                                   "calibration/data/h200x4", "",
+                                  "workloads/clusters/h200-8gpu.yaml"},
+                      ShippedCase{"calibration/profiles/h200-nvswitch-8gpu.yaml",
+                                  "calibration/data/h200x8",
+                                  "calibration/profiles/h200-nvswitch-4gpu.yaml",
                                   "workloads/clusters/h200-8gpu.yaml"}));
 
 }  // namespace
