@@ -215,7 +215,12 @@ CalibrateResult run_calibration(const CalibrateOptions& o,
     const fs::path out_csv = dir / ".case.csv";
     fs::remove(out_csv);
     std::vector<std::string> args = c->bench_args();
-    args.insert(args.end(), {"--world", std::to_string(gpus), "--output", out_csv.string()});
+    // overlap-bench's own deadline (every stream wait, rendezvous and tile-wise flag wait)
+    // well inside the case's: a hang then ends with overlap-bench naming the rank and the
+    // wait that stalled, in the log, instead of a bare kill at the case timeout.
+    const double inner_timeout_s = std::max(5.0, o.timeout_s / 3);
+    args.insert(args.end(), {"--world", std::to_string(gpus), "--timeout",
+                             fmt::format("{:g}s", inner_timeout_s), "--output", out_csv.string()});
     const int rc = run_bench(o.bench, args, c->ctas, log_path.string(), o.timeout_s);
     if ((rc != 0 || !fs::exists(out_csv)) && c->may_fail()) {
       // A new kind of measurement must not cost the rest of the calibration: say so, skip.

@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     --output) output="$2"; shift 2 ;;
     --collectives) collectives="$2"; shift 2 ;;
     --ctas) ctas="$2"; shift 2 ;;
-    --min-time-ms|--warmup-ms) steady="$steady $1=$2"; shift 2 ;;
+    --min-time-ms|--warmup-ms|--timeout) steady="$steady $1=$2"; shift 2 ;;
     *) shift ;;
   esac
 done
