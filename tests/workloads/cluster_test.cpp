@@ -67,7 +67,7 @@ TEST(Cluster, H200NodeLoadsAndBuilds) {
   EXPECT_EQ(spec.inter_node.kind, InterNodeKind::None);
   ASSERT_TRUE(spec.gpu.has_value());
   EXPECT_TRUE(std::filesystem::is_regular_file(spec.gpu->profile_path)) << spec.gpu->profile_path;
-  EXPECT_NE(spec.gpu->profile_path.find("calibration/profiles/h200-nvlink.yaml"),
+  EXPECT_NE(spec.gpu->profile_path.find("calibration/profiles/h200-nvswitch-8gpu.yaml"),
             std::string::npos);
   ASSERT_TRUE(spec.price_per_gpu_hour_usd.has_value());
   EXPECT_GT(spec.price_per_gpu_hour_usd->value, 0);
