@@ -24,3 +24,28 @@ build_kernels_only() {
     -DOVERLAPSIM_NCCL_LIB="$nccl_lib" &&
     timeout "$limit" cmake --build build-gpu -j "$(nproc)" ${1:+--target "$@"}
 }
+
+# select_tilewise_binaries CARRY BUILD_TIMEOUT_S LOG: sets bench, test_bin and gemm_test to
+# the carried binaries in CARRY/bin when they run on this machine, else builds them here
+# (kernels only) and points there; then logs their libraries and the GEMM's instruction mix
+# (HGMMA present, no local-memory spills LDL/STL, the signaller's BAR.ARV).
+select_tilewise_binaries() {
+  local carry="$1" limit="$2" log="$3"
+  use_device_libs "$carry/lib"
+  bench="$carry/bin/overlap-bench"
+  test_bin="$carry/bin/tilewise_test"
+  gemm_test="$carry/bin/own_gemm_test"
+  if ! "$test_bin" --gtest_list_tests >/dev/null 2>>"$log"; then
+    echo "carried binaries do not run here: building" | tee -a "$log"
+    build_kernels_only "$limit" overlap-bench tilewise_test own_gemm_test >>"$log" 2>&1
+    echo "build rc=$?" | tee -a "$log"
+    bench=build-gpu/kernels/bench/overlap-bench
+    test_bin=build-gpu/tests/kernels/tilewise_test
+    gemm_test=build-gpu/tests/kernels/own_gemm_test
+  fi
+  ldd "$bench" | grep -E "not found|nccl|yaml|fmt" >>"$log" 2>&1
+  local pat
+  for pat in HGMMA 'LDL|STL' BAR.ARV; do
+    echo "sass $pat: $(cuobjdump -sass "$test_bin" 2>/dev/null | grep -cE "$pat")" >>"$log"
+  done
+}

@@ -25,24 +25,8 @@ step "machine"
 } >>"$log" 2>&1
 
 echo "nccl lib: $nccl_lib" >>"$log"
-use_device_libs "$root/.carry_tilewise/lib"
 # Carried binaries when they run here, else a kernels-only build of just these targets.
-bench="$root/.carry_tilewise/bin/overlap-bench"
-test_bin="$root/.carry_tilewise/bin/tilewise_test"
-gemm_test="$root/.carry_tilewise/bin/own_gemm_test"
-if ! "$test_bin" --gtest_list_tests >/dev/null 2>>"$log"; then
-  step "carried binaries do not run here: building"
-  build_kernels_only 240 overlap-bench tilewise_test own_gemm_test >>"$log" 2>&1
-  echo "build rc=$?" | tee -a "$log"
-  bench=build-gpu/kernels/bench/overlap-bench
-  test_bin=build-gpu/tests/kernels/tilewise_test
-  gemm_test=build-gpu/tests/kernels/own_gemm_test
-fi
-ldd "$bench" | grep -E "not found|nccl|yaml|fmt" >>"$log" 2>&1
-# The GEMM's instruction mix: HGMMA present, no local-memory spills, the signaller's BAR.ARV.
-for pat in HGMMA 'LDL|STL' BAR.ARV; do
-  echo "sass $pat: $(cuobjdump -sass "$test_bin" 2>/dev/null | grep -cE "$pat")" >>"$log"
-done
+select_tilewise_binaries "$root/.carry_tilewise" 240 "$log"
 
 step "tests"
 # The cold-start child unsets CUDA_MODULE_LOADING itself; everything else loads eagerly.

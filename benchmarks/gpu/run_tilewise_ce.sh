@@ -26,23 +26,7 @@ step "machine"
 } >>"$log" 2>&1
 
 echo "nccl lib: $nccl_lib" >>"$log"
-carry="$root/${CARRY_DIR:-.carry_tilewise_ce}"
-use_device_libs "$carry/lib"
-bench="$carry/bin/overlap-bench"
-test_bin="$carry/bin/tilewise_test"
-gemm_test="$carry/bin/own_gemm_test"
-if ! "$test_bin" --gtest_list_tests >/dev/null 2>>"$log"; then
-  step "carried binaries do not run here: building"
-  build_kernels_only 200 overlap-bench tilewise_test own_gemm_test >>"$log" 2>&1
-  echo "build rc=$?" | tee -a "$log"
-  bench=build-gpu/kernels/bench/overlap-bench
-  test_bin=build-gpu/tests/kernels/tilewise_test
-  gemm_test=build-gpu/tests/kernels/own_gemm_test
-fi
-ldd "$bench" | grep -E "not found|nccl|yaml|fmt" >>"$log" 2>&1
-for pat in HGMMA 'LDL|STL' BAR.ARV; do
-  echo "sass $pat: $(cuobjdump -sass "$test_bin" 2>/dev/null | grep -cE "$pat")" >>"$log"
-done
+select_tilewise_binaries "$root/${CARRY_DIR:-.carry_tilewise_ce}" 200 "$log"
 
 step "tests"
 export CUDA_MODULE_LOADING=EAGER
