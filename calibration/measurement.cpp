@@ -116,6 +116,12 @@ bool is_compute_op(const std::string& op) {
 bool is_pair_op(const std::string& op) { return op.find('+') != std::string::npos; }
 
 bool measured_in_pair_loop(const Measurement& m) {
+  // The tile-wise runner's own rows in a pair case are not timed in the pair loop: its own
+  // GEMMs (design own, own_*) run back to back in GEMM-only loops (measure_own_alone,
+  // measure_signal_interleaved), its CTA-limited NCCL and peer-copy curves alone.
+  if (m.design == "own" || m.design.rfind("own_", 0) == 0 || m.design == "nccl_tilewise" ||
+      m.op == "peer_copy")
+    return false;
   // case key: section/op/designs/shapes
   const auto first = m.case_key.find('/');
   if (first == std::string::npos) return false;

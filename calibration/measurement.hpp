@@ -45,7 +45,9 @@ bool is_collective_op(const std::string& op);  // allreduce, allgather, reducesc
 bool is_compute_op(const std::string& op);     // gemm, gemv, embedding
 bool is_pair_op(const std::string& op);        // gemm+allreduce, ...
 // A compute row timed inside a pair case's loop (calibrate's case key names a pair op),
-// where the GPU alternates the op with collectives instead of running it back to back.
+// where the GPU alternates the op with collectives instead of running it back to back. Not
+// the tile-wise runner's own-GEMM, CTA-limited NCCL and peer-copy rows of such a case:
+// those run in loops of their own.
 bool measured_in_pair_loop(const Measurement& m);
 
 // The NCCL CTA limit a collective row ran under: the `ctas` column, or for the tilewise

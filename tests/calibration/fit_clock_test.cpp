@@ -93,5 +93,30 @@ TEST(FitIdleClockBoost, LoopCollectiveFoundByCaseAndShape) {
   EXPECT_EQ(in_loop, 4);
 }
 
+
+// The tile-wise runner's own rows in a pair case run in loops of their own: its own GEMMs
+// back to back, its CTA-limited NCCL and peer copies alone. Only the pair loop's parts get
+// the loop's clock.
+TEST(FitIdleClockBoost, TilewiseRunnersOwnRowsAreNotInThePairLoop) {
+  const std::string key = "tilewise/gemm+allreduce/sequential+tilewise/8192x8192x4096";
+  Measurement m;
+  m.case_key = key;
+  m.op = "gemm";
+  for (const char* design : {"own", "own_interleaved", "own_signal", "own_signal_ce"}) {
+    m.design = design;
+    EXPECT_FALSE(measured_in_pair_loop(m)) << design;
+  }
+  m.design = "cublas";
+  EXPECT_TRUE(measured_in_pair_loop(m));
+  m.op = "allreduce";
+  m.design = "nccl";
+  EXPECT_TRUE(measured_in_pair_loop(m));
+  m.design = "nccl_tilewise";
+  EXPECT_FALSE(measured_in_pair_loop(m));
+  m.op = "peer_copy";
+  m.design = "copy_engine";
+  EXPECT_FALSE(measured_in_pair_loop(m));
+}
+
 }  // namespace
 }  // namespace overlapsim::calibration
