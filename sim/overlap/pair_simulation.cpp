@@ -146,6 +146,7 @@ PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
   }
   const StepResult r = exec.run(*design);
   out.time_s = r.step_time_s;
+  out.compute_s = r.compute_s;
   if (const PairedDesign* pd = as_paired(*design)) {
     out.overlapped = pd->stats().overlapped > 0;
     if (!pd->stats().sequential.empty()) out.why_not = pd->stats().sequential.begin()->first;

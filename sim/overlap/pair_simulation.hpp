@@ -40,6 +40,7 @@ struct PairCase {
 struct PairOutcome {
   double time_s = 0;        // from the first op starting to the last finishing
   double op_alone_s = 0;    // the op under the compute model (after scaling)
+  double compute_s = 0;     // the slowest rank's time with compute running (its step breakdown)
   bool overlapped = false;  // false: the design does not apply; time_s is sequential's
   std::string why_not;
 };

@@ -59,9 +59,14 @@ TEST(OverlapDesigns, NoDesignBeatsTheBoundOfItsPair) {
                   << d << " " << m << "x" << n << "x" << k << " bw " << bw << " perfect " << perfect
                   << " producer " << producer;
               EXPECT_NEAR(r.op_alone_s, t_op, 1e-12);
+              EXPECT_GE(r.compute_s, t_op * (1 - 1e-12)) << d;  // overheads only add
+              EXPECT_LE(r.compute_s, r.time_s * (1 + 1e-12)) << d;
             }
             const PairOutcome seq = simulate_pair(pc, "sequential", profile, topo);
             EXPECT_NEAR(seq.time_s, t_op + t_comm, 1e-9 * (t_op + t_comm));
+            // The duty cycle validate times a design's GEMM clock by: sequential computes
+            // for exactly its op's time.
+            EXPECT_NEAR(seq.compute_s, t_op, 1e-9 * t_op);
           }
         }
       }
