@@ -273,10 +273,12 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
       continue;
     }
     // Phase 2 (allreduce): the reduced own group to every peer's P, where that peer keeps
-    // our part.
+    // our part. Peers in rotated order (rank + 1, rank + 2, ...), as phase 1's parts: in
+    // rank order every rank's i-th copy would go to the same peer at once, one NVLink port
+    // taking all n - 1 streams while the others idle.
     const std::vector<char*>& ps = peer_p_.at(p);
-    for (int d = 0; d < world; ++d) {
-      if (d == rank) continue;
+    for (int i = 1; i < world; ++i) {
+      const int d = (rank + i) % world;
       char* dst = ps[static_cast<std::size_t>(d)] +
                   (plan_.part_begin_on(d, rank) + group.relative_begin_elems) * kElementBytes;
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
