@@ -156,7 +156,7 @@ struct CopyEngineProblem {
   double copy_Bps = 0;
   double copy_latency_s = 0;  // per copy, besides bytes / copy_Bps
   double wait_s = 0;
-  double epilogue_fraction = 0;
+  double epilogue_fraction = 0;  // the own part's extra epilogue time per peer's partial
 };
 struct CopyEnginePlan {
   // Per group (peer groups in item order, then own groups), as a PairSchedule takes them.

@@ -32,9 +32,12 @@ CopyEnginePlan plan_copy_engine(const CopyEngineProblem& w) {
     arrival[static_cast<std::size_t>(k % g)] = copies_end;
   }
   double finished = computed;
+  // The owner's epilogue reads one partial tile per peer for each own tile: its cost
+  // grows with the n - 1 peers (epilogue_fraction is the cost of one peer's partial).
+  const double epilogue = reduce ? 1 + w.epilogue_fraction * (n - 1) : 1.0;
   for (int j = 0; j < g; ++j) {
     const double a = done_s((n - 1) * g + j);
-    double f = finished + (a - computed) * (reduce ? 1 + w.epilogue_fraction : 1.0);
+    double f = finished + (a - computed) * epilogue;
     if (reduce) f = std::max(f, arrival[static_cast<std::size_t>(j)]);
     computed = a;
     plan.compute_s.push_back(f - finished);

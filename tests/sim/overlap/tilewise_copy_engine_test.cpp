@@ -112,6 +112,30 @@ TEST(TilewiseCopyEngine, EventSimulationEqualsTheClosedFormPlan) {
     }
 }
 
+// The owner's epilogue adds one partial tile per peer to each own tile: on n ranks with
+// free copies the own part (the last 1/n of the GEMM's waves) costs 1 + e (n - 1) times
+// its time, and nothing else is exposed.
+TEST(TilewiseCopyEngine, EpilogueCostGrowsWithThePeers) {
+  for (int n : {2, 4, 8}) {
+    CopyEngineProblem w;
+    w.op = CollectiveOp::ReduceScatter;
+    w.world = n;
+    w.groups_per_part = 1;
+    w.sms = 128;
+    w.tiles = 128.0 * 8 * n;  // 8 waves per part: each part ends on a wave boundary
+    w.gemm_s = 1e-3;
+    w.bytes = 1e9;
+    w.copy_Bps = 1e30;
+    w.epilogue_fraction = 0.05;
+    const double own_s = w.gemm_s / n;
+    EXPECT_NEAR(plan_copy_engine(w).end_s, w.gemm_s - own_s + own_s * (1 + 0.05 * (n - 1)),
+                1e-12)
+        << n;
+    w.op = CollectiveOp::AllToAll;  // no reduction, no epilogue cost
+    EXPECT_NEAR(plan_copy_engine(w).end_s, w.gemm_s, 1e-12) << n;
+  }
+}
+
 // Bound: the GEMM alone, and the bytes this rank's copy engines move (peers' parts, and for
 // AllReduce the reduced part back to the peer) at the copy rate.
 TEST(TilewiseCopyEngine, NoPairBeatsItsGemmOrItsCopies) {
