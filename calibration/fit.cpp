@@ -168,6 +168,8 @@ void carry_other_rank_curves(const std::vector<sim::CollectiveCurve>& base_curve
     if (measured || b.ranks == 0) continue;
     kept.push_back(b);
     kept.back().source.citation += carried;
+    if (kept.back().in_compute_loop_factor)
+      kept.back().in_compute_loop_factor->source.citation += carried;
   }
   for (auto& k : kept) out.profile.collectives.curves.push_back(std::move(k));
   if (!kept.empty())

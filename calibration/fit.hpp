@@ -76,6 +76,19 @@ struct FitOutput {
 };
 void fit_compute(const FitData& data, FitOutput& out);
 void fit_collectives(const FitData& data, FitOutput& out);
+
+// A default-CTA curve's in_compute_loop_factor (fit_collective_loop.cpp): the geometric mean
+// over `loop_rows` (the op timed inside pair loops, between GEMMs) of measured time / the
+// curve's time, the curve fitted from the op's nccl-tests-style rows. No rows: 1, source
+// assumed ("not measured"). `comment` goes above the key in the YAML, `note` to the CLI.
+struct InLoopFactorFit {
+  sim::Sourced factor;
+  std::string comment;
+  std::string note;
+};
+InLoopFactorFit fit_in_compute_loop_factor(const sim::CollectiveCurve& curve,
+                                           const std::vector<const Measurement*>& loop_rows,
+                                           const std::string& data_label);
 void fit_designs(const FitData& data, FitOutput& out);
 // compute.idle_clock_boost from the GEMMs timed inside pair loops against the
 // (back-to-back) GEMM table and the collective curves; after fit_compute and

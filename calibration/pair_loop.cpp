@@ -23,6 +23,12 @@ std::optional<LoopCollective> PairLoops::of(const Measurement& m) const {
   return it->second;
 }
 
+bool collective_in_compute_loop(const Measurement& m) {
+  if (!is_collective_op(m.op) || effective_ctas(m) != 0) return false;
+  if (!m.case_key.empty()) return measured_in_pair_loop(m);
+  return m.design == "nccl" && m.m > 0;
+}
+
 double loop_idle_fraction(const sim::Profile& profile, const Measurement& m,
                           const LoopCollective& loop) {
   const auto op = collective_of(loop.collective);
@@ -30,7 +36,7 @@ double loop_idle_fraction(const sim::Profile& profile, const Measurement& m,
   const sim::CollectiveCurve* curve =
       profile.collectives.find(*op, sim::Algorithm::Auto, sim::CommScope::IntraNode, loop.world, 0);
   if (!curve || curve->ranks != loop.world || curve->ctas != 0) return 0;
-  const double t_coll = curve->time_s(loop.bytes, loop.world);
+  const double t_coll = curve->time_in_compute_loop_s(loop.bytes, loop.world);
   const double t_op = sim::ComputeModel(profile.compute).time_s(compute_op(m, loop.compute));
   return t_coll > 0 && t_op > 0 ? t_coll / (t_op + t_coll) : 0;
 }

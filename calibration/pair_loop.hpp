@@ -37,8 +37,15 @@ class PairLoops {
       by_case_;
 };
 
+// A collective row timed inside a pair loop, between the loop's compute kernels, at NCCL's
+// default CTAs: a row of calibrate's pair cases (measured_in_pair_loop), or in plain
+// overlap-bench pair runs without a case key, a collective row that carries its pair's
+// compute shape (m > 0). Such rows are timed by a curve's in_compute_loop_factor.
+bool collective_in_compute_loop(const Measurement& m);
+
 // T_coll / (T_op + T_coll): the op at the profile's back-to-back rate, the collective by
-// the profile's intra-node curve at the loop's GPU count (NCCL's default CTAs). 0 when the
+// the profile's intra-node curve at the loop's GPU count (NCCL's default CTAs), as it runs
+// between compute kernels (the curve's in_compute_loop_factor). 0 when the
 // profile has no curve at exactly that GPU count.
 double loop_idle_fraction(const sim::Profile& profile, const Measurement& m,
                           const LoopCollective& loop);

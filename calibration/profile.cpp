@@ -251,7 +251,8 @@ sim::CollectiveProfile parse_collectives(const ConfigNode& node) {
   if (!node.is_sequence()) node.fail("expected a list of collective curves (or [])");
   for (std::size_t i = 0; i < node.size(); ++i) {
     ConfigNode c = node.at(i);
-    c.check_keys(with_source_keys({"op", "algorithm", "scope", "ranks", "ctas", "segments"}));
+    c.check_keys(with_source_keys(
+        {"op", "algorithm", "scope", "ranks", "ctas", "segments", "in_compute_loop_factor"}));
     sim::CollectiveCurve curve;
     curve.op = *sim::parse_collective_op(c.get_enum(
         "op", {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"}));
@@ -280,6 +281,15 @@ sim::CollectiveProfile parse_collectives(const ConfigNode& node) {
       curve.segments.push_back(seg);
     }
     curve.source = parse_provenance(c);
+    if (c.optional_child("in_compute_loop_factor")) {
+      curve.in_compute_loop_factor = parse_sourced(c, "in_compute_loop_factor");
+      // A collective between GEMMs ran 0-15 % slower than alone on H200s; a factor outside
+      // this band is a broken fit or a typo, not a measurement.
+      if (!(curve.in_compute_loop_factor->value >= 0.5 && curve.in_compute_loop_factor->value <= 2))
+        c.child("in_compute_loop_factor")
+            .child("value")
+            .fail("out of range (expected a time factor in [0.5, 2], 1 = as alone)");
+    }
     out.curves.push_back(std::move(curve));
   }
   return out;
@@ -360,7 +370,9 @@ const std::vector<config::ParamDoc>& profile_params() {
        "peak_flops_per_s, memory_bandwidth_Bps, memory_capacity_bytes, "
        "launch_overhead_s, efficiency, gemm_tables, own_gemm_tables, idle_clock_boost",
        "", ""},
-      {"collectives", "list of {op, algorithm, scope, ranks, ctas, segments, source}", "[]", ""},
+      {"collectives",
+       "list of {op, algorithm, scope, ranks, ctas, segments, in_compute_loop_factor, source}",
+       "[]", ""},
       {"interference", "compute_under_comm, comm_under_compute", "{}", ""},
       {"designs", "design -> parameter -> {value, source, citation}", "{}", ""},
       {"measurements", "path of the raw CSV the profile was fitted from", "\"\"", ""},

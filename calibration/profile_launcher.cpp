@@ -58,13 +58,25 @@ CollectivePath ProfileCollectiveTimer::path(sim::CollectiveOp op, int ranks,
   return CollectivePath::Cluster;
 }
 
+double ProfileCollectiveTimer::loop_factor(const sim::CollectiveCurve& c) const {
+  return options_.in_compute_loop ? c.in_loop_factor() : 1.0;
+}
+
+std::string ProfileCollectiveTimer::loop_factor_text(const sim::CollectiveCurve& c) const {
+  const double f = loop_factor(c);
+  if (f == 1.0) return "";
+  return fmt::format(", x {:.4g} between compute kernels ({}: {})", f,
+                     sim::to_string(c.in_compute_loop_factor->source.kind),
+                     c.in_compute_loop_factor->source.citation);
+}
+
 std::string ProfileCollectiveTimer::describe(sim::CollectiveOp op, int ranks,
                                              bool intra_host) const {
   switch (path(op, ranks, intra_host)) {
     case CollectivePath::Curve: {
       const sim::CollectiveCurve* c = exact_curve(op, ranks);
-      return fmt::format("profile curve n={} ({}: {})", c->ranks == 0 ? ranks : c->ranks,
-                         sim::to_string(c->source.kind), c->source.citation);
+      return fmt::format("profile curve n={} ({}: {}){}", c->ranks == 0 ? ranks : c->ranks,
+                         sim::to_string(c->source.kind), c->source.citation, loop_factor_text(*c));
     }
     case CollectivePath::Efficiency: {
       const sim::CollectiveCurve* c = nearest_curve(op, ranks);
@@ -81,9 +93,10 @@ std::string ProfileCollectiveTimer::describe(sim::CollectiveOp op, int ranks,
       return fmt::format(
           "flow network x efficiency {} derived from the {} n={} curve (bus bandwidth per message "
           "size / NVLink {:.0f} GB/s: {}), plus the curve's latency at that size ({}: {}; "
-          "NVLink: {})",
+          "NVLink: {}){}",
           range, sim::to_string(op), c->ranks, options_.nvlink_Bps / 1e9, fmt::join(effs, ", "),
-          sim::to_string(c->source.kind), c->source.citation, options_.nvlink_citation);
+          sim::to_string(c->source.kind), c->source.citation, options_.nvlink_citation,
+          loop_factor_text(*c));
     }
     default:
       return intra_host
@@ -122,20 +135,27 @@ void ProfileCollectiveTimer::launch(const sim::CollectiveRequest& req,
 
   sim::Simulator& clock = net_.simulator();
   switch (p) {
-    case CollectivePath::Curve:
-      clock.schedule(exact_curve(req.op, n)->time_s(req.bytes, n), std::move(on_done));
+    case CollectivePath::Curve: {
+      const sim::CollectiveCurve* c = exact_curve(req.op, n);
+      clock.schedule(c->time_s(req.bytes, n) * loop_factor(*c), std::move(on_done));
       return;
+    }
     case CollectivePath::Efficiency: {
-      const sim::CollectiveSegment& seg = nearest_curve(req.op, n)->segment_for(req.bytes);
+      const sim::CollectiveCurve* c = nearest_curve(req.op, n);
+      const sim::CollectiveSegment& seg = c->segment_for(req.bytes);
       // Measured busbw above the link rate (NVLS, say) is not a reason to run faster than
       // the network allows: no stretch then.
       const double stretch = std::max(1.0, options_.nvlink_Bps / seg.bus_bandwidth_Bps);
-      clock.schedule(seg.latency_s, [this, req, stretch, done = std::move(on_done)]() mutable {
+      // Between compute kernels the whole collective, latency and transfer, takes the
+      // measured curve's factor.
+      const double factor = loop_factor(*c);
+      clock.schedule(seg.latency_s * factor, [this, req, stretch, factor,
+                                              done = std::move(on_done)]() mutable {
         const double t0 = net_.simulator().now();
         sim::start_collective(
             net_, req,
-            [this, t0, stretch, done = std::move(done)]() mutable {
-              const double extra = (net_.simulator().now() - t0) * (stretch - 1);
+            [this, t0, stretch, factor, done = std::move(done)]() mutable {
+              const double extra = (net_.simulator().now() - t0) * (stretch * factor - 1);
               if (extra > 0)
                 net_.simulator().schedule(extra, std::move(done));
               else
@@ -155,9 +175,9 @@ std::vector<CollectiveClassUse> ProfileCollectiveTimer::uses() const { return cl
 sim::CollectiveLauncher profile_collective_launcher(const sim::CollectiveProfile& profile,
                                                     sim::NetworkApi& net, int ctas,
                                                     sim::CollectiveTuning tuning,
-                                                    ProfileLauncherStats* stats) {
-  return [&profile, &net, ctas, tuning, stats](const sim::CollectiveRequest& req,
-                                               std::function<void()> on_done) {
+                                                    ProfileLauncherStats* stats, bool alone) {
+  return [&profile, &net, ctas, tuning, stats, alone](const sim::CollectiveRequest& req,
+                                                      std::function<void()> on_done) {
     bool one_host = !req.ranks.empty();
     for (int r : req.ranks) one_host = one_host && net.host_of(r) == net.host_of(req.ranks[0]);
     const int n = static_cast<int>(req.ranks.size());
@@ -167,7 +187,9 @@ sim::CollectiveLauncher profile_collective_launcher(const sim::CollectiveProfile
     // Only a curve measured at this communicator size (or for any size) stands for it.
     if (curve && (curve->ranks == n || curve->ranks == 0) && (curve->ctas == ctas)) {
       if (stats) ++stats->by_curve;
-      net.simulator().schedule(curve->time_s(req.bytes, n), std::move(on_done));
+      net.simulator().schedule(
+          alone ? curve->time_s(req.bytes, n) : curve->time_in_compute_loop_s(req.bytes, n),
+          std::move(on_done));
       return;
     }
     if (stats) ++stats->by_network;

@@ -7,13 +7,15 @@
 //   curve      the communicator lies within one host and the profile has an intra-node curve
 //              for the op measured at this communicator size (or for any size) and CTA
 //              limit: it finishes latency + bytes * busbw_factor / bus_bandwidth after it
-//              starts (CollectiveCurve::time_s). No bytes cross the network's links.
+//              starts (CollectiveCurve::time_s), times the curve's in_compute_loop_factor
+//              unless the options say it runs alone. No bytes cross the network's links.
 //   efficiency the communicator lies within one host of NVLink-class links (nvlink_Bps > 0)
 //              and the profile measured the op at another size: after the measured curve's
 //              latency for that message size the collective runs on the flow network, and
 //              its network time is stretched by nvlink_Bps / the curve's bus bandwidth at
 //              that size (the efficiency NCCL achieved on the measured machine's links,
-//              which the cluster names as this profile's GPUs).
+//              which the cluster names as this profile's GPUs), and by the curve's
+//              in_compute_loop_factor unless it runs alone.
 //   cluster    everything else (communicators across hosts, ops the profile never measured,
 //              hosts that are not NVLink-class): the flow network on the cluster's cited links.
 #include <cstdint>
@@ -39,6 +41,10 @@ struct CollectiveTimingOptions {
   // links (no efficiency path). Its citation goes into the labels.
   double nvlink_Bps = 0;
   std::string nvlink_citation;
+  // The collectives run between compute kernels, as in a training step or a pair loop: the
+  // measured paths take the curve's in_compute_loop_factor. False: timed as nccl-tests
+  // times them, back to back with themselves (validate's rows of collectives alone).
+  bool in_compute_loop = true;
 };
 
 // One class of collectives (op, communicator size, within one host or not) and how it was
@@ -80,6 +86,10 @@ class ProfileCollectiveTimer {
  private:
   const sim::CollectiveCurve* exact_curve(sim::CollectiveOp op, int ranks) const;
   const sim::CollectiveCurve* nearest_curve(sim::CollectiveOp op, int ranks) const;
+  // The curve's in_compute_loop_factor where the options put the collectives between
+  // compute kernels, else 1; and how describe() names it ("" for 1).
+  double loop_factor(const sim::CollectiveCurve& c) const;
+  std::string loop_factor_text(const sim::CollectiveCurve& c) const;
 
   const sim::CollectiveProfile& profile_;
   sim::NetworkApi& net_;
@@ -97,9 +107,11 @@ struct ProfileLauncherStats {
 };
 
 // Keeps references to `profile`, `net` and `stats` (may be null): they must outlive it.
+// Curves are timed between compute kernels (in_compute_loop_factor) unless `alone`.
 sim::CollectiveLauncher profile_collective_launcher(const sim::CollectiveProfile& profile,
                                                     sim::NetworkApi& net, int ctas = 0,
                                                     sim::CollectiveTuning tuning = {},
-                                                    ProfileLauncherStats* stats = nullptr);
+                                                    ProfileLauncherStats* stats = nullptr,
+                                                    bool alone = false);
 
 }  // namespace overlapsim::calibration

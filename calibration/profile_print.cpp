@@ -92,6 +92,10 @@ std::string format_profile(const sim::Profile& p) {
          fmt::format("{} {} {} n={} ctas={}", sim::to_string(cc.op), sim::to_string(cc.algo),
                      sim::to_string(cc.scope), cc.ranks, cc.ctas),
          segs, cc.source);
+    if (cc.in_compute_loop_factor)
+      line(out, "  between compute kernels",
+           fmt::format("time x {:.4g}", cc.in_compute_loop_factor->value),
+           cc.in_compute_loop_factor->source);
   }
   out += fmt::format("interference ({} compute, {} comm curves)\n",
                      p.interference.compute_under_comm.size(),

@@ -200,6 +200,10 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
     for (const auto& s : cc.segments)
       out += fmt::format("      - {{min_bytes: {}, latency_s: {}, bus_bandwidth_Bps: {}}}\n",
                          s.min_bytes, yaml_number(s.latency_s), yaml_number(s.bus_bandwidth_Bps));
+    if (cc.in_compute_loop_factor) {
+      comment(out, o, fmt::format("collectives.{}.in_compute_loop_factor", i), "    ");
+      out += fmt::format("    in_compute_loop_factor: {}\n", sourced(*cc.in_compute_loop_factor));
+    }
     out += fmt::format("    source: {}\n    citation: {}\n", sim::to_string(cc.source.kind),
                        yaml_quoted(cc.source.citation));
     if (cc.source.fit_error >= 0)

@@ -17,7 +17,8 @@ struct ProfileYamlOptions {
   std::string description;
   sim::Provenance device_source;  // DeviceInfo does not keep its provenance
   // Comment lines put before an item, keyed by "compute.gemm_tables.bf16",
-  // "compute.efficiency.memory", "collectives.<index>", "interference",
+  // "compute.efficiency.memory", "collectives.<index>",
+  // "collectives.<index>.in_compute_loop_factor", "interference",
   // "designs.<design>.<key>", "measurements".
   std::map<std::string, std::string> comments;
 };

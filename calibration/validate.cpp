@@ -22,8 +22,9 @@ namespace overlapsim::calibration {
 namespace {
 
 const std::vector<std::string> kKindOrder = {
-    "compute",    "compute_own", "collective", "collective_ctas", "collective_eff",
-    "sequential", "decomposed",  "tilewise",   "tilewise_ce",     "collective_flow"};
+    "compute",         "compute_own",    "collective", "collective_alone", "collective_in_loop",
+    "collective_ctas", "collective_eff", "sequential", "decomposed",       "tilewise",
+    "tilewise_ce",     "collective_flow"};
 
 sim::CollectiveRequest request_of(const sim::CollectiveOp op, std::uint64_t bytes, int world) {
   sim::CollectiveRequest req;
@@ -266,6 +267,9 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
       const int ctas = effective_ctas(m);
       CollectiveTimingOptions timing = nvlink;
       timing.ctas = ctas;
+      // Alone as nccl-tests times it, or between the GEMMs of a pair loop.
+      const bool in_loop = collective_in_compute_loop(m);
+      timing.in_compute_loop = in_loop;
       // CTA-limited rows only by a curve measured with that limit.
       if (ctas) timing.nvlink_Bps = 0;
       const CollectivePrediction p =
@@ -274,12 +278,15 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
         add_unmodelled(r, ctas ? "collective_ctas" : "collective",
                        fmt::format("the profile has no intra-node curve for {} at this CTA limit{}",
                                    m.op, ctas ? " and size" : " (and the hosts are not NVLink)"));
-      else
+      else {
         add(m,
             ctas                                   ? "collective_ctas"
             : p.path == CollectivePath::Efficiency ? "collective_eff"
                                                    : "collective",
             p.time_s);
+        if (r.rows.back().kind == "collective")
+          r.rows.back().sub_kind = in_loop ? "collective_in_loop" : "collective_alone";
+      }
       if (!ctas)
         add(m, "collective_flow",
             collective_time_s(profile, topo, timing, *op, m.bytes, m.world, true).time_s);
@@ -327,6 +334,12 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
   }
   std::map<std::string, std::vector<double>> errs;
   for (const auto& row : r.rows) errs[row.kind].push_back(std::fabs(row.rel_err));
+  // The collective rows apart only where both sub-kinds occur.
+  std::map<std::string, std::vector<double>> sub;
+  for (const auto& row : r.rows)
+    if (!row.sub_kind.empty()) sub[row.sub_kind].push_back(std::fabs(row.rel_err));
+  if (sub.size() > 1)
+    for (auto& [kind, e] : sub) errs[kind] = std::move(e);
   for (const auto& kind : kKindOrder)
     if (errs.count(kind)) r.kinds.push_back(kind_stats(kind, errs[kind]));
   return r;

@@ -6,8 +6,11 @@
 //   compute          GEMM (cuBLAS), GEMV, embedding bag alone: sim::ComputeModel
 //   compute_own      this project's GEMM (design own) by compute.own_gemm_tables, where the
 //                    profile has them (the tile-wise design's kernel)
-//   collective       a collective alone, NCCL default CTAs: a Simulator run of the profile's
-//                    curve (profile_launcher.hpp), the communicator on the cluster's GPUs
+//   collective       a collective, NCCL default CTAs: a Simulator run of the profile's
+//                    curve (profile_launcher.hpp), the communicator on the cluster's GPUs;
+//                    rows timed inside pair loops (between GEMMs) with the curve's
+//                    in_compute_loop_factor. Where both occur, also reported apart as
+//                    collective_alone and collective_in_loop (the same rows)
 //   collective_ctas  the same with NCCL limited to c CTAs (curves with ctas: c)
 //   collective_eff   a collective at a communicator size the profile has no curve
 //                    for, on NVLink hosts: the flow network at the measured curve's
@@ -40,6 +43,7 @@ struct ValidationRow {
   std::string kind;
   double predicted_s = 0;
   double rel_err = 0;
+  std::string sub_kind;  // collective rows: collective_alone or collective_in_loop
 };
 
 struct KindStats {

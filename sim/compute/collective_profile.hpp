@@ -33,8 +33,19 @@ struct CollectiveCurve {
   int ctas = 0;   // NCCL CTAs (NCCL_MAX_CTAS) it was measured with; 0: NCCL's default
   std::vector<CollectiveSegment> segments;  // min_bytes strictly increasing, first is 0
   Provenance source;
+  // The segments time the collective as nccl-tests does, back to back with itself. Timed
+  // between GEMMs (a pair loop, a training step) the same collective ran slower on H200
+  // (clock, power and L2 state: 1.4-14 % on 2 GPUs), by this factor. Absent: 1.
+  std::optional<Sourced> in_compute_loop_factor;
 
   double time_s(std::uint64_t bytes, int n) const;
+  double in_loop_factor() const {
+    return in_compute_loop_factor ? in_compute_loop_factor->value : 1.0;
+  }
+  // time_s x in_loop_factor(): the collective where it runs between compute kernels.
+  double time_in_compute_loop_s(std::uint64_t bytes, int n) const {
+    return time_s(bytes, n) * in_loop_factor();
+  }
   // The segment that times a message of `bytes`.
   const CollectiveSegment& segment_for(std::uint64_t bytes) const;
 };

@@ -23,10 +23,15 @@ std::vector<SourceEntry> Profile::sources() const {
   for (const auto& [p, table] : c.own_gemm_tables)
     out.push_back({fmt::format("compute.own_gemm_tables.{}", to_string(p)), table.source});
   if (c.idle_clock_boost) out.push_back({"compute.idle_clock_boost", c.idle_clock_boost->source});
-  for (const auto& cc : collectives.curves)
+  for (const auto& cc : collectives.curves) {
     out.push_back({fmt::format("collectives.{}.{}.{}", to_string(cc.op), to_string(cc.algo),
                                to_string(cc.scope)),
                    cc.source});
+    if (cc.in_compute_loop_factor)
+      out.push_back({fmt::format("collectives.{}.{}.{}.in_compute_loop_factor", to_string(cc.op),
+                                 to_string(cc.algo), to_string(cc.scope)),
+                     cc.in_compute_loop_factor->source});
+  }
   for (const auto& ic : interference.compute_under_comm)
     out.push_back({fmt::format("interference.compute_under_comm.{}", ic.victim), ic.source});
   for (const auto& ic : interference.comm_under_compute)

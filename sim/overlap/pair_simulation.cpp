@@ -103,10 +103,11 @@ PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
           sim.schedule(interpolate(points, req.bytes), std::move(done));
         });
   } else if (curve) {
-    exec.set_collective_launcher([&sim, curve](const CollectiveRequest& req,
-                                               std::function<void()> done) {
-      sim.schedule(curve->time_s(req.bytes, static_cast<int>(req.ranks.size())), std::move(done));
-    });
+    exec.set_collective_launcher(
+        [&sim, curve](const CollectiveRequest& req, std::function<void()> done) {
+          sim.schedule(curve->time_in_compute_loop_s(req.bytes, static_cast<int>(req.ranks.size())),
+                       std::move(done));
+        });
   }
   auto design = make_design(design_name, profile);
   if (PairedDesign* paired = as_paired(*design)) {
@@ -119,13 +120,14 @@ PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
     // Latency and rate through the alone times at the full size and a sixteenth of it.
     auto alone_s = [&](std::uint64_t b) {
       if (!points.empty()) return interpolate(points, b);
-      if (curve) return curve->time_s(b, pc.world);
+      if (curve) return curve->time_in_compute_loop_s(b, pc.world);
       return -1.0;
     };
     if (!points.empty() || curve)
       paired->set_comm_time_hint([points, curve, n = pc.world](double b) {
         const auto bytes = static_cast<std::uint64_t>(b);
-        return !points.empty() ? interpolate(points, bytes) : curve->time_s(bytes, n);
+        return !points.empty() ? interpolate(points, bytes)
+                               : curve->time_in_compute_loop_s(bytes, n);
       });
     const double full = alone_s(pc.comm_bytes), part = alone_s(pc.comm_bytes / 16);
     if (full > 0) {

@@ -25,7 +25,9 @@ struct PairCase {
   // > 0: the op alone takes this long (the profile's rates are scaled to match).
   double op_time_s = 0;
   // NCCL alone: (bytes, seconds) points, linear between them and in proportion beyond;
-  // empty: the profile's collective curve for the op if it has one, else the network.
+  // empty: the profile's collective curve for the op if it has one (times its
+  // in_compute_loop_factor: the pair's collective runs between compute kernels), else the
+  // network.
   std::vector<std::pair<std::uint64_t, double>> comm_time_points;
 
   // Replay a measured configuration (0 / empty: the profile's parameters).

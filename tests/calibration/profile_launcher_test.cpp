@@ -68,6 +68,39 @@ TEST(ProfileCollectiveTimer, MeasuredSizeUsesTheCurve) {
   EXPECT_DOUBLE_EQ(t.time_s, 30e-6 + 64.0 * kMiB / 300e9);
 }
 
+// Between compute kernels (a step's collectives, the default) the curve's
+// in_compute_loop_factor stretches the measured paths; timed alone it does not.
+TEST(ProfileCollectiveTimer, InComputeLoopFactorStretchesTheMeasuredPaths) {
+  auto profile = two_gpu_profile();
+  profile.curves[0].in_compute_loop_factor =
+      sim::Sourced{1.05, {sim::SourceKind::Measured, "loop rows", 0.01}};
+  const double curve_s = 30e-6 + 64.0 * kMiB / 300e9;
+  const Timed in_loop = time_one(nvswitch(8), profile, allreduce(2, 64 * kMiB), nvlink());
+  EXPECT_DOUBLE_EQ(in_loop.time_s, 1.05 * curve_s);
+  EXPECT_NE(in_loop.uses.at(0).how.find("x 1.05 between compute kernels"), std::string::npos)
+      << in_loop.uses.at(0).how;
+  CollectiveTimingOptions alone_options = nvlink();
+  alone_options.in_compute_loop = false;
+  const Timed alone = time_one(nvswitch(8), profile, allreduce(2, 64 * kMiB), alone_options);
+  EXPECT_DOUBLE_EQ(alone.time_s, curve_s);
+  // The efficiency path (8 ranks from the 2-rank curve): latency and stretched transfer.
+  const Timed eff = time_one(nvswitch(8), profile, allreduce(8, 64 * kMiB), nvlink());
+  const Timed eff_alone = time_one(nvswitch(8), profile, allreduce(8, 64 * kMiB), alone_options);
+  ASSERT_EQ(eff.path, CollectivePath::Efficiency);
+  EXPECT_NEAR(eff.time_s, 1.05 * eff_alone.time_s, 1e-9 * eff.time_s);
+  // The validator's launcher: between compute kernels unless told the collective is alone.
+  const sim::Topology two = nvswitch(2);
+  for (bool alone_flag : {false, true}) {
+    sim::Simulator clock;
+    sim::FlowNetwork net(clock, two);
+    double done_s = -1;
+    profile_collective_launcher(profile, net, 0, {}, nullptr, alone_flag)(
+        allreduce(2, 64 * kMiB), [&] { done_s = clock.now(); });
+    clock.run();
+    EXPECT_DOUBLE_EQ(done_s, alone_flag ? curve_s : 1.05 * curve_s);
+  }
+}
+
 // On 8 GPUs the flow network's ring all-reduce takes 2(n-1)/n S / B; stretched by B / busbw
 // and after the segment's latency that is latency + 2(n-1)/n S / busbw: the curve's bus
 // bandwidth carried to the other size, as nccl-tests' busbw convention assumes.

@@ -172,6 +172,50 @@ measurements: raw/run1.csv
   EXPECT_EQ(p.source_kinds(), "measured+datasheet+paper+assumed");
 }
 
+// A curve's in_compute_loop_factor is optional: without it collectives between compute
+// kernels take the curve's time (profiles written before the key load unchanged).
+TEST(Profile, InComputeLoopFactorIsOptionalCheckedAndPrinted) {
+  const std::string curve = R"(collectives:
+  - op: alltoall
+    algorithm: auto
+    scope: intra_node
+    ranks: 2
+    segments:
+      - {min_bytes: 0, latency_s: 10us, bus_bandwidth_Bps: 100GBps}
+LOOP    source: measured
+    citation: "sweep"
+)";
+  const sim::Profile without = load_profile_string(kMinimal + replace(curve, "LOOP", ""), "a.yaml");
+  ASSERT_EQ(without.collectives.curves.size(), 1u);
+  const sim::CollectiveCurve& c0 = without.collectives.curves[0];
+  EXPECT_FALSE(c0.in_compute_loop_factor.has_value());
+  EXPECT_EQ(c0.in_loop_factor(), 1.0);
+  EXPECT_EQ(c0.time_in_compute_loop_s(1 << 20, 2), c0.time_s(1 << 20, 2));
+
+  const std::string factor =
+      "    in_compute_loop_factor: {value: 1.12, source: measured, citation: \"loop rows\", "
+      "fit_error: 0.004}\n";
+  const sim::Profile with =
+      load_profile_string(kMinimal + replace(curve, "LOOP", factor), "b.yaml");
+  const sim::CollectiveCurve& c1 = with.collectives.curves[0];
+  EXPECT_EQ(c1.in_loop_factor(), 1.12);
+  EXPECT_DOUBLE_EQ(c1.time_in_compute_loop_s(1 << 20, 2), 1.12 * c1.time_s(1 << 20, 2));
+  bool listed = false;
+  for (const auto& e : with.sources())
+    listed = listed || e.what == "collectives.alltoall.auto.intra_node.in_compute_loop_factor";
+  EXPECT_TRUE(listed);
+  EXPECT_NE(format_profile(with).find("time x 1.12"), std::string::npos) << format_profile(with);
+
+  const std::string out_of_range =
+      error_of(kMinimal + replace(curve, "LOOP", replace(factor, "value: 1.12", "value: 3")));
+  EXPECT_NE(out_of_range.find("collectives[0].in_compute_loop_factor.value"), std::string::npos)
+      << out_of_range;
+  EXPECT_NE(out_of_range.find("expected a time factor in [0.5, 2]"), std::string::npos);
+  EXPECT_NE(error_of(kMinimal + replace(curve, "LOOP", replace(factor, ", source: measured", "")))
+                .find("in_compute_loop_factor.source: missing"),
+            std::string::npos);
+}
+
 TEST(Profile, UnknownDesignAndBadSegmentsAreErrors) {
   EXPECT_NE(error_of(kMinimal + "designs:\n  magic: {}\n").find("designs.magic: unknown key"),
             std::string::npos);

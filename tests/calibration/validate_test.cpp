@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include "calibration/csv.hpp"
 #include "calibration/fit.hpp"
@@ -122,6 +123,71 @@ TEST(Validate, CopyEngineTilewiseRowsHaveTheirOwnKind) {
   EXPECT_GT(r.rows[0].predicted_s, 0);
   // Different transports, different predictions (NCCL on a carve-out vs copy engines).
   EXPECT_NE(r.rows[0].predicted_s, r.rows[1].predicted_s);
+}
+
+// A collective timed inside a pair loop (calibrate's pair case, or a plain overlap-bench
+// pair row's collective carrying the GEMM shape) is predicted by curve x
+// in_compute_loop_factor, the same collective alone by the curve; `collective` keeps both,
+// the sub-kinds split them. The sequential pair's collective runs between compute kernels.
+TEST(Validate, InComputeLoopFactorAppliesToLoopRowsOnly) {
+  const Truth t;
+  sim::Profile profile = synthetic_profile(t);
+  sim::Profile plain = profile;
+  for (auto& c : profile.collectives.curves)
+    if (c.op == sim::CollectiveOp::AllReduce && c.ctas == 0)
+      c.in_compute_loop_factor = sim::Sourced{1.1, {sim::SourceKind::Measured, "test", 0.0}};
+  const double coll = allreduce_s(t, 64.0 * 1048576);
+  const double gemm = gemm_s(t, 4096, 1024, 8192);
+  std::string csv(kBenchHeader);
+  csv.pop_back();
+  csv += ",ctas,case\n";
+  auto with_case = [](std::string row, const std::string& key) {
+    row.pop_back();
+    return row + ",0," + key + "\n";
+  };
+  csv += with_case(bench_row("allreduce", "nccl", 0, 0, 0, 64ull << 20, 1, coll),
+                   "collectives/allreduce/ctas0/sizes");
+  csv += with_case(bench_row("allreduce", "nccl", 4096, 1024, 8192, 64ull << 20, 1, 1.1 * coll),
+                   "designs/gemm+allreduce/sequential/shapes");
+  csv += with_case(bench_row("gemm+allreduce", "sequential", 4096, 1024, 8192, 64ull << 20, 1,
+                             gemm + 1.1 * coll),
+                   "designs/gemm+allreduce/sequential/shapes");
+  // A plain overlap-bench pair run (no case column): the collective row with m > 0.
+  const std::string plain_csv =
+      std::string(kBenchHeader) +
+      bench_row("allreduce", "nccl", 4096, 1024, 8192, 64ull << 20, 1, 1.1 * coll);
+  const auto rows = parse_measurements(parse_csv(csv, "held.csv"));
+  const auto plain_rows = parse_measurements(parse_csv(plain_csv, "plain.csv"));
+  const auto cluster = workloads::load_cluster(kCluster);
+  const ValidationReport r = validate(profile, rows, cluster);
+  const ValidationReport before = validate(plain, rows, cluster);
+  std::map<std::string, const ValidationRow*> by_where, before_where;
+  for (const auto& row : r.rows)
+    if (row.kind != "collective_flow") by_where[row.row->where()] = &row;
+  for (const auto& row : before.rows)
+    if (row.kind != "collective_flow") before_where[row.row->where()] = &row;
+  const ValidationRow* alone = by_where["held.csv:2"];
+  const ValidationRow* loop = by_where["held.csv:3"];
+  ASSERT_TRUE(alone && loop);
+  EXPECT_EQ(alone->sub_kind, "collective_alone");
+  EXPECT_EQ(loop->sub_kind, "collective_in_loop");
+  EXPECT_NEAR(alone->rel_err, 0, 1e-3);  // the curve is the truth within its fit
+  EXPECT_NEAR(loop->predicted_s, 1.1 * alone->predicted_s, 1e-12);
+  EXPECT_NEAR(before_where["held.csv:3"]->predicted_s, alone->predicted_s, 1e-12);
+  // The sequential pair: its collective 10 % longer than with the plain profile.
+  EXPECT_NEAR(by_where["held.csv:4"]->predicted_s - before_where["held.csv:4"]->predicted_s,
+              0.1 * alone->predicted_s, 1e-9);
+  std::vector<std::string> kinds;
+  for (const auto& k : r.kinds) kinds.push_back(k.kind);
+  ASSERT_GE(kinds.size(), 4u);
+  EXPECT_EQ(kinds[0], "collective");
+  EXPECT_EQ(kinds[1], "collective_alone");
+  EXPECT_EQ(kinds[2], "collective_in_loop");
+  EXPECT_EQ(r.kinds[0].count, 2);
+  const ValidationReport p = validate(profile, plain_rows, cluster);
+  ASSERT_FALSE(p.rows.empty());
+  EXPECT_EQ(p.rows[0].sub_kind, "collective_in_loop");
+  EXPECT_NEAR(p.rows[0].predicted_s, loop->predicted_s, 1e-12);
 }
 
 // The shipped profiles are what `overlapsim fit` makes of the shipped data (so they are not
