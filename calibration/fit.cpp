@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "calibration/fit_copy_engine.hpp"
 #include "calibration/profile.hpp"
 #include "calibration/profile_yaml.hpp"
 #include "calibration/split.hpp"
@@ -228,6 +229,7 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   fit_own_gemm_tables(data, out);
   fit_designs(data, out);
   fit_interference(data, out);
+  fit_copy_engine(data, out);
   carry_other_rank_curves(base_curves, carried, out);
 
   ProfileYamlOptions yo;

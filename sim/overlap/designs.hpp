@@ -59,7 +59,8 @@ class TilewiseDesign final : public PairedDesign {
   explicit TilewiseDesign(const Profile& profile);
   const char* name() const override { return "tilewise"; }
   // The copy-engine transport reads copy_engine_bandwidth_Bps, copy_engine_latency_s and
-  // epilogue_reduce_overhead_fraction from `profile` (missing: std::invalid_argument).
+  // epilogue_reduce_overhead_fraction from `profile` (missing: std::invalid_argument), and
+  // epilogue_reduce_bandwidth_Bps and copy_engine_phase2_contention where it has them.
   void set_transport(Transport transport, const Profile& profile);
   Transport transport() const { return transport_; }
   // Replays a measured configuration: waves per group, and the SMs left to NCCL.
@@ -82,7 +83,8 @@ class TilewiseDesign final : public PairedDesign {
   std::optional<PairSchedule> copy_engine_schedule(const ComputeModel& model, const PairView& pair,
                                                    std::string& why_not) const;
   Transport transport_ = Transport::Nccl;
-  double copy_Bps_ = 0, copy_latency_s_ = 0, epilogue_ = 0;
+  double copy_Bps_ = 0, copy_latency_s_ = 0, epilogue_ = 0, epilogue_Bps_ = 0;
+  double phase2_contention_ = 0;
   int comm_sms_, max_groups_;
   double tile_m_, tile_n_, gemm_vs_vendor_ = 0, signal_, interference_, wait_s_, call_latency_s_;
   // The own GEMM's time: its measured tables (compute.own_gemm_tables) when the profile
@@ -140,10 +142,13 @@ WaveGroupPlan plan_wave_groups(const WaveGroupProblem& problem);
 //                  copy_Bps, one copy stream; b = bytes / (world x groups_per_part)
 //   own group j:   its peers' group j arrives at D_j = E of the last peer position's group j
 //                  (symmetry); with a reduction (allreduce, reducescatter) the epilogue adds
-//                  them: F_j = max(F_{j-1} + (A_j - A_{j-1}) (1 + epilogue_fraction), D_j)
-//                  (the kernel spins until they arrive); all-to-all: F_j = F_{j-1} + ...
+//                  them: 2 ranks F_j = max(F_{j-1} + (A_j - A_{j-1}) (1 + epilogue_fraction),
+//                  D_j); more ranks F_j = max(F_{j-1} + (A_j - A_{j-1}) + (R_j - R_{j-1}),
+//                  D_j + r), r = (world + 2) (bytes / tiles) sms / epilogue_reduce_Bps per
+//                  own tile, R_j = ceil(own tiles through group j / sms) r (the kernel spins
+//                  until they arrive); all-to-all: F_j = F_{j-1} + (A_j - A_{j-1})
 //   allreduce:     own group j then goes to the world - 1 peers: E = max(F_j, E) + wait_s +
-//                  (world - 1) X(b)
+//                  (world - 1) X(b) (1 + phase2_contention (world - 2))
 //   end:           max(F_last, E_last).
 struct CopyEngineProblem {
   CollectiveOp op = CollectiveOp::AllReduce;
@@ -156,7 +161,18 @@ struct CopyEngineProblem {
   double copy_Bps = 0;
   double copy_latency_s = 0;  // per copy, besides bytes / copy_Bps
   double wait_s = 0;
-  double epilogue_fraction = 0;  // the own part's extra epilogue time per peer's partial
+  // 2 ranks: the owner epilogue's reduction, spread over the next tile's first k-blocks,
+  // costs this fraction of the own part's time.
+  double epilogue_fraction = 0;
+  // > 2 ranks: the kernel's general epilogue path stores the own tile, then adds each
+  // peer's partial in place, not overlapped with the mainloop: n + 2 passes over the tile
+  // (its store, the own re-read and write, the n - 1 partials) at this rate over all SMs.
+  // 0: not known (an older profile): the 2-rank fraction per peer's partial instead.
+  double epilogue_reduce_Bps = 0;
+  // AllReduce's phase 2 (every rank copying its reduced groups to its n - 1 peers back to
+  // back, all at once) measured slower than a lone peer copy as ranks grow: each such copy
+  // takes 1 + phase2_contention (n - 2) times X(b). Empirical (docs/designs.md); 0: none.
+  double phase2_contention = 0;
 };
 struct CopyEnginePlan {
   // Per group (peer groups in item order, then own groups), as a PairSchedule takes them.

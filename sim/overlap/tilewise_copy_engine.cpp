@@ -32,21 +32,33 @@ CopyEnginePlan plan_copy_engine(const CopyEngineProblem& w) {
     arrival[static_cast<std::size_t>(k % g)] = copies_end;
   }
   double finished = computed;
-  // The owner's epilogue reads one partial tile per peer for each own tile: its cost
-  // grows with the n - 1 peers (epilogue_fraction is the cost of one peer's partial).
-  const double epilogue = reduce ? 1 + w.epilogue_fraction * (n - 1) : 1.0;
+  // The epilogue's reduction (none for All-to-All, which stores its own part as is).
+  // 2 ranks: the fast path hides it in the next tile's mainloop but for a fraction of the
+  // own part's time. More ranks: the general path's passes over each own tile stall the
+  // SM for tile_reduce_s, paid once per own tile by the most loaded SM.
+  const bool general = reduce && n > 2 && w.epilogue_reduce_Bps > 0;
+  double stretch = 1;
+  if (reduce && !general) stretch = 1 + w.epilogue_fraction * (n - 1);
+  const double tile_reduce_s =
+      general ? (n + 2) * (w.bytes / w.tiles) * w.sms / w.epilogue_reduce_Bps : 0;
+  double reduced_s = 0;
+  const double x_back = x * (1 + w.phase2_contention * (n - 2));
   for (int j = 0; j < g; ++j) {
     const double a = done_s((n - 1) * g + j);
-    double f = finished + (a - computed) * epilogue;
-    if (reduce) f = std::max(f, arrival[static_cast<std::size_t>(j)]);
+    const double own_tiles = w.tiles / n * (j + 1) / g;
+    const double reduced_by_j = std::ceil(own_tiles / w.sms - 1e-9) * tile_reduce_s;
+    double f = finished + (a - computed) * stretch + (reduced_by_j - reduced_s);
+    reduced_s = reduced_by_j;
+    // The last partial to arrive still has its tile's passes ahead of it.
+    if (reduce) f = std::max(f, arrival[static_cast<std::size_t>(j)] + tile_reduce_s);
     computed = a;
     plan.compute_s.push_back(f - finished);
     finished = f;
     plan.comm_share.push_back(0);
     if (w.op == CollectiveOp::AllReduce) {
-      // The reduced group goes back to every peer.
-      copies_end = std::max(f, copies_end) + w.wait_s + (n - 1) * x;
-      plan.part_s.push_back((n - 1) * x);
+      // The reduced group goes back to every peer, all ranks copying back to back at once.
+      copies_end = std::max(f, copies_end) + w.wait_s + (n - 1) * x_back;
+      plan.part_s.push_back((n - 1) * x_back);
       plan.part_delay_s.push_back(w.wait_s);
     } else {
       plan.part_s.push_back(0);
@@ -66,7 +78,17 @@ void TilewiseDesign::set_transport(Transport transport, const Profile& profile) 
   copy_latency_s_ = p.need_at_least("copy_engine_latency_s", 0,
                                     "the copy engines' fixed time per copy, such as 7us");
   epilogue_ = p.need_at_least("epilogue_reduce_overhead_fraction", 0,
-                              "the owner epilogue's reduction cost on its own part, >= 0");
+                              "the 2-rank owner epilogue's reduction cost on its own part, >= 0");
+  // Profiles before session 4's fit have no rate for the > 2-rank epilogue: their fraction
+  // then counts per peer's partial, the meaning it had there (docs/profile-format.md).
+  if (profile.designs.find("tilewise", "epilogue_reduce_bandwidth_Bps"))
+    epilogue_Bps_ = p.need_at_least("epilogue_reduce_bandwidth_Bps", 1,
+                                    "the > 2-rank owner epilogue's tile passes over all SMs, "
+                                    "such as 1.5TBps");
+  if (profile.designs.find("tilewise", "copy_engine_phase2_contention"))
+    phase2_contention_ = p.need_at_least(
+        "copy_engine_phase2_contention", 0,
+        "the all-reduce phase-2 copies' slowdown per rank beyond 2, >= 0 (0: none)");
   for (auto& u : p.used()) parameters_.push_back(u);
 }
 
@@ -89,10 +111,14 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
   w.copy_latency_s = copy_latency_s_;
   w.wait_s = wait_s_;
   w.epilogue_fraction = epilogue_;
-  // Like the kernel's tuner: the groups per part its predictor finds fastest.
+  w.epilogue_reduce_Bps = epilogue_Bps_;
+  w.phase2_contention = phase2_contention_;
+  // Like the kernel's tuner (OVERLAPSIM_TILEWISE_CE_GROUPS, 2, 4, 8, 16 groups per part
+  // whatever the rank count): the fastest groups per part up to max_groups.
   CopyEnginePlan best;
   best.end_s = 1e300;
-  for (int g = 1; g == 1 || w.world * g <= max_groups_; g *= 2) {
+  const double part_tiles = w.tiles / w.world;
+  for (int g = std::min(2, max_groups_); g <= max_groups_ && (g == 1 || g <= part_tiles); g *= 2) {
     w.groups_per_part = g;
     CopyEnginePlan plan = plan_copy_engine(w);
     if (plan.end_s < best.end_s) best = std::move(plan);

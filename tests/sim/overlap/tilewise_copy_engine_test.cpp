@@ -51,7 +51,7 @@ double gemm_s(const PairCase& pc) {
 // wave 16, at half the GEMM. Its copy: 128 MiB at 100 GB/s.
 TEST(TilewiseCopyEngine, OneGroupPerPartOnTwoGpusByHand) {
   const Topology topo = two_gpu_node();
-  const Profile profile = copy_engine_profile(true, 0.1, 2);
+  const Profile profile = copy_engine_profile(true, 0.1, 1);
   const PairCase rs = ce_pair(16384, 8192, 4096, CollectiveOp::ReduceScatter);
   const double t_op = gemm_s(rs);
   const double x = static_cast<double>(rs.comm_bytes) / 2 / kCopyBps;
@@ -74,7 +74,7 @@ TEST(TilewiseCopyEngine, OneGroupPerPartOnTwoGpusByHand) {
 // own half waits for the peer half's copy, now 5 us longer.
 TEST(TilewiseCopyEngine, CopyLatencyIsChargedPerCopy) {
   const Topology topo = two_gpu_node();
-  Profile profile = copy_engine_profile(true, 0.1, 2);
+  Profile profile = copy_engine_profile(true, 0.1, 1);
   set_param(profile, "tilewise", "copy_engine_latency_s", 5e-6);
   const PairCase rs = ce_pair(16384, 8192, 4096, CollectiveOp::ReduceScatter);
   const double t_op = gemm_s(rs);
@@ -93,7 +93,7 @@ TEST(TilewiseCopyEngine, EventSimulationEqualsTheClosedFormPlan) {
              {8192, 8192, 2048}, {4096, 4096, 4096}, {32768, 7168, 2048}}) {
       const PairCase pc = ce_pair(m, n, k, coll);
       double best = 1e300;
-      for (int g : {1, 2, 4, 8}) {
+      for (int g : {2, 4, 8, 16}) {  // the kernel tuner's groups per part, up to max_groups
         CopyEngineProblem w;
         w.op = coll;
         w.world = 2;
@@ -112,10 +112,10 @@ TEST(TilewiseCopyEngine, EventSimulationEqualsTheClosedFormPlan) {
     }
 }
 
-// The owner's epilogue adds one partial tile per peer to each own tile: on n ranks with
-// free copies the own part (the last 1/n of the GEMM's waves) costs 1 + e (n - 1) times
-// its time, and nothing else is exposed.
-TEST(TilewiseCopyEngine, EpilogueCostGrowsWithThePeers) {
+// A profile without epilogue_reduce_bandwidth_Bps (before the fit had it) keeps the
+// fraction's earlier meaning on more than 2 ranks: one share per peer's partial, so with free
+// copies the own part (the last 1/n of the GEMM's waves) costs 1 + e (n - 1) times its time.
+TEST(TilewiseCopyEngine, WithoutTheEpilogueRateTheFractionCountsPerPeer) {
   for (int n : {2, 4, 8}) {
     CopyEngineProblem w;
     w.op = CollectiveOp::ReduceScatter;
@@ -128,12 +128,80 @@ TEST(TilewiseCopyEngine, EpilogueCostGrowsWithThePeers) {
     w.copy_Bps = 1e30;
     w.epilogue_fraction = 0.05;
     const double own_s = w.gemm_s / n;
-    EXPECT_NEAR(plan_copy_engine(w).end_s, w.gemm_s - own_s + own_s * (1 + 0.05 * (n - 1)),
-                1e-12)
+    EXPECT_NEAR(plan_copy_engine(w).end_s, w.gemm_s - own_s + own_s * (1 + 0.05 * (n - 1)), 1e-12)
         << n;
     w.op = CollectiveOp::AllToAll;  // no reduction, no epilogue cost
     EXPECT_NEAR(plan_copy_engine(w).end_s, w.gemm_s, 1e-12) << n;
   }
+}
+
+// More than 2 ranks: the general epilogue path stalls its SM for n + 2 passes over each own
+// tile (its store, the own re-read and write, n - 1 partials) at epilogue_reduce_Bps over
+// all SMs. With free copies and 8 own tiles per SM: the GEMM plus 8 such stalls. 2 ranks
+// keep the fraction of the own part's time; All-to-All reduces nothing.
+TEST(TilewiseCopyEngine, GeneralEpilogueStallsEachOwnTile) {
+  for (int n : {2, 4, 8}) {
+    CopyEngineProblem w;
+    w.op = CollectiveOp::ReduceScatter;
+    w.world = n;
+    w.sms = 128;
+    w.tiles = 128.0 * 8 * n;
+    w.gemm_s = 1e-3;
+    w.bytes = 2.0 * 128 * 256 * w.tiles;  // bf16 128 x 256 tiles
+    w.copy_Bps = 1e30;
+    w.epilogue_fraction = 0.05;
+    w.epilogue_reduce_Bps = 1.5e12;
+    const double pass_s = 2.0 * 128 * 256 * 128 / 1.5e12;  // one tile on every SM
+    for (int g : {1, 2, 4}) {
+      w.groups_per_part = g;
+      const double expected =
+          n == 2 ? w.gemm_s + w.gemm_s / n * 0.05 : w.gemm_s + 8 * (n + 2) * pass_s;
+      EXPECT_NEAR(plan_copy_engine(w).end_s, expected, 1e-12) << n << " ranks, " << g;
+    }
+    w.op = CollectiveOp::AllToAll;
+    EXPECT_NEAR(plan_copy_engine(w).end_s, w.gemm_s, 1e-12) << n;
+  }
+}
+
+// The last partial to arrive still has one own tile's passes ahead of it: with copies slower
+// than the GEMM, ReduceScatter on 4 ranks ends one tile's stall after the last arrival.
+TEST(TilewiseCopyEngine, TheLastArrivalIsReducedAfterItLands) {
+  CopyEngineProblem w;
+  w.op = CollectiveOp::ReduceScatter;
+  w.world = 4;
+  w.groups_per_part = 1;
+  w.sms = 128;
+  w.tiles = 128.0 * 4;  // one wave per part
+  w.gemm_s = 4e-3;
+  w.bytes = 4e9;  // 1 GB a group: 10 ms a copy at 100 GB/s
+  w.copy_Bps = 1e11;
+  w.epilogue_reduce_Bps = 1e12;
+  const double x = 1e9 / 1e11;
+  const double arrival = 1e-3 + 3 * x;  // three peer groups queued behind the first wave
+  const double tile_s = 6 * (4e9 / w.tiles) * 128 / 1e12;
+  EXPECT_NEAR(plan_copy_engine(w).end_s, arrival + tile_s, 1e-12);
+}
+
+// AllReduce's phase 2 with contention c: each of the n - 1 copies of a reduced group takes
+// X(b) (1 + c (n - 2)). One group per part, copies hidden under the GEMM's later waves: the
+// pair ends when the last own group's copies do, F + (n - 1) X (1 + c (n - 2)).
+TEST(TilewiseCopyEngine, PhaseTwoContentionStretchesTheCopiesBack) {
+  for (int n : {2, 4, 8})
+    for (double c : {0.0, 0.5}) {
+      CopyEngineProblem w;
+      w.op = CollectiveOp::AllReduce;
+      w.world = n;
+      w.groups_per_part = 1;
+      w.sms = 128;
+      w.tiles = 128.0 * n;  // one wave per part, 1 ms each
+      w.gemm_s = 1e-3 * n;
+      w.bytes = 1e8 * n;  // 100 MB a group: 1 us a copy at 1e14 B/s
+      w.copy_Bps = 1e14;
+      w.phase2_contention = c;
+      const double x = 1e8 / 1e14;
+      EXPECT_NEAR(plan_copy_engine(w).end_s, w.gemm_s + (n - 1) * x * (1 + c * (n - 2)), 1e-12)
+          << n << " ranks, c " << c;
+    }
 }
 
 // Bound: the GEMM alone, and the bytes this rank's copy engines move (peers' parts, and for

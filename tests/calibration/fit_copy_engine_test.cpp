@@ -1,0 +1,111 @@
+// The copy-engine fit stage against closed forms: the peer-copy line, the 1-D minimiser,
+// which pair rows count as correct, and the stage writing the line with its provenance.
+#include "calibration/fit_copy_engine.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace overlapsim::calibration {
+namespace {
+
+TEST(FitCopyLine, RecoversAnExactLine) {
+  std::vector<std::pair<double, double>> points;
+  for (double mib : {0.25, 1.0, 4.0, 16.0, 64.0, 256.0}) {
+    const double bytes = mib * (1 << 20);
+    points.emplace_back(bytes, 6e-6 + bytes / 385e9);
+  }
+  const CopyLine line = fit_copy_line(points);
+  EXPECT_NEAR(line.latency_s, 6e-6, 1e-12);
+  EXPECT_NEAR(line.Bps, 385e9, 1e3);
+  EXPECT_NEAR(line.rel_rms, 0, 1e-9);
+}
+
+// Weighted by 1 / t: a 10 % miss on a small copy counts as much as on a large one. Two
+// points, one 10 % high: the line passes between them, with equal relative misses.
+TEST(FitCopyLine, MinimisesRelativeError) {
+  const double b1 = 1e6, b2 = 1e8, bw = 1e11;
+  const CopyLine line = fit_copy_line({{b1, b1 / bw * 1.1}, {b2, b2 / bw}});
+  const double e1 = (line.latency_s + b1 / line.Bps) / (b1 / bw * 1.1) - 1;
+  const double e2 = (line.latency_s + b2 / line.Bps) / (b2 / bw) - 1;
+  EXPECT_NEAR(e1, e2, 1e-9);  // two points, two unknowns: both met exactly
+  EXPECT_NEAR(e1, 0, 1e-9);
+}
+
+TEST(FitCopyLine, NegativeInterceptGoesThroughTheOrigin) {
+  // Small copies relatively faster than large ones: the free line would start below 0.
+  const CopyLine line = fit_copy_line({{1e6, 0.5e-5}, {1e8, 1e-3}});
+  EXPECT_EQ(line.latency_s, 0);
+  EXPECT_GT(line.Bps, 0);
+}
+
+TEST(FitCopyLine, NeedsTwoSizes) {
+  EXPECT_THROW(fit_copy_line({{1e6, 1e-5}, {1e6, 1.1e-5}}), std::invalid_argument);
+}
+
+TEST(Minimise1d, FindsTheMinimumOnLinearAndLogScales) {
+  EXPECT_NEAR(minimise_1d([](double x) { return (x - 0.3) * (x - 0.3); }, 0, 3, false), 0.3, 1e-6);
+  const double at =
+      minimise_1d([](double x) { return std::pow(std::log(x / 2e12), 2); }, 1e11, 1e14, true);
+  EXPECT_NEAR(at / 2e12, 1, 1e-6);
+  // At a bound when the function keeps falling.
+  EXPECT_NEAR(minimise_1d([](double x) { return x; }, 0, 3, false), 0, 1e-9);
+}
+
+Measurement pair_row(const std::string& design, int world, std::uint64_t wrong) {
+  Measurement m;
+  m.op = "gemm+allreduce";
+  m.design = design;
+  m.world = world;
+  m.wrong = wrong;
+  return m;
+}
+
+// Fewer wrong elements than one 128 x 256 tile per rank: rounding, not a lost partial.
+TEST(CopyEngineRowUsable, RoundingMissesOnMoreThanTwoRanksOnly) {
+  const double tile = 128.0 * 256;
+  EXPECT_TRUE(copy_engine_row_usable(pair_row("tilewise_ce", 8, 0), tile));
+  EXPECT_TRUE(copy_engine_row_usable(pair_row("tilewise_ce", 8, 5104), tile));
+  EXPECT_TRUE(copy_engine_row_usable(pair_row("tilewise_copy_engine", 4, 4 * 32768 - 1), tile));
+  EXPECT_FALSE(copy_engine_row_usable(pair_row("tilewise_ce", 8, 8 * 32768), tile));
+  EXPECT_FALSE(copy_engine_row_usable(pair_row("tilewise_ce", 2, 1), tile));  // bit-identical
+  EXPECT_FALSE(copy_engine_row_usable(pair_row("sequential", 8, 1), tile));
+}
+
+// The stage writes the peer-copy line with the rows it came from and its error, and stops
+// there for a profile without the tile-wise design's tile size (no pair rows to fit).
+TEST(FitCopyEngine, WritesTheLineWithProvenance) {
+  FitData data;
+  data.label = "calibration/data/x";
+  int line = 2;
+  for (double mib : {1.0, 16.0, 256.0}) {
+    Measurement m;
+    m.file = "calibration.csv";
+    m.line = line++;
+    m.op = "peer_copy";
+    m.design = "copy_engine";
+    m.world = 8;
+    m.bytes = static_cast<std::uint64_t>(mib * (1 << 20));
+    m.time_s = m.time_min_s = 5e-6 + static_cast<double>(m.bytes) / 390e9;
+    data.rows.push_back(m);
+  }
+  sim::Profile profile;
+  std::map<std::string, std::string> comments;
+  std::vector<std::string> notes;
+  FitOutput out{profile, comments, notes};
+  fit_copy_engine(data, out);
+  const sim::Sourced* bw = profile.designs.find("tilewise", "copy_engine_bandwidth_Bps");
+  const sim::Sourced* lat = profile.designs.find("tilewise", "copy_engine_latency_s");
+  ASSERT_TRUE(bw && lat);
+  EXPECT_NEAR(bw->value, 390e9, 390e9 * 1e-3);  // rounded to 4 digits
+  EXPECT_NEAR(lat->value, 5e-6, 5e-9);
+  EXPECT_EQ(bw->source.kind, sim::SourceKind::Measured);
+  EXPECT_EQ(bw->source.citation, "calibration/data/x: calibration.csv:2-4");
+  EXPECT_NEAR(bw->source.fit_error, 0, 1e-6);
+  EXPECT_EQ(comments.count("designs.tilewise.copy_engine_latency_s"), 1u);
+  EXPECT_EQ(profile.designs.find("tilewise", "epilogue_reduce_bandwidth_Bps"), nullptr);
+}
+
+}  // namespace
+}  // namespace overlapsim::calibration
