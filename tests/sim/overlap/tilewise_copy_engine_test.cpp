@@ -112,6 +112,46 @@ TEST(TilewiseCopyEngine, EventSimulationEqualsTheClosedFormPlan) {
     }
 }
 
+// On 4 ranks the design reads the > 2-rank keys where the profile has them: the event
+// simulation equals the best closed-form plan with them, and without them the plan with
+// the fraction per peer and no contention (the older profiles' meaning).
+TEST(TilewiseCopyEngine, FourRanksReadTheGeneralEpilogueAndContentionKeys) {
+  NvSwitchNodeSpec spec;
+  spec.gpus = 4;
+  spec.nvlink_bandwidth_Bps = 450e9;
+  spec.nvlink_latency_s = 0.3e-6;
+  const Topology topo = build_nvswitch_node(spec);
+  const Profile old_profile = copy_engine_profile(true, 0.05, 16);
+  Profile profile = old_profile;
+  set_param(profile, "tilewise", "epilogue_reduce_bandwidth_Bps", 1.5e12);
+  set_param(profile, "tilewise", "copy_engine_phase2_contention", 0.3);
+  for (auto coll : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter}) {
+    PairCase pc = ce_pair(8192, 8192, 4096, coll);
+    pc.world = 4;
+    for (bool with_keys : {true, false}) {
+      double best = 1e300;
+      for (int g : {2, 4, 8, 16}) {
+        CopyEngineProblem w;
+        w.op = coll;
+        w.world = 4;
+        w.groups_per_part = g;
+        w.tiles = 64.0 * 32;
+        w.sms = 132;
+        w.gemm_s = gemm_s(pc);
+        w.bytes = static_cast<double>(pc.comm_bytes);
+        w.copy_Bps = kCopyBps;
+        w.epilogue_fraction = 0.05;
+        w.epilogue_reduce_Bps = with_keys ? 1.5e12 : 0;
+        w.phase2_contention = with_keys ? 0.3 : 0;
+        best = std::min(best, plan_copy_engine(w).end_s);
+      }
+      EXPECT_NEAR(simulate_pair(pc, "tilewise", with_keys ? profile : old_profile, topo).time_s,
+                  best, 1e-9 * best)
+          << to_string(coll) << " keys " << with_keys;
+    }
+  }
+}
+
 // A profile without epilogue_reduce_bandwidth_Bps (before the fit had it) keeps the
 // fraction's earlier meaning on more than 2 ranks: one share per peer's partial, so with free
 // copies the own part (the last 1/n of the GEMM's waves) costs 1 + e (n - 1) times its time.
