@@ -24,6 +24,15 @@ inline std::string bench_row(const std::string& op, const std::string& design, l
       time_s * 1e6 * 1.02);
 }
 
+// A calibrate row: bench_row plus the ctas (0) and case columns calibrate writes.
+inline std::string case_row(const std::string& op, const std::string& design, long m, long n,
+                            long k, unsigned long long bytes, double time_s,
+                            const std::string& case_key) {
+  std::string row = bench_row(op, design, m, n, k, bytes, 1, time_s);
+  row.pop_back();  // the newline
+  return row + ",0," + case_key + "\n";
+}
+
 inline void write_text(const std::filesystem::path& p, const std::string& text) {
   std::filesystem::create_directories(p.parent_path());
   std::ofstream(p) << text;

@@ -16,14 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace overlapsim::calibration::testing;
 
-// bench_row plus the ctas and case columns calibrate writes.
-std::string case_row(const std::string& op, const std::string& design, long m, long n, long k,
-                     unsigned long long bytes, double time_s, const std::string& case_key) {
-  std::string row = bench_row(op, design, m, n, k, bytes, 1, time_s);
-  row.pop_back();  // newline
-  return row + ",0," + case_key + "\n";
-}
-
 struct LoopShape {
   long m, n, k;
 };

@@ -17,14 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace overlapsim::calibration::testing;
 
-// A calibrate row: the overlap-bench columns plus ctas and case.
-std::string case_row(const std::string& op, const std::string& design, long m, long n, long k,
-                     unsigned long long bytes, double time_s, const std::string& case_key) {
-  std::string row = bench_row(op, design, m, n, k, bytes, 1, time_s);
-  row.pop_back();  // the newline
-  return row + ",0," + case_key + "\n";
-}
-
 // allreduce alone at 4 KiB .. 1 GiB (x2) on the truth's bands; inside pair loops
 // (`designs` section) `loop_factor` times slower at 32 MiB (also measured alone) and at four
 // sizes measured only there; the GEMM grid of synthetic_csv so the compute stages fit.
