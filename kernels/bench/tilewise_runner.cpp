@@ -249,6 +249,7 @@ class TilewiseShapeRunner {
       OVERLAPSIM_TRY(d.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k, case_.dtype,
                                   owner_options(g)));
       OVERLAPSIM_TRY(prepare_sets(d));
+      OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: copy-engine candidate ready"));
       cand.predicted_s = tw::predict_owner_time_s(d.plan(), t_signal_ce_s_, *t_copy_curve);
       Timing t;
       OVERLAPSIM_TRY(time_iterations(
@@ -545,6 +546,8 @@ class TilewiseShapeRunner {
     OVERLAPSIM_TRY(
         d.initialize(comm, coll_, shape_.m, shape_.n, shape_.k, case_.dtype, options_for(cand)));
     OVERLAPSIM_TRY(prepare_sets(d));
+    // Nobody's collectives start while a peer still allocates (free_queue.hpp).
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: candidate ready"));
     OVERLAPSIM_TRY(time_iterations(
         *env_.ctx, warmup, iterations,
         [&](int i) {
@@ -600,6 +603,7 @@ class TilewiseShapeRunner {
       names.push_back("tilewise_ce");
     }
     if (variants.empty()) return Status::success();
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: final designs ready"));
     std::vector<Timing> timings;
     OVERLAPSIM_TRY(time_interleaved(*env_.ctx, case_.warmup, case_.iterations, variants,
                                     io_.align ? io_.align : EnqueueIteration{}, &timings));

@@ -128,7 +128,13 @@ Status time_iterations(RankContext& ctx, int warmup, int iterations,
   // after each gate may wait for the peer ranks' gates: one sample in kGatedIterations,
   // which the median ignores.
   thread_local StreamGate gate;
-  OVERLAPSIM_TRY(gate.initialize());
+  if (!gate.initialized()) {
+    // Its pinned words are mapped into every GPU: allocated between fences, like any
+    // allocation in a rank thread (free_queue.hpp). Every rank's first timing comes here.
+    OVERLAPSIM_TRY(quiesce(ctx, "timing: before the stream gate"));
+    OVERLAPSIM_TRY(gate.initialize());
+    OVERLAPSIM_TRY(quiesce(ctx, "timing: after the stream gate"));
+  }
   const int timeouts_before = gate.timeouts();
   std::vector<double> all;
   for (int batch = iterations; batch > 0;

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "kernels/harness/free_queue.hpp"
+
 namespace overlapsim::kernels::gemm {
 
 struct CublasLtGemm::Handles {
@@ -73,7 +75,11 @@ Status CublasLtGemm::run(cudaStream_t stream) {
 
 void CublasLtGemm::release() {
   if (h_ == nullptr) return;
-  if (h_->workspace) cudaFree(h_->workspace);
+  if (h_->workspace) {
+    int device = 0;
+    cudaGetDevice(&device);
+    free_device_memory(h_->workspace, device);  // in a rank thread: at the next quiesce()
+  }
   if (h_->preference) cublasLtMatmulPreferenceDestroy(h_->preference);
   if (h_->c) cublasLtMatrixLayoutDestroy(h_->c);
   if (h_->b) cublasLtMatrixLayoutDestroy(h_->b);

@@ -13,6 +13,7 @@
 
 #include "kernels/gemm/own_gemm.hpp"
 #include "kernels/gemm/own_gemm_sm90.cuh"
+#include "kernels/harness/free_queue.hpp"
 
 namespace overlapsim::kernels::gemm {
 namespace {
@@ -359,7 +360,11 @@ Status OwnGemm::run(cudaStream_t stream, uint32_t epoch) {
 }
 
 void OwnGemm::release() {
-  if (workspace_ != nullptr) cudaFree(workspace_);
+  if (workspace_ != nullptr) {
+    int device = 0;
+    cudaGetDevice(&device);
+    free_device_memory(workspace_, device);  // in a rank thread: at the next quiesce()
+  }
   workspace_ = nullptr;
   initialized_ = false;
 }

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "kernels/harness/device_buffer.hpp"
+#include "kernels/harness/free_queue.hpp"
 
 namespace overlapsim::kernels {
 namespace {
@@ -42,6 +43,10 @@ void trace(const CommHandle& handle, const char* kind, const char* what) {
 }  // namespace
 
 Status abort_comm(CommHandle& handle, const std::string& reason) {
+  // Said before the abort: ncclCommAbort itself can block behind a kernel that never
+  // ends, and then this is the only trace of why the rank gave up.
+  std::fprintf(stderr, "overlapsim harness: rank %d: %s: aborting its communicator\n", handle.rank,
+               reason.c_str());
   if (handle.comm != nullptr) {
     ncclCommAbort(handle.comm);  // best effort: the communicator is unusable either way
     handle.comm = nullptr;
@@ -117,9 +122,9 @@ Status wait_stream(CommHandle& handle, cudaStream_t stream, const char* what) {
   return result;
 }
 
-Status quiesce(CommHandle& handle, std::initializer_list<cudaStream_t> streams, const char* what) {
-  for (cudaStream_t stream : streams) OVERLAPSIM_TRY(wait_stream(handle, stream, what));
-  if (handle.barrier == nullptr) return Status::success();
+namespace {
+
+Status meet(CommHandle& handle, const char* what) {
   trace(handle, "rendezvous", what);
   switch (handle.barrier->arrive_and_wait(handle.timeout_s, handle.peer_failed)) {
     case RankBarrier::Outcome::Passed:
@@ -133,34 +138,84 @@ Status quiesce(CommHandle& handle, std::initializer_list<cudaStream_t> streams, 
                                 std::to_string(handle.timeout_s) + " s");
 }
 
+}  // namespace
+
+Status quiesce(CommHandle& handle, std::initializer_list<cudaStream_t> streams, const char* what) {
+  for (cudaStream_t stream : streams) OVERLAPSIM_TRY(wait_stream(handle, stream, what));
+  FreeQueue* frees = thread_free_queue();
+  if (handle.barrier == nullptr) {
+    if (frees != nullptr) frees->release_all();
+    return Status::success();
+  }
+  OVERLAPSIM_TRY(meet(handle, what));
+  // Every rank has drained and waits at the second meeting below, so no collective is in
+  // flight anywhere while the parked frees run (free_queue.hpp).
+  if (frees != nullptr) frees->release_all();
+  return meet(handle, what);
+}
+
+namespace {
+
+// This rank thread's scratch for allreduce_host, kept from call to call. A free after the
+// collective would race the peers' next collective (timing loops enqueue one right after
+// reading their times), and that race is the hang of free_queue.hpp; it grows only
+// between the fences of a call, where every rank makes the same decision.
+class HostReduceScratch {
+ public:
+  ~HostReduceScratch() {
+    if (staging_ != nullptr) cudaFreeHost(staging_);  // thread exit: no peer left to race
+  }
+  Status reserve(std::size_t bytes) {
+    int device = -1;
+    CUDA_CHECK(cudaGetDevice(&device));
+    if (bytes <= capacity_ && device == device_) return Status::success();
+    std::size_t capacity = 4096;
+    while (capacity < bytes) capacity *= 2;
+    OVERLAPSIM_TRY(scratch_.allocate(capacity));
+    if (staging_ != nullptr) free_pinned_host_memory(staging_);
+    staging_ = nullptr;
+    capacity_ = 0;
+    // Pinned, so neither copy blocks the host behind a collective that may hang.
+    void* staging = nullptr;
+    CUDA_CHECK(cudaMallocHost(&staging, capacity));
+    staging_ = static_cast<double*>(staging);
+    capacity_ = capacity;
+    device_ = device;
+    return Status::success();
+  }
+  double* staging() const { return staging_; }
+  void* scratch() const { return scratch_.data(); }
+
+ private:
+  DeviceBuffer scratch_;
+  double* staging_ = nullptr;
+  std::size_t capacity_ = 0;
+  int device_ = -1;
+};
+
+thread_local HostReduceScratch t_reduce_scratch;
+
+}  // namespace
+
 Status allreduce_host(CommHandle& handle, cudaStream_t stream, std::vector<double>& values,
                       ncclRedOp_t op) {
   if (values.empty()) return Status::success();
   const std::size_t bytes = values.size() * sizeof(double);
-  // The scratch and staging allocations below happen while no peer has a NCCL kernel in
-  // flight: every rank drains and meets first, and meets again before the collective (a
-  // peer still allocating must not be waited for by our kernel).
+  // A scratch that has to grow does so while no peer has a NCCL kernel in flight: every
+  // rank drains and meets first, and meets again before the collective (a peer still
+  // allocating must not be waited for by our kernel).
   OVERLAPSIM_TRY(quiesce(handle, {stream}, "allreduce_host: before allocating"));
-  DeviceBuffer scratch;
-  OVERLAPSIM_TRY(scratch.allocate(bytes));
-  // Pinned staging, so neither copy blocks the host behind a collective that may hang.
-  double* staging = nullptr;
-  CUDA_CHECK(cudaMallocHost(&staging, bytes));
-  std::copy(values.begin(), values.end(), staging);
-  Status result = [&]() -> Status {
-    OVERLAPSIM_TRY(quiesce(handle, {}, "allreduce_host: after allocating"));
-    CUDA_CHECK(cudaMemcpyAsync(scratch.data(), staging, bytes, cudaMemcpyHostToDevice, stream));
-    NCCL_SETTLE(handle, ncclAllReduce(scratch.data(), scratch.data(), values.size(), ncclFloat64,
-                                      op, handle.comm, stream));
-    CUDA_CHECK(cudaMemcpyAsync(staging, scratch.data(), bytes, cudaMemcpyDeviceToHost, stream));
-    OVERLAPSIM_TRY(wait_stream(handle, stream, "allreduce_host"));
-    // Our collective has finished, a peer's may not have yet: meet before freeing.
-    return quiesce(handle, {}, "allreduce_host: before freeing");
-  }();
-  if (!result.ok) return result;  // leak the staging: freeing it could wait on a hung stream
-  std::copy(staging, staging + values.size(), values.begin());
-  CUDA_CHECK(cudaFreeHost(staging));
-  return result;
+  HostReduceScratch& s = t_reduce_scratch;
+  OVERLAPSIM_TRY(s.reserve(bytes));
+  OVERLAPSIM_TRY(quiesce(handle, {}, "allreduce_host: after allocating"));
+  std::copy(values.begin(), values.end(), s.staging());
+  CUDA_CHECK(cudaMemcpyAsync(s.scratch(), s.staging(), bytes, cudaMemcpyHostToDevice, stream));
+  NCCL_SETTLE(handle, ncclAllReduce(s.scratch(), s.scratch(), values.size(), ncclFloat64, op,
+                                    handle.comm, stream));
+  CUDA_CHECK(cudaMemcpyAsync(s.staging(), s.scratch(), bytes, cudaMemcpyDeviceToHost, stream));
+  OVERLAPSIM_TRY(wait_stream(handle, stream, "allreduce_host"));
+  std::copy(s.staging(), s.staging() + values.size(), values.begin());
+  return Status::success();
 }
 
 std::string nccl_version_string() {

@@ -4,7 +4,43 @@
 
 #include <utility>
 
+#include "kernels/harness/free_queue.hpp"
+
 namespace overlapsim::kernels {
+
+void release_now(const PendingFree& f) {
+  if (f.ptr == nullptr) return;
+  // Destructors cannot report; a failed free here would mean a broken context anyway.
+  if (f.host) {
+    cudaFreeHost(f.ptr);
+    return;
+  }
+  int current = -1;
+  cudaGetDevice(&current);
+  if (current != f.device) cudaSetDevice(f.device);
+  cudaFree(f.ptr);
+  if (current != f.device && current >= 0) cudaSetDevice(current);
+}
+
+void free_device_memory(void* ptr, int device) {
+  if (ptr == nullptr) return;
+  const PendingFree f{ptr, device, false};
+  if (FreeQueue* q = thread_free_queue()) {
+    q->push(f);
+  } else {
+    release_now(f);
+  }
+}
+
+void free_pinned_host_memory(void* ptr) {
+  if (ptr == nullptr) return;
+  const PendingFree f{ptr, -1, true};
+  if (FreeQueue* q = thread_free_queue()) {
+    q->push(f);
+  } else {
+    release_now(f);
+  }
+}
 
 DeviceBuffer::~DeviceBuffer() { release(); }
 
@@ -34,12 +70,7 @@ Status DeviceBuffer::allocate(std::size_t bytes) {
 
 void DeviceBuffer::release() {
   if (ptr_ == nullptr) return;
-  // Destructors cannot report; a failed free here would mean a broken context anyway.
-  int current = -1;
-  cudaGetDevice(&current);
-  if (current != device_) cudaSetDevice(device_);
-  cudaFree(ptr_);
-  if (current != device_ && current >= 0) cudaSetDevice(current);
+  free_device_memory(ptr_, device_);  // in a rank thread: at the next quiesce()
   ptr_ = nullptr;
   bytes_ = 0;
 }

@@ -1,5 +1,6 @@
 #pragma once
-// Owning handle to one plain cudaMalloc allocation on the current device. C++17.
+// Owning handle to one plain cudaMalloc allocation on the current device. In a rank
+// thread its free waits for the next quiesce() (free_queue.hpp says why). C++17.
 #include <cstddef>
 
 #include "kernels/common/status.hpp"

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/harness/free_queue.hpp"
 #include "kernels/harness/rank_lifecycle.hpp"
 
 namespace overlapsim::kernels {
@@ -59,6 +60,9 @@ Status run_ranks(const HarnessOptions& options, const RankBody& body) {
   threads.reserve(world);
   for (int rank = 0; rank < world; ++rank) {
     threads.emplace_back([&, rank] {
+      // Declared first, so it outlives every buffer of the body (free_queue.hpp).
+      FreeQueue frees(&release_now);
+      ScopedFreeQueue parked(frees);
       RankContext ctx;
       ctx.comm.peer_failed = &failed;
       ctx.comm.barrier = &rendezvous;

@@ -25,6 +25,7 @@ class StreamGate {
 
   // Pinned, mapped host words for the flag and the timeout report, on the current device.
   Status initialize();
+  bool initialized() const { return flag_ != nullptr; }
   // Enqueues the holding kernel on `stream`; it returns once open() is called or after
   // `timeout_s` (then timed_out() is true once the stream has passed the gate).
   Status close(cudaStream_t stream, double timeout_s);

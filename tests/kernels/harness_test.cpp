@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/harness/device_buffer.hpp"
+#include "kernels/harness/free_queue.hpp"
 #include "kernels/harness/multi_gpu.hpp"
 #include "kernels/harness/rank_barrier.hpp"
 #include "tests/kernels/gpu_test_support.hpp"
@@ -144,6 +146,59 @@ TEST(Harness, QuiesceAroundAllocationsKeepsRanksInStep) {
   });
   ASSERT_TRUE(status.ok) << status.message;
   for (int r = 0; r < world; ++r) EXPECT_DOUBLE_EQ(result[r], world);
+}
+
+// A rank thread's free waits for the next quiesce (free_queue.hpp): parked at release,
+// gone (memory back) once quiesce has passed; outside rank threads it is immediate.
+TEST(Harness, RankThreadFreesWaitForTheNextQuiesce) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  const int world = visible_gpu_count();
+  constexpr std::size_t kBytes = std::size_t{1} << 30;
+  std::vector<long long> parked(world, -1), after(world, -1), regained_mib(world, 0);
+  const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+    DeviceBuffer big;
+    OVERLAPSIM_TRY(quiesce(ctx, "test: before allocating"));
+    OVERLAPSIM_TRY(big.allocate(kBytes));
+    OVERLAPSIM_TRY(quiesce(ctx, "test: after allocating"));
+    std::size_t free_held = 0, free_after = 0, total = 0;
+    big.release();
+    parked[ctx.comm.rank] = static_cast<long long>(thread_free_queue()->size());
+    CUDA_CHECK(cudaMemGetInfo(&free_held, &total));
+    OVERLAPSIM_TRY(quiesce(ctx, "test: frees"));
+    after[ctx.comm.rank] = static_cast<long long>(thread_free_queue()->size());
+    CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
+    regained_mib[ctx.comm.rank] =
+        (static_cast<long long>(free_after) - static_cast<long long>(free_held)) >> 20;
+    return Status::success();
+  });
+  ASSERT_TRUE(status.ok) << status.message;
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(parked[r], 1) << "rank " << r;
+    EXPECT_EQ(after[r], 0) << "rank " << r;
+    EXPECT_GE(regained_mib[r], 1000) << "rank " << r << ": the GiB came back at quiesce";
+  }
+  EXPECT_EQ(thread_free_queue(), nullptr);
+}
+
+// allreduce_host keeps its scratch between calls and grows it between its fences.
+TEST(Harness, HostReductionsOfGrowingSizes) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  const int world = visible_gpu_count();
+  std::vector<int> good(world, 0);
+  const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+    for (std::size_t n : {1, 700, 3, 5000, 2}) {
+      std::vector<double> v(n);
+      for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<double>(i + ctx.comm.rank);
+      OVERLAPSIM_TRY(allreduce_host(ctx.comm, ctx.compute_stream, v, ncclSum));
+      bool all = true;
+      for (std::size_t i = 0; i < n; ++i)
+        all = all && v[i] == static_cast<double>(world * i + world * (world - 1) / 2);
+      good[ctx.comm.rank] += all ? 1 : 0;
+    }
+    return Status::success();
+  });
+  ASSERT_TRUE(status.ok) << status.message;
+  for (int r = 0; r < world; ++r) EXPECT_EQ(good[r], 5) << "rank " << r;
 }
 
 TEST(Harness, RejectsMoreRanksThanGpus) {
