@@ -16,8 +16,18 @@ while true; do
     f="$OUT/stuck-$pid.txt"
     { echo "pid $pid age ${age}s: $(tr '\0' ' ' </proc/$pid/cmdline)"
       nvidia-smi --query-gpu=index,utilization.gpu,clocks.sm,power.draw --format=csv
+      # Kernel-side view of every thread (a futex wait is a rendezvous or condition
+      # variable; an ioctl into the nvidia driver is a CUDA call).
+      for t in /proc/"$pid"/task/*; do
+        echo "--- $(basename "$t") $(cat "$t/comm" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)"
+        cat "$t/stack" 2>/dev/null | head -12
+      done
+      # Stopped first: attached to running threads, cuda-gdb printed "Selected thread is
+      # running" instead of their stacks (session 4).
+      kill -STOP "$pid"
       [ -n "$dbg" ] && timeout 90 "$dbg" -p "$pid" -batch -ex "set pagination off" \
-        -ex "thread apply all bt 30" 2>&1
+        -ex "info cuda kernels" -ex "thread apply all bt 30" 2>&1
+      kill -CONT "$pid"
     } >"$f" 2>&1
   done
   sleep 2
