@@ -194,7 +194,7 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
   if (auto d = root.optional_child("defaults")) {
     d->check_keys(
         std::vector<std::string>{"dtype", "warmup", "iterations", "min_time", "warmup_time"});
-    dtype = d->get_enum("dtype", {"bf16", "fp16"}, dtype);
+    dtype = d->get_enum("dtype", {"bf16", "fp16", "fp8"}, dtype);
     warmup = static_cast<int>(d->get_int("warmup", warmup));
     iterations = static_cast<int>(d->get_positive_int("iterations", iterations));
     min_time_s = steady_time(*d, "min_time", 0);
@@ -210,7 +210,7 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
                                           "dtype", "collectives", "min_time", "warmup_time"});
     SuiteCase base;
     base.section = s.get_string("name");
-    base.dtype = s.get_enum("dtype", {"bf16", "fp16"}, dtype);
+    base.dtype = s.get_enum("dtype", {"bf16", "fp16", "fp8"}, dtype);
     base.warmup = static_cast<int>(s.get_int("warmup", warmup));
     base.iterations = static_cast<int>(s.get_positive_int("iterations", iterations));
     base.table_rows = s.get_int("table_rows", 0);
@@ -231,6 +231,11 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
     if (s.has("collectives") && !(ops.size() == 1 && ops[0] == "interference"))
       s.fail_key("collectives", "only for op: interference (expected no collectives: here)");
     if (s.has("designs")) base.designs = string_list(s.child("designs"));
+    // FP8 (E4M3) is an input type of cuBLASLt's GEMM only (overlap-bench writes bf16).
+    if (base.dtype == "fp8" &&
+        !(ops.size() == 1 && ops[0] == "gemm" && base.designs == std::vector<std::string>{"cublas"}))
+      (s.has("dtype") ? s.child("dtype") : s)
+          .fail("dtype fp8 is for op: gemm with designs: [cublas] only (cuBLASLt's FP8 GEMM)");
     if (s.has("chunks"))
       for (auto c : int_list(s.child("chunks"), 1)) base.chunks.push_back(static_cast<int>(c));
     std::vector<std::string> shapes;

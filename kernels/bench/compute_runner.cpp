@@ -43,7 +43,9 @@ std::string single_op_key(const std::string& op, const std::string& design, DTyp
 Status run_compute_case(BenchEnv& env, const BenchCase& c) {
   const PairOp ref_op = reference_pair(c.op);
   const bool embedding = c.op == "embedding";
-  const std::size_t elem = dtype_bytes(c.dtype);
+  const std::size_t elem = dtype_bytes(c.dtype);  // inputs
+  const DType out_dtype = output_dtype(c.dtype);    // fp8 GEMMs write bf16
+  const std::size_t out_elem = dtype_bytes(out_dtype);
   cudaStream_t stream = env.ctx->compute_stream;
   for (const PairShape& shape : c.shapes) {
     const PairSizes sizes = pair_sizes(ref_op, shape, 1);
@@ -54,7 +56,7 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
     const int sets = env.rotation_sets(input_bytes);
     std::vector<InputSet> inputs(static_cast<std::size_t>(sets));
     DeviceBuffer out;
-    OVERLAPSIM_TRY(out.allocate(sizes.c * elem));
+    OVERLAPSIM_TRY(out.allocate(sizes.c * out_elem));
     for (int s = 0; s < sets; ++s) {
       InputSet& in = inputs[static_cast<std::size_t>(s)];
       OVERLAPSIM_TRY(in.a.allocate(sizes.a * elem));
@@ -136,7 +138,7 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
       check.result = out.data();
       check.rows = shape.m;
       check.cols = shape.n;
-      check.dtype = c.dtype;
+      check.dtype = out_dtype;
       check.samples = sample_positions(shape.m, shape.n, sample_count(shape.k),
                                        env.seed ^ (0xC0u + env.rank()));
       check.expected = [&](const Sample& s) {

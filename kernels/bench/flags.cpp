@@ -47,7 +47,7 @@ PairShape to_shape(const std::string& text) {
 
 std::string usage() {
   return "usage: overlap-bench --suite FILE | --op OP [--shapes MxNxK,...] [--bytes SIZE,...]\n"
-         "         [--designs D,...] [--chunks 2,4,8] [--dtype bf16|fp16] [--table-rows N]\n"
+         "         [--designs D,...] [--chunks 2,4,8] [--dtype bf16|fp16|fp8] [--table-rows N]\n"
          "         [--no-parts] [--collectives C,...] [--ctas 4,8,16,32,0]\n"
          "         [--iterations N] [--warmup N] [--min-time-ms T] [--warmup-ms W]\n"
          "         [--world N] [--mpi] [--nonblocking] [--timeout 120s] [--seed S] [--output FILE]\n"
@@ -126,7 +126,7 @@ BenchOptions parse_flags(const std::vector<std::string>& args) {
     } else if (flag == "--dtype") {
       const std::string name = value();
       const auto dtype = parse_dtype(name);
-      if (!dtype) bad(flag, name, "bf16 or fp16");
+      if (!dtype) bad(flag, name, "bf16, fp16 or fp8 (fp8: --op gemm --designs cublas)");
       c.dtype = *dtype;
     } else if (flag == "--table-rows") {
       table_rows = to_int(flag, value(), 1);

@@ -10,7 +10,8 @@ std::uint64_t input_seed(std::uint64_t run_seed, int rank, int set, BufferId buf
   return buffer_seed(run_seed, rank, set * 16 + buffer);
 }
 
-double unit_roundoff(DType dtype) { return dtype == DType::BF16 ? 0x1p-8 : 0x1p-11; }
+// Of the output type: fp8 GEMMs write bf16.
+double unit_roundoff(DType dtype) { return output_dtype(dtype) == DType::FP16 ? 0x1p-11 : 0x1p-8; }
 
 PairReference::PairReference(PairOp op, const PairShape& shape, DType dtype, int world,
                              std::uint64_t run_seed, int set)

@@ -31,7 +31,7 @@ std::vector<int> read_chunks(const config::ConfigNode& list) {
 // Settings shared by `defaults` and each case.
 void read_common(const config::ConfigNode& node, BenchCase* c) {
   if (node.has("dtype")) {
-    const std::string name = node.get_enum("dtype", {"bf16", "fp16"});
+    const std::string name = node.get_enum("dtype", {"bf16", "fp16", "fp8"});
     c->dtype = *parse_dtype(name);
   }
   c->warmup = static_cast<int>(node.get_int("warmup", c->warmup));
@@ -150,6 +150,13 @@ void validate_case(const BenchCase& c) {
   for (std::uint64_t b : c.bytes)
     if (b < 2) throw std::invalid_argument("collective sizes must be >= 2 bytes");
   if (c.designs.empty()) throw std::invalid_argument("no design given");
+  if (c.dtype == DType::FP8_E4M3) {
+    if (c.op != "gemm")
+      throw std::invalid_argument("dtype fp8 is for op gemm only (got op " + c.op + ")");
+    for (const std::string& d : c.designs)
+      if (d != "cublas")
+        throw std::invalid_argument("dtype fp8 runs only the cublas design (got " + d + ")");
+  }
   if (c.kind == CaseKind::Interference) {
     for (const std::string& name : c.collectives)
       if (!parse_collective_op(name))

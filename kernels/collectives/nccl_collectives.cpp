@@ -23,7 +23,14 @@ std::optional<CollectiveOp> parse_collective_op(std::string_view name) {
   return std::nullopt;
 }
 
-ncclDataType_t nccl_type(DType dtype) { return dtype == DType::BF16 ? ncclBfloat16 : ncclFloat16; }
+ncclDataType_t nccl_type(DType dtype) {
+  switch (dtype) {
+    case DType::BF16: return ncclBfloat16;
+    case DType::FP16: return ncclFloat16;
+    case DType::FP8_E4M3: return ncclFloat8e4m3;
+  }
+  return ncclBfloat16;
+}
 
 double busbw_factor(CollectiveOp op, int world) {
   const double n = world;

@@ -23,6 +23,12 @@ __global__ void fill_random_kernel(std::uint16_t* data, std::size_t count, DType
     data[i] = random_bits(dtype, seed, i);
 }
 
+__global__ void fill_random_fp8_kernel(std::uint8_t* data, std::size_t count, std::uint64_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    data[i] = random_fp8_bits(seed, i);
+}
+
 __global__ void fill_indices_kernel(std::int32_t* data, std::size_t count, std::int32_t range,
                                     std::uint64_t seed) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
@@ -73,6 +79,12 @@ Status read_counter(const DeviceBuffer& counter, cudaStream_t stream, std::uint6
 Status fill_random(void* data, std::size_t count, DType dtype, std::uint64_t seed,
                    cudaStream_t stream) {
   if (count == 0) return Status::success();
+  if (dtype == DType::FP8_E4M3) {
+    fill_random_fp8_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
+        static_cast<std::uint8_t*>(data), count, seed);
+    CUDA_CHECK(cudaGetLastError());
+    return Status::success();
+  }
   fill_random_kernel<<<blocks_for(count), kThreads, 0, stream>>>(static_cast<std::uint16_t*>(data),
                                                                  count, dtype, seed);
   CUDA_CHECK(cudaGetLastError());
@@ -95,6 +107,8 @@ Status poison(void* data, std::size_t count, cudaStream_t stream) {
 
 Status count_nonfinite(const void* data, std::size_t count, DType dtype, cudaStream_t stream,
                        std::uint64_t* result) {
+  if (dtype == DType::FP8_E4M3)
+    return Status::failure("count_nonfinite: reads 16-bit outputs (bf16, fp16), not fp8");
   DeviceBuffer counter;
   OVERLAPSIM_TRY(counter.allocate(sizeof(unsigned long long)));
   CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, sizeof(unsigned long long), stream));
@@ -109,6 +123,8 @@ Status count_nonfinite(const void* data, std::size_t count, DType dtype, cudaStr
 Status count_mismatches(const void* a, const void* b, std::size_t count, DType dtype,
                         double rel_tol, double abs_tol, cudaStream_t stream,
                         std::uint64_t* result) {
+  if (dtype == DType::FP8_E4M3)
+    return Status::failure("count_mismatches: reads 16-bit outputs (bf16, fp16), not fp8");
   DeviceBuffer counter;
   OVERLAPSIM_TRY(counter.allocate(sizeof(unsigned long long)));
   CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, sizeof(unsigned long long), stream));
@@ -123,6 +139,8 @@ Status count_mismatches(const void* a, const void* b, std::size_t count, DType d
 
 Status gather_values(const void* data, DType dtype, const std::vector<std::uint64_t>& indices,
                      cudaStream_t stream, std::vector<double>* values) {
+  if (dtype == DType::FP8_E4M3)
+    return Status::failure("gather_values: reads 16-bit outputs (bf16, fp16), not fp8");
   values->assign(indices.size(), 0.0);
   if (indices.empty()) return Status::success();
   DeviceBuffer device_indices;

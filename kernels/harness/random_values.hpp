@@ -89,7 +89,8 @@ OVERLAPSIM_HD bool bits_nonfinite(DType dtype, std::uint16_t bits) {
   return dtype == DType::BF16 ? (bits & 0x7F80u) == 0x7F80u : (bits & 0x7C00u) == 0x7C00u;
 }
 
-// The 16-bit pattern of element `index` of a buffer filled with `seed`.
+// The 16-bit pattern of element `index` of a buffer filled with `seed` (bf16 or fp16; fp8
+// buffers hold random_fp8_bits).
 OVERLAPSIM_HD std::uint16_t random_bits(DType dtype, std::uint64_t seed, std::uint64_t index) {
   const std::uint64_t word = random_word(seed, index);
   if (dtype == DType::BF16) {
@@ -100,7 +101,36 @@ OVERLAPSIM_HD std::uint16_t random_bits(DType dtype, std::uint64_t seed, std::ui
   return fp16_bits_of_multiple(k);
 }
 
+// E4M3 (bias 7, no infinities; S.1111.111 is NaN): 2^(e-7) (1 + m/8), subnormals m 2^-9.
+OVERLAPSIM_HD float fp8_e4m3_bits_to_float(std::uint8_t bits) {
+  const std::uint32_t exponent = (bits >> 3) & 0xFu;
+  const std::uint32_t mantissa = bits & 0x7u;
+  float magnitude;
+  if (exponent == 0xFu && mantissa == 0x7u) {
+    magnitude = __builtin_nanf("");
+  } else if (exponent == 0) {
+    magnitude = static_cast<float>(mantissa) * (1.0f / 512.0f);
+  } else {
+    const float scale = exponent >= 7 ? static_cast<float>(1u << (exponent - 7))
+                                      : 1.0f / static_cast<float>(1u << (7 - exponent));
+    magnitude = (1.0f + static_cast<float>(mantissa) / 8.0f) * scale;
+  }
+  return (bits & 0x80u) ? -magnitude : magnitude;
+}
+
+// FP8 element `index`: a random sign, exponent 2^-6 .. 2^-1 and all 3 mantissa bits, so
+// |value| in [2^-6, 0.9375], never zero (the 16-bit types' [-1, 1) range with full
+// mantissas, as far as 3 bits allow).
+OVERLAPSIM_HD std::uint8_t random_fp8_bits(std::uint64_t seed, std::uint64_t index) {
+  const std::uint64_t word = random_word(seed, index);
+  const std::uint32_t sign = static_cast<std::uint32_t>(word >> 63);
+  const std::uint32_t exponent = 1u + static_cast<std::uint32_t>((word >> 32) % 6u);  // 1..6
+  const std::uint32_t mantissa = static_cast<std::uint32_t>(word >> 40) & 0x7u;
+  return static_cast<std::uint8_t>((sign << 7) | (exponent << 3) | mantissa);
+}
+
 OVERLAPSIM_HD float random_value(DType dtype, std::uint64_t seed, std::uint64_t index) {
+  if (dtype == DType::FP8_E4M3) return fp8_e4m3_bits_to_float(random_fp8_bits(seed, index));
   return bits_to_float(dtype, random_bits(dtype, seed, index));
 }
 

@@ -103,7 +103,8 @@ Status launch(const EmbeddingBagGlobals& g, cudaStream_t stream) {
 
 }  // namespace
 
-Status embedding_bag_can_implement(const EmbeddingBagShape& shape, DType) {
+Status embedding_bag_can_implement(const EmbeddingBagShape& shape, DType dtype) {
+  if (dtype == DType::FP8_E4M3) return Status::failure("embedding bag: bf16 or fp16 tables only");
   if (shape.table_rows < 1 || shape.dim < 1 || shape.bags < 1 || shape.pooling < 1)
     return Status::failure("embedding bag: table_rows, dim, bags and pooling must be >= 1");
   if (shape.table_rows > (std::int64_t{1} << 31) - 1)

@@ -6,7 +6,14 @@
 namespace overlapsim::kernels {
 namespace {
 
-cudaDataType_t cuda_type(DType dtype) { return dtype == DType::BF16 ? CUDA_R_16BF : CUDA_R_16F; }
+cudaDataType_t cuda_type(DType dtype) {
+  switch (dtype) {
+    case DType::BF16: return CUDA_R_16BF;
+    case DType::FP16: return CUDA_R_16F;
+    case DType::FP8_E4M3: return CUDA_R_8F_E4M3;
+  }
+  return CUDA_R_16BF;
+}
 
 }  // namespace
 
@@ -47,11 +54,14 @@ void CublasLtGemm::destroy() {
   op_ = nullptr;
 }
 
-Status CublasLtGemm::can_implement(const GemmShape& shape, DType) {
+Status CublasLtGemm::can_implement(const GemmShape& shape, DType dtype) {
+  const std::string dims =
+      std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" + std::to_string(shape.k);
   if (shape.m < 1 || shape.n < 1 || shape.k < 1)
-    return Status::failure("cuBLASLt GEMM: M, N and K must be >= 1 (got " +
-                           std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" +
-                           std::to_string(shape.k) + ")");
+    return Status::failure("cuBLASLt GEMM: M, N and K must be >= 1 (got " + dims + ")");
+  // FP8 operands need 16-byte aligned rows (cuBLASLt's FP8 requirements).
+  if (dtype == DType::FP8_E4M3 && shape.k % 16 != 0)
+    return Status::failure("cuBLASLt FP8 GEMM: K must be a multiple of 16 (got " + dims + ")");
   return Status::success();
 }
 
@@ -66,7 +76,9 @@ Status CublasLtGemm::initialize(cublasLtHandle_t handle, const GemmShape& shape,
   alignment_bytes_ = alignment_bytes;
   workspace_ = workspace;
   workspace_bytes_ = workspace_bytes;
+  // FP8 inputs write bf16 (C and D), scaled by 1 (no scale pointers set).
   const cudaDataType_t type = cuda_type(dtype);
+  const cudaDataType_t out_type = cuda_type(output_dtype(dtype));
   const auto m = static_cast<std::uint64_t>(shape.m);
   const auto n = static_cast<std::uint64_t>(shape.n);
   const auto k = static_cast<std::uint64_t>(shape.k);
@@ -80,7 +92,8 @@ Status CublasLtGemm::initialize(cublasLtHandle_t handle, const GemmShape& shape,
       cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_b_, type, k, n, static_cast<std::int64_t>(k)));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_a_, type, k, m, static_cast<std::int64_t>(k)));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_c_, type, n, m, static_cast<std::int64_t>(n)));
+  CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&layout_c_, out_type, n, m, static_cast<std::int64_t>(n)));
   if (batching.count > 1) {
     const std::int32_t count = batching.count;
     const std::int64_t zero = 0;

@@ -1,6 +1,7 @@
 #pragma once
 // The vendor GEMM every design is measured against: cuBLASLt, bf16/fp16 inputs, fp32
-// accumulate, output in the input type, the heuristic's best algorithm.
+// accumulate, output in the input type, the heuristic's best algorithm. FP8 (E4M3) inputs
+// write bf16 (output_dtype), unit scales, cuBLASLt's default (not fast) accumulation.
 //
 // Project convention: C[M x N] = A[M x K] * B^T with A row-major (K contiguous), B stored
 // N x K row-major (a Linear weight), C row-major. cuBLASLt is column-major, so we ask it

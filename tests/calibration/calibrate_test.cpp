@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -192,6 +193,42 @@ TEST(Suite, BadSuiteNamesTheKey) {
   }
 }
 
+// FP8 is cuBLASLt's GEMM input only: a gemm/cublas section passes --dtype fp8, any other
+// op or design is refused at the key.
+TEST(Suite, Fp8SectionsAreCublasGemmsOnly) {
+  const Suite s = parse_suite(R"(format: 1
+name: f
+gpus: 1
+sections:
+  - name: g8
+    op: gemm
+    designs: [cublas]
+    dtype: fp8
+    grid: {m: [1024], n: [2048], k: [4096]}
+)",
+                              "f.yaml");
+  ASSERT_EQ(s.cases.size(), 1u);
+  EXPECT_EQ(s.cases[0].dtype, "fp8");
+  const auto args = s.cases[0].bench_args();
+  const auto at = std::find(args.begin(), args.end(), "--dtype");
+  ASSERT_NE(at, args.end());
+  EXPECT_EQ(*(at + 1), "fp8");
+  for (const char* section :
+       {"  - name: a\n    op: gemm\n    designs: [cublas, own]\n    dtype: fp8\n    shapes: "
+        "[[64, 64, 64]]\n",
+        "  - name: a\n    ops: [allreduce]\n    dtype: fp8\n    bytes: [1MiB]\n"}) {
+    try {
+      parse_suite(std::string("format: 1\nname: x\nsections:\n") + section, "bad.yaml");
+      FAIL() << section;
+    } catch (const config::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.yaml:"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("fp8 is for op: gemm with designs: [cublas]"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(Calibrate, WritesRowsWithCaseKeysAndManifest) {
   Sandbox box("full");
   const CalibrateResult r = run_calibration(box.options());
@@ -310,9 +347,9 @@ TEST(Calibrate, DryRunEstimatesWithoutRunning) {
 }
 
 TEST(Calibrate, ShippedSuitesParse) {
-  for (const char* s : {"default", "nvswitch-4gpu", "nvswitch-8gpu"}) {
+  for (const char* s : {"default", "nvswitch-4gpu", "nvswitch-8gpu", "gemm-dtypes-1gpu"}) {
     const Suite suite = load_suite(std::string("calibration/suites/") + s + ".yaml");
-    EXPECT_GT(suite.cases.size(), 20u) << s;
+    EXPECT_GT(suite.cases.size(), 5u) << s;
     double total = 0;
     for (const auto& c : suite.cases) total += c.estimate_s();
     EXPECT_LT(total, 600) << s << ": the suite must fit one 10-minute device call";

@@ -101,6 +101,31 @@ TEST(BenchFlags, RejectBadInput) {
   EXPECT_THROW(parse_flags({"--frobnicate"}), std::invalid_argument);
 }
 
+// FP8 is a cuBLAS GEMM input only: every other op or design says so.
+TEST(BenchFlags, Fp8OnlyForTheCublasGemm) {
+  const BenchOptions o =
+      parse_flags({"--op", "gemm", "--shapes", "4096x4096x4096", "--dtype", "fp8"});
+  ASSERT_TRUE(o.flag_case);
+  EXPECT_EQ(o.flag_case->dtype, DType::FP8_E4M3);
+  EXPECT_EQ(o.flag_case->designs, (std::vector<std::string>{"cublas"}));
+  const auto message = [](std::vector<std::string> args) {
+    try {
+      parse_flags(args);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({"--op", "gemm", "--shapes", "64x64x64", "--dtype", "fp8", "--designs", "own"})
+                .find("only the cublas design"),
+            std::string::npos);
+  EXPECT_NE(message({"--op", "allreduce", "--bytes", "1MiB", "--dtype", "fp8"})
+                .find("for op gemm only"),
+            std::string::npos);
+  EXPECT_NE(message({"--op", "gemm", "--shapes", "8x8x8", "--dtype", "fp4"}).find("fp8"),
+            std::string::npos);
+}
+
 TEST(BenchFlags, InterferenceAndSteadyState) {
   const BenchOptions o =
       parse_flags({"--op", "interference", "--shapes", "8192x8192x4096", "--bytes", "16MiB,128MiB",

@@ -41,9 +41,11 @@ class CublasLtGemmTest : public ::testing::Test {
         batches > 1 ? batching.stride_a_elems / shape.k * (batches - 1) + shape.m : shape.m;
     const std::int64_t c_rows =
         batches > 1 ? batching.stride_c_elems / shape.n * (batches - 1) + shape.m : shape.m;
+    const std::int64_t in_bytes = static_cast<std::int64_t>(dtype_bytes(dtype));
+    const DType out_dtype = output_dtype(dtype);  // fp8 inputs write bf16
     DeviceBuffer a, b, c;
-    EXPECT_TRUE(a.allocate(a_rows * shape.k * 2).ok);
-    EXPECT_TRUE(b.allocate(shape.n * shape.k * 2).ok);
+    EXPECT_TRUE(a.allocate(a_rows * shape.k * in_bytes).ok);
+    EXPECT_TRUE(b.allocate(shape.n * shape.k * in_bytes).ok);
     EXPECT_TRUE(c.allocate(c_rows * shape.n * 2).ok);
     EXPECT_TRUE(fill_random(a.data(), a_rows * shape.k, dtype, seed_a, nullptr).ok);
     EXPECT_TRUE(fill_random(b.data(), shape.n * shape.k, dtype, seed_b, nullptr).ok);
@@ -55,13 +57,13 @@ class CublasLtGemmTest : public ::testing::Test {
     const Status run = gemm.run(a.data(), b.data(), c.data(), nullptr);
     EXPECT_TRUE(run.ok) << run.message;
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const std::vector<double> out = to_host(c.data(), c_rows * shape.n, dtype);
+    const std::vector<double> out = to_host(c.data(), c_rows * shape.n, out_dtype);
     // Host copies of the inputs (regenerated, not read back), then the float64 reference
     // in parallel over output rows.
     std::vector<double> host_a(a_rows * shape.k), host_b(shape.n * shape.k);
     for (std::size_t i = 0; i < host_a.size(); ++i) host_a[i] = random_value(dtype, seed_a, i);
     for (std::size_t i = 0; i < host_b.size(); ++i) host_b[i] = random_value(dtype, seed_b, i);
-    const double eps = dtype == DType::BF16 ? 0x1p-8 : 0x1p-11;
+    const double eps = out_dtype == DType::BF16 ? 0x1p-8 : 0x1p-11;
     const std::int64_t rows = batches * shape.m;
     const int workers =
         static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
@@ -122,6 +124,15 @@ TEST_F(CublasLtGemmTest, Fp16AndTinyShapes) {
   EXPECT_LT(run_and_compare({1, 4096, 512}, DType::BF16), 1e-2);  // the GEMV path
 }
 
+// FP8 (E4M3) inputs, bf16 output: the products of 3-bit mantissas are exact, so the error
+// is the bf16 rounding of the result (and the accumulation cuBLASLt uses by default).
+TEST_F(CublasLtGemmTest, Fp8InputsMatchFloat64Reference) {
+  const double error = run_and_compare({1000, 3000, 784}, DType::FP8_E4M3);
+  EXPECT_LT(error, 1e-2);
+  EXPECT_GT(error, 0.0);
+  EXPECT_LT(run_and_compare({512, 1024, 2048}, DType::FP8_E4M3), 1e-2);
+}
+
 TEST_F(CublasLtGemmTest, BatchedRowBlocksMatchReference) {
   // Two row blocks 256 rows apart in A and 384 apart in C (the decomposed layouts).
   GemmBatching batching{2, 256 * 320, 384 * 192};
@@ -140,6 +151,15 @@ TEST_F(CublasLtGemmTest, RejectsMisalignedPointersAndBadShapes) {
   const Status status = gemm.run(base + 2, base, buffer.as<char>() + 4096, nullptr);
   EXPECT_FALSE(status.ok);
   EXPECT_NE(status.message.find("aligned"), std::string::npos) << status.message;
+}
+
+// No GPU needed: shape rules only.
+TEST(CublasLtGemmShapes, Fp8NeedsKMultipleOf16) {
+  EXPECT_TRUE(CublasLtGemm::can_implement({8, 8, 777}, DType::BF16).ok);
+  const Status fp8 = CublasLtGemm::can_implement({8, 8, 777}, DType::FP8_E4M3);
+  EXPECT_FALSE(fp8.ok);
+  EXPECT_NE(fp8.message.find("multiple of 16"), std::string::npos) << fp8.message;
+  EXPECT_TRUE(CublasLtGemm::can_implement({8, 8, 784}, DType::FP8_E4M3).ok);
 }
 
 }  // namespace

@@ -46,6 +46,39 @@ TEST(RandomValues, ValuesAreInRangeVariedAndNeverAllZero) {
   EXPECT_NE(buffer_seed(7, 0, 1), buffer_seed(7, 1, 0));
 }
 
+TEST(RandomValues, Fp8E4M3DecodesByHand) {
+  EXPECT_EQ(fp8_e4m3_bits_to_float(0x38), 1.0f);     // exponent 7 = bias
+  EXPECT_EQ(fp8_e4m3_bits_to_float(0x40), 2.0f);
+  EXPECT_EQ(fp8_e4m3_bits_to_float(0xB4), -0.75f);   // 2^-1 * (1 + 4/8)
+  EXPECT_EQ(fp8_e4m3_bits_to_float(0x7E), 448.0f);   // the largest finite value
+  EXPECT_EQ(fp8_e4m3_bits_to_float(0x01), 0x1p-9f);  // smallest subnormal
+  EXPECT_TRUE(std::isnan(fp8_e4m3_bits_to_float(0x7F)));
+  EXPECT_EQ(fp8_e4m3_bits_to_float(0x00), 0.0f);
+}
+
+TEST(RandomValues, Fp8ValuesAreNonzeroBelowOneWithEveryMantissa) {
+  std::set<std::uint8_t> distinct;
+  std::set<int> mantissas;
+  int negative = 0;
+  for (std::uint64_t i = 0; i < 4096; ++i) {
+    const std::uint8_t bits = random_fp8_bits(42, i);
+    const float v = random_value(DType::FP8_E4M3, 42, i);
+    EXPECT_EQ(v, fp8_e4m3_bits_to_float(bits));
+    EXPECT_GE(std::fabs(v), 0x1p-6f);
+    EXPECT_LE(std::fabs(v), 0.9375f);
+    distinct.insert(bits);
+    mantissas.insert(bits & 7);
+    negative += v < 0;
+  }
+  EXPECT_EQ(distinct.size(), 96u);  // 2 signs x 6 exponents x 8 mantissas
+  EXPECT_EQ(mantissas.size(), 8u);
+  EXPECT_GT(negative, 1800);
+  EXPECT_LT(negative, 2300);
+  EXPECT_EQ(dtype_bytes(DType::FP8_E4M3), 1u);
+  EXPECT_EQ(output_dtype(DType::FP8_E4M3), DType::BF16);
+  EXPECT_EQ(output_dtype(DType::FP16), DType::FP16);
+}
+
 TEST(RandomValues, IndicesStayInRange) {
   for (std::uint64_t i = 0; i < 10000; ++i) {
     const std::int32_t index = random_index(9, i, 1000);
