@@ -227,6 +227,7 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   fit_collectives(data, out);
   fit_idle_clock_boost(data, out);
   fit_own_gemm_tables(data, out);
+  anchor_carried_gemm_tables(data, base, out);
   fit_designs(data, out);
   fit_interference(data, out);
   fit_copy_engine(data, out);

@@ -98,6 +98,11 @@ void fit_idle_clock_boost(const FitData& data, FitOutput& out);
 // timed inside pair loops brought to the back-to-back clock by compute.idle_clock_boost;
 // after fit_idle_clock_boost.
 void fit_own_gemm_tables(const FitData& data, FitOutput& out);
+// GEMM tables (cuBLAS and own) of input types this data has no rows for, carried from
+// `base`: their rates divided by how much slower this run's GEMMs of the types both have
+// took than `base`'s tables predict (median over the back-to-back rows; fit_anchor.cpp).
+// After fit_compute and fit_own_gemm_tables.
+void anchor_carried_gemm_tables(const FitData& data, const sim::Profile& base, FitOutput& out);
 // Throws config::ConfigError naming the row for an interference row whose design is not
 // <victim>|<other>:<alone|beside> or whose chunks (the CTA limit) is negative.
 void fit_interference(const FitData& data, FitOutput& out);

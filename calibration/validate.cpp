@@ -22,7 +22,8 @@ namespace overlapsim::calibration {
 namespace {
 
 const std::vector<std::string> kKindOrder = {
-    "compute",         "compute_own",    "collective", "collective_alone", "collective_in_loop",
+    "compute",         "compute_bf16",   "compute_fp16", "compute_fp8",    "compute_own",
+    "collective",      "collective_alone", "collective_in_loop",
     "collective_ctas", "collective_eff", "sequential", "decomposed",       "tilewise",
     "tilewise_ce",     "collective_flow"};
 
@@ -260,6 +261,7 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
           measured_in_pair_loop(m)
               ? sim::ComputeModel(at_loop_clock(m).compute).time_s(compute_op(m, m.op))
               : model.time_s(compute_op(m, m.op)));
+      r.rows.back().sub_kind = "compute_" + m.dtype;  // per input type
       continue;
     }
     if (is_collective_op(m.op)) {
@@ -334,12 +336,14 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
   }
   std::map<std::string, std::vector<double>> errs;
   for (const auto& row : r.rows) errs[row.kind].push_back(std::fabs(row.rel_err));
-  // The collective rows apart only where both sub-kinds occur.
-  std::map<std::string, std::vector<double>> sub;
+  // A kind's rows apart (collectives alone / in loops, compute per input type) only where
+  // more than one of its sub-kinds occurs.
+  std::map<std::string, std::map<std::string, std::vector<double>>> sub;
   for (const auto& row : r.rows)
-    if (!row.sub_kind.empty()) sub[row.sub_kind].push_back(std::fabs(row.rel_err));
-  if (sub.size() > 1)
-    for (auto& [kind, e] : sub) errs[kind] = std::move(e);
+    if (!row.sub_kind.empty()) sub[row.kind][row.sub_kind].push_back(std::fabs(row.rel_err));
+  for (auto& [kind, parts] : sub)
+    if (parts.size() > 1)
+      for (auto& [part, e] : parts) errs[part] = std::move(e);
   for (const auto& kind : kKindOrder)
     if (errs.count(kind)) r.kinds.push_back(kind_stats(kind, errs[kind]));
   return r;

@@ -43,7 +43,8 @@ struct ValidationRow {
   std::string kind;
   double predicted_s = 0;
   double rel_err = 0;
-  std::string sub_kind;  // collective rows: collective_alone or collective_in_loop
+  // collective rows: collective_alone or collective_in_loop; compute rows: compute_<dtype>
+  std::string sub_kind;
 };
 
 struct KindStats {
