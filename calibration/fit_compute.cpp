@@ -162,7 +162,8 @@ void fit_gemm_tables(const FitData& data, FitOutput& out, const std::string& des
           candidates.push_back(
               {corrected ? name + " + correction" : name,
                [&, tm = tm, tn = tn, corrected](const std::vector<GemmShapeTimes>& s) {
-                 const sim::GemmWaveModel w = fit_gemm_wave_model(s, launch_s, tm, tn, sms);
+                 // Our GEMM never splits K: a fixed tile costs a whole wave below one.
+                 const sim::GemmWaveModel w = fit_gemm_wave_model(s, launch_s, tm, tn, sms, own);
                  if (corrected) return with_time_correction(w, s, launch_s);
                  sim::GemmTable t;
                  t.waves = w;
@@ -231,6 +232,10 @@ void fit_gemm_tables(const FitData& data, FitOutput& out, const std::string& des
                             "128x256, 256x128 or 256x256) that rounds least (from one "
                             "full wave on;\nbelow it cuBLAS splits K)",
                             w.sms)
+              : w.whole_tiles_below_one_wave
+              ? fmt::format(" rounded up to whole waves of {}x{} tiles on {} SMs\n"
+                            "(below one wave too: the kernel never splits K)",
+                            w.tile_m, w.tile_n, w.sms)
               : fmt::format(" rounded up to whole waves of {}x{} tiles on {} SMs\n"
                             "(from one full wave on; below it cuBLAS splits K)",
                             w.tile_m, w.tile_n, w.sms),

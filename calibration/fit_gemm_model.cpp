@@ -38,9 +38,10 @@ bool solve(std::array<std::array<double, 3>, 3> a, std::array<double, 3> b, int 
 }  // namespace
 
 sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes, double launch_s,
-                                       int tile_m, int tile_n, int sms) {
+                                       int tile_m, int tile_n, int sms, bool whole_tiles) {
   sim::GemmWaveModel shape_of;
   shape_of.tile_per_shape = tile_m < 0;
+  shape_of.whole_tiles_below_one_wave = whole_tiles && tile_m > 0;
   shape_of.tile_m = std::max(tile_m, 0);
   shape_of.tile_n = std::max(tile_n, 0);
   shape_of.sms = sms;

@@ -30,9 +30,10 @@ struct GemmShapeTimes {
 // (mainloop_flops_per_s = 0) when no subset gives a positive main-loop rate. Coefficients
 // are rounded to 6 significant digits (what the YAML holds).
 // tile_m, tile_n: 0, 0 no quantisation; -1, -1 the least-quantised vendor tile per shape
-// (GemmWaveModel::tile_per_shape); else that fixed tile.
+// (GemmWaveModel::tile_per_shape); else that fixed tile. whole_tiles: below one wave the
+// fixed tile still costs a whole wave (a kernel that never splits K, like our own GEMM).
 sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes, double launch_s,
-                                       int tile_m, int tile_n, int sms);
+                                       int tile_m, int tile_n, int sms, bool whole_tiles = false);
 
 // The wave model times a correction grid over the shapes' M, N, K values: measured /
 // modelled kernel time at the measured shapes, the other nodes by idw_log_mean of those

@@ -141,7 +141,8 @@ std::vector<double> parse_number_list(const ConfigNode& node, Unit unit) {
 // model: waves (sim::GemmWaveModel) or the rate grid (model: table, or no model key).
 sim::GemmTable parse_gemm_wave_model(const ConfigNode& node) {
   node.check_keys(with_source_keys({"model", "fixed_s", "output_s_per_element",
-                                    "mainloop_flops_per_s", "tile", "sms", "correction"}));
+                                    "mainloop_flops_per_s", "tile", "sms", "below_one_wave",
+                                    "correction"}));
   sim::GemmTable t;
   sim::GemmWaveModel& w = t.waves;
   w.fixed_s = parse_value(node.child("fixed_s"), Unit::Seconds);
@@ -158,6 +159,8 @@ sim::GemmTable parse_gemm_wave_model(const ConfigNode& node) {
     }
     w.sms = static_cast<int>(node.get_int("sms"));
   }
+  w.whole_tiles_below_one_wave =
+      node.get_enum("below_one_wave", {"split_k", "whole_tiles"}, "split_k") == "whole_tiles";
   if (auto corr = node.optional_child("correction")) {
     corr->check_keys(std::vector<std::string>{"m", "n", "k", "time_factor"});
     t.m_values = parse_number_list(corr->child("m"), Unit::Plain);
@@ -171,7 +174,8 @@ sim::GemmTable parse_gemm_wave_model(const ConfigNode& node) {
   } catch (const std::invalid_argument& e) {
     node.fail(
         fmt::format("{} (expected fixed_s >= 0, output_s_per_element >= 0, "
-                    "mainloop_flops_per_s > 0, tile [m, n] with sms > 0, correction: "
+                    "mainloop_flops_per_s > 0, tile [m, n] with sms > 0, below_one_wave: whole_tiles only with a "
+                    "tile [m, n], correction: "
                     "m x n x k positive time factors)",
                     e.what()));
   }

@@ -111,6 +111,7 @@ void write_gemm_tables(std::string& out, const ProfileYamlOptions& o, const char
           out += w.tile_per_shape ? fmt::format("      tile: per_shape\n      sms: {}\n", w.sms)
                                   : fmt::format("      tile: [{}, {}]\n      sms: {}\n", w.tile_m,
                                                 w.tile_n, w.sms);
+        if (w.whole_tiles_below_one_wave) out += "      below_one_wave: whole_tiles\n";
         if (!t.time_factor.empty()) {
           out += fmt::format("      correction:\n        m: {}\n        n: {}\n        k: {}\n",
                              number_list(t.m_values), number_list(t.n_values),

@@ -48,13 +48,15 @@ void GemmWaveModel::validate() const {
   if (tile_per_shape && tile_m > 0)
     throw std::invalid_argument("gemm wave model: a fixed tile and a tile per shape");
   if (quantised() && sms <= 0) throw std::invalid_argument("gemm wave model: a tile needs sms > 0");
+  if (whole_tiles_below_one_wave && !(tile_m > 0))
+    throw std::invalid_argument("gemm wave model: below_one_wave: whole_tiles needs a fixed tile");
 }
 
 namespace {
 
-double rounded_area(double m, double n, double tm, double tn, double sms) {
+double rounded_area(double m, double n, double tm, double tn, double sms, bool split_k) {
   const double tiles = std::ceil(m / tm) * std::ceil(n / tn);
-  if (tiles < sms) return m * n;
+  if (tiles < sms && split_k) return m * n;
   return std::ceil(tiles / sms) * sms * tm * tn;
 }
 
@@ -62,9 +64,10 @@ double rounded_area(double m, double n, double tm, double tn, double sms) {
 
 double GemmWaveModel::charged_outputs(double m, double n) const {
   if (!quantised()) return m * n;
-  if (!tile_per_shape) return rounded_area(m, n, tile_m, tile_n, sms);
-  double best = rounded_area(m, n, kVendorTiles[0][0], kVendorTiles[0][1], sms);
-  for (const auto& t : kVendorTiles) best = std::min(best, rounded_area(m, n, t[0], t[1], sms));
+  if (!tile_per_shape) return rounded_area(m, n, tile_m, tile_n, sms, !whole_tiles_below_one_wave);
+  double best = rounded_area(m, n, kVendorTiles[0][0], kVendorTiles[0][1], sms, true);
+  for (const auto& t : kVendorTiles)
+    best = std::min(best, rounded_area(m, n, t[0], t[1], sms, true));
   return best;
 }
 

@@ -21,7 +21,10 @@ namespace overlapsim::sim {
 // fixed_s: per call beyond the launch gap (prologue, host-side cuBLASLt work not hidden);
 // output_s_per_element: each output tile's set-up and epilogue, per element; the main loop
 // runs at mainloop_flops_per_s while every SM holds a tile. Below one full wave of tiles the
-// area is not rounded: vendor GEMMs split K there (split-K / stream-K) to fill the SMs.
+// area is not rounded: vendor GEMMs split K there (split-K / stream-K) to fill the SMs,
+// unless whole_tiles_below_one_wave: a kernel that never splits K (this project's
+// persistent GEMM) runs each tile's whole K loop on one SM, so a partial wave costs a full
+// one (32 tiles on 132 SMs take as long as 132).
 // tile_per_shape: the library picks its tile per shape (cuBLAS's heuristic chooses among
 // kernel configurations), so A is the least of the rounded areas over kVendorTiles; a
 // fixed tile (one kernel, e.g. this project's GEMM) rounds by that tile alone. On a
@@ -34,6 +37,7 @@ struct GemmWaveModel {
   double mainloop_flops_per_s = 0;
   int tile_m = 0, tile_n = 0;  // 0 x 0: no wave quantisation (unless tile_per_shape)
   bool tile_per_shape = false;
+  bool whole_tiles_below_one_wave = false;  // needs a fixed tile (tile_m x tile_n)
   int sms = 0;
 
   static constexpr int kVendorTiles[4][2] = {{128, 128}, {128, 256}, {256, 128}, {256, 256}};

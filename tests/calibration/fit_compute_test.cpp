@@ -66,6 +66,33 @@ TEST(GemmWaveModel, ChargesWholeWavesFromOneFullWaveOn) {
   EXPECT_DOUBLE_EQ(plain.charged_outputs(2500, 4000), 2500.0 * 4000);
 }
 
+// A kernel that never splits K (our own GEMM) pays a whole wave for a partial one.
+TEST(GemmWaveModel, WholeTilesBelowOneWaveChargeTheFullWave) {
+  sim::GemmWaveModel w = truth();
+  w.whole_tiles_below_one_wave = true;
+  // 1000 x 1536: 48 tiles of 128 x 256 on 132 SMs: one wave, as long as 132 tiles.
+  EXPECT_DOUBLE_EQ(w.charged_outputs(1000, 1536), 132.0 * 128 * 256);
+  EXPECT_DOUBLE_EQ(w.time_s(1000, 1536, 4096),
+                   6e-6 + 132.0 * 128 * 256 * (1.5e-13 + 2 * 4096 / 8e14));
+  // From one full wave on, the same as splitting K below it.
+  EXPECT_DOUBLE_EQ(w.charged_outputs(2500, 4000), 3.0 * 132 * 128 * 256);
+  w.validate();
+  sim::GemmWaveModel no_tile = w;
+  no_tile.tile_m = no_tile.tile_n = 0;
+  EXPECT_THROW(no_tile.validate(), std::invalid_argument);
+}
+
+TEST(FitGemmWaveModel, RecoversWholeTileCoefficientsBelowOneWave) {
+  sim::GemmWaveModel w = truth();
+  w.whole_tiles_below_one_wave = true;
+  const sim::GemmWaveModel fit =
+      fit_gemm_wave_model(synthetic_shapes(w), kLaunch_s, 128, 256, 132, true);
+  ASSERT_FALSE(fit.empty());
+  EXPECT_TRUE(fit.whole_tiles_below_one_wave);
+  expect_near_rel(fit.fixed_s, w.fixed_s, 0.01, "fixed_s");
+  expect_near_rel(fit.mainloop_flops_per_s, w.mainloop_flops_per_s, 0.01, "mainloop");
+}
+
 TEST(FitGemmWaveModel, RecoversKnownCoefficientsWithTheTrueTile) {
   const sim::GemmWaveModel w = truth();
   const sim::GemmWaveModel fit = fit_gemm_wave_model(synthetic_shapes(w), kLaunch_s, 128, 256, 132);
@@ -133,7 +160,8 @@ fs::path synthetic_gemm_dir(const std::string& name, const sim::GemmWaveModel& w
 
 // One kernel with a fixed tile (our own GEMM's rows): cross-validation finds that tile.
 TEST(FitCompute, ChoosesTheOwnGemmsTileByCrossValidationAndRoundTrips) {
-  const sim::GemmWaveModel w = truth();
+  sim::GemmWaveModel w = truth();
+  w.whole_tiles_below_one_wave = true;  // our GEMM never splits K
   const fs::path dir = synthetic_gemm_dir("waves_own", w, "own");
   const FitResult r = fit_profile(dir.string());
   EXPECT_TRUE(r.profile.compute.gemm_tables.empty());  // no cuBLAS rows
@@ -150,6 +178,8 @@ TEST(FitCompute, ChoosesTheOwnGemmsTileByCrossValidationAndRoundTrips) {
   EXPECT_EQ(t.source.kind, sim::SourceKind::Measured);
   EXPECT_NE(r.yaml.find("own_gemm_tables:"), std::string::npos);
   EXPECT_NE(r.yaml.find("tile: [128, 256]"), std::string::npos);
+  EXPECT_TRUE(t.waves.whole_tiles_below_one_wave);
+  EXPECT_NE(r.yaml.find("below_one_wave: whole_tiles"), std::string::npos);
   // The written profile loads back to the same model, and the fit is byte-identical.
   const sim::Profile back = load_profile_string(r.yaml, "fitted.yaml");
   const sim::GemmTable& b = back.compute.own_gemm_tables.at(sim::Precision::BF16);
@@ -158,6 +188,7 @@ TEST(FitCompute, ChoosesTheOwnGemmsTileByCrossValidationAndRoundTrips) {
   EXPECT_EQ(b.waves.output_s_per_element, t.waves.output_s_per_element);
   EXPECT_EQ(b.waves.mainloop_flops_per_s, t.waves.mainloop_flops_per_s);
   EXPECT_EQ(b.waves.tile_n, 256);
+  EXPECT_TRUE(b.waves.whole_tiles_below_one_wave);
   EXPECT_EQ(fit_profile(dir.string()).yaml, r.yaml);
 }
 
