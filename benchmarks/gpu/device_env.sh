@@ -1,7 +1,13 @@
-# Sourced by the benchmarks/gpu/run_*.sh device scripts, from the repository root: the
+# Sourced by the benchmarks/gpu device scripts: the
 # environment every device run needs (NVLink multicast off: KINDS.md), the system NCCL the
 # results are reported against, and a kernels-only build of chosen targets into build-gpu/
-# for when carried binaries do not run there.
+# for when carried binaries do not run there. Sourcing it also moves to the repository root
+# (`root`) and sets OUT (the device tool's output folder there, else /tmp/overlapsim-out),
+# created: every script starts with `source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"`.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root" || exit 1
+OUT="${OUT:-/tmp/overlapsim-out}"
+mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # The system NCCL first (the one issue 4's peers were measured with), PyTorch's wheel last.
 nccl_lib="$(find /usr/lib/x86_64-linux-gnu /usr/local/cuda*/lib* /usr/local/lib /opt -name 'libnccl.so.2*' 2>/dev/null | head -1)"

@@ -8,10 +8,7 @@
 set -uo pipefail
 export CUDA_MODULE_LOADING=EAGER
 gpus="${1:-2}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
-source benchmarks/gpu/device_env.sh
-OUT="${OUT:-/tmp/overlapsim-out}"
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 bench="$root/.carry_calib/bin/overlap-bench"
 use_device_libs "$root/.carry_calib/lib"
 dbg="$(command -v gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null | head -1)"

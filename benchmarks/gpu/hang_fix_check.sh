@@ -10,11 +10,7 @@ set -uo pipefail
 export CUDA_MODULE_LOADING=EAGER
 gpus="$1" budget="${2:-540}"
 start_all=$(date +%s)
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
-source benchmarks/gpu/device_env.sh
-OUT="${OUT:-/tmp/overlapsim-out}"
-mkdir -p "$OUT"
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 use_device_libs "$root/.carry_calib/lib"
 bin="$root/.carry_calib/bin"
 { nvidia-smi --query-gpu=index,name,driver_version --format=csv; echo "nccl: $nccl_lib"; } >"$OUT/env.txt" 2>&1

@@ -10,10 +10,7 @@
 set -uo pipefail
 export CUDA_MODULE_LOADING=EAGER
 name="$1" suite="$2" gpus="$3" devices="${4:-}" limit="${5:-540}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
-source benchmarks/gpu/device_env.sh
-OUT="${OUT:-/tmp/overlapsim-out}"
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 carry="$root/.carry_calib"
 use_device_libs "$carry/lib"
 [ -n "$devices" ] && export CUDA_VISIBLE_DEVICES="$devices"

@@ -4,11 +4,7 @@
 # ctest.txt. Usage (device tool): bash benchmarks/gpu/run_ctest.sh
 set -uo pipefail
 export CUDA_MODULE_LOADING=EAGER  # cross-stream device waits (design.md); cold-start test unsets it
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
-source benchmarks/gpu/device_env.sh
-OUT="${OUT:-/tmp/overlapsim-out}"
-mkdir -p "$OUT"
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 log="$OUT/log.txt"
 {
   date -u

@@ -7,11 +7,7 @@
 #   bash benchmarks/gpu/run_gate_smoke.sh
 set -uo pipefail
 export CUDA_MODULE_LOADING=EAGER
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
-source benchmarks/gpu/device_env.sh
-OUT="${OUT:-/tmp/overlapsim-out}"
-mkdir -p "$OUT"
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 carry="$root/.carry_gate"
 use_device_libs "$carry/lib"
 log="$OUT/log.txt"

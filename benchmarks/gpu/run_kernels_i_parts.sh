@@ -8,11 +8,7 @@
 #   bash benchmarks/gpu/run_kernels_i_parts.sh
 set -uo pipefail
 export CUDA_MODULE_LOADING=EAGER
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
-source benchmarks/gpu/device_env.sh
-OUT="${OUT:-/tmp/overlapsim-out}"
-mkdir -p "$OUT"
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 log="$OUT/log.txt"
 step() { echo "=== $(date +%T) $*" | tee -a "$log"; }
 step "machine"

@@ -11,10 +11,7 @@ set -uo pipefail
 export CUDA_MODULE_LOADING=EAGER
 name="$1" suite="${2:-calibration/suites/gemm-dtypes-1gpu.yaml}" limit="${3:-330}"
 start_all=$(date +%s)
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
-source benchmarks/gpu/device_env.sh
-OUT="${OUT:-/tmp/overlapsim-out}"
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 mkdir -p "$OUT/$name"
 bin="$root/build-carry/bin"
 use_device_libs "$root/build-carry/lib"

@@ -8,11 +8,7 @@
 # log.txt tests.txt (with the sanitizer summaries) tilewise.csv tilewise_detail.csv
 # tilewise_tuning.yaml tilewise_summary.csv torch.csv [diag.txt]. Steps have their own time limits (env: BENCH_TIMEOUT, TEST_TIMEOUT).
 set -uo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
-source benchmarks/gpu/device_env.sh
-OUT="${OUT:-/tmp/overlapsim-out}"
-mkdir -p "$OUT"
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 suite="${1:-benchmarks/suites/tilewise.yaml}"
 log="$OUT/log.txt"
 step() { echo "=== $(date +%T) $*" | tee -a "$log"; }

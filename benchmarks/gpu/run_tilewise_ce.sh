@@ -10,11 +10,7 @@
 # SANITIZER=1 to run compute-sanitizer, TEST_FILTER to choose the tests).
 set -uo pipefail
 export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0,1}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
-source benchmarks/gpu/device_env.sh
-OUT="${OUT:-/tmp/overlapsim-out}"
-mkdir -p "$OUT"
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 suite="${1:-benchmarks/suites/tilewise_ce.yaml}"
 log="$OUT/log.txt"
 step() { echo "=== $(date +%T) $*" | tee -a "$log"; }

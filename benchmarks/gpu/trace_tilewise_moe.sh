@@ -6,10 +6,7 @@
 set -uo pipefail
 export CUDA_MODULE_LOADING=EAGER OVERLAPSIM_TRACE=1
 gpus="$1" runs="${2:-2}" limit="${3:-70}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
-source benchmarks/gpu/device_env.sh
-OUT="${OUT:-/tmp/overlapsim-out}"
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 use_device_libs "$root/.carry_calib/lib"
 for i in $(seq 1 "$runs"); do
   start=$(date +%s)
