@@ -47,6 +47,22 @@ double gemm_s(const PairCase& pc) {
   return 2.0 * pc.compute.gemm.m * pc.compute.gemm.n * pc.compute.gemm.k / 1e15;
 }
 
+// The closed-form plan's problem: `tiles` over `sms` SMs in `gemm_time_s`, `bytes` of output,
+// copies at `copy_Bps`; one group per part, no copy latency, no epilogue cost until set.
+CopyEngineProblem problem(CollectiveOp op, int world, int sms, double tiles, double gemm_time_s,
+                          double bytes, double copy_Bps) {
+  CopyEngineProblem w;
+  w.op = op;
+  w.world = world;
+  w.groups_per_part = 1;
+  w.sms = sms;
+  w.tiles = tiles;
+  w.gemm_s = gemm_time_s;
+  w.bytes = bytes;
+  w.copy_Bps = copy_Bps;
+  return w;
+}
+
 // 16384x8192x4096: 4096 tiles, 32 waves on 132 SMs; the peer half (2048 tiles) ends with
 // wave 16, at half the GEMM. Its copy: 128 MiB at 100 GB/s.
 TEST(TilewiseCopyEngine, OneGroupPerPartOnTwoGpusByHand) {
@@ -94,16 +110,10 @@ TEST(TilewiseCopyEngine, EventSimulationEqualsTheClosedFormPlan) {
       const PairCase pc = ce_pair(m, n, k, coll);
       double best = 1e300;
       for (int g : {2, 4, 8, 16}) {  // the kernel tuner's groups per part, up to max_groups
-        CopyEngineProblem w;
-        w.op = coll;
-        w.world = 2;
+        CopyEngineProblem w =
+            problem(coll, 2, 132, std::ceil(m / 128.0) * std::ceil(n / 256.0), gemm_s(pc),
+                    static_cast<double>(pc.comm_bytes), kCopyBps);
         w.groups_per_part = g;
-        w.tiles = std::ceil(m / 128.0) * std::ceil(n / 256.0);
-        w.sms = 132;
-        w.gemm_s = gemm_s(pc);
-        w.bytes = static_cast<double>(pc.comm_bytes);
-        w.copy_Bps = kCopyBps;
-        w.copy_latency_s = 0;
         w.epilogue_fraction = 0.05;
         best = std::min(best, plan_copy_engine(w).end_s);
       }
@@ -131,15 +141,9 @@ TEST(TilewiseCopyEngine, FourRanksReadTheGeneralEpilogueAndContentionKeys) {
     for (bool with_keys : {true, false}) {
       double best = 1e300;
       for (int g : {2, 4, 8, 16}) {
-        CopyEngineProblem w;
-        w.op = coll;
-        w.world = 4;
+        CopyEngineProblem w = problem(coll, 4, 132, 64.0 * 32, gemm_s(pc),
+                                      static_cast<double>(pc.comm_bytes), kCopyBps);
         w.groups_per_part = g;
-        w.tiles = 64.0 * 32;
-        w.sms = 132;
-        w.gemm_s = gemm_s(pc);
-        w.bytes = static_cast<double>(pc.comm_bytes);
-        w.copy_Bps = kCopyBps;
         w.epilogue_fraction = 0.05;
         w.epilogue_reduce_Bps = with_keys ? 1.5e12 : 0;
         w.phase2_contention = with_keys ? 0.3 : 0;
@@ -157,15 +161,9 @@ TEST(TilewiseCopyEngine, FourRanksReadTheGeneralEpilogueAndContentionKeys) {
 // copies the own part (the last 1/n of the GEMM's waves) costs 1 + e (n - 1) times its time.
 TEST(TilewiseCopyEngine, WithoutTheEpilogueRateTheFractionCountsPerPeer) {
   for (int n : {2, 4, 8}) {
-    CopyEngineProblem w;
-    w.op = CollectiveOp::ReduceScatter;
-    w.world = n;
-    w.groups_per_part = 1;
-    w.sms = 128;
-    w.tiles = 128.0 * 8 * n;  // 8 waves per part: each part ends on a wave boundary
-    w.gemm_s = 1e-3;
-    w.bytes = 1e9;
-    w.copy_Bps = 1e30;
+    // 8 waves per part: each part ends on a wave boundary.
+    CopyEngineProblem w =
+        problem(CollectiveOp::ReduceScatter, n, 128, 128.0 * 8 * n, 1e-3, 1e9, 1e30);
     w.epilogue_fraction = 0.05;
     const double own_s = w.gemm_s / n;
     EXPECT_NEAR(plan_copy_engine(w).end_s, w.gemm_s - own_s + own_s * (1 + 0.05 * (n - 1)), 1e-12)
@@ -181,14 +179,9 @@ TEST(TilewiseCopyEngine, WithoutTheEpilogueRateTheFractionCountsPerPeer) {
 // keep the fraction of the own part's time; All-to-All reduces nothing.
 TEST(TilewiseCopyEngine, GeneralEpilogueStallsEachOwnTile) {
   for (int n : {2, 4, 8}) {
-    CopyEngineProblem w;
-    w.op = CollectiveOp::ReduceScatter;
-    w.world = n;
-    w.sms = 128;
-    w.tiles = 128.0 * 8 * n;
-    w.gemm_s = 1e-3;
-    w.bytes = 2.0 * 128 * 256 * w.tiles;  // bf16 128 x 256 tiles
-    w.copy_Bps = 1e30;
+    const double tiles = 128.0 * 8 * n;  // bf16 128 x 256 tiles
+    CopyEngineProblem w = problem(CollectiveOp::ReduceScatter, n, 128, tiles, 1e-3,
+                                  2.0 * 128 * 256 * tiles, 1e30);
     w.epilogue_fraction = 0.05;
     w.epilogue_reduce_Bps = 1.5e12;
     const double pass_s = 2.0 * 128 * 256 * 128 / 1.5e12;  // one tile on every SM
@@ -206,15 +199,9 @@ TEST(TilewiseCopyEngine, GeneralEpilogueStallsEachOwnTile) {
 // The last partial to arrive still has one own tile's passes ahead of it: with copies slower
 // than the GEMM, ReduceScatter on 4 ranks ends one tile's stall after the last arrival.
 TEST(TilewiseCopyEngine, TheLastArrivalIsReducedAfterItLands) {
-  CopyEngineProblem w;
-  w.op = CollectiveOp::ReduceScatter;
-  w.world = 4;
-  w.groups_per_part = 1;
-  w.sms = 128;
-  w.tiles = 128.0 * 4;  // one wave per part
-  w.gemm_s = 4e-3;
-  w.bytes = 4e9;  // 1 GB a group: 10 ms a copy at 100 GB/s
-  w.copy_Bps = 1e11;
+  // One wave per part; 1 GB a group: 10 ms a copy at 100 GB/s.
+  CopyEngineProblem w =
+      problem(CollectiveOp::ReduceScatter, 4, 128, 128.0 * 4, 4e-3, 4e9, 1e11);
   w.epilogue_reduce_Bps = 1e12;
   const double x = 1e9 / 1e11;
   const double arrival = 1e-3 + 3 * x;  // three peer groups queued behind the first wave
@@ -228,15 +215,9 @@ TEST(TilewiseCopyEngine, TheLastArrivalIsReducedAfterItLands) {
 TEST(TilewiseCopyEngine, PhaseTwoContentionStretchesTheCopiesBack) {
   for (int n : {2, 4, 8})
     for (double c : {0.0, 0.5}) {
-      CopyEngineProblem w;
-      w.op = CollectiveOp::AllReduce;
-      w.world = n;
-      w.groups_per_part = 1;
-      w.sms = 128;
-      w.tiles = 128.0 * n;  // one wave per part, 1 ms each
-      w.gemm_s = 1e-3 * n;
-      w.bytes = 1e8 * n;  // 100 MB a group: 1 us a copy at 1e14 B/s
-      w.copy_Bps = 1e14;
+      // One wave per part, 1 ms each; 100 MB a group: 1 us a copy at 1e14 B/s.
+      CopyEngineProblem w =
+          problem(CollectiveOp::AllReduce, n, 128, 128.0 * n, 1e-3 * n, 1e8 * n, 1e14);
       w.phase2_contention = c;
       const double x = 1e8 / 1e14;
       EXPECT_NEAR(plan_copy_engine(w).end_s, w.gemm_s + (n - 1) * x * (1 + c * (n - 2)), 1e-12)
