@@ -233,9 +233,13 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
     if (s.has("designs")) base.designs = string_list(s.child("designs"));
     // FP8 (E4M3) is an input type of cuBLASLt's GEMM only (overlap-bench writes bf16).
     if (base.dtype == "fp8" &&
-        !(ops.size() == 1 && ops[0] == "gemm" && base.designs == std::vector<std::string>{"cublas"}))
+        !(ops.size() == 1 && ops[0] == "gemm" && !base.designs.empty() &&
+          std::all_of(base.designs.begin(), base.designs.end(), [](const std::string& d) {
+            return d == "cublas" || d == "cublas_block128";
+          })))
       (s.has("dtype") ? s.child("dtype") : s)
-          .fail("dtype fp8 is for op: gemm with designs: [cublas] only (cuBLASLt's FP8 GEMM)");
+          .fail("dtype fp8 is for op: gemm with designs: [cublas] or [cublas_block128] only "
+                "(cuBLASLt's FP8 GEMM, per-tensor or block-scaled)");
     if (s.has("chunks"))
       for (auto c : int_list(s.child("chunks"), 1)) base.chunks.push_back(static_cast<int>(c));
     std::vector<std::string> shapes;

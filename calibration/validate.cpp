@@ -251,8 +251,10 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
       if (!vendor) {
         add_unmodelled(
             r, m.op + " " + m.design,
-            m.design == "own"
-                ? "our own GEMM: the profile has no compute.own_gemm_tables to time it by"
+            m.design == "own" ? "our own GEMM: the profile has no compute.own_gemm_tables to time it by"
+            : m.design == "cublas_block128"
+                ? "block-scaled FP8 (DeepSeek-V3's recipe): the profile's fp8 table is "
+                  "cuBLASLt's per-tensor-scaled GEMM"
                 : "a variant of our own GEMM (signals, remapped stores, another version) "
                   "timed for the tile-wise design's parameters, not a simulator op");
         continue;

@@ -6,7 +6,8 @@ namespace overlapsim::kernels::bench {
 
 const std::vector<std::string>& designs_for(CaseKind kind, const std::string& op) {
   static const std::vector<std::string> collective{"nccl"};
-  static const std::vector<std::string> gemm{"cublas", "own"};
+  // cublas_block128: FP8 with DeepSeek-V3's block scaling (gemm_cublaslt.hpp).
+  static const std::vector<std::string> gemm{"cublas", "own", "cublas_block128"};
   static const std::vector<std::string> other_compute{"cublas"};
   static const std::vector<std::string> embedding{"own"};
   static const std::vector<std::string> pair{"sequential", "decomposed"};

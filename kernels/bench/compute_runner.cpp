@@ -32,6 +32,16 @@ gemm::DType own_dtype(DType dtype) {
   return dtype == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16;
 }
 
+// `count` floats of 1.0 in `buffer` (allocated here).
+Status fill_ones(DeviceBuffer* buffer, std::size_t count, cudaStream_t stream) {
+  OVERLAPSIM_TRY(buffer->allocate(count * sizeof(float)));
+  const std::vector<float> ones(count, 1.0f);
+  CUDA_CHECK(cudaMemcpyAsync(buffer->data(), ones.data(), count * sizeof(float),
+                             cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return Status::success();
+}
+
 }  // namespace
 
 std::string single_op_key(const std::string& op, const std::string& design, DType dtype,
@@ -80,6 +90,7 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
       // One runner per input set: the own GEMM binds its pointers at initialize().
       std::vector<std::function<Status()>> run_set;
       CublasLtGemm cublas;
+      DeviceBuffer a_scales, b_scales;  // cublas_block128
       std::vector<std::unique_ptr<gemm::OwnGemm>> own;
       if (embedding) {
         const EmbeddingBagShape e{shape.table_rows, shape.n, shape.m, shape.k};
@@ -116,8 +127,20 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
         }
         OVERLAPSIM_TRY(quiesce(*env.ctx, "own GEMM: after initializing"));
       } else {
+        Fp8BlockScales block;
+        if (design == "cublas_block128") {
+          // Unit scales (the values, and so the reference, are those of per-tensor scaling);
+          // what is timed is the block-scaled kernel's extra work.
+          OVERLAPSIM_TRY(quiesce(*env.ctx, "block scales: before allocating"));
+          const std::int64_t runs = (shape.k + 127) / 128;
+          OVERLAPSIM_TRY(fill_ones(&a_scales, static_cast<std::size_t>(shape.m * runs), stream));
+          OVERLAPSIM_TRY(
+              fill_ones(&b_scales, static_cast<std::size_t>((shape.n + 127) / 128 * runs), stream));
+          OVERLAPSIM_TRY(quiesce(*env.ctx, "block scales: after allocating"));
+          block = {a_scales.as<float>(), b_scales.as<float>()};
+        }
         OVERLAPSIM_TRY(cublas.initialize(env.lt, {shape.m, shape.n, shape.k}, c.dtype, {}, 256,
-                                         env.workspace.data(), env.workspace.bytes()));
+                                         env.workspace.data(), env.workspace.bytes(), block));
         for (InputSet& in : inputs) {
           const InputSet* set = &in;
           run_set.push_back([set, &cublas, &out, stream] {

@@ -154,8 +154,13 @@ void validate_case(const BenchCase& c) {
     if (c.op != "gemm")
       throw std::invalid_argument("dtype fp8 is for op gemm only (got op " + c.op + ")");
     for (const std::string& d : c.designs)
-      if (d != "cublas")
-        throw std::invalid_argument("dtype fp8 runs only the cublas design (got " + d + ")");
+      if (d != "cublas" && d != "cublas_block128")
+        throw std::invalid_argument(
+            "dtype fp8 runs only the cublas and cublas_block128 designs (got " + d + ")");
+  } else {
+    for (const std::string& d : c.designs)
+      if (d == "cublas_block128")
+        throw std::invalid_argument("design cublas_block128 needs dtype fp8 (block-scaled FP8)");
   }
   if (c.kind == CaseKind::Interference) {
     for (const std::string& name : c.collectives)

@@ -67,7 +67,8 @@ Status CublasLtGemm::can_implement(const GemmShape& shape, DType dtype) {
 
 Status CublasLtGemm::initialize(cublasLtHandle_t handle, const GemmShape& shape, DType dtype,
                                 const GemmBatching& batching, std::size_t alignment_bytes,
-                                void* workspace, std::size_t workspace_bytes) {
+                                void* workspace, std::size_t workspace_bytes,
+                                const Fp8BlockScales& block_scales) {
   OVERLAPSIM_TRY(can_implement(shape, dtype));
   if (batching.count < 1) return Status::failure("cuBLASLt GEMM: batch count must be >= 1");
   destroy();
@@ -90,6 +91,21 @@ Status CublasLtGemm::initialize(cublasLtHandle_t handle, const GemmShape& shape,
                                               sizeof(transpose)));
   CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)));
+  if (block_scales.a || block_scales.b) {
+    if (dtype != DType::FP8_E4M3 || !block_scales.a || !block_scales.b)
+      return Status::failure("cuBLASLt GEMM: block scales need fp8 inputs and both scale tensors");
+    // cuBLAS's A is our B (the weight, 128 x 128 blocks), its B our A (1 x 128 runs).
+    const std::int32_t blocks = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    const std::int32_t runs = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &blocks,
+                                                sizeof(blocks)));
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &runs, sizeof(runs)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                &block_scales.b, sizeof(block_scales.b)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                &block_scales.a, sizeof(block_scales.a)));
+  }
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_b_, type, k, n, static_cast<std::int64_t>(k)));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_a_, type, k, m, static_cast<std::int64_t>(k)));
   CUBLAS_CHECK(

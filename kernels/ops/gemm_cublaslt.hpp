@@ -37,6 +37,15 @@ struct GemmBatching {
   std::int64_t stride_c_elems = 0;
 };
 
+// FP8 only: DeepSeek-V3's block scaling instead of one scale per tensor: one float per
+// 1 x 128 run of each A row (activations: M x ceil(K / 128) of them) and per 128 x 128 block
+// of B (the weight: ceil(N / 128) x ceil(K / 128)), cuBLASLt's VEC128_32F and BLK128x128_32F
+// scale modes. Null pointers: per-tensor scaling (unit scales).
+struct Fp8BlockScales {
+  const float* a = nullptr;
+  const float* b = nullptr;
+};
+
 class CublasLtGemm {
  public:
   CublasLtGemm() = default;
@@ -52,7 +61,7 @@ class CublasLtGemm {
   // (a power of two <= 256); the heuristic only offers algorithms valid for it.
   Status initialize(cublasLtHandle_t handle, const GemmShape& shape, DType dtype,
                     const GemmBatching& batching, std::size_t alignment_bytes, void* workspace,
-                    std::size_t workspace_bytes);
+                    std::size_t workspace_bytes, const Fp8BlockScales& block_scales = {});
 
   Status run(const void* a, const void* b, void* c, cudaStream_t stream) const;
 

@@ -347,7 +347,7 @@ TEST(Calibrate, DryRunEstimatesWithoutRunning) {
 }
 
 TEST(Calibrate, ShippedSuitesParse) {
-  for (const char* s : {"default", "nvswitch-4gpu", "nvswitch-8gpu", "gemm-dtypes-1gpu"}) {
+  for (const char* s : {"default", "nvswitch-4gpu", "nvswitch-8gpu", "gemm-dtypes-1gpu", "gemm-fp8-block-1gpu"}) {
     const Suite suite = load_suite(std::string("calibration/suites/") + s + ".yaml");
     EXPECT_GT(suite.cases.size(), 5u) << s;
     double total = 0;

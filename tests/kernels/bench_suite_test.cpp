@@ -117,8 +117,15 @@ TEST(BenchFlags, Fp8OnlyForTheCublasGemm) {
     return std::string("no error");
   };
   EXPECT_NE(message({"--op", "gemm", "--shapes", "64x64x64", "--dtype", "fp8", "--designs", "own"})
-                .find("only the cublas design"),
+                .find("only the cublas and cublas_block128 designs"),
             std::string::npos);
+  EXPECT_NE(message({"--op", "gemm", "--shapes", "64x64x64", "--designs", "cublas_block128"})
+                .find("needs dtype fp8"),
+            std::string::npos);
+  const BenchOptions block = parse_flags(
+      {"--op", "gemm", "--shapes", "4096x2048x7168", "--dtype", "fp8", "--designs",
+       "cublas,cublas_block128"});
+  EXPECT_EQ(block.flag_case->designs, (std::vector<std::string>{"cublas", "cublas_block128"}));
   EXPECT_NE(message({"--op", "allreduce", "--bytes", "1MiB", "--dtype", "fp8"})
                 .find("for op gemm only"),
             std::string::npos);

@@ -33,7 +33,8 @@ class CublasLtGemmTest : public ::testing::Test {
 
   // Runs C = A * B^T (batched when asked) and returns ||C - ref|| / ||ref|| over all
   // elements, after checking every element was written and is within tolerance.
-  double run_and_compare(GemmShape shape, DType dtype, GemmBatching batching = {}) {
+  double run_and_compare(GemmShape shape, DType dtype, GemmBatching batching = {},
+                         bool block_scales = false) {
     const std::uint64_t seed_a = fresh_seed();
     const std::uint64_t seed_b = fresh_seed();
     const std::int64_t batches = batching.count;
@@ -50,9 +51,23 @@ class CublasLtGemmTest : public ::testing::Test {
     EXPECT_TRUE(fill_random(a.data(), a_rows * shape.k, dtype, seed_a, nullptr).ok);
     EXPECT_TRUE(fill_random(b.data(), shape.n * shape.k, dtype, seed_b, nullptr).ok);
     EXPECT_TRUE(poison(c.data(), c_rows * shape.n, nullptr).ok);
+    // Block scaling with unit scales: the same values as per-tensor scaling.
+    DeviceBuffer a_scales, b_scales;
+    Fp8BlockScales scales;
+    if (block_scales) {
+      const std::int64_t runs = (shape.k + 127) / 128;
+      const std::vector<float> ones(static_cast<std::size_t>(shape.m * runs), 1.0f);
+      EXPECT_TRUE(a_scales.allocate(ones.size() * sizeof(float)).ok);
+      EXPECT_TRUE(b_scales.allocate(ones.size() * sizeof(float)).ok);  // M x runs >= ceil(N / 128) x runs here
+      EXPECT_EQ(cudaMemcpy(a_scales.data(), ones.data(), ones.size() * 4, cudaMemcpyHostToDevice),
+                cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(b_scales.data(), ones.data(), ones.size() * 4, cudaMemcpyHostToDevice),
+                cudaSuccess);
+      scales = {a_scales.as<float>(), b_scales.as<float>()};
+    }
     CublasLtGemm gemm;
-    const Status init =
-        gemm.initialize(lt_, shape, dtype, batching, 256, workspace_.data(), workspace_.bytes());
+    const Status init = gemm.initialize(lt_, shape, dtype, batching, 256, workspace_.data(),
+                                        workspace_.bytes(), scales);
     EXPECT_TRUE(init.ok) << init.message;
     const Status run = gemm.run(a.data(), b.data(), c.data(), nullptr);
     EXPECT_TRUE(run.ok) << run.message;
@@ -131,6 +146,12 @@ TEST_F(CublasLtGemmTest, Fp8InputsMatchFloat64Reference) {
   EXPECT_LT(error, 1e-2);
   EXPECT_GT(error, 0.0);
   EXPECT_LT(run_and_compare({512, 1024, 2048}, DType::FP8_E4M3), 1e-2);
+}
+
+// DeepSeek-V3's block scaling (1 x 128 activation runs, 128 x 128 weight blocks), unit
+// scales: the same result as per-tensor scaling, within the same tolerance.
+TEST_F(CublasLtGemmTest, Fp8BlockScaledMatchesFloat64Reference) {
+  EXPECT_LT(run_and_compare({1024, 2048, 1024}, DType::FP8_E4M3, {}, true), 1e-2);
 }
 
 TEST_F(CublasLtGemmTest, BatchedRowBlocksMatchReference) {
