@@ -129,6 +129,31 @@ TEST(Validate, CopyEngineTilewiseRowsHaveTheirOwnKind) {
 // pair row's collective carrying the GEMM shape) is predicted by curve x
 // in_compute_loop_factor, the same collective alone by the curve; `collective` keeps both,
 // the sub-kinds split them. The sequential pair's collective runs between compute kernels.
+// Compute rows are also reported per input type, where more than one type occurs: the
+// types' counts add up to compute's, and a bf16-only file has no per-type kinds.
+TEST(Validate, ComputeRowsPerInputTypeWhereSeveralOccur) {
+  const auto count_of = [](const ValidationReport& r, const std::string& kind) {
+    for (const auto& k : r.kinds)
+      if (k.kind == kind) return k.count;
+    return 0;
+  };
+  const ValidationReport mixed =
+      validate(load_profile("calibration/profiles/h200-1gpu.yaml"),
+               read_measurements("calibration/data/h200x1-dtypes/heldout.csv"),
+               workloads::load_cluster(kCluster));
+  EXPECT_GT(count_of(mixed, "compute_fp8"), 0);
+  EXPECT_GT(count_of(mixed, "compute_fp16"), 0);
+  EXPECT_EQ(count_of(mixed, "compute_bf16") + count_of(mixed, "compute_fp16") +
+                count_of(mixed, "compute_fp8"),
+            count_of(mixed, "compute"));
+  const ValidationReport bf16 =
+      validate(load_profile("calibration/profiles/h200-nvlink.yaml"),
+               read_measurements("calibration/data/h200x2/heldout.csv"),
+               workloads::load_cluster(kCluster));
+  EXPECT_GT(count_of(bf16, "compute"), 0);
+  EXPECT_EQ(count_of(bf16, "compute_bf16"), 0);
+}
+
 TEST(Validate, InComputeLoopFactorAppliesToLoopRowsOnly) {
   const Truth t;
   sim::Profile profile = synthetic_profile(t);
