@@ -209,6 +209,8 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
                           &p.compute.launch_overhead_s})
     s->source.citation += carried;
   if (p.compute.idle_clock_boost) p.compute.idle_clock_boost->source.citation += carried;
+  if (p.compute.fp8_block_scaling_time_factor)
+    p.compute.fp8_block_scaling_time_factor->source.citation += carried;
   for (auto& [prec, c] : p.compute.gemm_efficiency) c.source.citation += carried;
   for (auto* tables : {&p.compute.gemm_tables, &p.compute.own_gemm_tables})
     for (auto& [prec, t] : *tables) t.source.citation += carried;

@@ -30,20 +30,22 @@ void set_param(FitOutput& out, const std::string& design, const std::string& key
   out.comments[fmt::format("designs.{}.{}", design, key)] = comment;
 }
 
-// Medians of single-op rows by (op, design, shape) and of default-CTA collectives by
+// Medians of single-op rows by (op, design, dtype, shape) and of default-CTA collectives by
 // (op, bytes).
 struct Parts {
-  std::map<std::tuple<std::string, std::string, Shape>, std::vector<double>> compute;
+  std::map<std::tuple<std::string, std::string, std::string, Shape>, std::vector<double>> compute;
   std::map<std::pair<std::string, std::uint64_t>, std::vector<double>> collective;
   explicit Parts(const FitData& data) {
     for (const auto& r : data.rows) {
-      if (is_compute_op(r.op)) compute[{r.op, r.design, {r.m, r.n, r.k}}].push_back(r.time_s);
+      if (is_compute_op(r.op))
+        compute[{r.op, r.design, r.dtype, {r.m, r.n, r.k}}].push_back(r.time_s);
       if (is_collective_op(r.op) && r.design == "nccl" && effective_ctas(r) == 0)
         collective[{r.op, r.bytes}].push_back(r.time_s);
     }
   }
-  double op_s(const std::string& op, const std::string& design, const Shape& s) const {
-    auto it = compute.find({op, design, s});
+  double op_s(const std::string& op, const std::string& design, const std::string& dtype,
+              const Shape& s) const {
+    auto it = compute.find({op, design, dtype, s});
     return it == compute.end() ? 0 : median(it->second);
   }
   double coll_s(const std::string& op, std::uint64_t bytes) const {
@@ -63,7 +65,8 @@ void fit_decomposed(const FitData& data, const Parts& parts, FitOutput& out) {
     if (r.design != "decomposed" || r.chunks < 2) continue;
     const auto pp = pair_parts(r.op);
     if (!pp) continue;
-    const double t_op = parts.op_s(pp->compute, compute_design(pp->compute), {r.m, r.n, r.k});
+    const double t_op = parts.op_s(pp->compute, compute_design(pp->compute), r.dtype,
+                                    {r.m, r.n, r.k});
     const double t_coll = parts.coll_s(pp->collective, r.bytes);
     if (t_op <= 0 || t_coll <= 0) continue;
     const double kc = r.chunks, g = t_op / kc, c = t_coll / kc;
@@ -109,9 +112,9 @@ void fit_tilewise(const FitData& data, const Parts& parts, FitOutput& out) {
   double log_sum = 0;
   int shapes = 0;
   for (const auto& [key, times] : parts.compute) {
-    const auto& [op, design, shape] = key;
+    const auto& [op, design, dtype, shape] = key;
     if (op != "gemm" || design != "own") continue;
-    const double cub = parts.op_s("gemm", "cublas", shape);
+    const double cub = parts.op_s("gemm", "cublas", dtype, shape);  // same input type
     if (cub <= 0) continue;
     cublas_at[shape] = cub;
     log_sum += std::log(median(times) / cub);
@@ -143,24 +146,26 @@ void fit_tilewise(const FitData& data, const Parts& parts, FitOutput& out) {
   // sms - s CTAs (chunks s): time ~ T_signal * (sms / (sms - s))^exponent.
   std::vector<const Measurement*> sig_rows, carve_rows;
   std::vector<double> fractions;
-  std::map<Shape, std::vector<double>> sig0;
+  std::map<std::pair<std::string, Shape>, std::vector<double>> sig0;
   for (const auto& r : data.rows)
     if (r.op == "gemm" && r.design == "own_signal" && r.chunks == 0)
-      sig0[{r.m, r.n, r.k}].push_back(r.time_s);
-  for (const auto& [shape, times] : sig0) {
-    const double own = parts.op_s("gemm", "own", shape);
+      sig0[{r.dtype, {r.m, r.n, r.k}}].push_back(r.time_s);
+  for (const auto& [key, times] : sig0) {
+    const double own = parts.op_s("gemm", "own", key.first, key.second);
     if (own > 0) fractions.push_back(median(times) / own - 1);
   }
   for (const auto& r : data.rows) {
     if (r.op != "gemm" || r.design != "own_signal") continue;
-    if (r.chunks == 0 && parts.op_s("gemm", "own", {r.m, r.n, r.k}) > 0) sig_rows.push_back(&r);
-    if (r.chunks > 0 && r.chunks < sms && sig0.count({r.m, r.n, r.k})) carve_rows.push_back(&r);
+    if (r.chunks == 0 && parts.op_s("gemm", "own", r.dtype, {r.m, r.n, r.k}) > 0)
+      sig_rows.push_back(&r);
+    if (r.chunks > 0 && r.chunks < sms && sig0.count({r.dtype, {r.m, r.n, r.k}}))
+      carve_rows.push_back(&r);
   }
   if (!fractions.empty()) {
     const double f = rounded(median(fractions), 6);
     std::vector<double> pred, meas;
     for (const Measurement* r : sig_rows) {
-      pred.push_back((1 + f) * parts.op_s("gemm", "own", {r->m, r->n, r->k}));
+      pred.push_back((1 + f) * parts.op_s("gemm", "own", r->dtype, {r->m, r->n, r->k}));
       meas.push_back(r->time_s);
     }
     const double err = relative_rms(pred, meas);
@@ -180,14 +185,14 @@ void fit_tilewise(const FitData& data, const Parts& parts, FitOutput& out) {
     double num = 0, den = 0;
     for (const Measurement* r : carve_rows) {
       const double a = std::log(static_cast<double>(sms) / (sms - r->chunks));
-      const double b = std::log(r->time_s / median(sig0[{r->m, r->n, r->k}]));
+      const double b = std::log(r->time_s / median(sig0[{r->dtype, {r->m, r->n, r->k}}]));
       num += a * b;
       den += a * a;
     }
     const double e = rounded(num / den, 6);
     std::vector<double> pred, meas;
     for (const Measurement* r : carve_rows) {
-      pred.push_back(median(sig0[{r->m, r->n, r->k}]) *
+      pred.push_back(median(sig0[{r->dtype, {r->m, r->n, r->k}}]) *
                      std::pow(static_cast<double>(sms) / (sms - r->chunks), e));
       meas.push_back(r->time_s);
     }

@@ -203,7 +203,8 @@ sim::GemmTable parse_gemm_table(const ConfigNode& node) {
 sim::ComputeProfile parse_compute(const ConfigNode& node) {
   node.check_keys(std::vector<std::string>{
       "peak_flops_per_s", "memory_bandwidth_Bps", "memory_capacity_bytes", "launch_overhead_s",
-      "efficiency", "gemm_tables", "own_gemm_tables", "idle_clock_boost"});
+      "efficiency", "gemm_tables", "own_gemm_tables", "idle_clock_boost",
+      "fp8_block_scaling_time_factor"});
   sim::ComputeProfile c;
   ConfigNode peaks = node.child("peak_flops_per_s");
   if (!peaks.is_map() || peaks.size() == 0)
@@ -239,6 +240,13 @@ sim::ComputeProfile parse_compute(const ConfigNode& node) {
     if (!(c.idle_clock_boost->value >= 0 && c.idle_clock_boost->value <= 10))
       node.child("idle_clock_boost")
           .fail("expected a boost per idle fraction in [0, 10] (value: 0.4)");
+  }
+  if (node.optional_child("fp8_block_scaling_time_factor")) {
+    c.fp8_block_scaling_time_factor = parse_sourced(node, "fp8_block_scaling_time_factor");
+    if (!(c.fp8_block_scaling_time_factor->value >= 0.5 &&
+          c.fp8_block_scaling_time_factor->value <= 10))
+      node.child("fp8_block_scaling_time_factor")
+          .fail("expected block-scaled / per-tensor fp8 GEMM time in [0.5, 10] (value: 1.1)");
   }
   for (const char* name : {"gemm_tables", "own_gemm_tables"})
     if (auto tables = node.optional_child(name)) {
@@ -372,7 +380,8 @@ const std::vector<config::ParamDoc>& profile_params() {
       {"device", "name, sms, driver, cuda, nccl, date, host, source, citation", "", ""},
       {"compute",
        "peak_flops_per_s, memory_bandwidth_Bps, memory_capacity_bytes, "
-       "launch_overhead_s, efficiency, gemm_tables, own_gemm_tables, idle_clock_boost",
+       "launch_overhead_s, efficiency, gemm_tables, own_gemm_tables, idle_clock_boost, "
+       "fp8_block_scaling_time_factor",
        "", ""},
       {"collectives",
        "list of {op, algorithm, scope, ranks, ctas, segments, in_compute_loop_factor, source}",

@@ -171,6 +171,11 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
     comment(out, o, "compute.idle_clock_boost", "  ");
     out += fmt::format("  idle_clock_boost: {}\n", sourced(*c.idle_clock_boost));
   }
+  if (c.fp8_block_scaling_time_factor) {
+    comment(out, o, "compute.fp8_block_scaling_time_factor", "  ");
+    out += fmt::format("  fp8_block_scaling_time_factor: {}\n",
+                       sourced(*c.fp8_block_scaling_time_factor));
+  }
   out += "  efficiency:\n    gemm:\n";
   for (const auto& [prec, lc] : c.gemm_efficiency) {
     comment(out, o, fmt::format("compute.efficiency.gemm.{}", sim::to_string(prec)), "      ");

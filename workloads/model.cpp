@@ -113,6 +113,11 @@ const std::vector<ParamDoc> kTrainingDocs = {
     {"micro_batch", "sequences per microbatch per DP rank", "1", ""},
     {"precision", "bf16 | fp16 | fp8 | fp32 (GEMM inputs; with fp8 activations stay 16-bit)",
      "bf16", ""},
+    {"fp8_scaling",
+     "tensor | block128: fp8 GEMMs scaled per tensor, or per 1 x 128 activation run and "
+     "128 x 128 weight block (DeepSeek-V3); block128 needs the profile's "
+     "compute.fp8_block_scaling_time_factor; only with precision: fp8",
+     "tensor", ""},
     {"grad_precision",
      "bf16 | fp32: precision of the DP gradient reduction (Megatron-LM accumulates and "
      "all-reduces bf16 models' gradients in fp32)",
@@ -288,6 +293,13 @@ void load_training(ModelSpec& spec, const ConfigNode& n) {
   t.precision =
       parse_precision(n, "precision", {"bf16", "fp16", "fp8", "fp32"}, sim::Precision::BF16);
   t.grad_precision = parse_precision(n, "grad_precision", {"bf16", "fp32"}, sim::Precision::FP32);
+  if (n.has("fp8_scaling")) {
+    if (t.precision != sim::Precision::FP8)
+      n.child("fp8_scaling").fail("only with precision: fp8 (expected no fp8_scaling here)");
+    t.fp8_scaling = n.get_enum("fp8_scaling", {"tensor", "block128"}) == "block128"
+                        ? Fp8Scaling::Block128
+                        : Fp8Scaling::Tensor;
+  }
   std::string rc = n.get_enum("recompute", {"none", "selective", "full"}, "none");
   t.recompute = rc == "full"        ? Recompute::Full
                 : rc == "selective" ? Recompute::Selective

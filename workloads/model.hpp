@@ -100,11 +100,16 @@ struct Parallelism {
   int last_stage_layers = 0;
 };
 
+// How fp8 GEMM inputs are scaled: one scale per tensor (Transformer Engine's delayed or
+// current scaling), or per 1 x 128 activation run and 128 x 128 weight block (DeepSeek-V3).
+enum class Fp8Scaling { Tensor, Block128 };
+
 struct TrainingSpec {
   int seq_len = 0;                                  // transformer only
   std::int64_t global_batch = 0;                    // sequences (transformer) or samples (dlrm)
   int micro_batch = 1;                              // dlrm: 0 = global_batch / dp (one microbatch)
   sim::Precision precision = sim::Precision::BF16;  // GEMM inputs (fp8: TE-style GEMMs)
+  Fp8Scaling fp8_scaling = Fp8Scaling::Tensor;      // with precision fp8 only
   // DP gradient reduction; Megatron-LM accumulates and reduces bf16 models' grads in fp32.
   sim::Precision grad_precision = sim::Precision::FP32;
   Recompute recompute = Recompute::None;

@@ -59,6 +59,9 @@ OpVertex TransformerEmitter::compute(sim::OpNode node, const Ctx& c,
   node.recompute = c.recompute;
   if (node.precision == sim::Precision::BF16 && spec_.training.precision == sim::Precision::FP16)
     node.precision = sim::Precision::FP16;
+  node.fp8_block_scaled = node.kind == sim::OpKind::Gemm &&
+                          node.precision == sim::Precision::FP8 &&
+                          spec_.training.fp8_scaling == Fp8Scaling::Block128;
   return b_.add(std::move(node), deps);
 }
 

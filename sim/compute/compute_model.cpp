@@ -99,6 +99,16 @@ OpCost ComputeModel::cost(const OpNode& op) const {
       case OpKind::SendRecv:
         break;
     }
+    if (op.kind == OpKind::Gemm && op.fp8_block_scaled && op.precision == Precision::FP8) {
+      if (!profile_.fp8_block_scaling_time_factor)
+        throw std::invalid_argument(fmt::format(
+            "op '{}': block-scaled fp8, but the profile has no "
+            "compute.fp8_block_scaling_time_factor (measure it: calibration/suites/"
+            "gemm-fp8-block-1gpu.yaml)",
+            op.name));
+      mark(kFp8BlockScaling);
+      c.compute_s *= profile_.fp8_block_scaling_time_factor->value;
+    }
   }
   c.time_s = std::max(c.compute_s, c.memory_s) + c.launch_s;
   return c;
@@ -120,6 +130,7 @@ std::vector<std::string> ComputeModel::used_entries() const {
   if (used_ & (1u << kAttentionBackward)) out.push_back("compute.efficiency.attention_backward");
   if (used_ & (1u << kMemoryEfficiency)) out.push_back("compute.efficiency.memory");
   if (used_ & (1u << kEmbeddingEfficiency)) out.push_back("compute.efficiency.embedding");
+  if (used_ & (1u << kFp8BlockScaling)) out.push_back("compute.fp8_block_scaling_time_factor");
   for (Precision p : precisions)
     if (used_ & (1u << (kGemmTable + static_cast<unsigned>(p))))
       out.push_back(fmt::format("compute.gemm_tables.{}", to_string(p)));

@@ -59,6 +59,7 @@ class ComputeModel {
     kAttentionBackward,
     kMemoryEfficiency,
     kEmbeddingEfficiency,
+    kFp8BlockScaling,
   };
   // Checked before written, so threads sharing a model only read the mask once warm.
   void mark(unsigned entry) const {

@@ -46,6 +46,10 @@ struct ComputeProfile {
   // collective's share (docs/calibration.md). Absent: no boost (f has no effect).
   std::optional<Sourced> idle_clock_boost;
 
+  // Block-scaled FP8 GEMM time / per-tensor-scaled time (the fp8 table and curve hold the
+  // latter), for ops with fp8_block_scaled. Absent: such ops are an error.
+  std::optional<Sourced> fp8_block_scaling_time_factor;
+
   // 1 + idle_clock_boost * idle_fraction (1 without the key); idle_fraction in [0, 1].
   double clock_speedup(double idle_fraction) const;
 };

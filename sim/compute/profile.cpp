@@ -23,6 +23,8 @@ std::vector<SourceEntry> Profile::sources() const {
   for (const auto& [p, table] : c.own_gemm_tables)
     out.push_back({fmt::format("compute.own_gemm_tables.{}", to_string(p)), table.source});
   if (c.idle_clock_boost) out.push_back({"compute.idle_clock_boost", c.idle_clock_boost->source});
+  if (c.fp8_block_scaling_time_factor)
+    out.push_back({"compute.fp8_block_scaling_time_factor", c.fp8_block_scaling_time_factor->source});
   for (const auto& cc : collectives.curves) {
     out.push_back({fmt::format("collectives.{}.{}.{}", to_string(cc.op), to_string(cc.algo),
                                to_string(cc.scope)),

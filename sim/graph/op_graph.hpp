@@ -58,6 +58,10 @@ struct OpNode {
   Phase phase = Phase::Forward;
   StreamKind stream = StreamKind::Compute;
   Precision precision = Precision::BF16;
+  // FP8 GEMMs with block scaling (1 x 128 activation runs, 128 x 128 weight blocks: the
+  // DeepSeek-V3 recipe) rather than one scale per tensor; ComputeModel charges
+  // compute.fp8_block_scaling_time_factor on top of the fp8 GEMM time.
+  bool fp8_block_scaled = false;
   int layer = -1;
   int microbatch = -1;
 

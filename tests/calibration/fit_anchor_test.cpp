@@ -4,6 +4,7 @@
 // GEMM has no type in common) at rates / 1.1, and says so in their citations.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 
@@ -63,6 +64,38 @@ TEST(AnchorCarriedGemmTables, CarriedTypesTakeTheMeasuredTypesSlowdown) {
   EXPECT_NE(own.source.citation.find("the cuBLAS ratio"), std::string::npos);
   // The measured type is refitted from the rows, not scaled.
   EXPECT_EQ(fitted.gemm_tables.at(sim::Precision::BF16).source.citation.find("rates /"),
+            std::string::npos);
+}
+
+// compute.fp8_block_scaling_time_factor: the geometric mean of block-scaled / per-tensor
+// kernel times over the shapes timed both ways (1.2 and 1.05 here), cited, written and
+// read back; carried down the chain like any measured number.
+TEST(FitFp8BlockScaling, GeometricMeanOfTheShapesRatios) {
+  const double launch_s = load_profile(kBase).compute.launch_overhead_s.value;
+  std::string csv = kBenchHeader;
+  const auto row = [&](const std::string& design, long m, double kernel_s) {
+    std::string r = bench_row("gemm", design, m, 4096, 4096, 0, 1, launch_s + kernel_s);
+    return r.replace(r.find(",bf16,"), 6, ",fp8,");
+  };
+  csv += row("cublas", 1024, 100e-6) + row("cublas_block128", 1024, 120e-6);
+  csv += row("cublas", 2048, 200e-6) + row("cublas_block128", 2048, 210e-6);
+  const fs::path dir = fs::temp_directory_path() / "overlapsim_fit_fp8_block";
+  fs::remove_all(dir);
+  write_text(dir / "rows.csv", csv);
+  write_text(dir / "manifest.yaml", manifest_yaml("NVIDIA H200", {"rows.csv"}));
+  FitOptions o;
+  o.base_profile = kBase;
+  const FitResult r = fit_profile(dir.string(), o);
+  ASSERT_TRUE(r.profile.compute.fp8_block_scaling_time_factor);
+  const sim::Sourced& f = *r.profile.compute.fp8_block_scaling_time_factor;
+  EXPECT_NEAR(f.value, std::sqrt(1.2 * 1.05), 6e-4);  // written to 4 significant digits
+  EXPECT_EQ(f.source.kind, sim::SourceKind::Measured);
+  EXPECT_NE(f.source.citation.find("rows.csv:2-5"), std::string::npos) << f.source.citation;
+  EXPECT_NE(r.yaml.find("fp8_block_scaling_time_factor:"), std::string::npos);
+  // The shipped 1-GPU profile has it measured; the 8-GPU one carries it.
+  const sim::Profile eight = load_profile("calibration/profiles/h200-nvswitch-8gpu.yaml");
+  ASSERT_TRUE(eight.compute.fp8_block_scaling_time_factor);
+  EXPECT_NE(eight.compute.fp8_block_scaling_time_factor->source.citation.find("[carried from"),
             std::string::npos);
 }
 

@@ -449,6 +449,31 @@ TEST(TransformerGenerator, TiedEmbeddingOnOneStageIsOneGradient) {
   EXPECT_DOUBLE_EQ(dp_bytes(untied) - dp_bytes(tied), 500.0 * 256 * 4 + 500.0 * 256 * 2);
 }
 
+// fp8_scaling: block128 marks every fp8 GEMM (and nothing else) as block-scaled.
+TEST(TransformerGenerator, BlockScaledFp8MarksEveryGemm) {
+  auto spec = load_model(tiny_path());
+  spec.training.precision = sim::Precision::FP8;
+  spec.training.fp8_scaling = Fp8Scaling::Block128;
+  auto block = generate_step(spec, 16);
+  spec.training.fp8_scaling = Fp8Scaling::Tensor;
+  auto tensor = generate_step(spec, 16);
+  const auto count = [](const sim::StepGraph& s, bool gemms) {
+    return sum_ops(
+        s.ranks[0],
+        [&](const sim::OpNode& op) {
+          return (op.kind == OpKind::Gemm) == gemms && op.fp8_block_scaled;
+        },
+        [](const sim::OpNode&) { return 1.0; });
+  };
+  const double gemms = sum_ops(
+      block.ranks[0], [](const sim::OpNode& op) { return op.kind == OpKind::Gemm; },
+      [](const sim::OpNode&) { return 1.0; });
+  EXPECT_GT(gemms, 0);
+  EXPECT_EQ(count(block, true), gemms);
+  EXPECT_EQ(count(block, false), 0);
+  EXPECT_EQ(count(tensor, true), 0);
+}
+
 TEST(TransformerGenerator, UnfoldedStepsRunToCompletionUnderRendezvousTransfers) {
   auto spec = load_model(tiny_path());
   EXPECT_EQ(stuck_ops(generate_step(spec, 16, {false, 8})), 0);

@@ -159,6 +159,20 @@ TEST(ModelRules, MissingRequiredKey) {
   EXPECT_NE(msg.find("transformer.vocab: missing"), std::string::npos) << msg;
 }
 
+TEST(ModelRules, Fp8ScalingOnlyWithFp8) {
+  const std::string fp8 =
+      edit(kTiny, {{"  micro_batch: 1", "  micro_batch: 1\n  precision: fp8\n  fp8_scaling: block128"}});
+  EXPECT_EQ(load_model_string(fp8, "m.yaml").training.fp8_scaling, Fp8Scaling::Block128);
+  const std::string bf16 =
+      edit(kTiny, {{"  micro_batch: 1", "  micro_batch: 1\n  fp8_scaling: block128"}});
+  expect_error(load_error(bf16), bf16, "fp8_scaling", "training.fp8_scaling");
+  const std::string bad =
+      edit(kTiny, {{"  micro_batch: 1", "  micro_batch: 1\n  precision: fp8\n  fp8_scaling: block64"}});
+  expect_error(load_error(bad), bad, "fp8_scaling", "training.fp8_scaling");
+  auto ds = load_model(std::string(OVERLAPSIM_SOURCE_DIR) + "/workloads/models/deepseek-v3.yaml");
+  EXPECT_EQ(ds.training.fp8_scaling, Fp8Scaling::Block128);  // its report, sec. 3.3.1
+}
+
 TEST(ModelRules, UnknownKind) {
   std::string text = edit(kTiny, {{"kind: transformer", "kind: rnn"}});
   expect_error(load_error(text), text, "kind: rnn", "kind");

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -46,6 +47,34 @@ TEST(ComputeModel, ComputeBoundGemmIsFlopsOverEfficientPeakPlusLaunch) {
   EXPECT_DOUBLE_EQ(c.memory_s, bytes / (1e12 * 0.8));
   EXPECT_FALSE(c.memory_bound());
   EXPECT_DOUBLE_EQ(c.time_s, flops / 5e14 + 1e-6);
+}
+
+// Block-scaled fp8 GEMMs take the profile's factor on their compute time; other ops and
+// per-tensor fp8 do not; without the factor a block-scaled op names the missing key.
+TEST(ComputeModel, BlockScaledFp8GemmsTakeTheMeasuredFactor) {
+  ComputeProfile p = test_profile();
+  p.peak_flops_per_s[Precision::FP8].value = 2e15;
+  p.gemm_efficiency[Precision::FP8] = flat(0.5);
+  OpNode op = gemm_op("g", 4096, 4096, 4096);
+  op.precision = Precision::FP8;
+  const double tensor_s = ComputeModel(p).cost(op).compute_s;
+  op.fp8_block_scaled = true;
+  try {
+    ComputeModel(p).cost(op);
+    FAIL() << "no factor in the profile";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("compute.fp8_block_scaling_time_factor"),
+              std::string::npos);
+  }
+  p.fp8_block_scaling_time_factor = Sourced{1.1, {}};
+  ComputeModel model(p);
+  EXPECT_DOUBLE_EQ(model.cost(op).compute_s, 1.1 * tensor_s);
+  const auto used = model.used_entries();
+  EXPECT_NE(std::find(used.begin(), used.end(), "compute.fp8_block_scaling_time_factor"),
+            used.end());
+  OpNode bf16 = gemm_op("h", 4096, 4096, 4096);
+  bf16.fp8_block_scaled = true;  // not fp8: no effect
+  EXPECT_DOUBLE_EQ(model.cost(bf16).compute_s, 2.0 * 4096.0 * 4096.0 * 4096.0 / 5e14);
 }
 
 TEST(ComputeModel, GemvIsMemoryBound) {
