@@ -22,7 +22,8 @@ namespace overlapsim::calibration {
 namespace {
 
 const std::vector<std::string> kKindOrder = {
-    "compute",         "compute_bf16",   "compute_fp16", "compute_fp8",    "compute_own",
+    "compute",         "compute_bf16",   "compute_fp16", "compute_fp8",    "compute_fp8_block",
+    "compute_own",
     "collective",      "collective_alone", "collective_in_loop",
     "collective_ctas", "collective_eff", "sequential", "decomposed",       "tilewise",
     "tilewise_ce",     "collective_flow"};
@@ -248,13 +249,21 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
         add(m, "compute_own", sim::ComputeModel(timed).time_s(compute_op(m, m.op)));
         continue;
       }
+      if (m.op == "gemm" && m.design == "cublas_block128" &&
+          profile.compute.fp8_block_scaling_time_factor) {
+        sim::OpNode op = compute_op(m, m.op);
+        op.fp8_block_scaled = true;
+        add(m, "compute", model.time_s(op));
+        r.rows.back().sub_kind = "compute_fp8_block";
+        continue;
+      }
       if (!vendor) {
         add_unmodelled(
             r, m.op + " " + m.design,
             m.design == "own" ? "our own GEMM: the profile has no compute.own_gemm_tables to time it by"
             : m.design == "cublas_block128"
-                ? "block-scaled FP8 (DeepSeek-V3's recipe): the profile's fp8 table is "
-                  "cuBLASLt's per-tensor-scaled GEMM"
+                ? "block-scaled FP8 (DeepSeek-V3's recipe): the profile has no "
+                  "compute.fp8_block_scaling_time_factor"
                 : "a variant of our own GEMM (signals, remapped stores, another version) "
                   "timed for the tile-wise design's parameters, not a simulator op");
         continue;

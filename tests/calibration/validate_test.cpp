@@ -143,8 +143,9 @@ TEST(Validate, ComputeRowsPerInputTypeWhereSeveralOccur) {
                workloads::load_cluster(kCluster));
   EXPECT_GT(count_of(mixed, "compute_fp8"), 0);
   EXPECT_GT(count_of(mixed, "compute_fp16"), 0);
+  EXPECT_GT(count_of(mixed, "compute_fp8_block"), 0);  // by fp8 x the block factor
   EXPECT_EQ(count_of(mixed, "compute_bf16") + count_of(mixed, "compute_fp16") +
-                count_of(mixed, "compute_fp8"),
+                count_of(mixed, "compute_fp8") + count_of(mixed, "compute_fp8_block"),
             count_of(mixed, "compute"));
   const ValidationReport bf16 =
       validate(load_profile("calibration/profiles/h200-nvlink.yaml"),
