@@ -73,6 +73,21 @@ double relative_rms(const std::vector<double>& predicted, const std::vector<doub
   return std::sqrt(s / static_cast<double>(measured.size()));
 }
 
+double geometric_mean(const std::vector<double>& values) {
+  double s = 0;
+  for (double v : values) s += std::log(v);
+  return std::exp(s / static_cast<double>(values.size()));
+}
+
+sim::Sourced measured_value(double value, std::string citation, double fit_error) {
+  sim::Sourced s;
+  s.value = value;
+  s.source.kind = sim::SourceKind::Measured;
+  s.source.citation = std::move(citation);
+  s.source.fit_error = std::stod(fmt::format("{:.4g}", fit_error));
+  return s;
+}
+
 std::string cite_rows(const std::string& label, const std::vector<const Measurement*>& rows) {
   std::map<std::string, std::set<int>> lines;
   for (const Measurement* r : rows) lines[r->file].insert(r->line);

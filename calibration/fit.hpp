@@ -65,6 +65,10 @@ double median(std::vector<double> values);
 std::string cite_rows(const std::string& label, const std::vector<const Measurement*>& rows);
 // Relative RMS of predicted vs measured.
 double relative_rms(const std::vector<double>& predicted, const std::vector<double>& measured);
+// exp(mean(log(values))): the average of ratios.
+double geometric_mean(const std::vector<double>& values);
+// A fitted number: source measured, this citation, fit_error rounded as the YAML writes it.
+sim::Sourced measured_value(double value, std::string citation, double fit_error);
 
 // Stages (fit_compute.cpp, fit_collectives.cpp, fit_designs.cpp, fit_interference.cpp).
 // Each fills its part of

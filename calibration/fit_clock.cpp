@@ -48,13 +48,11 @@ void fit_idle_clock_boost(const FitData& data, FitOutput& out) {
   for (std::size_t i = 0; i < rows.size(); ++i)
     predicted.push_back(back_to_back[i] / (1 + boost * fractions[i]));
   const double err = relative_rms(predicted, measured);
-  sim::Sourced s;
-  s.value = boost;
-  s.source.kind = sim::SourceKind::Measured;
-  s.source.citation = "overlap-bench cublas GEMMs inside pair loops vs compute.gemm_tables, " +
-                      cite_rows(data.label, rows);
-  s.source.fit_error = std::stod(fmt::format("{:.4g}", err));
-  out.profile.compute.idle_clock_boost = s;
+  out.profile.compute.idle_clock_boost = measured_value(
+      boost,
+      "overlap-bench cublas GEMMs inside pair loops vs compute.gemm_tables, " +
+          cite_rows(data.label, rows),
+      err);
   out.comments["compute.idle_clock_boost"] = fmt::format(
       "Least squares over {} GEMM-alone rows of the pair loops (GEMM, collective and pair\n"
       "timed in turn) of table time / measured time - 1 = boost x f, f = T_coll / (T_gemm +\n"

@@ -22,9 +22,9 @@ namespace overlapsim::calibration {
 namespace {
 
 double geometric_mean_ratio(const std::vector<std::pair<double, double>>& pred_meas) {
-  double s = 0;
-  for (const auto& [pred, meas] : pred_meas) s += std::log(meas / pred);
-  return std::exp(s / static_cast<double>(pred_meas.size()));
+  std::vector<double> ratios;
+  for (const auto& [pred, meas] : pred_meas) ratios.push_back(meas / pred);
+  return geometric_mean(ratios);
 }
 
 }  // namespace
@@ -84,12 +84,12 @@ InLoopFactorFit fit_in_compute_loop_factor(const sim::CollectiveCurve& curve,
     measured.push_back(meas);
   }
   const double err = relative_rms(predicted, measured);
-  out.factor.value = factor;
-  out.factor.source.kind = sim::SourceKind::Measured;
-  out.factor.source.citation = fmt::format(
-      "overlap-bench {} rows timed inside pair loops vs this curve{}, {}", sim::to_string(curve.op),
-      keep ? "" : " (no factor: leave-one-out)", cite_rows(data_label, loop_rows));
-  out.factor.source.fit_error = std::stod(fmt::format("{:.4g}", err));
+  out.factor = measured_value(
+      factor,
+      fmt::format("overlap-bench {} rows timed inside pair loops vs this curve{}, {}",
+                  sim::to_string(curve.op), keep ? "" : " (no factor: leave-one-out)",
+                  cite_rows(data_label, loop_rows)),
+      err);
   out.comment = fmt::format(
       "{} of measured / this curve over the {} rows timed inside pair loops\n"
       "(the collective between GEMMs):\n{}.\n"

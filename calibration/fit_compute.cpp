@@ -335,18 +335,12 @@ void fit_fp8_block_scaling(const FitData& data, FitOutput& out) {
     cited.push_back(&r);
   }
   if (ratios.empty()) return;
-  double log_sum = 0;
-  for (double x : ratios) log_sum += std::log(x);
-  const double factor = std::stod(fmt::format("{:.4g}", std::exp(log_sum / ratios.size())));
+  const double factor = std::stod(fmt::format("{:.4g}", geometric_mean(ratios)));
   std::sort(cited.begin(), cited.end());
   const double err = relative_rms(std::vector<double>(ratios.size(), factor), ratios);
-  sim::Sourced s;
-  s.value = factor;
-  s.source.kind = sim::SourceKind::Measured;
-  s.source.citation = "overlap-bench gemm fp8 rows, cublas_block128 vs cublas, " +
-                      cite_rows(data.label, cited);
-  s.source.fit_error = std::stod(fmt::format("{:.4g}", err));
-  out.profile.compute.fp8_block_scaling_time_factor = s;
+  out.profile.compute.fp8_block_scaling_time_factor = measured_value(
+      factor, "overlap-bench gemm fp8 rows, cublas_block128 vs cublas, " + cite_rows(data.label, cited),
+      err);
   out.comments["compute.fp8_block_scaling_time_factor"] = fmt::format(
       "Block-scaled fp8 GEMM time (1 x 128 activation runs, 128 x 128 weight blocks: the\n"
       "DeepSeek-V3 recipe) / per-tensor-scaled time, geometric mean over the {} shapes timed\n"
