@@ -119,6 +119,10 @@ def main():
         own_sig_ce_sys = nan_if_none(ts.get(("gemm", "own_signal_ce_sys", 0)))
         own_sig_ce_gpu = nan_if_none(ts.get(("gemm", "own_signal_ce_gpu", 0)))
         own_v2 = nan_if_none(ts.get(("gemm", "own_v2_interleaved", 0)))
+        # The copy-engine GEMM with its chosen groups, timed in the final loop beside
+        # tilewise_ce (since session 6): what of tilewise_ce is GEMM, what is transport tail.
+        own_ce_loop = min([v for (o, d, c), v in ts.items() if o == op and d == "own_signal_ce_tw_loop"]
+                          or [math.nan])
         wrong = sum(int(r["wrong"]) for r in rows if r["op"] == op and (int(r["m"]), int(r["n"]), int(r["k"])) == shape
                     and r["design"] in ("tilewise", "tilewise_ce"))
         o = {**tags, "op": op, "m": m, "n": n, "k": k,
@@ -144,6 +148,9 @@ def main():
             "t_own_v2_interleaved_s": own_v2,
             "own_over_v2": own / own_v2 if own == own and own_v2 == own_v2 else math.nan,
             "own_over_cublas_same_loop": own / op_loop if own == own and op_loop == op_loop else math.nan,
+            "t_own_signal_ce_same_loop_s": own_ce_loop,
+            "own_signal_ce_over_cublas_same_loop": own_ce_loop / op_loop if own_ce_loop == own_ce_loop and op_loop == op_loop else math.nan,
+            "tilewise_ce_tail_same_loop_s": tile_ce - own_ce_loop if own_ce_loop == own_ce_loop and tile_ce == tile_ce else math.nan,
             "t_unpermute_s": ts.get(("unpermute", "tilewise", 1), math.nan),
             "t_rmsnorm_natural_s": ts.get(("residual_rmsnorm", "natural", 1), math.nan),
             "t_rmsnorm_fused_s": ts.get(("residual_rmsnorm", "tilewise_fused", 1), math.nan),
@@ -211,6 +218,12 @@ def main():
             continue
         seen.add(shape)
         print(f"own GEMM {o['m']}x{o['n']}x{o['k']}: current / v2 (same loop) {o['own_over_v2']:.3f}")
+    for o in out:
+        if o["t_own_signal_ce_same_loop_s"] == o["t_own_signal_ce_same_loop_s"]:
+            print(f"same loop {o['op']} {o['m']}x{o['n']}x{o['k']}: cuBLAS {ms(o['t_op_same_loop_s'])}, "
+                  f"copy-engine GEMM alone {ms(o['t_own_signal_ce_same_loop_s'])} "
+                  f"({o['own_signal_ce_over_cublas_same_loop']:.3f} of cuBLAS time), tilewise_ce "
+                  f"{ms(o['t_tilewise_ce_s'])}, transport tail {ms(o['tilewise_ce_tail_same_loop_s'])} ms")
     errs = [abs(o["tilewise_ce_pred_error"]) for o in out if o["tilewise_ce_pred_error"] == o["tilewise_ce_pred_error"]]
     if errs:
         print(f"copy_engine predictor |error| on the chosen configs: mean {100 * sum(errs) / len(errs):.1f}%, "

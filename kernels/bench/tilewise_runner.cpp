@@ -601,6 +601,15 @@ class TilewiseShapeRunner {
         return dc->run(b.a, b.b, p_.data(), compute(), comm_stream());
       });
       names.push_back("tilewise_ce");
+      // The same GEMM (chosen groups, rotated order, remapped stores, signals) without its
+      // transport, in this loop: the GEMM's share of tilewise_ce under the loop's clock
+      // (the signal loop runs GEMMs only, hotter; there the AR tail could not be told
+      // from a slower GEMM).
+      variants.push_back([&](int i) {
+        const PairBuffers b = io_.set(i);
+        return dc->run_gemm_only(b.a, b.b, p_.data(), compute());
+      });
+      names.push_back("own_signal_ce");
     }
     if (variants.empty()) return Status::success();
     OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: final designs ready"));
@@ -615,6 +624,10 @@ class TilewiseShapeRunner {
           r.bytes = collective_bytes(op_, shape_, env_.world(), case_.dtype);
           r.busbw_factor = busbw_factor(coll_, env_.world());
         }
+        env_.emit(r);
+      } else if (names[v] == "own_signal_ce") {
+        BenchRow r = row(to_string(op_), "own_signal_ce_tw_loop", ce->ce_groups, timings[v]);
+        r.flops = compute_flops(op_, shape_);
         env_.emit(r);
       } else if (names[v] == "tilewise") {
         OVERLAPSIM_TRY(measure_final(*dn, *nccl, search_nccl, timings[v]));
