@@ -405,7 +405,7 @@ __device__ __forceinline__ void add_in_place(T* base, int64_t stride, const Tile
 template <class T>
 __device__ __forceinline__ void store_reduced_pair(T* out, const T* peer,
                                                    const uint32_t (&packed)[64], int consumer,
-                                                   int h, int q) {
+                                                   int h, int q, T* mirror) {
   const int lane = threadIdx.x % 32;
   const int warp = (threadIdx.x / 32) % 4;
   const int row0 = consumer * 64 + warp * 16 + lane / 4;
@@ -413,6 +413,7 @@ __device__ __forceinline__ void store_reduced_pair(T* out, const T* peer,
   const int64_t at = static_cast<int64_t>(row0 + 8 * h) * GemmConfig::kTileN + col0;
   const unsigned int* src = reinterpret_cast<const unsigned int*>(peer + at);
   uint32_t* dst = reinterpret_cast<uint32_t*>(out + at);
+  uint32_t* dst2 = mirror != nullptr ? reinterpret_cast<uint32_t*>(mirror + at) : nullptr;
   // packed[2j + h] is indexed with a runtime h and q: select with unrolled branches so the
   // array stays in registers.
   uint32_t theirs[16];
@@ -427,7 +428,9 @@ __device__ __forceinline__ void store_reduced_pair(T* out, const T* peer,
       for (int j = 0; j < 16; ++j) {
         const float2 a = unpack_pair<T>(packed[2 * (16 * qq + j) + hh]);
         const float2 b = unpack_pair<T>(theirs[j]);
-        dst[4 * (16 * qq + j)] = pack_pair<T>(a.x + b.x, a.y + b.y);
+        const uint32_t v = pack_pair<T>(a.x + b.x, a.y + b.y);
+        dst[4 * (16 * qq + j)] = v;
+        if (dst2 != nullptr) dst2[4 * (16 * qq + j)] = v;
       }
     }
   }
@@ -437,11 +440,13 @@ __device__ __forceinline__ void store_reduced_pair(T* out, const T* peer,
 // column groups the quad transposes its words (quad_transpose), so each lane sums 8
 // consecutive columns: 4 peer loads of 16 bytes (issued together) and 4 stores of 16
 // bytes per thread instead of 16 + 16 of 4 bytes. Same sums, bit for bit. 16-byte
-// aligned out and peer needed.
+// aligned out and peer needed (and mirror, where given).
+// mirror (nullptr: none): a second destination of the same sums at the same offsets, the
+// peer's P over NVLink when the epilogue itself does an all-reduce's phase 2.
 template <class T>
 __device__ __forceinline__ void store_reduced_pair_vec(T* out, const T* peer,
                                                        const uint32_t (&packed)[64], int consumer,
-                                                       int h, int half) {
+                                                       int h, int half, T* mirror) {
   const int lane = threadIdx.x % 32;
   const int warp = (threadIdx.x / 32) % 4;
   const int q = lane % 4;
@@ -472,8 +477,9 @@ __device__ __forceinline__ void store_reduced_pair_vec(T* out, const T* peer,
           const float2 b = unpack_pair<T>(t[c]);
           sum[c] = pack_pair<T>(a.x + b.x, a.y + b.y);
         }
-        *reinterpret_cast<uint4*>(out + row_at + 8 * (4 * g + q)) =
-            make_uint4(sum[0], sum[1], sum[2], sum[3]);
+        const uint4 v = make_uint4(sum[0], sum[1], sum[2], sum[3]);
+        *reinterpret_cast<uint4*>(out + row_at + 8 * (4 * g + q)) = v;
+        if (mirror != nullptr) *reinterpret_cast<uint4*>(mirror + row_at + 8 * (4 * g + q)) = v;
       }
     }
   }
@@ -503,6 +509,9 @@ struct OwnerEpilogue {
     int64_t own_begin_elems = 0;
     void* own_out = nullptr;
     int64_t own_out_begin_elems = 0;
+    // All-reduce phase 2 by the epilogue (2 ranks, full tiles; EpilogueArgs::peer_out):
+    // each reduced own tile is also stored at peer_out + its part-relative offset.
+    void* peer_out = nullptr;
     int32_t world = 1;
     int32_t rank = 0;
     int32_t reduce = 0;
@@ -621,10 +630,14 @@ struct OwnerEpilogue {
       wait_arrival_each_thread(p, group);
       return false;
     }
-    if (p.vector_stores != 0 && out16 && (reinterpret_cast<uintptr_t>(peer_tile) & 15) == 0) {
-      store_reduced_pair_vec<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1);
+    T* mirror = p.peer_out != nullptr ? static_cast<T*>(p.peer_out) + rel : nullptr;
+    if (p.vector_stores != 0 && out16 && (reinterpret_cast<uintptr_t>(peer_tile) & 15) == 0 &&
+        (reinterpret_cast<uintptr_t>(mirror) & 15) == 0) {
+      store_reduced_pair_vec<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1,
+                                mirror);
     } else {
-      store_reduced_pair<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1);
+      store_reduced_pair<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1,
+                            mirror);
     }
     return step == kReducedSteps - 1;
   }
@@ -671,7 +684,10 @@ struct OwnerEpilogue {
         // through its L2, where a GPU-scope release already makes the tile's stores
         // visible. The system-scope fence is the default only because it measured no
         // slower (own_gemm.hpp, EpilogueArgs::system_scope_signal).
-        if (p.system_scope_signal != 0) {
+        // With peer_out the tile's stores also went to a peer over NVLink, whose reader
+        // learns of them through a flag our stream writes after this counter: only the
+        // system scope orders them before it.
+        if (p.system_scope_signal != 0 || p.peer_out != nullptr) {
           __threadfence_system();
           atomicAdd(p.group_counters + group, 1u);
         } else {

@@ -82,6 +82,12 @@ struct EpilogueArgs {
   // 0 to 1.9 % slower over 10 shapes in one loop; kernels/NOTES.md), so the stronger one
   // stays the default.
   bool system_scope_signal = true;
+  // All-reduce phase 2 by the epilogue (nullptr: none): every reduced own tile is also
+  // stored at peer_out + (tile_offset_elems[tile] − own_begin_elems), i.e. peer_out is the
+  // peer's P where that peer keeps this rank's part. Needs reduce, world = 2 and full tiles
+  // (m % 128 = 0, n % 256 = 0: only the one-peer full-tile path mirrors its stores), and
+  // 16-byte alignment; the tile's signal then always uses the system scope.
+  void* peer_out = nullptr;
 };
 
 struct SchedulerOptions {

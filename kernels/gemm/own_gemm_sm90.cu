@@ -247,6 +247,18 @@ Status OwnGemm::initialize(const GemmArgs& args, const EpilogueArgs& epilogue,
       return Status::failure(
           "own GEMM: the reducing owner epilogue needs recv, arrived, own_groups >= 1 and an "
           "even part_elems");
+    if (epilogue.peer_out != nullptr &&
+        (!epilogue.reduce || epilogue.world != 2 || args.m % GemmConfig::kTileM != 0 ||
+         args.n % GemmConfig::kTileN != 0 ||
+         (reinterpret_cast<uintptr_t>(epilogue.peer_out) & 15) != 0 ||
+         (reinterpret_cast<uintptr_t>(epilogue.own_out) & 15) != 0 ||
+         (reinterpret_cast<uintptr_t>(epilogue.recv) & 15) != 0))
+      return Status::failure(
+          "own GEMM: peer_out (all-reduce phase 2 by the epilogue) needs reduce, world = 2, m a "
+          "multiple of " + std::to_string(GemmConfig::kTileM) + ", n a multiple of " +
+          std::to_string(GemmConfig::kTileN) + " and 16-byte aligned own_out, recv and peer_out");
+  } else if (epilogue.peer_out != nullptr) {
+    return Status::failure("own GEMM: peer_out needs the owner epilogue (tile_arrival)");
   }
   args_ = args;
   epilogue_ = epilogue;
@@ -332,6 +344,7 @@ Status OwnGemm::run(cudaStream_t stream, uint32_t epoch) {
     e.own_begin_elems = epilogue_.own_begin_elems;
     e.own_out = epilogue_.own_out;
     e.own_out_begin_elems = epilogue_.own_out_begin_elems;
+    e.peer_out = epilogue_.peer_out;
     e.world = epilogue_.world;
     e.rank = epilogue_.rank;
     e.reduce = epilogue_.reduce ? 1 : 0;

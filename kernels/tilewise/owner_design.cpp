@@ -113,6 +113,13 @@ Status OwnerDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64_t 
     return Status::failure("tilewise copy_engine: " + *e);
   if (options.groups_per_part < 1)
     return Status::failure("tilewise copy_engine: groups_per_part must be >= 1");
+  if (options.phase2_by_epilogue &&
+      (op != CollectiveOp::AllReduce || world != 2 || n % gemm::GemmConfig::kTileN != 0))
+    return Status::failure(
+        "tilewise copy_engine: phase 2 by the epilogue needs allreduce on 2 ranks and n a "
+        "multiple of " +
+        std::to_string(gemm::GemmConfig::kTileN) + " (full tiles), got " + to_string(op) + " on " +
+        std::to_string(world) + " rank(s), n = " + std::to_string(n));
   return Status::success();
 }
 
@@ -211,6 +218,12 @@ Status OwnerDesign::make_gemm(const void* a, const void* b, void* p, int parity,
   e.wait_timeout_s = options_.wait_timeout_s;
   e.timed_out = timed_out_.as<int>();
   e.system_scope_signal = options_.system_scope_signal;
+  if (options_.phase2_by_epilogue && e.reduce) {
+    // The peer's P where it keeps our part (prepare() exchanged the pointers).
+    const int peer = 1 - comm_->rank;
+    e.peer_out = peer_p_.at(p)[static_cast<std::size_t>(peer)] +
+                 plan_.part_begin_on(peer, comm_->rank) * kElementBytes;
+  }
   gemm::SchedulerOptions sched;
   sched.num_ctas = plan_.num_ctas;
   sched.group_m = plan_.group_m;
@@ -270,6 +283,14 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
                   static_cast<std::size_t>(group.relative_begin_elems) * kElementBytes;
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
       OVERLAPSIM_TRY(signal_peer(to.arrived + rank * G + group.index, epoch, comm_stream));
+      continue;
+    }
+    if (options_.phase2_by_epilogue) {
+      // The epilogue stored the group's reduced tiles into the peer's P already; its
+      // system-scope signal ordered them before the counter this stream waited for.
+      const int d = 1 - rank;
+      OVERLAPSIM_TRY(signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index,
+                                 epoch, comm_stream));
       continue;
     }
     // Phase 2 (allreduce): the reduced own group to every peer's P, where that peer keeps

@@ -8,7 +8,9 @@
 //     cuStreamWriteValue32(peer's arrived flag ← epoch) into the owner's memory.
 //   allreduce adds phase 2: each reduced own group (its counter) is copied into every
 //     peer's P at that peer's place for this part, followed by the peer's done flag; each
-//     rank's comm stream waits for all its done flags before the call ends.
+//     rank's comm stream waits for all its done flags before the call ends. With
+//     OwnerOptions::phase2_by_epilogue (2 ranks) the epilogue stores the reduced tiles
+//     into the peer's P itself and the comm stream writes only the done flags.
 //   alltoall: the comm stream waits for all incoming arrived flags before the call ends.
 // The flag is written by the sender's stream into the receiver's memory (not an event the
 // receiver's stream waits for): cudaStreamWaitEvent only sees records made before it is
@@ -60,6 +62,13 @@ struct OwnerOptions {
   // The per-tile signal's scope (gemm::EpilogueArgs::system_scope_signal): system by
   // default (measured no slower than the GPU scope).
   bool system_scope_signal = true;
+  // All-reduce phase 2 by the epilogue (2 ranks, n a multiple of 256): each reduced own
+  // tile is stored into the peer's P over NVLink by the GEMM's epilogue itself, next to its
+  // local store, and the comm stream only writes the peer's done flag once the group's
+  // counter is complete. The copy-engine phase 2 copies the last own group after the GEMM
+  // has finished (a tail of about one wave's output at the copy rate); this one streams it
+  // out while the tiles are computed, at the cost of the epilogue's extra stores.
+  bool phase2_by_epilogue = false;
 };
 
 class OwnerDesign {

@@ -6,7 +6,7 @@
 namespace overlapsim::kernels::tilewise {
 
 double predict_owner_time_s(const OwnerPlan& plan, double gemm_time_s, const CommCurve& copy,
-                            int element_bytes) {
+                            int element_bytes, OwnerPhase2 phase2_mode) {
   const std::int64_t tiles = std::int64_t{plan.tiles_m} * plan.tiles_n;
   const std::int64_t waves = (tiles + plan.num_ctas - 1) / plan.num_ctas;
   const double wave_s = gemm_time_s / static_cast<double>(waves);
@@ -50,6 +50,8 @@ double predict_owner_time_s(const OwnerPlan& plan, double gemm_time_s, const Com
     case CollectiveOp::AllToAll:
       return std::max(last_a, sent);
     case CollectiveOp::AllReduce:
+      if (plan.world > 1 && phase2_mode == OwnerPhase2::Epilogue)
+        return std::max(finished, sent) + copy.time_s(0);
       return plan.world > 1 ? phase2 : finished;
     case CollectiveOp::AllGather:
       break;

@@ -8,14 +8,20 @@
 //     latest over peers); with a reduction it completes at
 //     F_j = max(A_j, D_j, F_{j−1} + (A_j − A_{j−1}))   (a stalled group delays the rest)
 //   reducescatter: T = F_last;  alltoall: T = max(A_last, E_last);
-//   allreduce: E2 = max(F_j, E2) + (world − 1)·X(bytes_j) over own groups, T = E2_last.
+//   allreduce: E2 = max(F_j, E2) + (world − 1)·X(bytes_j) over own groups, T = E2_last;
+//     with phase 2 by the epilogue (OwnerOptions::phase2_by_epilogue) the reduced tiles
+//     reach the peer as they are stored, and only the done flag follows the last own group:
+//     T = max(F_last, E_last) + X(0) (the copy curve's fixed cost stands for the flag's
+//     stream write; the extra stores' cost to the GEMM is not modelled).
 // C++17, host only.
 #include "kernels/tilewise/group_predictor.hpp"
 #include "kernels/tilewise/owner_plan.hpp"
 
 namespace overlapsim::kernels::tilewise {
 
+enum class OwnerPhase2 { CopyEngine, Epilogue };
+
 double predict_owner_time_s(const OwnerPlan& plan, double gemm_time_s, const CommCurve& copy,
-                            int element_bytes = 2);
+                            int element_bytes = 2, OwnerPhase2 phase2 = OwnerPhase2::CopyEngine);
 
 }  // namespace overlapsim::kernels::tilewise

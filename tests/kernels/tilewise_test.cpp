@@ -405,6 +405,41 @@ TEST(TilewiseOwnerPredictor, ClosedForms) {
   EXPECT_DOUBLE_EQ(predict_owner_time_s(rs2, 4.0, slow), 7.0);
 }
 
+TEST(TilewiseOwnerPredictor, EpiloguePhase2EndsWithTheGemmPlusTheFlag) {
+  // 2 x 2 tiles, one CTA, waves of 1 s; a copy costs 0.5 s + 1 us per byte (a part:
+  // 128 x 512 bf16 = 131072 bytes). Peer part done at 2 s, sent by 2 + X(part) < 4.
+  CommCurve line;
+  line.add_point(1, 0.5);
+  line.add_point(1e6 + 1, 1.5);
+  OwnerPlan ar;
+  ASSERT_FALSE(build_owner_plan(CollectiveOp::AllReduce, 256, 512, 1, 8, 1, 2, 0, &ar));
+  const double part_copy = line.time_s(131072.0);
+  // Copy engines: the reduced own part (done at 4 s) is copied after it.
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, line), 4.0 + part_copy);
+  // Epilogue: the data left with the stores; only the flag (the curve's fixed cost) follows.
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, line, 2, OwnerPhase2::Epilogue),
+                   4.0 + line.time_s(0));
+  // A copy slower than the own part: the peer's data arrives late and sets the end.
+  CommCurve slow;
+  slow.add_point(1, 3.0);
+  slow.add_point(1e12, 3.0);
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, slow, 2, OwnerPhase2::Epilogue),
+                   5.0 + slow.time_s(0));
+}
+
+TEST(TilewiseOwnerDesign, EpiloguePhase2NeedsAnAllReduceOnTwoRanksWithFullTiles) {
+  OwnerOptions o;
+  o.phase2_by_epilogue = true;
+  EXPECT_TRUE(OwnerDesign::can_implement(CollectiveOp::AllReduce, 1024, 1536, 64, 2, o).ok);
+  const Status rs = OwnerDesign::can_implement(CollectiveOp::ReduceScatter, 1024, 1536, 64, 2, o);
+  EXPECT_FALSE(rs.ok);
+  EXPECT_NE(rs.message.find("allreduce on 2 ranks"), std::string::npos) << rs.message;
+  EXPECT_FALSE(OwnerDesign::can_implement(CollectiveOp::AllReduce, 1024, 1536, 64, 4, o).ok);
+  const Status edge = OwnerDesign::can_implement(CollectiveOp::AllReduce, 1024, 1000, 64, 2, o);
+  EXPECT_FALSE(edge.ok);
+  EXPECT_NE(edge.message.find("n = 1000"), std::string::npos) << edge.message;
+}
+
 // ---------------------------------------------------------------- host: predictor
 
 PredictorInputs linear_inputs(int waves, double wave_s, double bytes, double alpha_s, double bw) {
@@ -655,7 +690,8 @@ struct Variant {
   int comm_sms;
   std::vector<int> waves;  // empty: one group per wave
   int repetitions;
-  int copy_engine_groups = 0;  // > 0: transport copy_engine with this many groups a part
+  int copy_engine_groups = 0;       // > 0: transport copy_engine with this many groups a part
+  bool phase2_by_epilogue = false;  // copy_engine all-reduce: phase 2 by the epilogue
 };
 
 gemm::DType gemm_type() { return gemm::DType::kBf16; }
@@ -712,6 +748,7 @@ Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::
     if (ce) {
       OwnerOptions o;
       o.groups_per_part = v.copy_engine_groups;
+      o.phase2_by_epilogue = v.phase2_by_epilogue;
       o.wait_timeout_s = 20;
       OVERLAPSIM_TRY(owner.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
     } else {
@@ -838,6 +875,14 @@ TEST(TilewiseCopyEngineGpu, AllReduceBitIdenticalToOwnGemmThenNccl) {
                   copy_engine_variants());
 }
 
+// Phase 2 by the epilogue's own stores into the peer (2 ranks, n a multiple of 256).
+TEST(TilewiseCopyEngineGpu, AllReduceWithEpiloguePhase2BitIdenticalToOwnGemmThenNccl) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  std::vector<Variant> variants = copy_engine_variants();
+  for (Variant& v : variants) v.phase2_by_epilogue = true;
+  run_design_case(CollectiveOp::AllReduce, {{1024, 1536, 512}, {2048, 2048, 777}}, variants, 2);
+}
+
 TEST(TilewiseCopyEngineGpu, ReduceScatterBitIdenticalToOwnGemmThenNccl) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   run_design_case(CollectiveOp::ReduceScatter,
@@ -867,8 +912,12 @@ TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
   const std::uint64_t seed = fresh_seed();
   HarnessOptions harness;
   harness.blocking_comms = true;
-  for (CollectiveOp op :
-       {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {
+  // (collective, all-reduce phase 2 by the epilogue); the latter needs exactly 2 ranks.
+  std::vector<std::pair<CollectiveOp, bool>> passes = {{CollectiveOp::AllReduce, false},
+                                                       {CollectiveOp::ReduceScatter, false},
+                                                       {CollectiveOp::AllToAll, false}};
+  if (world == 2) passes.emplace_back(CollectiveOp::AllReduce, true);
+  for (const auto& [op, epilogue_phase2] : passes) {
     std::vector<std::uint64_t> diff(static_cast<std::size_t>(world), 1);
     const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
       cudaStream_t s = ctx.compute_stream;
@@ -888,6 +937,7 @@ TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
       OwnerOptions o;
       o.groups_per_part = 2;
       o.wait_timeout_s = 30;
+      o.phase2_by_epilogue = epilogue_phase2;
       OVERLAPSIM_TRY(d.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
       for (int i = 0; i < 200; ++i)
         OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), p.data(), s, ctx.comm_stream));
@@ -911,8 +961,141 @@ TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
       return count_mismatches(out.data(), expected, count, DType::BF16, 0, 0, s,
                               &diff[static_cast<std::size_t>(ctx.comm.rank)]);
     });
-    ASSERT_TRUE(status.ok) << to_string(op) << ": " << status.message;
+    ASSERT_TRUE(status.ok) << to_string(op) << (epilogue_phase2 ? " (phase 2 by the epilogue)" : "")
+                           << ": " << status.message;
     for (auto d : diff) EXPECT_EQ(d, 0u) << to_string(op);
+  }
+}
+
+// The epilogue's all-reduce phase 2 on one GPU: the GPU plays rank 0 of 2, the peer's
+// partial of its part is preset in the receive buffer's slot 1 with its arrival flags
+// already at the call's epoch, and "the peer's P" is a second local buffer. Every reduced
+// own tile must be own + peer rounded once, in P and, bit for bit, in the mirror.
+TEST(TilewiseCopyEngineGpu, EpiloguePhase2MirrorsReducedTilesOnOneGpu) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  const std::int64_t m = 1024, n = 1536, k = 320;  // 8 x 6 full tiles, parts of 4 tile rows
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  for (const int groups : {1, 3}) {
+    SCOPED_TRACE("groups per part " + std::to_string(groups));
+    OwnerPlan plan;
+    ASSERT_FALSE(
+        build_owner_plan(CollectiveOp::AllReduce, m, n, sms, 8, groups, 2, 0, &plan).has_value());
+    const std::size_t mn = static_cast<std::size_t>(m * n);
+    const std::size_t part = static_cast<std::size_t>(plan.part_elems);
+    DeviceBuffer a, b, natural, p, mirror, recv, offsets, tile_group, tile_arrival, counters,
+        arrived, timed_out;
+    ASSERT_TRUE(a.allocate(static_cast<std::size_t>(m * k) * 2).ok);
+    ASSERT_TRUE(b.allocate(static_cast<std::size_t>(n * k) * 2).ok);
+    ASSERT_TRUE(natural.allocate(mn * 2).ok);
+    ASSERT_TRUE(p.allocate(mn * 2).ok);
+    ASSERT_TRUE(mirror.allocate(part * 2).ok);
+    ASSERT_TRUE(recv.allocate(2 * part * 2).ok);
+    ASSERT_TRUE(offsets.allocate(plan.tile_offset_elems.size() * 8).ok);
+    ASSERT_TRUE(tile_group.allocate(plan.tile_group.size() * 4).ok);
+    ASSERT_TRUE(tile_arrival.allocate(plan.tile_arrival.size() * 4).ok);
+    ASSERT_TRUE(counters.allocate(static_cast<std::size_t>(plan.counters()) * 4).ok);
+    ASSERT_TRUE(arrived.allocate(static_cast<std::size_t>(plan.counters()) * 4).ok);
+    ASSERT_TRUE(timed_out.allocate(sizeof(int)).ok);
+    ASSERT_EQ(cudaMemcpy(offsets.data(), plan.tile_offset_elems.data(), offsets.bytes(),
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(tile_group.data(), plan.tile_group.data(), tile_group.bytes(),
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(tile_arrival.data(), plan.tile_arrival.data(), tile_arrival.bytes(),
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+    std::vector<std::uint32_t> flags(static_cast<std::size_t>(plan.counters()), 0);
+    for (int j = 0; j < groups; ++j) flags[static_cast<std::size_t>(1 * groups + j)] = 1;
+    ASSERT_EQ(cudaMemcpy(arrived.data(), flags.data(), arrived.bytes(), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemset(counters.data(), 0, counters.bytes()), cudaSuccess);
+    ASSERT_EQ(cudaMemset(timed_out.data(), 0, sizeof(int)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(p.data(), 0xFF, mn * 2), cudaSuccess);
+    ASSERT_EQ(cudaMemset(mirror.data(), 0xFF, part * 2), cudaSuccess);
+    ASSERT_TRUE(
+        fill_random(a.data(), static_cast<std::size_t>(m * k), DType::BF16, seed, nullptr).ok);
+    ASSERT_TRUE(
+        fill_random(b.data(), static_cast<std::size_t>(n * k), DType::BF16, seed + 1, nullptr).ok);
+    ASSERT_TRUE(fill_random(recv.as<char>() + part * 2, part, DType::BF16, seed + 2, nullptr).ok);
+
+    gemm::OwnGemm plain;
+    ASSERT_TRUE(plain.initialize({m, n, k, gemm_type(), a.data(), b.data(), natural.data()}).ok);
+    ASSERT_TRUE(plain.run(nullptr).ok);
+
+    gemm::EpilogueArgs e;
+    e.tile_offset_elems = offsets.as<std::int64_t>();
+    e.group_counters = counters.as<std::uint32_t>();
+    e.tile_group = tile_group.as<std::int32_t>();
+    e.tile_arrival = tile_arrival.as<std::int32_t>();
+    e.arrived = arrived.as<std::uint32_t>();
+    e.own_groups = groups;
+    e.recv = recv.data();
+    e.part_elems = plan.part_elems;
+    e.own_begin_elems = plan.own_begin_elems;
+    e.own_out = p.data();
+    e.own_out_begin_elems = plan.own_begin_elems;
+    e.world = 2;
+    e.rank = 0;
+    e.reduce = true;
+    e.wait_timeout_s = 10;
+    e.timed_out = timed_out.as<int>();
+    e.system_scope_signal = false;  // peer_out must force the system scope anyway
+    e.peer_out = mirror.data();
+    gemm::SchedulerOptions sched;
+    sched.num_ctas = plan.num_ctas;
+    sched.group_m = plan.group_m;
+    sched.rotate_world = 2;
+    sched.rotate_rank = 0;
+    gemm::OwnGemm owner;
+    const Status init =
+        owner.initialize({m, n, k, gemm_type(), a.data(), b.data(), p.data()}, e, sched);
+    ASSERT_TRUE(init.ok) << init.message;
+    ASSERT_TRUE(owner.run(nullptr, 1).ok);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+    int timed = -1;
+    ASSERT_EQ(cudaMemcpy(&timed, timed_out.data(), sizeof timed, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_EQ(timed, 0) << "an arrival wait timed out although every flag was set";
+    const auto nat = to_bits(natural.data(), mn);
+    const auto got = to_bits(p.data(), mn);
+    const auto mir = to_bits(mirror.data(), part);
+    const auto peer = to_bits(recv.as<char>() + part * 2, part);
+    std::vector<std::uint32_t> count(static_cast<std::size_t>(plan.counters()));
+    ASSERT_EQ(cudaMemcpy(count.data(), counters.data(), counters.bytes(), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    for (const OwnerGroup& g : plan.groups) {
+      if (g.position != 1) continue;
+      EXPECT_EQ(count[static_cast<std::size_t>(g.position * groups + g.index)],
+                static_cast<std::uint32_t>(g.tiles))
+          << "own group " << g.index << ": its counter";
+    }
+    std::int64_t wrong_sum = 0, wrong_mirror = 0, own_tiles = 0;
+    for (std::int32_t tm = 0; tm < plan.rows_per_part; ++tm)  // part 0 = rank 0's own part
+      for (std::int32_t tn = 0; tn < plan.tiles_n; ++tn) {
+        ++own_tiles;
+        const std::int64_t offset =
+            plan.tile_offset_elems[static_cast<std::size_t>(tm) * plan.tiles_n + tn];
+        const std::int64_t rel = offset - plan.own_begin_elems;
+        for (int r = 0; r < 128; ++r)
+          for (int c = 0; c < 256; ++c) {
+            const std::size_t at = static_cast<std::size_t>(r * 256 + c);
+            const float own = bf16_bits_to_float(
+                nat[static_cast<std::size_t>((tm * 128 + r) * n + tn * 256 + c)]);
+            const float theirs = bf16_bits_to_float(peer[static_cast<std::size_t>(rel) + at]);
+            const std::uint16_t want = float_to_bf16_bits(own + theirs);
+            const std::uint16_t in_p = got[static_cast<std::size_t>(offset) + at];
+            if (in_p != want) ++wrong_sum;
+            if (mir[static_cast<std::size_t>(rel) + at] != in_p) ++wrong_mirror;
+          }
+      }
+    EXPECT_EQ(own_tiles, plan.part_tiles);
+    EXPECT_EQ(wrong_sum, 0) << "reduced elements in P that are not own + peer rounded once";
+    EXPECT_EQ(wrong_mirror, 0) << "mirror elements that differ from P's reduced tiles";
   }
 }
 
