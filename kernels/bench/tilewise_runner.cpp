@@ -51,6 +51,10 @@ struct TilewiseSettings {
   bool nccl = true;         // transport nccl (tilewise_design.hpp)
   bool copy_engine = true;  // transport copy_engine (owner_design.hpp)
   std::vector<int> ce_groups;
+  // All-reduce phase 2 of the copy-engine transport: by copy engines and/or by the
+  // epilogue's own stores into the peer (OwnerOptions::phase2_by_epilogue; 2 ranks only).
+  bool phase2_copy = true;
+  bool phase2_epilogue = true;
 };
 
 Status read_settings(TilewiseSettings* s) {
@@ -97,6 +101,20 @@ Status read_settings(TilewiseSettings* s) {
   }
   if (!s->nccl && !s->copy_engine)
     return Status::failure("OVERLAPSIM_TILEWISE_TRANSPORT needs at least one transport");
+  s->phase2_copy = s->phase2_epilogue = false;
+  for (const std::string& v :
+       split_commas(env_or("OVERLAPSIM_TILEWISE_CE_PHASE2", "copy_engine,epilogue"))) {
+    if (v == "copy_engine") {
+      s->phase2_copy = true;
+    } else if (v == "epilogue") {
+      s->phase2_epilogue = true;
+    } else {
+      return Status::failure("OVERLAPSIM_TILEWISE_CE_PHASE2: '" + v +
+                             "' is not a phase-2 mode (expected copy_engine and/or epilogue)");
+    }
+  }
+  if (!s->phase2_copy && !s->phase2_epilogue)
+    return Status::failure("OVERLAPSIM_TILEWISE_CE_PHASE2 needs at least one mode");
   s->cache_path = env_or("OVERLAPSIM_TILEWISE_CACHE", "");
   s->detail_path = env_or("OVERLAPSIM_TILEWISE_DETAIL", "");
   return Status::success();
@@ -134,8 +152,14 @@ struct Candidate {
   std::vector<int> partition;
   double predicted_s = 0;
   double measured_s = 0;
-  int ce_groups = 0;  // > 0: transport copy_engine with this many groups a part
+  int ce_groups = 0;                // > 0: transport copy_engine with this many groups a part
+  bool phase2_by_epilogue = false;  // copy_engine all-reduce: phase 2 by the epilogue
 };
+
+// The detail CSV's and tuning cache's `wait` of a copy-engine candidate.
+const char* copy_engine_mode(const Candidate& c) {
+  return c.phase2_by_epilogue ? "epilogue_phase2" : "copy_engine";
+}
 
 class TilewiseShapeRunner {
  public:
@@ -233,36 +257,48 @@ class TilewiseShapeRunner {
     OVERLAPSIM_TRY(measure_copy_curve());
     const std::optional<tw::TuningEntry> cached = t_cache->find(cache_key(true));
     std::vector<int> groups = settings_.ce_groups;
+    // Phase 2 by the epilogue: all-reduce on 2 ranks with full tiles (owner_design.hpp).
+    const bool epilogue_ok =
+        coll_ == CollectiveOp::AllReduce && env_.world() == 2 && shape_.n % 256 == 0;
+    std::vector<bool> modes;
+    if (settings_.phase2_copy || !epilogue_ok) modes.push_back(false);
+    if (settings_.phase2_epilogue && epilogue_ok) modes.push_back(true);
     if (cached && !cached->partition.empty()) {
       groups = {cached->partition.front()};
+      modes = {cached->wait == "epilogue_phase2" && epilogue_ok};
     } else {
       *search = "exhaustive";
     }
     const std::int32_t part_tiles = static_cast<std::int32_t>(shape_.m / 128 / env_.world()) *
                                     static_cast<std::int32_t>((shape_.n + 255) / 256);
     for (int g : groups) {
-      if (g > part_tiles) continue;
-      Candidate cand;
-      cand.ce_groups = g;
-      cand.partition = {g};
-      tw::OwnerDesign d;
-      OVERLAPSIM_TRY(d.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k, case_.dtype,
-                                  owner_options(g)));
-      OVERLAPSIM_TRY(prepare_sets(d));
-      OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: copy-engine candidate ready"));
-      cand.predicted_s = tw::predict_owner_time_s(d.plan(), t_signal_ce_s_, *t_copy_curve);
-      Timing t;
-      OVERLAPSIM_TRY(time_iterations(
-          *env_.ctx, std::max(3, case_.warmup / 2), std::max(8, case_.iterations / 2),
-          [&](int i) {
-            const PairBuffers b = io_.set(i);
-            return d.run(b.a, b.b, p_.data(), compute(), comm_stream());
-          },
-          &t));
-      OVERLAPSIM_TRY(d.check_waits());
-      cand.measured_s = t.median_s;
-      detail("candidate", cand, *search, -1, -1);
-      if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
+      for (const bool by_epilogue : modes) {
+        if (g > part_tiles) continue;
+        Candidate cand;
+        cand.ce_groups = g;
+        cand.partition = {g};
+        cand.phase2_by_epilogue = by_epilogue;
+        tw::OwnerDesign d;
+        OVERLAPSIM_TRY(d.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k,
+                                    case_.dtype, owner_options(cand)));
+        OVERLAPSIM_TRY(prepare_sets(d));
+        OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: copy-engine candidate ready"));
+        cand.predicted_s = tw::predict_owner_time_s(
+            d.plan(), t_signal_ce_s_, *t_copy_curve, 2,
+            by_epilogue ? tw::OwnerPhase2::Epilogue : tw::OwnerPhase2::CopyEngine);
+        Timing t;
+        OVERLAPSIM_TRY(time_iterations(
+            *env_.ctx, std::max(3, case_.warmup / 2), std::max(8, case_.iterations / 2),
+            [&](int i) {
+              const PairBuffers b = io_.set(i);
+              return d.run(b.a, b.b, p_.data(), compute(), comm_stream());
+            },
+            &t));
+        OVERLAPSIM_TRY(d.check_waits());
+        cand.measured_s = t.median_s;
+        detail("candidate", cand, *search, -1, -1);
+        if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
+      }
     }
     return Status::success();
   }
@@ -271,6 +307,11 @@ class TilewiseShapeRunner {
     tw::OwnerOptions o;
     o.groups_per_part = groups;
     o.wait_timeout_s = env_.ctx->comm.timeout_s;
+    return o;
+  }
+  tw::OwnerOptions owner_options(const Candidate& c) const {
+    tw::OwnerOptions o = owner_options(c.ce_groups);
+    o.phase2_by_epilogue = c.phase2_by_epilogue;
     return o;
   }
 
@@ -594,7 +635,7 @@ class TilewiseShapeRunner {
     if (ce) {
       dc = std::make_unique<tw::OwnerDesign>();
       OVERLAPSIM_TRY(dc->initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k,
-                                    case_.dtype, owner_options(ce->ce_groups)));
+                                    case_.dtype, owner_options(*ce)));
       OVERLAPSIM_TRY(prepare_sets(*dc));
       variants.push_back([&](int i) {
         const PairBuffers b = io_.set(i);
@@ -720,7 +761,7 @@ class TilewiseShapeRunner {
     entry.key = cache_key(true);
     entry.partition = {best.ce_groups};
     entry.comm_sms = 0;
-    entry.wait = "copy_engine";
+    entry.wait = copy_engine_mode(best);
     entry.time_s = best.measured_s;
     entry.predicted_s = best.predicted_s;
     entry.search = search;
@@ -826,7 +867,7 @@ class TilewiseShapeRunner {
         tags_.nccl + "," + to_string(case_.dtype) + "," + to_string(op_) + "," +
         std::to_string(shape_.m) + "," + std::to_string(shape_.n) + "," + std::to_string(shape_.k) +
         "," + std::to_string(env_.world()) + "," + std::to_string(cand.comm_sms) + "," +
-        (cand.ce_groups > 0 ? "copy_engine" : tw::to_string(cand.wait)) + "," +
+        (cand.ce_groups > 0 ? copy_engine_mode(cand) : tw::to_string(cand.wait)) + "," +
         tw::partition_string(cand.partition) + "," +
         std::to_string(cand.ce_groups > 0 ? cand.ce_groups
                                           : static_cast<int>(cand.partition.size())) +
