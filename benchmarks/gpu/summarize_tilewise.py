@@ -82,7 +82,8 @@ def main():
             f"captured_{prefix}_same_loop": captured(seq_loop, tile, ideal_loop),
             f"{prefix}_over_sequential": tile / seq if seq == seq and seq else math.nan,
             f"{prefix}_over_sequential_same_loop": tile / seq_loop if seq_loop == seq_loop and seq_loop else math.nan,
-            f"{prefix}_config": (f"groups/part {f.get('partition', '')}" if transport == "copy_engine"
+            f"{prefix}_config": (f"groups/part {f.get('partition', '')}" + (" phase2 epilogue" if f.get("wait") == "epilogue_phase2" else "")
+                                 if transport == "copy_engine"
                                  else f"{f.get('partition', '')} s={f.get('comm_sms', '')} {f.get('wait', '')}") if f else "",
             f"{prefix}_predicted_s": pred,
             f"{prefix}_pred_error": (pred - tile) / tile if pred == pred and tile == tile else math.nan,
@@ -94,7 +95,7 @@ def main():
     out = []
     pairs = []
     for r in rows:
-        if "+" in r["op"] and r["design"] in ("tilewise", "tilewise_ce"):
+        if "+" in r["op"] and r["design"] in ("tilewise", "tilewise_ce", "tilewise_ce_ep"):
             key = (r["op"], int(r["m"]), int(r["n"]), int(r["k"]))
             if key not in pairs:
                 pairs.append(key)
@@ -111,7 +112,10 @@ def main():
         coll_loop = nan_if_none(ts.get((op, "collective_alone_tw_loop", 1)))
         ideal_loop = max(op_loop, coll_loop) if op_loop == op_loop and coll_loop == coll_loop else ideal
         tile = min([v for (o, d, c), v in ts.items() if o == op and d == "tilewise"] or [math.nan])
-        tile_ce = min([v for (o, d, c), v in ts.items() if o == op and d == "tilewise_ce"] or [math.nan])
+        # tilewise_ce_ep: the copy-engine transport with the all-reduce's phase 2 by the
+        # epilogue (since session 6); one of the two is the chosen configuration.
+        tile_ce = min([v for (o, d, c), v in ts.items() if o == op and d in ("tilewise_ce", "tilewise_ce_ep")]
+                      or [math.nan])
         dec = min([v for (o, d, c), v in ts.items() if o == op and d == "decomposed"] or [math.nan])
         own = nan_if_none(ts.get(("gemm", "own_interleaved", 0)))
         own_sig = nan_if_none(ts.get(("gemm", "own_signal", 0)))
@@ -124,7 +128,7 @@ def main():
         own_ce_loop = min([v for (o, d, c), v in ts.items() if o == op and d == "own_signal_ce_tw_loop"]
                           or [math.nan])
         wrong = sum(int(r["wrong"]) for r in rows if r["op"] == op and (int(r["m"]), int(r["n"]), int(r["k"])) == shape
-                    and r["design"] in ("tilewise", "tilewise_ce"))
+                    and r["design"] in ("tilewise", "tilewise_ce", "tilewise_ce_ep"))
         o = {**tags, "op": op, "m": m, "n": n, "k": k,
              "t_cublas_s": cublas, "t_nccl_s": nccl, "t_sequential_s": seq,
              "t_sequential_same_loop_s": seq_loop, "t_ideal_s": ideal,
@@ -185,7 +189,7 @@ def main():
               f"{f2(o['captured_tilewise'])} {ms(o['t_tilewise_ce_s'])} {f2(o['captured_tilewise_ce'])} "
               f"{f2(o['captured_tilewise_ce_same_loop'])} {f2(o['tilewise_ce_over_sequential_same_loop'])} "
               f"{f2(100 * o['tilewise_ce_pred_error'])} {f2(100 * o['signal_slowdown'])} "
-              f"{f2(100 * o['signal_slowdown_ce'])} {o['tilewise_ce_config'][-3:]:>6} "
+              f"{f2(100 * o['signal_slowdown_ce'])} {o['tilewise_ce_config'].replace('groups/part ', '').replace(' phase2 epilogue', 'e'):>6} "
               f"{o['tilewise_bit_mismatches']}/{o['tilewise_ce_bit_mismatches']}")
     for prefix in ("tilewise", "tilewise_ce"):
         for coll in ("allreduce", "reducescatter", "alltoall"):
