@@ -9,7 +9,8 @@ build="${1:-$root/build}"
 carry="$root/build-carry"
 rm -rf "$carry"
 mkdir -p "$carry/bin" "$carry/lib"
-cp "$build/app/overlapsim" "$build/kernels/bench/overlap-bench" "$build/kernels/bench/alloc-sync-probe" "$carry/bin/"
+cp "$build/app/overlapsim" "$build/kernels/bench/overlap-bench" "$build/kernels/bench/alloc-sync-probe" \
+  "$build/kernels/bench/owner-epilogue-bench" "$carry/bin/"
 for t in "$build"/tests/kernels/*_test; do cp "$t" "$carry/bin/"; done
 for lib in yaml-cpp fmt; do
   ldd "$build/app/overlapsim" | awk -v l="lib$lib" '$1 ~ l {print $3}' | xargs -r -I{} cp -L {} "$carry/lib/"

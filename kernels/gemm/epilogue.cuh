@@ -485,6 +485,24 @@ __device__ __forceinline__ void store_reduced_pair_vec(T* out, const T* peer,
   }
 }
 
+// Brings this thread's rows of a peer's partial tile toward L2 (prefetch.global.L2, no
+// registers held): the lines that store_reduced_pair_vec's four quarter steps will load,
+// one lane per quad and two 128-byte lines per row and column half.
+template <class T>
+__device__ __forceinline__ void prefetch_peer_tile_l2(const T* peer, int consumer) {
+  const int lane = threadIdx.x % 32;
+  if (lane % 4 != 0) return;
+  const int warp = (threadIdx.x / 32) % 4;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const T* row = peer + static_cast<int64_t>(consumer * 64 + warp * 16 + lane / 4 + 8 * hh) *
+                              GemmConfig::kTileN;
+#pragma unroll
+    for (int line = 0; line < 4; ++line)  // 256 columns of 2 bytes = 4 lines of 128 bytes
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 64 * line));
+  }
+}
+
 // Named barriers 1 and 2: one per consumer warpgroup (0 is __syncthreads, 8..15 the
 // after-tile ring of own_gemm_sm90.cuh).
 constexpr uint32_t kArrivalBarrier = 1;
@@ -512,6 +530,7 @@ struct OwnerEpilogue {
     // All-reduce phase 2 by the epilogue (2 ranks, full tiles; EpilogueArgs::peer_out):
     // each reduced own tile is also stored at peer_out + its part-relative offset.
     void* peer_out = nullptr;
+    int32_t prefetch_peer = 0;  // EpilogueArgs::prefetch_peer_l2
     int32_t world = 1;
     int32_t rank = 0;
     int32_t reduce = 0;
@@ -628,6 +647,7 @@ struct OwnerEpilogue {
     // stores once.
     if (step == 0) {
       wait_arrival_each_thread(p, group);
+      if (p.prefetch_peer != 0) prefetch_peer_tile_l2<T>(peer_tile, consumer);
       return false;
     }
     T* mirror = p.peer_out != nullptr ? static_cast<T*>(p.peer_out) + rel : nullptr;

@@ -88,6 +88,11 @@ struct EpilogueArgs {
   // (m % 128 = 0, n % 256 = 0: only the one-peer full-tile path mirrors its stores), and
   // 16-byte alignment; the tile's signal then always uses the system scope.
   void* peer_out = nullptr;
+  // The one-peer reduction prefetches the peer's partial tile into L2 once its arrival is
+  // seen, so the four quarter steps that load it (each between two wgmma batches) wait for
+  // L2 rather than HBM. On one H200 (owner-epilogue-bench, kernels/NOTES.md) it took the
+  // reducing GEMM from 3.5-12 % over the plain one to 1.3-5 %.
+  bool prefetch_peer_l2 = true;
 };
 
 struct SchedulerOptions {

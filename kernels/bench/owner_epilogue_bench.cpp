@@ -1,0 +1,278 @@
+// owner-epilogue-bench: what the copy-engine all-reduce's epilogue costs the GEMM on one
+// GPU, with no communication. The GPU plays rank 0 of 2: the peer's partial of its part is
+// preset in the receive buffer and its arrival flags are already at the call's epoch, so
+// the epilogue reduces without waiting. Timed interleaved call by call (median of
+// --iters after --warmup rounds, CUDA events), per shape:
+//   own               the plain own GEMM (natural stores);
+//   own_owner_reduce  the rank-rotated owner GEMM that reduces its own part (phase 2 by
+//                     copy engines: no extra stores), without EpilogueArgs::prefetch_peer_l2;
+//   own_owner_reduce_pf  the same with it (the default: the peer's partial tile prefetched
+//                     into L2 when its arrival is seen);
+//   own_owner_mirror_pf  own_owner_reduce_pf with its reduced tiles also stored into a second
+//   buffer
+//                     (EpilogueArgs::peer_out; phase 2 by the epilogue writes the peer's
+//                     P over NVLink, here local memory: the SM-side cost of the extra
+//                     stores, not the link's).
+// --recv fresh rewrites the receive buffer (a device copy, untimed) before every timed call
+// of every variant, as the peer's copy engine writes it just before the reduction reads it
+// in the real design; cold (the default) leaves it to be evicted by the GEMM's traffic.
+// One CSV row per measurement (overlap-bench's columns) after the header; exits 2 without
+// an sm_90 GPU, 1 on a failed call.
+//   owner-epilogue-bench [--shapes 4096x4096x4096,...] [--iters 30] [--warmup 5] [--groups 2]
+//                        [--recv cold|fresh]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/bench/bench_row.hpp"
+#include "kernels/gemm/own_gemm.hpp"
+#include "kernels/harness/device_buffer.hpp"
+#include "kernels/harness/fill.hpp"
+#include "kernels/tilewise/owner_plan.hpp"
+
+namespace {
+
+namespace g = overlapsim::kernels::gemm;
+namespace tw = overlapsim::kernels::tilewise;
+using overlapsim::kernels::DeviceBuffer;
+using overlapsim::kernels::DType;
+using overlapsim::kernels::Status;
+using overlapsim::kernels::bench::BenchRow;
+
+struct Shape {
+  std::int64_t m, n, k;
+};
+
+bool parse_shapes(const std::string& text, std::vector<Shape>* out) {
+  out->clear();
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    Shape s{};
+    if (std::sscanf(text.substr(at, comma - at).c_str(), "%ldx%ldx%ld", &s.m, &s.n, &s.k) != 3 ||
+        s.m < 1 || s.n < 1 || s.k < 1)
+      return false;
+    out->push_back(s);
+    at = comma + 1;
+  }
+  return !out->empty();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "owner-epilogue-bench: %s\n", what.c_str());
+  return 1;
+}
+
+// Bad arguments or no usable GPU: exit 2.
+int usage(const std::string& what) {
+  fail(what);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<Shape> shapes = {{4096, 4096, 4096},
+                               {2048, 8192, 8192},
+                               {8192, 8192, 2048},
+                               {16384, 8192, 4096},
+                               {8192, 8192, 8192}};
+  int iters = 30, warmup = 5, groups = 2;
+  bool fresh_recv = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) return usage(flag + " needs a value");
+    const std::string value = argv[++i];
+    if (flag == "--shapes") {
+      if (!parse_shapes(value, &shapes))
+        return usage("--shapes expects MxNxK[,MxNxK...], got '" + value + "'");
+    } else if (flag == "--iters") {
+      iters = std::atoi(value.c_str());
+    } else if (flag == "--warmup") {
+      warmup = std::atoi(value.c_str());
+    } else if (flag == "--recv") {
+      if (value != "cold" && value != "fresh")
+        return usage("--recv expects cold or fresh, got '" + value + "'");
+      fresh_recv = value == "fresh";
+    } else if (flag == "--groups") {
+      groups = std::atoi(value.c_str());
+    } else {
+      return usage("unknown flag " + flag);
+    }
+  }
+  if (iters < 1 || warmup < 0 || groups < 1)
+    return usage("--iters >= 1, --warmup >= 0, --groups >= 1");
+  int gpus = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 1 ||
+      cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major != 9)
+    return usage("needs an sm_90 GPU");
+  const overlapsim::kernels::bench::DeviceTags tags =
+      overlapsim::kernels::bench::read_device_tags(1);
+  std::printf("%s\n", overlapsim::kernels::bench::csv_header().c_str());
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
+    return fail("cudaStreamCreate");
+
+  for (const Shape& s : shapes) {
+    const std::string label =
+        std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+    tw::OwnerPlan plan;
+    if (auto e = tw::build_owner_plan(overlapsim::kernels::CollectiveOp::AllReduce, s.m, s.n,
+                                      prop.multiProcessorCount, g::GemmConfig::kDefaultGroupM,
+                                      groups, 2, 0, &plan))
+      return fail(label + ": " + *e);
+    const std::size_t mn = static_cast<std::size_t>(s.m * s.n);
+    const std::size_t part = static_cast<std::size_t>(plan.part_elems);
+    DeviceBuffer a, b, c_plain, p, mirror, recv, recv_source, offsets, tile_group, tile_arrival,
+        counters, arrived, timed_out;
+    Status st = Status::success();
+    for (auto [buf, bytes] : std::vector<std::pair<DeviceBuffer*, std::size_t>>{
+             {&a, static_cast<std::size_t>(s.m * s.k) * 2},
+             {&b, static_cast<std::size_t>(s.n * s.k) * 2},
+             {&c_plain, mn * 2},
+             {&p, mn * 2},
+             {&mirror, part * 2},
+             {&recv, 2 * part * 2},
+             {&recv_source, part * 2},
+             {&offsets, plan.tile_offset_elems.size() * 8},
+             {&tile_group, plan.tile_group.size() * 4},
+             {&tile_arrival, plan.tile_arrival.size() * 4},
+             {&counters, static_cast<std::size_t>(plan.counters()) * 4},
+             {&arrived, static_cast<std::size_t>(plan.counters()) * 4},
+             {&timed_out, sizeof(int)}})
+      if (st.ok) st = buf->allocate(bytes);
+    if (!st.ok) return fail(label + ": " + st.message);
+    std::vector<std::uint32_t> flags(static_cast<std::size_t>(plan.counters()), 0);
+    for (int j = 0; j < groups; ++j) flags[static_cast<std::size_t>(groups + j)] = 1;
+    if (cudaMemcpy(offsets.data(), plan.tile_offset_elems.data(), offsets.bytes(),
+                   cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaMemcpy(tile_group.data(), plan.tile_group.data(), tile_group.bytes(),
+                   cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaMemcpy(tile_arrival.data(), plan.tile_arrival.data(), tile_arrival.bytes(),
+                   cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaMemcpy(arrived.data(), flags.data(), arrived.bytes(), cudaMemcpyHostToDevice) !=
+            cudaSuccess ||
+        cudaMemset(counters.data(), 0, counters.bytes()) != cudaSuccess ||
+        cudaMemset(timed_out.data(), 0, sizeof(int)) != cudaSuccess)
+      return fail(label + ": uploading the plan");
+    for (auto [buf, count, seed] : std::vector<std::tuple<void*, std::size_t, std::uint64_t>>{
+             {a.data(), static_cast<std::size_t>(s.m * s.k), 11},
+             {b.data(), static_cast<std::size_t>(s.n * s.k), 12},
+             {recv_source.data(), part, 13}})
+      if (st.ok) st = overlapsim::kernels::fill_random(buf, count, DType::BF16, seed, stream);
+    if (!st.ok) return fail(label + ": " + st.message);
+    const auto refresh_recv = [&] {
+      return cudaMemcpyAsync(recv.as<char>() + part * 2, recv_source.data(), part * 2,
+                             cudaMemcpyDeviceToDevice, stream) == cudaSuccess;
+    };
+    if (!refresh_recv()) return fail(label + ": copying the peer's partial");
+
+    const g::GemmArgs plain_args{s.m,      s.n,      s.k,           g::DType::kBf16,
+                                 a.data(), b.data(), c_plain.data()};
+    const g::GemmArgs owner_args{s.m, s.n, s.k, g::DType::kBf16, a.data(), b.data(), p.data()};
+    g::EpilogueArgs e;
+    e.tile_offset_elems = offsets.as<std::int64_t>();
+    e.group_counters = counters.as<std::uint32_t>();
+    e.tile_group = tile_group.as<std::int32_t>();
+    e.tile_arrival = tile_arrival.as<std::int32_t>();
+    e.arrived = arrived.as<std::uint32_t>();
+    e.own_groups = groups;
+    e.recv = recv.data();
+    e.part_elems = plan.part_elems;
+    e.own_begin_elems = plan.own_begin_elems;
+    e.own_out = p.data();
+    e.own_out_begin_elems = plan.own_begin_elems;
+    e.world = 2;
+    e.rank = 0;
+    e.reduce = true;
+    e.wait_timeout_s = 10;
+    e.timed_out = timed_out.as<int>();
+    e.prefetch_peer_l2 = false;
+    g::SchedulerOptions sched;
+    sched.num_ctas = plan.num_ctas;
+    sched.group_m = plan.group_m;
+    sched.rotate_world = 2;
+    sched.rotate_rank = 0;
+    g::EpilogueArgs e_prefetch = e;
+    e_prefetch.prefetch_peer_l2 = true;
+    g::EpilogueArgs e_mirror = e_prefetch;
+    e_mirror.peer_out = mirror.data();
+    g::OwnGemm plain, reduce, prefetched, mirrored;
+    for (auto [gemm, args, epi, sch] :
+         std::vector<std::tuple<g::OwnGemm*, g::GemmArgs, g::EpilogueArgs, g::SchedulerOptions>>{
+             {&plain, plain_args, g::EpilogueArgs{}, g::SchedulerOptions{}},
+             {&reduce, owner_args, e, sched},
+             {&prefetched, owner_args, e_prefetch, sched},
+             {&mirrored, owner_args, e_mirror, sched}})
+      if (st.ok) st = gemm->initialize(args, epi, sch);
+    if (!st.ok) return fail(label + ": " + st.message);
+
+    const std::vector<std::pair<const char*, std::function<Status()>>> variants = {
+        {"own", [&] { return plain.run(stream); }},
+        {"own_owner_reduce", [&] { return reduce.run(stream, 1); }},
+        {"own_owner_reduce_pf", [&] { return prefetched.run(stream, 1); }},
+        {"own_owner_mirror_pf", [&] { return mirrored.run(stream, 1); }}};
+    std::vector<cudaEvent_t> ev(2 * variants.size() * static_cast<std::size_t>(iters));
+    for (auto& x : ev)
+      if (cudaEventCreate(&x) != cudaSuccess) return fail("cudaEventCreate");
+    for (int w = 0; w < warmup; ++w)
+      for (const auto& v : variants)
+        if (!(st = v.second()).ok) return fail(label + ": " + st.message);
+    for (int it = 0; it < iters; ++it)
+      for (std::size_t v = 0; v < variants.size(); ++v) {
+        const std::size_t at = 2 * (static_cast<std::size_t>(it) * variants.size() + v);
+        if (fresh_recv && !refresh_recv()) return fail(label + ": copying the peer's partial");
+        cudaEventRecord(ev[at], stream);
+        if (!(st = variants[v].second()).ok) return fail(label + ": " + st.message);
+        cudaEventRecord(ev[at + 1], stream);
+      }
+    if (cudaStreamSynchronize(stream) != cudaSuccess) return fail(label + ": timed loop failed");
+    int timed = 0;
+    cudaMemcpy(&timed, timed_out.data(), sizeof timed, cudaMemcpyDeviceToHost);
+    // The mirror must equal P's reduced part bit for bit (both come from one sum).
+    std::vector<std::uint16_t> own_part(part), mirrored_part(part);
+    cudaMemcpy(own_part.data(), p.as<char>() + plan.own_begin_elems * 2, part * 2,
+               cudaMemcpyDeviceToHost);
+    cudaMemcpy(mirrored_part.data(), mirror.data(), part * 2, cudaMemcpyDeviceToHost);
+    std::uint64_t mirror_wrong = 0;
+    for (std::size_t i = 0; i < part; ++i) mirror_wrong += own_part[i] != mirrored_part[i];
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      std::vector<double> ms;
+      for (int it = 0; it < iters; ++it) {
+        const std::size_t at = 2 * (static_cast<std::size_t>(it) * variants.size() + v);
+        float x = 0;
+        cudaEventElapsedTime(&x, ev[at], ev[at + 1]);
+        ms.push_back(x);
+      }
+      BenchRow r;
+      r.op = "gemm";
+      r.design = std::string(variants[v].first) + (fresh_recv ? "_fresh" : "");
+      r.dtype = "bf16";
+      r.m = s.m;
+      r.n = s.n;
+      r.k = s.k;
+      r.chunks = v == 0 ? 1 : groups;
+      r.time_s = median(ms) * 1e-3;
+      r.time_min_s = *std::min_element(ms.begin(), ms.end()) * 1e-3;
+      r.time_max_s = *std::max_element(ms.begin(), ms.end()) * 1e-3;
+      r.flops = 2.0 * s.m * s.n * s.k;
+      r.wrong = v == 3 ? mirror_wrong + static_cast<std::uint64_t>(timed != 0) : 0;
+      std::printf("%s\n", overlapsim::kernels::bench::csv_line(tags, r).c_str());
+    }
+    std::fflush(stdout);
+    for (auto& x : ev) cudaEventDestroy(x);
+  }
+  cudaStreamDestroy(stream);
+  return 0;
+}
