@@ -47,7 +47,7 @@ export OVERLAPSIM_TILEWISE_KEEP="${OVERLAPSIM_TILEWISE_KEEP:-3}"
 export OVERLAPSIM_TILEWISE_EXHAUSTIVE="${OVERLAPSIM_TILEWISE_EXHAUSTIVE:-4}"
 OVERLAPSIM_TILEWISE_DETAIL="$OUT/tilewise_ce_detail.csv" \
 OVERLAPSIM_TILEWISE_CACHE="$OUT/tilewise_ce_tuning.yaml" \
-  timeout "${BENCH_TIMEOUT:-140}" "$bench" --suite "$suite" --timeout 30s \
+  timeout "${BENCH_TIMEOUT:-200}" "$bench" --suite "$suite" --timeout 30s \
   --output "$OUT/tilewise_ce.csv" >"$OUT/bench_stdout.txt" 2>>"$log"
 echo "overlap-bench rc=$?" | tee -a "$log"
 [[ -f $OUT/tilewise_ce.csv ]] || cp "$OUT/bench_stdout.txt" "$OUT/tilewise_ce.csv"
