@@ -202,10 +202,6 @@ struct StoreEpilogue {
       asm volatile("prefetch.global.L1 [%0];" ::"l"(p.tile_offset_elems + tile));
   }
 
-  // A few k-blocks into a tile's mainloop (own_gemm_sm90.cuh): nothing to do here.
-  template <class T>
-  static __device__ __forceinline__ void mainloop_hint(const Params&, int32_t, bool, int) {}
-
   // Where the tile starts (elements from c) and its row stride, once per tile.
   static __device__ __forceinline__ void annotate(const Params& p, TileView& t) {
     t.offset_elems = p.tile_offset_elems != nullptr
@@ -534,7 +530,7 @@ struct OwnerEpilogue {
     // All-reduce phase 2 by the epilogue (2 ranks, full tiles; EpilogueArgs::peer_out):
     // each reduced own tile is also stored at peer_out + its part-relative offset.
     void* peer_out = nullptr;
-    int32_t prefetch_peer = 0;  // 1: EpilogueArgs::prefetch_peer_l2, 2: and prefetch_peer_early
+    int32_t prefetch_peer = 0;  // EpilogueArgs::prefetch_peer_l2
     int32_t world = 1;
     int32_t rank = 0;
     int32_t reduce = 0;
@@ -602,22 +598,6 @@ struct OwnerEpilogue {
   static __device__ __forceinline__ void prefetch(const Params& p, int32_t tile) {
     asm volatile("prefetch.global.L1 [%0];" ::"l"(p.tile_offset_elems + tile));
     asm volatile("prefetch.global.L1 [%0];" ::"l"(p.tile_arrival + tile));
-  }
-
-  // A few k-blocks into the mainloop of a full own-part tile (2 ranks, reducing), with
-  // prefetch_peer = 2: the peer's partial of this tile toward L2 already, a whole tile
-  // before the reduction reads it. Safe whether or not it has arrived: L2 is where the
-  // peer's copies into this GPU's memory land, so a line fetched early is updated there,
-  // and the reduction's loads come after its acquire of the arrival flag.
-  template <class T>
-  static __device__ __forceinline__ void mainloop_hint(const Params& p, int32_t tile, bool full,
-                                                       int consumer) {
-    if (p.prefetch_peer < 2 || p.reduce == 0 || p.world != 2 || !full) return;
-    if (p.tile_arrival[tile] < 0) return;
-    const int64_t rel = p.tile_offset_elems[tile] - p.own_begin_elems;
-    prefetch_peer_tile_l2<T>(
-        static_cast<const T*>(p.recv) + static_cast<int64_t>(1 - p.rank) * p.part_elems + rel,
-        consumer);
   }
 
   // Step `step` (0..kStoreSteps−1) of the tile's store; returns true once the tile is

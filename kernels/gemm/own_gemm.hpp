@@ -93,9 +93,6 @@ struct EpilogueArgs {
   // L2 rather than HBM. On one H200 (owner-epilogue-bench, kernels/NOTES.md) it took the
   // reducing GEMM from 3.5-12 % over the plain one to 1.3-5 %.
   bool prefetch_peer_l2 = true;
-  // With prefetch_peer_l2: also prefetch a full own-part tile's peer partial a few k-blocks
-  // into that tile's mainloop, a whole tile before its reduction. An experiment.
-  bool prefetch_peer_early = false;
 };
 
 struct SchedulerOptions {

@@ -248,13 +248,6 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
                            (kb > 0 || kk > 0) ? 1u : 0u);
         }
         wgmma_commit();
-        if constexpr (Epilogue::kStoreSteps > 1) {
-          if (kb == 2)
-            Epilogue::template mainloop_hint<T>(
-                p.epilogue, tc.tile_m * p.tiles_n + tc.tile_n,
-                (tc.tile_m + 1) * Cfg::kTileM <= p.m && (tc.tile_n + 1) * Cfg::kTileN <= p.n,
-                consumer);
-        }
         if (kDeferStores && pending) {
           // The previous tile's stores go out while this batch runs on the tensor cores.
           if constexpr (Epilogue::kStoreSteps == 1) {
