@@ -540,6 +540,15 @@ TEST(TilewiseTuningCache, RoundTripAndReplace) {
   EXPECT_EQ(found_ce->wait, "copy_engine");
   EXPECT_EQ(found_ce->partition, std::vector<int>{4});
   EXPECT_EQ(with_ce->find(e.key)->wait, "stream_memop") << "the nccl entry is separate";
+  // An all-reduce whose phase 2 the epilogue does keeps that mode through the file.
+  TuningEntry ep = ce;
+  ep.key.collective = "allreduce_ce";
+  ep.wait = "epilogue_phase2";
+  cache.put(ep);
+  auto with_ep = TuningCache::parse(cache.to_yaml(), "cache.yaml", &error);
+  ASSERT_TRUE(with_ep) << error;
+  ASSERT_TRUE(with_ep->find(ep.key));
+  EXPECT_EQ(with_ep->find(ep.key)->wait, "epilogue_phase2");
   auto empty = TuningCache::parse("entries: []\n", "e.yaml", &error);
   ASSERT_TRUE(empty);
   EXPECT_TRUE(empty->entries().empty());
