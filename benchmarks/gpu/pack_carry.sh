@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Fills build-carry/ (git-ignored, like every build-*/) with what the device scripts run:
 # the CLI, overlap-bench, alloc-sync-probe, owner-epilogue-bench, own-gemm-bench and the
-# kernels' test binaries from build/ (a
-# CUDA build made here), and the yaml-cpp and fmt libraries they link, which the device
-# image may lack. Usage: benchmarks/gpu/pack_carry.sh [BUILD_DIR]
+# kernels' test binaries from build/ (a CUDA build made here), and the yaml-cpp and fmt
+# libraries they link, which the device image may lack. Usage: benchmarks/gpu/pack_carry.sh [BUILD_DIR]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-$root/build}"
