@@ -33,7 +33,7 @@
 #include "kernels/gemm/own_gemm.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/fill.hpp"
-#include "kernels/tilewise/owner_plan.hpp"
+#include "kernels/tilewise/owner_rehearsal.hpp"
 
 namespace {
 
@@ -127,45 +127,22 @@ int main(int argc, char** argv) {
   for (const Shape& s : shapes) {
     const std::string label =
         std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-    tw::OwnerPlan plan;
-    if (auto e = tw::build_owner_plan(overlapsim::kernels::CollectiveOp::AllReduce, s.m, s.n,
-                                      prop.multiProcessorCount, g::GemmConfig::kDefaultGroupM,
-                                      groups, 2, 0, &plan))
-      return fail(label + ": " + *e);
+    tw::OwnerRehearsal rehearsal;
+    Status st = rehearsal.initialize(s.m, s.n, groups);
+    if (!st.ok) return fail(label + ": " + st.message);
+    const tw::OwnerPlan& plan = rehearsal.plan();
     const std::size_t mn = static_cast<std::size_t>(s.m * s.n);
     const std::size_t part = static_cast<std::size_t>(plan.part_elems);
-    DeviceBuffer a, b, c_plain, p, mirror, recv, recv_source, offsets, tile_group, tile_arrival,
-        counters, arrived, timed_out;
-    Status st = Status::success();
+    DeviceBuffer a, b, c_plain, p, mirror, recv_source;
     for (auto [buf, bytes] : std::vector<std::pair<DeviceBuffer*, std::size_t>>{
              {&a, static_cast<std::size_t>(s.m * s.k) * 2},
              {&b, static_cast<std::size_t>(s.n * s.k) * 2},
              {&c_plain, mn * 2},
              {&p, mn * 2},
              {&mirror, part * 2},
-             {&recv, 2 * part * 2},
-             {&recv_source, part * 2},
-             {&offsets, plan.tile_offset_elems.size() * 8},
-             {&tile_group, plan.tile_group.size() * 4},
-             {&tile_arrival, plan.tile_arrival.size() * 4},
-             {&counters, static_cast<std::size_t>(plan.counters()) * 4},
-             {&arrived, static_cast<std::size_t>(plan.counters()) * 4},
-             {&timed_out, sizeof(int)}})
+             {&recv_source, part * 2}})
       if (st.ok) st = buf->allocate(bytes);
     if (!st.ok) return fail(label + ": " + st.message);
-    std::vector<std::uint32_t> flags(static_cast<std::size_t>(plan.counters()), 0);
-    for (int j = 0; j < groups; ++j) flags[static_cast<std::size_t>(groups + j)] = 1;
-    if (cudaMemcpy(offsets.data(), plan.tile_offset_elems.data(), offsets.bytes(),
-                   cudaMemcpyHostToDevice) != cudaSuccess ||
-        cudaMemcpy(tile_group.data(), plan.tile_group.data(), tile_group.bytes(),
-                   cudaMemcpyHostToDevice) != cudaSuccess ||
-        cudaMemcpy(tile_arrival.data(), plan.tile_arrival.data(), tile_arrival.bytes(),
-                   cudaMemcpyHostToDevice) != cudaSuccess ||
-        cudaMemcpy(arrived.data(), flags.data(), arrived.bytes(), cudaMemcpyHostToDevice) !=
-            cudaSuccess ||
-        cudaMemset(counters.data(), 0, counters.bytes()) != cudaSuccess ||
-        cudaMemset(timed_out.data(), 0, sizeof(int)) != cudaSuccess)
-      return fail(label + ": uploading the plan");
     for (auto [buf, count, seed] : std::vector<std::tuple<void*, std::size_t, std::uint64_t>>{
              {a.data(), static_cast<std::size_t>(s.m * s.k), 11},
              {b.data(), static_cast<std::size_t>(s.n * s.k), 12},
@@ -173,7 +150,7 @@ int main(int argc, char** argv) {
       if (st.ok) st = overlapsim::kernels::fill_random(buf, count, DType::BF16, seed, stream);
     if (!st.ok) return fail(label + ": " + st.message);
     const auto refresh_recv = [&] {
-      return cudaMemcpyAsync(recv.as<char>() + part * 2, recv_source.data(), part * 2,
+      return cudaMemcpyAsync(rehearsal.peer_partial(), recv_source.data(), part * 2,
                              cudaMemcpyDeviceToDevice, stream) == cudaSuccess;
     };
     if (!refresh_recv()) return fail(label + ": copying the peer's partial");
@@ -181,29 +158,9 @@ int main(int argc, char** argv) {
     const g::GemmArgs plain_args{s.m,      s.n,      s.k,           g::DType::kBf16,
                                  a.data(), b.data(), c_plain.data()};
     const g::GemmArgs owner_args{s.m, s.n, s.k, g::DType::kBf16, a.data(), b.data(), p.data()};
-    g::EpilogueArgs e;
-    e.tile_offset_elems = offsets.as<std::int64_t>();
-    e.group_counters = counters.as<std::uint32_t>();
-    e.tile_group = tile_group.as<std::int32_t>();
-    e.tile_arrival = tile_arrival.as<std::int32_t>();
-    e.arrived = arrived.as<std::uint32_t>();
-    e.own_groups = groups;
-    e.recv = recv.data();
-    e.part_elems = plan.part_elems;
-    e.own_begin_elems = plan.own_begin_elems;
-    e.own_out = p.data();
-    e.own_out_begin_elems = plan.own_begin_elems;
-    e.world = 2;
-    e.rank = 0;
-    e.reduce = true;
-    e.wait_timeout_s = 10;
-    e.timed_out = timed_out.as<int>();
+    g::EpilogueArgs e = rehearsal.epilogue(p.data());
     e.prefetch_peer_l2 = false;
-    g::SchedulerOptions sched;
-    sched.num_ctas = plan.num_ctas;
-    sched.group_m = plan.group_m;
-    sched.rotate_world = 2;
-    sched.rotate_rank = 0;
+    const g::SchedulerOptions sched = rehearsal.scheduler();
     g::EpilogueArgs e_prefetch = e;
     e_prefetch.prefetch_peer_l2 = true;
     g::EpilogueArgs e_mirror = e_prefetch;
@@ -220,9 +177,9 @@ int main(int argc, char** argv) {
 
     const std::vector<std::pair<const char*, std::function<Status()>>> variants = {
         {"own", [&] { return plain.run(stream); }},
-        {"own_owner_reduce", [&] { return reduce.run(stream, 1); }},
-        {"own_owner_reduce_pf", [&] { return prefetched.run(stream, 1); }},
-        {"own_owner_mirror_pf", [&] { return mirrored.run(stream, 1); }}};
+        {"own_owner_reduce", [&] { return reduce.run(stream, tw::OwnerRehearsal::kEpoch); }},
+        {"own_owner_reduce_pf", [&] { return prefetched.run(stream, tw::OwnerRehearsal::kEpoch); }},
+        {"own_owner_mirror_pf", [&] { return mirrored.run(stream, tw::OwnerRehearsal::kEpoch); }}};
     std::vector<cudaEvent_t> ev(2 * variants.size() * static_cast<std::size_t>(iters));
     for (auto& x : ev)
       if (cudaEventCreate(&x) != cudaSuccess) return fail("cudaEventCreate");
@@ -239,7 +196,7 @@ int main(int argc, char** argv) {
       }
     if (cudaStreamSynchronize(stream) != cudaSuccess) return fail(label + ": timed loop failed");
     int timed = 0;
-    cudaMemcpy(&timed, timed_out.data(), sizeof timed, cudaMemcpyDeviceToHost);
+    cudaMemcpy(&timed, rehearsal.timed_out(), sizeof timed, cudaMemcpyDeviceToHost);
     // The mirror must equal P's reduced part bit for bit (both come from one sum).
     std::vector<std::uint16_t> own_part(part), mirrored_part(part);
     cudaMemcpy(own_part.data(), p.as<char>() + plan.own_begin_elems * 2, part * 2,

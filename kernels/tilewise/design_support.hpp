@@ -1,7 +1,7 @@
 #pragma once
 // What both tile-wise transports (tilewise_design.cpp: NCCL, owner_design.cpp: copy
-// engines) do the same way when they set up: upload a plan's tables to the device and
-// describe the GEMM they run. Internal to kernels/tilewise. C++17.
+// engines) and the one-GPU owner rehearsal do the same way when they set up: upload a
+// plan's tables to the device and describe the GEMM they run. Internal to kernels/tilewise. C++17.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -25,6 +25,13 @@ Status upload(DeviceBuffer& buffer, const std::vector<T>& values) {
   if (!values.empty())
     CUDA_CHECK(cudaMemcpy(buffer.data(), values.data(), values.size() * sizeof(T),
                           cudaMemcpyHostToDevice));
+  return Status::success();
+}
+
+// Allocates `bytes` and sets them to zero (synchronous).
+inline Status zeroed(DeviceBuffer& buffer, std::size_t bytes) {
+  OVERLAPSIM_TRY(buffer.allocate(bytes));
+  if (bytes > 0) CUDA_CHECK(cudaMemset(buffer.data(), 0, bytes));
   return Status::success();
 }
 

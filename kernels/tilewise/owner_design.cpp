@@ -10,12 +10,6 @@
 namespace overlapsim::kernels::tilewise {
 namespace {
 
-Status zeroed(DeviceBuffer& buffer, std::size_t bytes) {
-  OVERLAPSIM_TRY(buffer.allocate(bytes));
-  if (bytes > 0) CUDA_CHECK(cudaMemset(buffer.data(), 0, bytes));
-  return Status::success();
-}
-
 // Lets this GPU read and write `peer`'s memory (copies, stream writes on peer pointers).
 Status enable_peer_access(int device, int peer) {
   int can = 0;

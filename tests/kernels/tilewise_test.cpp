@@ -34,6 +34,7 @@
 #include "kernels/tilewise/owner_design.hpp"
 #include "kernels/tilewise/owner_plan.hpp"
 #include "kernels/tilewise/owner_predictor.hpp"
+#include "kernels/tilewise/owner_rehearsal.hpp"
 #include "kernels/tilewise/tilewise_design.hpp"
 #include "kernels/tilewise/tuning_cache.hpp"
 #include "tests/kernels/gpu_test_support.hpp"
@@ -985,97 +986,53 @@ TEST(TilewiseCopyEngineGpu, EpiloguePhase2MirrorsReducedTilesOnOneGpu) {
   const std::int64_t m = 1024, n = 1536, k = 320;  // 8 x 6 full tiles, parts of 4 tile rows
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  int sms = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   for (const int groups : {1, 3}) {
     SCOPED_TRACE("groups per part " + std::to_string(groups));
-    OwnerPlan plan;
-    ASSERT_FALSE(
-        build_owner_plan(CollectiveOp::AllReduce, m, n, sms, 8, groups, 2, 0, &plan).has_value());
+    OwnerRehearsal rehearsal;
+    const Status ready = rehearsal.initialize(m, n, groups);
+    ASSERT_TRUE(ready.ok) << ready.message;
+    const OwnerPlan& plan = rehearsal.plan();
     const std::size_t mn = static_cast<std::size_t>(m * n);
     const std::size_t part = static_cast<std::size_t>(plan.part_elems);
-    DeviceBuffer a, b, natural, p, mirror, recv, offsets, tile_group, tile_arrival, counters,
-        arrived, timed_out;
+    DeviceBuffer a, b, natural, p, mirror;
     ASSERT_TRUE(a.allocate(static_cast<std::size_t>(m * k) * 2).ok);
     ASSERT_TRUE(b.allocate(static_cast<std::size_t>(n * k) * 2).ok);
     ASSERT_TRUE(natural.allocate(mn * 2).ok);
     ASSERT_TRUE(p.allocate(mn * 2).ok);
     ASSERT_TRUE(mirror.allocate(part * 2).ok);
-    ASSERT_TRUE(recv.allocate(2 * part * 2).ok);
-    ASSERT_TRUE(offsets.allocate(plan.tile_offset_elems.size() * 8).ok);
-    ASSERT_TRUE(tile_group.allocate(plan.tile_group.size() * 4).ok);
-    ASSERT_TRUE(tile_arrival.allocate(plan.tile_arrival.size() * 4).ok);
-    ASSERT_TRUE(counters.allocate(static_cast<std::size_t>(plan.counters()) * 4).ok);
-    ASSERT_TRUE(arrived.allocate(static_cast<std::size_t>(plan.counters()) * 4).ok);
-    ASSERT_TRUE(timed_out.allocate(sizeof(int)).ok);
-    ASSERT_EQ(cudaMemcpy(offsets.data(), plan.tile_offset_elems.data(), offsets.bytes(),
-                         cudaMemcpyHostToDevice),
-              cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(tile_group.data(), plan.tile_group.data(), tile_group.bytes(),
-                         cudaMemcpyHostToDevice),
-              cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(tile_arrival.data(), plan.tile_arrival.data(), tile_arrival.bytes(),
-                         cudaMemcpyHostToDevice),
-              cudaSuccess);
-    std::vector<std::uint32_t> flags(static_cast<std::size_t>(plan.counters()), 0);
-    for (int j = 0; j < groups; ++j) flags[static_cast<std::size_t>(1 * groups + j)] = 1;
-    ASSERT_EQ(cudaMemcpy(arrived.data(), flags.data(), arrived.bytes(), cudaMemcpyHostToDevice),
-              cudaSuccess);
-    ASSERT_EQ(cudaMemset(counters.data(), 0, counters.bytes()), cudaSuccess);
-    ASSERT_EQ(cudaMemset(timed_out.data(), 0, sizeof(int)), cudaSuccess);
     ASSERT_EQ(cudaMemset(p.data(), 0xFF, mn * 2), cudaSuccess);
     ASSERT_EQ(cudaMemset(mirror.data(), 0xFF, part * 2), cudaSuccess);
     ASSERT_TRUE(
         fill_random(a.data(), static_cast<std::size_t>(m * k), DType::BF16, seed, nullptr).ok);
     ASSERT_TRUE(
         fill_random(b.data(), static_cast<std::size_t>(n * k), DType::BF16, seed + 1, nullptr).ok);
-    ASSERT_TRUE(fill_random(recv.as<char>() + part * 2, part, DType::BF16, seed + 2, nullptr).ok);
+    ASSERT_TRUE(fill_random(rehearsal.peer_partial(), part, DType::BF16, seed + 2, nullptr).ok);
 
     gemm::OwnGemm plain;
     ASSERT_TRUE(plain.initialize({m, n, k, gemm_type(), a.data(), b.data(), natural.data()}).ok);
     ASSERT_TRUE(plain.run(nullptr).ok);
 
-    gemm::EpilogueArgs e;
-    e.tile_offset_elems = offsets.as<std::int64_t>();
-    e.group_counters = counters.as<std::uint32_t>();
-    e.tile_group = tile_group.as<std::int32_t>();
-    e.tile_arrival = tile_arrival.as<std::int32_t>();
-    e.arrived = arrived.as<std::uint32_t>();
-    e.own_groups = groups;
-    e.recv = recv.data();
-    e.part_elems = plan.part_elems;
-    e.own_begin_elems = plan.own_begin_elems;
-    e.own_out = p.data();
-    e.own_out_begin_elems = plan.own_begin_elems;
-    e.world = 2;
-    e.rank = 0;
-    e.reduce = true;
-    e.wait_timeout_s = 10;
-    e.timed_out = timed_out.as<int>();
+    gemm::EpilogueArgs e = rehearsal.epilogue(p.data());
     e.system_scope_signal = false;  // peer_out must force the system scope anyway
     e.peer_out = mirror.data();
-    gemm::SchedulerOptions sched;
-    sched.num_ctas = plan.num_ctas;
-    sched.group_m = plan.group_m;
-    sched.rotate_world = 2;
-    sched.rotate_rank = 0;
     gemm::OwnGemm owner;
-    const Status init =
-        owner.initialize({m, n, k, gemm_type(), a.data(), b.data(), p.data()}, e, sched);
+    const Status init = owner.initialize({m, n, k, gemm_type(), a.data(), b.data(), p.data()}, e,
+                                         rehearsal.scheduler());
     ASSERT_TRUE(init.ok) << init.message;
-    ASSERT_TRUE(owner.run(nullptr, 1).ok);
+    ASSERT_TRUE(owner.run(nullptr, OwnerRehearsal::kEpoch).ok);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
     int timed = -1;
-    ASSERT_EQ(cudaMemcpy(&timed, timed_out.data(), sizeof timed, cudaMemcpyDeviceToHost),
+    ASSERT_EQ(cudaMemcpy(&timed, rehearsal.timed_out(), sizeof timed, cudaMemcpyDeviceToHost),
               cudaSuccess);
     EXPECT_EQ(timed, 0) << "an arrival wait timed out although every flag was set";
     const auto nat = to_bits(natural.data(), mn);
     const auto got = to_bits(p.data(), mn);
     const auto mir = to_bits(mirror.data(), part);
-    const auto peer = to_bits(recv.as<char>() + part * 2, part);
+    const auto peer = to_bits(rehearsal.peer_partial(), part);
     std::vector<std::uint32_t> count(static_cast<std::size_t>(plan.counters()));
-    ASSERT_EQ(cudaMemcpy(count.data(), counters.data(), counters.bytes(), cudaMemcpyDeviceToHost),
+    ASSERT_EQ(cudaMemcpy(count.data(), rehearsal.counters(), count.size() * sizeof(std::uint32_t),
+                         cudaMemcpyDeviceToHost),
               cudaSuccess);
     for (const OwnerGroup& g : plan.groups) {
       if (g.position != 1) continue;
