@@ -57,6 +57,27 @@ struct TilewiseSettings {
   bool phase2_epilogue = true;
 };
 
+// `var` (default "a,b"): a comma list of a and/or b; sets *chose_a and *chose_b. Any
+// other value, or neither, is an input error naming the variable.
+Status read_either_or_both(const char* var, const std::string& a, const std::string& b,
+                           const std::string& value_noun, const std::string& none_noun,
+                           bool* chose_a, bool* chose_b) {
+  *chose_a = *chose_b = false;
+  for (const std::string& v : split_commas(env_or(var, a + "," + b))) {
+    if (v == a) {
+      *chose_a = true;
+    } else if (v == b) {
+      *chose_b = true;
+    } else {
+      return Status::failure(std::string(var) + ": '" + v + "' is not a " + value_noun +
+                             " (expected " + a + " and/or " + b + ")");
+    }
+  }
+  if (!*chose_a && !*chose_b)
+    return Status::failure(std::string(var) + " needs at least one " + none_noun);
+  return Status::success();
+}
+
 Status read_settings(TilewiseSettings* s) {
   for (const std::string& v : split_commas(env_or("OVERLAPSIM_TILEWISE_COMM_SMS", "16"))) {
     char* end = nullptr;
@@ -79,18 +100,8 @@ Status read_settings(TilewiseSettings* s) {
   s->keep = std::max(1, std::atoi(env_or("OVERLAPSIM_TILEWISE_KEEP", "6").c_str()));
   s->exhaustive_limit =
       std::max(1, std::atoi(env_or("OVERLAPSIM_TILEWISE_EXHAUSTIVE", "16").c_str()));
-  s->nccl = s->copy_engine = false;
-  for (const std::string& v :
-       split_commas(env_or("OVERLAPSIM_TILEWISE_TRANSPORT", "nccl,copy_engine"))) {
-    if (v == "nccl") {
-      s->nccl = true;
-    } else if (v == "copy_engine") {
-      s->copy_engine = true;
-    } else {
-      return Status::failure("OVERLAPSIM_TILEWISE_TRANSPORT: '" + v +
-                             "' is not a transport (expected nccl and/or copy_engine)");
-    }
-  }
+  OVERLAPSIM_TRY(read_either_or_both("OVERLAPSIM_TILEWISE_TRANSPORT", "nccl", "copy_engine",
+                                     "transport", "transport", &s->nccl, &s->copy_engine));
   for (const std::string& v : split_commas(env_or("OVERLAPSIM_TILEWISE_CE_GROUPS", "2,4,8,16"))) {
     char* end = nullptr;
     const long g = std::strtol(v.c_str(), &end, 10);
@@ -99,22 +110,8 @@ Status read_settings(TilewiseSettings* s) {
                              "' is not a group count in 1..1024 (expected e.g. 1,2,4)");
     s->ce_groups.push_back(static_cast<int>(g));
   }
-  if (!s->nccl && !s->copy_engine)
-    return Status::failure("OVERLAPSIM_TILEWISE_TRANSPORT needs at least one transport");
-  s->phase2_copy = s->phase2_epilogue = false;
-  for (const std::string& v :
-       split_commas(env_or("OVERLAPSIM_TILEWISE_CE_PHASE2", "copy_engine,epilogue"))) {
-    if (v == "copy_engine") {
-      s->phase2_copy = true;
-    } else if (v == "epilogue") {
-      s->phase2_epilogue = true;
-    } else {
-      return Status::failure("OVERLAPSIM_TILEWISE_CE_PHASE2: '" + v +
-                             "' is not a phase-2 mode (expected copy_engine and/or epilogue)");
-    }
-  }
-  if (!s->phase2_copy && !s->phase2_epilogue)
-    return Status::failure("OVERLAPSIM_TILEWISE_CE_PHASE2 needs at least one mode");
+  OVERLAPSIM_TRY(read_either_or_both("OVERLAPSIM_TILEWISE_CE_PHASE2", "copy_engine", "epilogue",
+                                     "phase-2 mode", "mode", &s->phase2_copy, &s->phase2_epilogue));
   s->cache_path = env_or("OVERLAPSIM_TILEWISE_CACHE", "");
   s->detail_path = env_or("OVERLAPSIM_TILEWISE_DETAIL", "");
   return Status::success();
