@@ -254,9 +254,14 @@ class TilewiseShapeRunner {
     OVERLAPSIM_TRY(measure_copy_curve());
     const std::optional<tw::TuningEntry> cached = t_cache->find(cache_key(true));
     std::vector<int> groups = settings_.ce_groups;
-    // Phase 2 by the epilogue: all-reduce on 2 ranks with full tiles (owner_design.hpp).
+    // Phase 2 by the epilogue where the design can do it (all-reduce, 2 ranks, full tiles).
+    Candidate by_epilogue_probe;
+    by_epilogue_probe.ce_groups = 1;
+    by_epilogue_probe.phase2_by_epilogue = true;
     const bool epilogue_ok =
-        coll_ == CollectiveOp::AllReduce && env_.world() == 2 && shape_.n % 256 == 0;
+        tw::OwnerDesign::can_implement(coll_, shape_.m, shape_.n, shape_.k, env_.world(),
+                                       owner_options(by_epilogue_probe))
+            .ok;
     std::vector<bool> modes;
     if (settings_.phase2_copy || !epilogue_ok) modes.push_back(false);
     if (settings_.phase2_epilogue && epilogue_ok) modes.push_back(true);
@@ -269,8 +274,8 @@ class TilewiseShapeRunner {
     const std::int32_t part_tiles = static_cast<std::int32_t>(shape_.m / 128 / env_.world()) *
                                     static_cast<std::int32_t>((shape_.n + 255) / 256);
     for (int g : groups) {
+      if (g > part_tiles) continue;
       for (const bool by_epilogue : modes) {
-        if (g > part_tiles) continue;
         Candidate cand;
         cand.ce_groups = g;
         cand.partition = {g};
