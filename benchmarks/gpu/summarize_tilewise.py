@@ -22,6 +22,13 @@ import tempfile
 from collections import defaultdict
 
 
+# Pair rows of the copy-engine transport: tilewise_ce, and tilewise_ce_ep where the
+# all-reduce's phase 2 is done by the epilogue (since session 6); one of the two is a
+# shape's chosen configuration.
+COPY_ENGINE_DESIGNS = ("tilewise_ce", "tilewise_ce_ep")
+TILEWISE_DESIGNS = ("tilewise",) + COPY_ENGINE_DESIGNS
+
+
 def read(path):
     if not path or not os.path.exists(path):
         return []
@@ -95,7 +102,7 @@ def main():
     out = []
     pairs = []
     for r in rows:
-        if "+" in r["op"] and r["design"] in ("tilewise", "tilewise_ce", "tilewise_ce_ep"):
+        if "+" in r["op"] and r["design"] in TILEWISE_DESIGNS:
             key = (r["op"], int(r["m"]), int(r["n"]), int(r["k"]))
             if key not in pairs:
                 pairs.append(key)
@@ -112,9 +119,7 @@ def main():
         coll_loop = nan_if_none(ts.get((op, "collective_alone_tw_loop", 1)))
         ideal_loop = max(op_loop, coll_loop) if op_loop == op_loop and coll_loop == coll_loop else ideal
         tile = min([v for (o, d, c), v in ts.items() if o == op and d == "tilewise"] or [math.nan])
-        # tilewise_ce_ep: the copy-engine transport with the all-reduce's phase 2 by the
-        # epilogue (since session 6); one of the two is the chosen configuration.
-        tile_ce = min([v for (o, d, c), v in ts.items() if o == op and d in ("tilewise_ce", "tilewise_ce_ep")]
+        tile_ce = min([v for (o, d, c), v in ts.items() if o == op and d in COPY_ENGINE_DESIGNS]
                       or [math.nan])
         dec = min([v for (o, d, c), v in ts.items() if o == op and d == "decomposed"] or [math.nan])
         own = nan_if_none(ts.get(("gemm", "own_interleaved", 0)))
@@ -128,7 +133,7 @@ def main():
         own_ce_loop = min([v for (o, d, c), v in ts.items() if o == op and d == "own_signal_ce_tw_loop"]
                           or [math.nan])
         wrong = sum(int(r["wrong"]) for r in rows if r["op"] == op and (int(r["m"]), int(r["n"]), int(r["k"])) == shape
-                    and r["design"] in ("tilewise", "tilewise_ce", "tilewise_ce_ep"))
+                    and r["design"] in TILEWISE_DESIGNS)
         o = {**tags, "op": op, "m": m, "n": n, "k": k,
              "t_cublas_s": cublas, "t_nccl_s": nccl, "t_sequential_s": seq,
              "t_sequential_same_loop_s": seq_loop, "t_ideal_s": ideal,
