@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The copy-engine all-reduce's tail, predicted from a 2-GPU tile-wise run (kernels/NOTES.md,
+"The all-reduce tail and phase 2 by the epilogue").
+
+A Python replica of kernels/tilewise/owner_predictor.cpp at 2 ranks (items done at the end
+of their wave, one copy stream, the measured peer-copy curve interpolated as the C++
+CommCurve does), fed with the run's GEMM-with-signals time (t_own_signal_ce_s) per all-reduce
+shape with T_comm >= 20 % T_GEMM. For each shape it prints the best of 2, 4, 8, 16 equal
+groups a part, a few tapered group splits, and phase 2 by the epilogue (the own part's end
+plus the curve's zero-byte cost), then the same-loop captured overlap with the epilogue
+figure scaled by the run's measured / predicted copy-engine time ("anchored").
+
+  predict_allreduce_tail.py RUN.csv RUN_summary.csv
+"""
+import bisect
+import csv
+import math
+import sys
+
+SMS = 132
+TILE_BYTES = 128 * 256 * 2
+TAPERS = {"1/2,1/4,1/8,1/16,1/16": [.5, .25, .125, .0625, .0625], "0.4,0.3,0.2,0.1": [.4, .3, .2, .1],
+          "0.75,0.125,0.125": [.75, .125, .125], "0.5,0.3,0.15,0.05": [.5, .3, .15, .05]}
+
+
+def curve_from(rows):
+    pts = sorted((float(r["bytes"]), float(r["time_us"]) * 1e-6) for r in rows if r["op"] == "peer_copy")
+    xs = [p[0] for p in pts]
+
+    def time_s(b):
+        hi = min(max(bisect.bisect_left(xs, b), 1), len(pts) - 1)
+        lo = hi - 1
+        slope = (pts[hi][1] - pts[lo][1]) / (pts[hi][0] - pts[lo][0])
+        t = pts[lo][1] + slope * (b - pts[lo][0])
+        return max(t, pts[0][1] * 0.5 if b < pts[0][0] else 0.0)
+    return time_s
+
+
+def predict(m, n, gemm_s, bounds, copy_s, epilogue):
+    tiles = (m // 128) * math.ceil(n / 256)
+    wave = gemm_s / math.ceil(tiles / SMS)
+    part = tiles // 2
+    done = lambda end: math.ceil(end / SMS) * wave
+    sent, arrival = 0.0, {}
+    for j in range(len(bounds) - 1):  # the peer's part (position 0)
+        sent = max(done(bounds[j + 1]), sent) + copy_s((bounds[j + 1] - bounds[j]) * TILE_BYTES)
+        arrival[j] = sent
+    finished = done(part)
+    previous, phase2 = finished, 0.0
+    for j in range(len(bounds) - 1):  # the own part (position 1), reduced
+        a = done(part + bounds[j + 1])
+        finished = max(a, arrival[j], finished + (a - previous))
+        previous = a
+        phase2 = max(finished, phase2) + copy_s((bounds[j + 1] - bounds[j]) * TILE_BYTES)
+    return max(finished, sent) + copy_s(0) if epilogue else phase2
+
+
+def main():
+    rows = list(csv.DictReader(open(sys.argv[1])))
+    copy_s = curve_from(rows)
+    caps, caps_ep = [], []
+    for r in csv.DictReader(open(sys.argv[2])):
+        if r["op"] != "gemm+allreduce" or float(r["comm_over_gemm"]) < 0.2:
+            continue
+        m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
+        gemm = float(r["t_own_signal_ce_s"])
+        part = (m // 128) * math.ceil(n / 256) // 2
+        equal = {g: predict(m, n, gemm, [part * j // g for j in range(g + 1)], copy_s, False) for g in (2, 4, 8, 16)}
+        tapered = {}
+        for name, fr in TAPERS.items():
+            b = [0]
+            for f in fr:
+                b.append(round(part * (b[-1] / part + f)))
+            b[-1] = part
+            tapered[name] = predict(m, n, gemm, b, copy_s, False)
+        ep = min(predict(m, n, gemm, [part * j // g for j in range(g + 1)], copy_s, True) for g in (2, 4, 8, 16))
+        best_g = min(equal, key=equal.get)
+        measured = float(r["t_tilewise_ce_s"])
+        anchored = ep * measured / equal[best_g]
+        seq, ideal = float(r["t_sequential_same_loop_s"]), float(r["t_ideal_same_loop_s"])
+        cap = lambda t: (seq - t) / (seq - ideal)
+        caps.append(cap(measured))
+        caps_ep.append(cap(anchored))
+        print(f"{m}x{n}x{k}: GEMM with signals {gemm * 1e6:.0f} us, measured tilewise_ce {measured * 1e6:.0f}; "
+              f"equal groups " + " ".join(f"{g}:{t * 1e6:.0f}" for g, t in equal.items()) +
+              "; tapered " + " ".join(f"[{nm}]:{t * 1e6:.0f}" for nm, t in tapered.items()) +
+              f"; epilogue phase 2 {ep * 1e6:.0f} (anchored {anchored * 1e6:.0f}); "
+              f"captured same loop {cap(measured):.3f} -> {cap(anchored):.3f}")
+    gm = lambda v: math.exp(sum(map(math.log, v)) / len(v))
+    print(f"geo-mean captured (same loop): measured {gm(caps):.3f}, with phase 2 by the epilogue "
+          f"(anchored prediction) {gm(caps_ep):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
