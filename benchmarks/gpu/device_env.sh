@@ -55,3 +55,17 @@ select_tilewise_binaries() {
     echo "sass $pat: $(cuobjdump -sass "$test_bin" 2>/dev/null | grep -cE "$pat")" >>"$log"
   done
 }
+
+# start_smi_sampling FILE: nvidia-smi samples SM and memory clock, power, temperature and
+# throttle reasons every 50 ms into FILE (queries only; no GPU setting is touched) until
+# stop_smi_sampling.
+start_smi_sampling() {
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv,nounits -lms 50 >"$1" 2>"$1.err" &
+  smi_pid=$!
+  sleep 1
+}
+stop_smi_sampling() {
+  kill "${smi_pid:-}" 2>/dev/null
+  wait "${smi_pid:-}" 2>/dev/null
+}

@@ -22,10 +22,7 @@ long_iters="${LONG_ITERS:-1500}"
   echo "nccl: ${nccl_lib:-none}"
 } >"$OUT/versions.txt" 2>&1
 
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
-  --format=csv,nounits -lms 50 >"$OUT/smi.csv" 2>"$OUT/smi.err" &
-smi=$!
-sleep 1
+start_smi_sampling "$OUT/smi.csv"
 
 echo "shape,design,start_s,end_s" >"$OUT/phases.csv"
 header_done=0
@@ -54,8 +51,7 @@ start=$(date +%s.%N)
 timeout 300 "$gemm_bench" --shapes "$shapes" --versions 2 --iters "$long_iters" \
   >"$OUT/interleaved_long.csv" 2>"$OUT/interleaved_long.err"
 echo "long rc=$? $start $(date +%s.%N)" >>"$OUT/bench.err"
-kill "$smi" 2>/dev/null
-wait "$smi" 2>/dev/null
+stop_smi_sampling
 cat "$OUT/gemm_sustained.csv"
 tail -n 8 "$OUT/interleaved_short.err" "$OUT/interleaved_long.err"
 cat "$OUT/bench.err" | tail -n 12

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Per run of run_gemm_power.sh: the GEMM's sustained time next to the SM clock, power and
 throttle reasons nvidia-smi sampled over the second half of that run (the steady,
-power-limited part). Usage: summarize_gemm_power.py DIR (with gemm_sustained.csv,
-phases.csv, smi.csv); prints a table, one row per shape and design, then own/cuBLAS."""
+power-limited part). Usage: summarize_gemm_power.py DIR [TIMES_CSV [BASELINE]] (DIR with
+phases.csv and smi.csv; TIMES_CSV default gemm_sustained.csv, BASELINE default cublas);
+prints a table, one row per shape and design, then every design's time and clock over the
+baseline's on the same shape."""
 import csv
 import datetime
 import statistics
@@ -24,10 +26,10 @@ def smi_samples(path):
     return out
 
 
-def main(folder):
+def main(folder, times_csv="gemm_sustained.csv", baseline="cublas"):
     samples = smi_samples(f"{folder}/smi.csv")
     times = {}
-    with open(f"{folder}/gemm_sustained.csv") as f:
+    with open(f"{folder}/{times_csv}") as f:
         for r in csv.DictReader(f):
             times[(f"{r['m']}x{r['n']}x{r['k']}", r["design"])] = float(r["time_us"])
     print("shape,design,time_us,sm_clock_MHz,power_W,samples,throttle_reasons")
@@ -46,13 +48,12 @@ def main(folder):
             t = times.get((p["shape"], p["design"]), float("nan"))
             print(f"{p['shape']},{p['design']},{t:.2f},{mhz:.0f},{watts:.0f},{len(window)},{reasons}")
     print()
-    print("shape,own_over_cublas_time,own_over_cublas_clock")
-    for shape in dict.fromkeys(k[0] for k in times):
-        if (shape, "own") in times and (shape, "cublas") in times:
-            ratio_t = times[(shape, "own")] / times[(shape, "cublas")]
-            ratio_c = clock.get((shape, "own"), float("nan")) / clock.get((shape, "cublas"), float("nan"))
-            print(f"{shape},{ratio_t:.3f},{ratio_c:.3f}")
-
+    print(f"shape,design,time_over_{baseline},clock_over_{baseline}")
+    for (shape, design), t in times.items():
+        if design == baseline or (shape, baseline) not in times or (shape, design) not in clock:
+            continue
+        ratio_c = clock[(shape, design)] / clock.get((shape, baseline), float("nan"))
+        print(f"{shape},{design},{t / times[(shape, baseline)]:.3f},{ratio_c:.3f}")
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else ".")
+    main(*(sys.argv[1:4] if len(sys.argv) > 1 else ["."]))

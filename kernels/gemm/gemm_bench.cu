@@ -7,11 +7,19 @@
 //   own-gemm-bench [--shapes 8192x8192x8192,...] [--dtype bf16|fp16] [--iters 30]
 //                  [--warmup 5] [--group-m 8] [--num-ctas 0] [--defer-stores 1]
 //                  [--cublas-candidates 8] [--versions 3,2,3s8v,...] [--driver 580.x]
+//                  [--sustain-ms 0]
 // cuBLASLt runs with the fastest of its heuristic's first --cublas-candidates algorithms
 // (each timed over 7 calls); the own GEMM versions (design own_v3, own_v2: cluster_m 2 / 1)
 // and cuBLAS calls alternate while timed, each checked against cuBLASLt (and the versions
 // bit for bit against each other).
 // CSV on stdout; a per-shape summary and the geometric mean of own/cuBLAS on stderr.
+// --sustain-ms T > 0: after the interleaved timing, every variant also runs ALONE, back to
+// back for T / 3 ms untimed and then T ms timed (design <name>_sustained; cuBLAS as
+// cublas_sustained with its chosen algorithm and cublas_first_sustained with the
+// heuristic's first): under a sustained load the GPU sits at its power limit, where a
+// kernel's clock follows its energy per cycle, which interleaving hides (the variants share
+// one power state). stderr gets `# phase MxNxK design start_s end_s` (epoch seconds of the
+// timed part) so clock and power samples can be matched to it.
 // bytes = A + B + C once each; algbw_GBps = bytes / time; busbw_GBps = algbw (a single
 // op on one GPU has no bus factor); chunks = 1.
 #include <cuda_runtime.h>
@@ -19,6 +27,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -98,6 +107,7 @@ struct Options {
   // cluster (SchedulerOptions::cluster_m 2 / 1).
   std::vector<Variant> versions = {{3, 0, -1, false, "own_v3"}, {2, 0, -1, false, "own_v2"}};
   std::string driver;
+  double sustain_ms = 0;
 };
 
 // Uniform values in [-1, 1) from a per-element hash: fresh for every seed, never zero-filled.
@@ -260,6 +270,37 @@ double quick_median_us(Runners& r, int calls, cudaStream_t stream) {
   return summarize(us).median_us;
 }
 
+double epoch_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// One variant alone: `warm_calls` untimed, then `calls` timed back to back, each between
+// two events (the host stays ahead of the GPU, so no call waits for its launch).
+template <class Run>
+Timing time_alone(Run&& run, int warm_calls, int calls, cudaStream_t stream, double* start_s,
+                  double* end_s) {
+  for (int i = 0; i < warm_calls; ++i) BENCH_CHECK(run(i));
+  BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+  *start_s = epoch_s();
+  std::vector<cudaEvent_t> ev(calls + 1);
+  for (auto& e : ev) BENCH_CHECK(cuda_ok(cudaEventCreate(&e), "cudaEventCreate"));
+  BENCH_CHECK(cuda_ok(cudaEventRecord(ev[0], stream), "cudaEventRecord"));
+  for (int i = 0; i < calls; ++i) {
+    BENCH_CHECK(run(warm_calls + i));
+    BENCH_CHECK(cuda_ok(cudaEventRecord(ev[i + 1], stream), "cudaEventRecord"));
+  }
+  BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+  *end_s = epoch_s();
+  std::vector<double> us(calls);
+  for (int i = 0; i < calls; ++i) {
+    float ms = 0;
+    BENCH_CHECK(cuda_ok(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]), "elapsed"));
+    us[i] = ms * 1e3;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  return summarize(us);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -316,6 +357,12 @@ int main(int argc, char** argv) {
       }
     } else if (flag == "--driver") {
       o.driver = need();
+    } else if (flag == "--sustain-ms") {
+      o.sustain_ms = std::atof(need().c_str());
+      if (!(o.sustain_ms >= 0 && o.sustain_ms <= 60000)) {
+        std::fprintf(stderr, "own-gemm-bench: --sustain-ms expects 0 to 60000 (ms)\n");
+        return 2;
+      }
     } else {
       std::fprintf(stderr, "own-gemm-bench: unknown flag %s\n", flag.c_str());
       return 2;
@@ -457,6 +504,22 @@ int main(int argc, char** argv) {
     for (size_t v = 0; v < nver; ++v) row(o.versions[v].name, t[v], wrong[v]);
     row("cublas", t_ref, 0);
     std::fflush(stdout);
+    if (o.sustain_ms > 0) {
+      const auto sustained = [&](const std::string& name, const std::function<Status(int)>& run,
+                                 double median_us) {
+        const int calls = static_cast<int>(std::ceil(o.sustain_ms * 1e3 / median_us));
+        double start_s = 0, end_s = 0;
+        const Timing tm = time_alone(run, std::max(1, calls / 3), calls, stream, &start_s, &end_s);
+        row(name + "_sustained", tm, 0);
+        std::fflush(stdout);
+        std::fprintf(stderr, "# phase %ldx%ldx%ld %s_sustained %.3f %.3f\n", s.m, s.n, s.k,
+                     name.c_str(), start_s, end_s);
+      };
+      for (size_t v = 0; v < nver; ++v) sustained(o.versions[v].name, variants[v], t[v].median_us);
+      sustained("cublas", variants.back(), t_ref.median_us);
+      for (auto& r : ref) r.select(0);
+      sustained("cublas_first", variants.back(), t_ref.median_us);
+    }
     for (size_t v = 0; v < nver; ++v) {
       const double ratio = t_ref.median_us / t[v].median_us;
       log_ratio_sum[v] += std::log(ratio);
