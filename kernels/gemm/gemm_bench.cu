@@ -7,9 +7,10 @@
 //   own-gemm-bench [--shapes 8192x8192x8192,...] [--dtype bf16|fp16] [--iters 30]
 //                  [--warmup 5] [--group-m 8] [--num-ctas 0] [--defer-stores 1]
 //                  [--cublas-candidates 8] [--versions 3,2,3s8v,...] [--driver 580.x]
-//                  [--sustain-ms 0]
+//                  [--sustain-ms 0] [--cublas-algo -1]
 // cuBLASLt runs with the fastest of its heuristic's first --cublas-candidates algorithms
-// (each timed over 7 calls); the own GEMM versions (design own_v3, own_v2: cluster_m 2 / 1)
+// (each timed over 7 calls; --cublas-algo N >= 0: candidate N, untimed, e.g. to profile
+// it); the own GEMM versions (design own_v3, own_v2: cluster_m 2 / 1)
 // and cuBLAS calls alternate while timed, each checked against cuBLASLt (and the versions
 // bit for bit against each other).
 // CSV on stdout; a per-shape summary and the geometric mean of own/cuBLAS on stderr.
@@ -108,6 +109,7 @@ struct Options {
   std::vector<Variant> versions = {{3, 0, -1, false, "own_v3"}, {2, 0, -1, false, "own_v2"}};
   std::string driver;
   double sustain_ms = 0;
+  int cublas_algo = -1;
 };
 
 // Uniform values in [-1, 1) from a per-element hash: fresh for every seed, never zero-filled.
@@ -357,6 +359,8 @@ int main(int argc, char** argv) {
       }
     } else if (flag == "--driver") {
       o.driver = need();
+    } else if (flag == "--cublas-algo") {
+      o.cublas_algo = std::atoi(need().c_str());
     } else if (flag == "--sustain-ms") {
       o.sustain_ms = std::atof(need().c_str());
       if (!(o.sustain_ms >= 0 && o.sustain_ms <= 60000)) {
@@ -477,7 +481,7 @@ int main(int argc, char** argv) {
     // Give cuBLASLt its fastest of the heuristic's candidates.
     int best = 0;
     double best_us = 0, default_us = 0;
-    for (int cand = 0; cand < ref[0].candidates(); ++cand) {
+    for (int cand = 0; cand < ref[0].candidates() && o.cublas_algo < 0; ++cand) {
       for (auto& r : ref) r.select(cand);
       const double us = quick_median_us(ref, 7, stream);
       if (cand == 0) default_us = us;
@@ -485,6 +489,14 @@ int main(int argc, char** argv) {
         best = cand;
         best_us = us;
       }
+    }
+    if (o.cublas_algo >= 0) {
+      if (o.cublas_algo >= ref[0].candidates()) {
+        std::fprintf(stderr, "own-gemm-bench: --cublas-algo %d, but cuBLASLt offers %d algorithms\n",
+                     o.cublas_algo, ref[0].candidates());
+        return 2;
+      }
+      best = o.cublas_algo;
     }
     for (auto& r : ref) r.select(best);
     std::vector<std::function<Status(int)>> variants;
@@ -531,7 +543,7 @@ int main(int argc, char** argv) {
                    flops / (t[v].median_us * 1e-6) / 1e12, flops / (t_ref.median_us * 1e-6) / 1e12,
                    ratio, rel_err[v], wrong[v], sets, own[v][0].padded() ? 1 : 0,
                    own[v][0].num_ctas(), own[v][0].cluster_m(), best, ref[0].candidates(),
-                   flops / (default_us * 1e-6) / 1e12);
+                   default_us > 0 ? flops / (default_us * 1e-6) / 1e12 : NAN);  // NAN: forced algo
     }
     if (nver > 1)
       std::fprintf(stderr, "# %ldx%ldx%ld versions bit-identical: %s (%lld elements differ)\n", s.m,
