@@ -151,7 +151,10 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + Cfg::kStages * Cfg::kStageBytes);
   uint64_t* empty = full + Cfg::kStages;
 
-  const int warpgroup = threadIdx.x / 128;
+  // Read through a shuffle from lane 0, so the compiler knows it is the same in every lane
+  // of a warp: the consumers' stage addresses and wgmma descriptors then live in uniform
+  // registers instead of being computed per thread and moved over (R2UR) for every wgmma.
+  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   const int num_tiles = p.tiles_m * p.tiles_n;
 
   if (threadIdx.x == 0) {
