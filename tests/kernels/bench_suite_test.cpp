@@ -41,6 +41,34 @@ TEST(BenchSuite, ShippedSuiteLoads) {
   EXPECT_TRUE(saw_pair);
 }
 
+// The AllReduce-only suite for short device calls must time exactly what the full
+// tile-wise suite's AllReduce case times, or the two runs' rows would not be comparable.
+TEST(BenchSuite, AllReduceSuiteMatchesTheFullSuitesAllReduceCase) {
+  const std::string dir = std::string(OVERLAPSIM_SOURCE_DIR) + "/benchmarks/suites/";
+  const BenchPlan full = load_suite(dir + "tilewise_ce.yaml");
+  const BenchPlan ar = load_suite(dir + "tilewise_ce_allreduce.yaml");
+  ASSERT_EQ(ar.cases.size(), 1u);
+  const BenchCase& a = ar.cases[0];
+  const auto it = std::find_if(full.cases.begin(), full.cases.end(),
+                               [](const BenchCase& c) { return c.op == "gemm+allreduce"; });
+  ASSERT_NE(it, full.cases.end());
+  EXPECT_EQ(a.op, it->op);
+  EXPECT_EQ(a.designs, it->designs);
+  EXPECT_EQ(a.dtype, it->dtype);
+  ASSERT_EQ(a.shapes.size(), it->shapes.size());
+  for (std::size_t i = 0; i < a.shapes.size(); ++i) {
+    EXPECT_EQ(a.shapes[i].m, it->shapes[i].m);
+    EXPECT_EQ(a.shapes[i].n, it->shapes[i].n);
+    EXPECT_EQ(a.shapes[i].k, it->shapes[i].k);
+  }
+  EXPECT_EQ(a.chunks, it->chunks);
+  EXPECT_EQ(a.parts, it->parts);
+  EXPECT_EQ(a.warmup, it->warmup);
+  EXPECT_EQ(a.iterations, it->iterations);
+  EXPECT_DOUBLE_EQ(a.min_time_s, it->min_time_s);
+  EXPECT_DOUBLE_EQ(a.warmup_s, it->warmup_s);
+}
+
 TEST(BenchSuite, DefaultsApplyAndCasesOverride) {
   const BenchPlan plan = parse(
       "defaults: {iterations: 25, chunks: [2, 4]}\n"
