@@ -69,3 +69,10 @@ stop_smi_sampling() {
   kill "${smi_pid:-}" 2>/dev/null
   wait "${smi_pid:-}" 2>/dev/null
 }
+
+# use_carried_binaries: bin_dir = the carried binaries ($CARRY_DIR, default build-carry/,
+# what pack_carry.sh fills) and their libraries on the library path.
+use_carried_binaries() {
+  bin_dir="$root/${CARRY_DIR:-build-carry}/bin"
+  use_device_libs "$root/${CARRY_DIR:-build-carry}/lib"
+}

@@ -11,14 +11,13 @@
 # Usage: CARRY_DIR=build-carry bash benchmarks/gpu/run_gemm_ab.sh
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
-carry="${CARRY_DIR:-build-carry}"
-use_device_libs "$root/$carry/lib"
+use_carried_binaries
 shapes="${SHAPES:-8192x8192x2048,4096x4096x4096,16384x7168x2048,8192x8192x8192}"
 sustain_ms="${SUSTAIN_MS:-2000}"
 
-timeout -s KILL 300 "$root/$carry/bin/own_gemm_test" >"$OUT/tests.txt" 2>&1
+timeout -s KILL 300 "$bin_dir/own_gemm_test" >"$OUT/tests.txt" 2>&1
 echo "own_gemm_test rc=$?" | tee -a "$OUT/tests.txt"
-timeout -s KILL 300 "$root/$carry/bin/tilewise_test" >>"$OUT/tests.txt" 2>&1
+timeout -s KILL 300 "$bin_dir/tilewise_test" >>"$OUT/tests.txt" 2>&1
 echo "tilewise_test rc=$? (multi-GPU cases skip on one GPU)" | tee -a "$OUT/tests.txt"
 grep -E "PASSED|FAILED|SKIPPED \[" "$OUT/tests.txt" | head -20
 
@@ -26,8 +25,8 @@ start_smi_sampling "$OUT/smi.csv"
 i=0
 for which in base new base new; do
   i=$((i + 1))
-  bin="$root/$carry/bin/own-gemm-bench"
-  [[ $which == base ]] && bin="$root/$carry/bin/own-gemm-bench-base"
+  bin="$bin_dir/own-gemm-bench"
+  [[ $which == base ]] && bin="$bin_dir/own-gemm-bench-base"
   timeout -s KILL 300 "$bin" --shapes "$shapes" --versions 2 --iters 30 --sustain-ms "$sustain_ms" \
     >"$OUT/ab_${i}_$which.csv" 2>"$OUT/ab_${i}_$which.err"
   echo "run $i $which rc=$?" >>"$OUT/ab_summary.txt"
@@ -57,8 +56,8 @@ for (which, shape, kind) in sorted(ratios):
 PY
 cat "$OUT/ab_summary.txt"
 for which in base new; do
-  bin="$root/$carry/bin/own-gemm-bench"
-  [[ $which == base ]] && bin="$root/$carry/bin/own-gemm-bench-base"
+  bin="$bin_dir/own-gemm-bench"
+  [[ $which == base ]] && bin="$bin_dir/own-gemm-bench-base"
   for shape in ${NCU_SHAPES:-8192x8192x2048 4096x4096x4096}; do
     echo "== $which $shape" >>"$OUT/ncu_opcodes.txt"
     timeout -s KILL 120 ncu --clock-control none --kernel-name regex:own_gemm_kernel --launch-skip 2 \

@@ -9,10 +9,9 @@
 # Usage: CARRY_DIR=build-carry bash benchmarks/gpu/run_gemm_power.sh
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
-carry="${CARRY_DIR:-build-carry}"
-use_device_libs "$root/$carry/lib"
-bench="$root/$carry/bin/overlap-bench"
-gemm_bench="$root/$carry/bin/own-gemm-bench"
+use_carried_binaries
+bench="$bin_dir/overlap-bench"
+gemm_bench="$bin_dir/own-gemm-bench"
 shapes="${SHAPES:-8192x8192x2048,4096x4096x4096,2048x8192x8192,8192x8192x8192}"
 sustain_ms="${SUSTAIN_MS:-3000}"
 long_iters="${LONG_ITERS:-1500}"

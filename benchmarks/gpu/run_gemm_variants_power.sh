@@ -7,9 +7,8 @@
 # cublas_sustained). Usage: CARRY_DIR=build-carry bash benchmarks/gpu/run_gemm_variants_power.sh
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
-carry="${CARRY_DIR:-build-carry}"
-use_device_libs "$root/$carry/lib"
-gemm_bench="$root/$carry/bin/own-gemm-bench"
+use_carried_binaries
+gemm_bench="$bin_dir/own-gemm-bench"
 shapes="${SHAPES:-8192x8192x2048,4096x4096x4096,2048x8192x8192,8192x8192x8192}"
 versions="${VERSIONS:-2,3,2n}"
 sustain_ms="${SUSTAIN_MS:-3000}"

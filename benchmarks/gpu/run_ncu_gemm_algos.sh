@@ -7,9 +7,8 @@
 # Usage: NCU_SHAPE=8192x8192x2048 ALGOS="0 6" CARRY_DIR=build-carry bash benchmarks/gpu/run_ncu_gemm_algos.sh
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
-carry="${CARRY_DIR:-build-carry}"
-use_device_libs "$root/$carry/lib"
-gemm_bench="$root/$carry/bin/own-gemm-bench"
+use_carried_binaries
+gemm_bench="$bin_dir/own-gemm-bench"
 shape="${NCU_SHAPE:-8192x8192x2048}"
 stalls=""
 for r in barrier branch_resolving dispatch_stall gmma long_scoreboard math_pipe_throttle \

@@ -250,28 +250,6 @@ std::vector<Timing> time_interleaved(const std::vector<std::function<Status(int)
   return out;
 }
 
-// Median of a few calls of one runner set (used to pick cuBLASLt's fastest algorithm).
-template <class Runners>
-double quick_median_us(Runners& r, int calls, cudaStream_t stream) {
-  for (int i = 0; i < 2; ++i) BENCH_CHECK(r[i % r.size()].run(stream));
-  std::vector<cudaEvent_t> ev(calls + 1);
-  for (auto& e : ev) BENCH_CHECK(cuda_ok(cudaEventCreate(&e), "cudaEventCreate"));
-  BENCH_CHECK(cuda_ok(cudaEventRecord(ev[0], stream), "cudaEventRecord"));
-  for (int i = 0; i < calls; ++i) {
-    BENCH_CHECK(r[i % r.size()].run(stream));
-    BENCH_CHECK(cuda_ok(cudaEventRecord(ev[i + 1], stream), "cudaEventRecord"));
-  }
-  BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
-  std::vector<double> us(calls);
-  for (int i = 0; i < calls; ++i) {
-    float ms = 0;
-    BENCH_CHECK(cuda_ok(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]), "elapsed"));
-    us[i] = ms * 1e3;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  return summarize(us).median_us;
-}
-
 double epoch_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -301,6 +279,15 @@ Timing time_alone(Run&& run, int warm_calls, int calls, cudaStream_t stream, dou
   }
   for (auto& e : ev) cudaEventDestroy(e);
   return summarize(us);
+}
+
+// Median of a few calls of one runner set (used to pick cuBLASLt's fastest algorithm).
+template <class Runners>
+double quick_median_us(Runners& r, int calls, cudaStream_t stream) {
+  double start_s = 0, end_s = 0;
+  return time_alone([&](int i) { return r[i % r.size()].run(stream); }, 2, calls, stream, &start_s,
+                    &end_s)
+      .median_us;
 }
 
 }  // namespace
