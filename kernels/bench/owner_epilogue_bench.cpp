@@ -8,21 +8,14 @@
 //                     copy engines: no extra stores), without EpilogueArgs::prefetch_peer_l2;
 //   own_owner_reduce_pf  the same with it (the default: the peer's partial tile prefetched
 //                     into L2 when its arrival is seen);
-//   own_owner_reduce_l1  own_owner_reduce_pf with each quarter of the peer's tile staged in
-//                     L1 one step ahead (EpilogueArgs::stage_peer_l1);
 //   own_owner_mirror_pf  own_owner_reduce_pf with its reduced tiles also stored into a second
 //   buffer
 //                     (EpilogueArgs::peer_out; phase 2 by the epilogue writes the peer's
 //                     P over NVLink, here local memory: the SM-side cost of the extra
-//                     stores, not the link's);
-//   own_owner_mirror_l1  own_owner_mirror_pf with the L1 staging.
+//                     stores, not the link's).
 // --recv fresh rewrites the receive buffer (a device copy, untimed) before every timed call
 // of every variant, as the peer's copy engine writes it just before the reduction reads it
 // in the real design; cold (the default) leaves it to be evicted by the GEMM's traffic.
-// `wrong`: for the mirror variants, mirror elements that differ from P's reduced part; for
-// the _l1 variants, elements of P's reduced part that differ from the L2-only reduction's
-// (one more call of each after the timed loop); plus 1 on every owner variant if an
-// arrival wait timed out.
 // One CSV row per measurement (overlap-bench's columns) after the header; exits 2 without
 // an sm_90 GPU, 1 on a failed call.
 //   owner-epilogue-bench [--shapes 4096x4096x4096,...] [--iters 30] [--warmup 5] [--groups 2]
@@ -172,19 +165,13 @@ int main(int argc, char** argv) {
     e_prefetch.prefetch_peer_l2 = true;
     g::EpilogueArgs e_mirror = e_prefetch;
     e_mirror.peer_out = mirror.data();
-    g::EpilogueArgs e_staged = e_prefetch;
-    e_staged.stage_peer_l1 = true;
-    g::EpilogueArgs e_mirror_staged = e_mirror;
-    e_mirror_staged.stage_peer_l1 = true;
-    g::OwnGemm plain, reduce, prefetched, mirrored, staged, mirrored_staged;
+    g::OwnGemm plain, reduce, prefetched, mirrored;
     for (auto [gemm, args, epi, sch] :
          std::vector<std::tuple<g::OwnGemm*, g::GemmArgs, g::EpilogueArgs, g::SchedulerOptions>>{
              {&plain, plain_args, g::EpilogueArgs{}, g::SchedulerOptions{}},
              {&reduce, owner_args, e, sched},
              {&prefetched, owner_args, e_prefetch, sched},
-             {&mirrored, owner_args, e_mirror, sched},
-             {&staged, owner_args, e_staged, sched},
-             {&mirrored_staged, owner_args, e_mirror_staged, sched}})
+             {&mirrored, owner_args, e_mirror, sched}})
       if (st.ok) st = gemm->initialize(args, epi, sch);
     if (!st.ok) return fail(label + ": " + st.message);
 
@@ -192,10 +179,7 @@ int main(int argc, char** argv) {
         {"own", [&] { return plain.run(stream); }},
         {"own_owner_reduce", [&] { return reduce.run(stream, tw::OwnerRehearsal::kEpoch); }},
         {"own_owner_reduce_pf", [&] { return prefetched.run(stream, tw::OwnerRehearsal::kEpoch); }},
-        {"own_owner_mirror_pf", [&] { return mirrored.run(stream, tw::OwnerRehearsal::kEpoch); }},
-        {"own_owner_reduce_l1", [&] { return staged.run(stream, tw::OwnerRehearsal::kEpoch); }},
-        {"own_owner_mirror_l1",
-         [&] { return mirrored_staged.run(stream, tw::OwnerRehearsal::kEpoch); }}};
+        {"own_owner_mirror_pf", [&] { return mirrored.run(stream, tw::OwnerRehearsal::kEpoch); }}};
     std::vector<cudaEvent_t> ev(2 * variants.size() * static_cast<std::size_t>(iters));
     for (auto& x : ev)
       if (cudaEventCreate(&x) != cudaSuccess) return fail("cudaEventCreate");
@@ -220,20 +204,6 @@ int main(int argc, char** argv) {
     cudaMemcpy(mirrored_part.data(), mirror.data(), part * 2, cudaMemcpyDeviceToHost);
     std::uint64_t mirror_wrong = 0;
     for (std::size_t i = 0; i < part; ++i) mirror_wrong += own_part[i] != mirrored_part[i];
-    // The L1-staged reduction must give P's reduced part bit for bit as the L2-only one.
-    std::uint64_t staged_wrong = 0;
-    {
-      std::vector<std::uint16_t> unstaged(part), with_l1(part);
-      const auto own_part_after = [&](g::OwnGemm& gemm, std::vector<std::uint16_t>& out) {
-        return gemm.run(stream, tw::OwnerRehearsal::kEpoch).ok &&
-               cudaMemcpyAsync(out.data(), p.as<char>() + plan.own_begin_elems * 2, part * 2,
-                               cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
-               cudaStreamSynchronize(stream) == cudaSuccess;
-      };
-      if (!own_part_after(prefetched, unstaged) || !own_part_after(staged, with_l1))
-        return fail(label + ": the L1 staging check failed to run");
-      for (std::size_t i = 0; i < part; ++i) staged_wrong += unstaged[i] != with_l1[i];
-    }
     for (std::size_t v = 0; v < variants.size(); ++v) {
       std::vector<double> ms;
       for (int it = 0; it < iters; ++it) {
@@ -254,8 +224,7 @@ int main(int argc, char** argv) {
       r.time_min_s = *std::min_element(ms.begin(), ms.end()) * 1e-3;
       r.time_max_s = *std::max_element(ms.begin(), ms.end()) * 1e-3;
       r.flops = 2.0 * s.m * s.n * s.k;
-      r.wrong = (v == 3 || v == 5 ? mirror_wrong : 0) + (v >= 4 ? staged_wrong : 0) +
-                (v > 0 && timed != 0 ? 1 : 0);
+      r.wrong = v == 3 ? mirror_wrong + static_cast<std::uint64_t>(timed != 0) : 0;
       std::printf("%s\n", overlapsim::kernels::bench::csv_line(tags, r).c_str());
     }
     std::fflush(stdout);

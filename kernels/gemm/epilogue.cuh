@@ -443,12 +443,10 @@ __device__ __forceinline__ void store_reduced_pair(T* out, const T* peer,
 // aligned out and peer needed (and mirror, where given).
 // mirror (nullptr: none): a second destination of the same sums at the same offsets, the
 // peer's P over NVLink when the epilogue itself does an all-reduce's phase 2.
-// l1_cached: the peer loads go through L1 (ld.global.ca, where prefetch_peer_quarter_l1
-// staged them) instead of L2 only (ld.global.cg).
 template <class T>
 __device__ __forceinline__ void store_reduced_pair_vec(T* out, const T* peer,
                                                        const uint32_t (&packed)[64], int consumer,
-                                                       int h, int half, T* mirror, bool l1_cached) {
+                                                       int h, int half, T* mirror) {
   const int lane = threadIdx.x % 32;
   const int warp = (threadIdx.x / 32) % 4;
   const int q = lane % 4;
@@ -461,11 +459,9 @@ __device__ __forceinline__ void store_reduced_pair_vec(T* out, const T* peer,
           static_cast<int64_t>(consumer * 64 + warp * 16 + lane / 4 + 8 * hh) * GemmConfig::kTileN;
       uint4 theirs[4];
 #pragma unroll
-      for (int gg = 0; gg < 4; ++gg) {
-        const uint4* at =
-            reinterpret_cast<const uint4*>(peer + row_at + 8 * (4 * (4 * qq + gg) + q));
-        theirs[gg] = l1_cached ? __ldca(at) : __ldcg(at);
-      }
+      for (int gg = 0; gg < 4; ++gg)
+        theirs[gg] =
+            __ldcg(reinterpret_cast<const uint4*>(peer + row_at + 8 * (4 * (4 * qq + gg) + q)));
 #pragma unroll
       for (int gg = 0; gg < 4; ++gg) {
         const int g = 4 * qq + gg;
@@ -507,26 +503,6 @@ __device__ __forceinline__ void prefetch_peer_tile_l2(const T* peer, int consume
   }
 }
 
-// Brings one quarter (row half h, column half `half`) of this thread's quad's rows of a
-// peer's partial tile into this SM's L1 (prefetch.global.L1): the two 128-byte lines per
-// row that store_reduced_pair_vec's step for that quarter loads. Issued one step ahead, so
-// that step's loads wait for L1 instead of L2. Only after this thread's acquire of the
-// tile's arrival flag (the lines then hold the copy engine's data; an acquire also keeps
-// older L1 lines from being read).
-template <class T>
-__device__ __forceinline__ void prefetch_peer_quarter_l1(const T* peer, int consumer, int h,
-                                                         int half) {
-  const int lane = threadIdx.x % 32;
-  if (lane % 4 != 0) return;
-  const int warp = (threadIdx.x / 32) % 4;
-  const T* row =
-      peer +
-      static_cast<int64_t>(consumer * 64 + warp * 16 + lane / 4 + 8 * h) * GemmConfig::kTileN +
-      128 * half;
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(row));
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(row + 64));
-}
-
 // Named barriers 1 and 2: one per consumer warpgroup (0 is __syncthreads, 8..15 the
 // after-tile ring of own_gemm_sm90.cuh).
 constexpr uint32_t kArrivalBarrier = 1;
@@ -555,7 +531,6 @@ struct OwnerEpilogue {
     // each reduced own tile is also stored at peer_out + its part-relative offset.
     void* peer_out = nullptr;
     int32_t prefetch_peer = 0;  // EpilogueArgs::prefetch_peer_l2
-    int32_t stage_peer_l1 = 0;  // EpilogueArgs::stage_peer_l1
     int32_t world = 1;
     int32_t rank = 0;
     int32_t reduce = 0;
@@ -670,23 +645,16 @@ struct OwnerEpilogue {
     // together (one memory latency, not 16: run 1 measured the own part nearly twice as
     // slow with dependent per-word loads), sums them with the packed own values and
     // stores once.
-    T* mirror = p.peer_out != nullptr ? static_cast<T*>(p.peer_out) + rel : nullptr;
-    const bool vec = p.vector_stores != 0 && out16 &&
-                     (reinterpret_cast<uintptr_t>(peer_tile) & 15) == 0 &&
-                     (reinterpret_cast<uintptr_t>(mirror) & 15) == 0;
-    const bool l1 = vec && p.stage_peer_l1 != 0;
     if (step == 0) {
       wait_arrival_each_thread(p, group);
       if (p.prefetch_peer != 0) prefetch_peer_tile_l2<T>(peer_tile, consumer);
-      if (l1) prefetch_peer_quarter_l1<T>(peer_tile, consumer, 0, 0);
       return false;
     }
-    // Quarter step - 1 now; with L1 staging, the next step's quarter is requested first.
-    if (l1 && step < kReducedSteps - 1)
-      prefetch_peer_quarter_l1<T>(peer_tile, consumer, step >> 1, step & 1);
-    if (vec) {
+    T* mirror = p.peer_out != nullptr ? static_cast<T*>(p.peer_out) + rel : nullptr;
+    if (p.vector_stores != 0 && out16 && (reinterpret_cast<uintptr_t>(peer_tile) & 15) == 0 &&
+        (reinterpret_cast<uintptr_t>(mirror) & 15) == 0) {
       store_reduced_pair_vec<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1,
-                                mirror, l1);
+                                mirror);
     } else {
       store_reduced_pair<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1,
                             mirror);

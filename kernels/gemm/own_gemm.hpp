@@ -93,12 +93,6 @@ struct EpilogueArgs {
   // L2 rather than HBM. On one H200 (owner-epilogue-bench, kernels/NOTES.md) it took the
   // reducing GEMM from 3.5-12 % over the plain one to 1.3-5 %.
   bool prefetch_peer_l2 = true;
-  // The one-peer reduction also stages each quarter of the peer's tile in L1 one step ahead
-  // (prefetch.global.L1) and loads it through L1 (ld.global.ca instead of .cg), so a
-  // quarter step waits for L1 rather than L2. Needs 16-byte alignment (the vector path;
-  // ignored otherwise). Correct by the acquire of the tile's arrival flag that precedes
-  // every staging and load (kernels/NOTES.md); off until the 2-rank tests have run with it.
-  bool stage_peer_l1 = false;
 };
 
 struct SchedulerOptions {
