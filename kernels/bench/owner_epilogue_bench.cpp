@@ -8,11 +8,18 @@
 //                     copy engines: no extra stores), without EpilogueArgs::prefetch_peer_l2;
 //   own_owner_reduce_pf  the same with it (the default: the peer's partial tile prefetched
 //                     into L2 when its arrival is seen);
+//   own_owner_reduce_h2  own_owner_reduce_pf summing each pair with the native paired add
+//                     (EpilogueArgs::packed_sum);
 //   own_owner_mirror_pf  own_owner_reduce_pf with its reduced tiles also stored into a second
 //   buffer
 //                     (EpilogueArgs::peer_out; phase 2 by the epilogue writes the peer's
 //                     P over NVLink, here local memory: the SM-side cost of the extra
-//                     stores, not the link's).
+//                     stores, not the link's);
+//   own_owner_mirror_h2  own_owner_mirror_pf with the native paired add.
+// `wrong`: for the mirror variants, mirror elements that differ from P's reduced part; for
+// the _h2 variants, elements of P's reduced part that differ from the fp32 sums' (one more
+// call of each after the timed loop); plus 1 on every owner variant if an arrival wait
+// timed out.
 // --recv fresh rewrites the receive buffer (a device copy, untimed) before every timed call
 // of every variant, as the peer's copy engine writes it just before the reduction reads it
 // in the real design; cold (the default) leaves it to be evicted by the GEMM's traffic.
@@ -165,13 +172,19 @@ int main(int argc, char** argv) {
     e_prefetch.prefetch_peer_l2 = true;
     g::EpilogueArgs e_mirror = e_prefetch;
     e_mirror.peer_out = mirror.data();
-    g::OwnGemm plain, reduce, prefetched, mirrored;
+    g::EpilogueArgs e_packed = e_prefetch;
+    e_packed.packed_sum = true;
+    g::EpilogueArgs e_mirror_packed = e_mirror;
+    e_mirror_packed.packed_sum = true;
+    g::OwnGemm plain, reduce, prefetched, mirrored, packed, mirrored_packed;
     for (auto [gemm, args, epi, sch] :
          std::vector<std::tuple<g::OwnGemm*, g::GemmArgs, g::EpilogueArgs, g::SchedulerOptions>>{
              {&plain, plain_args, g::EpilogueArgs{}, g::SchedulerOptions{}},
              {&reduce, owner_args, e, sched},
              {&prefetched, owner_args, e_prefetch, sched},
-             {&mirrored, owner_args, e_mirror, sched}})
+             {&mirrored, owner_args, e_mirror, sched},
+             {&packed, owner_args, e_packed, sched},
+             {&mirrored_packed, owner_args, e_mirror_packed, sched}})
       if (st.ok) st = gemm->initialize(args, epi, sch);
     if (!st.ok) return fail(label + ": " + st.message);
 
@@ -179,7 +192,10 @@ int main(int argc, char** argv) {
         {"own", [&] { return plain.run(stream); }},
         {"own_owner_reduce", [&] { return reduce.run(stream, tw::OwnerRehearsal::kEpoch); }},
         {"own_owner_reduce_pf", [&] { return prefetched.run(stream, tw::OwnerRehearsal::kEpoch); }},
-        {"own_owner_mirror_pf", [&] { return mirrored.run(stream, tw::OwnerRehearsal::kEpoch); }}};
+        {"own_owner_mirror_pf", [&] { return mirrored.run(stream, tw::OwnerRehearsal::kEpoch); }},
+        {"own_owner_reduce_h2", [&] { return packed.run(stream, tw::OwnerRehearsal::kEpoch); }},
+        {"own_owner_mirror_h2",
+         [&] { return mirrored_packed.run(stream, tw::OwnerRehearsal::kEpoch); }}};
     std::vector<cudaEvent_t> ev(2 * variants.size() * static_cast<std::size_t>(iters));
     for (auto& x : ev)
       if (cudaEventCreate(&x) != cudaSuccess) return fail("cudaEventCreate");
@@ -204,6 +220,20 @@ int main(int argc, char** argv) {
     cudaMemcpy(mirrored_part.data(), mirror.data(), part * 2, cudaMemcpyDeviceToHost);
     std::uint64_t mirror_wrong = 0;
     for (std::size_t i = 0; i < part; ++i) mirror_wrong += own_part[i] != mirrored_part[i];
+    // The native paired adds must give P's reduced part bit for bit as the fp32 sums.
+    std::uint64_t packed_wrong = 0;
+    {
+      std::vector<std::uint16_t> fp32_sums(part), paired(part);
+      const auto own_part_after = [&](g::OwnGemm& gemm, std::vector<std::uint16_t>& out) {
+        return gemm.run(stream, tw::OwnerRehearsal::kEpoch).ok &&
+               cudaMemcpyAsync(out.data(), p.as<char>() + plan.own_begin_elems * 2, part * 2,
+                               cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
+               cudaStreamSynchronize(stream) == cudaSuccess;
+      };
+      if (!own_part_after(prefetched, fp32_sums) || !own_part_after(packed, paired))
+        return fail(label + ": the paired-add check failed to run");
+      for (std::size_t i = 0; i < part; ++i) packed_wrong += fp32_sums[i] != paired[i];
+    }
     for (std::size_t v = 0; v < variants.size(); ++v) {
       std::vector<double> ms;
       for (int it = 0; it < iters; ++it) {
@@ -224,7 +254,8 @@ int main(int argc, char** argv) {
       r.time_min_s = *std::min_element(ms.begin(), ms.end()) * 1e-3;
       r.time_max_s = *std::max_element(ms.begin(), ms.end()) * 1e-3;
       r.flops = 2.0 * s.m * s.n * s.k;
-      r.wrong = v == 3 ? mirror_wrong + static_cast<std::uint64_t>(timed != 0) : 0;
+      r.wrong = (v == 3 || v == 5 ? mirror_wrong : 0) + (v >= 4 ? packed_wrong : 0) +
+                (v > 0 && timed != 0 ? 1 : 0);
       std::printf("%s\n", overlapsim::kernels::bench::csv_line(tags, r).c_str());
     }
     std::fflush(stdout);

@@ -47,6 +47,26 @@ __device__ __forceinline__ void red_release_gpu_add(uint32_t* counter, uint32_t 
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(value) : "memory");
 }
 
+// The sum of two packed pairs rounded once to T by the native paired add (add.bf16x2 /
+// add.f16x2 on sm_90, round to nearest even), in one instruction instead of seven. It
+// should equal unpacking both to fp32, adding and rounding: the fp32 sum of two values of
+// T is exact while their exponents differ by at most 15 (bf16; 12 for fp16), and beyond
+// that the smaller one is too small to move the sum onto a rounding tie of T.
+template <class T>
+__device__ __forceinline__ uint32_t add_pairs_rn(uint32_t a, uint32_t b);
+template <>
+__device__ __forceinline__ uint32_t add_pairs_rn<__nv_bfloat16>(uint32_t a, uint32_t b) {
+  const __nv_bfloat162 s = __hadd2(*reinterpret_cast<const __nv_bfloat162*>(&a),
+                                   *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&s);
+}
+template <>
+__device__ __forceinline__ uint32_t add_pairs_rn<__half>(uint32_t a, uint32_t b) {
+  const __half2 s =
+      __hadd2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&s);
+}
+
 // Two adjacent outputs rounded to T, the first in the low half (memory order).
 template <class T>
 __device__ __forceinline__ uint32_t pack_pair(float a, float b);
@@ -443,10 +463,12 @@ __device__ __forceinline__ void store_reduced_pair(T* out, const T* peer,
 // aligned out and peer needed (and mirror, where given).
 // mirror (nullptr: none): a second destination of the same sums at the same offsets, the
 // peer's P over NVLink when the epilogue itself does an all-reduce's phase 2.
+// packed_sum: each pair summed by add_pairs_rn instead of through fp32 (same bits).
 template <class T>
 __device__ __forceinline__ void store_reduced_pair_vec(T* out, const T* peer,
                                                        const uint32_t (&packed)[64], int consumer,
-                                                       int h, int half, T* mirror) {
+                                                       int h, int half, T* mirror,
+                                                       bool packed_sum) {
   const int lane = threadIdx.x % 32;
   const int warp = (threadIdx.x / 32) % 4;
   const int q = lane % 4;
@@ -473,9 +495,13 @@ __device__ __forceinline__ void store_reduced_pair_vec(T* out, const T* peer,
         uint32_t sum[4];
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          const float2 a = unpack_pair<T>(w[c]);
-          const float2 b = unpack_pair<T>(t[c]);
-          sum[c] = pack_pair<T>(a.x + b.x, a.y + b.y);
+          if (packed_sum) {
+            sum[c] = add_pairs_rn<T>(w[c], t[c]);
+          } else {
+            const float2 a = unpack_pair<T>(w[c]);
+            const float2 b = unpack_pair<T>(t[c]);
+            sum[c] = pack_pair<T>(a.x + b.x, a.y + b.y);
+          }
         }
         const uint4 v = make_uint4(sum[0], sum[1], sum[2], sum[3]);
         *reinterpret_cast<uint4*>(out + row_at + 8 * (4 * g + q)) = v;
@@ -531,6 +557,7 @@ struct OwnerEpilogue {
     // each reduced own tile is also stored at peer_out + its part-relative offset.
     void* peer_out = nullptr;
     int32_t prefetch_peer = 0;  // EpilogueArgs::prefetch_peer_l2
+    int32_t packed_sum = 0;     // EpilogueArgs::packed_sum
     int32_t world = 1;
     int32_t rank = 0;
     int32_t reduce = 0;
@@ -654,7 +681,7 @@ struct OwnerEpilogue {
     if (p.vector_stores != 0 && out16 && (reinterpret_cast<uintptr_t>(peer_tile) & 15) == 0 &&
         (reinterpret_cast<uintptr_t>(mirror) & 15) == 0) {
       store_reduced_pair_vec<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1,
-                                mirror);
+                                mirror, p.packed_sum != 0);
     } else {
       store_reduced_pair<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1,
                             mirror);

@@ -93,6 +93,12 @@ struct EpilogueArgs {
   // L2 rather than HBM. On one H200 (owner-epilogue-bench, kernels/NOTES.md) it took the
   // reducing GEMM from 3.5-12 % over the plain one to 1.3-5 %.
   bool prefetch_peer_l2 = true;
+  // The one-peer reduction's 16-byte path sums each pair with the native paired add
+  // (add.bf16x2 / add.f16x2, round to nearest: one instruction) instead of unpacking to
+  // fp32, adding and rounding (seven). It should give the same bits (the argument is at
+  // add_pairs_rn in epilogue.cuh). Not yet run on a GPU: off until the rehearsal test,
+  // owner-epilogue-bench's check and the 2-rank tests have run with it (kernels/NOTES.md).
+  bool packed_sum = false;
 };
 
 struct SchedulerOptions {

@@ -346,6 +346,7 @@ Status OwnGemm::run(cudaStream_t stream, uint32_t epoch) {
     e.own_out_begin_elems = epilogue_.own_out_begin_elems;
     e.peer_out = epilogue_.peer_out;
     e.prefetch_peer = epilogue_.prefetch_peer_l2 ? 1 : 0;
+    e.packed_sum = epilogue_.packed_sum ? 1 : 0;
     e.world = epilogue_.world;
     e.rank = epilogue_.rank;
     e.reduce = epilogue_.reduce ? 1 : 0;

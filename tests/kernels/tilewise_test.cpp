@@ -986,83 +986,87 @@ TEST(TilewiseCopyEngineGpu, EpiloguePhase2MirrorsReducedTilesOnOneGpu) {
   const std::int64_t m = 1024, n = 1536, k = 320;  // 8 x 6 full tiles, parts of 4 tile rows
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  for (const int groups : {1, 3}) {
-    SCOPED_TRACE("groups per part " + std::to_string(groups));
-    OwnerRehearsal rehearsal;
-    const Status ready = rehearsal.initialize(m, n, groups);
-    ASSERT_TRUE(ready.ok) << ready.message;
-    const OwnerPlan& plan = rehearsal.plan();
-    const std::size_t mn = static_cast<std::size_t>(m * n);
-    const std::size_t part = static_cast<std::size_t>(plan.part_elems);
-    DeviceBuffer a, b, natural, p, mirror;
-    ASSERT_TRUE(a.allocate(static_cast<std::size_t>(m * k) * 2).ok);
-    ASSERT_TRUE(b.allocate(static_cast<std::size_t>(n * k) * 2).ok);
-    ASSERT_TRUE(natural.allocate(mn * 2).ok);
-    ASSERT_TRUE(p.allocate(mn * 2).ok);
-    ASSERT_TRUE(mirror.allocate(part * 2).ok);
-    ASSERT_EQ(cudaMemset(p.data(), 0xFF, mn * 2), cudaSuccess);
-    ASSERT_EQ(cudaMemset(mirror.data(), 0xFF, part * 2), cudaSuccess);
-    ASSERT_TRUE(
-        fill_random(a.data(), static_cast<std::size_t>(m * k), DType::BF16, seed, nullptr).ok);
-    ASSERT_TRUE(
-        fill_random(b.data(), static_cast<std::size_t>(n * k), DType::BF16, seed + 1, nullptr).ok);
-    ASSERT_TRUE(fill_random(rehearsal.peer_partial(), part, DType::BF16, seed + 2, nullptr).ok);
+  for (const int groups : {1, 3})
+    for (const bool packed_sum : {false, true}) {
+      SCOPED_TRACE("groups per part " + std::to_string(groups) +
+                   (packed_sum ? ", native paired adds" : ", fp32 adds"));
+      OwnerRehearsal rehearsal;
+      const Status ready = rehearsal.initialize(m, n, groups);
+      ASSERT_TRUE(ready.ok) << ready.message;
+      const OwnerPlan& plan = rehearsal.plan();
+      const std::size_t mn = static_cast<std::size_t>(m * n);
+      const std::size_t part = static_cast<std::size_t>(plan.part_elems);
+      DeviceBuffer a, b, natural, p, mirror;
+      ASSERT_TRUE(a.allocate(static_cast<std::size_t>(m * k) * 2).ok);
+      ASSERT_TRUE(b.allocate(static_cast<std::size_t>(n * k) * 2).ok);
+      ASSERT_TRUE(natural.allocate(mn * 2).ok);
+      ASSERT_TRUE(p.allocate(mn * 2).ok);
+      ASSERT_TRUE(mirror.allocate(part * 2).ok);
+      ASSERT_EQ(cudaMemset(p.data(), 0xFF, mn * 2), cudaSuccess);
+      ASSERT_EQ(cudaMemset(mirror.data(), 0xFF, part * 2), cudaSuccess);
+      ASSERT_TRUE(
+          fill_random(a.data(), static_cast<std::size_t>(m * k), DType::BF16, seed, nullptr).ok);
+      ASSERT_TRUE(
+          fill_random(b.data(), static_cast<std::size_t>(n * k), DType::BF16, seed + 1, nullptr)
+              .ok);
+      ASSERT_TRUE(fill_random(rehearsal.peer_partial(), part, DType::BF16, seed + 2, nullptr).ok);
 
-    gemm::OwnGemm plain;
-    ASSERT_TRUE(plain.initialize({m, n, k, gemm_type(), a.data(), b.data(), natural.data()}).ok);
-    ASSERT_TRUE(plain.run(nullptr).ok);
+      gemm::OwnGemm plain;
+      ASSERT_TRUE(plain.initialize({m, n, k, gemm_type(), a.data(), b.data(), natural.data()}).ok);
+      ASSERT_TRUE(plain.run(nullptr).ok);
 
-    gemm::EpilogueArgs e = rehearsal.epilogue(p.data());
-    e.system_scope_signal = false;  // peer_out must force the system scope anyway
-    e.peer_out = mirror.data();
-    gemm::OwnGemm owner;
-    const Status init = owner.initialize({m, n, k, gemm_type(), a.data(), b.data(), p.data()}, e,
-                                         rehearsal.scheduler());
-    ASSERT_TRUE(init.ok) << init.message;
-    ASSERT_TRUE(owner.run(nullptr, OwnerRehearsal::kEpoch).ok);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      gemm::EpilogueArgs e = rehearsal.epilogue(p.data());
+      e.system_scope_signal = false;  // peer_out must force the system scope anyway
+      e.peer_out = mirror.data();
+      e.packed_sum = packed_sum;
+      gemm::OwnGemm owner;
+      const Status init = owner.initialize({m, n, k, gemm_type(), a.data(), b.data(), p.data()}, e,
+                                           rehearsal.scheduler());
+      ASSERT_TRUE(init.ok) << init.message;
+      ASSERT_TRUE(owner.run(nullptr, OwnerRehearsal::kEpoch).ok);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
-    int timed = -1;
-    ASSERT_EQ(cudaMemcpy(&timed, rehearsal.timed_out(), sizeof timed, cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    EXPECT_EQ(timed, 0) << "an arrival wait timed out although every flag was set";
-    const auto nat = to_bits(natural.data(), mn);
-    const auto got = to_bits(p.data(), mn);
-    const auto mir = to_bits(mirror.data(), part);
-    const auto peer = to_bits(rehearsal.peer_partial(), part);
-    std::vector<std::uint32_t> count(static_cast<std::size_t>(plan.counters()));
-    ASSERT_EQ(cudaMemcpy(count.data(), rehearsal.counters(), count.size() * sizeof(std::uint32_t),
-                         cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    for (const OwnerGroup& g : plan.groups) {
-      if (g.position != 1) continue;
-      EXPECT_EQ(count[static_cast<std::size_t>(g.position * groups + g.index)],
-                static_cast<std::uint32_t>(g.tiles))
-          << "own group " << g.index << ": its counter";
-    }
-    std::int64_t wrong_sum = 0, wrong_mirror = 0, own_tiles = 0;
-    for (std::int32_t tm = 0; tm < plan.rows_per_part; ++tm)  // part 0 = rank 0's own part
-      for (std::int32_t tn = 0; tn < plan.tiles_n; ++tn) {
-        ++own_tiles;
-        const std::int64_t offset =
-            plan.tile_offset_elems[static_cast<std::size_t>(tm) * plan.tiles_n + tn];
-        const std::int64_t rel = offset - plan.own_begin_elems;
-        for (int r = 0; r < 128; ++r)
-          for (int c = 0; c < 256; ++c) {
-            const std::size_t at = static_cast<std::size_t>(r * 256 + c);
-            const float own = bf16_bits_to_float(
-                nat[static_cast<std::size_t>((tm * 128 + r) * n + tn * 256 + c)]);
-            const float theirs = bf16_bits_to_float(peer[static_cast<std::size_t>(rel) + at]);
-            const std::uint16_t want = float_to_bf16_bits(own + theirs);
-            const std::uint16_t in_p = got[static_cast<std::size_t>(offset) + at];
-            if (in_p != want) ++wrong_sum;
-            if (mir[static_cast<std::size_t>(rel) + at] != in_p) ++wrong_mirror;
-          }
+      int timed = -1;
+      ASSERT_EQ(cudaMemcpy(&timed, rehearsal.timed_out(), sizeof timed, cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      EXPECT_EQ(timed, 0) << "an arrival wait timed out although every flag was set";
+      const auto nat = to_bits(natural.data(), mn);
+      const auto got = to_bits(p.data(), mn);
+      const auto mir = to_bits(mirror.data(), part);
+      const auto peer = to_bits(rehearsal.peer_partial(), part);
+      std::vector<std::uint32_t> count(static_cast<std::size_t>(plan.counters()));
+      ASSERT_EQ(cudaMemcpy(count.data(), rehearsal.counters(), count.size() * sizeof(std::uint32_t),
+                           cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      for (const OwnerGroup& g : plan.groups) {
+        if (g.position != 1) continue;
+        EXPECT_EQ(count[static_cast<std::size_t>(g.position * groups + g.index)],
+                  static_cast<std::uint32_t>(g.tiles))
+            << "own group " << g.index << ": its counter";
       }
-    EXPECT_EQ(own_tiles, plan.part_tiles);
-    EXPECT_EQ(wrong_sum, 0) << "reduced elements in P that are not own + peer rounded once";
-    EXPECT_EQ(wrong_mirror, 0) << "mirror elements that differ from P's reduced tiles";
-  }
+      std::int64_t wrong_sum = 0, wrong_mirror = 0, own_tiles = 0;
+      for (std::int32_t tm = 0; tm < plan.rows_per_part; ++tm)  // part 0 = rank 0's own part
+        for (std::int32_t tn = 0; tn < plan.tiles_n; ++tn) {
+          ++own_tiles;
+          const std::int64_t offset =
+              plan.tile_offset_elems[static_cast<std::size_t>(tm) * plan.tiles_n + tn];
+          const std::int64_t rel = offset - plan.own_begin_elems;
+          for (int r = 0; r < 128; ++r)
+            for (int c = 0; c < 256; ++c) {
+              const std::size_t at = static_cast<std::size_t>(r * 256 + c);
+              const float own = bf16_bits_to_float(
+                  nat[static_cast<std::size_t>((tm * 128 + r) * n + tn * 256 + c)]);
+              const float theirs = bf16_bits_to_float(peer[static_cast<std::size_t>(rel) + at]);
+              const std::uint16_t want = float_to_bf16_bits(own + theirs);
+              const std::uint16_t in_p = got[static_cast<std::size_t>(offset) + at];
+              if (in_p != want) ++wrong_sum;
+              if (mir[static_cast<std::size_t>(rel) + at] != in_p) ++wrong_mirror;
+            }
+        }
+      EXPECT_EQ(own_tiles, plan.part_tiles);
+      EXPECT_EQ(wrong_sum, 0) << "reduced elements in P that are not own + peer rounded once";
+      EXPECT_EQ(wrong_mirror, 0) << "mirror elements that differ from P's reduced tiles";
+    }
 }
 
 // One rank, small shapes: what compute-sanitizer (racecheck, synccheck) runs on the GPU
