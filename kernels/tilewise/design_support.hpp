@@ -11,6 +11,7 @@
 #include "kernels/gemm/own_gemm.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/dtype.hpp"
+#include "kernels/tilewise/owner_plan.hpp"
 
 namespace overlapsim::kernels::tilewise {
 
@@ -47,6 +48,37 @@ inline gemm::GemmArgs gemm_args(std::int64_t m, std::int64_t n, std::int64_t k, 
   args.b = b;
   args.c = c;
   return args;
+}
+
+// The owner epilogue's arguments that come from the plan and its device tables (copies of
+// plan.tile_offset_elems, the group counters, plan.tile_group, plan.tile_arrival and the
+// arrival flags), as the copy-engine design and the one-GPU rehearsal both set them; the
+// caller sets recv, own_out, world, rank, reduce and the waits.
+inline gemm::EpilogueArgs owner_epilogue_args(const OwnerPlan& plan, const DeviceBuffer& offsets,
+                                              const DeviceBuffer& counters,
+                                              const DeviceBuffer& groups,
+                                              const DeviceBuffer& arrival,
+                                              const DeviceBuffer& arrived) {
+  gemm::EpilogueArgs e;
+  e.tile_offset_elems = offsets.as<std::int64_t>();
+  e.group_counters = counters.as<std::uint32_t>();
+  e.tile_group = groups.as<std::int32_t>();
+  e.tile_arrival = arrival.as<std::int32_t>();
+  e.arrived = arrived.as<std::uint32_t>();
+  e.own_groups = plan.groups_per_part;
+  e.part_elems = plan.part_elems;
+  e.own_begin_elems = plan.own_begin_elems;
+  return e;
+}
+
+// The owner GEMM's rank-rotated order for `rank` of `world` on the plan's CTAs.
+inline gemm::SchedulerOptions owner_scheduler(const OwnerPlan& plan, int world, int rank) {
+  gemm::SchedulerOptions sched;
+  sched.num_ctas = plan.num_ctas;
+  sched.group_m = plan.group_m;
+  sched.rotate_world = world;
+  sched.rotate_rank = rank;
+  return sched;
 }
 
 }  // namespace overlapsim::kernels::tilewise

@@ -189,16 +189,9 @@ Status OwnerDesign::make_gemm(const void* a, const void* b, void* p, int parity,
                               std::unique_ptr<gemm::OwnGemm>* out) {
   auto g = std::make_unique<gemm::OwnGemm>();
   const gemm::GemmArgs args = gemm_args(m_, n_, k_, dtype_, a, b, p);
-  gemm::EpilogueArgs e;
-  e.tile_offset_elems = tile_offsets_.as<std::int64_t>();
-  e.group_counters = counters_.as<std::uint32_t>();
-  e.tile_group = tile_groups_.as<std::int32_t>();
-  e.tile_arrival = tile_arrival_.as<std::int32_t>();
-  e.arrived = arrived_.as<std::uint32_t>();
-  e.own_groups = plan_.groups_per_part;
+  gemm::EpilogueArgs e =
+      owner_epilogue_args(plan_, tile_offsets_, counters_, tile_groups_, tile_arrival_, arrived_);
   e.recv = recv_half(parity);
-  e.part_elems = plan_.part_elems;
-  e.own_begin_elems = plan_.own_begin_elems;
   if (op_ == CollectiveOp::AllToAll) {
     e.own_out = recv_half(parity);
     e.own_out_begin_elems = static_cast<std::int64_t>(comm_->rank) * plan_.part_elems;
@@ -218,12 +211,7 @@ Status OwnerDesign::make_gemm(const void* a, const void* b, void* p, int parity,
     e.peer_out = peer_p_.at(p)[static_cast<std::size_t>(peer)] +
                  plan_.part_begin_on(peer, comm_->rank) * kElementBytes;
   }
-  gemm::SchedulerOptions sched;
-  sched.num_ctas = plan_.num_ctas;
-  sched.group_m = plan_.group_m;
-  sched.rotate_world = comm_->world;
-  sched.rotate_rank = comm_->rank;
-  OVERLAPSIM_TRY(g->initialize(args, e, sched));
+  OVERLAPSIM_TRY(g->initialize(args, e, owner_scheduler(plan_, comm_->world, comm_->rank)));
   *out = std::move(g);
   return Status::success();
 }

@@ -39,16 +39,9 @@ void* OwnerRehearsal::peer_partial() const {
 }
 
 gemm::EpilogueArgs OwnerRehearsal::epilogue(void* p) const {
-  gemm::EpilogueArgs e;
-  e.tile_offset_elems = offsets_.as<std::int64_t>();
-  e.group_counters = counters_.as<std::uint32_t>();
-  e.tile_group = tile_group_.as<std::int32_t>();
-  e.tile_arrival = tile_arrival_.as<std::int32_t>();
-  e.arrived = arrived_.as<std::uint32_t>();
-  e.own_groups = plan_.groups_per_part;
+  gemm::EpilogueArgs e =
+      owner_epilogue_args(plan_, offsets_, counters_, tile_group_, tile_arrival_, arrived_);
   e.recv = recv_.data();
-  e.part_elems = plan_.part_elems;
-  e.own_begin_elems = plan_.own_begin_elems;
   e.own_out = p;
   e.own_out_begin_elems = plan_.own_begin_elems;
   e.world = kWorld;
@@ -60,12 +53,7 @@ gemm::EpilogueArgs OwnerRehearsal::epilogue(void* p) const {
 }
 
 gemm::SchedulerOptions OwnerRehearsal::scheduler() const {
-  gemm::SchedulerOptions sched;
-  sched.num_ctas = plan_.num_ctas;
-  sched.group_m = plan_.group_m;
-  sched.rotate_world = kWorld;
-  sched.rotate_rank = kRank;
-  return sched;
+  return owner_scheduler(plan_, kWorld, kRank);
 }
 
 }  // namespace overlapsim::kernels::tilewise
