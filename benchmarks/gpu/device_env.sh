@@ -76,3 +76,24 @@ use_carried_binaries() {
   bin_dir="$root/${CARRY_DIR:-build-carry}/bin"
   use_device_libs "$root/${CARRY_DIR:-build-carry}/lib"
 }
+
+# append_csv ROWS DEST: appends the CSV file ROWS to DEST, its header only if DEST is new.
+append_csv() {
+  if [[ -s $2 ]]; then tail -n +2 "$1" >>"$2"; else cat "$1" >"$2"; fi
+}
+
+# run_ab PREFIX BASE NEW ARGS...: runs the binaries BASE and NEW in turn base, new, base,
+# new with ARGS (each within 300 s), stdout to $OUT/PREFIX_<i>_<base|new>.csv and stderr to
+# .err beside it, and logs each exit code to $OUT/PREFIX_log.txt: drift between the runs
+# then falls on both builds alike.
+run_ab() {
+  local prefix="$1" base="$2" new="$3" i=0 which bin
+  shift 3
+  for which in base new base new; do
+    i=$((i + 1))
+    bin="$new"
+    [[ $which == base ]] && bin="$base"
+    timeout -s KILL 300 "$bin" "$@" >"$OUT/${prefix}_${i}_$which.csv" 2>"$OUT/${prefix}_${i}_$which.err"
+    echo "run $i $which rc=$?" | tee -a "$OUT/${prefix}_log.txt"
+  done
+}

@@ -12,9 +12,8 @@ gpus="$1" budget="${2:-540}"
 start_all=$(date +%s)
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 # Binaries: $CARRY_DIR (default build-carry/, benchmarks/gpu/pack_carry.sh).
-carry="$root/${CARRY_DIR:-build-carry}"
-use_device_libs "$carry/lib"
-bin="$carry/bin"
+use_carried_binaries
+bin="$bin_dir"
 { nvidia-smi --query-gpu=index,name,driver_version --format=csv; echo "nccl: $nccl_lib"; } >"$OUT/env.txt" 2>&1
 
 timeout 120 "$bin/alloc-sync-probe" --hold-ms 500 >"$OUT/alloc_sync_probe.csv" 2>"$OUT/alloc_sync_probe.err"

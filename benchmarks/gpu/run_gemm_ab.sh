@@ -6,7 +6,8 @@
 # clock drift between runs cancels in own/cuBLAS. First the GEMM's GPU tests on the new
 # build; last (NCU_SHAPES, default 8192x8192x2048,4096x4096x4096) ncu's executed
 # instructions per opcode of the own GEMM kernel in each build (--clock-control none).
-# Outputs under $OUT: tests.txt, ab_<i>_<base|new>.csv / .err, smi.csv, ab_summary.txt,
+# Outputs under $OUT: tests.txt, ab_<i>_<base|new>.csv / .err (run_ab, device_env.sh),
+# ab_log.txt, smi.csv, ab_summary.txt,
 # ncu_opcodes.txt (also all packed into ab.tar.gz).
 # Usage: CARRY_DIR=build-carry bash benchmarks/gpu/run_gemm_ab.sh
 set -uo pipefail
@@ -22,15 +23,9 @@ echo "tilewise_test rc=$? (multi-GPU cases skip on one GPU)" | tee -a "$OUT/test
 grep -E "PASSED|FAILED|SKIPPED \[" "$OUT/tests.txt" | head -20
 
 start_smi_sampling "$OUT/smi.csv"
-i=0
-for which in base new base new; do
-  i=$((i + 1))
-  bin="$bin_dir/own-gemm-bench"
-  [[ $which == base ]] && bin="$bin_dir/own-gemm-bench-base"
-  timeout -s KILL 300 "$bin" --shapes "$shapes" --versions 2 --iters 30 --sustain-ms "$sustain_ms" \
-    >"$OUT/ab_${i}_$which.csv" 2>"$OUT/ab_${i}_$which.err"
-  echo "run $i $which rc=$?" >>"$OUT/ab_summary.txt"
-done
+run_ab ab "$bin_dir/own-gemm-bench-base" "$bin_dir/own-gemm-bench" --shapes "$shapes" \
+  --versions 2 --iters 30 --sustain-ms "$sustain_ms"
+cat "$OUT/ab_log.txt" >>"$OUT/ab_summary.txt"
 stop_smi_sampling
 python3 - "$OUT" >>"$OUT/ab_summary.txt" <<'PY'
 import csv, glob, math, os, sys

@@ -24,24 +24,19 @@ long_iters="${LONG_ITERS:-1500}"
 start_smi_sampling "$OUT/smi.csv"
 
 echo "shape,design,start_s,end_s" >"$OUT/phases.csv"
-header_done=0
 for shape in ${shapes//,/ }; do
   for design in own cublas; do
     start=$(date +%s.%N)
-    rows=$(timeout 120 "$bench" --op gemm --designs "$design" --shapes "$shape" --world 1 \
-      --min-time-ms "$sustain_ms" --warmup-ms 1000 2>>"$OUT/bench.err")
+    timeout 120 "$bench" --op gemm --designs "$design" --shapes "$shape" --world 1 \
+      --min-time-ms "$sustain_ms" --warmup-ms 1000 >"$OUT/run.csv" 2>>"$OUT/bench.err"
     echo "rc=$? $shape $design" >>"$OUT/bench.err"
     end=$(date +%s.%N)
     echo "$shape,$design,$start,$end" >>"$OUT/phases.csv"
-    if ((header_done == 0)); then
-      echo "$rows" >"$OUT/gemm_sustained.csv"
-      header_done=1
-    else
-      echo "$rows" | tail -n +2 >>"$OUT/gemm_sustained.csv"
-    fi
+    append_csv "$OUT/run.csv" "$OUT/gemm_sustained.csv"
     sleep 2  # idle between runs, so each starts from the same cool state
   done
 done
+rm -f "$OUT/run.csv"
 
 timeout 200 "$gemm_bench" --shapes "$shapes" --versions 2 --iters 30 >"$OUT/interleaved_short.csv" \
   2>"$OUT/interleaved_short.err"

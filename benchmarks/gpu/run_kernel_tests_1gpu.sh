@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call on ONE GPU: the own GEMM's and the tile-wise design's GPU tests (the
 # multi-GPU cases skip themselves), then compute-sanitizer (memcheck, racecheck,
-# synccheck) on the tests named by SANITIZE_FILTER. Binaries from build-carry/
+# synccheck) on the tests named by SANITIZE_FILTER. Binaries from $CARRY_DIR (default build-carry/,
 # (benchmarks/gpu/pack_carry.sh). Results in $OUT: machine.txt, <test>.txt,
 # sanitizer_<tool>.txt, summary.txt.
 #   benchmarks/gpu/run_kernel_tests_1gpu.sh [SANITIZE_FILTER]
@@ -9,8 +9,8 @@ set -uo pipefail
 filter="${1:-TilewiseCopyEngineGpu.EpiloguePhase2MirrorsReducedTilesOnOneGpu}"
 start_all=$(date +%s)
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
-bin="$root/build-carry/bin"
-use_device_libs "$root/build-carry/lib"
+use_carried_binaries
+bin="$bin_dir"
 {
   date -u
   nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.max.sm,power.limit --format=csv

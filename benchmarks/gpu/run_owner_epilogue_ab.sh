@@ -3,23 +3,17 @@
 # owner-epilogue-bench-base, copied there by hand from the build before the change) and the
 # current one, in turn BASE, NEW, BASE, NEW (receive buffer cold, 2 groups a part), so the
 # plain own GEMM and the copy-engine owner GEMMs (reducing, with L2 prefetch, with mirror
-# stores) are compared build against build under the same drift. Outputs under $OUT:
-# owner_ab_<i>_<base|new>.csv, owner_ab_summary.csv (mean time per build and design,
-# new/base), machine.txt; also packed as owner_ab.tar.gz.
+# stores) are compared build against build under the same drift (run_ab, device_env.sh).
+# Outputs under $OUT: owner_ab_<i>_<base|new>.csv / .err, owner_ab_log.txt,
+# owner_ab_summary.csv (mean time per build and design, new/base), machine.txt; also
+# packed as owner_ab.tar.gz.
 # Usage: CARRY_DIR=build-carry bash benchmarks/gpu/run_owner_epilogue_ab.sh
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 use_carried_binaries
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv >"$OUT/machine.txt" 2>&1
-i=0
-for which in base new base new; do
-  i=$((i + 1))
-  bin="$bin_dir/owner-epilogue-bench"
-  [[ $which == base ]] && bin="$bin_dir/owner-epilogue-bench-base"
-  timeout -s KILL 200 "$bin" --groups 2 --iters 30 --warmup 5 --recv cold \
-    >"$OUT/owner_ab_${i}_$which.csv" 2>>"$OUT/owner_ab_log.txt"
-  echo "run $i $which rc=$?" | tee -a "$OUT/owner_ab_log.txt"
-done
+run_ab owner_ab "$bin_dir/owner-epilogue-bench-base" "$bin_dir/owner-epilogue-bench" \
+  --groups 2 --iters 30 --warmup 5 --recv cold
 python3 - "$OUT" >"$OUT/owner_ab_summary.csv" <<'PY'
 import csv, glob, os, sys
 times = {}  # (shape, design, build) -> [us]

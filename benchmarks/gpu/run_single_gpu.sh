@@ -13,8 +13,8 @@ name="$1" suite="${2:-calibration/suites/gemm-dtypes-1gpu.yaml}" limit="${3:-330
 start_all=$(date +%s)
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 mkdir -p "$OUT/$name"
-bin="$root/build-carry/bin"
-use_device_libs "$root/build-carry/lib"
+use_carried_binaries
+bin="$bin_dir"
 {
   date -u
   nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.max.sm,power.limit --format=csv
