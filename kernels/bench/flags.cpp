@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "config/units.hpp"
-#include "kernels/collectives/nccl_collectives.hpp"
 #include "kernels/bench/suite.hpp"
+#include "kernels/collectives/nccl_collectives.hpp"
 
 namespace overlapsim::kernels::bench {
 namespace {
@@ -19,50 +19,64 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return parts;
 }
 
+// `program` starts the message: overlap-bench here, another tool through parse_shape_list.
 [[noreturn]] void bad(const std::string& flag, const std::string& value,
-                      const std::string& expected) {
-  throw std::invalid_argument("overlap-bench: " + flag + ": '" + value + "' is not " + expected);
+                      const std::string& expected, const std::string& program = "overlap-bench") {
+  throw std::invalid_argument(program + ": " + flag + ": '" + value + "' is not " + expected);
 }
 
-std::int64_t to_int(const std::string& flag, const std::string& text, std::int64_t min) {
+std::int64_t to_int(const std::string& flag, const std::string& text, std::int64_t min,
+                    const std::string& program = "overlap-bench") {
   std::size_t used = 0;
   std::int64_t value = 0;
   try {
     value = std::stoll(text, &used);
   } catch (const std::exception&) {
-    bad(flag, text, "an integer");
+    bad(flag, text, "an integer", program);
   }
-  if (used != text.size() || value < min) bad(flag, text, "an integer >= " + std::to_string(min));
+  if (used != text.size() || value < min)
+    bad(flag, text, "an integer >= " + std::to_string(min), program);
   return value;
 }
 
-PairShape to_shape(const std::string& text) {
+PairShape to_shape(const std::string& text, const std::string& program = "overlap-bench") {
   const auto dims = split(text, 'x');
-  if (dims.size() != 3) bad("--shapes", text, "of the form MxNxK (e.g. 4096x4096x4096)");
-  return {to_int("--shapes", dims[0], 1), to_int("--shapes", dims[1], 1),
-          to_int("--shapes", dims[2], 1), 0};
+  if (dims.size() != 3) bad("--shapes", text, "of the form MxNxK (e.g. 4096x4096x4096)", program);
+  return {to_int("--shapes", dims[0], 1, program), to_int("--shapes", dims[1], 1, program),
+          to_int("--shapes", dims[2], 1, program), 0};
 }
 
 }  // namespace
+
+std::vector<PairShape> parse_shape_list(const std::string& text, const std::string& program) {
+  std::vector<PairShape> shapes;
+  for (const auto& s : split(text, ',')) shapes.push_back(to_shape(s, program));
+  if (shapes.empty()) bad("--shapes", text, "a list of MxNxK", program);
+  return shapes;
+}
 
 std::string usage() {
   return "usage: overlap-bench --suite FILE | --op OP [--shapes MxNxK,...] [--bytes SIZE,...]\n"
          "         [--designs D,...] [--chunks 2,4,8] [--dtype bf16|fp16|fp8] [--table-rows N]\n"
          "         [--no-parts] [--collectives C,...] [--ctas 4,8,16,32,0]\n"
          "         [--iterations N] [--warmup N] [--min-time-ms T] [--warmup-ms W]\n"
-         "         [--world N] [--mpi] [--nonblocking] [--timeout 120s] [--seed S] [--output FILE]\n"
+         "         [--world N] [--mpi] [--nonblocking] [--timeout 120s] [--seed S] [--output "
+         "FILE]\n"
          "ops: allreduce reducescatter allgather alltoall gemm gemv embedding gemm+allreduce\n"
          "     gemm+reducescatter allgather+gemm gemm+alltoall gemv+allreduce embedding+alltoall\n"
          "     interference\n"
-         "--op interference: per cuBLAS GEMM shape x collective (--collectives, default allreduce)\n"
+         "--op interference: per cuBLAS GEMM shape x collective (--collectives, default "
+         "allreduce)\n"
          "  x size (--bytes) x NCCL CTA limit (--ctas; a communicator split with maxCTAs = c and\n"
          "  cgaClusterSize 1, 0 = NCCL's default config), times in one interleaved loop the GEMM\n"
          "  alone, the GEMM while the collective runs back to back on the high-priority stream,\n"
          "  the collective alone and the collective while GEMMs run back to back. Rows: op\n"
          "  interference, design <victim>|<other>:<alone|beside> (e.g. gemm|allreduce:beside,\n"
-         "  allreduce|gemm:alone), m n k = the GEMM, bytes = the collective, chunks = the CTA limit.\n"
+         "  allreduce|gemm:alone), m n k = the GEMM, bytes = the collective, chunks = the CTA "
+         "limit.\n"
          "--min-time-ms T: time at least T ms of work per measurement (and >= --iterations);\n"
-         "--warmup-ms W: run the work W ms untimed first (GPU at its steady, power-limited clock).\n"
+         "--warmup-ms W: run the work W ms untimed first (GPU at its steady, power-limited "
+         "clock).\n"
          "CSV (nccl-tests style) on stdout; --output writes the same CSV atomically at the end.\n";
 }
 
@@ -104,7 +118,8 @@ BenchOptions parse_flags(const std::vector<std::string>& args) {
     } else if (flag == "--collectives") {
       c.collectives.clear();
       for (const auto& s : split(value(), ',')) {
-        if (!parse_collective_op(s)) bad(flag, s, "allreduce, reducescatter, allgather or alltoall");
+        if (!parse_collective_op(s))
+          bad(flag, s, "allreduce, reducescatter, allgather or alltoall");
         c.collectives.push_back(s);
       }
       if (c.collectives.empty()) bad(flag, "", "a list of collectives");
@@ -121,7 +136,8 @@ BenchOptions parse_flags(const std::vector<std::string>& args) {
         ms = std::stod(text, &used);
       } catch (const std::exception&) {
       }
-      if (used != text.size() || !(ms >= 0) || ms > 600000) bad(flag, text, "milliseconds in [0, 600000]");
+      if (used != text.size() || !(ms >= 0) || ms > 600000)
+        bad(flag, text, "milliseconds in [0, 600000]");
       (flag == "--min-time-ms" ? o.min_time_s : o.warmup_s) = ms * 1e-3;
     } else if (flag == "--dtype") {
       const std::string name = value();

@@ -38,6 +38,10 @@ struct BenchOptions {
 };
 
 BenchOptions parse_flags(const std::vector<std::string>& args);
+// "MxNxK[,MxNxK...]", every dimension an integer >= 1, read as overlap-bench's --shapes
+// reads it (table_rows 0), for other tools too; std::invalid_argument otherwise, its
+// message starting with `program` and naming the bad item.
+std::vector<PairShape> parse_shape_list(const std::string& text, const std::string& program);
 std::string usage();
 
 }  // namespace overlapsim::kernels::bench

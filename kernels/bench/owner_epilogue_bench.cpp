@@ -29,14 +29,16 @@
 //                        [--recv cold|fresh]
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "kernels/bench/bench_row.hpp"
+#include "kernels/bench/flags.hpp"
+#include "kernels/bench/timing.hpp"
 #include "kernels/gemm/own_gemm.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/fill.hpp"
@@ -48,32 +50,9 @@ namespace g = overlapsim::kernels::gemm;
 namespace tw = overlapsim::kernels::tilewise;
 using overlapsim::kernels::DeviceBuffer;
 using overlapsim::kernels::DType;
+using overlapsim::kernels::PairShape;
 using overlapsim::kernels::Status;
 using overlapsim::kernels::bench::BenchRow;
-
-struct Shape {
-  std::int64_t m, n, k;
-};
-
-bool parse_shapes(const std::string& text, std::vector<Shape>* out) {
-  out->clear();
-  std::size_t at = 0;
-  while (at <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', at), text.size());
-    Shape s{};
-    if (std::sscanf(text.substr(at, comma - at).c_str(), "%ldx%ldx%ld", &s.m, &s.n, &s.k) != 3 ||
-        s.m < 1 || s.n < 1 || s.k < 1)
-      return false;
-    out->push_back(s);
-    at = comma + 1;
-  }
-  return !out->empty();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 int fail(const std::string& what) {
   std::fprintf(stderr, "owner-epilogue-bench: %s\n", what.c_str());
@@ -89,11 +68,11 @@ int usage(const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<Shape> shapes = {{4096, 4096, 4096},
-                               {2048, 8192, 8192},
-                               {8192, 8192, 2048},
-                               {16384, 8192, 4096},
-                               {8192, 8192, 8192}};
+  std::vector<PairShape> shapes = {{4096, 4096, 4096, 0},
+                                   {2048, 8192, 8192, 0},
+                                   {8192, 8192, 2048, 0},
+                                   {16384, 8192, 4096, 0},
+                                   {8192, 8192, 8192, 0}};
   int iters = 30, warmup = 5, groups = 2;
   bool fresh_recv = false;
   for (int i = 1; i < argc; ++i) {
@@ -101,8 +80,12 @@ int main(int argc, char** argv) {
     if (i + 1 >= argc) return usage(flag + " needs a value");
     const std::string value = argv[++i];
     if (flag == "--shapes") {
-      if (!parse_shapes(value, &shapes))
-        return usage("--shapes expects MxNxK[,MxNxK...], got '" + value + "'");
+      try {
+        shapes = overlapsim::kernels::bench::parse_shape_list(value, "owner-epilogue-bench");
+      } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        return 2;
+      }
     } else if (flag == "--iters") {
       iters = std::atoi(value.c_str());
     } else if (flag == "--warmup") {
@@ -131,7 +114,7 @@ int main(int argc, char** argv) {
   if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
     return fail("cudaStreamCreate");
 
-  for (const Shape& s : shapes) {
+  for (const PairShape& s : shapes) {
     const std::string label =
         std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
     tw::OwnerRehearsal rehearsal;
@@ -250,9 +233,10 @@ int main(int argc, char** argv) {
       r.n = s.n;
       r.k = s.k;
       r.chunks = v == 0 ? 1 : groups;
-      r.time_s = median(ms) * 1e-3;
-      r.time_min_s = *std::min_element(ms.begin(), ms.end()) * 1e-3;
-      r.time_max_s = *std::max_element(ms.begin(), ms.end()) * 1e-3;
+      const overlapsim::kernels::bench::Timing t = overlapsim::kernels::bench::summarize(ms);
+      r.time_s = t.median_s * 1e-3;
+      r.time_min_s = t.min_s * 1e-3;
+      r.time_max_s = t.max_s * 1e-3;
       r.flops = 2.0 * s.m * s.n * s.k;
       r.wrong = (v == 3 || v == 5 ? mirror_wrong : 0) + (v >= 4 ? packed_wrong : 0) +
                 (v > 0 && timed != 0 ? 1 : 0);

@@ -69,6 +69,23 @@ TEST(BenchSuite, AllReduceSuiteMatchesTheFullSuitesAllReduceCase) {
   EXPECT_DOUBLE_EQ(a.warmup_s, it->warmup_s);
 }
 
+TEST(BenchFlags, ShapeListForOtherToolsNamesTheToolAndTheBadItem) {
+  const std::vector<PairShape> shapes = parse_shape_list("4096x4096x4096,2048x8192x8192", "tool");
+  ASSERT_EQ(shapes.size(), 2u);
+  EXPECT_EQ(shapes[1].m, 2048);
+  EXPECT_EQ(shapes[1].n, 8192);
+  EXPECT_EQ(shapes[1].k, 8192);
+  EXPECT_EQ(shapes[1].table_rows, 0);
+  for (const char* bad : {"8x8", "8x8x0", "8x8x8q", ""}) {
+    try {
+      parse_shape_list(bad, "tool");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("tool: --shapes: '", 0), 0u) << e.what();
+    }
+  }
+}
+
 TEST(BenchSuite, DefaultsApplyAndCasesOverride) {
   const BenchPlan plan = parse(
       "defaults: {iterations: 25, chunks: [2, 4]}\n"
