@@ -91,7 +91,7 @@ struct EpilogueArgs {
   // The one-peer reduction prefetches the peer's partial tile into L2 once its arrival is
   // seen, so the four quarter steps that load it (each between two wgmma batches) wait for
   // L2 rather than HBM. On one H200 (owner-epilogue-bench, kernels/NOTES.md) it took the
-  // reducing GEMM from 3.5-12 % over the plain one to 1.3-5 %.
+  // reducing GEMM from 2.6-11.9 % over the plain one to 1.3-5.9 %.
   bool prefetch_peer_l2 = true;
   // The one-peer reduction's 16-byte path sums each pair with the native paired add
   // (add.bf16x2 / add.f16x2, round to nearest: one instruction) instead of unpacking to
