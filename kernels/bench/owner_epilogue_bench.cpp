@@ -5,11 +5,12 @@
 // --iters after --warmup rounds, CUDA events), per shape:
 //   own               the plain own GEMM (natural stores);
 //   own_owner_reduce  the rank-rotated owner GEMM that reduces its own part (phase 2 by
-//                     copy engines: no extra stores), without EpilogueArgs::prefetch_peer_l2;
-//   own_owner_reduce_pf  the same with it (the default: the peer's partial tile prefetched
+//                     copy engines: no extra stores), without EpilogueArgs::prefetch_peer_l2,
+//                     each pair summed through fp32 (packed_sum off);
+//   own_owner_reduce_pf  the same with the prefetch (the peer's partial tile prefetched
 //                     into L2 when its arrival is seen);
 //   own_owner_reduce_h2  own_owner_reduce_pf summing each pair with the native paired add
-//                     (EpilogueArgs::packed_sum);
+//                     (EpilogueArgs::packed_sum; with the prefetch, the defaults);
 //   own_owner_mirror_pf  own_owner_reduce_pf with its reduced tiles also stored into a second
 //   buffer
 //                     (EpilogueArgs::peer_out; phase 2 by the epilogue writes the peer's
@@ -150,6 +151,7 @@ int main(int argc, char** argv) {
     const g::GemmArgs owner_args{s.m, s.n, s.k, g::DType::kBf16, a.data(), b.data(), p.data()};
     g::EpilogueArgs e = rehearsal.epilogue(p.data());
     e.prefetch_peer_l2 = false;
+    e.packed_sum = false;  // the fp32 sums: the _h2 variants set it (the default)
     const g::SchedulerOptions sched = rehearsal.scheduler();
     g::EpilogueArgs e_prefetch = e;
     e_prefetch.prefetch_peer_l2 = true;
