@@ -9,8 +9,11 @@ shape with T_comm >= 20 % T_GEMM. For each shape it prints the best of 2, 4, 8, 
 groups a part, a few tapered group splits, and phase 2 by the epilogue (the own part's end
 plus the curve's zero-byte cost), then the same-loop captured overlap with the epilogue
 figure scaled by the run's measured / predicted copy-engine time ("anchored").
-
-  predict_allreduce_tail.py RUN.csv RUN_summary.csv
+Then what the GEMM alone allows: the captured overlap if the pair took only a GEMM, with
+the plain own GEMM's time from the run's GEMM-alone rows (t_own_s of the detail file, the
+loop cuBLAS alone is timed in) and with the GEMM-with-signals time of the all-GEMM signal
+loop (t_own_signal_ce_s, a hotter loop: its plain own GEMM runs up to 15 % slower there).
+  predict_allreduce_tail.py RUN.csv RUN_summary.csv [RUN_detail.csv]
 """
 import bisect
 import csv
@@ -58,7 +61,12 @@ def predict(m, n, gemm_s, bounds, copy_s, epilogue):
 def main():
     rows = list(csv.DictReader(open(sys.argv[1])))
     copy_s = curve_from(rows)
-    caps, caps_ep = [], []
+    own_alone = {}
+    if len(sys.argv) > 3:
+        for r in csv.DictReader(open(sys.argv[3])):
+            if r["record"] == "final" and r["op"] == "gemm+allreduce":
+                own_alone[(r["m"], r["n"], r["k"])] = float(r["t_own_s"])
+    caps, caps_ep, caps_alone, caps_hot = [], [], [], []
     for r in csv.DictReader(open(sys.argv[2])):
         if r["op"] != "gemm+allreduce" or float(r["comm_over_gemm"]) < 0.2:
             continue
@@ -81,14 +89,22 @@ def main():
         cap = lambda t: (seq - t) / (seq - ideal)
         caps.append(cap(measured))
         caps_ep.append(cap(anchored))
+        caps_hot.append(cap(gemm))
+        alone = own_alone.get((r["m"], r["n"], r["k"]))
+        if alone is not None:
+            caps_alone.append(cap(alone))
         print(f"{m}x{n}x{k}: GEMM with signals {gemm * 1e6:.0f} us, measured tilewise_ce {measured * 1e6:.0f}; "
               f"equal groups " + " ".join(f"{g}:{t * 1e6:.0f}" for g, t in equal.items()) +
               "; tapered " + " ".join(f"[{nm}]:{t * 1e6:.0f}" for nm, t in tapered.items()) +
               f"; epilogue phase 2 {ep * 1e6:.0f} (anchored {anchored * 1e6:.0f}); "
-              f"captured same loop {cap(measured):.3f} -> {cap(anchored):.3f}")
+              f"captured same loop {cap(measured):.3f} -> {cap(anchored):.3f}; "
+              f"a GEMM alone would give: signal loop {cap(gemm):.3f}" +
+              (f", plain own GEMM alone ({alone * 1e6:.0f} us) {cap(alone):.3f}" if alone is not None else ""))
     gm = lambda v: math.exp(sum(map(math.log, v)) / len(v))
     print(f"geo-mean captured (same loop): measured {gm(caps):.3f}, with phase 2 by the epilogue "
           f"(anchored prediction) {gm(caps_ep):.3f}")
+    print(f"geo-mean captured (same loop) if the pair took only a GEMM: the signal loop's {gm(caps_hot):.3f}" +
+          (f", the plain own GEMM's alone {gm(caps_alone):.3f}" if len(caps_alone) == len(caps_hot) else ""))
     return 0
 
 

@@ -7,7 +7,7 @@
 //   own-gemm-bench [--shapes 8192x8192x8192,...] [--dtype bf16|fp16] [--iters 30]
 //                  [--warmup 5] [--group-m 8] [--num-ctas 0] [--defer-stores 1]
 //                  [--cublas-candidates 8] [--versions 3,2,3s8v,...] [--driver 580.x]
-//                  [--sustain-ms 0] [--cublas-algo -1]
+//                  [--sustain-ms 0] [--gaps-us 150,450] [--cublas-algo -1]
 // cuBLASLt runs with the fastest of its heuristic's first --cublas-candidates algorithms
 // (each timed over 7 calls; --cublas-algo N >= 0: candidate N, untimed, e.g. to profile
 // it); the own GEMM versions (design own_v3, own_v2: cluster_m 2 / 1)
@@ -21,6 +21,11 @@
 // kernel's clock follows its energy per cycle, which interleaving hides (the variants share
 // one power state). stderr gets `# phase MxNxK design start_s end_s` (epoch seconds of the
 // timed part) so clock and power samples can be matched to it.
+// --gaps-us G1,G2,... (with --sustain-ms): then every variant runs the same way once per
+// gap, each call followed by G µs of idle GPU (one warp sleeping on the global timer, the
+// SMs otherwise idle), and only the GEMM is timed (design <name>_gap<G>us): the duty cycle
+// of a sequential GEMM-then-collective loop, where the collective's time lets the GPU come
+// off its power limit, against the back-to-back load of an overlapped one.
 // bytes = A + B + C once each; algbw_GBps = bytes / time; busbw_GBps = algbw (a single
 // op on one GPU has no bus factor); chunks = 1.
 #include <cuda_runtime.h>
@@ -109,6 +114,7 @@ struct Options {
   std::vector<Variant> versions = {{3, 0, -1, false, "own_v3"}, {2, 0, -1, false, "own_v2"}};
   std::string driver;
   double sustain_ms = 0;
+  std::vector<double> gaps_us;  // --gaps-us: duty-cycled sustained runs
   int cublas_algo = -1;
 };
 
@@ -281,6 +287,50 @@ Timing time_alone(Run&& run, int warm_calls, int calls, cudaStream_t stream, dou
   return summarize(us);
 }
 
+// Idle GPU time between calls: one warp sleeps until `ns` of global time have passed, so
+// the SMs draw next to nothing, as they do while a collective runs on a few of them.
+__global__ void idle_gap(uint64_t ns) {
+  uint64_t start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    __nanosleep(2000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+// As time_alone, but each call is followed by `gap_us` of idle GPU and only the calls are
+// timed (an event on each side).
+template <class Run>
+Timing time_duty_cycled(Run&& run, double gap_us, int warm_calls, int calls, cudaStream_t stream,
+                        double* start_s, double* end_s) {
+  const uint64_t gap_ns = static_cast<uint64_t>(gap_us * 1e3);
+  for (int i = 0; i < warm_calls; ++i) {
+    BENCH_CHECK(run(i));
+    idle_gap<<<1, 32, 0, stream>>>(gap_ns);
+  }
+  BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+  *start_s = epoch_s();
+  std::vector<cudaEvent_t> ev(2 * calls);
+  for (auto& e : ev) BENCH_CHECK(cuda_ok(cudaEventCreate(&e), "cudaEventCreate"));
+  for (int i = 0; i < calls; ++i) {
+    BENCH_CHECK(cuda_ok(cudaEventRecord(ev[2 * i], stream), "cudaEventRecord"));
+    BENCH_CHECK(run(warm_calls + i));
+    BENCH_CHECK(cuda_ok(cudaEventRecord(ev[2 * i + 1], stream), "cudaEventRecord"));
+    idle_gap<<<1, 32, 0, stream>>>(gap_ns);
+  }
+  BENCH_CHECK(cuda_ok(cudaGetLastError(), "idle_gap launch"));
+  BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+  *end_s = epoch_s();
+  std::vector<double> us(calls);
+  for (int i = 0; i < calls; ++i) {
+    float ms = 0;
+    BENCH_CHECK(cuda_ok(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]), "elapsed"));
+    us[i] = ms * 1e3;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  return summarize(us);
+}
+
 // Median of a few calls of one runner set (used to pick cuBLASLt's fastest algorithm).
 template <class Runners>
 double quick_median_us(Runners& r, int calls, cudaStream_t stream) {
@@ -348,6 +398,19 @@ int main(int argc, char** argv) {
       o.driver = need();
     } else if (flag == "--cublas-algo") {
       o.cublas_algo = std::atoi(need().c_str());
+    } else if (flag == "--gaps-us") {
+      std::stringstream list(need());
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        char* end = nullptr;
+        const double g = std::strtod(item.c_str(), &end);
+        if (item.empty() || *end != '\0' || !(g > 0 && g <= 1e6)) {
+          std::fprintf(stderr, "own-gemm-bench: --gaps-us expects a list of gaps in us in (0, 1e6], got %s\n",
+                       item.c_str());
+          return 2;
+        }
+        o.gaps_us.push_back(g);
+      }
     } else if (flag == "--sustain-ms") {
       o.sustain_ms = std::atof(need().c_str());
       if (!(o.sustain_ms >= 0 && o.sustain_ms <= 60000)) {
@@ -360,6 +423,10 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (!o.gaps_us.empty() && !(o.sustain_ms > 0)) {
+    std::fprintf(stderr, "own-gemm-bench: --gaps-us needs --sustain-ms > 0\n");
+    return 2;
+  }
   int device = 0;
   cudaDeviceProp prop{};
   BENCH_CHECK(cuda_ok(cudaGetDevice(&device), "cudaGetDevice"));
@@ -514,10 +581,31 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "# phase %ldx%ldx%ld %s_sustained %.3f %.3f\n", s.m, s.n, s.k,
                      name.c_str(), start_s, end_s);
       };
+      const auto duty_cycled = [&](const std::string& name, const std::function<Status(int)>& run,
+                                   double median_us, double gap_us) {
+        const int calls =
+            static_cast<int>(std::ceil(o.sustain_ms * 1e3 / (median_us + gap_us)));
+        double start_s = 0, end_s = 0;
+        const Timing tm = time_duty_cycled(run, gap_us, std::max(1, calls / 3), calls, stream,
+                                           &start_s, &end_s);
+        char design[96];
+        std::snprintf(design, sizeof design, "%s_gap%.0fus", name.c_str(), gap_us);
+        row(design, tm, 0);
+        std::fflush(stdout);
+        std::fprintf(stderr, "# phase %ldx%ldx%ld %s %.3f %.3f\n", s.m, s.n, s.k, design, start_s,
+                     end_s);
+      };
       for (size_t v = 0; v < nver; ++v) sustained(o.versions[v].name, variants[v], t[v].median_us);
       sustained("cublas", variants.back(), t_ref.median_us);
+      for (const double gap : o.gaps_us) {
+        for (size_t v = 0; v < nver; ++v)
+          duty_cycled(o.versions[v].name, variants[v], t[v].median_us, gap);
+        duty_cycled("cublas", variants.back(), t_ref.median_us, gap);
+      }
       for (auto& r : ref) r.select(0);
       sustained("cublas_first", variants.back(), t_ref.median_us);
+      for (const double gap : o.gaps_us) duty_cycled("cublas_first", variants.back(), t_ref.median_us, gap);
+      for (auto& r : ref) r.select(best);
     }
     for (size_t v = 0; v < nver; ++v) {
       const double ratio = t_ref.median_us / t[v].median_us;
