@@ -271,8 +271,7 @@ class TilewiseShapeRunner {
     } else {
       *search = "exhaustive";
     }
-    const std::int32_t part_tiles = static_cast<std::int32_t>(shape_.m / 128 / env_.world()) *
-                                    static_cast<std::int32_t>((shape_.n + 255) / 256);
+    const std::int32_t part_tiles = tw::owner_part_tiles(shape_.m, shape_.n, env_.world());
     for (int g : groups) {
       if (g > part_tiles) continue;
       for (const bool by_epilogue : modes) {

@@ -27,6 +27,10 @@ int owner_group_m(std::int32_t rows_per_part, int requested) {
   return 1;
 }
 
+std::int32_t owner_part_tiles(std::int64_t m, std::int64_t n, int world) {
+  return gemm::ceil_div_i32(m, GemmConfig::kTileM) / world * gemm::ceil_div_i32(n, GemmConfig::kTileN);
+}
+
 std::optional<std::string> build_owner_plan(CollectiveOp op, std::int64_t m, std::int64_t n,
                                             int num_ctas, int group_m, int groups_per_part,
                                             int world, int rank, OwnerPlan* plan) {
@@ -39,7 +43,7 @@ std::optional<std::string> build_owner_plan(CollectiveOp op, std::int64_t m, std
   p.tiles_m = gemm::ceil_div_i32(m, GemmConfig::kTileM);
   p.tiles_n = gemm::ceil_div_i32(n, GemmConfig::kTileN);
   p.rows_per_part = p.tiles_m / world;
-  p.part_tiles = p.rows_per_part * p.tiles_n;
+  p.part_tiles = owner_part_tiles(m, n, world);
   p.part_elems = m / world * n;
   p.own_begin_elems = static_cast<std::int64_t>(world - 1) * p.part_elems;
   p.group_m = owner_group_m(p.rows_per_part, group_m);

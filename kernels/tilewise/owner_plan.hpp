@@ -93,6 +93,10 @@ struct OwnerPlan {
 std::optional<std::string> owner_shape_error(CollectiveOp op, std::int64_t m, std::int64_t n,
                                              int world);
 
+// The tiles of one rank's part (OwnerPlan::part_tiles), without building the plan: the
+// most groups a part can be cut into.
+std::int32_t owner_part_tiles(std::int64_t m, std::int64_t n, int world);
+
 // The largest divisor of rows_per_part that is <= requested (>= 1).
 int owner_group_m(std::int32_t rows_per_part, int requested);
 

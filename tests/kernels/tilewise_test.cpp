@@ -376,6 +376,11 @@ TEST(TilewiseOwnerPlan, ShapeAndGroupErrors) {
   EXPECT_TRUE(build_owner_plan(CollectiveOp::ReduceScatter, 1024, 700, 132, 8, 0, 2, 0, &plan));
   EXPECT_TRUE(build_owner_plan(CollectiveOp::ReduceScatter, 1024, 700, 132, 8, 13, 2, 0, &plan))
       << "12 tiles a part cannot form 13 groups";
+  // 8 tile rows of 128 over 2 ranks, 3 tile columns of 256 (the last one partial).
+  EXPECT_EQ(owner_part_tiles(1024, 700, 2), 12);
+  EXPECT_EQ(owner_part_tiles(2048, 513, 4), 4 * 3);
+  ASSERT_FALSE(build_owner_plan(CollectiveOp::ReduceScatter, 1024, 700, 132, 8, 12, 2, 1, &plan));
+  EXPECT_EQ(plan.part_tiles, owner_part_tiles(1024, 700, 2));
   EXPECT_EQ(owner_group_m(16, 8), 8);
   EXPECT_EQ(owner_group_m(12, 8), 6);
   EXPECT_EQ(owner_group_m(7, 8), 7);
