@@ -13,6 +13,16 @@ Then what the GEMM alone allows: the captured overlap if the pair took only a GE
 the plain own GEMM's time from the run's GEMM-alone rows (t_own_s of the detail file, the
 loop cuBLAS alone is timed in) and with the GEMM-with-signals time of the all-GEMM signal
 loop (t_own_signal_ce_s, a hotter loop: its plain own GEMM runs up to 15 % slower there).
+Last, phase 2 by the epilogue predicted from the pair's GEMM at the final loop's clock:
+measured where the summary has t_own_signal_ce_same_loop_s (runs after session 6), else
+estimated as t_own_s x (cuBLAS in the loop / cuBLAS alone) x (signal loop's
+t_own_signal_ce_s / t_own_interleaved_s); where that estimate is not below the measured
+pair (large shapes, whose variants each run long enough to get a clock of their own), the
+anchored figure stands in (kernels/NOTES.md, "Sustained against duty-cycled GEMMs").
+With MIRROR_SUMMARY (owner-epilogue-bench's h2_vs_fp32_summary.csv), that GEMM's signal
+cost is replaced by the measured cost of the reducing, mirroring owner GEMM over the plain
+one (median of the passes' mirror_h2_over_own), which phase 2 by the epilogue runs.
+  predict_allreduce_tail.py RUN.csv RUN_summary.csv [RUN_detail.csv [MIRROR_SUMMARY]]
   predict_allreduce_tail.py RUN.csv RUN_summary.csv [RUN_detail.csv]
 """
 import bisect
@@ -66,7 +76,13 @@ def main():
         for r in csv.DictReader(open(sys.argv[3])):
             if r["record"] == "final" and r["op"] == "gemm+allreduce":
                 own_alone[(r["m"], r["n"], r["k"])] = float(r["t_own_s"])
-    caps, caps_ep, caps_alone, caps_hot = [], [], [], []
+    mirror_cost = {}
+    if len(sys.argv) > 4:
+        per_shape = {}
+        for r in csv.DictReader(open(sys.argv[4])):
+            per_shape.setdefault((r["m"], r["n"], r["k"]), []).append(float(r["mirror_h2_over_own"]))
+        mirror_cost = {key: sorted(v)[len(v) // 2] for key, v in per_shape.items()}
+    caps, caps_ep, caps_alone, caps_hot, caps_loop = [], [], [], [], []
     for r in csv.DictReader(open(sys.argv[2])):
         if r["op"] != "gemm+allreduce" or float(r["comm_over_gemm"]) < 0.2:
             continue
@@ -93,18 +109,45 @@ def main():
         alone = own_alone.get((r["m"], r["n"], r["k"]))
         if alone is not None:
             caps_alone.append(cap(alone))
+        loop_gemm, how = math.nan, ""
+        if r.get("t_own_signal_ce_same_loop_s", "") not in ("", "nan"):
+            loop_gemm, how = float(r["t_own_signal_ce_same_loop_s"]), "measured"
+        elif alone is not None:
+            loop_gemm = (alone * float(r["t_op_same_loop_s"]) / float(r["t_cublas_s"]) *
+                         gemm / float(r["t_own_interleaved_s"]))
+            how = "estimated"
+        loop_text = ""
+        if loop_gemm == loop_gemm:
+            if loop_gemm < measured:
+                ep_gemm, cost_text = loop_gemm, ""
+                key = (r["m"], r["n"], r["k"])
+                if how == "estimated" and key in mirror_cost:
+                    ep_gemm = loop_gemm / (gemm / float(r["t_own_interleaved_s"])) * mirror_cost[key]
+                    cost_text = f" (its GEMM x{mirror_cost[key]:.3f} for the reduction and mirror stores: {ep_gemm * 1e6:.0f} us)"
+                ep_loop = min(predict(m, n, ep_gemm, [part * j // g for j in range(g + 1)], copy_s, True)
+                              for g in (2, 4, 8, 16))
+                caps_loop.append(cap(ep_loop))
+                loop_text = (f"; final-loop GEMM {loop_gemm * 1e6:.0f} us ({how}), tail {(measured - loop_gemm) * 1e6:.0f} us, "
+                             f"epilogue phase 2 on it{cost_text} {ep_loop * 1e6:.0f} us, captured {cap(ep_loop):.3f}")
+            else:
+                caps_loop.append(cap(anchored))
+                loop_text = (f"; final-loop GEMM {loop_gemm * 1e6:.0f} us ({how}) not below the measured pair: "
+                             f"anchored figure used")
         print(f"{m}x{n}x{k}: GEMM with signals {gemm * 1e6:.0f} us, measured tilewise_ce {measured * 1e6:.0f}; "
               f"equal groups " + " ".join(f"{g}:{t * 1e6:.0f}" for g, t in equal.items()) +
               "; tapered " + " ".join(f"[{nm}]:{t * 1e6:.0f}" for nm, t in tapered.items()) +
               f"; epilogue phase 2 {ep * 1e6:.0f} (anchored {anchored * 1e6:.0f}); "
               f"captured same loop {cap(measured):.3f} -> {cap(anchored):.3f}; "
               f"a GEMM alone would give: signal loop {cap(gemm):.3f}" +
-              (f", plain own GEMM alone ({alone * 1e6:.0f} us) {cap(alone):.3f}" if alone is not None else ""))
+              (f", plain own GEMM alone ({alone * 1e6:.0f} us) {cap(alone):.3f}" if alone is not None else "") +
+              loop_text)
     gm = lambda v: math.exp(sum(map(math.log, v)) / len(v))
     print(f"geo-mean captured (same loop): measured {gm(caps):.3f}, with phase 2 by the epilogue "
           f"(anchored prediction) {gm(caps_ep):.3f}")
     print(f"geo-mean captured (same loop) if the pair took only a GEMM: the signal loop's {gm(caps_hot):.3f}" +
           (f", the plain own GEMM's alone {gm(caps_alone):.3f}" if len(caps_alone) == len(caps_hot) else ""))
+    if len(caps_loop) == len(caps):
+        print(f"geo-mean captured (same loop) with phase 2 by the epilogue on the final loop's GEMM: {gm(caps_loop):.3f}")
     return 0
 
 
