@@ -252,6 +252,14 @@ struct StoreEpilogue {
     return step + 1 >= p.store_steps;
   }
 
+  // A CTA's last tile at once (see OwnerEpilogue::store_rest): the plain stores have no
+  // dependent loads to gain from, so the kernel steps through them as usual.
+  template <class T>
+  static __device__ __forceinline__ bool store_rest(const Params&, const TileView&,
+                                                    const uint32_t (&)[64], int, int) {
+    return false;
+  }
+
   template <class T>
   static __device__ __forceinline__ void store(const Params& p, const TileView& t,
                                                const uint32_t (&packed)[64], int consumer) {
@@ -464,50 +472,98 @@ __device__ __forceinline__ void store_reduced_pair(T* out, const T* peer,
 // mirror (nullptr: none): a second destination of the same sums at the same offsets, the
 // peer's P over NVLink when the epilogue itself does an all-reduce's phase 2.
 // packed_sum: each pair summed by add_pairs_rn instead of through fp32 (same bits).
+// One column group's sums of store_reduced_pair_vec: the quad transposes its own words of
+// group g (rows h), so each lane holds 8 consecutive columns; they are summed with the
+// peer's 16 bytes `theirs` and stored (and mirrored).
+template <class T>
+__device__ __forceinline__ void sum_store_group_vec(T* out, const uint32_t (&packed)[64],
+                                                    int64_t row_at, int g, int h, int q,
+                                                    const uint4& theirs, T* mirror,
+                                                    bool packed_sum) {
+  uint32_t w[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) w[k] = packed[2 * (4 * g + k) + h];
+  quad_transpose(w, q);
+  const uint32_t t[4] = {theirs.x, theirs.y, theirs.z, theirs.w};
+  uint32_t sum[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    if (packed_sum) {
+      sum[c] = add_pairs_rn<T>(w[c], t[c]);
+    } else {
+      const float2 a = unpack_pair<T>(w[c]);
+      const float2 b = unpack_pair<T>(t[c]);
+      sum[c] = pack_pair<T>(a.x + b.x, a.y + b.y);
+    }
+  }
+  const uint4 v = make_uint4(sum[0], sum[1], sum[2], sum[3]);
+  *reinterpret_cast<uint4*>(out + row_at + 8 * (4 * g + q)) = v;
+  if (mirror != nullptr) *reinterpret_cast<uint4*>(mirror + row_at + 8 * (4 * g + q)) = v;
+}
+
+// The row offset (elements) of this thread's rows h of a full tile.
+__device__ __forceinline__ int64_t reduced_row_at(int consumer, int h) {
+  const int lane = threadIdx.x % 32;
+  const int warp = (threadIdx.x / 32) % 4;
+  return static_cast<int64_t>(consumer * 64 + warp * 16 + lane / 4 + 8 * h) * GemmConfig::kTileN;
+}
+
+// store_reduced_pair with 16-byte accesses (vector_stores): for each of the quarter's 4
+// column groups the quad transposes its words (quad_transpose), so each lane sums 8
+// consecutive columns: 4 peer loads of 16 bytes (issued together) and 4 stores of 16
+// bytes per thread instead of 16 + 16 of 4 bytes. Same sums, bit for bit. 16-byte
+// aligned out and peer needed (and mirror, where given).
+// mirror (nullptr: none): a second destination of the same sums at the same offsets, the
+// peer's P over NVLink when the epilogue itself does an all-reduce's phase 2.
+// packed_sum: each pair summed by add_pairs_rn instead of through fp32 (same bits).
 template <class T>
 __device__ __forceinline__ void store_reduced_pair_vec(T* out, const T* peer,
                                                        const uint32_t (&packed)[64], int consumer,
                                                        int h, int half, T* mirror,
                                                        bool packed_sum) {
-  const int lane = threadIdx.x % 32;
-  const int warp = (threadIdx.x / 32) % 4;
-  const int q = lane % 4;
+  const int q = threadIdx.x % 4;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
 #pragma unroll
     for (int qq = 0; qq < 2; ++qq) {
       if (hh != h || qq != half) continue;  // warp-uniform: the shuffles see every lane
-      const int64_t row_at =
-          static_cast<int64_t>(consumer * 64 + warp * 16 + lane / 4 + 8 * hh) * GemmConfig::kTileN;
+      const int64_t row_at = reduced_row_at(consumer, hh);
       uint4 theirs[4];
 #pragma unroll
       for (int gg = 0; gg < 4; ++gg)
         theirs[gg] =
             __ldcg(reinterpret_cast<const uint4*>(peer + row_at + 8 * (4 * (4 * qq + gg) + q)));
 #pragma unroll
-      for (int gg = 0; gg < 4; ++gg) {
-        const int g = 4 * qq + gg;
-        uint32_t w[4];
-#pragma unroll
-        for (int k = 0; k < 4; ++k) w[k] = packed[2 * (4 * g + k) + hh];
-        quad_transpose(w, q);
-        const uint32_t t[4] = {theirs[gg].x, theirs[gg].y, theirs[gg].z, theirs[gg].w};
-        uint32_t sum[4];
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          if (packed_sum) {
-            sum[c] = add_pairs_rn<T>(w[c], t[c]);
-          } else {
-            const float2 a = unpack_pair<T>(w[c]);
-            const float2 b = unpack_pair<T>(t[c]);
-            sum[c] = pack_pair<T>(a.x + b.x, a.y + b.y);
-          }
-        }
-        const uint4 v = make_uint4(sum[0], sum[1], sum[2], sum[3]);
-        *reinterpret_cast<uint4*>(out + row_at + 8 * (4 * g + q)) = v;
-        if (mirror != nullptr) *reinterpret_cast<uint4*>(mirror + row_at + 8 * (4 * g + q)) = v;
-      }
+      for (int gg = 0; gg < 4; ++gg)
+        sum_store_group_vec<T>(out, packed, row_at, 4 * qq + gg, hh, q, theirs[gg], mirror,
+                               packed_sum);
     }
+  }
+}
+
+// All four quarters of store_reduced_pair_vec at once: the 16 peer loads are issued
+// together, so the tile pays one memory latency instead of four. For a CTA's last tile,
+// where no next tile's wgmma batches are left to hide the quarter steps behind and the
+// accumulators are dead (their registers hold the loads). Same sums, bit for bit.
+template <class T>
+__device__ __forceinline__ void store_reduced_tile_vec(T* out, const T* peer,
+                                                       const uint32_t (&packed)[64], int consumer,
+                                                       T* mirror, bool packed_sum) {
+  const int q = threadIdx.x % 4;
+  uint4 theirs[2][8];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t row_at = reduced_row_at(consumer, h);
+#pragma unroll
+    for (int g = 0; g < 8; ++g)
+      theirs[h][g] = __ldcg(reinterpret_cast<const uint4*>(peer + row_at + 8 * (4 * g + q)));
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t row_at = reduced_row_at(consumer, h);
+#pragma unroll
+    for (int g = 0; g < 8; ++g)
+      sum_store_group_vec<T>(out, packed, row_at, g, h, q, theirs[h][g], mirror, packed_sum);
   }
 }
 
@@ -695,6 +751,32 @@ struct OwnerEpilogue {
 #pragma unroll 1
     for (int step = 0; step < kStoreSteps; ++step)
       if (store_step<T>(p, t, packed, consumer, step)) break;
+  }
+
+  // The rest of a CTA's last tile from step `step` on, at once, where that is the 2-rank
+  // reduction's 16-byte path: its quarter steps would otherwise run back to back after
+  // the mainloop, each waiting for its own peer loads, with no wgmma left to hide them.
+  // Returns false (nothing done) for every other tile: the caller steps through it.
+  template <class T>
+  static __device__ __forceinline__ bool store_rest(const Params& p, const TileView& t,
+                                                    const uint32_t (&packed)[64], int consumer,
+                                                    int step) {
+    const int32_t group = t.arrival;
+    if (group < 0 || step > 1 || p.reduce == 0 || p.world != 2 || p.vector_stores == 0)
+      return false;
+    if (t.valid_rows != GemmConfig::kTileM || t.valid_cols != GemmConfig::kTileN) return false;
+    const int64_t rel = t.offset_elems - p.own_begin_elems;
+    T* out = static_cast<T*>(p.own_out) + p.own_out_begin_elems + rel;
+    const T* peer_tile =
+        static_cast<const T*>(p.recv) + static_cast<int64_t>(1 - p.rank) * p.part_elems + rel;
+    T* mirror = p.peer_out != nullptr ? static_cast<T*>(p.peer_out) + rel : nullptr;
+    if (((reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(peer_tile) |
+          reinterpret_cast<uintptr_t>(mirror)) &
+         15) != 0)
+      return false;
+    if (step == 0) wait_arrival_each_thread(p, group);
+    store_reduced_tile_vec<T>(out, peer_tile, packed, consumer, mirror, p.packed_sum != 0);
+    return true;
   }
 
   // Edge tiles, more than 2 ranks, or no reduction: own values first (no wait), then the

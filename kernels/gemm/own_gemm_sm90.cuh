@@ -290,6 +290,16 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       if (kDeferStores && pending)
         finish_tile<T, Epilogue>(p.epilogue, pending_view, packed, consumer, local_tile++);
     } else {
+      // The CTA's last tile: nothing left to overlap its store steps with, so an epilogue
+      // that can store the rest at once (OwnerEpilogue's reduction) does.
+      if (kDeferStores && pending &&
+          Epilogue::template store_rest<T>(p.epilogue, pending_view, packed, consumer,
+                                           static_cast<int>(step))) {
+        if (Epilogue::needs_after_tile(p.epilogue))
+          named_barrier_arrive(kAfterTileBarrier + local_tile % kAfterTileRing, kAfterTileThreads);
+        ++local_tile;
+        pending = false;
+      }
       while (kDeferStores && pending)
         store_step<T, Epilogue>(p.epilogue, pending_view, packed, consumer, step, local_tile,
                                 pending);
