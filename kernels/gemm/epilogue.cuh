@@ -516,33 +516,27 @@ __device__ __forceinline__ int64_t reduced_row_at(int consumer, int h) {
 // mirror (nullptr: none): a second destination of the same sums at the same offsets, the
 // peer's P over NVLink when the epilogue itself does an all-reduce's phase 2.
 // packed_sum: each pair summed by add_pairs_rn instead of through fp32 (same bits).
-// kGroups (4, or 2 for half a quarter, from group 4·half + first) of the quarter's column
-// groups.
-template <class T, int kGroups = 4>
+template <class T>
 __device__ __forceinline__ void store_reduced_pair_vec(T* out, const T* peer,
                                                        const uint32_t (&packed)[64], int consumer,
                                                        int h, int half, T* mirror,
-                                                       bool packed_sum, int first = 0) {
+                                                       bool packed_sum) {
   const int q = threadIdx.x % 4;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
 #pragma unroll
     for (int qq = 0; qq < 2; ++qq) {
+      if (hh != h || qq != half) continue;  // warp-uniform: the shuffles see every lane
+      const int64_t row_at = reduced_row_at(consumer, hh);
+      uint4 theirs[4];
 #pragma unroll
-      for (int ff = 0; ff < 4; ff += kGroups) {
-        // warp-uniform: the shuffles see every lane
-        if (hh != h || qq != half || ff != first) continue;
-        const int64_t row_at = reduced_row_at(consumer, hh);
-        uint4 theirs[kGroups];
+      for (int gg = 0; gg < 4; ++gg)
+        theirs[gg] =
+            __ldcg(reinterpret_cast<const uint4*>(peer + row_at + 8 * (4 * (4 * qq + gg) + q)));
 #pragma unroll
-        for (int gg = 0; gg < kGroups; ++gg)
-          theirs[gg] = __ldcg(
-              reinterpret_cast<const uint4*>(peer + row_at + 8 * (4 * (4 * qq + ff + gg) + q)));
-#pragma unroll
-        for (int gg = 0; gg < kGroups; ++gg)
-          sum_store_group_vec<T>(out, packed, row_at, 4 * qq + ff + gg, hh, q, theirs[gg], mirror,
-                                 packed_sum);
-      }
+      for (int gg = 0; gg < 4; ++gg)
+        sum_store_group_vec<T>(out, packed, row_at, 4 * qq + gg, hh, q, theirs[gg], mirror,
+                               packed_sum);
     }
   }
 }
@@ -600,7 +594,7 @@ struct OwnerEpilogue {
   // arrival check, then a quarter of the tile per step. Other full tiles take
   // Params::store_steps steps (up to 8) as in StoreEpilogue.
   static constexpr int kReducedSteps = 5;
-  static constexpr int kStoreSteps = kReducedSteps > 8 ? kReducedSteps : 8;
+  static constexpr int kStoreSteps = 8;
   struct Params {
     void* c = nullptr;
     const int64_t* tile_offset_elems = nullptr;
@@ -740,32 +734,13 @@ struct OwnerEpilogue {
       return false;
     }
     T* mirror = p.peer_out != nullptr ? static_cast<T*>(p.peer_out) + rel : nullptr;
-    const bool vec = p.vector_stores != 0 && out16 &&
-                     (reinterpret_cast<uintptr_t>(peer_tile) & 15) == 0 &&
-                     (reinterpret_cast<uintptr_t>(mirror) & 15) == 0;
-    if constexpr (kReducedSteps == 9) {
-      // An eighth a step: half a quarter's column groups (the 4-byte path does the whole
-      // quarter in the first of its two steps).
-      const int quarter = (step - 1) >> 1, sub = (step - 1) & 1;
-      if (vec) {
-        store_reduced_pair_vec<T, 2>(out, peer_tile, packed, consumer, quarter >> 1, quarter & 1,
-                                     mirror, p.packed_sum != 0, 2 * sub);
-      } else if (sub == 0) {
-        store_reduced_pair<T>(out, peer_tile, packed, consumer, quarter >> 1, quarter & 1, mirror);
-      }
+    if (p.vector_stores != 0 && out16 && (reinterpret_cast<uintptr_t>(peer_tile) & 15) == 0 &&
+        (reinterpret_cast<uintptr_t>(mirror) & 15) == 0) {
+      store_reduced_pair_vec<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1,
+                                mirror, p.packed_sum != 0);
     } else {
-      constexpr int kQuartersPerStep = 4 / (kReducedSteps - 1);
-#pragma unroll
-      for (int i = 0; i < kQuartersPerStep; ++i) {
-        const int quarter = (step - 1) * kQuartersPerStep + i;
-        if (vec) {
-          store_reduced_pair_vec<T>(out, peer_tile, packed, consumer, quarter >> 1, quarter & 1,
-                                    mirror, p.packed_sum != 0);
-        } else {
-          store_reduced_pair<T>(out, peer_tile, packed, consumer, quarter >> 1, quarter & 1,
-                                mirror);
-        }
-      }
+      store_reduced_pair<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1,
+                            mirror);
     }
     return step == kReducedSteps - 1;
   }
