@@ -464,14 +464,6 @@ __device__ __forceinline__ void store_reduced_pair(T* out, const T* peer,
   }
 }
 
-// store_reduced_pair with 16-byte accesses (vector_stores): for each of the quarter's 4
-// column groups the quad transposes its words (quad_transpose), so each lane sums 8
-// consecutive columns: 4 peer loads of 16 bytes (issued together) and 4 stores of 16
-// bytes per thread instead of 16 + 16 of 4 bytes. Same sums, bit for bit. 16-byte
-// aligned out and peer needed (and mirror, where given).
-// mirror (nullptr: none): a second destination of the same sums at the same offsets, the
-// peer's P over NVLink when the epilogue itself does an all-reduce's phase 2.
-// packed_sum: each pair summed by add_pairs_rn instead of through fp32 (same bits).
 // One column group's sums of store_reduced_pair_vec: the quad transposes its own words of
 // group g (rows h), so each lane holds 8 consecutive columns; they are summed with the
 // peer's 16 bytes `theirs` and stored (and mirrored).
