@@ -260,33 +260,6 @@ double epoch_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// One variant alone: `warm_calls` untimed, then `calls` timed back to back, each between
-// two events (the host stays ahead of the GPU, so no call waits for its launch).
-template <class Run>
-Timing time_alone(Run&& run, int warm_calls, int calls, cudaStream_t stream, double* start_s,
-                  double* end_s) {
-  for (int i = 0; i < warm_calls; ++i) BENCH_CHECK(run(i));
-  BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
-  *start_s = epoch_s();
-  std::vector<cudaEvent_t> ev(calls + 1);
-  for (auto& e : ev) BENCH_CHECK(cuda_ok(cudaEventCreate(&e), "cudaEventCreate"));
-  BENCH_CHECK(cuda_ok(cudaEventRecord(ev[0], stream), "cudaEventRecord"));
-  for (int i = 0; i < calls; ++i) {
-    BENCH_CHECK(run(warm_calls + i));
-    BENCH_CHECK(cuda_ok(cudaEventRecord(ev[i + 1], stream), "cudaEventRecord"));
-  }
-  BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
-  *end_s = epoch_s();
-  std::vector<double> us(calls);
-  for (int i = 0; i < calls; ++i) {
-    float ms = 0;
-    BENCH_CHECK(cuda_ok(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]), "elapsed"));
-    us[i] = ms * 1e3;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  return summarize(us);
-}
-
 // Idle GPU time between calls: one warp sleeps until `ns` of global time have passed, so
 // the SMs draw next to nothing, as they do while a collective runs on a few of them.
 __global__ void idle_gap(uint64_t ns) {
@@ -298,15 +271,19 @@ __global__ void idle_gap(uint64_t ns) {
   } while (now - start < ns);
 }
 
-// As time_alone, but each call is followed by `gap_us` of idle GPU and only the calls are
-// timed (an event on each side).
+// One variant alone: `warm_calls` untimed, then `calls` timed, each between two events
+// (the host stays ahead of the GPU, so no call waits for its launch); back to back, or with
+// gap_us > 0 each call followed by that much idle GPU (idle_gap, outside the events).
 template <class Run>
-Timing time_duty_cycled(Run&& run, double gap_us, int warm_calls, int calls, cudaStream_t stream,
-                        double* start_s, double* end_s) {
+Timing time_alone(Run&& run, int warm_calls, int calls, cudaStream_t stream, double* start_s,
+                  double* end_s, double gap_us = 0) {
   const uint64_t gap_ns = static_cast<uint64_t>(gap_us * 1e3);
+  const auto gap = [&] {
+    if (gap_ns > 0) idle_gap<<<1, 32, 0, stream>>>(gap_ns);
+  };
   for (int i = 0; i < warm_calls; ++i) {
     BENCH_CHECK(run(i));
-    idle_gap<<<1, 32, 0, stream>>>(gap_ns);
+    gap();
   }
   BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
   *start_s = epoch_s();
@@ -316,7 +293,7 @@ Timing time_duty_cycled(Run&& run, double gap_us, int warm_calls, int calls, cud
     BENCH_CHECK(cuda_ok(cudaEventRecord(ev[2 * i], stream), "cudaEventRecord"));
     BENCH_CHECK(run(warm_calls + i));
     BENCH_CHECK(cuda_ok(cudaEventRecord(ev[2 * i + 1], stream), "cudaEventRecord"));
-    idle_gap<<<1, 32, 0, stream>>>(gap_ns);
+    gap();
   }
   BENCH_CHECK(cuda_ok(cudaGetLastError(), "idle_gap launch"));
   BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
@@ -571,40 +548,31 @@ int main(int argc, char** argv) {
     row("cublas", t_ref, 0);
     std::fflush(stdout);
     if (o.sustain_ms > 0) {
-      const auto sustained = [&](const std::string& name, const std::function<Status(int)>& run,
-                                 double median_us) {
-        const int calls = static_cast<int>(std::ceil(o.sustain_ms * 1e3 / median_us));
+      // Gap 0: back to back (<name>_sustained); then each --gaps-us (<name>_gap<G>us).
+      std::vector<double> gaps{0.0};
+      gaps.insert(gaps.end(), o.gaps_us.begin(), o.gaps_us.end());
+      const auto alone = [&](const std::string& name, const std::function<Status(int)>& run,
+                             double median_us, double gap_us) {
+        const int calls = static_cast<int>(std::ceil(o.sustain_ms * 1e3 / (median_us + gap_us)));
         double start_s = 0, end_s = 0;
-        const Timing tm = time_alone(run, std::max(1, calls / 3), calls, stream, &start_s, &end_s);
-        row(name + "_sustained", tm, 0);
-        std::fflush(stdout);
-        std::fprintf(stderr, "# phase %ldx%ldx%ld %s_sustained %.3f %.3f\n", s.m, s.n, s.k,
-                     name.c_str(), start_s, end_s);
-      };
-      const auto duty_cycled = [&](const std::string& name, const std::function<Status(int)>& run,
-                                   double median_us, double gap_us) {
-        const int calls =
-            static_cast<int>(std::ceil(o.sustain_ms * 1e3 / (median_us + gap_us)));
-        double start_s = 0, end_s = 0;
-        const Timing tm = time_duty_cycled(run, gap_us, std::max(1, calls / 3), calls, stream,
-                                           &start_s, &end_s);
+        const Timing tm =
+            time_alone(run, std::max(1, calls / 3), calls, stream, &start_s, &end_s, gap_us);
         char design[96];
-        std::snprintf(design, sizeof design, "%s_gap%.0fus", name.c_str(), gap_us);
+        if (gap_us > 0)
+          std::snprintf(design, sizeof design, "%s_gap%.0fus", name.c_str(), gap_us);
+        else
+          std::snprintf(design, sizeof design, "%s_sustained", name.c_str());
         row(design, tm, 0);
         std::fflush(stdout);
         std::fprintf(stderr, "# phase %ldx%ldx%ld %s %.3f %.3f\n", s.m, s.n, s.k, design, start_s,
                      end_s);
       };
-      for (size_t v = 0; v < nver; ++v) sustained(o.versions[v].name, variants[v], t[v].median_us);
-      sustained("cublas", variants.back(), t_ref.median_us);
-      for (const double gap : o.gaps_us) {
-        for (size_t v = 0; v < nver; ++v)
-          duty_cycled(o.versions[v].name, variants[v], t[v].median_us, gap);
-        duty_cycled("cublas", variants.back(), t_ref.median_us, gap);
+      for (const double gap : gaps) {
+        for (size_t v = 0; v < nver; ++v) alone(o.versions[v].name, variants[v], t[v].median_us, gap);
+        alone("cublas", variants.back(), t_ref.median_us, gap);
       }
       for (auto& r : ref) r.select(0);
-      sustained("cublas_first", variants.back(), t_ref.median_us);
-      for (const double gap : o.gaps_us) duty_cycled("cublas_first", variants.back(), t_ref.median_us, gap);
+      for (const double gap : gaps) alone("cublas_first", variants.back(), t_ref.median_us, gap);
       for (auto& r : ref) r.select(best);
     }
     for (size_t v = 0; v < nver; ++v) {
