@@ -70,6 +70,13 @@ stop_smi_sampling() {
   wait "${smi_pid:-}" 2>/dev/null
 }
 
+# own_gemm_phases ERR: the timed windows own-gemm-bench printed to stderr (`# phase MxNxK
+# design start_s end_s`, --sustain-ms) as the phases.csv summarize_gemm_power.py reads.
+own_gemm_phases() {
+  echo "shape,design,start_s,end_s"
+  awk '$1 == "#" && $2 == "phase" {print $3 "," $4 "," $5 "," $6}' "$1"
+}
+
 # use_carried_binaries: bin_dir = the carried binaries ($CARRY_DIR, default build-carry/,
 # what pack_carry.sh fills) and their libraries on the library path.
 use_carried_binaries() {

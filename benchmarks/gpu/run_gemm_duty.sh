@@ -19,9 +19,7 @@ timeout 500 "$bin_dir/own-gemm-bench" --shapes "$shapes" --versions "${VERSIONS:
   --sustain-ms "${SUSTAIN_MS:-2000}" --gaps-us "${GAPS_US:-150,450}" >"$OUT/duty.csv" 2>"$OUT/duty.err"
 echo "own-gemm-bench rc=$?" | tee -a "$OUT/duty.err"
 stop_smi_sampling
-{ echo "shape,design,start_s,end_s"
-  awk '$1 == "#" && $2 == "phase" {print $3 "," $4 "," $5 "," $6}' "$OUT/duty.err"
-} >"$OUT/phases.csv"
+own_gemm_phases "$OUT/duty.err" >"$OUT/phases.csv"
 python3 "$root/benchmarks/gpu/summarize_gemm_power.py" "$OUT" duty.csv cublas_sustained >"$OUT/summary.csv"
 cat "$OUT/summary.csv"
 grep -v "^# phase" "$OUT/duty.err"

@@ -18,9 +18,7 @@ for g in ${GROUP_MS:-8 16}; do
   timeout 400 "$gemm_bench" --shapes "$shapes" --versions "$versions" --iters 30 --group-m "$g" \
     --sustain-ms "$sustain_ms" >"$OUT/variants_g$g.csv" 2>"$OUT/variants_g$g.err"
   echo "group_m $g rc=$?" | tee -a "$OUT/variants_g$g.err"
-  { echo "shape,design,start_s,end_s"
-    awk '$1 == "#" && $2 == "phase" {print $3 "," $4 "," $5 "," $6}' "$OUT/variants_g$g.err"
-  } >"$OUT/phases_g$g.csv"
+  own_gemm_phases "$OUT/variants_g$g.err" >"$OUT/phases_g$g.csv"
 done
 stop_smi_sampling
 for g in ${GROUP_MS:-8 16}; do
