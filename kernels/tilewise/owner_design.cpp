@@ -117,10 +117,32 @@ Status OwnerDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64_t 
   return Status::success();
 }
 
+PeerLinks comm_peer_links(CommHandle& comm) {
+  PeerLinks links;
+  links.world = comm.world;
+  links.rank = comm.rank;
+  links.exchange = [&comm](const std::vector<void*>& mine, std::vector<std::vector<void*>>* all) {
+    return connect_peers(comm, mine, all);
+  };
+  return links;
+}
+
 Status OwnerDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m, std::int64_t n,
                                std::int64_t k, DType dtype, const OwnerOptions& options) {
-  OVERLAPSIM_TRY(can_implement(op, m, n, k, comm->world, options));
-  comm_ = comm;
+  return initialize(comm_peer_links(*comm), op, m, n, k, dtype, options);
+}
+
+Status OwnerDesign::initialize(PeerLinks links, CollectiveOp op, std::int64_t m, std::int64_t n,
+                               std::int64_t k, DType dtype, const OwnerOptions& options) {
+  if (initialized_) return Status::failure("tilewise copy_engine: initialize() called twice");
+  if (links.world < 1 || links.rank < 0 || links.rank >= links.world || !links.exchange)
+    return Status::failure(
+        "tilewise copy_engine: peer links need world >= 1, 0 <= rank < world "
+        "and an exchange, got world " +
+        std::to_string(links.world) + ", rank " + std::to_string(links.rank));
+  OVERLAPSIM_TRY(can_implement(op, m, n, k, links.world, options));
+  links_ = std::move(links);
+  const int world = links_.world, rank = links_.rank;
   op_ = op;
   m_ = m;
   n_ = n;
@@ -131,8 +153,18 @@ Status OwnerDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m
   CUDA_CHECK(cudaGetDevice(&device));
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  if (auto e = build_owner_plan(op, m, n, sms, options.group_m, options.groups_per_part,
-                                comm->world, comm->rank, &plan_))
+  if (options.num_ctas < 0 || options.num_ctas > sms)
+    return Status::failure("tilewise copy_engine: num_ctas must be in 0.." + std::to_string(sms) +
+                           " (0: one per SM), got " + std::to_string(options.num_ctas));
+  if (links_.shared_gpu && world > 1 && (options.num_ctas == 0 || options.num_ctas * world > sms))
+    return Status::failure(
+        "tilewise copy_engine: " + std::to_string(world) + " ranks sharing one GPU of " +
+        std::to_string(sms) + " SMs need num_ctas in 1.." + std::to_string(sms / world) +
+        " (every rank's GEMM resident at once, or a waiting rank starves its peer), got " +
+        std::to_string(options.num_ctas));
+  const int ctas = options.num_ctas > 0 ? options.num_ctas : sms;
+  if (auto e = build_owner_plan(op, m, n, ctas, options.group_m, options.groups_per_part, world,
+                                rank, &plan_))
     return Status::failure("tilewise copy_engine: " + *e);
   OVERLAPSIM_TRY(upload(tile_offsets_, plan_.tile_offset_elems));
   OVERLAPSIM_TRY(upload(tile_groups_, plan_.tile_group));
@@ -145,7 +177,7 @@ Status OwnerDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m
   OVERLAPSIM_TRY(zeroed(timed_out_, sizeof(int)));
   OVERLAPSIM_TRY(zeroed(signal_source_, sizeof(std::uint32_t)));
   // Two parities × world slots × one part.
-  OVERLAPSIM_TRY(recv_.allocate(2 * static_cast<std::size_t>(comm->world) *
+  OVERLAPSIM_TRY(recv_.allocate(2 * static_cast<std::size_t>(world) *
                                 static_cast<std::size_t>(plan_.part_elems) * kElementBytes));
   CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
@@ -153,15 +185,30 @@ Status OwnerDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m
   OVERLAPSIM_TRY(preload_unpermute_kernels());
 
   std::vector<std::vector<void*>> all;
-  OVERLAPSIM_TRY(connect_peers(*comm, {recv_.data(), arrived_.data(), done_.data()}, &all));
-  peers_.assign(static_cast<std::size_t>(comm->world), Peer{});
-  for (int r = 0; r < comm->world; ++r) {
+  OVERLAPSIM_TRY(links_.exchange({recv_.data(), arrived_.data(), done_.data()}, &all));
+  if (all.size() != static_cast<std::size_t>(world))
+    return Status::failure("tilewise copy_engine: the pointer exchange returned " +
+                           std::to_string(all.size()) + " ranks, expected " +
+                           std::to_string(world));
+  for (const auto& r : all)
+    if (r.size() != 3)
+      return Status::failure("tilewise copy_engine: the pointer exchange lost pointers");
+  peers_.assign(static_cast<std::size_t>(world), Peer{});
+  for (int r = 0; r < world; ++r) {
     Peer& peer = peers_[static_cast<std::size_t>(r)];
     peer.recv = static_cast<char*>(all[static_cast<std::size_t>(r)][0]);
     peer.arrived = static_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][1]);
     peer.done = static_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][2]);
   }
-  CUDA_CHECK(cudaDeviceSynchronize());
+  // The uploads and zeroed flags are done before any GEMM reads them. Ranks sharing one GPU
+  // wait for their own setup only: a device-wide wait here would also wait for a peer's GEMM
+  // that may already be waiting for this rank.
+  if (links_.shared_gpu) {
+    CUDA_CHECK(cudaStreamSynchronize(nullptr));
+  } else {
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  initialized_ = true;
   return Status::success();
 }
 
@@ -181,7 +228,7 @@ Status OwnerDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch,
 }
 
 char* OwnerDesign::recv_half(int parity) const {
-  return recv_.as<char>() + static_cast<std::size_t>(parity) * comm_->world *
+  return recv_.as<char>() + static_cast<std::size_t>(parity) * links_.world *
                                 static_cast<std::size_t>(plan_.part_elems) * kElementBytes;
 }
 
@@ -194,36 +241,42 @@ Status OwnerDesign::make_gemm(const void* a, const void* b, void* p, int parity,
   e.recv = recv_half(parity);
   if (op_ == CollectiveOp::AllToAll) {
     e.own_out = recv_half(parity);
-    e.own_out_begin_elems = static_cast<std::int64_t>(comm_->rank) * plan_.part_elems;
+    e.own_out_begin_elems = static_cast<std::int64_t>(links_.rank) * plan_.part_elems;
   } else {
     e.own_out = p;
     e.own_out_begin_elems = plan_.own_begin_elems;
   }
-  e.world = comm_->world;
-  e.rank = comm_->rank;
-  e.reduce = reduce && op_ != CollectiveOp::AllToAll && comm_->world > 1;
+  e.world = links_.world;
+  e.rank = links_.rank;
+  e.reduce = reduce && op_ != CollectiveOp::AllToAll && links_.world > 1;
   e.wait_timeout_s = options_.wait_timeout_s;
   e.timed_out = timed_out_.as<int>();
   e.system_scope_signal = options_.system_scope_signal;
   if (options_.phase2_by_epilogue && e.reduce) {
     // The peer's P where it keeps our part (prepare() exchanged the pointers).
-    const int peer = 1 - comm_->rank;
+    const int peer = 1 - links_.rank;
     e.peer_out = peer_p_.at(p)[static_cast<std::size_t>(peer)] +
-                 plan_.part_begin_on(peer, comm_->rank) * kElementBytes;
+                 plan_.part_begin_on(peer, links_.rank) * kElementBytes;
   }
-  OVERLAPSIM_TRY(g->initialize(args, e, owner_scheduler(plan_, comm_->world, comm_->rank)));
+  OVERLAPSIM_TRY(g->initialize(args, e, owner_scheduler(plan_, links_.world, links_.rank)));
   *out = std::move(g);
   return Status::success();
 }
 
 Status OwnerDesign::prepare(const void* a, const void* b, void* p) {
-  if (comm_ == nullptr)
-    return Status::failure("tilewise copy_engine: prepare() before initialize()");
-  if (op_ == CollectiveOp::AllReduce && comm_->world > 1 && !peer_p_.count(p)) {
+  if (!initialized_) return Status::failure("tilewise copy_engine: prepare() before initialize()");
+  if (op_ == CollectiveOp::AllReduce && links_.world > 1 && !peer_p_.count(p)) {
     std::vector<std::vector<void*>> all;
-    OVERLAPSIM_TRY(connect_peers(*comm_, {p}, &all));
+    OVERLAPSIM_TRY(links_.exchange({p}, &all));
+    if (all.size() != static_cast<std::size_t>(links_.world))
+      return Status::failure("tilewise copy_engine: the pointer exchange of P returned " +
+                             std::to_string(all.size()) + " ranks");
     std::vector<char*> ps;
-    for (const auto& r : all) ps.push_back(static_cast<char*>(r[0]));
+    for (const auto& r : all) {
+      if (r.size() != 1 || r[0] == nullptr)
+        return Status::failure("tilewise copy_engine: a rank's P is missing from the exchange");
+      ps.push_back(static_cast<char*>(r[0]));
+    }
     peer_p_.emplace(p, ps);
   }
   const auto key = std::make_tuple(a, b, p);
@@ -241,7 +294,7 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
   const std::uint32_t epoch = ++epoch_;
   const int parity = static_cast<int>(epoch & 1u);
   gemm::OwnGemm& g = *gemms_.at(std::make_tuple(a, b, p))[static_cast<std::size_t>(parity)];
-  const int world = comm_->world, rank = comm_->rank;
+  const int world = links_.world, rank = links_.rank;
   const int G = plan_.groups_per_part;
   const std::size_t part_bytes = static_cast<std::size_t>(plan_.part_elems) * kElementBytes;
   CUDA_CHECK(cudaEventRecord(fork_, compute_stream));
@@ -305,7 +358,7 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
 }
 
 Status OwnerDesign::run_gemm_only(const void* a, const void* b, void* p, cudaStream_t stream) {
-  if (comm_ == nullptr) return Status::failure("tilewise copy_engine: run before initialize()");
+  if (!initialized_) return Status::failure("tilewise copy_engine: run before initialize()");
   const auto key = std::make_tuple(a, b, p);
   auto found = gemm_only_.find(key);
   if (found == gemm_only_.end()) {

@@ -23,8 +23,16 @@
 // Peer pointers are exchanged through the communicator (one process: UVA pointers are
 // valid on every GPU once peer access is enabled). One process must drive every GPU
 // (the harness's thread mode); across processes (MPI mode) initialize() reports "not
-// implemented". The caller keeps P, and for allreduce a new P costs one collective pointer
-// exchange (host-synchronising) on its first use.
+// implemented". Ranks may also share one GPU (PeerLinks::shared_gpu, e.g. SharedGpuPeers):
+// the same protocol, copies and flags inside one device memory, each rank's GEMM on
+// OwnerOptions::num_ctas CTAs so that all ranks' persistent GEMMs are resident at once (a
+// rank waiting for a peer's group must not hold the SMs the peer needs to compute it). It
+// exists to check the multi-rank protocol where only one GPU is at hand; its timings mean
+// nothing for the real transport. Setup (initialize, each prepare, freeing buffers) may wait
+// for the whole device, so ranks sharing a GPU finish it before any rank runs: a rank that
+// waits for the device while a peer's GEMM waits for that rank stalls until the wait timeout. The
+// caller keeps P, and for allreduce a new P costs one collective pointer exchange
+// (host-synchronising) on its first use.
 //
 // Host API: initialize → prepare(a, b, p) (optional; collective) → run (any number of times)
 // → result_view / unpermute. Every call returns a Status; nothing throws. C++17.
@@ -32,6 +40,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -55,6 +64,20 @@ namespace overlapsim::kernels::tilewise {
 Status connect_peers(CommHandle& comm, const std::vector<void*>& mine,
                      std::vector<std::vector<void*>>* all);
 
+// How a rank reaches its peers: world, rank, and a collective pointer exchange (every rank
+// calls it in the same order with the same count; all[r] = rank r's pointers).
+struct PeerLinks {
+  using Exchange =
+      std::function<Status(const std::vector<void*>& mine, std::vector<std::vector<void*>>* all)>;
+  int world = 1;
+  int rank = 0;
+  bool shared_gpu = false;  // every rank on this one GPU (no peer access needed)
+  Exchange exchange;
+};
+
+// The links of a communicator's rank: connect_peers (one GPU per rank, one process).
+PeerLinks comm_peer_links(CommHandle& comm);
+
 struct OwnerOptions {
   int groups_per_part = 2;
   int group_m = gemm::GemmConfig::kDefaultGroupM;
@@ -69,6 +92,9 @@ struct OwnerOptions {
   // has finished (a tail of about one wave's output at the copy rate); this one streams it
   // out while the tiles are computed, at the cost of the epilogue's extra stores.
   bool phase2_by_epilogue = false;
+  // Persistent CTAs of the GEMM; 0: one per SM. Ranks sharing a GPU need
+  // world * num_ctas <= its SMs (PeerLinks::shared_gpu).
+  int num_ctas = 0;
 };
 
 class OwnerDesign {
@@ -82,6 +108,8 @@ class OwnerDesign {
                               int world, const OwnerOptions& options);
   // Collective (every rank, same order): plans, buffers, peer access, pointer exchange.
   Status initialize(CommHandle* comm, CollectiveOp op, std::int64_t m, std::int64_t n,
+                    std::int64_t k, DType dtype, const OwnerOptions& options);
+  Status initialize(PeerLinks links, CollectiveOp op, std::int64_t m, std::int64_t n,
                     std::int64_t k, DType dtype, const OwnerOptions& options);
   Status prepare(const void* a, const void* b, void* p);
   // One overlapped call; starts and ends on compute_stream. p: M×N elements.
@@ -110,7 +138,8 @@ class OwnerDesign {
   // Writes `epoch` into a peer's flag after everything before it on `stream`.
   Status signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream);
 
-  CommHandle* comm_ = nullptr;
+  PeerLinks links_;
+  bool initialized_ = false;
   CollectiveOp op_ = CollectiveOp::AllReduce;
   std::int64_t m_ = 0, n_ = 0, k_ = 0;
   DType dtype_ = DType::BF16;

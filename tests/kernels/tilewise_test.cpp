@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -35,6 +36,7 @@
 #include "kernels/tilewise/owner_plan.hpp"
 #include "kernels/tilewise/owner_predictor.hpp"
 #include "kernels/tilewise/owner_rehearsal.hpp"
+#include "kernels/tilewise/shared_gpu_peers.hpp"
 #include "kernels/tilewise/tilewise_design.hpp"
 #include "kernels/tilewise/tuning_cache.hpp"
 #include "tests/kernels/gpu_test_support.hpp"
@@ -698,6 +700,59 @@ TEST(TilewiseLayoutKernels, DeviceTileOrderWithRowBlocksMatchesHost) {
   }
 }
 
+// ---------------------------------------------------------------- host: shared-GPU peers
+
+// Every rank gets every rank's pointers, round after round, in the order they were given.
+TEST(TilewiseSharedGpuPeers, ExchangesRoundsAmongThreads) {
+  const int world = 3, rounds = 50;
+  SharedGpuPeers peers(world, 10.0);
+  std::vector<std::string> errors(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      PeerLinks links = peers.links(r);
+      if (!links.shared_gpu || links.world != world || links.rank != r) errors[r] = "bad links";
+      for (int round = 0; round < rounds && errors[r].empty(); ++round) {
+        const auto tag = [&](int rank, int i) {
+          return reinterpret_cast<void*>(
+              static_cast<std::uintptr_t>(1000 * round + 10 * rank + i + 1));
+        };
+        std::vector<std::vector<void*>> all;
+        const Status s = links.exchange({tag(r, 0), tag(r, 1)}, &all);
+        if (!s.ok) {
+          errors[r] = s.message;
+          break;
+        }
+        for (int q = 0; q < world; ++q)
+          if (all.size() != world || all[q] != std::vector<void*>{tag(q, 0), tag(q, 1)})
+            errors[r] = "round " + std::to_string(round) + ": wrong table";
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < world; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+TEST(TilewiseSharedGpuPeers, MissingRankTimesOutAndCountsMustAgree) {
+  {
+    SharedGpuPeers peers(2, 0.05);
+    std::vector<std::vector<void*>> all;
+    const Status s = peers.links(0).exchange({nullptr}, &all);
+    ASSERT_FALSE(s.ok);
+    EXPECT_NE(s.message.find("waited"), std::string::npos) << s.message;
+  }
+  SharedGpuPeers peers(2, 10.0);
+  Status s0 = Status::success(), s1 = Status::success();
+  std::vector<std::vector<void*>> a0, a1;
+  std::thread t([&] { s0 = peers.links(0).exchange({nullptr}, &a0); });
+  s1 = peers.links(1).exchange({nullptr, nullptr}, &a1);
+  t.join();
+  EXPECT_FALSE(s0.ok);
+  EXPECT_FALSE(s1.ok);
+  EXPECT_NE(s1.message.find("different pointer counts"), std::string::npos) << s1.message;
+  std::vector<std::vector<void*>> all;
+  EXPECT_FALSE(peers.links(2).exchange({}, &all).ok);  // no rank 2 in a world of 2
+}
+
 // ---------------------------------------------------------------- GPU: the design
 
 struct Variant {
@@ -1072,6 +1127,199 @@ TEST(TilewiseCopyEngineGpu, EpiloguePhase2MirrorsReducedTilesOnOneGpu) {
       EXPECT_EQ(wrong_sum, 0) << "reduced elements in P that are not own + peer rounded once";
       EXPECT_EQ(wrong_mirror, 0) << "mirror elements that differ from P's reduced tiles";
     }
+}
+
+// ---------------------------------------------------------------- GPU: ranks sharing one GPU
+
+// The copy-engine transport's whole multi-rank protocol with every rank a host thread on
+// one GPU (SharedGpuPeers; each rank's GEMM on a share of the SMs so that all are resident
+// at once): rank-rotated GEMMs, copies, epoch flags, both all-reduce phase-2 modes, calls
+// back to back without host synchronisation. Each rank's result must equal, bit for bit,
+// every rank's own GEMM followed by the collective computed here on the host: the sum over
+// ranks in rank order in fp32, rounded once (what the epilogue computes, and for two ranks
+// what NCCL computes). NCCL cannot check it (it refuses two ranks on one device).
+struct SharedGpuCase {
+  CollectiveOp op;
+  int world;
+  std::int64_t m, n, k;
+  int groups;
+  bool phase2_by_epilogue;
+  int calls;  // back to back, inputs alternating between two sets; the last call is checked
+};
+
+struct SharedGpuRankResult {
+  std::vector<std::uint16_t> own;     // this rank's own GEMM of the last call's inputs, natural
+  std::vector<std::uint16_t> result;  // the design's result, un-permuted
+};
+
+Status run_shared_gpu_rank(SharedGpuPeers& peers, int rank, const SharedGpuCase& c,
+                           std::uint64_t seed, SharedGpuRankResult* out) {
+  CUDA_CHECK(cudaSetDevice(0));
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  cudaStream_t s = nullptr, comm = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking));
+  const auto run = [&]() -> Status {
+    const std::size_t mn = static_cast<std::size_t>(c.m * c.n);
+    const std::size_t out_elems = c.op == CollectiveOp::ReduceScatter ? mn / c.world : mn;
+    DeviceBuffer a[2], b, p, natural, unpermuted;
+    for (auto& x : a) OVERLAPSIM_TRY(x.allocate(static_cast<std::size_t>(c.m * c.k) * 2));
+    OVERLAPSIM_TRY(b.allocate(static_cast<std::size_t>(c.n * c.k) * 2));
+    OVERLAPSIM_TRY(p.allocate(mn * 2));
+    OVERLAPSIM_TRY(natural.allocate(mn * 2));
+    OVERLAPSIM_TRY(unpermuted.allocate(mn * 2));
+    for (int i = 0; i < 2; ++i)
+      OVERLAPSIM_TRY(fill_random(a[i].data(), static_cast<std::size_t>(c.m * c.k), DType::BF16,
+                                 seed + 10 * rank + i, s));
+    OVERLAPSIM_TRY(fill_random(b.data(), static_cast<std::size_t>(c.n * c.k), DType::BF16,
+                               seed + 99 + rank, s));
+    OVERLAPSIM_TRY(poison(p.data(), mn, s));
+    OVERLAPSIM_TRY(poison(unpermuted.data(), mn, s));
+    OwnerDesign d;
+    OwnerOptions o;
+    o.groups_per_part = c.groups;
+    o.phase2_by_epilogue = c.phase2_by_epilogue;
+    o.wait_timeout_s = 20;
+    o.num_ctas = (sms - 4) / c.world;  // a few SMs left for whatever else the GPU runs
+    OVERLAPSIM_TRY(d.initialize(peers.links(rank), c.op, c.m, c.n, c.k, DType::BF16, o));
+    // Every rank's setup done before any rank's first GEMM (owner_design.hpp says why).
+    for (const auto& x : a) OVERLAPSIM_TRY(d.prepare(x.data(), b.data(), p.data()));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    std::vector<std::vector<void*>> barrier;
+    OVERLAPSIM_TRY(peers.links(rank).exchange({}, &barrier));
+    for (int i = 0; i < c.calls; ++i)
+      OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), p.data(), s, comm));
+    OVERLAPSIM_TRY(d.unpermute(p.data(), unpermuted.data(), s));
+    gemm::OwnGemm own;
+    OVERLAPSIM_TRY(own.initialize(
+        {c.m, c.n, c.k, gemm_type(), a[(c.calls - 1) % 2].data(), b.data(), natural.data()}));
+    OVERLAPSIM_TRY(own.run(s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    OVERLAPSIM_TRY(d.check_waits());
+    out->own = to_bits(natural.data(), mn);
+    out->result = to_bits(unpermuted.data(), out_elems);
+    return Status::success();
+  };
+  const Status status = run();
+  cudaStreamDestroy(s);
+  cudaStreamDestroy(comm);
+  return status;
+}
+
+// Elements of each rank's result that differ from the host's collective of the own GEMMs.
+std::vector<std::int64_t> shared_gpu_mismatches(const SharedGpuCase& c,
+                                                const std::vector<SharedGpuRankResult>& ranks) {
+  const std::int64_t rows = c.m / c.world;  // a part's rows
+  const auto sum_at = [&](std::int64_t row, std::int64_t col) {
+    float sum = 0.0f;
+    for (int s = 0; s < c.world; ++s) {
+      const float v = bf16_bits_to_float(
+          ranks[static_cast<std::size_t>(s)].own[static_cast<std::size_t>(row * c.n + col)]);
+      sum = s == 0 ? v : sum + v;
+    }
+    return float_to_bf16_bits(sum);
+  };
+  std::vector<std::int64_t> wrong(static_cast<std::size_t>(c.world), 0);
+  for (int r = 0; r < c.world; ++r) {
+    const std::vector<std::uint16_t>& got = ranks[static_cast<std::size_t>(r)].result;
+    const std::int64_t out_rows = c.op == CollectiveOp::ReduceScatter ? rows : c.m;
+    for (std::int64_t row = 0; row < out_rows; ++row)
+      for (std::int64_t col = 0; col < c.n; ++col) {
+        std::uint16_t want = 0;
+        if (c.op == CollectiveOp::AllReduce) {
+          want = sum_at(row, col);
+        } else if (c.op == CollectiveOp::ReduceScatter) {
+          want = sum_at(r * rows + row, col);
+        } else {  // all-to-all: row s·rows + i is row i of what rank s computed for r
+          const std::int64_t source = row / rows, i = row % rows;
+          want = ranks[static_cast<std::size_t>(source)]
+                     .own[static_cast<std::size_t>((r * rows + i) * c.n + col)];
+        }
+        if (got[static_cast<std::size_t>(row * c.n + col)] != want)
+          ++wrong[static_cast<std::size_t>(r)];
+      }
+  }
+  return wrong;
+}
+
+void run_shared_gpu_case(const SharedGpuCase& c) {
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE(std::string(to_string(c.op)) + " on " + std::to_string(c.world) +
+               " ranks sharing one GPU, " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+               std::to_string(c.k) + ", " + std::to_string(c.groups) + " group(s) a part" +
+               (c.phase2_by_epilogue ? ", phase 2 by the epilogue" : "") + ", " +
+               std::to_string(c.calls) + " call(s), seed " + std::to_string(seed));
+  SharedGpuPeers peers(c.world, 60.0);
+  std::vector<SharedGpuRankResult> results(static_cast<std::size_t>(c.world));
+  std::vector<Status> status(static_cast<std::size_t>(c.world), Status::success());
+  std::vector<std::thread> threads;
+  for (int r = 0; r < c.world; ++r)
+    threads.emplace_back([&, r] {
+      status[static_cast<std::size_t>(r)] =
+          run_shared_gpu_rank(peers, r, c, seed, &results[static_cast<std::size_t>(r)]);
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < c.world; ++r)
+    ASSERT_TRUE(status[static_cast<std::size_t>(r)].ok)
+        << "rank " << r << ": " << status[static_cast<std::size_t>(r)].message;
+  const std::vector<std::int64_t> wrong = shared_gpu_mismatches(c, results);
+  for (int r = 0; r < c.world; ++r)
+    EXPECT_EQ(wrong[static_cast<std::size_t>(r)], 0) << "rank " << r;
+}
+
+TEST(TilewiseCopyEngineSharedGpu, TwoRanksAllReduceBothPhase2Modes) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  for (const bool by_epilogue : {false, true})
+    for (const int groups : {1, 2, 3}) {
+      run_shared_gpu_case({CollectiveOp::AllReduce, 2, 1024, 1536, 512, groups, by_epilogue, 1});
+      run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 777, groups, by_epilogue, 1});
+    }
+  // Edge tiles (n not a multiple of 256): the copy-engine phase 2 only.
+  run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 700, 300, 2, false, 1});
+}
+
+TEST(TilewiseCopyEngineSharedGpu, TwoRanksReduceScatterAndAllToAll) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  for (const CollectiveOp op : {CollectiveOp::ReduceScatter, CollectiveOp::AllToAll})
+    for (const auto& shape :
+         std::vector<std::array<std::int64_t, 3>>{{2048, 1536, 512}, {1024, 700, 300}})
+      for (const int groups : {1, 3})
+        run_shared_gpu_case({op, 2, shape[0], shape[1], shape[2], groups, false, 1});
+}
+
+// 200 calls back to back with no host synchronisation between them (epoch flags, receive
+// buffers by call parity), for every collective and both all-reduce phase-2 modes.
+TEST(TilewiseCopyEngineSharedGpu, TwoRanksBackToBackCallsWithoutHostSync) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 512, 2, false, 200});
+  run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 512, 2, true, 200});
+  run_shared_gpu_case({CollectiveOp::ReduceScatter, 2, 2048, 2048, 512, 2, false, 200});
+  run_shared_gpu_case({CollectiveOp::AllToAll, 2, 2048, 2048, 512, 2, false, 200});
+}
+
+// More than two ranks (the general reduction path: own store, then every rank's term in
+// rank order; never run on more than two GPUs), 3 and 4 ranks on one GPU.
+TEST(TilewiseCopyEngineSharedGpu, ThreeAndFourRanks) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  for (const CollectiveOp op :
+       {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {
+    run_shared_gpu_case({op, 3, 1536, 1024, 256, 2, false, 1});
+    run_shared_gpu_case({op, 4, 2048, 700, 320, 1, false, 1});
+    run_shared_gpu_case({op, 3, 1536, 1024, 256, 2, false, 50});
+  }
+}
+
+// Ranks sharing a GPU must leave room for each other's GEMM.
+TEST(TilewiseCopyEngineSharedGpu, RefusesGemmsThatCannotAllBeResident) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  SharedGpuPeers peers(2, 1.0);
+  OwnerDesign d;
+  OwnerOptions o;  // num_ctas 0: every SM for each rank's GEMM
+  const Status s =
+      d.initialize(peers.links(0), CollectiveOp::AllReduce, 1024, 1024, 256, DType::BF16, o);
+  ASSERT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("num_ctas"), std::string::npos) << s.message;
 }
 
 // One rank, small shapes: what compute-sanitizer (racecheck, synccheck) runs on the GPU
