@@ -328,8 +328,13 @@ class TilewiseShapeRunner {
     OVERLAPSIM_TRY(dst.allocate(sizes.back()));
     OVERLAPSIM_TRY(
         fill_random(src.data(), sizes.back() / 2, case_.dtype, env_.seed ^ 0xC0B1u, compute()));
+    // The copies go where the transport's go: a peer pointer, or across processes (MPI
+    // mode) the peer's buffer mapped here by IPC.
+    tw::PeerLinks links;
+    OVERLAPSIM_TRY(tw::comm_peer_links(env_.ctx->comm, &links));
+    tw::PeerMemory peers(std::move(links));
     std::vector<std::vector<void*>> all;
-    OVERLAPSIM_TRY(tw::connect_peers(env_.ctx->comm, {dst.data()}, &all));
+    OVERLAPSIM_TRY(peers.share({dst.data()}, &all));
     void* to = all[static_cast<std::size_t>((env_.rank() + 1) % env_.world())][0];
     tw::CommCurve curve;
     for (std::size_t bytes : sizes) {
@@ -347,6 +352,9 @@ class TilewiseShapeRunner {
       r.m = r.n = r.k = 0;
       env_.emit(r);
     }
+    // Every rank's copies into the others' dst are done before any dst goes away (across
+    // processes quiesce() only drains this rank).
+    OVERLAPSIM_TRY(peers.barrier());
     OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: copy curve done"));
     t_copy_curve = curve;
     return Status::success();

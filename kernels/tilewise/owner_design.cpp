@@ -10,90 +10,9 @@
 namespace overlapsim::kernels::tilewise {
 namespace {
 
-// Lets this GPU read and write `peer`'s memory (copies, stream writes on peer pointers).
-Status enable_peer_access(int device, int peer) {
-  int can = 0;
-  CUDA_CHECK(cudaDeviceCanAccessPeer(&can, device, peer));
-  if (!can)
-    return Status::failure("tilewise copy_engine: GPU " + std::to_string(device) +
-                           " cannot access GPU " + std::to_string(peer) + " (no peer access)");
-  const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
-  if (e == cudaErrorPeerAccessAlreadyEnabled) {
-    cudaGetLastError();  // clears the sticky-free error the call left behind
-    return Status::success();
-  }
-  CUDA_CHECK(e);
-  return Status::success();
-}
-
 constexpr int kElementBytes = 2;
 
 }  // namespace
-
-namespace {
-
-// Sums host doubles over ranks (outside any timed region; host-synchronising).
-Status sum_over_ranks(CommHandle& comm, std::vector<double>& slots) {
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const Status s = allreduce_host(comm, stream, slots, ncclSum);
-  cudaStreamDestroy(stream);
-  return s;
-}
-
-}  // namespace
-
-Status connect_peers(CommHandle& comm, const std::vector<void*>& mine,
-                     std::vector<std::vector<void*>>* all) {
-  const int world = comm.world;
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  // Every rank's GPU first (shifted by one so that 0 stays "none"), then peer access,
-  // then the addresses (whose check needs the access).
-  std::vector<double> devices(static_cast<std::size_t>(world), 0.0);
-  devices[static_cast<std::size_t>(comm.rank)] = static_cast<double>(device + 1);
-  OVERLAPSIM_TRY(sum_over_ranks(comm, devices));
-  for (int r = 0; r < world; ++r) {
-    if (r == comm.rank) continue;
-    const int peer_device = static_cast<int>(devices[static_cast<std::size_t>(r)]) - 1;
-    if (peer_device == device)
-      return Status::failure("tilewise copy_engine: ranks " + std::to_string(comm.rank) + " and " +
-                             std::to_string(r) + " share GPU " + std::to_string(device) +
-                             " (or run in different processes); one GPU per rank, one process");
-    OVERLAPSIM_TRY(enable_peer_access(device, peer_device));
-  }
-  // Device addresses are below 2^53, so a double sum over ranks (each rank fills only its
-  // own slots) carries them exactly.
-  const std::size_t per = mine.size();
-  std::vector<double> slots(per * static_cast<std::size_t>(world), 0.0);
-  for (std::size_t i = 0; i < per; ++i) {
-    const auto address = reinterpret_cast<std::uint64_t>(mine[i]);
-    if (address >= (std::uint64_t{1} << 53))
-      return Status::failure("tilewise copy_engine: a device address above 2^53");
-    slots[static_cast<std::size_t>(comm.rank) * per + i] = static_cast<double>(address);
-  }
-  OVERLAPSIM_TRY(sum_over_ranks(comm, slots));
-  all->assign(static_cast<std::size_t>(world), std::vector<void*>(per, nullptr));
-  for (int r = 0; r < world; ++r)
-    for (std::size_t i = 0; i < per; ++i) {
-      void* address = reinterpret_cast<void*>(
-          static_cast<std::uint64_t>(slots[static_cast<std::size_t>(r) * per + i]));
-      (*all)[static_cast<std::size_t>(r)][i] = address;
-      if (r == comm.rank || address == nullptr) continue;
-      // Across processes these addresses mean nothing here.
-      cudaPointerAttributes attributes{};
-      const cudaError_t e = cudaPointerGetAttributes(&attributes, address);
-      if (e != cudaSuccess || attributes.type != cudaMemoryTypeDevice) {
-        cudaGetLastError();
-        return Status::failure(
-            "tilewise copy_engine: not implemented across processes (MPI mode): rank " +
-            std::to_string(r) +
-            "'s buffers are not addressable from this process; run the "
-            "ranks as threads of one process");
-      }
-    }
-  return Status::success();
-}
 
 OwnerDesign::~OwnerDesign() {
   if (fork_) cudaEventDestroy(fork_);
@@ -117,31 +36,26 @@ Status OwnerDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64_t 
   return Status::success();
 }
 
-PeerLinks comm_peer_links(CommHandle& comm) {
-  PeerLinks links;
-  links.world = comm.world;
-  links.rank = comm.rank;
-  links.exchange = [&comm](const std::vector<void*>& mine, std::vector<std::vector<void*>>* all) {
-    return connect_peers(comm, mine, all);
-  };
-  return links;
-}
-
 Status OwnerDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m, std::int64_t n,
                                std::int64_t k, DType dtype, const OwnerOptions& options) {
-  return initialize(comm_peer_links(*comm), op, m, n, k, dtype, options);
+  PeerLinks links;
+  OVERLAPSIM_TRY(comm_peer_links(*comm, &links));
+  return initialize(std::move(links), op, m, n, k, dtype, options);
 }
 
 Status OwnerDesign::initialize(PeerLinks links, CollectiveOp op, std::int64_t m, std::int64_t n,
                                std::int64_t k, DType dtype, const OwnerOptions& options) {
   if (initialized_) return Status::failure("tilewise copy_engine: initialize() called twice");
-  if (links.world < 1 || links.rank < 0 || links.rank >= links.world || !links.exchange)
+  const bool reachable = links.cross_process ? static_cast<bool>(links.exchange_bytes)
+                                             : static_cast<bool>(links.exchange);
+  if (links.world < 1 || links.rank < 0 || links.rank >= links.world || !reachable)
     return Status::failure(
         "tilewise copy_engine: peer links need world >= 1, 0 <= rank < world "
         "and an exchange, got world " +
         std::to_string(links.world) + ", rank " + std::to_string(links.rank));
   OVERLAPSIM_TRY(can_implement(op, m, n, k, links.world, options));
-  links_ = std::move(links);
+  links_ = links;
+  memory_ = std::make_unique<PeerMemory>(std::move(links));
   const int world = links_.world, rank = links_.rank;
   op_ = op;
   m_ = m;
@@ -185,14 +99,7 @@ Status OwnerDesign::initialize(PeerLinks links, CollectiveOp op, std::int64_t m,
   OVERLAPSIM_TRY(preload_unpermute_kernels());
 
   std::vector<std::vector<void*>> all;
-  OVERLAPSIM_TRY(links_.exchange({recv_.data(), arrived_.data(), done_.data()}, &all));
-  if (all.size() != static_cast<std::size_t>(world))
-    return Status::failure("tilewise copy_engine: the pointer exchange returned " +
-                           std::to_string(all.size()) + " ranks, expected " +
-                           std::to_string(world));
-  for (const auto& r : all)
-    if (r.size() != 3)
-      return Status::failure("tilewise copy_engine: the pointer exchange lost pointers");
+  OVERLAPSIM_TRY(memory_->share({recv_.data(), arrived_.data(), done_.data()}, &all));
   peers_.assign(static_cast<std::size_t>(world), Peer{});
   for (int r = 0; r < world; ++r) {
     Peer& peer = peers_[static_cast<std::size_t>(r)];
@@ -267,16 +174,9 @@ Status OwnerDesign::prepare(const void* a, const void* b, void* p) {
   if (!initialized_) return Status::failure("tilewise copy_engine: prepare() before initialize()");
   if (op_ == CollectiveOp::AllReduce && links_.world > 1 && !peer_p_.count(p)) {
     std::vector<std::vector<void*>> all;
-    OVERLAPSIM_TRY(links_.exchange({p}, &all));
-    if (all.size() != static_cast<std::size_t>(links_.world))
-      return Status::failure("tilewise copy_engine: the pointer exchange of P returned " +
-                             std::to_string(all.size()) + " ranks");
+    OVERLAPSIM_TRY(memory_->share({p}, &all));
     std::vector<char*> ps;
-    for (const auto& r : all) {
-      if (r.size() != 1 || r[0] == nullptr)
-        return Status::failure("tilewise copy_engine: a rank's P is missing from the exchange");
-      ps.push_back(static_cast<char*>(r[0]));
-    }
+    for (const auto& r : all) ps.push_back(static_cast<char*>(r[0]));
     peer_p_.emplace(p, ps);
   }
   const auto key = std::make_tuple(a, b, p);

@@ -20,19 +20,19 @@
 // back to back with no host synchronisation. Receive buffers alternate by call parity: a
 // peer can run at most one call ahead of us (its call e+1 needs our groups of call e+1,
 // which our GEMM computes after our call e), so it never overwrites what our call e reads.
-// Peer pointers are exchanged through the communicator (one process: UVA pointers are
-// valid on every GPU once peer access is enabled). One process must drive every GPU
-// (the harness's thread mode); across processes (MPI mode) initialize() reports "not
-// implemented". Ranks may also share one GPU (PeerLinks::shared_gpu, e.g. SharedGpuPeers):
-// the same protocol, copies and flags inside one device memory, each rank's GEMM on
-// OwnerOptions::num_ctas CTAs so that all ranks' persistent GEMMs are resident at once (a
-// rank waiting for a peer's group must not hold the SMs the peer needs to compute it). It
-// exists to check the multi-rank protocol where only one GPU is at hand; its timings mean
-// nothing for the real transport. Setup (initialize, each prepare, freeing buffers) may wait
-// for the whole device, so ranks sharing a GPU finish it before any rank runs: a rank that
-// waits for the device while a peer's GEMM waits for that rank stalls until the wait timeout. The
-// caller keeps P, and for allreduce a new P costs one collective pointer exchange
-// (host-synchronising) on its first use.
+// The peers' buffers are reached through PeerMemory (peer_memory.hpp): threads of one
+// process exchange UVA pointers (peer access enabled), processes of one host (the
+// harness's MPI mode) CUDA IPC handles; ranks on different hosts are refused. Ranks may
+// also share one GPU (PeerLinks::shared_gpu, e.g. SharedGpuPeers): the same protocol, copies
+// and flags inside one device memory, each rank's GEMM on OwnerOptions::num_ctas CTAs so
+// that all ranks' persistent GEMMs are resident at once (a rank waiting for a peer's group
+// must not hold the SMs the peer needs to compute it). That exists to check the multi-rank
+// protocol where only one GPU is at hand; its timings mean nothing for the real transport.
+// Setup (initialize, each prepare, freeing buffers) may wait for the whole device, so ranks
+// sharing a GPU finish it before any rank runs: a rank that waits for the device while a
+// peer's GEMM waits for that rank stalls until the wait timeout. The caller keeps P (from
+// cudaMalloc across processes), and for allreduce a new P costs one collective pointer
+// exchange (host-synchronising) on its first use.
 //
 // Host API: initialize → prepare(a, b, p) (optional; collective) → run (any number of times)
 // → result_view / unpermute. Every call returns a Status; nothing throws. C++17.
@@ -54,29 +54,10 @@
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/dtype.hpp"
 #include "kernels/tilewise/owner_plan.hpp"
+#include "kernels/tilewise/peer_memory.hpp"
 #include "kernels/tilewise/unpermute.hpp"
 
 namespace overlapsim::kernels::tilewise {
-
-// Collective: enables peer access from this GPU to every other rank's and exchanges
-// `mine` (device pointers, same count on every rank); all[r] are rank r's. Fails with "not
-// implemented" when the ranks are not threads of one process (MPI mode) or share a GPU.
-Status connect_peers(CommHandle& comm, const std::vector<void*>& mine,
-                     std::vector<std::vector<void*>>* all);
-
-// How a rank reaches its peers: world, rank, and a collective pointer exchange (every rank
-// calls it in the same order with the same count; all[r] = rank r's pointers).
-struct PeerLinks {
-  using Exchange =
-      std::function<Status(const std::vector<void*>& mine, std::vector<std::vector<void*>>* all)>;
-  int world = 1;
-  int rank = 0;
-  bool shared_gpu = false;  // every rank on this one GPU (no peer access needed)
-  Exchange exchange;
-};
-
-// The links of a communicator's rank: connect_peers (one GPU per rank, one process).
-PeerLinks comm_peer_links(CommHandle& comm);
 
 struct OwnerOptions {
   int groups_per_part = 2;
@@ -139,6 +120,7 @@ class OwnerDesign {
   Status signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream);
 
   PeerLinks links_;
+  std::unique_ptr<PeerMemory> memory_;  // the peers' buffers as seen from here
   bool initialized_ = false;
   CollectiveOp op_ = CollectiveOp::AllReduce;
   std::int64_t m_ = 0, n_ = 0, k_ = 0;

@@ -1,6 +1,6 @@
 #pragma once
-// Ranks of the copy-engine transport (owner_design.hpp) as host threads of one process
-// that share one GPU: their pointer exchange is a rendezvous in host memory instead of a
+// Ranks of the copy-engine transport (owner_design.hpp, peer_memory.hpp) as host threads of one
+// process that share one GPU: their pointer exchange is a rendezvous in host memory instead of a
 // collective over NCCL (which refuses two ranks on one device). With it the whole
 // multi-rank protocol (rank-rotated GEMMs, copies, epoch flags, both all-reduce phase-2
 // modes, back-to-back calls) runs on a single GPU, every copy and flag inside its memory.
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/common/status.hpp"
-#include "kernels/tilewise/owner_design.hpp"
+#include "kernels/tilewise/peer_memory.hpp"
 
 namespace overlapsim::kernels::tilewise {
 

@@ -36,23 +36,13 @@ struct MemOps {
   PFN_cuStreamWriteValue32_v11070 write = nullptr;
 };
 
-Status driver_function(const char* name, void** fn) {
-  cudaDriverEntryPointQueryResult query{};
-  const cudaError_t e =
-      cudaGetDriverEntryPointByVersion(name, fn, 11070, cudaEnableDefault, &query);
-  if (e != cudaSuccess || query != cudaDriverEntryPointSuccess || *fn == nullptr)
-    return Status::failure(std::string(OVERLAPSIM_WHERE ": driver entry point ") + name +
-                           " not found: " + cudaGetErrorString(e));
-  return Status::success();
-}
-
 Status mem_ops(MemOps* out) {
   static MemOps ops;
   if (ops.wait == nullptr) {
     void* wait = nullptr;
     void* write = nullptr;
-    OVERLAPSIM_TRY(driver_function("cuStreamWaitValue32", &wait));
-    OVERLAPSIM_TRY(driver_function("cuStreamWriteValue32", &write));
+    OVERLAPSIM_TRY(driver_entry_point("cuStreamWaitValue32", &wait));
+    OVERLAPSIM_TRY(driver_entry_point("cuStreamWriteValue32", &write));
     ops.write = reinterpret_cast<PFN_cuStreamWriteValue32_v11070>(write);
     ops.wait = reinterpret_cast<PFN_cuStreamWaitValue32_v11070>(wait);
   }
@@ -67,6 +57,16 @@ Status check_cu(CUresult r, const char* what) {
 }
 
 }  // namespace
+
+Status driver_entry_point(const char* name, void** fn, unsigned version) {
+  cudaDriverEntryPointQueryResult query{};
+  const cudaError_t e =
+      cudaGetDriverEntryPointByVersion(name, fn, version, cudaEnableDefault, &query);
+  if (e != cudaSuccess || query != cudaDriverEntryPointSuccess || *fn == nullptr)
+    return Status::failure(std::string(OVERLAPSIM_WHERE ": driver entry point ") + name +
+                           " not found: " + cudaGetErrorString(e));
+  return Status::success();
+}
 
 const char* to_string(WaitMode mode) {
   return mode == WaitMode::Kernel ? "kernel" : "stream_memop";

@@ -27,6 +27,10 @@ enum class WaitMode { Kernel, StreamMemOp };
 const char* to_string(WaitMode mode);  // "kernel", "stream_memop"
 std::optional<WaitMode> parse_wait_mode(std::string_view name);
 
+// A driver API function by name and API version (cudaGetDriverEntryPointByVersion): no
+// libcuda link. Also what peer_memory.cpp finds cuMemGetAddressRange with.
+Status driver_entry_point(const char* name, void** fn, unsigned version = 11070);
+
 // Loads the wait kernel's module and looks up the driver's stream memory operations.
 Status preload_signal_wait();
 

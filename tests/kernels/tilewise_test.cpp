@@ -20,10 +20,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "kernels/gemm/cublaslt_gemm.hpp"
@@ -36,6 +42,7 @@
 #include "kernels/tilewise/owner_plan.hpp"
 #include "kernels/tilewise/owner_predictor.hpp"
 #include "kernels/tilewise/owner_rehearsal.hpp"
+#include "kernels/tilewise/peer_memory.hpp"
 #include "kernels/tilewise/shared_gpu_peers.hpp"
 #include "kernels/tilewise/tilewise_design.hpp"
 #include "kernels/tilewise/tuning_cache.hpp"
@@ -1152,8 +1159,9 @@ struct SharedGpuRankResult {
   std::vector<std::uint16_t> result;  // the design's result, un-permuted
 };
 
-Status run_shared_gpu_rank(SharedGpuPeers& peers, int rank, const SharedGpuCase& c,
-                           std::uint64_t seed, SharedGpuRankResult* out) {
+Status run_shared_gpu_rank(const PeerLinks& links, const SharedGpuCase& c, std::uint64_t seed,
+                           SharedGpuRankResult* out) {
+  const int rank = links.rank;
   CUDA_CHECK(cudaSetDevice(0));
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -1163,10 +1171,14 @@ Status run_shared_gpu_rank(SharedGpuPeers& peers, int rank, const SharedGpuCase&
   const auto run = [&]() -> Status {
     const std::size_t mn = static_cast<std::size_t>(c.m * c.n);
     const std::size_t out_elems = c.op == CollectiveOp::ReduceScatter ? mn / c.world : mn;
-    DeviceBuffer a[2], b, p, natural, unpermuted;
+    DeviceBuffer a[2], b, p_allocation, natural, unpermuted;
     for (auto& x : a) OVERLAPSIM_TRY(x.allocate(static_cast<std::size_t>(c.m * c.k) * 2));
     OVERLAPSIM_TRY(b.allocate(static_cast<std::size_t>(c.n * c.k) * 2));
-    OVERLAPSIM_TRY(p.allocate(mn * 2));
+    // P inside its allocation, not at its start: across processes a buffer travels as its
+    // allocation's IPC handle and an offset, and this checks the offset.
+    constexpr std::size_t kPOffsetBytes = 4096;
+    OVERLAPSIM_TRY(p_allocation.allocate(mn * 2 + kPOffsetBytes));
+    void* const p = p_allocation.as<char>() + kPOffsetBytes;
     OVERLAPSIM_TRY(natural.allocate(mn * 2));
     OVERLAPSIM_TRY(unpermuted.allocate(mn * 2));
     for (int i = 0; i < 2; ++i)
@@ -1174,7 +1186,7 @@ Status run_shared_gpu_rank(SharedGpuPeers& peers, int rank, const SharedGpuCase&
                                  seed + 10 * rank + i, s));
     OVERLAPSIM_TRY(fill_random(b.data(), static_cast<std::size_t>(c.n * c.k), DType::BF16,
                                seed + 99 + rank, s));
-    OVERLAPSIM_TRY(poison(p.data(), mn, s));
+    OVERLAPSIM_TRY(poison(p, mn, s));
     OVERLAPSIM_TRY(poison(unpermuted.data(), mn, s));
     OwnerDesign d;
     OwnerOptions o;
@@ -1182,15 +1194,14 @@ Status run_shared_gpu_rank(SharedGpuPeers& peers, int rank, const SharedGpuCase&
     o.phase2_by_epilogue = c.phase2_by_epilogue;
     o.wait_timeout_s = 20;
     o.num_ctas = (sms - 4) / c.world;  // a few SMs left for whatever else the GPU runs
-    OVERLAPSIM_TRY(d.initialize(peers.links(rank), c.op, c.m, c.n, c.k, DType::BF16, o));
+    OVERLAPSIM_TRY(d.initialize(links, c.op, c.m, c.n, c.k, DType::BF16, o));
     // Every rank's setup done before any rank's first GEMM (owner_design.hpp says why).
-    for (const auto& x : a) OVERLAPSIM_TRY(d.prepare(x.data(), b.data(), p.data()));
+    for (const auto& x : a) OVERLAPSIM_TRY(d.prepare(x.data(), b.data(), p));
     CUDA_CHECK(cudaStreamSynchronize(s));
-    std::vector<std::vector<void*>> barrier;
-    OVERLAPSIM_TRY(peers.links(rank).exchange({}, &barrier));
+    OVERLAPSIM_TRY(PeerMemory(links).barrier());
     for (int i = 0; i < c.calls; ++i)
-      OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), p.data(), s, comm));
-    OVERLAPSIM_TRY(d.unpermute(p.data(), unpermuted.data(), s));
+      OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), p, s, comm));
+    OVERLAPSIM_TRY(d.unpermute(p, unpermuted.data(), s));
     gemm::OwnGemm own;
     OVERLAPSIM_TRY(own.initialize(
         {c.m, c.n, c.k, gemm_type(), a[(c.calls - 1) % 2].data(), b.data(), natural.data()}));
@@ -1257,7 +1268,7 @@ void run_shared_gpu_case(const SharedGpuCase& c) {
   for (int r = 0; r < c.world; ++r)
     threads.emplace_back([&, r] {
       status[static_cast<std::size_t>(r)] =
-          run_shared_gpu_rank(peers, r, c, seed, &results[static_cast<std::size_t>(r)]);
+          run_shared_gpu_rank(peers.links(r), c, seed, &results[static_cast<std::size_t>(r)]);
     });
   for (auto& t : threads) t.join();
   for (int r = 0; r < c.world; ++r)
@@ -1307,6 +1318,166 @@ TEST(TilewiseCopyEngineSharedGpu, ThreeAndFourRanks) {
     run_shared_gpu_case({op, 3, 1536, 1024, 256, 2, false, 1});
     run_shared_gpu_case({op, 4, 2048, 700, 320, 1, false, 1});
     run_shared_gpu_case({op, 3, 1536, 1024, 256, 2, false, 50});
+  }
+}
+
+// ---------------------------------------------------------------- GPU: ranks in processes
+
+// The child processes' byte exchange: round k, rank r writes <dir>/k.r (temp file, then
+// rename) and waits for every rank's file of round k. Copies (PeerLinks is copied into the
+// design and its PeerMemory) share one round counter.
+class FileExchange {
+ public:
+  FileExchange(std::string dir, int world, int rank, double timeout_s)
+      : dir_(std::move(dir)), world_(world), rank_(rank), timeout_s_(timeout_s) {}
+  Status operator()(const std::vector<std::uint8_t>& mine,
+                    std::vector<std::vector<std::uint8_t>>* all) {
+    const std::string round = dir_ + "/" + std::to_string((*round_)++) + ".";
+    const std::string mine_path = round + std::to_string(rank_);
+    {
+      std::ofstream out(mine_path + ".tmp", std::ios::binary);
+      out.write(reinterpret_cast<const char*>(mine.data()),
+                static_cast<std::streamsize>(mine.size()));
+      if (!out) return Status::failure("file exchange: cannot write " + mine_path);
+    }
+    if (std::rename((mine_path + ".tmp").c_str(), mine_path.c_str()) != 0)
+      return Status::failure("file exchange: cannot rename to " + mine_path);
+    all->assign(static_cast<std::size_t>(world_), {});
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int>(timeout_s_ * 1000));
+    for (int r = 0; r < world_; ++r) {
+      const std::string path = round + std::to_string(r);
+      std::ifstream in;
+      while (!(in = std::ifstream(path, std::ios::binary))) {
+        if (std::chrono::steady_clock::now() > deadline)
+          return Status::failure("file exchange: rank " + std::to_string(r) + "'s " + path +
+                                 " did not come");
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      (*all)[static_cast<std::size_t>(r)].assign(std::istreambuf_iterator<char>(in), {});
+    }
+    return Status::success();
+  }
+
+ private:
+  std::string dir_;
+  int world_, rank_;
+  double timeout_s_;
+  std::shared_ptr<int> round_ = std::make_shared<int>(0);
+};
+
+std::string case_text(const SharedGpuCase& c) {
+  return std::to_string(static_cast<int>(c.op)) + " " + std::to_string(c.world) + " " +
+         std::to_string(c.m) + " " + std::to_string(c.n) + " " + std::to_string(c.k) + " " +
+         std::to_string(c.groups) + " " + std::to_string(c.phase2_by_epilogue ? 1 : 0) + " " +
+         std::to_string(c.calls);
+}
+
+void write_bits(const std::string& path, const std::vector<std::uint16_t>& bits) {
+  std::ofstream out(path + ".tmp", std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bits.data()),
+            static_cast<std::streamsize>(bits.size() * 2));
+  out.close();
+  std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
+std::vector<std::uint16_t> read_bits(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  std::vector<std::uint16_t> bits(bytes.size() / 2);
+  std::memcpy(bits.data(), bytes.data(), bits.size() * 2);
+  return bits;
+}
+
+// One rank of TwoProcessesOnOneGpu, in its own process (skipped unless spawned by it).
+TEST(TilewiseCopyEngineProcesses, Child) {
+  const char* dir = std::getenv("OVERLAPSIM_IPC_DIR");
+  if (dir == nullptr) GTEST_SKIP() << "runs only as a child of TwoProcessesOnOneGpu";
+  const int rank = std::atoi(std::getenv("OVERLAPSIM_IPC_RANK"));
+  const std::uint64_t seed = std::strtoull(std::getenv("OVERLAPSIM_IPC_SEED"), nullptr, 10);
+  std::istringstream text(std::getenv("OVERLAPSIM_IPC_CASE"));
+  SharedGpuCase c{};
+  int op = 0, ep = 0;
+  text >> op >> c.world >> c.m >> c.n >> c.k >> c.groups >> ep >> c.calls;
+  c.op = static_cast<CollectiveOp>(op);
+  c.phase2_by_epilogue = ep != 0;
+  PeerLinks links;
+  links.world = c.world;
+  links.rank = rank;
+  links.shared_gpu = true;
+  links.cross_process = true;
+  links.exchange_bytes = FileExchange(dir, c.world, rank, 60.0);
+  SharedGpuRankResult result;
+  const Status status = run_shared_gpu_rank(links, c, seed, &result);
+  ASSERT_TRUE(status.ok) << "rank " << rank << ": " << status.message;
+  write_bits(std::string(dir) + "/own." + std::to_string(rank), result.own);
+  write_bits(std::string(dir) + "/result." + std::to_string(rank), result.result);
+}
+
+// Ranks as processes (the harness's MPI mode places them so): the peers' buffers travel
+// as CUDA IPC handles (PeerMemory) and are mapped into each process. Here both processes
+// share this one GPU (their kernels take turns unless MPS is on) and exchange the handles
+// through files; each rank's result must equal the host's collective of both own GEMMs.
+TEST(TilewiseCopyEngineProcesses, TwoProcessesOnOneGpu) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  const std::uint64_t seed = fresh_seed();
+  for (const SharedGpuCase& c :
+       std::vector<SharedGpuCase>{{CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, false, 3},
+                                  {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, true, 3},
+                                  {CollectiveOp::ReduceScatter, 2, 1024, 700, 300, 1, false, 3},
+                                  {CollectiveOp::AllToAll, 2, 2048, 1536, 512, 3, false, 3}}) {
+    SCOPED_TRACE(case_text(c) + ", seed " + std::to_string(seed));
+    char pattern[] = "/tmp/overlapsim_ipc_XXXXXX";
+    const char* dir = mkdtemp(pattern);
+    ASSERT_NE(dir, nullptr);
+    std::vector<pid_t> children;
+    for (int rank = 0; rank < c.world; ++rank) {
+      std::vector<std::string> env_strings;
+      for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+      env_strings.push_back(std::string("OVERLAPSIM_IPC_DIR=") + dir);
+      env_strings.push_back("OVERLAPSIM_IPC_RANK=" + std::to_string(rank));
+      env_strings.push_back("OVERLAPSIM_IPC_SEED=" + std::to_string(seed));
+      env_strings.push_back("OVERLAPSIM_IPC_CASE=" + case_text(c));
+      std::vector<char*> envp;
+      for (auto& s : env_strings) envp.push_back(s.data());
+      envp.push_back(nullptr);
+      std::string exe = "/proc/self/exe",
+                  filter = "--gtest_filter=TilewiseCopyEngineProcesses.Child";
+      char* argv[] = {exe.data(), filter.data(), nullptr};
+      pid_t pid = 0;
+      ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
+      children.push_back(pid);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    bool all_ok = true;
+    for (pid_t pid : children) {
+      int wstatus = 0;
+      for (;;) {
+        if (waitpid(pid, &wstatus, WNOHANG) == pid) break;
+        if (std::chrono::steady_clock::now() > deadline) {
+          for (pid_t other : children) kill(other, SIGKILL);
+          waitpid(pid, &wstatus, 0);
+          ADD_FAILURE() << "a rank process hung and was killed";
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      all_ok &= WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+    }
+    ASSERT_TRUE(all_ok) << "a rank process failed (its output is above)";
+    std::vector<SharedGpuRankResult> results(static_cast<std::size_t>(c.world));
+    for (int r = 0; r < c.world; ++r) {
+      results[static_cast<std::size_t>(r)].own =
+          read_bits(std::string(dir) + "/own." + std::to_string(r));
+      results[static_cast<std::size_t>(r)].result =
+          read_bits(std::string(dir) + "/result." + std::to_string(r));
+      ASSERT_EQ(results[static_cast<std::size_t>(r)].own.size(),
+                static_cast<std::size_t>(c.m * c.n));
+    }
+    const std::vector<std::int64_t> wrong = shared_gpu_mismatches(c, results);
+    for (int r = 0; r < c.world; ++r)
+      EXPECT_EQ(wrong[static_cast<std::size_t>(r)], 0) << "rank " << r;
+    std::filesystem::remove_all(dir);
   }
 }
 
