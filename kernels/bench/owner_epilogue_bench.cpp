@@ -16,7 +16,10 @@
 //                     (EpilogueArgs::peer_out; phase 2 by the epilogue writes the peer's
 //                     P over NVLink, here local memory: the SM-side cost of the extra
 //                     stores, not the link's);
-//   own_owner_mirror_h2  own_owner_mirror_pf with the native paired add.
+//   own_owner_mirror_h2  own_owner_mirror_pf with the native paired add;
+//   own_owner_mirror_h2_remote  (with --peer-gpu G) own_owner_mirror_h2 with the mirror
+//                     in GPU G's memory over NVLink, as phase 2 by the epilogue writes it:
+//                     against own_owner_mirror_h2, what the remote stores cost the SMs.
 // `wrong`: for the mirror variants, mirror elements that differ from P's reduced part; for
 // the _h2 variants, elements of P's reduced part that differ from the fp32 sums' (one more
 // call of each after the timed loop); plus 1 on every owner variant if an arrival wait
@@ -27,7 +30,7 @@
 // One CSV row per measurement (overlap-bench's columns) after the header; exits 2 without
 // an sm_90 GPU, 1 on a failed call.
 //   owner-epilogue-bench [--shapes 4096x4096x4096,...] [--iters 30] [--warmup 5] [--groups 2]
-//                        [--recv cold|fresh]
+//                        [--recv cold|fresh] [--peer-gpu G]
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -74,7 +77,7 @@ int main(int argc, char** argv) {
                                    {8192, 8192, 2048, 0},
                                    {16384, 8192, 4096, 0},
                                    {8192, 8192, 8192, 0}};
-  int iters = 30, warmup = 5, groups = 2;
+  int iters = 30, warmup = 5, groups = 2, peer_gpu = -1;
   bool fresh_recv = false;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -95,6 +98,8 @@ int main(int argc, char** argv) {
       if (value != "cold" && value != "fresh")
         return usage("--recv expects cold or fresh, got '" + value + "'");
       fresh_recv = value == "fresh";
+    } else if (flag == "--peer-gpu") {
+      peer_gpu = std::atoi(value.c_str());
     } else if (flag == "--groups") {
       groups = std::atoi(value.c_str());
     } else {
@@ -103,11 +108,21 @@ int main(int argc, char** argv) {
   }
   if (iters < 1 || warmup < 0 || groups < 1)
     return usage("--iters >= 1, --warmup >= 0, --groups >= 1");
+  if (peer_gpu == 0) return usage("--peer-gpu must name another GPU than 0");
   int gpus = 0;
   cudaDeviceProp prop{};
   if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 1 ||
       cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major != 9)
     return usage("needs an sm_90 GPU");
+  if (peer_gpu > 0) {
+    int can = 0;
+    if (peer_gpu >= gpus || cudaDeviceCanAccessPeer(&can, 0, peer_gpu) != cudaSuccess || !can)
+      return usage("--peer-gpu " + std::to_string(peer_gpu) + ": no such GPU or no peer access");
+    const cudaError_t e = cudaDeviceEnablePeerAccess(peer_gpu, 0);
+    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
+      return fail("cudaDeviceEnablePeerAccess");
+    cudaGetLastError();
+  }
   const overlapsim::kernels::bench::DeviceTags tags =
       overlapsim::kernels::bench::read_device_tags(1);
   std::printf("%s\n", overlapsim::kernels::bench::csv_header().c_str());
@@ -134,6 +149,13 @@ int main(int argc, char** argv) {
              {&recv_source, part * 2}})
       if (st.ok) st = buf->allocate(bytes);
     if (!st.ok) return fail(label + ": " + st.message);
+    DeviceBuffer remote_mirror;  // on --peer-gpu
+    if (peer_gpu > 0) {
+      cudaSetDevice(peer_gpu);
+      st = remote_mirror.allocate(part * 2);
+      cudaSetDevice(0);
+      if (!st.ok) return fail(label + ": " + st.message);
+    }
     for (auto [buf, count, seed] : std::vector<std::tuple<void*, std::size_t, std::uint64_t>>{
              {a.data(), static_cast<std::size_t>(s.m * s.k), 11},
              {b.data(), static_cast<std::size_t>(s.n * s.k), 12},
@@ -161,7 +183,9 @@ int main(int argc, char** argv) {
     e_packed.packed_sum = true;
     g::EpilogueArgs e_mirror_packed = e_mirror;
     e_mirror_packed.packed_sum = true;
-    g::OwnGemm plain, reduce, prefetched, mirrored, packed, mirrored_packed;
+    g::EpilogueArgs e_remote = e_mirror_packed;
+    e_remote.peer_out = remote_mirror.data();
+    g::OwnGemm plain, reduce, prefetched, mirrored, packed, mirrored_packed, remote;
     for (auto [gemm, args, epi, sch] :
          std::vector<std::tuple<g::OwnGemm*, g::GemmArgs, g::EpilogueArgs, g::SchedulerOptions>>{
              {&plain, plain_args, g::EpilogueArgs{}, g::SchedulerOptions{}},
@@ -169,8 +193,9 @@ int main(int argc, char** argv) {
              {&prefetched, owner_args, e_prefetch, sched},
              {&mirrored, owner_args, e_mirror, sched},
              {&packed, owner_args, e_packed, sched},
-             {&mirrored_packed, owner_args, e_mirror_packed, sched}})
-      if (st.ok) st = gemm->initialize(args, epi, sch);
+             {&mirrored_packed, owner_args, e_mirror_packed, sched},
+             {&remote, owner_args, e_remote, sched}})
+      if (st.ok && (gemm != &remote || peer_gpu > 0)) st = gemm->initialize(args, epi, sch);
     if (!st.ok) return fail(label + ": " + st.message);
 
     // Each variant with what its `wrong` column counts: the mirror check (it stores a
@@ -183,13 +208,15 @@ int main(int argc, char** argv) {
     const auto owner_run = [&](g::OwnGemm& gemm) {
       return [&gemm, &stream] { return gemm.run(stream, tw::OwnerRehearsal::kEpoch); };
     };
-    const std::vector<Variant> variants = {
+    std::vector<Variant> variants = {
         {"own", [&] { return plain.run(stream); }, false, false, false},
         {"own_owner_reduce", owner_run(reduce), true, false, false},
         {"own_owner_reduce_pf", owner_run(prefetched), true, false, false},
         {"own_owner_mirror_pf", owner_run(mirrored), true, true, false},
         {"own_owner_reduce_h2", owner_run(packed), true, false, true},
         {"own_owner_mirror_h2", owner_run(mirrored_packed), true, true, true}};
+    if (peer_gpu > 0)
+      variants.push_back({"own_owner_mirror_h2_remote", owner_run(remote), true, true, true});
     std::vector<cudaEvent_t> ev(2 * variants.size() * static_cast<std::size_t>(iters));
     for (auto& x : ev)
       if (cudaEventCreate(&x) != cudaSuccess) return fail("cudaEventCreate");
@@ -214,6 +241,10 @@ int main(int argc, char** argv) {
     cudaMemcpy(mirrored_part.data(), mirror.data(), part * 2, cudaMemcpyDeviceToHost);
     std::uint64_t mirror_wrong = 0;
     for (std::size_t i = 0; i < part; ++i) mirror_wrong += own_part[i] != mirrored_part[i];
+    if (peer_gpu > 0) {  // the remote mirror too (the last call to write it was its own)
+      cudaMemcpy(mirrored_part.data(), remote_mirror.data(), part * 2, cudaMemcpyDeviceToHost);
+      for (std::size_t i = 0; i < part; ++i) mirror_wrong += own_part[i] != mirrored_part[i];
+    }
     // The native paired adds must give P's reduced part bit for bit as the fp32 sums.
     std::uint64_t packed_wrong = 0;
     {
