@@ -48,6 +48,7 @@ struct TilewiseSettings {
   int exhaustive_limit = 16;
   std::string cache_path;
   std::string detail_path;
+  std::string timeline_path;  // OVERLAPSIM_TILEWISE_TIMELINE: the chosen copy-engine call's steps
   bool nccl = true;         // transport nccl (tilewise_design.hpp)
   bool copy_engine = true;  // transport copy_engine (owner_design.hpp)
   std::vector<int> ce_groups;
@@ -114,6 +115,7 @@ Status read_settings(TilewiseSettings* s) {
                                      "phase-2 mode", "mode", &s->phase2_copy, &s->phase2_epilogue));
   s->cache_path = env_or("OVERLAPSIM_TILEWISE_CACHE", "");
   s->detail_path = env_or("OVERLAPSIM_TILEWISE_DETAIL", "");
+  s->timeline_path = env_or("OVERLAPSIM_TILEWISE_TIMELINE", "");
   return Status::success();
 }
 
@@ -126,6 +128,11 @@ thread_local std::optional<tw::CommCurve> t_copy_curve;
 
 // Limited communicators of this rank thread (see comm_for).
 thread_local std::map<int, CommHandle>* t_comms = nullptr;
+
+// Timeline CSV rows of every rank (OwnerDesign::timeline of the chosen copy-engine
+// configuration), rewritten atomically as they come.
+std::mutex g_timeline_mutex;
+std::vector<std::string> g_timeline_lines;
 
 // Detail CSV rows of rank 0, rewritten atomically after every shape.
 std::mutex g_detail_mutex;
@@ -769,6 +776,7 @@ class TilewiseShapeRunner {
     emit_pair_row(best.phase2_by_epilogue ? "tilewise_ce_ep" : "tilewise_ce", best.ce_groups, t,
                   wrong);
     detail("final", best, search, static_cast<long long>(bit_mismatches), -1);
+    OVERLAPSIM_TRY(record_timeline(d, best));
     tw::TuningEntry entry;
     entry.key = cache_key(true);
     entry.partition = {best.ce_groups};
@@ -893,6 +901,46 @@ class TilewiseShapeRunner {
         (t_signal_ce_s_ > 0 ? fmt_double(t_signal_ce_s_) : "");
     std::lock_guard<std::mutex> lock(g_detail_mutex);
     g_detail_lines.push_back(line);
+  }
+
+  // Five untimed calls of the chosen configuration with OwnerDesign's timeline on; one row
+  // per step: where the call's time after the GEMM goes.
+  Status record_timeline(tw::OwnerDesign& d, const Candidate& best) {
+    if (settings_.timeline_path.empty()) return Status::success();
+    const PairBuffers set0 = io_.set(0);
+    std::vector<std::string> lines;
+    d.set_timeline(true);
+    for (int call = 0; call < 5; ++call) {
+      std::vector<std::pair<std::string, double>> steps;
+      const Status ran = d.run(set0.a, set0.b, p_.data(), compute(), comm_stream());
+      const Status waited = ran.ok ? wait_stream(env_.ctx->comm, compute(), "tilewise timeline")
+                                   : ran;
+      const Status got = waited.ok ? d.timeline(&steps) : waited;
+      if (!got.ok) {
+        d.set_timeline(false);
+        return got;
+      }
+      for (const auto& [step, t_us] : steps)
+        lines.push_back(std::string(to_string(coll_)) + "," + std::to_string(shape_.m) + "," +
+                        std::to_string(shape_.n) + "," + std::to_string(shape_.k) + "," +
+                        std::to_string(best.ce_groups) + "," + copy_engine_mode(best) + "," +
+                        std::to_string(call) + "," + std::to_string(env_.rank()) + "," + step +
+                        "," + fmt_double(t_us));
+    }
+    d.set_timeline(false);
+    OVERLAPSIM_TRY(d.check_waits());
+    std::string text = "op,m,n,k,groups,wait,call,rank,step,t_us\n";
+    {
+      std::lock_guard<std::mutex> lock(g_timeline_mutex);
+      g_timeline_lines.insert(g_timeline_lines.end(), lines.begin(), lines.end());
+      for (const auto& l : g_timeline_lines) text += l + "\n";
+      try {
+        config::write_file_atomic(settings_.timeline_path, text);
+      } catch (const std::exception& e) {
+        return Status::failure(e.what());
+      }
+    }
+    return Status::success();
   }
 
   Status write_detail() {

@@ -15,6 +15,7 @@ constexpr int kElementBytes = 2;
 }  // namespace
 
 OwnerDesign::~OwnerDesign() {
+  for (cudaEvent_t e : timeline_events_) cudaEventDestroy(e);
   if (fork_) cudaEventDestroy(fork_);
   if (join_) cudaEventDestroy(join_);
 }
@@ -197,9 +198,12 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
   const int world = links_.world, rank = links_.rank;
   const int G = plan_.groups_per_part;
   const std::size_t part_bytes = static_cast<std::size_t>(plan_.part_elems) * kElementBytes;
+  timeline_used_ = 0;
+  OVERLAPSIM_TRY(mark("start", compute_stream));
   CUDA_CHECK(cudaEventRecord(fork_, compute_stream));
   CUDA_CHECK(cudaStreamWaitEvent(comm_stream, fork_, 0));
   OVERLAPSIM_TRY(g.run(compute_stream, epoch));
+  OVERLAPSIM_TRY(mark("gemm_end", compute_stream));
   char* local = static_cast<char*>(p);
   std::uint32_t* counters = counters_.as<std::uint32_t>();
   for (const OwnerGroup& group : plan_.groups) {
@@ -208,6 +212,12 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
     std::uint32_t* counter = counters + group.position * G + group.index;
     OVERLAPSIM_TRY(enqueue_wait_geq(counter, static_cast<std::uint32_t>(group.tiles), comm_stream));
     OVERLAPSIM_TRY(enqueue_write_value(counter, 0, comm_stream));
+    // Timeline labels are built only when it is on (the host enqueues timed calls here).
+    const std::string tag =
+        timeline_on_ ? (own ? "own_g" : "part" + std::to_string(group.part) + "_g") +
+                           std::to_string(group.index)
+                     : std::string();
+    if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_ready", comm_stream));
     const char* src = local + group.begin_elems * kElementBytes;
     const std::size_t bytes = static_cast<std::size_t>(group.elems) * kElementBytes;
     if (!own) {
@@ -217,6 +227,7 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
                   static_cast<std::size_t>(rank) * part_bytes +
                   static_cast<std::size_t>(group.relative_begin_elems) * kElementBytes;
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
+      if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied", comm_stream));
       OVERLAPSIM_TRY(signal_peer(to.arrived + rank * G + group.index, epoch, comm_stream));
       continue;
     }
@@ -238,6 +249,8 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
       char* dst = ps[static_cast<std::size_t>(d)] +
                   (plan_.part_begin_on(d, rank) + group.relative_begin_elems) * kElementBytes;
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
+      if (timeline_on_)
+        OVERLAPSIM_TRY(mark(tag + "_copied_to_r" + std::to_string(d), comm_stream));
       OVERLAPSIM_TRY(signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index,
                                  epoch, comm_stream));
     }
@@ -252,8 +265,36 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
         OVERLAPSIM_TRY(enqueue_wait_geq(flags + s * G + j, epoch, comm_stream));
     }
   }
+  OVERLAPSIM_TRY(mark("peers_done", comm_stream));
   CUDA_CHECK(cudaEventRecord(join_, comm_stream));
   CUDA_CHECK(cudaStreamWaitEvent(compute_stream, join_, 0));
+  OVERLAPSIM_TRY(mark("end", compute_stream));
+  return Status::success();
+}
+
+Status OwnerDesign::mark(const std::string& label, cudaStream_t stream) {
+  if (!timeline_on_) return Status::success();
+  if (timeline_used_ == timeline_events_.size()) {
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreate(&e));
+    timeline_events_.push_back(e);
+    timeline_labels_.emplace_back();
+  }
+  timeline_labels_[timeline_used_] = label;
+  CUDA_CHECK(cudaEventRecord(timeline_events_[timeline_used_], stream));
+  ++timeline_used_;
+  return Status::success();
+}
+
+Status OwnerDesign::timeline(std::vector<std::pair<std::string, double>>* out) const {
+  out->clear();
+  if (timeline_used_ == 0) return Status::failure("tilewise copy_engine: no timeline recorded");
+  for (std::size_t i = 0; i < timeline_used_; ++i) {
+    CUDA_CHECK(cudaEventSynchronize(timeline_events_[i]));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, timeline_events_[0], timeline_events_[i]));
+    out->emplace_back(timeline_labels_[i], 1e3 * ms);
+  }
   return Status::success();
 }
 

@@ -42,8 +42,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <string>
 #include <memory>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/collectives/nccl_collectives.hpp"
@@ -104,6 +106,14 @@ class OwnerDesign {
   Status unpermute(const void* p, void* natural, cudaStream_t stream) const;
   Status check_waits();
 
+  // Diagnostics: with the timeline on, run() records an event after each of its steps (on
+  // the comm stream: each group's counter seen, its copy done, the peers' flags seen; on
+  // the compute stream: the call's start, the GEMM's end, the call's end). timeline() gives
+  // the last call's steps in µs from its start (waits for them). The extra event records
+  // cost the comm stream a little; timed runs leave it off.
+  void set_timeline(bool on) { timeline_on_ = on; }
+  Status timeline(std::vector<std::pair<std::string, double>>* steps_us) const;
+
   const OwnerPlan& plan() const { return plan_; }
 
  private:
@@ -118,6 +128,7 @@ class OwnerDesign {
   char* recv_half(int parity) const;
   // Writes `epoch` into a peer's flag after everything before it on `stream`.
   Status signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream);
+  Status mark(const std::string& label, cudaStream_t stream);  // a timeline step
 
   PeerLinks links_;
   std::unique_ptr<PeerMemory> memory_;  // the peers' buffers as seen from here
@@ -140,6 +151,10 @@ class OwnerDesign {
   std::uint32_t epoch_ = 0;
   cudaEvent_t fork_ = nullptr;
   cudaEvent_t join_ = nullptr;
+  bool timeline_on_ = false;
+  std::vector<cudaEvent_t> timeline_events_;
+  std::vector<std::string> timeline_labels_;
+  std::size_t timeline_used_ = 0;
 };
 
 }  // namespace overlapsim::kernels::tilewise
