@@ -49,14 +49,13 @@ struct TilewiseSettings {
   std::string cache_path;
   std::string detail_path;
   std::string timeline_path;  // OVERLAPSIM_TILEWISE_TIMELINE: the chosen copy-engine call's steps
-  bool nccl = true;           // transport nccl (tilewise_design.hpp)
-  bool copy_engine = true;    // transport copy_engine (owner_design.hpp)
+  bool nccl = true;         // transport nccl (tilewise_design.hpp)
+  bool copy_engine = true;  // transport copy_engine (owner_design.hpp)
   std::vector<int> ce_groups;
   // All-reduce phase 2 of the copy-engine transport: by copy engines and/or by the
   // epilogue's own stores into the peer (OwnerOptions::phase2_by_epilogue; 2 ranks only).
   bool phase2_copy = true;
   bool phase2_epilogue = true;
-  int copy_streams = 2;  // OVERLAPSIM_TILEWISE_CE_STREAMS: OwnerOptions::copy_streams
 };
 
 // `var` (default "a,b"): a comma list of a and/or b; sets *chose_a and *chose_b. Any
@@ -114,15 +113,6 @@ Status read_settings(TilewiseSettings* s) {
   }
   OVERLAPSIM_TRY(read_either_or_both("OVERLAPSIM_TILEWISE_CE_PHASE2", "copy_engine", "epilogue",
                                      "phase-2 mode", "mode", &s->phase2_copy, &s->phase2_epilogue));
-  {
-    const std::string v = env_or("OVERLAPSIM_TILEWISE_CE_STREAMS", "2");
-    char* end = nullptr;
-    const long n = std::strtol(v.c_str(), &end, 10);
-    if (*end != '\0' || n < 1 || n > 8)
-      return Status::failure("OVERLAPSIM_TILEWISE_CE_STREAMS: '" + v +
-                             "' is not a stream count in 1..8 (expected e.g. 1 or 2)");
-    s->copy_streams = static_cast<int>(n);
-  }
   s->cache_path = env_or("OVERLAPSIM_TILEWISE_CACHE", "");
   s->detail_path = env_or("OVERLAPSIM_TILEWISE_DETAIL", "");
   s->timeline_path = env_or("OVERLAPSIM_TILEWISE_TIMELINE", "");
@@ -325,7 +315,6 @@ class TilewiseShapeRunner {
     tw::OwnerOptions o;
     o.groups_per_part = groups;
     o.wait_timeout_s = env_.ctx->comm.timeout_s;
-    o.copy_streams = settings_.copy_streams;
     return o;
   }
   tw::OwnerOptions owner_options(const Candidate& c) const {
@@ -924,8 +913,8 @@ class TilewiseShapeRunner {
     for (int call = 0; call < 5; ++call) {
       std::vector<std::pair<std::string, double>> steps;
       const Status ran = d.run(set0.a, set0.b, p_.data(), compute(), comm_stream());
-      const Status waited =
-          ran.ok ? wait_stream(env_.ctx->comm, compute(), "tilewise timeline") : ran;
+      const Status waited = ran.ok ? wait_stream(env_.ctx->comm, compute(), "tilewise timeline")
+                                   : ran;
       const Status got = waited.ok ? d.timeline(&steps) : waited;
       if (!got.ok) {
         d.set_timeline(false);

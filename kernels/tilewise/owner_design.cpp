@@ -18,8 +18,6 @@ OwnerDesign::~OwnerDesign() {
   for (cudaEvent_t e : timeline_events_) cudaEventDestroy(e);
   if (fork_) cudaEventDestroy(fork_);
   if (join_) cudaEventDestroy(join_);
-  for (cudaStream_t s : extra_streams_) cudaStreamDestroy(s);
-  for (cudaEvent_t e : extra_done_) cudaEventDestroy(e);
 }
 
 Status OwnerDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -29,9 +27,6 @@ Status OwnerDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64_t 
     return Status::failure("tilewise copy_engine: " + *e);
   if (options.groups_per_part < 1)
     return Status::failure("tilewise copy_engine: groups_per_part must be >= 1");
-  if (options.copy_streams < 1 || options.copy_streams > 8)
-    return Status::failure("tilewise copy_engine: copy_streams must be in 1..8, got " +
-                           std::to_string(options.copy_streams));
   if (options.phase2_by_epilogue &&
       (op != CollectiveOp::AllReduce || world != 2 || n % gemm::GemmConfig::kTileN != 0))
     return Status::failure(
@@ -101,18 +96,6 @@ Status OwnerDesign::initialize(PeerLinks links, CollectiveOp op, std::int64_t m,
                                 static_cast<std::size_t>(plan_.part_elems) * kElementBytes));
   CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
-  // The extra copy streams, at the highest priority (the caller's comm stream is a
-  // high-priority one too; these only wait, copy and write flags).
-  int least = 0, greatest = 0;
-  CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  for (int i = 1; i < options.copy_streams; ++i) {
-    cudaStream_t s = nullptr;
-    cudaEvent_t e = nullptr;
-    CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
-    extra_streams_.push_back(s);
-    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    extra_done_.push_back(e);
-  }
   OVERLAPSIM_TRY(preload_signal_wait());
   OVERLAPSIM_TRY(preload_unpermute_kernels());
 
@@ -219,15 +202,6 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
   OVERLAPSIM_TRY(mark("start", compute_stream));
   CUDA_CHECK(cudaEventRecord(fork_, compute_stream));
   CUDA_CHECK(cudaStreamWaitEvent(comm_stream, fork_, 0));
-  // Groups go to the copy streams in turn (OwnerOptions::copy_streams): each stream keeps
-  // the groups' order, and one group's flag write and next counter wait overlap another
-  // group's copy instead of following it.
-  std::vector<cudaStream_t> streams{comm_stream};
-  for (cudaStream_t s : extra_streams_) {
-    CUDA_CHECK(cudaStreamWaitEvent(s, fork_, 0));
-    streams.push_back(s);
-  }
-  std::size_t turn = 0;
   OVERLAPSIM_TRY(g.run(compute_stream, epoch));
   OVERLAPSIM_TRY(mark("gemm_end", compute_stream));
   char* local = static_cast<char*>(p);
@@ -236,15 +210,14 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
     const bool own = group.position == world - 1;
     if (own && (op_ != CollectiveOp::AllReduce || world == 1)) continue;
     std::uint32_t* counter = counters + group.position * G + group.index;
-    cudaStream_t st = streams[turn++ % streams.size()];
-    OVERLAPSIM_TRY(enqueue_wait_geq(counter, static_cast<std::uint32_t>(group.tiles), st));
-    OVERLAPSIM_TRY(enqueue_write_value(counter, 0, st));
+    OVERLAPSIM_TRY(enqueue_wait_geq(counter, static_cast<std::uint32_t>(group.tiles), comm_stream));
+    OVERLAPSIM_TRY(enqueue_write_value(counter, 0, comm_stream));
     // Timeline labels are built only when it is on (the host enqueues timed calls here).
-    const std::string tag = timeline_on_
-                                ? (own ? "own_g" : "part" + std::to_string(group.part) + "_g") +
-                                      std::to_string(group.index)
-                                : std::string();
-    if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_ready", st));
+    const std::string tag =
+        timeline_on_ ? (own ? "own_g" : "part" + std::to_string(group.part) + "_g") +
+                           std::to_string(group.index)
+                     : std::string();
+    if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_ready", comm_stream));
     const char* src = local + group.begin_elems * kElementBytes;
     const std::size_t bytes = static_cast<std::size_t>(group.elems) * kElementBytes;
     if (!own) {
@@ -253,9 +226,9 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
       char* dst = to.recv + static_cast<std::size_t>(parity) * world * part_bytes +
                   static_cast<std::size_t>(rank) * part_bytes +
                   static_cast<std::size_t>(group.relative_begin_elems) * kElementBytes;
-      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st));
-      if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied", st));
-      OVERLAPSIM_TRY(signal_peer(to.arrived + rank * G + group.index, epoch, st));
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
+      if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied", comm_stream));
+      OVERLAPSIM_TRY(signal_peer(to.arrived + rank * G + group.index, epoch, comm_stream));
       continue;
     }
     if (options_.phase2_by_epilogue) {
@@ -263,7 +236,7 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
       // system-scope signal ordered them before the counter this stream waited for.
       const int d = 1 - rank;
       OVERLAPSIM_TRY(signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index,
-                                 epoch, st));
+                                 epoch, comm_stream));
       continue;
     }
     // Phase 2 (allreduce): the reduced own group to every peer's P, where that peer keeps
@@ -275,16 +248,12 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
       const int d = (rank + i) % world;
       char* dst = ps[static_cast<std::size_t>(d)] +
                   (plan_.part_begin_on(d, rank) + group.relative_begin_elems) * kElementBytes;
-      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st));
-      if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied_to_r" + std::to_string(d), st));
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
+      if (timeline_on_)
+        OVERLAPSIM_TRY(mark(tag + "_copied_to_r" + std::to_string(d), comm_stream));
       OVERLAPSIM_TRY(signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index,
-                                 epoch, st));
+                                 epoch, comm_stream));
     }
-  }
-  // Our copies read P, which the next call's GEMM rewrites: the call ends after them too.
-  for (std::size_t i = 0; i < extra_streams_.size(); ++i) {
-    CUDA_CHECK(cudaEventRecord(extra_done_[i], extra_streams_[i]));
-    CUDA_CHECK(cudaStreamWaitEvent(comm_stream, extra_done_[i], 0));
   }
   // The result is complete once every peer's copies into our buffers have landed.
   if (world > 1 && op_ != CollectiveOp::ReduceScatter) {

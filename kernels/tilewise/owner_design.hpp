@@ -42,8 +42,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <memory>
 #include <string>
+#include <memory>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -75,11 +75,6 @@ struct OwnerOptions {
   // has finished (a tail of about one wave's output at the copy rate); this one streams it
   // out while the tiles are computed, at the cost of the epilogue's extra stores.
   bool phase2_by_epilogue = false;
-  // Streams the groups' waits, copies and flags are spread over in turn (1: the caller's
-  // comm stream alone; more: that one plus highest-priority streams of the design's own).
-  // On one stream each group's flag write and next counter wait (~10 µs on 2 × H100)
-  // follow its copy, and with many groups the stream falls behind the GEMM.
-  int copy_streams = 2;
   // Persistent CTAs of the GEMM; 0: one per SM. Ranks sharing a GPU need
   // world * num_ctas <= its SMs (PeerLinks::shared_gpu).
   int num_ctas = 0;
@@ -156,8 +151,6 @@ class OwnerDesign {
   std::uint32_t epoch_ = 0;
   cudaEvent_t fork_ = nullptr;
   cudaEvent_t join_ = nullptr;
-  std::vector<cudaStream_t> extra_streams_;  // copy streams beyond the caller's
-  std::vector<cudaEvent_t> extra_done_;
   bool timeline_on_ = false;
   std::vector<cudaEvent_t> timeline_events_;
   std::vector<std::string> timeline_labels_;

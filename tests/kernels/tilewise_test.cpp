@@ -1152,7 +1152,6 @@ struct SharedGpuCase {
   int groups;
   bool phase2_by_epilogue;
   int calls;  // back to back, inputs alternating between two sets; the last call is checked
-  int copy_streams = 2;  // OwnerOptions::copy_streams
 };
 
 struct SharedGpuRankResult {
@@ -1195,13 +1194,13 @@ Status run_shared_gpu_rank(const PeerLinks& links, const SharedGpuCase& c, std::
     o.phase2_by_epilogue = c.phase2_by_epilogue;
     o.wait_timeout_s = 20;
     o.num_ctas = (sms - 4) / c.world;  // a few SMs left for whatever else the GPU runs
-    o.copy_streams = c.copy_streams;
     OVERLAPSIM_TRY(d.initialize(links, c.op, c.m, c.n, c.k, DType::BF16, o));
     // Every rank's setup done before any rank's first GEMM (owner_design.hpp says why).
     for (const auto& x : a) OVERLAPSIM_TRY(d.prepare(x.data(), b.data(), p));
     CUDA_CHECK(cudaStreamSynchronize(s));
     OVERLAPSIM_TRY(PeerMemory(links).barrier());
-    for (int i = 0; i < c.calls; ++i) OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), p, s, comm));
+    for (int i = 0; i < c.calls; ++i)
+      OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), p, s, comm));
     OVERLAPSIM_TRY(d.unpermute(p, unpermuted.data(), s));
     gemm::OwnGemm own;
     OVERLAPSIM_TRY(own.initialize(
@@ -1261,8 +1260,7 @@ void run_shared_gpu_case(const SharedGpuCase& c) {
                " ranks sharing one GPU, " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
                std::to_string(c.k) + ", " + std::to_string(c.groups) + " group(s) a part" +
                (c.phase2_by_epilogue ? ", phase 2 by the epilogue" : "") + ", " +
-               std::to_string(c.calls) + " call(s), " + std::to_string(c.copy_streams) +
-               " copy stream(s), seed " + std::to_string(seed));
+               std::to_string(c.calls) + " call(s), seed " + std::to_string(seed));
   SharedGpuPeers peers(c.world, 60.0);
   std::vector<SharedGpuRankResult> results(static_cast<std::size_t>(c.world));
   std::vector<Status> status(static_cast<std::size_t>(c.world), Status::success());
@@ -1309,10 +1307,6 @@ TEST(TilewiseCopyEngineSharedGpu, TwoRanksBackToBackCallsWithoutHostSync) {
   run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 512, 2, true, 200});
   run_shared_gpu_case({CollectiveOp::ReduceScatter, 2, 2048, 2048, 512, 2, false, 200});
   run_shared_gpu_case({CollectiveOp::AllToAll, 2, 2048, 2048, 512, 2, false, 200});
-  // The groups on one copy stream, and on three.
-  run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 512, 4, false, 200, 1});
-  run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 512, 4, false, 200, 3});
-  run_shared_gpu_case({CollectiveOp::ReduceScatter, 2, 2048, 2048, 512, 4, false, 200, 3});
 }
 
 // More than two ranks (the general reduction path: own store, then every rank's term in
