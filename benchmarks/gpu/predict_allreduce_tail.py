@@ -37,7 +37,8 @@ TAPERS = {"1/2,1/4,1/8,1/16,1/16": [.5, .25, .125, .0625, .0625], "0.4,0.3,0.2,0
 
 
 def curve_from(rows):
-    pts = sorted((float(r["bytes"]), float(r["time_us"]) * 1e-6) for r in rows if r["op"] == "peer_copy")
+    pts = sorted((float(r["bytes"]), float(r["time_us"]) * 1e-6) for r in rows
+                 if r["op"] == "peer_copy" and r["design"] == "copy_engine")
     xs = [p[0] for p in pts]
 
     def time_s(b):

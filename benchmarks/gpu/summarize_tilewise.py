@@ -166,7 +166,8 @@ def main():
             "wrong": wrong,
         })
         out.append(o)
-    copy_rows = sorted((int(r["bytes"]), float(r["time_us"])) for r in rows if r["op"] == "peer_copy")
+    copy_rows = sorted((int(r["bytes"]), float(r["time_us"])) for r in rows
+                       if r["op"] == "peer_copy" and r["design"] == "copy_engine")
     fields = list(out[0].keys()) if out else ["gpu"]
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.output)) or ".")
     with os.fdopen(fd, "w", newline="") as fh:

@@ -18,6 +18,7 @@
 #include "kernels/tilewise/group_predictor.hpp"
 #include "kernels/tilewise/owner_design.hpp"
 #include "kernels/tilewise/owner_predictor.hpp"
+#include "kernels/tilewise/signal_wait.hpp"
 #include "kernels/tilewise/tilewise_design.hpp"
 #include "kernels/tilewise/tuning_cache.hpp"
 
@@ -49,8 +50,8 @@ struct TilewiseSettings {
   std::string cache_path;
   std::string detail_path;
   std::string timeline_path;  // OVERLAPSIM_TILEWISE_TIMELINE: the chosen copy-engine call's steps
-  bool nccl = true;         // transport nccl (tilewise_design.hpp)
-  bool copy_engine = true;  // transport copy_engine (owner_design.hpp)
+  bool nccl = true;           // transport nccl (tilewise_design.hpp)
+  bool copy_engine = true;    // transport copy_engine (owner_design.hpp)
   std::vector<int> ce_groups;
   // All-reduce phase 2 of the copy-engine transport: by copy engines and/or by the
   // epilogue's own stores into the peer (OwnerOptions::phase2_by_epilogue; 2 ranks only).
@@ -125,6 +126,8 @@ thread_local std::optional<tw::TuningCache> t_cache;
 
 // The peer-copy curve of this rank thread (copy bytes -> seconds), measured once.
 thread_local std::optional<tw::CommCurve> t_copy_curve;
+// What each group's stream operations add to a copy on the comm stream (measured with it).
+thread_local double t_stream_ops_s = 0;
 
 // Limited communicators of this rank thread (see comm_for).
 thread_local std::map<int, CommHandle>* t_comms = nullptr;
@@ -293,7 +296,7 @@ class TilewiseShapeRunner {
         OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: copy-engine candidate ready"));
         cand.predicted_s = tw::predict_owner_time_s(
             d.plan(), t_signal_ce_s_, *t_copy_curve, 2,
-            by_epilogue ? tw::OwnerPhase2::Epilogue : tw::OwnerPhase2::CopyEngine);
+            by_epilogue ? tw::OwnerPhase2::Epilogue : tw::OwnerPhase2::CopyEngine, t_stream_ops_s);
         Timing t;
         OVERLAPSIM_TRY(time_iterations(
             *env_.ctx, std::max(3, case_.warmup / 2), std::max(8, case_.iterations / 2),
@@ -356,6 +359,34 @@ class TilewiseShapeRunner {
       curve.add_point(static_cast<double>(bytes), t.median_s);
       BenchRow r = row("peer_copy", "copy_engine", 1, t);
       r.bytes = bytes;
+      r.m = r.n = r.k = 0;
+      env_.emit(r);
+    }
+    // A group's copy as the transport issues it: the copy, the flag write into the peer,
+    // the next group's counter wait (here satisfied) and reset. Less the copy alone at the
+    // same size, that is what the predictor adds per group (owner_predictor.hpp).
+    {
+      constexpr std::size_t kOpsBytes = kMiB;
+      DeviceBuffer word;
+      OVERLAPSIM_TRY(word.allocate(sizeof(std::uint32_t)));
+      CUDA_CHECK(cudaMemsetAsync(word.data(), 0, sizeof(std::uint32_t), compute()));
+      auto* peer_word = static_cast<std::uint32_t*>(to);
+      auto* local_word = word.as<std::uint32_t>();
+      Timing t;
+      OVERLAPSIM_TRY(time_iterations(
+          *env_.ctx, 3, std::max(8, case_.iterations / 2),
+          [&](int i) -> Status {
+            CUDA_CHECK(
+                cudaMemcpyAsync(to, src.data(), kOpsBytes, cudaMemcpyDeviceToDevice, compute()));
+            OVERLAPSIM_TRY(
+                tw::enqueue_write_value(peer_word, static_cast<std::uint32_t>(i), compute()));
+            OVERLAPSIM_TRY(tw::enqueue_wait_geq(local_word, 0, compute()));
+            return tw::enqueue_write_value(local_word, 0, compute());
+          },
+          &t));
+      t_stream_ops_s = std::max(0.0, t.median_s - curve.time_s(static_cast<double>(kOpsBytes)));
+      BenchRow r = row("peer_copy", "copy_engine_with_stream_ops", 1, t);
+      r.bytes = kOpsBytes;
       r.m = r.n = r.k = 0;
       env_.emit(r);
     }
@@ -913,8 +944,8 @@ class TilewiseShapeRunner {
     for (int call = 0; call < 5; ++call) {
       std::vector<std::pair<std::string, double>> steps;
       const Status ran = d.run(set0.a, set0.b, p_.data(), compute(), comm_stream());
-      const Status waited = ran.ok ? wait_stream(env_.ctx->comm, compute(), "tilewise timeline")
-                                   : ran;
+      const Status waited =
+          ran.ok ? wait_stream(env_.ctx->comm, compute(), "tilewise timeline") : ran;
       const Status got = waited.ok ? d.timeline(&steps) : waited;
       if (!got.ok) {
         d.set_timeline(false);

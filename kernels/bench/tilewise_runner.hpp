@@ -13,6 +13,9 @@
 // kernels/tilewise/owner_design.hpp), when the shape allows it:
 //   peer_copy/copy_engine   cudaMemcpyAsync to the peer, both ranks at once, per size
 //                           (once per run): the predictor's copy curve
+//   peer_copy/copy_engine_with_stream_ops  a 1 MiB copy followed by a group's stream
+//                           operations (flag write, counter wait and reset); less the
+//                           curve's 1 MiB time: the predictor's per-group stream cost
 //   gemm/own_signal_ce      rotated own GEMM with remapped stores and signals, no waits
 //   <pair>/tilewise_ce      the best groups_per_part (chunks = groups per part) among
 //                           OVERLAPSIM_TILEWISE_CE_GROUPS (default "2,4,8,16"), checked

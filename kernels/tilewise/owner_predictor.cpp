@@ -6,7 +6,7 @@
 namespace overlapsim::kernels::tilewise {
 
 double predict_owner_time_s(const OwnerPlan& plan, double gemm_time_s, const CommCurve& copy,
-                            int element_bytes, OwnerPhase2 phase2_mode) {
+                            int element_bytes, OwnerPhase2 phase2_mode, double stream_ops_s) {
   const std::int64_t tiles = std::int64_t{plan.tiles_m} * plan.tiles_n;
   const std::int64_t waves = (tiles + plan.num_ctas - 1) / plan.num_ctas;
   const double wave_s = gemm_time_s / static_cast<double>(waves);
@@ -14,7 +14,7 @@ double predict_owner_time_s(const OwnerPlan& plan, double gemm_time_s, const Com
     return static_cast<double>((end_item + plan.num_ctas - 1) / plan.num_ctas) * wave_s;
   };
   const auto copy_s = [&](const OwnerGroup& g) {
-    return copy.time_s(static_cast<double>(g.elems) * element_bytes);
+    return copy.time_s(static_cast<double>(g.elems) * element_bytes) + stream_ops_s;
   };
   const int G = plan.groups_per_part;
   std::vector<double> arrival(static_cast<std::size_t>(G), 0.0);
@@ -51,7 +51,7 @@ double predict_owner_time_s(const OwnerPlan& plan, double gemm_time_s, const Com
       return std::max(last_a, sent);
     case CollectiveOp::AllReduce:
       if (plan.world > 1 && phase2_mode == OwnerPhase2::Epilogue)
-        return std::max(finished, sent) + copy.time_s(0);
+        return std::max(finished, sent) + copy.time_s(0) + stream_ops_s;
       return plan.world > 1 ? phase2 : finished;
     case CollectiveOp::AllGather:
       break;

@@ -13,6 +13,10 @@
 //     reach the peer as they are stored, and only the done flag follows the last own group:
 //     T = max(F_last, E_last) + X(0) (the copy curve's fixed cost stands for the flag's
 //     stream write; the extra stores' cost to the GEMM is not modelled).
+// stream_ops_s: what each group's stream operations add to the copy stream beyond its copy
+// (the flag write, the next counter wait and reset; ~8–10 µs on 2 × H100/H200 by the
+// design's timeline, kernels/NOTES.md "Session 9"): every copy above costs X(bytes) +
+// stream_ops_s, and phase 2 by the epilogue ends with X(0) + stream_ops_s. 0 leaves them out.
 // C++17, host only.
 #include "kernels/tilewise/group_predictor.hpp"
 #include "kernels/tilewise/owner_plan.hpp"
@@ -22,6 +26,7 @@ namespace overlapsim::kernels::tilewise {
 enum class OwnerPhase2 { CopyEngine, Epilogue };
 
 double predict_owner_time_s(const OwnerPlan& plan, double gemm_time_s, const CommCurve& copy,
-                            int element_bytes = 2, OwnerPhase2 phase2 = OwnerPhase2::CopyEngine);
+                            int element_bytes = 2, OwnerPhase2 phase2 = OwnerPhase2::CopyEngine,
+                            double stream_ops_s = 0.0);
 
 }  // namespace overlapsim::kernels::tilewise

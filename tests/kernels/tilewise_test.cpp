@@ -418,6 +418,12 @@ TEST(TilewiseOwnerPredictor, ClosedForms) {
   EXPECT_DOUBLE_EQ(predict_owner_time_s(a2a, 4.0, slow), 5.0);
   // Two groups a part: copies end at 1 + 3 = 4 and max(2, 4) + 3 = 7; own groups wait.
   EXPECT_DOUBLE_EQ(predict_owner_time_s(rs2, 4.0, slow), 7.0);
+  // Each group's stream operations (0.25 s) after its copy: 1 + 3.25, then 4.25 + 3.25.
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(rs2, 4.0, slow, 2, OwnerPhase2::CopyEngine, 0.25), 7.5);
+  // Fast copies with them: the peer part sent by 2.75, the reduced part by 4 + 0.75.
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, fast, 2, OwnerPhase2::CopyEngine, 0.25), 4.75);
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, fast, 2, OwnerPhase2::Epilogue, 0.25),
+                   4.0 + 0.5 + 0.25);
 }
 
 TEST(TilewiseOwnerPredictor, EpiloguePhase2EndsWithTheGemmPlusTheFlag) {
@@ -1199,8 +1205,7 @@ Status run_shared_gpu_rank(const PeerLinks& links, const SharedGpuCase& c, std::
     for (const auto& x : a) OVERLAPSIM_TRY(d.prepare(x.data(), b.data(), p));
     CUDA_CHECK(cudaStreamSynchronize(s));
     OVERLAPSIM_TRY(PeerMemory(links).barrier());
-    for (int i = 0; i < c.calls; ++i)
-      OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), p, s, comm));
+    for (int i = 0; i < c.calls; ++i) OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), p, s, comm));
     OVERLAPSIM_TRY(d.unpermute(p, unpermuted.data(), s));
     gemm::OwnGemm own;
     OVERLAPSIM_TRY(own.initialize(
