@@ -372,23 +372,33 @@ class TilewiseShapeRunner {
       CUDA_CHECK(cudaMemsetAsync(word.data(), 0, sizeof(std::uint32_t), compute()));
       auto* peer_word = static_cast<std::uint32_t*>(to);
       auto* local_word = word.as<std::uint32_t>();
-      Timing t;
-      OVERLAPSIM_TRY(time_iterations(
-          *env_.ctx, 3, std::max(8, case_.iterations / 2),
-          [&](int i) -> Status {
-            CUDA_CHECK(
-                cudaMemcpyAsync(to, src.data(), kOpsBytes, cudaMemcpyDeviceToDevice, compute()));
-            OVERLAPSIM_TRY(
-                tw::enqueue_write_value(peer_word, static_cast<std::uint32_t>(i), compute()));
-            OVERLAPSIM_TRY(tw::enqueue_wait_geq(local_word, 0, compute()));
-            return tw::enqueue_write_value(local_word, 0, compute());
-          },
-          &t));
-      t_stream_ops_s = std::max(0.0, t.median_s - curve.time_s(static_cast<double>(kOpsBytes)));
-      BenchRow r = row("peer_copy", "copy_engine_with_stream_ops", 1, t);
-      r.bytes = kOpsBytes;
-      r.m = r.n = r.k = 0;
-      env_.emit(r);
+      // A driver that refuses stream writes to peer memory (the design then sends its
+      // flags by copy) leaves the cost unmeasured and 0 on every rank alike.
+      std::vector<double> refused{tw::enqueue_write_value(peer_word, 0, compute()).ok ? 0.0 : 1.0};
+      OVERLAPSIM_TRY(allreduce_host(env_.ctx->comm, compute(), refused, ncclMax));
+      if (refused[0] != 0) {
+        std::fprintf(stderr,
+                     "overlap-bench: stream writes to peer memory refused; the predictor's "
+                     "per-group stream cost is left at 0\n");
+      } else {
+        Timing t;
+        OVERLAPSIM_TRY(time_iterations(
+            *env_.ctx, 3, std::max(8, case_.iterations / 2),
+            [&](int i) -> Status {
+              CUDA_CHECK(
+                  cudaMemcpyAsync(to, src.data(), kOpsBytes, cudaMemcpyDeviceToDevice, compute()));
+              OVERLAPSIM_TRY(
+                  tw::enqueue_write_value(peer_word, static_cast<std::uint32_t>(i), compute()));
+              OVERLAPSIM_TRY(tw::enqueue_wait_geq(local_word, 0, compute()));
+              return tw::enqueue_write_value(local_word, 0, compute());
+            },
+            &t));
+        t_stream_ops_s = std::max(0.0, t.median_s - curve.time_s(static_cast<double>(kOpsBytes)));
+        BenchRow r = row("peer_copy", "copy_engine_with_stream_ops", 1, t);
+        r.bytes = kOpsBytes;
+        r.m = r.n = r.k = 0;
+        env_.emit(r);
+      }
     }
     // Every rank's copies into the others' dst are done before any dst goes away (across
     // processes quiesce() only drains this rank).
