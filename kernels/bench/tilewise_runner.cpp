@@ -147,6 +147,19 @@ const char* kDetailHeader =
     "pred_error,search,bit_mismatches,fused_mismatches,t_own_s,t_own_signal_s,transport,t_own_"
     "signal_ce_s";
 
+// Header and lines to `path` at once (temp file + rename).
+Status write_csv_atomic(const std::string& path, const std::string& header,
+                        const std::vector<std::string>& lines) {
+  std::string text = header + "\n";
+  for (const auto& l : lines) text += l + "\n";
+  try {
+    config::write_file_atomic(path, text);
+  } catch (const std::exception& e) {
+    return Status::failure(e.what());
+  }
+  return Status::success();
+}
+
 std::string fmt_double(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -970,33 +983,16 @@ class TilewiseShapeRunner {
     }
     d.set_timeline(false);
     OVERLAPSIM_TRY(d.check_waits());
-    std::string text = "op,m,n,k,groups,wait,call,rank,step,t_us\n";
-    {
-      std::lock_guard<std::mutex> lock(g_timeline_mutex);
-      g_timeline_lines.insert(g_timeline_lines.end(), lines.begin(), lines.end());
-      for (const auto& l : g_timeline_lines) text += l + "\n";
-      try {
-        config::write_file_atomic(settings_.timeline_path, text);
-      } catch (const std::exception& e) {
-        return Status::failure(e.what());
-      }
-    }
-    return Status::success();
+    std::lock_guard<std::mutex> lock(g_timeline_mutex);
+    g_timeline_lines.insert(g_timeline_lines.end(), lines.begin(), lines.end());
+    return write_csv_atomic(settings_.timeline_path, "op,m,n,k,groups,wait,call,rank,step,t_us",
+                            g_timeline_lines);
   }
 
   Status write_detail() {
     if (settings_.detail_path.empty()) return Status::success();
-    std::string text = std::string(kDetailHeader) + "\n";
-    {
-      std::lock_guard<std::mutex> lock(g_detail_mutex);
-      for (const auto& l : g_detail_lines) text += l + "\n";
-    }
-    try {
-      config::write_file_atomic(settings_.detail_path, text);
-    } catch (const std::exception& e) {
-      return Status::failure(e.what());
-    }
-    return Status::success();
+    std::lock_guard<std::mutex> lock(g_detail_mutex);
+    return write_csv_atomic(settings_.detail_path, kDetailHeader, g_detail_lines);
   }
 
   BenchEnv& env_;
