@@ -5,9 +5,12 @@
 #   benchmarks/gpu/run_tilewise_ce.sh [suite.yaml]
 # Binaries: $CARRY_DIR/{bin,lib} (default .carry_tilewise_ce) built on the workstation
 # (carry it), else a kernels-only build here. Results in $OUT: log.txt tests.txt tilewise_ce.csv
-# tilewise_ce_detail.csv tilewise_ce_tuning.yaml tilewise_ce_summary.csv torch.csv.
+# tilewise_ce_detail.csv tilewise_ce_tuning.yaml tilewise_ce_summary.csv torch.csv, and with
+# DIAG=1 (default) the copy-engine all-reduce's step timeline (timeline/, trace_allreduce_tail.sh)
+# and owner-epilogue-bench with the mirror in the other GPU (remote_mirror.csv).
 # Every step has its own time limit (env TEST_TIMEOUT, BENCH_TIMEOUT, TORCH_TIMEOUT,
-# SANITIZER=1 to run compute-sanitizer, TEST_FILTER to choose the tests).
+# SANITIZER=1 to run compute-sanitizer, TEST_FILTER to choose the tests; TEST_FILTER=all
+# runs the whole tilewise_test: 2-rank, shared-GPU and two-process cases, ~40 s on 2 x H100).
 set -uo pipefail
 export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0,1}"
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
@@ -27,6 +30,7 @@ select_tilewise_binaries "$root/${CARRY_DIR:-.carry_tilewise_ce}" 200 "$log"
 step "tests"
 export CUDA_MODULE_LOADING=EAGER
 filter="${TEST_FILTER:-TilewiseCopyEngineGpu.*:TilewiseOwner*:TilewiseDesignGpu.SingleRank*:TilewiseLayoutKernels.*:TilewiseColdStart.*}"
+[[ $filter == all ]] && filter='*'
 timeout "${TEST_TIMEOUT:-80}" "$test_bin" --gtest_brief=1 --gtest_filter="$filter" >>"$OUT/tests.txt" 2>&1
 echo "tilewise_test ($filter) rc=$?" | tee -a "$OUT/tests.txt" "$log"
 if [[ ${NCCL_TRANSPORT_TESTS:-1} == 1 ]]; then
@@ -70,6 +74,18 @@ if [[ ${SANITIZER:-0} == 1 ]]; then
     { echo "### compute-sanitizer --tool $tool (rc=$rc)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" "$OUT/sanitizer_$tool.tmp" | head -40; } | tee -a "$log" >>"$OUT/tests.txt"
     rm -f "$OUT/sanitizer_$tool.tmp"
   done
+fi
+
+if [[ ${DIAG:-1} == 1 ]]; then
+  step "diagnostics: all-reduce timeline, remote mirror"
+  mkdir -p "$OUT/timeline"
+  OUT="$OUT/timeline" CARRY_DIR="${CARRY_DIR:-.carry_tilewise_ce}" timeout 120 \
+    bash "$(dirname "${BASH_SOURCE[0]}")/trace_allreduce_tail.sh" "4096 4096 4096;2048 8192 8192" "2 4" \
+    >/dev/null 2>>"$log"
+  echo "timeline rc=$?" | tee -a "$log"
+  timeout 120 "$(dirname "$bench")/owner-epilogue-bench" --peer-gpu 1 --groups 2 \
+    >"$OUT/remote_mirror.csv" 2>>"$log"
+  echo "owner-epilogue-bench --peer-gpu 1 rc=$?" | tee -a "$log"
 fi
 
 step "summary"
