@@ -73,7 +73,10 @@ struct OwnerOptions {
   // local store, and the comm stream only writes the peer's done flag once the group's
   // counter is complete. The copy-engine phase 2 copies the last own group after the GEMM
   // has finished (a tail of about one wave's output at the copy rate); this one streams it
-  // out while the tiles are computed, at the cost of the epilogue's extra stores.
+  // out while the tiles are computed, at the cost of the epilogue's extra stores. Measured
+  // on 2 x H100 those stores over NVLink slow the GEMM by 7-16 points and the mode lost to
+  // the copy-engine phase 2 on every shape (kernels/NOTES.md, "Session 9"); off by default,
+  // the tuner times both.
   bool phase2_by_epilogue = false;
   // Persistent CTAs of the GEMM; 0: one per SM. Ranks sharing a GPU need
   // world * num_ctas <= its SMs (PeerLinks::shared_gpu).
