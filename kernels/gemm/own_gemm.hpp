@@ -87,8 +87,9 @@ struct EpilogueArgs {
   // peer's P where that peer keeps this rank's part. Needs reduce, world = 2 and full tiles
   // (m % 128 = 0, n % 256 = 0: only the one-peer full-tile path mirrors its stores), and
   // 16-byte alignment; the tile's signal then always uses the system scope. Into another
-  // GPU's memory these stores cost the GEMM 7-16 points on 2 x H100 at 4096^3-class shapes
-  // (1-3 into local memory; owner-epilogue-bench --peer-gpu, kernels/NOTES.md).
+  // GPU's memory these stores cost the GEMM 7-16 points on 2 x H100 at 4096^3,
+  // 2048x8192x8192 and 8192x8192x2048, 1-2 at 8192^3 and 16384x8192x4096 (into local memory
+  // 1-3; owner-epilogue-bench --peer-gpu, kernels/NOTES.md).
   void* peer_out = nullptr;
   // The one-peer reduction prefetches the peer's partial tile into L2 once its arrival is
   // seen, so the four quarter steps that load it (each between two wgmma batches) wait for
