@@ -1435,6 +1435,14 @@ TEST(TilewiseCopyEngineProcesses, TwoProcessesOnOneGpu) {
     char pattern[] = "/tmp/overlapsim_ipc_XXXXXX";
     const char* dir = mkdtemp(pattern);
     ASSERT_NE(dir, nullptr);
+    // Removed however the case ends (a failed ASSERT returns early).
+    struct RemoveDir {
+      std::string path;
+      ~RemoveDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+      }
+    } remove_dir{dir};
     std::vector<pid_t> children;
     for (int rank = 0; rank < c.world; ++rank) {
       std::vector<std::string> env_strings;
@@ -1482,7 +1490,6 @@ TEST(TilewiseCopyEngineProcesses, TwoProcessesOnOneGpu) {
     const std::vector<std::int64_t> wrong = shared_gpu_mismatches(c, results);
     for (int r = 0; r < c.world; ++r)
       EXPECT_EQ(wrong[static_cast<std::size_t>(r)], 0) << "rank " << r;
-    std::filesystem::remove_all(dir);
   }
 }
 
