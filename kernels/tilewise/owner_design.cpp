@@ -55,9 +55,9 @@ Status OwnerDesign::initialize(PeerLinks links, CollectiveOp op, std::int64_t m,
         "and an exchange, got world " +
         std::to_string(links.world) + ", rank " + std::to_string(links.rank));
   OVERLAPSIM_TRY(can_implement(op, m, n, k, links.world, options));
-  links_ = links;
+  const int world = links.world, rank = links.rank;
+  const bool shared_gpu = links.shared_gpu;
   memory_ = std::make_unique<PeerMemory>(std::move(links));
-  const int world = links_.world, rank = links_.rank;
   op_ = op;
   m_ = m;
   n_ = n;
@@ -71,7 +71,7 @@ Status OwnerDesign::initialize(PeerLinks links, CollectiveOp op, std::int64_t m,
   if (options.num_ctas < 0 || options.num_ctas > sms)
     return Status::failure("tilewise copy_engine: num_ctas must be in 0.." + std::to_string(sms) +
                            " (0: one per SM), got " + std::to_string(options.num_ctas));
-  if (links_.shared_gpu && world > 1 && (options.num_ctas == 0 || options.num_ctas * world > sms))
+  if (shared_gpu && world > 1 && (options.num_ctas == 0 || options.num_ctas * world > sms))
     return Status::failure(
         "tilewise copy_engine: " + std::to_string(world) + " ranks sharing one GPU of " +
         std::to_string(sms) + " SMs need num_ctas in 1.." + std::to_string(sms / world) +
@@ -111,7 +111,7 @@ Status OwnerDesign::initialize(PeerLinks links, CollectiveOp op, std::int64_t m,
   // The uploads and zeroed flags are done before any GEMM reads them. Ranks sharing one GPU
   // wait for their own setup only: a device-wide wait here would also wait for a peer's GEMM
   // that may already be waiting for this rank.
-  if (links_.shared_gpu) {
+  if (shared_gpu) {
     CUDA_CHECK(cudaStreamSynchronize(nullptr));
   } else {
     CUDA_CHECK(cudaDeviceSynchronize());
@@ -136,7 +136,7 @@ Status OwnerDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch,
 }
 
 char* OwnerDesign::recv_half(int parity) const {
-  return recv_.as<char>() + static_cast<std::size_t>(parity) * links_.world *
+  return recv_.as<char>() + static_cast<std::size_t>(parity) * plan_.world *
                                 static_cast<std::size_t>(plan_.part_elems) * kElementBytes;
 }
 
@@ -149,31 +149,31 @@ Status OwnerDesign::make_gemm(const void* a, const void* b, void* p, int parity,
   e.recv = recv_half(parity);
   if (op_ == CollectiveOp::AllToAll) {
     e.own_out = recv_half(parity);
-    e.own_out_begin_elems = static_cast<std::int64_t>(links_.rank) * plan_.part_elems;
+    e.own_out_begin_elems = static_cast<std::int64_t>(plan_.rank) * plan_.part_elems;
   } else {
     e.own_out = p;
     e.own_out_begin_elems = plan_.own_begin_elems;
   }
-  e.world = links_.world;
-  e.rank = links_.rank;
-  e.reduce = reduce && op_ != CollectiveOp::AllToAll && links_.world > 1;
+  e.world = plan_.world;
+  e.rank = plan_.rank;
+  e.reduce = reduce && op_ != CollectiveOp::AllToAll && plan_.world > 1;
   e.wait_timeout_s = options_.wait_timeout_s;
   e.timed_out = timed_out_.as<int>();
   e.system_scope_signal = options_.system_scope_signal;
   if (options_.phase2_by_epilogue && e.reduce) {
     // The peer's P where it keeps our part (prepare() exchanged the pointers).
-    const int peer = 1 - links_.rank;
+    const int peer = 1 - plan_.rank;
     e.peer_out = peer_p_.at(p)[static_cast<std::size_t>(peer)] +
-                 plan_.part_begin_on(peer, links_.rank) * kElementBytes;
+                 plan_.part_begin_on(peer, plan_.rank) * kElementBytes;
   }
-  OVERLAPSIM_TRY(g->initialize(args, e, owner_scheduler(plan_, links_.world, links_.rank)));
+  OVERLAPSIM_TRY(g->initialize(args, e, owner_scheduler(plan_, plan_.world, plan_.rank)));
   *out = std::move(g);
   return Status::success();
 }
 
 Status OwnerDesign::prepare(const void* a, const void* b, void* p) {
   if (!initialized_) return Status::failure("tilewise copy_engine: prepare() before initialize()");
-  if (op_ == CollectiveOp::AllReduce && links_.world > 1 && !peer_p_.count(p)) {
+  if (op_ == CollectiveOp::AllReduce && plan_.world > 1 && !peer_p_.count(p)) {
     std::vector<std::vector<void*>> all;
     OVERLAPSIM_TRY(memory_->share({p}, &all));
     std::vector<char*> ps;
@@ -195,7 +195,7 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
   const std::uint32_t epoch = ++epoch_;
   const int parity = static_cast<int>(epoch & 1u);
   gemm::OwnGemm& g = *gemms_.at(std::make_tuple(a, b, p))[static_cast<std::size_t>(parity)];
-  const int world = links_.world, rank = links_.rank;
+  const int world = plan_.world, rank = plan_.rank;
   const int G = plan_.groups_per_part;
   const std::size_t part_bytes = static_cast<std::size_t>(plan_.part_elems) * kElementBytes;
   timeline_used_ = 0;
@@ -213,10 +213,10 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
     OVERLAPSIM_TRY(enqueue_wait_geq(counter, static_cast<std::uint32_t>(group.tiles), comm_stream));
     OVERLAPSIM_TRY(enqueue_write_value(counter, 0, comm_stream));
     // Timeline labels are built only when it is on (the host enqueues timed calls here).
-    const std::string tag =
-        timeline_on_ ? (own ? "own_g" : "part" + std::to_string(group.part) + "_g") +
-                           std::to_string(group.index)
-                     : std::string();
+    const std::string tag = timeline_on_
+                                ? (own ? "own_g" : "part" + std::to_string(group.part) + "_g") +
+                                      std::to_string(group.index)
+                                : std::string();
     if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_ready", comm_stream));
     const char* src = local + group.begin_elems * kElementBytes;
     const std::size_t bytes = static_cast<std::size_t>(group.elems) * kElementBytes;
@@ -249,8 +249,7 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
       char* dst = ps[static_cast<std::size_t>(d)] +
                   (plan_.part_begin_on(d, rank) + group.relative_begin_elems) * kElementBytes;
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
-      if (timeline_on_)
-        OVERLAPSIM_TRY(mark(tag + "_copied_to_r" + std::to_string(d), comm_stream));
+      if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied_to_r" + std::to_string(d), comm_stream));
       OVERLAPSIM_TRY(signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index,
                                  epoch, comm_stream));
     }

@@ -40,10 +40,9 @@
 
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <map>
-#include <string>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -133,8 +132,8 @@ class OwnerDesign {
   Status signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream);
   Status mark(const std::string& label, cudaStream_t stream);  // a timeline step
 
-  PeerLinks links_;
-  std::unique_ptr<PeerMemory> memory_;  // the peers' buffers as seen from here
+  // The peers' buffers as seen from here; world and rank are the plan's.
+  std::unique_ptr<PeerMemory> memory_;
   bool initialized_ = false;
   CollectiveOp op_ = CollectiveOp::AllReduce;
   std::int64_t m_ = 0, n_ = 0, k_ = 0;
