@@ -675,6 +675,26 @@ struct OwnerEpilogue {
     asm volatile("prefetch.global.L1 [%0];" ::"l"(p.tile_arrival + tile));
   }
 
+  // An own-part tile's addresses: its offset inside the part, its place in own_out and the
+  // one peer's partial of it in recv (2 ranks); mirror_at: its mirror in peer_out (or
+  // nullptr), asked for only where the mirror is stored, so the branch stays there.
+  template <class T>
+  struct OwnTile {
+    int64_t rel;
+    T* out;
+    const T* peer;
+  };
+  template <class T>
+  static __device__ __forceinline__ OwnTile<T> own_tile(const Params& p, int64_t offset_elems) {
+    const int64_t rel = offset_elems - p.own_begin_elems;
+    return {rel, static_cast<T*>(p.own_out) + p.own_out_begin_elems + rel,
+            static_cast<const T*>(p.recv) + static_cast<int64_t>(1 - p.rank) * p.part_elems + rel};
+  }
+  template <class T>
+  static __device__ __forceinline__ T* mirror_at(const Params& p, int64_t rel) {
+    return p.peer_out != nullptr ? static_cast<T*>(p.peer_out) + rel : nullptr;
+  }
+
   // Step `step` (0..kStoreSteps−1) of the tile's store; returns true once the tile is
   // stored. Full tiles of a 2-rank reduction wait for the peer's group in step 0 and do a
   // quarter of the tile in each later step; every other tile is stored whole in step 0 and
@@ -696,10 +716,10 @@ struct OwnerEpilogue {
       store_packed_part<T>(base, GemmConfig::kTileN, packed, consumer, step, p.store_steps, vector);
       return step + 1 >= p.store_steps;
     }
-    const int64_t rel = offset - p.own_begin_elems;
-    T* out = static_cast<T*>(p.own_out) + p.own_out_begin_elems + rel;
-    const T* peer_tile =
-        static_cast<const T*>(p.recv) + static_cast<int64_t>(1 - p.rank) * p.part_elems + rel;
+    const OwnTile<T> own = own_tile<T>(p, offset);
+    const int64_t rel = own.rel;
+    T* out = own.out;
+    const T* peer_tile = own.peer;
     const bool paired = ((t.valid_cols | reinterpret_cast<uintptr_t>(out) / sizeof(T) |
                           reinterpret_cast<uintptr_t>(peer_tile) / sizeof(T)) &
                          1) == 0;
@@ -725,7 +745,7 @@ struct OwnerEpilogue {
       if (p.prefetch_peer != 0) prefetch_peer_tile_l2<T>(peer_tile, consumer);
       return false;
     }
-    T* mirror = p.peer_out != nullptr ? static_cast<T*>(p.peer_out) + rel : nullptr;
+    T* mirror = mirror_at<T>(p, rel);
     if (p.vector_stores != 0 && out16 && (reinterpret_cast<uintptr_t>(peer_tile) & 15) == 0 &&
         (reinterpret_cast<uintptr_t>(mirror) & 15) == 0) {
       store_reduced_pair_vec<T>(out, peer_tile, packed, consumer, (step - 1) >> 1, (step - 1) & 1,
@@ -757,11 +777,10 @@ struct OwnerEpilogue {
     if (group < 0 || step > 1 || p.reduce == 0 || p.world != 2 || p.vector_stores == 0)
       return false;
     if (t.valid_rows != GemmConfig::kTileM || t.valid_cols != GemmConfig::kTileN) return false;
-    const int64_t rel = t.offset_elems - p.own_begin_elems;
-    T* out = static_cast<T*>(p.own_out) + p.own_out_begin_elems + rel;
-    const T* peer_tile =
-        static_cast<const T*>(p.recv) + static_cast<int64_t>(1 - p.rank) * p.part_elems + rel;
-    T* mirror = p.peer_out != nullptr ? static_cast<T*>(p.peer_out) + rel : nullptr;
+    const OwnTile<T> own = own_tile<T>(p, t.offset_elems);
+    T* out = own.out;
+    const T* peer_tile = own.peer;
+    T* mirror = mirror_at<T>(p, own.rel);
     if (((reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(peer_tile) |
           reinterpret_cast<uintptr_t>(mirror)) &
          15) != 0)
