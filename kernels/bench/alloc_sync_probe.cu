@@ -23,18 +23,14 @@
 #include <vector>
 
 #include "kernels/bench/bench_row.hpp"
+#include "kernels/common/global_timer.cuh"
 
 namespace {
 
-__device__ unsigned long long probe_global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 __global__ void spin_until_released(const volatile int* release, unsigned long long hold_ns) {
-  const unsigned long long start = probe_global_ns();
-  while (*release == 0 && probe_global_ns() - start < hold_ns) __nanosleep(1000);
+  const unsigned long long start = overlapsim::kernels::global_timer_ns();
+  while (*release == 0 && overlapsim::kernels::global_timer_ns() - start < hold_ns)
+    __nanosleep(1000);
 }
 
 bool ok(cudaError_t e, const char* what) {

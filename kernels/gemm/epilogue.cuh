@@ -20,6 +20,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/global_timer.cuh"
 #include "kernels/gemm/gemm_config.hpp"
 
 namespace overlapsim::kernels::gemm::sm90 {
@@ -386,12 +387,6 @@ __device__ __forceinline__ uint32_t load_acquire_sys(const uint32_t* p) {
   uint32_t v;
   asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
-}
-
-__device__ __forceinline__ uint64_t global_timer_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
 }
 
 // Replaces each value this thread stored with store_packed (same thread → element map)

@@ -46,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/common/global_timer.cuh"
 #include "kernels/common/status.hpp"
 #include "kernels/gemm/cublaslt_gemm.hpp"
 #include "kernels/gemm/own_gemm.hpp"
@@ -263,12 +264,10 @@ double epoch_s() {
 // Idle GPU time between calls: one warp sleeps until `ns` of global time have passed, so
 // the SMs draw next to nothing, as they do while a collective runs on a few of them.
 __global__ void idle_gap(uint64_t ns) {
-  uint64_t start = 0, now = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  const uint64_t start = overlapsim::kernels::global_timer_ns();
   do {
     __nanosleep(2000);
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
+  } while (overlapsim::kernels::global_timer_ns() - start < ns);
 }
 
 // One variant alone: `warm_calls` untimed, then `calls` timed, each between two events

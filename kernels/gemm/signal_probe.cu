@@ -1,5 +1,6 @@
 #include <cuda_runtime.h>
 
+#include "kernels/common/global_timer.cuh"
 #include "kernels/gemm/signal_probe.hpp"
 
 namespace overlapsim::kernels::gemm {
@@ -9,12 +10,6 @@ __device__ __forceinline__ uint32_t load_acquire_gpu(const uint32_t* p) {
   uint32_t v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
-}
-
-__device__ __forceinline__ uint64_t global_timer_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
 }
 
 __global__ void signal_probe_kernel(SignalProbeArgs a) {

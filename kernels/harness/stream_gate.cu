@@ -3,25 +3,20 @@
 #include <algorithm>
 #include <atomic>
 
+#include "kernels/common/global_timer.cuh"
 #include "kernels/harness/stream_gate.hpp"
 
 namespace overlapsim::kernels {
 namespace {
 
-__device__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // One thread polls the host-mapped flag with back-off; the stream's next work starts when
 // it reaches `epoch` (host opened) or when `timeout_ns` has passed.
 __global__ void hold_kernel(const volatile int* flag, int epoch, unsigned long long timeout_ns,
                             volatile int* timeouts) {
-  const unsigned long long start = global_ns();
+  const unsigned long long start = global_timer_ns();
   unsigned sleep_ns = 256;
   while (*flag < epoch) {
-    if (global_ns() - start > timeout_ns) {
+    if (global_timer_ns() - start > timeout_ns) {
       *timeouts = *timeouts + 1;
       break;
     }

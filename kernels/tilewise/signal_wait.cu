@@ -4,16 +4,11 @@
 
 #include <string>
 
+#include "kernels/common/global_timer.cuh"
 #include "kernels/tilewise/signal_wait.hpp"
 
 namespace overlapsim::kernels::tilewise {
 namespace {
-
-__device__ __forceinline__ std::uint64_t global_timer_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
 
 __global__ void wait_and_reset_kernel(std::uint32_t* counter, std::uint32_t target, int* timed_out,
                                       std::uint64_t timeout_ns) {
