@@ -50,23 +50,35 @@ def curve_from(rows):
     return time_s
 
 
-def predict(m, n, gemm_s, bounds, copy_s, epilogue):
+def predict_owner(op, m, n, gemm_s, bounds, copy_s, ops_s=0.0, epilogue=False):
+    """owner_predictor.cpp's predict_owner_time_s at 2 ranks: `bounds` the part's group
+    boundaries in tiles, `ops_s` its per-group stream cost, `epilogue` phase 2 by the
+    epilogue (all-reduce)."""
     tiles = (m // 128) * math.ceil(n / 256)
     wave = gemm_s / math.ceil(tiles / SMS)
     part = tiles // 2
-    done = lambda end: math.ceil(end / SMS) * wave
+    done = lambda end: math.ceil(end / SMS) * wave  # noqa: E731
+    groups = len(bounds) - 1
     sent, arrival = 0.0, {}
-    for j in range(len(bounds) - 1):  # the peer's part (position 0)
-        sent = max(done(bounds[j + 1]), sent) + copy_s((bounds[j + 1] - bounds[j]) * TILE_BYTES)
+    for j in range(groups):  # the peer's part (position 0)
+        sent = max(done(bounds[j + 1]), sent) + copy_s((bounds[j + 1] - bounds[j]) * TILE_BYTES) + ops_s
         arrival[j] = sent
     finished = done(part)
-    previous, phase2 = finished, 0.0
-    for j in range(len(bounds) - 1):  # the own part (position 1), reduced
+    previous, phase2, last_a = finished, 0.0, 0.0
+    for j in range(groups):  # the own part (position 1), reduced unless all-to-all
         a = done(part + bounds[j + 1])
-        finished = max(a, arrival[j], finished + (a - previous))
-        previous = a
-        phase2 = max(finished, phase2) + copy_s((bounds[j + 1] - bounds[j]) * TILE_BYTES)
-    return max(finished, sent) + copy_s(0) if epilogue else phase2
+        finished = a if op == "alltoall" else max(a, arrival[j], finished + (a - previous))
+        previous, last_a = a, a
+        phase2 = max(finished, phase2) + copy_s((bounds[j + 1] - bounds[j]) * TILE_BYTES) + ops_s
+    if op == "reducescatter":
+        return finished
+    if op == "alltoall":
+        return max(last_a, sent)
+    return max(finished, sent) + copy_s(0) + ops_s if epilogue else phase2
+
+
+def predict(m, n, gemm_s, bounds, copy_s, epilogue):
+    return predict_owner("allreduce", m, n, gemm_s, bounds, copy_s, epilogue=epilogue)
 
 
 def main():
