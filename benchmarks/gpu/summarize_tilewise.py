@@ -22,10 +22,11 @@ import tempfile
 from collections import defaultdict
 
 
-# Pair rows of the copy-engine transport: tilewise_ce, and tilewise_ce_ep where the
-# all-reduce's phase 2 is done by the epilogue (since session 6); one of the two is a
+# Pair rows of the copy-engine transport: tilewise_ce, tilewise_ce_ep where the
+# all-reduce's phase 2 is done by the epilogue (since session 6) and tilewise_ce_tk where
+# the last own group's is done by the tail kernel (since session 10); one of them is a
 # shape's chosen configuration.
-COPY_ENGINE_DESIGNS = ("tilewise_ce", "tilewise_ce_ep")
+COPY_ENGINE_DESIGNS = ("tilewise_ce", "tilewise_ce_ep", "tilewise_ce_tk")
 TILEWISE_DESIGNS = ("tilewise",) + COPY_ENGINE_DESIGNS
 
 

@@ -6,6 +6,7 @@
 # each rank's comm stream (OVERLAPSIM_TILEWISE_TIMELINE), which summarize_timeline.py
 # turns into the median step times. 2 GPUs. Binaries from $CARRY_DIR (default build-carry/).
 #   benchmarks/gpu/trace_allreduce_tail.sh ["4096 4096 4096;2048 8192 8192"] ["2 8"]
+# Env PHASE2: the all-reduce's phase-2 mode traced (copy_engine, default; tail_kernel).
 # Results in $OUT: timeline.csv, timeline_summary.txt, bench_g<G>.csv, log.txt.
 set -uo pipefail
 export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0,1}" NCCL_NVLS_ENABLE=0 CUDA_MODULE_LOADING=EAGER
@@ -26,7 +27,7 @@ suite="$OUT/suite_ar.yaml"
 } >"$suite"
 for g in $groups; do
   OVERLAPSIM_TILEWISE_TRANSPORT=copy_engine OVERLAPSIM_TILEWISE_CE_GROUPS="$g" \
-  OVERLAPSIM_TILEWISE_CE_PHASE2=copy_engine OVERLAPSIM_TILEWISE_TIMELINE="$OUT/timeline_g$g.csv" \
+  OVERLAPSIM_TILEWISE_CE_PHASE2="${PHASE2:-copy_engine}" OVERLAPSIM_TILEWISE_TIMELINE="$OUT/timeline_g$g.csv" \
     timeout 200 "$bin_dir/overlap-bench" --suite "$suite" --timeout 30s \
     --output "$OUT/bench_g$g.csv" >>"$OUT/log.txt" 2>&1
   echo "groups $g: overlap-bench rc=$?" | tee -a "$OUT/log.txt"

@@ -53,10 +53,9 @@ struct TilewiseSettings {
   bool nccl = true;           // transport nccl (tilewise_design.hpp)
   bool copy_engine = true;    // transport copy_engine (owner_design.hpp)
   std::vector<int> ce_groups;
-  // All-reduce phase 2 of the copy-engine transport: by copy engines and/or by the
-  // epilogue's own stores into the peer (OwnerOptions::phase2_by_epilogue; 2 ranks only).
-  bool phase2_copy = true;
-  bool phase2_epilogue = true;
+  // All-reduce phase 2 modes of the copy-engine transport the tuner may time
+  // (OwnerOptions::phase2; the epilogue's needs 2 ranks).
+  std::vector<tw::OwnerPhase2> phase2_modes;
 };
 
 // `var` (default "a,b"): a comma list of a and/or b; sets *chose_a and *chose_b. Any
@@ -112,8 +111,18 @@ Status read_settings(TilewiseSettings* s) {
                              "' is not a group count in 1..1024 (expected e.g. 1,2,4)");
     s->ce_groups.push_back(static_cast<int>(g));
   }
-  OVERLAPSIM_TRY(read_either_or_both("OVERLAPSIM_TILEWISE_CE_PHASE2", "copy_engine", "epilogue",
-                                     "phase-2 mode", "mode", &s->phase2_copy, &s->phase2_epilogue));
+  for (const std::string& v : split_commas(
+           env_or("OVERLAPSIM_TILEWISE_CE_PHASE2", "copy_engine,epilogue,tail_kernel"))) {
+    const auto mode = tw::parse_owner_phase2(v);
+    if (!mode)
+      return Status::failure("OVERLAPSIM_TILEWISE_CE_PHASE2: '" + v +
+                             "' is not a phase-2 mode (expected copy_engine, epilogue and/or "
+                             "tail_kernel)");
+    if (std::find(s->phase2_modes.begin(), s->phase2_modes.end(), *mode) == s->phase2_modes.end())
+      s->phase2_modes.push_back(*mode);
+  }
+  if (s->phase2_modes.empty())
+    return Status::failure("OVERLAPSIM_TILEWISE_CE_PHASE2 needs at least one mode");
   s->cache_path = env_or("OVERLAPSIM_TILEWISE_CACHE", "");
   s->detail_path = env_or("OVERLAPSIM_TILEWISE_DETAIL", "");
   s->timeline_path = env_or("OVERLAPSIM_TILEWISE_TIMELINE", "");
@@ -173,12 +182,28 @@ struct Candidate {
   double predicted_s = 0;
   double measured_s = 0;
   int ce_groups = 0;                // > 0: transport copy_engine with this many groups a part
-  bool phase2_by_epilogue = false;  // copy_engine all-reduce: phase 2 by the epilogue
+  tw::OwnerPhase2 phase2 = tw::OwnerPhase2::CopyEngine;  // copy_engine all-reduce
 };
 
 // The detail CSV's and tuning cache's `wait` of a copy-engine candidate.
 const char* copy_engine_mode(const Candidate& c) {
-  return c.phase2_by_epilogue ? "epilogue_phase2" : "copy_engine";
+  switch (c.phase2) {
+    case tw::OwnerPhase2::Epilogue: return "epilogue_phase2";
+    case tw::OwnerPhase2::TailKernel: return "tail_kernel";
+    case tw::OwnerPhase2::CopyEngine: break;
+  }
+  return "copy_engine";
+}
+
+// The pair row's design: the phase-2 modes the simulator has no model of get their own
+// names, so validate and fit never read them as the copy-engine phase 2's.
+const char* copy_engine_design(const Candidate& c) {
+  switch (c.phase2) {
+    case tw::OwnerPhase2::Epilogue: return "tilewise_ce_ep";
+    case tw::OwnerPhase2::TailKernel: return "tilewise_ce_tk";
+    case tw::OwnerPhase2::CopyEngine: break;
+  }
+  return "tilewise_ce";
 }
 
 class TilewiseShapeRunner {
@@ -277,39 +302,44 @@ class TilewiseShapeRunner {
     OVERLAPSIM_TRY(measure_copy_curve());
     const std::optional<tw::TuningEntry> cached = t_cache->find(cache_key(true));
     std::vector<int> groups = settings_.ce_groups;
-    // Phase 2 by the epilogue where the design can do it (all-reduce, 2 ranks, full tiles).
-    Candidate by_epilogue_probe;
-    by_epilogue_probe.ce_groups = 1;
-    by_epilogue_probe.phase2_by_epilogue = true;
-    const bool epilogue_ok =
-        tw::OwnerDesign::can_implement(coll_, shape_.m, shape_.n, shape_.k, env_.world(),
-                                       owner_options(by_epilogue_probe))
-            .ok;
-    std::vector<bool> modes;
-    if (settings_.phase2_copy || !epilogue_ok) modes.push_back(false);
-    if (settings_.phase2_epilogue && epilogue_ok) modes.push_back(true);
+    // The all-reduce phase-2 modes the design can do here (the copy engines' always).
+    std::vector<tw::OwnerPhase2> modes;
+    for (const tw::OwnerPhase2 mode : settings_.phase2_modes) {
+      Candidate probe;
+      probe.ce_groups = 1;
+      probe.phase2 = mode;
+      if (tw::OwnerDesign::can_implement(coll_, shape_.m, shape_.n, shape_.k, env_.world(),
+                                         owner_options(probe))
+              .ok)
+        modes.push_back(mode);
+    }
+    if (modes.empty()) modes.push_back(tw::OwnerPhase2::CopyEngine);
     if (cached && !cached->partition.empty()) {
       groups = {cached->partition.front()};
-      modes = {cached->wait == "epilogue_phase2" && epilogue_ok};
+      tw::OwnerPhase2 mode = tw::OwnerPhase2::CopyEngine;
+      if (cached->wait == "epilogue_phase2") mode = tw::OwnerPhase2::Epilogue;
+      if (cached->wait == "tail_kernel") mode = tw::OwnerPhase2::TailKernel;
+      modes = {std::find(modes.begin(), modes.end(), mode) != modes.end()
+                   ? mode
+                   : tw::OwnerPhase2::CopyEngine};
     } else {
       *search = "exhaustive";
     }
     const std::int32_t part_tiles = tw::owner_part_tiles(shape_.m, shape_.n, env_.world());
     for (int g : groups) {
       if (g > part_tiles) continue;
-      for (const bool by_epilogue : modes) {
+      for (const tw::OwnerPhase2 mode : modes) {
         Candidate cand;
         cand.ce_groups = g;
         cand.partition = {g};
-        cand.phase2_by_epilogue = by_epilogue;
+        cand.phase2 = mode;
         tw::OwnerDesign d;
         OVERLAPSIM_TRY(d.initialize(&env_.ctx->comm, coll_, shape_.m, shape_.n, shape_.k,
                                     case_.dtype, owner_options(cand)));
         OVERLAPSIM_TRY(prepare_sets(d));
         OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: copy-engine candidate ready"));
         cand.predicted_s = tw::predict_owner_time_s(
-            d.plan(), t_signal_ce_s_, *t_copy_curve, 2,
-            by_epilogue ? tw::OwnerPhase2::Epilogue : tw::OwnerPhase2::CopyEngine, t_stream_ops_s);
+            d.plan(), t_signal_ce_s_, *t_copy_curve, 2, mode, t_stream_ops_s);
         Timing t;
         OVERLAPSIM_TRY(time_iterations(
             *env_.ctx, std::max(3, case_.warmup / 2), std::max(8, case_.iterations / 2),
@@ -335,7 +365,7 @@ class TilewiseShapeRunner {
   }
   tw::OwnerOptions owner_options(const Candidate& c) const {
     tw::OwnerOptions o = owner_options(c.ce_groups);
-    o.phase2_by_epilogue = c.phase2_by_epilogue;
+    o.phase2 = c.phase2;
     return o;
   }
 
@@ -825,10 +855,7 @@ class TilewiseShapeRunner {
     std::uint64_t bit_mismatches = 0;
     OVERLAPSIM_TRY(bitwise_against_own(
         result, static_cast<std::size_t>(d.plan().out_rows * shape_.n), &bit_mismatches));
-    // Phase 2 by the epilogue has no simulator model yet: its rows get their own design
-    // name, so validate and fit never read them as the copy-engine phase 2's.
-    emit_pair_row(best.phase2_by_epilogue ? "tilewise_ce_ep" : "tilewise_ce", best.ce_groups, t,
-                  wrong);
+    emit_pair_row(copy_engine_design(best), best.ce_groups, t, wrong);
     detail("final", best, search, static_cast<long long>(bit_mismatches), -1);
     OVERLAPSIM_TRY(record_timeline(d, best));
     tw::TuningEntry entry;

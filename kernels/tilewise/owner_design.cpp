@@ -6,6 +6,7 @@
 
 #include "kernels/tilewise/design_support.hpp"
 #include "kernels/tilewise/signal_wait.hpp"
+#include "kernels/tilewise/tail_exchange.hpp"
 
 namespace overlapsim::kernels::tilewise {
 namespace {
@@ -27,7 +28,12 @@ Status OwnerDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64_t 
     return Status::failure("tilewise copy_engine: " + *e);
   if (options.groups_per_part < 1)
     return Status::failure("tilewise copy_engine: groups_per_part must be >= 1");
-  if (options.phase2_by_epilogue &&
+  if (options.phase2 == OwnerPhase2::TailKernel &&
+      (op != CollectiveOp::AllReduce || world < 2 || world - 1 > kTailMaxPeers))
+    return Status::failure("tilewise copy_engine: phase 2 by the tail kernel needs allreduce on 2.." +
+                           std::to_string(kTailMaxPeers + 1) + " ranks, got " + to_string(op) +
+                           " on " + std::to_string(world) + " rank(s)");
+  if (options.phase2 == OwnerPhase2::Epilogue &&
       (op != CollectiveOp::AllReduce || world != 2 || n % gemm::GemmConfig::kTileN != 0))
     return Status::failure(
         "tilewise copy_engine: phase 2 by the epilogue needs allreduce on 2 ranks and n a "
@@ -89,6 +95,8 @@ Status OwnerDesign::initialize(PeerLinks links, CollectiveOp op, std::int64_t m,
   OVERLAPSIM_TRY(zeroed(counters_, flags));
   OVERLAPSIM_TRY(zeroed(arrived_, flags));
   OVERLAPSIM_TRY(zeroed(done_, flags));
+  OVERLAPSIM_TRY(zeroed(tail_flags_, static_cast<std::size_t>(world) * kTailSlices *
+                                         sizeof(std::uint32_t)));
   OVERLAPSIM_TRY(zeroed(timed_out_, sizeof(int)));
   OVERLAPSIM_TRY(zeroed(signal_source_, sizeof(std::uint32_t)));
   // Two parities × world slots × one part.
@@ -98,15 +106,18 @@ Status OwnerDesign::initialize(PeerLinks links, CollectiveOp op, std::int64_t m,
   CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
   OVERLAPSIM_TRY(preload_signal_wait());
   OVERLAPSIM_TRY(preload_unpermute_kernels());
+  OVERLAPSIM_TRY(preload_tail_exchange());
 
   std::vector<std::vector<void*>> all;
-  OVERLAPSIM_TRY(memory_->share({recv_.data(), arrived_.data(), done_.data()}, &all));
+  OVERLAPSIM_TRY(
+      memory_->share({recv_.data(), arrived_.data(), done_.data(), tail_flags_.data()}, &all));
   peers_.assign(static_cast<std::size_t>(world), Peer{});
   for (int r = 0; r < world; ++r) {
     Peer& peer = peers_[static_cast<std::size_t>(r)];
     peer.recv = static_cast<char*>(all[static_cast<std::size_t>(r)][0]);
     peer.arrived = static_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][1]);
     peer.done = static_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][2]);
+    peer.tail_flags = static_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][3]);
   }
   // The uploads and zeroed flags are done before any GEMM reads them. Ranks sharing one GPU
   // wait for their own setup only: a device-wide wait here would also wait for a peer's GEMM
@@ -160,7 +171,7 @@ Status OwnerDesign::make_gemm(const void* a, const void* b, void* p, int parity,
   e.wait_timeout_s = options_.wait_timeout_s;
   e.timed_out = timed_out_.as<int>();
   e.system_scope_signal = options_.system_scope_signal;
-  if (options_.phase2_by_epilogue && e.reduce) {
+  if (options_.phase2 == OwnerPhase2::Epilogue && e.reduce) {
     // The peer's P where it keeps our part (prepare() exchanged the pointers).
     const int peer = 1 - plan_.rank;
     e.peer_out = peer_p_.at(p)[static_cast<std::size_t>(peer)] +
@@ -206,9 +217,15 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
   OVERLAPSIM_TRY(mark("gemm_end", compute_stream));
   char* local = static_cast<char*>(p);
   std::uint32_t* counters = counters_.as<std::uint32_t>();
+  const bool tail_kernel =
+      options_.phase2 == OwnerPhase2::TailKernel && op_ == CollectiveOp::AllReduce && world > 1;
   for (const OwnerGroup& group : plan_.groups) {
     const bool own = group.position == world - 1;
     if (own && (op_ != CollectiveOp::AllReduce || world == 1)) continue;
+    if (own && tail_kernel && group.index == G - 1) {
+      OVERLAPSIM_TRY(exchange_tail(group, local, p, epoch, compute_stream));
+      continue;
+    }
     std::uint32_t* counter = counters + group.position * G + group.index;
     OVERLAPSIM_TRY(enqueue_wait_geq(counter, static_cast<std::uint32_t>(group.tiles), comm_stream));
     OVERLAPSIM_TRY(enqueue_write_value(counter, 0, comm_stream));
@@ -231,7 +248,7 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
       OVERLAPSIM_TRY(signal_peer(to.arrived + rank * G + group.index, epoch, comm_stream));
       continue;
     }
-    if (options_.phase2_by_epilogue) {
+    if (options_.phase2 == OwnerPhase2::Epilogue) {
       // The epilogue stored the group's reduced tiles into the peer's P already; its
       // system-scope signal ordered them before the counter this stream waited for.
       const int d = 1 - rank;
@@ -260,7 +277,9 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
         op_ == CollectiveOp::AllReduce ? done_.as<std::uint32_t>() : arrived_.as<std::uint32_t>();
     for (int s = 0; s < world; ++s) {
       if (s == rank) continue;
-      for (int j = 0; j < G; ++j)
+      // The tail kernel has waited for the last groups' slices itself.
+      const int waited = tail_kernel ? G - 1 : G;
+      for (int j = 0; j < waited; ++j)
         OVERLAPSIM_TRY(enqueue_wait_geq(flags + s * G + j, epoch, comm_stream));
     }
   }
@@ -269,6 +288,32 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
   CUDA_CHECK(cudaStreamWaitEvent(compute_stream, join_, 0));
   OVERLAPSIM_TRY(mark("end", compute_stream));
   return Status::success();
+}
+
+Status OwnerDesign::exchange_tail(const OwnerGroup& group, const char* local, void* p,
+                                  std::uint32_t epoch, cudaStream_t compute_stream) {
+  const int world = plan_.world, rank = plan_.rank;
+  TailExchangeArgs t;
+  t.src = local + group.begin_elems * kElementBytes;
+  t.bytes = static_cast<std::size_t>(group.elems) * kElementBytes;
+  t.peers = world - 1;
+  const std::vector<char*>& ps = peer_p_.at(p);
+  for (int i = 1; i < world; ++i) {
+    // Rotated peer order, as the copy-engine phase 2 (every link busy at once).
+    const int d = (rank + i) % world;
+    t.dst[i - 1] = ps[static_cast<std::size_t>(d)] +
+                   (plan_.part_begin_on(d, rank) + group.relative_begin_elems) * kElementBytes;
+    t.out_flags[i - 1] = peers_[static_cast<std::size_t>(d)].tail_flags + rank * kTailSlices;
+    t.in_flags[i - 1] = tail_flags_.as<std::uint32_t>() + d * kTailSlices;
+  }
+  t.epoch = epoch;
+  t.grid = std::min(kTailSlices, plan_.num_ctas);
+  t.reset_counter = counters_.as<std::uint32_t>() + group.position * plan_.groups_per_part +
+                    group.index;
+  t.timeout_s = options_.wait_timeout_s;
+  t.timed_out = timed_out_.as<int>();
+  OVERLAPSIM_TRY(launch_tail_exchange(t, compute_stream));
+  return mark("tail_exchanged", compute_stream);
 }
 
 Status OwnerDesign::mark(const std::string& label, cudaStream_t stream) {

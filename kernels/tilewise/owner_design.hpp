@@ -9,8 +9,10 @@
 //   allreduce adds phase 2: each reduced own group (its counter) is copied into every
 //     peer's P at that peer's place for this part, followed by the peer's done flag; each
 //     rank's comm stream waits for all its done flags before the call ends. With
-//     OwnerOptions::phase2_by_epilogue (2 ranks) the epilogue stores the reduced tiles
-//     into the peer's P itself and the comm stream writes only the done flags.
+//     OwnerOptions::phase2 = Epilogue (2 ranks) the epilogue stores the reduced tiles
+//     into the peer's P itself and the comm stream writes only the done flags; with
+//     TailKernel the last own group is exchanged by a kernel on the compute stream behind
+//     the GEMM (tail_exchange.hpp), which ends once the peers' last groups are in.
 //   alltoall: the comm stream waits for all incoming arrived flags before the call ends.
 // The flag is written by the sender's stream into the receiver's memory (not an event the
 // receiver's stream waits for): cudaStreamWaitEvent only sees records made before it is
@@ -67,16 +69,19 @@ struct OwnerOptions {
   // The per-tile signal's scope (gemm::EpilogueArgs::system_scope_signal): system by
   // default (measured no slower than the GPU scope).
   bool system_scope_signal = true;
-  // All-reduce phase 2 by the epilogue (2 ranks, n a multiple of 256): each reduced own
-  // tile is stored into the peer's P over NVLink by the GEMM's epilogue itself, next to its
-  // local store, and the comm stream only writes the peer's done flag once the group's
-  // counter is complete. The copy-engine phase 2 copies the last own group after the GEMM
-  // has finished (a tail of about one wave's output at the copy rate); this one streams it
-  // out while the tiles are computed, at the cost of the epilogue's extra stores. Measured
-  // on 2 x H100 those stores over NVLink slow the GEMM by 7-16 points and the mode lost to
-  // the copy-engine phase 2 on every shape (kernels/NOTES.md, "Session 9"); off by default,
-  // the tuner times both.
-  bool phase2_by_epilogue = false;
+  // How an all-reduce's reduced own groups reach the peers (owner_plan.hpp).
+  //   Epilogue (2 ranks, n a multiple of 256): each reduced own tile is stored into the
+  //   peer's P over NVLink by the GEMM's epilogue itself, next to its local store, and the
+  //   comm stream only writes the peer's done flag once the group's counter is complete.
+  //   The copy-engine phase 2 copies the last own group after the GEMM has finished (a tail
+  //   of about one wave's output at the copy rate); this one streams it out while the tiles
+  //   are computed, at the cost of the epilogue's extra stores. Measured on 2 x H100 those
+  //   stores over NVLink slow the GEMM by 7-16 points and the mode lost to the copy-engine
+  //   phase 2 on every shape (kernels/NOTES.md, "Session 9").
+  //   TailKernel: the copy engine for all own groups but the last, which a kernel behind the
+  //   GEMM copies with every SM (tail_exchange.hpp): no stream operations in the tail.
+  // The tuner times the modes it may use.
+  OwnerPhase2 phase2 = OwnerPhase2::CopyEngine;
   // Persistent CTAs of the GEMM; 0: one per SM. Ranks sharing a GPU need
   // world * num_ctas <= its SMs (PeerLinks::shared_gpu).
   int num_ctas = 0;
@@ -123,6 +128,7 @@ class OwnerDesign {
     char* recv = nullptr;  // its receive buffers (2 parities)
     std::uint32_t* arrived = nullptr;
     std::uint32_t* done = nullptr;
+    std::uint32_t* tail_flags = nullptr;
     int device = -1;
   };
   Status make_gemm(const void* a, const void* b, void* p, int parity, bool reduce,
@@ -131,6 +137,9 @@ class OwnerDesign {
   // Writes `epoch` into a peer's flag after everything before it on `stream`.
   Status signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream);
   Status mark(const std::string& label, cudaStream_t stream);  // a timeline step
+  // TailKernel: the last own group to every peer, and theirs to us, behind the GEMM.
+  Status exchange_tail(const OwnerGroup& group, const char* local, void* p, std::uint32_t epoch,
+                       cudaStream_t compute_stream);
 
   // The peers' buffers as seen from here; world and rank are the plan's.
   std::unique_ptr<PeerMemory> memory_;
@@ -142,6 +151,7 @@ class OwnerDesign {
   OwnerPlan plan_;
   DeviceBuffer tile_offsets_, tile_groups_, tile_arrival_, out_offsets_;
   DeviceBuffer counters_, arrived_, done_, recv_, timed_out_;
+  DeviceBuffer tail_flags_;  // TailKernel: [source rank][kTailSlices] epochs
   DeviceBuffer signal_source_;  // the epoch, when flags travel by copy (signal_peer)
   bool copy_signal_ = false;    // the driver refused a stream write to peer memory
   std::vector<Peer> peers_;     // [world], own entry unused

@@ -9,6 +9,21 @@ namespace overlapsim::kernels::tilewise {
 
 using gemm::GemmConfig;
 
+const char* to_string(OwnerPhase2 mode) {
+  switch (mode) {
+    case OwnerPhase2::CopyEngine: return "copy_engine";
+    case OwnerPhase2::Epilogue: return "epilogue";
+    case OwnerPhase2::TailKernel: return "tail_kernel";
+  }
+  return "?";
+}
+
+std::optional<OwnerPhase2> parse_owner_phase2(const std::string& name) {
+  for (OwnerPhase2 m : {OwnerPhase2::CopyEngine, OwnerPhase2::Epilogue, OwnerPhase2::TailKernel})
+    if (name == to_string(m)) return m;
+  return std::nullopt;
+}
+
 std::optional<std::string> owner_shape_error(CollectiveOp op, std::int64_t m, std::int64_t n,
                                              int world) {
   if (m < 1 || n < 1) return std::string("m and n must be >= 1");

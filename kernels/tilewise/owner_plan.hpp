@@ -45,6 +45,17 @@
 
 namespace overlapsim::kernels::tilewise {
 
+// How an all-reduce's reduced own groups reach the peers (phase 2; OwnerOptions::phase2):
+//   copy_engine  every group by cudaMemcpyAsync on the comm stream once its counter is seen;
+//   epilogue     the epilogue stores each reduced tile into the peer as well (2 ranks, full
+//                tiles); the comm stream only writes the done flags;
+//   tail_kernel  as copy_engine, except the last own group: a kernel on the compute stream
+//                right behind the GEMM copies it with every SM and exchanges per-slice flags
+//                (tail_exchange.hpp).
+enum class OwnerPhase2 { CopyEngine, Epilogue, TailKernel };
+const char* to_string(OwnerPhase2 mode);  // "copy_engine", "epilogue", "tail_kernel"
+std::optional<OwnerPhase2> parse_owner_phase2(const std::string& name);
+
 struct OwnerGroup {
   int position = 0;                       // part position q (0 = first computed)
   int part = 0;                           // the rank owning the part: (rank + 1 + q) mod world

@@ -9,10 +9,14 @@
 //     F_j = max(A_j, D_j, F_{j−1} + (A_j − A_{j−1}))   (a stalled group delays the rest)
 //   reducescatter: T = F_last;  alltoall: T = max(A_last, E_last);
 //   allreduce: E2 = max(F_j, E2) + (world − 1)·X(bytes_j) over own groups, T = E2_last;
-//     with phase 2 by the epilogue (OwnerOptions::phase2_by_epilogue) the reduced tiles
+//     with phase 2 by the epilogue (OwnerPhase2::Epilogue) the reduced tiles
 //     reach the peer as they are stored, and only the done flag follows the last own group:
 //     T = max(F_last, E_last) + X(0) (the copy curve's fixed cost stands for the flag's
 //     stream write; the extra stores' cost to the GEMM is not modelled).
+//     with the tail kernel (OwnerPhase2::TailKernel) the last own group leaves by a kernel
+//     behind the GEMM instead: E2 over the other own groups, T = max(F_last, E2) +
+//     (world − 1)·Y(bytes_last), Y = tail_copy (the tail kernel's measured curve), or X
+//     without stream_ops_s when none is given.
 // stream_ops_s: what each group's stream operations add to the copy stream beyond its copy
 // (the flag write, the next counter wait and reset; ~8–10 µs on 2 × H100/H200 by the
 // design's timeline, kernels/NOTES.md "Session 9"): every copy above costs X(bytes) +
@@ -23,10 +27,8 @@
 
 namespace overlapsim::kernels::tilewise {
 
-enum class OwnerPhase2 { CopyEngine, Epilogue };
-
 double predict_owner_time_s(const OwnerPlan& plan, double gemm_time_s, const CommCurve& copy,
                             int element_bytes = 2, OwnerPhase2 phase2 = OwnerPhase2::CopyEngine,
-                            double stream_ops_s = 0.0);
+                            double stream_ops_s = 0.0, const CommCurve* tail_copy = nullptr);
 
 }  // namespace overlapsim::kernels::tilewise

@@ -33,10 +33,10 @@ TuningEntry read_entry(const config::ConfigNode& node) {
   e.partition = *partition;
   e.comm_sms = static_cast<int>(node.get_int("comm_sms", 0));
   if (e.comm_sms < 0 || e.comm_sms > 128) node.fail_key("comm_sms", "expected 0..128 SMs");
-  // copy_engine entries: "copy_engine", or "epilogue_phase2" for an all-reduce whose
-  // phase 2 the epilogue does (OwnerOptions::phase2_by_epilogue).
-  e.wait =
-      node.get_enum("wait", {"kernel", "stream_memop", "copy_engine", "epilogue_phase2"}, "kernel");
+  // copy_engine entries: "copy_engine", or for an all-reduce whose phase 2 is done otherwise
+  // (OwnerOptions::phase2) "epilogue_phase2" or "tail_kernel".
+  e.wait = node.get_enum(
+      "wait", {"kernel", "stream_memop", "copy_engine", "epilogue_phase2", "tail_kernel"}, "kernel");
   e.time_s = node.get_double("time_s", 0);
   e.predicted_s = node.get_double("predicted_s", 0);
   e.search = node.get_string("search", "");

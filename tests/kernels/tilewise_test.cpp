@@ -448,9 +448,49 @@ TEST(TilewiseOwnerPredictor, EpiloguePhase2EndsWithTheGemmPlusTheFlag) {
                    5.0 + slow.time_s(0));
 }
 
+TEST(TilewiseOwnerPredictor, TailKernelCarriesOnlyTheLastOwnGroup) {
+  // 2 x 2 tiles, one CTA, waves of 1 s; 2 ranks.
+  CommCurve fast, slow, tail;
+  fast.add_point(1, 0.5);
+  fast.add_point(1e12, 0.5);
+  slow.add_point(1, 3.0);
+  slow.add_point(1e12, 3.0);
+  tail.add_point(1, 0.1);
+  tail.add_point(1e12, 0.1);
+  OwnerPlan ar, ar2;
+  ASSERT_FALSE(build_owner_plan(CollectiveOp::AllReduce, 256, 512, 1, 8, 1, 2, 0, &ar));
+  ASSERT_FALSE(build_owner_plan(CollectiveOp::AllReduce, 256, 512, 1, 8, 2, 2, 0, &ar2));
+  const OwnerPhase2 k = OwnerPhase2::TailKernel;
+  // One group a part: the own part (done at 4 s) by the tail kernel; without a tail curve
+  // the copy curve stands for it, without the stream operations (there are none).
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, fast, 2, k), 4.5);
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, fast, 2, k, 0.25), 4.5);
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, fast, 2, k, 0.25, &tail), 4.1);
+  // Two groups a part, slow copies with 0.25 s of stream operations each: peer groups sent
+  // by 1 + 3.25 and 4.25 + 3.25; own group 0 reduced at 4.25 and copied by 7.5; own group 1
+  // reduced at 7.5 (its peer group's arrival), then the tail kernel's 0.1 s.
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar2, 4.0, slow, 2, k, 0.25, &tail), 7.6);
+  // The copy engine would copy it after group 0's copy: 7.5 + 3.25.
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar2, 4.0, slow, 2, OwnerPhase2::CopyEngine, 0.25), 10.75);
+}
+
+TEST(TilewiseOwnerDesign, TailKernelNeedsAnAllReduceOnSeveralRanks) {
+  OwnerOptions o;
+  o.phase2 = OwnerPhase2::TailKernel;
+  EXPECT_TRUE(OwnerDesign::can_implement(CollectiveOp::AllReduce, 1024, 1000, 64, 2, o).ok);
+  EXPECT_TRUE(OwnerDesign::can_implement(CollectiveOp::AllReduce, 2048, 1536, 64, 4, o).ok);
+  const Status rs = OwnerDesign::can_implement(CollectiveOp::ReduceScatter, 1024, 1536, 64, 2, o);
+  EXPECT_FALSE(rs.ok);
+  EXPECT_NE(rs.message.find("tail kernel needs allreduce"), std::string::npos) << rs.message;
+  EXPECT_FALSE(OwnerDesign::can_implement(CollectiveOp::AllReduce, 1024, 1536, 64, 1, o).ok);
+  EXPECT_EQ(parse_owner_phase2("tail_kernel"), OwnerPhase2::TailKernel);
+  EXPECT_EQ(parse_owner_phase2(to_string(OwnerPhase2::Epilogue)), OwnerPhase2::Epilogue);
+  EXPECT_FALSE(parse_owner_phase2("tail"));
+}
+
 TEST(TilewiseOwnerDesign, EpiloguePhase2NeedsAnAllReduceOnTwoRanksWithFullTiles) {
   OwnerOptions o;
-  o.phase2_by_epilogue = true;
+  o.phase2 = OwnerPhase2::Epilogue;
   EXPECT_TRUE(OwnerDesign::can_implement(CollectiveOp::AllReduce, 1024, 1536, 64, 2, o).ok);
   const Status rs = OwnerDesign::can_implement(CollectiveOp::ReduceScatter, 1024, 1536, 64, 2, o);
   EXPECT_FALSE(rs.ok);
@@ -570,6 +610,15 @@ TEST(TilewiseTuningCache, RoundTripAndReplace) {
   ASSERT_TRUE(with_ep) << error;
   ASSERT_TRUE(with_ep->find(ep.key));
   EXPECT_EQ(with_ep->find(ep.key)->wait, "epilogue_phase2");
+  TuningEntry tk = ep;
+  tk.key.m = 2 * ep.key.m;
+  tk.wait = "tail_kernel";
+  cache.put(tk);
+  auto with_tk = TuningCache::parse(cache.to_yaml(), "cache.yaml", &error);
+  ASSERT_TRUE(with_tk) << error;
+  ASSERT_TRUE(with_tk->find(tk.key));
+  EXPECT_EQ(with_tk->find(tk.key)->wait, "tail_kernel");
+  EXPECT_EQ(with_tk->find(ep.key)->wait, "epilogue_phase2");
   auto empty = TuningCache::parse("entries: []\n", "e.yaml", &error);
   ASSERT_TRUE(empty);
   EXPECT_TRUE(empty->entries().empty());
@@ -774,7 +823,7 @@ struct Variant {
   std::vector<int> waves;  // empty: one group per wave
   int repetitions;
   int copy_engine_groups = 0;       // > 0: transport copy_engine with this many groups a part
-  bool phase2_by_epilogue = false;  // copy_engine all-reduce: phase 2 by the epilogue
+  OwnerPhase2 phase2 = OwnerPhase2::CopyEngine;  // copy_engine all-reduce
 };
 
 gemm::DType gemm_type() { return gemm::DType::kBf16; }
@@ -831,7 +880,7 @@ Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::
     if (ce) {
       OwnerOptions o;
       o.groups_per_part = v.copy_engine_groups;
-      o.phase2_by_epilogue = v.phase2_by_epilogue;
+      o.phase2 = v.phase2;
       o.wait_timeout_s = 20;
       OVERLAPSIM_TRY(owner.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
     } else {
@@ -962,8 +1011,17 @@ TEST(TilewiseCopyEngineGpu, AllReduceBitIdenticalToOwnGemmThenNccl) {
 TEST(TilewiseCopyEngineGpu, AllReduceWithEpiloguePhase2BitIdenticalToOwnGemmThenNccl) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   std::vector<Variant> variants = copy_engine_variants();
-  for (Variant& v : variants) v.phase2_by_epilogue = true;
+  for (Variant& v : variants) v.phase2 = OwnerPhase2::Epilogue;
   run_design_case(CollectiveOp::AllReduce, {{1024, 1536, 512}, {2048, 2048, 777}}, variants, 2);
+}
+
+// The last own group's phase 2 by the tail kernel (any world; edge tiles too).
+TEST(TilewiseCopyEngineGpu, AllReduceWithTailKernelBitIdenticalToOwnGemmThenNccl) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  std::vector<Variant> variants = copy_engine_variants();
+  for (Variant& v : variants) v.phase2 = OwnerPhase2::TailKernel;
+  run_design_case(CollectiveOp::AllReduce, {{1024, 1536, 512}, {2048, 700, 300}, {2048, 2048, 777}},
+                  variants);
 }
 
 TEST(TilewiseCopyEngineGpu, ReduceScatterBitIdenticalToOwnGemmThenNccl) {
@@ -984,6 +1042,8 @@ TEST(TilewiseCopyEngineGpu, SmallForSanitizer) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   for (CollectiveOp op : {CollectiveOp::ReduceScatter, CollectiveOp::AllReduce})
     run_design_case(op, {{512, 512, 128}}, {{WaitMode::StreamMemOp, 0, {}, 2, 2}});
+  run_design_case(CollectiveOp::AllReduce, {{512, 512, 128}},
+                  {{WaitMode::StreamMemOp, 0, {}, 2, 2, OwnerPhase2::TailKernel}});
 }
 
 // 200 calls back to back with no host synchronisation (epoch flags, receive buffers by
@@ -995,12 +1055,14 @@ TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
   const std::uint64_t seed = fresh_seed();
   HarnessOptions harness;
   harness.blocking_comms = true;
-  // (collective, all-reduce phase 2 by the epilogue); the latter needs exactly 2 ranks.
-  std::vector<std::pair<CollectiveOp, bool>> passes = {{CollectiveOp::AllReduce, false},
-                                                       {CollectiveOp::ReduceScatter, false},
-                                                       {CollectiveOp::AllToAll, false}};
-  if (world == 2) passes.emplace_back(CollectiveOp::AllReduce, true);
-  for (const auto& [op, epilogue_phase2] : passes) {
+  // (collective, all-reduce phase 2); the epilogue's needs exactly 2 ranks.
+  std::vector<std::pair<CollectiveOp, OwnerPhase2>> passes = {
+      {CollectiveOp::AllReduce, OwnerPhase2::CopyEngine},
+      {CollectiveOp::AllReduce, OwnerPhase2::TailKernel},
+      {CollectiveOp::ReduceScatter, OwnerPhase2::CopyEngine},
+      {CollectiveOp::AllToAll, OwnerPhase2::CopyEngine}};
+  if (world == 2) passes.emplace_back(CollectiveOp::AllReduce, OwnerPhase2::Epilogue);
+  for (const auto& [op, phase2] : passes) {
     std::vector<std::uint64_t> diff(static_cast<std::size_t>(world), 1);
     const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
       cudaStream_t s = ctx.compute_stream;
@@ -1020,7 +1082,7 @@ TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
       OwnerOptions o;
       o.groups_per_part = 2;
       o.wait_timeout_s = 30;
-      o.phase2_by_epilogue = epilogue_phase2;
+      o.phase2 = phase2;
       OVERLAPSIM_TRY(d.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
       for (int i = 0; i < 200; ++i)
         OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), p.data(), s, ctx.comm_stream));
@@ -1044,8 +1106,8 @@ TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
       return count_mismatches(out.data(), expected, count, DType::BF16, 0, 0, s,
                               &diff[static_cast<std::size_t>(ctx.comm.rank)]);
     });
-    ASSERT_TRUE(status.ok) << to_string(op) << (epilogue_phase2 ? " (phase 2 by the epilogue)" : "")
-                           << ": " << status.message;
+    ASSERT_TRUE(status.ok) << to_string(op) << " (phase 2 " << to_string(phase2)
+                           << "): " << status.message;
     for (auto d : diff) EXPECT_EQ(d, 0u) << to_string(op);
   }
 }
@@ -1156,7 +1218,7 @@ struct SharedGpuCase {
   int world;
   std::int64_t m, n, k;
   int groups;
-  bool phase2_by_epilogue;
+  OwnerPhase2 phase2;
   int calls;  // back to back, inputs alternating between two sets; the last call is checked
 };
 
@@ -1197,7 +1259,7 @@ Status run_shared_gpu_rank(const PeerLinks& links, const SharedGpuCase& c, std::
     OwnerDesign d;
     OwnerOptions o;
     o.groups_per_part = c.groups;
-    o.phase2_by_epilogue = c.phase2_by_epilogue;
+    o.phase2 = c.phase2;
     o.wait_timeout_s = 20;
     o.num_ctas = (sms - 4) / c.world;  // a few SMs left for whatever else the GPU runs
     OVERLAPSIM_TRY(d.initialize(links, c.op, c.m, c.n, c.k, DType::BF16, o));
@@ -1264,7 +1326,7 @@ void run_shared_gpu_case(const SharedGpuCase& c) {
   SCOPED_TRACE(std::string(to_string(c.op)) + " on " + std::to_string(c.world) +
                " ranks sharing one GPU, " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
                std::to_string(c.k) + ", " + std::to_string(c.groups) + " group(s) a part" +
-               (c.phase2_by_epilogue ? ", phase 2 by the epilogue" : "") + ", " +
+               ", phase 2 " + to_string(c.phase2) + ", " +
                std::to_string(c.calls) + " call(s), seed " + std::to_string(seed));
   SharedGpuPeers peers(c.world, 60.0);
   std::vector<SharedGpuRankResult> results(static_cast<std::size_t>(c.world));
@@ -1284,15 +1346,20 @@ void run_shared_gpu_case(const SharedGpuCase& c) {
     EXPECT_EQ(wrong[static_cast<std::size_t>(r)], 0) << "rank " << r;
 }
 
-TEST(TilewiseCopyEngineSharedGpu, TwoRanksAllReduceBothPhase2Modes) {
+TEST(TilewiseCopyEngineSharedGpu, TwoRanksAllReduceEveryPhase2Mode) {
   OVERLAPSIM_REQUIRE_GPUS(1);
-  for (const bool by_epilogue : {false, true})
+  for (const OwnerPhase2 mode : {OwnerPhase2::CopyEngine, OwnerPhase2::Epilogue,
+                                 OwnerPhase2::TailKernel})
     for (const int groups : {1, 2, 3}) {
-      run_shared_gpu_case({CollectiveOp::AllReduce, 2, 1024, 1536, 512, groups, by_epilogue, 1});
-      run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 777, groups, by_epilogue, 1});
+      run_shared_gpu_case({CollectiveOp::AllReduce, 2, 1024, 1536, 512, groups, mode, 1});
+      run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 777, groups, mode, 1});
     }
-  // Edge tiles (n not a multiple of 256): the copy-engine phase 2 only.
-  run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 700, 300, 2, false, 1});
+  // Edge tiles (n not a multiple of 256): not the epilogue's phase 2. The tail kernel copies
+  // 2-byte elements where the last group's size is not a multiple of 16 bytes.
+  for (const OwnerPhase2 mode : {OwnerPhase2::CopyEngine, OwnerPhase2::TailKernel}) {
+    run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 700, 300, 2, mode, 1});
+    run_shared_gpu_case({CollectiveOp::AllReduce, 2, 1024, 699, 300, 3, mode, 1});
+  }
 }
 
 TEST(TilewiseCopyEngineSharedGpu, TwoRanksReduceScatterAndAllToAll) {
@@ -1301,17 +1368,18 @@ TEST(TilewiseCopyEngineSharedGpu, TwoRanksReduceScatterAndAllToAll) {
     for (const auto& shape :
          std::vector<std::array<std::int64_t, 3>>{{2048, 1536, 512}, {1024, 700, 300}})
       for (const int groups : {1, 3})
-        run_shared_gpu_case({op, 2, shape[0], shape[1], shape[2], groups, false, 1});
+        run_shared_gpu_case({op, 2, shape[0], shape[1], shape[2], groups, OwnerPhase2::CopyEngine, 1});
 }
 
 // 200 calls back to back with no host synchronisation between them (epoch flags, receive
-// buffers by call parity), for every collective and both all-reduce phase-2 modes.
+// buffers by call parity), for every collective and every all-reduce phase-2 mode.
 TEST(TilewiseCopyEngineSharedGpu, TwoRanksBackToBackCallsWithoutHostSync) {
   OVERLAPSIM_REQUIRE_GPUS(1);
-  run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 512, 2, false, 200});
-  run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 512, 2, true, 200});
-  run_shared_gpu_case({CollectiveOp::ReduceScatter, 2, 2048, 2048, 512, 2, false, 200});
-  run_shared_gpu_case({CollectiveOp::AllToAll, 2, 2048, 2048, 512, 2, false, 200});
+  for (const OwnerPhase2 mode : {OwnerPhase2::CopyEngine, OwnerPhase2::Epilogue,
+                                 OwnerPhase2::TailKernel})
+    run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 512, 2, mode, 200});
+  run_shared_gpu_case({CollectiveOp::ReduceScatter, 2, 2048, 2048, 512, 2, OwnerPhase2::CopyEngine, 200});
+  run_shared_gpu_case({CollectiveOp::AllToAll, 2, 2048, 2048, 512, 2, OwnerPhase2::CopyEngine, 200});
 }
 
 // More than two ranks (the general reduction path: own store, then every rank's term in
@@ -1320,10 +1388,14 @@ TEST(TilewiseCopyEngineSharedGpu, ThreeAndFourRanks) {
   OVERLAPSIM_REQUIRE_GPUS(1);
   for (const CollectiveOp op :
        {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {
-    run_shared_gpu_case({op, 3, 1536, 1024, 256, 2, false, 1});
-    run_shared_gpu_case({op, 4, 2048, 700, 320, 1, false, 1});
-    run_shared_gpu_case({op, 3, 1536, 1024, 256, 2, false, 50});
+    run_shared_gpu_case({op, 3, 1536, 1024, 256, 2, OwnerPhase2::CopyEngine, 1});
+    run_shared_gpu_case({op, 4, 2048, 700, 320, 1, OwnerPhase2::CopyEngine, 1});
+    run_shared_gpu_case({op, 3, 1536, 1024, 256, 2, OwnerPhase2::CopyEngine, 50});
   }
+  // The tail kernel to several peers (rotated order, one flag set per source).
+  run_shared_gpu_case({CollectiveOp::AllReduce, 3, 1536, 1024, 256, 2, OwnerPhase2::TailKernel, 1});
+  run_shared_gpu_case({CollectiveOp::AllReduce, 4, 2048, 700, 320, 2, OwnerPhase2::TailKernel, 1});
+  run_shared_gpu_case({CollectiveOp::AllReduce, 4, 2048, 1024, 256, 1, OwnerPhase2::TailKernel, 50});
 }
 
 // ---------------------------------------------------------------- GPU: ranks in processes
@@ -1374,7 +1446,7 @@ class FileExchange {
 std::string case_text(const SharedGpuCase& c) {
   return std::to_string(static_cast<int>(c.op)) + " " + std::to_string(c.world) + " " +
          std::to_string(c.m) + " " + std::to_string(c.n) + " " + std::to_string(c.k) + " " +
-         std::to_string(c.groups) + " " + std::to_string(c.phase2_by_epilogue ? 1 : 0) + " " +
+         std::to_string(c.groups) + " " + std::to_string(static_cast<int>(c.phase2)) + " " +
          std::to_string(c.calls);
 }
 
@@ -1405,7 +1477,7 @@ TEST(TilewiseCopyEngineProcesses, Child) {
   int op = 0, ep = 0;
   text >> op >> c.world >> c.m >> c.n >> c.k >> c.groups >> ep >> c.calls;
   c.op = static_cast<CollectiveOp>(op);
-  c.phase2_by_epilogue = ep != 0;
+  c.phase2 = static_cast<OwnerPhase2>(ep);
   PeerLinks links;
   links.world = c.world;
   links.rank = rank;
@@ -1427,10 +1499,12 @@ TEST(TilewiseCopyEngineProcesses, TwoProcessesOnOneGpu) {
   OVERLAPSIM_REQUIRE_GPUS(1);
   const std::uint64_t seed = fresh_seed();
   for (const SharedGpuCase& c :
-       std::vector<SharedGpuCase>{{CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, false, 3},
-                                  {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, true, 3},
-                                  {CollectiveOp::ReduceScatter, 2, 1024, 700, 300, 1, false, 3},
-                                  {CollectiveOp::AllToAll, 2, 2048, 1536, 512, 3, false, 3}}) {
+       std::vector<SharedGpuCase>{
+           {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, OwnerPhase2::CopyEngine, 3},
+           {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, OwnerPhase2::Epilogue, 3},
+           {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, OwnerPhase2::TailKernel, 3},
+           {CollectiveOp::ReduceScatter, 2, 1024, 700, 300, 1, OwnerPhase2::CopyEngine, 3},
+           {CollectiveOp::AllToAll, 2, 2048, 1536, 512, 3, OwnerPhase2::CopyEngine, 3}}) {
     SCOPED_TRACE(case_text(c) + ", seed " + std::to_string(seed));
     char pattern[] = "/tmp/overlapsim_ipc_XXXXXX";
     const char* dir = mkdtemp(pattern);

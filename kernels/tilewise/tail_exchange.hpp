@@ -1,0 +1,53 @@
+#pragma once
+// Phase 2 of an all-reduce's last own group by the SMs, launched on the compute stream right
+// behind the GEMM (OwnerPhase2::TailKernel, owner_design.hpp).
+//
+// Why: the last own group's tiles finish with the GEMM's last wave, so whatever carries them
+// to the peers is the call's tail. By the copy engine that tail is a counter wait seen by the
+// stream's front end, the copy, a flag written by the stream and a peer stream waiting for it
+// (2 × H100, 4096³: 51–69 µs after the GEMM for an 8 MiB copy of 27 µs; kernels/NOTES.md
+// "Session 9"). Here stream order replaces the counter wait, every SM copies (the GEMM is
+// done, so nothing is slowed down), and the flags are polled by the receiving kernel itself.
+//
+// The region is cut into kTailSlices equal slices (16-byte multiples, the last one shorter).
+// CTA c copies slices c, c + grid, ... to every peer (peers in rotated order, as the copy
+// engine's phase 2), then per slice a system-scope release of the epoch into the peer's
+// flag [rank][slice]; then it waits (acquire) for every peer's flag [peer][slice] of the same
+// slices. The kernel ends once all slices of all peers are in this rank's P. The slice count
+// is fixed so ranks agree on it whatever their SM counts. No deadlock: a CTA's stores and
+// flags come before its waits, and every rank's grid is resident once its GEMM has ended
+// (ranks sharing a GPU: world × grid <= SMs, as their GEMMs). A wait gives up after
+// timeout_s and sets *timed_out. C++17 host header; the kernel is in tail_exchange.cu.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/common/status.hpp"
+
+namespace overlapsim::kernels::tilewise {
+
+inline constexpr int kTailSlices = 128;
+inline constexpr int kTailMaxPeers = 7;  // world <= 8
+
+struct TailExchangeArgs {
+  const char* src = nullptr;  // the reduced group in this rank's P
+  std::size_t bytes = 0;
+  int peers = 0;                             // world − 1, in the order they are served
+  char* dst[kTailMaxPeers] = {};             // where each peer keeps this group
+  std::uint32_t* out_flags[kTailMaxPeers] = {};  // each peer's flags of this rank's slices
+  const std::uint32_t* in_flags[kTailMaxPeers] = {};  // this rank's flags of each peer's slices
+  std::uint32_t epoch = 0;
+  int grid = 0;  // CTAs, 1..kTailSlices
+  std::uint32_t* reset_counter = nullptr;  // the group's tile counter, zeroed for the next call
+  double timeout_s = 60.0;
+  int* timed_out = nullptr;
+};
+
+Status launch_tail_exchange(const TailExchangeArgs& args, cudaStream_t stream);
+
+// Loads the kernel's module before the first overlapped call (lazy loading inside a call
+// whose peers already wait deadlocks them; design.md).
+Status preload_tail_exchange();
+
+}  // namespace overlapsim::kernels::tilewise
