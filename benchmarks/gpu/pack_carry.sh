@@ -10,7 +10,8 @@ carry="$root/build-carry"
 rm -rf "$carry"
 mkdir -p "$carry/bin" "$carry/lib"
 cp "$build/app/overlapsim" "$build/kernels/bench/overlap-bench" "$build/kernels/bench/alloc-sync-probe" \
-  "$build/kernels/bench/owner-epilogue-bench" "$build/kernels/gemm/own-gemm-bench" "$carry/bin/"
+  "$build/kernels/bench/owner-epilogue-bench" "$build/kernels/bench/tail-exchange-bench" \
+  "$build/kernels/gemm/own-gemm-bench" "$carry/bin/"
 for t in "$build"/tests/kernels/*_test; do cp "$t" "$carry/bin/"; done
 for lib in yaml-cpp fmt; do
   ldd "$build/app/overlapsim" | awk -v l="lib$lib" '$1 ~ l {print $3}' | xargs -r -I{} cp -L {} "$carry/lib/"

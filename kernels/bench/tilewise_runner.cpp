@@ -18,6 +18,7 @@
 #include "kernels/tilewise/group_predictor.hpp"
 #include "kernels/tilewise/owner_design.hpp"
 #include "kernels/tilewise/owner_predictor.hpp"
+#include "kernels/tilewise/tail_exchange.hpp"
 #include "kernels/tilewise/signal_wait.hpp"
 #include "kernels/tilewise/tilewise_design.hpp"
 #include "kernels/tilewise/tuning_cache.hpp"
@@ -137,6 +138,8 @@ thread_local std::optional<tw::TuningCache> t_cache;
 thread_local std::optional<tw::CommCurve> t_copy_curve;
 // What each group's stream operations add to a copy on the comm stream (measured with it).
 thread_local double t_stream_ops_s = 0;
+// The tail kernel's exchange time against bytes (every rank at once), measured on first use.
+thread_local std::optional<tw::CommCurve> t_tail_curve;
 
 // Limited communicators of this rank thread (see comm_for).
 thread_local std::map<int, CommHandle>* t_comms = nullptr;
@@ -314,6 +317,8 @@ class TilewiseShapeRunner {
         modes.push_back(mode);
     }
     if (modes.empty()) modes.push_back(tw::OwnerPhase2::CopyEngine);
+    if (std::find(modes.begin(), modes.end(), tw::OwnerPhase2::TailKernel) != modes.end())
+      OVERLAPSIM_TRY(measure_tail_curve());
     if (cached && !cached->partition.empty()) {
       groups = {cached->partition.front()};
       tw::OwnerPhase2 mode = tw::OwnerPhase2::CopyEngine;
@@ -339,7 +344,8 @@ class TilewiseShapeRunner {
         OVERLAPSIM_TRY(prepare_sets(d));
         OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: copy-engine candidate ready"));
         cand.predicted_s = tw::predict_owner_time_s(
-            d.plan(), t_signal_ce_s_, *t_copy_curve, 2, mode, t_stream_ops_s);
+            d.plan(), t_signal_ce_s_, *t_copy_curve, 2, mode, t_stream_ops_s,
+            mode == tw::OwnerPhase2::TailKernel ? &*t_tail_curve : nullptr);
         Timing t;
         OVERLAPSIM_TRY(time_iterations(
             *env_.ctx, std::max(3, case_.warmup / 2), std::max(8, case_.iterations / 2),
@@ -448,6 +454,78 @@ class TilewiseShapeRunner {
     OVERLAPSIM_TRY(peers.barrier());
     OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: copy curve done"));
     t_copy_curve = curve;
+    return Status::success();
+  }
+
+  // The tail kernel (tail_exchange.hpp) exchanging `bytes` with every peer, every rank at
+  // once and each from its GEMM's end as in the design: what the predictor charges for the
+  // last own group in phase-2 mode tail_kernel. Rows peer_copy/tail_kernel.
+  Status measure_tail_curve() {
+    if (t_tail_curve) return Status::success();
+    constexpr std::size_t kMiB = std::size_t{1} << 20;
+    const std::vector<std::size_t> sizes = {kMiB, 4 * kMiB, 16 * kMiB, 64 * kMiB};
+    const int world = env_.world(), rank = env_.rank();
+    if (world < 2 || world - 1 > tw::kTailMaxPeers)
+      return Status::failure("tilewise: the tail kernel's curve needs 2.." +
+                             std::to_string(tw::kTailMaxPeers + 1) + " ranks");
+    DeviceBuffer src, dst, flags;
+    OVERLAPSIM_TRY(src.allocate(sizes.back()));
+    OVERLAPSIM_TRY(dst.allocate(sizes.back() * static_cast<std::size_t>(world)));
+    OVERLAPSIM_TRY(flags.allocate(static_cast<std::size_t>(world) * tw::kTailSlices *
+                                  sizeof(std::uint32_t)));
+    CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, flags.bytes(), compute()));
+    OVERLAPSIM_TRY(
+        fill_random(src.data(), sizes.back() / 2, case_.dtype, env_.seed ^ 0x7A11u, compute()));
+    CUDA_CHECK(cudaStreamSynchronize(compute()));
+    tw::PeerLinks links;
+    OVERLAPSIM_TRY(tw::comm_peer_links(env_.ctx->comm, &links));
+    tw::PeerMemory peers(std::move(links));
+    std::vector<std::vector<void*>> all;
+    OVERLAPSIM_TRY(peers.share({dst.data(), flags.data()}, &all));
+    int sms = 0, device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    DeviceBuffer timed_out;
+    OVERLAPSIM_TRY(timed_out.allocate(sizeof(int)));
+    CUDA_CHECK(cudaMemsetAsync(timed_out.data(), 0, sizeof(int), compute()));
+    std::uint32_t epoch = 0;  // every rank makes the same calls, so epochs agree
+    tw::CommCurve curve;
+    for (std::size_t bytes : sizes) {
+      tw::TailExchangeArgs t;
+      t.src = src.as<char>();
+      t.bytes = bytes;
+      t.peers = world - 1;
+      for (int i = 1; i < world; ++i) {
+        const int d = (rank + i) % world;
+        const auto& theirs = all[static_cast<std::size_t>(d)];
+        t.dst[i - 1] = static_cast<char*>(theirs[0]) + static_cast<std::size_t>(rank) * sizes.back();
+        t.out_flags[i - 1] = static_cast<std::uint32_t*>(theirs[1]) + rank * tw::kTailSlices;
+        t.in_flags[i - 1] = flags.as<std::uint32_t>() + d * tw::kTailSlices;
+      }
+      t.grid = std::min(tw::kTailSlices, sms);
+      t.timeout_s = env_.ctx->comm.timeout_s;
+      t.timed_out = timed_out.as<int>();
+      Timing timing;
+      OVERLAPSIM_TRY(time_iterations(
+          *env_.ctx, 3, std::max(8, case_.iterations / 2),
+          [&](int) -> Status {
+            t.epoch = ++epoch;
+            return tw::launch_tail_exchange(t, compute());
+          },
+          &timing));
+      curve.add_point(static_cast<double>(bytes), timing.median_s);
+      BenchRow r = row("peer_copy", "tail_kernel", 1, timing);
+      r.bytes = bytes;
+      r.m = r.n = r.k = 0;
+      env_.emit(r);
+    }
+    int flag = 0;
+    CUDA_CHECK(cudaMemcpy(&flag, timed_out.data(), sizeof flag, cudaMemcpyDeviceToHost));
+    if (flag != 0) return Status::failure("tilewise: the tail kernel's curve timed out waiting");
+    // Every rank's stores into the others' buffers are done before any buffer goes away.
+    OVERLAPSIM_TRY(peers.barrier());
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "tilewise: tail curve done"));
+    t_tail_curve = curve;
     return Status::success();
   }
 

@@ -8,7 +8,6 @@
 namespace overlapsim::kernels::tilewise {
 namespace {
 
-constexpr int kThreads = 512;
 constexpr int kUnroll = 4;  // 16-byte loads in flight per thread before their remote stores
 
 __device__ __forceinline__ void release_sys(std::uint32_t* flag, std::uint32_t value) {
@@ -23,6 +22,7 @@ __device__ __forceinline__ std::uint32_t acquire_sys(const std::uint32_t* flag) 
 
 // Copies [begin, end) of src to dst with the whole CTA; vector: every address and both ends
 // are 16-byte aligned, else 2-byte elements (bf16/fp16 regions always are).
+template <int kThreads>
 __device__ void copy_range(const char* src, char* dst, std::size_t begin, std::size_t end,
                            bool vector) {
   if (vector) {
@@ -46,6 +46,7 @@ __device__ void copy_range(const char* src, char* dst, std::size_t begin, std::s
   for (std::size_t i = threadIdx.x; i < n; i += kThreads) d[i] = s[i];
 }
 
+template <int kThreads>
 __global__ void __launch_bounds__(kThreads)
     tail_exchange_kernel(TailExchangeArgs args, std::size_t slice_bytes, bool vector,
                          std::uint64_t timeout_ns) {
@@ -54,7 +55,7 @@ __global__ void __launch_bounds__(kThreads)
     const std::size_t begin = slice * slice_bytes;
     const std::size_t end = begin + slice_bytes < args.bytes ? begin + slice_bytes : args.bytes;
     for (int p = 0; p < args.peers; ++p) {
-      if (begin < end) copy_range(args.src, args.dst[p], begin, end, vector);
+      if (begin < end) copy_range<kThreads>(args.src, args.dst[p], begin, end, vector);
       // Every thread's stores are done (barrier) and visible to the peer (the system-scope
       // fence, cumulative over the barrier) before the flag.
       __syncthreads();
@@ -86,11 +87,12 @@ __global__ void __launch_bounds__(kThreads)
 
 Status launch_tail_exchange(const TailExchangeArgs& args, cudaStream_t stream) {
   if (args.peers < 1 || args.peers > kTailMaxPeers || args.grid < 1 || args.grid > kTailSlices ||
-      args.bytes % 2 != 0)
+      args.bytes % 2 != 0 || (args.threads != 256 && args.threads != 512 && args.threads != 1024))
     return Status::failure("tilewise tail exchange: needs 1.." + std::to_string(kTailMaxPeers) +
                            " peers, 1.." + std::to_string(kTailSlices) +
-                           " CTAs and whole 2-byte elements, got " + std::to_string(args.peers) +
-                           " peers, " + std::to_string(args.grid) + " CTAs, " +
+                           " CTAs of 256, 512 or 1024 threads and whole 2-byte elements, got " +
+                           std::to_string(args.peers) + " peers, " + std::to_string(args.grid) +
+                           " CTAs of " + std::to_string(args.threads) + ", " +
                            std::to_string(args.bytes) + " bytes");
   std::size_t slice_bytes = (args.bytes + kTailSlices - 1) / kTailSlices;
   slice_bytes = (slice_bytes + 15) / 16 * 16;
@@ -98,14 +100,22 @@ Status launch_tail_exchange(const TailExchangeArgs& args, cudaStream_t stream) {
   bool vector = args.bytes % 16 == 0 && !misaligned(args.src);
   for (int p = 0; p < args.peers; ++p) vector = vector && !misaligned(args.dst[p]);
   const auto timeout_ns = static_cast<std::uint64_t>(args.timeout_s * 1e9);
-  tail_exchange_kernel<<<args.grid, kThreads, 0, stream>>>(args, slice_bytes, vector, timeout_ns);
+  if (args.threads == 256)
+    tail_exchange_kernel<256><<<args.grid, 256, 0, stream>>>(args, slice_bytes, vector, timeout_ns);
+  else if (args.threads == 1024)
+    tail_exchange_kernel<1024>
+        <<<args.grid, 1024, 0, stream>>>(args, slice_bytes, vector, timeout_ns);
+  else
+    tail_exchange_kernel<512><<<args.grid, 512, 0, stream>>>(args, slice_bytes, vector, timeout_ns);
   CUDA_CHECK(cudaGetLastError());
   return Status::success();
 }
 
 Status preload_tail_exchange() {
   cudaFuncAttributes attributes{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, tail_exchange_kernel));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, tail_exchange_kernel<256>));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, tail_exchange_kernel<512>));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, tail_exchange_kernel<1024>));
   return Status::success();
 }
 

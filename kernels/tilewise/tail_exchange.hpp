@@ -33,12 +33,13 @@ inline constexpr int kTailMaxPeers = 7;  // world <= 8
 struct TailExchangeArgs {
   const char* src = nullptr;  // the reduced group in this rank's P
   std::size_t bytes = 0;
-  int peers = 0;                             // world − 1, in the order they are served
-  char* dst[kTailMaxPeers] = {};             // where each peer keeps this group
-  std::uint32_t* out_flags[kTailMaxPeers] = {};  // each peer's flags of this rank's slices
+  int peers = 0;                                      // world − 1, in the order they are served
+  char* dst[kTailMaxPeers] = {};                      // where each peer keeps this group
+  std::uint32_t* out_flags[kTailMaxPeers] = {};       // each peer's flags of this rank's slices
   const std::uint32_t* in_flags[kTailMaxPeers] = {};  // this rank's flags of each peer's slices
   std::uint32_t epoch = 0;
-  int grid = 0;  // CTAs, 1..kTailSlices
+  int grid = 0;                            // CTAs, 1..kTailSlices
+  int threads = 512;                       // per CTA: 256, 512 or 1024
   std::uint32_t* reset_counter = nullptr;  // the group's tile counter, zeroed for the next call
   double timeout_s = 60.0;
   int* timed_out = nullptr;
