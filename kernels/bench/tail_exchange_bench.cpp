@@ -3,7 +3,9 @@
 // sending `bytes` to the other, as the design's last own group does after the GEMM:
 //   tail_kernel   launch_tail_exchange with --grids CTAs of --threads (per-slice flags
 //                 included; chunks = grid, the design column says the threads);
-//   copy_engine   cudaMemcpyAsync to the peer on each GPU's stream (no flags).
+//   copy_engine   cudaMemcpyAsync to the peer on each GPU's stream (no flags);
+//   copy_engine_flags  the same copy, then the tail kernel with no bytes on the same stream
+//                 (its flags alone: the copy engine's data with the kernel's handshake).
 // Per size and grid the mean of --iters back-to-back calls after --warmup (CUDA events on
 // GPU 0; both GPUs' calls are issued in turn from this thread). One CSV row per measurement
 // (overlap-bench's columns; op peer_exchange, chunks = grid, algbw = bytes / time one way)
@@ -126,6 +128,30 @@ Status run(const std::vector<std::size_t>& sizes, const std::vector<int>& grids,
         },
         &s));
     emit("copy_engine", 0, bytes, s);
+    OVERLAPSIM_TRY(time_calls(
+        gpus, warmup, iters,
+        [&](int d) -> Status {
+          CUDA_CHECK(cudaSetDevice(d));
+          Gpu& g = gpus[static_cast<std::size_t>(d)];
+          Gpu& peer = gpus[static_cast<std::size_t>(1 - d)];
+          CUDA_CHECK(cudaMemcpyAsync(peer.dst.data(), g.src.data(), bytes, cudaMemcpyDeviceToDevice,
+                                     g.stream));
+          tw::TailExchangeArgs t;
+          t.src = g.src.as<char>();
+          t.bytes = 0;
+          t.peers = 1;
+          t.dst[0] = peer.dst.as<char>();
+          t.out_flags[0] = peer.flags.as<std::uint32_t>() + d * tw::kTailSlices;
+          t.in_flags[0] = g.flags.as<std::uint32_t>() + (1 - d) * tw::kTailSlices;
+          if (d == 0) ++epoch;
+          t.epoch = epoch;
+          t.grid = 1;
+          t.timeout_s = 10;
+          t.timed_out = g.timed_out.as<int>();
+          return tw::launch_tail_exchange(t, g.stream);
+        },
+        &s));
+    emit("copy_engine_flags", 1, bytes, s);
     for (int grid : grids)
       for (int block : threads) {
         OVERLAPSIM_TRY(time_calls(

@@ -50,24 +50,31 @@ template <int kThreads>
 __global__ void __launch_bounds__(kThreads)
     tail_exchange_kernel(TailExchangeArgs args, std::size_t slice_bytes, bool vector,
                          std::uint64_t timeout_ns) {
+  // Launched as a programmatic dependent of the GEMM: this CTA may be resident before the
+  // GEMM has finished; wait for it (and its memory) here. A no-op without the dependency.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   if (blockIdx.x == 0 && threadIdx.x == 0 && args.reset_counter) *args.reset_counter = 0;
-  for (int slice = blockIdx.x; slice < kTailSlices; slice += gridDim.x) {
-    const std::size_t begin = slice * slice_bytes;
-    const std::size_t end = begin + slice_bytes < args.bytes ? begin + slice_bytes : args.bytes;
-    for (int p = 0; p < args.peers; ++p) {
+  // No bytes: a handshake alone, one flag per peer.
+  const int slices = args.bytes == 0 ? 1 : kTailSlices;
+  for (int p = 0; p < args.peers; ++p) {
+    for (int slice = blockIdx.x; slice < slices; slice += gridDim.x) {
+      const std::size_t begin = slice * slice_bytes;
+      const std::size_t end = begin + slice_bytes < args.bytes ? begin + slice_bytes : args.bytes;
       if (begin < end) copy_range<kThreads>(args.src, args.dst[p], begin, end, vector);
-      // Every thread's stores are done (barrier) and visible to the peer (the system-scope
-      // fence, cumulative over the barrier) before the flag.
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        __threadfence_system();
+    }
+    // Every thread's stores are done (barrier) and visible to the peer (the system-scope
+    // fence, cumulative over the barrier) before the flags: one fence per CTA and peer, as
+    // each fence waits for the CTA's stores to drain over the link.
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence_system();
+      for (int slice = blockIdx.x; slice < slices; slice += gridDim.x)
         release_sys(args.out_flags[p] + slice, args.epoch);
-      }
     }
   }
   if (threadIdx.x != 0) return;
   const std::uint64_t deadline = global_timer_ns() + timeout_ns;
-  for (int slice = blockIdx.x; slice < kTailSlices; slice += gridDim.x) {
+  for (int slice = blockIdx.x; slice < slices; slice += gridDim.x) {
     for (int p = 0; p < args.peers; ++p) {
       unsigned sleep_ns = 32;
       // Epochs only grow (wrapping): a flag at or past this call's epoch has arrived.
@@ -100,13 +107,26 @@ Status launch_tail_exchange(const TailExchangeArgs& args, cudaStream_t stream) {
   bool vector = args.bytes % 16 == 0 && !misaligned(args.src);
   for (int p = 0; p < args.peers; ++p) vector = vector && !misaligned(args.dst[p]);
   const auto timeout_ns = static_cast<std::uint64_t>(args.timeout_s * 1e9);
+  // Programmatic stream serialisation: the launch is prepared while the kernel before it
+  // (the GEMM) drains, instead of after it, and the kernel waits for it itself.
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(args.grid));
+  config.blockDim = dim3(static_cast<unsigned>(args.threads));
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
   if (args.threads == 256)
-    tail_exchange_kernel<256><<<args.grid, 256, 0, stream>>>(args, slice_bytes, vector, timeout_ns);
+    CUDA_CHECK(cudaLaunchKernelEx(&config, tail_exchange_kernel<256>, args, slice_bytes, vector,
+                                  timeout_ns));
   else if (args.threads == 1024)
-    tail_exchange_kernel<1024>
-        <<<args.grid, 1024, 0, stream>>>(args, slice_bytes, vector, timeout_ns);
+    CUDA_CHECK(cudaLaunchKernelEx(&config, tail_exchange_kernel<1024>, args, slice_bytes, vector,
+                                  timeout_ns));
   else
-    tail_exchange_kernel<512><<<args.grid, 512, 0, stream>>>(args, slice_bytes, vector, timeout_ns);
+    CUDA_CHECK(cudaLaunchKernelEx(&config, tail_exchange_kernel<512>, args, slice_bytes, vector,
+                                  timeout_ns));
   CUDA_CHECK(cudaGetLastError());
   return Status::success();
 }

@@ -10,14 +10,17 @@
 // done, so nothing is slowed down), and the flags are polled by the receiving kernel itself.
 //
 // The region is cut into kTailSlices equal slices (16-byte multiples, the last one shorter).
-// CTA c copies slices c, c + grid, ... to every peer (peers in rotated order, as the copy
-// engine's phase 2), then per slice a system-scope release of the epoch into the peer's
-// flag [rank][slice]; then it waits (acquire) for every peer's flag [peer][slice] of the same
-// slices. The kernel ends once all slices of all peers are in this rank's P. The slice count
-// is fixed so ranks agree on it whatever their SM counts. No deadlock: a CTA's stores and
-// flags come before its waits, and every rank's grid is resident once its GEMM has ended
-// (ranks sharing a GPU: world × grid <= SMs, as their GEMMs). A wait gives up after
-// timeout_s and sets *timed_out. C++17 host header; the kernel is in tail_exchange.cu.
+// CTA c copies slices c, c + grid, ... to each peer in turn (peers in rotated order, as the
+// copy engine's phase 2), then after one system-scope fence releases the epoch into that
+// peer's flags [rank][slice] of those slices; then it waits (acquire) for every peer's flags
+// [peer][slice] of the same slices. The kernel ends once all slices of all peers are in this
+// rank's P. The slice count is fixed so ranks agree on it whatever their SM counts; with no
+// bytes the kernel is a handshake alone on slice 0's flags (after a copy on the same stream,
+// say). It is launched as a programmatic dependent of the kernel before it and waits for
+// that kernel itself. No deadlock: a CTA's stores and flags come before its waits, and every
+// rank's grid is resident once its GEMM has ended (ranks sharing a GPU: world × grid <= SMs,
+// as their GEMMs). A wait gives up after timeout_s and sets *timed_out. C++17 host header;
+// the kernel is in tail_exchange.cu.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
