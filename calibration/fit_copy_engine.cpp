@@ -160,36 +160,42 @@ void fit_copy_engine(const FitData& data, FitOutput& out) {
     out.comments["designs.tilewise." + key] = text;
   };
 
-  // The peer-copy line.
-  std::vector<const Measurement*> copies;
-  std::vector<std::pair<double, double>> points;
-  for (const auto& r : data.rows)
-    if (r.op == "peer_copy" && r.design == "copy_engine") {
-      copies.push_back(&r);
-      points.emplace_back(static_cast<double>(r.bytes), r.time_s);
-    }
-  std::set<std::uint64_t> sizes;
-  for (const auto* r : copies) sizes.insert(r->bytes);
-  if (sizes.size() >= 2) {
+  // A line through the peer_copy rows of one design, into <prefix>_bandwidth_Bps and
+  // <prefix>_latency_s.
+  auto fit_line = [&](const char* design, const std::string& prefix, const char* what,
+                      const char* rows_name, const char* how) {
+    std::vector<const Measurement*> copies;
+    std::vector<std::pair<double, double>> points;
+    for (const auto& r : data.rows)
+      if (r.op == "peer_copy" && r.design == design) {
+        copies.push_back(&r);
+        points.emplace_back(static_cast<double>(r.bytes), r.time_s);
+      }
+    std::set<std::uint64_t> sizes;
+    for (const auto* r : copies) sizes.insert(r->bytes);
+    if (sizes.size() < 2) return;
     const CopyLine line = fit_copy_line(points);
     const std::string cite = cite_rows(data.label, copies);
     const double err = rounded(line.rel_rms, 4);
-    p.designs.by_design["tilewise"]["copy_engine_bandwidth_Bps"] = {
+    p.designs.by_design["tilewise"][prefix + "_bandwidth_Bps"] = {
         rounded(line.Bps, 4), {sim::SourceKind::Measured, cite, err}};
-    p.designs.by_design["tilewise"]["copy_engine_latency_s"] = {
+    p.designs.by_design["tilewise"][prefix + "_latency_s"] = {
         rounded(line.latency_s, 4), {sim::SourceKind::Measured, cite, err}};
     const std::string text = fmt::format(
-        "copy-engine peer copies: the line latency + bytes / bandwidth through the {} "
-        "peer_copy rows ({} sizes, every rank copying to the next at once), least squares on "
-        "the relative error",
-        copies.size(), sizes.size());
-    comment("copy_engine_bandwidth_Bps", text);
-    comment("copy_engine_latency_s", text);
+        "{}: the line latency + bytes / bandwidth through the {} {} rows ({} sizes, {}), least "
+        "squares on the relative error",
+        what, copies.size(), rows_name, sizes.size(), how);
+    comment(prefix + "_bandwidth_Bps", text);
+    comment(prefix + "_latency_s", text);
     out.notes.push_back(fmt::format(
-        "designs.tilewise.copy_engine_bandwidth_Bps / latency_s: {:.1f} GB/s, {:.2f} us from "
-        "{} rows, fit error {:.1f}%",
-        line.Bps / 1e9, line.latency_s * 1e6, copies.size(), 100 * line.rel_rms));
-  }
+        "designs.tilewise.{}_bandwidth_Bps / latency_s: {:.1f} GB/s, {:.2f} us from {} rows, fit "
+        "error {:.1f}%",
+        prefix, line.Bps / 1e9, line.latency_s * 1e6, copies.size(), 100 * line.rel_rms));
+  };
+  fit_line("copy_engine", "copy_engine", "copy-engine peer copies", "peer_copy",
+           "every rank copying to the next at once");
+  fit_line("tail_kernel", "tail_kernel", "the all-reduce tail kernel's exchange",
+           "peer_copy tail_kernel", "every rank sending to its peers at once");
 
   // The pair rows' parameters, each where rows pin it down.
   const sim::Sourced* tile_m = param("tile_m");

@@ -4,6 +4,8 @@
 //   copy_engine_latency_s, copy_engine_bandwidth_Bps   the line t = latency + bytes / Bps
 //       through the peer_copy copy_engine rows (every rank copying to the next at once),
 //       least squares on the relative error
+//   tail_kernel_latency_s, tail_kernel_bandwidth_Bps   the same line through the peer_copy
+//       tail_kernel rows (the all-reduce tail kernel's exchange, every rank at once)
 //   epilogue_reduce_overhead_fraction   2 ranks: from the all-reduce and reduce-scatter
 //       tilewise_ce pair rows
 //   epilogue_reduce_bandwidth_Bps       more ranks: from the reduce-scatter pair rows

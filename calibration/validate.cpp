@@ -114,9 +114,11 @@ double sequential_time_s(const sim::Profile& profile, const sim::Topology& topo,
 }
 
 // overlap-bench rows of the tile-wise design with the copy-engine transport (the kernel's
-// benchmark name is not fixed yet: either spelling).
+// benchmark name is not fixed yet: either spelling; tilewise_ce_tk: the all-reduce's last
+// own group by the tail kernel).
 bool is_copy_engine_design(const std::string& design) {
-  return design == "tilewise_copy_engine" || design == "tilewise_ce";
+  return design == "tilewise_copy_engine" || design == "tilewise_ce" ||
+         design == "tilewise_ce_tk";
 }
 
 // The pair under an overlap design (sim/overlap), collectives timed by the profile's
@@ -141,6 +143,9 @@ sim::PairOutcome design_outcome(const sim::Profile& profile, const sim::Topology
       pc.comm_sms = static_cast<int>(s->value);
   }
   pc.copy_engine = is_copy_engine_design(m.design);
+  // The phase 2 the row measured (its design name says which).
+  pc.phase2 = m.design == "tilewise_ce_tk" ? sim::TilewiseDesign::AllReducePhase2::TailKernel
+                                           : sim::TilewiseDesign::AllReducePhase2::CopyEngine;
   return sim::simulate_pair(pc, pc.copy_engine ? "tilewise" : m.design, profile, topo);
 }
 

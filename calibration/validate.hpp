@@ -27,6 +27,8 @@
 //                    the row's group count
 //   tilewise_ce      tile-wise rows of the copy-engine transport (design tilewise_copy_engine
 //                    or tilewise_ce): the same model with TilewiseDesign's copy_engine transport
+//                    and the copy engines' phase 2; tilewise_ce_tk rows with the tail kernel's
+//                    (unmodelled where the profile has no tail-kernel rates)
 // Rows of our own GEMM without own tables in the profile, its signalling variants, and
 // kernels the simulator has no op for are listed as unmodelled with the reason.
 #include <string>

@@ -55,14 +55,21 @@ class DecomposedDesign final : public PairedDesign {
 class TilewiseDesign final : public PairedDesign {
  public:
   enum class Transport { Nccl, CopyEngine };
+  // The copy-engine all-reduce's phase 2 (the kernel's OwnerOptions::phase2): Auto takes
+  // the faster of the copy engines and, where the profile has its rates, the tail kernel.
+  enum class AllReducePhase2 { Auto, CopyEngine, TailKernel };
 
   explicit TilewiseDesign(const Profile& profile);
   const char* name() const override { return "tilewise"; }
   // The copy-engine transport reads copy_engine_bandwidth_Bps, copy_engine_latency_s and
   // epilogue_reduce_overhead_fraction from `profile` (missing: std::invalid_argument), and
   // epilogue_reduce_bandwidth_Bps and copy_engine_phase2_contention where it has them.
+  // With it, tail_kernel_bandwidth_Bps and tail_kernel_latency_s where the profile has them
+  // (both or neither).
   void set_transport(Transport transport, const Profile& profile);
   Transport transport() const { return transport_; }
+  // TailKernel without the profile's tail-kernel rates: std::invalid_argument naming them.
+  void set_allreduce_phase2(AllReducePhase2 mode);
   // Replays a measured configuration: waves per group, and the SMs left to NCCL.
   void set_partition(std::vector<int> waves_per_group) { partition_ = std::move(waves_per_group); }
   void set_max_groups(int groups) { max_groups_ = groups; }
@@ -85,6 +92,8 @@ class TilewiseDesign final : public PairedDesign {
   Transport transport_ = Transport::Nccl;
   double copy_Bps_ = 0, copy_latency_s_ = 0, epilogue_ = 0, epilogue_Bps_ = 0;
   double phase2_contention_ = 0;
+  double tail_Bps_ = 0, tail_latency_s_ = 0;
+  AllReducePhase2 phase2_ = AllReducePhase2::Auto;
   int comm_sms_, max_groups_;
   double tile_m_, tile_n_, gemm_vs_vendor_ = 0, signal_, interference_, wait_s_, call_latency_s_;
   // The own GEMM's time: its measured tables (compute.own_gemm_tables) when the profile
@@ -148,7 +157,10 @@ WaveGroupPlan plan_wave_groups(const WaveGroupProblem& problem);
 //                  own tile, R_j = ceil(own tiles through group j / sms) r (the kernel spins
 //                  until they arrive); all-to-all: F_j = F_{j-1} + (A_j - A_{j-1})
 //   allreduce:     own group j then goes to the world - 1 peers: E = max(F_j, E) + wait_s +
-//                  (world - 1) X(b) (1 + phase2_contention (world - 2))
+//                  (world - 1) X(b) (1 + phase2_contention (world - 2)); with the tail
+//                  kernel (tail_Bps > 0) the last own group instead leaves by a kernel
+//                  behind the GEMM, after any copy still on the link: E = max(F_last, E) +
+//                  (world - 1) Y(b), Y(b) = tail_latency_s + b / tail_Bps (no stream wait)
 //   end:           max(F_last, E_last).
 struct CopyEngineProblem {
   CollectiveOp op = CollectiveOp::AllReduce;
@@ -173,6 +185,10 @@ struct CopyEngineProblem {
   // back, all at once) measured slower than a lone peer copy as ranks grow: each such copy
   // takes 1 + phase2_contention (n - 2) times X(b). Empirical (docs/designs.md); 0: none.
   double phase2_contention = 0;
+  // AllReduce: the last own group by the kernel's tail kernel (OwnerPhase2::TailKernel) at
+  // this two-way exchange rate and fixed time; 0: by the copy engines like the others.
+  double tail_Bps = 0;
+  double tail_latency_s = 0;
 };
 struct CopyEnginePlan {
   // Per group (peer groups in item order, then own groups), as a PairSchedule takes them.

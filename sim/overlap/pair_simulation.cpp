@@ -144,7 +144,10 @@ PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
     if (pc.comm_sms > 0) t->set_comm_sms(pc.comm_sms, pc.comm_stretch);
     if (!pc.waves_per_group.empty()) t->set_partition(pc.waves_per_group);
     if (pc.max_groups > 0) t->set_max_groups(pc.max_groups);
-    if (pc.copy_engine) t->set_transport(TilewiseDesign::Transport::CopyEngine, profile);
+    if (pc.copy_engine) {
+      t->set_transport(TilewiseDesign::Transport::CopyEngine, profile);
+      t->set_allreduce_phase2(pc.phase2);
+    }
   }
   const StepResult r = exec.run(*design);
   out.time_s = r.step_time_s;

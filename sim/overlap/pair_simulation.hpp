@@ -11,6 +11,7 @@
 
 #include "sim/compute/profile.hpp"
 #include "sim/graph/op_graph.hpp"
+#include "sim/overlap/designs.hpp"
 #include "sim/topology/topology.hpp"
 
 namespace overlapsim::sim {
@@ -37,6 +38,8 @@ struct PairCase {
   std::vector<int> waves_per_group;  // tilewise
   int max_groups = 0;                // tilewise: at most this many groups (a measured count)
   bool copy_engine = false;          // tilewise: the copy-engine transport (no NCCL)
+  // tilewise copy_engine all-reduce: its phase 2 (Auto: the faster the profile allows).
+  TilewiseDesign::AllReducePhase2 phase2 = TilewiseDesign::AllReducePhase2::Auto;
 };
 
 struct PairOutcome {

@@ -1,6 +1,8 @@
 // The tile-wise design's copy-engine transport (designs.hpp: plan_copy_engine).
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "sim/overlap/designs.hpp"
 
@@ -56,6 +58,15 @@ CopyEnginePlan plan_copy_engine(const CopyEngineProblem& w) {
     finished = f;
     plan.comm_share.push_back(0);
     if (w.op == CollectiveOp::AllReduce) {
+      if (w.tail_Bps > 0 && j == g - 1) {
+        // The tail kernel: behind the GEMM on its stream, no wait; the link is shared with
+        // any copy still running.
+        const double tail = (n - 1) * (w.tail_latency_s + b / w.tail_Bps);
+        copies_end = std::max(f, copies_end) + tail;
+        plan.part_s.push_back(tail);
+        plan.part_delay_s.push_back(0);
+        continue;
+      }
       // The reduced group goes back to every peer, all ranks copying back to back at once.
       copies_end = std::max(f, copies_end) + w.wait_s + (n - 1) * x_back;
       plan.part_s.push_back((n - 1) * x_back);
@@ -89,7 +100,29 @@ void TilewiseDesign::set_transport(Transport transport, const Profile& profile) 
     phase2_contention_ = p.need_at_least(
         "copy_engine_phase2_contention", 0,
         "the all-reduce phase-2 copies' slowdown per rank beyond 2, >= 0 (0: none)");
+  const bool tail_bw = profile.designs.find("tilewise", "tail_kernel_bandwidth_Bps") != nullptr;
+  const bool tail_lat = profile.designs.find("tilewise", "tail_kernel_latency_s") != nullptr;
+  if (tail_bw != tail_lat)
+    throw std::invalid_argument(
+        std::string("profile: designs.tilewise.") +
+        (tail_bw ? "tail_kernel_latency_s" : "tail_kernel_bandwidth_Bps") +
+        " missing: the tail kernel's exchange needs both its rate and its fixed time");
+  if (tail_bw) {
+    tail_Bps_ = p.need_at_least("tail_kernel_bandwidth_Bps", 1,
+                                "the tail kernel's two-way exchange rate, such as 370GBps");
+    tail_latency_s_ = p.need_at_least("tail_kernel_latency_s", 0,
+                                      "the tail kernel's fixed time per exchange, such as 9us");
+  }
   for (auto& u : p.used()) parameters_.push_back(u);
+}
+
+void TilewiseDesign::set_allreduce_phase2(AllReducePhase2 mode) {
+  if (mode == AllReducePhase2::TailKernel && tail_Bps_ <= 0)
+    throw std::invalid_argument(
+        "tilewise copy_engine: the tail-kernel phase 2 needs designs.tilewise."
+        "tail_kernel_bandwidth_Bps and tail_kernel_latency_s in the profile (overlapsim fit "
+        "writes them from overlap-bench's peer_copy tail_kernel rows)");
+  phase2_ = mode;
 }
 
 std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeModel& model,
@@ -115,14 +148,26 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
   w.phase2_contention = phase2_contention_;
   // Like the kernel's tuner (OVERLAPSIM_TILEWISE_CE_GROUPS, 2, 4, 8, 16 groups per part
   // whatever the rank count): the fastest groups per part up to max_groups.
+  // and, for an all-reduce, the phase-2 modes it may time.
+  std::vector<double> tail_rates;
+  if (phase2_ != AllReducePhase2::TailKernel) tail_rates.push_back(0);
+  if (w.op == CollectiveOp::AllReduce && tail_Bps_ > 0 && phase2_ != AllReducePhase2::CopyEngine)
+    tail_rates.push_back(tail_Bps_);
+  if (tail_rates.empty()) {
+    why_not = "copy-engine transport: the tail kernel is an all-reduce's phase 2";
+    return std::nullopt;
+  }
   CopyEnginePlan best;
   best.end_s = 1e300;
   const double part_tiles = w.tiles / w.world;
-  for (int g = std::min(2, max_groups_); g <= max_groups_ && (g == 1 || g <= part_tiles); g *= 2) {
-    w.groups_per_part = g;
-    CopyEnginePlan plan = plan_copy_engine(w);
-    if (plan.end_s < best.end_s) best = std::move(plan);
-  }
+  for (int g = std::min(2, max_groups_); g <= max_groups_ && (g == 1 || g <= part_tiles); g *= 2)
+    for (const double tail_Bps : tail_rates) {
+      w.groups_per_part = g;
+      w.tail_Bps = tail_Bps;
+      w.tail_latency_s = tail_latency_s_;
+      CopyEnginePlan plan = plan_copy_engine(w);
+      if (plan.end_s < best.end_s) best = std::move(plan);
+    }
   PairSchedule s;
   s.compute_s = std::move(best.compute_s);
   s.comm_share = std::move(best.comm_share);

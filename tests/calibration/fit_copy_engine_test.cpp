@@ -105,6 +105,50 @@ TEST(FitCopyEngine, WritesTheLineWithProvenance) {
   EXPECT_NEAR(bw->source.fit_error, 0, 1e-6);
   EXPECT_EQ(comments.count("designs.tilewise.copy_engine_latency_s"), 1u);
   EXPECT_EQ(profile.designs.find("tilewise", "epilogue_reduce_bandwidth_Bps"), nullptr);
+  EXPECT_EQ(profile.designs.find("tilewise", "tail_kernel_bandwidth_Bps"), nullptr)
+      << "no tail_kernel rows, no tail-kernel line";
+}
+
+// The all-reduce tail kernel's rows (peer_copy, design tail_kernel) give their own line,
+// apart from the copy engines'; one size alone gives none.
+TEST(FitCopyEngine, TailKernelRowsGiveTheirOwnLine) {
+  FitData data;
+  data.label = "benchmarks/results/y";
+  int line = 2;
+  const auto add = [&](const char* design, double mib, double latency_s, double Bps) {
+    Measurement m;
+    m.file = "tilewise.csv";
+    m.line = line++;
+    m.op = "peer_copy";
+    m.design = design;
+    m.world = 2;
+    m.bytes = static_cast<std::uint64_t>(mib * (1 << 20));
+    m.time_s = m.time_min_s = latency_s + static_cast<double>(m.bytes) / Bps;
+    data.rows.push_back(m);
+  };
+  for (double mib : {1.0, 16.0, 64.0}) add("copy_engine", mib, 3e-6, 385e9);
+  for (double mib : {1.0, 4.0, 16.0, 64.0}) add("tail_kernel", mib, 9e-6, 360e9);
+  sim::Profile profile;
+  std::map<std::string, std::string> comments;
+  std::vector<std::string> notes;
+  FitOutput out{profile, comments, notes};
+  fit_copy_engine(data, out);
+  const sim::Sourced* bw = profile.designs.find("tilewise", "tail_kernel_bandwidth_Bps");
+  const sim::Sourced* lat = profile.designs.find("tilewise", "tail_kernel_latency_s");
+  ASSERT_TRUE(bw && lat);
+  EXPECT_NEAR(bw->value, 360e9, 360e9 * 1e-3);
+  EXPECT_NEAR(lat->value, 9e-6, 9e-9);
+  EXPECT_EQ(bw->source.citation, "benchmarks/results/y: tilewise.csv:5-8");
+  EXPECT_NEAR(profile.designs.find("tilewise", "copy_engine_latency_s")->value, 3e-6, 3e-9);
+  EXPECT_NE(comments.at("designs.tilewise.tail_kernel_latency_s").find("tail_kernel rows"),
+            std::string::npos);
+
+  FitData one_size;
+  one_size.rows = {data.rows.back()};
+  sim::Profile single;
+  FitOutput out_single{single, comments, notes};
+  fit_copy_engine(one_size, out_single);
+  EXPECT_EQ(single.designs.find("tilewise", "tail_kernel_bandwidth_Bps"), nullptr);
 }
 
 }  // namespace

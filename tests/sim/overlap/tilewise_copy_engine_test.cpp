@@ -295,6 +295,85 @@ TEST(TilewiseCopyEngine, OwnGemmTablesReplaceTheRatio) {
   EXPECT_NEAR(simulate_pair(a2a, "tilewise", profile, topo).time_s, 3 * gemm_s(a2a), 1e-9);
 }
 
+// The tail kernel carries the all-reduce's last own group: with one group per part on 2 GPUs
+// and copies hidden under the GEMM the pair ends at F + Y(b) instead of F + wait + X(b); with
+// two groups the first own group still goes by the copy engines, and the tail kernel starts
+// after that copy where it is still on the link.
+TEST(TilewiseCopyEngine, TailKernelCarriesTheLastOwnGroup) {
+  // 256 tiles on 64 SMs: 4 waves of 0.5 ms; 100 MB a part.
+  CopyEngineProblem w = problem(CollectiveOp::AllReduce, 2, 64, 256.0, 2e-3, 2e8, 1e12);
+  const double wait = 3e-6;
+  w.wait_s = wait;
+  w.copy_latency_s = 2e-6;
+  // The peer part (done at 1 ms) arrives by 1.105 ms; the own part is done at 2 ms.
+  const double x = 2e-6 + 1e8 / 1e12;
+  EXPECT_NEAR(plan_copy_engine(w).end_s, 2e-3 + wait + x, 1e-12);
+  w.tail_Bps = 2e12;
+  w.tail_latency_s = 9e-6;
+  EXPECT_NEAR(plan_copy_engine(w).end_s, 2e-3 + 9e-6 + 1e8 / 2e12, 1e-12);
+  // Two groups a part (one wave each) and slow copies (50 MB at 80 GB/s: 627 us): peer
+  // groups arrive at a1 = 0.5 ms + wait + X and a2 = max(1 ms, a1) + wait + X; own group 0
+  // (done at 1.5 ms) is copied back from max(1.5 ms, a2), past the GEMM's end at 2 ms, and
+  // the tail kernel follows that copy.
+  w.groups_per_part = 2;
+  w.copy_Bps = 8e10;
+  const double xh = 2e-6 + 5e7 / 8e10, yh = 9e-6 + 5e7 / 2e12;
+  const double a1 = 0.5e-3 + wait + xh, a2 = std::max(1e-3, a1) + wait + xh;
+  const double own0_back = std::max(1.5e-3, a2) + wait + xh;
+  ASSERT_GT(own0_back, 2e-3);
+  EXPECT_NEAR(plan_copy_engine(w).end_s, own0_back + yh, 1e-12);
+  w.tail_Bps = 0;
+  EXPECT_NEAR(plan_copy_engine(w).end_s, own0_back + wait + xh, 1e-12);
+  // ReduceScatter has no phase 2: the tail rate changes nothing.
+  w.op = CollectiveOp::ReduceScatter;
+  const double rs = plan_copy_engine(w).end_s;
+  w.tail_Bps = 2e12;
+  EXPECT_DOUBLE_EQ(plan_copy_engine(w).end_s, rs);
+}
+
+// The design reads the tail kernel's rates where the profile has both: Auto takes the faster
+// phase 2 per groups-per-part candidate, CopyEngine and TailKernel force one; forcing the
+// tail kernel without its rates, or a profile with only one of them, names the keys.
+TEST(TilewiseCopyEngine, TailKernelPhase2FromTheProfile) {
+  const Topology topo = two_gpu_node();
+  Profile profile = copy_engine_profile(true, 0, 1);
+  const PairCase ar = ce_pair(16384, 8192, 4096, CollectiveOp::AllReduce);
+  const double copy_engines = simulate_pair(ar, "tilewise", profile, topo).time_s;
+  PairCase forced = ar;
+  forced.phase2 = TilewiseDesign::AllReducePhase2::TailKernel;
+  try {
+    simulate_pair(forced, "tilewise", profile, topo);
+    ADD_FAILURE() << "expected an error: no tail-kernel rates";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("tail_kernel_bandwidth_Bps"), std::string::npos)
+        << e.what();
+  }
+  // A tail kernel twice as fast as the copy engines, no fixed time: the last own half (all of
+  // it, one group) leaves in half the time.
+  set_param(profile, "tilewise", "tail_kernel_bandwidth_Bps", 2 * kCopyBps);
+  set_param(profile, "tilewise", "tail_kernel_latency_s", 0);
+  const double half_part = static_cast<double>(ar.comm_bytes) / 2;
+  const double tail = simulate_pair(ar, "tilewise", profile, topo).time_s;
+  EXPECT_NEAR(tail, copy_engines - half_part / kCopyBps + half_part / (2 * kCopyBps), 1e-9);
+  EXPECT_NEAR(simulate_pair(forced, "tilewise", profile, topo).time_s, tail, 1e-12);
+  PairCase ce = ar;
+  ce.phase2 = TilewiseDesign::AllReducePhase2::CopyEngine;
+  EXPECT_NEAR(simulate_pair(ce, "tilewise", profile, topo).time_s, copy_engines, 1e-12);
+  // A slow tail kernel: Auto keeps the copy engines.
+  set_param(profile, "tilewise", "tail_kernel_bandwidth_Bps", kCopyBps / 4);
+  EXPECT_NEAR(simulate_pair(ar, "tilewise", profile, topo).time_s, copy_engines, 1e-12);
+  Profile half_keyed = profile;
+  half_keyed.designs.by_design["tilewise"].erase("tail_kernel_latency_s");
+  try {
+    simulate_pair(ar, "tilewise", half_keyed, topo);
+    ADD_FAILURE() << "expected an error: only one tail-kernel key";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("designs.tilewise.tail_kernel_latency_s missing"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(TilewiseCopyEngine, MissingParametersNameTheKey) {
   const Topology topo = two_gpu_node();
   const Profile profile = design_profile(false);  // NCCL transport's parameters only
