@@ -59,6 +59,26 @@ Status setup(std::vector<Gpu>& gpus, std::size_t max_bytes) {
   return Status::success();
 }
 
+// The tail kernel's arguments for GPU d sending `bytes` to the other, in the round `epoch`.
+tw::TailExchangeArgs tail_args(std::vector<Gpu>& gpus, int d, std::size_t bytes,
+                               std::uint32_t epoch, int grid, int threads) {
+  Gpu& g = gpus[static_cast<std::size_t>(d)];
+  Gpu& peer = gpus[static_cast<std::size_t>(1 - d)];
+  tw::TailExchangeArgs t;
+  t.src = g.src.as<char>();
+  t.bytes = bytes;
+  t.peers = 1;
+  t.dst[0] = peer.dst.as<char>();
+  t.out_flags[0] = peer.flags.as<std::uint32_t>() + d * tw::kTailSlices;
+  t.in_flags[0] = g.flags.as<std::uint32_t>() + (1 - d) * tw::kTailSlices;
+  t.epoch = epoch;
+  t.grid = grid;
+  t.threads = threads;
+  t.timeout_s = 10;
+  t.timed_out = g.timed_out.as<int>();
+  return t;
+}
+
 // Mean seconds of one call of `issue(d)` issued on both GPUs, `iters` times back to back.
 template <class Issue>
 Status time_calls(std::vector<Gpu>& gpus, int warmup, int iters, Issue issue, double* mean_s) {
@@ -136,19 +156,9 @@ Status run(const std::vector<std::size_t>& sizes, const std::vector<int>& grids,
           Gpu& peer = gpus[static_cast<std::size_t>(1 - d)];
           CUDA_CHECK(cudaMemcpyAsync(peer.dst.data(), g.src.data(), bytes, cudaMemcpyDeviceToDevice,
                                      g.stream));
-          tw::TailExchangeArgs t;
-          t.src = g.src.as<char>();
-          t.bytes = 0;
-          t.peers = 1;
-          t.dst[0] = peer.dst.as<char>();
-          t.out_flags[0] = peer.flags.as<std::uint32_t>() + d * tw::kTailSlices;
-          t.in_flags[0] = g.flags.as<std::uint32_t>() + (1 - d) * tw::kTailSlices;
+          // Both GPUs' calls of one round share an epoch.
           if (d == 0) ++epoch;
-          t.epoch = epoch;
-          t.grid = 1;
-          t.timeout_s = 10;
-          t.timed_out = g.timed_out.as<int>();
-          return tw::launch_tail_exchange(t, g.stream);
+          return tw::launch_tail_exchange(tail_args(gpus, d, 0, epoch, 1, 512), g.stream);
         },
         &s));
     emit("copy_engine_flags", 1, bytes, s);
@@ -158,23 +168,9 @@ Status run(const std::vector<std::size_t>& sizes, const std::vector<int>& grids,
             gpus, warmup, iters,
             [&](int d) -> Status {
               CUDA_CHECK(cudaSetDevice(d));
-              Gpu& g = gpus[static_cast<std::size_t>(d)];
-              Gpu& peer = gpus[static_cast<std::size_t>(1 - d)];
-              tw::TailExchangeArgs t;
-              t.src = g.src.as<char>();
-              t.bytes = bytes;
-              t.peers = 1;
-              t.dst[0] = peer.dst.as<char>();
-              t.out_flags[0] = peer.flags.as<std::uint32_t>() + d * tw::kTailSlices;
-              t.in_flags[0] = g.flags.as<std::uint32_t>() + (1 - d) * tw::kTailSlices;
-              // Both GPUs' calls of one round share an epoch.
               if (d == 0) ++epoch;
-              t.epoch = epoch;
-              t.grid = grid;
-              t.threads = block;
-              t.timeout_s = 10;
-              t.timed_out = g.timed_out.as<int>();
-              return tw::launch_tail_exchange(t, g.stream);
+              return tw::launch_tail_exchange(tail_args(gpus, d, bytes, epoch, grid, block),
+                                              gpus[static_cast<std::size_t>(d)].stream);
             },
             &s));
         emit("tail_kernel_" + std::to_string(block), grid, bytes, s);

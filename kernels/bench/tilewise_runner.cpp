@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,8 +19,8 @@
 #include "kernels/tilewise/group_predictor.hpp"
 #include "kernels/tilewise/owner_design.hpp"
 #include "kernels/tilewise/owner_predictor.hpp"
-#include "kernels/tilewise/tail_exchange.hpp"
 #include "kernels/tilewise/signal_wait.hpp"
+#include "kernels/tilewise/tail_exchange.hpp"
 #include "kernels/tilewise/tilewise_design.hpp"
 #include "kernels/tilewise/tuning_cache.hpp"
 
@@ -112,8 +113,8 @@ Status read_settings(TilewiseSettings* s) {
                              "' is not a group count in 1..1024 (expected e.g. 1,2,4)");
     s->ce_groups.push_back(static_cast<int>(g));
   }
-  for (const std::string& v : split_commas(
-           env_or("OVERLAPSIM_TILEWISE_CE_PHASE2", "copy_engine,epilogue,tail_kernel"))) {
+  for (const std::string& v :
+       split_commas(env_or("OVERLAPSIM_TILEWISE_CE_PHASE2", "copy_engine,epilogue,tail_kernel"))) {
     const auto mode = tw::parse_owner_phase2(v);
     if (!mode)
       return Status::failure("OVERLAPSIM_TILEWISE_CE_PHASE2: '" + v +
@@ -184,30 +185,31 @@ struct Candidate {
   std::vector<int> partition;
   double predicted_s = 0;
   double measured_s = 0;
-  int ce_groups = 0;                // > 0: transport copy_engine with this many groups a part
+  int ce_groups = 0;  // > 0: transport copy_engine with this many groups a part
   tw::OwnerPhase2 phase2 = tw::OwnerPhase2::CopyEngine;  // copy_engine all-reduce
 };
 
-// The detail CSV's and tuning cache's `wait` of a copy-engine candidate.
-const char* copy_engine_mode(const Candidate& c) {
-  switch (c.phase2) {
-    case tw::OwnerPhase2::Epilogue: return "epilogue_phase2";
-    case tw::OwnerPhase2::TailKernel: return "tail_kernel";
-    case tw::OwnerPhase2::CopyEngine: break;
-  }
-  return "copy_engine";
-}
+// Per all-reduce phase-2 mode: the detail CSV's and tuning cache's `wait` of a copy-engine
+// candidate, and its pair rows' design. Each mode other than the copy engines' has its own
+// design name, so validate predicts every row with the mode it measured and fit reads the
+// copy engines' rows only.
+struct Phase2Names {
+  tw::OwnerPhase2 mode;
+  const char* wait;
+  const char* design;
+};
+constexpr Phase2Names kPhase2Names[] = {
+    {tw::OwnerPhase2::CopyEngine, "copy_engine", "tilewise_ce"},
+    {tw::OwnerPhase2::Epilogue, "epilogue_phase2", "tilewise_ce_ep"},
+    {tw::OwnerPhase2::TailKernel, "tail_kernel", "tilewise_ce_tk"}};
 
-// The pair row's design: the phase-2 modes the simulator has no model of get their own
-// names, so validate and fit never read them as the copy-engine phase 2's.
-const char* copy_engine_design(const Candidate& c) {
-  switch (c.phase2) {
-    case tw::OwnerPhase2::Epilogue: return "tilewise_ce_ep";
-    case tw::OwnerPhase2::TailKernel: return "tilewise_ce_tk";
-    case tw::OwnerPhase2::CopyEngine: break;
-  }
-  return "tilewise_ce";
+const Phase2Names& phase2_names(tw::OwnerPhase2 mode) {
+  for (const Phase2Names& n : kPhase2Names)
+    if (n.mode == mode) return n;
+  return kPhase2Names[0];
 }
+const char* copy_engine_mode(const Candidate& c) { return phase2_names(c.phase2).wait; }
+const char* copy_engine_design(const Candidate& c) { return phase2_names(c.phase2).design; }
 
 class TilewiseShapeRunner {
  public:
@@ -322,8 +324,8 @@ class TilewiseShapeRunner {
     if (cached && !cached->partition.empty()) {
       groups = {cached->partition.front()};
       tw::OwnerPhase2 mode = tw::OwnerPhase2::CopyEngine;
-      if (cached->wait == "epilogue_phase2") mode = tw::OwnerPhase2::Epilogue;
-      if (cached->wait == "tail_kernel") mode = tw::OwnerPhase2::TailKernel;
+      for (const Phase2Names& names : kPhase2Names)
+        if (cached->wait == names.wait) mode = names.mode;
       modes = {std::find(modes.begin(), modes.end(), mode) != modes.end()
                    ? mode
                    : tw::OwnerPhase2::CopyEngine};
@@ -397,19 +399,10 @@ class TilewiseShapeRunner {
     void* to = all[static_cast<std::size_t>((env_.rank() + 1) % env_.world())][0];
     tw::CommCurve curve;
     for (std::size_t bytes : sizes) {
-      Timing t;
-      OVERLAPSIM_TRY(time_iterations(
-          *env_.ctx, 3, std::max(8, case_.iterations / 2),
-          [&](int) -> Status {
-            CUDA_CHECK(cudaMemcpyAsync(to, src.data(), bytes, cudaMemcpyDeviceToDevice, compute()));
-            return Status::success();
-          },
-          &t));
-      curve.add_point(static_cast<double>(bytes), t.median_s);
-      BenchRow r = row("peer_copy", "copy_engine", 1, t);
-      r.bytes = bytes;
-      r.m = r.n = r.k = 0;
-      env_.emit(r);
+      OVERLAPSIM_TRY(time_peer_copy("copy_engine", bytes, &curve, [&]() -> Status {
+        CUDA_CHECK(cudaMemcpyAsync(to, src.data(), bytes, cudaMemcpyDeviceToDevice, compute()));
+        return Status::success();
+      }));
     }
     // A group's copy as the transport issues it: the copy, the flag write into the peer,
     // the next group's counter wait (here satisfied) and reset. Less the copy alone at the
@@ -457,6 +450,21 @@ class TilewiseShapeRunner {
     return Status::success();
   }
 
+  // One point of a peer-copy curve: `issue` (every rank at once) timed like the transport's
+  // calls, added to `curve` and emitted as a peer_copy row of `design`.
+  Status time_peer_copy(const char* design, std::size_t bytes, tw::CommCurve* curve,
+                        const std::function<Status()>& issue) {
+    Timing t;
+    OVERLAPSIM_TRY(time_iterations(
+        *env_.ctx, 3, std::max(8, case_.iterations / 2), [&](int) { return issue(); }, &t));
+    curve->add_point(static_cast<double>(bytes), t.median_s);
+    BenchRow r = row("peer_copy", design, 1, t);
+    r.bytes = bytes;
+    r.m = r.n = r.k = 0;
+    env_.emit(r);
+    return Status::success();
+  }
+
   // The tail kernel (tail_exchange.hpp) exchanging `bytes` with every peer, every rank at
   // once and each from its GEMM's end as in the design: what the predictor charges for the
   // last own group in phase-2 mode tail_kernel. Rows peer_copy/tail_kernel.
@@ -471,8 +479,8 @@ class TilewiseShapeRunner {
     DeviceBuffer src, dst, flags;
     OVERLAPSIM_TRY(src.allocate(sizes.back()));
     OVERLAPSIM_TRY(dst.allocate(sizes.back() * static_cast<std::size_t>(world)));
-    OVERLAPSIM_TRY(flags.allocate(static_cast<std::size_t>(world) * tw::kTailSlices *
-                                  sizeof(std::uint32_t)));
+    OVERLAPSIM_TRY(
+        flags.allocate(static_cast<std::size_t>(world) * tw::kTailSlices * sizeof(std::uint32_t)));
     CUDA_CHECK(cudaMemsetAsync(flags.data(), 0, flags.bytes(), compute()));
     OVERLAPSIM_TRY(
         fill_random(src.data(), sizes.back() / 2, case_.dtype, env_.seed ^ 0x7A11u, compute()));
@@ -498,26 +506,18 @@ class TilewiseShapeRunner {
       for (int i = 1; i < world; ++i) {
         const int d = (rank + i) % world;
         const auto& theirs = all[static_cast<std::size_t>(d)];
-        t.dst[i - 1] = static_cast<char*>(theirs[0]) + static_cast<std::size_t>(rank) * sizes.back();
+        t.dst[i - 1] =
+            static_cast<char*>(theirs[0]) + static_cast<std::size_t>(rank) * sizes.back();
         t.out_flags[i - 1] = static_cast<std::uint32_t*>(theirs[1]) + rank * tw::kTailSlices;
         t.in_flags[i - 1] = flags.as<std::uint32_t>() + d * tw::kTailSlices;
       }
       t.grid = std::min(tw::kTailSlices, sms);
       t.timeout_s = env_.ctx->comm.timeout_s;
       t.timed_out = timed_out.as<int>();
-      Timing timing;
-      OVERLAPSIM_TRY(time_iterations(
-          *env_.ctx, 3, std::max(8, case_.iterations / 2),
-          [&](int) -> Status {
-            t.epoch = ++epoch;
-            return tw::launch_tail_exchange(t, compute());
-          },
-          &timing));
-      curve.add_point(static_cast<double>(bytes), timing.median_s);
-      BenchRow r = row("peer_copy", "tail_kernel", 1, timing);
-      r.bytes = bytes;
-      r.m = r.n = r.k = 0;
-      env_.emit(r);
+      OVERLAPSIM_TRY(time_peer_copy("tail_kernel", bytes, &curve, [&]() -> Status {
+        t.epoch = ++epoch;
+        return tw::launch_tail_exchange(t, compute());
+      }));
     }
     int flag = 0;
     CUDA_CHECK(cudaMemcpy(&flag, timed_out.data(), sizeof flag, cudaMemcpyDeviceToHost));

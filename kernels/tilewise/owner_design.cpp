@@ -30,9 +30,10 @@ Status OwnerDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64_t 
     return Status::failure("tilewise copy_engine: groups_per_part must be >= 1");
   if (options.phase2 == OwnerPhase2::TailKernel &&
       (op != CollectiveOp::AllReduce || world < 2 || world - 1 > kTailMaxPeers))
-    return Status::failure("tilewise copy_engine: phase 2 by the tail kernel needs allreduce on 2.." +
-                           std::to_string(kTailMaxPeers + 1) + " ranks, got " + to_string(op) +
-                           " on " + std::to_string(world) + " rank(s)");
+    return Status::failure(
+        "tilewise copy_engine: phase 2 by the tail kernel needs allreduce on 2.." +
+        std::to_string(kTailMaxPeers + 1) + " ranks, got " + to_string(op) + " on " +
+        std::to_string(world) + " rank(s)");
   if (options.phase2 == OwnerPhase2::Epilogue &&
       (op != CollectiveOp::AllReduce || world != 2 || n % gemm::GemmConfig::kTileN != 0))
     return Status::failure(
@@ -95,8 +96,8 @@ Status OwnerDesign::initialize(PeerLinks links, CollectiveOp op, std::int64_t m,
   OVERLAPSIM_TRY(zeroed(counters_, flags));
   OVERLAPSIM_TRY(zeroed(arrived_, flags));
   OVERLAPSIM_TRY(zeroed(done_, flags));
-  OVERLAPSIM_TRY(zeroed(tail_flags_, static_cast<std::size_t>(world) * kTailSlices *
-                                         sizeof(std::uint32_t)));
+  OVERLAPSIM_TRY(
+      zeroed(tail_flags_, static_cast<std::size_t>(world) * kTailSlices * sizeof(std::uint32_t)));
   OVERLAPSIM_TRY(zeroed(timed_out_, sizeof(int)));
   OVERLAPSIM_TRY(zeroed(signal_source_, sizeof(std::uint32_t)));
   // Two parities × world slots × one part.
@@ -308,8 +309,8 @@ Status OwnerDesign::exchange_tail(const OwnerGroup& group, const char* local, vo
   }
   t.epoch = epoch;
   t.grid = std::min(kTailSlices, plan_.num_ctas);
-  t.reset_counter = counters_.as<std::uint32_t>() + group.position * plan_.groups_per_part +
-                    group.index;
+  t.reset_counter =
+      counters_.as<std::uint32_t>() + group.position * plan_.groups_per_part + group.index;
   t.timeout_s = options_.wait_timeout_s;
   t.timed_out = timed_out_.as<int>();
   OVERLAPSIM_TRY(launch_tail_exchange(t, compute_stream));

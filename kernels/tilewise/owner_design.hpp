@@ -151,7 +151,7 @@ class OwnerDesign {
   OwnerPlan plan_;
   DeviceBuffer tile_offsets_, tile_groups_, tile_arrival_, out_offsets_;
   DeviceBuffer counters_, arrived_, done_, recv_, timed_out_;
-  DeviceBuffer tail_flags_;  // TailKernel: [source rank][kTailSlices] epochs
+  DeviceBuffer tail_flags_;     // TailKernel: [source rank][kTailSlices] epochs
   DeviceBuffer signal_source_;  // the epoch, when flags travel by copy (signal_peer)
   bool copy_signal_ = false;    // the driver refused a stream write to peer memory
   std::vector<Peer> peers_;     // [world], own entry unused

@@ -11,9 +11,12 @@ using gemm::GemmConfig;
 
 const char* to_string(OwnerPhase2 mode) {
   switch (mode) {
-    case OwnerPhase2::CopyEngine: return "copy_engine";
-    case OwnerPhase2::Epilogue: return "epilogue";
-    case OwnerPhase2::TailKernel: return "tail_kernel";
+    case OwnerPhase2::CopyEngine:
+      return "copy_engine";
+    case OwnerPhase2::Epilogue:
+      return "epilogue";
+    case OwnerPhase2::TailKernel:
+      return "tail_kernel";
   }
   return "?";
 }

@@ -822,7 +822,7 @@ struct Variant {
   int comm_sms;
   std::vector<int> waves;  // empty: one group per wave
   int repetitions;
-  int copy_engine_groups = 0;       // > 0: transport copy_engine with this many groups a part
+  int copy_engine_groups = 0;  // > 0: transport copy_engine with this many groups a part
   OwnerPhase2 phase2 = OwnerPhase2::CopyEngine;  // copy_engine all-reduce
 };
 
@@ -1326,8 +1326,8 @@ void run_shared_gpu_case(const SharedGpuCase& c) {
   SCOPED_TRACE(std::string(to_string(c.op)) + " on " + std::to_string(c.world) +
                " ranks sharing one GPU, " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
                std::to_string(c.k) + ", " + std::to_string(c.groups) + " group(s) a part" +
-               ", phase 2 " + to_string(c.phase2) + ", " +
-               std::to_string(c.calls) + " call(s), seed " + std::to_string(seed));
+               ", phase 2 " + to_string(c.phase2) + ", " + std::to_string(c.calls) +
+               " call(s), seed " + std::to_string(seed));
   SharedGpuPeers peers(c.world, 60.0);
   std::vector<SharedGpuRankResult> results(static_cast<std::size_t>(c.world));
   std::vector<Status> status(static_cast<std::size_t>(c.world), Status::success());
@@ -1348,8 +1348,8 @@ void run_shared_gpu_case(const SharedGpuCase& c) {
 
 TEST(TilewiseCopyEngineSharedGpu, TwoRanksAllReduceEveryPhase2Mode) {
   OVERLAPSIM_REQUIRE_GPUS(1);
-  for (const OwnerPhase2 mode : {OwnerPhase2::CopyEngine, OwnerPhase2::Epilogue,
-                                 OwnerPhase2::TailKernel})
+  for (const OwnerPhase2 mode :
+       {OwnerPhase2::CopyEngine, OwnerPhase2::Epilogue, OwnerPhase2::TailKernel})
     for (const int groups : {1, 2, 3}) {
       run_shared_gpu_case({CollectiveOp::AllReduce, 2, 1024, 1536, 512, groups, mode, 1});
       run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 777, groups, mode, 1});
@@ -1368,18 +1368,21 @@ TEST(TilewiseCopyEngineSharedGpu, TwoRanksReduceScatterAndAllToAll) {
     for (const auto& shape :
          std::vector<std::array<std::int64_t, 3>>{{2048, 1536, 512}, {1024, 700, 300}})
       for (const int groups : {1, 3})
-        run_shared_gpu_case({op, 2, shape[0], shape[1], shape[2], groups, OwnerPhase2::CopyEngine, 1});
+        run_shared_gpu_case(
+            {op, 2, shape[0], shape[1], shape[2], groups, OwnerPhase2::CopyEngine, 1});
 }
 
 // 200 calls back to back with no host synchronisation between them (epoch flags, receive
 // buffers by call parity), for every collective and every all-reduce phase-2 mode.
 TEST(TilewiseCopyEngineSharedGpu, TwoRanksBackToBackCallsWithoutHostSync) {
   OVERLAPSIM_REQUIRE_GPUS(1);
-  for (const OwnerPhase2 mode : {OwnerPhase2::CopyEngine, OwnerPhase2::Epilogue,
-                                 OwnerPhase2::TailKernel})
+  for (const OwnerPhase2 mode :
+       {OwnerPhase2::CopyEngine, OwnerPhase2::Epilogue, OwnerPhase2::TailKernel})
     run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 512, 2, mode, 200});
-  run_shared_gpu_case({CollectiveOp::ReduceScatter, 2, 2048, 2048, 512, 2, OwnerPhase2::CopyEngine, 200});
-  run_shared_gpu_case({CollectiveOp::AllToAll, 2, 2048, 2048, 512, 2, OwnerPhase2::CopyEngine, 200});
+  run_shared_gpu_case(
+      {CollectiveOp::ReduceScatter, 2, 2048, 2048, 512, 2, OwnerPhase2::CopyEngine, 200});
+  run_shared_gpu_case(
+      {CollectiveOp::AllToAll, 2, 2048, 2048, 512, 2, OwnerPhase2::CopyEngine, 200});
 }
 
 // More than two ranks (the general reduction path: own store, then every rank's term in
@@ -1395,7 +1398,8 @@ TEST(TilewiseCopyEngineSharedGpu, ThreeAndFourRanks) {
   // The tail kernel to several peers (rotated order, one flag set per source).
   run_shared_gpu_case({CollectiveOp::AllReduce, 3, 1536, 1024, 256, 2, OwnerPhase2::TailKernel, 1});
   run_shared_gpu_case({CollectiveOp::AllReduce, 4, 2048, 700, 320, 2, OwnerPhase2::TailKernel, 1});
-  run_shared_gpu_case({CollectiveOp::AllReduce, 4, 2048, 1024, 256, 1, OwnerPhase2::TailKernel, 50});
+  run_shared_gpu_case(
+      {CollectiveOp::AllReduce, 4, 2048, 1024, 256, 1, OwnerPhase2::TailKernel, 50});
 }
 
 // ---------------------------------------------------------------- GPU: ranks in processes
@@ -1498,8 +1502,7 @@ TEST(TilewiseCopyEngineProcesses, Child) {
 TEST(TilewiseCopyEngineProcesses, TwoProcessesOnOneGpu) {
   OVERLAPSIM_REQUIRE_GPUS(1);
   const std::uint64_t seed = fresh_seed();
-  for (const SharedGpuCase& c :
-       std::vector<SharedGpuCase>{
+  for (const SharedGpuCase& c : std::vector<SharedGpuCase>{
            {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, OwnerPhase2::CopyEngine, 3},
            {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, OwnerPhase2::Epilogue, 3},
            {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, OwnerPhase2::TailKernel, 3},
