@@ -47,6 +47,7 @@
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/fill.hpp"
 #include "kernels/tilewise/owner_rehearsal.hpp"
+#include "kernels/tilewise/peer_memory.hpp"
 
 namespace {
 
@@ -118,10 +119,8 @@ int main(int argc, char** argv) {
     int can = 0;
     if (peer_gpu >= gpus || cudaDeviceCanAccessPeer(&can, 0, peer_gpu) != cudaSuccess || !can)
       return usage("--peer-gpu " + std::to_string(peer_gpu) + ": no such GPU or no peer access");
-    const cudaError_t e = cudaDeviceEnablePeerAccess(peer_gpu, 0);
-    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
-      return fail("cudaDeviceEnablePeerAccess");
-    cudaGetLastError();
+    const Status access = tw::enable_peer_access(0, peer_gpu);
+    if (!access.ok) return fail(access.message);
   }
   const overlapsim::kernels::bench::DeviceTags tags =
       overlapsim::kernels::bench::read_device_tags(1);

@@ -23,6 +23,7 @@
 
 #include "kernels/bench/bench_row.hpp"
 #include "kernels/harness/device_buffer.hpp"
+#include "kernels/tilewise/peer_memory.hpp"
 #include "kernels/tilewise/tail_exchange.hpp"
 
 namespace {
@@ -41,11 +42,7 @@ struct Gpu {
 
 Status setup(std::vector<Gpu>& gpus, std::size_t max_bytes) {
   for (int d = 0; d < kGpus; ++d) {
-    CUDA_CHECK(cudaSetDevice(d));
-    const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
-    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
-      return Status::failure(std::string("peer access: ") + cudaGetErrorString(e));
-    (void)cudaGetLastError();
+    OVERLAPSIM_TRY(tw::enable_peer_access(d, 1 - d));
     Gpu& g = gpus[static_cast<std::size_t>(d)];
     CUDA_CHECK(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
     OVERLAPSIM_TRY(g.src.allocate(max_bytes));
@@ -67,10 +64,9 @@ tw::TailExchangeArgs tail_args(std::vector<Gpu>& gpus, int d, std::size_t bytes,
   tw::TailExchangeArgs t;
   t.src = g.src.as<char>();
   t.bytes = bytes;
-  t.peers = 1;
-  t.dst[0] = peer.dst.as<char>();
-  t.out_flags[0] = peer.flags.as<std::uint32_t>() + d * tw::kTailSlices;
-  t.in_flags[0] = g.flags.as<std::uint32_t>() + (1 - d) * tw::kTailSlices;
+  tw::set_tail_peers(
+      kGpus, d, [&](int) { return peer.dst.as<char>(); },
+      [&](int) { return peer.flags.as<std::uint32_t>(); }, g.flags.as<std::uint32_t>(), &t);
   t.epoch = epoch;
   t.grid = grid;
   t.threads = threads;

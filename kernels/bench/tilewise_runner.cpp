@@ -503,15 +503,14 @@ class TilewiseShapeRunner {
       tw::TailExchangeArgs t;
       t.src = src.as<char>();
       t.bytes = bytes;
-      t.peers = world - 1;
-      for (int i = 1; i < world; ++i) {
-        const int d = (rank + i) % world;
-        const auto& theirs = all[static_cast<std::size_t>(d)];
-        t.dst[i - 1] =
-            static_cast<char*>(theirs[0]) + static_cast<std::size_t>(rank) * sizes.back();
-        t.out_flags[i - 1] = static_cast<std::uint32_t*>(theirs[1]) + rank * tw::kTailSlices;
-        t.in_flags[i - 1] = flags.as<std::uint32_t>() + d * tw::kTailSlices;
-      }
+      tw::set_tail_peers(
+          world, rank,
+          [&](int d) {
+            return static_cast<char*>(all[static_cast<std::size_t>(d)][0]) +
+                   static_cast<std::size_t>(rank) * sizes.back();
+          },
+          [&](int d) { return static_cast<std::uint32_t*>(all[static_cast<std::size_t>(d)][1]); },
+          flags.as<std::uint32_t>(), &t);
       t.grid = std::min(tw::kTailSlices, sms);
       t.timeout_s = env_.ctx->comm.timeout_s;
       t.timed_out = timed_out.as<int>();

@@ -261,11 +261,9 @@ Status OwnerDesign::run(const void* a, const void* b, void* p, cudaStream_t comp
     // our part. Peers in rotated order (rank + 1, rank + 2, ...), as phase 1's parts: in
     // rank order every rank's i-th copy would go to the same peer at once, one NVLink port
     // taking all n - 1 streams while the others idle.
-    const std::vector<char*>& ps = peer_p_.at(p);
     for (int i = 1; i < world; ++i) {
       const int d = (rank + i) % world;
-      char* dst = ps[static_cast<std::size_t>(d)] +
-                  (plan_.part_begin_on(d, rank) + group.relative_begin_elems) * kElementBytes;
+      char* dst = phase2_destination(p, d, group);
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
       if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied_to_r" + std::to_string(d), comm_stream));
       OVERLAPSIM_TRY(signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index,
@@ -297,16 +295,10 @@ Status OwnerDesign::exchange_tail(const OwnerGroup& group, const char* local, vo
   TailExchangeArgs t;
   t.src = local + group.begin_elems * kElementBytes;
   t.bytes = static_cast<std::size_t>(group.elems) * kElementBytes;
-  t.peers = world - 1;
-  const std::vector<char*>& ps = peer_p_.at(p);
-  for (int i = 1; i < world; ++i) {
-    // Rotated peer order, as the copy-engine phase 2 (every link busy at once).
-    const int d = (rank + i) % world;
-    t.dst[i - 1] = ps[static_cast<std::size_t>(d)] +
-                   (plan_.part_begin_on(d, rank) + group.relative_begin_elems) * kElementBytes;
-    t.out_flags[i - 1] = peers_[static_cast<std::size_t>(d)].tail_flags + rank * kTailSlices;
-    t.in_flags[i - 1] = tail_flags_.as<std::uint32_t>() + d * kTailSlices;
-  }
+  set_tail_peers(
+      world, rank, [&](int d) { return phase2_destination(p, d, group); },
+      [&](int d) { return peers_[static_cast<std::size_t>(d)].tail_flags; },
+      tail_flags_.as<std::uint32_t>(), &t);
   t.epoch = epoch;
   t.grid = std::min(kTailSlices, plan_.num_ctas);
   t.reset_counter =
@@ -315,6 +307,11 @@ Status OwnerDesign::exchange_tail(const OwnerGroup& group, const char* local, vo
   t.timed_out = timed_out_.as<int>();
   OVERLAPSIM_TRY(launch_tail_exchange(t, compute_stream));
   return mark("tail_exchanged", compute_stream);
+}
+
+char* OwnerDesign::phase2_destination(void* p, int d, const OwnerGroup& group) const {
+  return peer_p_.at(p)[static_cast<std::size_t>(d)] +
+         (plan_.part_begin_on(d, plan_.rank) + group.relative_begin_elems) * kElementBytes;
 }
 
 Status OwnerDesign::mark(const std::string& label, cudaStream_t stream) {
@@ -377,7 +374,8 @@ Status OwnerDesign::check_waits() {
   CUDA_CHECK(cudaMemcpy(&flag, timed_out_.data(), sizeof flag, cudaMemcpyDeviceToHost));
   if (flag != 0)
     return Status::failure(
-        "tilewise copy_engine: the epilogue's wait for a peer's group timed out "
+        "tilewise copy_engine: a wait for a peer's group (the epilogue's or the tail "
+        "kernel's) timed out "
         "after " +
         std::to_string(options_.wait_timeout_s) + " s");
   return Status::success();

@@ -137,6 +137,8 @@ class OwnerDesign {
   // Writes `epoch` into a peer's flag after everything before it on `stream`.
   Status signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream);
   Status mark(const std::string& label, cudaStream_t stream);  // a timeline step
+  // All-reduce phase 2: where peer d keeps `group` of this rank's part, in its P for our p.
+  char* phase2_destination(void* p, int d, const OwnerGroup& group) const;
   // TailKernel: the last own group to every peer, and theirs to us, behind the GEMM.
   Status exchange_tail(const OwnerGroup& group, const char* local, void* p, std::uint32_t epoch,
                        cudaStream_t compute_stream);

@@ -12,22 +12,6 @@
 namespace overlapsim::kernels::tilewise {
 namespace {
 
-// Lets this GPU read and write `peer`'s memory (copies, stream writes on peer pointers).
-Status enable_peer_access(int device, int peer) {
-  int can = 0;
-  CUDA_CHECK(cudaDeviceCanAccessPeer(&can, device, peer));
-  if (!can)
-    return Status::failure("tilewise copy_engine: GPU " + std::to_string(device) +
-                           " cannot access GPU " + std::to_string(peer) + " (no peer access)");
-  const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
-  if (e == cudaErrorPeerAccessAlreadyEnabled) {
-    cudaGetLastError();  // clears the sticky-free error the call left behind
-    return Status::success();
-  }
-  CUDA_CHECK(e);
-  return Status::success();
-}
-
 // Sums host doubles over ranks (outside any timed region; host-synchronising).
 Status sum_over_ranks(CommHandle& comm, std::vector<double>& slots) {
   cudaStream_t stream = nullptr;
@@ -118,6 +102,22 @@ double host_tag() {
 }
 
 }  // namespace
+
+Status enable_peer_access(int device, int peer) {
+  CUDA_CHECK(cudaSetDevice(device));
+  int can = 0;
+  CUDA_CHECK(cudaDeviceCanAccessPeer(&can, device, peer));
+  if (!can)
+    return Status::failure("tilewise copy_engine: GPU " + std::to_string(device) +
+                           " cannot access GPU " + std::to_string(peer) + " (no peer access)");
+  const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // clears the sticky-free error the call left behind
+    return Status::success();
+  }
+  CUDA_CHECK(e);
+  return Status::success();
+}
 
 Status connect_peers(CommHandle& comm, const std::vector<void*>& mine,
                      std::vector<std::vector<void*>>* all) {

@@ -36,6 +36,10 @@ struct PeerLinks {
   ExchangeBytes exchange_bytes;
 };
 
+// Lets GPU `device` (made current) read and write `peer`'s memory: copies, stream writes
+// and kernel stores on peer pointers. Already enabled is fine; no peer access is an error.
+Status enable_peer_access(int device, int peer);
+
 // Collective (threads of one process, one GPU each): enables peer access from this GPU to
 // every other rank's and exchanges `mine`; all[r] are rank r's. Fails when the ranks
 // share a GPU or are not threads of one process.

@@ -92,6 +92,18 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
+void set_tail_peers(int world, int rank, const std::function<char*(int)>& dst_of,
+                    const std::function<std::uint32_t*(int)>& flags_of, std::uint32_t* my_flags,
+                    TailExchangeArgs* args) {
+  args->peers = world - 1;
+  for (int i = 1; i < world && i <= kTailMaxPeers; ++i) {
+    const int d = (rank + i) % world;
+    args->dst[i - 1] = dst_of(d);
+    args->out_flags[i - 1] = flags_of(d) + rank * kTailSlices;
+    args->in_flags[i - 1] = my_flags + d * kTailSlices;
+  }
+}
+
 Status launch_tail_exchange(const TailExchangeArgs& args, cudaStream_t stream) {
   if (args.peers < 1 || args.peers > kTailMaxPeers || args.grid < 1 || args.grid > kTailSlices ||
       args.bytes % 2 != 0 || (args.threads != 256 && args.threads != 512 && args.threads != 1024))

@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "kernels/common/status.hpp"
 
@@ -47,6 +48,14 @@ struct TailExchangeArgs {
   double timeout_s = 60.0;
   int* timed_out = nullptr;
 };
+
+// Fills args->peers, dst, out_flags and in_flags for `rank` of `world`: peers served in
+// rotated order (rank + 1, rank + 2, ...; every link busy at once), dst_of(d) where peer d
+// keeps this rank's region, flags_of(d) peer d's flag array and my_flags this rank's, both
+// laid out [source rank][kTailSlices]. The one place that layout is written down.
+void set_tail_peers(int world, int rank, const std::function<char*(int)>& dst_of,
+                    const std::function<std::uint32_t*(int)>& flags_of, std::uint32_t* my_flags,
+                    TailExchangeArgs* args);
 
 Status launch_tail_exchange(const TailExchangeArgs& args, cudaStream_t stream);
 

@@ -157,6 +157,7 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
     why_not = "copy-engine transport: the tail kernel is an all-reduce's phase 2";
     return std::nullopt;
   }
+  w.tail_latency_s = tail_latency_s_;
   CopyEnginePlan best;
   best.end_s = 1e300;
   const double part_tiles = w.tiles / w.world;
@@ -164,7 +165,6 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
     for (const double tail_Bps : tail_rates) {
       w.groups_per_part = g;
       w.tail_Bps = tail_Bps;
-      w.tail_latency_s = tail_latency_s_;
       CopyEnginePlan plan = plan_copy_engine(w);
       if (plan.end_s < best.end_s) best = std::move(plan);
     }
