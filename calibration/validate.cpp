@@ -137,7 +137,7 @@ sim::PairOutcome design_outcome(const sim::Profile& profile, const sim::Topology
     pc.max_groups = m.chunks;
     // Replay the kernel's carve-out instead of the design's own search: the row's ctas
     // column where the runner wrote it, else the profile's comm_sms (the runner's default
-    // and, in calibrate's runs, the only carve-out its tuner tried: kernels/NOTES.md).
+    // and, in calibrate's runs, the only carve-out its tuner tried: docs/kernels/log.md).
     pc.comm_sms = m.ctas;
     if (const sim::Sourced* s = profile.designs.find("tilewise", "comm_sms"); pc.comm_sms <= 0 && s)
       pc.comm_sms = static_cast<int>(s->value);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Diagnose the tile-wise all-to-all hang (kernels/NOTES.md, "Hang in calibrate with v3"):
+# Diagnose the tile-wise all-to-all hang (docs/kernels/log.md, "Hang in calibrate with v3"):
 # calibrate's tilewise_moe case stops after its first shape, before the second shape's
 # first row, on 2 and on 8 H200s. Each run below repeats that case (or a part of it) with
 # the suite's steady-state timing; a run still alive after WATCH_S seconds gets every host

@@ -1,6 +1,6 @@
 // alloc-sync-probe: which host-side CUDA calls wait for a kernel that is running on
 // another GPU. That is the mechanism suspected behind the tile-wise all-to-all hang
-// (kernels/NOTES.md). The suspected deadlock: rank X's thread is blocked in such a call
+// (docs/kernels/log.md). The suspected deadlock: rank X's thread is blocked in such a call
 // while GPU Y runs a collective kernel that waits for X's part. X can never enqueue that
 // part.
 //

@@ -5,7 +5,7 @@
 // For every cuBLASLt GEMM shape x collective x size x CTA limit c (a communicator split
 // with maxCTAs = c and cgaClusterSize = 1, like the tile-wise design's; c = 0 uses the
 // run's own communicator, NCCL's default config) four measurements, timed in one loop of
-// rounds so clock and power drift hit all four alike (kernels/NOTES.md: GEMMs timed in a
+// rounds so clock and power drift hit all four alike (docs/kernels/log.md: GEMMs timed in a
 // loop of their own ran 4-8 % slower):
 //   gemm|<coll>:alone    a burst of back-to-back GEMMs on the compute stream
 //   gemm|<coll>:beside   the same burst while the collective runs back to back on the

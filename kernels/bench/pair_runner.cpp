@@ -76,7 +76,7 @@ class PairCaseRunner {
     const PairSizes sizes = pair_sizes(op_, shape_, env_.world());
     const std::size_t elem = dtype_bytes(case_.dtype);
     // Fences around allocation and free (harness quiesce): no cudaMalloc/cudaFree while a
-    // peer's NCCL kernel waits for this rank (one process drives both GPUs; NOTES.md).
+    // peer's NCCL kernel waits for this rank (one process drives both GPUs; docs/kernels/log.md).
     OVERLAPSIM_TRY(quiesce(*env_.ctx, "pair: before allocating"));
     sets_ = env_.rotation_sets((sizes.a + sizes.b) * elem + sizes.indices * 4);
     buffers_.resize(static_cast<std::size_t>(sets_));
@@ -103,7 +103,7 @@ class PairCaseRunner {
     for (int k : chunk_counts) max_chunks = std::max(max_chunks, k);
     OVERLAPSIM_TRY(decomposed_.initialize(max_chunks));
     // Allocated with the rest, before the warm-up: no rank may call cudaMalloc while the
-    // other already waits in a NCCL kernel (one process drives both GPUs; see NOTES.md).
+    // other already waits in a NCCL kernel (one process drives both GPUs; see docs/kernels/log.md).
     OVERLAPSIM_TRY(align_.allocate(256));
     OVERLAPSIM_TRY(fill_random(align_.data(), 1, case_.dtype, 10, compute()));
     OVERLAPSIM_TRY(quiesce(*env_.ctx, "pair: after allocating"));

@@ -5,7 +5,7 @@
 // keeps the ranks in step.
 //
 // Steady state (TimingPolicy): `warmup_s` runs the work for that long before timing, so
-// the GPU reaches its power-limited clock first (kernels/NOTES.md: 50 back-to-back GEMMs
+// the GPU reaches its power-limited clock first (docs/kernels/log.md: 50 back-to-back GEMMs
 // fell from ~1.39 to ~1.55 ms once the clock dropped), and `min_time_s` keeps adding
 // iterations (at least the requested count) until that much work has been timed. Every
 // decision uses times already reduced over ranks, so all ranks run the same iterations.

@@ -32,14 +32,14 @@ struct GemmConfig {
   // SchedulerOptions::cluster_m = 2: CTAs run in clusters of 2 along M; the pair computes
   // tile rows 2p and 2p+1 of one tile column, and each CTA loads half of the shared B tile
   // (128 of its 256 rows) with TMA multicast into both CTAs' shared memory, so each CTA
-  // pulls 32 KiB instead of 48 KiB from L2 per k-block. Measured on one H200 (NOTES.md,
+  // pulls 32 KiB instead of 48 KiB from L2 per k-block. Measured on one H200 (docs/kernels/log.md,
   // runs 2-4): bit-identical, L2 throughput 61 -> 56 %, but no faster (geo-mean own/cuBLAS
   // 0.956 vs 0.961 without clusters, 10 shapes, same run), so the default stays 1: no
   // co-scheduling constraint beside NCCL's CTAs.
   static constexpr int kMaxClusterM = 2;
   static constexpr int kDefaultClusterM = 1;
   // Epilogue store shape (SchedulerOptions::store_steps, vector_stores). Measured on one
-  // H200 (kernels/NOTES.md, runs 3-4): 16-byte vector stores +5.6 % geo-mean over 10 shapes
+  // H200 (docs/kernels/log.md, runs 3-4): 16-byte vector stores +5.6 % geo-mean over 10 shapes
   // (+11 % at K = 2048); spreading the store over 2/4/8 k-blocks lost 1-7 %.
   static constexpr int kDefaultStoreSteps = 1;
   static constexpr bool kDefaultVectorStores = true;

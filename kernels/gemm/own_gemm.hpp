@@ -79,7 +79,7 @@ struct EpilogueArgs {
   // copy engine's cudaMemcpyAsync) read this GPU's memory through its L2, where a GPU-scope
   // release (red.release.gpu, false) already makes the tile's stores visible, and that
   // measured bit-exact; but it was not cheaper than the system-scope fence + atomic (true,
-  // 0 to 1.9 % slower over 10 shapes in one loop; kernels/NOTES.md), so the stronger one
+  // 0 to 1.9 % slower over 10 shapes in one loop; docs/kernels/log.md), so the stronger one
   // stays the default.
   bool system_scope_signal = true;
   // All-reduce phase 2 by the epilogue (nullptr: none): every reduced own tile is also
@@ -89,11 +89,11 @@ struct EpilogueArgs {
   // 16-byte alignment; the tile's signal then always uses the system scope. Into another
   // GPU's memory these stores cost the GEMM 7-16 points on 2 x H100 at 4096^3,
   // 2048x8192x8192 and 8192x8192x2048, 1-2 at 8192^3 and 16384x8192x4096 (into local memory
-  // 1-3; owner-epilogue-bench --peer-gpu, kernels/NOTES.md).
+  // 1-3; owner-epilogue-bench --peer-gpu, docs/kernels/log.md).
   void* peer_out = nullptr;
   // The one-peer reduction prefetches the peer's partial tile into L2 once its arrival is
   // seen, so the four quarter steps that load it (each between two wgmma batches) wait for
-  // L2 rather than HBM. On one H200 (owner-epilogue-bench, kernels/NOTES.md) it took the
+  // L2 rather than HBM. On one H200 (owner-epilogue-bench, docs/kernels/log.md) it took the
   // reducing GEMM from 2.6-11.9 % over the plain one to 1.3-5.9 %.
   bool prefetch_peer_l2 = true;
   // The one-peer reduction's 16-byte path sums each pair with the native paired add
@@ -101,7 +101,7 @@ struct EpilogueArgs {
   // fp32, adding and rounding (seven): the same bits (the argument is at add_pairs_rn in
   // epilogue.cuh; owner-epilogue-bench found 0 differing elements in 90 calls). On one H100
   // it took the reducing GEMM 0.4 % (median, 15 runs) and the mirroring one 0.2 % closer to
-  // the plain GEMM (kernels/NOTES.md, benchmarks/results/h100x1/owner_epilogue_packed_sum/).
+  // the plain GEMM (docs/kernels/log.md, benchmarks/results/h100x1/owner_epilogue_packed_sum/).
   bool packed_sum = true;
 };
 

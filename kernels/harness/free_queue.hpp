@@ -6,7 +6,7 @@
 // The rank can never enqueue its part, and nothing ever ends: the peer GPU spins and
 // every other GPU idles. PyTorch (its cudaFree mutex) and XLA (a barrier after
 // communicator init) guard against the same interaction. The tile-wise all-to-all hang
-// of kernels/NOTES.md looked like this.
+// of docs/kernels/log.md looked like this.
 //
 // The harness therefore installs a FreeQueue in every rank thread (thread mode), and
 // DeviceBuffer and the GEMM workspaces hand their frees to it. quiesce() releases the

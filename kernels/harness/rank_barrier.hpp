@@ -6,7 +6,7 @@
 //
 // Why overlap-bench needs it: in thread mode one process drives every GPU, and a rank
 // that calls cudaMalloc/cudaFree (or creates/destroys a communicator) while a peer's NCCL
-// kernel waits for this rank can deadlock inside the CUDA driver (kernels/NOTES.md, "Hang
+// kernel waits for this rank can deadlock inside the CUDA driver (docs/kernels/log.md, "Hang
 // of a whole overlap-bench run"). Runners drain their streams and meet here before and
 // after every allocation phase, so no NCCL kernel is in flight while anyone maps memory.
 // C++17, no CUDA.
