@@ -116,27 +116,20 @@ PairSizes pair_sizes(PairOp op, const PairShape& s, int world) {
   switch (op) {
     case PairOp::GemmAllReduce:
     case PairOp::GemvAllReduce:
-      sizes.a = m * k;
-      sizes.b = n * k;
-      sizes.c = m * n;
-      break;
     case PairOp::GemmReduceScatter:
+    case PairOp::GemmAllToAll:
+      // The op on the full inputs, then the collective on C (in place for the all-reduce).
       sizes.a = m * k;
       sizes.b = n * k;
       sizes.c = m * n;
-      sizes.out = m / world * n;
+      if (op == PairOp::GemmReduceScatter) sizes.out = m / world * n;
+      if (op == PairOp::GemmAllToAll) sizes.out = m * n;
       break;
     case PairOp::AllGatherGemm:
       sizes.a = m / world * k;
       sizes.b = n * k;
       sizes.staging = m * k;
       sizes.c = m * n;
-      break;
-    case PairOp::GemmAllToAll:
-      sizes.a = m * k;
-      sizes.b = n * k;
-      sizes.c = m * n;
-      sizes.out = m * n;
       break;
     case PairOp::EmbeddingAllToAll:
       sizes.a = static_cast<std::size_t>(s.table_rows) * n;

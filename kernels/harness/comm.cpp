@@ -26,14 +26,10 @@ bool peer_has_failed(const CommHandle& handle) {
 // Stream drains: a short sleep (the timed region has already been enqueued).
 void pause_briefly() { std::this_thread::sleep_for(std::chrono::microseconds(50)); }
 
-// OVERLAPSIM_TRACE=1: every stream wait and rendezvous says on stderr which rank starts it,
-// so a run that hangs (and is killed before its deadline) still shows where each rank was.
+// handle.trace: every stream wait and rendezvous says on stderr which rank starts it, so a
+// run that hangs (and is killed before its deadline) still shows where each rank was.
 void trace(const CommHandle& handle, const char* kind, const char* what) {
-  static const bool enabled = [] {
-    const char* v = std::getenv("OVERLAPSIM_TRACE");
-    return v != nullptr && *v != '\0' && *v != '0';
-  }();
-  if (!enabled) return;
+  if (!handle.trace) return;
   static const Clock::time_point start = Clock::now();
   std::fprintf(stderr, "[trace %.6f s] rank %d %s: %s\n",
                std::chrono::duration<double>(Clock::now() - start).count(), handle.rank, kind,

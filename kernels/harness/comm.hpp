@@ -30,6 +30,8 @@ struct CommHandle {
   // Thread mode: the rendezvous of this process's rank threads (quiesce() below); null in
   // MPI mode, where each process drives one GPU and the allocation hazard does not arise.
   RankBarrier* barrier = nullptr;
+  // HarnessOptions::trace: wait_stream and quiesce say on stderr where this rank waits.
+  bool trace = false;
 };
 
 // Aborts the communicator (if still alive) and returns a failure carrying `reason`.
@@ -39,8 +41,8 @@ Status abort_comm(CommHandle& handle, const std::string& reason);
 Status nccl_settle(CommHandle& handle, ncclResult_t result, const char* where);
 
 // Waits for the work enqueued so far on `stream` (and for NCCL's async errors). With
-// OVERLAPSIM_TRACE=1 in the environment, this and quiesce() print "[trace T s] rank R
-// wait|rendezvous: <what>" on stderr as they start (where a hung run's ranks were).
+// handle.trace set, this and quiesce() print "[trace T s] rank R wait|rendezvous: <what>"
+// on stderr as they start (where a hung run's ranks were).
 Status wait_stream(CommHandle& handle, cudaStream_t stream, const char* what);
 
 // Drains `streams` of this rank, then meets the other rank threads at handle.barrier (just

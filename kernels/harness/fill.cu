@@ -1,6 +1,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <string>
 
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/fill.hpp"
@@ -66,7 +67,20 @@ __global__ void gather_kernel(const std::uint16_t* data, DType dtype, const std:
   if (i < count) values[i] = bits_to_float(dtype, data[indices[i]]);
 }
 
-Status read_counter(const DeviceBuffer& counter, cudaStream_t stream, std::uint64_t* result) {
+// A count over `count` 16-bit elements: a zeroed device counter, `launch(counter)` when
+// there is anything to count, then the counter read back into *result.
+template <class Launch>
+Status count_16bit(const char* what, std::size_t count, DType dtype, cudaStream_t stream,
+                   std::uint64_t* result, Launch&& launch) {
+  if (dtype == DType::FP8_E4M3)
+    return Status::failure(std::string(what) + ": reads 16-bit outputs (bf16, fp16), not fp8");
+  DeviceBuffer counter;
+  OVERLAPSIM_TRY(counter.allocate(sizeof(unsigned long long)));
+  CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, sizeof(unsigned long long), stream));
+  if (count > 0) {
+    launch(counter.as<unsigned long long>());
+    CUDA_CHECK(cudaGetLastError());
+  }
   unsigned long long host = 0;
   CUDA_CHECK(cudaMemcpyAsync(&host, counter.data(), sizeof(host), cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -107,34 +121,23 @@ Status poison(void* data, std::size_t count, cudaStream_t stream) {
 
 Status count_nonfinite(const void* data, std::size_t count, DType dtype, cudaStream_t stream,
                        std::uint64_t* result) {
-  if (dtype == DType::FP8_E4M3)
-    return Status::failure("count_nonfinite: reads 16-bit outputs (bf16, fp16), not fp8");
-  DeviceBuffer counter;
-  OVERLAPSIM_TRY(counter.allocate(sizeof(unsigned long long)));
-  CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, sizeof(unsigned long long), stream));
-  if (count > 0) {
-    count_nonfinite_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
-        static_cast<const std::uint16_t*>(data), count, dtype, counter.as<unsigned long long>());
-    CUDA_CHECK(cudaGetLastError());
-  }
-  return read_counter(counter, stream, result);
+  return count_16bit("count_nonfinite", count, dtype, stream, result,
+                     [&](unsigned long long* counter) {
+                       count_nonfinite_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
+                           static_cast<const std::uint16_t*>(data), count, dtype, counter);
+                     });
 }
 
 Status count_mismatches(const void* a, const void* b, std::size_t count, DType dtype,
                         double rel_tol, double abs_tol, cudaStream_t stream,
                         std::uint64_t* result) {
-  if (dtype == DType::FP8_E4M3)
-    return Status::failure("count_mismatches: reads 16-bit outputs (bf16, fp16), not fp8");
-  DeviceBuffer counter;
-  OVERLAPSIM_TRY(counter.allocate(sizeof(unsigned long long)));
-  CUDA_CHECK(cudaMemsetAsync(counter.data(), 0, sizeof(unsigned long long), stream));
-  if (count > 0) {
-    count_mismatches_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
-        static_cast<const std::uint16_t*>(a), static_cast<const std::uint16_t*>(b), count, dtype,
-        static_cast<float>(rel_tol), static_cast<float>(abs_tol), counter.as<unsigned long long>());
-    CUDA_CHECK(cudaGetLastError());
-  }
-  return read_counter(counter, stream, result);
+  return count_16bit("count_mismatches", count, dtype, stream, result,
+                     [&](unsigned long long* counter) {
+                       count_mismatches_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
+                           static_cast<const std::uint16_t*>(a),
+                           static_cast<const std::uint16_t*>(b), count, dtype,
+                           static_cast<float>(rel_tol), static_cast<float>(abs_tol), counter);
+                     });
 }
 
 Status gather_values(const void* data, DType dtype, const std::vector<std::uint64_t>& indices,

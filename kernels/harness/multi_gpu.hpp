@@ -40,6 +40,8 @@ struct HarnessOptions {
   // is a NCCL call that itself blocks: init while a peer dies mid-init, and send/recv
   // (all-to-all), whose peer connections NCCL still makes lazily in the first call.
   bool blocking_comms = false;
+  // Every stream wait and rendezvous logs its rank on stderr (CommHandle::trace).
+  bool trace = false;
 };
 
 using RankBody = std::function<Status(RankContext&)>;

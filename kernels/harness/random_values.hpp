@@ -7,12 +7,7 @@
 #include <cstdint>
 
 #include "kernels/harness/dtype.hpp"
-
-#if defined(__CUDACC__)
-#define OVERLAPSIM_HD __host__ __device__ __forceinline__
-#else
-#define OVERLAPSIM_HD inline
-#endif
+#include "kernels/harness/host_device.hpp"
 
 namespace overlapsim::kernels {
 

@@ -10,6 +10,7 @@ Status prepare_rank(RankContext& ctx, int device, int rank, int world,
   ctx.comm.rank = rank;
   ctx.comm.world = world;
   ctx.comm.timeout_s = options.timeout_s;
+  ctx.comm.trace = options.trace;
   CUDA_CHECK(cudaSetDevice(device));
   int least = 0;
   int greatest = 0;
