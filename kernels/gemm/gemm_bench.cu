@@ -36,12 +36,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <functional>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +48,7 @@
 #include "kernels/common/global_timer.cuh"
 #include "kernels/common/status.hpp"
 #include "kernels/gemm/cublaslt_gemm.hpp"
+#include "kernels/gemm/gemm_bench_flags.hpp"
 #include "kernels/gemm/own_gemm.hpp"
 
 namespace {
@@ -56,68 +56,8 @@ namespace {
 using overlapsim::kernels::Status;
 namespace g = overlapsim::kernels::gemm;
 
-struct Shape {
-  int64_t m, n, k;
-};
-
-// An own GEMM variant: version 3 (cluster_m 2) or 2 (cluster_m 1), the plain epilogue's
-// store steps (s<n>), 16-byte vector stores (v) or 4-byte ones (n), immediate stores (i);
-// unnamed choices are the library defaults. Written 3, 2, 3s8, 3s4v, 2n, 3vi, ...; design
-// column own_v<spec>.
-struct Variant {
-  int version = 3;
-  int store_steps = 0;
-  int vector_stores = -1;
-  bool immediate = false;
-  std::string name;
-};
-
-bool parse_variant(const std::string& text, Variant& v) {
-  if (text.empty() || (text[0] != '2' && text[0] != '3')) return false;
-  v = Variant{};
-  v.version = text[0] - '0';
-  v.name = "own_v" + text;
-  size_t i = 1;
-  if (i < text.size() && text[i] == 's') {
-    v.store_steps = std::atoi(text.c_str() + i + 1);
-    if (v.store_steps != 1 && v.store_steps != 2 && v.store_steps != 4 && v.store_steps != 8)
-      return false;
-    ++i;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-  }
-  if (i < text.size() && text[i] == 'v') {
-    v.vector_stores = 1;
-    ++i;
-  }
-  if (i < text.size() && text[i] == 'n') {  // scalar 4-byte stores
-    v.vector_stores = 0;
-    ++i;
-  }
-  if (i < text.size() && text[i] == 'i') {  // immediate (v1) stores instead of deferred
-    v.immediate = true;
-    ++i;
-  }
-  return i == text.size();
-}
-
-struct Options {
-  std::vector<Shape> shapes = {{4096, 4096, 4096},  {8192, 8192, 2048}, {8192, 8192, 8192},
-                               {16384, 8192, 4096}, {2048, 8192, 8192}, {4096, 12288, 49152}};
-  g::DType dtype = g::DType::kBf16;
-  int iters = 30;
-  int warmup = 5;
-  int group_m = g::GemmConfig::kDefaultGroupM;
-  int num_ctas = 0;
-  int cublas_candidates = 8;
-  bool defer_stores = true;
-  // Own GEMM versions timed side by side: 3 = clusters of 2 with TMA multicast, 2 = no
-  // cluster (SchedulerOptions::cluster_m 2 / 1).
-  std::vector<Variant> versions = {{3, 0, -1, false, "own_v3"}, {2, 0, -1, false, "own_v2"}};
-  std::string driver;
-  double sustain_ms = 0;
-  std::vector<double> gaps_us;  // --gaps-us: duty-cycled sustained runs
-  int cublas_algo = -1;
-};
+using Shape = g::GemmBenchShape;
+using Options = g::GemmBenchOptions;
 
 // Uniform values in [-1, 1) from a per-element hash: fresh for every seed, never zero-filled.
 __global__ void fill_random(uint16_t* out, int64_t count, uint64_t seed, bool bf16) {
@@ -174,30 +114,9 @@ __global__ void count_wrong(const uint16_t* own, const uint16_t* ref, int64_t co
   if (local) atomicAdd(wrong, local);
 }
 
-#define BENCH_CHECK(expr)                                               \
-  do {                                                                  \
-    Status s_ = (expr);                                                 \
-    if (!s_.ok) {                                                       \
-      std::fprintf(stderr, "own-gemm-bench: %s\n", s_.message.c_str()); \
-      std::exit(1);                                                     \
-    }                                                                   \
-  } while (0)
-
 Status cuda_ok(cudaError_t e, const char* what) {
   if (e != cudaSuccess) return Status::failure(std::string(what) + ": " + cudaGetErrorString(e));
   return Status::success();
-}
-
-bool parse_shapes(const std::string& text, std::vector<Shape>& out) {
-  out.clear();
-  std::stringstream list(text);
-  std::string item;
-  while (std::getline(list, item, ',')) {
-    Shape s{};
-    if (std::sscanf(item.c_str(), "%ldx%ldx%ld", &s.m, &s.n, &s.k) != 3) return false;
-    out.push_back(s);
-  }
-  return !out.empty();
 }
 
 std::string driver_version(const Options& o) {
@@ -227,34 +146,34 @@ Timing summarize(std::vector<double> us) {
 
 // Times `iters` calls of every variant with CUDA events, one call of each in turn, so all
 // see the same clocks and temperature; call i of a variant uses input set i mod sets.
-std::vector<Timing> time_interleaved(const std::vector<std::function<Status(int)>>& variants,
-                                     int warmup, int iters, cudaStream_t stream) {
+Status time_interleaved(const std::vector<std::function<Status(int)>>& variants, int warmup,
+                        int iters, cudaStream_t stream, std::vector<Timing>* out) {
   const size_t nv = variants.size();
   for (int i = 0; i < warmup; ++i)
-    for (const auto& v : variants) BENCH_CHECK(v(i));
+    for (const auto& v : variants) OVERLAPSIM_TRY(v(i));
   std::vector<cudaEvent_t> ev((nv + 1) * iters);
-  for (auto& e : ev) BENCH_CHECK(cuda_ok(cudaEventCreate(&e), "cudaEventCreate"));
+  for (auto& e : ev) OVERLAPSIM_TRY(cuda_ok(cudaEventCreate(&e), "cudaEventCreate"));
   for (int i = 0; i < iters; ++i) {
-    BENCH_CHECK(cuda_ok(cudaEventRecord(ev[(nv + 1) * i], stream), "cudaEventRecord"));
+    OVERLAPSIM_TRY(cuda_ok(cudaEventRecord(ev[(nv + 1) * i], stream), "cudaEventRecord"));
     for (size_t v = 0; v < nv; ++v) {
-      BENCH_CHECK(variants[v](i));
-      BENCH_CHECK(cuda_ok(cudaEventRecord(ev[(nv + 1) * i + v + 1], stream), "cudaEventRecord"));
+      OVERLAPSIM_TRY(variants[v](i));
+      OVERLAPSIM_TRY(cuda_ok(cudaEventRecord(ev[(nv + 1) * i + v + 1], stream), "cudaEventRecord"));
     }
   }
-  BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+  OVERLAPSIM_TRY(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
   std::vector<std::vector<double>> us(nv, std::vector<double>(iters));
   for (int i = 0; i < iters; ++i) {
     for (size_t v = 0; v < nv; ++v) {
       float ms = 0;
-      BENCH_CHECK(cuda_ok(cudaEventElapsedTime(&ms, ev[(nv + 1) * i + v], ev[(nv + 1) * i + v + 1]),
-                          "elapsed"));
+      OVERLAPSIM_TRY(cuda_ok(
+          cudaEventElapsedTime(&ms, ev[(nv + 1) * i + v], ev[(nv + 1) * i + v + 1]), "elapsed"));
       us[v][i] = ms * 1e3;
     }
   }
   for (auto& e : ev) cudaEventDestroy(e);
-  std::vector<Timing> out;
-  for (auto& u : us) out.push_back(summarize(u));
-  return out;
+  out->clear();
+  for (auto& u : us) out->push_back(summarize(u));
+  return Status::success();
 }
 
 double epoch_s() {
@@ -274,139 +193,57 @@ __global__ void idle_gap(uint64_t ns) {
 // (the host stays ahead of the GPU, so no call waits for its launch); back to back, or with
 // gap_us > 0 each call followed by that much idle GPU (idle_gap, outside the events).
 template <class Run>
-Timing time_alone(Run&& run, int warm_calls, int calls, cudaStream_t stream, double* start_s,
-                  double* end_s, double gap_us = 0) {
+Status time_alone(Run&& run, int warm_calls, int calls, cudaStream_t stream, double gap_us,
+                  double* start_s, double* end_s, Timing* out) {
   const uint64_t gap_ns = static_cast<uint64_t>(gap_us * 1e3);
   const auto gap = [&] {
     if (gap_ns > 0) idle_gap<<<1, 32, 0, stream>>>(gap_ns);
   };
   for (int i = 0; i < warm_calls; ++i) {
-    BENCH_CHECK(run(i));
+    OVERLAPSIM_TRY(run(i));
     gap();
   }
-  BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+  OVERLAPSIM_TRY(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
   *start_s = epoch_s();
   std::vector<cudaEvent_t> ev(2 * calls);
-  for (auto& e : ev) BENCH_CHECK(cuda_ok(cudaEventCreate(&e), "cudaEventCreate"));
+  for (auto& e : ev) OVERLAPSIM_TRY(cuda_ok(cudaEventCreate(&e), "cudaEventCreate"));
   for (int i = 0; i < calls; ++i) {
-    BENCH_CHECK(cuda_ok(cudaEventRecord(ev[2 * i], stream), "cudaEventRecord"));
-    BENCH_CHECK(run(warm_calls + i));
-    BENCH_CHECK(cuda_ok(cudaEventRecord(ev[2 * i + 1], stream), "cudaEventRecord"));
+    OVERLAPSIM_TRY(cuda_ok(cudaEventRecord(ev[2 * i], stream), "cudaEventRecord"));
+    OVERLAPSIM_TRY(run(warm_calls + i));
+    OVERLAPSIM_TRY(cuda_ok(cudaEventRecord(ev[2 * i + 1], stream), "cudaEventRecord"));
     gap();
   }
-  BENCH_CHECK(cuda_ok(cudaGetLastError(), "idle_gap launch"));
-  BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+  OVERLAPSIM_TRY(cuda_ok(cudaGetLastError(), "idle_gap launch"));
+  OVERLAPSIM_TRY(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
   *end_s = epoch_s();
   std::vector<double> us(calls);
   for (int i = 0; i < calls; ++i) {
     float ms = 0;
-    BENCH_CHECK(cuda_ok(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]), "elapsed"));
+    OVERLAPSIM_TRY(cuda_ok(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]), "elapsed"));
     us[i] = ms * 1e3;
   }
   for (auto& e : ev) cudaEventDestroy(e);
-  return summarize(us);
+  *out = summarize(us);
+  return Status::success();
 }
 
 // Median of a few calls of one runner set (used to pick cuBLASLt's fastest algorithm).
 template <class Runners>
-double quick_median_us(Runners& r, int calls, cudaStream_t stream) {
+Status quick_median_us(Runners& r, int calls, cudaStream_t stream, double* median_us) {
   double start_s = 0, end_s = 0;
-  return time_alone([&](int i) { return r[i % r.size()].run(stream); }, 2, calls, stream, &start_s,
-                    &end_s)
-      .median_us;
+  Timing t{};
+  OVERLAPSIM_TRY(time_alone([&](int i) { return r[i % r.size()].run(stream); }, 2, calls, stream,
+                            0.0, &start_s, &end_s, &t));
+  *median_us = t.median_us;
+  return Status::success();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    auto need = [&]() {
-      if (value == nullptr) {
-        std::fprintf(stderr, "own-gemm-bench: %s needs a value\n", flag.c_str());
-        std::exit(2);
-      }
-      ++i;
-      return std::string(value);
-    };
-    if (flag == "--shapes") {
-      if (!parse_shapes(need(), o.shapes)) {
-        std::fprintf(stderr, "own-gemm-bench: --shapes expects MxNxK[,MxNxK...]\n");
-        return 2;
-      }
-    } else if (flag == "--dtype") {
-      const std::string d = need();
-      if (d != "bf16" && d != "fp16") {
-        std::fprintf(stderr, "own-gemm-bench: --dtype expects bf16 or fp16\n");
-        return 2;
-      }
-      o.dtype = d == "bf16" ? g::DType::kBf16 : g::DType::kFp16;
-    } else if (flag == "--iters") {
-      o.iters = std::max(1, std::atoi(need().c_str()));
-    } else if (flag == "--warmup") {
-      o.warmup = std::max(0, std::atoi(need().c_str()));
-    } else if (flag == "--group-m") {
-      o.group_m = std::max(1, std::atoi(need().c_str()));
-    } else if (flag == "--num-ctas") {
-      o.num_ctas = std::max(0, std::atoi(need().c_str()));
-    } else if (flag == "--cublas-candidates") {
-      o.cublas_candidates = std::max(1, std::atoi(need().c_str()));
-    } else if (flag == "--defer-stores") {
-      o.defer_stores = std::atoi(need().c_str()) != 0;
-    } else if (flag == "--versions") {
-      o.versions.clear();
-      std::stringstream list(need());
-      std::string item;
-      while (std::getline(list, item, ',')) {
-        Variant v;
-        if (!parse_variant(item, v)) {
-          std::fprintf(stderr,
-                       "own-gemm-bench: --versions expects a list of 2|3[s1|s2|s4|s8][v], "
-                       "got %s\n",
-                       item.c_str());
-          return 2;
-        }
-        o.versions.push_back(v);
-      }
-    } else if (flag == "--driver") {
-      o.driver = need();
-    } else if (flag == "--cublas-algo") {
-      o.cublas_algo = std::atoi(need().c_str());
-    } else if (flag == "--gaps-us") {
-      std::stringstream list(need());
-      std::string item;
-      while (std::getline(list, item, ',')) {
-        char* end = nullptr;
-        const double g = std::strtod(item.c_str(), &end);
-        if (item.empty() || *end != '\0' || !(g > 0 && g <= 1e6)) {
-          std::fprintf(stderr, "own-gemm-bench: --gaps-us expects a list of gaps in us in (0, 1e6], got %s\n",
-                       item.c_str());
-          return 2;
-        }
-        o.gaps_us.push_back(g);
-      }
-    } else if (flag == "--sustain-ms") {
-      o.sustain_ms = std::atof(need().c_str());
-      if (!(o.sustain_ms >= 0 && o.sustain_ms <= 60000)) {
-        std::fprintf(stderr, "own-gemm-bench: --sustain-ms expects 0 to 60000 (ms)\n");
-        return 2;
-      }
-    } else {
-      std::fprintf(stderr, "own-gemm-bench: unknown flag %s\n", flag.c_str());
-      return 2;
-    }
-  }
-
-  if (!o.gaps_us.empty() && !(o.sustain_ms > 0)) {
-    std::fprintf(stderr, "own-gemm-bench: --gaps-us needs --sustain-ms > 0\n");
-    return 2;
-  }
+// The whole benchmark; *bad_input: the failure is the caller's input (exit code 2).
+Status run_benchmark(const Options& o, bool* bad_input) {
   int device = 0;
   cudaDeviceProp prop{};
-  BENCH_CHECK(cuda_ok(cudaGetDevice(&device), "cudaGetDevice"));
-  BENCH_CHECK(cuda_ok(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"));
+  OVERLAPSIM_TRY(cuda_ok(cudaGetDevice(&device), "cudaGetDevice"));
+  OVERLAPSIM_TRY(cuda_ok(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties"));
   int runtime = 0;
   cudaRuntimeGetVersion(&runtime);
   int nccl = 0;
@@ -424,7 +261,7 @@ int main(int argc, char** argv) {
       "gpu,driver,cuda,nccl,world,op,design,dtype,m,n,k,bytes,chunks,time_us,time_min_us,"
       "time_max_us,tflops,algbw_GBps,busbw_GBps,wrong\n");
   cudaStream_t stream;
-  BENCH_CHECK(cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream"));
+  OVERLAPSIM_TRY(cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream"));
   std::vector<double> log_ratio_sum(o.versions.size(), 0.0);
   int ratios = 0;
   uint64_t seed = 0x5EED0000ull ^ static_cast<uint64_t>(std::random_device{}());
@@ -438,13 +275,13 @@ int main(int argc, char** argv) {
     std::vector<uint16_t*> a(sets), b(sets), c_ref(sets);
     std::vector<std::vector<uint16_t*>> c_own(nver, std::vector<uint16_t*>(sets));
     for (int i = 0; i < sets; ++i) {
-      BENCH_CHECK(cuda_ok(cudaMalloc(&a[i], a_elems * 2), "cudaMalloc A"));
-      BENCH_CHECK(cuda_ok(cudaMalloc(&b[i], b_elems * 2), "cudaMalloc B"));
-      BENCH_CHECK(cuda_ok(cudaMalloc(&c_ref[i], c_elems * 2), "cudaMalloc C"));
+      OVERLAPSIM_TRY(cuda_ok(cudaMalloc(&a[i], a_elems * 2), "cudaMalloc A"));
+      OVERLAPSIM_TRY(cuda_ok(cudaMalloc(&b[i], b_elems * 2), "cudaMalloc B"));
+      OVERLAPSIM_TRY(cuda_ok(cudaMalloc(&c_ref[i], c_elems * 2), "cudaMalloc C"));
       for (size_t v = 0; v < nver; ++v) {
-        BENCH_CHECK(cuda_ok(cudaMalloc(&c_own[v][i], c_elems * 2), "cudaMalloc C"));
+        OVERLAPSIM_TRY(cuda_ok(cudaMalloc(&c_own[v][i], c_elems * 2), "cudaMalloc C"));
         // Poison: 0xFFFF is a NaN in bf16 and fp16, so an unwritten element counts as wrong.
-        BENCH_CHECK(cuda_ok(cudaMemsetAsync(c_own[v][i], 0xFF, c_elems * 2, stream), "memset"));
+        OVERLAPSIM_TRY(cuda_ok(cudaMemsetAsync(c_own[v][i], 0xFF, c_elems * 2, stream), "memset"));
       }
       fill_random<<<1024, 256, 0, stream>>>(a[i], a_elems, seed++, bf16);
       fill_random<<<1024, 256, 0, stream>>>(b[i], b_elems, seed++, bf16);
@@ -462,47 +299,47 @@ int main(int argc, char** argv) {
       if (o.versions[v].immediate) sched.defer_stores = false;
       own[v] = std::vector<g::OwnGemm>(sets);
       for (int i = 0; i < sets; ++i)
-        BENCH_CHECK(
+        OVERLAPSIM_TRY(
             own[v][i].initialize({s.m, s.n, s.k, o.dtype, a[i], b[i], c_own[v][i]}, {}, sched));
     }
     for (int i = 0; i < sets; ++i)
-      BENCH_CHECK(
+      OVERLAPSIM_TRY(
           ref[i].initialize({s.m, s.n, s.k, o.dtype, a[i], b[i], c_ref[i]}, o.cublas_candidates));
     // Correctness on set 0 before timing.
-    for (size_t v = 0; v < nver; ++v) BENCH_CHECK(own[v][0].run(stream));
-    BENCH_CHECK(ref[0].run(stream));
+    for (size_t v = 0; v < nver; ++v) OVERLAPSIM_TRY(own[v][0].run(stream));
+    OVERLAPSIM_TRY(ref[0].run(stream));
     double* partials = nullptr;
     unsigned long long* wrong_dev = nullptr;
-    BENCH_CHECK(cuda_ok(cudaMalloc(&partials, 3 * sizeof(double)), "cudaMalloc"));
-    BENCH_CHECK(cuda_ok(cudaMalloc(&wrong_dev, sizeof(unsigned long long)), "cudaMalloc"));
+    OVERLAPSIM_TRY(cuda_ok(cudaMalloc(&partials, 3 * sizeof(double)), "cudaMalloc"));
+    OVERLAPSIM_TRY(cuda_ok(cudaMalloc(&wrong_dev, sizeof(unsigned long long)), "cudaMalloc"));
     std::vector<unsigned long long> wrong(nver, 0);
     std::vector<double> rel_err(nver, 0);
     for (size_t v = 0; v < nver; ++v) {
-      BENCH_CHECK(cuda_ok(cudaMemsetAsync(partials, 0, 3 * sizeof(double), stream), "memset"));
-      BENCH_CHECK(
+      OVERLAPSIM_TRY(cuda_ok(cudaMemsetAsync(partials, 0, 3 * sizeof(double), stream), "memset"));
+      OVERLAPSIM_TRY(
           cuda_ok(cudaMemsetAsync(wrong_dev, 0, sizeof(unsigned long long), stream), "memset"));
       compare_norms<<<1024, 256, 0, stream>>>(c_own[v][0], c_ref[0], c_elems, bf16, partials);
       double host_partials[3];
-      BENCH_CHECK(cuda_ok(cudaMemcpyAsync(host_partials, partials, sizeof(host_partials),
+      OVERLAPSIM_TRY(cuda_ok(cudaMemcpyAsync(host_partials, partials, sizeof(host_partials),
                                           cudaMemcpyDeviceToHost, stream),
                           "copy"));
-      BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "sync after check"));
+      OVERLAPSIM_TRY(cuda_ok(cudaStreamSynchronize(stream), "sync after check"));
       const float rms = static_cast<float>(std::sqrt(host_partials[0] / c_elems));
       count_wrong<<<1024, 256, 0, stream>>>(c_own[v][0], c_ref[0], c_elems, bf16, rms, wrong_dev);
-      BENCH_CHECK(cuda_ok(cudaMemcpyAsync(&wrong[v], wrong_dev, sizeof(unsigned long long),
+      OVERLAPSIM_TRY(cuda_ok(cudaMemcpyAsync(&wrong[v], wrong_dev, sizeof(unsigned long long),
                                           cudaMemcpyDeviceToHost, stream),
                           "copy"));
-      BENCH_CHECK(cuda_ok(cudaStreamSynchronize(stream), "sync after check"));
+      OVERLAPSIM_TRY(cuda_ok(cudaStreamSynchronize(stream), "sync after check"));
       rel_err[v] = host_partials[2] > 0 ? NAN : std::sqrt(host_partials[1] / host_partials[0]);
     }
     // The versions differ only in data movement (same wgmma sequence): bit for bit equal.
     long long version_mismatches = 0;
     if (nver > 1) {
       std::vector<uint16_t> first(c_elems), other(c_elems);
-      BENCH_CHECK(cuda_ok(
+      OVERLAPSIM_TRY(cuda_ok(
           cudaMemcpy(first.data(), c_own[0][0], c_elems * 2, cudaMemcpyDeviceToHost), "copy"));
       for (size_t v = 1; v < nver; ++v) {
-        BENCH_CHECK(cuda_ok(
+        OVERLAPSIM_TRY(cuda_ok(
             cudaMemcpy(other.data(), c_own[v][0], c_elems * 2, cudaMemcpyDeviceToHost), "copy"));
         for (int64_t i = 0; i < c_elems; ++i) version_mismatches += first[i] != other[i];
       }
@@ -513,7 +350,8 @@ int main(int argc, char** argv) {
     double best_us = 0, default_us = 0;
     for (int cand = 0; cand < ref[0].candidates() && o.cublas_algo < 0; ++cand) {
       for (auto& r : ref) r.select(cand);
-      const double us = quick_median_us(ref, 7, stream);
+      double us = 0;
+      OVERLAPSIM_TRY(quick_median_us(ref, 7, stream, &us));
       if (cand == 0) default_us = us;
       if (cand == 0 || us < best_us) {
         best = cand;
@@ -522,9 +360,10 @@ int main(int argc, char** argv) {
     }
     if (o.cublas_algo >= 0) {
       if (o.cublas_algo >= ref[0].candidates()) {
-        std::fprintf(stderr, "own-gemm-bench: --cublas-algo %d, but cuBLASLt offers %d algorithms\n",
-                     o.cublas_algo, ref[0].candidates());
-        return 2;
+        *bad_input = true;
+        return Status::failure("--cublas-algo: " + std::to_string(o.cublas_algo) +
+                               " is not below the " + std::to_string(ref[0].candidates()) +
+                               " algorithms cuBLASLt offers");
       }
       best = o.cublas_algo;
     }
@@ -533,7 +372,8 @@ int main(int argc, char** argv) {
     for (size_t v = 0; v < nver; ++v)
       variants.push_back([&, v](int i) { return own[v][i % sets].run(stream); });
     variants.push_back([&](int i) { return ref[i % sets].run(stream); });
-    const std::vector<Timing> t = time_interleaved(variants, o.warmup, o.iters, stream);
+    std::vector<Timing> t;
+    OVERLAPSIM_TRY(time_interleaved(variants, o.warmup, o.iters, stream, &t));
     const Timing& t_ref = t.back();
     const double flops = 2.0 * s.m * s.n * s.k;
     const double bytes = 2.0 * (a_elems + b_elems + c_elems);
@@ -551,11 +391,12 @@ int main(int argc, char** argv) {
       std::vector<double> gaps{0.0};
       gaps.insert(gaps.end(), o.gaps_us.begin(), o.gaps_us.end());
       const auto alone = [&](const std::string& name, const std::function<Status(int)>& run,
-                             double median_us, double gap_us) {
+                             double median_us, double gap_us) -> Status {
         const int calls = static_cast<int>(std::ceil(o.sustain_ms * 1e3 / (median_us + gap_us)));
         double start_s = 0, end_s = 0;
-        const Timing tm =
-            time_alone(run, std::max(1, calls / 3), calls, stream, &start_s, &end_s, gap_us);
+        Timing tm{};
+        OVERLAPSIM_TRY(
+            time_alone(run, std::max(1, calls / 3), calls, stream, gap_us, &start_s, &end_s, &tm));
         char design[96];
         if (gap_us > 0)
           std::snprintf(design, sizeof design, "%s_gap%.0fus", name.c_str(), gap_us);
@@ -565,13 +406,16 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         std::fprintf(stderr, "# phase %ldx%ldx%ld %s %.3f %.3f\n", s.m, s.n, s.k, design, start_s,
                      end_s);
+        return Status::success();
       };
       for (const double gap : gaps) {
-        for (size_t v = 0; v < nver; ++v) alone(o.versions[v].name, variants[v], t[v].median_us, gap);
-        alone("cublas", variants.back(), t_ref.median_us, gap);
+        for (size_t v = 0; v < nver; ++v)
+          OVERLAPSIM_TRY(alone(o.versions[v].name, variants[v], t[v].median_us, gap));
+        OVERLAPSIM_TRY(alone("cublas", variants.back(), t_ref.median_us, gap));
       }
       for (auto& r : ref) r.select(0);
-      for (const double gap : gaps) alone("cublas_first", variants.back(), t_ref.median_us, gap);
+      for (const double gap : gaps)
+        OVERLAPSIM_TRY(alone("cublas_first", variants.back(), t_ref.median_us, gap));
       for (auto& r : ref) r.select(best);
     }
     for (size_t v = 0; v < nver; ++v) {
@@ -609,5 +453,24 @@ int main(int argc, char** argv) {
                  o.versions[v].name.c_str(), ratios,
                  std::exp(log_ratio_sum[v] / std::max(1, ratios)), o.group_m,
                  o.defer_stores ? 1 : 0);
+  return Status::success();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    o = g::parse_gemm_bench_flags(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  bool bad_input = false;
+  const Status status = run_benchmark(o, &bad_input);
+  if (!status.ok) {
+    std::fprintf(stderr, "own-gemm-bench: %s\n", status.message.c_str());
+    return bad_input ? 2 : 1;
+  }
   return 0;
 }

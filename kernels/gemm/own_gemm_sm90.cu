@@ -13,6 +13,7 @@
 
 #include "kernels/gemm/own_gemm.hpp"
 #include "kernels/gemm/own_gemm_sm90.cuh"
+#include "kernels/gemm/owner_epilogue.cuh"
 #include "kernels/harness/free_queue.hpp"
 
 namespace overlapsim::kernels::gemm {

@@ -8,11 +8,7 @@
 // reuse the same B columns and A rows while they are in L2.
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define OVERLAPSIM_HD __host__ __device__ __forceinline__
-#else
-#define OVERLAPSIM_HD inline
-#endif
+#include "kernels/harness/host_device.hpp"
 
 namespace overlapsim::kernels::gemm {
 
@@ -52,7 +48,7 @@ OVERLAPSIM_HD TileCoord tile_of_item_blocked(int32_t item, int32_t tiles_m, int3
   return t;
 }
 
-// The tile-wise copy-engine transport (kernels/tilewise/owner_plan.hpp): rank r owns tile
+// The tile-wise copy-engine transport (kernels/tilewise/copy_engine_layout.hpp): rank r owns tile
 // rows [r·T, (r+1)·T), T = tiles_m / world, and visits the other ranks' rows first, its
 // own last. With group_m dividing T the grouped raster never mixes two ranks' rows, so
 // that order is the plain raster with the tile rows shifted cyclically by
