@@ -6,15 +6,20 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 
 #include "kernels/bench/bench_case.hpp"
 #include "kernels/bench/bench_row.hpp"
+#include "kernels/bench/tilewise_settings.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/multi_gpu.hpp"
 
 namespace overlapsim::kernels::bench {
+
+struct TilewiseRankState;  // tilewise_context.hpp
+class TilewiseReports;     // tilewise_report.hpp
 
 struct BenchEnv {
   RankContext* ctx = nullptr;
@@ -24,6 +29,12 @@ struct BenchEnv {
   std::size_t l2_bytes = 0;
   std::function<void(const BenchRow&)> emit;  // called on every rank; rank 0 records
   std::set<std::string> measured;             // keys of single-op rows already emitted
+  TilewiseSettings tilewise_settings;         // design tilewise (overlap-bench's flags)
+  // The tile-wise runner's state of this rank across shapes (tuning cache, curves,
+  // limited communicators) and its side files, one for every rank of a run; created on
+  // first use when the caller left them empty.
+  std::shared_ptr<TilewiseRankState> tilewise_state;
+  std::shared_ptr<TilewiseReports> tilewise_reports;
 
   int rank() const { return ctx->comm.rank; }
   int world() const { return ctx->comm.world; }

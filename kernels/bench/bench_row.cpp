@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "kernels/harness/comm.hpp"
 
@@ -47,6 +48,53 @@ std::string fixed(double value, int digits) {
 }
 
 }  // namespace
+
+RowBuilder::RowBuilder(std::string op, std::string design, std::string dtype) {
+  row_.op = std::move(op);
+  row_.design = std::move(design);
+  row_.dtype = std::move(dtype);
+}
+
+RowBuilder& RowBuilder::shape(std::int64_t m, std::int64_t n, std::int64_t k) {
+  row_.m = m;
+  row_.n = n;
+  row_.k = k;
+  return *this;
+}
+
+RowBuilder& RowBuilder::bytes(std::uint64_t bytes) {
+  row_.bytes = bytes;
+  return *this;
+}
+
+RowBuilder& RowBuilder::chunks(int chunks) {
+  row_.chunks = chunks;
+  return *this;
+}
+
+RowBuilder& RowBuilder::time(const Timing& t) { return times(t.median_s, t.min_s, t.max_s); }
+
+RowBuilder& RowBuilder::times(double median_s, double min_s, double max_s) {
+  row_.time_s = median_s;
+  row_.time_min_s = min_s;
+  row_.time_max_s = max_s;
+  return *this;
+}
+
+RowBuilder& RowBuilder::flops(double flops) {
+  row_.flops = flops;
+  return *this;
+}
+
+RowBuilder& RowBuilder::busbw_factor(double factor) {
+  row_.busbw_factor = factor;
+  return *this;
+}
+
+RowBuilder& RowBuilder::wrong(std::uint64_t wrong) {
+  row_.wrong = wrong;
+  return *this;
+}
 
 DeviceTags read_device_tags(int world) {
   DeviceTags tags;

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bench/timing.hpp"
+#include "kernels/designs/pair_op.hpp"
+
 namespace overlapsim::kernels::bench {
 
 // Which machine and software produced the rows.
@@ -32,6 +35,31 @@ struct BenchRow {
   double flops = 0;  // of the compute op (0 for a collective alone)
   double busbw_factor = 0;
   std::uint64_t wrong = 0;
+};
+
+// Every runner builds its rows through this, in the CSV's order: the tag columns (op,
+// design, dtype, then shape, bytes, chunks), then the measurements (times, flops, bus
+// bandwidth factor), then the `wrong` count. Unset columns keep BenchRow's zeros.
+class RowBuilder {
+ public:
+  RowBuilder(std::string op, std::string design, std::string dtype);
+
+  RowBuilder& shape(std::int64_t m, std::int64_t n, std::int64_t k);
+  RowBuilder& shape(const PairShape& s) { return shape(s.m, s.n, s.k); }
+  RowBuilder& bytes(std::uint64_t bytes);
+  RowBuilder& chunks(int chunks);
+
+  RowBuilder& time(const Timing& t);  // median, min, max
+  RowBuilder& times(double median_s, double min_s, double max_s);
+  RowBuilder& flops(double flops);
+  RowBuilder& busbw_factor(double factor);
+
+  RowBuilder& wrong(std::uint64_t wrong);
+
+  const BenchRow& row() const { return row_; }
+
+ private:
+  BenchRow row_;
 };
 
 // Reads GPU name, driver, CUDA runtime and NCCL versions of the current device.

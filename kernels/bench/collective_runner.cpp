@@ -54,30 +54,16 @@ Status run_collective_case(BenchEnv& env, const BenchCase& c) {
     OVERLAPSIM_TRY(enqueue(env, op, send[0].data(), recv.data(), counts, c.dtype));
     OVERLAPSIM_TRY(wait_stream(env.ctx->comm, env.ctx->compute_stream, "collective check"));
     const CollectiveReference reference(op, counts.send, c.dtype, env.world(), env.seed, 0);
-    CheckInput check;
-    check.result = recv.data();
-    check.rows = 1;
-    check.cols = static_cast<std::int64_t>(counts.recv);
-    check.dtype = c.dtype;
-    check.samples = sample_positions(1, check.cols, 1024, env.seed ^ (0x5151u + env.rank()));
-    check.expected = [&](const Sample& s) {
-      return reference.result(env.rank(), static_cast<std::size_t>(s.col));
-    };
     std::uint64_t wrong = 0;
-    OVERLAPSIM_TRY(check_result(env, check, &wrong));
-    OVERLAPSIM_TRY(sum_over_ranks(env, &wrong));
+    OVERLAPSIM_TRY(check_collective_result(env, reference, recv.data(), counts.recv, c.dtype,
+                                           env.seed ^ (0x5151u + env.rank()), &wrong));
 
-    BenchRow row;
-    row.op = c.op;
-    row.design = "nccl";
-    row.dtype = to_string(c.dtype);
-    row.bytes = counts.bytes;
-    row.time_s = timing.median_s;
-    row.time_min_s = timing.min_s;
-    row.time_max_s = timing.max_s;
-    row.busbw_factor = busbw_factor(op, env.world());
-    row.wrong = wrong;
-    env.emit(row);
+    env.emit(RowBuilder(c.op, "nccl", to_string(c.dtype))
+                 .bytes(counts.bytes)
+                 .time(timing)
+                 .busbw_factor(busbw_factor(op, env.world()))
+                 .wrong(wrong)
+                 .row());
     OVERLAPSIM_TRY(quiesce(*env.ctx, "collective: before freeing"));
   }
   return Status::success();

@@ -54,7 +54,7 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
   const PairOp ref_op = reference_pair(c.op);
   const bool embedding = c.op == "embedding";
   const std::size_t elem = dtype_bytes(c.dtype);  // inputs
-  const DType out_dtype = output_dtype(c.dtype);    // fp8 GEMMs write bf16
+  const DType out_dtype = output_dtype(c.dtype);  // fp8 GEMMs write bf16
   const std::size_t out_elem = dtype_bytes(out_dtype);
   cudaStream_t stream = env.ctx->compute_stream;
   for (const PairShape& shape : c.shapes) {
@@ -171,19 +171,12 @@ Status run_compute_case(BenchEnv& env, const BenchCase& c) {
       OVERLAPSIM_TRY(check_result(env, check, &wrong));
       OVERLAPSIM_TRY(sum_over_ranks(env, &wrong));
 
-      BenchRow row;
-      row.op = c.op;
-      row.design = design;
-      row.dtype = to_string(c.dtype);
-      row.m = shape.m;
-      row.n = shape.n;
-      row.k = shape.k;
-      row.time_s = timing.median_s;
-      row.time_min_s = timing.min_s;
-      row.time_max_s = timing.max_s;
-      row.flops = compute_flops(ref_op, shape);
-      row.wrong = wrong;
-      env.emit(row);
+      env.emit(RowBuilder(c.op, design, to_string(c.dtype))
+                   .shape(shape)
+                   .time(timing)
+                   .flops(compute_flops(ref_op, shape))
+                   .wrong(wrong)
+                   .row());
       OVERLAPSIM_TRY(quiesce(*env.ctx, "compute: before freeing the design"));
     }
     OVERLAPSIM_TRY(quiesce(*env.ctx, "compute: before freeing"));

@@ -1,56 +1,141 @@
 #include "kernels/bench/flags.hpp"
 
-#include <sstream>
+#include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "config/units.hpp"
 #include "kernels/bench/suite.hpp"
 #include "kernels/collectives/nccl_collectives.hpp"
+#include "kernels/harness/flag_parse.hpp"
 
 namespace overlapsim::kernels::bench {
 namespace {
 
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream in(text);
-  while (std::getline(in, part, sep))
-    if (!part.empty()) parts.push_back(part);
-  return parts;
-}
+const std::string kProgram = "overlap-bench";
 
 // `program` starts the message: overlap-bench here, another tool through parse_shape_list.
 [[noreturn]] void bad(const std::string& flag, const std::string& value,
-                      const std::string& expected, const std::string& program = "overlap-bench") {
-  throw std::invalid_argument(program + ": " + flag + ": '" + value + "' is not " + expected);
+                      const std::string& expected, const std::string& program = kProgram) {
+  bad_flag(program, flag, value, expected);
 }
 
 std::int64_t to_int(const std::string& flag, const std::string& text, std::int64_t min,
-                    const std::string& program = "overlap-bench") {
-  std::size_t used = 0;
-  std::int64_t value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    bad(flag, text, "an integer", program);
-  }
-  if (used != text.size() || value < min)
-    bad(flag, text, "an integer >= " + std::to_string(min), program);
-  return value;
+                    const std::string& program = kProgram) {
+  return flag_int(program, flag, text, min);
 }
 
-PairShape to_shape(const std::string& text, const std::string& program = "overlap-bench") {
-  const auto dims = split(text, 'x');
+PairShape to_shape(const std::string& text, const std::string& program = kProgram) {
+  const auto dims = split_list(text, 'x');
   if (dims.size() != 3) bad("--shapes", text, "of the form MxNxK (e.g. 4096x4096x4096)", program);
   return {to_int("--shapes", dims[0], 1, program), to_int("--shapes", dims[1], 1, program),
           to_int("--shapes", dims[2], 1, program), 0};
 }
 
+// A comma list flag: each item through `item`, at least one.
+template <class T, class Parse>
+std::vector<T> to_list(const std::string& flag, const std::string& text, const std::string& noun,
+                       Parse&& item) {
+  std::vector<T> out;
+  for (const std::string& v : split_list(text)) out.push_back(item(v));
+  if (out.empty()) bad(flag, text, "a list of " + noun);
+  return out;
+}
+
+// The tile-wise flags and the environment variables that give their defaults.
+struct TilewiseFlag {
+  const char* flag;
+  const char* env;
+};
+constexpr TilewiseFlag kTilewiseFlags[] = {
+    {"--tilewise-transport", "OVERLAPSIM_TILEWISE_TRANSPORT"},
+    {"--tilewise-phase2", "OVERLAPSIM_TILEWISE_CE_PHASE2"},
+    {"--tilewise-groups", "OVERLAPSIM_TILEWISE_CE_GROUPS"},
+    {"--tilewise-comm-sms", "OVERLAPSIM_TILEWISE_COMM_SMS"},
+    {"--tilewise-wait", "OVERLAPSIM_TILEWISE_WAIT"},
+    {"--tilewise-keep", "OVERLAPSIM_TILEWISE_KEEP"},
+    {"--tilewise-exhaustive", "OVERLAPSIM_TILEWISE_EXHAUSTIVE"},
+    {"--tilewise-cache", "OVERLAPSIM_TILEWISE_CACHE"},
+    {"--tilewise-detail", "OVERLAPSIM_TILEWISE_DETAIL"},
+    {"--tilewise-timeline", "OVERLAPSIM_TILEWISE_TIMELINE"}};
+
+bool is_tilewise_flag(const std::string& flag) {
+  for (const TilewiseFlag& f : kTilewiseFlags)
+    if (flag == f.flag) return true;
+  return false;
+}
+
+// One tile-wise setting; `name` is the flag (or the variable it came from) for messages.
+void set_tilewise(const std::string& flag, const std::string& name, const std::string& value,
+                  TilewiseSettings* s) {
+  namespace tw = overlapsim::kernels::tilewise;
+  if (flag == "--tilewise-transport") {
+    s->nccl = s->copy_engine = false;
+    for (const std::string& v :
+         to_list<std::string>(name, value, "transports", [](auto v) { return v; })) {
+      if (v == "nccl") {
+        s->nccl = true;
+      } else if (v == "copy_engine") {
+        s->copy_engine = true;
+      } else {
+        bad(name, v, "a transport (expected nccl and/or copy_engine)");
+      }
+    }
+  } else if (flag == "--tilewise-phase2") {
+    s->phase2_modes.clear();
+    for (const auto mode :
+         to_list<tw::CopyEnginePhase2>(name, value, "phase-2 modes", [&](const std::string& v) {
+           const auto m = tw::parse_owner_phase2(v);
+           if (!m)
+             bad(name, v, "a phase-2 mode (expected copy_engine, epilogue and/or tail_kernel)");
+           return *m;
+         }))
+      if (std::find(s->phase2_modes.begin(), s->phase2_modes.end(), mode) == s->phase2_modes.end())
+        s->phase2_modes.push_back(mode);
+  } else if (flag == "--tilewise-groups") {
+    s->ce_groups = to_list<int>(name, value, "group counts", [&](const std::string& v) {
+      return static_cast<int>(flag_int(kProgram, name, v, 1, 1024));
+    });
+  } else if (flag == "--tilewise-comm-sms") {
+    s->comm_sms = to_list<int>(name, value, "SM counts", [&](const std::string& v) {
+      return static_cast<int>(flag_int(kProgram, name, v, 0, 64));
+    });
+  } else if (flag == "--tilewise-wait") {
+    s->waits = to_list<tw::WaitMode>(name, value, "wait modes", [&](const std::string& v) {
+      const auto m = tw::parse_wait_mode(v);
+      if (!m) bad(name, v, "a wait mode (expected kernel and/or stream_memop)");
+      return *m;
+    });
+  } else if (flag == "--tilewise-keep") {
+    s->keep = static_cast<int>(flag_int(kProgram, name, value, 1, 1 << 20));
+  } else if (flag == "--tilewise-exhaustive") {
+    s->exhaustive_limit = static_cast<int>(flag_int(kProgram, name, value, 1, 1 << 20));
+  } else if (flag == "--tilewise-cache") {
+    s->cache_path = value;
+  } else if (flag == "--tilewise-detail") {
+    s->detail_path = value;
+  } else if (flag == "--tilewise-timeline") {
+    s->timeline_path = value;
+  }
+}
+
+// Defaults from the environment, so scripts that set the variables keep working.
+void tilewise_from_env(const EnvLookup& env, TilewiseSettings* s) {
+  for (const TilewiseFlag& f : kTilewiseFlags)
+    if (const auto value = env(f.env)) set_tilewise(f.flag, f.env, *value, s);
+}
+
 }  // namespace
+
+std::optional<std::string> process_env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
 
 std::vector<PairShape> parse_shape_list(const std::string& text, const std::string& program) {
   std::vector<PairShape> shapes;
-  for (const auto& s : split(text, ',')) shapes.push_back(to_shape(s, program));
+  for (const auto& s : split_list(text)) shapes.push_back(to_shape(s, program));
   if (shapes.empty()) bad("--shapes", text, "a list of MxNxK", program);
   return shapes;
 }
@@ -62,6 +147,7 @@ std::string usage() {
          "         [--iterations N] [--warmup N] [--min-time-ms T] [--warmup-ms W]\n"
          "         [--world N] [--mpi] [--nonblocking] [--timeout 120s] [--seed S] [--output "
          "FILE]\n"
+         "         [--trace] [--tilewise-* ...]\n"
          "ops: allreduce reducescatter allgather alltoall gemm gemv embedding gemm+allreduce\n"
          "     gemm+reducescatter allgather+gemm gemm+alltoall gemv+allreduce embedding+alltoall\n"
          "     interference\n"
@@ -77,23 +163,40 @@ std::string usage() {
          "--min-time-ms T: time at least T ms of work per measurement (and >= --iterations);\n"
          "--warmup-ms W: run the work W ms untimed first (GPU at its steady, power-limited "
          "clock).\n"
+         "--trace: every stream wait and rendezvous logs its rank on stderr (where a hung run\n"
+         "  waits; default from OVERLAPSIM_TRACE).\n"
+         "design tilewise (defaults from the OVERLAPSIM_TILEWISE_* variables of older scripts):\n"
+         "  --tilewise-transport nccl,copy_engine  transports to tune and time\n"
+         "  --tilewise-phase2 copy_engine,epilogue,tail_kernel  all-reduce phase-2 modes of the\n"
+         "      copy-engine transport the tuner may time\n"
+         "  --tilewise-groups 2,4,8,16  copy-engine groups per part to time\n"
+         "  --tilewise-comm-sms 16  SM counts left to NCCL to search (0..64)\n"
+         "  --tilewise-wait kernel,stream_memop  the NCCL transport's wait modes\n"
+         "  --tilewise-keep 6 / --tilewise-exhaustive 16  predicted partitions timed / waves up\n"
+         "      to which every partition is timed\n"
+         "  --tilewise-cache FILE  tuning cache YAML (a hit skips the search)\n"
+         "  --tilewise-detail FILE  every candidate's predicted and measured time (CSV)\n"
+         "  --tilewise-timeline FILE  the chosen copy-engine call's step times over 5 calls\n"
          "CSV (nccl-tests style) on stdout; --output writes the same CSV atomically at the end.\n";
 }
 
-BenchOptions parse_flags(const std::vector<std::string>& args) {
+BenchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup& env) {
   BenchOptions o;
   BenchCase c;
   bool have_op = false;
   std::vector<std::string> designs;
   std::int64_t table_rows = 0;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= args.size())
-        throw std::invalid_argument("overlap-bench: " + flag + " needs a value");
-      return args[++i];
-    };
-    if (flag == "--help" || flag == "-h") {
+  tilewise_from_env(env, &o.tilewise);
+  if (const auto trace = env("OVERLAPSIM_TRACE")) o.trace = *trace != "0";
+  FlagCursor cursor(kProgram, args);
+  std::string flag;
+  while (cursor.next(&flag)) {
+    const auto value = [&] { return cursor.value(); };
+    if (is_tilewise_flag(flag)) {
+      set_tilewise(flag, flag, value(), &o.tilewise);
+    } else if (flag == "--trace") {
+      o.trace = true;
+    } else if (flag == "--help" || flag == "-h") {
       o.help = true;
     } else if (flag == "--suite") {
       o.suite = value();
@@ -102,22 +205,22 @@ BenchOptions parse_flags(const std::vector<std::string>& args) {
       if (!case_kind_of(c.op, &c.kind)) bad(flag, c.op, "a known op (see --help)");
       have_op = true;
     } else if (flag == "--designs" || flag == "--design") {
-      designs = split(value(), ',');
+      designs = split_list(value());
     } else if (flag == "--shapes") {
-      for (const auto& s : split(value(), ',')) c.shapes.push_back(to_shape(s));
+      for (const auto& s : split_list(value())) c.shapes.push_back(to_shape(s));
     } else if (flag == "--bytes") {
-      for (const auto& s : split(value(), ',')) {
+      for (const auto& s : split_list(value())) {
         const auto bytes = config::parse_bytes(s);
         if (!bytes) bad(flag, s, config::kExpectedBytes);
         c.bytes.push_back(*bytes);
       }
     } else if (flag == "--chunks") {
       c.chunks.clear();
-      for (const auto& s : split(value(), ','))
+      for (const auto& s : split_list(value()))
         c.chunks.push_back(static_cast<int>(to_int(flag, s, 1)));
     } else if (flag == "--collectives") {
       c.collectives.clear();
-      for (const auto& s : split(value(), ',')) {
+      for (const auto& s : split_list(value())) {
         if (!parse_collective_op(s))
           bad(flag, s, "allreduce, reducescatter, allgather or alltoall");
         c.collectives.push_back(s);
@@ -125,19 +228,12 @@ BenchOptions parse_flags(const std::vector<std::string>& args) {
       if (c.collectives.empty()) bad(flag, "", "a list of collectives");
     } else if (flag == "--ctas") {
       c.ctas.clear();
-      for (const auto& s : split(value(), ','))
+      for (const auto& s : split_list(value()))
         c.ctas.push_back(static_cast<int>(to_int(flag, s, 0)));
       if (c.ctas.empty()) bad(flag, "", "a list of CTA limits such as 4,8,16,32,0");
     } else if (flag == "--min-time-ms" || flag == "--warmup-ms") {
-      const std::string text = value();
-      std::size_t used = 0;
-      double ms = -1;
-      try {
-        ms = std::stod(text, &used);
-      } catch (const std::exception&) {
-      }
-      if (used != text.size() || !(ms >= 0) || ms > 600000)
-        bad(flag, text, "milliseconds in [0, 600000]");
+      const double ms =
+          flag_double(kProgram, flag, value(), 0, 600000, "milliseconds in [0, 600000]");
       (flag == "--min-time-ms" ? o.min_time_s : o.warmup_s) = ms * 1e-3;
     } else if (flag == "--dtype") {
       const std::string name = value();

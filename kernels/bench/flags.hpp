@@ -9,13 +9,23 @@
 //                 [--collectives allreduce,alltoall] [--ctas 4,8,16,32,0]
 //   common: [--iterations N] [--warmup N] [--min-time-ms T] [--warmup-ms W] [--world N] [--mpi]
 //           [--nonblocking] [--timeout 120s] [--seed S] [--output FILE] [--list-designs]
+//           [--trace]
+//   design tilewise: [--tilewise-transport nccl,copy_engine] [--tilewise-phase2 MODES]
+//           [--tilewise-groups 2,4,8,16] [--tilewise-comm-sms 16] [--tilewise-wait MODES]
+//           [--tilewise-keep 6] [--tilewise-exhaustive 16] [--tilewise-cache FILE]
+//           [--tilewise-detail FILE] [--tilewise-timeline FILE]
+// The tile-wise settings and --trace take their defaults from the environment variables
+// older scripts set (OVERLAPSIM_TILEWISE_TRANSPORT, _CE_PHASE2, _CE_GROUPS, _COMM_SMS,
+// _WAIT, _KEEP, _EXHAUSTIVE, _CACHE, _DETAIL, _TIMELINE; OVERLAPSIM_TRACE); a flag wins.
 //
 // Bad flags throw std::invalid_argument with a one-line message (exit code 2).
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/bench/bench_case.hpp"
+#include "kernels/bench/tilewise_settings.hpp"
 
 namespace overlapsim::kernels::bench {
 
@@ -33,11 +43,19 @@ struct BenchOptions {
   // --nonblocking bounds every NCCL call instead, at ~40-80 us of host time per call.
   bool blocking_comms = true;
   double timeout_s = 120.0;
+  // --trace: every stream wait and rendezvous logs its rank on stderr (comm.hpp).
+  bool trace = false;
   std::string output;
+  TilewiseSettings tilewise;
   bool help = false;
 };
 
-BenchOptions parse_flags(const std::vector<std::string>& args);
+// An environment variable's value, or nullopt when unset or empty.
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+// The process environment (std::getenv).
+std::optional<std::string> process_env(const char* name);
+
+BenchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup& env = process_env);
 // "MxNxK[,MxNxK...]", every dimension an integer >= 1, read as overlap-bench's --shapes
 // reads it (table_rows 0), for other tools too; std::invalid_argument otherwise, its
 // message starting with `program` and naming the bad item.

@@ -317,18 +317,8 @@ class InterferencePoint {
     OVERLAPSIM_TRY(sum_over_ranks(env_, &gemm_wrong_));
 
     const CollectiveReference coll_ref(op_, counts_.send, case_.dtype, env_.world(), env_.seed, 0);
-    CheckInput k;
-    k.result = recv_.data();
-    k.rows = 1;
-    k.cols = static_cast<std::int64_t>(counts_.recv);
-    k.dtype = case_.dtype;
-    k.samples = sample_positions(1, k.cols, 1024, env_.seed ^ (0x1F8u + env_.rank()));
-    k.expected = [&](const Sample& s) {
-      return coll_ref.result(env_.rank(), static_cast<std::size_t>(s.col));
-    };
-    coll_wrong_ = 0;
-    OVERLAPSIM_TRY(check_result(env_, k, &coll_wrong_));
-    return sum_over_ranks(env_, &coll_wrong_);
+    return check_collective_result(env_, coll_ref, recv_.data(), counts_.recv, case_.dtype,
+                                   env_.seed ^ (0x1F8u + env_.rank()), &coll_wrong_);
   }
 
   Status emit(const std::vector<std::vector<double>>& samples) {
@@ -352,26 +342,17 @@ class InterferencePoint {
         continue;
       }
       const Timing t = summarize(s);
-      BenchRow row;
-      row.op = "interference";
-      row.design = gemm_victim ? interference_design("gemm", coll, beside)
-                               : interference_design(coll, "gemm", beside);
-      row.dtype = to_string(case_.dtype);
-      row.m = gemm_.shape.m;
-      row.n = gemm_.shape.n;
-      row.k = gemm_.shape.k;
-      row.bytes = counts_.bytes;
-      row.chunks = ctas_;
-      row.time_s = t.median_s;
-      row.time_min_s = t.min_s;
-      row.time_max_s = t.max_s;
+      RowBuilder row("interference",
+                     gemm_victim ? interference_design("gemm", coll, beside)
+                                 : interference_design(coll, "gemm", beside),
+                     to_string(case_.dtype));
+      row.shape(gemm_.shape).bytes(counts_.bytes).chunks(ctas_).time(t);
       if (gemm_victim) {
-        row.flops = 2.0 * static_cast<double>(gemm_.shape.m) * gemm_.shape.n * gemm_.shape.k;
+        row.flops(2.0 * static_cast<double>(gemm_.shape.m) * gemm_.shape.n * gemm_.shape.k);
       } else {
-        row.busbw_factor = busbw_factor(op_, env_.world());
+        row.busbw_factor(busbw_factor(op_, env_.world()));
       }
-      row.wrong = gemm_victim ? gemm_wrong_ : coll_wrong_;
-      env_.emit(row);
+      env_.emit(row.wrong(gemm_victim ? gemm_wrong_ : coll_wrong_).row());
     }
     return Status::success();
   }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -16,6 +17,7 @@
 #include "kernels/bench/flags.hpp"
 #include "kernels/bench/interference_runner.hpp"
 #include "kernels/bench/suite.hpp"
+#include "kernels/bench/tilewise_report.hpp"
 #include "kernels/bench/timing.hpp"
 
 namespace {
@@ -57,14 +59,19 @@ int run(const BenchOptions& options, BenchPlan plan) {
 
   std::vector<std::string> lines;
   std::mutex lines_mutex;
+  // The tile-wise detail and timeline files collect the lines of every rank.
+  const auto tilewise_reports = std::make_shared<TilewiseReports>();
   HarnessOptions harness;
   harness.world = options.world;
   harness.timeout_s = options.timeout_s;
   harness.use_mpi = options.use_mpi;
   harness.blocking_comms = options.blocking_comms;
+  harness.trace = options.trace;
   const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
     BenchEnv env;
     OVERLAPSIM_TRY(open_env(ctx, plan.seed, &env));
+    env.tilewise_settings = options.tilewise;
+    env.tilewise_reports = tilewise_reports;
     const DeviceTags tags = read_device_tags(ctx.comm.world);
     const bool printer = ctx.comm.rank == 0;
     if (printer) std::cout << csv_header() << std::endl;

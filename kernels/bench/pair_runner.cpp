@@ -142,20 +142,9 @@ class PairCaseRunner {
   cudaStream_t compute() const { return env_.ctx->compute_stream; }
   PairBuffers set(int i) const { return buffers_[static_cast<std::size_t>(i % sets_)].view(); }
 
-  BenchRow base_row(const std::string& op, const std::string& design, int chunks,
-                    const Timing& t) const {
-    BenchRow row;
-    row.op = op;
-    row.design = design;
-    row.dtype = to_string(case_.dtype);
-    row.m = shape_.m;
-    row.n = shape_.n;
-    row.k = shape_.k;
-    row.chunks = chunks;
-    row.time_s = t.median_s;
-    row.time_min_s = t.min_s;
-    row.time_max_s = t.max_s;
-    return row;
+  RowBuilder row(const std::string& op, const std::string& design, int chunks,
+                 const Timing& t) const {
+    return RowBuilder(op, design, to_string(case_.dtype)).shape(shape_).chunks(chunks).time(t);
   }
 
   Status poison_outputs() {
@@ -230,10 +219,8 @@ class PairCaseRunner {
     OVERLAPSIM_TRY(wait_stream(env_.ctx->comm, compute(), "op check"));
     std::uint64_t wrong = 0;
     OVERLAPSIM_TRY(check(buffers_[0].c.data(), shape_.m, true, nullptr, &wrong));
-    BenchRow row = base_row(compute_name(op_), impl, 1, t);
-    row.flops = compute_flops(op_, shape_);
-    row.wrong = wrong;
-    env_.emit(row);
+    env_.emit(
+        row(compute_name(op_), impl, 1, t).flops(compute_flops(op_, shape_)).wrong(wrong).row());
     return Status::success();
   }
 
@@ -250,11 +237,11 @@ class PairCaseRunner {
     OVERLAPSIM_TRY(
         run_and_check([&] { return run_sequential(pair_, set(0), compute()); }, nullptr, &wrong));
     const CollectiveOp coll = pair_collective(op_);
-    BenchRow row = base_row(to_string(coll), "nccl", 1, t);
-    row.bytes = collective_bytes(op_, shape_, env_.world(), case_.dtype);
-    row.busbw_factor = busbw_factor(coll, env_.world());
-    row.wrong = wrong;
-    env_.emit(row);
+    env_.emit(row(to_string(coll), "nccl", 1, t)
+                  .bytes(collective_bytes(op_, shape_, env_.world(), case_.dtype))
+                  .busbw_factor(busbw_factor(coll, env_.world()))
+                  .wrong(wrong)
+                  .row());
     return Status::success();
   }
 
@@ -274,7 +261,9 @@ class PairCaseRunner {
     io.sets = sets_;
     io.sequential = [this](int i) { return run_sequential(pair_, set(i), compute()); };
     io.op_alone = [this](int i) { return pair_.enqueue_op(set(i), 1, 0, compute()); };
-    io.collective_alone = [this](int i) { return pair_.enqueue_collective(set(i), 1, 0, compute()); };
+    io.collective_alone = [this](int i) {
+      return pair_.enqueue_collective(set(i), 1, 0, compute());
+    };
     io.align = [this](int) {
       return all_reduce(env_.ctx->comm, align_.data(), align_.data(), 1, case_.dtype, compute());
     };
@@ -301,12 +290,12 @@ class PairCaseRunner {
         [&] { return enqueue(0); },
         is_sequential || !have_sequential_ ? nullptr : sequential_result_.data(), &wrong));
     if (is_sequential) OVERLAPSIM_TRY(keep_sequential_result());
-    BenchRow row = base_row(to_string(op_), design, chunks, t);
-    row.flops = compute_flops(op_, shape_);
-    row.bytes = collective_bytes(op_, shape_, env_.world(), case_.dtype);
-    row.busbw_factor = busbw_factor(pair_collective(op_), env_.world());
-    row.wrong = wrong;
-    env_.emit(row);
+    env_.emit(row(to_string(op_), design, chunks, t)
+                  .bytes(collective_bytes(op_, shape_, env_.world(), case_.dtype))
+                  .flops(compute_flops(op_, shape_))
+                  .busbw_factor(busbw_factor(pair_collective(op_), env_.world()))
+                  .wrong(wrong)
+                  .row());
     return Status::success();
   }
 

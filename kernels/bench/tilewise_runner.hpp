@@ -9,8 +9,8 @@
 //                    the reference, the sequential result and (bit for bit) own GEMM +
 //                    the same NCCL collective
 //   unpermute/tilewise, residual_rmsnorm/natural, residual_rmsnorm/tilewise_fused
-// Transport copy_engine (OVERLAPSIM_TILEWISE_TRANSPORT, default "nccl,copy_engine";
-// kernels/tilewise/owner_design.hpp), when the shape allows it:
+// Transport copy_engine (--tilewise-transport, default "nccl,copy_engine";
+// kernels/tilewise/copy_engine_design.hpp), when the shape allows it:
 //   peer_copy/copy_engine   cudaMemcpyAsync to the peer, both ranks at once, per size
 //                           (once per run): the predictor's copy curve
 //   peer_copy/copy_engine_with_stream_ops  a 1 MiB copy followed by a group's stream
@@ -18,7 +18,7 @@
 //                           curve's 1 MiB time: the predictor's per-group stream cost
 //   gemm/own_signal_ce      rotated own GEMM with remapped stores and signals, no waits
 //   <pair>/tilewise_ce      the best groups_per_part (chunks = groups per part) among
-//                           OVERLAPSIM_TILEWISE_CE_GROUPS (default "2,4,8,16"), checked
+//                           --tilewise-groups (default "2,4,8,16"), checked
 //                           like the NCCL transport's row
 // Acceptance 3 (signalling alone): gemm/own_interleaved, gemm/own_signal (chunks 0) and
 // gemm/own_signal_ce (chunks 0) are timed in ONE interleaved loop. The chosen
@@ -26,11 +26,15 @@
 // sequential pair, the op alone and the collective alone (<pair>/sequential_tw_loop,
 // <pair>/op_alone_tw_loop, <pair>/collective_alone_tw_loop), so T_sequential, T_ideal and
 // T_tilewise all see one clock and power state.
-// Search: for every s in OVERLAPSIM_TILEWISE_COMM_SMS (default "16") and wait mode in
-// OVERLAPSIM_TILEWISE_WAIT (default "kernel,stream_memop"), the candidate partitions of
+// Search (tilewise_tuner.hpp): for every s in --tilewise-comm-sms (default "16") and wait
+// mode in --tilewise-wait (default "kernel,stream_memop"), the candidate partitions of
 // group_predictor.hpp are timed; every candidate's predicted and measured time goes to
-// the detail CSV OVERLAPSIM_TILEWISE_DETAIL (if set). OVERLAPSIM_TILEWISE_CACHE names the
-// tuning cache YAML: a hit skips the search, a search stores its winner.
+// the detail CSV --tilewise-detail (if set). --tilewise-cache names the tuning cache YAML:
+// a hit skips the search, a search stores its winner. The settings come from
+// BenchEnv::tilewise_settings (overlap-bench's flags, flags.hpp).
+// Pieces: tilewise_context.hpp (what they share), tilewise_measure.hpp (measurements),
+// tilewise_tuner.hpp (search), tilewise_report.hpp (detail and timeline CSV); this file's
+// .cpp runs them and the final round.
 #include <cstdint>
 #include <functional>
 #include <string>

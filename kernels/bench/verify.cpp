@@ -58,4 +58,21 @@ Status sum_over_ranks(BenchEnv& env, std::uint64_t* count) {
   return Status::success();
 }
 
+Status check_collective_result(BenchEnv& env, const CollectiveReference& reference,
+                               const void* result, std::size_t count, DType dtype,
+                               std::uint64_t sample_seed, std::uint64_t* wrong) {
+  CheckInput check;
+  check.result = result;
+  check.rows = 1;
+  check.cols = static_cast<std::int64_t>(count);
+  check.dtype = dtype;
+  check.samples = sample_positions(1, check.cols, 1024, sample_seed);
+  check.expected = [&](const Sample& s) {
+    return reference.result(env.rank(), static_cast<std::size_t>(s.col));
+  };
+  *wrong = 0;
+  OVERLAPSIM_TRY(check_result(env, check, wrong));
+  return sum_over_ranks(env, wrong);
+}
+
 }  // namespace overlapsim::kernels::bench

@@ -37,6 +37,12 @@ struct CheckInput {
 // Local count on this rank (call after the run has drained).
 Status check_result(BenchEnv& env, const CheckInput& input, std::uint64_t* wrong);
 
+// A collective's result on this rank (`count` elements, drained) against `reference` at
+// 1024 sampled positions drawn with `sample_seed`; *wrong is summed over ranks.
+Status check_collective_result(BenchEnv& env, const CollectiveReference& reference,
+                               const void* result, std::size_t count, DType dtype,
+                               std::uint64_t sample_seed, std::uint64_t* wrong);
+
 // Sum of a local count over ranks.
 Status sum_over_ranks(BenchEnv& env, std::uint64_t* count);
 

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "config/config_node.hpp"
 #include "config/error.hpp"
@@ -292,6 +294,119 @@ TEST(BenchRowCsv, HeaderAndRowMatchTheFixedColumns) {
   EXPECT_EQ(csv_line(tags, row),
             "NVIDIA H200,580.159.04,13.0,2.28.3,2,gemm+allreduce,decomposed,bf16,8192,8192,8192,"
             "134217728,4,2000.00,1900.00,2500.00,549.76,67.11,67.11,0");
+}
+
+TEST(BenchRowCsv, BuilderFillsTheSameColumns) {
+  const BenchRow row = RowBuilder("gemm+allreduce", "decomposed", "bf16")
+                           .shape(PairShape{8192, 8192, 8192, 0})
+                           .bytes(8192ull * 8192 * 2)
+                           .chunks(4)
+                           .times(2e-3, 1.9e-3, 2.5e-3)
+                           .flops(2.0 * 8192 * 8192 * 8192)
+                           .busbw_factor(1.0)
+                           .wrong(3)
+                           .row();
+  const DeviceTags tags{"NVIDIA H200", "580.159.04", "13.0", "2.28.3", 2};
+  EXPECT_EQ(csv_line(tags, row),
+            "NVIDIA H200,580.159.04,13.0,2.28.3,2,gemm+allreduce,decomposed,bf16,8192,8192,8192,"
+            "134217728,4,2000.00,1900.00,2500.00,549.76,67.11,67.11,3");
+  // Unset columns keep BenchRow's defaults (chunks 1, zeros).
+  const BenchRow bare = RowBuilder("allreduce", "nccl", "bf16").row();
+  EXPECT_EQ(bare.chunks, 1);
+  EXPECT_EQ(bare.m, 0);
+  EXPECT_EQ(bare.wrong, 0u);
+}
+
+// No environment: the tile-wise settings are the defaults unless a flag says otherwise.
+std::optional<std::string> no_env(const char*) { return std::nullopt; }
+
+TEST(BenchFlags, TilewiseDefaultsAndFlags) {
+  const std::vector<std::string> base{"--op", "gemm+allreduce", "--shapes", "4096x4096x4096"};
+  const BenchOptions d = parse_flags(base, no_env);
+  EXPECT_TRUE(d.tilewise.nccl);
+  EXPECT_TRUE(d.tilewise.copy_engine);
+  EXPECT_EQ(d.tilewise.comm_sms, (std::vector<int>{16}));
+  EXPECT_EQ(d.tilewise.ce_groups, (std::vector<int>{2, 4, 8, 16}));
+  EXPECT_EQ(d.tilewise.phase2_modes.size(), 3u);
+  EXPECT_EQ(d.tilewise.keep, 6);
+  EXPECT_EQ(d.tilewise.exhaustive_limit, 16);
+  EXPECT_FALSE(d.trace);
+
+  std::vector<std::string> args = base;
+  for (const char* a :
+       {"--tilewise-transport", "copy_engine", "--tilewise-phase2", "epilogue,epilogue",
+        "--tilewise-groups", "1,8", "--tilewise-comm-sms", "0,8", "--tilewise-wait", "kernel",
+        "--tilewise-keep", "3", "--tilewise-exhaustive", "4", "--tilewise-cache", "t.yaml",
+        "--tilewise-detail", "d.csv", "--tilewise-timeline", "tl.csv", "--trace"})
+    args.push_back(a);
+  const BenchOptions o = parse_flags(args, no_env);
+  EXPECT_FALSE(o.tilewise.nccl);
+  EXPECT_TRUE(o.tilewise.copy_engine);
+  EXPECT_EQ(o.tilewise.phase2_modes,
+            (std::vector<tilewise::CopyEnginePhase2>{tilewise::CopyEnginePhase2::Epilogue}));
+  EXPECT_EQ(o.tilewise.ce_groups, (std::vector<int>{1, 8}));
+  EXPECT_EQ(o.tilewise.comm_sms, (std::vector<int>{0, 8}));
+  EXPECT_EQ(o.tilewise.waits, (std::vector<tilewise::WaitMode>{tilewise::WaitMode::Kernel}));
+  EXPECT_EQ(o.tilewise.keep, 3);
+  EXPECT_EQ(o.tilewise.exhaustive_limit, 4);
+  EXPECT_EQ(o.tilewise.cache_path, "t.yaml");
+  EXPECT_EQ(o.tilewise.detail_path, "d.csv");
+  EXPECT_EQ(o.tilewise.timeline_path, "tl.csv");
+  EXPECT_TRUE(o.trace);
+}
+
+TEST(BenchFlags, TilewiseEnvironmentGivesDefaultsAndFlagsWin) {
+  const auto env = [](const char* name) -> std::optional<std::string> {
+    const std::string n = name;
+    if (n == "OVERLAPSIM_TILEWISE_TRANSPORT") return "nccl";
+    if (n == "OVERLAPSIM_TILEWISE_COMM_SMS") return "4,8,16";
+    if (n == "OVERLAPSIM_TILEWISE_DETAIL") return "env.csv";
+    if (n == "OVERLAPSIM_TRACE") return "1";
+    return std::nullopt;
+  };
+  const BenchOptions o = parse_flags(
+      {"--op", "gemm+allreduce", "--shapes", "8x8x8", "--tilewise-detail", "flag.csv"}, env);
+  EXPECT_TRUE(o.tilewise.nccl);
+  EXPECT_FALSE(o.tilewise.copy_engine);
+  EXPECT_EQ(o.tilewise.comm_sms, (std::vector<int>{4, 8, 16}));
+  EXPECT_EQ(o.tilewise.detail_path, "flag.csv");
+  EXPECT_TRUE(o.trace);
+}
+
+TEST(BenchFlags, TilewiseBadValuesNameTheFlagOrVariable) {
+  const auto message = [](std::vector<std::string> args, const EnvLookup& env) {
+    try {
+      parse_flags(args, env);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::vector<std::string> base{"--op", "gemm+allreduce", "--shapes", "8x8x8"};
+  auto with = [&](const char* flag, const char* value) {
+    std::vector<std::string> a = base;
+    a.push_back(flag);
+    a.push_back(value);
+    return a;
+  };
+  EXPECT_EQ(message(with("--tilewise-transport", "ib"), no_env),
+            "overlap-bench: --tilewise-transport: 'ib' is not a transport (expected nccl and/or "
+            "copy_engine)");
+  EXPECT_EQ(message(with("--tilewise-comm-sms", "65"), no_env),
+            "overlap-bench: --tilewise-comm-sms: '65' is not an integer in 0..64");
+  EXPECT_NE(message(with("--tilewise-phase2", "dma"), no_env).find("a phase-2 mode"),
+            std::string::npos);
+  EXPECT_NE(message(with("--tilewise-wait", ","), no_env).find("a list of wait modes"),
+            std::string::npos);
+  EXPECT_NE(message(with("--tilewise-groups", "0"), no_env).find("1..1024"), std::string::npos);
+  EXPECT_NE(message(with("--tilewise-keep", "x"), no_env).find("an integer"), std::string::npos);
+  const auto bad_env = [](const char* name) -> std::optional<std::string> {
+    if (std::string(name) == "OVERLAPSIM_TILEWISE_WAIT") return "spin";
+    return std::nullopt;
+  };
+  EXPECT_EQ(message(base, bad_env),
+            "overlap-bench: OVERLAPSIM_TILEWISE_WAIT: 'spin' is not a wait mode (expected kernel "
+            "and/or stream_memop)");
 }
 
 }  // namespace

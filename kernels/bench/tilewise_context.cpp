@@ -1,0 +1,111 @@
+#include "kernels/bench/tilewise_context.hpp"
+
+#include <utility>
+
+namespace overlapsim::kernels::bench {
+
+const Phase2Names& phase2_names(tw::CopyEnginePhase2 mode) {
+  for (const Phase2Names& n : kPhase2Names)
+    if (n.mode == mode) return n;
+  return kPhase2Names[0];
+}
+
+TilewiseShapeContext::TilewiseShapeContext(BenchEnv& env_, const BenchCase& c, PairOp op_,
+                                           const PairShape& shape_, const TilewiseCaseIo& io_,
+                                           const TilewiseSettings& settings_,
+                                           TilewiseRankState& state_, TilewiseReports& reports_)
+    : env(env_),
+      bench_case(c),
+      op(op_),
+      coll(pair_collective(op_)),
+      shape(shape_),
+      io(io_),
+      settings(settings_),
+      state(state_),
+      reports(reports_),
+      tags(read_device_tags(env_.world())) {}
+
+RowBuilder TilewiseShapeContext::row(const std::string& op_name, const std::string& design,
+                                     int chunks, const Timing& t) const {
+  return RowBuilder(op_name, design, to_string(bench_case.dtype))
+      .shape(shape)
+      .chunks(chunks)
+      .time(t);
+}
+
+tw::TilewiseOptions TilewiseShapeContext::options_for(const TilewiseCandidate& cand) const {
+  tw::TilewiseOptions o;
+  o.group_waves = cand.partition;
+  o.wait = cand.wait;
+  o.comm_sms = cand.comm_sms;
+  o.wait_timeout_s = env.ctx->comm.timeout_s;
+  return o;
+}
+
+tw::CopyEngineOptions TilewiseShapeContext::copy_engine_options(int groups) const {
+  tw::CopyEngineOptions o;
+  o.groups_per_part = groups;
+  o.system_scope_signal = ce_system_scope;
+  o.wait_timeout_s = env.ctx->comm.timeout_s;
+  return o;
+}
+
+tw::CopyEngineOptions TilewiseShapeContext::copy_engine_options(
+    const TilewiseCandidate& cand) const {
+  tw::CopyEngineOptions o = copy_engine_options(cand.ce_groups);
+  o.phase2 = cand.phase2;
+  return o;
+}
+
+tw::TuningKey TilewiseShapeContext::cache_key(bool copy_engine) const {
+  return tw::TuningKey{tags.gpu,
+                       to_string(bench_case.dtype),
+                       shape.m,
+                       shape.n,
+                       shape.k,
+                       env.world(),
+                       std::string(to_string(coll)) + (copy_engine ? "_ce" : "")};
+}
+
+Status TilewiseShapeContext::remember(const tw::TuningEntry& entry) {
+  state.cache->put(entry);
+  if (env.rank() == 0 && !settings.cache_path.empty())
+    OVERLAPSIM_TRY(state.cache->save(settings.cache_path));
+  return Status::success();
+}
+
+Status TilewiseShapeContext::comm_for(int sms, CommHandle** out) {
+  if (sms == 0) {
+    *out = &env.ctx->comm;
+    return Status::success();
+  }
+  auto found = state.comms.find(sms);
+  if (found == state.comms.end()) {
+    CommHandle handle;
+    OVERLAPSIM_TRY(tw::make_limited_comm(env.ctx->comm, sms, &handle));
+    found = state.comms.emplace(sms, handle).first;
+  }
+  *out = &found->second;
+  return Status::success();
+}
+
+Status TilewiseShapeContext::natural_gemms(const gemm::SchedulerOptions& sched,
+                                           std::vector<std::unique_ptr<gemm::OwnGemm>>* out) {
+  for (int s = 0; s < io.sets; ++s) {
+    const PairBuffers b = io.set(s);
+    gemm::GemmArgs args;
+    args.m = shape.m;
+    args.n = shape.n;
+    args.k = shape.k;
+    args.dtype = bench_case.dtype == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16;
+    args.a = b.a;
+    args.b = b.b;
+    args.c = natural.data();
+    auto g = std::make_unique<gemm::OwnGemm>();
+    OVERLAPSIM_TRY(g->initialize(args, {}, sched));
+    out->push_back(std::move(g));
+  }
+  return Status::success();
+}
+
+}  // namespace overlapsim::kernels::bench

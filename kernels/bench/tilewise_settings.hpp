@@ -1,0 +1,34 @@
+#pragma once
+// How overlap-bench runs design `tilewise` (tilewise_runner.hpp): parsed once from the
+// command line (flags.cpp, --tilewise-*) and handed to every rank.
+#include <string>
+#include <vector>
+
+#include "kernels/tilewise/copy_engine_layout.hpp"
+#include "kernels/tilewise/signal_wait.hpp"
+
+namespace overlapsim::kernels::bench {
+
+struct TilewiseSettings {
+  // --tilewise-comm-sms: SM counts left to NCCL (the limited communicators) to search.
+  std::vector<int> comm_sms{16};
+  // --tilewise-wait: how the NCCL transport's comm stream waits for a group.
+  std::vector<tilewise::WaitMode> waits{tilewise::WaitMode::Kernel,
+                                        tilewise::WaitMode::StreamMemOp};
+  int keep = 6;               // --tilewise-keep: predicted-best partitions timed
+  int exhaustive_limit = 16;  // --tilewise-exhaustive: waves up to which every partition is timed
+  std::string cache_path;     // --tilewise-cache: tuning cache YAML (empty: none)
+  std::string detail_path;    // --tilewise-detail: every candidate's predicted and measured time
+  std::string timeline_path;  // --tilewise-timeline: the chosen copy-engine call's steps
+  bool nccl = true;           // --tilewise-transport nccl (tilewise_design.hpp)
+  bool copy_engine = true;    // --tilewise-transport copy_engine (copy_engine_design.hpp)
+  // --tilewise-groups: the copy-engine transport's groups per part to time.
+  std::vector<int> ce_groups{2, 4, 8, 16};
+  // --tilewise-phase2: the all-reduce phase-2 modes of the copy-engine transport the tuner
+  // may time (CopyEngineOptions::phase2; the epilogue's needs 2 ranks).
+  std::vector<tilewise::CopyEnginePhase2> phase2_modes{tilewise::CopyEnginePhase2::CopyEngine,
+                                                       tilewise::CopyEnginePhase2::Epilogue,
+                                                       tilewise::CopyEnginePhase2::TailKernel};
+};
+
+}  // namespace overlapsim::kernels::bench

@@ -1,0 +1,135 @@
+#include "kernels/bench/tilewise_tuner.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "kernels/bench/tilewise_measure.hpp"
+#include "kernels/bench/tilewise_report.hpp"
+#include "kernels/tilewise/copy_engine_predictor.hpp"
+
+namespace overlapsim::kernels::bench {
+namespace {
+
+// One NCCL-transport candidate on its communicator, timed like the final round's.
+Status time_design(TilewiseShapeContext& sc, const TilewiseCandidate& cand, CommHandle* comm,
+                   int warmup, int iterations, Timing* t) {
+  tw::TilewiseDesign d;
+  OVERLAPSIM_TRY(d.initialize(comm, sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
+                              sc.bench_case.dtype, sc.options_for(cand)));
+  OVERLAPSIM_TRY(sc.prepare_sets(d));
+  // Nobody's collectives start while a peer still allocates (free_queue.hpp).
+  OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: candidate ready"));
+  OVERLAPSIM_TRY(time_iterations(
+      *sc.env.ctx, warmup, iterations,
+      [&](int i) {
+        const PairBuffers b = sc.io.set(i);
+        return d.run(b.a, b.b, sc.p.data(), sc.r.data(), sc.compute(), sc.comm_stream());
+      },
+      t));
+  return d.check_waits();
+}
+
+}  // namespace
+
+Status search_nccl_transport(TilewiseShapeContext& sc, std::optional<TilewiseCandidate>* best,
+                             std::string* search) {
+  const std::optional<tw::TuningEntry> cached = sc.state.cache->find(sc.cache_key(false));
+  std::vector<int> sms_list = sc.settings.comm_sms;
+  if (cached) sms_list = {cached->comm_sms};
+  for (int sms : sms_list) {
+    CommHandle* comm = nullptr;
+    OVERLAPSIM_TRY(sc.comm_for(sms, &comm));
+    tw::PredictorInputs inputs;
+    OVERLAPSIM_TRY(measure_inputs(sc, sms, comm, &inputs));
+    std::vector<std::vector<int>> partitions;
+    std::vector<tw::WaitMode> waits = sc.settings.waits;
+    if (cached) {
+      partitions = {cached->partition};
+      waits = {*tw::parse_wait_mode(cached->wait)};
+    } else {
+      bool exhaustive = false;
+      partitions = tw::candidate_partitions(inputs, sc.settings.exhaustive_limit, sc.settings.keep,
+                                            &exhaustive);
+      *search = exhaustive ? "exhaustive" : "predictive";
+    }
+    for (tw::WaitMode wait : waits) {
+      for (const auto& partition : partitions) {
+        TilewiseCandidate cand{sms, wait, partition, tw::predict_time_s(inputs, partition), 0};
+        Timing t;
+        OVERLAPSIM_TRY(time_design(sc, cand, comm, std::max(3, sc.bench_case.warmup / 2),
+                                   std::max(8, sc.bench_case.iterations / 2), &t));
+        cand.measured_s = t.median_s;
+        sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
+        if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
+      }
+    }
+  }
+  return Status::success();
+}
+
+Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandidate>* best,
+                          std::string* search) {
+  OVERLAPSIM_TRY(measure_copy_curve(sc));
+  const std::optional<tw::TuningEntry> cached = sc.state.cache->find(sc.cache_key(true));
+  std::vector<int> groups = sc.settings.ce_groups;
+  // The all-reduce phase-2 modes the design can do here (the copy engines' always).
+  std::vector<tw::CopyEnginePhase2> modes;
+  for (const tw::CopyEnginePhase2 mode : sc.settings.phase2_modes) {
+    TilewiseCandidate probe;
+    probe.ce_groups = 1;
+    probe.phase2 = mode;
+    if (tw::CopyEngineDesign::can_implement(sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
+                                            sc.env.world(), sc.copy_engine_options(probe))
+            .ok)
+      modes.push_back(mode);
+  }
+  if (modes.empty()) modes.push_back(tw::CopyEnginePhase2::CopyEngine);
+  if (std::find(modes.begin(), modes.end(), tw::CopyEnginePhase2::TailKernel) != modes.end())
+    OVERLAPSIM_TRY(measure_tail_curve(sc));
+  if (cached && !cached->partition.empty()) {
+    groups = {cached->partition.front()};
+    tw::CopyEnginePhase2 mode = tw::CopyEnginePhase2::CopyEngine;
+    for (const Phase2Names& names : kPhase2Names)
+      if (cached->wait == names.wait) mode = names.mode;
+    modes = {std::find(modes.begin(), modes.end(), mode) != modes.end()
+                 ? mode
+                 : tw::CopyEnginePhase2::CopyEngine};
+  } else {
+    *search = "exhaustive";
+  }
+  const std::int32_t part_tiles = tw::owner_part_tiles(sc.shape.m, sc.shape.n, sc.env.world());
+  for (int g : groups) {
+    if (g > part_tiles) continue;
+    for (const tw::CopyEnginePhase2 mode : modes) {
+      TilewiseCandidate cand;
+      cand.ce_groups = g;
+      cand.partition = {g};
+      cand.phase2 = mode;
+      tw::CopyEngineDesign d;
+      OVERLAPSIM_TRY(d.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
+                                  sc.bench_case.dtype, sc.copy_engine_options(cand)));
+      OVERLAPSIM_TRY(sc.prepare_sets(d));
+      OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
+      cand.predicted_s = tw::predict_owner_time_s(
+          d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode, sc.state.stream_ops_s,
+          mode == tw::CopyEnginePhase2::TailKernel ? &*sc.state.tail_curve : nullptr);
+      Timing t;
+      OVERLAPSIM_TRY(time_iterations(
+          *sc.env.ctx, std::max(3, sc.bench_case.warmup / 2),
+          std::max(8, sc.bench_case.iterations / 2),
+          [&](int i) {
+            const PairBuffers b = sc.io.set(i);
+            return d.run(b.a, b.b, sc.p.data(), sc.compute(), sc.comm_stream());
+          },
+          &t));
+      OVERLAPSIM_TRY(d.check_waits());
+      cand.measured_s = t.median_s;
+      sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
+      if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
+    }
+  }
+  return Status::success();
+}
+
+}  // namespace overlapsim::kernels::bench
