@@ -13,6 +13,22 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 nccl_lib="$(find /usr/lib/x86_64-linux-gnu /usr/local/cuda*/lib* /usr/local/lib /opt -name 'libnccl.so.2*' 2>/dev/null | head -1)"
 nccl_header="$(find /usr/local/cuda*/include /usr/include /opt -name nccl.h 2>/dev/null | head -1)"
 
+# The run's log: step NAME marks each step in $OUT/log.txt (and on stdout); log_machine
+# [CMD...] records the GPUs, their topology and the CUDA toolkit there first (then what
+# the CMDs print: other versions a script wants on record).
+log="$OUT/log.txt"
+step() { echo "=== $(date +%T) $*" | tee -a "$log"; }
+log_machine() {
+  step "machine"
+  {
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+    nvidia-smi topo -m
+    nvcc --version | tail -2
+    local cmd
+    for cmd in "$@"; do eval "$cmd"; done
+  } >>"$log" 2>&1
+}
+
 # use_device_libs [DIR...]: NCCL's folder, CUDA's, then DIRs (carried yaml-cpp and fmt).
 use_device_libs() {
   local extra=""

@@ -7,23 +7,10 @@
 # Falls back to binaries carried in .carry/ (built on the workstation) when this machine
 # lacks the build dependencies (yaml-cpp, fmt, GoogleTest headers).
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
-OUT="${OUT:-/tmp/overlapsim-out}"
-mkdir -p "$OUT"
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 suite="${1:-benchmarks/suites/kernels_i.yaml}"
-log="$OUT/log.txt"
-step() { echo "=== $(date +%T) $*" | tee -a "$log"; }
-
-step "machine"
-{
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
-  nvidia-smi topo -m
-  nvcc --version | tail -2
-  cmake --version | head -1
-  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())'
-} >>"$log" 2>&1
+log_machine "cmake --version | head -1" \
+  "python3 -c 'import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda, \"nccl\", torch.cuda.nccl.version(), \"gpus\", torch.cuda.device_count())'"
 
 # NCCL: the system's (header and library from the same install), else the toolkit's, else
 # PyTorch's wheel.

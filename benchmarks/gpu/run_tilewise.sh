@@ -10,15 +10,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 suite="${1:-benchmarks/suites/tilewise.yaml}"
-log="$OUT/log.txt"
-step() { echo "=== $(date +%T) $*" | tee -a "$log"; }
-
-step "machine"
-{
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
-  nvidia-smi topo -m
-  nvcc --version | tail -2
-} >>"$log" 2>&1
+log_machine
 
 echo "nccl lib: $nccl_lib" >>"$log"
 # Carried binaries when they run here, else a kernels-only build of just these targets.
@@ -44,10 +36,9 @@ if [[ -n ${DIAG_FILTER:-} ]]; then
 fi
 
 step "overlap-bench $suite"
-export OVERLAPSIM_TILEWISE_COMM_SMS="${OVERLAPSIM_TILEWISE_COMM_SMS:-4,8,16}"
-OVERLAPSIM_TILEWISE_DETAIL="$OUT/tilewise_detail.csv" \
-OVERLAPSIM_TILEWISE_CACHE="$OUT/tilewise_tuning.yaml" \
-  timeout "${BENCH_TIMEOUT:-270}" "$bench" --suite "$suite" --timeout 60s \
+timeout "${BENCH_TIMEOUT:-270}" "$bench" --suite "$suite" --timeout 60s \
+  --tilewise-comm-sms "${OVERLAPSIM_TILEWISE_COMM_SMS:-4,8,16}" \
+  --tilewise-detail "$OUT/tilewise_detail.csv" --tilewise-cache "$OUT/tilewise_tuning.yaml" \
   --output "$OUT/tilewise.csv" >"$OUT/bench_stdout.txt" 2>>"$log"
 echo "overlap-bench rc=$?" | tee -a "$log"
 [[ -f $OUT/tilewise.csv ]] || cp "$OUT/bench_stdout.txt" "$OUT/tilewise.csv"

@@ -15,14 +15,7 @@ set -uo pipefail
 export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0,1}"
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 suite="${1:-benchmarks/suites/tilewise_ce.yaml}"
-log="$OUT/log.txt"
-step() { echo "=== $(date +%T) $*" | tee -a "$log"; }
-
-step "machine"
-{
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
-  nvidia-smi topo -m
-} >>"$log" 2>&1
+log_machine
 
 echo "nccl lib: $nccl_lib" >>"$log"
 select_tilewise_binaries "$root/${CARRY_DIR:-.carry_tilewise_ce}" 200 "$log"
@@ -45,13 +38,12 @@ timeout 60 "$gemm_test" --gtest_brief=1 \
 echo "own_gemm_test (scheduler subset) rc=$?" | tee -a "$OUT/tests.txt" "$log"
 
 step "overlap-bench $suite"
-export OVERLAPSIM_TILEWISE_COMM_SMS="${OVERLAPSIM_TILEWISE_COMM_SMS:-16}"
-export OVERLAPSIM_TILEWISE_WAIT="${OVERLAPSIM_TILEWISE_WAIT:-kernel}"
-export OVERLAPSIM_TILEWISE_KEEP="${OVERLAPSIM_TILEWISE_KEEP:-3}"
-export OVERLAPSIM_TILEWISE_EXHAUSTIVE="${OVERLAPSIM_TILEWISE_EXHAUSTIVE:-4}"
-OVERLAPSIM_TILEWISE_DETAIL="$OUT/tilewise_ce_detail.csv" \
-OVERLAPSIM_TILEWISE_CACHE="$OUT/tilewise_ce_tuning.yaml" \
-  timeout "${BENCH_TIMEOUT:-200}" "$bench" --suite "$suite" --timeout 30s \
+timeout "${BENCH_TIMEOUT:-200}" "$bench" --suite "$suite" --timeout 30s \
+  --tilewise-comm-sms "${OVERLAPSIM_TILEWISE_COMM_SMS:-16}" \
+  --tilewise-wait "${OVERLAPSIM_TILEWISE_WAIT:-kernel}" \
+  --tilewise-keep "${OVERLAPSIM_TILEWISE_KEEP:-3}" \
+  --tilewise-exhaustive "${OVERLAPSIM_TILEWISE_EXHAUSTIVE:-4}" \
+  --tilewise-detail "$OUT/tilewise_ce_detail.csv" --tilewise-cache "$OUT/tilewise_ce_tuning.yaml" \
   --output "$OUT/tilewise_ce.csv" >"$OUT/bench_stdout.txt" 2>>"$log"
 echo "overlap-bench rc=$?" | tee -a "$log"
 [[ -f $OUT/tilewise_ce.csv ]] || cp "$OUT/bench_stdout.txt" "$OUT/tilewise_ce.csv"
