@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "sim/overlap/paired_design.hpp"
+#include "sim/tilewise_plan/copy_engine.hpp"
+#include "sim/tilewise_plan/wave_groups.hpp"
 
 namespace overlapsim::sim {
 
@@ -137,14 +139,13 @@ struct WaveGroupProblem {
   // instead of comm_latency_s + bytes x comm_s_per_byte.
   std::function<double(double bytes)> comm_time_at;
 };
-struct WaveGroupPlan {
-  std::vector<int> sizes;  // waves per group
-  double end_s = -1;       // predicted end of the last group's collective; < 0: not predicted
-};
+// The plan itself comes from the one tile-wise planner the kernels' tuner also uses
+// (sim/tilewise_plan/wave_groups.hpp); this states the problem in the profile's terms.
+using WaveGroupPlan = tilewise_plan::WaveGroupPlan;
 WaveGroupPlan plan_wave_groups(const WaveGroupProblem& problem);
 
 // The copy-engine transport's timeline for one pair on `world` ranks (symmetric ranks), in
-// closed form like the kernel's predictor (kernels/tilewise/owner_predictor.hpp). The output
+// closed form by the planner the kernel's tuner also uses (sim/tilewise_plan/). The output
 // is cut into world parts of groups_per_part groups; the GEMM (gemm_s on all SMs, waves of
 // tiles / sms) finishes group k at the end of its wave, A_k, peers' parts first.
 //   peer group k:  E_k = max(A_k, E_{k-1}) + wait_s + X(b), X(b) = copy_latency_s + b /
@@ -190,11 +191,10 @@ struct CopyEngineProblem {
   double tail_Bps = 0;
   double tail_latency_s = 0;
 };
-struct CopyEnginePlan {
-  // Per group (peer groups in item order, then own groups), as a PairSchedule takes them.
-  std::vector<double> compute_s, part_s, part_delay_s, comm_share;
-  double end_s = 0;
-};
+// Per group (peer groups in item order, then own groups), as a PairSchedule takes them;
+// computed by the one tile-wise planner (sim/tilewise_plan/copy_engine.hpp) from uniform
+// groups, linear copy times and the stream's wait once per group.
+using CopyEnginePlan = tilewise_plan::CopyEnginePlan;
 CopyEnginePlan plan_copy_engine(const CopyEngineProblem& problem);
 
 // One kernel: each CTA computes its tile (or slice) and pushes it to its peers itself.

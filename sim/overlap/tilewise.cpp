@@ -7,64 +7,25 @@
 #include "sim/overlap/designs.hpp"
 
 namespace overlapsim::sim {
-namespace {
-
-// A one-wave head, then near-equal groups (when the communication rate is not known yet).
-std::vector<int> head_and_equal(int waves, int max_groups) {
-  if (max_groups <= 1 || waves <= 1) return {waves};
-  std::vector<int> sizes = {1};
-  const int rest = waves - 1, groups = std::min(max_groups - 1, rest);
-  for (int g = 0; g < groups; ++g) sizes.push_back(rest / groups + (g < rest % groups ? 1 : 0));
-  return sizes;
-}
-
-}  // namespace
 
 WaveGroupPlan plan_wave_groups(const WaveGroupProblem& w) {
-  if (w.comm_s_per_byte < 0 && !w.comm_time_at) return {head_and_equal(w.waves, w.max_groups), -1};
+  tilewise_plan::WaveGroupProblem p;
+  p.wave_s = w.wave_s;
+  p.share_through = tilewise_plan::tiles_through(w.waves, w.tiles, w.sms);
+  p.share_total = w.tiles;
+  p.bytes = w.bytes;
+  p.compute_slowdown = w.compute_slowdown;
+  p.wait_s = w.wait_s;
+  p.max_groups = w.max_groups;
   // Waves in at most 64 units, so the search stays O(groups x 64^2).
-  const int unit = (w.waves + 63) / 64;
-  const int units = (w.waves + unit - 1) / unit;
-  auto waves_of = [&](int u) { return std::min(w.waves, u * unit); };
-  auto tiles_of = [&](int u) {
-    return std::min(w.tiles, static_cast<double>(waves_of(u)) * w.sms);
-  };
-  const int groups = std::max(1, std::min(w.max_groups, units));
-  constexpr double kInf = 1e300;
-  // E[g][u]: earliest end of the g-th group's collective when g groups cover u units
-  // (A_g = A_{g-1} + C_g, E_g = max(A_g, E_{g-1}) + X_g; papers.md §1).
-  std::vector<std::vector<double>> end(groups + 1, std::vector<double>(units + 1, kInf));
-  std::vector<std::vector<int>> from(groups + 1, std::vector<int>(units + 1, -1));
-  end[0][0] = 0;
-  for (int g = 1; g <= groups; ++g)
-    for (int u = g; u <= units; ++u) {
-      const double compute_end = waves_of(u) * w.wave_s * (g == 1 ? 1.0 : w.compute_slowdown);
-      for (int v = g - 1; v < u; ++v) {
-        if (end[g - 1][v] >= kInf) continue;
-        const double group_bytes = (tiles_of(u) - tiles_of(v)) / w.tiles * w.bytes;
-        const double stretch = w.stretch_at ? w.stretch_at(group_bytes) : w.comm_stretch;
-        const double x =
-            w.wait_s + stretch * (w.comm_time_at
-                                      ? w.comm_time_at(group_bytes)
-                                      : w.comm_latency_s + group_bytes * w.comm_s_per_byte);
-        const double e = std::max(compute_end, end[g - 1][v]) + x;
-        if (e < end[g][u]) {
-          end[g][u] = e;
-          from[g][u] = v;
-        }
-      }
-    }
-  int best = 1;
-  for (int g = 2; g <= groups; ++g)
-    if (end[g][units] < end[best][units]) best = g;
-  std::vector<int> sizes;
-  for (int g = best, u = units; g > 0; --g) {
-    const int v = from[g][u];
-    sizes.push_back(waves_of(u) - waves_of(v));
-    u = v;
-  }
-  std::reverse(sizes.begin(), sizes.end());
-  return {sizes, end[best][units]};
+  p.max_units = 64;
+  if (w.comm_s_per_byte >= 0 || w.comm_time_at)
+    p.comm_s = [&w](double group_bytes) {
+      const double stretch = w.stretch_at ? w.stretch_at(group_bytes) : w.comm_stretch;
+      return stretch * (w.comm_time_at ? w.comm_time_at(group_bytes)
+                                       : w.comm_latency_s + group_bytes * w.comm_s_per_byte);
+    };
+  return tilewise_plan::plan_wave_groups(p);
 }
 
 CommSlowdown CommSlowdown::read(DesignParameters& p) {

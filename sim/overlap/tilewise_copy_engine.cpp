@@ -9,75 +9,37 @@
 namespace overlapsim::sim {
 
 CopyEnginePlan plan_copy_engine(const CopyEngineProblem& w) {
-  CopyEnginePlan plan;
-  const int n = w.world, g = w.groups_per_part, groups = n * g;
-  const double wave_s = w.gemm_s / std::ceil(w.tiles / w.sms);
-  // The GEMM finishes group k at the end of the wave holding its last tile.
-  auto done_s = [&](int k) {
-    const double last_tile = w.tiles * (k + 1) / groups;
-    return std::ceil(last_tile / w.sms - 1e-9) * wave_s;
-  };
-  const double b = w.bytes / groups;
-  const double x = w.copy_latency_s + b / w.copy_Bps;
-  const bool reduce = w.op != CollectiveOp::AllToAll;
-  double copies_end = 0, computed = 0;
-  std::vector<double> arrival(static_cast<std::size_t>(g), 0.0);
-  for (int k = 0; k < (n - 1) * g; ++k) {
-    const double a = done_s(k);
-    plan.compute_s.push_back(a - computed);
-    computed = a;
-    copies_end = std::max(a, copies_end) + w.wait_s + x;
-    plan.part_s.push_back(x);
-    plan.part_delay_s.push_back(w.wait_s);
-    plan.comm_share.push_back(1.0 / ((n - 1) * g));
-    // The last peer position's group j is the latest to reach its owner.
-    arrival[static_cast<std::size_t>(k % g)] = copies_end;
+  tilewise_plan::CopyEngineProblem p;
+  switch (w.op) {
+    case CollectiveOp::ReduceScatter:
+      p.op = tilewise_plan::Collective::ReduceScatter;
+      break;
+    case CollectiveOp::AllToAll:
+      p.op = tilewise_plan::Collective::AllToAll;
+      break;
+    default:
+      p.op = tilewise_plan::Collective::AllReduce;
   }
-  double finished = computed;
-  // The epilogue's reduction (none for All-to-All, which stores its own part as is).
-  // 2 ranks: the fast path hides it in the next tile's mainloop but for a fraction of the
-  // own part's time. More ranks: the general path's passes over each own tile stall the
-  // SM for tile_reduce_s, paid once per own tile by the most loaded SM.
-  const bool general = reduce && n > 2 && w.epilogue_reduce_Bps > 0;
-  double stretch = 1;
-  if (reduce && !general) stretch = 1 + w.epilogue_fraction * (n - 1);
-  const double tile_reduce_s =
-      general ? (n + 2) * (w.bytes / w.tiles) * w.sms / w.epilogue_reduce_Bps : 0;
-  double reduced_s = 0;
-  const double x_back = x * (1 + w.phase2_contention * (n - 2));
-  for (int j = 0; j < g; ++j) {
-    const double a = done_s((n - 1) * g + j);
-    const double own_tiles = w.tiles / n * (j + 1) / g;
-    const double reduced_by_j = std::ceil(own_tiles / w.sms - 1e-9) * tile_reduce_s;
-    double f = finished + (a - computed) * stretch + (reduced_by_j - reduced_s);
-    reduced_s = reduced_by_j;
-    // The last partial to arrive still has its tile's passes ahead of it.
-    if (reduce) f = std::max(f, arrival[static_cast<std::size_t>(j)] + tile_reduce_s);
-    computed = a;
-    plan.compute_s.push_back(f - finished);
-    finished = f;
-    plan.comm_share.push_back(0);
-    if (w.op == CollectiveOp::AllReduce) {
-      if (w.tail_Bps > 0 && j == g - 1) {
-        // The tail kernel: behind the GEMM on its stream, no wait; the link is shared with
-        // any copy still running.
-        const double tail = (n - 1) * (w.tail_latency_s + b / w.tail_Bps);
-        copies_end = std::max(f, copies_end) + tail;
-        plan.part_s.push_back(tail);
-        plan.part_delay_s.push_back(0);
-        continue;
-      }
-      // The reduced group goes back to every peer, all ranks copying back to back at once.
-      copies_end = std::max(f, copies_end) + w.wait_s + (n - 1) * x_back;
-      plan.part_s.push_back((n - 1) * x_back);
-      plan.part_delay_s.push_back(w.wait_s);
-    } else {
-      plan.part_s.push_back(0);
-      plan.part_delay_s.push_back(0);
-    }
+  p.world = w.world;
+  p.groups_per_part = w.groups_per_part;
+  p.tiles = w.tiles;
+  p.ctas = w.sms;
+  p.gemm_s = w.gemm_s;
+  p.bytes = w.bytes;
+  p.groups = tilewise_plan::uniform_groups(w.world, w.groups_per_part, w.tiles, w.bytes);
+  p.copy_s = tilewise_plan::linear_time(w.copy_latency_s, w.copy_Bps);
+  // One wait kernel per group on the copy stream, before all of that group's copies.
+  p.wait_s = w.wait_s;
+  p.epilogue_fraction = w.epilogue_fraction;
+  p.epilogue_reduce_Bps = w.epilogue_reduce_Bps;
+  p.phase2_contention = w.phase2_contention;
+  if (w.tail_Bps > 0) {
+    p.phase2 = tilewise_plan::Phase2::TailKernel;
+    p.tail_s = tilewise_plan::linear_time(w.tail_latency_s, w.tail_Bps);
   }
-  plan.end_s = std::max(finished, copies_end);
-  return plan;
+  // The copy stream carries the peer copies, then phase 2's.
+  p.phase2_after_peer_copies = true;
+  return tilewise_plan::plan_copy_engine(p);
 }
 
 void TilewiseDesign::set_transport(Transport transport, const Profile& profile) {
