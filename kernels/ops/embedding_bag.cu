@@ -5,22 +5,10 @@
 #include <string>
 
 #include "kernels/ops/embedding_bag.hpp"
+#include "kernels/ops/half_float.cuh"
 
 namespace overlapsim::kernels {
 namespace {
-
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
 
 // Launch constants of the embedding-bag kernel.
 struct EmbeddingBagConfig {

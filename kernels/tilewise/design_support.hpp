@@ -15,6 +15,14 @@
 
 namespace overlapsim::kernels::tilewise {
 
+// The current device's SM count (what a persistent GEMM's grid is sized by).
+inline Status current_device_sms(int* sms) {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device));
+  return Status::success();
+}
+
 inline gemm::DType gemm_dtype(DType d) {
   return d == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16;
 }

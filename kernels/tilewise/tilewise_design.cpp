@@ -97,10 +97,8 @@ Status TilewiseDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_
   k_ = k;
   dtype_ = dtype;
   options_ = options;
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
   int sms = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  OVERLAPSIM_TRY(current_device_sms(&sms));
   if (options.comm_sms >= sms)
     return Status::failure("tilewise: comm_sms = " + std::to_string(options.comm_sms) +
                            " leaves no SM for the GEMM (" + std::to_string(sms) + " SMs)");

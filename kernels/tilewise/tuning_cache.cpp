@@ -7,6 +7,7 @@
 #include "config/atomic_file.hpp"
 #include "config/config_node.hpp"
 #include "config/error.hpp"
+#include "config/yaml_quote.hpp"
 #include "kernels/tilewise/group_plan.hpp"
 
 namespace overlapsim::kernels::tilewise {
@@ -47,16 +48,6 @@ std::string number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
-}
-
-// GPU names are plain words here; quote anything else YAML could misread.
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
 }
 
 }  // namespace
@@ -104,7 +95,7 @@ std::string TuningCache::to_yaml() const {
       "# measured group partition per problem. Written by overlap-bench; safe to delete.\n"
       "entries:\n";
   for (const TuningEntry& e : entries_) {
-    out += "  - {gpu: " + quoted(e.key.gpu) + ", dtype: " + e.key.dtype +
+    out += "  - {gpu: " + config::yaml_quoted(e.key.gpu) + ", dtype: " + e.key.dtype +
            ", m: " + std::to_string(e.key.m) + ", n: " + std::to_string(e.key.n) +
            ", k: " + std::to_string(e.key.k) + ", world: " + std::to_string(e.key.world) +
            ", collective: " + e.key.collective + ",\n     partition: \"" +

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/gemm/gemm_config.hpp"
+#include "kernels/ops/half_float.cuh"
 #include "kernels/tilewise/unpermute.hpp"
 
 namespace overlapsim::kernels::tilewise {
@@ -58,27 +59,6 @@ __global__ void unpermute_kernel(const std::uint16_t* src, Geometry g, std::uint
       out[r * g.cols + c] = block[i];
     }
   }
-}
-
-template <class T>
-__device__ __forceinline__ float to_float(T v);
-template <>
-__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-template <>
-__device__ __forceinline__ float to_float<__half>(__half v) {
-  return __half2float(v);
-}
-template <class T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
 }
 
 // h = round(x + r) for the 8 (or fewer, at a ragged end) columns of one chunk.
