@@ -28,13 +28,9 @@ GradSyncOptions grad_sync_options(const ModelSpec& spec, const ParallelLayout& l
   return o;
 }
 
-// One rank of a Transformer/MoE model: the 1F1B program of its stage, then the gradient
-// reduction and the optimizer.
-void emit_transformer_rank(const ModelSpec& spec, const ParallelLayout& layout, int rank,
-                           const RankGroups& groups, sim::OpGraph& graph) {
-  RankBuilder b(graph);
-  GradientBuckets grads;
-  TransformerEmitter emitter(spec, layout, rank, groups, b, grads);
+// The 1F1B program of a rank's stage.
+void emit_one_f_one_b(const ModelSpec& spec, const ParallelLayout& layout, int rank,
+                      const RankGroups& groups, RankBuilder& b, TransformerEmitter& emitter) {
   const int stages = layout.pp();
   const int microbatches = microbatches_per_step(spec);
   const int block = layout.tp() * layout.cp() * layout.dp();  // ranks per stage
@@ -67,18 +63,14 @@ void emit_transformer_rank(const ModelSpec& spec, const ParallelLayout& layout, 
     OpVertex v = b.add(std::move(node), {b.last(sim::StreamKind::Compute)});
     b.fence_compute(v);
   }
-  grads.emit(b, grad_sync_options(spec, layout, groups));
 }
 
 // Interleaved 1F1B with Megatron's default overlap of p2p communication: sends do not
 // block compute; the receive a pass needs is posted when the previous pass starts and
 // waited for by the pass. Virtual stage c·p + s feeds c·p + s + 1, so the last stage's
 // chunk c feeds chunk c + 1 of stage 0.
-void emit_interleaved_rank(const ModelSpec& spec, const ParallelLayout& layout, int rank,
-                           const RankGroups& groups, sim::OpGraph& graph) {
-  RankBuilder b(graph);
-  GradientBuckets grads;
-  TransformerEmitter emitter(spec, layout, rank, groups, b, grads);
+void emit_interleaved(const ModelSpec& spec, const ParallelLayout& layout, int rank,
+                      const RankGroups& groups, RankBuilder& b, TransformerEmitter& emitter) {
   const int stages = layout.pp();
   const int chunks = spec.parallelism.virtual_stages;
   const int microbatches = microbatches_per_step(spec);
@@ -120,6 +112,19 @@ void emit_interleaved_rank(const ModelSpec& spec, const ParallelLayout& layout, 
       emitter.backward(pass.microbatch, pass.microbatch == microbatches - 1);
     if (sends(pass)) transfer(pass, true);
   }
+}
+
+// One rank of a Transformer/MoE model: the pipeline program of its stage, then the
+// gradient reduction and the optimizer.
+void emit_transformer_rank(const ModelSpec& spec, const ParallelLayout& layout, int rank,
+                           const RankGroups& groups, sim::OpGraph& graph) {
+  RankBuilder b(graph);
+  GradientBuckets grads;
+  TransformerEmitter emitter(spec, layout, rank, groups, b, grads);
+  if (spec.parallelism.virtual_stages > 1)
+    emit_interleaved(spec, layout, rank, groups, b, emitter);
+  else
+    emit_one_f_one_b(spec, layout, rank, groups, b, emitter);
   grads.emit(b, grad_sync_options(spec, layout, groups));
 }
 
@@ -165,8 +170,6 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
     if (r.kind == ModelKind::Dlrm) {
       RankBuilder b(program.graph);
       emit_dlrm_rank(r, layout, groups, b, grad_sync_options(r, layout, groups));
-    } else if (p.virtual_stages > 1) {
-      emit_interleaved_rank(r, layout, rank, groups, program.graph);
     } else {
       emit_transformer_rank(r, layout, rank, groups, program.graph);
     }

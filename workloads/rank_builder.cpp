@@ -76,15 +76,11 @@ sim::OpNode collective_node(std::string name, sim::CollectiveOp coll, std::uint6
 
 sim::OpNode sendrecv_node(std::string name, bool is_send, int peer_rank, std::uint64_t bytes,
                           int group) {
-  sim::OpNode op;
-  op.name = std::move(name);
+  sim::OpNode op = collective_node(std::move(name), sim::CollectiveOp::SendRecv, bytes, group,
+                                   sim::StreamKind::PipelineComm);
   op.kind = sim::OpKind::SendRecv;
-  op.stream = sim::StreamKind::PipelineComm;
-  op.collective = sim::CollectiveOp::SendRecv;
   op.is_send = is_send;
   op.peer_rank = peer_rank;
-  op.comm_bytes = bytes;
-  op.comm_group = group;
   return op;
 }
 

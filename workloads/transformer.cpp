@@ -163,24 +163,60 @@ std::uint64_t TransformerEmitter::attention_io_bytes(bool backward) const {
   return static_cast<std::uint64_t>(elems * act_bytes_);
 }
 
+std::uint64_t TransformerEmitter::cp_kv_bytes() const {
+  const auto& a = spec_.transformer.attention;
+  const std::int64_t keys = T_ * spec_.parallelism.cp;
+  if (a.kind == AttentionKind::Mla)
+    return static_cast<std::uint64_t>(keys * heads_local_ *
+                                      (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim) *
+                                      act_bytes_);
+  return static_cast<std::uint64_t>(keys * 2 * kv_heads_local_ * head_dim_ * act_bytes_);
+}
+
+sim::OpNode TransformerEmitter::attention_node(const Ctx& c, const char* what,
+                                              bool backward) const {
+  sim::OpNode attn;
+  attn.name = name(c, what);
+  attn.kind = sim::OpKind::Attention;
+  attn.flops = backward ? 2 * attention_forward_flops() : attention_forward_flops();
+  attn.bytes = attention_io_bytes(backward);
+  return attn;
+}
+
+OpVertex TransformerEmitter::attention_core_forward(const Ctx& c, OpVertex kv_producer,
+                                                    std::int64_t o_dim) {
+  OpVertex kv = collective(c, "cp_allgather_kv", CollectiveOp::AllGather, cp_kv_bytes(),
+                           groups_.cp, StreamKind::ContextComm, {kv_producer});
+  compute(attention_node(c, "attention", false), c, {kv});
+  OpVertex proj = gemm(c, "proj", T_, h_, o_dim);
+  return tp_reduce(c, "tp_proj", proj);
+}
+
+OpVertex TransformerEmitter::attention_core_backward(const Ctx& c, std::int64_t o_dim,
+                                                     std::int64_t proj_params) {
+  OpVertex ag_grad = column_input(c, "ag_proj_grad");
+  OpVertex proj_d = gemm(c, "proj.dgrad", T_, o_dim, h_, {ag_grad});
+  b_.pair(ag_grad, proj_d);
+  wgrad(c, "proj.wgrad", o_dim, h_, T_, proj_params, false);
+  if (spec_.training.recompute == Recompute::Selective) {
+    // Selective recomputation (Korthikanti et al. 2022) re-runs the attention core. The
+    // op keeps its backward name; only its context is marked as recomputation.
+    Ctx rc_ctx = c;
+    rc_ctx.recompute = true;
+    compute(attention_node(c, "attention.recompute", false), rc_ctx);
+  }
+  OpVertex attn_v = compute(attention_node(c, "attention.bwd", true), c);
+  return collective(c, "cp_reducescatter_dkv", CollectiveOp::ReduceScatter, cp_kv_bytes(),
+                    groups_.cp, StreamKind::ContextComm, {attn_v});
+}
+
 OpVertex TransformerEmitter::attention_forward(const Ctx& c) {
   if (spec_.transformer.attention.kind == AttentionKind::Mla) return mla_forward(c);
   const std::int64_t qkv_out = (heads_local_ + 2 * kv_heads_local_) * head_dim_;
   OpVertex ag = column_input(c, "ag_qkv");
   OpVertex qkv = gemm(c, "qkv", T_, qkv_out, h_, {ag});
   b_.pair(ag, qkv);
-  OpVertex kv = collective(c, "cp_allgather_kv", CollectiveOp::AllGather,
-                           static_cast<std::uint64_t>(T_ * spec_.parallelism.cp * 2 *
-                                                      kv_heads_local_ * head_dim_ * act_bytes_),
-                           groups_.cp, StreamKind::ContextComm, {qkv});
-  sim::OpNode attn;
-  attn.name = name(c, "attention");
-  attn.kind = sim::OpKind::Attention;
-  attn.flops = attention_forward_flops();
-  attn.bytes = attention_io_bytes(false);
-  compute(std::move(attn), c, {kv});
-  OpVertex proj = gemm(c, "proj", T_, h_, heads_local_ * head_dim_);
-  return tp_reduce(c, "tp_proj", proj);
+  return attention_core_forward(c, qkv, heads_local_ * head_dim_);
 }
 
 OpVertex TransformerEmitter::mla_forward(const Ctx& c) {
@@ -204,18 +240,7 @@ OpVertex TransformerEmitter::mla_forward(const Ctx& c) {
   elementwise(c, "kv_norm", static_cast<std::uint64_t>(2 * T_ * a.kv_lora_rank * act_bytes_));
   OpVertex kv_up =
       gemm(c, "kv_up", T_, heads_local_ * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank);
-  OpVertex kv = collective(c, "cp_allgather_kv", CollectiveOp::AllGather,
-                           static_cast<std::uint64_t>(T_ * spec_.parallelism.cp * heads_local_ *
-                                                      (qk_head + a.v_head_dim) * act_bytes_),
-                           groups_.cp, StreamKind::ContextComm, {kv_up});
-  sim::OpNode attn;
-  attn.name = name(c, "attention");
-  attn.kind = sim::OpKind::Attention;
-  attn.flops = attention_forward_flops();
-  attn.bytes = attention_io_bytes(false);
-  compute(std::move(attn), c, {kv});
-  OpVertex proj = gemm(c, "proj", T_, h_, heads_local_ * a.v_head_dim);
-  return tp_reduce(c, "tp_proj", proj);
+  return attention_core_forward(c, kv_up, heads_local_ * a.v_head_dim);
 }
 
 OpVertex TransformerEmitter::attention_backward(const Ctx& c) {
@@ -223,31 +248,7 @@ OpVertex TransformerEmitter::attention_backward(const Ctx& c) {
   const bool bias = spec_.transformer.bias;
   const std::int64_t q_dim = heads_local_ * head_dim_;
   const std::int64_t qkv_out = (heads_local_ + 2 * kv_heads_local_) * head_dim_;
-  OpVertex ag_grad = column_input(c, "ag_proj_grad");
-  OpVertex proj_d = gemm(c, "proj.dgrad", T_, q_dim, h_, {ag_grad});
-  b_.pair(ag_grad, proj_d);
-  wgrad(c, "proj.wgrad", q_dim, h_, T_, q_dim * h_ + (bias ? h_ : 0), false);
-  if (spec_.training.recompute == Recompute::Selective) {
-    // Selective recomputation (Korthikanti et al. 2022) re-runs the attention core.
-    sim::OpNode rc;
-    rc.name = name(c, "attention.recompute");
-    rc.kind = sim::OpKind::Attention;
-    rc.flops = attention_forward_flops();
-    rc.bytes = attention_io_bytes(false);
-    Ctx rc_ctx = c;
-    rc_ctx.recompute = true;
-    compute(std::move(rc), rc_ctx);
-  }
-  sim::OpNode attn;
-  attn.name = name(c, "attention.bwd");
-  attn.kind = sim::OpKind::Attention;
-  attn.flops = 2 * attention_forward_flops();
-  attn.bytes = attention_io_bytes(true);
-  OpVertex attn_v = compute(std::move(attn), c);
-  OpVertex dkv = collective(c, "cp_reducescatter_dkv", CollectiveOp::ReduceScatter,
-                            static_cast<std::uint64_t>(T_ * spec_.parallelism.cp * 2 *
-                                                       kv_heads_local_ * head_dim_ * act_bytes_),
-                            groups_.cp, StreamKind::ContextComm, {attn_v});
+  OpVertex dkv = attention_core_backward(c, q_dim, q_dim * h_ + (bias ? h_ : 0));
   OpVertex ag_in = column_input(c, "ag_qkv_input");
   OpVertex qkv_d = gemm(c, "qkv.dgrad", T_, h_, qkv_out, {dkv});
   OpVertex reduce = tp_reduce(c, "tp_qkv_dgrad", qkv_d);
@@ -263,30 +264,7 @@ OpVertex TransformerEmitter::mla_backward(const Ctx& c) {
   const std::int64_t o_dim = heads_local_ * a.v_head_dim;
   const std::int64_t kv_up_out = heads_local_ * (a.qk_nope_head_dim + a.v_head_dim);
   const std::int64_t kv_down_out = a.kv_lora_rank + a.qk_rope_head_dim;
-  OpVertex ag_grad = column_input(c, "ag_proj_grad");
-  OpVertex proj_d = gemm(c, "proj.dgrad", T_, o_dim, h_, {ag_grad});
-  b_.pair(ag_grad, proj_d);
-  wgrad(c, "proj.wgrad", o_dim, h_, T_, o_dim * h_, false);
-  if (spec_.training.recompute == Recompute::Selective) {
-    sim::OpNode rc;
-    rc.name = name(c, "attention.recompute");
-    rc.kind = sim::OpKind::Attention;
-    rc.flops = attention_forward_flops();
-    rc.bytes = attention_io_bytes(false);
-    Ctx rc_ctx = c;
-    rc_ctx.recompute = true;
-    compute(std::move(rc), rc_ctx);
-  }
-  sim::OpNode attn;
-  attn.name = name(c, "attention.bwd");
-  attn.kind = sim::OpKind::Attention;
-  attn.flops = 2 * attention_forward_flops();
-  attn.bytes = attention_io_bytes(true);
-  OpVertex attn_v = compute(std::move(attn), c);
-  OpVertex dkv = collective(c, "cp_reducescatter_dkv", CollectiveOp::ReduceScatter,
-                            static_cast<std::uint64_t>(T_ * spec_.parallelism.cp * heads_local_ *
-                                                       (qk_head + a.v_head_dim) * act_bytes_),
-                            groups_.cp, StreamKind::ContextComm, {attn_v});
+  OpVertex dkv = attention_core_backward(c, o_dim, o_dim * h_);
   OpVertex ag_in = column_input(c, "ag_qkv_input");
   gemm(c, "kv_up.dgrad", T_, a.kv_lora_rank, kv_up_out, {dkv});
   wgrad(c, "kv_up.wgrad", a.kv_lora_rank, kv_up_out, T_, a.kv_lora_rank * kv_up_out, false);

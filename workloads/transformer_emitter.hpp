@@ -95,10 +95,35 @@ class TransformerEmitter {
   OpVertex moe_backward(const Ctx& c);  // moe.cpp
   void head_backward(const Ctx& c);
 
+  // The part of attention that MHA/GQA and MLA share. Forward: the CP all-gather of K/V
+  // (after `kv_producer`), the attention core, the output projection and its TP reduction.
+  // Backward: the output projection's gradients, the core's recomputation and backward,
+  // and the CP reduce-scatter of dK/dV, which it returns.
+  OpVertex attention_core_forward(const Ctx& c, OpVertex kv_producer, std::int64_t o_dim);
+  OpVertex attention_core_backward(const Ctx& c, std::int64_t o_dim, std::int64_t proj_params);
+  sim::OpNode attention_node(const Ctx& c, const char* what, bool backward) const;
+  // moe.cpp: a grouped GEMM over the local experts (M may be fractional), the weight
+  // gradient of one (registered as `what`), and the token exchanges around the experts.
+  OpVertex expert_gemm(const Ctx& c, const char* what, double m, std::int64_t n, std::int64_t k,
+                       std::int64_t experts, std::initializer_list<OpVertex> deps = {});
+  OpVertex expert_wgrad(const Ctx& c, const char* what, std::int64_t in, std::int64_t out,
+                        double rows, std::int64_t experts);
+  // All-to-all over EP, or all-gather / reduce-scatter over TP, of the routed tokens.
+  OpVertex token_collective(const Ctx& c, const char* what, sim::CollectiveOp op,
+                            std::initializer_list<OpVertex> deps);
+  struct TokenExchange {
+    OpVertex ep = kNoOp, tp = kNoOp;  // all-to-all over EP; TP reduce-scatter (or kNoOp)
+  };
+  // Back from the experts: TP reduce-scatter, then all-to-all over EP; the first
+  // exchange that exists is paired with `producer`.
+  TokenExchange tokens_from_experts(const Ctx& c, const char* scatter, const char* all_to_all,
+                                    OpVertex producer);
+
   bool is_moe_layer(int layer) const;
   std::int64_t norm_params() const;
   double attention_forward_flops() const;
   std::uint64_t attention_io_bytes(bool backward) const;
+  std::uint64_t cp_kv_bytes() const;  // K and V (or dK, dV) of the whole sequence
 
   const ModelSpec& spec_;
   const ParallelLayout& layout_;
