@@ -88,6 +88,16 @@ std::vector<std::vector<T>> in_chunks(const std::vector<T>& v) {
   return out;
 }
 
+// A case of `op` from its section's settings, for a collective or interference: designs
+// and chunk counts belong to pairs, so none are kept.
+SuiteCase without_designs(const SuiteCase& base, const std::string& op) {
+  SuiteCase sc = base;
+  sc.op = op;
+  sc.designs.clear();
+  sc.chunks.clear();
+  return sc;
+}
+
 }  // namespace
 
 std::vector<std::string> SuiteCase::bench_args() const {
@@ -281,10 +291,7 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
         }
         for (const auto& coll : collectives)
           for (const auto& part : in_chunks(shapes)) {
-            SuiteCase sc = base;
-            sc.op = op;
-            sc.designs.clear();
-            sc.chunks.clear();
+            SuiteCase sc = without_designs(base, op);
             sc.shapes = part;
             sc.bytes = bytes;
             sc.collectives = {coll};
@@ -299,10 +306,7 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
         if (bytes.empty()) s.fail(fmt::format("{} needs bytes: (expected sizes)", op));
         for (auto c : ctas)
           for (const auto& part : in_chunks(bytes)) {
-            SuiteCase sc = base;
-            sc.op = op;
-            sc.designs.clear();
-            sc.chunks.clear();
+            SuiteCase sc = without_designs(base, op);
             sc.bytes = part;
             sc.ctas = static_cast<int>(c);
             sc.key =

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace overlapsim::sim {
 
@@ -30,6 +31,15 @@ void require_bandwidth(double value_Bps, const char* spec, const char* field) {
 void require_latency(double value_s, const char* spec, const char* field) {
   require(value_s >= 0 && std::isfinite(value_s), spec, field, fmt::format("{}", value_s),
           "a latency >= 0 in seconds");
+}
+
+// FlatSwitchSpec and RingSpec carry the same fields: NPUs, one link class, host grouping.
+template <typename Spec>
+void validate_npu_fabric(const Spec& spec, const char* name) {
+  require_count(spec.npus, name, "npus");
+  require_bandwidth(spec.link_bandwidth_Bps, name, "link_bandwidth_Bps");
+  require_latency(spec.link_latency_s, name, "link_latency_s");
+  require_count(spec.gpus_per_host, name, "gpus_per_host");
 }
 
 }  // namespace
@@ -67,19 +77,9 @@ void validate(const RailFatTreeSpec& spec) {
           "a ratio >= 1 (1 = non-blocking)");
 }
 
-void validate(const FlatSwitchSpec& spec) {
-  require_count(spec.npus, "FlatSwitchSpec", "npus");
-  require_bandwidth(spec.link_bandwidth_Bps, "FlatSwitchSpec", "link_bandwidth_Bps");
-  require_latency(spec.link_latency_s, "FlatSwitchSpec", "link_latency_s");
-  require_count(spec.gpus_per_host, "FlatSwitchSpec", "gpus_per_host");
-}
+void validate(const FlatSwitchSpec& spec) { validate_npu_fabric(spec, "FlatSwitchSpec"); }
 
-void validate(const RingSpec& spec) {
-  require_count(spec.npus, "RingSpec", "npus");
-  require_bandwidth(spec.link_bandwidth_Bps, "RingSpec", "link_bandwidth_Bps");
-  require_latency(spec.link_latency_s, "RingSpec", "link_latency_s");
-  require_count(spec.gpus_per_host, "RingSpec", "gpus_per_host");
-}
+void validate(const RingSpec& spec) { validate_npu_fabric(spec, "RingSpec"); }
 
 int gpus_of(const NodeSpec& spec) {
   return std::visit([](const auto& node) { return node.gpus; }, spec);
@@ -130,20 +130,24 @@ std::vector<VertexId> add_server(Topology& topo, const NodeSpec& spec, int host)
       spec);
 }
 
-Topology build_nvswitch_node(const NvSwitchNodeSpec& spec) {
-  validate(spec);
-  Topology topo(fmt::format("nvswitch-{}gpu", spec.gpus));
+namespace {
+
+// A topology of one server as host 0 (add_server validates the spec first).
+Topology single_server(const NodeSpec& spec, std::string name) {
+  Topology topo(std::move(name));
   topo.set_gpus_forward(false);
-  add_nvswitch_node(topo, spec, 0);
+  add_server(topo, spec, 0);
   return topo;
 }
 
+}  // namespace
+
+Topology build_nvswitch_node(const NvSwitchNodeSpec& spec) {
+  return single_server(spec, fmt::format("nvswitch-{}gpu", spec.gpus));
+}
+
 Topology build_pcie_box(const PcieBoxSpec& spec) {
-  validate(spec);
-  Topology topo(fmt::format("pcie-{}gpu", spec.gpus));
-  topo.set_gpus_forward(false);
-  add_pcie_box(topo, spec, 0);
-  return topo;
+  return single_server(spec, fmt::format("pcie-{}gpu", spec.gpus));
 }
 
 Topology build_rail_fat_tree(const RailFatTreeSpec& spec) {
