@@ -1,0 +1,198 @@
+// StepExecutor's communication: the members of a collective (or the two sides of a
+// send) meet, the launcher starts the transfer, and the symmetric images of folded ranks
+// go out as background traffic.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+
+#include "sim/exec/step_executor_impl.hpp"
+
+namespace overlapsim::sim {
+
+void StepExecutor::Impl::complete_later(std::function<void()> fn) {
+  if (launching)
+    simulator().schedule(0.0, std::move(fn));
+  else
+    fn();
+}
+
+void StepExecutor::Impl::run_comm(int p, OpVertex v) {
+  const OpNode& node = programs[p].program->graph[v];
+  if (node.kind == OpKind::SendRecv) {
+    join_p2p(p, v);
+    return;
+  }
+  join_collective(p, v, node.comm_bytes, 0, [this, p, v] { finish(p, v); });
+}
+
+void StepExecutor::Impl::launch_comm_part(int p, OpVertex v, std::uint64_t bytes, int part,
+                                          std::function<void()> on_done) {
+  if (part < 1) throw std::logic_error("launch_comm_part: parts are numbered from 1");
+  join_collective(p, v, bytes, part, std::move(on_done));
+}
+
+void StepExecutor::Impl::join_collective(int p, OpVertex v, std::uint64_t bytes, int part,
+                                         std::function<void()> on_done) {
+  ProgramState& ps = programs[p];
+  const OpNode& node = ps.program->graph[v];
+  if (node.kind != OpKind::Collective)
+    throw std::logic_error(fmt::format("collective launch of non-collective op '{}'", node.name));
+  const int g = node.comm_group;
+  const auto& members = plans.groups[g].simulated;
+  if (std::find(members.begin(), members.end(), p) == members.end())
+    throw std::invalid_argument(
+        fmt::format("step: rank {} op '{}' uses group {} ({}) without being in it",
+                    ps.program->rank, node.name, g, step.groups[g].family));
+  OpState& st = ps.ops[v];
+  if (st.ready_s < 0) st.ready_s = now();
+  // The k-th collective of every member on a communicator meets (NCCL's issue-order rule);
+  // parts of one op meet the same part on the other members.
+  const auto key = (static_cast<std::uint64_t>(g) << 40) |
+                   (static_cast<std::uint64_t>(st.instance) << 12) |
+                   static_cast<std::uint64_t>(part & 0xfff);
+  Rendezvous& rv = pending_collectives[key];
+  rv.members.push_back({p, v, bytes, std::move(on_done)});
+  if (rv.members.size() == members.size()) {
+    Rendezvous ready = std::move(rv);
+    pending_collectives.erase(key);
+    launch_collective(g, std::move(ready));
+  }
+}
+
+void StepExecutor::Impl::launch_collective(int g, Rendezvous rv) {
+  const RendezvousMember& lead = rv.members.front();
+  const OpNode& first = programs[lead.program].program->graph[lead.op];
+  const double t = now();
+  for (const auto& m : rv.members) {
+    const OpNode& n = programs[m.program].program->graph[m.op];
+    if (n.collective != first.collective || m.bytes != lead.bytes)
+      throw std::invalid_argument(fmt::format(
+          "step: collective mismatch on group {} ({}): rank {} '{}' ({} {} B) meets rank {} '{}' "
+          "({} {} B)",
+          g, step.groups[g].family, programs[lead.program].program->rank, first.name,
+          to_string(first.collective), lead.bytes, programs[m.program].program->rank, n.name,
+          to_string(n.collective), m.bytes));
+    OpState& st = programs[m.program].ops[m.op];
+    if (st.launch_s < 0) st.launch_s = t;
+  }
+  ++collectives;
+  auto shared = std::make_shared<Rendezvous>(std::move(rv));
+  auto on_done = [this, shared, t] {
+    complete_later([this, shared, t] {
+      for (auto& m : shared->members) {
+        programs[m.program].comm_intervals.emplace_back(t, now());
+        m.on_done();
+      }
+    });
+  };
+  const CommGroup& group = step.groups[g];
+  const std::uint64_t bytes = shared->members.front().bytes;
+  if (group.ranks.size() < 2 || bytes == 0) {
+    simulator().schedule(0.0, on_done);
+    return;
+  }
+  CollectiveRequest req;
+  req.op = first.collective;
+  req.algo = Algorithm::Auto;
+  req.ranks = group.ranks;
+  req.bytes = bytes;
+  launching = true;
+  launcher(req, on_done);
+  for (int image : plans.groups[g].images) {
+    req.ranks = step.groups[image].ranks;
+    launcher(req, [] {});
+    ++background;
+  }
+  launching = false;
+}
+
+void StepExecutor::Impl::join_p2p(int p, OpVertex v) {
+  ProgramState& ps = programs[p];
+  const OpNode& node = ps.program->graph[v];
+  const int self = ps.program->rank;
+  const int peer_rep = rep(node.peer_rank);
+  if (plans.program_of_rank[peer_rep] < 0)
+    throw std::invalid_argument(fmt::format(
+        "step: rank {} op '{}' talks to rank {}, whose representative {} is not simulated", self,
+        node.name, node.peer_rank, peer_rep));
+  const std::pair<int, int> pair =
+      node.is_send ? std::make_pair(rep(self), peer_rep) : std::make_pair(peer_rep, rep(self));
+  const int k = node.is_send ? sends_issued[pair]++ : recvs_issued[pair]++;
+  const auto key = std::make_tuple(pair.first, pair.second, k);
+  P2pMatch& m = pending_p2p[key];
+  if (node.is_send) {
+    m.send_program = p;
+    m.send_op = v;
+  } else {
+    m.recv_program = p;
+    m.recv_op = v;
+  }
+  if (m.send_program >= 0 && m.recv_program >= 0) {
+    const P2pMatch match = m;
+    pending_p2p.erase(key);
+    launch_p2p(match);
+  }
+}
+
+void StepExecutor::Impl::launch_p2p(const P2pMatch& m) {
+  const OpNode& send = programs[m.send_program].program->graph[m.send_op];
+  const OpNode& recv = programs[m.recv_program].program->graph[m.recv_op];
+  if (send.comm_bytes != recv.comm_bytes)
+    throw std::invalid_argument(fmt::format("step: send '{}' of {} B meets receive '{}' of {} B",
+                                            send.name, send.comm_bytes, recv.name,
+                                            recv.comm_bytes));
+  programs[m.send_program].ops[m.send_op].launch_s = now();
+  programs[m.recv_program].ops[m.recv_op].launch_s = now();
+  ++collectives;
+  // The sender's real transfer, and the receiver's if folding made them differ.
+  std::vector<std::pair<int, int>> transfers = {
+      {programs[m.send_program].program->rank, send.peer_rank}};
+  const std::pair<int, int> recv_side = {recv.peer_rank, programs[m.recv_program].program->rank};
+  if (recv_side != transfers.front()) transfers.push_back(recv_side);
+  auto left = std::make_shared<int>(static_cast<int>(transfers.size()));
+  const double t = now();
+  auto on_done = [this, m, left, t] {
+    if (--*left > 0) return;
+    complete_later([this, m, t] {
+      programs[m.send_program].comm_intervals.emplace_back(t, now());
+      programs[m.recv_program].comm_intervals.emplace_back(t, now());
+      finish(m.send_program, m.send_op);
+      finish(m.recv_program, m.recv_op);
+    });
+  };
+  CollectiveRequest req;
+  req.op = CollectiveOp::SendRecv;
+  req.algo = Algorithm::Auto;
+  req.bytes = send.comm_bytes;
+  req.peer = 1;
+  launching = true;
+  for (const auto& [src, dst] : transfers) {
+    if (src == dst || send.comm_bytes == 0) {
+      simulator().schedule(0.0, on_done);
+      continue;
+    }
+    req.ranks = {src, dst};
+    launcher(req, on_done);
+  }
+  // Images: the same hop in the other pipelines (groups of the send's family).
+  if (send.comm_group >= 0 && send.comm_bytes > 0) {
+    const auto& ranks = step.groups[send.comm_group].ranks;
+    const auto src_it = std::find(ranks.begin(), ranks.end(), transfers.front().first);
+    const auto dst_it = std::find(ranks.begin(), ranks.end(), transfers.front().second);
+    if (src_it != ranks.end() && dst_it != ranks.end()) {
+      const auto si = static_cast<std::size_t>(src_it - ranks.begin());
+      const auto di = static_cast<std::size_t>(dst_it - ranks.begin());
+      for (int image : plans.groups[send.comm_group].images) {
+        const auto& img = step.groups[image].ranks;
+        req.ranks = {img[si], img[di]};
+        launcher(req, [] {});
+        ++background;
+      }
+    }
+  }
+  launching = false;
+}
+
+}  // namespace overlapsim::sim

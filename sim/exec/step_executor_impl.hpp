@@ -1,0 +1,133 @@
+#pragma once
+// StepExecutor's state, shared by step_executor.cpp (program order, streams, finishing
+// ops, results) and step_executor_comm.cpp (rendezvous and launch of communication).
+// Private to sim/exec.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "sim/exec/intervals.hpp"
+#include "sim/exec/step_executor.hpp"
+
+namespace overlapsim::sim {
+// Named rather than anonymous: StepExecutor::Impl, which has external linkage, holds these.
+namespace executor_detail {
+
+constexpr int kNumStreams = 5;
+
+inline bool is_comm(OpKind k) { return k == OpKind::Collective || k == OpKind::SendRecv; }
+
+struct OpState {
+  int preds_left = 0;
+  double ready_s = -1;   // inputs done and head of its stream: handed to the design
+  double launch_s = -1;  // communication: all parties present, data starts moving
+  double start_s = -1;   // compute: began running
+  double end_s = -1;
+  int instance = -1;  // collectives: index among this rank's collectives on its group
+  bool done = false;
+};
+
+struct StreamQueue {
+  std::vector<OpVertex> order;
+  std::size_t next = 0;
+  bool busy = false;
+};
+
+struct ProgramState {
+  const RankProgram* program = nullptr;
+  std::vector<OpState> ops;
+  std::array<StreamQueue, kNumStreams> streams;
+  std::vector<Interval> compute_intervals;
+  std::vector<Interval> comm_intervals;
+  double last_compute_end_s = 0;
+  std::size_t remaining = 0;
+  bool record = false;
+  RankResult result;
+};
+
+// Members of one collective launch (a whole op, or one part of it) gathered so far.
+struct RendezvousMember {
+  int program = 0;
+  OpVertex op = 0;
+  std::uint64_t bytes = 0;
+  std::function<void()> on_done;
+};
+struct Rendezvous {
+  std::vector<RendezvousMember> members;
+};
+
+// A send and its receive, matched by (source representative, destination representative,
+// sequence number).
+struct P2pMatch {
+  int send_program = -1, recv_program = -1;
+  OpVertex send_op = 0, recv_op = 0;
+};
+
+}  // namespace executor_detail
+
+struct StepExecutor::Impl final : ExecContext {
+  using OpState = executor_detail::OpState;
+  using StreamQueue = executor_detail::StreamQueue;
+  using ProgramState = executor_detail::ProgramState;
+  using Rendezvous = executor_detail::Rendezvous;
+  using RendezvousMember = executor_detail::RendezvousMember;
+  using P2pMatch = executor_detail::P2pMatch;
+
+  Impl(const StepGraph& s, const ComputeModel& c, NetworkApi& n, ExecOptions o)
+      : step(s), compute(c), net(n), options(std::move(o)) {}
+
+  const StepGraph& step;
+  const ComputeModel& compute;
+  NetworkApi& net;
+  ExecOptions options;
+  CollectiveLauncher launcher;
+  GroupPlans plans;
+  std::vector<ProgramState> programs;
+  OverlapDesign* design = nullptr;
+  double t0_s = 0;
+  bool launching = false;  // a launcher may complete synchronously; defer then
+  std::uint64_t collectives = 0, background = 0;
+  std::unordered_map<std::uint64_t, Rendezvous> pending_collectives;  // key: rendezvous_key
+  std::map<std::pair<int, int>, int> sends_issued, recvs_issued;
+  std::map<std::tuple<int, int, int>, P2pMatch> pending_p2p;
+  Timeline timeline;
+  double last_sample_s = -1;
+
+  // ExecContext
+  Simulator& simulator() override { return net.simulator(); }
+  const ComputeModel& compute_model() const override { return compute; }
+  const OpNode& op(int p, OpVertex v) const override { return programs[p].program->graph[v]; }
+  const OpGraph& graph(int p) const override { return programs[p].program->graph; }
+  void run_for(int p, OpVertex v, double duration_s) override;
+  void run_comm(int p, OpVertex v) override;
+  void compute_for(int p, OpVertex v, double duration_s, std::function<void()> on_done) override;
+  void launch_comm_part(int p, OpVertex v, std::uint64_t bytes, int part,
+                        std::function<void()> on_done) override;
+  void finish_op(int p, OpVertex v) override { finish(p, v); }
+
+  double now() { return net.simulator().now(); }
+  int rep(int rank) const { return step.representative.empty() ? rank : step.representative[rank]; }
+
+  void prepare();
+  void start_ready(int p);
+  void try_head(int p, int stream);
+  void hand_to_design(int p, OpVertex v);
+  void finish(int p, OpVertex v);
+  void complete_later(std::function<void()> fn);
+  void join_collective(int p, OpVertex v, std::uint64_t bytes, int part,
+                       std::function<void()> on_done);
+  void launch_collective(int group, Rendezvous rv);
+  void join_p2p(int p, OpVertex v);
+  void launch_p2p(const P2pMatch& m);
+  void attribute_idle(ProgramState& ps, double t0, double t1, OpVertex cause);
+  void sample_links();
+  StepResult collect(const char* design_name, std::uint64_t events, double wall_s);
+  [[noreturn]] void report_stuck() const;
+};
+
+}  // namespace overlapsim::sim
