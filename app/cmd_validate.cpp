@@ -9,7 +9,7 @@
 
 #include "app/commands.hpp"
 #include "calibration/measurement.hpp"
-#include "calibration/profile.hpp"
+#include "sim/profile/profile_load.hpp"
 #include "calibration/validate.hpp"
 #include "config/atomic_file.hpp"
 #include "workloads/cluster.hpp"
@@ -30,7 +30,7 @@ int run_validate(const ValidateOptions& o) {
   if (o.format != "table" && o.format != "json")
     throw std::invalid_argument(fmt::format("--format: '{}' (expected table or json)", o.format));
   if (o.worst < 0) throw std::invalid_argument("--worst: negative (expected a count >= 0)");
-  const sim::Profile profile = calibration::load_profile(o.profile);
+  const sim::Profile profile = sim::load_profile(o.profile);
   const auto rows = calibration::read_measurements(o.measurements);
   const workloads::ClusterSpec cluster = workloads::load_cluster(o.cluster);
   calibration::ValidationReport report = calibration::validate(profile, rows, cluster);

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "calibration/fit_copy_engine.hpp"
-#include "calibration/profile.hpp"
+#include "sim/profile/profile_load.hpp"
 #include "calibration/profile_yaml.hpp"
 #include "calibration/split.hpp"
 #include "config/error.hpp"
@@ -198,7 +198,7 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   FitResult result;
   result.base_profile =
       options.base_profile.empty() ? default_base(data.manifest) : options.base_profile;
-  const sim::Profile base = load_profile(result.base_profile);
+  const sim::Profile base = sim::load_profile(result.base_profile);
   check_same_gpu(data.manifest, base);
 
   sim::Profile& p = result.profile;
@@ -281,7 +281,7 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   yo.comments = comments;
   result.yaml = format_profile_yaml(p, yo);
   // The written YAML is the contract: what it loads back to is the result.
-  result.profile = load_profile_string(result.yaml, "fitted");
+  result.profile = sim::load_profile_string(result.yaml, "fitted");
   return result;
 }
 

@@ -21,7 +21,7 @@
 
 #include "calibration/manifest.hpp"
 #include "calibration/measurement.hpp"
-#include "sim/compute/profile.hpp"
+#include "sim/profile/profile.hpp"
 
 namespace overlapsim::calibration {
 

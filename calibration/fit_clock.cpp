@@ -13,7 +13,7 @@
 #include "calibration/fit.hpp"
 #include "calibration/ops.hpp"
 #include "calibration/pair_loop.hpp"
-#include "sim/compute/compute_model.hpp"
+#include "sim/profile/compute_model.hpp"
 
 namespace overlapsim::calibration {
 

@@ -14,7 +14,7 @@
 #include "calibration/fit_gemm_model.hpp"
 #include "calibration/ops.hpp"
 #include "calibration/pair_loop.hpp"
-#include "sim/compute/compute_model.hpp"
+#include "sim/profile/compute_model.hpp"
 
 namespace overlapsim::calibration {
 namespace {
@@ -145,7 +145,7 @@ void fit_gemm_tables(const FitData& data, FitOutput& out, const std::string& des
       // cuBLAS picks its tile per shape: no quantisation, or the least-quantised of its
       // tiles; a fixed tile is what one kernel (our own GEMM) does. The grid cannot tell
       // these apart (power-of-two shapes round up by <= 3 % with any of them), the
-      // training shapes between its points can (sim/compute/gemm_table.hpp).
+      // training shapes between its points can (sim/profile/gemm_table.hpp).
       const std::vector<std::pair<int, int>> tiles =
           own ? std::vector<std::pair<int, int>>{{0, 0},
                                                  {128, 128},

@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/compute/gemm_table.hpp"
+#include "sim/profile/gemm_table.hpp"
 
 namespace overlapsim::calibration {
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "config/config_node.hpp"
+#include "sim/profile/profile_load.hpp"
 
 namespace overlapsim::calibration {
 namespace {
@@ -36,11 +37,7 @@ Manifest load_manifest(const std::string& data_dir) {
   m.gpu = root.get_string("gpu");
   if (m.gpu.empty()) root.fail_key("gpu", "empty (expected the GPU name the rows report)");
   m.gpus = static_cast<int>(root.get_positive_int("gpus"));
-  m.driver = root.get_string("driver", "");
-  m.cuda = root.get_string("cuda", "");
-  m.nccl = root.get_string("nccl", "");
-  m.host = root.get_string("host", "");
-  m.date = root.get_string("date", "");
+  sim::read_software(root, m.driver, m.cuda, m.nccl, m.host, m.date);
   m.suite = root.get_string("suite", "");
   m.suite_hash = root.get_string("suite_hash", "");
   m.heldout = root.get_string("heldout", "");

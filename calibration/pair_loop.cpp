@@ -1,7 +1,7 @@
 #include "calibration/pair_loop.hpp"
 
 #include "calibration/ops.hpp"
-#include "sim/compute/compute_model.hpp"
+#include "sim/profile/compute_model.hpp"
 
 namespace overlapsim::calibration {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "calibration/measurement.hpp"
-#include "sim/compute/profile.hpp"
+#include "sim/profile/profile.hpp"
 
 namespace overlapsim::calibration {
 

@@ -1,13 +1,13 @@
 #pragma once
 // Writes a sim::Profile as profile YAML (docs/profile-format.md) that loads back through
-// calibration::load_profile: plain numbers in the unit of each key (shortest round-trip
+// sim::load_profile: plain numbers in the unit of each key (shortest round-trip
 // form, so a written profile reloads to the same doubles), keys in a fixed order, comments
 // where the writer is told to put them. Deterministic: the same profile gives the same
 // bytes.
 #include <map>
 #include <string>
 
-#include "sim/compute/profile.hpp"
+#include "sim/profile/profile.hpp"
 
 namespace overlapsim::calibration {
 

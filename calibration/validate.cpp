@@ -10,13 +10,14 @@
 
 #include "calibration/ops.hpp"
 #include "calibration/pair_loop.hpp"
-#include "calibration/profile_launcher.hpp"
 #include "config/units.hpp"
-#include "sim/compute/compute_model.hpp"
+#include "sim/profile/compute_model.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/exec/step_executor.hpp"
 #include "sim/network/flow_network.hpp"
+#include "sim/collectives/collective_cost_model.hpp"
 #include "sim/overlap/pair_simulation.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace overlapsim::calibration {
 namespace {
@@ -36,6 +37,10 @@ sim::CollectiveRequest request_of(const sim::CollectiveOp op, std::uint64_t byte
   for (int r = 0; r < world; ++r) req.ranks.push_back(r);
   return req;
 }
+
+using sim::CollectiveCostModel;
+using sim::CollectivePath;
+using sim::CollectiveTimingOptions;
 
 struct CollectivePrediction {
   double time_s = -1;
@@ -57,10 +62,10 @@ CollectivePrediction collective_time_s(const sim::Profile& profile, const sim::T
   if (flow) {
     sim::start_collective(net, req, on_done);
   } else {
-    ProfileCollectiveTimer timer(profile.collectives, net, timing);
-    out.path = timer.path(op, world, timer.intra_host(req.ranks));
+    CollectiveCostModel costs(profile.collectives, net, timing);
+    out.path = costs.path(op, world, costs.intra_host(req.ranks));
     if (out.path == CollectivePath::Cluster) return out;
-    timer.launch(req, on_done);
+    costs.launch(req, on_done);
   }
   simulator.run();
   if (out.time_s < 0) throw std::logic_error("collective did not complete");
@@ -98,19 +103,15 @@ double sequential_time_s(const sim::Profile& profile, const sim::Topology& topo,
     boost::add_edge(a, b, prog.graph);
     step.ranks.push_back(std::move(prog));
   }
-  sim::Simulator simulator;
-  sim::FlowNetwork net(simulator, topo);
-  const sim::ComputeModel model(profile.compute);
-  sim::StepExecutor exec(step, model, net);
-  ProfileLauncherStats stats;
-  exec.set_collective_launcher(
-      profile_collective_launcher(profile.collectives, net, 0, {}, &stats));
-  sim::SequentialDesign design;
-  const sim::StepResult result = exec.run(design);
-  if (stats.by_curve == 0)
+  // Collectives by the profile's curve at this size only (no efficiency path).
+  sim::ScenarioOptions options;
+  options.designs = {"sequential"};
+  const sim::ScenarioResult result = sim::run_scenario({step, topo, profile, options});
+  const sim::DesignRun& run = result.runs.front();
+  if (run.launches_by_path[static_cast<int>(CollectivePath::Curve)] == 0)
     throw std::invalid_argument(fmt::format("the profile has no intra-node curve for {} on {} GPUs",
                                             parts.collective, m.world));
-  return result.step_time_s;
+  return run.result.step_time_s;
 }
 
 // overlap-bench rows of the tile-wise design with the copy-engine transport (the kernel's
@@ -317,8 +318,8 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
       const bool curve = coll && [&] {
         sim::Simulator clock;
         sim::FlowNetwork net(clock, topo);
-        ProfileCollectiveTimer timer(profile.collectives, net);
-        return timer.path(*coll, m.world, true) == CollectivePath::Curve;
+        const CollectiveCostModel costs(profile.collectives, net);
+        return costs.path(*coll, m.world, true) == CollectivePath::Curve;
       }();
       if (!curve) {
         add_unmodelled(r, m.design,

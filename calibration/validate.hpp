@@ -7,14 +7,14 @@
 //   compute_own      this project's GEMM (design own) by compute.own_gemm_tables, where the
 //                    profile has them (the tile-wise design's kernel)
 //   collective       a collective, NCCL default CTAs: a Simulator run of the profile's
-//                    curve (profile_launcher.hpp), the communicator on the cluster's GPUs;
+//                    curve (sim/collectives/collective_cost_model.hpp), the communicator on the cluster's GPUs;
 //                    rows timed inside pair loops (between GEMMs) with the curve's
 //                    in_compute_loop_factor. Where both occur, also reported apart as
 //                    collective_alone and collective_in_loop (the same rows)
 //   collective_ctas  the same with NCCL limited to c CTAs (curves with ctas: c)
 //   collective_eff   a collective at a communicator size the profile has no curve
 //                    for, on NVLink hosts: the flow network at the measured curve's
-//                    efficiency (profile_launcher.hpp), as `overlapsim simulate` times it
+//                    efficiency (sim/collectives/collective_cost_model.hpp), as `overlapsim simulate` times it
 //   collective_flow  the same collective on the cluster's flow-level network
 //                    (sim::start_collective, no profile): what the uncalibrated network
 //                    model predicts, for comparison
@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "calibration/measurement.hpp"
-#include "sim/compute/profile.hpp"
+#include "sim/profile/profile.hpp"
 #include "workloads/cluster.hpp"
 
 namespace overlapsim::calibration {

@@ -58,7 +58,6 @@ const std::vector<ParamDoc> kTopDocs = {
     {"dlrm", "tables, MLPs and interaction (kind dlrm)", "", ""},
     {"training", "batch, precision, recompute, optimizer", "", ""},
     {"parallelism", "dp, tp, pp, cp, ep and their options", "", ""},
-    {"overlap", "pair name -> list of designs (default: all designs on all pairs)", "all", ""},
 };
 
 const std::vector<ParamDoc> kTransformerDocs = {
@@ -328,34 +327,6 @@ void load_parallelism(ModelSpec& spec, const ConfigNode& n) {
   p.last_stage_layers = get_int_in(n, "last_stage_layers", 1, 0, false);
 }
 
-void load_overlap(ModelSpec& spec, const ConfigNode& n) {
-  if (!n.is_map()) n.fail("expected a map of pair name -> list of designs");
-  n.check_keys(kOverlapPairs);
-  std::vector<std::string> designs = kOverlapDesigns;
-  designs.push_back("all");
-  for (const auto& pair : n.keys()) {
-    ConfigNode list = n.child(pair);
-    std::vector<std::string> chosen;
-    auto check = [&](const ConfigNode& item) {
-      std::string v = item.as_string();
-      if (std::find(designs.begin(), designs.end(), v) == designs.end())
-        item.fail(
-            fmt::format("'{}' is not a design (expected one of: {})", v, fmt::join(designs, ", ")));
-      if (v == "all")
-        chosen.insert(chosen.end(), kOverlapDesigns.begin(), kOverlapDesigns.end());
-      else
-        chosen.push_back(v);
-    };
-    if (list.is_sequence()) {
-      if (list.size() == 0) n.fail_key(pair, "empty list (expected at least one design)");
-      for (std::size_t i = 0; i < list.size(); ++i) check(list.at(i));
-    } else {
-      check(list);
-    }
-    spec.overlap.designs_by_pair[pair] = chosen;
-  }
-}
-
 ModelSpec load_from(const ConfigNode& root) {
   if (!root.is_map()) root.fail("expected a map with kind, training and parallelism");
   root.check_keys(kTopDocs);
@@ -385,7 +356,6 @@ ModelSpec load_from(const ConfigNode& root) {
   }
   load_training(spec, root.child("training"));
   if (auto p = root.optional_child("parallelism")) load_parallelism(spec, *p);
-  if (auto o = root.optional_child("overlap")) load_overlap(spec, *o);
   validate_model(spec);
   return spec;
 }

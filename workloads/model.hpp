@@ -117,12 +117,6 @@ struct TrainingSpec {
   std::uint64_t grad_bucket_bytes = 25ull << 20;  // PyTorch DDP bucket_cap_mb = 25
 };
 
-// `overlap:` maps a pair name (gemm_allreduce, ...) to the designs applied to it; an
-// empty map means "compare all designs on all pairs". Parsed and stored for the executor.
-struct OverlapSpec {
-  std::map<std::string, std::vector<std::string>> designs_by_pair;
-};
-
 struct ModelSpec {
   std::string name;
   std::string source_file;  // the YAML this came from ("" when built in code)
@@ -132,16 +126,9 @@ struct ModelSpec {
   DlrmSpec dlrm;                // dlrm
   Parallelism parallelism;
   TrainingSpec training;
-  OverlapSpec overlap;
   // "parallelism.tp" -> "file:line:col", so later checks can point at the key.
   std::map<std::string, std::string> key_locations;
 };
-
-inline const std::vector<std::string> kOverlapPairs = {
-    "gemm_allreduce", "gemm_reducescatter", "allgather_gemm",         "gemm_alltoall",
-    "alltoall_gemm",  "embedding_alltoall", "grad_allreduce_backward"};
-inline const std::vector<std::string> kOverlapDesigns = {"sequential", "decomposed", "tilewise",
-                                                         "fused", "shaped"};
 
 // Parses a model file (or text, for tests) and runs validate_model().
 ModelSpec load_model(const std::string& path);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where the copy-engine all-reduce's time after the GEMM goes (no profiler needed: the
-# design's own timeline, OwnerDesign::set_timeline). overlap-bench's tile-wise case with the
+# design's own timeline, CopyEngineDesign::set_timeline). overlap-bench's tile-wise case with the
 # copy-engine transport and phase 2 for the given shapes, once per groups-per-part value;
 # the chosen configuration then runs 5 untimed calls with an event after every step of
 # each rank's comm stream (OVERLAPSIM_TILEWISE_TIMELINE), which summarize_timeline.py

@@ -46,7 +46,7 @@
 #include "kernels/gemm/own_gemm.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/fill.hpp"
-#include "kernels/tilewise/owner_rehearsal.hpp"
+#include "kernels/tilewise/copy_engine_rehearsal.hpp"
 #include "kernels/tilewise/peer_memory.hpp"
 
 namespace {
@@ -132,10 +132,10 @@ int main(int argc, char** argv) {
   for (const PairShape& s : shapes) {
     const std::string label =
         std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-    tw::OwnerRehearsal rehearsal;
+    tw::CopyEngineRehearsal rehearsal;
     Status st = rehearsal.initialize(s.m, s.n, groups);
     if (!st.ok) return fail(label + ": " + st.message);
-    const tw::OwnerPlan& plan = rehearsal.plan();
+    const tw::CopyEngineLayout& plan = rehearsal.plan();
     const std::size_t mn = static_cast<std::size_t>(s.m * s.n);
     const std::size_t part = static_cast<std::size_t>(plan.part_elems);
     DeviceBuffer a, b, c_plain, p, mirror, recv_source;
@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
       bool owner, mirrors, paired;
     };
     const auto owner_run = [&](g::OwnGemm& gemm) {
-      return [&gemm, &stream] { return gemm.run(stream, tw::OwnerRehearsal::kEpoch); };
+      return [&gemm, &stream] { return gemm.run(stream, tw::CopyEngineRehearsal::kEpoch); };
     };
     std::vector<Variant> variants = {
         {"own", [&] { return plain.run(stream); }, false, false, false},
@@ -249,7 +249,7 @@ int main(int argc, char** argv) {
     {
       std::vector<std::uint16_t> fp32_sums(part), paired(part);
       const auto own_part_after = [&](g::OwnGemm& gemm, std::vector<std::uint16_t>& out) {
-        return gemm.run(stream, tw::OwnerRehearsal::kEpoch).ok &&
+        return gemm.run(stream, tw::CopyEngineRehearsal::kEpoch).ok &&
                cudaMemcpyAsync(out.data(), p.as<char>() + plan.own_begin_elems * 2, part * 2,
                                cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
                cudaStreamSynchronize(stream) == cudaSuccess;

@@ -1,5 +1,5 @@
 #pragma once
-// What both tile-wise transports (tilewise_design.cpp: NCCL, owner_design.cpp: copy
+// What both tile-wise transports (tilewise_design.cpp: NCCL, copy_engine_design.cpp: copy
 // engines) and the one-GPU owner rehearsal do the same way when they set up: upload a
 // plan's tables to the device and describe the GEMM they run. Internal to kernels/tilewise. C++17.
 #include <cuda_runtime.h>
@@ -11,7 +11,7 @@
 #include "kernels/gemm/own_gemm.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/dtype.hpp"
-#include "kernels/tilewise/owner_plan.hpp"
+#include "kernels/tilewise/copy_engine_layout.hpp"
 
 namespace overlapsim::kernels::tilewise {
 
@@ -62,7 +62,7 @@ inline gemm::GemmArgs gemm_args(std::int64_t m, std::int64_t n, std::int64_t k, 
 // plan.tile_offset_elems, the group counters, plan.tile_group, plan.tile_arrival and the
 // arrival flags), as the copy-engine design and the one-GPU rehearsal both set them; the
 // caller sets recv, own_out, world, rank, reduce and the waits.
-inline gemm::EpilogueArgs owner_epilogue_args(const OwnerPlan& plan, const DeviceBuffer& offsets,
+inline gemm::EpilogueArgs owner_epilogue_args(const CopyEngineLayout& plan, const DeviceBuffer& offsets,
                                               const DeviceBuffer& counters,
                                               const DeviceBuffer& groups,
                                               const DeviceBuffer& arrival,
@@ -80,7 +80,7 @@ inline gemm::EpilogueArgs owner_epilogue_args(const OwnerPlan& plan, const Devic
 }
 
 // The owner GEMM's rank-rotated order for `rank` of `world` on the plan's CTAs.
-inline gemm::SchedulerOptions owner_scheduler(const OwnerPlan& plan, int world, int rank) {
+inline gemm::SchedulerOptions owner_scheduler(const CopyEngineLayout& plan, int world, int rank) {
   gemm::SchedulerOptions sched;
   sched.num_ctas = plan.num_ctas;
   sched.group_m = plan.group_m;

@@ -1,5 +1,5 @@
 #pragma once
-// How a rank of the copy-engine transport (owner_design.hpp) reaches its peers' device
+// How a rank of the copy-engine transport (copy_engine_design.hpp) reaches its peers' device
 // memory, in each of the ways ranks can be placed:
 //   threads of one process, one GPU each (the harness's thread mode): UVA pointers are
 //     valid on every GPU once peer access is on (connect_peers);

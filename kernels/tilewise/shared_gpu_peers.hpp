@@ -1,5 +1,5 @@
 #pragma once
-// Ranks of the copy-engine transport (owner_design.hpp, peer_memory.hpp) as host threads of one
+// Ranks of the copy-engine transport (copy_engine_design.hpp, peer_memory.hpp) as host threads of one
 // process that share one GPU: their pointer exchange is a rendezvous in host memory instead of a
 // collective over NCCL (which refuses two ranks on one device). With it the whole
 // multi-rank protocol (rank-rotated GEMMs, copies, epoch flags, both all-reduce phase-2

@@ -1,6 +1,6 @@
 #pragma once
 // Phase 2 of an all-reduce's last own group by the SMs, launched on the compute stream right
-// behind the GEMM (OwnerPhase2::TailKernel, owner_design.hpp).
+// behind the GEMM (CopyEnginePhase2::TailKernel, copy_engine_design.hpp).
 //
 // Why: the last own group's tiles finish with the GEMM's last wave, so whatever carries them
 // to the peers is the call's tail. By the copy engine that tail is a counter wait seen by the

@@ -19,6 +19,7 @@ Status make_limited_comm(CommHandle& parent, int max_ctas, CommHandle* out) {
   out->rank = parent.rank;
   out->world = parent.world;
   out->timeout_s = parent.timeout_s;
+  out->trace = parent.trace;
   out->peer_failed = parent.peer_failed;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   // Blocking: a non-blocking communicator costs ~80 us of host time per call (harness

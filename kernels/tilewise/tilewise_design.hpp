@@ -7,7 +7,7 @@
 // region: ncclAllReduce, ncclReduceScatter, or grouped ncclSend/ncclRecv (All-to-All).
 // The GEMM runs on (SMs − comm_sms) CTAs so NCCL's kernels find free SMs while it runs.
 // This is transport `nccl`; transport `copy_engine` (no SM for communication, reduction in
-// the GEMM's epilogue) is owner_design.hpp.
+// the GEMM's epilogue) is copy_engine_design.hpp.
 //
 // Host API: initialize (plans, tables, kernel preloading) → prepare(a, b, p) per input
 // set (optional; run() does it on first use) → run (any number of times, back to back,

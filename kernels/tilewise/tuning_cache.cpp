@@ -26,7 +26,7 @@ TuningEntry read_entry(const config::ConfigNode& node) {
   e.key.world = static_cast<int>(node.get_positive_int("world"));
   e.key.collective = node.get_enum(
       "collective", {"allreduce", "reducescatter", "alltoall",
-                     // transport copy_engine (owner_design.hpp): partition = groups per part
+                     // transport copy_engine (copy_engine_design.hpp): partition = groups per part
                      "allreduce_ce", "reducescatter_ce", "alltoall_ce"});
   const std::string text = node.child("partition").as_string();
   auto partition = parse_partition(text);
@@ -35,7 +35,7 @@ TuningEntry read_entry(const config::ConfigNode& node) {
   e.comm_sms = static_cast<int>(node.get_int("comm_sms", 0));
   if (e.comm_sms < 0 || e.comm_sms > 128) node.fail_key("comm_sms", "expected 0..128 SMs");
   // copy_engine entries: "copy_engine", or for an all-reduce whose phase 2 is done otherwise
-  // (OwnerOptions::phase2) "epilogue_phase2" or "tail_kernel".
+  // (CopyEngineOptions::phase2) "epilogue_phase2" or "tail_kernel".
   e.wait = node.get_enum(
       "wait", {"kernel", "stream_memop", "copy_engine", "epilogue_phase2", "tail_kernel"}, "kernel");
   e.time_s = node.get_double("time_s", 0);

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "sim/compute/compute_model.hpp"
+#include "sim/profile/compute_model.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/graph/op_graph.hpp"
 

@@ -17,7 +17,7 @@ using executor_detail::is_comm;
 using executor_detail::kNumStreams;
 
 void StepExecutor::Impl::prepare() {
-  plans = plan_groups(step, net, options.images);
+  plans = plan_comm_images(step, net, options.images);
   programs.resize(step.ranks.size());
   for (std::size_t p = 0; p < step.ranks.size(); ++p) {
     ProgramState& ps = programs[p];

@@ -15,7 +15,7 @@
 // - A send meets the receive of the same (source, destination) pair in issue order; the
 //   transfer starts when both have been reached, and both finish when it has arrived.
 // - With identical-rank folding, when a collective starts its symmetric images on the
-//   same family's other groups are launched as background traffic (group_plan.hpp).
+//   same family's other groups are launched as background traffic (comm_images.hpp).
 // - How a ready op becomes time and traffic is the OverlapDesign's business
 //   (overlap_design.hpp); `sequential` is what the graph expresses.
 #include <functional>
@@ -24,8 +24,9 @@
 #include <vector>
 
 #include "sim/collectives/collective.hpp"
-#include "sim/compute/compute_model.hpp"
-#include "sim/exec/group_plan.hpp"
+#include "sim/collectives/collective_cost_model.hpp"
+#include "sim/profile/compute_model.hpp"
+#include "sim/exec/comm_images.hpp"
 #include "sim/exec/overlap_design.hpp"
 #include "sim/exec/step_result.hpp"
 #include "sim/exec/timeline.hpp"
@@ -33,11 +34,6 @@
 #include "sim/network/network_api.hpp"
 
 namespace overlapsim::sim {
-
-// Starts a collective (or a SendRecv as a 2-rank request, ranks[0] -> ranks[1]) and calls
-// on_done once it has completed.
-using CollectiveLauncher =
-    std::function<void(const CollectiveRequest& request, std::function<void()> on_done)>;
 
 struct ExecOptions {
   CollectiveTuning tuning;  // for the default launcher (sim::start_collective)

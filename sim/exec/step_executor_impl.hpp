@@ -86,7 +86,7 @@ struct StepExecutor::Impl final : ExecContext {
   NetworkApi& net;
   ExecOptions options;
   CollectiveLauncher launcher;
-  GroupPlans plans;
+  CommImagePlans plans;
   std::vector<ProgramState> programs;
   OverlapDesign* design = nullptr;
   double t0_s = 0;

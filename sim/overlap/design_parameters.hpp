@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/compute/profile.hpp"
+#include "sim/profile/profile.hpp"
 
 namespace overlapsim::sim {
 

@@ -50,25 +50,24 @@ class DecomposedDesign final : public PairedDesign {
 // NCCL's lower bandwidth on s CTAs (intra-host), a wait + NCCL call per group, the last
 // group's tail. GEMM + AllReduce / ReduceScatter / All-to-All, producer side.
 //
-// Transport `copy_engine` (set_transport): no NCCL; the GEMM keeps every SM and computes
+// Transport `copy_engine` (a constructor option): no NCCL; the GEMM keeps every SM and computes
 // the other ranks' parts first (rank-rotated tile order); the copy engines carry each
 // finished group to its owner; the owner's epilogue adds the peers' tiles to its own part
 // (plan_copy_engine below).
 class TilewiseDesign final : public PairedDesign {
  public:
   enum class Transport { Nccl, CopyEngine };
-  // The copy-engine all-reduce's phase 2 (the kernel's OwnerOptions::phase2): Auto takes
+  // The copy-engine all-reduce's phase 2 (the kernel's CopyEngineOptions::phase2): Auto takes
   // the faster of the copy engines and, where the profile has its rates, the tail kernel.
   enum class AllReducePhase2 { Auto, CopyEngine, TailKernel };
 
-  explicit TilewiseDesign(const Profile& profile);
-  const char* name() const override { return "tilewise"; }
   // The copy-engine transport reads copy_engine_bandwidth_Bps, copy_engine_latency_s and
   // epilogue_reduce_overhead_fraction from `profile` (missing: std::invalid_argument), and
   // epilogue_reduce_bandwidth_Bps and copy_engine_phase2_contention where it has them.
   // With it, tail_kernel_bandwidth_Bps and tail_kernel_latency_s where the profile has them
   // (both or neither).
-  void set_transport(Transport transport, const Profile& profile);
+  TilewiseDesign(const Profile& profile, Transport transport = Transport::Nccl);
+  const char* name() const override { return "tilewise"; }
   Transport transport() const { return transport_; }
   // TailKernel without the profile's tail-kernel rates: std::invalid_argument naming them.
   void set_allreduce_phase2(AllReducePhase2 mode);
@@ -89,6 +88,7 @@ class TilewiseDesign final : public PairedDesign {
                                        std::string& why_not) const override;
 
  private:
+  void set_transport(Transport transport, const Profile& profile);
   std::optional<PairSchedule> copy_engine_schedule(const ComputeModel& model, const PairView& pair,
                                                    std::string& why_not) const;
   Transport transport_ = Transport::Nccl;
@@ -109,8 +109,8 @@ class TilewiseDesign final : public PairedDesign {
     double stretch = 1;
     std::vector<int> groups;
   };
-  double stretch_for(int comm_sms, CollectiveOp coll, std::uint64_t bytes, int ranks) const;
-  CollectiveProfile curves_;
+  double stretch_for(const CollectiveCostModel* costs, int comm_sms, CollectiveOp coll,
+                     std::uint64_t bytes, int ranks) const;
   double stretch_override_ = 0;
   std::vector<int> partition_;
   bool search_carve_out_ = true;
@@ -186,7 +186,7 @@ struct CopyEngineProblem {
   // back, all at once) measured slower than a lone peer copy as ranks grow: each such copy
   // takes 1 + phase2_contention (n - 2) times X(b). Empirical (docs/designs.md); 0: none.
   double phase2_contention = 0;
-  // AllReduce: the last own group by the kernel's tail kernel (OwnerPhase2::TailKernel) at
+  // AllReduce: the last own group by the kernel's tail kernel (CopyEnginePhase2::TailKernel) at
   // this two-way exchange rate and fixed time; 0: by the copy engines like the others.
   double tail_Bps = 0;
   double tail_latency_s = 0;

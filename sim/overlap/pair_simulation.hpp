@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/compute/profile.hpp"
+#include "sim/profile/profile.hpp"
 #include "sim/graph/op_graph.hpp"
 #include "sim/overlap/designs.hpp"
 #include "sim/topology/topology.hpp"

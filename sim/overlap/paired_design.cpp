@@ -24,7 +24,7 @@ struct PairedDesign::Pair {
   bool comm_busy = false;
   std::deque<int> queued;
   std::vector<int> waiting_for_sms;  // parts ready while a group held every SM
-  bool scale_parts = false;          // later parts timed from the first (set_scaled_parts)
+  bool scale_parts = false;          // later parts timed from the first (PairPlanning::scaled_parts_min_ranks)
   double first_part_s_per_byte = -1;
   int comm_group = -1;
   // Time with at least one part moving data: accumulated, and since when (< 0: idle).
@@ -86,10 +86,45 @@ PairView PairedDesign::view_of(const OpNode& compute, const OpNode& comm, bool p
                     group >= static_cast<int>(intra_host_.size()) || intra_host_[group] != 0;
   if (group >= 0 && group < static_cast<int>(group_sizes_.size()))
     view.comm_ranks = group_sizes_[group];
-  view.call_latency_in_collective = call_latency_rule_ && group >= 0
-                                        ? call_latency_rule_(comm.collective, group)
-                                        : call_latency_included_;
+  view.costs = costs_;
+  view.call_latency_in_collective =
+      costs_ && group >= 0 &&
+      costs_->charges_call_latency(comm.collective, view.comm_ranks, view.intra_host);
   return view;
+}
+
+void PairedDesign::bind(const StepGraph& step, const CollectiveCostModel& costs,
+                        PairPlanning planning) {
+  costs_ = &costs;
+  planning_ = planning;
+  intra_host_.clear();
+  group_sizes_.clear();
+  for (const CommGroup& g : step.groups) {
+    intra_host_.push_back(costs.intra_host(g.ranks) ? 1 : 0);
+    group_sizes_.push_back(static_cast<int>(g.ranks.size()));
+  }
+}
+
+// The collective's time per call from the cost model, and a rate and latency through its
+// times at the full size and a sixteenth of it (before any part has run).
+void PairedDesign::plan_with_call_times(PairView& view) const {
+  const CollectiveOp op = view.comm->collective;
+  const int n = view.comm_ranks;
+  const bool intra = view.intra_host;
+  const std::uint64_t bytes = view.comm->comm_bytes;
+  if (!costs_ || bytes == 0 || !costs_->call_time_s(op, bytes, n, intra)) return;
+  const CollectiveCostModel* costs = costs_;
+  view.comm_time_at = [costs, op, n, intra](double b) {
+    return *costs->call_time_s(op, static_cast<std::uint64_t>(b), n, intra);
+  };
+  const double full = *costs->call_time_s(op, bytes, n, intra);
+  const double part = *costs->call_time_s(op, bytes / 16, n, intra);
+  if (full <= 0) return;
+  const double rate = std::max(0.0, (full - part) / static_cast<double>(bytes - bytes / 16));
+  // A rate the communicator's earlier parts took on the network wins over the hint.
+  if (!learned_rate_.count(view.comm->comm_group))
+    view.comm_s_per_byte = rate > 0 ? rate : full / static_cast<double>(bytes);
+  view.comm_latency_s = std::max(0.0, full - rate * static_cast<double>(bytes));
 }
 
 PairStats PairedDesign::scan(const StepGraph& step, const ComputeModel& model) const {
@@ -119,10 +154,7 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
   const int group = view.comm->comm_group;
   if (auto it = learned_rate_.find(group); it != learned_rate_.end())
     view.comm_s_per_byte = it->second;
-  else
-    view.comm_s_per_byte = rate_hint_;
-  view.comm_latency_s = latency_hint_;
-  view.comm_time_at = time_hint_;
+  if (planning_.plan_with_call_times) plan_with_call_times(view);
   std::string why_not;
   auto sched = schedule(ctx.compute_model(), view, why_not);
   if (!sched) {
@@ -158,9 +190,9 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
     pair->bytes.push_back(b);
     given += b;
   }
-  pair->scale_parts = scaled_parts_min_ranks_ > 0 && group >= 0 &&
+  pair->scale_parts = planning_.scaled_parts_min_ranks > 0 && group >= 0 &&
                       group < static_cast<int>(group_sizes_.size()) &&
-                      group_sizes_[group] >= scaled_parts_min_ranks_;
+                      group_sizes_[group] >= planning_.scaled_parts_min_ranks;
   pairs_[key_of(p, compute)] = pair;
   pairs_[key_of(p, comm)] = pair;
   if (producer) {

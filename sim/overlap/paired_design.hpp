@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/collectives/collective_cost_model.hpp"
 #include "sim/exec/overlap_design.hpp"
 #include "sim/overlap/design_parameters.hpp"
 
@@ -72,6 +73,21 @@ struct PairView {
   // The collective's time for a message of `bytes` with NCCL's default CTAs, where known
   // ahead (simulate_pair: the measured curve); empty otherwise.
   std::function<double(double bytes)> comm_time_at;
+  // The model timing the collectives (bind()); null when unbound.
+  const CollectiveCostModel* costs = nullptr;
+};
+
+// How a design plans the collective of a pair and how many of its parts run on the network.
+struct PairPlanning {
+  // Plan with the collective's time of a call where the cost model knows it ahead (a
+  // measured curve or measured times: validate's pairs), else, and in steps, with the rate
+  // the communicator's earlier parts took on the network.
+  bool plan_with_call_times = false;
+  // Simulation speed: on communicators of at least this many ranks only a pair's first
+  // part runs on the network; later parts take the time the first part took per byte. A
+  // 1,024-rank all-to-all is ~10^6 flows, so every part simulated costs ~0.3 s each.
+  // 0: every part on the network.
+  int scaled_parts_min_ranks = 0;
 };
 
 class PairedDesign : public OverlapDesign {
@@ -85,39 +101,14 @@ class PairedDesign : public OverlapDesign {
   PairStats scan(const StepGraph& step, const ComputeModel& model) const;
   const std::vector<ParameterUse>& parameters() const { return parameters_; }
 
-  // Which communicators lie inside one host (index: StepGraph::groups); without it every
-  // communicator counts as intra-host (the NCCL CTA limit applies to all).
-  void set_intra_host_groups(std::vector<char> intra_host) { intra_host_ = std::move(intra_host); }
-  // Simulation speed: on communicators of at least `min_ranks` ranks (sizes indexed like
-  // StepGraph::groups) only a pair's first part runs on the network; later parts take
-  // the time the first part took per byte. A 1,024-rank all-to-all is ~10^6 flows, so
-  // every part simulated costs ~0.3 s each. 0 (default): every part on the network.
-  // Whether the collective model charges NCCL's fixed cost on every call (the profile's
-  // measured curves do; the flow network with CollectiveTuning{} does not). When it does
-  // not, the designs charge it on every call beyond the one sequential makes.
-  void set_call_latency_in_collectives(bool included) { call_latency_included_ = included; }
-  // Per collective (op, communicator index into StepGraph::groups): overrides the flag
-  // above where the collective model's path depends on the communicator (the app's
-  // profile timer: measured paths include the cost, the cluster's links do not).
-  void set_call_latency_rule(std::function<bool(CollectiveOp op, int group)> rule) {
-    call_latency_rule_ = std::move(rule);
-  }
-
-  // A comm rate to plan with before any part has run (simulate_pair sets it from the
-  // collective's time alone).
-  void set_comm_rate_hint(double s_per_byte, double latency_s = 0) {
-    rate_hint_ = s_per_byte;
-    latency_hint_ = latency_s;
-  }
-  // The collective's time per message size to plan with (simulate_pair: the measured
-  // curve the parts will be timed by), ahead of and instead of the learned rate.
-  void set_comm_time_hint(std::function<double(double bytes)> time_at) {
-    time_hint_ = std::move(time_at);
-  }
-  void set_scaled_parts(int min_ranks, std::vector<int> group_sizes) {
-    scaled_parts_min_ranks_ = min_ranks;
-    group_sizes_ = std::move(group_sizes);
-  }
+  // Binds the design to a step's communicators and to the collective cost model that will
+  // time them: which communicators lie inside one host, whether the model charges NCCL's
+  // fixed cost on each call (the measured paths do; the cluster's links do not: then the
+  // designs charge it on every call beyond the one sequential makes), and what the
+  // designs plan a pair's collective with. Without it every communicator counts as
+  // intra-host, no call latency is in the collectives, and plans use the learned rate.
+  // Keeps a reference to `costs`: it must outlive the design's runs.
+  void bind(const StepGraph& step, const CollectiveCostModel& costs, PairPlanning planning = {});
 
  protected:
   // The schedule of one pair, or nullopt with `why_not` set (then the pair runs as under
@@ -145,14 +136,12 @@ class PairedDesign : public OverlapDesign {
   double comm_busy_s(const Pair& pair, double now) const;
   static void run_sequential(ExecContext& ctx, int p, OpVertex v);
   PairView view_of(const OpNode& compute, const OpNode& comm, bool producer) const;
+  void plan_with_call_times(PairView& view) const;
 
   int sms_;
-  bool call_latency_included_ = false;
-  std::function<bool(CollectiveOp, int)> call_latency_rule_;
+  const CollectiveCostModel* costs_ = nullptr;  // set by bind()
+  PairPlanning planning_;
   std::vector<char> intra_host_;
-  int scaled_parts_min_ranks_ = 0;
-  double rate_hint_ = -1, latency_hint_ = 0;
-  std::function<double(double)> time_hint_;
   std::unordered_map<int, double> learned_rate_;  // communicator -> s per byte
   std::vector<int> group_sizes_;
   PairStats stats_;

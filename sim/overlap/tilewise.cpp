@@ -58,8 +58,8 @@ double TilewiseDesign::own_gemm_s(const ComputeModel& vendor, const OpNode& op) 
   return vendor.time_s(op) * gemm_vs_vendor_;
 }
 
-TilewiseDesign::TilewiseDesign(const Profile& profile)
-    : PairedDesign(profile.device.sms), curves_(profile.collectives) {
+TilewiseDesign::TilewiseDesign(const Profile& profile, Transport transport)
+    : PairedDesign(profile.device.sms) {
   DesignParameters p(profile, "tilewise");
   comm_sms_ = static_cast<int>(p.need_at_least("comm_sms", 1, "SMs left to NCCL, >= 1"));
   max_groups_ = static_cast<int>(p.need_at_least("max_groups", 1, "a group count >= 1"));
@@ -95,23 +95,16 @@ TilewiseDesign::TilewiseDesign(const Profile& profile)
   parameters_.insert(parameters_.end(), own_tables.begin(), own_tables.end());
   if (comm_sms_ >= sms())
     throw std::invalid_argument("designs.tilewise.comm_sms: must be below the device's SMs");
+  set_transport(transport, profile);
 }
 
-double TilewiseDesign::stretch_for(int comm_sms, CollectiveOp coll, std::uint64_t bytes,
-                                   int ranks) const {
+double TilewiseDesign::stretch_for(const CollectiveCostModel* costs, int comm_sms,
+                                   CollectiveOp coll, std::uint64_t bytes, int ranks) const {
   if (stretch_override_ > 0 && comm_sms == comm_sms_) return stretch_override_;
-  // Measured curves of NCCL on `comm_sms` CTAs and on its default, where the profile has
-  // both for this op (intra-node, the communicator's size or any).
-  const CollectiveCurve* limited = nullptr;
-  const CollectiveCurve* free_run = nullptr;
-  for (const auto& c : curves_.curves) {
-    if (c.op != coll || c.scope != CommScope::IntraNode || (c.ranks != 0 && c.ranks != ranks))
-      continue;
-    if (c.ctas == comm_sms && !limited) limited = &c;
-    if (c.ctas == 0 && !free_run) free_run = &c;
-  }
-  if (limited && free_run && bytes > 0)
-    return std::max(1.0, limited->time_s(bytes, ranks) / free_run->time_s(bytes, ranks));
+  // NCCL measured on `comm_sms` CTAs and on its default, where the profile has both.
+  if (costs)
+    if (const auto measured = costs->cta_limited_stretch(coll, bytes, ranks, comm_sms))
+      return *measured;
   // Otherwise the parameter measured at the profile's carve-out, scaled by CTAs (NCCL's
   // bandwidth grows with its CTAs until the links saturate).
   const double at_default = slowdown_.for_op(coll);
@@ -156,7 +149,7 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
       const int sms_c = sms() - s;
       const int waves = static_cast<int>(std::ceil(tiles / sms_c));
       const double stretch =
-          pair.intra_host ? stretch_for(s, coll, pair.comm->comm_bytes, pair.comm_ranks) : 1.0;
+          pair.intra_host ? stretch_for(pair.costs, s, coll, pair.comm->comm_bytes, pair.comm_ranks) : 1.0;
       WaveGroupProblem w{waves,         sms_c,
                          tiles,         wave_s,
                          interference_, wait_s_ + extra_call_s(pair, call_latency_s_),
@@ -168,7 +161,7 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
       // latency and bandwidth differ from the default's): each group at its own size.
       if (pair.intra_host)
         w.stretch_at = [&](double group_bytes) {
-          return stretch_for(s, coll, static_cast<std::uint64_t>(group_bytes), pair.comm_ranks);
+          return stretch_for(pair.costs, s, coll, static_cast<std::uint64_t>(group_bytes), pair.comm_ranks);
         };
       std::vector<int> groups = partition_;
       double end_s = -1;
@@ -204,7 +197,7 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
   if (pair.intra_host)
     for (double share : s.comm_share)
       s.part_stretch.push_back(stretch_for(
-          plan.comm_sms, coll, static_cast<std::uint64_t>(share * bytes), pair.comm_ranks));
+          pair.costs, plan.comm_sms, coll, static_cast<std::uint64_t>(share * bytes), pair.comm_ranks));
   // Each group: a wait kernel on the comm stream, then its NCCL call.
   s.first_part_delay_s = wait_s_;
   s.part_delay_s = wait_s_ + extra_call_s(pair, call_latency_s_);

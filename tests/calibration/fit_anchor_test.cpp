@@ -9,8 +9,8 @@
 #include <string>
 
 #include "calibration/fit.hpp"
-#include "calibration/profile.hpp"
-#include "sim/compute/gemm_table.hpp"
+#include "sim/profile/profile_load.hpp"
+#include "sim/profile/gemm_table.hpp"
 #include "tests/calibration/calib_test_util.hpp"
 
 namespace overlapsim::calibration {
@@ -22,7 +22,7 @@ using namespace overlapsim::calibration::testing;
 constexpr const char* kBase = "calibration/profiles/h200-1gpu.yaml";  // bf16, fp16, fp8 tables
 
 fs::path write_run(const std::string& name, double slower) {
-  const sim::Profile base = load_profile(kBase);
+  const sim::Profile base = sim::load_profile(kBase);
   const sim::GemmTable& bf16 = base.compute.gemm_tables.at(sim::Precision::BF16);
   const double launch_s = base.compute.launch_overhead_s.value;
   std::string csv = kBenchHeader;
@@ -44,7 +44,7 @@ TEST(AnchorCarriedGemmTables, CarriedTypesTakeTheMeasuredTypesSlowdown) {
   FitOptions o;
   o.base_profile = kBase;
   const FitResult r = fit_profile(write_run("slow", 1.1).string(), o);
-  const sim::Profile base = load_profile(kBase);
+  const sim::Profile base = sim::load_profile(kBase);
   const auto& fitted = r.profile.compute;
   for (auto prec : {sim::Precision::FP16, sim::Precision::FP8}) {
     const sim::GemmTable& carried = fitted.gemm_tables.at(prec);
@@ -71,7 +71,7 @@ TEST(AnchorCarriedGemmTables, CarriedTypesTakeTheMeasuredTypesSlowdown) {
 // kernel times over the shapes timed both ways (1.2 and 1.05 here), cited, written and
 // read back; carried down the chain like any measured number.
 TEST(FitFp8BlockScaling, GeometricMeanOfTheShapesRatios) {
-  const double launch_s = load_profile(kBase).compute.launch_overhead_s.value;
+  const double launch_s = sim::load_profile(kBase).compute.launch_overhead_s.value;
   std::string csv = kBenchHeader;
   const auto row = [&](const std::string& design, long m, double kernel_s) {
     std::string r = bench_row("gemm", design, m, 4096, 4096, 0, 1, launch_s + kernel_s);
@@ -93,7 +93,7 @@ TEST(FitFp8BlockScaling, GeometricMeanOfTheShapesRatios) {
   EXPECT_NE(f.source.citation.find("rows.csv:2-5"), std::string::npos) << f.source.citation;
   EXPECT_NE(r.yaml.find("fp8_block_scaling_time_factor:"), std::string::npos);
   // The shipped 1-GPU profile has it measured; the 8-GPU one carries it.
-  const sim::Profile eight = load_profile("calibration/profiles/h200-nvswitch-8gpu.yaml");
+  const sim::Profile eight = sim::load_profile("calibration/profiles/h200-nvswitch-8gpu.yaml");
   ASSERT_TRUE(eight.compute.fp8_block_scaling_time_factor);
   EXPECT_NE(eight.compute.fp8_block_scaling_time_factor->source.citation.find("[carried from"),
             std::string::npos);
@@ -103,7 +103,7 @@ TEST(AnchorCarriedGemmTables, SameSpeedLeavesCarriedTablesAsTheyWere) {
   FitOptions o;
   o.base_profile = kBase;
   const FitResult r = fit_profile(write_run("same", 1.0).string(), o);
-  const sim::Profile base = load_profile(kBase);
+  const sim::Profile base = sim::load_profile(kBase);
   EXPECT_NEAR(rate(r.profile.compute.gemm_tables.at(sim::Precision::FP8)),
               rate(base.compute.gemm_tables.at(sim::Precision::FP8)), 1e-9 * 1e15);
 }

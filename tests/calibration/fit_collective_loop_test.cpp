@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "calibration/fit.hpp"
-#include "calibration/profile.hpp"
+#include "sim/profile/profile_load.hpp"
 #include "tests/calibration/calib_test_util.hpp"
 
 namespace overlapsim::calibration {

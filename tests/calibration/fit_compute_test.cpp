@@ -11,9 +11,9 @@
 
 #include "calibration/fit.hpp"
 #include "calibration/fit_gemm_model.hpp"
-#include "calibration/profile.hpp"
+#include "sim/profile/profile_load.hpp"
 #include "config/error.hpp"
-#include "sim/compute/gemm_table.hpp"
+#include "sim/profile/gemm_table.hpp"
 #include "tests/calibration/calib_test_util.hpp"
 
 namespace overlapsim::calibration {
@@ -181,7 +181,7 @@ TEST(FitCompute, ChoosesTheOwnGemmsTileByCrossValidationAndRoundTrips) {
   EXPECT_TRUE(t.waves.whole_tiles_below_one_wave);
   EXPECT_NE(r.yaml.find("below_one_wave: whole_tiles"), std::string::npos);
   // The written profile loads back to the same model, and the fit is byte-identical.
-  const sim::Profile back = load_profile_string(r.yaml, "fitted.yaml");
+  const sim::Profile back = sim::load_profile_string(r.yaml, "fitted.yaml");
   const sim::GemmTable& b = back.compute.own_gemm_tables.at(sim::Precision::BF16);
   ASSERT_TRUE(b.is_wave_model());
   EXPECT_EQ(b.waves.fixed_s, t.waves.fixed_s);
@@ -213,7 +213,7 @@ TEST(FitCompute, VendorGemmQuantisesByTheBestTilePerShape) {
   EXPECT_TRUE(t.waves.tile_per_shape);
   expect_near_rel(t.waves.mainloop_flops_per_s, w.mainloop_flops_per_s, 0.01, "main loop");
   EXPECT_NE(r.yaml.find("tile: per_shape"), std::string::npos);
-  const sim::Profile back = load_profile_string(r.yaml, "fitted.yaml");
+  const sim::Profile back = sim::load_profile_string(r.yaml, "fitted.yaml");
   EXPECT_TRUE(back.compute.gemm_tables.at(sim::Precision::BF16).waves.tile_per_shape);
   EXPECT_THROW(
       {
@@ -269,7 +269,7 @@ TEST(FitCompute, CorrectedWaveModelRoundTripsThroughYaml) {
   ASSERT_FALSE(t.time_factor.empty()) << r.yaml;
   EXPECT_NE(r.yaml.find("      correction:\n        m: [1000, 2500, 5000, 9000]"),
             std::string::npos);
-  const sim::Profile back = load_profile_string(r.yaml, "fitted.yaml");
+  const sim::Profile back = sim::load_profile_string(r.yaml, "fitted.yaml");
   const sim::GemmTable& b = back.compute.gemm_tables.at(sim::Precision::BF16);
   EXPECT_EQ(b.time_factor, t.time_factor);
   EXPECT_EQ(b.k_values, t.k_values);
@@ -301,7 +301,7 @@ TEST(FitCompute, RateGridBelowTheMeasuredShapesFollowsTheBaseCurve) {
     EXPECT_NEAR(g.rate_flops_per_s(m, n, k), truth_rates.rate(m, n, k),
                 1e-5 * truth_rates.rate(m, n, k));
   }
-  const sim::Profile base = load_profile("calibration/profiles/datasheet-h200.yaml");
+  const sim::Profile base = sim::load_profile("calibration/profiles/datasheet-h200.yaml");
   const double peak = base.compute.peak_flops_per_s.at(sim::Precision::BF16).value;
   const sim::LogCurve& curve = base.compute.gemm_efficiency.at(sim::Precision::BF16);
   double log_scale = 0;
@@ -318,14 +318,14 @@ TEST(FitCompute, ProfilesWrittenBeforeTheWaveModelStillLoad) {
   // A grid profile (the fit keeps the grid for the session-1 data) has no model key;
   // `model: table` reads the same.
   const std::string yaml = fit_profile("calibration/data/h200x2-session1").yaml;
-  const sim::Profile p = load_profile_string(yaml, "grid.yaml");
+  const sim::Profile p = sim::load_profile_string(yaml, "grid.yaml");
   const sim::GemmTable& grid = p.compute.gemm_tables.at(sim::Precision::BF16);
   ASSERT_FALSE(grid.is_wave_model());
   std::string tagged = yaml;
   const auto at = tagged.find("      m: [");
   ASSERT_NE(at, std::string::npos);
   tagged.insert(at, "      model: table\n");
-  const sim::Profile q = load_profile_string(tagged, "tagged.yaml");
+  const sim::Profile q = sim::load_profile_string(tagged, "tagged.yaml");
   const sim::GemmTable& same = q.compute.gemm_tables.at(sim::Precision::BF16);
   EXPECT_EQ(same.achieved_flops_per_s, grid.achieved_flops_per_s);
   EXPECT_EQ(same.compute_s(8192, 8192, 8192), grid.compute_s(8192, 8192, 8192));
@@ -333,7 +333,7 @@ TEST(FitCompute, ProfilesWrittenBeforeTheWaveModelStillLoad) {
 
 std::string load_error(const std::string& yaml) {
   try {
-    load_profile_string(yaml, "p.yaml");
+    sim::load_profile_string(yaml, "p.yaml");
   } catch (const config::ConfigError& e) {
     return e.what();
   }

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "calibration/fit_alpha_beta.hpp"
-#include "calibration/profile.hpp"
+#include "sim/profile/profile_load.hpp"
 #include "config/error.hpp"
 #include "tests/calibration/calib_test_util.hpp"
 
@@ -154,7 +154,7 @@ TEST(Fit, OutputIsByteIdenticalAcrossRunsAndLoadsBack) {
   EXPECT_EQ(a, b);
   const fs::path out = dir / "p.yaml";
   write_text(out, a);
-  const sim::Profile p = load_profile(out.string());
+  const sim::Profile p = sim::load_profile(out.string());
   EXPECT_EQ(p.collectives.curves.size(), 1u);
 }
 
@@ -231,7 +231,7 @@ TEST(Fit, CarriesBaseCurvesAtOtherRankCounts) {
   FitOptions o;
   o.base_profile = "calibration/profiles/h200-nvswitch-4gpu.yaml";
   const FitResult r = fit_profile(dir.string(), o);
-  const sim::Profile base = load_profile(o.base_profile);
+  const sim::Profile base = sim::load_profile(o.base_profile);
   std::size_t base_four = 0, four = 0, two = 0;
   for (const auto& c : base.collectives.curves) base_four += c.ranks == 4;
   for (const auto& c : r.profile.collectives.curves) {

@@ -11,7 +11,7 @@
 
 #include "calibration/csv.hpp"
 #include "calibration/fit.hpp"
-#include "calibration/profile.hpp"
+#include "sim/profile/profile_load.hpp"
 #include "tests/calibration/calib_test_util.hpp"
 
 namespace overlapsim::calibration {
@@ -86,7 +86,7 @@ TEST(Validate, RowsNeedingMoreGpusThanTheClusterAreAnError) {
 }
 
 // A 4-GPU collective with a 2-GPU profile on an NVLink host: the flow network at the
-// curve's efficiency (profile_launcher.hpp), latency + 2(n-1)/n S / busbw plus the ring's hop
+// curve's efficiency (sim/collectives/collective_cost_model.hpp), latency + 2(n-1)/n S / busbw plus the ring's hop
 // latencies; a 4-GPU pair is not predicted with a 2-GPU curve.
 TEST(Validate, OtherCommunicatorSizesUseTheEfficiencyPath) {
   const Truth t;
@@ -138,7 +138,7 @@ TEST(Validate, ComputeRowsPerInputTypeWhereSeveralOccur) {
     return 0;
   };
   const ValidationReport mixed =
-      validate(load_profile("calibration/profiles/h200-1gpu.yaml"),
+      validate(sim::load_profile("calibration/profiles/h200-1gpu.yaml"),
                read_measurements("calibration/data/h200x1-dtypes/heldout.csv"),
                workloads::load_cluster(kCluster));
   EXPECT_GT(count_of(mixed, "compute_fp8"), 0);
@@ -148,7 +148,7 @@ TEST(Validate, ComputeRowsPerInputTypeWhereSeveralOccur) {
                 count_of(mixed, "compute_fp8") + count_of(mixed, "compute_fp8_block"),
             count_of(mixed, "compute"));
   const ValidationReport bf16 =
-      validate(load_profile("calibration/profiles/h200-nvlink.yaml"),
+      validate(sim::load_profile("calibration/profiles/h200-nvlink.yaml"),
                read_measurements("calibration/data/h200x2/heldout.csv"),
                workloads::load_cluster(kCluster));
   EXPECT_GT(count_of(bf16, "compute"), 0);
@@ -238,7 +238,7 @@ TEST_P(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(r.yaml, text) << "rerun: overlapsim fit " << c.data << " --out " << c.profile
                           << (*c.base ? " --base " : "") << c.base;
-  const sim::Profile profile = load_profile(c.profile);
+  const sim::Profile profile = sim::load_profile(c.profile);
   const auto rows = read_measurements(std::string(c.data) + "/heldout.csv");
   const ValidationReport report = validate(profile, rows, workloads::load_cluster(c.cluster));
   ASSERT_FALSE(report.kinds.empty());

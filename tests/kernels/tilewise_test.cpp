@@ -38,10 +38,10 @@
 #include "kernels/harness/fill.hpp"
 #include "kernels/tilewise/group_plan.hpp"
 #include "kernels/tilewise/group_predictor.hpp"
-#include "kernels/tilewise/owner_design.hpp"
-#include "kernels/tilewise/owner_plan.hpp"
-#include "kernels/tilewise/owner_predictor.hpp"
-#include "kernels/tilewise/owner_rehearsal.hpp"
+#include "kernels/tilewise/copy_engine_design.hpp"
+#include "kernels/tilewise/copy_engine_layout.hpp"
+#include "kernels/tilewise/copy_engine_predictor.hpp"
+#include "kernels/tilewise/copy_engine_rehearsal.hpp"
 #include "kernels/tilewise/peer_memory.hpp"
 #include "kernels/tilewise/shared_gpu_peers.hpp"
 #include "kernels/tilewise/tilewise_design.hpp"
@@ -239,38 +239,38 @@ TEST(TilewisePlan, AllToAllLayoutIsExact) {
 
 // ---------------------------------------------------------------- host: copy-engine plan
 
-// Every rank's GEMM output laid out as its OwnerPlan says, the copy-engine transport and
+// Every rank's GEMM output laid out as its CopyEngineLayout says, the copy-engine transport and
 // the epilogue's reduction carried out on the host, the result read back through
 // out_tile_offset_elems and compared with the natural collective. Also checks that P is
 // covered once, that groups are contiguous and identical (part-relative) on every rank,
 // and the tables the epilogue reads. Returns the number of wrong result elements.
 std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int world,
                             int num_ctas, int groups_per_part, int group_m = 8) {
-  std::vector<OwnerPlan> plans(static_cast<std::size_t>(world));
+  std::vector<CopyEngineLayout> plans(static_cast<std::size_t>(world));
   for (int r = 0; r < world; ++r) {
-    auto error = build_owner_plan(op, m, n, num_ctas, group_m, groups_per_part, world, r,
+    auto error = build_copy_engine_layout(op, m, n, num_ctas, group_m, groups_per_part, world, r,
                                   &plans[static_cast<std::size_t>(r)]);
     EXPECT_FALSE(error) << *error;
     if (error) return -1;
   }
-  const OwnerPlan& p0 = plans[0];
+  const CopyEngineLayout& p0 = plans[0];
   const std::int64_t part = p0.part_elems;
   const std::size_t mn = static_cast<std::size_t>(m * n);
   std::vector<std::vector<double>> P(static_cast<std::size_t>(world), std::vector<double>(mn, NAN));
   std::vector<std::vector<double>> R(
       static_cast<std::size_t>(world),
       std::vector<double>(static_cast<std::size_t>(world * part), NAN));
-  const auto tile_rel = [&](const OwnerPlan& plan, std::size_t tile, int tile_part) {
+  const auto tile_rel = [&](const CopyEngineLayout& plan, std::size_t tile, int tile_part) {
     return plan.tile_offset_elems[tile] - plan.part_begin_on(plan.rank, tile_part);
   };
   for (int r = 0; r < world; ++r) {
-    const OwnerPlan& plan = plans[static_cast<std::size_t>(r)];
+    const CopyEngineLayout& plan = plans[static_cast<std::size_t>(r)];
     EXPECT_EQ(plan.groups.size(), static_cast<std::size_t>(world * groups_per_part));
     std::int64_t next = 0;
-    for (const OwnerGroup& g : plan.groups) {
+    for (const CopyEngineGroup& g : plan.groups) {
       EXPECT_EQ(g.begin_elems, next) << "groups must be contiguous in item order";
       next += g.elems;
-      const OwnerGroup& same =
+      const CopyEngineGroup& same =
           p0.groups[static_cast<std::size_t>(g.position * groups_per_part + g.index)];
       EXPECT_EQ(g.relative_begin_elems, same.relative_begin_elems);
       EXPECT_EQ(g.elems, same.elems);
@@ -300,7 +300,7 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
           group_tiles[static_cast<std::size_t>(plan.tile_group[tile])] += 1;
       }
     EXPECT_EQ(std::count(written.begin(), written.end(), 1), static_cast<long>(mn));
-    for (const OwnerGroup& g : plan.groups) {
+    for (const CopyEngineGroup& g : plan.groups) {
       const bool signalled = g.position < world - 1 || (op == CollectiveOp::AllReduce && world > 1);
       EXPECT_EQ(group_tiles[static_cast<std::size_t>(g.position * groups_per_part + g.index)],
                 signalled ? g.tiles : 0);
@@ -308,7 +308,7 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
   }
   // Phase 1: peer groups to their owner's receive slot.
   for (int s = 0; s < world; ++s)
-    for (const OwnerGroup& g : plans[static_cast<std::size_t>(s)].groups) {
+    for (const CopyEngineGroup& g : plans[static_cast<std::size_t>(s)].groups) {
       if (g.position == world - 1) continue;
       for (std::int64_t x = 0; x < g.elems; ++x)
         R[static_cast<std::size_t>(g.part)]
@@ -318,7 +318,7 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
   // The epilogue's reduction of the own part, in rank order.
   if (op != CollectiveOp::AllToAll)
     for (int r = 0; r < world; ++r) {
-      const OwnerPlan& plan = plans[static_cast<std::size_t>(r)];
+      const CopyEngineLayout& plan = plans[static_cast<std::size_t>(r)];
       for (std::int64_t x = 0; x < part; ++x) {
         double sum = 0;
         for (int s = 0; s < world; ++s)
@@ -331,7 +331,7 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
   // Phase 2 (allreduce): reduced own groups into every peer's P.
   if (op == CollectiveOp::AllReduce)
     for (int r = 0; r < world; ++r)
-      for (const OwnerGroup& g : plans[static_cast<std::size_t>(r)].groups) {
+      for (const CopyEngineGroup& g : plans[static_cast<std::size_t>(r)].groups) {
         if (g.position != world - 1) continue;
         for (int d = 0; d < world; ++d) {
           if (d == r) continue;
@@ -345,7 +345,7 @@ std::int64_t simulate_owner(CollectiveOp op, std::int64_t m, std::int64_t n, int
   std::int64_t wrong = 0;
   const std::int64_t rows_per_rank = m / world;
   for (int r = 0; r < world; ++r) {
-    const OwnerPlan& plan = plans[static_cast<std::size_t>(r)];
+    const CopyEngineLayout& plan = plans[static_cast<std::size_t>(r)];
     const auto& base = op == CollectiveOp::AllToAll ? R[static_cast<std::size_t>(r)]
                                                     : P[static_cast<std::size_t>(r)];
     for (std::int64_t row = 0; row < plan.out_rows; ++row)
@@ -378,17 +378,17 @@ TEST(TilewiseOwnerPlan, LayoutsGiveTheNaturalCollectivesIncludingIrregularColumn
 }
 
 TEST(TilewiseOwnerPlan, ShapeAndGroupErrors) {
-  OwnerPlan plan;
+  CopyEngineLayout plan;
   EXPECT_TRUE(owner_shape_error(CollectiveOp::AllReduce, 1000, 700, 2))
       << "1000 rows: not whole tiles a rank";
   EXPECT_FALSE(owner_shape_error(CollectiveOp::AllReduce, 1024, 700, 2));
-  EXPECT_TRUE(build_owner_plan(CollectiveOp::ReduceScatter, 1024, 700, 132, 8, 0, 2, 0, &plan));
-  EXPECT_TRUE(build_owner_plan(CollectiveOp::ReduceScatter, 1024, 700, 132, 8, 13, 2, 0, &plan))
+  EXPECT_TRUE(build_copy_engine_layout(CollectiveOp::ReduceScatter, 1024, 700, 132, 8, 0, 2, 0, &plan));
+  EXPECT_TRUE(build_copy_engine_layout(CollectiveOp::ReduceScatter, 1024, 700, 132, 8, 13, 2, 0, &plan))
       << "12 tiles a part cannot form 13 groups";
   // 8 tile rows of 128 over 2 ranks, 3 tile columns of 256 (the last one partial).
   EXPECT_EQ(owner_part_tiles(1024, 700, 2), 12);
   EXPECT_EQ(owner_part_tiles(2048, 513, 4), 4 * 3);
-  ASSERT_FALSE(build_owner_plan(CollectiveOp::ReduceScatter, 1024, 700, 132, 8, 12, 2, 1, &plan));
+  ASSERT_FALSE(build_copy_engine_layout(CollectiveOp::ReduceScatter, 1024, 700, 132, 8, 12, 2, 1, &plan));
   EXPECT_EQ(plan.part_tiles, owner_part_tiles(1024, 700, 2));
   EXPECT_EQ(owner_group_m(16, 8), 8);
   EXPECT_EQ(owner_group_m(12, 8), 6);
@@ -403,11 +403,11 @@ TEST(TilewiseOwnerPredictor, ClosedForms) {
   fast.add_point(1e12, 0.5);
   slow.add_point(1, 3.0);
   slow.add_point(1e12, 3.0);
-  OwnerPlan rs, ar, a2a, rs2;
-  ASSERT_FALSE(build_owner_plan(CollectiveOp::ReduceScatter, 256, 512, 1, 8, 1, 2, 0, &rs));
-  ASSERT_FALSE(build_owner_plan(CollectiveOp::AllReduce, 256, 512, 1, 8, 1, 2, 0, &ar));
-  ASSERT_FALSE(build_owner_plan(CollectiveOp::AllToAll, 256, 512, 1, 8, 1, 2, 0, &a2a));
-  ASSERT_FALSE(build_owner_plan(CollectiveOp::ReduceScatter, 256, 512, 1, 8, 2, 2, 0, &rs2));
+  CopyEngineLayout rs, ar, a2a, rs2;
+  ASSERT_FALSE(build_copy_engine_layout(CollectiveOp::ReduceScatter, 256, 512, 1, 8, 1, 2, 0, &rs));
+  ASSERT_FALSE(build_copy_engine_layout(CollectiveOp::AllReduce, 256, 512, 1, 8, 1, 2, 0, &ar));
+  ASSERT_FALSE(build_copy_engine_layout(CollectiveOp::AllToAll, 256, 512, 1, 8, 1, 2, 0, &a2a));
+  ASSERT_FALSE(build_copy_engine_layout(CollectiveOp::ReduceScatter, 256, 512, 1, 8, 2, 2, 0, &rs2));
   // Fast copies hide: peer part done at 2 s, copied by 2.5 s, own part ends at 4 s.
   EXPECT_DOUBLE_EQ(predict_owner_time_s(rs, 4.0, fast), 4.0);
   EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, fast), 4.5);  // + the reduced part's copy
@@ -419,10 +419,10 @@ TEST(TilewiseOwnerPredictor, ClosedForms) {
   // Two groups a part: copies end at 1 + 3 = 4 and max(2, 4) + 3 = 7; own groups wait.
   EXPECT_DOUBLE_EQ(predict_owner_time_s(rs2, 4.0, slow), 7.0);
   // Each group's stream operations (0.25 s) after its copy: 1 + 3.25, then 4.25 + 3.25.
-  EXPECT_DOUBLE_EQ(predict_owner_time_s(rs2, 4.0, slow, 2, OwnerPhase2::CopyEngine, 0.25), 7.5);
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(rs2, 4.0, slow, 2, CopyEnginePhase2::CopyEngine, 0.25), 7.5);
   // Fast copies with them: the peer part sent by 2.75, the reduced part by 4 + 0.75.
-  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, fast, 2, OwnerPhase2::CopyEngine, 0.25), 4.75);
-  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, fast, 2, OwnerPhase2::Epilogue, 0.25),
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, fast, 2, CopyEnginePhase2::CopyEngine, 0.25), 4.75);
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, fast, 2, CopyEnginePhase2::Epilogue, 0.25),
                    4.0 + 0.5 + 0.25);
 }
 
@@ -432,19 +432,19 @@ TEST(TilewiseOwnerPredictor, EpiloguePhase2EndsWithTheGemmPlusTheFlag) {
   CommCurve line;
   line.add_point(1, 0.5);
   line.add_point(1e6 + 1, 1.5);
-  OwnerPlan ar;
-  ASSERT_FALSE(build_owner_plan(CollectiveOp::AllReduce, 256, 512, 1, 8, 1, 2, 0, &ar));
+  CopyEngineLayout ar;
+  ASSERT_FALSE(build_copy_engine_layout(CollectiveOp::AllReduce, 256, 512, 1, 8, 1, 2, 0, &ar));
   const double part_copy = line.time_s(131072.0);
   // Copy engines: the reduced own part (done at 4 s) is copied after it.
   EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, line), 4.0 + part_copy);
   // Epilogue: the data left with the stores; only the flag (the curve's fixed cost) follows.
-  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, line, 2, OwnerPhase2::Epilogue),
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, line, 2, CopyEnginePhase2::Epilogue),
                    4.0 + line.time_s(0));
   // A copy slower than the own part: the peer's data arrives late and sets the end.
   CommCurve slow;
   slow.add_point(1, 3.0);
   slow.add_point(1e12, 3.0);
-  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, slow, 2, OwnerPhase2::Epilogue),
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, slow, 2, CopyEnginePhase2::Epilogue),
                    5.0 + slow.time_s(0));
 }
 
@@ -457,10 +457,10 @@ TEST(TilewiseOwnerPredictor, TailKernelCarriesOnlyTheLastOwnGroup) {
   slow.add_point(1e12, 3.0);
   tail.add_point(1, 0.1);
   tail.add_point(1e12, 0.1);
-  OwnerPlan ar, ar2;
-  ASSERT_FALSE(build_owner_plan(CollectiveOp::AllReduce, 256, 512, 1, 8, 1, 2, 0, &ar));
-  ASSERT_FALSE(build_owner_plan(CollectiveOp::AllReduce, 256, 512, 1, 8, 2, 2, 0, &ar2));
-  const OwnerPhase2 k = OwnerPhase2::TailKernel;
+  CopyEngineLayout ar, ar2;
+  ASSERT_FALSE(build_copy_engine_layout(CollectiveOp::AllReduce, 256, 512, 1, 8, 1, 2, 0, &ar));
+  ASSERT_FALSE(build_copy_engine_layout(CollectiveOp::AllReduce, 256, 512, 1, 8, 2, 2, 0, &ar2));
+  const CopyEnginePhase2 k = CopyEnginePhase2::TailKernel;
   // One group a part: the own part (done at 4 s) by the tail kernel; without a tail curve
   // the copy curve stands for it, without the stream operations (there are none).
   EXPECT_DOUBLE_EQ(predict_owner_time_s(ar, 4.0, fast, 2, k), 4.5);
@@ -471,32 +471,32 @@ TEST(TilewiseOwnerPredictor, TailKernelCarriesOnlyTheLastOwnGroup) {
   // reduced at 7.5 (its peer group's arrival), then the tail kernel's 0.1 s.
   EXPECT_DOUBLE_EQ(predict_owner_time_s(ar2, 4.0, slow, 2, k, 0.25, &tail), 7.6);
   // The copy engine would copy it after group 0's copy: 7.5 + 3.25.
-  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar2, 4.0, slow, 2, OwnerPhase2::CopyEngine, 0.25), 10.75);
+  EXPECT_DOUBLE_EQ(predict_owner_time_s(ar2, 4.0, slow, 2, CopyEnginePhase2::CopyEngine, 0.25), 10.75);
 }
 
 TEST(TilewiseOwnerDesign, TailKernelNeedsAnAllReduceOnSeveralRanks) {
-  OwnerOptions o;
-  o.phase2 = OwnerPhase2::TailKernel;
-  EXPECT_TRUE(OwnerDesign::can_implement(CollectiveOp::AllReduce, 1024, 1000, 64, 2, o).ok);
-  EXPECT_TRUE(OwnerDesign::can_implement(CollectiveOp::AllReduce, 2048, 1536, 64, 4, o).ok);
-  const Status rs = OwnerDesign::can_implement(CollectiveOp::ReduceScatter, 1024, 1536, 64, 2, o);
+  CopyEngineOptions o;
+  o.phase2 = CopyEnginePhase2::TailKernel;
+  EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 1000, 64, 2, o).ok);
+  EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 2048, 1536, 64, 4, o).ok);
+  const Status rs = CopyEngineDesign::can_implement(CollectiveOp::ReduceScatter, 1024, 1536, 64, 2, o);
   EXPECT_FALSE(rs.ok);
   EXPECT_NE(rs.message.find("tail kernel needs allreduce"), std::string::npos) << rs.message;
-  EXPECT_FALSE(OwnerDesign::can_implement(CollectiveOp::AllReduce, 1024, 1536, 64, 1, o).ok);
-  EXPECT_EQ(parse_owner_phase2("tail_kernel"), OwnerPhase2::TailKernel);
-  EXPECT_EQ(parse_owner_phase2(to_string(OwnerPhase2::Epilogue)), OwnerPhase2::Epilogue);
+  EXPECT_FALSE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 1536, 64, 1, o).ok);
+  EXPECT_EQ(parse_owner_phase2("tail_kernel"), CopyEnginePhase2::TailKernel);
+  EXPECT_EQ(parse_owner_phase2(to_string(CopyEnginePhase2::Epilogue)), CopyEnginePhase2::Epilogue);
   EXPECT_FALSE(parse_owner_phase2("tail"));
 }
 
 TEST(TilewiseOwnerDesign, EpiloguePhase2NeedsAnAllReduceOnTwoRanksWithFullTiles) {
-  OwnerOptions o;
-  o.phase2 = OwnerPhase2::Epilogue;
-  EXPECT_TRUE(OwnerDesign::can_implement(CollectiveOp::AllReduce, 1024, 1536, 64, 2, o).ok);
-  const Status rs = OwnerDesign::can_implement(CollectiveOp::ReduceScatter, 1024, 1536, 64, 2, o);
+  CopyEngineOptions o;
+  o.phase2 = CopyEnginePhase2::Epilogue;
+  EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 1536, 64, 2, o).ok);
+  const Status rs = CopyEngineDesign::can_implement(CollectiveOp::ReduceScatter, 1024, 1536, 64, 2, o);
   EXPECT_FALSE(rs.ok);
   EXPECT_NE(rs.message.find("allreduce on 2 ranks"), std::string::npos) << rs.message;
-  EXPECT_FALSE(OwnerDesign::can_implement(CollectiveOp::AllReduce, 1024, 1536, 64, 4, o).ok);
-  const Status edge = OwnerDesign::can_implement(CollectiveOp::AllReduce, 1024, 1000, 64, 2, o);
+  EXPECT_FALSE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 1536, 64, 4, o).ok);
+  const Status edge = CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 1000, 64, 2, o);
   EXPECT_FALSE(edge.ok);
   EXPECT_NE(edge.message.find("n = 1000"), std::string::npos) << edge.message;
 }
@@ -823,7 +823,7 @@ struct Variant {
   std::vector<int> waves;  // empty: one group per wave
   int repetitions;
   int copy_engine_groups = 0;  // > 0: transport copy_engine with this many groups a part
-  OwnerPhase2 phase2 = OwnerPhase2::CopyEngine;  // copy_engine all-reduce
+  CopyEnginePhase2 phase2 = CopyEnginePhase2::CopyEngine;  // copy_engine all-reduce
 };
 
 gemm::DType gemm_type() { return gemm::DType::kBf16; }
@@ -875,10 +875,10 @@ Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::
       comm = &limited.at(v.comm_sms);
     }
     TilewiseDesign d;
-    OwnerDesign owner;
+    CopyEngineDesign owner;
     const bool ce = v.copy_engine_groups > 0;
     if (ce) {
-      OwnerOptions o;
+      CopyEngineOptions o;
       o.groups_per_part = v.copy_engine_groups;
       o.phase2 = v.phase2;
       o.wait_timeout_s = 20;
@@ -1011,7 +1011,7 @@ TEST(TilewiseCopyEngineGpu, AllReduceBitIdenticalToOwnGemmThenNccl) {
 TEST(TilewiseCopyEngineGpu, AllReduceWithEpiloguePhase2BitIdenticalToOwnGemmThenNccl) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   std::vector<Variant> variants = copy_engine_variants();
-  for (Variant& v : variants) v.phase2 = OwnerPhase2::Epilogue;
+  for (Variant& v : variants) v.phase2 = CopyEnginePhase2::Epilogue;
   run_design_case(CollectiveOp::AllReduce, {{1024, 1536, 512}, {2048, 2048, 777}}, variants, 2);
 }
 
@@ -1019,7 +1019,7 @@ TEST(TilewiseCopyEngineGpu, AllReduceWithEpiloguePhase2BitIdenticalToOwnGemmThen
 TEST(TilewiseCopyEngineGpu, AllReduceWithTailKernelBitIdenticalToOwnGemmThenNccl) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   std::vector<Variant> variants = copy_engine_variants();
-  for (Variant& v : variants) v.phase2 = OwnerPhase2::TailKernel;
+  for (Variant& v : variants) v.phase2 = CopyEnginePhase2::TailKernel;
   run_design_case(CollectiveOp::AllReduce, {{1024, 1536, 512}, {2048, 700, 300}, {2048, 2048, 777}},
                   variants);
 }
@@ -1043,7 +1043,7 @@ TEST(TilewiseCopyEngineGpu, SmallForSanitizer) {
   for (CollectiveOp op : {CollectiveOp::ReduceScatter, CollectiveOp::AllReduce})
     run_design_case(op, {{512, 512, 128}}, {{WaitMode::StreamMemOp, 0, {}, 2, 2}});
   run_design_case(CollectiveOp::AllReduce, {{512, 512, 128}},
-                  {{WaitMode::StreamMemOp, 0, {}, 2, 2, OwnerPhase2::TailKernel}});
+                  {{WaitMode::StreamMemOp, 0, {}, 2, 2, CopyEnginePhase2::TailKernel}});
 }
 
 // 200 calls back to back with no host synchronisation (epoch flags, receive buffers by
@@ -1056,12 +1056,12 @@ TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
   HarnessOptions harness;
   harness.blocking_comms = true;
   // (collective, all-reduce phase 2); the epilogue's needs exactly 2 ranks.
-  std::vector<std::pair<CollectiveOp, OwnerPhase2>> passes = {
-      {CollectiveOp::AllReduce, OwnerPhase2::CopyEngine},
-      {CollectiveOp::AllReduce, OwnerPhase2::TailKernel},
-      {CollectiveOp::ReduceScatter, OwnerPhase2::CopyEngine},
-      {CollectiveOp::AllToAll, OwnerPhase2::CopyEngine}};
-  if (world == 2) passes.emplace_back(CollectiveOp::AllReduce, OwnerPhase2::Epilogue);
+  std::vector<std::pair<CollectiveOp, CopyEnginePhase2>> passes = {
+      {CollectiveOp::AllReduce, CopyEnginePhase2::CopyEngine},
+      {CollectiveOp::AllReduce, CopyEnginePhase2::TailKernel},
+      {CollectiveOp::ReduceScatter, CopyEnginePhase2::CopyEngine},
+      {CollectiveOp::AllToAll, CopyEnginePhase2::CopyEngine}};
+  if (world == 2) passes.emplace_back(CollectiveOp::AllReduce, CopyEnginePhase2::Epilogue);
   for (const auto& [op, phase2] : passes) {
     std::vector<std::uint64_t> diff(static_cast<std::size_t>(world), 1);
     const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
@@ -1078,8 +1078,8 @@ TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
         OVERLAPSIM_TRY(
             fill_random(a[i].data(), m * k, DType::BF16, seed + 10 * ctx.comm.rank + i, s));
       OVERLAPSIM_TRY(fill_random(b.data(), n * k, DType::BF16, seed + 99 + ctx.comm.rank, s));
-      OwnerDesign d;
-      OwnerOptions o;
+      CopyEngineDesign d;
+      CopyEngineOptions o;
       o.groups_per_part = 2;
       o.wait_timeout_s = 30;
       o.phase2 = phase2;
@@ -1125,10 +1125,10 @@ TEST(TilewiseCopyEngineGpu, EpiloguePhase2MirrorsReducedTilesOnOneGpu) {
     for (const bool packed_sum : {false, true}) {
       SCOPED_TRACE("groups per part " + std::to_string(groups) +
                    (packed_sum ? ", native paired adds" : ", fp32 adds"));
-      OwnerRehearsal rehearsal;
+      CopyEngineRehearsal rehearsal;
       const Status ready = rehearsal.initialize(m, n, groups);
       ASSERT_TRUE(ready.ok) << ready.message;
-      const OwnerPlan& plan = rehearsal.plan();
+      const CopyEngineLayout& plan = rehearsal.plan();
       const std::size_t mn = static_cast<std::size_t>(m * n);
       const std::size_t part = static_cast<std::size_t>(plan.part_elems);
       DeviceBuffer a, b, natural, p, mirror;
@@ -1158,7 +1158,7 @@ TEST(TilewiseCopyEngineGpu, EpiloguePhase2MirrorsReducedTilesOnOneGpu) {
       const Status init = owner.initialize({m, n, k, gemm_type(), a.data(), b.data(), p.data()}, e,
                                            rehearsal.scheduler());
       ASSERT_TRUE(init.ok) << init.message;
-      ASSERT_TRUE(owner.run(nullptr, OwnerRehearsal::kEpoch).ok);
+      ASSERT_TRUE(owner.run(nullptr, CopyEngineRehearsal::kEpoch).ok);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
       int timed = -1;
@@ -1173,7 +1173,7 @@ TEST(TilewiseCopyEngineGpu, EpiloguePhase2MirrorsReducedTilesOnOneGpu) {
       ASSERT_EQ(cudaMemcpy(count.data(), rehearsal.counters(), count.size() * sizeof(std::uint32_t),
                            cudaMemcpyDeviceToHost),
                 cudaSuccess);
-      for (const OwnerGroup& g : plan.groups) {
+      for (const CopyEngineGroup& g : plan.groups) {
         if (g.position != 1) continue;
         EXPECT_EQ(count[static_cast<std::size_t>(g.position * groups + g.index)],
                   static_cast<std::uint32_t>(g.tiles))
@@ -1218,7 +1218,7 @@ struct SharedGpuCase {
   int world;
   std::int64_t m, n, k;
   int groups;
-  OwnerPhase2 phase2;
+  CopyEnginePhase2 phase2;
   int calls;  // back to back, inputs alternating between two sets; the last call is checked
 };
 
@@ -1256,14 +1256,14 @@ Status run_shared_gpu_rank(const PeerLinks& links, const SharedGpuCase& c, std::
                                seed + 99 + rank, s));
     OVERLAPSIM_TRY(poison(p, mn, s));
     OVERLAPSIM_TRY(poison(unpermuted.data(), mn, s));
-    OwnerDesign d;
-    OwnerOptions o;
+    CopyEngineDesign d;
+    CopyEngineOptions o;
     o.groups_per_part = c.groups;
     o.phase2 = c.phase2;
     o.wait_timeout_s = 20;
     o.num_ctas = (sms - 4) / c.world;  // a few SMs left for whatever else the GPU runs
     OVERLAPSIM_TRY(d.initialize(links, c.op, c.m, c.n, c.k, DType::BF16, o));
-    // Every rank's setup done before any rank's first GEMM (owner_design.hpp says why).
+    // Every rank's setup done before any rank's first GEMM (copy_engine_design.hpp says why).
     for (const auto& x : a) OVERLAPSIM_TRY(d.prepare(x.data(), b.data(), p));
     CUDA_CHECK(cudaStreamSynchronize(s));
     OVERLAPSIM_TRY(PeerMemory(links).barrier());
@@ -1348,15 +1348,15 @@ void run_shared_gpu_case(const SharedGpuCase& c) {
 
 TEST(TilewiseCopyEngineSharedGpu, TwoRanksAllReduceEveryPhase2Mode) {
   OVERLAPSIM_REQUIRE_GPUS(1);
-  for (const OwnerPhase2 mode :
-       {OwnerPhase2::CopyEngine, OwnerPhase2::Epilogue, OwnerPhase2::TailKernel})
+  for (const CopyEnginePhase2 mode :
+       {CopyEnginePhase2::CopyEngine, CopyEnginePhase2::Epilogue, CopyEnginePhase2::TailKernel})
     for (const int groups : {1, 2, 3}) {
       run_shared_gpu_case({CollectiveOp::AllReduce, 2, 1024, 1536, 512, groups, mode, 1});
       run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 777, groups, mode, 1});
     }
   // Edge tiles (n not a multiple of 256): not the epilogue's phase 2. The tail kernel copies
   // 2-byte elements where the last group's size is not a multiple of 16 bytes.
-  for (const OwnerPhase2 mode : {OwnerPhase2::CopyEngine, OwnerPhase2::TailKernel}) {
+  for (const CopyEnginePhase2 mode : {CopyEnginePhase2::CopyEngine, CopyEnginePhase2::TailKernel}) {
     run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 700, 300, 2, mode, 1});
     run_shared_gpu_case({CollectiveOp::AllReduce, 2, 1024, 699, 300, 3, mode, 1});
   }
@@ -1369,20 +1369,20 @@ TEST(TilewiseCopyEngineSharedGpu, TwoRanksReduceScatterAndAllToAll) {
          std::vector<std::array<std::int64_t, 3>>{{2048, 1536, 512}, {1024, 700, 300}})
       for (const int groups : {1, 3})
         run_shared_gpu_case(
-            {op, 2, shape[0], shape[1], shape[2], groups, OwnerPhase2::CopyEngine, 1});
+            {op, 2, shape[0], shape[1], shape[2], groups, CopyEnginePhase2::CopyEngine, 1});
 }
 
 // 200 calls back to back with no host synchronisation between them (epoch flags, receive
 // buffers by call parity), for every collective and every all-reduce phase-2 mode.
 TEST(TilewiseCopyEngineSharedGpu, TwoRanksBackToBackCallsWithoutHostSync) {
   OVERLAPSIM_REQUIRE_GPUS(1);
-  for (const OwnerPhase2 mode :
-       {OwnerPhase2::CopyEngine, OwnerPhase2::Epilogue, OwnerPhase2::TailKernel})
+  for (const CopyEnginePhase2 mode :
+       {CopyEnginePhase2::CopyEngine, CopyEnginePhase2::Epilogue, CopyEnginePhase2::TailKernel})
     run_shared_gpu_case({CollectiveOp::AllReduce, 2, 2048, 2048, 512, 2, mode, 200});
   run_shared_gpu_case(
-      {CollectiveOp::ReduceScatter, 2, 2048, 2048, 512, 2, OwnerPhase2::CopyEngine, 200});
+      {CollectiveOp::ReduceScatter, 2, 2048, 2048, 512, 2, CopyEnginePhase2::CopyEngine, 200});
   run_shared_gpu_case(
-      {CollectiveOp::AllToAll, 2, 2048, 2048, 512, 2, OwnerPhase2::CopyEngine, 200});
+      {CollectiveOp::AllToAll, 2, 2048, 2048, 512, 2, CopyEnginePhase2::CopyEngine, 200});
 }
 
 // More than two ranks (the general reduction path: own store, then every rank's term in
@@ -1391,15 +1391,15 @@ TEST(TilewiseCopyEngineSharedGpu, ThreeAndFourRanks) {
   OVERLAPSIM_REQUIRE_GPUS(1);
   for (const CollectiveOp op :
        {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {
-    run_shared_gpu_case({op, 3, 1536, 1024, 256, 2, OwnerPhase2::CopyEngine, 1});
-    run_shared_gpu_case({op, 4, 2048, 700, 320, 1, OwnerPhase2::CopyEngine, 1});
-    run_shared_gpu_case({op, 3, 1536, 1024, 256, 2, OwnerPhase2::CopyEngine, 50});
+    run_shared_gpu_case({op, 3, 1536, 1024, 256, 2, CopyEnginePhase2::CopyEngine, 1});
+    run_shared_gpu_case({op, 4, 2048, 700, 320, 1, CopyEnginePhase2::CopyEngine, 1});
+    run_shared_gpu_case({op, 3, 1536, 1024, 256, 2, CopyEnginePhase2::CopyEngine, 50});
   }
   // The tail kernel to several peers (rotated order, one flag set per source).
-  run_shared_gpu_case({CollectiveOp::AllReduce, 3, 1536, 1024, 256, 2, OwnerPhase2::TailKernel, 1});
-  run_shared_gpu_case({CollectiveOp::AllReduce, 4, 2048, 700, 320, 2, OwnerPhase2::TailKernel, 1});
+  run_shared_gpu_case({CollectiveOp::AllReduce, 3, 1536, 1024, 256, 2, CopyEnginePhase2::TailKernel, 1});
+  run_shared_gpu_case({CollectiveOp::AllReduce, 4, 2048, 700, 320, 2, CopyEnginePhase2::TailKernel, 1});
   run_shared_gpu_case(
-      {CollectiveOp::AllReduce, 4, 2048, 1024, 256, 1, OwnerPhase2::TailKernel, 50});
+      {CollectiveOp::AllReduce, 4, 2048, 1024, 256, 1, CopyEnginePhase2::TailKernel, 50});
 }
 
 // ---------------------------------------------------------------- GPU: ranks in processes
@@ -1481,7 +1481,7 @@ TEST(TilewiseCopyEngineProcesses, Child) {
   int op = 0, ep = 0;
   text >> op >> c.world >> c.m >> c.n >> c.k >> c.groups >> ep >> c.calls;
   c.op = static_cast<CollectiveOp>(op);
-  c.phase2 = static_cast<OwnerPhase2>(ep);
+  c.phase2 = static_cast<CopyEnginePhase2>(ep);
   PeerLinks links;
   links.world = c.world;
   links.rank = rank;
@@ -1503,11 +1503,11 @@ TEST(TilewiseCopyEngineProcesses, TwoProcessesOnOneGpu) {
   OVERLAPSIM_REQUIRE_GPUS(1);
   const std::uint64_t seed = fresh_seed();
   for (const SharedGpuCase& c : std::vector<SharedGpuCase>{
-           {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, OwnerPhase2::CopyEngine, 3},
-           {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, OwnerPhase2::Epilogue, 3},
-           {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, OwnerPhase2::TailKernel, 3},
-           {CollectiveOp::ReduceScatter, 2, 1024, 700, 300, 1, OwnerPhase2::CopyEngine, 3},
-           {CollectiveOp::AllToAll, 2, 2048, 1536, 512, 3, OwnerPhase2::CopyEngine, 3}}) {
+           {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, CopyEnginePhase2::CopyEngine, 3},
+           {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, CopyEnginePhase2::Epilogue, 3},
+           {CollectiveOp::AllReduce, 2, 1024, 1536, 512, 2, CopyEnginePhase2::TailKernel, 3},
+           {CollectiveOp::ReduceScatter, 2, 1024, 700, 300, 1, CopyEnginePhase2::CopyEngine, 3},
+           {CollectiveOp::AllToAll, 2, 2048, 1536, 512, 3, CopyEnginePhase2::CopyEngine, 3}}) {
     SCOPED_TRACE(case_text(c) + ", seed " + std::to_string(seed));
     char pattern[] = "/tmp/overlapsim_ipc_XXXXXX";
     const char* dir = mkdtemp(pattern);
@@ -1574,8 +1574,8 @@ TEST(TilewiseCopyEngineProcesses, TwoProcessesOnOneGpu) {
 TEST(TilewiseCopyEngineSharedGpu, RefusesGemmsThatCannotAllBeResident) {
   OVERLAPSIM_REQUIRE_GPUS(1);
   SharedGpuPeers peers(2, 1.0);
-  OwnerDesign d;
-  OwnerOptions o;  // num_ctas 0: every SM for each rank's GEMM
+  CopyEngineDesign d;
+  CopyEngineOptions o;  // num_ctas 0: every SM for each rank's GEMM
   const Status s =
       d.initialize(peers.links(0), CollectiveOp::AllReduce, 1024, 1024, 256, DType::BF16, o);
   ASSERT_FALSE(s.ok);

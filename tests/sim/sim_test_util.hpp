@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/compute/compute_profile.hpp"
+#include "sim/profile/compute_profile.hpp"
 #include "sim/graph/op_graph.hpp"
 
 namespace overlapsim::sim::testing {

@@ -130,19 +130,16 @@ TEST(ModelYaml, DefaultsAreDocumented) {
   EXPECT_EQ(spec.training.grad_precision, sim::Precision::FP32);
   EXPECT_EQ(spec.training.recompute, Recompute::None);
   EXPECT_EQ(spec.transformer.attention.causal, true);
-  EXPECT_TRUE(spec.overlap.designs_by_pair.empty());  // all designs on all pairs
   for (const char* section :
        {"", "transformer", "transformer.attention", "moe", "dlrm", "training", "parallelism"})
     EXPECT_FALSE(model_param_docs(section).empty()) << section;
 }
 
-TEST(ModelYaml, OverlapSectionIsStored) {
-  auto spec = load_model_string(
-      std::string(kTiny) + "overlap:\n  gemm_allreduce: [tilewise, fused]\n  alltoall_gemm: all\n",
-      "m.yaml");
-  ASSERT_EQ(spec.overlap.designs_by_pair.at("gemm_allreduce").size(), 2u);
-  EXPECT_EQ(spec.overlap.designs_by_pair.at("gemm_allreduce")[1], "fused");
-  EXPECT_EQ(spec.overlap.designs_by_pair.at("alltoall_gemm").size(), 5u);
+TEST(ModelYaml, OverlapSectionIsNotAKey) {
+  // Which design runs on which pair is the run's choice (--design), not the model file's.
+  EXPECT_THROW(load_model_string(std::string(kTiny) + "overlap:\n  gemm_allreduce: [fused]\n",
+                                 "m.yaml"),
+               config::ConfigError);
 }
 
 // ---- one test per rule ----
@@ -353,15 +350,6 @@ TEST(ModelRules, DlrmTablesNeedRows) {
 TEST(ModelRules, MlaKeysNeedMla) {
   std::string text = edit(kTiny, {{"    kv_heads: 4", "    kv_heads: 4\n    kv_lora_rank: 64"}});
   expect_error(load_error(text), text, "kv_lora_rank", "transformer.attention.kv_lora_rank");
-}
-
-TEST(ModelRules, OverlapNamesAreChecked) {
-  std::string bad_pair = std::string(kTiny) + "overlap:\n  gemm_allsum: [fused]\n";
-  expect_error(load_error(bad_pair), bad_pair, "gemm_allsum", "overlap.gemm_allsum");
-  std::string bad_design = std::string(kTiny) + "overlap:\n  gemm_allreduce: [fusd]\n";
-  std::string msg = load_error(bad_design);
-  expect_error(msg, bad_design, "fusd", "overlap.gemm_allreduce");
-  EXPECT_NE(msg.find("sequential"), std::string::npos) << msg;
 }
 
 TEST(ModelRules, OverridesAreRevalidated) {

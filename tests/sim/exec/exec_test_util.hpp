@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/compute/compute_model.hpp"
+#include "sim/profile/compute_model.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/exec/step_executor.hpp"
 #include "sim/graph/op_graph.hpp"

@@ -3,7 +3,7 @@
 // (no launch cost), 132 SMs, and every design parameter set (perfect or realistic).
 #include <string>
 
-#include "sim/compute/profile.hpp"
+#include "sim/profile/profile.hpp"
 #include "sim/topology/builders.hpp"
 #include "tests/sim/sim_test_util.hpp"
 

@@ -62,7 +62,12 @@ DesignRun run_design(const StepGraph& step, const std::string& name, const Profi
   std::vector<CollectiveRequest> log;
   exec.set_collective_launcher(testing::ClosedFormLauncher{&sim, &log});  // bytes / 1 GB/s
   auto design = make_design(name, profile);
-  if (PairedDesign* p = as_paired(*design)) p->set_scaled_parts(scaled_min_ranks, {2});
+  // No measured curve: the collectives are the closed-form launcher's, no call latency in them.
+  const CollectiveProfile no_curves;
+  const CollectiveCostModel costs(no_curves, net);
+  PairPlanning planning;
+  planning.scaled_parts_min_ranks = scaled_min_ranks;
+  if (PairedDesign* p = as_paired(*design)) p->bind(step, costs, planning);
   DesignRun out;
   out.result = exec.run(*design);
   if (const PairedDesign* p = as_paired(*design)) out.stats = p->stats();

@@ -1,0 +1,225 @@
+#include "app/simulate_report.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace overlapsim::app {
+namespace {
+
+
+const std::string& trace_file(const SimulateReport& o, std::size_t run) {
+  static const std::string none;
+  return run < o.trace_files.size() ? o.trace_files[run] : none;
+}
+
+// MFU counts model FLOPs only (Chowdhery et al. 2022, PaLM appendix B): recomputed
+// forward passes are work the hardware does but not progress of the model, so they are
+// in flops_per_step (hardware FLOPs) and not in model_flops_per_step.
+double model_flops(const SimulateReport& o) {
+  return o.inputs.step.model_flops_per_step > 0 ? o.inputs.step.model_flops_per_step : o.inputs.step.flops_per_step;
+}
+
+double mfu(const SimulateReport& o, const sim::StepResult& r) {
+  return model_flops(o) / (r.step_time_s * o.inputs.step.world_size * o.inputs.peak_flops_per_s);
+}
+
+const sim::StepResult* sequential_result(const SimulateReport& o) {
+  for (const auto& run : o.result.runs)
+    if (run.result.design == "sequential") return &run.result;
+  return nullptr;
+}
+
+// "9 measured, 3 assumed" for a design's parameters.
+std::string parameter_kinds(const std::vector<sim::ParameterUse>& params) {
+  std::map<std::string, int> n;
+  for (const auto& u : params) ++n[sim::to_string(u.source.kind)];
+  std::vector<std::string> parts;
+  for (const char* k : {"measured", "datasheet", "paper", "assumed"})
+    if (n.count(k)) parts.push_back(fmt::format("{} {}", n[k], k));
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string throughput_key(const SimulateReport& o) {
+  return o.inputs.step.throughput_unit == "samples" ? "samples_per_s" : "tokens_per_s";
+}
+
+std::string to_json(const SimulateReport& o) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["workload"] = o.inputs.step.workload;
+  j["cluster"] = o.inputs.cluster.name;
+  j["gpus"] = o.inputs.step.world_size;
+  const auto& p = o.inputs.model.parallelism;
+  j["parallelism"] = {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep}};
+  j["profile"] = o.inputs.profile.name;
+  j["profile_path"] = o.inputs.profile.path;
+  j["profile_numbers"] = o.result.used_kinds;  // of the numbers used (the profile may hold more)
+  ordered_json sources = ordered_json::array();
+  for (const auto& e : o.result.used_sources) {
+    ordered_json s = {{"what", e.what},
+                      {"source", sim::to_string(e.source.kind)},
+                      {"citation", e.source.citation}};
+    if (e.source.fit_error >= 0) s["fit_error"] = e.source.fit_error;
+    sources.push_back(std::move(s));
+  }
+  j["profile_sources"] = std::move(sources);
+  j["precision"] = sim::to_string(o.inputs.model.training.precision);
+  j["peak_flops_per_s"] = o.inputs.peak_flops_per_s;
+  j["flops_per_step"] = o.inputs.step.flops_per_step;
+  j["model_flops_per_step"] = model_flops(o);
+  j[o.inputs.step.throughput_unit == "samples" ? "samples_per_step" : "tokens_per_step"] =
+      o.inputs.step.tokens_per_step;
+  j["simulated_ranks"] = o.inputs.step.ranks.size();
+  j["background_images"] = o.background_images;
+  ordered_json designs = ordered_json::array();
+  for (std::size_t i = 0; i < o.result.runs.size(); ++i) {
+    const sim::DesignRun& run = o.result.runs[i];
+    const sim::StepResult& r = run.result;
+    ordered_json d;
+    d["design"] = r.design;
+    d["step_time_s"] = r.step_time_s;
+    d["compute_s"] = r.compute_s;
+    d["exposed_comm_s"] = r.exposed_comm_s;
+    d["overlapped_comm_s"] = r.overlapped_comm_s;
+    d["bubble_s"] = r.bubble_s;
+    d["comm_s"] = r.comm_s;
+    d["critical_rank"] = r.critical_rank;
+    d["mfu"] = mfu(o, r);
+    d[throughput_key(o)] = o.inputs.step.tokens_per_step / r.step_time_s;
+    d["events"] = r.events;
+    d["collectives"] = r.collectives;
+    d["background_collectives"] = r.background_collectives;
+    d["sim_wall_s"] = r.sim_wall_s;
+    if (const sim::StepResult* seq = sequential_result(o))
+      d["speedup_vs_sequential"] = seq->step_time_s / r.step_time_s;
+    ordered_json by_path = ordered_json::object();
+    for (auto path : {sim::CollectivePath::Curve, sim::CollectivePath::Efficiency,
+                      sim::CollectivePath::Cluster})
+      by_path[sim::to_string(path)] = run.launches_by_path[static_cast<int>(path)];
+    d["collective_launches_by_path"] = std::move(by_path);
+    d["pairs_overlapped"] = run.pairs.overlapped;
+    ordered_json fallback = ordered_json::object();
+    for (const auto& [why, n] : run.pairs.sequential) fallback[why] = n;
+    d["pairs_sequential"] = std::move(fallback);
+    ordered_json params = ordered_json::array();
+    for (const auto& u : run.parameters)
+      params.push_back({{"key", u.key},
+                        {"value", u.value},
+                        {"source", sim::to_string(u.source.kind)},
+                        {"citation", u.source.citation}});
+    d["parameters"] = std::move(params);
+    if (run.gemm_clock_speedup > 0) {
+      d["idle_fraction"] = run.idle_fraction;
+      d["gemm_clock_speedup"] = run.gemm_clock_speedup;
+    }
+    if (const std::string& file = trace_file(o, i); !file.empty()) d["trace"] = file;
+    designs.push_back(std::move(d));
+  }
+  j["designs"] = std::move(designs);
+  ordered_json timing = ordered_json::array();
+  for (const auto& u : o.result.collective_classes)
+    timing.push_back({{"class", u.label},
+                      {"path", sim::to_string(u.path)},
+                      {"how", u.how},
+                      {"launches", u.launches}});
+  j["collective_timing"] = std::move(timing);
+  // First design's numbers at the top level too, as issue 3 lists them there.
+  if (!o.result.runs.empty()) {
+    j["mfu"] = mfu(o, o.result.runs.front().result);
+    j[throughput_key(o)] = o.inputs.step.tokens_per_step / o.result.runs.front().result.step_time_s;
+  }
+  std::uint64_t events = 0;
+  for (const auto& run : o.result.runs) events += run.result.events;
+  j["events"] = events;
+  j["wall_s"] = o.wall_s;
+  j["peak_rss_bytes"] = o.peak_rss_bytes;
+  return j.dump(2) + "\n";
+}
+
+std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
+
+std::string to_table(const SimulateReport& o) {
+  const auto& p = o.inputs.model.parallelism;
+  std::string t = fmt::format("{} on {}: {} GPUs, tp {} pp {} dp {} cp {} ep {}, {}\n",
+                              o.inputs.step.workload, o.inputs.cluster.name, o.inputs.step.world_size, p.tp, p.pp, p.dp,
+                              p.cp, p.ep, sim::to_string(o.inputs.model.training.precision));
+  t += fmt::format("profile {} ({}); numbers used: {}\n", o.inputs.profile.name, o.inputs.profile.path,
+                   o.result.used_kinds);
+  for (auto kind : {sim::SourceKind::Measured, sim::SourceKind::Datasheet, sim::SourceKind::Paper,
+                    sim::SourceKind::Assumed}) {
+    std::string names;
+    for (const auto& e : o.result.used_sources)
+      if (e.source.kind == kind) {
+        const std::string& w = e.what;
+        names += (names.empty() ? "" : ", ") + w.substr(w.find('.') + 1);
+      }
+    if (!names.empty()) t += fmt::format("  {}: {}\n", sim::to_string(kind), names);
+  }
+  t += "  network: the cluster file's links (sources cited there)\n";
+  t += "collectives timed by (launches over every design, background images included):\n";
+  for (const auto& u : o.result.collective_classes)
+    t += fmt::format("  {} ({}): {}\n", u.label, u.launches, u.how);
+  int stands_for = 0;
+  for (const auto& r : o.inputs.step.ranks) stands_for += r.multiplicity;
+  t += fmt::format("simulated {} ranks standing for {}; folded ranks' traffic as background: {}\n",
+                   o.inputs.step.ranks.size(), stands_for, o.background_images ? "yes" : "no");
+  t += fmt::format("{:<11} {:>11} {:>8} {:>11} {:>11} {:>11} {:>11} {:>7} {:>13} {:>9} {:>8}\n",
+                   "design", "step ms", "speedup", "compute ms", "exposed ms", "bubble ms",
+                   "hidden ms", "MFU", o.inputs.step.throughput_unit + "/s", "events", "wall s");
+  for (const auto& run : o.result.runs) {
+    const sim::StepResult& r = run.result;
+    t += fmt::format(
+        "{:<11} {:>11} {:>8} {:>11} {:>11} {:>11} {:>11} {:>6.1f}% {:>13.4g} {:>9} {:>8.3f}\n",
+        r.design, ms(r.step_time_s),
+        sequential_result(o)
+            ? fmt::format("{:.3f}x", sequential_result(o)->step_time_s / r.step_time_s)
+            : std::string("-"),
+        ms(r.compute_s), ms(r.exposed_comm_s), ms(r.bubble_s), ms(r.overlapped_comm_s),
+        100 * mfu(o, r), o.inputs.step.tokens_per_step / r.step_time_s, r.events, r.sim_wall_s);
+  }
+  t += fmt::format(
+      "breakdown of the slowest rank (rank {}): step = compute + exposed communication + "
+      "bubble; hidden = communication under compute\n",
+      o.result.runs.empty() ? 0 : o.result.runs.front().result.critical_rank);
+  t += fmt::format(
+      "model FLOPs per step {:.4g} (with recompute {:.4g}; MFU uses the first), peak {} {:.1f} "
+      "TFLOP/s per GPU ({})\n",
+      model_flops(o), o.inputs.step.flops_per_step, sim::to_string(o.inputs.model.training.precision),
+      o.inputs.peak_flops_per_s / 1e12,
+      sim::to_string(
+          o.inputs.profile.compute.peak_flops_per_s.at(o.inputs.model.training.precision).source.kind));
+  for (const auto& run : o.result.runs) {
+    if (!run.paired) continue;
+    std::vector<std::string> fallback;
+    for (const auto& [why, n] : run.pairs.sequential)
+      fallback.push_back(fmt::format("{} ({})", n, why));
+    t += fmt::format("{}: {} pairs overlapped{}{}; parameters: {}\n", run.result.design,
+                     run.pairs.overlapped,
+                     fallback.empty() ? "" : ", run as sequential: ", fmt::join(fallback, ", "),
+                     parameter_kinds(run.parameters));
+  }
+  for (const auto& run : o.result.runs)
+    if (run.gemm_clock_speedup > 0)
+      t += fmt::format(
+          "{}: GEMMs at {:.4f}x the back-to-back rate (--gemm-clock duty-cycle: {:.1f}% of the "
+          "back-to-back step without compute x compute.idle_clock_boost {:.4g})\n",
+          run.result.design, run.gemm_clock_speedup, 100 * run.idle_fraction,
+          o.inputs.profile.compute.idle_clock_boost->value);
+  for (std::size_t i = 0; i < o.result.runs.size(); ++i)
+    if (const std::string& file = trace_file(o, i); !file.empty())
+      t += fmt::format("trace: {} (open in https://ui.perfetto.dev)\n", file);
+  t += fmt::format("wall {:.2f} s in all, peak memory {:.0f} MiB\n", o.wall_s,
+                   o.peak_rss_bytes / 1048576.0);
+  return t;
+}
+
+}  // namespace
+
+std::string simulate_table(const SimulateReport& report) { return to_table(report); }
+std::string simulate_json(const SimulateReport& report) { return to_json(report); }
+
+}  // namespace overlapsim::app

@@ -1,0 +1,382 @@
+#include "kernels/tilewise/copy_engine_design.hpp"
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "kernels/tilewise/design_support.hpp"
+#include "kernels/tilewise/signal_wait.hpp"
+#include "kernels/tilewise/tail_exchange.hpp"
+
+namespace overlapsim::kernels::tilewise {
+namespace {
+
+constexpr int kElementBytes = 2;
+
+}  // namespace
+
+CopyEngineDesign::~CopyEngineDesign() {
+  for (cudaEvent_t e : timeline_events_) cudaEventDestroy(e);
+  if (fork_) cudaEventDestroy(fork_);
+  if (join_) cudaEventDestroy(join_);
+}
+
+Status CopyEngineDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64_t n, std::int64_t k,
+                                  int world, const CopyEngineOptions& options) {
+  if (k < 1) return Status::failure("tilewise copy_engine: k must be >= 1");
+  if (auto e = owner_shape_error(op, m, n, world))
+    return Status::failure("tilewise copy_engine: " + *e);
+  if (options.groups_per_part < 1)
+    return Status::failure("tilewise copy_engine: groups_per_part must be >= 1");
+  if (options.phase2 == CopyEnginePhase2::TailKernel &&
+      (op != CollectiveOp::AllReduce || world < 2 || world - 1 > kTailMaxPeers))
+    return Status::failure(
+        "tilewise copy_engine: phase 2 by the tail kernel needs allreduce on 2.." +
+        std::to_string(kTailMaxPeers + 1) + " ranks, got " + to_string(op) + " on " +
+        std::to_string(world) + " rank(s)");
+  if (options.phase2 == CopyEnginePhase2::Epilogue &&
+      (op != CollectiveOp::AllReduce || world != 2 || n % gemm::GemmConfig::kTileN != 0))
+    return Status::failure(
+        "tilewise copy_engine: phase 2 by the epilogue needs allreduce on 2 ranks and n a "
+        "multiple of " +
+        std::to_string(gemm::GemmConfig::kTileN) + " (full tiles), got " + to_string(op) + " on " +
+        std::to_string(world) + " rank(s), n = " + std::to_string(n));
+  return Status::success();
+}
+
+Status CopyEngineDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m, std::int64_t n,
+                               std::int64_t k, DType dtype, const CopyEngineOptions& options) {
+  PeerLinks links;
+  OVERLAPSIM_TRY(comm_peer_links(*comm, &links));
+  return initialize(std::move(links), op, m, n, k, dtype, options);
+}
+
+Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64_t m, std::int64_t n,
+                               std::int64_t k, DType dtype, const CopyEngineOptions& options) {
+  if (initialized_) return Status::failure("tilewise copy_engine: initialize() called twice");
+  const bool reachable = links.cross_process ? static_cast<bool>(links.exchange_bytes)
+                                             : static_cast<bool>(links.exchange);
+  if (links.world < 1 || links.rank < 0 || links.rank >= links.world || !reachable)
+    return Status::failure(
+        "tilewise copy_engine: peer links need world >= 1, 0 <= rank < world "
+        "and an exchange, got world " +
+        std::to_string(links.world) + ", rank " + std::to_string(links.rank));
+  OVERLAPSIM_TRY(can_implement(op, m, n, k, links.world, options));
+  const int world = links.world, rank = links.rank;
+  const bool shared_gpu = links.shared_gpu;
+  memory_ = std::make_unique<PeerMemory>(std::move(links));
+  op_ = op;
+  m_ = m;
+  n_ = n;
+  k_ = k;
+  dtype_ = dtype;
+  options_ = options;
+  int sms = 0;
+  OVERLAPSIM_TRY(current_device_sms(&sms));
+  if (options.num_ctas < 0 || options.num_ctas > sms)
+    return Status::failure("tilewise copy_engine: num_ctas must be in 0.." + std::to_string(sms) +
+                           " (0: one per SM), got " + std::to_string(options.num_ctas));
+  if (shared_gpu && world > 1 && (options.num_ctas == 0 || options.num_ctas * world > sms))
+    return Status::failure(
+        "tilewise copy_engine: " + std::to_string(world) + " ranks sharing one GPU of " +
+        std::to_string(sms) + " SMs need num_ctas in 1.." + std::to_string(sms / world) +
+        " (every rank's GEMM resident at once, or a waiting rank starves its peer), got " +
+        std::to_string(options.num_ctas));
+  const int ctas = options.num_ctas > 0 ? options.num_ctas : sms;
+  if (auto e = build_copy_engine_layout(op, m, n, ctas, options.group_m, options.groups_per_part, world,
+                                rank, &plan_))
+    return Status::failure("tilewise copy_engine: " + *e);
+  OVERLAPSIM_TRY(upload(tile_offsets_, plan_.tile_offset_elems));
+  OVERLAPSIM_TRY(upload(tile_groups_, plan_.tile_group));
+  OVERLAPSIM_TRY(upload(tile_arrival_, plan_.tile_arrival));
+  OVERLAPSIM_TRY(upload(out_offsets_, plan_.out_tile_offset_elems));
+  const std::size_t flags = static_cast<std::size_t>(plan_.counters()) * sizeof(std::uint32_t);
+  OVERLAPSIM_TRY(zeroed(counters_, flags));
+  OVERLAPSIM_TRY(zeroed(arrived_, flags));
+  OVERLAPSIM_TRY(zeroed(done_, flags));
+  OVERLAPSIM_TRY(
+      zeroed(tail_flags_, static_cast<std::size_t>(world) * kTailSlices * sizeof(std::uint32_t)));
+  OVERLAPSIM_TRY(zeroed(timed_out_, sizeof(int)));
+  OVERLAPSIM_TRY(zeroed(signal_source_, sizeof(std::uint32_t)));
+  // Two parities × world slots × one part.
+  OVERLAPSIM_TRY(recv_.allocate(2 * static_cast<std::size_t>(world) *
+                                static_cast<std::size_t>(plan_.part_elems) * kElementBytes));
+  CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+  OVERLAPSIM_TRY(preload_signal_wait());
+  OVERLAPSIM_TRY(preload_unpermute_kernels());
+  OVERLAPSIM_TRY(preload_tail_exchange());
+
+  std::vector<std::vector<void*>> all;
+  OVERLAPSIM_TRY(
+      memory_->share({recv_.data(), arrived_.data(), done_.data(), tail_flags_.data()}, &all));
+  peers_.assign(static_cast<std::size_t>(world), Peer{});
+  for (int r = 0; r < world; ++r) {
+    Peer& peer = peers_[static_cast<std::size_t>(r)];
+    peer.recv = static_cast<char*>(all[static_cast<std::size_t>(r)][0]);
+    peer.arrived = static_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][1]);
+    peer.done = static_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][2]);
+    peer.tail_flags = static_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][3]);
+  }
+  // The uploads and zeroed flags are done before any GEMM reads them. Ranks sharing one GPU
+  // wait for their own setup only: a device-wide wait here would also wait for a peer's GEMM
+  // that may already be waiting for this rank.
+  if (shared_gpu) {
+    CUDA_CHECK(cudaStreamSynchronize(nullptr));
+  } else {
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  initialized_ = true;
+  return Status::success();
+}
+
+Status CopyEngineDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch,
+                                cudaStream_t stream) {
+  if (!copy_signal_) {
+    const Status direct = enqueue_write_value(peer_flag, epoch, stream);
+    if (direct.ok) return direct;
+    // A driver that refuses stream writes to peer memory: write the epoch locally, then
+    // let the copy engine carry those 4 bytes (stream order keeps them after the data).
+    copy_signal_ = true;
+  }
+  OVERLAPSIM_TRY(enqueue_write_value(signal_source_.as<std::uint32_t>(), epoch, stream));
+  CUDA_CHECK(cudaMemcpyAsync(peer_flag, signal_source_.data(), sizeof(std::uint32_t),
+                             cudaMemcpyDeviceToDevice, stream));
+  return Status::success();
+}
+
+char* CopyEngineDesign::recv_half(int parity) const {
+  return recv_.as<char>() + static_cast<std::size_t>(parity) * plan_.world *
+                                static_cast<std::size_t>(plan_.part_elems) * kElementBytes;
+}
+
+Status CopyEngineDesign::make_gemm(const void* a, const void* b, void* p, int parity, bool reduce,
+                              std::unique_ptr<gemm::OwnGemm>* out) {
+  auto g = std::make_unique<gemm::OwnGemm>();
+  const gemm::GemmArgs args = gemm_args(m_, n_, k_, dtype_, a, b, p);
+  gemm::EpilogueArgs e =
+      owner_epilogue_args(plan_, tile_offsets_, counters_, tile_groups_, tile_arrival_, arrived_);
+  e.recv = recv_half(parity);
+  if (op_ == CollectiveOp::AllToAll) {
+    e.own_out = recv_half(parity);
+    e.own_out_begin_elems = static_cast<std::int64_t>(plan_.rank) * plan_.part_elems;
+  } else {
+    e.own_out = p;
+    e.own_out_begin_elems = plan_.own_begin_elems;
+  }
+  e.world = plan_.world;
+  e.rank = plan_.rank;
+  e.reduce = reduce && op_ != CollectiveOp::AllToAll && plan_.world > 1;
+  e.wait_timeout_s = options_.wait_timeout_s;
+  e.timed_out = timed_out_.as<int>();
+  e.system_scope_signal = options_.system_scope_signal;
+  if (options_.phase2 == CopyEnginePhase2::Epilogue && e.reduce) {
+    // The peer's P where it keeps our part (prepare() exchanged the pointers).
+    const int peer = 1 - plan_.rank;
+    e.peer_out = peer_p_.at(p)[static_cast<std::size_t>(peer)] +
+                 plan_.part_begin_on(peer, plan_.rank) * kElementBytes;
+  }
+  OVERLAPSIM_TRY(g->initialize(args, e, owner_scheduler(plan_, plan_.world, plan_.rank)));
+  *out = std::move(g);
+  return Status::success();
+}
+
+Status CopyEngineDesign::prepare(const void* a, const void* b, void* p) {
+  if (!initialized_) return Status::failure("tilewise copy_engine: prepare() before initialize()");
+  if (op_ == CollectiveOp::AllReduce && plan_.world > 1 && !peer_p_.count(p)) {
+    std::vector<std::vector<void*>> all;
+    OVERLAPSIM_TRY(memory_->share({p}, &all));
+    std::vector<char*> ps;
+    for (const auto& r : all) ps.push_back(static_cast<char*>(r[0]));
+    peer_p_.emplace(p, ps);
+  }
+  const auto key = std::make_tuple(a, b, p);
+  if (gemms_.count(key)) return Status::success();
+  std::array<std::unique_ptr<gemm::OwnGemm>, 2> pair;
+  for (int parity = 0; parity < 2; ++parity)
+    OVERLAPSIM_TRY(make_gemm(a, b, p, parity, true, &pair[static_cast<std::size_t>(parity)]));
+  gemms_.emplace(key, std::move(pair));
+  return Status::success();
+}
+
+Status CopyEngineDesign::run(const void* a, const void* b, void* p, cudaStream_t compute_stream,
+                        cudaStream_t comm_stream) {
+  OVERLAPSIM_TRY(prepare(a, b, p));
+  const std::uint32_t epoch = ++epoch_;
+  const int parity = static_cast<int>(epoch & 1u);
+  gemm::OwnGemm& g = *gemms_.at(std::make_tuple(a, b, p))[static_cast<std::size_t>(parity)];
+  const int world = plan_.world, rank = plan_.rank;
+  const int G = plan_.groups_per_part;
+  const std::size_t part_bytes = static_cast<std::size_t>(plan_.part_elems) * kElementBytes;
+  timeline_used_ = 0;
+  OVERLAPSIM_TRY(mark("start", compute_stream));
+  CUDA_CHECK(cudaEventRecord(fork_, compute_stream));
+  CUDA_CHECK(cudaStreamWaitEvent(comm_stream, fork_, 0));
+  OVERLAPSIM_TRY(g.run(compute_stream, epoch));
+  OVERLAPSIM_TRY(mark("gemm_end", compute_stream));
+  char* local = static_cast<char*>(p);
+  std::uint32_t* counters = counters_.as<std::uint32_t>();
+  const bool tail_kernel =
+      options_.phase2 == CopyEnginePhase2::TailKernel && op_ == CollectiveOp::AllReduce && world > 1;
+  for (const CopyEngineGroup& group : plan_.groups) {
+    const bool own = group.position == world - 1;
+    if (own && (op_ != CollectiveOp::AllReduce || world == 1)) continue;
+    if (own && tail_kernel && group.index == G - 1) {
+      OVERLAPSIM_TRY(exchange_tail(group, local, p, epoch, compute_stream));
+      continue;
+    }
+    std::uint32_t* counter = counters + group.position * G + group.index;
+    OVERLAPSIM_TRY(enqueue_wait_geq(counter, static_cast<std::uint32_t>(group.tiles), comm_stream));
+    OVERLAPSIM_TRY(enqueue_write_value(counter, 0, comm_stream));
+    // Timeline labels are built only when it is on (the host enqueues timed calls here).
+    const std::string tag = timeline_on_
+                                ? (own ? "own_g" : "part" + std::to_string(group.part) + "_g") +
+                                      std::to_string(group.index)
+                                : std::string();
+    if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_ready", comm_stream));
+    const char* src = local + group.begin_elems * kElementBytes;
+    const std::size_t bytes = static_cast<std::size_t>(group.elems) * kElementBytes;
+    if (!own) {
+      // Phase 1: the group's partial tiles to their owner, slot `rank`, this call's parity.
+      const Peer& to = peers_[static_cast<std::size_t>(group.part)];
+      char* dst = to.recv + static_cast<std::size_t>(parity) * world * part_bytes +
+                  static_cast<std::size_t>(rank) * part_bytes +
+                  static_cast<std::size_t>(group.relative_begin_elems) * kElementBytes;
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
+      if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied", comm_stream));
+      OVERLAPSIM_TRY(signal_peer(to.arrived + rank * G + group.index, epoch, comm_stream));
+      continue;
+    }
+    if (options_.phase2 == CopyEnginePhase2::Epilogue) {
+      // The epilogue stored the group's reduced tiles into the peer's P already; its
+      // system-scope signal ordered them before the counter this stream waited for.
+      const int d = 1 - rank;
+      OVERLAPSIM_TRY(signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index,
+                                 epoch, comm_stream));
+      continue;
+    }
+    // Phase 2 (allreduce): the reduced own group to every peer's P, where that peer keeps
+    // our part. Peers in rotated order (rank + 1, rank + 2, ...), as phase 1's parts: in
+    // rank order every rank's i-th copy would go to the same peer at once, one NVLink port
+    // taking all n - 1 streams while the others idle.
+    for (int i = 1; i < world; ++i) {
+      const int d = (rank + i) % world;
+      char* dst = phase2_destination(p, d, group);
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
+      if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied_to_r" + std::to_string(d), comm_stream));
+      OVERLAPSIM_TRY(signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index,
+                                 epoch, comm_stream));
+    }
+  }
+  // The result is complete once every peer's copies into our buffers have landed.
+  if (world > 1 && op_ != CollectiveOp::ReduceScatter) {
+    const std::uint32_t* flags =
+        op_ == CollectiveOp::AllReduce ? done_.as<std::uint32_t>() : arrived_.as<std::uint32_t>();
+    for (int s = 0; s < world; ++s) {
+      if (s == rank) continue;
+      // The tail kernel has waited for the last groups' slices itself.
+      const int waited = tail_kernel ? G - 1 : G;
+      for (int j = 0; j < waited; ++j)
+        OVERLAPSIM_TRY(enqueue_wait_geq(flags + s * G + j, epoch, comm_stream));
+    }
+  }
+  OVERLAPSIM_TRY(mark("peers_done", comm_stream));
+  CUDA_CHECK(cudaEventRecord(join_, comm_stream));
+  CUDA_CHECK(cudaStreamWaitEvent(compute_stream, join_, 0));
+  OVERLAPSIM_TRY(mark("end", compute_stream));
+  return Status::success();
+}
+
+Status CopyEngineDesign::exchange_tail(const CopyEngineGroup& group, const char* local, void* p,
+                                  std::uint32_t epoch, cudaStream_t compute_stream) {
+  const int world = plan_.world, rank = plan_.rank;
+  TailExchangeArgs t;
+  t.src = local + group.begin_elems * kElementBytes;
+  t.bytes = static_cast<std::size_t>(group.elems) * kElementBytes;
+  set_tail_peers(
+      world, rank, [&](int d) { return phase2_destination(p, d, group); },
+      [&](int d) { return peers_[static_cast<std::size_t>(d)].tail_flags; },
+      tail_flags_.as<std::uint32_t>(), &t);
+  t.epoch = epoch;
+  t.grid = std::min(kTailSlices, plan_.num_ctas);
+  t.reset_counter =
+      counters_.as<std::uint32_t>() + group.position * plan_.groups_per_part + group.index;
+  t.timeout_s = options_.wait_timeout_s;
+  t.timed_out = timed_out_.as<int>();
+  OVERLAPSIM_TRY(launch_tail_exchange(t, compute_stream));
+  return mark("tail_exchanged", compute_stream);
+}
+
+char* CopyEngineDesign::phase2_destination(void* p, int d, const CopyEngineGroup& group) const {
+  return peer_p_.at(p)[static_cast<std::size_t>(d)] +
+         (plan_.part_begin_on(d, plan_.rank) + group.relative_begin_elems) * kElementBytes;
+}
+
+Status CopyEngineDesign::mark(const std::string& label, cudaStream_t stream) {
+  if (!timeline_on_) return Status::success();
+  if (timeline_used_ == timeline_events_.size()) {
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreate(&e));
+    timeline_events_.push_back(e);
+    timeline_labels_.emplace_back();
+  }
+  timeline_labels_[timeline_used_] = label;
+  CUDA_CHECK(cudaEventRecord(timeline_events_[timeline_used_], stream));
+  ++timeline_used_;
+  return Status::success();
+}
+
+Status CopyEngineDesign::timeline(std::vector<std::pair<std::string, double>>* out) const {
+  out->clear();
+  if (timeline_used_ == 0) return Status::failure("tilewise copy_engine: no timeline recorded");
+  for (std::size_t i = 0; i < timeline_used_; ++i) {
+    CUDA_CHECK(cudaEventSynchronize(timeline_events_[i]));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, timeline_events_[0], timeline_events_[i]));
+    out->emplace_back(timeline_labels_[i], 1e3 * ms);
+  }
+  return Status::success();
+}
+
+Status CopyEngineDesign::run_gemm_only(const void* a, const void* b, void* p, cudaStream_t stream) {
+  if (!initialized_) return Status::failure("tilewise copy_engine: run before initialize()");
+  const auto key = std::make_tuple(a, b, p);
+  auto found = gemm_only_.find(key);
+  if (found == gemm_only_.end()) {
+    std::unique_ptr<gemm::OwnGemm> g;
+    OVERLAPSIM_TRY(make_gemm(a, b, p, 0, false, &g));
+    found = gemm_only_.emplace(key, std::move(g)).first;
+  }
+  OVERLAPSIM_TRY(found->second->run(stream, 0));
+  CUDA_CHECK(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), stream));
+  return Status::success();
+}
+
+TileView CopyEngineDesign::result_view(const void* p) const {
+  TileView v;
+  v.data = op_ == CollectiveOp::AllToAll
+               ? static_cast<const void*>(recv_half(static_cast<int>(epoch_ & 1u)))
+               : p;
+  v.tile_offset_elems = out_offsets_.as<std::int64_t>();
+  v.rows = plan_.out_rows;
+  v.cols = n_;
+  return v;
+}
+
+Status CopyEngineDesign::unpermute(const void* p, void* natural, cudaStream_t stream) const {
+  return tilewise::unpermute(result_view(p), natural, dtype_, stream);
+}
+
+Status CopyEngineDesign::check_waits() {
+  int flag = 0;
+  CUDA_CHECK(cudaMemcpy(&flag, timed_out_.data(), sizeof flag, cudaMemcpyDeviceToHost));
+  if (flag != 0)
+    return Status::failure(
+        "tilewise copy_engine: a wait for a peer's group (the epilogue's or the tail "
+        "kernel's) timed out "
+        "after " +
+        std::to_string(options_.wait_timeout_s) + " s");
+  return Status::success();
+}
+
+}  // namespace overlapsim::kernels::tilewise

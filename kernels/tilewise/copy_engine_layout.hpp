@@ -1,0 +1,118 @@
+#pragma once
+// The tile-wise design's copy-engine transport (issue 5, "transport: copy_engine"): where
+// every GEMM tile goes, which group carries it, and where it lands. Host only, C++17.
+//
+// Ownership: with world n, rank r owns part r of the output = tile rows [r·R, (r+1)·R),
+// R = tiles_m / n (its ReduceScatter shard, its 1/n share of an AllReduce, the rows an
+// All-to-All sends to it). The GEMM visits parts in the rotated order r+1, r+2, ..., r
+// (SchedulerOptions::rotate_world; part position q = 0..n−1 is part (r + 1 + q) mod n), so
+// its own part comes last. group_m divides R, so inside a part the order is the plain
+// grouped raster of an R × tiles_n grid: the same part-relative order on every rank.
+//
+// Layout of P (the GEMM's output, M×N elements): part position q at q·part_elems, each
+// part's tiles dense (rows × cols blocks, row stride = the tile's valid columns) in
+// part-relative item order, so a tile's offset inside its part (its "relative offset") is
+// the same on every rank. Each part is cut into groups_per_part groups of consecutive
+// items (equal tile counts, rounded); group j of every part covers the same tiles.
+//
+// Transport, per peer part q < n−1 (destination d = part(q)), group j: wait for the
+// group's tile counter, copy its region to d's receive buffer at slot r (R_d[r·part_elems
+// + relative offset]) with cudaMemcpyAsync on a peer pointer, then write d's flag
+// arrived[r][j] = the call's epoch. No SM is used.
+// Own part (position n−1), per collective:
+//   reducescatter  the epilogue waits for arrived[s][j] (all s ≠ r) and stores
+//                  own + Σ peers at P[own_begin + relative offset]. Result: the own part of
+//                  P, out_rows = M/n, dense tiles (out_tile_offset_elems, base P).
+//   allreduce      as reducescatter, then the own groups are signalled and copied to every
+//                  peer d's P at d's position of part r, followed by d's flag done[r][j].
+//                  Result: all of P (tile offsets = tile_offset_elems), once every peer's
+//                  done flags reached the epoch (the comm stream waits for them).
+//   alltoall       no reduction: the own part is stored in the receive buffer's slot r and
+//                  peers' parts arrive in their slots. Result: the receive buffer,
+//                  [source s][part_elems], row s·M/n + i of the natural result is row i of
+//                  the rows rank s computed for r (the layout group_plan.hpp documents);
+//                  the comm stream waits for every arrived flag.
+// Receive buffers are double-buffered by call parity (copy_engine_design.hpp says why).
+// Needs M % (128·n) == 0 and group_m | R (the group_m used is the largest divisor of R not
+// above the requested one).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/collectives/nccl_collectives.hpp"
+#include "kernels/tilewise/group_plan.hpp"
+
+namespace overlapsim::kernels::tilewise {
+
+// How an all-reduce's reduced own groups reach the peers (phase 2; CopyEngineOptions::phase2):
+//   copy_engine  every group by cudaMemcpyAsync on the comm stream once its counter is seen;
+//   epilogue     the epilogue stores each reduced tile into the peer as well (2 ranks, full
+//                tiles); the comm stream only writes the done flags;
+//   tail_kernel  as copy_engine, except the last own group: a kernel on the compute stream
+//                right behind the GEMM copies it with every SM and exchanges per-slice flags
+//                (tail_exchange.hpp).
+enum class CopyEnginePhase2 { CopyEngine, Epilogue, TailKernel };
+const char* to_string(CopyEnginePhase2 mode);  // "copy_engine", "epilogue", "tail_kernel"
+std::optional<CopyEnginePhase2> parse_owner_phase2(const std::string& name);
+
+struct CopyEngineGroup {
+  int position = 0;                       // part position q (0 = first computed)
+  int part = 0;                           // the rank owning the part: (rank + 1 + q) mod world
+  int index = 0;                          // j within the part
+  std::int32_t tiles = 0;                 // tiles that complete the group
+  std::int32_t end_item = 0;              // one past the group's last work item
+  std::int64_t begin_elems = 0;           // in P
+  std::int64_t relative_begin_elems = 0;  // inside the part
+  std::int64_t elems = 0;
+};
+
+struct CopyEngineLayout {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  int world = 1;
+  int rank = 0;
+  int groups_per_part = 1;
+  int group_m = 8;  // the raster's group_m actually used (divides rows_per_part)
+  int num_ctas = 0;
+  std::int32_t tiles_m = 0;
+  std::int32_t tiles_n = 0;
+  std::int32_t rows_per_part = 0;  // tile rows
+  std::int32_t part_tiles = 0;
+  std::int64_t part_elems = 0;
+  std::int64_t own_begin_elems = 0;  // (world − 1)·part_elems
+  // GEMM side, indexed by tile = tile_m·tiles_n + tile_n.
+  std::vector<std::int64_t> tile_offset_elems;
+  std::vector<std::int32_t> tile_group;    // counter index (position·G + j), −1: none
+  std::vector<std::int32_t> tile_arrival;  // j for own-part tiles, −1 elsewhere
+  // Every group of every part in item order; counters exist for all of them.
+  std::vector<CopyEngineGroup> groups;
+  // Result: rows, its tile grid and each tile's dense block (base: P, or the receive
+  // buffer for alltoall).
+  std::int64_t out_rows = 0;
+  std::int32_t out_tiles_m = 0;
+  std::vector<std::int64_t> out_tile_offset_elems;
+
+  int counters() const { return world * groups_per_part; }
+  int position_of_part(int part) const { return ((part - rank - 1) % world + world) % world; }
+  // Where part `part` starts in rank `on_rank`'s P.
+  std::int64_t part_begin_on(int on_rank, int part) const {
+    return static_cast<std::int64_t>(((part - on_rank - 1) % world + world) % world) * part_elems;
+  }
+};
+
+// Why the copy-engine transport cannot run this shape, or nullopt.
+std::optional<std::string> owner_shape_error(CollectiveOp op, std::int64_t m, std::int64_t n,
+                                             int world);
+
+// The tiles of one rank's part (CopyEngineLayout::part_tiles), without building the plan: the
+// most groups a part can be cut into.
+std::int32_t owner_part_tiles(std::int64_t m, std::int64_t n, int world);
+
+// The largest divisor of rows_per_part that is <= requested (>= 1).
+int owner_group_m(std::int32_t rows_per_part, int requested);
+
+std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_t m, std::int64_t n,
+                                            int num_ctas, int group_m, int groups_per_part,
+                                            int world, int rank, CopyEngineLayout* plan);
+
+}  // namespace overlapsim::kernels::tilewise

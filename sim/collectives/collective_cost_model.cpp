@@ -1,0 +1,222 @@
+#include "sim/collectives/collective_cost_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "config/units.hpp"
+#include "sim/engine/simulator.hpp"
+
+namespace overlapsim::sim {
+
+const char* to_string(CollectivePath path) {
+  switch (path) {
+    case CollectivePath::Curve:
+      return "profile_curve";
+    case CollectivePath::Efficiency:
+      return "flow_efficiency";
+    default:
+      return "flow_cluster";
+  }
+}
+
+CollectiveCostModel::CollectiveCostModel(const CollectiveProfile& profile,
+                                               NetworkApi& net,
+                                               CollectiveTimingOptions options)
+    : profile_(profile), net_(net), options_(std::move(options)) {}
+
+const CollectiveCurve* CollectiveCostModel::exact_curve(CollectiveOp op,
+                                                                int ranks) const {
+  const CollectiveCurve* c =
+      profile_.find(op, Algorithm::Auto, CommScope::IntraNode, ranks, options_.ctas);
+  // Only a curve measured at this communicator size (or for any size) stands for it.
+  if (c && (c->ranks == ranks || c->ranks == 0) && c->ctas == options_.ctas) return c;
+  return nullptr;
+}
+
+const CollectiveCurve* CollectiveCostModel::nearest_curve(CollectiveOp op,
+                                                                  int ranks) const {
+  // The curve measured at the communicator size closest to `ranks`, at this CTA limit.
+  const CollectiveCurve* c =
+      profile_.find(op, Algorithm::Auto, CommScope::IntraNode, ranks, options_.ctas);
+  return c && c->ctas == options_.ctas && !c->segments.empty() ? c : nullptr;
+}
+
+bool CollectiveCostModel::intra_host(const std::vector<int>& ranks) const {
+  if (ranks.empty()) return false;
+  const int host = net_.host_of(ranks.front());
+  for (int r : ranks)
+    if (net_.host_of(r) != host) return false;
+  return true;
+}
+
+CollectivePath CollectiveCostModel::path(CollectiveOp op, int ranks,
+                                            bool intra_host) const {
+  if (!measured_.empty()) return CollectivePath::Curve;
+  if (!intra_host) return CollectivePath::Cluster;
+  if (exact_curve(op, ranks)) return CollectivePath::Curve;
+  if (options_.nvlink_Bps > 0 && nearest_curve(op, ranks)) return CollectivePath::Efficiency;
+  return CollectivePath::Cluster;
+}
+
+double CollectiveCostModel::loop_factor(const CollectiveCurve& c) const {
+  return options_.in_compute_loop ? c.in_loop_factor() : 1.0;
+}
+
+std::string CollectiveCostModel::loop_factor_text(const CollectiveCurve& c) const {
+  const double f = loop_factor(c);
+  if (f == 1.0) return "";
+  return fmt::format(", x {:.4g} between compute kernels ({}: {})", f,
+                     to_string(c.in_compute_loop_factor->source.kind),
+                     c.in_compute_loop_factor->source.citation);
+}
+
+std::string CollectiveCostModel::describe(CollectiveOp op, int ranks,
+                                             bool intra_host) const {
+  switch (path(op, ranks, intra_host)) {
+    case CollectivePath::Curve: {
+      if (!measured_.empty())
+        return fmt::format("measured alone times at {} message size(s)", measured_.size());
+      const CollectiveCurve* c = exact_curve(op, ranks);
+      return fmt::format("profile curve n={} ({}: {}){}", c->ranks == 0 ? ranks : c->ranks,
+                         to_string(c->source.kind), c->source.citation, loop_factor_text(*c));
+    }
+    case CollectivePath::Efficiency: {
+      const CollectiveCurve* c = nearest_curve(op, ranks);
+      std::vector<std::string> effs;
+      double lo = 1e300, hi = 0;
+      for (const auto& s : c->segments) {
+        const double e = std::min(1.0, s.bus_bandwidth_Bps / options_.nvlink_Bps);
+        lo = std::min(lo, e);
+        hi = std::max(hi, e);
+        effs.push_back(fmt::format("{:.2f} from {}", e, config::format_bytes(s.min_bytes)));
+      }
+      const std::string range =
+          lo == hi ? fmt::format("{:.2f}", lo) : fmt::format("{:.2f}-{:.2f}", lo, hi);
+      return fmt::format(
+          "flow network x efficiency {} derived from the {} n={} curve (bus bandwidth per message "
+          "size / NVLink {:.0f} GB/s: {}), plus the curve's latency at that size ({}: {}; "
+          "NVLink: {}){}",
+          range, to_string(op), c->ranks, options_.nvlink_Bps / 1e9, fmt::join(effs, ", "),
+          to_string(c->source.kind), c->source.citation, options_.nvlink_citation,
+          loop_factor_text(*c));
+    }
+    default:
+      return intra_host
+                 ? "flow network, cluster links (cited; the profile has no curve for this op)"
+                 : "flow network, cluster links (cited)";
+  }
+}
+
+void CollectiveCostModel::set_measured_times(MeasuredTimes measured) {
+  std::sort(measured.begin(), measured.end());
+  measured_ = std::move(measured);
+}
+
+double CollectiveCostModel::measured_time_s(std::uint64_t bytes) const {
+  const MeasuredTimes& pts = measured_;
+  const double x = static_cast<double>(bytes);
+  if (pts.size() == 1 || x <= static_cast<double>(pts.front().first))
+    return pts.front().second * x / static_cast<double>(pts.front().first);
+  for (std::size_t i = 1; i < pts.size(); ++i) {
+    if (x <= static_cast<double>(pts[i].first) || i + 1 == pts.size()) {
+      const double x0 = static_cast<double>(pts[i - 1].first), y0 = pts[i - 1].second;
+      const double x1 = static_cast<double>(pts[i].first), y1 = pts[i].second;
+      return y0 + (x - x0) / (x1 - x0) * (y1 - y0);
+    }
+  }
+  return pts.back().second;
+}
+
+std::optional<double> CollectiveCostModel::call_time_s(CollectiveOp op, std::uint64_t bytes,
+                                                       int ranks, bool intra_host) const {
+  if (path(op, ranks, intra_host) != CollectivePath::Curve) return std::nullopt;
+  if (!measured_.empty()) return measured_time_s(bytes);
+  const CollectiveCurve* c = exact_curve(op, ranks);
+  return c->time_s(bytes, ranks) * loop_factor(*c);
+}
+
+std::optional<double> CollectiveCostModel::cta_limited_stretch(CollectiveOp op,
+                                                               std::uint64_t bytes, int ranks,
+                                                               int ctas) const {
+  // Measured curves of NCCL on `ctas` CTAs and on its default, where the profile has both
+  // for this op (intra-node, the communicator's size or any): the first of each.
+  const CollectiveCurve* limited = nullptr;
+  const CollectiveCurve* free_run = nullptr;
+  for (const auto& c : profile_.curves) {
+    if (c.op != op || c.scope != CommScope::IntraNode || (c.ranks != 0 && c.ranks != ranks))
+      continue;
+    if (c.ctas == ctas && !limited) limited = &c;
+    if (c.ctas == 0 && !free_run) free_run = &c;
+  }
+  if (!limited || !free_run || bytes == 0) return std::nullopt;
+  return std::max(1.0, limited->time_s(bytes, ranks) / free_run->time_s(bytes, ranks));
+}
+
+CollectiveLauncher CollectiveCostModel::launcher() {
+  return [this](const CollectiveRequest& req, std::function<void()> on_done) {
+    launch(req, std::move(on_done));
+  };
+}
+
+void CollectiveCostModel::launch(const CollectiveRequest& req,
+                                    std::function<void()> on_done) {
+  const int n = static_cast<int>(req.ranks.size());
+  const bool one_host = intra_host(req.ranks);
+  const CollectivePath p = path(req.op, n, one_host);
+  ++launches_[static_cast<int>(p)];
+  const auto key = std::make_tuple(static_cast<int>(req.op), n, one_host);
+  auto it = class_index_.find(key);
+  if (it == class_index_.end()) {
+    it = class_index_.emplace(key, classes_.size()).first;
+    CollectiveClassUse use;
+    use.op = req.op;
+    use.ranks = n;
+    use.intra_host = one_host;
+    use.path = p;
+    use.label = fmt::format("{} n={} {}", to_string(req.op), n,
+                            one_host ? "intra-host" : "inter-host");
+    use.how = describe(req.op, n, one_host);
+    classes_.push_back(std::move(use));
+  }
+  ++classes_[it->second].launches;
+
+  Simulator& clock = net_.simulator();
+  switch (p) {
+    case CollectivePath::Curve:
+      clock.schedule(*call_time_s(req.op, req.bytes, n, one_host), std::move(on_done));
+      return;
+    case CollectivePath::Efficiency: {
+      const CollectiveCurve* c = nearest_curve(req.op, n);
+      const CollectiveSegment& seg = c->segment_for(req.bytes);
+      // Measured busbw above the link rate (NVLS, say) is not a reason to run faster than
+      // the network allows: no stretch then.
+      const double stretch = std::max(1.0, options_.nvlink_Bps / seg.bus_bandwidth_Bps);
+      // Between compute kernels the whole collective, latency and transfer, takes the
+      // measured curve's factor.
+      const double factor = loop_factor(*c);
+      clock.schedule(seg.latency_s * factor, [this, req, stretch, factor,
+                                              done = std::move(on_done)]() mutable {
+        const double t0 = net_.simulator().now();
+        start_collective(
+            net_, req,
+            [this, t0, stretch, factor, done = std::move(done)]() mutable {
+              const double extra = (net_.simulator().now() - t0) * (stretch * factor - 1);
+              if (extra > 0)
+                net_.simulator().schedule(extra, std::move(done));
+              else
+                done();
+            },
+            options_.tuning);
+      });
+      return;
+    }
+    default:
+      start_collective(net_, req, std::move(on_done), options_.tuning);
+  }
+}
+
+std::vector<CollectiveClassUse> CollectiveCostModel::uses() const { return classes_; }
+
+}  // namespace overlapsim::sim

@@ -1,0 +1,132 @@
+#pragma once
+// The one place that answers "how long does this collective take" inside a simulation:
+// the profile's measured curves where they apply, else the flow network (docs/simulate.md,
+// "How collectives are timed"). The step executor launches every collective through it,
+// the overlap designs ask it their planning questions (time of a call, per-call latency,
+// intra- or inter-host, the rate on a CTA limit), and reports list how each class of
+// collective was timed. Each collective takes one of three paths:
+//
+//   curve      the communicator lies within one host and the profile has an intra-node curve
+//              for the op measured at this communicator size (or for any size) and CTA
+//              limit: it finishes latency + bytes * busbw_factor / bus_bandwidth after it
+//              starts (CollectiveCurve::time_s), times the curve's in_compute_loop_factor
+//              unless the options say it runs alone. No bytes cross the network's links.
+//   efficiency the communicator lies within one host of NVLink-class links (nvlink_Bps > 0)
+//              and the profile measured the op at another size: after the measured curve's
+//              latency for that message size the collective runs on the flow network, and
+//              its network time is stretched by nvlink_Bps / the curve's bus bandwidth at
+//              that size (the efficiency NCCL achieved on the measured machine's links,
+//              which the cluster names as this profile's GPUs), and by the curve's
+//              in_compute_loop_factor unless it runs alone.
+//   cluster    everything else (communicators across hosts, ops the profile never measured,
+//              hosts that are not NVLink-class): the flow network on the cluster's cited links.
+//
+// A model may instead be given measured (bytes, seconds) points for every collective
+// (validate replays a measured pair with the collective's own alone times): those take the
+// curve path, linear between the points and in proportion beyond them.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "sim/collectives/collective.hpp"
+#include "sim/network/network_api.hpp"
+#include "sim/profile/collective_profile.hpp"
+
+namespace overlapsim::sim {
+
+// Starts a collective (or a SendRecv as a 2-rank request, ranks[0] -> ranks[1]) and calls
+// on_done once it has completed.
+using CollectiveLauncher =
+    std::function<void(const CollectiveRequest& request, std::function<void()> on_done)>;
+
+enum class CollectivePath { Curve, Efficiency, Cluster };
+const char* to_string(CollectivePath path);  // "profile_curve", "flow_efficiency", "flow_cluster"
+
+struct CollectiveTimingOptions {
+  int ctas = 0;            // NCCL CTA limit of the curves to use (0: NCCL's default)
+  CollectiveTuning tuning;  // for the network paths
+  // Per-direction NVLink rate of one GPU of the cluster; 0: hosts without NVLink-class
+  // links (no efficiency path). Its citation goes into the labels.
+  double nvlink_Bps = 0;
+  std::string nvlink_citation;
+  // The collectives run between compute kernels, as in a training step or a pair loop: the
+  // measured paths take the curve's in_compute_loop_factor. False: timed as nccl-tests
+  // times them, back to back with themselves (validate's rows of collectives alone).
+  bool in_compute_loop = true;
+};
+
+// One class of collectives (op, communicator size, within one host or not) and how it was
+// timed, for reports.
+struct CollectiveClassUse {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  int ranks = 0;
+  bool intra_host = true;
+  CollectivePath path = CollectivePath::Cluster;
+  std::string label;  // "allreduce n=8 intra-host"
+  std::string how;    // "flow network x efficiency 0.58-0.76 (...)"
+  long launches = 0;  // includes folded ranks' background images
+};
+
+// Measured alone times of one collective: (bytes, seconds), sorted by bytes.
+using MeasuredTimes = std::vector<std::pair<std::uint64_t, double>>;
+
+class CollectiveCostModel {
+ public:
+  // Keeps references to `profile` and `net`: they must outlive the model and its launcher.
+  CollectiveCostModel(const CollectiveProfile& profile, NetworkApi& net,
+                      CollectiveTimingOptions options = {});
+  // Every collective takes the time interpolated in `measured` (see above).
+  void set_measured_times(MeasuredTimes measured);
+
+  // A launcher bound to this model (which must outlive it).
+  CollectiveLauncher launcher();
+  void launch(const CollectiveRequest& req, std::function<void()> on_done);
+
+  // The path a collective of `op` over `ranks` ranks takes.
+  CollectivePath path(CollectiveOp op, int ranks, bool intra_host) const;
+  bool intra_host(const std::vector<int>& ranks) const;
+  // Whether the collective's time includes NCCL's fixed cost per call (the measured paths do).
+  bool charges_call_latency(CollectiveOp op, int ranks, bool intra_host) const {
+    return path(op, ranks, intra_host) != CollectivePath::Cluster;
+  }
+  // The time of one call of `bytes` known ahead of running it (the curve path: the measured
+  // curve or points, between compute kernels unless the options say alone); nullopt where
+  // only the network can tell.
+  std::optional<double> call_time_s(CollectiveOp op, std::uint64_t bytes, int ranks,
+                                    bool intra_host) const;
+  // NCCL's slowdown on `ctas` CTAs against its default for a message of `bytes`, where the
+  // profile measured both intra-node curves of the op (at this communicator size or any);
+  // nullopt otherwise.
+  std::optional<double> cta_limited_stretch(CollectiveOp op, std::uint64_t bytes, int ranks,
+                                            int ctas) const;
+  // How the path of a class is computed, in words with its sources.
+  std::string describe(CollectiveOp op, int ranks, bool intra_host) const;
+
+  // Classes launched so far, in first-launch order.
+  std::vector<CollectiveClassUse> uses() const;
+  long launches(CollectivePath path) const { return launches_[static_cast<int>(path)]; }
+
+ private:
+  const CollectiveCurve* exact_curve(CollectiveOp op, int ranks) const;
+  const CollectiveCurve* nearest_curve(CollectiveOp op, int ranks) const;
+  // The curve's in_compute_loop_factor where the options put the collectives between
+  // compute kernels, else 1; and how describe() names it ("" for 1).
+  double loop_factor(const CollectiveCurve& c) const;
+  std::string loop_factor_text(const CollectiveCurve& c) const;
+  double measured_time_s(std::uint64_t bytes) const;
+
+  const CollectiveProfile& profile_;
+  NetworkApi& net_;
+  CollectiveTimingOptions options_;
+  MeasuredTimes measured_;
+  long launches_[3] = {0, 0, 0};
+  std::map<std::tuple<int, int, bool>, std::size_t> class_index_;
+  std::vector<CollectiveClassUse> classes_;
+};
+
+}  // namespace overlapsim::sim

@@ -1,0 +1,140 @@
+#include "sim/profile/compute_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace overlapsim::sim {
+
+ComputeModel::ComputeModel(const ComputeProfile& profile) : profile_(profile) {}
+
+double ComputeModel::op_flops(const OpNode& op) {
+  if (op.flops > 0) return op.flops;
+  if (op.kind == OpKind::Gemm || op.kind == OpKind::Gemv) {
+    const GemmShape& g = op.gemm;
+    return 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
+           static_cast<double>(g.batch);
+  }
+  return 0;
+}
+
+double ComputeModel::op_bytes(const OpNode& op) {
+  if (op.bytes > 0) return static_cast<double>(op.bytes);
+  if (op.kind == OpKind::Gemm || op.kind == OpKind::Gemv) {
+    const GemmShape& g = op.gemm;
+    const double elems = static_cast<double>(g.m) * static_cast<double>(g.k) +
+                         static_cast<double>(g.k) * static_cast<double>(g.n) +
+                         static_cast<double>(g.m) * static_cast<double>(g.n);
+    return elems * static_cast<double>(g.batch) * bytes_per_element(op.precision);
+  }
+  return 0;
+}
+
+double ComputeModel::peak(const OpNode& op, Precision p) const {
+  auto it = profile_.peak_flops_per_s.find(p);
+  if (it == profile_.peak_flops_per_s.end())
+    throw std::invalid_argument(
+        fmt::format("op '{}': the profile has no {} peak rate", op.name, to_string(p)));
+  mark(kPeak + static_cast<unsigned>(p));
+  return it->second.value;
+}
+
+OpCost ComputeModel::cost(const OpNode& op) const {
+  if (op.kind == OpKind::Collective || op.kind == OpKind::SendRecv)
+    throw std::invalid_argument(
+        fmt::format("op '{}': a communication op has no compute cost", op.name));
+  const double flops = op_flops(op);
+  const double bytes = op_bytes(op);
+  OpCost c;
+  c.launch_s = profile_.launch_overhead_s.value;
+  mark(kLaunch);
+  if (bytes > 0) {
+    const bool gather = op.kind == OpKind::EmbeddingLookup;
+    const LogCurve& mem_eff = gather ? profile_.embedding_efficiency : profile_.memory_efficiency;
+    mark(kMemoryBandwidth);
+    mark(gather ? kEmbeddingEfficiency : kMemoryEfficiency);
+    c.memory_s = bytes / (profile_.memory_bandwidth_Bps.value * mem_eff.at(bytes));
+  }
+  if (flops > 0) {
+    switch (op.kind) {
+      case OpKind::Gemm: {
+        auto table = profile_.gemm_tables.find(op.precision);
+        if (table != profile_.gemm_tables.end()) {
+          mark(kGemmTable + static_cast<unsigned>(op.precision));
+          const GemmShape& g = op.gemm;
+          // The op's FLOPs at the table's rate for its shape (the wave model's rate is
+          // 2mnk over its time, so a batch runs its members back to back).
+          c.compute_s = flops / table->second.rate_flops_per_s(static_cast<double>(g.m),
+                                                               static_cast<double>(g.n),
+                                                               static_cast<double>(g.k));
+          break;
+        }
+        auto curve = profile_.gemm_efficiency.find(op.precision);
+        if (curve == profile_.gemm_efficiency.end())
+          throw std::invalid_argument(fmt::format("op '{}': the profile has no {} GEMM efficiency",
+                                                  op.name, to_string(op.precision)));
+        mark(kGemmEfficiency + static_cast<unsigned>(op.precision));
+        c.compute_s = flops / (peak(op, op.precision) * curve->second.at(flops));
+        break;
+      }
+      case OpKind::Attention: {
+        mark(op.phase == Phase::Backward ? kAttentionBackward : kAttentionForward);
+        const LogCurve& eff = op.phase == Phase::Backward ? profile_.attention_backward_efficiency
+                                                          : profile_.attention_forward_efficiency;
+        c.compute_s = flops / (peak(op, op.precision) * eff.at(flops));
+        break;
+      }
+      case OpKind::Gemv:
+        c.compute_s = flops / peak(op, op.precision);
+        break;
+      case OpKind::Elementwise: {
+        // Elementwise math runs on CUDA cores at the fp32 rate when the profile has it.
+        const bool has_fp32 = profile_.peak_flops_per_s.count(Precision::FP32) > 0;
+        c.compute_s = flops / peak(op, has_fp32 ? Precision::FP32 : op.precision);
+        break;
+      }
+      case OpKind::EmbeddingLookup:  // pooling adds are hidden under the gather
+      case OpKind::Collective:
+      case OpKind::SendRecv:
+        break;
+    }
+    if (op.kind == OpKind::Gemm && op.fp8_block_scaled && op.precision == Precision::FP8) {
+      if (!profile_.fp8_block_scaling_time_factor)
+        throw std::invalid_argument(fmt::format(
+            "op '{}': block-scaled fp8, but the profile has no "
+            "compute.fp8_block_scaling_time_factor (measure it: calibration/suites/"
+            "gemm-fp8-block-1gpu.yaml)",
+            op.name));
+      mark(kFp8BlockScaling);
+      c.compute_s *= profile_.fp8_block_scaling_time_factor->value;
+    }
+  }
+  c.time_s = std::max(c.compute_s, c.memory_s) + c.launch_s;
+  return c;
+}
+
+std::vector<std::string> ComputeModel::used_entries() const {
+  std::vector<std::string> out;
+  const Precision precisions[] = {Precision::FP32, Precision::BF16, Precision::FP16,
+                                  Precision::FP8};
+  for (Precision p : precisions)
+    if (used_ & (1u << (kPeak + static_cast<unsigned>(p))))
+      out.push_back(fmt::format("compute.peak_flops_per_s.{}", to_string(p)));
+  if (used_ & (1u << kMemoryBandwidth)) out.push_back("compute.memory_bandwidth_Bps");
+  if (used_ & (1u << kLaunch)) out.push_back("compute.launch_overhead_s");
+  for (Precision p : precisions)
+    if (used_ & (1u << (kGemmEfficiency + static_cast<unsigned>(p))))
+      out.push_back(fmt::format("compute.efficiency.gemm.{}", to_string(p)));
+  if (used_ & (1u << kAttentionForward)) out.push_back("compute.efficiency.attention_forward");
+  if (used_ & (1u << kAttentionBackward)) out.push_back("compute.efficiency.attention_backward");
+  if (used_ & (1u << kMemoryEfficiency)) out.push_back("compute.efficiency.memory");
+  if (used_ & (1u << kEmbeddingEfficiency)) out.push_back("compute.efficiency.embedding");
+  if (used_ & (1u << kFp8BlockScaling)) out.push_back("compute.fp8_block_scaling_time_factor");
+  for (Precision p : precisions)
+    if (used_ & (1u << (kGemmTable + static_cast<unsigned>(p))))
+      out.push_back(fmt::format("compute.gemm_tables.{}", to_string(p)));
+  return out;
+}
+
+}  // namespace overlapsim::sim

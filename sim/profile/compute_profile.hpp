@@ -1,0 +1,65 @@
+#pragma once
+// The compute half of a device profile: peak rates, memory bandwidth, launch overhead and
+// the efficiency curves (fraction of peak reached) by op class. Pure data: loaded from
+// profile YAML by sim::load_profile, consumed by ComputeModel.
+#include <map>
+#include <optional>
+
+#include "sim/profile/gemm_table.hpp"
+#include "sim/profile/log_curve.hpp"
+#include "sim/profile/provenance.hpp"
+#include "sim/graph/op_graph.hpp"
+
+namespace overlapsim::sim {
+
+struct ComputeProfile {
+  // Dense (no sparsity) peak per precision: tensor-core rates for bf16/fp16/fp8, the
+  // CUDA-core rate for fp32 (used by elementwise math).
+  std::map<Precision, Sourced> peak_flops_per_s;
+  Sourced memory_bandwidth_Bps;
+  Sourced memory_capacity_bytes;
+  // Fixed cost per op on the GPU timeline (the gap between back-to-back kernels).
+  Sourced launch_overhead_s;
+
+  // Efficiency curves, y = fraction of peak. GEMM over the op's FLOPs, per precision;
+  // attention over FLOPs (forward and backward differ); memory-bound ops (elementwise,
+  // GEMV, the memory term of every op) over bytes moved; embedding-bag gathers over bytes.
+  std::map<Precision, LogCurve> gemm_efficiency;
+  LogCurve attention_forward_efficiency;
+  LogCurve attention_backward_efficiency;
+  LogCurve memory_efficiency;
+  LogCurve embedding_efficiency;
+
+  // Measured GEMM throughput tables; where present for a precision they replace
+  // gemm_efficiency for it.
+  std::map<Precision, GemmTable> gemm_tables;
+  // The same for this project's own Hopper GEMM (kernels/gemm: the tile-wise design's
+  // kernel, timed without signals), where measured; the tile-wise design times its GEMM
+  // by these instead of the vendor table x designs.tilewise.own_gemm_time_ratio.
+  std::map<Precision, GemmTable> own_gemm_tables;
+
+  // Clock headroom of a power-limited GPU: GEMMs run at (1 + idle_clock_boost * f) times
+  // the back-to-back rate the tables and curves hold when the GPU runs no compute for a
+  // fraction f of the time around them (a GEMM, then its collective, in turn: overlap-bench's
+  // pair loops, a training step's exposed communication). On 2 x H200 the same GEMM ran
+  // 2-15 % faster inside pair loops than back to back, the more so the larger the
+  // collective's share (docs/calibration.md). Absent: no boost (f has no effect).
+  std::optional<Sourced> idle_clock_boost;
+
+  // Block-scaled FP8 GEMM time / per-tensor-scaled time (the fp8 table and curve hold the
+  // latter), for ops with fp8_block_scaled. Absent: such ops are an error.
+  std::optional<Sourced> fp8_block_scaling_time_factor;
+
+  // 1 + idle_clock_boost * idle_fraction (1 without the key); idle_fraction in [0, 1].
+  double clock_speedup(double idle_fraction) const;
+};
+
+// The own GEMM's tables as a compute profile of their own (gemm_tables replaced by them),
+// for a ComputeModel of that kernel; nullopt when the profile has none.
+std::optional<ComputeProfile> own_gemm_profile(const ComputeProfile& c);
+
+// The profile's GEMM rates (tables, own tables and efficiency curves) multiplied by
+// `factor`.
+ComputeProfile with_gemm_rates_scaled(ComputeProfile c, double factor);
+
+}  // namespace overlapsim::sim

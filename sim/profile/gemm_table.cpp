@@ -1,0 +1,149 @@
+#include "sim/profile/gemm_table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace overlapsim::sim {
+namespace {
+
+void check_axis(const std::vector<double>& axis, const char* name) {
+  if (axis.empty()) throw std::invalid_argument(fmt::format("gemm table: {} is empty", name));
+  for (std::size_t i = 0; i < axis.size(); ++i) {
+    if (!(axis[i] > 0))
+      throw std::invalid_argument(fmt::format("gemm table: {}[{}] is not positive", name, i));
+    if (i > 0 && !(axis[i] > axis[i - 1]))
+      throw std::invalid_argument(
+          fmt::format("gemm table: {} is not strictly increasing at index {}", name, i));
+  }
+}
+
+// Index of the lower grid point and the interpolation weight of the upper one, in log space.
+struct AxisPos {
+  std::size_t lo;
+  double w;
+};
+AxisPos locate(const std::vector<double>& axis, double x) {
+  if (axis.size() == 1 || !(x > axis.front())) return {0, 0.0};
+  if (x >= axis.back()) return {axis.size() - 2, 1.0};
+  std::size_t hi = 1;
+  while (axis[hi] < x) ++hi;
+  const double l0 = std::log(axis[hi - 1]);
+  const double l1 = std::log(axis[hi]);
+  return {hi - 1, (std::log(x) - l0) / (l1 - l0)};
+}
+
+}  // namespace
+
+void GemmWaveModel::validate() const {
+  if (!(mainloop_flops_per_s > 0))
+    throw std::invalid_argument("gemm wave model: mainloop_flops_per_s is not positive");
+  if (!(fixed_s >= 0) || !(output_s_per_element >= 0))
+    throw std::invalid_argument("gemm wave model: fixed_s and output_s_per_element must be >= 0");
+  if ((tile_m > 0) != (tile_n > 0) || tile_m < 0 || tile_n < 0)
+    throw std::invalid_argument("gemm wave model: tile needs both sides positive");
+  if (tile_per_shape && tile_m > 0)
+    throw std::invalid_argument("gemm wave model: a fixed tile and a tile per shape");
+  if (quantised() && sms <= 0) throw std::invalid_argument("gemm wave model: a tile needs sms > 0");
+  if (whole_tiles_below_one_wave && !(tile_m > 0))
+    throw std::invalid_argument("gemm wave model: below_one_wave: whole_tiles needs a fixed tile");
+}
+
+namespace {
+
+double rounded_area(double m, double n, double tm, double tn, double sms, bool split_k) {
+  const double tiles = std::ceil(m / tm) * std::ceil(n / tn);
+  if (tiles < sms && split_k) return m * n;
+  return std::ceil(tiles / sms) * sms * tm * tn;
+}
+
+}  // namespace
+
+double GemmWaveModel::charged_outputs(double m, double n) const {
+  if (!quantised()) return m * n;
+  if (!tile_per_shape) return rounded_area(m, n, tile_m, tile_n, sms, !whole_tiles_below_one_wave);
+  double best = rounded_area(m, n, kVendorTiles[0][0], kVendorTiles[0][1], sms, true);
+  for (const auto& t : kVendorTiles)
+    best = std::min(best, rounded_area(m, n, t[0], t[1], sms, true));
+  return best;
+}
+
+double GemmWaveModel::time_s(double m, double n, double k) const {
+  const double outputs = charged_outputs(m, n);
+  return fixed_s + outputs * output_s_per_element + 2 * outputs * k / mainloop_flops_per_s;
+}
+
+void GemmTable::validate() const {
+  const bool wave = is_wave_model();
+  if (wave) {
+    waves.validate();
+    if (!achieved_flops_per_s.empty())
+      throw std::invalid_argument("gemm table: both a wave model and a rate grid");
+    if (time_factor.empty()) return;
+  } else if (!time_factor.empty()) {
+    throw std::invalid_argument("gemm table: a time_factor grid without a wave model");
+  }
+  const std::vector<double>& grid = wave ? time_factor : achieved_flops_per_s;
+  const char* what = wave ? "time factors" : "rates";
+  check_axis(m_values, "m");
+  check_axis(n_values, "n");
+  check_axis(k_values, "k");
+  const std::size_t want = m_values.size() * n_values.size() * k_values.size();
+  if (grid.size() != want)
+    throw std::invalid_argument(fmt::format("gemm table: {} {} for a {}x{}x{} grid (expected {})",
+                                            grid.size(), what, m_values.size(), n_values.size(),
+                                            k_values.size(), want));
+  for (std::size_t i = 0; i < want; ++i)
+    if (!(grid[i] > 0))
+      throw std::invalid_argument(fmt::format("gemm table: {} {} is not positive", what, i));
+}
+
+void GemmTable::scale_rates(double factor) {
+  for (double& r : achieved_flops_per_s) r *= factor;
+  if (is_wave_model()) {
+    waves.fixed_s /= factor;
+    waves.output_s_per_element /= factor;
+    waves.mainloop_flops_per_s *= factor;
+  }
+}
+
+double GemmTable::compute_s(double m, double n, double k) const {
+  if (!is_wave_model()) return 2 * m * n * k / rate_flops_per_s(m, n, k);
+  const double t = waves.time_s(m, n, k);
+  return time_factor.empty() ? t : t * std::exp(log_interpolate(time_factor, m, n, k));
+}
+
+double GemmTable::rate_flops_per_s(double m, double n, double k) const {
+  if (is_wave_model()) return 2 * m * n * k / compute_s(m, n, k);
+  return std::exp(log_interpolate(achieved_flops_per_s, m, n, k));
+}
+
+double GemmTable::log_interpolate(const std::vector<double>& grid, double m, double n,
+                                  double k) const {
+  const AxisPos pm = locate(m_values, m);
+  const AxisPos pn = locate(n_values, n);
+  const AxisPos pk = locate(k_values, k);
+  const std::size_t nn = n_values.size();
+  const std::size_t nk = k_values.size();
+  double log_value = 0;
+  for (int dm = 0; dm < 2; ++dm) {
+    const double wm = dm ? pm.w : 1 - pm.w;
+    if (wm == 0) continue;
+    for (int dn = 0; dn < 2; ++dn) {
+      const double wn = dn ? pn.w : 1 - pn.w;
+      if (wn == 0) continue;
+      for (int dk = 0; dk < 2; ++dk) {
+        const double wk = dk ? pk.w : 1 - pk.w;
+        if (wk == 0) continue;
+        const std::size_t idx = ((pm.lo + dm) * nn + (pn.lo + dn)) * nk + (pk.lo + dk);
+        log_value += wm * wn * wk * std::log(grid[idx]);
+      }
+    }
+  }
+  return log_value;
+}
+
+}  // namespace overlapsim::sim

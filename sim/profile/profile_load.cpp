@@ -1,0 +1,428 @@
+#include "sim/profile/profile_load.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "sim/overlap/registry.hpp"
+#include "config/units.hpp"
+
+namespace overlapsim::sim {
+namespace {
+
+using config::ConfigNode;
+
+// How a value is written, decided by its key's unit suffix (the project's naming rule).
+enum class Unit { Plain, Seconds, Bytes, Bps, FlopsPerS };
+
+Unit unit_of_key(const std::string& key) {
+  auto ends = [&](std::string_view s) {
+    return key.size() >= s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0;
+  };
+  if (ends("_flops_per_s")) return Unit::FlopsPerS;
+  if (ends("_Bps")) return Unit::Bps;
+  if (ends("_bytes")) return Unit::Bytes;
+  if (ends("_s")) return Unit::Seconds;
+  return Unit::Plain;
+}
+
+double parse_value(const ConfigNode& node, Unit unit) {
+  switch (unit) {
+    case Unit::Seconds:
+      return node.as_duration_s();
+    case Unit::Bytes:
+      return static_cast<double>(node.as_bytes());
+    case Unit::Bps:
+      return node.as_bandwidth_Bps();
+    case Unit::FlopsPerS:
+      return node.as_flops_per_s();
+    case Unit::Plain:
+      return node.as_double();
+  }
+  return 0;
+}
+
+const std::vector<std::string> kSourceKeys = {"source", "citation", "fit_error"};
+
+std::vector<std::string> with_source_keys(std::vector<std::string> keys) {
+  keys.insert(keys.end(), kSourceKeys.begin(), kSourceKeys.end());
+  return keys;
+}
+
+// Reads source / citation / fit_error of a map that carries a number or a table.
+Provenance parse_provenance(const ConfigNode& node) {
+  if (!node.has("source"))
+    node.fail_key("source", "missing (expected source: measured, datasheet, paper or assumed)");
+  Provenance p;
+  const std::string kind = node.get_enum("source", {"measured", "datasheet", "paper", "assumed"});
+  p.kind = *parse_source_kind(kind);
+  if (!node.has("citation"))
+    node.fail_key("citation",
+                  "missing (expected the datasheet, paper or measurement this number comes from)");
+  p.citation = node.get_string("citation");
+  if (p.citation.empty()) node.fail_key("citation", "empty (expected a non-empty citation)");
+  if (node.has("fit_error")) {
+    p.fit_error = node.get_double("fit_error");
+    if (p.fit_error < 0) node.fail_key("fit_error", "negative (expected a relative error >= 0)");
+  }
+  return p;
+}
+
+// { value: <number with the unit of `key`>, source: ..., citation: ..., fit_error: ... }
+Sourced parse_sourced(const ConfigNode& parent, const std::string& key, Unit unit) {
+  ConfigNode node = parent.child(key);
+  if (!node.is_map())
+    node.fail(
+        "expected a map {value: ..., source: measured|datasheet|paper|assumed, citation: ...}");
+  node.check_keys(with_source_keys({"value"}));
+  Sourced s;
+  s.value = parse_value(node.child("value"), unit);
+  s.source = parse_provenance(node);
+  return s;
+}
+
+Sourced parse_sourced(const ConfigNode& parent, const std::string& key) {
+  return parse_sourced(parent, key, unit_of_key(key));
+}
+
+Precision parse_precision(const ConfigNode& node, const std::string& text) {
+  if (text == "bf16") return Precision::BF16;
+  if (text == "fp16") return Precision::FP16;
+  if (text == "fp8") return Precision::FP8;
+  if (text == "fp32") return Precision::FP32;
+  node.fail_key(text, "unknown precision (expected one of: bf16, fp16, fp8, fp32)");
+}
+
+// A list of [x, y] pairs with x strictly increasing (and > 0 when `log_x`).
+std::vector<std::pair<double, double>> parse_points(const ConfigNode& node, Unit x_unit, bool log_x,
+                                                    double y_min, double y_max,
+                                                    const char* y_expected) {
+  if (!node.is_sequence() || node.size() == 0)
+    node.fail("expected a non-empty list of [x, y] points");
+  std::vector<std::pair<double, double>> out;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    ConfigNode pt = node.at(i);
+    if (!pt.is_sequence() || pt.size() != 2) pt.fail("expected a point [x, y]");
+    const double x = parse_value(pt.at(0), x_unit);
+    const double y = pt.at(1).as_double();
+    if (log_x && !(x > 0)) pt.at(0).fail(fmt::format("{} is not positive (expected x > 0)", x));
+    if (!out.empty() && !(x > out.back().first))
+      pt.at(0).fail(fmt::format("{} does not increase (expected x values in increasing order)", x));
+    if (!(y >= y_min && y <= y_max))
+      pt.at(1).fail(fmt::format("{} out of range (expected {})", y, y_expected));
+    out.emplace_back(x, y);
+  }
+  return out;
+}
+
+// { over: flops|bytes, points: [[x, efficiency], ...], source, citation, fit_error }
+LogCurve parse_efficiency(const ConfigNode& parent, const std::string& key,
+                               const std::string& over) {
+  ConfigNode node = parent.child(key);
+  if (!node.is_map())
+    node.fail("expected a map {over: ..., points: [[x, efficiency], ...], source: ...}");
+  node.check_keys(with_source_keys({"over", "points"}));
+  node.get_enum("over", {over});
+  LogCurve c;
+  c.points = parse_points(node.child("points"), over == "bytes" ? Unit::Bytes : Unit::Plain, true,
+                          1e-6, 1.0, "an efficiency in (0, 1]");
+  c.source = parse_provenance(node);
+  return c;
+}
+
+std::vector<double> parse_number_list(const ConfigNode& node, Unit unit) {
+  if (!node.is_sequence() || node.size() == 0) node.fail("expected a non-empty list of numbers");
+  std::vector<double> out;
+  for (std::size_t i = 0; i < node.size(); ++i) out.push_back(parse_value(node.at(i), unit));
+  return out;
+}
+
+// model: waves (GemmWaveModel) or the rate grid (model: table, or no model key).
+GemmTable parse_gemm_wave_model(const ConfigNode& node) {
+  node.check_keys(with_source_keys({"model", "fixed_s", "output_s_per_element",
+                                    "mainloop_flops_per_s", "tile", "sms", "below_one_wave",
+                                    "correction"}));
+  GemmTable t;
+  GemmWaveModel& w = t.waves;
+  w.fixed_s = parse_value(node.child("fixed_s"), Unit::Seconds);
+  w.output_s_per_element = parse_value(node.child("output_s_per_element"), Unit::Seconds);
+  w.mainloop_flops_per_s = parse_value(node.child("mainloop_flops_per_s"), Unit::FlopsPerS);
+  if (auto tile = node.optional_child("tile")) {
+    if (tile->is_scalar() && tile->as_string() == "per_shape") {
+      w.tile_per_shape = true;
+    } else {
+      if (!tile->is_sequence() || tile->size() != 2)
+        tile->fail("expected [tile_m, tile_n], two positive integers, or per_shape");
+      w.tile_m = static_cast<int>(tile->at(0).as_int());
+      w.tile_n = static_cast<int>(tile->at(1).as_int());
+    }
+    w.sms = static_cast<int>(node.get_int("sms"));
+  }
+  w.whole_tiles_below_one_wave =
+      node.get_enum("below_one_wave", {"split_k", "whole_tiles"}, "split_k") == "whole_tiles";
+  if (auto corr = node.optional_child("correction")) {
+    corr->check_keys(std::vector<std::string>{"m", "n", "k", "time_factor"});
+    t.m_values = parse_number_list(corr->child("m"), Unit::Plain);
+    t.n_values = parse_number_list(corr->child("n"), Unit::Plain);
+    t.k_values = parse_number_list(corr->child("k"), Unit::Plain);
+    t.time_factor = parse_number_list(corr->child("time_factor"), Unit::Plain);
+  }
+  t.source = parse_provenance(node);
+  try {
+    t.validate();
+  } catch (const std::invalid_argument& e) {
+    node.fail(
+        fmt::format("{} (expected fixed_s >= 0, output_s_per_element >= 0, "
+                    "mainloop_flops_per_s > 0, tile [m, n] with sms > 0, below_one_wave: whole_tiles only with a "
+                    "tile [m, n], correction: "
+                    "m x n x k positive time factors)",
+                    e.what()));
+  }
+  return t;
+}
+
+GemmTable parse_gemm_table(const ConfigNode& node) {
+  if (node.is_map() && node.has("model") && node.get_enum("model", {"table", "waves"}) == "waves")
+    return parse_gemm_wave_model(node);
+  node.check_keys(with_source_keys({"model", "m", "n", "k", "achieved_flops_per_s"}));
+  GemmTable t;
+  t.m_values = parse_number_list(node.child("m"), Unit::Plain);
+  t.n_values = parse_number_list(node.child("n"), Unit::Plain);
+  t.k_values = parse_number_list(node.child("k"), Unit::Plain);
+  t.achieved_flops_per_s = parse_number_list(node.child("achieved_flops_per_s"), Unit::FlopsPerS);
+  t.source = parse_provenance(node);
+  try {
+    t.validate();
+  } catch (const std::invalid_argument& e) {
+    node.fail(fmt::format("{} (expected m x n x k rates, m-major, axes increasing)", e.what()));
+  }
+  return t;
+}
+
+ComputeProfile parse_compute(const ConfigNode& node) {
+  node.check_keys(std::vector<std::string>{
+      "peak_flops_per_s", "memory_bandwidth_Bps", "memory_capacity_bytes", "launch_overhead_s",
+      "efficiency", "gemm_tables", "own_gemm_tables", "idle_clock_boost",
+      "fp8_block_scaling_time_factor"});
+  ComputeProfile c;
+  ConfigNode peaks = node.child("peak_flops_per_s");
+  if (!peaks.is_map() || peaks.size() == 0)
+    peaks.fail("expected a map of precision -> {value, source, citation}");
+  for (const auto& key : peaks.keys()) {
+    const Precision p = parse_precision(peaks, key);
+    c.peak_flops_per_s[p] = parse_sourced(peaks, key, Unit::FlopsPerS);
+  }
+  c.memory_bandwidth_Bps = parse_sourced(node, "memory_bandwidth_Bps");
+  c.memory_capacity_bytes = parse_sourced(node, "memory_capacity_bytes");
+  c.launch_overhead_s = parse_sourced(node, "launch_overhead_s");
+
+  ConfigNode eff = node.child("efficiency");
+  eff.check_keys(std::vector<std::string>{"gemm", "attention_forward", "attention_backward",
+                                          "memory", "embedding"});
+  ConfigNode gemm = eff.child("gemm");
+  if (!gemm.is_map() || gemm.size() == 0)
+    gemm.fail("expected a map of precision -> {over: flops, points, source, citation}");
+  for (const auto& key : gemm.keys()) {
+    const Precision p = parse_precision(gemm, key);
+    if (!c.peak_flops_per_s.count(p))
+      gemm.fail_key(
+          key, fmt::format("no peak rate for {} (expected compute.peak_flops_per_s.{})", key, key));
+    c.gemm_efficiency[p] = parse_efficiency(gemm, key, "flops");
+  }
+  c.attention_forward_efficiency = parse_efficiency(eff, "attention_forward", "flops");
+  c.attention_backward_efficiency = parse_efficiency(eff, "attention_backward", "flops");
+  c.memory_efficiency = parse_efficiency(eff, "memory", "bytes");
+  c.embedding_efficiency = parse_efficiency(eff, "embedding", "bytes");
+
+  if (node.optional_child("idle_clock_boost")) {
+    c.idle_clock_boost = parse_sourced(node, "idle_clock_boost");
+    if (!(c.idle_clock_boost->value >= 0 && c.idle_clock_boost->value <= 10))
+      node.child("idle_clock_boost")
+          .fail("expected a boost per idle fraction in [0, 10] (value: 0.4)");
+  }
+  if (node.optional_child("fp8_block_scaling_time_factor")) {
+    c.fp8_block_scaling_time_factor = parse_sourced(node, "fp8_block_scaling_time_factor");
+    if (!(c.fp8_block_scaling_time_factor->value >= 0.5 &&
+          c.fp8_block_scaling_time_factor->value <= 10))
+      node.child("fp8_block_scaling_time_factor")
+          .fail("expected block-scaled / per-tensor fp8 GEMM time in [0.5, 10] (value: 1.1)");
+  }
+  for (const char* name : {"gemm_tables", "own_gemm_tables"})
+    if (auto tables = node.optional_child(name)) {
+      if (!tables->is_map()) tables->fail("expected a map of precision -> table");
+      auto& into = std::string(name) == "gemm_tables" ? c.gemm_tables : c.own_gemm_tables;
+      for (const auto& key : tables->keys())
+        into[parse_precision(*tables, key)] = parse_gemm_table(tables->child(key));
+    }
+  return c;
+}
+
+CollectiveProfile parse_collectives(const ConfigNode& node) {
+  CollectiveProfile out;
+  if (!node.is_sequence()) node.fail("expected a list of collective curves (or [])");
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    ConfigNode c = node.at(i);
+    c.check_keys(with_source_keys(
+        {"op", "algorithm", "scope", "ranks", "ctas", "segments", "in_compute_loop_factor"}));
+    CollectiveCurve curve;
+    curve.op = *parse_collective_op(c.get_enum(
+        "op", {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"}));
+    curve.algo = *parse_algorithm(
+        c.get_enum("algorithm", {"ring", "tree", "hierarchical", "direct", "auto"}));
+    curve.scope = *parse_comm_scope(c.get_enum("scope", {"intra_node", "inter_node"}));
+    curve.ranks = static_cast<int>(c.get_int("ranks", 0));
+    curve.ctas = static_cast<int>(c.get_int("ctas", 0));
+    if (curve.ranks < 0) c.fail_key("ranks", "negative (expected 0 = any, or the size measured)");
+    if (curve.ctas < 0) c.fail_key("ctas", "negative (expected 0 = NCCL default, or a count)");
+    ConfigNode segs = c.child("segments");
+    if (!segs.is_sequence() || segs.size() == 0)
+      segs.fail("expected a non-empty list of {min_bytes, latency_s, bus_bandwidth_Bps}");
+    for (std::size_t j = 0; j < segs.size(); ++j) {
+      ConfigNode s = segs.at(j);
+      s.check_keys(std::vector<std::string>{"min_bytes", "latency_s", "bus_bandwidth_Bps"});
+      CollectiveSegment seg;
+      seg.min_bytes = s.get_bytes("min_bytes");
+      seg.latency_s = s.get_duration_s("latency_s");
+      seg.bus_bandwidth_Bps = s.get_bandwidth_Bps("bus_bandwidth_Bps");
+      if (seg.latency_s < 0) s.fail_key("latency_s", "negative (expected a duration >= 0)");
+      if (j == 0 && seg.min_bytes != 0)
+        s.fail_key("min_bytes", "the first segment must start at 0 (expected min_bytes: 0)");
+      if (j > 0 && seg.min_bytes <= curve.segments.back().min_bytes)
+        s.fail_key("min_bytes", "does not increase (expected segments in increasing min_bytes)");
+      curve.segments.push_back(seg);
+    }
+    curve.source = parse_provenance(c);
+    if (c.optional_child("in_compute_loop_factor")) {
+      curve.in_compute_loop_factor = parse_sourced(c, "in_compute_loop_factor");
+      // A collective between GEMMs ran 0-15 % slower than alone on H200s; a factor outside
+      // this band is a broken fit or a typo, not a measurement.
+      if (!(curve.in_compute_loop_factor->value >= 0.5 && curve.in_compute_loop_factor->value <= 2))
+        c.child("in_compute_loop_factor")
+            .child("value")
+            .fail("out of range (expected a time factor in [0.5, 2], 1 = as alone)");
+    }
+    out.curves.push_back(std::move(curve));
+  }
+  return out;
+}
+
+std::vector<InterferenceCurve> parse_interference_list(const ConfigNode& node,
+                                                            const std::vector<std::string>& victims,
+                                                            const char* x_expected) {
+  std::vector<InterferenceCurve> out;
+  if (!node.is_sequence())
+    node.fail("expected a list of {victim, points, source, citation} (or [])");
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    ConfigNode c = node.at(i);
+    c.check_keys(with_source_keys({"victim", "points"}));
+    InterferenceCurve curve;
+    curve.victim = c.get_enum("victim", victims);
+    curve.points =
+        parse_points(c.child("points"), Unit::Plain, false, 1.0, 1e6, "a slowdown factor >= 1");
+    for (const auto& [x, y] : curve.points)
+      if (x < 0)
+        c.child("points").fail(fmt::format("x = {} is negative (expected {})", x, x_expected));
+    curve.source = parse_provenance(c);
+    out.push_back(std::move(curve));
+  }
+  return out;
+}
+
+InterferenceProfile parse_interference(const ConfigNode& node) {
+  node.check_keys(std::vector<std::string>{"compute_under_comm", "comm_under_compute"});
+  InterferenceProfile out;
+  if (auto n = node.optional_child("compute_under_comm"))
+    out.compute_under_comm = parse_interference_list(
+        *n, {"gemm", "gemv", "attention", "elementwise", "embedding"}, "NCCL CTAs >= 0");
+  if (auto n = node.optional_child("comm_under_compute"))
+    out.comm_under_compute = parse_interference_list(
+        *n, {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"},
+        "an SM fraction in [0, 1]");
+  return out;
+}
+
+DesignParams parse_designs(const ConfigNode& node) {
+  node.check_keys(design_names());
+  DesignParams out;
+  for (const auto& design : node.keys()) {
+    ConfigNode params = node.child(design);
+    if (!params.is_map()) params.fail("expected a map of parameter -> {value, source, citation}");
+    auto& dst = out.by_design[design];
+    for (const auto& key : params.keys()) dst[key] = parse_sourced(params, key);
+  }
+  return out;
+}
+
+DeviceInfo parse_device(const ConfigNode& node) {
+  node.check_keys(std::vector<std::string>{"name", "sms", "driver", "cuda", "nccl", "date", "host",
+                                           "source", "citation"});
+  DeviceInfo d;
+  d.name = node.get_string("name");
+  d.sms = static_cast<int>(node.get_positive_int("sms"));
+  read_software(node, d.driver, d.cuda, d.nccl, d.host, d.date);
+  parse_provenance(node);  // the SM count is a number the design models use
+  return d;
+}
+
+}  // namespace
+
+void read_software(const ConfigNode& node, std::string& driver, std::string& cuda,
+                   std::string& nccl, std::string& host, std::string& date) {
+  driver = node.get_string("driver", "");
+  cuda = node.get_string("cuda", "");
+  nccl = node.get_string("nccl", "");
+  host = node.get_string("host", "");
+  date = node.get_string("date", "");
+}
+
+const std::vector<config::ParamDoc>& profile_params() {
+  static const std::vector<config::ParamDoc> params = {
+      {"format", "profile format version", "", "1"},
+      {"kind", "what the profile mostly holds: datasheet or measured (each number says its own)",
+       "", ""},
+      {"description", "one line saying what the profile is", "\"\"", ""},
+      {"device", "name, sms, driver, cuda, nccl, date, host, source, citation", "", ""},
+      {"compute",
+       "peak_flops_per_s, memory_bandwidth_Bps, memory_capacity_bytes, "
+       "launch_overhead_s, efficiency, gemm_tables, own_gemm_tables, idle_clock_boost, "
+       "fp8_block_scaling_time_factor",
+       "", ""},
+      {"collectives",
+       "list of {op, algorithm, scope, ranks, ctas, segments, in_compute_loop_factor, source}",
+       "[]", ""},
+      {"interference", "compute_under_comm, comm_under_compute", "{}", ""},
+      {"designs", "design -> parameter -> {value, source, citation}", "{}", ""},
+      {"measurements", "path of the raw CSV the profile was fitted from", "\"\"", ""},
+  };
+  return params;
+}
+
+Profile load_profile_node(const ConfigNode& root, const std::string& name) {
+  if (!root.is_map()) root.fail("expected a profile map (see docs/profile-format.md)");
+  root.check_keys(profile_params());
+  const auto format = root.get_int("format");
+  if (format != 1) root.fail_key("format", fmt::format("{} is not supported (expected 1)", format));
+  root.get_enum("kind", {"datasheet", "measured"});
+  Profile p;
+  p.name = name;
+  p.path = root.file();
+  p.device = parse_device(root.child("device"));
+  p.compute = parse_compute(root.child("compute"));
+  if (auto c = root.optional_child("collectives")) p.collectives = parse_collectives(*c);
+  if (auto i = root.optional_child("interference")) p.interference = parse_interference(*i);
+  if (auto d = root.optional_child("designs")) p.designs = parse_designs(*d);
+  p.measurements = root.get_string("measurements", "");
+  return p;
+}
+
+Profile load_profile(const std::string& path) {
+  return load_profile_node(ConfigNode::load_file(path),
+                           std::filesystem::path(path).stem().string());
+}
+
+Profile load_profile_string(const std::string& yaml, const std::string& name) {
+  return load_profile_node(ConfigNode::load_string(yaml, name), name);
+}
+
+}  // namespace overlapsim::sim

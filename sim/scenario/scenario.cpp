@@ -1,0 +1,185 @@
+#include "sim/scenario/scenario.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/engine/simulator.hpp"
+#include "sim/exec/step_executor.hpp"
+#include "sim/network/flow_network.hpp"
+#include "sim/profile/compute_model.hpp"
+#include "sim/trace/chrome_trace.hpp"
+
+namespace overlapsim::sim {
+namespace {
+
+constexpr CollectivePath kPaths[] = {CollectivePath::Curve, CollectivePath::Efficiency,
+                                     CollectivePath::Cluster};
+
+void merge_classes(std::vector<CollectiveClassUse>& into,
+                   const std::vector<CollectiveClassUse>& from) {
+  for (const auto& u : from) {
+    auto it = std::find_if(into.begin(), into.end(), [&](const auto& v) {
+      return v.op == u.op && v.ranks == u.ranks && v.intra_host == u.intra_host;
+    });
+    if (it == into.end())
+      into.push_back(u);
+    else
+      it->launches += u.launches;
+  }
+}
+
+// The trace's options: the ranks it records and the link classes it samples.
+ExecOptions exec_options(const Scenario& sc, FlowNetwork& net) {
+  const ScenarioOptions& o = sc.options;
+  ExecOptions exec;
+  exec.images = o.images;
+  if (!o.trace) return exec;
+  exec.record_timeline = true;
+  exec.timeline_ranks = o.trace_ranks;
+  if (exec.timeline_ranks.empty())
+    for (std::size_t i = 0; i < sc.step.ranks.size() && i < 16; ++i)
+      exec.timeline_ranks.push_back(sc.step.ranks[i].rank);
+  exec.link_classes = {"nvlink", "pcie", "network"};
+  // Every directed link of a class together: the denominator of its utilisation.
+  exec.link_capacity_Bps.assign(3, 0.0);
+  for (LinkId id = 0; id < sc.topology.num_links(); ++id) {
+    const TopoLink& link = sc.topology.link(id);
+    const int c = link.cls == LinkClass::NvLink ? 0 : link.cls == LinkClass::Pcie ? 1 : 2;
+    exec.link_capacity_Bps[c] += link.bandwidth_Bps;
+  }
+  exec.link_bytes = [&net] {
+    return std::vector<double>{net.bytes_on_class(LinkClass::NvLink),
+                               net.bytes_on_class(LinkClass::Pcie),
+                               net.bytes_on_class(LinkClass::Network)};
+  };
+  return exec;
+}
+
+class ScenarioRunner {
+ public:
+  explicit ScenarioRunner(const Scenario& sc) : sc_(sc), o_(sc.options) {}
+
+  ScenarioResult run() {
+    const ComputeModel compute(sc_.profile.compute);
+    for (const std::string& name : o_.designs) out_.runs.push_back(run_design(name, compute));
+    collect_used_sources(compute);
+    return std::move(out_);
+  }
+
+ private:
+  DesignRun run_design(const std::string& name, const ComputeModel& compute) {
+    const bool clocked = o_.gemm_clock == GemmClock::DutyCycle;
+    if (clocked && !sc_.profile.compute.idle_clock_boost)
+      throw std::invalid_argument(fmt::format(
+          "{}: compute.idle_clock_boost: missing (expected a profile fitted from pair loops "
+          "for the duty-cycle GEMM clock)",
+          sc_.profile.path));
+    DesignRun run;
+    if (!simulate(name, sc_.profile, compute, !clocked, run) || !clocked ||
+        run.result.step_time_s <= 0)
+      return run;
+    // The GEMMs' clock has headroom in the share of the step without compute
+    // (compute.idle_clock_boost, fitted on pair loops): rerun once at the rate that share
+    // gives, the share taken from the back-to-back run.
+    DesignRun rerun;
+    rerun.idle_fraction = std::clamp(1 - run.result.compute_s / run.result.step_time_s, 0.0, 1.0);
+    rerun.gemm_clock_speedup = sc_.profile.compute.clock_speedup(rerun.idle_fraction);
+    Profile boosted = sc_.profile;
+    boosted.compute = with_gemm_rates_scaled(sc_.profile.compute, rerun.gemm_clock_speedup);
+    const ComputeModel boosted_compute(boosted.compute);
+    simulate(name, boosted, boosted_compute, true, rerun);
+    if (!o_.zero_wall_times) rerun.result.sim_wall_s += run.result.sim_wall_s;
+    return rerun;
+  }
+
+  // One design on one profile (the scenario's, or its GEMM rates scaled for the clock):
+  // fills run's result, launches and pair stats; the final run of a design also counts its
+  // collective classes and records its trace. False when the design overlaps no pair and
+  // the result is sequential's.
+  bool simulate(const std::string& name, const Profile& profile, const ComputeModel& compute,
+                bool final_run, DesignRun& run) {
+    Simulator simulator;
+    FlowNetwork net(simulator, sc_.topology);
+    StepExecutor executor(sc_.step, compute, net, exec_options(sc_, net));
+    CollectiveCostModel costs(profile.collectives, net, o_.timing);
+    if (!o_.measured_times.empty()) costs.set_measured_times(o_.measured_times);
+    executor.set_collective_launcher(costs.launcher());
+    auto design = make_design(name, sc_.design_profile ? *sc_.design_profile : profile,
+                              o_.design_options);
+    PairedDesign* paired = as_paired(*design);
+    if (paired) paired->bind(sc_.step, costs, o_.planning);
+    if (o_.configure_design) o_.configure_design(*design);
+    if (paired && reuse_sequential(*paired, compute, run)) return false;
+    run.result = executor.run(*design);
+    for (auto path : kPaths)
+      run.launches_by_path[static_cast<int>(path)] = costs.launches(path);
+    if (final_run) merge_classes(out_.collective_classes, costs.uses());
+    if (paired) {
+      run.paired = true;
+      run.pairs = paired->stats();
+      run.parameters = paired->parameters();
+    }
+    if (o_.zero_wall_times) run.result.sim_wall_s = 0;
+    if (final_run && o_.trace)
+      run.trace_json = chrome_trace_json(executor.timeline(), run.result,
+                                         fmt::format("{} ({})", o_.trace_title, name));
+    return true;
+  }
+
+  // A design that overlaps no pair of this step runs every pair as under sequential, so the
+  // step is sequential's, event for event: take sequential's run when it came first.
+  bool reuse_sequential(const PairedDesign& paired, const ComputeModel& compute, DesignRun& run) {
+    if (!o_.reuse_sequential || o_.trace || out_.runs.empty() ||
+        out_.runs.front().result.design != "sequential")
+      return false;
+    const PairStats scan = paired.scan(sc_.step, compute);
+    if (scan.overlapped != 0) return false;
+    const DesignRun& seq = out_.runs.front();
+    run.result = seq.result;
+    run.result.design = paired.name();
+    run.result.sim_wall_s = 0;
+    run.paired = true;
+    run.pairs = scan;
+    run.parameters = paired.parameters();
+    run.idle_fraction = seq.idle_fraction;
+    run.gemm_clock_speedup = seq.gemm_clock_speedup;
+    std::copy(std::begin(seq.launches_by_path), std::end(seq.launches_by_path),
+              std::begin(run.launches_by_path));
+    return true;
+  }
+
+  void collect_used_sources(const ComputeModel& compute) {
+    std::vector<std::string> used = compute.used_entries();
+    const std::string peak_key = fmt::format("compute.peak_flops_per_s.{}", to_string(o_.precision));
+    if (std::find(used.begin(), used.end(), peak_key) == used.end())
+      used.insert(used.begin(), peak_key);
+    bool seen[4] = {false, false, false, false};
+    for (const auto& entry : sc_.profile.sources())
+      if (std::find(used.begin(), used.end(), entry.what) != used.end()) {
+        out_.used_sources.push_back(entry);
+        seen[static_cast<int>(entry.source.kind)] = true;
+      }
+    for (auto kind : {SourceKind::Measured, SourceKind::Datasheet, SourceKind::Paper,
+                      SourceKind::Assumed})
+      if (seen[static_cast<int>(kind)])
+        out_.used_kinds += (out_.used_kinds.empty() ? "" : "+") + std::string(to_string(kind));
+  }
+
+  const Scenario& sc_;
+  const ScenarioOptions& o_;
+  ScenarioResult out_;
+};
+
+}  // namespace
+
+const DesignRun* ScenarioResult::run_of(const std::string& design) const {
+  for (const auto& run : runs)
+    if (run.result.design == design) return &run;
+  return nullptr;
+}
+
+ScenarioResult run_scenario(const Scenario& scenario) { return ScenarioRunner(scenario).run(); }
+
+}  // namespace overlapsim::sim

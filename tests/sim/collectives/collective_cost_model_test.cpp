@@ -1,0 +1,211 @@
+#include "sim/collectives/collective_cost_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sim/engine/simulator.hpp"
+#include "sim/network/flow_network.hpp"
+#include "sim/topology/builders.hpp"
+
+namespace overlapsim::sim {
+namespace {
+
+constexpr double kLinkBps = 400e9;
+constexpr std::uint64_t kMiB = 1ull << 20;
+
+// allreduce measured on 2 GPUs: 10 us + busbw 200 GB/s below 16 MiB, 30 us + 300 GB/s above.
+CollectiveProfile two_gpu_profile() {
+  CollectiveCurve c;
+  c.op = CollectiveOp::AllReduce;
+  c.ranks = 2;
+  c.segments = {{0, 10e-6, 200e9}, {16 * kMiB, 30e-6, 300e9}};
+  c.source = {SourceKind::Measured, "test rows", 0.01};
+  CollectiveProfile p;
+  p.curves.push_back(c);
+  return p;
+}
+
+Topology nvswitch(int gpus) { return build_nvswitch_node({gpus, kLinkBps, 0.0}); }
+
+CollectiveRequest allreduce(int ranks, std::uint64_t bytes) {
+  CollectiveRequest r;
+  r.op = CollectiveOp::AllReduce;
+  r.bytes = bytes;
+  for (int i = 0; i < ranks; ++i) r.ranks.push_back(i);
+  return r;
+}
+
+struct Timed {
+  double time_s = -1;
+  CollectivePath path = CollectivePath::Cluster;
+  std::vector<CollectiveClassUse> uses;
+};
+
+Timed time_one(const Topology& topo, const CollectiveProfile& profile,
+               const CollectiveRequest& req, CollectiveTimingOptions options) {
+  Simulator clock;
+  FlowNetwork net(clock, topo);
+  CollectiveCostModel timer(profile, net, options);
+  Timed out;
+  timer.launcher()(req, [&] { out.time_s = clock.now(); });
+  clock.run();
+  for (auto p : {CollectivePath::Curve, CollectivePath::Efficiency, CollectivePath::Cluster})
+    if (timer.launches(p) == 1) out.path = p;
+  out.uses = timer.uses();
+  return out;
+}
+
+CollectiveTimingOptions nvlink() {
+  CollectiveTimingOptions o;
+  o.nvlink_Bps = kLinkBps;
+  o.nvlink_citation = "test datasheet";
+  return o;
+}
+
+TEST(CollectiveCostModel, MeasuredSizeUsesTheCurve) {
+  const auto profile = two_gpu_profile();
+  const Timed t = time_one(nvswitch(8), profile, allreduce(2, 64 * kMiB), nvlink());
+  EXPECT_EQ(t.path, CollectivePath::Curve);
+  EXPECT_DOUBLE_EQ(t.time_s, 30e-6 + 64.0 * kMiB / 300e9);
+}
+
+// Between compute kernels (a step's collectives, the default) the curve's
+// in_compute_loop_factor stretches the measured paths; timed alone it does not.
+TEST(CollectiveCostModel, InComputeLoopFactorStretchesTheMeasuredPaths) {
+  auto profile = two_gpu_profile();
+  profile.curves[0].in_compute_loop_factor =
+      Sourced{1.05, {SourceKind::Measured, "loop rows", 0.01}};
+  const double curve_s = 30e-6 + 64.0 * kMiB / 300e9;
+  const Timed in_loop = time_one(nvswitch(8), profile, allreduce(2, 64 * kMiB), nvlink());
+  EXPECT_DOUBLE_EQ(in_loop.time_s, 1.05 * curve_s);
+  EXPECT_NE(in_loop.uses.at(0).how.find("x 1.05 between compute kernels"), std::string::npos)
+      << in_loop.uses.at(0).how;
+  CollectiveTimingOptions alone_options = nvlink();
+  alone_options.in_compute_loop = false;
+  const Timed alone = time_one(nvswitch(8), profile, allreduce(2, 64 * kMiB), alone_options);
+  EXPECT_DOUBLE_EQ(alone.time_s, curve_s);
+  // The efficiency path (8 ranks from the 2-rank curve): latency and stretched transfer.
+  const Timed eff = time_one(nvswitch(8), profile, allreduce(8, 64 * kMiB), nvlink());
+  const Timed eff_alone = time_one(nvswitch(8), profile, allreduce(8, 64 * kMiB), alone_options);
+  ASSERT_EQ(eff.path, CollectivePath::Efficiency);
+  EXPECT_NEAR(eff.time_s, 1.05 * eff_alone.time_s, 1e-9 * eff.time_s);
+  // Without an NVLink rate (the validator's pairs): the same curve, no efficiency path.
+  const Timed plain = time_one(nvswitch(2), profile, allreduce(2, 64 * kMiB), {});
+  EXPECT_DOUBLE_EQ(plain.time_s, 1.05 * curve_s);
+}
+
+// On 8 GPUs the flow network's ring all-reduce takes 2(n-1)/n S / B; stretched by B / busbw
+// and after the segment's latency that is latency + 2(n-1)/n S / busbw: the curve's bus
+// bandwidth carried to the other size, as nccl-tests' busbw convention assumes.
+TEST(CollectiveCostModel, OtherSizeRunsTheFlowNetworkAtTheMeasuredEfficiency) {
+  const auto profile = two_gpu_profile();
+  const double s = 64.0 * kMiB;
+  const Timed big = time_one(nvswitch(8), profile, allreduce(8, 64 * kMiB), nvlink());
+  EXPECT_EQ(big.path, CollectivePath::Efficiency);
+  EXPECT_NEAR(big.time_s, 30e-6 + 1.75 * s / 300e9, 1e-3 * big.time_s);
+  // Below 16 MiB the first segment's latency and bandwidth apply.
+  const Timed small = time_one(nvswitch(8), profile, allreduce(8, kMiB), nvlink());
+  EXPECT_NEAR(small.time_s, 10e-6 + 1.75 * kMiB / 200e9, 1e-3 * small.time_s);
+  ASSERT_EQ(big.uses.size(), 1u);
+  EXPECT_EQ(big.uses[0].label, "allreduce n=8 intra-host");
+  EXPECT_NE(big.uses[0].how.find("efficiency 0.50-0.75"), std::string::npos) << big.uses[0].how;
+  EXPECT_NE(big.uses[0].how.find("test rows"), std::string::npos);
+  EXPECT_NE(big.uses[0].how.find("test datasheet"), std::string::npos);
+}
+
+TEST(CollectiveCostModel, WithoutNvlinkRateOtherSizesStayOnTheClusterLinks) {
+  const auto profile = two_gpu_profile();
+  const Timed t = time_one(nvswitch(8), profile, allreduce(8, 64 * kMiB), {});
+  EXPECT_EQ(t.path, CollectivePath::Cluster);
+  EXPECT_NEAR(t.time_s, 1.75 * 64.0 * kMiB / kLinkBps, 1e-3 * t.time_s);
+}
+
+TEST(CollectiveCostModel, AcrossHostsAndUnmeasuredOpsUseTheClusterLinks) {
+  const auto profile = two_gpu_profile();
+  // Two hosts of one GPU each on a switch: the curve for 2 ranks must not apply.
+  const Topology two_hosts = build_flat_switch({2, kLinkBps, 0.0, 1});
+  const Timed across = time_one(two_hosts, profile, allreduce(2, 64 * kMiB), nvlink());
+  EXPECT_EQ(across.path, CollectivePath::Cluster);
+  EXPECT_NEAR(across.time_s, 64.0 * kMiB / kLinkBps, 1e-3 * across.time_s);
+  EXPECT_EQ(across.uses[0].label, "allreduce n=2 inter-host");
+  CollectiveRequest gather = allreduce(8, 64 * kMiB);
+  gather.op = CollectiveOp::AllGather;
+  const Timed unmeasured = time_one(nvswitch(8), profile, gather, nvlink());
+  EXPECT_EQ(unmeasured.path, CollectivePath::Cluster);
+}
+
+TEST(CollectiveCostModel, MeasuredBusBandwidthAboveTheLinkIsNotASpeedUp) {
+  auto profile = two_gpu_profile();
+  profile.curves[0].segments = {{0, 0.0, 2 * kLinkBps}};
+  const Timed t = time_one(nvswitch(8), profile, allreduce(8, 64 * kMiB), nvlink());
+  EXPECT_EQ(t.path, CollectivePath::Efficiency);
+  EXPECT_NEAR(t.time_s, 1.75 * 64.0 * kMiB / kLinkBps, 1e-3 * t.time_s);
+}
+
+TEST(CollectiveCostModel, MeasuredPathsChargeTheCallLatency) {
+  const auto profile = two_gpu_profile();
+  Simulator clock;
+  const Topology topo = nvswitch(8);
+  FlowNetwork net(clock, topo);
+  const CollectiveCostModel timer(profile, net, nvlink());
+  EXPECT_TRUE(timer.charges_call_latency(CollectiveOp::AllReduce, 2, true));
+  EXPECT_TRUE(timer.charges_call_latency(CollectiveOp::AllReduce, 8, true));
+  EXPECT_FALSE(timer.charges_call_latency(CollectiveOp::AllReduce, 8, false));
+  EXPECT_FALSE(timer.charges_call_latency(CollectiveOp::AllGather, 8, true));
+  EXPECT_TRUE(timer.intra_host({0, 3, 7}));
+}
+
+
+TEST(CollectiveCostModel, CallTimeIsKnownAheadOnlyOnTheCurvePath) {
+  const auto profile = two_gpu_profile();
+  Simulator clock;
+  const Topology topo = nvswitch(8);
+  FlowNetwork net(clock, topo);
+  const CollectiveCostModel costs(profile, net, nvlink());
+  // 10 us + 1 MiB / 200 GB/s on the 2-rank curve (2(n-1)/n = 1).
+  const auto t = costs.call_time_s(CollectiveOp::AllReduce, kMiB, 2, true);
+  ASSERT_TRUE(t);
+  EXPECT_NEAR(*t, 10e-6 + kMiB / 200e9, 1e-15);
+  EXPECT_FALSE(costs.call_time_s(CollectiveOp::AllReduce, kMiB, 8, true));   // efficiency
+  EXPECT_FALSE(costs.call_time_s(CollectiveOp::AllReduce, kMiB, 2, false));  // across hosts
+}
+
+TEST(CollectiveCostModel, MeasuredTimesAreInterpolatedAndTimeEveryCollective) {
+  const CollectiveProfile none;
+  Simulator clock;
+  const Topology topo = nvswitch(8);
+  FlowNetwork net(clock, topo);
+  CollectiveCostModel costs(none, net);
+  costs.set_measured_times({{4 * kMiB, 30e-6}, {kMiB, 10e-6}});  // any order
+  EXPECT_EQ(costs.path(CollectiveOp::AllGather, 8, false), CollectivePath::Curve);
+  EXPECT_NEAR(*costs.call_time_s(CollectiveOp::AllReduce, 2 * kMiB, 8, true), 10e-6 + 20e-6 / 3,
+              1e-15);
+  EXPECT_NEAR(*costs.call_time_s(CollectiveOp::AllReduce, kMiB / 2, 8, true), 5e-6, 1e-15);
+  // Beyond the last point: the last segment extended.
+  EXPECT_NEAR(*costs.call_time_s(CollectiveOp::AllReduce, 8 * kMiB, 8, true), 10e-6 + 7 * 20e-6 / 3,
+              1e-15);
+  double done = -1;
+  costs.launch(allreduce(2, 2 * kMiB), [&] { done = clock.now(); });
+  clock.run();
+  EXPECT_NEAR(done, 10e-6 + 20e-6 / 3, 1e-15);
+}
+
+TEST(CollectiveCostModel, CtaLimitedStretchIsTheRatioOfTheMeasuredCurves) {
+  auto profile = two_gpu_profile();
+  CollectiveCurve limited = profile.curves[0];
+  limited.ctas = 16;
+  limited.segments = {{0, 20e-6, 100e9}};
+  profile.curves.push_back(limited);
+  Simulator clock;
+  const Topology topo = nvswitch(8);
+  FlowNetwork net(clock, topo);
+  const CollectiveCostModel costs(profile, net);
+  const double bytes = static_cast<double>(kMiB);
+  const auto s = costs.cta_limited_stretch(CollectiveOp::AllReduce, kMiB, 2, 16);
+  ASSERT_TRUE(s);
+  EXPECT_NEAR(*s, (20e-6 + bytes / 100e9) / (10e-6 + bytes / 200e9), 1e-12);
+  EXPECT_FALSE(costs.cta_limited_stretch(CollectiveOp::AllReduce, kMiB, 2, 8));  // not measured
+  EXPECT_FALSE(costs.cta_limited_stretch(CollectiveOp::AllToAll, kMiB, 2, 16));
+}
+
+}  // namespace
+}  // namespace overlapsim::sim

@@ -1,0 +1,282 @@
+#include "sim/profile/compute_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tests/sim/sim_test_util.hpp"
+
+namespace overlapsim::sim {
+namespace {
+
+using testing::gemm_op;
+
+LogCurve flat(double y) {
+  LogCurve c;
+  c.points = {{1.0, y}};
+  return c;
+}
+
+// Round numbers so every expected time is a closed form.
+ComputeProfile test_profile() {
+  ComputeProfile p;
+  p.peak_flops_per_s[Precision::BF16].value = 1e15;
+  p.peak_flops_per_s[Precision::FP32].value = 5e13;
+  p.memory_bandwidth_Bps.value = 1e12;
+  p.launch_overhead_s.value = 1e-6;
+  p.gemm_efficiency[Precision::BF16] = flat(0.5);
+  p.attention_forward_efficiency = flat(0.4);
+  p.attention_backward_efficiency = flat(0.2);
+  p.memory_efficiency = flat(0.8);
+  p.embedding_efficiency = flat(0.25);
+  return p;
+}
+
+TEST(ComputeModel, ComputeBoundGemmIsFlopsOverEfficientPeakPlusLaunch) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  const OpNode op = gemm_op("g", 4096, 4096, 4096);
+  const double flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
+  const double bytes = 3.0 * 4096.0 * 4096.0 * 2.0;
+  const OpCost c = model.cost(op);
+  EXPECT_DOUBLE_EQ(c.compute_s, flops / (1e15 * 0.5));
+  EXPECT_DOUBLE_EQ(c.memory_s, bytes / (1e12 * 0.8));
+  EXPECT_FALSE(c.memory_bound());
+  EXPECT_DOUBLE_EQ(c.time_s, flops / 5e14 + 1e-6);
+}
+
+// Block-scaled fp8 GEMMs take the profile's factor on their compute time; other ops and
+// per-tensor fp8 do not; without the factor a block-scaled op names the missing key.
+TEST(ComputeModel, BlockScaledFp8GemmsTakeTheMeasuredFactor) {
+  ComputeProfile p = test_profile();
+  p.peak_flops_per_s[Precision::FP8].value = 2e15;
+  p.gemm_efficiency[Precision::FP8] = flat(0.5);
+  OpNode op = gemm_op("g", 4096, 4096, 4096);
+  op.precision = Precision::FP8;
+  const double tensor_s = ComputeModel(p).cost(op).compute_s;
+  op.fp8_block_scaled = true;
+  try {
+    ComputeModel(p).cost(op);
+    FAIL() << "no factor in the profile";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("compute.fp8_block_scaling_time_factor"),
+              std::string::npos);
+  }
+  p.fp8_block_scaling_time_factor = Sourced{1.1, {}};
+  ComputeModel model(p);
+  EXPECT_DOUBLE_EQ(model.cost(op).compute_s, 1.1 * tensor_s);
+  const auto used = model.used_entries();
+  EXPECT_NE(std::find(used.begin(), used.end(), "compute.fp8_block_scaling_time_factor"),
+            used.end());
+  OpNode bf16 = gemm_op("h", 4096, 4096, 4096);
+  bf16.fp8_block_scaled = true;  // not fp8: no effect
+  EXPECT_DOUBLE_EQ(model.cost(bf16).compute_s, 2.0 * 4096.0 * 4096.0 * 4096.0 / 5e14);
+}
+
+TEST(ComputeModel, GemvIsMemoryBound) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op = gemm_op("g", 8192, 1, 8192);
+  op.kind = OpKind::Gemv;
+  const double bytes = (8192.0 * 8192.0 + 8192.0 + 8192.0) * 2.0;
+  const OpCost c = model.cost(op);
+  EXPECT_TRUE(c.memory_bound());
+  EXPECT_DOUBLE_EQ(c.compute_s, 2.0 * 8192 * 8192 / 1e15);  // at peak: memory decides
+  EXPECT_DOUBLE_EQ(c.time_s, bytes / 8e11 + 1e-6);
+}
+
+TEST(ComputeModel, GivenFlopsAndBytesOverrideTheShape) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op = gemm_op("g", 10, 10, 10);
+  op.flops = 1e12;
+  op.bytes = 1000;
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / 5e14 + 1e-6);
+}
+
+TEST(ComputeModel, ElementwiseUsesFp32RateAndMemoryTerm) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op;
+  op.name = "norm";
+  op.kind = OpKind::Elementwise;
+  op.flops = 1e9;
+  op.bytes = 4'000'000'000;
+  const OpCost c = model.cost(op);
+  EXPECT_DOUBLE_EQ(c.compute_s, 1e9 / 5e13);
+  EXPECT_DOUBLE_EQ(c.memory_s, 4e9 / 8e11);
+  EXPECT_DOUBLE_EQ(c.time_s, 4e9 / 8e11 + 1e-6);
+}
+
+TEST(ComputeModel, EmbeddingUsesRandomAccessEfficiency) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op;
+  op.name = "emb";
+  op.kind = OpKind::EmbeddingLookup;
+  op.bytes = 1'000'000'000;
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1e9 / (1e12 * 0.25) + 1e-6);
+}
+
+TEST(ComputeModel, AttentionBackwardUsesItsOwnCurve) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op;
+  op.name = "attn";
+  op.kind = OpKind::Attention;
+  op.flops = 1e12;
+  op.bytes = 1;
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / (1e15 * 0.4) + 1e-6);
+  op.phase = Phase::Backward;
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / (1e15 * 0.2) + 1e-6);
+}
+
+TEST(ComputeModel, GemmTableReplacesTheCurve) {
+  ComputeProfile p = test_profile();
+  GemmTable t;
+  t.m_values = {1024, 4096};
+  t.n_values = {1024};
+  t.k_values = {1024};
+  t.achieved_flops_per_s = {1e14, 4e14};
+  t.validate();
+  p.gemm_tables[Precision::BF16] = t;
+  ComputeModel model(p);
+  // m = 2048 is the log-midpoint of 1024 and 4096: the rate is the geometric mean, 2e14.
+  const OpNode op = gemm_op("g", 2048, 1024, 1024);
+  EXPECT_NEAR(model.cost(op).compute_s, 2.0 * 2048 * 1024 * 1024 / 2e14, 1e-15);
+  // Beyond the grid the edge value holds.
+  EXPECT_NEAR(t.rate_flops_per_s(65536, 1, 1), 4e14, 1e3);
+}
+
+TEST(ComputeModel, GemmWaveModelTimesTheKernel) {
+  ComputeProfile p = test_profile();
+  GemmTable t;
+  t.waves.fixed_s = 5e-6;
+  t.waves.output_s_per_element = 1e-13;
+  t.waves.mainloop_flops_per_s = 8e14;
+  t.waves.tile_m = 128;
+  t.waves.tile_n = 128;
+  t.waves.sms = 132;
+  t.validate();
+  p.gemm_tables[Precision::BF16] = t;
+  ComputeModel model(p);
+  // 2048 x 2048: 16 x 16 = 256 tiles -> 2 waves of 132 tiles of 128 x 128 charged.
+  const double area = 2.0 * 132 * 128 * 128;
+  const double kernel_s = 5e-6 + area * 1e-13 + 2 * area * 4096 / 8e14;
+  OpNode op;
+  op.kind = OpKind::Gemm;
+  op.gemm = {2048, 2048, 4096, 1};
+  EXPECT_NEAR(model.cost(op).compute_s, kernel_s, 1e-15);
+  EXPECT_EQ(model.cost(op).launch_s, 1e-6);
+  // A batch runs its members back to back.
+  op.gemm.batch = 3;
+  EXPECT_NEAR(model.cost(op).compute_s, 3 * kernel_s, 1e-15);
+  // Below one full wave (64 tiles) the area is m * n: K is split there.
+  EXPECT_NEAR(t.compute_s(1024, 1024, 4096), 5e-6 + 1024.0 * 1024 * (1e-13 + 2 * 4096 / 8e14),
+              1e-15);
+  // Scaling the rates divides every time.
+  GemmTable faster = t;
+  faster.scale_rates(1.25);
+  EXPECT_NEAR(faster.compute_s(2048, 2048, 4096), kernel_s / 1.25, 1e-15);
+  GemmTable grid;
+  grid.m_values = grid.n_values = grid.k_values = {1024};
+  grid.achieved_flops_per_s = {4e14};
+  grid.scale_rates(1.25);
+  EXPECT_NEAR(grid.rate_flops_per_s(1024, 1024, 1024), 5e14, 1e3);  // exp(log(r))
+}
+
+TEST(GemmTable, WaveModelTimesItsCorrectionGrid) {
+  GemmTable t;
+  t.waves.fixed_s = 0;
+  t.waves.output_s_per_element = 0;
+  t.waves.mainloop_flops_per_s = 1e15;
+  t.m_values = {1024, 4096};
+  t.n_values = {1024};
+  t.k_values = {1024};
+  t.time_factor = {1.0, 1.21};
+  t.validate();
+  const double plain_s = 2.0 * 2048 * 1024 * 1024 / 1e15;
+  // m = 2048 is the log-midpoint: the factor is the geometric mean, 1.1.
+  EXPECT_NEAR(t.compute_s(2048, 1024, 1024), 1.1 * plain_s, 1e-12 * plain_s);
+  // Held at the edges.
+  EXPECT_NEAR(t.compute_s(65536, 1024, 1024), 1.21 * 2.0 * 65536 * 1024 * 1024 / 1e15, 1e-15);
+  t.time_factor = {1.0};  // wrong size
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+  GemmTable grid_only;
+  grid_only.m_values = grid_only.n_values = grid_only.k_values = {1024};
+  grid_only.achieved_flops_per_s = {1e14};
+  grid_only.time_factor = {1.0};  // a correction needs a wave model
+  EXPECT_THROW(grid_only.validate(), std::invalid_argument);
+}
+
+TEST(GemmTable, WaveModelValidation) {
+  GemmTable t;
+  t.waves.mainloop_flops_per_s = 8e14;
+  t.waves.tile_m = 128;  // one side only
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+  t.waves.tile_n = 128;  // a tile without the SM count
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+  t.waves.sms = 132;
+  t.validate();
+  t.achieved_flops_per_s = {1e14};  // both forms at once
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+  t.achieved_flops_per_s.clear();
+  t.waves.fixed_s = -1e-6;
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+}
+
+TEST(ComputeModel, MissingPrecisionAndCommOpsThrow) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op = gemm_op("g", 64, 64, 64);
+  op.precision = Precision::FP8;
+  EXPECT_THROW(model.cost(op), std::invalid_argument);
+  OpNode comm;
+  comm.kind = OpKind::Collective;
+  EXPECT_THROW(model.cost(comm), std::invalid_argument);
+}
+
+TEST(ComputeModel, ReportsTheProfileEntriesItUsed) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  EXPECT_TRUE(model.used_entries().empty());
+  model.cost(gemm_op("g", 64, 64, 64));
+  EXPECT_EQ(
+      model.used_entries(),
+      (std::vector<std::string>{"compute.peak_flops_per_s.bf16", "compute.memory_bandwidth_Bps",
+                                "compute.launch_overhead_s", "compute.efficiency.gemm.bf16",
+                                "compute.efficiency.memory"}));
+  OpNode emb;
+  emb.kind = OpKind::EmbeddingLookup;
+  emb.bytes = 100;
+  model.cost(emb);
+  EXPECT_EQ(model.used_entries().back(), "compute.efficiency.embedding");
+}
+
+TEST(LogCurve, InterpolatesInLogXAndClamps) {
+  LogCurve c;
+  c.points = {{1e9, 0.2}, {1e11, 0.6}};
+  EXPECT_DOUBLE_EQ(c.at(1e10), 0.4);
+  EXPECT_DOUBLE_EQ(c.at(1e3), 0.2);
+  EXPECT_DOUBLE_EQ(c.at(1e20), 0.6);
+  EXPECT_NEAR(c.at(std::pow(10.0, 9.5)), 0.3, 1e-12);
+}
+
+TEST(GemmTable, ValidateRejectsBadGrids) {
+  GemmTable t;
+  t.m_values = {2, 1};
+  t.n_values = {1};
+  t.k_values = {1};
+  t.achieved_flops_per_s = {1, 1};
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+  t.m_values = {1, 2};
+  t.achieved_flops_per_s = {1};
+  EXPECT_THROW(t.validate(), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace overlapsim::sim

@@ -1,0 +1,90 @@
+#include "workloads/scenario_inputs.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "config/error.hpp"
+#include "sim/profile/profile_load.hpp"
+#include "workloads/generator.hpp"
+
+namespace overlapsim::workloads {
+
+sim::CollectiveTimingOptions collective_timing(const ClusterSpec& c) {
+  sim::CollectiveTimingOptions t;
+  if (c.intra_node.kind == IntraNodeKind::NvSwitch) {
+    t.nvlink_Bps = c.intra_node.gpu_bandwidth_Bps;
+    t.nvlink_citation = fmt::format("{} intra_node.gpu_bandwidth_Bps", c.file);
+  }
+  return t;
+}
+
+void infer_representatives(sim::StepGraph& step) {
+  if (!step.representative.empty()) return;
+  bool folded = false;
+  for (const auto& p : step.ranks) folded = folded || p.multiplicity > 1;
+  if (!folded) return;
+  std::vector<int> simulated;
+  for (const auto& p : step.ranks) simulated.push_back(p.rank);
+  std::vector<int> rep(static_cast<std::size_t>(step.world_size), -1);
+  const sim::CommGroup* primary = nullptr;
+  for (const auto& g : step.groups)
+    if (g.family == "pp" &&
+        std::find(g.ranks.begin(), g.ranks.end(), simulated.front()) != g.ranks.end())
+      primary = &g;
+  if (primary) {
+    for (const auto& g : step.groups)
+      if (g.family == "pp" && g.ranks.size() == primary->ranks.size())
+        for (std::size_t i = 0; i < g.ranks.size(); ++i) rep[g.ranks[i]] = primary->ranks[i];
+  } else if (simulated.size() == 1) {
+    std::fill(rep.begin(), rep.end(), simulated.front());
+  }
+  for (int r : simulated)
+    if (rep[r] != r) return;  // not the expected shape: no background images
+  for (int v : rep)
+    if (v < 0) return;
+  step.representative = std::move(rep);
+}
+
+ScenarioInputs load_scenario_inputs(const ScenarioRequest& req) {
+  ScenarioInputs in;
+  in.cluster = load_cluster(req.cluster_file);
+  ModelSpec spec = load_model(req.model_file);
+  if (req.tp) spec.parallelism.tp = req.tp;
+  if (req.pp) spec.parallelism.pp = req.pp;
+  if (req.dp) spec.parallelism.dp = req.dp;
+  if (req.cp) spec.parallelism.cp = req.cp;
+  if (req.ep) spec.parallelism.ep = req.ep;
+  validate_model(spec);
+  const int world = in.cluster.num_gpus();
+  in.model = resolve_for_world(spec, world, in.cluster.gpus_per_node);
+
+  std::string profile_path = req.profile_file;
+  if (profile_path.empty() && in.cluster.gpu) profile_path = in.cluster.gpu->profile_path;
+  if (profile_path.empty())
+    throw config::ConfigError(
+        fmt::format("{}: gpu.profile: missing (expected a profile path such as "
+                    "calibration/profiles/datasheet-h200.yaml, or pass --profile)",
+                    in.cluster.file));
+  in.profile = sim::load_profile(profile_path);
+  const sim::Precision precision = in.model.training.precision;
+  const auto peak = in.profile.compute.peak_flops_per_s.find(precision);
+  if (peak == in.profile.compute.peak_flops_per_s.end())
+    throw config::ConfigError(fmt::format(
+        "{}: compute.peak_flops_per_s: no {} rate for the model's precision (expected a "
+        "profile of a GPU with {} support)",
+        profile_path, sim::to_string(precision), sim::to_string(precision)));
+  in.peak_flops_per_s = peak->second.value;
+
+  in.topology = build_topology(in.cluster);
+  GenerateOptions gen;
+  gen.fold = req.fold;
+  gen.gpus_per_node = in.cluster.gpus_per_node;
+  in.step = generate_step(spec, world, gen);
+  infer_representatives(in.step);
+  in.timing = collective_timing(in.cluster);
+  return in;
+}
+
+}  // namespace overlapsim::workloads

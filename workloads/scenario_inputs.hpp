@@ -1,0 +1,48 @@
+#pragma once
+// What a scenario needs from the files a user names: the model resolved for the cluster, the
+// cluster and its topology, the profile (the cluster's, or another), the step graph, the
+// GPU's peak rate for the model's precision and how the cluster's links time collectives.
+// `overlapsim simulate` and the planner load through here and then call sim::run_scenario.
+#include <string>
+
+#include "sim/collectives/collective_cost_model.hpp"
+#include "sim/graph/op_graph.hpp"
+#include "sim/profile/profile.hpp"
+#include "sim/topology/topology.hpp"
+#include "workloads/cluster.hpp"
+#include "workloads/model.hpp"
+
+namespace overlapsim::workloads {
+
+struct ScenarioRequest {
+  std::string model_file;
+  std::string cluster_file;
+  std::string profile_file;  // empty: the one the cluster file names
+  // Parallelism overrides; 0: as the model file says.
+  int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0;
+  bool fold = true;  // one simulated rank per identical class (workloads/generator.hpp)
+};
+
+struct ScenarioInputs {
+  ModelSpec model;  // resolved for the cluster's GPU count
+  ClusterSpec cluster;
+  sim::Profile profile;
+  sim::Topology topology;
+  sim::StepGraph step;
+  double peak_flops_per_s = 0;  // the profile's peak for the model's precision
+  sim::CollectiveTimingOptions timing;
+};
+
+// Throws config::ConfigError naming the file and key for unreadable or inconsistent inputs.
+ScenarioInputs load_scenario_inputs(const ScenarioRequest& request);
+
+// How the cluster's intra-node links time collectives the profile measured at another size:
+// NVLink-class hosts (NVSwitch) get the efficiency path at their per-GPU NVLink rate.
+sim::CollectiveTimingOptions collective_timing(const ClusterSpec& cluster);
+
+// Fills step.representative where the generator folded identical ranks and left it empty,
+// from the "pp" communicators: rank r at position i of its pipeline stands with the
+// simulated rank at position i.
+void infer_representatives(sim::StepGraph& step);
+
+}  // namespace overlapsim::workloads
