@@ -72,6 +72,32 @@ select_tilewise_binaries() {
   done
 }
 
+# start_tilewise_run CARRY BUILD_TIMEOUT_S: how every tile-wise device run starts: the
+# machine and its NCCL into the log, the binaries (select_tilewise_binaries), then eager
+# module loading for what follows (a lazy load while a stream waits on a device counter can
+# deadlock; the cold-start test unsets it itself).
+start_tilewise_run() {
+  log_machine
+  echo "nccl lib: $nccl_lib" >>"$log"
+  select_tilewise_binaries "$1" "$2" "$log"
+  export CUDA_MODULE_LOADING=EAGER
+}
+
+# sanitize_tilewise FILTER TIMEOUT_S TOOL...: compute-sanitizer with each TOOL over the
+# tile-wise tests FILTER ($test_bin); each tool's summary lines into the log and
+# $OUT/tests.txt.
+sanitize_tilewise() {
+  local filter="$1" limit="$2" tool rc
+  shift 2
+  for tool in "$@"; do
+    timeout "$limit" compute-sanitizer --tool "$tool" --print-limit 20 "$test_bin" \
+      --gtest_filter="$filter" --gtest_brief=1 >"$OUT/sanitizer_$tool.tmp" 2>&1
+    rc=$?
+    { echo "### compute-sanitizer --tool $tool (rc=$rc)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" "$OUT/sanitizer_$tool.tmp" | head -40; } | tee -a "$log" >>"$OUT/tests.txt"
+    rm -f "$OUT/sanitizer_$tool.tmp"
+  done
+}
+
 # start_smi_sampling FILE: nvidia-smi samples SM and memory clock, power, temperature and
 # throttle reasons every 50 ms into FILE (queries only; no GPU setting is touched) until
 # stop_smi_sampling.

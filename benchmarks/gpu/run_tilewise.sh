@@ -10,15 +10,10 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 suite="${1:-benchmarks/suites/tilewise.yaml}"
-log_machine
-
-echo "nccl lib: $nccl_lib" >>"$log"
 # Carried binaries when they run here, else a kernels-only build of just these targets.
-select_tilewise_binaries "$root/.carry_tilewise" 240 "$log"
+start_tilewise_run "$root/.carry_tilewise" 240
 
 step "tests"
-# The cold-start child unsets CUDA_MODULE_LOADING itself; everything else loads eagerly.
-export CUDA_MODULE_LOADING=EAGER
 timeout "${TEST_TIMEOUT:-120}" "$test_bin" --gtest_brief=1 >>"$OUT/tests.txt" 2>&1
 echo "tilewise_test rc=$?" | tee -a "$OUT/tests.txt" "$log"
 timeout 60 "$gemm_test" --gtest_brief=1 \
@@ -50,15 +45,8 @@ PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-60}" torchrun --standalone --nproc-
 echo "torch rc=$?" | tee -a "$log"
 
 step "compute-sanitizer (one GPU, small shapes)"
-filter='TilewiseLayoutKernels.*:TilewiseDesignGpu.SingleRank*'
-for tool in racecheck synccheck; do
-  CUDA_VISIBLE_DEVICES=0 timeout "${SANITIZER_TIMEOUT:-60}" compute-sanitizer --tool "$tool" \
-    --print-limit 20 "$test_bin" --gtest_filter="$filter" --gtest_brief=1 \
-    >"$OUT/sanitizer_$tool.tmp" 2>&1
-  rc=$?
-  { echo "### compute-sanitizer --tool $tool (rc=$rc)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" "$OUT/sanitizer_$tool.tmp" | head -40; } | tee -a "$log" >>"$OUT/tests.txt"
-  rm -f "$OUT/sanitizer_$tool.tmp"
-done
+CUDA_VISIBLE_DEVICES=0 sanitize_tilewise 'TilewiseLayoutKernels.*:TilewiseDesignGpu.SingleRank*' \
+  "${SANITIZER_TIMEOUT:-60}" racecheck synccheck
 
 step "summary"
 python3 benchmarks/gpu/summarize_tilewise.py "$OUT/tilewise.csv" "$OUT/tilewise_detail.csv" \

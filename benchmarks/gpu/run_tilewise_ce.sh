@@ -15,13 +15,9 @@ set -uo pipefail
 export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0,1}"
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 suite="${1:-benchmarks/suites/tilewise_ce.yaml}"
-log_machine
-
-echo "nccl lib: $nccl_lib" >>"$log"
-select_tilewise_binaries "$root/${CARRY_DIR:-.carry_tilewise_ce}" 200 "$log"
+start_tilewise_run "$root/${CARRY_DIR:-.carry_tilewise_ce}" 200
 
 step "tests"
-export CUDA_MODULE_LOADING=EAGER
 filter="${TEST_FILTER:-TilewiseCopyEngineGpu.*:TilewiseOwner*:TilewiseDesignGpu.SingleRank*:TilewiseLayoutKernels.*:TilewiseColdStart.*}"
 [[ $filter == all ]] && filter='*'
 timeout "${TEST_TIMEOUT:-80}" "$test_bin" --gtest_brief=1 --gtest_filter="$filter" >>"$OUT/tests.txt" 2>&1
@@ -58,14 +54,8 @@ fi
 
 if [[ ${SANITIZER:-0} == 1 ]]; then
   step "compute-sanitizer (small shapes, both transports; the copy-engine one on 2 GPUs)"
-  for tool in ${SANITIZER_TOOLS:-racecheck synccheck}; do
-    timeout "${SANITIZER_TIMEOUT:-45}" compute-sanitizer --tool "$tool" \
-      --print-limit 20 "$test_bin" --gtest_filter='TilewiseDesignGpu.SingleRank*:TilewiseCopyEngineGpu.SmallForSanitizer' --gtest_brief=1 \
-      >"$OUT/sanitizer_$tool.tmp" 2>&1
-    rc=$?
-    { echo "### compute-sanitizer --tool $tool (rc=$rc)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" "$OUT/sanitizer_$tool.tmp" | head -40; } | tee -a "$log" >>"$OUT/tests.txt"
-    rm -f "$OUT/sanitizer_$tool.tmp"
-  done
+  sanitize_tilewise 'TilewiseDesignGpu.SingleRank*:TilewiseCopyEngineGpu.SmallForSanitizer' \
+    "${SANITIZER_TIMEOUT:-45}" ${SANITIZER_TOOLS:-racecheck synccheck}
 fi
 
 if [[ ${DIAG:-1} == 1 ]]; then

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -97,24 +98,19 @@ Status measure_signal_interleaved(TilewiseShapeContext& sc) {
     names.push_back("own_signal");
   }
   if (sc.ce_ok) {
-    tw::CopyEngineOptions system_scope = sc.copy_engine_options(1);
-    system_scope.system_scope_signal = true;
-    OVERLAPSIM_TRY(ce.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
-                                 sc.bench_case.dtype, system_scope));
-    variants.push_back([&](int i) {
-      const PairBuffers b = sc.io.set(i);
-      return ce.run_gemm_only(b.a, b.b, sc.p.data(), sc.compute());
-    });
-    names.push_back("own_signal_ce");
-    tw::CopyEngineOptions gpu_scope = sc.copy_engine_options(1);
-    gpu_scope.system_scope_signal = false;
-    OVERLAPSIM_TRY(ce_gpu.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
-                                     sc.bench_case.dtype, gpu_scope));
-    variants.push_back([&](int i) {
-      const PairBuffers b = sc.io.set(i);
-      return ce_gpu.run_gemm_only(b.a, b.b, sc.p.data(), sc.compute());
-    });
-    names.push_back("own_signal_ce_gpu");
+    // The copy-engine GEMM with its signals at system and at GPU scope.
+    for (const bool system_scope : {true, false}) {
+      tw::CopyEngineDesign* design = system_scope ? &ce : &ce_gpu;
+      tw::CopyEngineOptions options = sc.copy_engine_options(1);
+      options.system_scope_signal = system_scope;
+      OVERLAPSIM_TRY(design->initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n,
+                                        sc.shape.k, sc.bench_case.dtype, options));
+      variants.push_back([&sc, design](int i) {
+        const PairBuffers b = sc.io.set(i);
+        return design->run_gemm_only(b.a, b.b, sc.p.data(), sc.compute());
+      });
+      names.push_back(system_scope ? "own_signal_ce" : "own_signal_ce_gpu");
+    }
   }
   std::vector<Timing> timings;
   OVERLAPSIM_TRY(time_interleaved(*sc.env.ctx, sc.bench_case.warmup, sc.bench_case.iterations,

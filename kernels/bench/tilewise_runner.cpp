@@ -188,78 +188,88 @@ class TilewiseShapeRunner {
                  .wrong(wrong));
   }
 
-  Status finish_copy_engine(tw::CopyEngineDesign& d, TilewiseCandidate best,
-                            const std::string& search, const Timing& t) {
-    best.measured_s = t.median_s;
+  // What the final round's correctness check found for one configuration.
+  struct FinalCheck {
+    void* result = nullptr;            // input set 0's result, natural layout
+    std::uint64_t wrong = 0;           // against the reference and the sequential pair
+    std::uint64_t bit_mismatches = 0;  // against our own GEMM followed by NCCL
+  };
+
+  // Correctness of a transport's final configuration: on input set 0, behind poisoned P and
+  // R (stale data from the timed runs must not pass), `run_once(set0, result)` runs the
+  // design and un-permutes into the pair's result, which the harness checks against the
+  // reference and the sequential pair; then the design's waits, and bit for bit against our
+  // own GEMM followed by the same NCCL collective.
+  template <class Design, class RunOnce>
+  Status check_final(Design& d, RunOnce run_once, FinalCheck* out) {
     const PairBuffers set0 = sc_.io.set(0);
-    void* result = const_cast<void*>(set0.result(sc_.op));
-    std::uint64_t wrong = 0;
+    out->result = const_cast<void*>(set0.result(sc_.op));
     OVERLAPSIM_TRY(sc_.io.run_and_check(
         [&]() -> Status {
           OVERLAPSIM_TRY(poison(sc_.p.data(), static_cast<std::size_t>(sc_.shape.m * sc_.shape.n),
                                 sc_.compute()));
-          OVERLAPSIM_TRY(d.run(set0.a, set0.b, sc_.p.data(), sc_.compute(), sc_.comm_stream()));
-          return d.unpermute(sc_.p.data(), result, sc_.compute());
+          if (sc_.r.bytes()) OVERLAPSIM_TRY(poison(sc_.r.data(), sc_.r.bytes() / 2, sc_.compute()));
+          return run_once(set0, out->result);
         },
-        &wrong));
+        &out->wrong));
     OVERLAPSIM_TRY(d.check_waits());
-    std::uint64_t bit_mismatches = 0;
-    OVERLAPSIM_TRY(bitwise_against_own(
-        result, static_cast<std::size_t>(d.plan().out_rows * sc_.shape.n), &bit_mismatches));
-    emit_pair_row(phase2_names(best.phase2).design, best.ce_groups, t, wrong);
-    sc_.reports.detail(sc_, "final", best, search, static_cast<long long>(bit_mismatches), -1);
-    OVERLAPSIM_TRY(record_timeline(d, best));
+    return bitwise_against_own(out->result,
+                               static_cast<std::size_t>(d.plan().out_rows * sc_.shape.n),
+                               &out->bit_mismatches);
+  }
+
+  // A transport's final configuration into the tuning cache.
+  Status remember_final(bool copy_engine, const TilewiseCandidate& best, std::vector<int> partition,
+                        int comm_sms, std::string wait, const std::string& search) {
     tw::TuningEntry entry;
-    entry.key = sc_.cache_key(true);
-    entry.partition = {best.ce_groups};
-    entry.comm_sms = 0;
-    entry.wait = phase2_names(best.phase2).wait;
+    entry.key = sc_.cache_key(copy_engine);
+    entry.partition = std::move(partition);
+    entry.comm_sms = comm_sms;
+    entry.wait = std::move(wait);
     entry.time_s = best.measured_s;
     entry.predicted_s = best.predicted_s;
     entry.search = search;
     return sc_.remember(entry);
   }
 
+  Status finish_copy_engine(tw::CopyEngineDesign& d, TilewiseCandidate best,
+                            const std::string& search, const Timing& t) {
+    best.measured_s = t.median_s;
+    FinalCheck check;
+    OVERLAPSIM_TRY(check_final(
+        d,
+        [&](const PairBuffers& set0, void* result) -> Status {
+          OVERLAPSIM_TRY(d.run(set0.a, set0.b, sc_.p.data(), sc_.compute(), sc_.comm_stream()));
+          return d.unpermute(sc_.p.data(), result, sc_.compute());
+        },
+        &check));
+    emit_pair_row(phase2_names(best.phase2).design, best.ce_groups, t, check.wrong);
+    sc_.reports.detail(sc_, "final", best, search, static_cast<long long>(check.bit_mismatches),
+                       -1);
+    OVERLAPSIM_TRY(record_timeline(d, best));
+    return remember_final(true, best, {best.ce_groups}, 0, phase2_names(best.phase2).wait, search);
+  }
+
   Status measure_final(tw::TilewiseDesign& d, TilewiseCandidate best, const std::string& search,
                        const Timing& t) {
     best.measured_s = t.median_s;
-
-    // Correctness: reference and sequential (through the harness), then bit for bit
-    // against our own GEMM followed by the same NCCL collective.
-    const PairBuffers set0 = sc_.io.set(0);
-    void* result = const_cast<void*>(set0.result(sc_.op));
-    std::uint64_t wrong = 0;
-    OVERLAPSIM_TRY(sc_.io.run_and_check(
-        [&]() -> Status {
-          OVERLAPSIM_TRY(poison(sc_.p.data(), static_cast<std::size_t>(sc_.shape.m * sc_.shape.n),
-                                sc_.compute()));
-          if (sc_.r.bytes()) OVERLAPSIM_TRY(poison(sc_.r.data(), sc_.r.bytes() / 2, sc_.compute()));
+    FinalCheck check;
+    OVERLAPSIM_TRY(check_final(
+        d,
+        [&](const PairBuffers& set0, void* result) -> Status {
           OVERLAPSIM_TRY(
               d.run(set0.a, set0.b, sc_.p.data(), sc_.r.data(), sc_.compute(), sc_.comm_stream()));
           return d.unpermute(sc_.p.data(), sc_.r.data(), result, sc_.compute());
         },
-        &wrong));
-    OVERLAPSIM_TRY(d.check_waits());
-    const std::size_t out_elems = static_cast<std::size_t>(d.plan().out_rows * sc_.shape.n);
-    std::uint64_t bit_mismatches = 0;
-    OVERLAPSIM_TRY(bitwise_against_own(result, out_elems, &bit_mismatches));
-
-    emit_pair_row("tilewise", static_cast<int>(best.partition.size()), t, wrong);
+        &check));
+    emit_pair_row("tilewise", static_cast<int>(best.partition.size()), t, check.wrong);
 
     std::uint64_t fused_mismatches = 0;
-    OVERLAPSIM_TRY(measure_layout_ops(d, result, &fused_mismatches));
-    sc_.reports.detail(sc_, "final", best, search, static_cast<long long>(bit_mismatches),
+    OVERLAPSIM_TRY(measure_layout_ops(d, check.result, &fused_mismatches));
+    sc_.reports.detail(sc_, "final", best, search, static_cast<long long>(check.bit_mismatches),
                        static_cast<long long>(fused_mismatches));
-
-    tw::TuningEntry entry;
-    entry.key = sc_.cache_key(false);
-    entry.partition = best.partition;
-    entry.comm_sms = best.comm_sms;
-    entry.wait = tw::to_string(best.wait);
-    entry.time_s = best.measured_s;
-    entry.predicted_s = best.predicted_s;
-    entry.search = search;
-    return sc_.remember(entry);
+    return remember_final(false, best, best.partition, best.comm_sms, tw::to_string(best.wait),
+                          search);
   }
 
   // Un-permute alone; residual + RMSNorm on the natural result and fused through the

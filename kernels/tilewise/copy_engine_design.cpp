@@ -21,8 +21,9 @@ CopyEngineDesign::~CopyEngineDesign() {
   if (join_) cudaEventDestroy(join_);
 }
 
-Status CopyEngineDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64_t n, std::int64_t k,
-                                  int world, const CopyEngineOptions& options) {
+Status CopyEngineDesign::can_implement(CollectiveOp op, std::int64_t m, std::int64_t n,
+                                       std::int64_t k, int world,
+                                       const CopyEngineOptions& options) {
   if (k < 1) return Status::failure("tilewise copy_engine: k must be >= 1");
   if (auto e = owner_shape_error(op, m, n, world))
     return Status::failure("tilewise copy_engine: " + *e);
@@ -44,15 +45,17 @@ Status CopyEngineDesign::can_implement(CollectiveOp op, std::int64_t m, std::int
   return Status::success();
 }
 
-Status CopyEngineDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m, std::int64_t n,
-                               std::int64_t k, DType dtype, const CopyEngineOptions& options) {
+Status CopyEngineDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_t m,
+                                    std::int64_t n, std::int64_t k, DType dtype,
+                                    const CopyEngineOptions& options) {
   PeerLinks links;
   OVERLAPSIM_TRY(comm_peer_links(*comm, &links));
   return initialize(std::move(links), op, m, n, k, dtype, options);
 }
 
-Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64_t m, std::int64_t n,
-                               std::int64_t k, DType dtype, const CopyEngineOptions& options) {
+Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64_t m,
+                                    std::int64_t n, std::int64_t k, DType dtype,
+                                    const CopyEngineOptions& options) {
   if (initialized_) return Status::failure("tilewise copy_engine: initialize() called twice");
   const bool reachable = links.cross_process ? static_cast<bool>(links.exchange_bytes)
                                              : static_cast<bool>(links.exchange);
@@ -65,11 +68,7 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
   const int world = links.world, rank = links.rank;
   const bool shared_gpu = links.shared_gpu;
   memory_ = std::make_unique<PeerMemory>(std::move(links));
-  op_ = op;
-  m_ = m;
-  n_ = n;
-  k_ = k;
-  dtype_ = dtype;
+  problem_ = {op, m, n, k, dtype};
   options_ = options;
   int sms = 0;
   OVERLAPSIM_TRY(current_device_sms(&sms));
@@ -83,8 +82,8 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
         " (every rank's GEMM resident at once, or a waiting rank starves its peer), got " +
         std::to_string(options.num_ctas));
   const int ctas = options.num_ctas > 0 ? options.num_ctas : sms;
-  if (auto e = build_copy_engine_layout(op, m, n, ctas, options.group_m, options.groups_per_part, world,
-                                rank, &plan_))
+  if (auto e = build_copy_engine_layout(op, m, n, ctas, options.group_m, options.groups_per_part,
+                                        world, rank, &plan_))
     return Status::failure("tilewise copy_engine: " + *e);
   OVERLAPSIM_TRY(upload(tile_offsets_, plan_.tile_offset_elems));
   OVERLAPSIM_TRY(upload(tile_groups_, plan_.tile_group));
@@ -131,7 +130,7 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
 }
 
 Status CopyEngineDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch,
-                                cudaStream_t stream) {
+                                     cudaStream_t stream) {
   if (!copy_signal_) {
     const Status direct = enqueue_write_value(peer_flag, epoch, stream);
     if (direct.ok) return direct;
@@ -151,13 +150,13 @@ char* CopyEngineDesign::recv_half(int parity) const {
 }
 
 Status CopyEngineDesign::make_gemm(const void* a, const void* b, void* p, int parity, bool reduce,
-                              std::unique_ptr<gemm::OwnGemm>* out) {
+                                   std::unique_ptr<gemm::OwnGemm>* out) {
   auto g = std::make_unique<gemm::OwnGemm>();
-  const gemm::GemmArgs args = gemm_args(m_, n_, k_, dtype_, a, b, p);
+  const gemm::GemmArgs args = problem_.gemm_args(a, b, p);
   gemm::EpilogueArgs e =
       owner_epilogue_args(plan_, tile_offsets_, counters_, tile_groups_, tile_arrival_, arrived_);
   e.recv = recv_half(parity);
-  if (op_ == CollectiveOp::AllToAll) {
+  if (problem_.op == CollectiveOp::AllToAll) {
     e.own_out = recv_half(parity);
     e.own_out_begin_elems = static_cast<std::int64_t>(plan_.rank) * plan_.part_elems;
   } else {
@@ -166,7 +165,7 @@ Status CopyEngineDesign::make_gemm(const void* a, const void* b, void* p, int pa
   }
   e.world = plan_.world;
   e.rank = plan_.rank;
-  e.reduce = reduce && op_ != CollectiveOp::AllToAll && plan_.world > 1;
+  e.reduce = reduce && problem_.op != CollectiveOp::AllToAll && plan_.world > 1;
   e.wait_timeout_s = options_.wait_timeout_s;
   e.timed_out = timed_out_.as<int>();
   e.system_scope_signal = options_.system_scope_signal;
@@ -183,7 +182,7 @@ Status CopyEngineDesign::make_gemm(const void* a, const void* b, void* p, int pa
 
 Status CopyEngineDesign::prepare(const void* a, const void* b, void* p) {
   if (!initialized_) return Status::failure("tilewise copy_engine: prepare() before initialize()");
-  if (op_ == CollectiveOp::AllReduce && plan_.world > 1 && !peer_p_.count(p)) {
+  if (problem_.op == CollectiveOp::AllReduce && plan_.world > 1 && !peer_p_.count(p)) {
     std::vector<std::vector<void*>> all;
     OVERLAPSIM_TRY(memory_->share({p}, &all));
     std::vector<char*> ps;
@@ -200,7 +199,7 @@ Status CopyEngineDesign::prepare(const void* a, const void* b, void* p) {
 }
 
 Status CopyEngineDesign::run(const void* a, const void* b, void* p, cudaStream_t compute_stream,
-                        cudaStream_t comm_stream) {
+                             cudaStream_t comm_stream) {
   OVERLAPSIM_TRY(prepare(a, b, p));
   const std::uint32_t epoch = ++epoch_;
   const int parity = static_cast<int>(epoch & 1u);
@@ -216,11 +215,11 @@ Status CopyEngineDesign::run(const void* a, const void* b, void* p, cudaStream_t
   OVERLAPSIM_TRY(mark("gemm_end", compute_stream));
   char* local = static_cast<char*>(p);
   std::uint32_t* counters = counters_.as<std::uint32_t>();
-  const bool tail_kernel =
-      options_.phase2 == CopyEnginePhase2::TailKernel && op_ == CollectiveOp::AllReduce && world > 1;
+  const bool tail_kernel = options_.phase2 == CopyEnginePhase2::TailKernel &&
+                           problem_.op == CollectiveOp::AllReduce && world > 1;
   for (const CopyEngineGroup& group : plan_.groups) {
     const bool own = group.position == world - 1;
-    if (own && (op_ != CollectiveOp::AllReduce || world == 1)) continue;
+    if (own && (problem_.op != CollectiveOp::AllReduce || world == 1)) continue;
     if (own && tail_kernel && group.index == G - 1) {
       OVERLAPSIM_TRY(exchange_tail(group, local, p, epoch, compute_stream));
       continue;
@@ -269,9 +268,10 @@ Status CopyEngineDesign::run(const void* a, const void* b, void* p, cudaStream_t
     }
   }
   // The result is complete once every peer's copies into our buffers have landed.
-  if (world > 1 && op_ != CollectiveOp::ReduceScatter) {
-    const std::uint32_t* flags =
-        op_ == CollectiveOp::AllReduce ? done_.as<std::uint32_t>() : arrived_.as<std::uint32_t>();
+  if (world > 1 && problem_.op != CollectiveOp::ReduceScatter) {
+    const std::uint32_t* flags = problem_.op == CollectiveOp::AllReduce
+                                     ? done_.as<std::uint32_t>()
+                                     : arrived_.as<std::uint32_t>();
     for (int s = 0; s < world; ++s) {
       if (s == rank) continue;
       // The tail kernel has waited for the last groups' slices itself.
@@ -288,7 +288,7 @@ Status CopyEngineDesign::run(const void* a, const void* b, void* p, cudaStream_t
 }
 
 Status CopyEngineDesign::exchange_tail(const CopyEngineGroup& group, const char* local, void* p,
-                                  std::uint32_t epoch, cudaStream_t compute_stream) {
+                                       std::uint32_t epoch, cudaStream_t compute_stream) {
   const int world = plan_.world, rank = plan_.rank;
   TailExchangeArgs t;
   t.src = local + group.begin_elems * kElementBytes;
@@ -354,17 +354,17 @@ Status CopyEngineDesign::run_gemm_only(const void* a, const void* b, void* p, cu
 
 TileView CopyEngineDesign::result_view(const void* p) const {
   TileView v;
-  v.data = op_ == CollectiveOp::AllToAll
+  v.data = problem_.op == CollectiveOp::AllToAll
                ? static_cast<const void*>(recv_half(static_cast<int>(epoch_ & 1u)))
                : p;
   v.tile_offset_elems = out_offsets_.as<std::int64_t>();
   v.rows = plan_.out_rows;
-  v.cols = n_;
+  v.cols = problem_.n;
   return v;
 }
 
 Status CopyEngineDesign::unpermute(const void* p, void* natural, cudaStream_t stream) const {
-  return tilewise::unpermute(result_view(p), natural, dtype_, stream);
+  return tilewise::unpermute(result_view(p), natural, problem_.dtype, stream);
 }
 
 Status CopyEngineDesign::check_waits() {

@@ -58,6 +58,7 @@
 #include "kernels/harness/dtype.hpp"
 #include "kernels/tilewise/copy_engine_layout.hpp"
 #include "kernels/tilewise/peer_memory.hpp"
+#include "kernels/tilewise/tilewise_problem.hpp"
 #include "kernels/tilewise/unpermute.hpp"
 
 namespace overlapsim::kernels::tilewise {
@@ -140,15 +141,13 @@ class CopyEngineDesign {
   // All-reduce phase 2: where peer d keeps `group` of this rank's part, in its P for our p.
   char* phase2_destination(void* p, int d, const CopyEngineGroup& group) const;
   // TailKernel: the last own group to every peer, and theirs to us, behind the GEMM.
-  Status exchange_tail(const CopyEngineGroup& group, const char* local, void* p, std::uint32_t epoch,
-                       cudaStream_t compute_stream);
+  Status exchange_tail(const CopyEngineGroup& group, const char* local, void* p,
+                       std::uint32_t epoch, cudaStream_t compute_stream);
 
   // The peers' buffers as seen from here; world and rank are the plan's.
   std::unique_ptr<PeerMemory> memory_;
   bool initialized_ = false;
-  CollectiveOp op_ = CollectiveOp::AllReduce;
-  std::int64_t m_ = 0, n_ = 0, k_ = 0;
-  DType dtype_ = DType::BF16;
+  TilewiseProblem problem_;
   CopyEngineOptions options_;
   CopyEngineLayout plan_;
   DeviceBuffer tile_offsets_, tile_groups_, tile_arrival_, out_offsets_;

@@ -1,7 +1,8 @@
 #pragma once
 // What both tile-wise transports (tilewise_design.cpp: NCCL, copy_engine_design.cpp: copy
 // engines) and the one-GPU owner rehearsal do the same way when they set up: upload a
-// plan's tables to the device and describe the GEMM they run. Internal to kernels/tilewise. C++17.
+// plan's tables to the device and describe the owner GEMM's epilogue and order. Internal
+// to kernels/tilewise. C++17.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -23,10 +24,6 @@ inline Status current_device_sms(int* sms) {
   return Status::success();
 }
 
-inline gemm::DType gemm_dtype(DType d) {
-  return d == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16;
-}
-
 // Allocates `buffer` for `values` and copies them in (synchronous).
 template <class T>
 Status upload(DeviceBuffer& buffer, const std::vector<T>& values) {
@@ -44,29 +41,13 @@ inline Status zeroed(DeviceBuffer& buffer, std::size_t bytes) {
   return Status::success();
 }
 
-// C[m x n] = A[m x k] * B[n x k]^T into `c` (the remapped output).
-inline gemm::GemmArgs gemm_args(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
-                                const void* a, const void* b, void* c) {
-  gemm::GemmArgs args;
-  args.m = m;
-  args.n = n;
-  args.k = k;
-  args.dtype = gemm_dtype(dtype);
-  args.a = a;
-  args.b = b;
-  args.c = c;
-  return args;
-}
-
 // The owner epilogue's arguments that come from the plan and its device tables (copies of
 // plan.tile_offset_elems, the group counters, plan.tile_group, plan.tile_arrival and the
 // arrival flags), as the copy-engine design and the one-GPU rehearsal both set them; the
 // caller sets recv, own_out, world, rank, reduce and the waits.
-inline gemm::EpilogueArgs owner_epilogue_args(const CopyEngineLayout& plan, const DeviceBuffer& offsets,
-                                              const DeviceBuffer& counters,
-                                              const DeviceBuffer& groups,
-                                              const DeviceBuffer& arrival,
-                                              const DeviceBuffer& arrived) {
+inline gemm::EpilogueArgs owner_epilogue_args(
+    const CopyEngineLayout& plan, const DeviceBuffer& offsets, const DeviceBuffer& counters,
+    const DeviceBuffer& groups, const DeviceBuffer& arrival, const DeviceBuffer& arrived) {
   gemm::EpilogueArgs e;
   e.tile_offset_elems = offsets.as<std::int64_t>();
   e.group_counters = counters.as<std::uint32_t>();

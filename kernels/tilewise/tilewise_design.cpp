@@ -92,11 +92,7 @@ Status TilewiseDesign::initialize(CommHandle* comm, CollectiveOp op, std::int64_
   destroy();
   OVERLAPSIM_TRY(can_implement(op, m, n, k, comm->world, options));
   comm_ = comm;
-  op_ = op;
-  m_ = m;
-  n_ = n;
-  k_ = k;
-  dtype_ = dtype;
+  problem_ = {op, m, n, k, dtype};
   options_ = options;
   int sms = 0;
   OVERLAPSIM_TRY(current_device_sms(&sms));
@@ -132,7 +128,7 @@ Status TilewiseDesign::prepare(const void* a, const void* b, void* p) {
   const auto key = std::make_tuple(a, b, p);
   if (gemms_.count(key)) return Status::success();
   auto g = std::make_unique<gemm::OwnGemm>();
-  const gemm::GemmArgs args = gemm_args(m_, n_, k_, dtype_, a, b, p);
+  const gemm::GemmArgs args = problem_.gemm_args(a, b, p);
   gemm::EpilogueArgs epilogue;
   epilogue.tile_offset_elems = tile_offsets_.as<std::int64_t>();
   epilogue.group_counters = counters_.as<std::uint32_t>();
@@ -150,16 +146,17 @@ Status TilewiseDesign::enqueue_group_collective(int group, void* p, void* r, cud
   const std::int64_t block = plan_.group_block_elems[g];
   if (block == 0) return Status::success();  // an empty group (rounding), on every rank
   void* region = at(p, plan_.group_begin_elems[g]);
-  switch (op_) {
+  switch (problem_.op) {
     case CollectiveOp::AllReduce:
-      return all_reduce(*comm_, region, region, static_cast<std::size_t>(block), dtype_, stream);
+      return all_reduce(*comm_, region, region, static_cast<std::size_t>(block), problem_.dtype,
+                        stream);
     case CollectiveOp::ReduceScatter:
       return reduce_scatter(*comm_, region, at(r, plan_.recv_begin_elems[g]),
-                            static_cast<std::size_t>(block), dtype_, stream);
+                            static_cast<std::size_t>(block), problem_.dtype, stream);
     case CollectiveOp::AllToAll:
       return all_to_all(*comm_, region, static_cast<std::size_t>(block),
                         at(r, plan_.recv_begin_elems[g]), static_cast<std::size_t>(block),
-                        static_cast<std::size_t>(block), dtype_, stream);
+                        static_cast<std::size_t>(block), problem_.dtype, stream);
     case CollectiveOp::AllGather:
       break;
   }
@@ -168,7 +165,7 @@ Status TilewiseDesign::enqueue_group_collective(int group, void* p, void* r, cud
 
 Status TilewiseDesign::run(const void* a, const void* b, void* p, void* r,
                            cudaStream_t compute_stream, cudaStream_t comm_stream) {
-  if (op_ != CollectiveOp::AllReduce && r == nullptr)
+  if (problem_.op != CollectiveOp::AllReduce && r == nullptr)
     return Status::failure("tilewise: reducescatter/alltoall need a receive buffer");
   OVERLAPSIM_TRY(prepare(a, b, p));
   gemm::OwnGemm& g = *gemms_.at(std::make_tuple(a, b, p));
@@ -200,16 +197,16 @@ Status TilewiseDesign::run_gemm_only(const void* a, const void* b, void* p, cuda
 
 TileView TilewiseDesign::result_view(const void* p, const void* r) const {
   TileView v;
-  v.data = op_ == CollectiveOp::AllReduce ? p : r;
+  v.data = problem_.op == CollectiveOp::AllReduce ? p : r;
   v.tile_offset_elems = out_offsets_.as<std::int64_t>();
   v.rows = plan_.out_rows;
-  v.cols = n_;
+  v.cols = problem_.n;
   return v;
 }
 
 Status TilewiseDesign::unpermute(const void* p, const void* r, void* natural,
                                  cudaStream_t stream) const {
-  return tilewise::unpermute(result_view(p, r), natural, dtype_, stream);
+  return tilewise::unpermute(result_view(p, r), natural, problem_.dtype, stream);
 }
 
 Status TilewiseDesign::check_waits() {

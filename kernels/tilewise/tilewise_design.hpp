@@ -30,6 +30,7 @@
 #include "kernels/harness/dtype.hpp"
 #include "kernels/tilewise/group_plan.hpp"
 #include "kernels/tilewise/signal_wait.hpp"
+#include "kernels/tilewise/tilewise_problem.hpp"
 #include "kernels/tilewise/unpermute.hpp"
 
 namespace overlapsim::kernels::tilewise {
@@ -85,9 +86,7 @@ class TilewiseDesign {
   Status enqueue_group_collective(int group, void* p, void* r, cudaStream_t stream);
 
   CommHandle* comm_ = nullptr;
-  CollectiveOp op_ = CollectiveOp::AllReduce;
-  std::int64_t m_ = 0, n_ = 0, k_ = 0;
-  DType dtype_ = DType::BF16;
+  TilewiseProblem problem_;
   TilewiseOptions options_;
   TileGrid grid_;
   RemapPlan plan_;
