@@ -11,6 +11,7 @@
 
 #include "app/commands.hpp"
 #include "calibration/calibrate.hpp"
+#include "config/error.hpp"
 
 namespace overlapsim::app {
 namespace {
@@ -29,7 +30,7 @@ std::string default_bench() {
 }
 
 int run_calibrate(const calibration::CalibrateOptions& o) {
-  if (o.out_dir.empty()) throw std::invalid_argument("--out: missing (expected a directory)");
+  if (o.out_dir.empty()) throw config::ConfigError("--out: missing (expected a directory)");
   try {
     const auto r = calibration::run_calibration(
         o, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });

@@ -14,7 +14,9 @@
 #include <string>
 
 #include "app/commands.hpp"
+#include "app/output.hpp"
 #include "config/atomic_file.hpp"
+#include "config/error.hpp"
 #include "config/units.hpp"
 #include "sim/collectives/collective.hpp"
 #include "sim/engine/simulator.hpp"
@@ -50,7 +52,7 @@ std::uint64_t peak_rss_bytes() {
 double duration_flag(const std::string& flag, const std::string& text) {
   const auto v = config::parse_duration_s(text);
   if (!v || *v < 0)
-    throw std::invalid_argument(fmt::format("{}: '{}' is not a duration (expected {})", flag, text,
+    throw config::ConfigError(fmt::format("{}: '{}' is not a duration (expected {})", flag, text,
                                             config::kExpectedDuration));
   return *v;
 }
@@ -58,7 +60,7 @@ double duration_flag(const std::string& flag, const std::string& text) {
 std::uint64_t bytes_flag(const std::string& flag, const std::string& text) {
   const auto v = config::parse_bytes(text);
   if (!v)
-    throw std::invalid_argument(
+    throw config::ConfigError(
         fmt::format("{}: '{}' is not a size (expected {})", flag, text, config::kExpectedBytes));
   return *v;
 }
@@ -79,17 +81,17 @@ Outcome simulate(const CollectiveOptions& o) {
   // Everything the user typed is checked before anything runs.
   const auto op = sim::parse_collective_op(o.op);
   if (!op)
-    throw std::invalid_argument(fmt::format(
+    throw config::ConfigError(fmt::format(
         "--op: unknown collective '{}' (expected allreduce, allgather, reducescatter, alltoall, "
         "broadcast or sendrecv)",
         o.op));
   const auto algo = sim::parse_algorithm(o.algo);
   if (!algo)
-    throw std::invalid_argument(fmt::format(
+    throw config::ConfigError(fmt::format(
         "--algo: unknown algorithm '{}' (expected ring, tree, hierarchical, direct or auto)",
         o.algo));
   if (o.format != "table" && o.format != "json")
-    throw std::invalid_argument(fmt::format("--format: '{}' (expected table or json)", o.format));
+    throw config::ConfigError(fmt::format("--format: '{}' (expected table or json)", o.format));
   sim::CollectiveTuning tuning;
   tuning.launch_latency_s = duration_flag("--launch-latency", o.launch_latency);
   tuning.step_latency_s = duration_flag("--step-latency", o.step_latency);
@@ -104,7 +106,7 @@ Outcome simulate(const CollectiveOptions& o) {
   workloads::ClusterSpec spec = workloads::load_cluster(o.cluster);
   if (o.nodes) {
     if (*o.nodes < 1)
-      throw std::invalid_argument(
+      throw config::ConfigError(
           fmt::format("--nodes: {} (expected a node count >= 1)", *o.nodes));
     spec.nodes = *o.nodes;
   }
@@ -115,7 +117,7 @@ Outcome simulate(const CollectiveOptions& o) {
   out.cluster_gpus = topo.num_gpus();
   const int ranks = o.ranks.value_or(topo.num_gpus());
   if (ranks < 1 || ranks > topo.num_gpus())
-    throw std::invalid_argument(
+    throw config::ConfigError(
         fmt::format("--ranks: {} is outside the cluster {} (expected 1..{})", ranks, o.cluster,
                     topo.num_gpus()));
   out.req.ranks.resize(static_cast<std::size_t>(ranks));
@@ -123,8 +125,13 @@ Outcome simulate(const CollectiveOptions& o) {
 
   sim::Simulator simulator;
   sim::FlowNetwork net(simulator, topo);
-  sim::validate(out.req, net);
-  out.resolved = sim::resolve_algorithm(out.req, net, tuning);
+  try {
+    // The request is the user's flags: sim::validate's complaint is about them.
+    sim::validate(out.req, net);
+    out.resolved = sim::resolve_algorithm(out.req, net, tuning);
+  } catch (const std::invalid_argument& e) {
+    throw config::ConfigError(fmt::format("--op/--algo/--root: {}", e.what()));
+  }
   bool done = false;
   sim::start_collective(
       net, out.req,
@@ -222,10 +229,7 @@ void add_collective_command(CLI::App& app, Runner& selected) {
     selected = [opts] {
       const Outcome outcome = simulate(*opts);
       const std::string text = opts->format == "json" ? to_json(outcome) : to_table(outcome);
-      if (opts->output.empty())
-        std::fwrite(text.data(), 1, text.size(), stdout);
-      else
-        config::write_file_atomic(opts->output, text);
+      print_or_write(text, opts->output);
       return kExitOk;
     };
   });

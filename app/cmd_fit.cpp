@@ -12,6 +12,7 @@
 #include "calibration/fit.hpp"
 #include "calibration/manifest.hpp"
 #include "config/atomic_file.hpp"
+#include "config/error.hpp"
 
 namespace overlapsim::app {
 namespace {
@@ -25,11 +26,11 @@ struct FitOptionsCli {
 };
 
 int run_fit(const FitOptionsCli& o) {
-  if (o.out.empty()) throw std::invalid_argument("--out: missing (expected a profile YAML path)");
+  if (o.out.empty()) throw config::ConfigError("--out: missing (expected a profile YAML path)");
   if (o.write_heldout) {
     const calibration::Manifest m = calibration::load_manifest(o.data_dir);
     if (m.heldout.empty())
-      throw std::invalid_argument(fmt::format(
+      throw config::ConfigError(fmt::format(
           "--write-heldout: {} names no heldout file (expected heldout: heldout.csv)", m.file));
     const std::string csv = calibration::make_heldout_csv(o.data_dir);
     const std::string path = (std::filesystem::path(o.data_dir) / m.heldout).string();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "app/commands.hpp"
+#include "app/output.hpp"
 #include "app/simulate_report.hpp"
 #include "config/atomic_file.hpp"
 #include "config/error.hpp"
@@ -168,10 +169,7 @@ int run_simulate(const SimulateOptions& o) {
     else
       text = sim::format_profile(inputs.profile) + text;
   }
-  if (o.output.empty())
-    fmt::print("{}", text);
-  else
-    config::write_file_atomic(o.output, text);
+  print_or_write(text, o.output);
   return kExitOk;
 }
 

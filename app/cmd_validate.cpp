@@ -8,10 +8,12 @@
 #include <string>
 
 #include "app/commands.hpp"
+#include "app/output.hpp"
 #include "calibration/measurement.hpp"
 #include "sim/profile/profile_load.hpp"
 #include "calibration/validate.hpp"
 #include "config/atomic_file.hpp"
+#include "config/error.hpp"
 #include "workloads/cluster.hpp"
 
 namespace overlapsim::app {
@@ -28,8 +30,8 @@ struct ValidateOptions {
 
 int run_validate(const ValidateOptions& o) {
   if (o.format != "table" && o.format != "json")
-    throw std::invalid_argument(fmt::format("--format: '{}' (expected table or json)", o.format));
-  if (o.worst < 0) throw std::invalid_argument("--worst: negative (expected a count >= 0)");
+    throw config::ConfigError(fmt::format("--format: '{}' (expected table or json)", o.format));
+  if (o.worst < 0) throw config::ConfigError("--worst: negative (expected a count >= 0)");
   const sim::Profile profile = sim::load_profile(o.profile);
   const auto rows = calibration::read_measurements(o.measurements);
   const workloads::ClusterSpec cluster = workloads::load_cluster(o.cluster);
@@ -38,10 +40,7 @@ int run_validate(const ValidateOptions& o) {
   const std::string text = o.format == "json"
                                ? calibration::format_validation_json(report, o.worst)
                                : calibration::format_validation_table(report, o.worst);
-  if (o.output.empty())
-    fmt::print("{}", text);
-  else
-    config::write_file_atomic(o.output, text);
+  print_or_write(text, o.output);
   return kExitOk;
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // Each subcommand registers itself on the CLI11 app and, when chosen, stores the
 // function main() runs after parsing. Runners return the process exit code; user
-// errors are thrown as config::ConfigError (or std::invalid_argument) and main() turns
-// them into one line on stderr and exit code 2.
+// errors are thrown as config::ConfigError and main() turns them into one line on stderr
+// and exit code 2; any other exception is an internal error (exit code 1).
 #include <functional>
 
 #include <CLI/CLI.hpp>

@@ -38,12 +38,11 @@ int main(int argc, char** argv) {
     }
     return selected ? selected() : kExitFailure;
   } catch (const overlapsim::config::ConfigError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const std::invalid_argument& e) {
+    // The one kind of user error: a file, key, flag or value, and what was expected.
     fmt::print(stderr, "error: {}\n", e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {
+    // Anything else is a broken invariant of ours, never the user's input.
     fmt::print(stderr, "internal error: {}\n", e.what());
     return kExitFailure;
   }

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "config/error.hpp"
+
 namespace overlapsim::calibration {
 
 std::optional<PairParts> pair_parts(const std::string& op) {
@@ -18,7 +20,7 @@ sim::Precision precision_of(const std::string& dtype) {
   if (dtype == "fp16") return sim::Precision::FP16;
   if (dtype == "fp8") return sim::Precision::FP8;
   if (dtype == "fp32") return sim::Precision::FP32;
-  throw std::invalid_argument("unknown dtype '" + dtype + "' (expected bf16, fp16, fp8 or fp32)");
+  throw config::ConfigError("unknown dtype '" + dtype + "' (expected bf16, fp16, fp8 or fp32)");
 }
 
 std::optional<sim::CollectiveOp> collective_of(const std::string& op) {
@@ -43,7 +45,7 @@ sim::OpNode compute_op(const Measurement& m, const std::string& compute) {
     op.bytes = bags * pooling * dim * e + bags * dim * e;
     return op;
   }
-  throw std::invalid_argument("no compute op for '" + compute +
+  throw config::ConfigError("no compute op for '" + compute +
                               "' (expected gemm, gemv or embedding)");
 }
 

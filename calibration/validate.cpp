@@ -10,6 +10,7 @@
 
 #include "calibration/ops.hpp"
 #include "calibration/pair_loop.hpp"
+#include "config/error.hpp"
 #include "config/units.hpp"
 #include "sim/profile/compute_model.hpp"
 #include "sim/engine/simulator.hpp"
@@ -243,7 +244,7 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
   };
   for (const Measurement& m : rows) {
     if (m.world > topo.num_gpus())
-      throw std::invalid_argument(fmt::format(
+      throw config::ConfigError(fmt::format(
           "{}: measured on {} GPUs, the cluster {} has {} (expected a cluster with at least the "
           "measured GPU count)",
           m.where(), m.world, cluster.file, topo.num_gpus()));
@@ -337,7 +338,7 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
       double predicted = 0;
       try {
         predicted = design_time_s(profile, topo, m, *parts);
-      } catch (const std::invalid_argument& e) {
+      } catch (const config::ConfigError& e) {
         // A profile without the design's parameters (docs/designs.md) cannot predict it.
         add_unmodelled(r, m.design, e.what());
         continue;

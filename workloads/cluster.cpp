@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "config/error.hpp"
 #include "sim/topology/builders.hpp"
 
 namespace overlapsim::workloads {
@@ -351,7 +352,7 @@ ClusterSpec load_cluster(const std::string& path) {
 
 sim::Topology build_topology(const ClusterSpec& spec) {
   if (spec.nodes < 1 || spec.gpus_per_node < 1)
-    throw std::invalid_argument(
+    throw config::ConfigError(
         fmt::format("cluster {}: nodes {} and gpus_per_node {} must be >= 1", where(spec),
                     spec.nodes, spec.gpus_per_node));
   const IntraNodeSpec& intra = spec.intra_node;
@@ -367,11 +368,11 @@ sim::Topology build_topology(const ClusterSpec& spec) {
   switch (inter.kind) {
     case InterNodeKind::None:
       if (spec.nodes != 1)
-        throw std::invalid_argument(
+        throw config::ConfigError(
             fmt::format("cluster {}: {} nodes but no inter-node fabric", where(spec), spec.nodes));
       if (intra.kind == IntraNodeKind::None) {
         if (spec.gpus_per_node != 1)
-          throw std::invalid_argument(
+          throw config::ConfigError(
               fmt::format("cluster {}: {} GPUs per node but no intra-node fabric", where(spec),
                           spec.gpus_per_node));
         topo.add_gpu(0, "gpu0");
@@ -391,7 +392,7 @@ sim::Topology build_topology(const ClusterSpec& spec) {
       break;
     case InterNodeKind::RailFatTree: {
       if (intra.kind == IntraNodeKind::None)
-        throw std::invalid_argument(
+        throw config::ConfigError(
             fmt::format("cluster {}: a rail-fat-tree needs an intra-node fabric", where(spec)));
       sim::RailFatTreeSpec tree;
       tree.nodes = spec.nodes;
@@ -414,14 +415,14 @@ sim::Topology build_topology(const ClusterSpec& spec) {
 
 void validate_rank(const ClusterSpec& spec, int rank) {
   if (rank < 0 || rank >= spec.num_gpus())
-    throw std::invalid_argument(fmt::format("rank {} is outside cluster {}: {} GPUs, ranks 0..{}",
+    throw config::ConfigError(fmt::format("rank {} is outside cluster {}: {} GPUs, ranks 0..{}",
                                             rank, where(spec), spec.num_gpus(),
                                             spec.num_gpus() - 1));
 }
 
 void validate_rank_count(const ClusterSpec& spec, int ranks) {
   if (ranks < 1 || ranks > spec.num_gpus())
-    throw std::invalid_argument(
+    throw config::ConfigError(
         fmt::format("{} ranks do not fit cluster {}: {} GPUs (expected "
                     "1..{})",
                     ranks, where(spec), spec.num_gpus(), spec.num_gpus()));

@@ -1,3 +1,6 @@
+#include <fmt/format.h>
+
+#include "config/error.hpp"
 #include "sim/overlap/designs.hpp"
 
 namespace overlapsim::sim {
@@ -10,7 +13,8 @@ DecomposedDesign::DecomposedDesign(const Profile& profile) : PairedDesign(profil
   call_latency_s_ = p.need_at_least("nccl_call_latency_s", 0, "a time such as 10us");
   parameters_ = p.used();
   if (comm_ctas_ >= sms())
-    throw std::invalid_argument("designs.decomposed.comm_ctas: must be below the device's SMs");
+    throw config::ConfigError(fmt::format("{}: designs.decomposed.comm_ctas: {} is not below the device's {} SMs (expected fewer)",
+                                          profile.path, comm_ctas_, sms()));
 }
 
 std::optional<PairSchedule> DecomposedDesign::schedule(const ComputeModel& model,

@@ -1,5 +1,8 @@
+#include <fmt/format.h>
+
 #include <cmath>
 
+#include "config/error.hpp"
 #include "sim/overlap/designs.hpp"
 
 namespace overlapsim::sim {
@@ -15,7 +18,8 @@ ShapedDesign::ShapedDesign(const Profile& profile) : PairedDesign(profile.device
   slowdown_ = CommSlowdown::read(p);
   parameters_ = p.used();
   if (comm_sms_ >= sms())
-    throw std::invalid_argument("designs.shaped.comm_sms: must be below the device's SMs");
+    throw config::ConfigError(fmt::format("{}: designs.shaped.comm_sms: {} is not below the device's {} SMs (expected fewer)",
+                                          profile.path, comm_sms_, sms()));
 }
 
 std::optional<PairSchedule> ShapedDesign::schedule(const ComputeModel& model, const PairView& pair,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "config/error.hpp"
 #include "sim/overlap/designs.hpp"
 
 namespace overlapsim::sim {
@@ -51,7 +52,7 @@ double TilewiseDesign::own_gemm_s(const ComputeModel& vendor, const OpNode& op) 
   if (own_model_ && own_profile_->gemm_tables.count(op.precision)) return own_model_->time_s(op);
   // A precision the own tables do not cover: the ratio, which the profile must then hold.
   if (!(gemm_vs_vendor_ > 0))
-    throw std::invalid_argument(fmt::format(
+    throw config::ConfigError(fmt::format(
         "designs.tilewise.own_gemm_time_ratio: missing (compute.own_gemm_tables has no {} "
         "table; expected the ratio of the own GEMM's time to the vendor's)",
         to_string(op.precision)));
@@ -94,7 +95,8 @@ TilewiseDesign::TilewiseDesign(const Profile& profile, Transport transport)
   parameters_ = p.used();
   parameters_.insert(parameters_.end(), own_tables.begin(), own_tables.end());
   if (comm_sms_ >= sms())
-    throw std::invalid_argument("designs.tilewise.comm_sms: must be below the device's SMs");
+    throw config::ConfigError(fmt::format("{}: designs.tilewise.comm_sms: {} is not below the device's {} SMs (expected fewer)",
+                                          profile.path, comm_sms_, sms()));
   set_transport(transport, profile);
 }
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "config/error.hpp"
 #include "sim/overlap/designs.hpp"
 
 namespace overlapsim::sim {
@@ -65,8 +66,8 @@ void TilewiseDesign::set_transport(Transport transport, const Profile& profile) 
   const bool tail_bw = profile.designs.find("tilewise", "tail_kernel_bandwidth_Bps") != nullptr;
   const bool tail_lat = profile.designs.find("tilewise", "tail_kernel_latency_s") != nullptr;
   if (tail_bw != tail_lat)
-    throw std::invalid_argument(
-        std::string("profile: designs.tilewise.") +
+    throw config::ConfigError(
+        profile.path + ": designs.tilewise." +
         (tail_bw ? "tail_kernel_latency_s" : "tail_kernel_bandwidth_Bps") +
         " missing: the tail kernel's exchange needs both its rate and its fixed time");
   if (tail_bw) {
@@ -80,7 +81,7 @@ void TilewiseDesign::set_transport(Transport transport, const Profile& profile) 
 
 void TilewiseDesign::set_allreduce_phase2(AllReducePhase2 mode) {
   if (mode == AllReducePhase2::TailKernel && tail_Bps_ <= 0)
-    throw std::invalid_argument(
+    throw config::ConfigError(
         "tilewise copy_engine: the tail-kernel phase 2 needs designs.tilewise."
         "tail_kernel_bandwidth_Bps and tail_kernel_latency_s in the profile (overlapsim fit "
         "writes them from overlap-bench's peer_copy tail_kernel rows)");

@@ -11,6 +11,7 @@
 
 #include "calibration/csv.hpp"
 #include "calibration/fit.hpp"
+#include "config/error.hpp"
 #include "sim/profile/profile_load.hpp"
 #include "tests/calibration/calib_test_util.hpp"
 
@@ -82,7 +83,7 @@ TEST(Validate, RowsNeedingMoreGpusThanTheClusterAreAnError) {
   std::string csv = kBenchHeader;
   csv += bench_row("allreduce", "nccl", 0, 0, 0, 1 << 20, 1, 1e-5, "NVIDIA H200", 8);
   const auto rows = parse_measurements(parse_csv(csv, "held.csv"));
-  EXPECT_THROW(validate(profile, rows, workloads::load_cluster(kCluster)), std::invalid_argument);
+  EXPECT_THROW(validate(profile, rows, workloads::load_cluster(kCluster)), config::ConfigError);
 }
 
 // A 4-GPU collective with a 2-GPU profile on an NVLink host: the flow network at the

@@ -11,6 +11,7 @@
 
 #include "config/error.hpp"
 
+
 namespace overlapsim::workloads {
 namespace {
 
@@ -192,7 +193,7 @@ inter_node: {kind: ring, nic_bandwidth_Bps: 50GBps, link_latency_s: 1us, source:
   a100.nodes = 4;  // resized in code, as a sweep would
   EXPECT_EQ(build_topology(a100).num_gpus(), 32);
   a100.nodes = 0;
-  EXPECT_THROW(build_topology(a100), std::invalid_argument);
+  EXPECT_THROW(build_topology(a100), config::ConfigError);
 }
 
 TEST(Cluster, ValidateRank) {
@@ -202,16 +203,16 @@ TEST(Cluster, ValidateRank) {
   try {
     validate_rank(spec, 8);
     ADD_FAILURE();
-  } catch (const std::invalid_argument& e) {
+  } catch (const config::ConfigError& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("rank 8"), std::string::npos) << message;
     EXPECT_NE(message.find("h200-8gpu"), std::string::npos) << message;
     EXPECT_NE(message.find("0..7"), std::string::npos) << message;
   }
-  EXPECT_THROW(validate_rank(spec, -1), std::invalid_argument);
+  EXPECT_THROW(validate_rank(spec, -1), config::ConfigError);
   EXPECT_NO_THROW(validate_rank_count(spec, 8));
-  EXPECT_THROW(validate_rank_count(spec, 9), std::invalid_argument);
-  EXPECT_THROW(validate_rank_count(spec, 0), std::invalid_argument);
+  EXPECT_THROW(validate_rank_count(spec, 9), config::ConfigError);
+  EXPECT_THROW(validate_rank_count(spec, 0), config::ConfigError);
 }
 
 TEST(ClusterErrors, MissingFile) {

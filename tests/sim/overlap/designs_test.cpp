@@ -11,6 +11,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "config/error.hpp"
 #include "sim/overlap/pair_simulation.hpp"
 #include "tests/sim/overlap/overlap_test_util.hpp"
 
@@ -229,7 +230,7 @@ TEST(OverlapDesigns, MissingParameterNamesProfileAndKey) {
   try {
     simulate_pair(pc, "tilewise", profile, topo);
     FAIL() << "expected an error";
-  } catch (const std::invalid_argument& e) {
+  } catch (const config::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("designs.tilewise.comm_sms: missing"), std::string::npos)
         << e.what();
   }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "config/error.hpp"
 #include "sim/overlap/designs.hpp"
 #include "sim/overlap/pair_simulation.hpp"
 #include "tests/sim/overlap/overlap_test_util.hpp"
@@ -286,7 +287,7 @@ TEST(TilewiseCopyEngine, OwnGemmTablesReplaceTheRatio) {
   try {
     simulate_pair(half, "tilewise", no_ratio, topo);
     ADD_FAILURE() << "expected an error for fp16 without own table or ratio";
-  } catch (const std::invalid_argument& e) {
+  } catch (const config::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("designs.tilewise.own_gemm_time_ratio: missing"),
               std::string::npos)
         << e.what();
@@ -344,7 +345,7 @@ TEST(TilewiseCopyEngine, TailKernelPhase2FromTheProfile) {
   try {
     simulate_pair(forced, "tilewise", profile, topo);
     ADD_FAILURE() << "expected an error: no tail-kernel rates";
-  } catch (const std::invalid_argument& e) {
+  } catch (const config::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("tail_kernel_bandwidth_Bps"), std::string::npos)
         << e.what();
   }
@@ -367,7 +368,7 @@ TEST(TilewiseCopyEngine, TailKernelPhase2FromTheProfile) {
   try {
     simulate_pair(ar, "tilewise", half_keyed, topo);
     ADD_FAILURE() << "expected an error: only one tail-kernel key";
-  } catch (const std::invalid_argument& e) {
+  } catch (const config::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("designs.tilewise.tail_kernel_latency_s missing"),
               std::string::npos)
         << e.what();
@@ -380,7 +381,7 @@ TEST(TilewiseCopyEngine, MissingParametersNameTheKey) {
   try {
     simulate_pair(ce_pair(8192, 8192, 2048, CollectiveOp::AllReduce), "tilewise", profile, topo);
     FAIL() << "expected a missing-parameter error";
-  } catch (const std::invalid_argument& e) {
+  } catch (const config::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("designs.tilewise.copy_engine_bandwidth_Bps"),
               std::string::npos)
         << e.what();
