@@ -8,8 +8,9 @@
 // Epilogue concept:
 //   struct E {
 //     struct Params { ... };                        // runtime arguments, in kernel params
-//     template <class T> static __device__ void store(const Params&, const TileView&,
-//                                                     const uint32_t (&packed)[64], int consumer);
+//     static constexpr int kStoreSteps;             // a tile's store, in steps
+//     template <class T> static __device__ bool store_step(const Params&, const TileView&,
+//         const uint32_t (&packed)[64], int consumer, int step);  // true: the tile is stored
 //     static __device__ bool needs_after_tile(const Params&);  // uniform across the CTA
 //     static __device__ void after_tile(const Params&, const TileView&);  // one thread of
 //         // the producer warpgroup's signaller warp, after every consumer thread's stores
@@ -273,14 +274,6 @@ struct StoreEpilogue {
   static __device__ __forceinline__ bool store_rest(const Params&, const TileView&,
                                                     const uint32_t (&)[64], int, int) {
     return false;
-  }
-
-  template <class T>
-  static __device__ __forceinline__ void store(const Params& p, const TileView& t,
-                                               const uint32_t (&packed)[64], int consumer) {
-#pragma unroll 1
-    for (int step = 0; step < kStoreSteps; ++step)
-      if (store_step<T>(p, t, packed, consumer, step)) break;
   }
 
   static __device__ __forceinline__ bool needs_after_tile(const Params& p) {

@@ -84,7 +84,9 @@ template <class T, class Epilogue>
 __device__ __forceinline__ void finish_tile(const typename Epilogue::Params& params,
                                             const TileView& view, const uint32_t (&packed)[64],
                                             int consumer, uint32_t local_tile) {
-  Epilogue::template store<T>(params, view, packed, consumer);
+#pragma unroll 1
+  for (int step = 0; step < Epilogue::kStoreSteps; ++step)
+    if (Epilogue::template store_step<T>(params, view, packed, consumer, step)) break;
   if (Epilogue::needs_after_tile(params))
     named_barrier_arrive(kAfterTileBarrier + local_tile % kAfterTileRing, kAfterTileThreads);
 }

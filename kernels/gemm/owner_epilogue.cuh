@@ -476,14 +476,6 @@ struct OwnerEpilogue {
     return step == kReducedSteps - 1;
   }
 
-  template <class T>
-  static __device__ __forceinline__ void store(const Params& p, const TileView& t,
-                                               const uint32_t (&packed)[64], int consumer) {
-#pragma unroll 1
-    for (int step = 0; step < kStoreSteps; ++step)
-      if (store_step<T>(p, t, packed, consumer, step)) break;
-  }
-
   // The rest of a CTA's last tile from step `step` on, at once, where that is the 2-rank
   // reduction's 16-byte path: its quarter steps would otherwise run back to back after
   // the mainloop, each waiting for its own peer loads, with no wgmma left to hide them.
