@@ -235,8 +235,6 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
     c->source.citation += carried;
   for (auto& [design, params] : p.designs.by_design)
     for (auto& [key, s] : params) s.source.citation += carried;
-  for (auto* list : {&p.interference.compute_under_comm, &p.interference.comm_under_compute})
-    for (auto& curve : *list) curve.source.citation += carried;
 
   std::map<std::string, std::string> comments;
   FitOutput out{p, comments, result.notes};
@@ -246,7 +244,6 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   fit_own_gemm_tables(data, out);
   anchor_carried_gemm_tables(data, base, out);
   fit_designs(data, out);
-  fit_interference(data, out);
   fit_copy_engine(data, out);
   carry_other_rank_curves(base_curves, carried, out);
 
@@ -274,9 +271,12 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
       "Not measured here, so carried from {} with their own sources: peak rates,\n"
       "HBM bandwidth and size, launch overhead, attention and fp8/fp16 curves. Not known\n"
       "from this data: inter-node links (the cluster YAML supplies them, cited), other GPU\n"
-      "counts than measured{}.",
+      "counts than measured.{}",
       result.base_profile,
-      interference_measured ? "" : ", interference between concurrent compute and communication");
+      interference_measured
+          ? "\nInterference rows (a GEMM beside NCCL) are measured but not fitted: no design\n"
+            "model reads them (docs/calibration.md)."
+          : "");
   yo.header = header;
   yo.comments = comments;
   result.yaml = format_profile_yaml(p, yo);

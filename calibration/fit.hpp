@@ -10,8 +10,6 @@
 //                      base profile's curves inside the measured range
 //   designs            decomposed.per_chunk_overhead_s, tilewise.own_gemm_time_ratio and
 //                      tilewise.signal_overhead_fraction
-//   interference       gemm under NCCL CTAs, each collective under the GEMM's SM share
-//                      (fit_interference.cpp: overlap-bench --op interference rows)
 // Everything overlap-bench does not measure (peak rates, HBM size, attention, fp8 ...) is
 // carried from a base profile with its own source. Each fitted number cites the CSV rows
 // it came from and its relative RMS error against them.
@@ -70,7 +68,7 @@ double geometric_mean(const std::vector<double>& values);
 // A fitted number: source measured, this citation, fit_error rounded as the YAML writes it.
 sim::Sourced measured_value(double value, std::string citation, double fit_error);
 
-// Stages (fit_compute.cpp, fit_collectives.cpp, fit_designs.cpp, fit_interference.cpp).
+// Stages (fit_compute.cpp, fit_collectives.cpp, fit_designs.cpp).
 // Each fills its part of
 // `profile`, adds comments for the YAML writer and one note line per quantity.
 struct FitOutput {
@@ -107,8 +105,5 @@ void fit_own_gemm_tables(const FitData& data, FitOutput& out);
 // took than `base`'s tables predict (median over the back-to-back rows; fit_anchor.cpp).
 // After fit_compute and fit_own_gemm_tables.
 void anchor_carried_gemm_tables(const FitData& data, const sim::Profile& base, FitOutput& out);
-// Throws config::ConfigError naming the row for an interference row whose design is not
-// <victim>|<other>:<alone|beside> or whose chunks (the CTA limit) is negative.
-void fit_interference(const FitData& data, FitOutput& out);
 
 }  // namespace overlapsim::calibration

@@ -216,18 +216,6 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
       out += fmt::format("    fit_error: {}\n", yaml_number(cc.source.fit_error));
   }
 
-  comment(out, o, "interference", "");
-  out += "interference:\n";
-  const std::pair<const char*, const std::vector<sim::InterferenceCurve>*> lists[] = {
-      {"compute_under_comm", &p.interference.compute_under_comm},
-      {"comm_under_compute", &p.interference.comm_under_compute}};
-  for (const auto& [key, list] : lists) {
-    out += fmt::format("  {}:{}\n", key, list->empty() ? " []" : "");
-    for (const auto& ic : *list)
-      out += fmt::format("    - {{victim: {}, points: {}, {}}}\n", ic.victim,
-                         points(ic.points, false), provenance(ic.source));
-  }
-
   if (!p.designs.by_design.empty()) {
     out += "designs:\n";
     for (const auto& [design, params] : p.designs.by_design) {

@@ -34,10 +34,6 @@ std::vector<SourceEntry> Profile::sources() const {
                                  to_string(cc.algo), to_string(cc.scope)),
                      cc.in_compute_loop_factor->source});
   }
-  for (const auto& ic : interference.compute_under_comm)
-    out.push_back({fmt::format("interference.compute_under_comm.{}", ic.victim), ic.source});
-  for (const auto& ic : interference.comm_under_compute)
-    out.push_back({fmt::format("interference.comm_under_compute.{}", ic.victim), ic.source});
   for (const auto& [design, params] : designs.by_design)
     for (const auto& [key, v] : params)
       out.push_back({fmt::format("designs.{}.{}", design, key), v.source});

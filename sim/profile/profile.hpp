@@ -9,7 +9,6 @@
 #include "sim/profile/collective_profile.hpp"
 #include "sim/profile/compute_profile.hpp"
 #include "sim/profile/design_params.hpp"
-#include "sim/profile/interference_profile.hpp"
 
 namespace overlapsim::sim {
 
@@ -32,7 +31,6 @@ struct Profile {
   DeviceInfo device;
   ComputeProfile compute;
   CollectiveProfile collectives;
-  InterferenceProfile interference;
   DesignParams designs;
   std::string measurements;  // path of the raw CSV it was fitted from; empty if none
 

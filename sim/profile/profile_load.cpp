@@ -307,41 +307,6 @@ CollectiveProfile parse_collectives(const ConfigNode& node) {
   return out;
 }
 
-std::vector<InterferenceCurve> parse_interference_list(const ConfigNode& node,
-                                                            const std::vector<std::string>& victims,
-                                                            const char* x_expected) {
-  std::vector<InterferenceCurve> out;
-  if (!node.is_sequence())
-    node.fail("expected a list of {victim, points, source, citation} (or [])");
-  for (std::size_t i = 0; i < node.size(); ++i) {
-    ConfigNode c = node.at(i);
-    c.check_keys(with_source_keys({"victim", "points"}));
-    InterferenceCurve curve;
-    curve.victim = c.get_enum("victim", victims);
-    curve.points =
-        parse_points(c.child("points"), Unit::Plain, false, 1.0, 1e6, "a slowdown factor >= 1");
-    for (const auto& [x, y] : curve.points)
-      if (x < 0)
-        c.child("points").fail(fmt::format("x = {} is negative (expected {})", x, x_expected));
-    curve.source = parse_provenance(c);
-    out.push_back(std::move(curve));
-  }
-  return out;
-}
-
-InterferenceProfile parse_interference(const ConfigNode& node) {
-  node.check_keys(std::vector<std::string>{"compute_under_comm", "comm_under_compute"});
-  InterferenceProfile out;
-  if (auto n = node.optional_child("compute_under_comm"))
-    out.compute_under_comm = parse_interference_list(
-        *n, {"gemm", "gemv", "attention", "elementwise", "embedding"}, "NCCL CTAs >= 0");
-  if (auto n = node.optional_child("comm_under_compute"))
-    out.comm_under_compute = parse_interference_list(
-        *n, {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"},
-        "an SM fraction in [0, 1]");
-  return out;
-}
-
 DesignParams parse_designs(const ConfigNode& node) {
   node.check_keys(design_names());
   DesignParams out;
@@ -391,7 +356,6 @@ const std::vector<config::ParamDoc>& profile_params() {
       {"collectives",
        "list of {op, algorithm, scope, ranks, ctas, segments, in_compute_loop_factor, source}",
        "[]", ""},
-      {"interference", "compute_under_comm, comm_under_compute", "{}", ""},
       {"designs", "design -> parameter -> {value, source, citation}", "{}", ""},
       {"measurements", "path of the raw CSV the profile was fitted from", "\"\"", ""},
   };
@@ -410,7 +374,6 @@ Profile load_profile_node(const ConfigNode& root, const std::string& name) {
   p.device = parse_device(root.child("device"));
   p.compute = parse_compute(root.child("compute"));
   if (auto c = root.optional_child("collectives")) p.collectives = parse_collectives(*c);
-  if (auto i = root.optional_child("interference")) p.interference = parse_interference(*i);
   if (auto d = root.optional_child("designs")) p.designs = parse_designs(*d);
   p.measurements = root.get_string("measurements", "");
   return p;

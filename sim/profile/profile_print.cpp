@@ -97,16 +97,6 @@ std::string format_profile(const Profile& p) {
            fmt::format("time x {:.4g}", cc.in_compute_loop_factor->value),
            cc.in_compute_loop_factor->source);
   }
-  out += fmt::format("interference ({} compute, {} comm curves)\n",
-                     p.interference.compute_under_comm.size(),
-                     p.interference.comm_under_compute.size());
-  for (const auto* list : {&p.interference.compute_under_comm, &p.interference.comm_under_compute})
-    for (const auto& ic : *list) {
-      std::string pts;
-      for (const auto& [x, y] : ic.points)
-        pts += fmt::format("{}{:g}:{:.3f}", pts.empty() ? "" : "  ", x, y);
-      line(out, fmt::format("{} slowdown", ic.victim), pts, ic.source);
-    }
   out += "designs\n";
   for (const auto& [design, params] : p.designs.by_design)
     for (const auto& [key, v] : params)

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include "sim/profile/interference_profile.hpp"
 
 namespace overlapsim::sim {
 namespace {
@@ -32,18 +31,6 @@ TEST(CollectiveProfile, FindPrefersExactSizeThenAny) {
   EXPECT_EQ(p.find(CollectiveOp::AllReduce, Algorithm::Ring, CommScope::IntraNode, 4)->ranks, 0);
   EXPECT_EQ(p.find(CollectiveOp::AllGather, Algorithm::Ring, CommScope::IntraNode, 8), nullptr);
   EXPECT_EQ(p.find(CollectiveOp::AllReduce, Algorithm::Ring, CommScope::InterNode, 8), nullptr);
-}
-
-TEST(InterferenceProfile, LinearSlowdownAndNoneMeansOne) {
-  InterferenceProfile p;
-  InterferenceCurve c;
-  c.victim = "gemm";
-  c.points = {{0, 1.0}, {16, 1.2}};
-  p.compute_under_comm.push_back(c);
-  EXPECT_DOUBLE_EQ(p.compute_slowdown("gemm", 8), 1.1);
-  EXPECT_DOUBLE_EQ(p.compute_slowdown("gemm", 64), 1.2);
-  EXPECT_DOUBLE_EQ(p.compute_slowdown("attention", 8), 1.0);
-  EXPECT_DOUBLE_EQ(p.comm_slowdown("allreduce", 0.5), 1.0);
 }
 
 }  // namespace

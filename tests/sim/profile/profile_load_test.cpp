@@ -147,11 +147,6 @@ TEST(Profile, CollectivesInterferenceAndDesignsAreParsed) {
     source: measured
     fit_error: 0.02
     citation: "nccl-tests sweep"
-interference:
-  compute_under_comm:
-    - {victim: gemm, points: [[0, 1.0], [32, 1.15]], source: measured, citation: "bench"}
-  comm_under_compute:
-    - {victim: alltoall, points: [[0, 1.0], [1, 1.3]], source: paper, citation: "p"}
 designs:
   decomposed:
     chunks: {value: 4, source: paper, citation: "papers.md 4-chunk streams"}
@@ -164,8 +159,6 @@ measurements: raw/run1.csv
                                      CommScope::InterNode, 16);
   ASSERT_NE(c, nullptr);
   EXPECT_DOUBLE_EQ(c->time_s(2 << 20, 16), 50e-6 + 2097152.0 * (30.0 / 16) / 45e9);
-  EXPECT_DOUBLE_EQ(p.interference.compute_slowdown("gemm", 16), 1.075);
-  EXPECT_DOUBLE_EQ(p.interference.comm_slowdown("alltoall", 0.5), 1.15);
   EXPECT_DOUBLE_EQ(p.designs.find("decomposed", "chunks")->value, 4);
   EXPECT_DOUBLE_EQ(p.designs.find("decomposed", "per_chunk_overhead_s")->value, 5e-6);
   EXPECT_EQ(p.measurements, "raw/run1.csv");
