@@ -18,7 +18,7 @@ namespace overlapsim::sim {
 // Named rather than anonymous: StepExecutor::Impl, which has external linkage, holds these.
 namespace executor_detail {
 
-constexpr int kNumStreams = 5;
+constexpr int kNumStreams = kNumStreamKinds;  // one stream per StreamKind
 
 inline bool is_comm(OpKind k) { return k == OpKind::Collective || k == OpKind::SendRecv; }
 

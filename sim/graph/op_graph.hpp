@@ -36,6 +36,8 @@ const char* to_string(Phase p);
 // its own stream(s) so it can overlap with compute (e.g. DP gradient buckets).
 // ContextComm (added by the workloads generators) carries context-parallel K/V traffic.
 enum class StreamKind { Compute, TensorComm, DataComm, PipelineComm, ExpertComm, ContextComm };
+// How many StreamKinds there are: a rank has one stream of each (keep last in the enum above).
+inline constexpr int kNumStreamKinds = static_cast<int>(StreamKind::ContextComm) + 1;
 const char* to_string(StreamKind s);
 
 struct GemmShape {

@@ -55,6 +55,23 @@ TEST_F(SimulateCli, JsonHasTheContractFields) {
   EXPECT_LT(j["mfu"].get<double>(), 1);
 }
 
+// Context parallelism: its K/V exchange runs on the context-parallel stream, which every
+// design completes (cp 2 and 4 once ended in "the step did not complete" or a crash).
+TEST_F(SimulateCli, ContextParallelStepsComplete) {
+  for (const char* cp : {"2", "4"}) {
+    const fs::path trace = dir_ / (std::string("cp") + cp + ".json");
+    const CliRun r = run(kTiny + " --cp " + cp + " --tp 2 --pp 1 --design all --format json " +
+                         "--no-timing --trace " + trace.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["parallelism"]["cp"], std::stoi(cp));
+    for (const auto& d : j["designs"]) EXPECT_GT(d["step_time_s"].get<double>(), 0);
+    const std::string seq_trace = slurp(fs::path(trace).replace_extension().string() +
+                                        ".sequential.json");
+    EXPECT_NE(seq_trace.find("cp-comm"), std::string::npos) << cp;
+  }
+}
+
 // With a measured profile: a TP all-reduce inside a host at a measured rank count (2 and 4
 // in h200-nvlink.yaml) is timed by its curve, one at a rank count the profile lacks (4 in a
 // 2-GPU-only profile) by the flow network at the nearest curve's efficiency, DP across

@@ -80,6 +80,28 @@ TEST(StepExecutor, CommOnAnotherStreamOverlapsCompute) {
   EXPECT_EQ(run.requests[0].ranks, (std::vector<int>{0, 1}));
 }
 
+TEST(StepExecutor, EveryStreamKindIsAStreamOfItsOwn) {
+  // After a (1 ms), one 2 ms all-reduce on each communication stream kind: each kind is its
+  // own stream, so they all run at once (a rank had too few streams for ContextComm once).
+  StepGraph step = numbered_step(2, {{"g", {0, 1}}});
+  int comm_kinds = 0;
+  for (int r = 0; r < 2; ++r) {
+    auto& prog = step.ranks[r];
+    const OpVertex a = add(prog, compute_op("a", 1.0));
+    comm_kinds = 0;
+    for (int k = 0; k < kNumStreamKinds; ++k) {
+      const auto kind = static_cast<StreamKind>(k);
+      if (kind == StreamKind::Compute) continue;
+      add(prog, collective_op(std::string("c.") + to_string(kind), 0, 2.0, kind), {a});
+      ++comm_kinds;
+    }
+  }
+  EXPECT_EQ(comm_kinds, kNumStreamKinds - 1);
+  const StepRun run = run_step(step);
+  EXPECT_NEAR(run.result.step_time_s, 3.0 * kMs, kTol);
+  EXPECT_EQ(run.requests.size(), static_cast<std::size_t>(comm_kinds));
+}
+
 TEST(StepExecutor, CollectiveWaitsForItsSlowestMember) {
   // Rank 0 computes 1 ms, rank 1 3 ms, then a 2 ms all-reduce, then 1 ms each.
   StepGraph step = numbered_step(2, {{"dp", {0, 1}}});
