@@ -183,13 +183,57 @@ sim::OpNode TransformerEmitter::attention_node(const Ctx& c, const char* what,
   return attn;
 }
 
+OpVertex TransformerEmitter::ring_hop(const Ctx& c, const char* what, int hop,
+                                      std::uint64_t bytes, OpVertex after) {
+  // One step of the CP ring (an NCCL group of a send to the next rank and a receive from
+  // the previous one): both posted together, neither waiting for the other.
+  const int cp = spec_.parallelism.cp;
+  const int next = layout_.rank_of(coord_.tp, (coord_.cp + 1) % cp, coord_.dp, coord_.pp);
+  const int prev = layout_.rank_of(coord_.tp, (coord_.cp + cp - 1) % cp, coord_.dp, coord_.pp);
+  OpVertex recv = kNoOp;
+  for (const bool send : {true, false}) {
+    auto node = sendrecv_node(fmt::format("{}{}.{}", name(c, what), hop, send ? "send" : "recv"),
+                              send, send ? next : prev, bytes, groups_.cp);
+    node.stream = StreamKind::ContextComm;
+    node.phase = c.phase;
+    node.layer = c.layer;
+    node.microbatch = c.microbatch;
+    const OpVertex v = b_.add_unchained(std::move(node), {after});
+    if (!send) recv = v;
+  }
+  return recv;
+}
+
 OpVertex TransformerEmitter::attention_core_forward(const Ctx& c, OpVertex kv_producer,
                                                     std::int64_t o_dim) {
-  OpVertex kv = collective(c, "cp_allgather_kv", CollectiveOp::AllGather, cp_kv_bytes(),
-                           groups_.cp, StreamKind::ContextComm, {kv_producer});
-  compute(attention_node(c, "attention", false), c, {kv});
+  const int cp = spec_.parallelism.cp;
+  if (groups_.cp < 0 || cp == 1) {
+    compute(attention_node(c, "attention", false), c);
+  } else {
+    // Ring attention (Megatron/Transformer Engine context parallelism, p2p): block i
+    // attends the local queries to the K/V chunk that arrived at hop i; hop i + 1 moves
+    // that chunk on while block i runs. cp blocks of 1/cp of the attention each.
+    const std::uint64_t chunk = cp_kv_bytes() / static_cast<std::uint64_t>(cp);
+    OpVertex arrived = kv_producer;
+    for (int i = 0; i < cp; ++i) {
+      const OpVertex next_hop = i + 1 < cp ? ring_hop(c, "cp_ring_kv", i + 1, chunk, arrived)
+                                           : kNoOp;
+      compute(attention_block(c, "attention", false, i), c, {arrived});
+      arrived = next_hop;
+    }
+  }
   OpVertex proj = gemm(c, "proj", T_, h_, o_dim);
   return tp_reduce(c, "tp_proj", proj);
+}
+
+sim::OpNode TransformerEmitter::attention_block(const Ctx& c, const char* what, bool backward,
+                                               int block) const {
+  const int cp = spec_.parallelism.cp;
+  sim::OpNode node = attention_node(c, what, backward);
+  node.name += fmt::format(".block{}", block);
+  node.flops /= cp;
+  node.bytes /= static_cast<std::uint64_t>(cp);
+  return node;
 }
 
 OpVertex TransformerEmitter::attention_core_backward(const Ctx& c, std::int64_t o_dim,
@@ -205,9 +249,23 @@ OpVertex TransformerEmitter::attention_core_backward(const Ctx& c, std::int64_t 
     rc_ctx.recompute = true;
     compute(attention_node(c, "attention.recompute", false), rc_ctx);
   }
-  OpVertex attn_v = compute(attention_node(c, "attention.bwd", true), c);
-  return collective(c, "cp_reducescatter_dkv", CollectiveOp::ReduceScatter, cp_kv_bytes(),
-                    groups_.cp, StreamKind::ContextComm, {attn_v});
+  const int cp = spec_.parallelism.cp;
+  if (groups_.cp < 0 || cp == 1) {
+    compute(attention_node(c, "attention.bwd", true), c);
+    return kNoOp;
+  }
+  // The backward ring: hop i + 1 carries the next K/V chunk and the dK/dV accumulated for
+  // the previous one while block i runs; after the last block the accumulated dK/dV go one
+  // more hop, back to the rank that owns them, and the K/V gradient waits for it.
+  const std::uint64_t chunk = cp_kv_bytes() / static_cast<std::uint64_t>(cp);
+  OpVertex arrived = kNoOp;
+  for (int i = 0; i < cp; ++i) {
+    const OpVertex next_hop =
+        i + 1 < cp ? ring_hop(c, "cp_ring_kv_dkv", i + 1, 2 * chunk, arrived) : kNoOp;
+    const OpVertex block = compute(attention_block(c, "attention.bwd", true, i), c, {arrived});
+    arrived = i + 1 < cp ? next_hop : ring_hop(c, "cp_ring_dkv", cp, chunk, block);
+  }
+  return arrived;
 }
 
 OpVertex TransformerEmitter::attention_forward(const Ctx& c) {

@@ -1,8 +1,9 @@
 #pragma once
 // Emits the ops of one pipeline stage of a Transformer or MoE model for one rank:
 // forward and backward of a microbatch, with Megatron-LM tensor/sequence parallelism
-// (Shoeybi et al. 2019; Korthikanti et al. 2022), Llama-3-style context parallelism
-// (all-gather of K/V; Dubey et al. 2024, sec. 3.3.2) and expert parallelism.
+// (Shoeybi et al. 2019; Korthikanti et al. 2022), context parallelism as ring attention
+// (Megatron-LM / Transformer Engine p2p: K/V chunks passed around the CP ring while the
+// attention blocks run; Liu et al. 2023, "Ring Attention") and expert parallelism.
 // transformer.cpp holds embedding, attention, dense MLP and head; moe.cpp the MoE block.
 //
 // Shapes per rank, with b = micro_batch, s = seq_len:
@@ -95,13 +96,18 @@ class TransformerEmitter {
   OpVertex moe_backward(const Ctx& c);  // moe.cpp
   void head_backward(const Ctx& c);
 
-  // The part of attention that MHA/GQA and MLA share. Forward: the CP all-gather of K/V
-  // (after `kv_producer`), the attention core, the output projection and its TP reduction.
-  // Backward: the output projection's gradients, the core's recomputation and backward,
-  // and the CP reduce-scatter of dK/dV, which it returns.
+  // The part of attention that MHA/GQA and MLA share. Forward: the attention core (with
+  // CP, its ring after `kv_producer`), the output projection and its TP reduction.
+  // Backward: the output projection's gradients, the core's recomputation and backward
+  // (with CP, its ring; it returns the hop that brings dK/dV home, else kNoOp).
   OpVertex attention_core_forward(const Ctx& c, OpVertex kv_producer, std::int64_t o_dim);
   OpVertex attention_core_backward(const Ctx& c, std::int64_t o_dim, std::int64_t proj_params);
   sim::OpNode attention_node(const Ctx& c, const char* what, bool backward) const;
+  // Context parallelism's ring: block `block` of cp (1/cp of the attention's FLOPs and
+  // bytes), and one hop of the ring (send to the next CP rank, receive from the previous;
+  // returns the receive) after `after`.
+  sim::OpNode attention_block(const Ctx& c, const char* what, bool backward, int block) const;
+  OpVertex ring_hop(const Ctx& c, const char* what, int hop, std::uint64_t bytes, OpVertex after);
   // moe.cpp: a grouped GEMM over the local experts (M may be fractional), the weight
   // gradient of one (registered as `what`), and the token exchanges around the experts.
   OpVertex expert_gemm(const Ctx& c, const char* what, double m, std::int64_t n, std::int64_t k,

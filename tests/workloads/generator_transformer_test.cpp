@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
@@ -310,6 +311,8 @@ TEST(TransformerGenerator, EdgesRunForwardAndStreamsAreChained) {
     for_each_op(rank, [&](sim::OpVertex v, const sim::OpNode& op) {
       for (auto e : boost::make_iterator_range(boost::in_edges(v, rank.graph)))
         EXPECT_LT(boost::source(e, rank.graph), v);
+      // The CP ring's sends and receives are posted together, as an NCCL group: unchained.
+      if (op.kind == OpKind::SendRecv && op.stream == StreamKind::ContextComm) return;
       if (last.count(op.stream)) {
         EXPECT_TRUE(boost::edge(last[op.stream], v, rank.graph).second);
       }
@@ -318,18 +321,37 @@ TEST(TransformerGenerator, EdgesRunForwardAndStreamsAreChained) {
   }
 }
 
-TEST(TransformerGenerator, ContextParallelGathersKeysAndValues) {
+TEST(TransformerGenerator, ContextParallelPassesKeysAndValuesAroundARing) {
   auto step = generate_step(load_model(tiny_path()), 16);
   // tiny: seq 128, cp 2, tp 2, 8 heads / 4 kv heads of 32: K and V of the whole sequence
-  // for the local kv heads, gathered over the CP group.
-  int gathers = 0;
+  // for the local kv heads are 128 x 2 x (4 / 2) x 32 x 2 bytes, one chunk of it per CP rank.
+  const std::uint64_t chunk = 128ull * 2 * (4 / 2) * 32 * 2 / 2;
+  int forward_hops = 0, backward_hops = 0, home_hops = 0, blocks = 0;
   for_each_op(step.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind == sim::OpKind::Attention && !op.recompute) {
+      ++blocks;
+      EXPECT_NE(op.name.find(".block"), std::string::npos) << op.name;
+    }
     if (op.stream != StreamKind::ContextComm) return;
+    ASSERT_EQ(op.kind, sim::OpKind::SendRecv) << op.name;
     EXPECT_EQ(family_of(step, op), "cp");
-    EXPECT_EQ(op.comm_bytes, 128ull * 2 * (4 / 2) * 32 * 2);
-    gathers += op.collective == CollectiveOp::AllGather;
+    if (!op.is_send) return;
+    if (op.name.find("cp_ring_kv_dkv") != std::string::npos) {
+      EXPECT_EQ(op.comm_bytes, 2 * chunk);  // the next K/V chunk and the dK/dV so far
+      ++backward_hops;
+    } else if (op.name.find("cp_ring_dkv") != std::string::npos) {
+      EXPECT_EQ(op.comm_bytes, chunk);  // dK/dV back to their owner
+      ++home_hops;
+    } else {
+      EXPECT_EQ(op.comm_bytes, chunk);
+      ++forward_hops;
+    }
   });
-  EXPECT_EQ(gathers, 2 * 8);  // 2 layers on stage 0 x 8 microbatches
+  // 2 layers on stage 0 x 8 microbatches; cp - 1 = 1 hop each way, plus the hop home.
+  EXPECT_EQ(forward_hops, 16);
+  EXPECT_EQ(backward_hops, 16);
+  EXPECT_EQ(home_hops, 16);
+  EXPECT_EQ(blocks, 16 * 2 * 2);  // cp blocks forward and backward
 }
 
 TEST(TransformerGenerator, FoldedAndUnfoldedGraphsHaveTheSameOpsPerRank) {
@@ -361,7 +383,15 @@ TEST(TransformerGenerator, FoldedAndUnfoldedGraphsHaveTheSameOpsPerRank) {
       EXPECT_EQ(a.collective, b.collective);
       EXPECT_EQ(a.pair_partner, b.pair_partner);
       EXPECT_EQ(a.is_send, b.is_send);
-      if (a.kind == OpKind::SendRecv) {
+      if (a.kind == OpKind::SendRecv && a.stream == StreamKind::ContextComm) {
+        // A ring hop: the peer is the next or previous member of the rank's own CP group.
+        const auto& g = full.groups.at(a.comm_group).ranks;
+        const auto at = [&](int r) {
+          return static_cast<int>(std::find(g.begin(), g.end(), r) - g.begin());
+        };
+        const int n = static_cast<int>(g.size());
+        EXPECT_EQ((at(a.peer_rank) - at(rank.rank) + n) % n, a.is_send ? 1 : n - 1) << a.name;
+      } else if (a.kind == OpKind::SendRecv) {
         EXPECT_EQ(a.peer_rank - rank.rank, b.peer_rank - rep.rank);
       }
       if (a.comm_group >= 0) {
@@ -382,13 +412,14 @@ TEST(TransformerGenerator, FoldedAndUnfoldedGraphsHaveTheSameOpsPerRank) {
   }
 }
 
-TEST(TransformerGenerator, PipelineSendsMatchReceivesInOrder) {
+TEST(TransformerGenerator, SendsMatchReceivesInOrder) {
   auto full = generate_step(load_model(tiny_path()), 16, {false, 8});
   std::map<std::pair<int, int>, std::vector<const sim::OpNode*>> sends, recvs;
   for (const auto& rank : full.ranks)
     for_each_op(rank, [&](sim::OpVertex, const sim::OpNode& op) {
       if (op.kind != OpKind::SendRecv) return;
-      EXPECT_EQ(family_of(full, op), "pp");
+      const std::string family = family_of(full, op);
+      EXPECT_TRUE(family == "pp" || family == "cp") << family;
       if (op.is_send)
         sends[{rank.rank, op.peer_rank}].push_back(&op);
       else
