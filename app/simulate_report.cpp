@@ -127,7 +127,7 @@ std::string to_json(const SimulateReport& o) {
                       {"how", u.how},
                       {"launches", u.launches}});
   j["collective_timing"] = std::move(timing);
-  // First design's numbers at the top level too, as issue 3 lists them there.
+  // First design's numbers at the top level too, as docs/simulate.md lists them.
   if (!o.result.runs.empty()) {
     j["mfu"] = mfu(o, o.result.runs.front().result);
     j[throughput_key(o)] = o.inputs.step.tokens_per_step / o.result.runs.front().result.step_time_s;

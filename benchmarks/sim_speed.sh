@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Simulator speed benchmark (issue 2, acceptance 4): how long the simulator takes, not
+# Simulator speed benchmark: how long the simulator takes, not
 # how long the simulated collective takes. Prints CSV
 #   case,ranks,bytes,sim_wall_s,events,events_per_s,peak_rss_bytes
 # and writes it to benchmarks/results/sim_speed.csv (atomically: temp file + rename).
@@ -79,7 +79,7 @@ run_simulate_case() {
 
 MODELS=$ROOT/workloads/models
 
-# Issue 3 targets: each 1,024-GPU step < 2 s and < 2 GiB; the 16,384-GPU step < 60 s.
+# Step targets: each 1,024-GPU step < 2 s and < 2 GiB; the 16,384-GPU step < 60 s.
 case_step_gpt3_175b_1024_tp8_pp8_dp16() {
   run_simulate_case step_gpt3_175b_1024_tp8_pp8_dp16 -w "$MODELS/gpt3-175b.yaml" \
     -c "$CLUSTERS/h200-128node-ndr.yaml" --tp 8 --pp 8 --dp 16
@@ -107,7 +107,7 @@ case_step_deepseek_v3_1024_pp16_ep64() {
     -c "$CLUSTERS/h200-128node-ndr.yaml"
 }
 
-# Issue 7 target: --design all for DLRM-DCNv2, GPT-3 175B and Mixtral 8x7B on 128 x 8 H200
+# Design-model target: --design all for DLRM-DCNv2, GPT-3 175B and Mixtral 8x7B on 128 x 8 H200
 # in < 10 s wall in total (the sum of these three rows).
 case_design_all_gpt3_175b_1024() {
   run_simulate_case design_all_gpt3_175b_1024 -w "$MODELS/gpt3-175b.yaml" \

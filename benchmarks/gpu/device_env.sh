@@ -9,7 +9,7 @@ cd "$root" || exit 1
 OUT="${OUT:-/tmp/overlapsim-out}"
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-# The system NCCL first (the one issue 4's peers were measured with), PyTorch's wheel last.
+# The system NCCL first (the one the PyTorch peers were measured with), PyTorch's wheel last.
 nccl_lib="$(find /usr/lib/x86_64-linux-gnu /usr/local/cuda*/lib* /usr/local/lib /opt -name 'libnccl.so.2*' 2>/dev/null | head -1)"
 nccl_header="$(find /usr/local/cuda*/include /usr/include /opt -name nccl.h 2>/dev/null | head -1)"
 

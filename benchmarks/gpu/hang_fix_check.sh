@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 5's check of the free-queue fix (docs/kernels/design.md, "The hang's mechanism"):
+# A check of the free-queue fix (docs/kernels/design.md, "The hang's mechanism"):
 #  1. alloc-sync-probe: which host CUDA calls wait for a kernel running on another GPU;
 #  2. the harness / collectives / tile-wise GPU tests with the parked frees;
 #  3. calibrate's tilewise_moe case (the one that hung) repeated on every GPU until

@@ -2,7 +2,7 @@
 # One device call for the own Hopper GEMM: configure (kernels only), build the GEMM's
 # targets, check the SASS (HGMMA present, no local-memory spills, TMA multicast present),
 # run its GPU tests (the signal test first, in a fresh process, so it covers the cold
-# start), then benchmark own v3 and v2 vs cuBLASLt, interleaved, on the issue-4 and MoE
+# start), then benchmark own v3 and v2 vs cuBLASLt, interleaved, on the acceptance and MoE
 # shapes. Everything lands in $OUT (at most 8 files).
 #   bash benchmarks/gpu/run_gemm.sh            # from the repo root, on the GPU machine
 set -u -o pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for issue 4 (GPU kernels I) on 2 x H200: build kernels/ (kernels-only),
+# One device call for GPU kernels I on 2 x H200: build kernels/ (kernels-only),
 # run the GPU tests, the overlap-bench suite, the PyTorch peers and the summary.
 # Results land in $OUT (at most 8 files): log.txt, tests.txt, kernels_i.csv, torch.csv,
 # summary.csv, nonblocking.csv (a few rows repeated with non-blocking communicators). Every step has its own time limit so the call ends inside its lease.

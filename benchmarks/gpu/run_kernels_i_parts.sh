@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (2 x H200) for issue 4's two open gaps: (1) sequential GEMM+AllReduce
+# One device call (2 x H200) for GPU kernels I's two open gaps: (1) sequential GEMM+AllReduce
 # against the sum of its parts, timed interleaved in one loop (pair_runner.cpp,
 # time_interleaved), twice, plus the GEMMs in a loop of their own as before for contrast;
 # (2) the harness abort tests with blocking communicators, each test binary run under

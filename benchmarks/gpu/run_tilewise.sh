@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for issue 5 (tile-wise overlap) on 2 x H200: tests, compute-sanitizer
+# One device call for tile-wise overlap on 2 x H200: tests, compute-sanitizer
 # (racecheck, synccheck) on the single-GPU tile-wise tests, the tilewise suite (cuBLAS,
 # NCCL, sequential, decomposed and tilewise rows side by side) and the summary.
 #   benchmarks/gpu/run_tilewise.sh [suite.yaml]

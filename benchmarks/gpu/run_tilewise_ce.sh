@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for issue 5 with both tile-wise transports (nccl, copy_engine) on
+# One device call for tile-wise overlap with both transports (nccl, copy_engine) on
 # 2 x H200: GPU tests (copy-engine design first), the rotated-order GEMM tests, the
 # tilewise_ce suite, the PyTorch peers, optionally compute-sanitizer, and the summary.
 #   benchmarks/gpu/run_tilewise_ce.sh [suite.yaml]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 5 summary from overlap-bench's tilewise suite CSV and the tilewise detail CSV.
+"""Tile-wise overlap summary from overlap-bench's tilewise suite CSV and the tilewise detail CSV.
 
 Per pair shape: T_cuBLAS, T_NCCL, T_sequential (cuBLAS then NCCL, the pair runner's
 interleaved loop) and the sequential pair re-timed in the tile-wise loop (same loop as
@@ -9,7 +9,7 @@ decomposed, PyTorch symm_mem, and per transport (nccl: `tilewise` rows, copy_eng
 sequential times, T / T_seq, the chosen configuration, the predictor's error; own GEMM
 alone vs with signalling (both transports, the copy-engine one also with the other
 signal scope: own_signal_ce_sys in helper gemm3's runs, own_signal_ce_gpu since; the scope
-the candidates used, the faster of the two since session 10: signal_slowdown_ce_chosen) and vs
+the candidates used, the faster of the two, in older runs the system scope: signal_slowdown_ce_chosen) and vs
 the previous own GEMM version (v2), all in one interleaved loop; the peer-copy curve; then the acceptance lines.
 
   summarize_tilewise.py tilewise.csv tilewise_detail.csv --output summary.csv
@@ -24,8 +24,8 @@ from collections import defaultdict
 
 
 # Pair rows of the copy-engine transport: tilewise_ce, tilewise_ce_ep where the
-# all-reduce's phase 2 is done by the epilogue (since session 6) and tilewise_ce_tk where
-# the last own group's is done by the tail kernel (since session 10); one of them is a
+# all-reduce's phase 2 is done by the epilogue and tilewise_ce_tk where
+# the last own group's is done by the tail kernel (both absent from older runs); one of them is a
 # shape's chosen configuration.
 COPY_ENGINE_DESIGNS = ("tilewise_ce", "tilewise_ce_ep", "tilewise_ce_tk")
 TILEWISE_DESIGNS = ("tilewise",) + COPY_ENGINE_DESIGNS
@@ -131,7 +131,7 @@ def main():
         own_sig_ce_gpu = nan_if_none(ts.get(("gemm", "own_signal_ce_gpu", 0)))
         own_v2 = nan_if_none(ts.get(("gemm", "own_v2_interleaved", 0)))
         # The copy-engine GEMM with its chosen groups, timed in the final loop beside
-        # tilewise_ce (since session 6): what of tilewise_ce is GEMM, what is transport tail.
+        # tilewise_ce: what of tilewise_ce is GEMM, what is transport tail.
         own_ce_loop = min([v for (o, d, c), v in ts.items() if o == op and d == "own_signal_ce_tw_loop"]
                           or [math.nan])
         wrong = sum(int(r["wrong"]) for r in rows if r["op"] == op and (int(r["m"]), int(r["n"]), int(r["k"])) == shape
@@ -156,8 +156,8 @@ def main():
             "signal_slowdown_ce_sys": own_sig_ce_sys / own - 1 if own == own and own_sig_ce_sys == own_sig_ce_sys else math.nan,
             "t_own_signal_ce_gpu_s": own_sig_ce_gpu,
             "signal_slowdown_ce_gpu": own_sig_ce_gpu / own - 1 if own == own and own_sig_ce_gpu == own_sig_ce_gpu else math.nan,
-            # Since session 10 the runner gives the copy-engine candidates the faster of the
-            # two scopes of this loop (before, the system scope): that scope's slowdown.
+            # The runner gives the copy-engine candidates the faster of the two scopes of
+            # this loop (older runs: the system scope): that scope's slowdown.
             "signal_slowdown_ce_chosen": (min(own_sig_ce, own_sig_ce_gpu) / own - 1
                                           if own == own and own_sig_ce == own_sig_ce and own_sig_ce_gpu == own_sig_ce_gpu
                                           else math.nan),

@@ -23,7 +23,7 @@ while true; do
         cat "$t/stack" 2>/dev/null | head -12
       done
       # Stopped first: attached to running threads, cuda-gdb printed "Selected thread is
-      # running" instead of their stacks (session 4).
+      # running" instead of their stacks.
       kill -STOP "$pid"
       [ -n "$dbg" ] && timeout 90 "$dbg" -p "$pid" -batch -ex "set pagination off" \
         -ex "info cuda kernels" -ex "thread apply all bt 30" 2>&1

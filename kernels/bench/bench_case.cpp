@@ -12,7 +12,7 @@ const std::vector<std::string>& designs_for(CaseKind kind, const std::string& op
   static const std::vector<std::string> embedding{"own"};
   static const std::vector<std::string> pair{"sequential", "decomposed"};
   static const std::vector<std::string> interference{"interleaved"};
-  // GEMM followed by its collective also runs the tile-wise design (issue 5).
+  // GEMM followed by its collective also runs the tile-wise design.
   static const std::vector<std::string> gemm_pair{"sequential", "decomposed", "tilewise"};
   switch (kind) {
     case CaseKind::Collective: return collective;

@@ -1,7 +1,7 @@
 #pragma once
 // One overlap-bench measurement, as one CSV row (nccl-tests style: tag columns first,
 // then shape, then the numbers, then the correctness count). Column names are fixed
-// project-wide (issue 4).
+// project-wide (summaries and fits read them by name).
 #include <cstdint>
 #include <string>
 #include <vector>

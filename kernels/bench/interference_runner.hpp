@@ -1,5 +1,5 @@
 #pragma once
-// Interference (issue 6): how much a GEMM and a collective running side by side on one GPU
+// Interference: how much a GEMM and a collective running side by side on one GPU
 // slow each other, as a function of the NCCL CTA limit.
 //
 // For every cuBLASLt GEMM shape x collective x size x CTA limit c (a communicator split

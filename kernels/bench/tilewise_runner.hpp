@@ -1,5 +1,5 @@
 #pragma once
-// overlap-bench's rows for design `tilewise` (issue 5). Per pair shape (gemm+allreduce,
+// overlap-bench's rows for design `tilewise`. Per pair shape (gemm+allreduce,
 // gemm+reducescatter, gemm+alltoall):
 //   gemm/own         own GEMM alone, natural stores, all SMs
 //   gemm/own_signal  own GEMM with remapped stores and counters on SMs − s (chunks = s)

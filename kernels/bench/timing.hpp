@@ -71,7 +71,7 @@ Status run_for(RankContext& ctx, cudaStream_t stream, double seconds, int first,
 
 // Several variants timed in one loop, so all see the same clock and power state (a GEMM
 // timed in a loop of its own ran under a different, power-limited clock than the pair it
-// was compared with: issue 4). Iteration i times every variant once, each with its own
+// was compared with). Iteration i times every variant once, each with its own
 // events, starting with variant i mod V so no variant always follows the same one; before
 // each timed variant `align(i)` (untimed, may be empty) runs on the compute stream, e.g. a
 // tiny collective that lines the ranks up again so a variant's time does not include the

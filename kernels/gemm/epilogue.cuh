@@ -3,7 +3,7 @@
 // 64×256 block, rounded to the output type and packed in pairs (64 registers, so the
 // stores can be issued while the next tile's wgmma run); an epilogue decides where the
 // tile goes and what to publish afterwards. The kernel is a template over the epilogue type, so
-// issue 5's variants plug in here without touching the mainloop. Device-only, C++17.
+// the tile-wise variants plug in here without touching the mainloop. Device-only, C++17.
 //
 // Epilogue concept:
 //   struct E {

@@ -20,7 +20,7 @@
 // release fence, one thread adds 1 to group_counters[tile_group[tile]].
 // tile = tile_m·tiles_n + tile_n everywhere.
 //
-// Owner epilogue (issue 5's copy-engine transport, epilogue.cuh OwnerEpilogue): when
+// Owner epilogue (the tile-wise copy-engine transport, epilogue.cuh OwnerEpilogue): when
 // tile_arrival is set, tiles of this rank's own part are reduced with the peers' partial
 // tiles (after waiting for their arrival flags) or just placed, see EpilogueArgs; the
 // rank-rotated order (SchedulerOptions::rotate_world) puts the own part last.
@@ -113,7 +113,7 @@ struct SchedulerOptions {
   // starts (v1). Both give bit-identical results.
   bool defer_stores = true;
   // Rows split into row_blocks equal blocks visited alternately (tile_of_item_blocked);
-  // issue 5's ReduceScatter/All-to-All use one block per rank. Must divide the tile rows.
+  // the tile-wise ReduceScatter/All-to-All use one block per rank. Must divide the tile rows.
   int row_blocks = 1;
   // Rank-rotated order (tile_of_item_scheduled): with rotate_world = W > 1 the tile rows
   // form W equal parts, rank rotate_rank's part last and part rotate_rank + 1 first.

@@ -68,7 +68,7 @@ __device__ __forceinline__ void fence_accumulators(float (&acc)[128]) {
   for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(acc[i])::"memory");
 }
 
-// The after-tile step (issue 5's completion signal: fence + atomic) runs on a signaller
+// The after-tile step (the tile-wise completion signal: fence + atomic) runs on a signaller
 // warp of the producer warpgroup, not on a consumer: the consumers only bar.arrive after
 // their stores, so the fence's latency never stalls the tensor cores (it cost ~8 % of the
 // GEMM when a consumer thread did it). Eight named barriers (8..15) are used in turn by

@@ -1,5 +1,5 @@
 #pragma once
-// The own GEMM's owner epilogue (issue 5's copy-engine transport); the epilogue concept
+// The own GEMM's owner epilogue (the tile-wise copy-engine transport); the epilogue concept
 // and the default StoreEpilogue are in epilogue.cuh. Device-only, C++17.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -12,7 +12,7 @@
 
 namespace overlapsim::kernels::gemm::sm90 {
 
-// Issue 5's copy-engine transport (kernels/tilewise/copy_engine_layout.hpp): every rank owns one
+// The tile-wise copy-engine transport (kernels/tilewise/copy_engine_layout.hpp): every rank owns one
 // part of the output (a block of tile rows) and computes it LAST (rotated scheduler order,
 // tile_scheduler.hpp). Tiles of other ranks' parts are stored and signalled exactly as by
 // StoreEpilogue; the copy engines carry each finished group to its owner's receive buffer

@@ -1,6 +1,6 @@
 #pragma once
 // The persistent tile scheduler's order, shared verbatim by the device (which tile a CTA
-// computes next) and the host (which wave a tile lands in, for issue 5's remap). C++17.
+// computes next) and the host (which wave a tile lands in, for the tile-wise remap). C++17.
 //
 // Work item i (0 ≤ i < tiles_m·tiles_n) is computed by CTA i % num_ctas as its
 // (i / num_ctas)-th tile, i.e. in wave i / num_ctas. Items map to tiles by a grouped
@@ -35,7 +35,7 @@ OVERLAPSIM_HD TileCoord tile_of_item(int32_t item, int32_t tiles_m, int32_t tile
   return t;
 }
 
-// Issue 5 (tile-wise ReduceScatter / All-to-All): with row_blocks = B > 1 the raster walks
+// Tile-wise ReduceScatter / All-to-All: with row_blocks = B > 1 the raster walks
 // *virtual* tile-rows and virtual row v is real row (v % B)·(tiles_m / B) + v / B, so
 // consecutive items alternate between the B equal row blocks (one per rank) and every run
 // of B items holds one tile of each block. Needs tiles_m % B == 0; B = 1 is the plain

@@ -1,5 +1,5 @@
 #pragma once
-// Design `tilewise` with transport `copy_engine` (issue 5): the rank-rotated own GEMM
+// Design `tilewise` with transport `copy_engine`: the rank-rotated own GEMM
 // (copy_engine_layout.hpp) whose finished groups of other ranks' tiles the GPU's copy engines carry
 // to their owners, and whose epilogue reduces the own part as the peers' partials arrive
 // (epilogue.cuh OwnerEpilogue). While the GEMM runs, the communication needs no SM:
@@ -78,7 +78,7 @@ struct CopyEngineOptions {
   //   of about one wave's output at the copy rate); this one streams it out while the tiles
   //   are computed, at the cost of the epilogue's extra stores. Measured on 2 x H100 those
   //   stores over NVLink slow the GEMM by 7-16 points and the mode lost to the copy-engine
-  //   phase 2 on every shape (docs/kernels/log.md, "Session 9").
+  //   phase 2 on every shape (docs/kernels/log.md, "the first 2 × H100 run").
   //   TailKernel: the copy engine for all own groups but the last, which a kernel behind the
   //   GEMM copies with every SM (tail_exchange.hpp): no stream operations in the tail.
   // The tuner times the modes it may use.

@@ -1,5 +1,5 @@
 #pragma once
-// The tile-wise design's copy-engine transport (issue 5, "transport: copy_engine"): where
+// The tile-wise design's copy-engine transport ("transport: copy_engine"): where
 // every GEMM tile goes, which group carries it, and where it lands. Host only, C++17.
 //
 // Ownership: with world n, rank r owns part r of the output = tile rows [r·R, (r+1)·R),

@@ -10,7 +10,7 @@
 // given).
 // stream_ops_s: what each group's stream operations add to the copy stream beyond its copy
 // (the flag write, the next counter wait and reset; ~8–10 µs on 2 × H100/H200 by the
-// design's timeline, docs/kernels/log.md "Session 9"): every copy costs X(bytes) +
+// design's timeline, docs/kernels/log.md, "the first 2 × H100 run"): every copy costs X(bytes) +
 // stream_ops_s, and phase 2 by the epilogue ends with X(0) + stream_ops_s. 0 leaves them out.
 // C++17, host only.
 #include "kernels/tilewise/copy_engine_layout.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// How the communication stream waits for a group of tiles (issue 5: both are measured).
+// How the communication stream waits for a group of tiles (both are measured).
 //   kernel        a one-thread kernel polls the group's counter with atomicCAS(target → 0)
 //                 and nanosleep back-off; success also resets the counter for the next
 //                 call, so no host round trip is needed. It occupies a thread slot on one

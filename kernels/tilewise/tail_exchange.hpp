@@ -6,7 +6,7 @@
 // to the peers is the call's tail. By the copy engine that tail is a counter wait seen by the
 // stream's front end, the copy, a flag written by the stream and a peer stream waiting for it
 // (2 × H100, 4096³: 51–69 µs after the GEMM for an 8 MiB copy of 27 µs; docs/kernels/log.md
-// "Session 9"). Here stream order replaces the counter wait, every SM copies (the GEMM is
+// "the first 2 × H100 run"). Here stream order replaces the counter wait, every SM copies (the GEMM is
 // done, so nothing is slowed down), and the flags are polled by the receiving kernel itself.
 //
 // The region is cut into kTailSlices equal slices (16-byte multiples, the last one shorter).

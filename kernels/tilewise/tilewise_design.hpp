@@ -1,5 +1,5 @@
 #pragma once
-// Design `tilewise` (FlashOverlap-style, papers.md §1, issue 5): one persistent GEMM that
+// Design `tilewise` (FlashOverlap-style, papers.md §1): one persistent GEMM that
 // stores each finished tile densely in its group's region of P (group_plan.hpp) and bumps
 // the group's counter (after all of the tile's stores, a barrier and a device-scope fence:
 // epilogue.cuh); on the high-priority communication stream, per group, a wait on that

@@ -3,7 +3,7 @@
 // collectives and accounting; a design decides how an op that is ready to run turns into
 // time on the GPU and traffic on the network. `sequential` (what the graph expresses:
 // each op on its own stream, a collective after the op that produces its input) is the
-// SequentialDesign below. Issue 7's designs (decomposed, tilewise, fused, shaped) act on
+// SequentialDesign below. The other designs (decomposed, tilewise, fused, shaped) act on
 // OpNode::pair_partner pairs: when the compute half of a pair starts they can run both
 // halves together through the context (and the context grows the primitives they need,
 // e.g. launching a fraction of a collective), finishing each op when its part is done.

@@ -53,7 +53,7 @@ void TilewiseDesign::set_transport(Transport transport, const Profile& profile) 
                                     "the copy engines' fixed time per copy, such as 7us");
   epilogue_ = p.need_at_least("epilogue_reduce_overhead_fraction", 0,
                               "the 2-rank owner epilogue's reduction cost on its own part, >= 0");
-  // Profiles before session 4's fit have no rate for the > 2-rank epilogue: their fraction
+  // Older profiles have no rate for the > 2-rank epilogue: their fraction
   // then counts per peer's partial, the meaning it had there (docs/profile-format.md).
   if (profile.designs.find("tilewise", "epilogue_reduce_bandwidth_Bps"))
     epilogue_Bps_ = p.need_at_least("epilogue_reduce_bandwidth_Bps", 1,

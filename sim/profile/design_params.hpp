@@ -1,5 +1,5 @@
 #pragma once
-// Per-design overhead parameters of a profile (issue 7's design models read them):
+// Per-design overhead parameters of a profile (the design models read them):
 // e.g. decomposed.chunks, tilewise.signal_overhead_s, fused.per_tile_latency_s,
 // shaped.comm_ctas. Keys carry their unit suffix (_s, _bytes, _Bps, _flops, or none for
 // counts and fractions); each value keeps its source.

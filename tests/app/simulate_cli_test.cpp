@@ -210,7 +210,7 @@ TEST_F(SimulateCli, DesignAllWritesOneTracePerDesign) {
     const std::string design = d["design"];
     EXPECT_TRUE(fs::exists(dir_ / ("t." + design + ".json"))) << design;
     EXPECT_EQ(d["trace"], (dir_ / ("t." + design + ".json")).string());
-    // Every design is modelled (issue 7): its pairs and parameters are reported.
+    // Every design is modelled: its pairs and parameters are reported.
     EXPECT_TRUE(d.contains("pairs_overlapped")) << design;
     EXPECT_TRUE(d.contains("speedup_vs_sequential")) << design;
     EXPECT_EQ(d["parameters"].empty(), design == "sequential") << design;

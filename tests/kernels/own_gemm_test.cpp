@@ -790,7 +790,7 @@ TEST(OwnGemm, DeviceTileOrderMatchesHostReplica) {
   }
 }
 
-// The rank-rotated order (issue 5's copy-engine transport) on the device against the host
+// The rank-rotated order (the tile-wise copy-engine transport) on the device against the host
 // replica, for every rank of 2 and 4.
 TEST(OwnGemm, DeviceRotatedTileOrderMatchesHostReplica) {
   SKIP_WITHOUT_HOPPER();

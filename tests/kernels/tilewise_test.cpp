@@ -1,4 +1,4 @@
-// Tile-wise overlap (kernels/tilewise, issue 5).
+// Tile-wise overlap (kernels/tilewise).
 // Host (run everywhere): the blocked raster is a permutation that alternates rank blocks;
 // remap tables cover P exactly once with one contiguous region per group; the collectives
 // simulated on the host over those tables give exactly the natural AllReduce,

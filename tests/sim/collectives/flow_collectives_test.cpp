@@ -1,5 +1,5 @@
 // Collectives over the flow-level network (max-min sharing) on the shipped topology
-// builders: the closed forms of issue 2 within 1%, where contention decides the time.
+// builders: the closed forms (docs/collectives.md) within 1%, where contention decides the time.
 #include <gtest/gtest.h>
 
 #include "sim/collectives/collective.hpp"

@@ -1,4 +1,4 @@
-// Invariants of the overlap-design models (issue 7, acceptance 1), on one pair with
+// Invariants of the overlap-design models, on one pair with
 // closed-form component times: a GEMM of F FLOPs takes F / 1e15 s, the collective
 // bytes / B. No design beats max(T_op, T_coll); with free communication each design
 // costs what it states beyond sequential; with perfect parameters tile-wise approaches
