@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How much of issue 5's AllReduce bar 1 the copy-engine design can reach at all.
+"""How much of the tile-wise AllReduce's bar 1 the copy-engine design can reach at all.
 
 A lower bound on the tile-wise all-reduce's time from measured parts, per shape:
   * the GEMM: the own GEMM with the copy-engine layout's signals, timed in the same loop as
