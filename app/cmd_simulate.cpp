@@ -113,6 +113,14 @@ sim::ScenarioOptions scenario_options(const SimulateOptions& o) {
   return s;
 }
 
+// The --design help: every design of the registry's table with its one-line description.
+std::string design_help() {
+  std::string help = sim::design_list("|") + "|all:";
+  for (const sim::DesignEntry& e : sim::design_table())
+    help += fmt::format("\n  {:<11} {}", e.name, e.description);
+  return help + "\n  all         every design, one after another";
+}
+
 // out.json -> out.<design>.json (and FILE -> FILE.<design>.json)
 std::string per_design_path(const std::string& path, const std::string& design) {
   const std::string ext = ".json";
@@ -183,8 +191,7 @@ void add_simulate_command(CLI::App& app, Runner& selected) {
   sub->add_option("-c,--cluster", opts->cluster, "cluster YAML")->capture_default_str();
   sub->add_option("--profile", opts->profile,
                   "device profile YAML (default: the one the cluster file names)");
-  sub->add_option("--design", opts->design, sim::design_list("|") + "|all")
-      ->capture_default_str();
+  sub->add_option("--design", opts->design, design_help())->capture_default_str();
   sub->add_option(
       "--trace", opts->trace,
       "write a Chrome/Perfetto trace JSON (with --design all: one per design, out.<design>.json)");

@@ -55,6 +55,15 @@ TEST_F(SimulateCli, JsonHasTheContractFields) {
   EXPECT_LT(j["mfu"].get<double>(), 1);
 }
 
+// The design table feeds the help: every design with its description.
+TEST_F(SimulateCli, HelpListsEveryDesignOfTheTable) {
+  const CliRun r = run("--help");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* design : {"sequential", "decomposed", "tilewise", "fused", "shaped", "all"})
+    EXPECT_NE(r.out.find(std::string(" ") + design + "  "), std::string::npos) << design;
+  EXPECT_NE(r.out.find("copy engines"), std::string::npos) << r.out;
+}
+
 // Context parallelism: its K/V exchange runs on the context-parallel stream, which every
 // design completes (cp 2 and 4 once ended in "the step did not complete" or a crash).
 TEST_F(SimulateCli, ContextParallelStepsComplete) {
