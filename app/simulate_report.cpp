@@ -10,7 +10,6 @@
 namespace overlapsim::app {
 namespace {
 
-
 const std::string& trace_file(const SimulateReport& o, std::size_t run) {
   static const std::string none;
   return run < o.trace_files.size() ? o.trace_files[run] : none;
@@ -20,7 +19,8 @@ const std::string& trace_file(const SimulateReport& o, std::size_t run) {
 // forward passes are work the hardware does but not progress of the model, so they are
 // in flops_per_step (hardware FLOPs) and not in model_flops_per_step.
 double model_flops(const SimulateReport& o) {
-  return o.inputs.step.model_flops_per_step > 0 ? o.inputs.step.model_flops_per_step : o.inputs.step.flops_per_step;
+  return o.inputs.step.model_flops_per_step > 0 ? o.inputs.step.model_flops_per_step
+                                                : o.inputs.step.flops_per_step;
 }
 
 double mfu(const SimulateReport& o, const sim::StepResult& r) {
@@ -144,11 +144,12 @@ std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
 
 std::string to_table(const SimulateReport& o) {
   const auto& p = o.inputs.model.parallelism;
-  std::string t = fmt::format("{} on {}: {} GPUs, tp {} pp {} dp {} cp {} ep {}, {}\n",
-                              o.inputs.step.workload, o.inputs.cluster.name, o.inputs.step.world_size, p.tp, p.pp, p.dp,
-                              p.cp, p.ep, sim::to_string(o.inputs.model.training.precision));
-  t += fmt::format("profile {} ({}); numbers used: {}\n", o.inputs.profile.name, o.inputs.profile.path,
-                   o.result.used_kinds);
+  std::string t =
+      fmt::format("{} on {}: {} GPUs, tp {} pp {} dp {} cp {} ep {}, {}\n", o.inputs.step.workload,
+                  o.inputs.cluster.name, o.inputs.step.world_size, p.tp, p.pp, p.dp, p.cp, p.ep,
+                  sim::to_string(o.inputs.model.training.precision));
+  t += fmt::format("profile {} ({}); numbers used: {}\n", o.inputs.profile.name,
+                   o.inputs.profile.path, o.result.used_kinds);
   for (auto kind : {sim::SourceKind::Measured, sim::SourceKind::Datasheet, sim::SourceKind::Paper,
                     sim::SourceKind::Assumed}) {
     std::string names;
@@ -188,10 +189,10 @@ std::string to_table(const SimulateReport& o) {
   t += fmt::format(
       "model FLOPs per step {:.4g} (with recompute {:.4g}; MFU uses the first), peak {} {:.1f} "
       "TFLOP/s per GPU ({})\n",
-      model_flops(o), o.inputs.step.flops_per_step, sim::to_string(o.inputs.model.training.precision),
-      o.inputs.peak_flops_per_s / 1e12,
-      sim::to_string(
-          o.inputs.profile.compute.peak_flops_per_s.at(o.inputs.model.training.precision).source.kind));
+      model_flops(o), o.inputs.step.flops_per_step,
+      sim::to_string(o.inputs.model.training.precision), o.inputs.peak_flops_per_s / 1e12,
+      sim::to_string(o.inputs.profile.compute.peak_flops_per_s.at(o.inputs.model.training.precision)
+                         .source.kind));
   for (const auto& run : o.result.runs) {
     if (!run.paired) continue;
     std::vector<std::string> fallback;

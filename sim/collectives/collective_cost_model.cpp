@@ -21,13 +21,11 @@ const char* to_string(CollectivePath path) {
   }
 }
 
-CollectiveCostModel::CollectiveCostModel(const CollectiveProfile& profile,
-                                               NetworkApi& net,
-                                               CollectiveTimingOptions options)
+CollectiveCostModel::CollectiveCostModel(const CollectiveProfile& profile, NetworkApi& net,
+                                         CollectiveTimingOptions options)
     : profile_(profile), net_(net), options_(std::move(options)) {}
 
-const CollectiveCurve* CollectiveCostModel::exact_curve(CollectiveOp op,
-                                                                int ranks) const {
+const CollectiveCurve* CollectiveCostModel::exact_curve(CollectiveOp op, int ranks) const {
   const CollectiveCurve* c =
       profile_.find(op, Algorithm::Auto, CommScope::IntraNode, ranks, options_.ctas);
   // Only a curve measured at this communicator size (or for any size) stands for it.
@@ -35,8 +33,7 @@ const CollectiveCurve* CollectiveCostModel::exact_curve(CollectiveOp op,
   return nullptr;
 }
 
-const CollectiveCurve* CollectiveCostModel::nearest_curve(CollectiveOp op,
-                                                                  int ranks) const {
+const CollectiveCurve* CollectiveCostModel::nearest_curve(CollectiveOp op, int ranks) const {
   // The curve measured at the communicator size closest to `ranks`, at this CTA limit.
   const CollectiveCurve* c =
       profile_.find(op, Algorithm::Auto, CommScope::IntraNode, ranks, options_.ctas);
@@ -51,8 +48,7 @@ bool CollectiveCostModel::intra_host(const std::vector<int>& ranks) const {
   return true;
 }
 
-CollectivePath CollectiveCostModel::path(CollectiveOp op, int ranks,
-                                            bool intra_host) const {
+CollectivePath CollectiveCostModel::path(CollectiveOp op, int ranks, bool intra_host) const {
   if (!measured_.empty()) return CollectivePath::Curve;
   if (!intra_host) return CollectivePath::Cluster;
   if (exact_curve(op, ranks)) return CollectivePath::Curve;
@@ -72,8 +68,7 @@ std::string CollectiveCostModel::loop_factor_text(const CollectiveCurve& c) cons
                      c.in_compute_loop_factor->source.citation);
 }
 
-std::string CollectiveCostModel::describe(CollectiveOp op, int ranks,
-                                             bool intra_host) const {
+std::string CollectiveCostModel::describe(CollectiveOp op, int ranks, bool intra_host) const {
   switch (path(op, ranks, intra_host)) {
     case CollectivePath::Curve: {
       if (!measured_.empty())
@@ -132,14 +127,18 @@ double CollectiveCostModel::measured_time_s(std::uint64_t bytes) const {
 std::optional<double> CollectiveCostModel::call_time_s(CollectiveOp op, std::uint64_t bytes,
                                                        int ranks, bool intra_host) const {
   if (path(op, ranks, intra_host) != CollectivePath::Curve) return std::nullopt;
+  return curve_path_time_s(op, bytes, ranks);
+}
+
+double CollectiveCostModel::curve_path_time_s(CollectiveOp op, std::uint64_t bytes,
+                                              int ranks) const {
   if (!measured_.empty()) return measured_time_s(bytes);
   const CollectiveCurve* c = exact_curve(op, ranks);
   return c->time_s(bytes, ranks) * loop_factor(*c);
 }
 
-std::optional<double> CollectiveCostModel::cta_limited_stretch(CollectiveOp op,
-                                                               std::uint64_t bytes, int ranks,
-                                                               int ctas) const {
+std::optional<double> CollectiveCostModel::cta_limited_stretch(CollectiveOp op, std::uint64_t bytes,
+                                                               int ranks, int ctas) const {
   // Measured curves of NCCL on `ctas` CTAs and on its default, where the profile has both
   // for this op (intra-node, the communicator's size or any): the first of each.
   const CollectiveCurve* limited = nullptr;
@@ -160,8 +159,7 @@ CollectiveLauncher CollectiveCostModel::launcher() {
   };
 }
 
-void CollectiveCostModel::launch(const CollectiveRequest& req,
-                                    std::function<void()> on_done) {
+void CollectiveCostModel::launch(const CollectiveRequest& req, std::function<void()> on_done) {
   const int n = static_cast<int>(req.ranks.size());
   const bool one_host = intra_host(req.ranks);
   const CollectivePath p = path(req.op, n, one_host);
@@ -175,8 +173,8 @@ void CollectiveCostModel::launch(const CollectiveRequest& req,
     use.ranks = n;
     use.intra_host = one_host;
     use.path = p;
-    use.label = fmt::format("{} n={} {}", to_string(req.op), n,
-                            one_host ? "intra-host" : "inter-host");
+    use.label =
+        fmt::format("{} n={} {}", to_string(req.op), n, one_host ? "intra-host" : "inter-host");
     use.how = describe(req.op, n, one_host);
     classes_.push_back(std::move(use));
   }
@@ -185,7 +183,7 @@ void CollectiveCostModel::launch(const CollectiveRequest& req,
   Simulator& clock = net_.simulator();
   switch (p) {
     case CollectivePath::Curve:
-      clock.schedule(*call_time_s(req.op, req.bytes, n, one_host), std::move(on_done));
+      clock.schedule(curve_path_time_s(req.op, req.bytes, n), std::move(on_done));
       return;
     case CollectivePath::Efficiency: {
       const CollectiveCurve* c = nearest_curve(req.op, n);

@@ -48,7 +48,7 @@ enum class CollectivePath { Curve, Efficiency, Cluster };
 const char* to_string(CollectivePath path);  // "profile_curve", "flow_efficiency", "flow_cluster"
 
 struct CollectiveTimingOptions {
-  int ctas = 0;            // NCCL CTA limit of the curves to use (0: NCCL's default)
+  int ctas = 0;             // NCCL CTA limit of the curves to use (0: NCCL's default)
   CollectiveTuning tuning;  // for the network paths
   // Per-direction NVLink rate of one GPU of the cluster; 0: hosts without NVLink-class
   // links (no efficiency path). Its citation goes into the labels.
@@ -119,6 +119,8 @@ class CollectiveCostModel {
   double loop_factor(const CollectiveCurve& c) const;
   std::string loop_factor_text(const CollectiveCurve& c) const;
   double measured_time_s(std::uint64_t bytes) const;
+  // The time of a call on the curve path (the caller knows the path is Curve).
+  double curve_path_time_s(CollectiveOp op, std::uint64_t bytes, int ranks) const;
 
   const CollectiveProfile& profile_;
   NetworkApi& net_;

@@ -24,7 +24,8 @@ struct PairedDesign::Pair {
   bool comm_busy = false;
   std::deque<int> queued;
   std::vector<int> waiting_for_sms;  // parts ready while a group held every SM
-  bool scale_parts = false;          // later parts timed from the first (PairPlanning::scaled_parts_min_ranks)
+  // Later parts timed from the first (PairPlanning::scaled_parts_min_ranks).
+  bool scale_parts = false;
   double first_part_s_per_byte = -1;
   int comm_group = -1;
   // Time with at least one part moving data: accumulated, and since when (< 0: idle).
@@ -112,12 +113,14 @@ void PairedDesign::plan_with_call_times(PairView& view) const {
   const int n = view.comm_ranks;
   const bool intra = view.intra_host;
   const std::uint64_t bytes = view.comm->comm_bytes;
-  if (!costs_ || bytes == 0 || !costs_->call_time_s(op, bytes, n, intra)) return;
+  const std::optional<double> full_s =
+      costs_ && bytes > 0 ? costs_->call_time_s(op, bytes, n, intra) : std::nullopt;
+  if (!full_s) return;
   const CollectiveCostModel* costs = costs_;
   view.comm_time_at = [costs, op, n, intra](double b) {
     return *costs->call_time_s(op, static_cast<std::uint64_t>(b), n, intra);
   };
-  const double full = *costs->call_time_s(op, bytes, n, intra);
+  const double full = *full_s;
   const double part = *costs->call_time_s(op, bytes / 16, n, intra);
   if (full <= 0) return;
   const double rate = std::max(0.0, (full - part) / static_cast<double>(bytes - bytes / 16));

@@ -28,8 +28,7 @@ const std::vector<DesignEntry>& design_table() {
        &make_sequential},
       {"decomposed", "the op in k chunks, chunk i's collective on a second stream after chunk i",
        &make_paired<DecomposedDesign>},
-      {"tilewise",
-       "one GEMM signalling per tile; wave groups leave by NCCL or by the copy engines",
+      {"tilewise", "one GEMM signalling per tile; wave groups leave by NCCL or by the copy engines",
        &make_tilewise},
       {"fused", "one kernel: each CTA computes its tile and pushes it to its peers itself",
        &make_paired<FusedDesign>},
@@ -62,8 +61,7 @@ std::unique_ptr<OverlapDesign> make_design(const std::string& name, const Profil
                                            const DesignOptions& options) {
   for (const DesignEntry& e : design_table())
     if (name == e.name) return e.make(profile, options);
-  throw std::invalid_argument(
-      fmt::format("design '{}' is not one of {}", name, design_list()));
+  throw std::invalid_argument(fmt::format("design '{}' is not one of {}", name, design_list()));
 }
 
 const PairedDesign* as_paired(const OverlapDesign& design) {
@@ -76,9 +74,12 @@ const char* to_string(TilewiseDesign::Transport transport) {
 }
 
 bool parse_tilewise_transport(std::string_view text, TilewiseDesign::Transport& out) {
-  if (text == "nccl") out = TilewiseDesign::Transport::Nccl;
-  else if (text == "copy_engine") out = TilewiseDesign::Transport::CopyEngine;
-  else return false;
+  if (text == "nccl")
+    out = TilewiseDesign::Transport::Nccl;
+  else if (text == "copy_engine")
+    out = TilewiseDesign::Transport::CopyEngine;
+  else
+    return false;
   return true;
 }
 

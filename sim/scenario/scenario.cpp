@@ -106,15 +106,14 @@ class ScenarioRunner {
     CollectiveCostModel costs(profile.collectives, net, o_.timing);
     if (!o_.measured_times.empty()) costs.set_measured_times(o_.measured_times);
     executor.set_collective_launcher(costs.launcher());
-    auto design = make_design(name, sc_.design_profile ? *sc_.design_profile : profile,
-                              o_.design_options);
+    auto design =
+        make_design(name, sc_.design_profile ? *sc_.design_profile : profile, o_.design_options);
     PairedDesign* paired = as_paired(*design);
     if (paired) paired->bind(sc_.step, costs, o_.planning);
     if (o_.configure_design) o_.configure_design(*design);
     if (paired && reuse_sequential(*paired, compute, run)) return false;
     run.result = executor.run(*design);
-    for (auto path : kPaths)
-      run.launches_by_path[static_cast<int>(path)] = costs.launches(path);
+    for (auto path : kPaths) run.launches_by_path[static_cast<int>(path)] = costs.launches(path);
     if (final_run) merge_classes(out_.collective_classes, costs.uses());
     if (paired) {
       run.paired = true;
@@ -152,7 +151,8 @@ class ScenarioRunner {
 
   void collect_used_sources(const ComputeModel& compute) {
     std::vector<std::string> used = compute.used_entries();
-    const std::string peak_key = fmt::format("compute.peak_flops_per_s.{}", to_string(o_.precision));
+    const std::string peak_key =
+        fmt::format("compute.peak_flops_per_s.{}", to_string(o_.precision));
     if (std::find(used.begin(), used.end(), peak_key) == used.end())
       used.insert(used.begin(), peak_key);
     bool seen[4] = {false, false, false, false};
@@ -161,8 +161,8 @@ class ScenarioRunner {
         out_.used_sources.push_back(entry);
         seen[static_cast<int>(entry.source.kind)] = true;
       }
-    for (auto kind : {SourceKind::Measured, SourceKind::Datasheet, SourceKind::Paper,
-                      SourceKind::Assumed})
+    for (auto kind :
+         {SourceKind::Measured, SourceKind::Datasheet, SourceKind::Paper, SourceKind::Assumed})
       if (seen[static_cast<int>(kind)])
         out_.used_kinds += (out_.used_kinds.empty() ? "" : "+") + std::string(to_string(kind));
   }

@@ -34,7 +34,7 @@ struct ScenarioOptions {
   CollectiveTimingOptions timing;  // how the cost model times collectives
   // Measured alone times that time every collective instead (CollectiveCostModel).
   MeasuredTimes measured_times;
-  PairPlanning planning;           // how the designs plan pairs (PairedDesign::bind)
+  PairPlanning planning;  // how the designs plan pairs (PairedDesign::bind)
   BackgroundImages images = BackgroundImages::InterHost;
   GemmClock gemm_clock = GemmClock::Steady;
   // A design that overlaps no pair of the step gives sequential's result, event for event:

@@ -40,8 +40,8 @@ struct Timed {
   std::vector<CollectiveClassUse> uses;
 };
 
-Timed time_one(const Topology& topo, const CollectiveProfile& profile,
-               const CollectiveRequest& req, CollectiveTimingOptions options) {
+Timed time_one(const Topology& topo, const CollectiveProfile& profile, const CollectiveRequest& req,
+               CollectiveTimingOptions options) {
   Simulator clock;
   FlowNetwork net(clock, topo);
   CollectiveCostModel timer(profile, net, options);
@@ -153,7 +153,6 @@ TEST(CollectiveCostModel, MeasuredPathsChargeTheCallLatency) {
   EXPECT_FALSE(timer.charges_call_latency(CollectiveOp::AllGather, 8, true));
   EXPECT_TRUE(timer.intra_host({0, 3, 7}));
 }
-
 
 TEST(CollectiveCostModel, CallTimeIsKnownAheadOnlyOnTheCurvePath) {
   const auto profile = two_gpu_profile();
