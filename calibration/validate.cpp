@@ -12,23 +12,21 @@
 #include "calibration/pair_loop.hpp"
 #include "config/error.hpp"
 #include "config/units.hpp"
-#include "sim/profile/compute_model.hpp"
+#include "sim/collectives/collective_cost_model.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/exec/step_executor.hpp"
 #include "sim/network/flow_network.hpp"
-#include "sim/collectives/collective_cost_model.hpp"
 #include "sim/overlap/pair_simulation.hpp"
-#include "sim/scenario/scenario.hpp"
+#include "sim/profile/compute_model.hpp"
 
 namespace overlapsim::calibration {
 namespace {
 
 const std::vector<std::string> kKindOrder = {
-    "compute",         "compute_bf16",   "compute_fp16", "compute_fp8",    "compute_fp8_block",
-    "compute_own",
-    "collective",      "collective_alone", "collective_in_loop",
-    "collective_ctas", "collective_eff", "sequential", "decomposed",       "tilewise",
-    "tilewise_ce",     "collective_flow"};
+    "compute",        "compute_bf16", "compute_fp16",     "compute_fp8",        "compute_fp8_block",
+    "compute_own",    "collective",   "collective_alone", "collective_in_loop", "collective_ctas",
+    "collective_eff", "sequential",   "decomposed",       "tilewise",           "tilewise_ce",
+    "collective_flow"};
 
 sim::CollectiveRequest request_of(const sim::CollectiveOp op, std::uint64_t bytes, int world) {
   sim::CollectiveRequest req;
@@ -73,61 +71,18 @@ CollectivePrediction collective_time_s(const sim::Profile& profile, const sim::T
   return out;
 }
 
-// op then collective (or the reverse) on every rank, through the step executor.
-double sequential_time_s(const sim::Profile& profile, const sim::Topology& topo,
-                         const Measurement& m, const PairParts& parts) {
-  sim::StepGraph step;
-  step.workload = "validate " + m.op;
-  step.world_size = m.world;
-  sim::CommGroup group;
-  group.family = "tp";
-  for (int r = 0; r < m.world; ++r) group.ranks.push_back(r);
-  step.groups.push_back(group);
-  for (int r = 0; r < m.world; ++r) {
-    sim::RankProgram prog;
-    prog.rank = r;
-    sim::OpNode compute = compute_op(m, parts.compute);
-    compute.stream = sim::StreamKind::Compute;
-    sim::OpNode comm;
-    comm.name = parts.collective;
-    comm.kind = sim::OpKind::Collective;
-    comm.stream = sim::StreamKind::TensorComm;
-    comm.precision = compute.precision;
-    comm.collective = *collective_of(parts.collective);
-    comm.comm_bytes = m.bytes;
-    comm.comm_group = 0;
-    const bool comm_first = parts.collective_first;
-    const auto a = boost::add_vertex(comm_first ? comm : compute, prog.graph);
-    const auto b = boost::add_vertex(comm_first ? compute : comm, prog.graph);
-    prog.graph[a].pair_partner = static_cast<int>(b);
-    prog.graph[b].pair_partner = static_cast<int>(a);
-    boost::add_edge(a, b, prog.graph);
-    step.ranks.push_back(std::move(prog));
-  }
-  // Collectives by the profile's curve at this size only (no efficiency path).
-  sim::ScenarioOptions options;
-  options.designs = {"sequential"};
-  const sim::ScenarioResult result = sim::run_scenario({step, topo, profile, options});
-  const sim::DesignRun& run = result.runs.front();
-  if (run.launches_by_path[static_cast<int>(CollectivePath::Curve)] == 0)
-    throw std::invalid_argument(fmt::format("the profile has no intra-node curve for {} on {} GPUs",
-                                            parts.collective, m.world));
-  return run.result.step_time_s;
-}
-
 // overlap-bench rows of the tile-wise design with the copy-engine transport (the kernel's
 // benchmark name is not fixed yet: either spelling; tilewise_ce_tk: the all-reduce's last
 // own group by the tail kernel).
 bool is_copy_engine_design(const std::string& design) {
-  return design == "tilewise_copy_engine" || design == "tilewise_ce" ||
-         design == "tilewise_ce_tk";
+  return design == "tilewise_copy_engine" || design == "tilewise_ce" || design == "tilewise_ce_tk";
 }
 
-// The pair under an overlap design (sim/overlap), collectives timed by the profile's
-// curves: decomposed with the row's chunk count, tile-wise with at most the row's group
-// count (its partition and carve-out come from the design's own planning).
-sim::PairOutcome design_outcome(const sim::Profile& profile, const sim::Topology& topo,
-                               const Measurement& m, const PairParts& parts) {
+// The measured pair as the simulator replays it (sim::simulate_pair: every rank runs the op
+// and its collective, the collective timed by the profile's curve): decomposed with the
+// row's chunk count, tile-wise with at most the row's group count (its partition and
+// carve-out come from the design's own planning).
+sim::PairCase pair_case(const sim::Profile& profile, const Measurement& m, const PairParts& parts) {
   sim::PairCase pc;
   pc.compute = compute_op(m, parts.compute);
   pc.collective = *collective_of(parts.collective);
@@ -148,6 +103,13 @@ sim::PairOutcome design_outcome(const sim::Profile& profile, const sim::Topology
   // The phase 2 the row measured (its design name says which).
   pc.phase2 = m.design == "tilewise_ce_tk" ? sim::TilewiseDesign::AllReducePhase2::TailKernel
                                            : sim::TilewiseDesign::AllReducePhase2::CopyEngine;
+  return pc;
+}
+
+// The pair under an overlap design (sim/overlap).
+sim::PairOutcome design_outcome(const sim::Profile& profile, const sim::Topology& topo,
+                                const Measurement& m, const PairParts& parts) {
+  const sim::PairCase pc = pair_case(profile, m, parts);
   return sim::simulate_pair(pc, pc.copy_engine ? "tilewise" : m.design, profile, topo);
 }
 
@@ -267,7 +229,8 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
       if (!vendor) {
         add_unmodelled(
             r, m.op + " " + m.design,
-            m.design == "own" ? "our own GEMM: the profile has no compute.own_gemm_tables to time it by"
+            m.design == "own"
+                ? "our own GEMM: the profile has no compute.own_gemm_tables to time it by"
             : m.design == "cublas_block128"
                 ? "block-scaled FP8 (DeepSeek-V3's recipe): the profile has no "
                   "compute.fp8_block_scaling_time_factor"
@@ -330,7 +293,10 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
       }
     }
     if (parts && m.design == "sequential") {
-      add(m, "sequential", sequential_time_s(at_loop_clock(m), topo, m, *parts));
+      // Op then collective (or the reverse) on every rank, at the loop's GEMM clock.
+      const sim::Profile clocked = at_loop_clock(m);
+      add(m, "sequential",
+          sim::simulate_pair(pair_case(clocked, m, *parts), "sequential", clocked, topo).time_s);
       continue;
     }
     if (parts &&

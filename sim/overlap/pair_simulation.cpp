@@ -5,16 +5,15 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "sim/profile/compute_model.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/exec/step_executor.hpp"
 #include "sim/network/flow_network.hpp"
 #include "sim/overlap/designs.hpp"
 #include "sim/overlap/registry.hpp"
+#include "sim/profile/compute_model.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace overlapsim::sim {
-namespace {
 
 StepGraph pair_step(const PairCase& pc) {
   StepGraph step;
@@ -45,8 +44,6 @@ StepGraph pair_step(const PairCase& pc) {
   }
   return step;
 }
-
-}  // namespace
 
 PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
                           const Profile& profile, const Topology& topology) {

@@ -50,6 +50,10 @@ struct PairOutcome {
   std::string why_not;
 };
 
+// The pair as a step: on each of ranks 0..world-1 the op and its collective (in the order
+// `producer` says, paired), the collective on one "tp" communicator of all of them.
+StepGraph pair_step(const PairCase& pair);
+
 // Throws std::invalid_argument for an unknown design, a missing parameter or a world
 // larger than the topology.
 PairOutcome simulate_pair(const PairCase& pair, const std::string& design, const Profile& profile,

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/overlap/pair_simulation.hpp"
 #include "sim/topology/builders.hpp"
-#include "tests/sim/exec/exec_test_util.hpp"
 #include "tests/sim/overlap/overlap_test_util.hpp"
 
 namespace overlapsim::planning {
@@ -13,23 +13,10 @@ namespace {
 
 // One GEMM of m x 4096 x 4096 then an all-reduce of `bytes` on each of two ranks.
 sim::StepGraph step_of(std::int64_t m, std::uint64_t bytes) {
-  sim::StepGraph step = sim::testing::numbered_step(2, {{"tp", {0, 1}}});
-  for (auto& prog : step.ranks) {
-    auto& g = prog.graph;
-    const auto gemm = boost::add_vertex(sim::testing::gemm_op("gemm", m, 4096, 4096), g);
-    sim::OpNode ar;
-    ar.name = "ar";
-    ar.kind = sim::OpKind::Collective;
-    ar.stream = sim::StreamKind::TensorComm;
-    ar.collective = sim::CollectiveOp::AllReduce;
-    ar.comm_bytes = bytes;
-    ar.comm_group = 0;
-    const auto comm = boost::add_vertex(ar, g);
-    boost::add_edge(gemm, comm, g);
-    g[gemm].pair_partner = static_cast<int>(comm);
-    g[comm].pair_partner = static_cast<int>(gemm);
-  }
-  return step;
+  sim::PairCase pc;
+  pc.compute = sim::testing::gemm_op("gemm", m, 4096, 4096);
+  pc.comm_bytes = bytes;
+  return sim::pair_step(pc);
 }
 
 TEST(Sweep, ThreadsGiveTheSerialResultsInOrder) {

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/overlap/pair_simulation.hpp"
 #include "sim/topology/builders.hpp"
-#include "tests/sim/exec/exec_test_util.hpp"
 #include "tests/sim/overlap/overlap_test_util.hpp"
 
 namespace overlapsim::sim {
@@ -29,24 +29,10 @@ Profile profile_with_curve() {
 
 // GEMM -> all-reduce on each of two ranks, paired (a producer pair).
 StepGraph gemm_then_allreduce() {
-  StepGraph step = testing::numbered_step(2, {{"tp", {0, 1}}});
-  step.workload = "pair";
-  for (auto& prog : step.ranks) {
-    auto& g = prog.graph;
-    const auto gemm = boost::add_vertex(testing::gemm_op("gemm", 8192, 8192, 8192), g);
-    OpNode ar;
-    ar.name = "ar";
-    ar.kind = OpKind::Collective;
-    ar.stream = StreamKind::TensorComm;
-    ar.collective = CollectiveOp::AllReduce;
-    ar.comm_bytes = kBytes;
-    ar.comm_group = 0;
-    const auto comm = boost::add_vertex(ar, g);
-    boost::add_edge(gemm, comm, g);
-    g[gemm].pair_partner = static_cast<int>(comm);
-    g[comm].pair_partner = static_cast<int>(gemm);
-  }
-  return step;
+  PairCase pc;
+  pc.compute = testing::gemm_op("gemm", 8192, 8192, 8192);
+  pc.comm_bytes = kBytes;
+  return pair_step(pc);
 }
 
 Topology two_gpu_node() { return build_nvswitch_node({2, 400e9, 0.0}); }
