@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   add_calibrate_command(app, selected);
   add_fit_command(app, selected);
   add_validate_command(app, selected);
+  add_validate_steps_command(app, selected);
+  add_validate_collectives_command(app, selected);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
