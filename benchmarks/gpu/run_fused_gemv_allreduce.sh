@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# One device call for the fused GEMV + all-reduce (kernels/fused/) on 4 GPUs: the binaries
+# (carried in $CARRY_DIR/{bin,lib}, default build-fused-carry, when they run here; else a
+# kernels-only build), the fused tests on 2 and on 4 GPUs (rank-order and NCCL agreement,
+# 200 calls back to back, a cold start under lazy module loading), compute-sanitizer
+# racecheck and synccheck on the small 2-GPU case, fused-gemv-bench at TP = 2 and TP = 4,
+# the PyTorch peers (benchmarks/peers/torch_gemv_allreduce.py) at TP = 2 and 4, and a
+# summary (summary.csv: per TP, tokens and shape, the fused time against every baseline).
+# Everything ends up in $OUT/fused_gemv_allreduce.tar.gz (and log.txt, summary.csv beside it).
+#   bash benchmarks/gpu/run_fused_gemv_allreduce.sh
+# Step limits: BUILD_TIMEOUT (240), TEST_TIMEOUT (90), SANITIZER_TIMEOUT (120, 0 skips),
+# BENCH_TIMEOUT (120), TORCH_TIMEOUT (150, 0 skips); TOKENS (1,4,16,64).
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
+run_dir="$OUT/run"
+mkdir -p "$run_dir"
+log="$run_dir/log.txt"
+tokens="${TOKENS:-1,4,16,64}"
+
+log_machine "python3 -c 'import torch; print(\"torch\", torch.__version__, torch.cuda.device_count())'" \
+  "grep -E 'define NCCL_(MAJOR|MINOR|PATCH)' '$nccl_header'"
+echo "nccl lib: $nccl_lib" >>"$log"
+carry="$root/${CARRY_DIR:-build-fused-carry}"
+use_device_libs "$carry/lib"
+bench="$carry/bin/fused-gemv-bench"
+test_bin="$carry/bin/fused_gemv_allreduce_test"
+if ! "$test_bin" --gtest_list_tests >/dev/null 2>>"$log"; then
+  step "carried binaries do not run here: kernels-only build"
+  start=$(date +%s)
+  build_kernels_only "${BUILD_TIMEOUT:-240}" fused-gemv-bench fused_gemv_allreduce_test >>"$log" 2>&1
+  echo "build rc=$? in $(($(date +%s) - start)) s" | tee -a "$log"
+  bench=build-gpu/kernels/bench/fused-gemv-bench
+  test_bin=build-gpu/tests/kernels/fused_gemv_allreduce_test
+fi
+ldd "$bench" | grep -E "not found|nccl" >>"$log" 2>&1
+echo "sass HMMA: $(cuobjdump -sass "$bench" 2>/dev/null | grep -c HMMA)" >>"$log"
+# Eager loading for everything but the cold-start test, which asks for lazy loading itself.
+export CUDA_MODULE_LOADING=EAGER
+
+for gpus in 0,1 0,1,2,3; do
+  step "tests on GPUs $gpus"
+  CUDA_VISIBLE_DEVICES=$gpus timeout "${TEST_TIMEOUT:-90}" "$test_bin" --gtest_brief=0 \
+    >"$run_dir/tests_gpus${gpus//,/}.txt" 2>&1
+  echo "fused_gemv_allreduce_test (GPUs $gpus) rc=$?" | tee -a "$log" "$run_dir/tests.txt"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED|     OK) |^\[  FAILED|Failure|differ|expected" \
+    "$run_dir/tests_gpus${gpus//,/}.txt" | head -30 >>"$run_dir/tests.txt"
+done
+
+if [[ ${SANITIZER_TIMEOUT:-120} -gt 0 ]]; then
+  for tool in racecheck synccheck; do
+    step "compute-sanitizer $tool (SmallForSanitizer, 2 GPUs)"
+    CUDA_VISIBLE_DEVICES=0,1 timeout "${SANITIZER_TIMEOUT:-120}" compute-sanitizer --tool "$tool" \
+      --print-limit 20 "$test_bin" --gtest_filter='FusedGemvAllReduce.SmallForSanitizer' \
+      >"$run_dir/sanitizer_$tool.txt" 2>&1
+    rc=$?
+    { echo "### compute-sanitizer --tool $tool (rc=$rc)"
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" \
+        "$run_dir/sanitizer_$tool.txt" | head -20; } | tee -a "$log" >>"$run_dir/tests.txt"
+  done
+fi
+
+for world in 2 4; do
+  step "fused-gemv-bench TP=$world"
+  CUDA_VISIBLE_DEVICES=$( [[ $world == 2 ]] && echo 0,1 || echo 0,1,2,3 ) \
+    timeout "${BENCH_TIMEOUT:-120}" "$bench" --world "$world" --tokens "$tokens" --timeout 30 \
+    --output "$run_dir/fused_tp$world.csv" >"$run_dir/fused_tp${world}_stdout.txt" 2>>"$log"
+  echo "fused-gemv-bench TP=$world rc=$?" | tee -a "$log"
+done
+
+if [[ ${TORCH_TIMEOUT:-150} -gt 0 ]]; then
+  for world in 2 4; do
+    step "torch peers TP=$world"
+    CUDA_VISIBLE_DEVICES=$( [[ $world == 2 ]] && echo 0,1 || echo 0,1,2,3 ) PYTHONUNBUFFERED=1 \
+      timeout "${TORCH_TIMEOUT:-150}" torchrun --standalone --nproc-per-node "$world" \
+      benchmarks/peers/torch_gemv_allreduce.py --tokens ${tokens//,/ } \
+      --output "$run_dir/torch_tp$world.csv" >>"$log" 2>&1
+    echo "torch TP=$world rc=$?" | tee -a "$log"
+  done
+fi
+
+step "summary"
+python3 - "$run_dir" <<'EOF' 2>&1 | tee -a "$log"
+# Per TP, tokens and shape: fused against our sequential designs and PyTorch's, and the bars
+# at tokens <= 16 (>= 2x PyTorch sequential, >= 1.25x cuBLAS + NCCL, <= symm-mem one-shot).
+import csv, glob, os, sys
+run = sys.argv[1]
+rows = {}
+for path in sorted(glob.glob(os.path.join(run, "*_tp*.csv"))):
+    for r in csv.DictReader(open(path)):
+        key = (int(r["world"]), int(r["m"]), int(r["n"]), int(r["k"]) * int(r["world"]))
+        rows.setdefault(key, {})[f'{r["op"]}/{r["design"]}'] = (float(r["time_us"]), int(r["wrong"]))
+cols = ["gemv+allreduce/fused", "gemv+allreduce/sequential", "gemv+allreduce/sequential_own",
+        "gemv+allreduce/torch_sequential", "gemv+allreduce/torch_symm_mem",
+        "gemv/cublas", "gemv/own", "allreduce/nccl", "gemv+allreduce/fused_b2b",
+        "gemv+allreduce/sequential_b2b", "gemv+allreduce/fused_nccl_window",
+        "gemv+allreduce/fused_nccl_window_b2b"]
+out = open(os.path.join(run, "summary.csv"), "w")
+head = ["tp", "tokens", "n", "k_full"] + [c.split("/")[1] + "_us" for c in cols] + [
+    "torch_seq_over_fused", "seq_over_fused", "symm_over_fused", "wrong_fused"]
+out.write(",".join(head) + "\n")
+print(" ".join(f"{h:>9}" for h in ["tp", "tok", "n", "k", "fused", "seq", "own", "t_seq", "t_symm", "x_tseq", "x_seq", "x_symm"]))
+bars = {2: [], 4: []}
+for key in sorted(rows):
+    v = rows[key]
+    t = [v.get(c, (float("nan"), 0))[0] for c in cols]
+    f = t[0]
+    ratios = [t[3] / f, t[1] / f, t[4] / f]
+    out.write(",".join(str(x) for x in list(key) + [f"{x:.2f}" for x in t] + [f"{x:.3f}" for x in ratios] + [str(v.get(cols[0], (0, 0))[1])]) + "\n")
+    print(" ".join(f"{x:>9}" for x in key) + " " + " ".join(f"{x:9.1f}" for x in t[:5]) + " " + " ".join(f"{x:9.2f}" for x in ratios))
+    if key[1] <= 16 and key[0] in bars:
+        bars[key[0]].append(ratios)
+for tp, rs in bars.items():
+    if not rs:
+        continue
+    import math
+    ok = lambda i, bar: sum(1 for r in rs if r[i] >= bar)
+    print(f"TP={tp} tokens<=16: {len(rs)} cases; torch_seq/fused >= 2: {ok(0, 2.0)}, min {min(r[0] for r in rs):.2f}; "
+          f"seq/fused >= 1.25: {ok(1, 1.25)}, min {min(r[1] for r in rs):.2f}; "
+          f"symm/fused >= 1: {ok(2, 1.0)}, min {min((r[2] for r in rs if not math.isnan(r[2])), default=float('nan')):.2f}")
+EOF
+step "done"
+cp "$log" "$OUT/log.txt"
+[[ -f $run_dir/summary.csv ]] && cp "$run_dir/summary.csv" "$OUT/summary.csv"
+tar -czf "$OUT/fused_gemv_allreduce.tar.gz" -C "$OUT" run && rm -rf "$run_dir"

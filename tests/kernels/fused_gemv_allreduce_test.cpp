@@ -1,0 +1,284 @@
+// The fused GEMV + all-reduce (kernels/fused/gemv_allreduce.hpp): its GEMV against a float64
+// host reference on one GPU; on every visible GPU (2 or more) its result bit for bit against
+// the same GEMV's partials summed in rank order, and against the partials through NCCL's
+// all-reduce (bit for bit with 2 ranks); 200 calls back to back with no host
+// synchronisation; a small case for compute-sanitizer; a first call in a fresh process
+// under lazy module loading.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/collectives/nccl_collectives.hpp"
+#include "kernels/fused/gemv_allreduce.hpp"
+#include "kernels/harness/device_buffer.hpp"
+#include "kernels/harness/fill.hpp"
+#include "tests/kernels/gpu_test_support.hpp"
+
+extern char** environ;
+
+namespace overlapsim::kernels::fused {
+namespace {
+
+using testing::fresh_seed;
+
+struct Case {
+  int tokens;
+  std::int64_t n, k;
+};
+
+std::vector<std::uint16_t> host_bits(const void* data, std::size_t count) {
+  std::vector<std::uint16_t> bits(count);
+  EXPECT_EQ(cudaMemcpy(bits.data(), data, count * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  return bits;
+}
+
+TEST(FusedGemvLocal, MatchesHostReference) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  const std::uint64_t seed = fresh_seed();
+  // k = 96: fewer K chunks than warps; k = 4160: an unroll tail.
+  for (const Case c : {Case{1, 256, 1024}, Case{3, 64, 96}, Case{8, 128, 4160},
+                       Case{13, 96, 512}, Case{16, 256, 2048}, Case{40, 64, 256},
+                       Case{64, 128, 1024}}) {
+    SCOPED_TRACE("tokens " + std::to_string(c.tokens) + " n " + std::to_string(c.n) + " k " +
+                 std::to_string(c.k));
+    DeviceBuffer x, w, y;
+    ASSERT_TRUE(x.allocate(c.tokens * c.k * 2).ok);
+    ASSERT_TRUE(w.allocate(c.n * c.k * 2).ok);
+    ASSERT_TRUE(y.allocate(c.tokens * c.n * 2).ok);
+    ASSERT_TRUE(fill_random(x.data(), c.tokens * c.k, DType::BF16, seed + 1, nullptr).ok);
+    ASSERT_TRUE(fill_random(w.data(), c.n * c.k, DType::BF16, seed + 2, nullptr).ok);
+    ASSERT_TRUE(poison(y.data(), c.tokens * c.n, nullptr).ok);
+    GemvAllReduce fused;
+    const Status init = fused.initialize(nullptr, c.tokens, c.n, c.k, DType::BF16);
+    ASSERT_TRUE(init.ok) << init.message;
+    const Status s = fused.run_local(x.data(), w.data(), y.data(), nullptr);
+    ASSERT_TRUE(s.ok) << s.message;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto got = testing::to_host(y.data(), c.tokens * c.n, DType::BF16);
+    std::size_t bad = 0;
+    for (int t = 0; t < c.tokens; ++t)
+      for (std::int64_t j = 0; j < c.n; ++j) {
+        double ref = 0;
+        for (std::int64_t kk = 0; kk < c.k; ++kk)
+          ref += static_cast<double>(random_value(DType::BF16, seed + 1, t * c.k + kk)) *
+                 random_value(DType::BF16, seed + 2, j * c.k + kk);
+        const double v = got[static_cast<std::size_t>(t * c.n + j)];
+        // One bf16 rounding of the output (2^-8 relative) and fp32 sums of k terms.
+        if (!(std::fabs(v - ref) <= std::fabs(ref) / 128 + 1e-3 * std::sqrt(double(c.k)))) {
+          if (bad < 5) ADD_FAILURE() << "y[" << t << "][" << j << "] = " << v << ", expected " << ref;
+          ++bad;
+        }
+      }
+    EXPECT_EQ(bad, 0u);
+  }
+}
+
+// Runs the fused design `calls` times on every rank and checks each result against this
+// rank's GEMV partials gathered and summed in rank order on the host, and the last one
+// against the partials through NCCL's all-reduce.
+Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t seed, int calls,
+                              int max_ctas, GemvTransport transport) {
+  OVERLAPSIM_TRY(quiesce(ctx, "fused test alloc"));
+  const int world = ctx.comm.world, rank = ctx.comm.rank;
+  const std::size_t y_count = static_cast<std::size_t>(c.tokens) * c.n;
+  DeviceBuffer x, w, y, partial, gathered, nccl_y;
+  OVERLAPSIM_TRY(x.allocate(c.tokens * c.k * 2));
+  OVERLAPSIM_TRY(w.allocate(c.n * c.k * 2));
+  OVERLAPSIM_TRY(y.allocate(y_count * 2));
+  OVERLAPSIM_TRY(partial.allocate(y_count * 2));
+  OVERLAPSIM_TRY(gathered.allocate(y_count * 2 * world));
+  OVERLAPSIM_TRY(nccl_y.allocate(y_count * 2));
+  GemvAllReduce fused;
+  GemvAllReduceOptions options;
+  options.timeout_s = 60;
+  options.max_ctas = max_ctas;
+  options.transport = transport;
+  OVERLAPSIM_TRY(fused.initialize(&ctx.comm, c.tokens, c.n, c.k, DType::BF16, options));
+  OVERLAPSIM_TRY(quiesce(ctx, "fused test ready"));
+  cudaStream_t s = ctx.compute_stream;
+  OVERLAPSIM_TRY(fill_random(x.data(), c.tokens * c.k, DType::BF16, buffer_seed(seed, rank, 0), s));
+  OVERLAPSIM_TRY(fill_random(w.data(), c.n * c.k, DType::BF16, buffer_seed(seed, rank, 1), s));
+  OVERLAPSIM_TRY(fused.run_local(x.data(), w.data(), partial.data(), s));
+  OVERLAPSIM_TRY(all_gather(ctx.comm, partial.data(), gathered.data(), y_count, DType::BF16, s));
+  OVERLAPSIM_TRY(all_reduce(ctx.comm, partial.data(), nccl_y.data(), y_count, DType::BF16, s));
+  OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "fused test partials"));
+  const auto parts = host_bits(gathered.data(), y_count * world);
+  std::vector<std::uint16_t> expected(y_count);
+  for (std::size_t e = 0; e < y_count; ++e) {
+    float acc = 0.f;
+    for (int r = 0; r < world; ++r) acc += bf16_bits_to_float(parts[r * y_count + e]);
+    expected[e] = float_to_bf16_bits(acc);
+  }
+  for (int call = 0; call < calls; ++call) {
+    OVERLAPSIM_TRY(poison(y.data(), y_count, s));
+    OVERLAPSIM_TRY(fused.run(x.data(), w.data(), y.data(), s));
+    OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "fused test call"));
+    OVERLAPSIM_TRY(fused.check_timeout(s));
+    const auto got = host_bits(y.data(), y_count);
+    std::size_t differ = 0;
+    for (std::size_t e = 0; e < y_count; ++e) differ += got[e] != expected[e];
+    if (differ != 0)
+      return Status::failure("rank " + std::to_string(rank) + " call " + std::to_string(call) +
+                             ": " + std::to_string(differ) + " of " + std::to_string(y_count) +
+                             " elements differ from the rank-order sum of the partials (" +
+                             to_string(transport) + ")");
+  }
+  std::uint64_t off = 0;
+  // NCCL's order is its own with more than 2 ranks: bf16 tolerance there, exact with 2.
+  const double tol = world == 2 ? 0.0 : 1.0 / 64;
+  OVERLAPSIM_TRY(count_mismatches(y.data(), nccl_y.data(), y_count, DType::BF16, tol, tol, s, &off));
+  if (off != 0)
+    return Status::failure("rank " + std::to_string(rank) + ": " + std::to_string(off) +
+                           " elements off the partials through NCCL's all-reduce (" +
+                           to_string(transport) + ")");
+  return quiesce(ctx, "fused test done");
+}
+
+TEST(FusedGemvAllReduce, MatchesRankOrderSumAndNccl) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  const std::uint64_t seed = fresh_seed();
+  const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+    for (GemvTransport transport : {GemvTransport::PeerPointers, GemvTransport::NcclWindow})
+      for (const Case c : {Case{1, 1024, 512}, Case{16, 2048, 1024}, Case{64, 512, 256},
+                           Case{5, 96, 64}, Case{16, 16384, 2048}})
+        OVERLAPSIM_TRY(check_against_partials(ctx, c, seed, 2, 0, transport));
+    return Status::success();
+  });
+  ASSERT_TRUE(status.ok) << status.message;
+}
+
+TEST(FusedGemvAllReduce, SmallForSanitizer) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  const std::uint64_t seed = fresh_seed();
+  const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+    OVERLAPSIM_TRY(
+        check_against_partials(ctx, Case{4, 256, 256}, seed, 3, 4, GemvTransport::PeerPointers));
+    return check_against_partials(ctx, Case{4, 256, 256}, seed, 3, 4, GemvTransport::NcclWindow);
+  });
+  ASSERT_TRUE(status.ok) << status.message;
+}
+
+// 200 calls enqueued back to back (inputs rotating over 3 sets, a new output each call), no
+// host synchronisation between them: the epochs and the receive buffers' parity must keep
+// every call's partials apart while ranks drift by up to a call.
+TEST(FusedGemvAllReduce, BackToBack200Calls) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  const std::uint64_t seed = fresh_seed();
+  constexpr int kCalls = 200, kSets = 3;
+  const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+   for (GemvTransport transport : {GemvTransport::PeerPointers, GemvTransport::NcclWindow}) {
+    const Case c{16, 4096, 1024};
+    const std::size_t y_count = static_cast<std::size_t>(c.tokens) * c.n;
+    OVERLAPSIM_TRY(quiesce(ctx, "b2b alloc"));
+    DeviceBuffer x, w, expected, out;
+    OVERLAPSIM_TRY(x.allocate(kSets * c.tokens * c.k * 2));
+    OVERLAPSIM_TRY(w.allocate(c.n * c.k * 2));
+    OVERLAPSIM_TRY(expected.allocate(kSets * y_count * 2));
+    OVERLAPSIM_TRY(out.allocate(kCalls * y_count * 2));
+    GemvAllReduce fused;
+    GemvAllReduceOptions options;
+    options.transport = transport;
+    OVERLAPSIM_TRY(fused.initialize(&ctx.comm, c.tokens, c.n, c.k, DType::BF16, options));
+    OVERLAPSIM_TRY(quiesce(ctx, "b2b ready"));
+    cudaStream_t s = ctx.compute_stream;
+    const int rank = ctx.comm.rank;
+    OVERLAPSIM_TRY(fill_random(x.data(), kSets * c.tokens * c.k, DType::BF16,
+                               buffer_seed(seed, rank, 0), s));
+    OVERLAPSIM_TRY(fill_random(w.data(), c.n * c.k, DType::BF16, buffer_seed(seed, rank, 1), s));
+    OVERLAPSIM_TRY(poison(out.data(), kCalls * y_count, s));
+    auto x_of = [&](int set) { return x.as<std::uint16_t>() + set * c.tokens * c.k; };
+    for (int set = 0; set < kSets; ++set)
+      OVERLAPSIM_TRY(fused.run(x_of(set), w.data(), expected.as<std::uint16_t>() + set * y_count, s));
+    OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "b2b expected"));
+    for (int call = 0; call < kCalls; ++call)
+      OVERLAPSIM_TRY(fused.run(x_of(call % kSets), w.data(),
+                               out.as<std::uint16_t>() + call * y_count, s));
+    OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "b2b calls"));
+    OVERLAPSIM_TRY(fused.check_timeout(s));
+    for (int call = 0; call < kCalls; ++call) {
+      std::uint64_t differ = 0;
+      OVERLAPSIM_TRY(count_mismatches(out.as<std::uint16_t>() + call * y_count,
+                                      expected.as<std::uint16_t>() + (call % kSets) * y_count,
+                                      y_count, DType::BF16, 0.0, 0.0, s, &differ));
+      if (differ != 0)
+        return Status::failure("rank " + std::to_string(rank) + " call " + std::to_string(call) +
+                               ": " + std::to_string(differ) + " elements differ (" +
+                               to_string(transport) + ")");
+    }
+    OVERLAPSIM_TRY(quiesce(ctx, "b2b done"));
+   }
+   return Status::success();
+  });
+  ASSERT_TRUE(status.ok) << status.message;
+}
+
+TEST(FusedGemvColdStart, Child) {
+  if (std::getenv("OVERLAPSIM_FUSED_COLD_CHILD") == nullptr)
+    GTEST_SKIP() << "runs only as the child of FreshProcessFirstCallCompletes";
+  const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+    const Case c{16, 8192, 2048};
+    DeviceBuffer x, w, y;
+    OVERLAPSIM_TRY(x.allocate(c.tokens * c.k * 2));
+    OVERLAPSIM_TRY(w.allocate(c.n * c.k * 2));
+    OVERLAPSIM_TRY(y.allocate(c.tokens * c.n * 2));
+    GemvAllReduce fused;
+    GemvAllReduceOptions options;
+    options.timeout_s = 20;
+    OVERLAPSIM_TRY(fused.initialize(&ctx.comm, c.tokens, c.n, c.k, DType::BF16, options));
+    OVERLAPSIM_TRY(quiesce(ctx, "cold start ready"));
+    // The fused kernel first, then kernels of other modules behind it on every rank.
+    OVERLAPSIM_TRY(fused.run(x.data(), w.data(), y.data(), ctx.compute_stream));
+    OVERLAPSIM_TRY(fill_random(x.data(), c.tokens * c.k, DType::BF16, 7, ctx.compute_stream));
+    OVERLAPSIM_TRY(fused.run(x.data(), w.data(), y.data(), ctx.compute_stream));
+    OVERLAPSIM_TRY(wait_stream(ctx.comm, ctx.compute_stream, "cold start"));
+    return fused.check_timeout(ctx.compute_stream);
+  });
+  ASSERT_TRUE(status.ok) << status.message;
+}
+
+// A fresh process with the driver's default module loading (lazy): the first fused calls
+// must complete (the kernels are loaded in initialize, before any rank waits on a peer).
+TEST(FusedGemvColdStart, FreshProcessFirstCallCompletes) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    if (entry.rfind("CUDA_MODULE_LOADING=", 0) == 0) continue;
+    env_strings.push_back(entry);
+  }
+  env_strings.push_back("CUDA_MODULE_LOADING=LAZY");
+  env_strings.push_back("OVERLAPSIM_FUSED_COLD_CHILD=1");
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe", filter = "--gtest_filter=FusedGemvColdStart.Child";
+  char* argv[] = {exe.data(), filter.data(), nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
+  int wstatus = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  for (;;) {
+    if (waitpid(pid, &wstatus, WNOHANG) == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &wstatus, 0);
+      FAIL() << "the cold-start child hung (first fused call deadlocked?) and was killed";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(WIFEXITED(wstatus)) << "child died by a signal";
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "the cold-start child failed (see its output above)";
+}
+
+}  // namespace
+}  // namespace overlapsim::kernels::fused
