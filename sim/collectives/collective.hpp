@@ -37,6 +37,10 @@ struct CollectiveTuning {
   double launch_latency_s = 0;    // once per collective
   double step_latency_s = 0;      // per pipeline step beyond link latency
   std::uint64_t chunk_bytes = 0;  // 0 = model the pipeline as a continuous stream
+  // All-to-all across hosts through PXN (NCCL's default since 2.12): data for a remote peer
+  // first crosses NVLink to the local GPU with the peer's local index (its rail), whose NIC
+  // sends it; the two legs stream concurrently. False: every pair sends directly.
+  bool pxn = false;
 };
 
 struct CollectiveRequest {

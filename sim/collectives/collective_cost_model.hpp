@@ -19,7 +19,14 @@
 //              which the cluster names as this profile's GPUs), and by the curve's
 //              in_compute_loop_factor unless it runs alone.
 //   cluster    everything else (communicators across hosts, ops the profile never measured,
-//              hosts that are not NVLink-class): the flow network on the cluster's cited links.
+//              hosts that are not NVLink-class): the flow network on the cluster's cited links,
+//              plus NCCL's own costs on top (nccl_call_cost.hpp, docs/collectives.md): after
+//              the software latency of the (algorithm, protocol) NCCL would pick (launch and
+//              per-step, beyond the wire the flows pay; for all-to-all a proxy post per
+//              network peer) the collective runs on the flow network, all-to-all across
+//              hosts routed through PXN, and its network time is stretched by 1 / the
+//              protocol's and the NIC path's bandwidth efficiency. `nccl_costs = false` in the
+//              options gives the bare flows.
 //
 // A model may instead be given measured (bytes, seconds) points for every collective
 // (validate replays a measured pair with the collective's own alone times): those take the
@@ -58,6 +65,9 @@ struct CollectiveTimingOptions {
   // measured paths take the curve's in_compute_loop_factor. False: timed as nccl-tests
   // times them, back to back with themselves (validate's rows of collectives alone).
   bool in_compute_loop = true;
+  // The cluster path adds NCCL's latency, protocol efficiency and PXN routing to the flows
+  // (see above); false: bare flows at link rate (the uncalibrated network, for comparison).
+  bool nccl_costs = true;
 };
 
 // One class of collectives (op, communicator size, within one host or not) and how it was
@@ -90,9 +100,10 @@ class CollectiveCostModel {
   // The path a collective of `op` over `ranks` ranks takes.
   CollectivePath path(CollectiveOp op, int ranks, bool intra_host) const;
   bool intra_host(const std::vector<int>& ranks) const;
-  // Whether the collective's time includes NCCL's fixed cost per call (the measured paths do).
+  // Whether the collective's time includes NCCL's fixed cost per call (the measured paths
+  // do, and the cluster path with NCCL's costs on).
   bool charges_call_latency(CollectiveOp op, int ranks, bool intra_host) const {
-    return path(op, ranks, intra_host) != CollectivePath::Cluster;
+    return options_.nccl_costs || path(op, ranks, intra_host) != CollectivePath::Cluster;
   }
   // The time of one call of `bytes` known ahead of running it (the curve path: the measured
   // curve or points, between compute kernels unless the options say alone); nullopt where
@@ -119,6 +130,8 @@ class CollectiveCostModel {
   double loop_factor(const CollectiveCurve& c) const;
   std::string loop_factor_text(const CollectiveCurve& c) const;
   double measured_time_s(std::uint64_t bytes) const;
+  // The cluster path with NCCL's costs (nccl_call_cost.hpp).
+  void launch_with_nccl_costs(const CollectiveRequest& req, std::function<void()> on_done);
   // The time of a call on the curve path (the caller knows the path is Curve).
   double curve_path_time_s(CollectiveOp op, std::uint64_t bytes, int ranks) const;
 

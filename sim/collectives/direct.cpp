@@ -3,10 +3,60 @@
 // NCCL runs all-to-all (grouped point-to-point) and what PXN-less all-pairs
 // allgather/reducescatter look like; allreduce is reducescatter then allgather.
 #include <stdexcept>
+#include <unordered_map>
 
 #include "sim/collectives/algorithms.hpp"
+#include "sim/collectives/groups.hpp"
 
 namespace overlapsim::sim::detail {
+namespace {
+
+// All-to-all with PXN: for a peer on another host, the sender's data goes over NVLink to
+// the GPU of its own host with the peer's local index, and that GPU's NIC sends it to the
+// peer (one rail). Both legs are in the same group (the proxy streams them). A host without
+// that local index sends directly.
+Phase pxn_all_pairs_phase(const NetworkApi& net, std::span<const int> members,
+                          std::uint64_t bytes, const CollectiveTuning& tuning) {
+  Phase phase;
+  const std::size_t n = members.size();
+  if (n < 2 || bytes == 0) return phase;
+  const auto hosts = group_by_host(net, members);
+  struct Place {
+    std::size_t host;
+    std::size_t local;
+  };
+  std::unordered_map<int, Place> place;
+  for (std::size_t h = 0; h < hosts.size(); ++h)
+    for (std::size_t l = 0; l < hosts[h].size(); ++l) place[hosts[h][l]] = {h, l};
+  // Bytes per (src, dst) after routing, so each pair is one flow.
+  std::unordered_map<std::uint64_t, std::uint64_t> volume;
+  const auto add = [&](int src, int dst, std::uint64_t b) {
+    if (src == dst) return;
+    volume[(static_cast<std::uint64_t>(static_cast<unsigned>(src)) << 32) |
+           static_cast<unsigned>(dst)] += b;
+  };
+  for (int src : members)
+    for (int dst : members) {
+      if (src == dst) continue;
+      const Place ps = place[src], pd = place[dst];
+      if (ps.host == pd.host || pd.local >= hosts[ps.host].size()) {
+        add(src, dst, bytes);
+        continue;
+      }
+      const int relay = hosts[ps.host][pd.local];
+      add(src, relay, bytes);
+      add(relay, dst, bytes);
+    }
+  phase.transfers.reserve(volume.size());
+  for (const auto& [key, b] : volume)
+    phase.transfers.push_back(Transfer{static_cast<int>(key >> 32),
+                                       static_cast<int>(key & 0xffffffffu), b});
+  phase.transfers = canonical_transfers(std::move(phase.transfers));
+  phase.delay_after_s = tuning.step_latency_s;
+  return phase;
+}
+
+}  // namespace
 
 Phase all_pairs_phase(std::span<const int> members, std::uint64_t bytes,
                       const CollectiveTuning& tuning) {
@@ -21,7 +71,7 @@ Phase all_pairs_phase(std::span<const int> members, std::uint64_t bytes,
   return phase;
 }
 
-Plan direct_plan(const NetworkApi& /*net*/, const CollectiveRequest& req,
+Plan direct_plan(const NetworkApi& net, const CollectiveRequest& req,
                  const CollectiveTuning& tuning) {
   Plan plan;
   plan.start_delay_s = tuning.launch_latency_s;
@@ -29,6 +79,9 @@ Plan direct_plan(const NetworkApi& /*net*/, const CollectiveRequest& req,
   const std::uint64_t share = ceil_div(req.bytes, n);
   switch (req.op) {
     case CollectiveOp::AllToAll:
+      append_phase(plan, tuning.pxn ? pxn_all_pairs_phase(net, req.ranks, share, tuning)
+                                    : all_pairs_phase(req.ranks, share, tuning));
+      break;
     case CollectiveOp::AllGather:
     case CollectiveOp::ReduceScatter:
       append_phase(plan, all_pairs_phase(req.ranks, share, tuning));

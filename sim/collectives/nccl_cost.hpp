@@ -3,7 +3,9 @@
 // bytes / bandwidth per (algorithm, protocol), with the latency built from a base
 // launch cost plus a per-step hardware latency (NVLink, PCI or network) times the
 // number of steps. `auto` picks the cheapest algorithm by this model, as NCCL does;
-// the simulation then runs that algorithm's flows.
+// the simulation then runs that algorithm's flows. The same table gives the costs the
+// flow network does not charge by itself (nccl_call_cost.hpp): the software part of each
+// step's latency and the bandwidth efficiency of the protocol.
 #include <vector>
 
 #include "sim/collectives/collective.hpp"
@@ -20,6 +22,10 @@ struct CommShape {
   int nodes = 0;                 // distinct hosts
   bool intra_nvlink = true;      // intra-node hardware class (NVLink vs PCI)
   double bus_bandwidth_Bps = 0;  // per-rank bus bandwidth the algorithms can reach
+  // Zero-load latency of one intra-node and one inter-node hop on the simulated network:
+  // the wire part of NCCL's per-step latency, which the flows already pay.
+  double intra_wire_s = 0;
+  double inter_wire_s = 0;
 };
 
 CommShape comm_shape(const CollectiveRequest& req, const NetworkApi& net);
@@ -27,9 +33,18 @@ CommShape comm_shape(const CollectiveRequest& req, const NetworkApi& net);
 struct CostEstimate {
   Algorithm algo;
   Protocol protocol;
-  double latency_s;
+  double latency_s;  // NCCL's latency: base + per-step hardware latency x steps
   double algbw_Bps;
   double time_s;
+  // The latency beyond the wire: each step's hardware latency less the hop latency the
+  // network charges (never below 0), plus the base; what a flow simulation must add.
+  double software_latency_s = 0;
+  // The wire part of the latency: hop latencies x steps, which the flows pay themselves.
+  double wire_latency_s = 0;
+  // NCCL's bus bandwidth for this (algorithm, protocol, size) over the raw bus bandwidth:
+  // protocol payload share (LL 1/2 capped by llMaxBw, LL128 0.92), the tree's 0.92 and its
+  // size correction. A flow simulation stretches its network time by 1 / efficiency.
+  double efficiency = 1;
 };
 
 // Every (algorithm, protocol) NCCL would consider for this op, fastest first.

@@ -112,18 +112,30 @@ TEST(CollectiveCostModel, OtherSizeRunsTheFlowNetworkAtTheMeasuredEfficiency) {
   EXPECT_NE(big.uses[0].how.find("test datasheet"), std::string::npos);
 }
 
+// The cluster path as bare flows (NCCL's costs off), the uncalibrated network.
+CollectiveTimingOptions bare(CollectiveTimingOptions o = {}) {
+  o.nccl_costs = false;
+  return o;
+}
+
 TEST(CollectiveCostModel, WithoutNvlinkRateOtherSizesStayOnTheClusterLinks) {
   const auto profile = two_gpu_profile();
-  const Timed t = time_one(nvswitch(8), profile, allreduce(8, 64 * kMiB), {});
+  const Timed t = time_one(nvswitch(8), profile, allreduce(8, 64 * kMiB), bare());
   EXPECT_EQ(t.path, CollectivePath::Cluster);
   EXPECT_NEAR(t.time_s, 1.75 * 64.0 * kMiB / kLinkBps, 1e-3 * t.time_s);
+  // With NCCL's costs (the default) the same flows come after NCCL's launch latency
+  // (at least the 8.4 us Simple base) and no faster.
+  const Timed nccl = time_one(nvswitch(8), profile, allreduce(8, 64 * kMiB), {});
+  EXPECT_EQ(nccl.path, CollectivePath::Cluster);
+  EXPECT_GE(nccl.time_s, t.time_s + 8.4e-6);
+  EXPECT_NE(nccl.uses[0].how.find("NCCL"), std::string::npos) << nccl.uses[0].how;
 }
 
 TEST(CollectiveCostModel, AcrossHostsAndUnmeasuredOpsUseTheClusterLinks) {
   const auto profile = two_gpu_profile();
   // Two hosts of one GPU each on a switch: the curve for 2 ranks must not apply.
   const Topology two_hosts = build_flat_switch({2, kLinkBps, 0.0, 1});
-  const Timed across = time_one(two_hosts, profile, allreduce(2, 64 * kMiB), nvlink());
+  const Timed across = time_one(two_hosts, profile, allreduce(2, 64 * kMiB), bare(nvlink()));
   EXPECT_EQ(across.path, CollectivePath::Cluster);
   EXPECT_NEAR(across.time_s, 64.0 * kMiB / kLinkBps, 1e-3 * across.time_s);
   EXPECT_EQ(across.uses[0].label, "allreduce n=2 inter-host");
@@ -149,8 +161,12 @@ TEST(CollectiveCostModel, MeasuredPathsChargeTheCallLatency) {
   const CollectiveCostModel timer(profile, net, nvlink());
   EXPECT_TRUE(timer.charges_call_latency(CollectiveOp::AllReduce, 2, true));
   EXPECT_TRUE(timer.charges_call_latency(CollectiveOp::AllReduce, 8, true));
-  EXPECT_FALSE(timer.charges_call_latency(CollectiveOp::AllReduce, 8, false));
-  EXPECT_FALSE(timer.charges_call_latency(CollectiveOp::AllGather, 8, true));
+  // The cluster path charges it too, through NCCL's costs; bare flows do not.
+  EXPECT_TRUE(timer.charges_call_latency(CollectiveOp::AllReduce, 8, false));
+  EXPECT_TRUE(timer.charges_call_latency(CollectiveOp::AllGather, 8, true));
+  const CollectiveCostModel flows(profile, net, bare(nvlink()));
+  EXPECT_FALSE(flows.charges_call_latency(CollectiveOp::AllReduce, 8, false));
+  EXPECT_FALSE(flows.charges_call_latency(CollectiveOp::AllGather, 8, true));
   EXPECT_TRUE(timer.intra_host({0, 3, 7}));
 }
 
