@@ -147,11 +147,8 @@ int run_simulate(const SimulateOptions& o) {
         "--gemm-clock duty-cycle: {}: compute.idle_clock_boost: missing (expected a profile "
         "fitted from pair loops, e.g. calibration/profiles/h200-nvlink.yaml)",
         inputs.profile.path));
-  options.timing = inputs.timing;
-  options.precision = inputs.model.training.precision;
-  options.trace_title = fmt::format("{} on {}", inputs.step.workload, inputs.cluster.name);
-  const sim::Scenario scenario{inputs.step, inputs.topology, inputs.profile, options};
-  const auto& result = *new sim::ScenarioResult(sim::run_scenario(scenario));
+  const auto& result =
+      *new sim::ScenarioResult(workloads::simulate_inputs(inputs, options));
 
   SimulateReport report{inputs, result};
   for (const auto& run : result.runs) {

@@ -3,7 +3,10 @@
 // and the worst rows (calibration/validate.hpp).
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -12,6 +15,7 @@
 #include "calibration/measurement.hpp"
 #include "sim/profile/profile_load.hpp"
 #include "calibration/validate.hpp"
+#include "calibration/validation_record.hpp"
 #include "config/atomic_file.hpp"
 #include "config/error.hpp"
 #include "workloads/cluster.hpp"
@@ -26,7 +30,16 @@ struct ValidateOptions {
   std::string format = "table";
   std::string output;
   int worst = 10;
+  bool record = false;
 };
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw config::ConfigError(fmt::format("{}: cannot read the profile", path));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 int run_validate(const ValidateOptions& o) {
   if (o.format != "table" && o.format != "json")
@@ -37,6 +50,17 @@ int run_validate(const ValidateOptions& o) {
   const workloads::ClusterSpec cluster = workloads::load_cluster(o.cluster);
   calibration::ValidationReport report = calibration::validate(profile, rows, cluster);
   report.measurements_path = o.measurements;
+  if (o.record) {
+    // The section is committed with the profile: no machine paths in it.
+    for (const auto* p : {&o.measurements, &o.cluster, &o.profile})
+      if (std::filesystem::path(*p).is_absolute())
+        throw config::ConfigError(fmt::format(
+            "--record: '{}' is an absolute path (expected one relative to the repository root)",
+            *p));
+    config::write_file_atomic(o.profile, calibration::with_validation_section(
+                                             read_text(o.profile), report, o.measurements,
+                                             o.cluster));
+  }
   const std::string text = o.format == "json"
                                ? calibration::format_validation_json(report, o.worst)
                                : calibration::format_validation_table(report, o.worst);
@@ -59,6 +83,9 @@ void add_validate_command(CLI::App& app, Runner& selected) {
   sub->add_option("--format", opts->format, "table|json")->capture_default_str();
   sub->add_option("--worst", opts->worst, "worst rows to list")->capture_default_str();
   sub->add_option("--output", opts->output, "write the report here (atomically) instead of stdout");
+  sub->add_flag("--record", opts->record,
+                "write the held-out errors into the profile's validation section (projections "
+                "size their uncertainty bands from it)");
   sub->callback([opts, &selected] { selected = [opts] { return run_validate(*opts); }; });
 }
 

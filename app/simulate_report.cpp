@@ -23,6 +23,19 @@ double model_flops(const SimulateReport& o) {
                                                 : o.inputs.step.flops_per_step;
 }
 
+nlohmann::ordered_json band_json(const sim::StepBand& b) {
+  nlohmann::ordered_json terms = nlohmann::ordered_json::array();
+  for (const auto& t : b.terms)
+    terms.push_back({{"class", t.number_class},
+                     {"sensitivity_s", t.sensitivity_s},
+                     {"relative_error", t.relative_error},
+                     {"basis", sim::to_string(t.basis)},
+                     {"error_source", t.error_source},
+                     {"contribution_s", t.contribution_s}});
+  return {{"low_s", b.low_s}, {"high_s", b.high_s}, {"dominant", b.dominant},
+          {"terms", std::move(terms)}};
+}
+
 double mfu(const SimulateReport& o, const sim::StepResult& r) {
   return model_flops(o) / (r.step_time_s * o.inputs.step.world_size * o.inputs.peak_flops_per_s);
 }
@@ -116,6 +129,7 @@ std::string to_json(const SimulateReport& o) {
       d["idle_fraction"] = run.idle_fraction;
       d["gemm_clock_speedup"] = run.gemm_clock_speedup;
     }
+    d["step_time_band_s"] = band_json(run.band);
     if (const std::string& file = trace_file(o, i); !file.empty()) d["trace"] = file;
     designs.push_back(std::move(d));
   }
@@ -141,6 +155,17 @@ std::string to_json(const SimulateReport& o) {
 }
 
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
+
+std::string band_line(const sim::DesignRun& run) {
+  const sim::StepBand& b = run.band;
+  std::vector<std::string> terms;
+  for (const auto& t : b.terms)
+    terms.push_back(fmt::format("{} {:.1f}% of {} ms ({})", t.number_class,
+                                100 * t.relative_error, ms(t.sensitivity_s), to_string(t.basis)));
+  return fmt::format("{}: step {} ms, band {}-{} ms; most uncertain: {}; {}\n", run.result.design,
+                     ms(run.result.step_time_s), ms(b.low_s), ms(b.high_s),
+                     b.dominant.empty() ? "-" : b.dominant, fmt::join(terms, ", "));
+}
 
 std::string to_table(const SimulateReport& o) {
   const auto& p = o.inputs.model.parallelism;
@@ -203,6 +228,8 @@ std::string to_table(const SimulateReport& o) {
                      fallback.empty() ? "" : ", run as sequential: ", fmt::join(fallback, ", "),
                      parameter_kinds(run.parameters));
   }
+  t += "uncertainty (class: held-out error x the step time it moves; docs/simulate.md):\n";
+  for (const auto& run : o.result.runs) t += "  " + band_line(run);
   for (const auto& run : o.result.runs)
     if (run.gemm_clock_speedup > 0)
       t += fmt::format(

@@ -87,4 +87,12 @@ ScenarioInputs load_scenario_inputs(const ScenarioRequest& req) {
   return in;
 }
 
+sim::ScenarioResult simulate_inputs(const ScenarioInputs& in, sim::ScenarioOptions options) {
+  options.timing = in.timing;
+  options.precision = in.model.training.precision;
+  if (options.trace_title.empty())
+    options.trace_title = fmt::format("{} on {}", in.step.workload, in.cluster.name);
+  return sim::run_scenario(sim::Scenario{in.step, in.topology, in.profile, std::move(options)});
+}
+
 }  // namespace overlapsim::workloads

@@ -8,6 +8,7 @@
 #include "sim/collectives/collective_cost_model.hpp"
 #include "sim/graph/op_graph.hpp"
 #include "sim/profile/profile.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/topology/topology.hpp"
 #include "workloads/cluster.hpp"
 #include "workloads/model.hpp"
@@ -35,6 +36,9 @@ struct ScenarioInputs {
 
 // Throws config::ConfigError naming the file and key for unreadable or inconsistent inputs.
 ScenarioInputs load_scenario_inputs(const ScenarioRequest& request);
+
+// Runs the loaded scenario: `options` with the inputs' collective timing and precision.
+sim::ScenarioResult simulate_inputs(const ScenarioInputs& inputs, sim::ScenarioOptions options);
 
 // How the cluster's intra-node links time collectives the profile measured at another size:
 // NVLink-class hosts (NVSwitch) get the efficiency path at their per-GPU NVLink rate.

@@ -18,6 +18,10 @@ using executor_detail::kNumStreams;
 
 void StepExecutor::Impl::prepare() {
   plans = plan_comm_images(step, net, options.images);
+  group_spans_hosts.assign(step.groups.size(), 0);
+  for (std::size_t g = 0; g < step.groups.size(); ++g)
+    for (int r : step.groups[g].ranks)
+      if (net.host_of(r) != net.host_of(step.groups[g].ranks.front())) group_spans_hosts[g] = 1;
   programs.resize(step.ranks.size());
   for (std::size_t p = 0; p < step.ranks.size(); ++p) {
     ProgramState& ps = programs[p];
@@ -133,6 +137,7 @@ void StepExecutor::Impl::compute_for(int p, OpVertex v, double duration_s,
     }
     ps.last_compute_end_s = t + duration_s;
     ps.compute_intervals.emplace_back(t, t + duration_s);
+    if (node.pair_partner >= 0) ps.result.paired_compute_s += duration_s;
   }
   simulator().schedule(duration_s, std::move(on_done));
 }
@@ -150,7 +155,7 @@ void StepExecutor::Impl::attribute_idle(ProgramState& ps, double t0, double t1, 
       r.exposed_comm_s += t1 - t0;
       return;
     }
-    r.exposed_comm_s += overlap_length(t0, t1, st.launch_s, st.end_s);
+    book_exposed(ps, u, overlap_length(t0, t1, st.launch_s, st.end_s));
     r.bubble_s += overlap_length(t0, t1, st.ready_s, st.launch_s);
     t1 = std::min(t1, st.ready_s);
     if (t1 <= t0) return;
@@ -173,6 +178,22 @@ void StepExecutor::Impl::attribute_idle(ProgramState& ps, double t0, double t1, 
     }
     u = next;
   }
+}
+
+bool StepExecutor::Impl::spans_hosts(const ProgramState& ps, const OpNode& node) const {
+  if (node.kind == OpKind::SendRecv)
+    return node.peer_rank >= 0 && net.host_of(node.peer_rank) != net.host_of(ps.program->rank);
+  return node.comm_group >= 0 &&
+         group_spans_hosts[static_cast<std::size_t>(node.comm_group)] != 0;
+}
+
+void StepExecutor::Impl::book_exposed(ProgramState& ps, OpVertex u, double length_s) {
+  if (length_s <= 0) return;
+  const OpNode& node = ps.program->graph[u];
+  RankResult& r = ps.result;
+  r.exposed_comm_s += length_s;
+  if (spans_hosts(ps, node)) r.exposed_inter_host_s += length_s;
+  if (node.pair_partner >= 0) r.exposed_paired_s += length_s;
 }
 
 void StepExecutor::Impl::finish(int p, OpVertex v) {
@@ -267,6 +288,9 @@ StepResult StepExecutor::Impl::collect(const char* design_name, std::uint64_t ev
       out.bubble_s = r.bubble_s;
       out.comm_s = r.comm_s;
       out.overlapped_comm_s = r.overlapped_comm_s;
+      out.exposed_inter_host_s = r.exposed_inter_host_s;
+      out.exposed_paired_s = r.exposed_paired_s;
+      out.paired_compute_s = r.paired_compute_s;
     }
   }
   return out;

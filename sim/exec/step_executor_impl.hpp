@@ -97,6 +97,7 @@ struct StepExecutor::Impl final : ExecContext {
   std::map<std::tuple<int, int, int>, P2pMatch> pending_p2p;
   Timeline timeline;
   double last_sample_s = -1;
+  std::vector<char> group_spans_hosts;  // per StepGraph::groups entry
 
   // ExecContext
   Simulator& simulator() override { return net.simulator(); }
@@ -125,6 +126,9 @@ struct StepExecutor::Impl final : ExecContext {
   void join_p2p(int p, OpVertex v);
   void launch_p2p(const P2pMatch& m);
   void attribute_idle(ProgramState& ps, double t0, double t1, OpVertex cause);
+  // Books `length_s` of compute idle on communication op `u` of `ps` into its classes.
+  void book_exposed(ProgramState& ps, OpVertex u, double length_s);
+  bool spans_hosts(const ProgramState& ps, const OpNode& node) const;
   void sample_links();
   StepResult collect(const char* design_name, std::uint64_t events, double wall_s);
   [[noreturn]] void report_stuck() const;

@@ -18,6 +18,12 @@ struct RankResult {
                                  // collective or send (pipeline bubbles, stragglers)
   double comm_s = 0;             // time any communication of this rank was moving data
   double overlapped_comm_s = 0;  // part of comm_s hidden under compute
+  // Parts of exposed_comm_s by what the compute stream waited on: collectives or sends whose
+  // ranks span hosts, and collectives paired with a compute op (the overlap designs act on
+  // those). The rest waited on intra-host communication or on compute of another stream.
+  double exposed_inter_host_s = 0;
+  double exposed_paired_s = 0;
+  double paired_compute_s = 0;  // part of compute_s spent in ops paired with a collective
 };
 
 struct StepResult {
@@ -29,6 +35,9 @@ struct StepResult {
   double bubble_s = 0;
   double comm_s = 0;
   double overlapped_comm_s = 0;
+  double exposed_inter_host_s = 0;
+  double exposed_paired_s = 0;
+  double paired_compute_s = 0;
   std::uint64_t events = 0;                  // discrete events the engine processed
   std::uint64_t collectives = 0;             // collectives and sends launched for simulated ranks
   std::uint64_t background_collectives = 0;  // symmetric images launched for folded ranks

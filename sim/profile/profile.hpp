@@ -9,6 +9,7 @@
 #include "sim/profile/collective_profile.hpp"
 #include "sim/profile/compute_profile.hpp"
 #include "sim/profile/design_params.hpp"
+#include "sim/profile/heldout_errors.hpp"
 
 namespace overlapsim::sim {
 
@@ -33,6 +34,7 @@ struct Profile {
   CollectiveProfile collectives;
   DesignParams designs;
   std::string measurements;  // path of the raw CSV it was fitted from; empty if none
+  HeldOutErrors validation;  // held-out errors `overlapsim validate --record` wrote; may be empty
 
   // Every sourced number or table, in a fixed order.
   std::vector<SourceEntry> sources() const;

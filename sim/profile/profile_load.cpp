@@ -358,6 +358,10 @@ const std::vector<config::ParamDoc>& profile_params() {
        "[]", ""},
       {"designs", "design -> parameter -> {value, source, citation}", "{}", ""},
       {"measurements", "path of the raw CSV the profile was fitted from", "\"\"", ""},
+      {"validation",
+       "held-out errors per validate kind: {measurements, cluster, kinds: {kind: {rows, "
+       "median_abs_err, p90_abs_err}}}, written by overlapsim validate --record",
+       "{}", ""},
   };
   return params;
 }
@@ -376,6 +380,7 @@ Profile load_profile_node(const ConfigNode& root, const std::string& name) {
   if (auto c = root.optional_child("collectives")) p.collectives = parse_collectives(*c);
   if (auto d = root.optional_child("designs")) p.designs = parse_designs(*d);
   p.measurements = root.get_string("measurements", "");
+  if (auto v = root.optional_child("validation")) p.validation = parse_heldout_errors(*v);
   return p;
 }
 

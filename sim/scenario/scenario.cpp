@@ -65,6 +65,16 @@ class ScenarioRunner {
     const ComputeModel compute(sc_.profile.compute);
     for (const std::string& name : o_.designs) out_.runs.push_back(run_design(name, compute));
     collect_used_sources(compute);
+    for (DesignRun& run : out_.runs) {
+      const std::string& name = run.result.design;
+      BandInputs in{sc_.design_profile ? *sc_.design_profile : sc_.profile,
+                    name,
+                    validate_kind(name),
+                    o_.precision,
+                    out_.collective_classes,
+                    out_.used_sources};
+      run.band = step_band(run.result, in);
+    }
     return std::move(out_);
   }
 
@@ -147,6 +157,16 @@ class ScenarioRunner {
     std::copy(std::begin(seq.launches_by_path), std::end(seq.launches_by_path),
               std::begin(run.launches_by_path));
     return true;
+  }
+
+  // The kind of `overlapsim validate` rows that hold this design's pairs ("" for none).
+  std::string validate_kind(const std::string& design) const {
+    if (design == "tilewise")
+      return o_.design_options.tilewise_transport == TilewiseDesign::Transport::CopyEngine
+                 ? "tilewise_ce"
+                 : "tilewise";
+    if (design == "decomposed") return design;
+    return "";
   }
 
   void collect_used_sources(const ComputeModel& compute) {

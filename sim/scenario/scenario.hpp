@@ -18,6 +18,7 @@
 #include "sim/overlap/paired_design.hpp"
 #include "sim/overlap/registry.hpp"
 #include "sim/profile/profile.hpp"
+#include "sim/scenario/step_band.hpp"
 #include "sim/topology/topology.hpp"
 
 namespace overlapsim::sim {
@@ -73,6 +74,7 @@ struct DesignRun {
   // back-to-back run, and the GEMM rate factor the rerun used; < 0: not applied.
   double idle_fraction = -1, gemm_clock_speedup = -1;
   std::string trace_json;  // options.trace: the run's Chrome/Perfetto trace
+  StepBand band;           // the step time's uncertainty band (step_band.hpp)
 };
 
 struct ScenarioResult {

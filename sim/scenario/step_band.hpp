@@ -1,0 +1,67 @@
+#pragma once
+// The uncertainty band of a projected step time: how far off the step could be, given how
+// far off each class of numbers it used was on measurements it was not fitted from.
+//
+// Classes, and how much step time each one moves (its sensitivity, on the critical rank):
+//   compute                  compute time outside overlapped pairs, plus the bubble (other
+//                            stages' compute): compute_s + bubble_s - paired compute
+//   intra-host collectives   exposed time waiting on collectives within one host
+//   inter-host collectives   exposed time waiting on collectives or sends across hosts
+//   design pairs             (overlapping designs) the paired ops: their compute and the
+//                            exposed time of their collectives
+// Each class's error is its held-out median |relative error| (the profile's validation
+// section; for inter-host collectives the NCCL model against published nccl-tests runs),
+// else its in-sample fit error, else an assumed 20 %, and the band says which. Errors are
+// systematic within a class (one model bias moves all its ops the same way), so a class
+// moves the step by error x sensitivity; classes are independent, so the half-width is the
+// root sum of squares of their contributions.
+#include <string>
+#include <vector>
+
+#include "sim/collectives/collective_cost_model.hpp"
+#include "sim/exec/step_result.hpp"
+#include "sim/profile/profile.hpp"
+
+namespace overlapsim::sim {
+
+// How a class's error is known, best first.
+enum class ErrorBasis { HeldOut, Published, Fit, Assumed };
+const char* to_string(ErrorBasis basis);  // "held-out", "published", "fit", "assumed"
+
+struct BandTerm {
+  std::string number_class;  // "compute", "intra-host collectives", ...
+  double sensitivity_s = 0;
+  double relative_error = 0;
+  ErrorBasis basis = ErrorBasis::Assumed;
+  std::string error_source;  // where the error comes from, in words
+  double contribution_s = 0;  // sensitivity_s x relative_error
+};
+
+struct StepBand {
+  double low_s = 0, high_s = 0;
+  std::vector<BandTerm> terms;  // classes the step used (sensitivity > 0), in the order above
+  std::string dominant;         // the class with the largest contribution ("" if none)
+};
+
+// What the band needs besides the step's result.
+struct BandInputs {
+  const Profile& profile;
+  std::string design;          // registry name
+  std::string validate_kind;   // validate's kind of this design's pair rows ("" if none)
+  Precision precision = Precision::BF16;
+  const std::vector<CollectiveClassUse>& classes;  // the collectives the step launched
+  const std::vector<SourceEntry>& used_sources;    // the profile numbers it used
+};
+
+StepBand step_band(const StepResult& result, const BandInputs& in);
+
+// The error of the NCCL cost model that times collectives without a measured curve
+// (inter-host ones), and where it comes from.
+struct ModelError {
+  double relative_error = 0;
+  ErrorBasis basis = ErrorBasis::Assumed;
+  std::string source;
+};
+ModelError network_model_error();
+
+}  // namespace overlapsim::sim
