@@ -46,19 +46,6 @@ for gpus in 0,1 0,1,2,3; do
     "$run_dir/tests_gpus${gpus//,/}.txt" | head -30 >>"$run_dir/tests.txt"
 done
 
-if [[ ${SANITIZER_TIMEOUT:-120} -gt 0 ]]; then
-  for tool in racecheck synccheck; do
-    step "compute-sanitizer $tool (SmallForSanitizer, 2 GPUs)"
-    CUDA_VISIBLE_DEVICES=0,1 timeout "${SANITIZER_TIMEOUT:-120}" compute-sanitizer --tool "$tool" \
-      --print-limit 20 "$test_bin" --gtest_filter='FusedGemvAllReduce.SmallForSanitizer' \
-      >"$run_dir/sanitizer_$tool.txt" 2>&1
-    rc=$?
-    { echo "### compute-sanitizer --tool $tool (rc=$rc)"
-      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" \
-        "$run_dir/sanitizer_$tool.txt" | head -20; } | tee -a "$log" >>"$run_dir/tests.txt"
-  done
-fi
-
 for world in 2 4; do
   step "fused-gemv-bench TP=$world"
   CUDA_VISIBLE_DEVICES=$( [[ $world == 2 ]] && echo 0,1 || echo 0,1,2,3 ) \
@@ -75,6 +62,19 @@ if [[ ${TORCH_TIMEOUT:-150} -gt 0 ]]; then
       benchmarks/peers/torch_gemv_allreduce.py --tokens ${tokens//,/ } \
       --output "$run_dir/torch_tp$world.csv" >>"$log" 2>&1
     echo "torch TP=$world rc=$?" | tee -a "$log"
+  done
+fi
+
+if [[ ${SANITIZER_TIMEOUT:-120} -gt 0 ]]; then
+  for tool in racecheck synccheck; do
+    step "compute-sanitizer $tool (SmallForSanitizer, 2 GPUs)"
+    CUDA_VISIBLE_DEVICES=0,1 timeout "${SANITIZER_TIMEOUT:-120}" compute-sanitizer --tool "$tool" \
+      --print-limit 20 "$test_bin" --gtest_filter='FusedGemvAllReduce.SmallForSanitizer' \
+      >"$run_dir/sanitizer_$tool.txt" 2>&1
+    rc=$?
+    { echo "### compute-sanitizer --tool $tool (rc=$rc)"
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" \
+        "$run_dir/sanitizer_$tool.txt" | head -20; } | tee -a "$log" >>"$run_dir/tests.txt"
   done
 fi
 

@@ -49,11 +49,10 @@ def symmetric_buffer(shape, dtype, device, group):
     """A tensor in PyTorch symmetric memory, rendezvoused over `group`, or an exception."""
     import torch.distributed._symmetric_memory as symm
     name = group.group_name
-    if hasattr(symm, "enable_symm_mem_for_group"):
-        symm.enable_symm_mem_for_group(name)
     if hasattr(symm, "empty"):
         buf = symm.empty(shape, dtype=dtype, device=device)
-    else:
+    else:  # older PyTorch: the group must be enabled first
+        symm.enable_symm_mem_for_group(name)
         buf = symm._SymmetricMemory.empty_strided_p2p(
             shape, [shape[1], 1], dtype, device, name)
     symm.rendezvous(buf, name)

@@ -6,7 +6,8 @@
 //     operand, the tokens as the 8-column one), the warps' fp32 partials are summed in warp
 //     order through shared memory and rounded to bf16; the CTA stores the partial into
 //     every rank's receive buffer (its own included) at slot [parity][this rank][slice],
-//     then releases the call's epoch into each peer's flag [this rank][slice].
+//     then, after one system-scope release fence, writes the call's epoch into each
+//     peer's flag [this rank][slice].
 //   Phase 2, per slice: wait for every peer's flag, sum the world's partials in rank order
 //     0, 1, ... in fp32, round once, store y's slice.
 // No CTA waits before it has pushed all its slices, so the only requirement for progress is
@@ -45,8 +46,8 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], std::uint32_t a0, std::u
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ void release_sys(std::uint32_t* flag, std::uint32_t value) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+__device__ __forceinline__ void store_relaxed_sys(std::uint32_t* flag, std::uint32_t value) {
+  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
 }
 
 __device__ __forceinline__ std::uint32_t acquire_sys(const std::uint32_t* flag) {
@@ -211,12 +212,17 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelA
         }
       }
     }
-    // Every thread's stores precede the flags (the barrier), and the system-scope fence in
-    // each flag writer, cumulative over the barrier, makes them visible to the peers first.
+    // Every thread's stores precede the flags (the barrier), and one system-scope release
+    // fence by the flag writer, cumulative over the barrier, makes them visible to the
+    // peers before any flag (acq_rel, not the sequentially consistent fence of
+    // __threadfence_system: a release pattern needs no more).
     __syncthreads();
-    if (push && i < a.world && i != a.rank) {
-      __threadfence_system();
-      release_sys(flags_of(a, i) + a.rank * slices + slice, a.epoch);
+    if (push && i == 0) {
+      asm volatile("fence.acq_rel.sys;" ::: "memory");
+      for (int d = 1; d < a.world; ++d) {
+        const int dst = (a.rank + d) % a.world;
+        store_relaxed_sys(flags_of(a, dst) + a.rank * slices + slice, a.epoch);
+      }
     }
   }
   if (!push) return;
@@ -228,16 +234,17 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelA
     if (!active) continue;
     for (int src = 0; src < a.world; ++src) {
       if (src == a.rank) continue;
-      unsigned sleep_ns = 32;
+      unsigned sleep_ns = 0;
       // Epochs only grow (wrapping): a flag at or past this call's epoch has arrived; a peer
-      // may already be one call ahead, writing the other parity.
+      // may already be one call ahead, writing the other parity. The first polls do not
+      // sleep: the partials are usually there or microseconds away.
       while (static_cast<std::int32_t>(acquire_sys(my_flags + src * slices + slice) - a.epoch) < 0) {
         if (global_timer_ns() > deadline) {
           atomicExch(a.timed_out, 1);
           return;
         }
-        __nanosleep(sleep_ns);
-        if (sleep_ns < 256) sleep_ns *= 2;
+        if (sleep_ns > 0) __nanosleep(sleep_ns);
+        sleep_ns = sleep_ns == 0 ? 16 : (sleep_ns < 256 ? 2 * sleep_ns : sleep_ns);
       }
     }
     float acc[8];

@@ -109,7 +109,13 @@ Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t see
   OVERLAPSIM_TRY(fill_random(x.data(), c.tokens * c.k, DType::BF16, buffer_seed(seed, rank, 0), s));
   OVERLAPSIM_TRY(fill_random(w.data(), c.n * c.k, DType::BF16, buffer_seed(seed, rank, 1), s));
   OVERLAPSIM_TRY(fused.run_local(x.data(), w.data(), partial.data(), s));
-  OVERLAPSIM_TRY(all_gather(ctx.comm, partial.data(), gathered.data(), y_count, DType::BF16, s));
+  // Gathered exactly by a sum: this rank's slot holds its partial, every other slot zeros
+  // (x + 0 = x whatever the order).
+  CUDA_CHECK(cudaMemsetAsync(gathered.data(), 0, y_count * 2 * world, s));
+  CUDA_CHECK(cudaMemcpyAsync(gathered.as<std::uint16_t>() + rank * y_count, partial.data(),
+                             y_count * 2, cudaMemcpyDeviceToDevice, s));
+  OVERLAPSIM_TRY(all_reduce(ctx.comm, gathered.data(), gathered.data(), y_count * world,
+                            DType::BF16, s));
   OVERLAPSIM_TRY(all_reduce(ctx.comm, partial.data(), nccl_y.data(), y_count, DType::BF16, s));
   OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "fused test partials"));
   const auto parts = host_bits(gathered.data(), y_count * world);
@@ -134,9 +140,13 @@ Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t see
                              to_string(transport) + ")");
   }
   std::uint64_t off = 0;
-  // NCCL's order is its own with more than 2 ranks: bf16 tolerance there, exact with 2.
-  const double tol = world == 2 ? 0.0 : 1.0 / 64;
-  OVERLAPSIM_TRY(count_mismatches(y.data(), nccl_y.data(), y_count, DType::BF16, tol, tol, s, &off));
+  // NCCL's order is its own with more than 2 ranks, and its ring rounds to bf16 after every
+  // hop: up to (world - 1) roundings at the running sum's magnitude (about the result's
+  // rms, sqrt(world k) / 3 for inputs uniform in [-1, 1)). Exact with 2 ranks.
+  const double rms = std::sqrt(static_cast<double>(world) * static_cast<double>(c.k)) / 3;
+  const double rel = world == 2 ? 0.0 : 1.0 / 64;
+  const double abs = world == 2 ? 0.0 : world * rms / 128;
+  OVERLAPSIM_TRY(count_mismatches(y.data(), nccl_y.data(), y_count, DType::BF16, rel, abs, s, &off));
   if (off != 0)
     return Status::failure("rank " + std::to_string(rank) + ": " + std::to_string(off) +
                            " elements off the partials through NCCL's all-reduce (" +
@@ -144,10 +154,17 @@ Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t see
   return quiesce(ctx, "fused test done");
 }
 
+// Blocking communicators, as fused-gemv-bench runs them.
+HarnessOptions blocking() {
+  HarnessOptions h;
+  h.blocking_comms = true;
+  return h;
+}
+
 TEST(FusedGemvAllReduce, MatchesRankOrderSumAndNccl) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::uint64_t seed = fresh_seed();
-  const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+  const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
     for (GemvTransport transport : {GemvTransport::PeerPointers, GemvTransport::NcclWindow})
       for (const Case c : {Case{1, 1024, 512}, Case{16, 2048, 1024}, Case{64, 512, 256},
                            Case{5, 96, 64}, Case{16, 16384, 2048}})
@@ -160,7 +177,7 @@ TEST(FusedGemvAllReduce, MatchesRankOrderSumAndNccl) {
 TEST(FusedGemvAllReduce, SmallForSanitizer) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::uint64_t seed = fresh_seed();
-  const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+  const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
     OVERLAPSIM_TRY(
         check_against_partials(ctx, Case{4, 256, 256}, seed, 3, 4, GemvTransport::PeerPointers));
     return check_against_partials(ctx, Case{4, 256, 256}, seed, 3, 4, GemvTransport::NcclWindow);
@@ -175,7 +192,7 @@ TEST(FusedGemvAllReduce, BackToBack200Calls) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::uint64_t seed = fresh_seed();
   constexpr int kCalls = 200, kSets = 3;
-  const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+  const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
    for (GemvTransport transport : {GemvTransport::PeerPointers, GemvTransport::NcclWindow}) {
     const Case c{16, 4096, 1024};
     const std::size_t y_count = static_cast<std::size_t>(c.tokens) * c.n;
@@ -225,7 +242,7 @@ TEST(FusedGemvAllReduce, BackToBack200Calls) {
 TEST(FusedGemvColdStart, Child) {
   if (std::getenv("OVERLAPSIM_FUSED_COLD_CHILD") == nullptr)
     GTEST_SKIP() << "runs only as the child of FreshProcessFirstCallCompletes";
-  const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+  const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
     const Case c{16, 8192, 2048};
     DeviceBuffer x, w, y;
     OVERLAPSIM_TRY(x.allocate(c.tokens * c.k * 2));
