@@ -86,7 +86,8 @@ Settings parse(const std::vector<std::string>& args) {
       for (const std::string& item : split_list(cursor.value())) {
         const auto dims = split_list(item, 'x');
         if (dims.size() != 2) bad_flag(kProgram, flag, item, "of the form NxK (K: the full K)");
-        s.shapes.push_back({flag_int(kProgram, flag, dims[0], 32), flag_int(kProgram, flag, dims[1], 32)});
+        s.shapes.push_back(
+            {flag_int(kProgram, flag, dims[0], 32), flag_int(kProgram, flag, dims[1], 32)});
       }
     } else if (flag == "--world") {
       s.world = to_int(cursor.value(), 1, 8);
@@ -104,13 +105,15 @@ Settings parse(const std::vector<std::string>& args) {
       s.output = cursor.value();
     } else if (flag == "--help") {
       throw std::invalid_argument(
-          kProgram + ": [--tokens 1,4,16,64] [--shapes NxK,...] [--world N] [--iterations 50] "
-                     "[--warmup 10] [--b2b-calls 100] [--timeout 60] [--seed S] [--output FILE]");
+          kProgram +
+          ": [--tokens 1,4,16,64] [--shapes NxK,...] [--world N] [--iterations 50] "
+          "[--warmup 10] [--b2b-calls 100] [--timeout 60] [--seed S] [--output FILE]");
     } else {
       bad_flag(kProgram, flag, "", "a known flag (--help lists them)");
     }
   }
-  if (s.tokens.empty() || s.shapes.empty()) bad_flag(kProgram, "--tokens/--shapes", "", "non-empty lists");
+  if (s.tokens.empty() || s.shapes.empty())
+    bad_flag(kProgram, "--tokens/--shapes", "", "non-empty lists");
   return s;
 }
 
@@ -163,8 +166,11 @@ class Runner {
 
   Status run_case(const Projection& p, int tokens) {
     const int world = ctx_.comm.world, rank = ctx_.comm.rank;
-    if (p.k % world != 0) return Status::failure("K " + std::to_string(p.k) + " not divisible by " + std::to_string(world));
-    OVERLAPSIM_TRY(fused::GemvAllReduce::can_implement(tokens, p.n, p.k / world, DType::BF16, world));
+    if (p.k % world != 0)
+      return Status::failure("K " + std::to_string(p.k) + " not divisible by " +
+                             std::to_string(world));
+    OVERLAPSIM_TRY(
+        fused::GemvAllReduce::can_implement(tokens, p.n, p.k / world, DType::BF16, world));
     OVERLAPSIM_TRY(quiesce(ctx_, "fused-gemv alloc"));
     CaseState c;
     c.tokens = tokens;
@@ -172,7 +178,8 @@ class Runner {
     c.k = p.k / world;
     c.y_count = static_cast<std::size_t>(tokens) * c.n;
     const std::size_t w_bytes = static_cast<std::size_t>(c.n) * c.k * 2;
-    c.sets = static_cast<int>(std::clamp<std::size_t>((3 * l2_bytes_ + w_bytes - 1) / w_bytes, 1, 8));
+    c.sets =
+        static_cast<int>(std::clamp<std::size_t>((3 * l2_bytes_ + w_bytes - 1) / w_bytes, 1, 8));
     cudaStream_t s = ctx_.compute_stream;
     c.x.resize(static_cast<std::size_t>(c.sets));
     c.w.resize(static_cast<std::size_t>(c.sets));
@@ -180,8 +187,8 @@ class Runner {
       OVERLAPSIM_TRY(c.x[i].allocate(static_cast<std::size_t>(tokens) * c.k * 2));
       OVERLAPSIM_TRY(c.w[i].allocate(w_bytes));
     }
-    for (DeviceBuffer* b : {&c.y_fused, &c.y_seq, &c.y_own, &c.part_cublas, &c.part_own, &c.y_nccl,
-                            &c.y_window})
+    for (DeviceBuffer* b :
+         {&c.y_fused, &c.y_seq, &c.y_own, &c.part_cublas, &c.part_own, &c.y_nccl, &c.y_window})
       OVERLAPSIM_TRY(b->allocate(c.y_count * 2));
     OVERLAPSIM_TRY(c.align.allocate(256));
     fused::GemvAllReduceOptions options;
@@ -189,10 +196,12 @@ class Runner {
     OVERLAPSIM_TRY(c.fused.initialize(&ctx_.comm, tokens, c.n, c.k, DType::BF16, options));
     options.transport = fused::GemvTransport::NcclWindow;
     // Every rank fails alike where this NCCL has no symmetric windows: report, go on without.
-    const Status window = c.fused_window.initialize(&ctx_.comm, tokens, c.n, c.k, DType::BF16, options);
+    const Status window =
+        c.fused_window.initialize(&ctx_.comm, tokens, c.n, c.k, DType::BF16, options);
     const bool window_ok = window.ok;
     if (!window_ok && rank == 0)
-      std::fprintf(stderr, "%s: no nccl_window transport: %s\n", kProgram.c_str(), window.message.c_str());
+      std::fprintf(stderr, "%s: no nccl_window transport: %s\n", kProgram.c_str(),
+                   window.message.c_str());
     OVERLAPSIM_TRY(c.gemv.initialize(lt_, GemmShape{tokens, c.n, c.k}, DType::BF16, GemmBatching{},
                                      256, workspace_.data(), kWorkspaceBytes));
     for (int i = 0; i < c.sets; ++i) {
@@ -220,9 +229,12 @@ class Runner {
       return all_reduce(ctx_.comm, c.part_own.data(), c.y_own.data(), c.y_count, DType::BF16, s);
     };
     const Call gemv_cublas = [&](int i) { return c.gemv.run(X(i), W(i), c.part_cublas.data(), s); };
-    const Call gemv_own = [&](int i) { return c.fused.run_local(X(i), W(i), c.part_own.data(), s); };
+    const Call gemv_own = [&](int i) {
+      return c.fused.run_local(X(i), W(i), c.part_own.data(), s);
+    };
     const Call nccl = [&](int) {
-      return all_reduce(ctx_.comm, c.part_cublas.data(), c.y_nccl.data(), c.y_count, DType::BF16, s);
+      return all_reduce(ctx_.comm, c.part_cublas.data(), c.y_nccl.data(), c.y_count, DType::BF16,
+                        s);
     };
 
     // Correctness on set 0.
@@ -260,12 +272,13 @@ class Runner {
       std::string op, design;
       const Call* call;
     };
-    std::vector<Variant> variants = {
-        {"gemv+allreduce", "fused", &fused_call},
-        {"gemv+allreduce", "fused_nccl_window", &window_call},
-        {"gemv+allreduce", "sequential", &seq_call},
-        {"gemv+allreduce", "sequential_own", &own_call}, {"gemv", "cublas", &gemv_cublas},
-        {"gemv", "own", &gemv_own},                      {"allreduce", "nccl", &nccl}};
+    std::vector<Variant> variants = {{"gemv+allreduce", "fused", &fused_call},
+                                     {"gemv+allreduce", "fused_nccl_window", &window_call},
+                                     {"gemv+allreduce", "sequential", &seq_call},
+                                     {"gemv+allreduce", "sequential_own", &own_call},
+                                     {"gemv", "cublas", &gemv_cublas},
+                                     {"gemv", "own", &gemv_own},
+                                     {"allreduce", "nccl", &nccl}};
     if (!window_ok) variants.erase(variants.begin() + 1);
     const int nv = static_cast<int>(variants.size());
     for (int i = 0; i < settings_.warmup; ++i)
@@ -273,7 +286,9 @@ class Runner {
     const int iters = settings_.iterations;
     std::vector<cudaEvent_t> events(static_cast<std::size_t>(2 * nv * iters + 6));
     for (auto& e : events) CUDA_CHECK(cudaEventCreate(&e));
-    auto ev = [&](int v, int i, int which) { return events[static_cast<std::size_t>((i * nv + v) * 2 + which)]; };
+    auto ev = [&](int v, int i, int which) {
+      return events[static_cast<std::size_t>((i * nv + v) * 2 + which)];
+    };
     for (int i = 0; i < iters; ++i)
       for (int j = 0; j < nv; ++j) {
         const int v = (i + j) % nv;
@@ -317,8 +332,8 @@ class Runner {
     const std::uint64_t bytes = c.y_count * 2;
     const double flops = 2.0 * tokens * static_cast<double>(c.n) * static_cast<double>(c.k);
     const double factor = busbw_factor(CollectiveOp::AllReduce, world);
-    auto emit = [&](const std::string& op, const std::string& design, double med, double mn, double mx,
-                    std::uint64_t w) {
+    auto emit = [&](const std::string& op, const std::string& design, double med, double mn,
+                    double mx, std::uint64_t w) {
       RowBuilder r(op, design, "bf16");
       r.shape(tokens, c.n, c.k).bytes(op == "gemv" ? 0 : bytes).times(med, mn, mx).wrong(w);
       if (op != "allreduce") r.flops(flops);
@@ -333,16 +348,18 @@ class Runner {
       std::vector<double> t(times.begin() + v * iters, times.begin() + (v + 1) * iters);
       const auto [mn, mx] = std::minmax_element(t.begin(), t.end());
       const std::string& design = variants[static_cast<std::size_t>(v)].design;
-      const std::uint64_t w = static_cast<std::uint64_t>(
-          design == "fused" ? wrong[0] : design == "fused_nccl_window" ? wrong[2]
-                                       : design == "sequential" ? wrong[1] : 0.0);
+      const std::uint64_t w = static_cast<std::uint64_t>(design == "fused"               ? wrong[0]
+                                                         : design == "fused_nccl_window" ? wrong[2]
+                                                         : design == "sequential"        ? wrong[1]
+                                                                                         : 0.0);
       emit(variants[static_cast<std::size_t>(v)].op, variants[static_cast<std::size_t>(v)].design,
            median(t), *mn, *mx, w);
     }
     for (int j = 0; j < kB2b && settings_.b2b_calls > 0; ++j) {
       if (j == 1 && !window_ok) continue;
       const double t = times[static_cast<std::size_t>(nv * iters + j)];
-      emit("gemv+allreduce", b2b_names[j], t, t, t, static_cast<std::uint64_t>(wrong[b2b_wrong[j]]));
+      emit("gemv+allreduce", b2b_names[j], t, t, t,
+           static_cast<std::uint64_t>(wrong[b2b_wrong[j]]));
     }
     return quiesce(ctx_, "fused-gemv case done");
   }

@@ -67,9 +67,9 @@ Status GemvAllReduce::initialize(CommHandle* comm, int tokens, std::int64_t n, s
     NCCL_CHECK(ncclMemAlloc(&nccl_buffer_, flags_offset_bytes_ + flag_bytes));
     CUDA_CHECK(cudaMemset(static_cast<char*>(nccl_buffer_) + flags_offset_bytes_, 0, flag_bytes));
     CUDA_CHECK(cudaDeviceSynchronize());
-    NCCL_SETTLE(*comm, ncclCommWindowRegister(comm->comm, nccl_buffer_,
-                                              flags_offset_bytes_ + flag_bytes, &window_,
-                                              NCCL_WIN_COLL_SYMMETRIC));
+    NCCL_SETTLE(*comm,
+                ncclCommWindowRegister(comm->comm, nccl_buffer_, flags_offset_bytes_ + flag_bytes,
+                                       &window_, NCCL_WIN_COLL_SYMMETRIC));
     return Status::success();
   }
   OVERLAPSIM_TRY(recv_.allocate(recv_bytes));

@@ -111,8 +111,7 @@ __device__ void slice_partial(const GemvKernelArgs& a, std::int64_t slice, float
 
   const std::uint16_t* w_rows[4];  // rows g, g + 8, g + 16, g + 24 of the slice
 #pragma unroll
-  for (int r = 0; r < 4; ++r)
-    w_rows[r] = a.w + (slice * kSliceCols + g + 8 * r) * a.k + 8 * t;
+  for (int r = 0; r < 4; ++r) w_rows[r] = a.w + (slice * kSliceCols + g + 8 * r) * a.k + 8 * t;
   const std::uint16_t* x_rows[kTokenTiles];
   bool x_valid[kTokenTiles];
 #pragma unroll
@@ -131,7 +130,8 @@ __device__ void slice_partial(const GemvKernelArgs& a, std::int64_t slice, float
       const std::int64_t c = base + static_cast<std::int64_t>(u) * kWarps;
       const bool ok = c < chunks;
 #pragma unroll
-      for (int r = 0; r < 4; ++r) wa[u][r] = ok ? load_stream(w_rows[r] + c * 32) : make_uint4(0, 0, 0, 0);
+      for (int r = 0; r < 4; ++r)
+        wa[u][r] = ok ? load_stream(w_rows[r] + c * 32) : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int tb = 0; tb < kTokenTiles; ++tb)
         xb[u][tb] = ok && x_valid[tb] ? __ldg(reinterpret_cast<const uint4*>(x_rows[tb] + c * 32))
@@ -175,8 +175,14 @@ __device__ uint4 reduce_warps(const float* red, int token, int q) {
     const float4* p =
         reinterpret_cast<const float4*>(red + (w * kTokenTiles * 8 + token) * kRowPad + q * 8);
     const float4 v0 = p[0], v1 = p[1];
-    s[0] += v0.x; s[1] += v0.y; s[2] += v0.z; s[3] += v0.w;
-    s[4] += v1.x; s[5] += v1.y; s[6] += v1.z; s[7] += v1.w;
+    s[0] += v0.x;
+    s[1] += v0.y;
+    s[2] += v0.z;
+    s[3] += v0.w;
+    s[4] += v1.x;
+    s[5] += v1.y;
+    s[6] += v1.z;
+    s[7] += v1.w;
   }
   return make_uint4(pack_bf16(s[0], s[1]), pack_bf16(s[2], s[3]), pack_bf16(s[4], s[5]),
                     pack_bf16(s[6], s[7]));
@@ -238,7 +244,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelA
       // Epochs only grow (wrapping): a flag at or past this call's epoch has arrived; a peer
       // may already be one call ahead, writing the other parity. The first polls do not
       // sleep: the partials are usually there or microseconds away.
-      while (static_cast<std::int32_t>(acquire_sys(my_flags + src * slices + slice) - a.epoch) < 0) {
+      while (static_cast<std::int32_t>(acquire_sys(my_flags + src * slices + slice) - a.epoch) <
+             0) {
         if (global_timer_ns() > deadline) {
           atomicExch(a.timed_out, 1);
           return;
@@ -255,8 +262,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelA
     for (int src = 0; src < a.world; ++src)
       add_bf16x8(acc, __ldcg(reinterpret_cast<const uint4*>(my_recv + off + src * source_elems)));
     *reinterpret_cast<uint4*>(a.y + token * a.n + slice * kSliceCols + q * 8) =
-        make_uint4(pack_bf16(acc[0], acc[1]), pack_bf16(acc[2], acc[3]),
-                   pack_bf16(acc[4], acc[5]), pack_bf16(acc[6], acc[7]));
+        make_uint4(pack_bf16(acc[0], acc[1]), pack_bf16(acc[2], acc[3]), pack_bf16(acc[4], acc[5]),
+                   pack_bf16(acc[6], acc[7]));
   }
 }
 
@@ -287,8 +294,7 @@ Status max_ctas(int* ctas) {
 
 template <int kTokenTiles>
 Status launch(const GemvKernelArgs& args, int grid, cudaStream_t stream) {
-  gemv_allreduce_kernel<kTokenTiles>
-      <<<grid, kThreads, shared_bytes<kTokenTiles>(), stream>>>(args);
+  gemv_allreduce_kernel<kTokenTiles><<<grid, kThreads, shared_bytes<kTokenTiles>(), stream>>>(args);
   CUDA_CHECK(cudaGetLastError());
   return Status::success();
 }
@@ -303,26 +309,34 @@ int token_tiles(int tokens) {
 
 Status gemv_allreduce_max_ctas(int tokens, int* ctas) {
   switch (token_tiles(tokens)) {
-    case 1: return max_ctas<1>(ctas);
-    case 2: return max_ctas<2>(ctas);
-    case 4: return max_ctas<4>(ctas);
-    default: return max_ctas<8>(ctas);
+    case 1:
+      return max_ctas<1>(ctas);
+    case 2:
+      return max_ctas<2>(ctas);
+    case 4:
+      return max_ctas<4>(ctas);
+    default:
+      return max_ctas<8>(ctas);
   }
 }
 
 Status launch_gemv_allreduce(const GemvKernelArgs& args, int grid, cudaStream_t stream) {
-  if (args.tokens < 1 || args.tokens > kMaxTokens || args.n % kSliceCols != 0 ||
-      args.k % 32 != 0 || args.world < 1 || args.world > kMaxWorld || grid < 1 ||
+  if (args.tokens < 1 || args.tokens > kMaxTokens || args.n % kSliceCols != 0 || args.k % 32 != 0 ||
+      args.world < 1 || args.world > kMaxWorld || grid < 1 ||
       (args.push && args.world > 1 && (args.epoch == 0 || args.timed_out == nullptr)))
     return Status::failure("fused gemv+allreduce: bad launch (tokens " +
-                           std::to_string(args.tokens) + ", n " + std::to_string(args.n) +
-                           ", k " + std::to_string(args.k) + ", world " +
-                           std::to_string(args.world) + ", grid " + std::to_string(grid) + ")");
+                           std::to_string(args.tokens) + ", n " + std::to_string(args.n) + ", k " +
+                           std::to_string(args.k) + ", world " + std::to_string(args.world) +
+                           ", grid " + std::to_string(grid) + ")");
   switch (token_tiles(args.tokens)) {
-    case 1: return launch<1>(args, grid, stream);
-    case 2: return launch<2>(args, grid, stream);
-    case 4: return launch<4>(args, grid, stream);
-    default: return launch<8>(args, grid, stream);
+    case 1:
+      return launch<1>(args, grid, stream);
+    case 2:
+      return launch<2>(args, grid, stream);
+    case 4:
+      return launch<4>(args, grid, stream);
+    default:
+      return launch<8>(args, grid, stream);
   }
 }
 

@@ -87,7 +87,7 @@ class GemvAllReduce {
   DeviceBuffer recv_, flags_, timed_out_;
   std::unique_ptr<tilewise::PeerMemory> peers_;
   CommHandle* comm_ = nullptr;
-  void* nccl_buffer_ = nullptr;     // NcclWindow: receive buffer, then flags
+  void* nccl_buffer_ = nullptr;  // NcclWindow: receive buffer, then flags
   ncclWindow_t window_ = nullptr;
   std::size_t flags_offset_bytes_ = 0;
   void* recv_ptrs_[8] = {};

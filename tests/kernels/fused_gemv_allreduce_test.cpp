@@ -46,9 +46,8 @@ TEST(FusedGemvLocal, MatchesHostReference) {
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   const std::uint64_t seed = fresh_seed();
   // k = 96: fewer K chunks than warps; k = 4160: an unroll tail.
-  for (const Case c : {Case{1, 256, 1024}, Case{3, 64, 96}, Case{8, 128, 4160},
-                       Case{13, 96, 512}, Case{16, 256, 2048}, Case{40, 64, 256},
-                       Case{64, 128, 1024}}) {
+  for (const Case c : {Case{1, 256, 1024}, Case{3, 64, 96}, Case{8, 128, 4160}, Case{13, 96, 512},
+                       Case{16, 256, 2048}, Case{40, 64, 256}, Case{64, 128, 1024}}) {
     SCOPED_TRACE("tokens " + std::to_string(c.tokens) + " n " + std::to_string(c.n) + " k " +
                  std::to_string(c.k));
     DeviceBuffer x, w, y;
@@ -75,7 +74,8 @@ TEST(FusedGemvLocal, MatchesHostReference) {
         const double v = got[static_cast<std::size_t>(t * c.n + j)];
         // One bf16 rounding of the output (2^-8 relative) and fp32 sums of k terms.
         if (!(std::fabs(v - ref) <= std::fabs(ref) / 128 + 1e-3 * std::sqrt(double(c.k)))) {
-          if (bad < 5) ADD_FAILURE() << "y[" << t << "][" << j << "] = " << v << ", expected " << ref;
+          if (bad < 5)
+            ADD_FAILURE() << "y[" << t << "][" << j << "] = " << v << ", expected " << ref;
           ++bad;
         }
       }
@@ -114,8 +114,8 @@ Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t see
   CUDA_CHECK(cudaMemsetAsync(gathered.data(), 0, y_count * 2 * world, s));
   CUDA_CHECK(cudaMemcpyAsync(gathered.as<std::uint16_t>() + rank * y_count, partial.data(),
                              y_count * 2, cudaMemcpyDeviceToDevice, s));
-  OVERLAPSIM_TRY(all_reduce(ctx.comm, gathered.data(), gathered.data(), y_count * world,
-                            DType::BF16, s));
+  OVERLAPSIM_TRY(
+      all_reduce(ctx.comm, gathered.data(), gathered.data(), y_count * world, DType::BF16, s));
   OVERLAPSIM_TRY(all_reduce(ctx.comm, partial.data(), nccl_y.data(), y_count, DType::BF16, s));
   OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "fused test partials"));
   const auto parts = host_bits(gathered.data(), y_count * world);
@@ -146,7 +146,8 @@ Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t see
   const double rms = std::sqrt(static_cast<double>(world) * static_cast<double>(c.k)) / 3;
   const double rel = world == 2 ? 0.0 : 1.0 / 64;
   const double abs = world == 2 ? 0.0 : world * rms / 128;
-  OVERLAPSIM_TRY(count_mismatches(y.data(), nccl_y.data(), y_count, DType::BF16, rel, abs, s, &off));
+  OVERLAPSIM_TRY(
+      count_mismatches(y.data(), nccl_y.data(), y_count, DType::BF16, rel, abs, s, &off));
   if (off != 0)
     return Status::failure("rank " + std::to_string(rank) + ": " + std::to_string(off) +
                            " elements off the partials through NCCL's all-reduce (" +
@@ -193,48 +194,49 @@ TEST(FusedGemvAllReduce, BackToBack200Calls) {
   const std::uint64_t seed = fresh_seed();
   constexpr int kCalls = 200, kSets = 3;
   const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
-   for (GemvTransport transport : {GemvTransport::PeerPointers, GemvTransport::NcclWindow}) {
-    const Case c{16, 4096, 1024};
-    const std::size_t y_count = static_cast<std::size_t>(c.tokens) * c.n;
-    OVERLAPSIM_TRY(quiesce(ctx, "b2b alloc"));
-    DeviceBuffer x, w, expected, out;
-    OVERLAPSIM_TRY(x.allocate(kSets * c.tokens * c.k * 2));
-    OVERLAPSIM_TRY(w.allocate(c.n * c.k * 2));
-    OVERLAPSIM_TRY(expected.allocate(kSets * y_count * 2));
-    OVERLAPSIM_TRY(out.allocate(kCalls * y_count * 2));
-    GemvAllReduce fused;
-    GemvAllReduceOptions options;
-    options.transport = transport;
-    OVERLAPSIM_TRY(fused.initialize(&ctx.comm, c.tokens, c.n, c.k, DType::BF16, options));
-    OVERLAPSIM_TRY(quiesce(ctx, "b2b ready"));
-    cudaStream_t s = ctx.compute_stream;
-    const int rank = ctx.comm.rank;
-    OVERLAPSIM_TRY(fill_random(x.data(), kSets * c.tokens * c.k, DType::BF16,
-                               buffer_seed(seed, rank, 0), s));
-    OVERLAPSIM_TRY(fill_random(w.data(), c.n * c.k, DType::BF16, buffer_seed(seed, rank, 1), s));
-    OVERLAPSIM_TRY(poison(out.data(), kCalls * y_count, s));
-    auto x_of = [&](int set) { return x.as<std::uint16_t>() + set * c.tokens * c.k; };
-    for (int set = 0; set < kSets; ++set)
-      OVERLAPSIM_TRY(fused.run(x_of(set), w.data(), expected.as<std::uint16_t>() + set * y_count, s));
-    OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "b2b expected"));
-    for (int call = 0; call < kCalls; ++call)
-      OVERLAPSIM_TRY(fused.run(x_of(call % kSets), w.data(),
-                               out.as<std::uint16_t>() + call * y_count, s));
-    OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "b2b calls"));
-    OVERLAPSIM_TRY(fused.check_timeout(s));
-    for (int call = 0; call < kCalls; ++call) {
-      std::uint64_t differ = 0;
-      OVERLAPSIM_TRY(count_mismatches(out.as<std::uint16_t>() + call * y_count,
-                                      expected.as<std::uint16_t>() + (call % kSets) * y_count,
-                                      y_count, DType::BF16, 0.0, 0.0, s, &differ));
-      if (differ != 0)
-        return Status::failure("rank " + std::to_string(rank) + " call " + std::to_string(call) +
-                               ": " + std::to_string(differ) + " elements differ (" +
-                               to_string(transport) + ")");
+    for (GemvTransport transport : {GemvTransport::PeerPointers, GemvTransport::NcclWindow}) {
+      const Case c{16, 4096, 1024};
+      const std::size_t y_count = static_cast<std::size_t>(c.tokens) * c.n;
+      OVERLAPSIM_TRY(quiesce(ctx, "b2b alloc"));
+      DeviceBuffer x, w, expected, out;
+      OVERLAPSIM_TRY(x.allocate(kSets * c.tokens * c.k * 2));
+      OVERLAPSIM_TRY(w.allocate(c.n * c.k * 2));
+      OVERLAPSIM_TRY(expected.allocate(kSets * y_count * 2));
+      OVERLAPSIM_TRY(out.allocate(kCalls * y_count * 2));
+      GemvAllReduce fused;
+      GemvAllReduceOptions options;
+      options.transport = transport;
+      OVERLAPSIM_TRY(fused.initialize(&ctx.comm, c.tokens, c.n, c.k, DType::BF16, options));
+      OVERLAPSIM_TRY(quiesce(ctx, "b2b ready"));
+      cudaStream_t s = ctx.compute_stream;
+      const int rank = ctx.comm.rank;
+      OVERLAPSIM_TRY(fill_random(x.data(), kSets * c.tokens * c.k, DType::BF16,
+                                 buffer_seed(seed, rank, 0), s));
+      OVERLAPSIM_TRY(fill_random(w.data(), c.n * c.k, DType::BF16, buffer_seed(seed, rank, 1), s));
+      OVERLAPSIM_TRY(poison(out.data(), kCalls * y_count, s));
+      auto x_of = [&](int set) { return x.as<std::uint16_t>() + set * c.tokens * c.k; };
+      for (int set = 0; set < kSets; ++set)
+        OVERLAPSIM_TRY(
+            fused.run(x_of(set), w.data(), expected.as<std::uint16_t>() + set * y_count, s));
+      OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "b2b expected"));
+      for (int call = 0; call < kCalls; ++call)
+        OVERLAPSIM_TRY(
+            fused.run(x_of(call % kSets), w.data(), out.as<std::uint16_t>() + call * y_count, s));
+      OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "b2b calls"));
+      OVERLAPSIM_TRY(fused.check_timeout(s));
+      for (int call = 0; call < kCalls; ++call) {
+        std::uint64_t differ = 0;
+        OVERLAPSIM_TRY(count_mismatches(out.as<std::uint16_t>() + call * y_count,
+                                        expected.as<std::uint16_t>() + (call % kSets) * y_count,
+                                        y_count, DType::BF16, 0.0, 0.0, s, &differ));
+        if (differ != 0)
+          return Status::failure("rank " + std::to_string(rank) + " call " + std::to_string(call) +
+                                 ": " + std::to_string(differ) + " elements differ (" +
+                                 to_string(transport) + ")");
+      }
+      OVERLAPSIM_TRY(quiesce(ctx, "b2b done"));
     }
-    OVERLAPSIM_TRY(quiesce(ctx, "b2b done"));
-   }
-   return Status::success();
+    return Status::success();
   });
   ASSERT_TRUE(status.ok) << status.message;
 }
