@@ -55,6 +55,8 @@ OpVertex TransformerEmitter::expert_gemm(const Ctx& c, const char* what, double 
                                          std::initializer_list<OpVertex> deps) {
   auto node = expert_gemm_node(name(c, what), m, n, k, experts, gemm_in_bytes_, act_bytes_);
   node.precision = gemm_precision_;
+  // TE GroupedLinear keeps one set of fp8 scales per expert GEMM.
+  if (fp8_ && c.phase == sim::Phase::Forward && !c.recompute) fp8_gemms_ += experts;
   return compute(std::move(node), c, deps);
 }
 
@@ -102,8 +104,16 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
   const auto& m = spec_.moe;
   const ExpertShape es = expert_shape(spec_, Tn_);
   const std::int64_t f_local = m.expert_ffn_hidden / tp_;
-
-  gemm(c, "router", Tn_, m.experts, h_);
+  // fp8: the router is Megatron-LM's own (bf16) GEMM; the experts are TE GroupedLinear
+  // layers, which cast and transpose their inputs (all experts' rows in one pass) and
+  // whose weights are quantised in the first microbatch. Tokens travel in bf16, and are
+  // quantised only once they have all arrived, so the first expert GEMM no longer
+  // consumes the exchange as it lands.
+  Ctx router = c;
+  router.bf16_gemms = true;
+  quantize_weight(c, "experts.fc1.weight_quantize", gated_ * f_local, h_, es.local_experts);
+  quantize_weight(c, "experts.fc2.weight_quantize", h_, f_local, es.local_experts);
+  gemm(router, "router", Tn_, m.experts, h_);
   OpVertex permute = elementwise(
       c, "permute", static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_));
   OpVertex dispatch = token_collective(c, "ep_dispatch", CollectiveOp::AllToAll, {permute});
@@ -115,11 +125,14 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
     shared = dense_mlp_forward(c, "shared",
                                static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn_hidden);
   OpVertex tokens_in = gathered != kNoOp ? gathered : dispatch;
+  OpVertex q_in = quantize(c, "experts.fc1.input_quantize", Quant::CastTranspose, es.routed_tokens,
+                           h_, {tokens_in});
   OpVertex fc1 = expert_gemm(c, "experts.fc1", es.rows_per_expert, gated_ * f_local, h_,
                              es.local_experts, {tokens_in});
-  b_.pair(tokens_in, fc1);
+  if (q_in == kNoOp) b_.pair(tokens_in, fc1);
   elementwise(c, "experts.act",
               static_cast<std::uint64_t>((gated_ + 1) * es.routed_tokens * f_local * act_bytes_));
+  quantize(c, "experts.fc2.input_quantize", Quant::CastTranspose, es.routed_tokens, f_local);
   OpVertex fc2 = expert_gemm(c, "experts.fc2", es.rows_per_expert, h_, f_local, es.local_experts);
   const TokenExchange out = tokens_from_experts(c, "tp_scatter_tokens", "ep_combine", fc2);
   // Weighted sum of the top_k expert outputs of each token.
@@ -145,13 +158,16 @@ OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
     shared = dense_mlp_backward(c, "shared",
                                 static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn_hidden);
   OpVertex grads_in = grad_gather != kNoOp ? grad_gather : grad_dispatch;
+  OpVertex q_grad = quantize(c, "experts.fc2.grad_quantize", Quant::CastTranspose, es.routed_tokens,
+                             h_, {grads_in});
   OpVertex fc2_dv = expert_gemm(c, "experts.fc2.dgrad", es.rows_per_expert, f_local, h_,
                                 es.local_experts, {grads_in});
-  b_.pair(grads_in, fc2_dv);
+  if (q_grad == kNoOp) b_.pair(grads_in, fc2_dv);
   expert_wgrad(c, "experts.fc2", f_local, h_, es.rows_per_expert, es.local_experts);
   elementwise(
       c, "experts.act.bwd",
       static_cast<std::uint64_t>((2 * gated_ + 1) * es.routed_tokens * f_local * act_bytes_));
+  quantize(c, "experts.fc1.grad_quantize", Quant::CastTranspose, es.routed_tokens, fc1_out);
   OpVertex fc1_dv = expert_gemm(c, "experts.fc1.dgrad", es.rows_per_expert, h_, fc1_out,
                                 es.local_experts);
   const TokenExchange out =
@@ -159,8 +175,10 @@ OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
   expert_wgrad(c, "experts.fc1", h_, fc1_out, es.rows_per_expert, es.local_experts);
   elementwise(c, "permute.bwd", static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_),
               {out.ep, out.tp});
-  gemm(c, "router.dgrad", Tn_, h_, m.experts);
-  OpVertex router_w = gemm(c, "router.wgrad", h_, m.experts, Tn_);
+  Ctx router = c;
+  router.bf16_gemms = true;
+  gemm(router, "router.dgrad", Tn_, h_, m.experts);
+  OpVertex router_w = gemm(router, "router.wgrad", h_, m.experts, Tn_);
   register_grad(c, "router", h_ * m.experts, router_w);
   return shared;
 }

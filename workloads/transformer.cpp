@@ -31,12 +31,16 @@ TransformerEmitter::TransformerEmitter(const ModelSpec& spec, const ParallelLayo
   gemm_precision_ = spec.training.precision;
   gemm_in_bytes_ = sim::bytes_per_element(gemm_precision_);
   act_bytes_ = gemm_precision_ == sim::Precision::FP32 ? 4 : 2;  // fp8 keeps 16-bit activations
+  fp8_ = gemm_precision_ == sim::Precision::FP8;
+  block_fp8_ = fp8_ && spec.training.fp8_scaling == Fp8Scaling::Block128;
+  fp8_gemms_of_chunk_.assign(static_cast<std::size_t>(p.virtual_stages), 0);
   set_chunk(0);
 }
 
 void TransformerEmitter::set_chunk(int chunk) {
   const auto& p = spec_.parallelism;
   layers_ = stage_layers(spec_, coord_.pp, chunk);
+  chunk_ = chunk;
   first_stage_ = coord_.pp == 0 && chunk == 0;
   last_stage_ = coord_.pp == p.pp - 1 && chunk == p.virtual_stages - 1;
 }
@@ -68,8 +72,11 @@ OpVertex TransformerEmitter::compute(sim::OpNode node, const Ctx& c,
 OpVertex TransformerEmitter::gemm(const Ctx& c, const char* what, std::int64_t m, std::int64_t n,
                                   std::int64_t k, std::initializer_list<OpVertex> deps,
                                   std::int64_t batch) {
-  auto node = gemm_node(name(c, what), m, n, k, batch, gemm_in_bytes_, act_bytes_);
-  node.precision = gemm_precision_;
+  const bool fp8 = fp8_ && !c.bf16_gemms;
+  auto node =
+      gemm_node(name(c, what), m, n, k, batch, fp8 ? gemm_in_bytes_ : act_bytes_, act_bytes_);
+  node.precision = fp8 ? gemm_precision_ : (fp8_ ? sim::Precision::BF16 : gemm_precision_);
+  if (fp8 && c.phase == sim::Phase::Forward && !c.recompute) fp8_gemms_ += batch;
   return compute(std::move(node), c, deps);
 }
 
@@ -117,11 +124,16 @@ bool TransformerEmitter::is_moe_layer(int layer) const {
 
 // ---- tensor-parallel plumbing ----
 
-OpVertex TransformerEmitter::column_input(const Ctx& c, const char* what) {
+OpVertex TransformerEmitter::column_input(const Ctx& c, const char* what, Gathered gathered) {
   if (!sp_) return kNoOp;
-  return collective(c, what, CollectiveOp::AllGather,
-                    static_cast<std::uint64_t>(T_ * h_ * act_bytes_), groups_.tp,
-                    StreamKind::TensorComm, {b_.last(StreamKind::Compute)});
+  // Transformer Engine gathers fp8 inputs and gradients in fp8 (distributed.py
+  // _all_gather_fp8); block scaling gathers the row-wise and the column-wise copy of
+  // forward inputs and gradients (_start_all_gather_fp8_blockwise), so 2 bytes.
+  int bytes = act_bytes_;
+  if (fp8_ && gathered != Gathered::Activation)
+    bytes = block_fp8_ && gathered != Gathered::Fp8WgradInput ? 2 : 1;
+  return collective(c, what, CollectiveOp::AllGather, static_cast<std::uint64_t>(T_ * h_ * bytes),
+                    groups_.tp, StreamKind::TensorComm, {b_.last(StreamKind::Compute)});
 }
 
 OpVertex TransformerEmitter::tp_reduce(const Ctx& c, const char* what, OpVertex producer) {
@@ -130,6 +142,121 @@ OpVertex TransformerEmitter::tp_reduce(const Ctx& c, const char* what, OpVertex 
                           StreamKind::TensorComm, {producer});
   b_.pair(producer, v);
   return v;
+}
+
+// ---- FP8 ----
+//
+// What Transformer Engine's fp8 training step launches besides the fp8 GEMMs, as
+// Megatron-LM drives it (TE 2.x transformer_engine/pytorch/module/{linear,
+// layernorm_linear,base}.py; Megatron-LM core 0.x extensions/transformer_engine.py), on
+// Hopper, where an fp8 GEMM takes both operands K-major so dgrad and wgrad need
+// transposed fp8 copies:
+//  - each TE Linear quantises its bf16 input: a norm feeding a LayerNormLinear writes fp8
+//    itself (and, without SP, an fp8 transpose follows it: common/normalization/layernorm/
+//    ln_api.cpp); other inputs get one cast+transpose kernel; with sequence parallelism
+//    the input is cast on the Tn local tokens, gathered in fp8, and gathered again in
+//    backward and transposed for wgrad (module/linear.py, distributed.py _all_gather_fp8);
+//  - output gradients: cast+transpose (fused with the bias gradient) of a column-parallel
+//    layer's gradient; for a row-parallel layer under SP a cast, the fp8 all-gather and a
+//    transpose (base.py grad_output_preprocess);
+//  - weights: cast+transpose once per step, in the first microbatch; later microbatches
+//    reuse the cached fp8 weight and its transpose (linear.py quantize_weight with
+//    update_workspace = is_first_microbatch, which Megatron-LM sets for microbatch 0:
+//    pipeline_parallel/schedules.py set_is_first_microbatch);
+//  - delayed scaling (Megatron-LM's default recipe, amax history 1): amaxes come from the
+//    cast kernels; after each microbatch's forward and backward of the layers, one
+//    all-reduce (MAX) of all amaxes over the TP x DP x CP group and one fused scale-update
+//    kernel (quantization.py reduce_and_update_fp8_tensors; Megatron-LM fp8_utils.py
+//    get_fp8_context, parallel_state.get_amax_reduction_group). 3 amaxes per fp8 GEMM in
+//    forward, 2 in backward (base.py init_fp8_meta_tensors);
+//  - block scaling (fp8_scaling: block128, TE Float8BlockScaling): no amax history and no
+//    reduction; norms stay bf16 and every quantisation is a separate kernel that writes
+//    the row-wise and the column-wise (transposed) copy with fp32 scales per 1 x 128
+//    (weights 128 x 128) block.
+// Stays bf16: attention core (no fp8 attention), softmax, norms, activations, residuals,
+// embedding, the output layer (Megatron-LM's ColumnParallelLinear, not a TE module), the
+// MoE router and the optimizer.
+//
+// Bytes per element read + written (measured kernels: calibration/data/h100x1-fp8-ops):
+// cast 2 + 1, cast+transpose 2 + 1 + 1, fp8 transpose 1 + 1; block scaling adds 4 bytes of
+// scale per 128 elements per copy.
+
+OpVertex TransformerEmitter::quantize(const Ctx& c, const char* what, Quant q, std::int64_t rows,
+                                      std::int64_t cols, std::initializer_list<OpVertex> deps) {
+  if (!fp8_ || (block_fp8_ && q == Quant::Transpose)) return kNoOp;
+  const std::uint64_t n = static_cast<std::uint64_t>(rows * cols);
+  std::uint64_t bytes = 0;
+  switch (q) {
+    case Quant::Cast:
+      bytes = 3 * n + (block_fp8_ ? n / 32 : 0);
+      break;
+    case Quant::CastTranspose:
+      bytes = 4 * n + (block_fp8_ ? n / 16 : 0);
+      break;
+    case Quant::Transpose:
+      bytes = 2 * n;
+      break;
+  }
+  return elementwise(c, what, bytes, deps);
+}
+
+void TransformerEmitter::quantize_weight(const Ctx& c, const char* what, std::int64_t rows,
+                                         std::int64_t cols, std::int64_t experts) {
+  if (!fp8_ || c.bf16_gemms || c.recompute || c.phase != sim::Phase::Forward || c.microbatch != 0)
+    return;
+  const std::uint64_t n = static_cast<std::uint64_t>(experts * rows * cols);
+  elementwise(c, what, 4 * n + (block_fp8_ ? n / 4096 : 0));
+}
+
+void TransformerEmitter::amax_reduction(const Ctx& c, std::int64_t tensors) {
+  if (!tensor_fp8() || tensors <= 0) return;
+  const auto n = static_cast<std::uint64_t>(tensors);
+  // torch.cat of the amaxes (read + write 4 bytes each), the all-reduce over the amax
+  // group, issued as TP, CP, then DP all-reduces (MAX is associative, so the result is the
+  // group's), then the update kernel: reads amax, history (length 1) and scale, writes
+  // history, scale and its inverse.
+  OpVertex last = elementwise(c, "amax_cat", 8 * n);
+  for (const int group : {groups_.tp, groups_.cp, groups_.dp}) {
+    const OpVertex v = collective(c, "amax_allreduce", CollectiveOp::AllReduce, 4 * n, group,
+                                  StreamKind::TensorComm, {last});
+    if (v != kNoOp) last = v;
+  }
+  elementwise(c, "scale_update", 24 * n, {last});
+}
+
+void TransformerEmitter::quantize_linear_input(const Ctx& c, const char* what, std::int64_t cols) {
+  // Tensor scaling under SP: cast the local tokens, gather fp8, transpose in backward.
+  if (tensor_fp8() && sp_)
+    quantize(c, what, Quant::Cast, Tn_, cols);
+  else
+    quantize(c, what, Quant::CastTranspose, sp_ ? Tn_ : T_, cols);
+}
+
+void TransformerEmitter::quantize_row_parallel_grad(const Ctx& c, const char* what,
+                                                    std::int64_t cols) {
+  quantize_linear_input(c, what, cols);
+}
+
+OpVertex TransformerEmitter::wgrad_input_transpose(const Ctx& c, const char* what,
+                                                   OpVertex gathered) {
+  // Tensor scaling gathers fp8 row-wise data only, so the gathered input is transposed
+  // for wgrad (distributed.py _all_gather_fp8, linear.py backward).
+  if (!tensor_fp8() || !sp_) return kNoOp;
+  return quantize(c, what, Quant::Transpose, T_, h_, {gathered});
+}
+
+OpVertex TransformerEmitter::fp8_norm(const Ctx& c, const char* what, std::int64_t width) {
+  const auto elems = static_cast<std::uint64_t>(Tn_ * width);
+  if (!tensor_fp8()) {
+    OpVertex v = elementwise(c, what, 2 * elems * static_cast<std::uint64_t>(act_bytes_));
+    OpVertex q =
+        quantize(c, (std::string(what) + ".quantize").c_str(), Quant::CastTranspose, Tn_, width);
+    return q != kNoOp ? q : v;
+  }
+  // The norm kernel writes its output in fp8; without SP its transpose follows.
+  OpVertex v = elementwise(c, what, elems * static_cast<std::uint64_t>(act_bytes_ + 1));
+  if (sp_) return v;
+  return quantize(c, (std::string(what) + ".transpose").c_str(), Quant::Transpose, Tn_, width);
 }
 
 // ---- attention ----
@@ -222,6 +349,8 @@ OpVertex TransformerEmitter::attention_core_forward(const Ctx& c, OpVertex kv_pr
       arrived = next_hop;
     }
   }
+  quantize_weight(c, "proj.weight_quantize", h_, o_dim);
+  quantize(c, "proj.input_quantize", Quant::CastTranspose, T_, o_dim);
   OpVertex proj = gemm(c, "proj", T_, h_, o_dim);
   return tp_reduce(c, "tp_proj", proj);
 }
@@ -238,9 +367,11 @@ sim::OpNode TransformerEmitter::attention_block(const Ctx& c, const char* what, 
 
 OpVertex TransformerEmitter::attention_core_backward(const Ctx& c, std::int64_t o_dim,
                                                      std::int64_t proj_params) {
-  OpVertex ag_grad = column_input(c, "ag_proj_grad");
+  quantize_row_parallel_grad(c, "proj.grad_quantize", h_);
+  OpVertex ag_grad = column_input(c, "ag_proj_grad", Gathered::Fp8Grad);
   OpVertex proj_d = gemm(c, "proj.dgrad", T_, o_dim, h_, {ag_grad});
   b_.pair(ag_grad, proj_d);
+  if (sp_) quantize(c, "proj.grad_transpose", Quant::Transpose, T_, h_, {ag_grad});
   wgrad(c, "proj.wgrad", o_dim, h_, T_, proj_params, false);
   if (spec_.training.recompute == Recompute::Selective) {
     // Selective recomputation (Korthikanti et al. 2022) re-runs the attention core. The
@@ -271,7 +402,8 @@ OpVertex TransformerEmitter::attention_core_backward(const Ctx& c, std::int64_t 
 OpVertex TransformerEmitter::attention_forward(const Ctx& c) {
   if (spec_.transformer.attention.kind == AttentionKind::Mla) return mla_forward(c);
   const std::int64_t qkv_out = (heads_local_ + 2 * kv_heads_local_) * head_dim_;
-  OpVertex ag = column_input(c, "ag_qkv");
+  quantize_weight(c, "qkv.weight_quantize", qkv_out, h_);
+  OpVertex ag = column_input(c, "ag_qkv", Gathered::Fp8Input);
   OpVertex qkv = gemm(c, "qkv", T_, qkv_out, h_, {ag});
   b_.pair(ag, qkv);
   return attention_core_forward(c, qkv, heads_local_ * head_dim_);
@@ -284,11 +416,23 @@ OpVertex TransformerEmitter::mla_forward(const Ctx& c) {
   // Down projections are replicated across TP ranks, up projections column-parallel.
   const auto& a = spec_.transformer.attention;
   const std::int64_t qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
-  OpVertex ag = column_input(c, "ag_qkv");
+  const std::int64_t kv_up_out = heads_local_ * (a.qk_nope_head_dim + a.v_head_dim);
+  // fp8: the down projections share the norm's quantised (and gathered) output; the up
+  // projections' inputs (the latent norms' outputs) get a cast+transpose each.
+  if (a.q_lora_rank > 0) {
+    quantize_weight(c, "q_down.weight_quantize", a.q_lora_rank, h_);
+    quantize_weight(c, "q_up.weight_quantize", heads_local_ * qk_head, a.q_lora_rank);
+  } else {
+    quantize_weight(c, "q.weight_quantize", heads_local_ * qk_head, h_);
+  }
+  quantize_weight(c, "kv_down.weight_quantize", a.kv_lora_rank + a.qk_rope_head_dim, h_);
+  quantize_weight(c, "kv_up.weight_quantize", kv_up_out, a.kv_lora_rank);
+  OpVertex ag = column_input(c, "ag_qkv", Gathered::Fp8Input);
   OpVertex first;
   if (a.q_lora_rank > 0) {
     first = gemm(c, "q_down", T_, a.q_lora_rank, h_, {ag});
     elementwise(c, "q_norm", static_cast<std::uint64_t>(2 * T_ * a.q_lora_rank * act_bytes_));
+    quantize(c, "q_up.input_quantize", Quant::CastTranspose, T_, a.q_lora_rank);
     gemm(c, "q_up", T_, heads_local_ * qk_head, a.q_lora_rank);
   } else {
     first = gemm(c, "q", T_, heads_local_ * qk_head, h_, {ag});
@@ -296,8 +440,8 @@ OpVertex TransformerEmitter::mla_forward(const Ctx& c) {
   b_.pair(ag, first);
   gemm(c, "kv_down", T_, a.kv_lora_rank + a.qk_rope_head_dim, h_);
   elementwise(c, "kv_norm", static_cast<std::uint64_t>(2 * T_ * a.kv_lora_rank * act_bytes_));
-  OpVertex kv_up =
-      gemm(c, "kv_up", T_, heads_local_ * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank);
+  quantize(c, "kv_up.input_quantize", Quant::CastTranspose, T_, a.kv_lora_rank);
+  OpVertex kv_up = gemm(c, "kv_up", T_, kv_up_out, a.kv_lora_rank);
   return attention_core_forward(c, kv_up, heads_local_ * a.v_head_dim);
 }
 
@@ -307,12 +451,15 @@ OpVertex TransformerEmitter::attention_backward(const Ctx& c) {
   const std::int64_t q_dim = heads_local_ * head_dim_;
   const std::int64_t qkv_out = (heads_local_ + 2 * kv_heads_local_) * head_dim_;
   OpVertex dkv = attention_core_backward(c, q_dim, q_dim * h_ + (bias ? h_ : 0));
-  OpVertex ag_in = column_input(c, "ag_qkv_input");
+  // fp8: the core's dQKV (bf16) is cast and transposed for the qkv dgrad and wgrad.
+  quantize(c, "qkv.grad_quantize", Quant::CastTranspose, T_, qkv_out, {dkv});
+  OpVertex ag_in = column_input(c, "ag_qkv_input", Gathered::Fp8WgradInput);
   OpVertex qkv_d = gemm(c, "qkv.dgrad", T_, h_, qkv_out, {dkv});
   OpVertex reduce = tp_reduce(c, "tp_qkv_dgrad", qkv_d);
+  OpVertex in_t = wgrad_input_transpose(c, "qkv.input_transpose", ag_in);
   OpVertex qkv_w =
       wgrad(c, "qkv.wgrad", h_, qkv_out, T_, h_ * qkv_out + (bias ? qkv_out : 0), false, {ag_in});
-  b_.pair(ag_in, qkv_w);
+  if (in_t == kNoOp) b_.pair(ag_in, qkv_w);
   return reduce;
 }
 
@@ -323,29 +470,37 @@ OpVertex TransformerEmitter::mla_backward(const Ctx& c) {
   const std::int64_t kv_up_out = heads_local_ * (a.qk_nope_head_dim + a.v_head_dim);
   const std::int64_t kv_down_out = a.kv_lora_rank + a.qk_rope_head_dim;
   OpVertex dkv = attention_core_backward(c, o_dim, o_dim * h_);
-  OpVertex ag_in = column_input(c, "ag_qkv_input");
+  // fp8: the core's dQ and dKV are cast and transposed for the up projections; the latent
+  // norms' gradients for the down projections.
+  quantize(c, "kv_up.grad_quantize", Quant::CastTranspose, T_, kv_up_out, {dkv});
+  OpVertex ag_in = column_input(c, "ag_qkv_input", Gathered::Fp8WgradInput);
   gemm(c, "kv_up.dgrad", T_, a.kv_lora_rank, kv_up_out, {dkv});
   wgrad(c, "kv_up.wgrad", a.kv_lora_rank, kv_up_out, T_, a.kv_lora_rank * kv_up_out, false);
   OpVertex kv_norm = elementwise(c, "kv_norm.bwd",
                                  static_cast<std::uint64_t>(3 * T_ * a.kv_lora_rank * act_bytes_));
   register_grad(c, "kv_norm", a.kv_lora_rank, kv_norm);
+  quantize(c, "kv_down.grad_quantize", Quant::CastTranspose, T_, kv_down_out);
   gemm(c, "kv_down.dgrad", T_, h_, kv_down_out);
+  OpVertex in_t = wgrad_input_transpose(c, "qkv.input_transpose", ag_in);
   OpVertex kv_down_w =
       wgrad(c, "kv_down.wgrad", h_, kv_down_out, T_, h_ * kv_down_out, false, {ag_in});
-  b_.pair(ag_in, kv_down_w);
+  if (in_t == kNoOp) b_.pair(ag_in, kv_down_w);
   OpVertex last_dgrad;
   if (a.q_lora_rank > 0) {
+    quantize(c, "q_up.grad_quantize", Quant::CastTranspose, T_, heads_local_ * qk_head);
     gemm(c, "q_up.dgrad", T_, a.q_lora_rank, heads_local_ * qk_head);
     wgrad(c, "q_up.wgrad", a.q_lora_rank, heads_local_ * qk_head, T_,
           a.q_lora_rank * heads_local_ * qk_head, false);
     OpVertex q_norm = elementwise(c, "q_norm.bwd",
                                   static_cast<std::uint64_t>(3 * T_ * a.q_lora_rank * act_bytes_));
     register_grad(c, "q_norm", a.q_lora_rank, q_norm);
+    quantize(c, "q_down.grad_quantize", Quant::CastTranspose, T_, a.q_lora_rank);
     last_dgrad = gemm(c, "q_down.dgrad", T_, h_, a.q_lora_rank);
     OpVertex reduce = tp_reduce(c, "tp_qkv_dgrad", last_dgrad);
     wgrad(c, "q_down.wgrad", h_, a.q_lora_rank, T_, h_ * a.q_lora_rank, false);
     return reduce;
   }
+  quantize(c, "q.grad_quantize", Quant::CastTranspose, T_, heads_local_ * qk_head);
   last_dgrad = gemm(c, "q.dgrad", T_, h_, heads_local_ * qk_head);
   OpVertex reduce = tp_reduce(c, "tp_qkv_dgrad", last_dgrad);
   wgrad(c, "q.wgrad", h_, heads_local_ * qk_head, T_, h_ * heads_local_ * qk_head, false);
@@ -357,11 +512,18 @@ OpVertex TransformerEmitter::mla_backward(const Ctx& c) {
 OpVertex TransformerEmitter::dense_mlp_forward(const Ctx& c, const char* prefix, std::int64_t ffn) {
   const std::int64_t ffn_local = ffn / tp_;
   const std::string p = prefix;
-  OpVertex ag = column_input(c, (p + ".ag_fc1").c_str());
+  // fp8: fc1 is a TE LayerNormColumnParallelLinear in a dense layer (its norm writes
+  // fp8); a MoE layer's shared experts quantise their input themselves. The activation is
+  // Megatron-LM's (bf16), and fc2, a TE RowParallelLinear, casts and transposes its input.
+  quantize_weight(c, (p + ".fc1.weight_quantize").c_str(), gated_ * ffn_local, h_);
+  if (is_moe_layer(c.layer)) quantize_linear_input(c, (p + ".fc1.input_quantize").c_str(), h_);
+  OpVertex ag = column_input(c, (p + ".ag_fc1").c_str(), Gathered::Fp8Input);
   OpVertex fc1 = gemm(c, (p + ".fc1").c_str(), T_, gated_ * ffn_local, h_, {ag});
   b_.pair(ag, fc1);
   elementwise(c, (p + ".act").c_str(),
               static_cast<std::uint64_t>((gated_ + 1) * T_ * ffn_local * act_bytes_));
+  quantize_weight(c, (p + ".fc2.weight_quantize").c_str(), h_, ffn_local);
+  quantize(c, (p + ".fc2.input_quantize").c_str(), Quant::CastTranspose, T_, ffn_local);
   OpVertex fc2 = gemm(c, (p + ".fc2").c_str(), T_, h_, ffn_local);
   return tp_reduce(c, (p + ".tp_fc2").c_str(), fc2);
 }
@@ -372,19 +534,23 @@ OpVertex TransformerEmitter::dense_mlp_backward(const Ctx& c, const char* prefix
   const std::int64_t ffn_local = ffn / tp_;
   const std::int64_t fc1_out = gated_ * ffn_local;
   const std::string p = prefix;
-  OpVertex ag_grad = column_input(c, (p + ".ag_fc2_grad").c_str());
+  quantize_row_parallel_grad(c, (p + ".fc2.grad_quantize").c_str(), h_);
+  OpVertex ag_grad = column_input(c, (p + ".ag_fc2_grad").c_str(), Gathered::Fp8Grad);
   OpVertex fc2_d = gemm(c, (p + ".fc2.dgrad").c_str(), T_, ffn_local, h_, {ag_grad});
   b_.pair(ag_grad, fc2_d);
+  if (sp_) quantize(c, (p + ".fc2.grad_transpose").c_str(), Quant::Transpose, T_, h_, {ag_grad});
   wgrad(c, (p + ".fc2.wgrad").c_str(), ffn_local, h_, T_, ffn_local * h_ + (bias ? h_ : 0), false);
   // Activation backward reads the gradient and the saved inputs, writes input gradients.
   elementwise(c, (p + ".act.bwd").c_str(),
               static_cast<std::uint64_t>((2 * gated_ + 1) * T_ * ffn_local * act_bytes_));
-  OpVertex ag_in = column_input(c, (p + ".ag_fc1_input").c_str());
+  quantize(c, (p + ".fc1.grad_quantize").c_str(), Quant::CastTranspose, T_, fc1_out);
+  OpVertex ag_in = column_input(c, (p + ".ag_fc1_input").c_str(), Gathered::Fp8WgradInput);
   OpVertex fc1_d = gemm(c, (p + ".fc1.dgrad").c_str(), T_, h_, fc1_out);
   OpVertex reduce = tp_reduce(c, (p + ".tp_fc1_dgrad").c_str(), fc1_d);
+  OpVertex in_t = wgrad_input_transpose(c, (p + ".fc1.input_transpose").c_str(), ag_in);
   OpVertex fc1_w = wgrad(c, (p + ".fc1.wgrad").c_str(), h_, fc1_out, T_,
                          h_ * fc1_out + (bias ? fc1_out : 0), false, {ag_in});
-  b_.pair(ag_in, fc1_w);
+  if (in_t == kNoOp) b_.pair(ag_in, fc1_w);
   return reduce;
 }
 
@@ -394,10 +560,14 @@ void TransformerEmitter::layer_forward(int layer, Ctx c) {
   c.layer = layer;
   const std::uint64_t norm_bytes = static_cast<std::uint64_t>(2 * Tn_ * h_ * act_bytes_);
   const std::uint64_t residual_bytes = static_cast<std::uint64_t>(3 * Tn_ * h_ * act_bytes_);
-  elementwise(c, "ln1", norm_bytes);
+  fp8_norm(c, "ln1", h_);
   OpVertex attn_out = attention_forward(c);
   elementwise(c, "residual1", residual_bytes, {attn_out});
-  elementwise(c, "ln2", norm_bytes);
+  // A MoE layer's norm feeds the router and the token dispatch in bf16.
+  if (is_moe_layer(layer))
+    elementwise(c, "ln2", norm_bytes);
+  else
+    fp8_norm(c, "ln2", h_);
   OpVertex mlp_out = is_moe_layer(layer)
                          ? moe_forward(c)
                          : dense_mlp_forward(c, "mlp", spec_.transformer.ffn_hidden);
@@ -465,7 +635,9 @@ void TransformerEmitter::embedding_backward(const Ctx& c) {
     grads_.add_tied_embedding(table, v);
 }
 
-void TransformerEmitter::head_forward(const Ctx& c) {
+void TransformerEmitter::head_forward(const Ctx& head_ctx) {
+  Ctx c = head_ctx;
+  c.bf16_gemms = true;  // Megatron-LM's output layer is not a TE module: bf16 under fp8
   elementwise(c, "final_norm", static_cast<std::uint64_t>(2 * Tn_ * h_ * act_bytes_));
   OpVertex ag = column_input(c, "ag_logits");
   OpVertex logits = gemm(c, "logits", T_, vocab_local_, h_, {ag});
@@ -480,7 +652,9 @@ void TransformerEmitter::head_forward(const Ctx& c) {
   elementwise(c, "loss", static_cast<std::uint64_t>(T_ * 4), {ce});
 }
 
-void TransformerEmitter::head_backward(const Ctx& c) {
+void TransformerEmitter::head_backward(const Ctx& head_ctx) {
+  Ctx c = head_ctx;
+  c.bf16_gemms = true;
   const auto& t = spec_.transformer;
   elementwise(c, "cross_entropy.bwd",
               static_cast<std::uint64_t>(T_ * vocab_local_ * (act_bytes_ + 4)));
@@ -510,7 +684,14 @@ void TransformerEmitter::forward(int microbatch) {
     c.block = "emb";
     embedding_forward(c);
   }
+  fp8_gemms_ = 0;
   for (int l = layers_.begin; l < layers_.end; ++l) layer_forward(l, c);
+  if (layers_.end > layers_.begin) {
+    fp8_gemms_of_chunk_[static_cast<std::size_t>(chunk_)] = fp8_gemms_;
+    Ctx a = c;
+    a.block = "fp8";
+    amax_reduction(a, 3 * fp8_gemms_);
+  }
   if (last_stage_) {
     c.layer = -1;
     c.block = "head";
@@ -528,6 +709,12 @@ void TransformerEmitter::backward(int microbatch, bool last_microbatch) {
     head_backward(c);
   }
   for (int l = layers_.end - 1; l >= layers_.begin; --l) layer_backward(l, c);
+  if (layers_.end > layers_.begin) {
+    Ctx a = c;
+    a.layer = -1;
+    a.block = "fp8";
+    amax_reduction(a, 2 * fp8_gemms_of_chunk_[static_cast<std::size_t>(chunk_)]);
+  }
   if (first_stage_) {
     c.layer = -1;
     c.block = "emb";

@@ -15,6 +15,7 @@
 // bytes they move and carry no FLOPs (as in the Megatron FLOP count).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "workloads/grad_buckets.hpp"
 #include "workloads/model.hpp"
@@ -53,7 +54,8 @@ class TransformerEmitter {
     sim::Phase phase = sim::Phase::Forward;
     bool recompute = false;
     bool register_grads = false;
-    const char* block = "";  // name prefix when layer < 0 ("emb", "head")
+    bool bf16_gemms = false;  // GEMMs stay bf16 under fp8 (output layer, MoE router)
+    const char* block = "";   // name prefix when layer < 0 ("emb", "head")
   };
 
   // Op helpers: name, phase, layer, microbatch and precision stamped from ctx.
@@ -71,12 +73,49 @@ class TransformerEmitter {
                      bool expert = false);
   std::string name(const Ctx& c, const char* what) const;
 
-  // TP plumbing. column_input: SP all-gather of the Tn-token input (kNoOp without SP).
-  // row_output: TP reduction of a row-parallel GEMM's output (AR, or RS with SP), paired
-  // with the GEMM. grad_input: the same reduction for the input gradient of a
-  // column-parallel layer in backward.
-  OpVertex column_input(const Ctx& c, const char* what);
+  // TP plumbing. column_input: SP all-gather of the Tn-token input (kNoOp without SP), of
+  // `gathered` tensor kind (its bytes per element depend on the fp8 recipe).
+  // tp_reduce: TP reduction of a row-parallel GEMM's output (AR, or RS with SP), paired
+  // with the GEMM; also of the input gradient of a column-parallel layer in backward.
+  enum class Gathered {
+    Activation,     // bf16 activations (embedding gradient, output layer input)
+    Fp8Input,       // forward: a TE Linear's input, quantised before the gather
+    Fp8Grad,        // backward: a row-parallel layer's output gradient, quantised
+    Fp8WgradInput,  // backward: the saved input, gathered again for the weight gradient
+  };
+  OpVertex column_input(const Ctx& c, const char* what, Gathered gathered = Gathered::Activation);
   OpVertex tp_reduce(const Ctx& c, const char* what, OpVertex producer);
+
+  // FP8 as Transformer Engine runs it (workloads/transformer.cpp, "FP8"): the
+  // quantisation kernels around the fp8 GEMMs, each an elementwise op charged by the
+  // bytes it reads and writes. All are no-ops (kNoOp) unless precision is fp8.
+  enum class Quant {
+    Cast,           // bf16 -> fp8 row-wise (amax recorded in the same pass)
+    CastTranspose,  // bf16 -> fp8 and its transpose in one pass
+    Transpose,      // fp8 -> its fp8 transpose (tensor scaling only)
+  };
+  OpVertex quantize(const Ctx& c, const char* what, Quant q, std::int64_t rows, std::int64_t cols,
+                    std::initializer_list<OpVertex> deps = {});
+  // A weight (rows x cols, bf16) quantised with its transpose: once per step, in the first
+  // microbatch's forward (TE caches it across microbatches: is_first_microbatch).
+  void quantize_weight(const Ctx& c, const char* what, std::int64_t rows, std::int64_t cols,
+                       std::int64_t experts = 1);
+  // Delayed scaling: after a microbatch's forward (backward) of the stage's layers, the
+  // amaxes of `tensors` fp8 tensors are concatenated, all-reduced (MAX) over the amax group
+  // and the scales updated by one kernel.
+  void amax_reduction(const Ctx& c, std::int64_t tensors);
+  // The input-side quantisation of a column-parallel TE Linear that is not fused with a
+  // norm (its bf16 input is `rows` x `cols` on this rank before any SP gather), and of
+  // the output gradient of a row-parallel one (`rows` x `cols` before the gather).
+  void quantize_linear_input(const Ctx& c, const char* what, std::int64_t cols);
+  void quantize_row_parallel_grad(const Ctx& c, const char* what, std::int64_t cols);
+  // A norm whose output feeds a TE LayerNormLinear: fused with the fp8 cast (tensor
+  // scaling), or followed by a block quantiser.
+  OpVertex fp8_norm(const Ctx& c, const char* what, std::int64_t width);
+  // Tensor scaling under SP: the fp8 transpose of the input gathered again for wgrad
+  // (kNoOp otherwise: then the wgrad may consume the gather as it arrives).
+  OpVertex wgrad_input_transpose(const Ctx& c, const char* what, OpVertex gathered);
+  bool tensor_fp8() const { return fp8_ && !block_fp8_; }
 
   // Forward blocks; each returns the op the residual add must wait for.
   void embedding_forward(const Ctx& c);
@@ -148,6 +187,10 @@ class TransformerEmitter {
   int act_bytes_ = 2;      // activations and gradients (16-bit)
   int gemm_in_bytes_ = 2;  // GEMM inputs (1 with fp8)
   sim::Precision gemm_precision_ = sim::Precision::BF16;
+  bool fp8_ = false, block_fp8_ = false;          // precision fp8; fp8_scaling block128
+  std::int64_t fp8_gemms_ = 0;                    // fp8 GEMMs in this forward pass (amax tensors)
+  std::vector<std::int64_t> fp8_gemms_of_chunk_;  // the same per model chunk, for backward
+  int chunk_ = 0;
 };
 
 }  // namespace overlapsim::workloads

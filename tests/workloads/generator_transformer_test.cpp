@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
 #include <tuple>
 
 #include "step_graph_util.hpp"
+#include "tests/workloads/workloads_test_util.hpp"
 #include "workloads/generator.hpp"
 
 using namespace overlapsim;
@@ -480,7 +482,8 @@ TEST(TransformerGenerator, TiedEmbeddingOnOneStageIsOneGradient) {
   EXPECT_DOUBLE_EQ(dp_bytes(untied) - dp_bytes(tied), 500.0 * 256 * 4 + 500.0 * 256 * 2);
 }
 
-// fp8_scaling: block128 marks every fp8 GEMM (and nothing else) as block-scaled.
+// fp8_scaling: block128 marks every fp8 GEMM (and nothing else) as block-scaled; the
+// output layer's GEMMs stay bf16 under fp8 (not a Transformer Engine module).
 TEST(TransformerGenerator, BlockScaledFp8MarksEveryGemm) {
   auto spec = load_model(tiny_path());
   spec.training.precision = sim::Precision::FP8;
@@ -497,7 +500,10 @@ TEST(TransformerGenerator, BlockScaledFp8MarksEveryGemm) {
         [](const sim::OpNode&) { return 1.0; });
   };
   const double gemms = sum_ops(
-      block.ranks[0], [](const sim::OpNode& op) { return op.kind == OpKind::Gemm; },
+      block.ranks[0],
+      [](const sim::OpNode& op) {
+        return op.kind == OpKind::Gemm && op.precision == sim::Precision::FP8;
+      },
       [](const sim::OpNode&) { return 1.0; });
   EXPECT_GT(gemms, 0);
   EXPECT_EQ(count(block, true), gemms);
@@ -573,4 +579,203 @@ TEST(TransformerGenerator, RendezvousCheckerSeesADeadlock) {
   EXPECT_EQ(stuck_ops(step), 4);
   boost::remove_edge(0, 1, step.ranks[1].graph);  // rank 1 sends first: both complete
   EXPECT_EQ(stuck_ops(step), 0);
+}
+
+// ---- FP8 as Transformer Engine runs it (workloads/transformer.cpp, "FP8"): the
+// quantisation kernels, fp8 all-gathers and amax reductions a one-layer model emits, by
+// closed form.
+
+namespace {
+
+// One layer, h = 256, ffn 1024 (SwiGLU), 8 heads of 32 with 4 KV heads, T = 128 tokens,
+// TP 2 with sequence parallelism (Tn = 64), two microbatches on 2 GPUs. Per TP rank:
+// qkv_out = (4 + 2·2)·32 = 256, o_dim = 128, ffn_local = 512, fc1_out = 1024.
+constexpr const char* kOneLayer = R"(name: one-layer
+kind: transformer
+transformer:
+  layers: 1
+  hidden: 256
+  ffn_hidden: 1024
+  vocab: 1000
+  mlp: swiglu
+  norm: rmsnorm
+  attention:
+    heads: 8
+    kv_heads: 4
+training:
+  seq_len: 128
+  global_batch: 2
+  micro_batch: 1
+  precision: fp8
+  recompute: none
+parallelism:
+  dp: 1
+  tp: 2
+  sequence_parallel: true
+  pp: 1
+  cp: 1
+)";
+
+bool is_fp8_extra(const sim::OpNode& op) {
+  const std::string& n = op.name;
+  return n.find("quantize") != std::string::npos || n.find("transpose") != std::string::npos ||
+         n.find("amax") != std::string::npos || n.find("scale_update") != std::string::npos;
+}
+
+// name -> bytes (elementwise) or comm_bytes (collectives) of rank 0's ops.
+std::map<std::string, double> op_bytes(const sim::StepGraph& step) {
+  std::map<std::string, double> out;
+  for_each_op(step.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    const bool comm = op.kind == OpKind::Collective || op.kind == OpKind::SendRecv;
+    out[op.name] = static_cast<double>(comm ? op.comm_bytes : op.bytes);
+  });
+  return out;
+}
+
+sim::StepGraph generate(const std::string& yaml) {
+  return generate_step(load_model_string(yaml, "one-layer.yaml"), 2);
+}
+
+}  // namespace
+
+TEST(Fp8Generator, Bf16EmitsNoQuantisation) {
+  const auto step = generate(edit(kOneLayer, {{"precision: fp8", "precision: bf16"}}));
+  EXPECT_EQ(sum_ops(step.ranks[0], is_fp8_extra, [](const sim::OpNode&) { return 1.0; }), 0);
+  const auto b = op_bytes(step);
+  EXPECT_EQ(b.at("L0.mb0.fwd.ln1"), 2.0 * 64 * 256 * 2);
+  EXPECT_EQ(b.at("L0.mb0.fwd.ag_qkv"), 128.0 * 256 * 2);
+}
+
+// Delayed (per-tensor) scaling under SP: every cast, transpose and fp8 gather with its
+// bytes, in the first microbatch.
+TEST(Fp8Generator, TensorScalingChargesEachCastTransposeAndFp8Gather) {
+  const auto b = op_bytes(generate(kOneLayer));
+  const double T = 128, Tn = 64, h = 256;
+  const std::map<std::string, double> expected = {
+      // Forward: the norms write fp8 (read 2, write 1), the gathers carry 1 byte.
+      {"L0.mb0.fwd.ln1", Tn * h * 3},
+      {"L0.mb0.fwd.ln2", Tn * h * 3},
+      {"L0.mb0.fwd.ag_qkv", T * h},
+      {"L0.mb0.fwd.mlp.ag_fc1", T * h},
+      // Weights: read bf16, write fp8 and its transpose, once per step.
+      {"L0.mb0.fwd.qkv.weight_quantize", 4 * 256 * h},
+      {"L0.mb0.fwd.proj.weight_quantize", 4 * h * 128},
+      {"L0.mb0.fwd.mlp.fc1.weight_quantize", 4 * 1024 * h},
+      {"L0.mb0.fwd.mlp.fc2.weight_quantize", 4 * h * 512},
+      // Row-parallel inputs (not gathered): cast + transpose, 2 + 1 + 1 bytes.
+      {"L0.mb0.fwd.proj.input_quantize", 4 * T * 128},
+      {"L0.mb0.fwd.mlp.fc2.input_quantize", 4 * T * 512},
+      // Backward, row-parallel: cast the local gradient, gather fp8, transpose for wgrad.
+      {"L0.mb0.bwd.mlp.fc2.grad_quantize", 3 * Tn * h},
+      {"L0.mb0.bwd.mlp.ag_fc2_grad", T * h},
+      {"L0.mb0.bwd.mlp.fc2.grad_transpose", 2 * T * h},
+      {"L0.mb0.bwd.proj.grad_quantize", 3 * Tn * h},
+      {"L0.mb0.bwd.ag_proj_grad", T * h},
+      {"L0.mb0.bwd.proj.grad_transpose", 2 * T * h},
+      // Column-parallel: the output gradient cast + transposed; the input gathered again
+      // in fp8 and transposed for wgrad.
+      {"L0.mb0.bwd.mlp.fc1.grad_quantize", 4 * T * 1024},
+      {"L0.mb0.bwd.mlp.ag_fc1_input", T * h},
+      {"L0.mb0.bwd.mlp.fc1.input_transpose", 2 * T * h},
+      {"L0.mb0.bwd.qkv.grad_quantize", 4 * T * 256},
+      {"L0.mb0.bwd.ag_qkv_input", T * h},
+      {"L0.mb0.bwd.qkv.input_transpose", 2 * T * h},
+      // Delayed scaling: 4 fp8 GEMMs, 3 amaxes each in forward and 2 in backward.
+      {"fp8.mb0.fwd.amax_cat", 8 * 12},
+      {"fp8.mb0.fwd.amax_allreduce", 4 * 12},
+      {"fp8.mb0.fwd.scale_update", 24 * 12},
+      {"fp8.mb0.bwd.amax_cat", 8 * 8},
+      {"fp8.mb0.bwd.amax_allreduce", 4 * 8},
+      {"fp8.mb0.bwd.scale_update", 24 * 8},
+  };
+  for (const auto& [name, bytes] : expected) {
+    ASSERT_TRUE(b.count(name)) << name;
+    EXPECT_EQ(b.at(name), bytes) << name;
+  }
+  // Nothing else of the kind in the first microbatch.
+  int extras = 0;
+  for (const auto& [name, bytes] : b)
+    if (name.find(".mb0.") != std::string::npos &&
+        (name.find("quantize") != std::string::npos ||
+         name.find("transpose") != std::string::npos || name.find("amax") != std::string::npos ||
+         name.find("scale_update") != std::string::npos))
+      ++extras;
+  EXPECT_EQ(extras, 20);
+  // The embedding gradient and the output layer's input stay bf16.
+  EXPECT_EQ(b.at("head.mb0.fwd.ag_logits"), T * h * 2);
+}
+
+TEST(Fp8Generator, WeightsAreQuantisedInTheFirstMicrobatchOnly) {
+  const auto step = generate(kOneLayer);
+  const auto count = [&](int mb) {
+    return sum_ops(
+        step.ranks[0],
+        [&](const sim::OpNode& op) {
+          return op.microbatch == mb && op.name.find("weight_quantize") != std::string::npos;
+        },
+        [](const sim::OpNode&) { return 1.0; });
+  };
+  EXPECT_EQ(count(0), 4);
+  EXPECT_EQ(count(1), 0);
+}
+
+TEST(Fp8Generator, OutputLayerStaysBf16) {
+  const auto step = generate(kOneLayer);
+  for_each_op(step.ranks[0], [](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind != OpKind::Gemm) return;
+    const bool head = op.name.rfind("head.", 0) == 0;
+    EXPECT_EQ(op.precision, head ? sim::Precision::BF16 : sim::Precision::FP8) << op.name;
+  });
+}
+
+// Without SP the norm's fp8 output is transposed right away (TE's norm API) and the
+// row-parallel gradients get one cast + transpose; nothing is gathered.
+TEST(Fp8Generator, WithoutSequenceParallelismNormsAreTransposedInForward) {
+  const auto b = op_bytes(
+      generate(edit(kOneLayer, {{"sequence_parallel: true", "sequence_parallel: false"}})));
+  const double T = 128, h = 256;
+  EXPECT_EQ(b.at("L0.mb0.fwd.ln1"), T * h * 3);
+  EXPECT_EQ(b.at("L0.mb0.fwd.ln1.transpose"), 2 * T * h);
+  EXPECT_EQ(b.at("L0.mb0.bwd.proj.grad_quantize"), 4 * T * h);
+  EXPECT_EQ(b.count("L0.mb0.bwd.proj.grad_transpose"), 0u);
+  EXPECT_EQ(b.count("L0.mb0.bwd.qkv.input_transpose"), 0u);
+}
+
+// Block scaling: no amax history or reduction, no fp8 transposes; bf16 norms followed by
+// a quantiser writing both copies and 4 bytes of scale per 128 elements of each.
+TEST(Fp8Generator, BlockScalingQuantisesBothCopiesAndReducesNoAmax) {
+  const auto b = op_bytes(
+      generate(edit(kOneLayer, {{"precision: fp8", "precision: fp8\n  fp8_scaling: block128"}})));
+  const double T = 128, Tn = 64, h = 256;
+  EXPECT_EQ(b.at("L0.mb0.fwd.ln1"), Tn * h * 4);
+  EXPECT_EQ(b.at("L0.mb0.fwd.ln1.quantize"), 4 * Tn * h + Tn * h / 16);
+  EXPECT_EQ(b.at("L0.mb0.fwd.ag_qkv"), 2 * T * h);  // row-wise and column-wise copies
+  EXPECT_EQ(b.at("L0.mb0.bwd.ag_qkv_input"), T * h);
+  EXPECT_EQ(b.at("L0.mb0.fwd.proj.input_quantize"), 4 * T * 128 + T * 128 / 16);
+  EXPECT_EQ(b.at("L0.mb0.fwd.qkv.weight_quantize"), 4 * 256 * h + 256 * h / 4096);
+  for (const auto& [name, bytes] : b) {
+    EXPECT_EQ(name.find("amax"), std::string::npos) << name;
+    EXPECT_EQ(name.find("_transpose"), std::string::npos) << name;
+  }
+}
+
+// MoE experts (TE GroupedLinear): cast + transpose of the routed tokens into each expert
+// GEMM and of their gradients; the router stays bf16.
+TEST(Fp8Generator, ExpertGemmsQuantiseTheirRoutedTokens) {
+  auto spec = load_model_string(kTinyMoe, "tiny-moe.yaml");
+  spec.training.precision = sim::Precision::FP8;
+  const auto step = generate_step(spec, 8);
+  // dp 4 x pp 2 (ep 4 inside dp) on 8 GPUs; 128 tokens a rank, top-2 of 8 experts, 2 local.
+  const double R = 128.0 * 2, h = 256, f = 512;
+  const auto b = op_bytes(step);
+  EXPECT_EQ(b.at("L0.mb0.fwd.experts.fc1.input_quantize"), 4 * R * h);
+  EXPECT_EQ(b.at("L0.mb0.fwd.experts.fc2.input_quantize"), 4 * R * f);
+  EXPECT_EQ(b.at("L0.mb0.bwd.experts.fc2.grad_quantize"), 4 * R * h);
+  EXPECT_EQ(b.at("L0.mb0.bwd.experts.fc1.grad_quantize"), 4 * R * 2 * f);
+  EXPECT_EQ(b.at("L0.mb0.fwd.experts.fc1.weight_quantize"), 4.0 * 2 * 2 * f * h);
+  for_each_op(step.ranks[0], [](sim::OpVertex, const sim::OpNode& op) {
+    if (op.name.find("router") != std::string::npos && op.kind == OpKind::Gemm) {
+      EXPECT_EQ(op.precision, sim::Precision::BF16) << op.name;
+    }
+  });
 }
