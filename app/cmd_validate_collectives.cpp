@@ -23,6 +23,7 @@ struct Options {
   std::string dir;
   std::string format = "table";
   std::string output;
+  bool bare_flows = false;
 };
 
 sim::Topology load_machine(const std::string& cluster_file, int nodes) {
@@ -109,13 +110,17 @@ void add_validate_collectives_command(CLI::App& app, Runner& selected) {
       ->required();
   sub->add_option("--format", opts->format, "table|json (default table)");
   sub->add_option("-o,--output", opts->output, "write the report to FILE (atomically)");
+  sub->add_flag("--bare-flows", opts->bare_flows,
+                "time the flows without NCCL's costs (the uncalibrated network), for comparison");
   sub->callback([opts, &selected] {
     selected = [opts] {
       if (opts->format != "table" && opts->format != "json")
         throw config::ConfigError(
             fmt::format("--format: '{}' (expected table or json)", opts->format));
       const auto tables = sim::load_reference_tables(opts->dir);
-      const auto result = sim::validate_references(tables, load_machine);
+      const auto result =
+          sim::validate_references(tables, load_machine, sim::kReferenceMinBytes,
+                                   sim::kReferenceMaxBytes, !opts->bare_flows);
       print_or_write(opts->format == "json" ? to_json(result) : to_table(result), opts->output);
       return kExitOk;
     };

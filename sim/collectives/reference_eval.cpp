@@ -39,12 +39,13 @@ std::vector<int> communicator(const Topology& topo, const ReferenceTable& t) {
 }
 
 ReferencePointResult predict(const Topology& topo, const std::vector<int>& ranks,
-                             const ReferenceTable& t, const ReferencePoint& p) {
+                             const ReferenceTable& t, const ReferencePoint& p, bool nccl_costs) {
   Simulator clock;
   FlowNetwork net(clock, topo);
   const CollectiveProfile no_curves;
   CollectiveTimingOptions options;
   options.in_compute_loop = false;  // nccl-tests times the collective back to back, alone
+  options.nccl_costs = nccl_costs;
   CollectiveCostModel costs(no_curves, net, options);
   CollectiveRequest req;
   req.op = t.op;
@@ -53,7 +54,7 @@ ReferencePointResult predict(const Topology& topo, const std::vector<int>& ranks
   ReferencePointResult r;
   r.bytes = p.bytes;
   r.published_s = p.time_s;
-  r.how = detail::describe(detail::nccl_call_cost(req, net));
+  r.how = nccl_costs ? detail::describe(detail::nccl_call_cost(req, net)) : "bare flows";
   double done_s = -1;
   costs.launch(req, [&] { done_s = clock.now(); });
   clock.run();
@@ -75,7 +76,7 @@ double median_abs(std::vector<double> values) {
 
 ReferenceValidation validate_references(const std::vector<ReferenceTable>& tables,
                                         const ClusterTopologyLoader& load, std::uint64_t min_bytes,
-                                        std::uint64_t max_bytes) {
+                                        std::uint64_t max_bytes, bool nccl_costs) {
   ReferenceValidation out;
   out.min_bytes = min_bytes;
   out.max_bytes = max_bytes;
@@ -87,7 +88,7 @@ ReferenceValidation validate_references(const std::vector<ReferenceTable>& table
     tr.table = t;
     std::vector<double> errs;
     for (const ReferencePoint& p : t.points) {
-      ReferencePointResult r = predict(topo, ranks, t, p);
+      ReferencePointResult r = predict(topo, ranks, t, p, nccl_costs);
       r.in_range = p.bytes >= min_bytes && p.bytes <= max_bytes;
       if (r.in_range) {
         errs.push_back(r.rel_err);

@@ -45,10 +45,13 @@ inline constexpr std::uint64_t kReferenceMaxBytes = 4ull << 30;   // 4 GiB
 
 // Throws config::ConfigError when a table does not fit its machine (more nodes or ranks per
 // node than the cluster has).
+// `nccl_costs` false times the bare flows (CollectiveTimingOptions::nccl_costs), the network
+// without NCCL's costs, for comparison.
 ReferenceValidation validate_references(const std::vector<ReferenceTable>& tables,
                                         const ClusterTopologyLoader& load,
                                         std::uint64_t min_bytes = kReferenceMinBytes,
-                                        std::uint64_t max_bytes = kReferenceMaxBytes);
+                                        std::uint64_t max_bytes = kReferenceMaxBytes,
+                                        bool nccl_costs = true);
 
 // The median of |values| (0 for none).
 double median_abs(std::vector<double> values);
