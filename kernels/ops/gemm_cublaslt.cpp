@@ -68,7 +68,8 @@ Status CublasLtGemm::can_implement(const GemmShape& shape, DType dtype) {
 Status CublasLtGemm::initialize(cublasLtHandle_t handle, const GemmShape& shape, DType dtype,
                                 const GemmBatching& batching, std::size_t alignment_bytes,
                                 void* workspace, std::size_t workspace_bytes,
-                                const Fp8BlockScales& block_scales) {
+                                const Fp8BlockScales& block_scales,
+                                const GemmRunOptions& run_options) {
   OVERLAPSIM_TRY(can_implement(shape, dtype));
   if (batching.count < 1) return Status::failure("cuBLASLt GEMM: batch count must be >= 1");
   destroy();
@@ -106,6 +107,13 @@ Status CublasLtGemm::initialize(cublasLtHandle_t handle, const GemmShape& shape,
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
                                                 &block_scales.a, sizeof(block_scales.a)));
   }
+  if (run_options.sm_count_target < 0)
+    return Status::failure("cuBLASLt GEMM: sm_count_target must be >= 0");
+  if (run_options.sm_count_target > 0) {
+    const std::int32_t target = run_options.sm_count_target;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
+                                                &target, sizeof(target)));
+  }
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_b_, type, k, n, static_cast<std::int64_t>(k)));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_a_, type, k, m, static_cast<std::int64_t>(k)));
   CUBLAS_CHECK(
@@ -125,28 +133,40 @@ Status CublasLtGemm::initialize(cublasLtHandle_t handle, const GemmShape& shape,
     OVERLAPSIM_TRY(set_batch(layout_c_, batching.stride_c_elems));
   }
 
-  cublasLtMatmulPreference_t preference = nullptr;
-  CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
   const std::uint64_t max_workspace = workspace_bytes;
   const std::uint32_t alignment = static_cast<std::uint32_t>(alignment_bytes);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t status = [&]() -> cublasStatus_t {
-    cublasStatus_t s =
-        cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+  // One heuristic query; `reduction_mask` restricts the split-K reduction schemes.
+  const auto query = [&](const std::uint32_t* reduction_mask) -> cublasStatus_t {
+    cublasLtMatmulPreference_t preference = nullptr;
+    cublasStatus_t s = cublasLtMatmulPreferenceCreate(&preference);
+    if (s != CUBLAS_STATUS_SUCCESS) return s;
+    s = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                              &max_workspace, sizeof(max_workspace));
     for (auto attribute :
          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-      if (s != CUBLAS_STATUS_SUCCESS) return s;
+      if (s != CUBLAS_STATUS_SUCCESS) break;
       s = cublasLtMatmulPreferenceSetAttribute(preference, attribute, &alignment,
                                                sizeof(alignment));
     }
-    if (s != CUBLAS_STATUS_SUCCESS) return s;
-    return cublasLtMatmulAlgoGetHeuristic(handle_, op_, layout_b_, layout_a_, layout_c_, layout_c_,
-                                          preference, 1, &result, &found);
-  }();
-  cublasLtMatmulPreferenceDestroy(preference);
+    if (s == CUBLAS_STATUS_SUCCESS && reduction_mask != nullptr)
+      s = cublasLtMatmulPreferenceSetAttribute(preference,
+                                               CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                               reduction_mask, sizeof(*reduction_mask));
+    if (s == CUBLAS_STATUS_SUCCESS)
+      s = cublasLtMatmulAlgoGetHeuristic(handle_, op_, layout_b_, layout_a_, layout_c_, layout_c_,
+                                         preference, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(preference);
+    return s;
+  };
+  const std::uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+  cublasStatus_t status = query(run_options.no_split_k ? &no_reduction : nullptr);
+  if (run_options.no_split_k && (status != CUBLAS_STATUS_SUCCESS || found < 1)) {
+    found = 0;
+    status = query(nullptr);
+  }
   CUBLAS_CHECK(status);
   if (found < 1)
     return Status::failure("cuBLASLt GEMM: the heuristic offered no algorithm for " +

@@ -46,6 +46,19 @@ struct Fp8BlockScales {
   const float* b = nullptr;
 };
 
+// How cuBLASLt runs a GEMM, not what it computes. The defaults are cuBLASLt's own
+// behaviour; the shaped design (kernels/designs/shaped.hpp) sets both.
+struct GemmRunOptions {
+  // > 0: CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, so the heuristic and the kernel plan for this
+  // many SMs and leave the rest to work on another stream (NCCL); 0: every SM.
+  int sm_count_target = 0;
+  // Only algorithms without a split-K reduction (preference REDUCTION_SCHEME_MASK = NONE):
+  // the heuristic may answer a smaller SM target with split-K, whose extra reduction
+  // changes the order of the sum over K and so the result's bits. Falls back to any
+  // algorithm when the heuristic offers none without.
+  bool no_split_k = false;
+};
+
 class CublasLtGemm {
  public:
   CublasLtGemm() = default;
@@ -61,7 +74,8 @@ class CublasLtGemm {
   // (a power of two <= 256); the heuristic only offers algorithms valid for it.
   Status initialize(cublasLtHandle_t handle, const GemmShape& shape, DType dtype,
                     const GemmBatching& batching, std::size_t alignment_bytes, void* workspace,
-                    std::size_t workspace_bytes, const Fp8BlockScales& block_scales = {});
+                    std::size_t workspace_bytes, const Fp8BlockScales& block_scales = {},
+                    const GemmRunOptions& run_options = {});
 
   Status run(const void* a, const void* b, void* c, cudaStream_t stream) const;
 

@@ -1,0 +1,193 @@
+#include "kernels/designs/shaped.hpp"
+
+#include <chrono>
+#include <thread>
+
+namespace overlapsim::kernels {
+namespace {
+
+// Chunk c's GEMM: where it reads A and writes C, and its batching over the rank blocks.
+// The same mapping as PairKernels' (pair_kernels.cpp, pair_op.hpp's chunking), for the
+// three pairs this design runs, so the chunks write exactly where the decomposed design's do.
+struct ChunkGemm {
+  GemmShape shape;
+  GemmBatching batching;
+  std::int64_t a_offset = 0;
+  std::int64_t c_offset = 0;
+};
+
+ChunkGemm chunk_gemm(PairOp op, const PairShape& s, const ChunkPlan& plan, int chunk) {
+  ChunkGemm g;
+  const std::int64_t rows = plan.chunk_rows;
+  g.shape = {rows, s.n, s.k};
+  g.a_offset = chunk * rows * s.k;
+  switch (op) {
+    case PairOp::GemmReduceScatter:  // natural A rows -> chunk-major C
+      g.batching = {plan.groups, plan.group_rows * s.k, rows * s.n};
+      g.c_offset = chunk * plan.groups * rows * s.n;
+      break;
+    case PairOp::GemmAllToAll:  // one slice of every rank's block, natural layout
+      g.batching = {plan.groups, plan.group_rows * s.k, plan.group_rows * s.n};
+      g.c_offset = chunk * rows * s.n;
+      break;
+    default:  // gemm+allreduce: consecutive rows
+      g.c_offset = chunk * rows * s.n;
+      break;
+  }
+  if (g.batching.count > 1 && g.batching.stride_a_elems == rows * s.k &&
+      g.batching.stride_c_elems == rows * s.n) {
+    g.shape.m = rows * g.batching.count;
+    g.batching = {};
+  }
+  return g;
+}
+
+}  // namespace
+
+std::string ShapedConfig::name() const {
+  return "s" + std::to_string(free_sms) + ":c" + std::to_string(comm_ctas) + ":k" +
+         std::to_string(chunks);
+}
+
+Status make_shaped_comm(CommHandle& parent, int ctas, CommHandle* out) {
+  if (ctas < 1) return Status::failure("make_shaped_comm: ctas must be >= 1");
+  *out = CommHandle{};
+  out->rank = parent.rank;
+  out->world = parent.world;
+  out->timeout_s = parent.timeout_s;
+  out->trace = parent.trace;
+  out->peer_failed = parent.peer_failed;
+  out->barrier = parent.barrier;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  // Blocking: one NCCL call per chunk, and a non-blocking call costs tens of us of host time.
+  config.blocking = 1;
+  // minCTAs too, so c is the CTA count the collective runs with, not only its cap.
+  config.minCTAs = ctas;
+  config.maxCTAs = ctas;
+  // Hopper's default 4-CTA clusters need 4 free SMs of one GPC, which a GEMM leaving a few
+  // SMs free does not offer (the tile-wise design measured no overlap at all with them).
+  config.cgaClusterSize = 1;
+  const ncclResult_t r = ncclCommSplit(parent.comm, 0, parent.rank, &out->comm, &config);
+  if (r != ncclSuccess && r != ncclInProgress)
+    return Status::failure(std::string(OVERLAPSIM_WHERE ": ncclCommSplit: ") +
+                           ncclGetErrorString(r));
+  // A non-blocking parent finishes the split in the background: wait for both handles.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(parent.timeout_s));
+  for (;;) {
+    ncclResult_t parent_state = ncclSuccess;
+    ncclCommGetAsyncError(parent.comm, &parent_state);
+    if (parent_state != ncclSuccess && parent_state != ncclInProgress)
+      return abort_comm(parent, std::string("ncclCommSplit: ") + ncclGetErrorString(parent_state));
+    ncclResult_t child_state = ncclInProgress;
+    if (out->comm != nullptr) ncclCommGetAsyncError(out->comm, &child_state);
+    if (child_state != ncclSuccess && child_state != ncclInProgress)
+      return abort_comm(*out, std::string("ncclCommSplit: ") + ncclGetErrorString(child_state));
+    if (out->comm != nullptr && child_state == ncclSuccess && parent_state == ncclSuccess)
+      return Status::success();
+    if (parent.peer_failed != nullptr && parent.peer_failed->load())
+      return Status::failure("ncclCommSplit: peer failed");
+    if (std::chrono::steady_clock::now() > deadline)
+      return Status::failure("ncclCommSplit (shaped): not finished after " +
+                             std::to_string(parent.timeout_s) + " s");
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+bool ShapedDesign::supports(PairOp op) {
+  return op == PairOp::GemmAllReduce || op == PairOp::GemmReduceScatter ||
+         op == PairOp::GemmAllToAll;
+}
+
+ShapedDesign::~ShapedDesign() { destroy(); }
+
+void ShapedDesign::destroy() {
+  for (cudaEvent_t e : chunk_done_) cudaEventDestroy(e);
+  chunk_done_.clear();
+  if (fork_) cudaEventDestroy(fork_);
+  if (join_) cudaEventDestroy(join_);
+  fork_ = join_ = nullptr;
+}
+
+Status ShapedDesign::initialize(CommHandle* comm, cublasLtHandle_t lt, PairOp op,
+                                const PairShape& shape, DType dtype, void* workspace,
+                                std::size_t workspace_bytes, int device_sms,
+                                const ShapedConfig& config) {
+  destroy();
+  if (!supports(op))
+    return Status::failure(std::string("shaped: pair ") + to_string(op) + " is not supported");
+  if (config.chunks < 1) return Status::failure("shaped: chunks must be >= 1");
+  if (config.free_sms < 0 || config.free_sms >= device_sms)
+    return Status::failure("shaped: free_sms " + std::to_string(config.free_sms) +
+                           " outside [0, " + std::to_string(device_sms) + ")");
+  config_ = config;
+  op_ = op;
+  shape_ = shape;
+  dtype_ = dtype;
+  world_ = comm->world;
+  if (auto error = chunk_error(op, shape, world_, config.chunks))
+    return Status::failure(std::string("shaped: ") + to_string(op) + ": " + *error);
+  OVERLAPSIM_TRY(
+      collective_.initialize(comm, lt, op, shape, dtype, workspace, workspace_bytes));
+  const ChunkPlan plan = make_chunk_plan(op, shape, world_, config.chunks);
+  // Chunk 1 (0 when unchunked) has the smallest non-zero offsets: its alignment holds for all.
+  const ChunkGemm probe = chunk_gemm(op, shape, plan, config.chunks > 1 ? 1 : 0);
+  const std::size_t elem = dtype_bytes(dtype);
+  const std::size_t alignment =
+      common_alignment({static_cast<std::uint64_t>(probe.a_offset) * elem,
+                        static_cast<std::uint64_t>(probe.c_offset) * elem,
+                        static_cast<std::uint64_t>(probe.batching.stride_a_elems) * elem,
+                        static_cast<std::uint64_t>(probe.batching.stride_c_elems) * elem});
+  GemmRunOptions options;
+  if (config.free_sms > 0) {
+    options.sm_count_target = device_sms - config.free_sms;
+    options.no_split_k = true;
+  }
+  OVERLAPSIM_TRY(gemm_.initialize(lt, probe.shape, dtype, probe.batching, alignment, workspace,
+                                  workspace_bytes, {}, options));
+  CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+  chunk_done_.resize(static_cast<std::size_t>(config.chunks), nullptr);
+  for (cudaEvent_t& e : chunk_done_)
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return Status::success();
+}
+
+Status ShapedDesign::enqueue_gemm(const PairBuffers& b, int chunk, cudaStream_t stream) const {
+  const ChunkPlan plan = make_chunk_plan(op_, shape_, world_, config_.chunks);
+  const ChunkGemm g = chunk_gemm(op_, shape_, plan, chunk);
+  const auto elem = static_cast<std::int64_t>(dtype_bytes(dtype_));
+  return gemm_.run(static_cast<const char*>(b.a) + g.a_offset * elem, b.b,
+                   static_cast<char*>(b.c) + g.c_offset * elem, stream);
+}
+
+Status ShapedDesign::run_gemms(const PairBuffers& buffers, cudaStream_t stream) const {
+  if (fork_ == nullptr) return Status::failure("shaped: run_gemms() before initialize()");
+  for (int c = 0; c < config_.chunks; ++c) OVERLAPSIM_TRY(enqueue_gemm(buffers, c, stream));
+  return Status::success();
+}
+
+Status ShapedDesign::prepare(const PairBuffers& buffers, cudaStream_t compute_stream,
+                             CommHandle& barrier_comm) {
+  OVERLAPSIM_TRY(run_gemms(buffers, compute_stream));
+  return quiesce(barrier_comm, {compute_stream}, "shaped: GEMM kernels loaded");
+}
+
+Status ShapedDesign::run(const PairBuffers& buffers, cudaStream_t compute_stream,
+                         cudaStream_t comm_stream) const {
+  if (fork_ == nullptr) return Status::failure("shaped: run() before initialize()");
+  CUDA_CHECK(cudaEventRecord(fork_, compute_stream));
+  CUDA_CHECK(cudaStreamWaitEvent(comm_stream, fork_, 0));
+  for (int c = 0; c < config_.chunks; ++c) {
+    OVERLAPSIM_TRY(enqueue_gemm(buffers, c, compute_stream));
+    CUDA_CHECK(cudaEventRecord(chunk_done_[c], compute_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(comm_stream, chunk_done_[c], 0));
+    OVERLAPSIM_TRY(collective_.enqueue_collective(buffers, config_.chunks, c, comm_stream));
+  }
+  CUDA_CHECK(cudaEventRecord(join_, comm_stream));
+  CUDA_CHECK(cudaStreamWaitEvent(compute_stream, join_, 0));
+  return Status::success();
+}
+
+}  // namespace overlapsim::kernels

@@ -1,0 +1,86 @@
+#pragma once
+// Design `shaped` (occupancy shaping with a prioritised collective): the decomposed
+// design's chunks (pair_op.hpp), but each chunk's GEMM is planned by cuBLASLt for
+// SMs − free_sms SMs (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET) and each chunk's collective
+// runs on the high-priority comm stream over a communicator with exactly comm_ctas CTAs
+// (minCTAs = maxCTAs, cgaClusterSize 1). GEMM and NCCL then share the GPU by
+// construction instead of NCCL waiting for GEMM CTAs to retire.
+//
+// (free_sms 0, comm_ctas 0, chunks k) is the decomposed design with k chunks, and chunks 1
+// is the sequential pair on two streams, so a tuner over the grid never has to lose
+// against either. Pairs: gemm+allreduce, gemm+reducescatter, gemm+alltoall. The chunked
+// result equals the unchunked one element for element as long as cuBLASLt sums over K in
+// the same order (GemmRunOptions::no_split_k is set whenever an SM target is).
+//
+// Host API: initialize (GEMM plan) -> prepare (loads the kernels on every rank before any
+// collective of this design may start: CUDA_MODULE_LOADING=LAZY) -> run. C++17.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/designs/pair_kernels.hpp"
+
+namespace overlapsim::kernels {
+
+struct ShapedConfig {
+  int free_sms = 0;   // SMs the GEMM leaves free; 0: cuBLASLt's default plan (every SM)
+  int comm_ctas = 0;  // NCCL CTAs of the communicator passed to initialize (0: default config)
+  int chunks = 1;
+
+  // "s16:c8:k2", the CSV's design suffix.
+  std::string name() const;
+};
+
+// A communicator split from `parent` whose collectives use exactly `ctas` CTAs
+// (minCTAs = maxCTAs = ctas, cgaClusterSize 1, blocking). Collective over the parent's
+// ranks: every rank calls it in the same order, with streams drained (harness quiesce).
+// Keep it for the life of the process: finalizing a split between shapes hung a rank
+// (kernels/bench/tilewise_context.hpp says when).
+Status make_shaped_comm(CommHandle& parent, int ctas, CommHandle* out);
+
+class ShapedDesign {
+ public:
+  ShapedDesign() = default;
+  ~ShapedDesign();
+  ShapedDesign(const ShapedDesign&) = delete;
+  ShapedDesign& operator=(const ShapedDesign&) = delete;
+
+  static bool supports(PairOp op);
+
+  // `comm`: the communicator the collectives run on (make_shaped_comm's for comm_ctas > 0);
+  // `device_sms`: the GPU's SM count. The GEMM plan is made here (outside timed regions).
+  Status initialize(CommHandle* comm, cublasLtHandle_t lt, PairOp op, const PairShape& shape,
+                    DType dtype, void* workspace, std::size_t workspace_bytes, int device_sms,
+                    const ShapedConfig& config);
+  // Runs every chunk's GEMM once on `compute_stream` (no collective), then meets the other
+  // ranks (quiesce on `barrier_comm`, the run's communicator), so a lazily loaded GEMM
+  // kernel is never loaded while a peer's NCCL kernel waits for this rank.
+  Status prepare(const PairBuffers& buffers, cudaStream_t compute_stream, CommHandle& barrier_comm);
+  // Starts and ends on `compute_stream` (fork and join events), like one kernel.
+  Status run(const PairBuffers& buffers, cudaStream_t compute_stream,
+             cudaStream_t comm_stream) const;
+
+  // The chunks' GEMMs alone, in order on `stream` (the surface's GEMM-with-S-taken time).
+  Status run_gemms(const PairBuffers& buffers, cudaStream_t stream) const;
+
+  const ShapedConfig& config() const { return config_; }
+
+ private:
+  void destroy();
+  Status enqueue_gemm(const PairBuffers& buffers, int chunk, cudaStream_t stream) const;
+
+  ShapedConfig config_;
+  PairOp op_ = PairOp::GemmAllReduce;
+  PairShape shape_;
+  DType dtype_ = DType::BF16;
+  int world_ = 1;
+  PairKernels collective_;  // its collectives only, on `comm`
+  CublasLtGemm gemm_;       // one chunk's GEMM, SM target applied
+  std::vector<cudaEvent_t> chunk_done_;
+  cudaEvent_t fork_ = nullptr;
+  cudaEvent_t join_ = nullptr;
+};
+
+}  // namespace overlapsim::kernels
