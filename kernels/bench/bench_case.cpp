@@ -12,8 +12,9 @@ const std::vector<std::string>& designs_for(CaseKind kind, const std::string& op
   static const std::vector<std::string> embedding{"own"};
   static const std::vector<std::string> pair{"sequential", "decomposed"};
   static const std::vector<std::string> interference{"interleaved"};
-  // GEMM followed by its collective also runs the tile-wise design.
-  static const std::vector<std::string> gemm_pair{"sequential", "decomposed", "tilewise"};
+  // GEMM followed by its collective also runs the tile-wise and shaped designs.
+  static const std::vector<std::string> gemm_pair{"sequential", "decomposed", "tilewise",
+                                                  "shaped"};
   switch (kind) {
     case CaseKind::Collective: return collective;
     case CaseKind::Compute:

@@ -20,6 +20,7 @@ namespace overlapsim::kernels::bench {
 
 struct TilewiseRankState;  // tilewise_context.hpp
 class TilewiseReports;     // tilewise_report.hpp
+struct ShapedRankState;    // shaped_runner.hpp
 
 struct BenchEnv {
   RankContext* ctx = nullptr;
@@ -35,6 +36,8 @@ struct BenchEnv {
   // first use when the caller left them empty.
   std::shared_ptr<TilewiseRankState> tilewise_state;
   std::shared_ptr<TilewiseReports> tilewise_reports;
+  // The shaped runner's communicators per NCCL CTA count, kept across shapes.
+  std::shared_ptr<ShapedRankState> shaped_state;
 
   int rank() const { return ctx->comm.rank; }
   int world() const { return ctx->comm.world; }

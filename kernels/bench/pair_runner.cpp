@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/bench/bench_env.hpp"
+#include "kernels/bench/shaped_runner.hpp"
 #include "kernels/bench/tilewise_runner.hpp"
 #include "kernels/bench/timing.hpp"
 #include "kernels/bench/verify.hpp"
@@ -131,6 +132,8 @@ class PairCaseRunner {
         }
       } else if (design == "tilewise") {
         OVERLAPSIM_TRY(run_tilewise_rows(env_, case_, op_, shape_, tilewise_io()));
+      } else if (design == "shaped") {
+        OVERLAPSIM_TRY(run_shaped_rows(env_, case_, op_, shape_, tilewise_io()));
       } else {
         for (int k : chunk_counts) OVERLAPSIM_TRY(measure_design(design, k, nullptr));
       }

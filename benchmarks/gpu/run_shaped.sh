@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# One device call for the shaped design (kernels/designs/shaped.hpp) on 2 and 4 GPUs:
+# the carried binaries ($CARRY_DIR/{bin,lib}, default build-shaped-carry; else a
+# kernels-only build), shaped_test on 2 GPUs, the fused GEMV tests on 4 GPUs
+# (FUSED_TESTS=1, default), overlap-bench over benchmarks/suites/shaped.yaml
+# with 2 ranks (GPUs 0,1) and 4 ranks (GPUs 0-3): sequential, decomposed, tile-wise and
+# shaped in the same process per rank count, shaped_test on 4 GPUs (FULL=1, default). Then
+# summary.csv (captured overlap per shape and
+# design, from one loop each) and surface.csv (the shaped tuner's grid: GEMM slowdown with S
+# SMs free, collective slowdown on c CTAs, the pair's time), both from the CSVs.
+# Everything ends up in $OUT/shaped.tar.gz.
+#   bash benchmarks/gpu/run_shaped.sh
+#   SMOKE=1 bash benchmarks/gpu/run_shaped.sh       # one shape, 2 ranks, no tile-wise
+#   bash benchmarks/gpu/run_shaped.sh summarize DIR # the two summaries from DIR's CSVs
+# Step limits: TEST_TIMEOUT (90), BENCH_TIMEOUT (170 per rank count), BUILD_TIMEOUT (300).
+# TILEWISE_TRANSPORT (copy_engine): the tile-wise transports timed beside shaped.
+set -uo pipefail
+
+summarize() {
+  python3 - "$1" <<'PY'
+import csv, glob, os, sys
+from collections import defaultdict
+d = sys.argv[1]
+rows = []
+for f in sorted(glob.glob(os.path.join(d, "shaped_w*.csv"))):
+    rows += list(csv.DictReader(open(f)))
+key = lambda r: (int(r["world"]), r["op"], int(r["m"]), int(r["n"]), int(r["k"]))
+by = defaultdict(list)
+for r in rows:
+    if "+" in r["op"]:
+        by[key(r)].append(r)
+gemm = {(int(r["world"]), int(r["m"]), int(r["n"]), int(r["k"]), r["design"]): r for r in rows if r["op"] == "gemm"}
+coll = defaultdict(dict)
+for r in rows:
+    if "+" not in r["op"] and r["design"].startswith("nccl_shaped:"):
+        coll[(int(r["world"]), r["op"], int(r["bytes"]))][r["design"]] = r
+t = lambda r: float(r["time_us"])
+def captured(seq, ideal, x):
+    return (seq - x) / (seq - ideal) if seq > ideal else float("nan")
+out = []
+surface = []
+for k in sorted(by):
+    rs = by[k]
+    get = lambda name: next((r for r in rs if r["design"] == name), None)
+    seq, op_, co = get("sequential_sh_loop"), get("op_alone_sh_loop"), get("collective_alone_sh_loop")
+    if not (seq and op_ and co):
+        continue
+    ideal = max(t(op_), t(co))
+    dec = get("decomposed_sh_loop")
+    sh = next((r for r in rs if r["design"].startswith("shaped:")), None)
+    tw_seq, tw_op, tw_co = get("sequential_tw_loop"), get("op_alone_tw_loop"), get("collective_alone_tw_loop")
+    tws = [r for r in rs if r["design"].startswith("tilewise")]
+    tw = min(tws, key=t) if tws else None
+    row = dict(world=k[0], op=k[1], m=k[2], n=k[3], k=k[4],
+               sequential_us=t(seq), op_alone_us=t(op_), collective_alone_us=t(co), ideal_us=ideal,
+               decomposed_us=t(dec) if dec else "", decomposed_chunks=dec["chunks"] if dec else "",
+               shaped_us=t(sh) if sh else "", shaped_choice=(sh["design"][7:] + ":k" + sh["chunks"]) if sh else "",
+               captured_decomposed=round(captured(t(seq), ideal, t(dec)), 4) if dec else "",
+               captured_shaped=round(captured(t(seq), ideal, t(sh)), 4) if sh else "",
+               shaped_over_sequential=round(t(sh) / t(seq), 4) if sh else "",
+               shaped_wrong=sh["wrong"] if sh else "", decomposed_wrong=dec["wrong"] if dec else "")
+    if sh and dec:
+        # The acceptance: captured >= decomposed's, and at most 1 % slower than sequential.
+        row["bar_captured_ge_decomposed"] = "yes" if t(sh) <= t(dec) else "no"
+    if sh:
+        row["bar_within_1pct_of_sequential"] = "yes" if t(sh) <= 1.01 * t(seq) else "no"
+    if tw and tw_seq and tw_op and tw_co:
+        tideal = max(t(tw_op), t(tw_co))
+        row.update(tilewise_design=tw["design"], tilewise_us=t(tw), sequential_tw_loop_us=t(tw_seq),
+                   captured_tilewise=round(captured(t(tw_seq), tideal, t(tw)), 4))
+    out.append(row)
+    s_seq, s_op, s_co = get("sequential_sh_search"), get("op_alone_sh_search"), get("collective_alone_sh_search")
+    if not (s_seq and s_op and s_co):
+        continue
+    s_ideal = max(t(s_op), t(s_co))
+    cb = int(s_co["bytes"])
+    for r in rs:
+        if not r["design"].startswith("shaped_search:"):
+            continue
+        _, s, c = r["design"].split(":")
+        S, C = int(s[1:]), int(c[1:])
+        g = t(s_op) if S == 0 else t(gemm[(k[0], k[2], k[3], k[4], "cublas_shaped:s%d" % S)])
+        cc = t(s_co) if C == 0 else t(coll[(k[0], k[1].split("+")[1], cb)]["nccl_shaped:c%d" % C])
+        surface.append(dict(world=k[0], op=k[1], m=k[2], n=k[3], k=k[4], free_sms=S, comm_ctas=C,
+                            chunks=int(r["chunks"]), gemm_alone_us=t(s_op), gemm_free_sms_us=g,
+                            gemm_slowdown=round(g / t(s_op), 4), collective_alone_us=t(s_co),
+                            collective_ctas_us=cc, collective_slowdown=round(cc / t(s_co), 4),
+                            sequential_us=t(s_seq), ideal_us=s_ideal, pair_us=t(r),
+                            pair_over_sequential=round(t(r) / t(s_seq), 4),
+                            captured=round(captured(t(s_seq), s_ideal, t(r)), 4),
+                            exact_mismatches=r["wrong"]))
+for name, table in (("summary.csv", out), ("surface.csv", surface)):
+    if not table:
+        continue
+    cols = []
+    for r in table:
+        cols += [c for c in r if c not in cols]
+    with open(os.path.join(d, name), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(table)
+    print("wrote", os.path.join(d, name), len(table), "rows")
+import math
+groups = defaultdict(list)
+for r in out:
+    groups[(r["world"], r["op"])].append(r)
+print("world op shapes(coll>=0.2 op) geo-mean captured: decomposed shaped tilewise; bars met")
+for g, rs in sorted(groups.items()):
+    sel = [r for r in rs if r["collective_alone_us"] >= 0.2 * r["op_alone_us"]]
+    def gm(col):
+        v = [r.get(col) for r in sel]
+        if not v or any(x in ("", None) or x <= 0 for x in v):
+            return "n/a"
+        return round(math.exp(sum(math.log(x) for x in v) / len(v)), 3)
+    ge = sum(r.get("bar_captured_ge_decomposed") == "yes" for r in rs)
+    w1 = sum(r.get("bar_within_1pct_of_sequential") == "yes" for r in rs)
+    print(g[0], g[1], len(sel), gm("captured_decomposed"), gm("captured_shaped"),
+          gm("captured_tilewise"), "| >= decomposed %d/%d, within 1%% of seq %d/%d" % (ge, len(rs), w1, len(rs)))
+for r in out:
+    print(r["world"], r["op"], "%dx%dx%d" % (r["m"], r["n"], r["k"]), "seq", r["sequential_us"],
+          "dec", r["decomposed_us"], "shaped", r["shaped_us"], r["shaped_choice"],
+          "cap dec", r["captured_decomposed"], "cap shaped", r["captured_shaped"],
+          "cap tw", r.get("captured_tilewise", ""), "sh/seq", r["shaped_over_sequential"])
+PY
+}
+
+if [[ ${1:-} == summarize ]]; then
+  summarize "$2"
+  exit $?
+fi
+
+source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
+run_dir="$OUT/shaped"
+mkdir -p "$run_dir"
+log="$run_dir/log.txt"
+log_machine "grep -E 'define NCCL_(MAJOR|MINOR|PATCH)' '$nccl_header'"
+echo "nccl lib: $nccl_lib" >>"$log"
+carry="$root/${CARRY_DIR:-build-shaped-carry}"
+use_device_libs "$carry/lib"
+bench="$carry/bin/overlap-bench"
+shaped_test="$carry/bin/shaped_test"
+fused_test="$carry/bin/fused_gemv_allreduce_test"
+if ! "$shaped_test" --gtest_list_tests >/dev/null 2>>"$log"; then
+  step "carried binaries do not run here: kernels-only build"
+  build_kernels_only "${BUILD_TIMEOUT:-300}" overlap-bench shaped_test fused_gemv_allreduce_test \
+    >>"$log" 2>&1
+  echo "build rc=$?" | tee -a "$log"
+  bench=build-gpu/kernels/bench/overlap-bench
+  shaped_test=build-gpu/tests/kernels/shaped_test
+  fused_test=build-gpu/tests/kernels/fused_gemv_allreduce_test
+fi
+ldd "$bench" | grep -E "not found|nccl|cublas" >>"$log" 2>&1
+# Eager loading for everything but the cold-start tests, which ask for lazy loading themselves.
+export CUDA_MODULE_LOADING=EAGER
+tests="$run_dir/tests.txt"
+
+# shaped_test on GPUS: its output and summary lines into tests.txt.
+shaped_tests() {
+  local gpus="$1"
+  step "shaped_test on GPUs $gpus"
+  CUDA_VISIBLE_DEVICES=$gpus timeout "${TEST_TIMEOUT:-90}" "$shaped_test" \
+    >"$run_dir/shaped_test_gpus${gpus//,/}.txt" 2>&1
+  echo "shaped_test (GPUs $gpus) rc=$?" | tee -a "$log" "$tests"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED|     OK) |^\[  FAILED|Failure|differing|Which is|Expected" \
+    "$run_dir/shaped_test_gpus${gpus//,/}.txt" | head -40 >>"$tests"
+}
+shaped_tests 0,1
+
+if [[ ${FUSED_TESTS:-1} == 1 ]]; then
+  step "fused_gemv_allreduce_test on GPUs 0,1,2,3"
+  CUDA_VISIBLE_DEVICES=0,1,2,3 timeout "${TEST_TIMEOUT:-90}" "$fused_test" --gtest_filter='Fused*' \
+    >"$run_dir/fused_test_gpus0123.txt" 2>&1
+  echo "fused_gemv_allreduce_test (GPUs 0,1,2,3) rc=$?" | tee -a "$log" "$tests"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED|     OK) |^\[  FAILED|Failure|differ|expected" \
+    "$run_dir/fused_test_gpus0123.txt" | head -30 >>"$tests"
+fi
+
+worlds="2 4"
+suite=benchmarks/suites/shaped.yaml
+extra=(--tilewise-transport "${TILEWISE_TRANSPORT:-copy_engine}" --tilewise-keep 3
+       --tilewise-exhaustive 4)
+if [[ ${SMOKE:-0} == 1 ]]; then
+  worlds="2"
+fi
+for world in $worlds; do
+  gpus=$([[ $world == 2 ]] && echo 0,1 || echo 0,1,2,3)
+  step "overlap-bench shaped, $world ranks (GPUs $gpus)"
+  if [[ ${SMOKE:-0} == 1 ]]; then
+    args=(--op gemm+reducescatter --shapes 4096x4096x4096 --designs sequential,decomposed,shaped
+          --chunks 2,4 --ctas 4,8,16,32 --iterations 20 --warmup 3 --warmup-ms 25)
+  else
+    args=(--suite "$suite" "${extra[@]}" --tilewise-detail "$run_dir/tilewise_detail_w$world.csv")
+  fi
+  CUDA_VISIBLE_DEVICES=$gpus timeout "${BENCH_TIMEOUT:-170}" "$bench" "${args[@]}" --world "$world" \
+    --timeout 60 --output "$run_dir/shaped_w$world.csv" >"$run_dir/stdout_w$world.csv" \
+    2>"$run_dir/stderr_w$world.txt"
+  echo "overlap-bench $world ranks rc=$?" | tee -a "$log"
+  grep -E "chose|error|fail|Fail" "$run_dir/stderr_w$world.txt" | head -40 >>"$log"
+  # A run cut short still leaves its rows on stdout.
+  [[ -s $run_dir/shaped_w$world.csv ]] || cp "$run_dir/stdout_w$world.csv" "$run_dir/shaped_w$world.csv"
+done
+
+[[ ${SMOKE:-0} != 1 && ${FULL:-1} == 1 ]] && shaped_tests 0,1,2,3
+
+step "summary"
+summarize "$run_dir" >>"$log" 2>&1
+step "done"
+tar -czf "$OUT/shaped.tar.gz" -C "$OUT" shaped

@@ -1,0 +1,297 @@
+#include "kernels/bench/shaped_runner.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/bench/timing.hpp"
+#include "kernels/bench/verify.hpp"
+#include "kernels/collectives/nccl_collectives.hpp"
+#include "kernels/designs/decomposed.hpp"
+#include "kernels/designs/shaped.hpp"
+#include "kernels/harness/fill.hpp"
+
+namespace overlapsim::kernels::bench {
+namespace {
+
+// SMs the GEMM leaves free. 32 of 132 is a quarter of an H100: beyond it the GEMM's loss
+// outgrows anything NCCL (at most 32 CTAs here) could win back.
+constexpr int kFreeSms[] = {0, 8, 16, 24, 32};
+
+class ShapedRunner {
+ public:
+  ShapedRunner(BenchEnv& env, const BenchCase& c, PairOp op, const PairShape& shape,
+               const TilewiseCaseIo& io)
+      : env_(env), case_(c), op_(op), shape_(shape), io_(io) {}
+
+  Status run() {
+    if (!env_.shaped_state) env_.shaped_state = std::make_shared<ShapedRankState>();
+    ShapedRankState& state = *env_.shaped_state;
+    if (state.device_sms == 0)
+      CUDA_CHECK(cudaDeviceGetAttribute(&state.device_sms, cudaDevAttrMultiProcessorCount,
+                                        env_.ctx->device));
+    OVERLAPSIM_TRY(make_grid(state.device_sms));
+    OVERLAPSIM_TRY(make_comms(state));
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "shaped: before allocating"));
+    const PairSizes sizes = pair_sizes(op_, shape_, env_.world());
+    result_count_ = sizes.out ? sizes.out : sizes.c;
+    OVERLAPSIM_TRY(sequential_bits_.allocate(result_count_ * dtype_bytes(case_.dtype)));
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "shaped: after allocating"));
+    OVERLAPSIM_TRY(build_designs(state));
+    OVERLAPSIM_TRY(search());
+    OVERLAPSIM_TRY(final_loop());
+    return quiesce(*env_.ctx, "shaped: done");
+  }
+
+ private:
+  cudaStream_t compute() const { return env_.ctx->compute_stream; }
+  cudaStream_t comm_stream() const { return env_.ctx->comm_stream; }
+  CollectiveOp coll() const { return pair_collective(op_); }
+
+  RowBuilder row(const std::string& op, const std::string& design, int chunks,
+                 const Timing& t) const {
+    return RowBuilder(op, design, to_string(case_.dtype)).shape(shape_).chunks(chunks).time(t);
+  }
+  RowBuilder pair_row(const std::string& design, int chunks, const Timing& t) const {
+    return row(to_string(op_), design, chunks, t)
+        .bytes(collective_bytes(op_, shape_, env_.world(), case_.dtype))
+        .flops(compute_flops(op_, shape_))
+        .busbw_factor(busbw_factor(coll(), env_.world()));
+  }
+
+  Status make_grid(int sms) {
+    ctas_ = {0};
+    for (int c : case_.ctas)
+      if (c > 0 && std::find(ctas_.begin(), ctas_.end(), c) == ctas_.end()) ctas_.push_back(c);
+    for (int k : case_.chunks)
+      if (k >= 2 && !chunk_error(op_, shape_, env_.world(), k) &&
+          std::find(chunks_.begin(), chunks_.end(), k) == chunks_.end())
+        chunks_.push_back(k);
+    for (int s : kFreeSms)
+      if (s < sms / 2) free_sms_.push_back(s);
+    grid_.push_back({0, 0, 1});
+    for (int k : chunks_)
+      for (int s : free_sms_)
+        for (int c : ctas_) grid_.push_back({s, c, k});
+    return Status::success();
+  }
+
+  // Every rank creates the same communicators in the same order, streams drained.
+  Status make_comms(ShapedRankState& state) {
+    for (int c : ctas_) {
+      if (c == 0 || state.comms.count(c)) continue;
+      OVERLAPSIM_TRY(quiesce(*env_.ctx, "shaped: before splitting"));
+      CommHandle handle;
+      OVERLAPSIM_TRY(make_shaped_comm(env_.ctx->comm, c, &handle));
+      state.comms.emplace(c, handle);
+      OVERLAPSIM_TRY(quiesce(*env_.ctx, "shaped: after splitting"));
+    }
+    return Status::success();
+  }
+
+  CommHandle* comm_for(ShapedRankState& state, int ctas) {
+    return ctas == 0 ? &env_.ctx->comm : &state.comms.at(ctas);
+  }
+
+  Status build_designs(ShapedRankState& state) {
+    void* ws = env_.workspace.data();
+    const std::size_t ws_bytes = env_.workspace.bytes();
+    const int sms = state.device_sms;
+    OVERLAPSIM_TRY(base_.initialize(&env_.ctx->comm, env_.lt, op_, shape_, case_.dtype, ws, ws_bytes));
+    int max_chunks = 1;
+    for (int k : chunks_) {
+      OVERLAPSIM_TRY(base_.prepare(k));
+      max_chunks = std::max(max_chunks, k);
+    }
+    OVERLAPSIM_TRY(decomposed_.initialize(max_chunks));
+    for (const ShapedConfig& g : grid_) {
+      auto d = std::make_unique<ShapedDesign>();
+      OVERLAPSIM_TRY(d->initialize(comm_for(state, g.comm_ctas), env_.lt, op_, shape_,
+                                   case_.dtype, ws, ws_bytes, sms, g));
+      designs_.push_back(std::move(d));
+    }
+    for (int s : free_sms_) {
+      if (s == 0) continue;
+      auto d = std::make_unique<ShapedDesign>();
+      OVERLAPSIM_TRY(d->initialize(&env_.ctx->comm, env_.lt, op_, shape_, case_.dtype, ws,
+                                   ws_bytes, sms, {s, 0, 1}));
+      gemm_alone_.push_back(std::move(d));
+    }
+    for (int c : ctas_) {
+      if (c == 0) continue;
+      auto p = std::make_unique<PairKernels>();
+      OVERLAPSIM_TRY(p->initialize(comm_for(state, c), env_.lt, op_, shape_, case_.dtype, ws, ws_bytes));
+      coll_alone_.push_back(std::move(p));
+    }
+    // Every kernel once, alone, before anything overlaps (CUDA_MODULE_LOADING=LAZY): the
+    // GEMMs per design with a rendezvous after each, then every communicator's collective
+    // one after the other on the compute stream.
+    const PairBuffers b = io_.set(0);
+    for (auto& d : designs_) OVERLAPSIM_TRY(d->prepare(b, compute(), env_.ctx->comm));
+    for (auto& d : gemm_alone_) OVERLAPSIM_TRY(d->prepare(b, compute(), env_.ctx->comm));
+    for (int k : chunks_)
+      for (int chunk = 0; chunk < k; ++chunk) OVERLAPSIM_TRY(base_.enqueue_op(b, k, chunk, compute()));
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "shaped: decomposed GEMMs loaded"));
+    for (auto& p : coll_alone_) OVERLAPSIM_TRY(p->enqueue_collective(b, 1, 0, compute()));
+    OVERLAPSIM_TRY(io_.sequential(0));
+    return wait_stream(env_.ctx->comm, compute(), "shaped: warm-up");
+  }
+
+  // Elements of set 0's result whose value differs from the sequential result at all
+  // (unwritten ones included), after `once`; summed over ranks.
+  Status exact_mismatches(const std::function<Status()>& once, std::uint64_t* count) {
+    const void* result = io_.set(0).result(op_);
+    OVERLAPSIM_TRY(poison(const_cast<void*>(result), result_count_, compute()));
+    OVERLAPSIM_TRY(once());
+    OVERLAPSIM_TRY(wait_stream(env_.ctx->comm, compute(), "shaped: exact check"));
+    *count = 0;
+    OVERLAPSIM_TRY(count_mismatches(result, sequential_bits_.data(), result_count_, case_.dtype,
+                                    0.0, 0.0, compute(), count));
+    return sum_over_ranks(env_, count);
+  }
+
+  Status search() {
+    // The sequential result every grid point must reproduce.
+    OVERLAPSIM_TRY(io_.sequential(0));
+    OVERLAPSIM_TRY(wait_stream(env_.ctx->comm, compute(), "shaped: sequential result"));
+    CUDA_CHECK(cudaMemcpyAsync(sequential_bits_.data(), io_.set(0).result(op_),
+                               result_count_ * dtype_bytes(case_.dtype), cudaMemcpyDeviceToDevice,
+                               compute()));
+    OVERLAPSIM_TRY(wait_stream(env_.ctx->comm, compute(), "shaped: keep sequential"));
+
+    std::vector<EnqueueIteration> variants{io_.op_alone, io_.collective_alone, io_.sequential};
+    for (int k : chunks_)
+      variants.push_back([this, k](int i) {
+        return decomposed_.run(base_, io_.set(i), k, compute(), comm_stream());
+      });
+    for (auto& d : gemm_alone_)
+      variants.push_back([this, p = d.get()](int i) { return p->run_gemms(io_.set(i), compute()); });
+    for (auto& p : coll_alone_)
+      variants.push_back([this, q = p.get()](int i) {
+        return q->enqueue_collective(io_.set(i), 1, 0, compute());
+      });
+    const std::size_t first_design = variants.size();
+    for (auto& d : designs_)
+      variants.push_back([this, p = d.get()](int i) {
+        return p->run(io_.set(i), compute(), comm_stream());
+      });
+    std::vector<Timing> t;
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "shaped: search ready"));
+    OVERLAPSIM_TRY(time_interleaved(*env_.ctx, 1, std::max(5, case_.iterations / 3), variants,
+                                    io_.align, &t));
+    std::size_t v = 0;
+    env_.emit(row(to_string(op_), "op_alone_sh_search", 1, t[v++]).flops(compute_flops(op_, shape_)).row());
+    env_.emit(pair_row("collective_alone_sh_search", 1, t[v++]).flops(0).row());
+    env_.emit(pair_row("sequential_sh_search", 1, t[v++]).row());
+    double best_decomposed_s = 0;
+    for (int k : chunks_) {
+      env_.emit(pair_row("decomposed_sh_search", k, t[v]).row());
+      if (best_k_ == 0 || t[v].median_s < best_decomposed_s) {
+        best_k_ = k;
+        best_decomposed_s = t[v].median_s;
+      }
+      ++v;
+    }
+    for (auto& d : gemm_alone_)
+      env_.emit(row("gemm", "cublas_shaped:s" + std::to_string(d->config().free_sms), 1, t[v++])
+                    .flops(compute_flops(op_, shape_))
+                    .row());
+    for (int c : ctas_) {
+      if (c == 0) continue;
+      env_.emit(row(to_string(coll()), "nccl_shaped:c" + std::to_string(c), 1, t[v++])
+                    .bytes(collective_bytes(op_, shape_, env_.world(), case_.dtype))
+                    .busbw_factor(busbw_factor(coll(), env_.world()))
+                    .row());
+    }
+    for (std::size_t d = 0; d < designs_.size(); ++d) {
+      const Timing& td = t[first_design + d];
+      const ShapedConfig& g = designs_[d]->config();
+      std::uint64_t differ = 0;
+      OVERLAPSIM_TRY(exact_mismatches(
+          [&] { return designs_[d]->run(io_.set(0), compute(), comm_stream()); }, &differ));
+      env_.emit(pair_row("shaped_search:s" + std::to_string(g.free_sms) + ":c" +
+                             std::to_string(g.comm_ctas),
+                         g.chunks, td)
+                    .wrong(differ)
+                    .row());
+      // Every rank reads the same max-over-rank times, so every rank picks the same point.
+      if (chosen_ < 0 || td.median_s < t[first_design + static_cast<std::size_t>(chosen_)].median_s)
+        chosen_ = static_cast<int>(d);
+    }
+    return Status::success();
+  }
+
+  Status final_loop() {
+    const ShapedDesign& chosen = *designs_[static_cast<std::size_t>(chosen_)];
+    std::vector<EnqueueIteration> variants{io_.op_alone, io_.collective_alone, io_.sequential};
+    if (best_k_ > 0)
+      variants.push_back([this](int i) {
+        return decomposed_.run(base_, io_.set(i), best_k_, compute(), comm_stream());
+      });
+    variants.push_back([this, &chosen](int i) { return chosen.run(io_.set(i), compute(), comm_stream()); });
+    std::vector<Timing> t;
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "shaped: final ready"));
+    OVERLAPSIM_TRY(
+        time_interleaved(*env_.ctx, case_.warmup, case_.iterations, variants, io_.align, &t));
+    std::size_t v = 0;
+    env_.emit(row(to_string(op_), "op_alone_sh_loop", 1, t[v++]).flops(compute_flops(op_, shape_)).row());
+    env_.emit(pair_row("collective_alone_sh_loop", 1, t[v++]).flops(0).row());
+    env_.emit(pair_row("sequential_sh_loop", 1, t[v++]).row());
+    if (best_k_ > 0) {
+      std::uint64_t wrong = 0;
+      OVERLAPSIM_TRY(io_.run_and_check(
+          [&] { return decomposed_.run(base_, io_.set(0), best_k_, compute(), comm_stream()); },
+          &wrong));
+      env_.emit(pair_row("decomposed_sh_loop", best_k_, t[v++]).wrong(wrong).row());
+    }
+    std::uint64_t wrong = 0;
+    OVERLAPSIM_TRY(
+        io_.run_and_check([&] { return chosen.run(io_.set(0), compute(), comm_stream()); }, &wrong));
+    const ShapedConfig& g = chosen.config();
+    env_.emit(pair_row("shaped:s" + std::to_string(g.free_sms) + ":c" + std::to_string(g.comm_ctas),
+                       g.chunks, t[v++])
+                  .wrong(wrong)
+                  .row());
+    if (env_.rank() == 0)
+      std::fprintf(stderr, "overlap-bench: shaped %s %lldx%lldx%lld world %d: chose %s\n",
+                   to_string(op_), static_cast<long long>(shape_.m),
+                   static_cast<long long>(shape_.n), static_cast<long long>(shape_.k),
+                   env_.world(), g.name().c_str());
+    return Status::success();
+  }
+
+  BenchEnv& env_;
+  const BenchCase& case_;
+  PairOp op_;
+  PairShape shape_;
+  const TilewiseCaseIo& io_;
+  std::vector<int> ctas_, chunks_, free_sms_;
+  std::vector<ShapedConfig> grid_;
+  PairKernels base_;  // the decomposed design's GEMM plans, on the run's communicator
+  DecomposedDesign decomposed_;
+  std::vector<std::unique_ptr<ShapedDesign>> designs_;     // one per grid point
+  std::vector<std::unique_ptr<ShapedDesign>> gemm_alone_;  // unchunked, per S > 0
+  std::vector<std::unique_ptr<PairKernels>> coll_alone_;   // unchunked collective, per c > 0
+  DeviceBuffer sequential_bits_;
+  std::size_t result_count_ = 0;
+  int best_k_ = 0;
+  int chosen_ = -1;
+};
+
+}  // namespace
+
+Status run_shaped_rows(BenchEnv& env, const BenchCase& c, PairOp op, const PairShape& shape,
+                       const TilewiseCaseIo& io) {
+  if (!ShapedDesign::supports(op)) {
+    if (env.rank() == 0)
+      std::fprintf(stderr, "overlap-bench: design shaped does not run %s; skipped\n",
+                   to_string(op));
+    return Status::success();
+  }
+  ShapedRunner runner(env, c, op, shape, io);
+  return runner.run();
+}
+
+}  // namespace overlapsim::kernels::bench

@@ -1,0 +1,216 @@
+// The shaped design (kernels/designs/shaped.hpp) on every visible GPU (>= 2): for each of
+// its pairs and a set of (free SMs, NCCL CTAs, chunks) points, the result equals the
+// sequential design's value for value (the same GEMM sum order, the same collective); 200
+// calls back to back end in the same result; and a fresh process with lazy module loading
+// completes its first calls (the GEMM kernels are loaded in prepare(), before any rank's
+// collective can wait for a peer).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/bench/reference.hpp"
+#include "kernels/designs/sequential.hpp"
+#include "kernels/designs/shaped.hpp"
+#include "kernels/harness/device_buffer.hpp"
+#include "kernels/harness/fill.hpp"
+#include "tests/kernels/gpu_test_support.hpp"
+
+extern char** environ;
+
+namespace overlapsim::kernels {
+namespace {
+
+using testing::fresh_seed;
+
+struct Point {
+  ShapedConfig config;
+  int calls = 1;  // back-to-back calls before the result is compared
+};
+
+// Per rank and point: elements whose value differs from the sequential result (NaN
+// included, so unwritten elements count too).
+std::vector<std::vector<std::uint64_t>> differences(PairOp op, const PairShape& shape,
+                                                    const std::vector<Point>& points,
+                                                    std::uint64_t seed) {
+  const int world = visible_gpu_count();
+  std::vector<std::vector<std::uint64_t>> out(world);
+  const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+    const int rank = ctx.comm.rank;
+    const DType dtype = DType::BF16;
+    const PairSizes sizes = pair_sizes(op, shape, world);
+    const std::size_t result_count = sizes.out ? sizes.out : sizes.c;
+    DeviceBuffer a, b, c, res, staging, keep, workspace;
+    OVERLAPSIM_TRY(a.allocate(sizes.a * 2));
+    OVERLAPSIM_TRY(b.allocate(sizes.b * 2));
+    OVERLAPSIM_TRY(c.allocate(sizes.c * 2));
+    OVERLAPSIM_TRY(res.allocate(sizes.out * 2));
+    OVERLAPSIM_TRY(staging.allocate(sizes.staging * 2));
+    OVERLAPSIM_TRY(keep.allocate(result_count * 2));
+    OVERLAPSIM_TRY(workspace.allocate(32 << 20));
+    cudaStream_t stream = ctx.compute_stream;
+    OVERLAPSIM_TRY(fill_random(a.data(), sizes.a, dtype,
+                               bench::input_seed(seed, rank, 0, bench::kBufferA), stream));
+    OVERLAPSIM_TRY(fill_random(b.data(), sizes.b, dtype,
+                               bench::input_seed(seed, rank, 0, bench::kBufferB), stream));
+    cublasLtHandle_t lt = nullptr;
+    CUBLAS_CHECK(cublasLtCreate(&lt));
+    int sms = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
+    PairBuffers v;
+    v.a = a.data();
+    v.b = b.data();
+    v.staging = staging.data();
+    v.c = c.data();
+    v.out = sizes.out ? res.data() : nullptr;
+    void* result = const_cast<void*>(v.result(op));
+
+    PairKernels sequential;
+    Status s = sequential.initialize(&ctx.comm, lt, op, shape, dtype, workspace.data(),
+                                     workspace.bytes());
+    if (s.ok) s = sequential.prepare(1);
+    // The sequential GEMM loaded on every rank before any collective (lazy loading).
+    if (s.ok) s = sequential.enqueue_op(v, 1, 0, stream);
+    if (s.ok) s = quiesce(ctx, "sequential GEMM loaded");
+    // Exactly-c-CTA communicators, split in the same order on every rank, never destroyed
+    // (as overlap-bench keeps them).
+    std::map<int, CommHandle> comms;
+    for (const Point& p : points) {
+      const int ctas = p.config.comm_ctas;
+      if (!s.ok || ctas == 0 || comms.count(ctas)) continue;
+      CommHandle handle;
+      s = make_shaped_comm(ctx.comm, ctas, &handle);
+      if (s.ok) comms.emplace(ctas, handle);
+      if (s.ok) s = quiesce(ctx, "after split");
+    }
+    std::vector<std::unique_ptr<ShapedDesign>> designs;
+    for (const Point& p : points) {
+      if (!s.ok) break;
+      CommHandle* comm = p.config.comm_ctas ? &comms.at(p.config.comm_ctas) : &ctx.comm;
+      designs.push_back(std::make_unique<ShapedDesign>());
+      s = designs.back()->initialize(comm, lt, op, shape, dtype, workspace.data(),
+                                     workspace.bytes(), sms, p.config);
+      if (s.ok) s = designs.back()->prepare(v, stream, ctx.comm);
+    }
+    for (std::size_t i = 0; s.ok && i < points.size(); ++i) {
+      s = poison(result, result_count, stream);
+      for (int call = 0; s.ok && call < points[i].calls; ++call)
+        s = designs[i]->run(v, stream, ctx.comm_stream);
+      if (s.ok) s = wait_stream(ctx.comm, stream, "shaped");
+      if (s.ok) {
+        CUDA_CHECK(cudaMemcpyAsync(keep.data(), result, result_count * 2,
+                                   cudaMemcpyDeviceToDevice, stream));
+        s = poison(result, result_count, stream);
+      }
+      if (s.ok) s = run_sequential(sequential, v, stream);
+      if (s.ok) s = wait_stream(ctx.comm, stream, "sequential");
+      std::uint64_t differ = 0;
+      if (s.ok) s = count_mismatches(keep.data(), result, result_count, dtype, 0.0, 0.0, stream,
+                                     &differ);
+      out[rank].push_back(differ);
+    }
+    designs.clear();
+    cublasLtDestroy(lt);
+    return s;
+  });
+  EXPECT_TRUE(status.ok) << status.message;
+  return out;
+}
+
+std::string describe(PairOp op, const PairShape& s, const ShapedConfig& g) {
+  return std::string(to_string(op)) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) +
+         "x" + std::to_string(s.k) + " " + g.name();
+}
+
+void expect_exact(PairOp op, const PairShape& shape, const std::vector<Point>& points) {
+  const auto diff = differences(op, shape, points, fresh_seed());
+  for (std::size_t r = 0; r < diff.size(); ++r) {
+    ASSERT_EQ(diff[r].size(), points.size()) << "rank " << r;
+    for (std::size_t i = 0; i < points.size(); ++i)
+      EXPECT_EQ(diff[r][i], 0u) << describe(op, shape, points[i].config) << " rank " << r
+                                << ": elements differing from sequential";
+  }
+}
+
+const std::vector<Point> kPoints{{{0, 0, 1}},  {{0, 0, 2}},  {{16, 8, 2}},
+                                 {{32, 4, 4}}, {{8, 16, 4}}, {{24, 0, 2}}};
+
+TEST(ShapedDesign, AllReduceEqualsSequential) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  expect_exact(PairOp::GemmAllReduce, {2048, 1024, 1024, 0}, kPoints);
+}
+
+TEST(ShapedDesign, ReduceScatterEqualsSequential) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  expect_exact(PairOp::GemmReduceScatter, {2048, 1024, 1024, 0}, kPoints);
+}
+
+TEST(ShapedDesign, AllToAllEqualsSequential) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  expect_exact(PairOp::GemmAllToAll, {2048, 1024, 1024, 0}, kPoints);
+}
+
+// Rows that are not 16-byte multiples: a different cuBLASLt alignment class.
+TEST(ShapedDesign, OddKEqualsSequential) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  expect_exact(PairOp::GemmAllReduce, {1024, 1536, 777, 0}, {{{0, 0, 2}}, {{16, 8, 2}}});
+}
+
+TEST(ShapedDesign, TwoHundredCallsBackToBack) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  expect_exact(PairOp::GemmReduceScatter, {4096, 2048, 1024, 0},
+               {{{16, 8, 4}, 200}, {{32, 4, 2}, 200}});
+}
+
+// Run only inside the child that ColdStartLazyLoading spawns.
+TEST(ShapedColdStart, Child) {
+  if (std::getenv("OVERLAPSIM_SHAPED_COLD_CHILD") == nullptr)
+    GTEST_SKIP() << "runs only as ShapedColdStart.FreshProcessLazyLoading's child";
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  expect_exact(PairOp::GemmAllReduce, {2048, 1024, 1024, 0}, {{{16, 8, 2}, 3}, {{32, 4, 4}, 3}});
+}
+
+// A fresh process with CUDA_MODULE_LOADING=LAZY: the first shaped calls must complete (a
+// GEMM kernel loaded while a peer's NCCL kernel waits could deadlock the ranks).
+TEST(ShapedColdStart, FreshProcessLazyLoading) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    if (entry.rfind("CUDA_MODULE_LOADING=", 0) == 0) continue;
+    env_strings.push_back(entry);
+  }
+  env_strings.push_back("CUDA_MODULE_LOADING=LAZY");
+  env_strings.push_back("OVERLAPSIM_SHAPED_COLD_CHILD=1");
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe", filter = "--gtest_filter=ShapedColdStart.Child";
+  char* argv[] = {exe.data(), filter.data(), nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
+  int wstatus = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  for (;;) {
+    if (waitpid(pid, &wstatus, WNOHANG) == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &wstatus, 0);
+      FAIL() << "the lazy-loading child hung and was killed";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(WIFEXITED(wstatus)) << "child died by a signal";
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "the lazy-loading child failed (see its output above)";
+}
+
+}  // namespace
+}  // namespace overlapsim::kernels
