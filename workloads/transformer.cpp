@@ -147,8 +147,8 @@ OpVertex TransformerEmitter::tp_reduce(const Ctx& c, const char* what, OpVertex 
 // ---- FP8 ----
 //
 // What Transformer Engine's fp8 training step launches besides the fp8 GEMMs, as
-// Megatron-LM drives it (TE 2.x transformer_engine/pytorch/module/{linear,
-// layernorm_linear,base}.py; Megatron-LM core 0.x extensions/transformer_engine.py), on
+// Megatron-LM drives it (read in TE 2.20.0.dev0, transformer_engine/pytorch/module/{linear,
+// layernorm_linear,base}.py; Megatron-LM core 0.20.0, extensions/transformer_engine.py), on
 // Hopper, where an fp8 GEMM takes both operands K-major so dgrad and wgrad need
 // transposed fp8 copies:
 //  - each TE Linear quantises its bf16 input: a norm feeding a LayerNormLinear writes fp8

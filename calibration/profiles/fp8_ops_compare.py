@@ -44,6 +44,14 @@ def log_curve(points, x):
     return points[-1][1]
 
 
+BANDS = ["< 1e7", "1e7 - 1e8", ">= 1e8", "all"]
+
+
+def band(nbytes):
+    """Size bands: launch-dominated, L2-resident in the probe, streaming from HBM."""
+    return BANDS[0] if nbytes < 1e7 else BANDS[1] if nbytes < 1e8 else BANDS[2]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("measured")
@@ -71,14 +79,15 @@ def main():
             measured = float(r["time_s"])
             predicted = nbytes / (bw * log_curve(points, nbytes)) + launch
             err = predicted / measured - 1
-            errors.setdefault(r["op"], []).append(err)
+            errors.setdefault((r["op"], band(nbytes)), []).append(err)
+            errors.setdefault((r["op"], "all"), []).append(err)
             print(f"| {r['op']} | {r['rows']} x {r['cols']} | {nbytes:.3g} | "
                   f"{measured * 1e6:.2f} | {predicted * 1e6:.2f} | {err * 100:+.0f}% |")
     print()
-    print("| op | rows | median error | median abs error |")
-    print("| --- | --- | --- | --- |")
-    for op, e in errors.items():
-        print(f"| {op} | {len(e)} | {statistics.median(e) * 100:+.0f}% | "
+    print("| op | bytes | rows | median error | median abs error |")
+    print("| --- | --- | --- | --- | --- |")
+    for (op, size), e in sorted(errors.items(), key=lambda kv: (kv[0][0], BANDS.index(kv[0][1]))):
+        print(f"| {op} | {size} | {len(e)} | {statistics.median(e) * 100:+.0f}% | "
               f"{statistics.median(abs(x) for x in e) * 100:.0f}% |")
 
 
