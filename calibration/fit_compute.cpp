@@ -100,6 +100,27 @@ struct GemmCandidate {
 
 std::string percent(double v) { return fmt::format("{:.2f}%", 100 * v); }
 
+// Split-K parts the best-of model tries per data-parallel tile (cuBLASLt's heuristics go
+// further, but beyond 4 parts every tile count above a few tiles fills the SMs' waves to
+// within 6 % at 132 SMs, and stream-K covers the rest).
+constexpr int kMaxSplitK = 4;
+
+// How often each choice of a best-of model is the fastest over the shapes, for the comment.
+std::string choice_counts(const sim::GemmWaveModel& w, const std::vector<GemmShapeTimes>& shapes) {
+  std::map<std::string, int> count;
+  for (const auto& st : shapes) {
+    const auto [m, n, k] = st.shape;
+    const sim::GemmCharge c =
+        w.charge(static_cast<double>(m), static_cast<double>(n), static_cast<double>(k));
+    ++count[c.tile_m == 0 ? std::string("stream-K")
+                          : fmt::format("{}x{} split {}", c.tile_m, c.tile_n, c.split_k)];
+  }
+  std::string out;
+  for (const auto& [name, n] : count)
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, n);
+  return out;
+}
+
 // The GEMM tables of one kernel: overlap-bench design `cublas` into compute.gemm_tables,
 // `own` (this project's GEMM) into compute.own_gemm_tables, by the same candidates.
 // `b2b_time_s`, when given, also admits the rows timed inside pair loops, at the time it
@@ -153,23 +174,42 @@ void fit_gemm_tables(const FitData& data, FitOutput& out, const std::string& des
                                                  {256, 128},
                                                  {256, 256}}
               : std::vector<std::pair<int, int>>{{0, 0}, {-1, -1}};
+      // cuBLAS per shape: the fastest of its tiles (each at its own fitted efficiency),
+      // split-K and stream-K, quantised on the real SM count (fit_gemm_best_of_model).
+      if (!own && sms > 0)
+        for (bool corrected : {false, true})
+          candidates.push_back({corrected ? std::string("best of tiles x split-K + correction")
+                                          : std::string("best of tiles x split-K"),
+                                [&, corrected](const std::vector<GemmShapeTimes>& s) {
+                                  const sim::GemmWaveModel w =
+                                      fit_gemm_best_of_model(s, launch_s, sms, kMaxSplitK, true);
+                                  if (corrected) return with_time_correction(w, s, launch_s);
+                                  sim::GemmTable t;
+                                  t.waves = w;
+                                  return t;
+                                }});
       for (bool corrected : {false, true})
-        for (const auto& [tm, tn] : tiles) {
-          if (tm != 0 && sms <= 0) continue;
-          const std::string name = tm > 0   ? fmt::format("waves {}x{}", tm, tn)
-                                   : tm < 0 ? std::string("waves (tile per shape)")
-                                            : std::string("waves (no tile)");
-          candidates.push_back(
-              {corrected ? name + " + correction" : name,
-               [&, tm = tm, tn = tn, corrected](const std::vector<GemmShapeTimes>& s) {
-                 // Our GEMM never splits K: a fixed tile costs a whole wave below one.
-                 const sim::GemmWaveModel w = fit_gemm_wave_model(s, launch_s, tm, tn, sms, own);
-                 if (corrected) return with_time_correction(w, s, launch_s);
-                 sim::GemmTable t;
-                 t.waves = w;
-                 return t;
-               }});
-        }
+        for (bool partial : {false, true})
+          for (const auto& [tm, tn] : tiles) {
+            if (tm != 0 && sms <= 0) continue;
+            // One kernel's fixed tile: also with the partial last wave's cost fitted.
+            if (partial && !(own && tm > 0)) continue;
+            const std::string name = (tm > 0   ? fmt::format("waves {}x{}", tm, tn)
+                                      : tm < 0 ? std::string("waves (tile per shape)")
+                                               : std::string("waves (no tile)")) +
+                                     (partial ? ", partial wave fitted" : "");
+            candidates.push_back(
+                {corrected ? name + " + correction" : name,
+                 [&, tm = tm, tn = tn, corrected, partial](const std::vector<GemmShapeTimes>& s) {
+                   // Our GEMM never splits K: a fixed tile costs a whole wave below one.
+                   const sim::GemmWaveModel w =
+                       fit_gemm_wave_model(s, launch_s, tm, tn, sms, own, partial);
+                   if (corrected) return with_time_correction(w, s, launch_s);
+                   sim::GemmTable t;
+                   t.waves = w;
+                   return t;
+                 }});
+          }
     }
     std::size_t chosen = 0;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
@@ -227,12 +267,27 @@ void fit_gemm_tables(const FitData& data, FitOutput& out, const std::string& des
           "the relative error of the median times.{}",
           kernel, dtype, design, shapes.size(), rows.size(),
           !w.quantised() ? std::string()
+          : w.best_of_choices()
+              ? fmt::format(
+                    ",\nper shape the fastest choice: a tile (128x128, 128x256, 256x128, 256x256) "
+                    "split along K\n"
+                    "into s = 1..{} parts, A = its units rounded up to whole waves on {} SMs "
+                    "and its main\nloop 2 A (k / s), or stream-K (A = m n unrounded); each "
+                    "choice's main loop at\nmainloop_flops_per_s x its efficiency (choices: "
+                    "[tile_m, tile_n, efficiency], 0 x 0 =\nstream-K), fitted by coordinate "
+                    "search; fastest over the fitted shapes: {}",
+                    w.max_split_k, w.sms, choice_counts(w, shapes))
           : w.tile_per_shape
               ? fmt::format(" rounded up to whole waves on {} SMs of the tile (128x128,\n"
                             "128x256, 256x128 or 256x256) that rounds least (from one "
                             "full wave on;\nbelow it cuBLAS splits K)",
                             w.sms)
-              : w.whole_tiles_below_one_wave
+          : w.whole_tiles_below_one_wave && w.partial_wave_floor != 1
+              ? fmt::format(" in waves of {}x{} tiles on {} SMs, a partial last wave\n"
+                            "charged {} + (1 - {}) x its share of a full one (the floor fitted "
+                            "in steps of 0.05;\nbelow one wave too: the kernel never splits K)",
+                            w.tile_m, w.tile_n, w.sms, w.partial_wave_floor, w.partial_wave_floor)
+          : w.whole_tiles_below_one_wave
               ? fmt::format(" rounded up to whole waves of {}x{} tiles on {} SMs\n"
                             "(below one wave too: the kernel never splits K)",
                             w.tile_m, w.tile_n, w.sms)

@@ -13,6 +13,13 @@ namespace {
 
 double six_digits(double v) { return std::stod(fmt::format("{:.6g}", v)); }
 
+// Rounds of re-choosing the kernel per shape and refitting the coefficients; on the
+// calibration data the choices settled within 3.
+constexpr int kChoiceRounds = 4;
+
+// Partial-wave floors tried: 1, 0.95, ..., 0 (steps of 1 / kPartialWaveSteps).
+constexpr int kPartialWaveSteps = 20;
+
 // Solves the n x n system a x = b (n <= 3) by Gaussian elimination with partial pivoting;
 // false when singular.
 bool solve(std::array<std::array<double, 3>, 3> a, std::array<double, 3> b, int n,
@@ -37,17 +44,22 @@ bool solve(std::array<std::array<double, 3>, 3> a, std::array<double, 3> b, int 
 
 }  // namespace
 
-sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes, double launch_s,
-                                       int tile_m, int tile_n, int sms, bool whole_tiles) {
-  sim::GemmWaveModel shape_of;
-  shape_of.tile_per_shape = tile_m < 0;
-  shape_of.whole_tiles_below_one_wave = whole_tiles && tile_m > 0;
-  shape_of.tile_m = std::max(tile_m, 0);
-  shape_of.tile_n = std::max(tile_n, 0);
-  shape_of.sms = sms;
+namespace {
+
+// The wave model's three coefficients for fixed charges: least squares on the relative error
+// of the shapes' kernel times (median - launch), each coefficient >= 0 (every subset of the
+// fixed and per-output terms with the main loop, the best feasible one kept). Terms scaled
+// to O(1) for conditioning: fixed in us, outputs in 1e-9 s per 1e9 outputs, main loop in s
+// per 1e12 FLOPs. ok = false when no subset gives a positive main-loop rate.
+struct TermFit {
+  bool ok = false;
+  double fixed_s = 0, output_s_per_element = 0, mainloop_flops_per_s = 0;
+};
+
+TermFit fit_terms(const std::vector<GemmShapeTimes>& shapes, double launch_s,
+                  const std::function<sim::GemmCharge(double, double, double)>& charge_of) {
   // Terms per shape, divided by the measured kernel time: least squares on these rows
-  // against 1 is least squares on the relative error. Terms scaled to O(1) for conditioning:
-  // fixed in us, outputs in 1e-9 s per 1e9 outputs, main loop in s per 1e12 FLOPs.
+  // against 1 is least squares on the relative error.
   struct Row {
     std::array<double, 3> x;
   };
@@ -56,11 +68,11 @@ sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes
     const auto [m, n, k] = st.shape;
     const double t = st.median_s - launch_s;
     if (!(t > 0)) continue;
-    const double outputs = shape_of.charged_outputs(static_cast<double>(m), static_cast<double>(n));
-    rows.push_back(
-        {{1e-6 / t, outputs * 1e-9 / t, 2 * outputs * static_cast<double>(k) * 1e-12 / t}});
+    const sim::GemmCharge c =
+        charge_of(static_cast<double>(m), static_cast<double>(n), static_cast<double>(k));
+    rows.push_back({{1e-6 / t, c.outputs * 1e-9 / t, c.mainloop_flops * 1e-12 / t}});
   }
-  sim::GemmWaveModel best;
+  TermFit best;
   double best_obj = 0;
   // Subsets of {fixed, outputs}, the main loop always in (bit 0: fixed, bit 1: outputs).
   for (int subset = 3; subset >= 0; --subset) {
@@ -87,13 +99,121 @@ sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes
       const double e = full[0] * r.x[0] + full[1] * r.x[1] + full[2] * r.x[2] - 1;
       obj += e * e;
     }
-    if (!best.empty() && !(obj < best_obj)) continue;
-    best = shape_of;
-    best.fixed_s = six_digits(full[0] * 1e-6);
-    best.output_s_per_element = six_digits(full[1] * 1e-9);
-    best.mainloop_flops_per_s = six_digits(1e12 / full[2]);
+    if (best.ok && !(obj < best_obj)) continue;
+    best = {true, full[0] * 1e-6, full[1] * 1e-9, 1e12 / full[2]};
     best_obj = obj;
   }
+  return best;
+}
+
+// Sum of squared relative errors of the model's kernel times over the shapes.
+double squared_error(const sim::GemmWaveModel& w, const std::vector<GemmShapeTimes>& shapes,
+                     double launch_s) {
+  double obj = 0;
+  for (const auto& st : shapes) {
+    const auto [m, n, k] = st.shape;
+    const double t = st.median_s - launch_s;
+    if (!(t > 0)) continue;
+    const double e =
+        w.time_s(static_cast<double>(m), static_cast<double>(n), static_cast<double>(k)) / t - 1;
+    obj += e * e;
+  }
+  return obj;
+}
+
+// The best-of model's coefficients for given efficiencies: start from every choice charged
+// as if each were equally fast (the least-quantised, first on ties), then alternate
+// least squares and re-choosing the fastest choice per shape; the rounds' best kept.
+sim::GemmWaveModel fit_choices_coefficients(sim::GemmWaveModel w,
+                                            const std::vector<GemmShapeTimes>& shapes,
+                                            double launch_s) {
+  w.fixed_s = 0;
+  w.output_s_per_element = 0;
+  w.mainloop_flops_per_s = 1;
+  sim::GemmWaveModel best;
+  double best_obj = 0;
+  for (int round = 0; round < kChoiceRounds; ++round) {
+    const TermFit f = fit_terms(shapes, launch_s,
+                                [&](double m, double n, double k) { return w.charge(m, n, k); });
+    if (!f.ok) break;
+    w.fixed_s = f.fixed_s;
+    w.output_s_per_element = f.output_s_per_element;
+    w.mainloop_flops_per_s = f.mainloop_flops_per_s;
+    const double obj = squared_error(w, shapes, launch_s);
+    if (best.empty() || obj < best_obj) {
+      best = w;
+      best_obj = obj;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes, double launch_s,
+                                       int tile_m, int tile_n, int sms, bool whole_tiles,
+                                       bool fit_partial_wave) {
+  sim::GemmWaveModel shape_of;
+  shape_of.tile_per_shape = tile_m < 0;
+  shape_of.whole_tiles_below_one_wave = whole_tiles && tile_m > 0;
+  shape_of.tile_m = std::max(tile_m, 0);
+  shape_of.tile_n = std::max(tile_n, 0);
+  shape_of.sms = sms;
+  sim::GemmWaveModel best;
+  double best_obj = 0;
+  // The partial wave's floor from 1 (whole waves) down to 0 in steps of 0.05, the least
+  // squared relative error kept (the earlier, larger floor on ties).
+  const int floors = fit_partial_wave && tile_m > 0 ? kPartialWaveSteps : 0;
+  for (int i = 0; i <= floors; ++i) {
+    shape_of.partial_wave_floor = 1.0 - static_cast<double>(i) / kPartialWaveSteps;
+    const TermFit f = fit_terms(
+        shapes, launch_s, [&](double m, double n, double k) { return shape_of.charge(m, n, k); });
+    if (!f.ok) continue;
+    sim::GemmWaveModel w = shape_of;
+    w.fixed_s = six_digits(f.fixed_s);
+    w.output_s_per_element = six_digits(f.output_s_per_element);
+    w.mainloop_flops_per_s = six_digits(f.mainloop_flops_per_s);
+    const double obj = floors ? squared_error(w, shapes, launch_s) : 0;
+    if (best.empty() || obj < best_obj) {
+      best = w;
+      best_obj = obj;
+    }
+  }
+  return best;
+}
+
+sim::GemmWaveModel fit_gemm_best_of_model(const std::vector<GemmShapeTimes>& shapes,
+                                          double launch_s, int sms, int max_split_k,
+                                          bool stream_k) {
+  sim::GemmWaveModel w;
+  w.sms = sms;
+  w.max_split_k = max_split_k;
+  for (const auto& t : sim::GemmWaveModel::kVendorTiles) w.choices.push_back({t[0], t[1], 1.0});
+  if (stream_k) w.choices.push_back({0, 0, 1.0});
+  sim::GemmWaveModel best = fit_choices_coefficients(w, shapes, launch_s);
+  if (best.empty()) return best;
+  double best_obj = squared_error(best, shapes, launch_s);
+  // Coordinate search over the efficiencies (the first choice's stays 1: the main-loop rate
+  // is its rate), multiplicative steps, each kept while it lowers the squared error.
+  for (double step : {1.04, 1.01}) {
+    for (std::size_t i = 1; i < w.choices.size(); ++i)
+      for (double f : {step, 1 / step})
+        for (;;) {
+          sim::GemmWaveModel trial = best;
+          trial.choices[i].efficiency *= f;
+          if (trial.choices[i].efficiency > 4 || trial.choices[i].efficiency < 0.25) break;
+          trial = fit_choices_coefficients(trial, shapes, launch_s);
+          if (trial.empty()) break;
+          const double obj = squared_error(trial, shapes, launch_s);
+          if (!(obj < best_obj * (1 - 1e-9))) break;
+          best = trial;
+          best_obj = obj;
+        }
+  }
+  best.fixed_s = six_digits(best.fixed_s);
+  best.output_s_per_element = six_digits(best.output_s_per_element);
+  best.mainloop_flops_per_s = six_digits(best.mainloop_flops_per_s);
+  for (auto& c : best.choices) c.efficiency = six_digits(c.efficiency);
   return best;
 }
 

@@ -32,8 +32,22 @@ struct GemmShapeTimes {
 // tile_m, tile_n: 0, 0 no quantisation; -1, -1 the least-quantised vendor tile per shape
 // (GemmWaveModel::tile_per_shape); else that fixed tile. whole_tiles: below one wave the
 // fixed tile still costs a whole wave (a kernel that never splits K, like our own GEMM).
+// fit_partial_wave (fixed tile only): also fit GemmWaveModel::partial_wave_floor, the
+// least squared relative error over floors 1, 0.95, ..., 0.
 sim::GemmWaveModel fit_gemm_wave_model(const std::vector<GemmShapeTimes>& shapes, double launch_s,
-                                       int tile_m, int tile_n, int sms, bool whole_tiles = false);
+                                       int tile_m, int tile_n, int sms, bool whole_tiles = false,
+                                       bool fit_partial_wave = false);
+
+// The best-of model (GemmWaveModel::choices, tile: best): the vendor tiles
+// (GemmWaveModel::kVendorTiles) and, with stream_k, a stream-K choice, data-parallel tiles
+// split along K into 1..max_split_k parts, waves on `sms` SMs. Per set of efficiencies the
+// coefficients alternate between least squares (as fit_gemm_wave_model, on each shape's
+// fastest choice) and re-choosing (kChoiceRounds rounds, the best kept); the efficiencies
+// (the first tile's held at 1) by coordinate search in steps of x1.04 then x1.01, each step
+// kept while it lowers the squared relative error. Coefficients and efficiencies rounded to
+// 6 significant digits.
+sim::GemmWaveModel fit_gemm_best_of_model(const std::vector<GemmShapeTimes>& shapes,
+                                          double launch_s, int sms, int max_split_k, bool stream_k);
 
 // The wave model times a correction grid over the shapes' M, N, K values: measured /
 // modelled kernel time at the measured shapes, the other nodes by idw_log_mean of those

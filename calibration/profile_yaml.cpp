@@ -107,11 +107,22 @@ void write_gemm_tables(std::string& out, const ProfileYamlOptions& o, const char
             "      mainloop_flops_per_s: {}\n",
             yaml_number(w.fixed_s), yaml_number(w.output_s_per_element),
             yaml_number(w.mainloop_flops_per_s));
-        if (w.quantised())
+        if (w.best_of_choices()) {
+          std::string choices;
+          for (const sim::GemmKernelChoice& c : w.choices)
+            choices += fmt::format("{}[{}, {}, {}]", choices.empty() ? "" : ", ", c.tile_m,
+                                   c.tile_n, yaml_number(c.efficiency));
+          out += fmt::format(
+              "      tile: best\n      sms: {}\n      choices: [{}]\n      max_split_k: {}\n",
+              w.sms, choices, w.max_split_k);
+        } else if (w.quantised()) {
           out += w.tile_per_shape ? fmt::format("      tile: per_shape\n      sms: {}\n", w.sms)
                                   : fmt::format("      tile: [{}, {}]\n      sms: {}\n", w.tile_m,
                                                 w.tile_n, w.sms);
+        }
         if (w.whole_tiles_below_one_wave) out += "      below_one_wave: whole_tiles\n";
+        if (w.partial_wave_floor != 1)
+          out += fmt::format("      partial_wave_floor: {}\n", yaml_number(w.partial_wave_floor));
         if (!t.time_factor.empty()) {
           out += fmt::format("      correction:\n        m: {}\n        n: {}\n        k: {}\n",
                              number_list(t.m_values), number_list(t.n_values),

@@ -30,14 +30,23 @@ std::string split_group(const Measurement& m) {
   return "";
 }
 
+bool in_heldout_section(const Measurement& m) {
+  const std::string section = m.case_key.substr(0, m.case_key.find('/'));
+  const std::string suffix = "_heldout";
+  return section.size() >= suffix.size() &&
+         section.compare(section.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 std::set<std::string> heldout_keys(const std::vector<Measurement>& rows) {
-  // group -> key -> work
+  std::set<std::string> out;
+  for (const auto& r : rows)
+    if (!split_group(r).empty() && in_heldout_section(r)) out.insert(split_key(r));
+  // group -> key -> work, without the keys a held-out section already holds out
   std::map<std::string, std::map<std::string, double>> groups;
   for (const auto& r : rows) {
     const std::string g = split_group(r);
-    if (!g.empty()) groups[g][split_key(r)] = work_of(r);
+    if (!g.empty() && !out.count(split_key(r))) groups[g][split_key(r)] = work_of(r);
   }
-  std::set<std::string> out;
   for (const auto& [group, keys] : groups) {
     std::vector<std::pair<double, std::string>> order;
     for (const auto& [key, work] : keys) order.emplace_back(work, key);

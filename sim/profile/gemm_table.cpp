@@ -50,30 +50,82 @@ void GemmWaveModel::validate() const {
   if (quantised() && sms <= 0) throw std::invalid_argument("gemm wave model: a tile needs sms > 0");
   if (whole_tiles_below_one_wave && !(tile_m > 0))
     throw std::invalid_argument("gemm wave model: below_one_wave: whole_tiles needs a fixed tile");
+  if (best_of_choices() && (tile_per_shape || tile_m > 0))
+    throw std::invalid_argument("gemm wave model: choices with a fixed tile or a tile per shape");
+  if (max_split_k < 1) throw std::invalid_argument("gemm wave model: max_split_k must be >= 1");
+  if (!(partial_wave_floor >= 0 && partial_wave_floor <= 1))
+    throw std::invalid_argument("gemm wave model: partial_wave_floor must be in [0, 1]");
+  if (partial_wave_floor != 1 && !(tile_m > 0))
+    throw std::invalid_argument("gemm wave model: partial_wave_floor needs a fixed tile");
+  for (const GemmKernelChoice& c : choices) {
+    if (c.tile_m < 0 || c.tile_n < 0 || (c.tile_m > 0) != (c.tile_n > 0))
+      throw std::invalid_argument("gemm wave model: a choice's tile needs both sides positive");
+    if (!(c.efficiency > 0))
+      throw std::invalid_argument("gemm wave model: a choice's efficiency is not positive");
+  }
 }
 
 namespace {
 
-double rounded_area(double m, double n, double tm, double tn, double sms, bool split_k) {
+double rounded_area(double m, double n, double tm, double tn, double sms, bool split_k,
+                    double partial_wave_floor = 1) {
   const double tiles = std::ceil(m / tm) * std::ceil(n / tn);
   if (tiles < sms && split_k) return m * n;
-  return std::ceil(tiles / sms) * sms * tm * tn;
+  if (partial_wave_floor == 1) return std::ceil(tiles / sms) * sms * tm * tn;
+  const double full = std::floor(tiles / sms);
+  const double part = tiles / sms - full;
+  const double waves =
+      part > 0 ? full + partial_wave_floor + (1 - partial_wave_floor) * part : full;
+  return waves * sms * tm * tn;
 }
 
 }  // namespace
 
 double GemmWaveModel::charged_outputs(double m, double n) const {
+  if (best_of_choices()) return charge(m, n, 1).outputs;
   if (!quantised()) return m * n;
-  if (!tile_per_shape) return rounded_area(m, n, tile_m, tile_n, sms, !whole_tiles_below_one_wave);
+  if (!tile_per_shape)
+    return rounded_area(m, n, tile_m, tile_n, sms, !whole_tiles_below_one_wave, partial_wave_floor);
   double best = rounded_area(m, n, kVendorTiles[0][0], kVendorTiles[0][1], sms, true);
   for (const auto& t : kVendorTiles)
     best = std::min(best, rounded_area(m, n, t[0], t[1], sms, true));
   return best;
 }
 
+GemmCharge GemmWaveModel::charge(double m, double n, double k) const {
+  if (!best_of_choices()) {
+    const double outputs = charged_outputs(m, n);
+    return {outputs, 2 * outputs * k};
+  }
+  GemmCharge best;
+  double best_s = 0;
+  const auto consider = [&](const GemmCharge& c) {
+    const double t = time_of(c);
+    if (best.outputs == 0 || t < best_s) {
+      best = c;
+      best_s = t;
+    }
+  };
+  for (const GemmKernelChoice& c : choices) {
+    if (c.stream_k()) {
+      consider({m * n, 2 * m * n * k / c.efficiency});
+      continue;
+    }
+    const double tiles = std::ceil(m / c.tile_m) * std::ceil(n / c.tile_n);
+    for (int split = 1; split <= max_split_k; ++split) {
+      const double outputs = std::ceil(tiles * split / sms) * sms * c.tile_m * c.tile_n;
+      consider({outputs, 2 * outputs * k / split / c.efficiency, c.tile_m, c.tile_n, split});
+    }
+  }
+  return best;
+}
+
+double GemmWaveModel::time_of(const GemmCharge& c) const {
+  return fixed_s + c.outputs * output_s_per_element + c.mainloop_flops / mainloop_flops_per_s;
+}
+
 double GemmWaveModel::time_s(double m, double n, double k) const {
-  const double outputs = charged_outputs(m, n);
-  return fixed_s + outputs * output_s_per_element + 2 * outputs * k / mainloop_flops_per_s;
+  return time_of(charge(m, n, k));
 }
 
 void GemmTable::validate() const {
@@ -104,6 +156,7 @@ void GemmTable::validate() const {
 void GemmTable::scale_rates(double factor) {
   for (double& r : achieved_flops_per_s) r *= factor;
   if (is_wave_model()) {
+    // Every choice's time scales alike, so the choice per shape stays the same.
     waves.fixed_s /= factor;
     waves.output_s_per_element /= factor;
     waves.mainloop_flops_per_s *= factor;

@@ -14,6 +14,25 @@
 
 namespace overlapsim::sim {
 
+// One of the vendor library's kernel configurations the best-of model chooses among: a
+// data-parallel tile (tile_m x tile_n, split-K 1..max_split_k), or with tile 0 x 0 a
+// stream-K kernel (the K iterations of all tiles dealt evenly over the SMs: no wave
+// quantisation). efficiency: its main-loop rate / mainloop_flops_per_s (fitted per tile).
+struct GemmKernelChoice {
+  int tile_m = 0, tile_n = 0;
+  double efficiency = 1;
+  bool stream_k() const { return tile_m == 0; }
+};
+
+// The work one kernel choice is charged for a shape: the output area its epilogues cover
+// (whole waves of tiles x split-K partials) and its main-loop FLOPs divided by the
+// choice's efficiency.
+struct GemmCharge {
+  double outputs = 0;
+  double mainloop_flops = 0;
+  int tile_m = 0, tile_n = 0, split_k = 1;  // the choice (0 x 0: stream-K or unquantised)
+};
+
 // A persistent tiled GEMM on `sms` SMs:
 //   time_s = fixed_s + A * output_s_per_element + 2 * A * k / mainloop_flops_per_s
 //   A = m * n, or, with a tile (tile_m x tile_n) and at least one full wave of tiles,
@@ -31,6 +50,11 @@ namespace overlapsim::sim {
 // power-of-two grid the two agree within 3 %; on a training shape such as 2048 x 4608 a
 // fixed 256x256 tile charges 144 tiles as 2 waves of 132 (1.83x the area), the best tile
 // (128x128: 576 tiles, 5 waves) 1.15x.
+// choices (tile: best) generalise tile_per_shape to what the library does per shape: the
+// fastest of several kernels, each tile at its own fitted efficiency, split-K priced as
+// more units in the waves rather than assumed below one wave, and stream-K (no rounding).
+// On one H100 (calibration/data/h100x1-gemm-offgrid) cuBLASLt's times at shapes between the
+// grid points showed no wave quantisation, and the fit chose stream-K for every shape.
 struct GemmWaveModel {
   double fixed_s = 0;
   double output_s_per_element = 0;
@@ -39,15 +63,38 @@ struct GemmWaveModel {
   bool tile_per_shape = false;
   bool whole_tiles_below_one_wave = false;  // needs a fixed tile (tile_m x tile_n)
   int sms = 0;
+  // With a fixed tile: what a partial last wave costs, as floor + (1 - floor) x its share
+  // of a full wave (1: a whole wave). A persistent kernel's last tiles run on fewer SMs than
+  // a full wave's, with the memory bandwidth and power of the idle ones to share: our own
+  // GEMM's 3072 x 3072 x 3072 (288 tiles of 128x256, 2.18 waves on 132 SMs) took 0.89 of
+  // the time 3 whole waves predict (calibration/data/h100x1-gemm-offgrid).
+  double partial_wave_floor = 1;
+
+  // Best of choices (tile: best): per shape the fastest of these kernels, each
+  // data-parallel tile also split along K into 1..max_split_k parts (the partial tiles are
+  // work units like whole ones: units = tiles x split, rounded up to whole waves on `sms`,
+  // each unit running K / split of the main loop and one epilogue).
+  std::vector<GemmKernelChoice> choices;
+  int max_split_k = 1;
 
   static constexpr int kVendorTiles[4][2] = {{128, 128}, {128, 256}, {256, 128}, {256, 256}};
 
   bool empty() const { return !(mainloop_flops_per_s > 0); }
-  bool quantised() const { return tile_per_shape || (tile_m > 0 && tile_n > 0); }
+  bool best_of_choices() const { return !choices.empty(); }
+  bool quantised() const {
+    return tile_per_shape || best_of_choices() || (tile_m > 0 && tile_n > 0);
+  }
   // Throws std::invalid_argument naming what is wrong.
   void validate() const;
-  // The output area the model charges: m * n, or rounded up to whole waves of tiles.
+  // The output area the model charges: m * n, or rounded up to whole waves of tiles (for
+  // a best-of model: the area of the choice charge() picks at k = 1).
   double charged_outputs(double m, double n) const;
+  // What the model charges for m x n x k: with choices, the fastest under the current
+  // coefficients (ties to the earlier choice, then the smaller split); otherwise the area
+  // above with its full main loop.
+  GemmCharge charge(double m, double n, double k) const;
+  // The time of one charge: fixed_s + outputs * output_s_per_element + mainloop / rate.
+  double time_of(const GemmCharge& c) const;
   // Kernel time without the launch gap.
   double time_s(double m, double n, double k) const;
 };

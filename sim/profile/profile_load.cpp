@@ -142,7 +142,7 @@ std::vector<double> parse_number_list(const ConfigNode& node, Unit unit) {
 GemmTable parse_gemm_wave_model(const ConfigNode& node) {
   node.check_keys(with_source_keys({"model", "fixed_s", "output_s_per_element",
                                     "mainloop_flops_per_s", "tile", "sms", "below_one_wave",
-                                    "correction"}));
+                                    "choices", "max_split_k", "partial_wave_floor", "correction"}));
   GemmTable t;
   GemmWaveModel& w = t.waves;
   w.fixed_s = parse_value(node.child("fixed_s"), Unit::Seconds);
@@ -151,9 +151,22 @@ GemmTable parse_gemm_wave_model(const ConfigNode& node) {
   if (auto tile = node.optional_child("tile")) {
     if (tile->is_scalar() && tile->as_string() == "per_shape") {
       w.tile_per_shape = true;
+    } else if (tile->is_scalar() && tile->as_string() == "best") {
+      // choices: [[tile_m, tile_n, efficiency], ...]; [0, 0, efficiency] is stream-K.
+      const ConfigNode choices = node.child("choices");
+      if (!choices.is_sequence() || choices.size() == 0)
+        choices.fail("expected a non-empty list of [tile_m, tile_n, efficiency]");
+      for (std::size_t i = 0; i < choices.size(); ++i) {
+        const ConfigNode c = choices.at(i);
+        if (!c.is_sequence() || c.size() != 3)
+          c.fail("expected [tile_m, tile_n, efficiency] ([0, 0, efficiency]: stream-K)");
+        w.choices.push_back({static_cast<int>(c.at(0).as_int()), static_cast<int>(c.at(1).as_int()),
+                             parse_value(c.at(2), Unit::Plain)});
+      }
+      w.max_split_k = static_cast<int>(node.get_int("max_split_k", 1));
     } else {
       if (!tile->is_sequence() || tile->size() != 2)
-        tile->fail("expected [tile_m, tile_n], two positive integers, or per_shape");
+        tile->fail("expected [tile_m, tile_n], two positive integers, per_shape or best");
       w.tile_m = static_cast<int>(tile->at(0).as_int());
       w.tile_n = static_cast<int>(tile->at(1).as_int());
     }
@@ -161,6 +174,8 @@ GemmTable parse_gemm_wave_model(const ConfigNode& node) {
   }
   w.whole_tiles_below_one_wave =
       node.get_enum("below_one_wave", {"split_k", "whole_tiles"}, "split_k") == "whole_tiles";
+  if (auto floor = node.optional_child("partial_wave_floor"))
+    w.partial_wave_floor = parse_value(*floor, Unit::Plain);
   if (auto corr = node.optional_child("correction")) {
     corr->check_keys(std::vector<std::string>{"m", "n", "k", "time_factor"});
     t.m_values = parse_number_list(corr->child("m"), Unit::Plain);
@@ -172,12 +187,13 @@ GemmTable parse_gemm_wave_model(const ConfigNode& node) {
   try {
     t.validate();
   } catch (const std::invalid_argument& e) {
-    node.fail(
-        fmt::format("{} (expected fixed_s >= 0, output_s_per_element >= 0, "
-                    "mainloop_flops_per_s > 0, tile [m, n] with sms > 0, below_one_wave: whole_tiles only with a "
-                    "tile [m, n], correction: "
-                    "m x n x k positive time factors)",
-                    e.what()));
+    node.fail(fmt::format(
+        "{} (expected fixed_s >= 0, output_s_per_element >= 0, mainloop_flops_per_s > 0, "
+        "tile [m, n] with sms > 0, below_one_wave: whole_tiles only with a tile [m, n], "
+        "tile: best with choices of positive efficiency and max_split_k >= 1, "
+        "partial_wave_floor in [0, 1] with a tile [m, n], "
+        "correction: m x n x k positive time factors)",
+        e.what()));
   }
   return t;
 }

@@ -10,6 +10,21 @@
 namespace overlapsim::sim {
 namespace {
 
+// The wave model's tile: one tile, per shape, or the best-of choices with their
+// efficiencies (0x0: stream-K).
+std::string gemm_tile_text(const GemmWaveModel& w) {
+  if (w.tile_per_shape) return "per shape";
+  if (!w.best_of_choices())
+    return w.partial_wave_floor == 1 ? fmt::format("{}x{}", w.tile_m, w.tile_n)
+                                     : fmt::format("{}x{}, partial wave >= {:.3g}", w.tile_m,
+                                                   w.tile_n, w.partial_wave_floor);
+  std::string out = "best of";
+  for (const GemmKernelChoice& c : w.choices)
+    out += c.stream_k() ? fmt::format(" stream-K x{:.3g}", c.efficiency)
+                        : fmt::format(" {}x{} x{:.3g}", c.tile_m, c.tile_n, c.efficiency);
+  return out + fmt::format(", split-K <= {}", w.max_split_k);
+}
+
 std::string source_text(const Provenance& p) {
   std::string s = to_string(p.kind);
   if (p.fit_error >= 0) s += fmt::format(" (fit error {:.1f}%)", 100 * p.fit_error);
@@ -73,11 +88,9 @@ std::string format_profile(const Profile& p) {
            fmt::format("{} {}", tables == &c.gemm_tables ? "gemm table" : "own gemm table",
                        to_string(prec)),
            t.is_wave_model()
-               ? fmt::format(
-                     "waves: {:.3g} s + {:.3g} s/output + 2mnk / {:.4g} FLOP/s, tile {}",
-                     t.waves.fixed_s, t.waves.output_s_per_element, t.waves.mainloop_flops_per_s,
-                     t.waves.tile_per_shape ? std::string("per shape")
-                                            : fmt::format("{}x{}", t.waves.tile_m, t.waves.tile_n))
+               ? fmt::format("waves: {:.3g} s + {:.3g} s/output + 2mnk / {:.4g} FLOP/s, tile {}",
+                             t.waves.fixed_s, t.waves.output_s_per_element,
+                             t.waves.mainloop_flops_per_s, gemm_tile_text(t.waves))
                : fmt::format("{}x{}x{} shapes", t.m_values.size(), t.n_values.size(),
                              t.k_values.size()),
            t.source);

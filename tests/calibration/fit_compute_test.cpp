@@ -11,9 +11,10 @@
 
 #include "calibration/fit.hpp"
 #include "calibration/fit_gemm_model.hpp"
-#include "sim/profile/profile_load.hpp"
+#include "calibration/split.hpp"
 #include "config/error.hpp"
 #include "sim/profile/gemm_table.hpp"
+#include "sim/profile/profile_load.hpp"
 #include "tests/calibration/calib_test_util.hpp"
 
 namespace overlapsim::calibration {
@@ -222,6 +223,75 @@ TEST(FitCompute, VendorGemmQuantisesByTheBestTilePerShape) {
         both.validate();
       },
       std::invalid_argument);
+}
+
+// Times from a known best-of model (tiles with their own efficiencies, split-K and
+// stream-K) on shapes between the grid points: the fit predicts every shape within 1 %.
+TEST(FitGemmWaveModel, BestOfChoicesFitReproducesItsTruth) {
+  sim::GemmWaveModel w;
+  w.fixed_s = 4e-6;
+  w.output_s_per_element = 2e-13;
+  w.mainloop_flops_per_s = 7.5e14;
+  w.sms = 132;
+  w.max_split_k = 4;
+  w.choices = {{128, 128, 1.0}, {128, 256, 1.04}, {256, 128, 1.04}, {256, 256, 1.0}, {0, 0, 0.96}};
+  std::vector<GemmShapeTimes> shapes;
+  for (std::int64_t m : {768, 2048, 3072, 5120, 8192})
+    for (std::int64_t n : {1280, 2816, 4608, 7168})
+      for (std::int64_t k : {1536, 4096, 11008}) {
+        const double t = kLaunch_s + w.time_s(static_cast<double>(m), static_cast<double>(n),
+                                              static_cast<double>(k));
+        shapes.push_back({{m, n, k}, {t}, t});
+      }
+  const sim::GemmWaveModel fit = fit_gemm_best_of_model(shapes, kLaunch_s, 132, 4, true);
+  ASSERT_FALSE(fit.empty());
+  fit.validate();
+  ASSERT_EQ(fit.choices.size(), 5u);
+  EXPECT_EQ(fit.choices[0].efficiency, 1.0);
+  EXPECT_TRUE(fit.choices[4].stream_k());
+  for (const auto& s : shapes) {
+    const auto [m, n, k] = s.shape;
+    expect_near_rel(kLaunch_s + fit.time_s(static_cast<double>(m), static_cast<double>(n),
+                                           static_cast<double>(k)),
+                    s.median_s, 0.01, "time");
+  }
+  // Cross-validation picks it over the one-tile models, and the written model reloads to
+  // the same times.
+  const fs::path dir = synthetic_gemm_dir("best_of", w);
+  const FitResult r = fit_profile(dir.string());
+  const sim::GemmTable& f = r.profile.compute.gemm_tables.at(sim::Precision::BF16);
+  ASSERT_TRUE(f.waves.best_of_choices()) << r.yaml;
+  EXPECT_NE(r.yaml.find("      tile: best\n      sms: 132\n      choices: [[128, 128, 1], "),
+            std::string::npos)
+      << r.yaml;
+  const sim::Profile back = sim::load_profile_string(r.yaml, "fitted.yaml");
+  const sim::GemmTable& b = back.compute.gemm_tables.at(sim::Precision::BF16);
+  for (double k : {1024.0, 5000.0})
+    EXPECT_EQ(b.compute_s(3000, 5000, k), f.compute_s(3000, 5000, k));
+}
+
+// A suite's section named *_heldout is held out whole, and its shapes take no part in the
+// every-third rule over the others.
+TEST(Split, HeldOutSectionsAreHeldOutWhole) {
+  std::vector<Measurement> rows;
+  const auto add = [&](const char* section, std::int64_t m) {
+    Measurement r;
+    r.op = "gemm";
+    r.design = "cublas";
+    r.dtype = "bf16";
+    r.m = m;
+    r.n = r.k = 1024;
+    r.case_key = std::string(section) + "/gemm/cublas/x..y";
+    rows.push_back(r);
+  };
+  for (std::int64_t m : {1024, 2048, 4096, 8192, 16384}) add("gemm", m);
+  add("gemm_offgrid_heldout", 3072);
+  add("gemm_offgrid_heldout", 6144);
+  const std::set<std::string> keys = heldout_keys(rows);
+  EXPECT_EQ(keys, (std::set<std::string>{"3072x1024x1024", "6144x1024x1024", "2048x1024x1024",
+                                         "16384x1024x1024"}));
+  EXPECT_TRUE(in_heldout_section(rows[5]));
+  EXPECT_FALSE(in_heldout_section(rows[0]));
 }
 
 TEST(FitGemmWaveModel, CorrectionGridHoldsMeasuredOverModelled) {

@@ -264,7 +264,10 @@ INSTANTIATE_TEST_SUITE_P(
                       ShippedCase{"calibration/profiles/h200-nvswitch-8gpu.yaml",
                                   "calibration/data/h200x8",
                                   "calibration/profiles/h200-nvswitch-4gpu.yaml",
-                                  "workloads/clusters/h200-8gpu.yaml"}));
+                                  "workloads/clusters/h200-8gpu.yaml"},
+                      ShippedCase{"calibration/profiles/h100-1gpu.yaml",
+                                  "calibration/data/h100x1-gemm-offgrid", "",
+                                  "workloads/clusters/h100-128node-ndr.yaml"}));
 
 }  // namespace
 }  // namespace overlapsim::calibration

@@ -229,6 +229,70 @@ TEST(GemmTable, WaveModelValidation) {
   EXPECT_THROW(t.validate(), std::invalid_argument);
 }
 
+// The best-of model (tile: best), worked by hand on 132 SMs with a free epilogue
+// (output_s_per_element 0), so each choice costs its main-loop FLOPs / efficiency.
+TEST(GemmWaveModel, BestOfChoicesSplitsKToFillOneWave) {
+  GemmWaveModel w;
+  w.mainloop_flops_per_s = 1e15;
+  w.sms = 132;
+  w.max_split_k = 4;
+  w.choices = {{128, 128, 1.0}};
+  w.validate();
+  // 1024 x 1024: 64 tiles. Split 1: one wave of 132 x 128 x 128 for the whole K (2 x area
+  // x K); split 2: 128 units, still one wave, K / 2 each (half of that); split 3: 192
+  // units, 2 waves x K / 3 (2/3 more than split 2); split 4: 256 units, 2 waves x K / 4
+  // (equal to split 2: the smaller split is kept).
+  const double wave = 132.0 * 128 * 128;
+  const GemmCharge c = w.charge(1024, 1024, 8192);
+  EXPECT_EQ(c.tile_m, 128);
+  EXPECT_EQ(c.split_k, 2);
+  EXPECT_DOUBLE_EQ(c.outputs, wave);
+  EXPECT_DOUBLE_EQ(w.time_s(1024, 1024, 8192), wave * 8192 / 1e15);
+  // With an epilogue cost, splits 1 and 2 both pay one wave of epilogues and split 4 two
+  // waves: split 2 stays the fastest.
+  w.output_s_per_element = 1e-11;
+  EXPECT_EQ(w.charge(1024, 1024, 8192).split_k, 2);
+  EXPECT_DOUBLE_EQ(w.time_s(1024, 1024, 8192), wave * 1e-11 + wave * 8192 / 1e15);
+}
+
+TEST(GemmWaveModel, BestOfChoicesWeighsTilesByTheirEfficiency) {
+  GemmWaveModel w;
+  w.mainloop_flops_per_s = 1e15;
+  w.sms = 132;
+  // 3072 x 3072 x 4096. 128x128: 576 tiles -> 5 waves, 5 x 132 x 16384 = 10813440
+  // outputs; 128x256: 288 tiles -> 3 waves, 3 x 132 x 32768 = 12976128 outputs.
+  const double k = 4096;
+  const double a128 = 5.0 * 132 * 128 * 128, a256 = 3.0 * 132 * 128 * 256;
+  w.choices = {{128, 128, 1.0}, {128, 256, 1.1}};
+  // At x1.1 the wider tile's 12976128 / 1.1 = 11796480 > 10813440: 128x128 wins.
+  EXPECT_EQ(w.charge(3072, 3072, k).tile_n, 128);
+  EXPECT_DOUBLE_EQ(w.time_s(3072, 3072, k), 2 * a128 * k / 1e15);
+  // At x1.25, 10380902 < 10813440: 128x256 wins.
+  w.choices[1].efficiency = 1.25;
+  EXPECT_EQ(w.charge(3072, 3072, k).tile_n, 256);
+  EXPECT_DOUBLE_EQ(w.time_s(3072, 3072, k), 2 * a256 * k / 1.25 / 1e15);
+  // Stream-K charges m x n unrounded (9437184 outputs): at x0.9, 10485760 loses to the
+  // 128x256 tile's 10380902; at x0.95, 9933878 wins.
+  w.choices.push_back({0, 0, 0.9});
+  EXPECT_EQ(w.charge(3072, 3072, k).tile_n, 256);
+  w.choices[2].efficiency = 0.95;
+  const GemmCharge sk = w.charge(3072, 3072, k);
+  EXPECT_EQ(sk.tile_m, 0);
+  EXPECT_DOUBLE_EQ(sk.outputs, 3072.0 * 3072);
+  EXPECT_DOUBLE_EQ(w.time_s(3072, 3072, k), 2 * 3072.0 * 3072 * k / 0.95 / 1e15);
+  w.validate();
+  // Choices exclude a fixed tile or a tile per shape; efficiencies must be positive.
+  GemmWaveModel bad = w;
+  bad.tile_per_shape = true;
+  EXPECT_THROW(bad.validate(), std::invalid_argument);
+  bad = w;
+  bad.choices[0].efficiency = 0;
+  EXPECT_THROW(bad.validate(), std::invalid_argument);
+  bad = w;
+  bad.max_split_k = 0;
+  EXPECT_THROW(bad.validate(), std::invalid_argument);
+}
+
 TEST(ComputeModel, MissingPrecisionAndCommOpsThrow) {
   ComputeProfile p = test_profile();
   ComputeModel model(p);
