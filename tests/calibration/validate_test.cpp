@@ -250,6 +250,22 @@ TEST_P(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
   }
 }
 
+// datasheet-h100.yaml holds copies of the GEMM models fitted into h100-1gpu.yaml (the H100
+// clusters read the datasheet profile): they must stay the fitted ones.
+TEST(ShippedProfiles, DatasheetH100CarriesTheFittedGemmModels) {
+  const sim::Profile fitted = sim::load_profile("calibration/profiles/h100-1gpu.yaml");
+  const sim::Profile sheet = sim::load_profile("calibration/profiles/datasheet-h100.yaml");
+  using Tables = std::map<sim::Precision, sim::GemmTable> sim::ComputeProfile::*;
+  for (Tables which : {&sim::ComputeProfile::gemm_tables, &sim::ComputeProfile::own_gemm_tables}) {
+    const sim::GemmTable& f = (fitted.compute.*which).at(sim::Precision::BF16);
+    const sim::GemmTable& d = (sheet.compute.*which).at(sim::Precision::BF16);
+    EXPECT_EQ(d.source.citation.rfind(f.source.citation, 0), 0u) << d.source.citation;
+    for (double m : {768.0, 3072.0, 8192.0})
+      for (double k : {1536.0, 11008.0})
+        EXPECT_EQ(d.compute_s(m, 5120, k), f.compute_s(m, 5120, k)) << m << " x 5120 x " << k;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shipped, ShippedProfile,
     ::testing::Values(ShippedCase{"calibration/profiles/h200-nvlink.yaml",
