@@ -45,8 +45,10 @@ ChunkGemm chunk_gemm(PairOp op, const PairShape& s, const ChunkPlan& plan, int c
 }  // namespace
 
 std::string ShapedConfig::name() const {
-  return "s" + std::to_string(free_sms) + ":c" + std::to_string(comm_ctas) + ":k" +
-         std::to_string(chunks);
+  // Appended piece by piece: GCC 12 flags `"s" + std::to_string(...)` with a false -Wrestrict.
+  std::string text("s");
+  text.append(std::to_string(free_sms)).append(":c").append(std::to_string(comm_ctas));
+  return text.append(":k").append(std::to_string(chunks));
 }
 
 Status make_shaped_comm(CommHandle& parent, int ctas, CommHandle* out) {
