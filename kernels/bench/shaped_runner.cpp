@@ -19,6 +19,8 @@ namespace {
 // SMs the GEMM leaves free. 32 of 132 is a quarter of an H100: beyond it the GEMM's loss
 // outgrows anything NCCL (at most 32 CTAs here) could win back.
 constexpr int kFreeSms[] = {0, 8, 16, 24, 32};
+// A grid point must beat the simpler points by more than this in the search to be chosen.
+constexpr double kSimplerWithin = 0.01;
 
 class ShapedRunner {
  public:
@@ -216,11 +218,33 @@ class ShapedRunner {
                          g.chunks, td)
                     .wrong(differ)
                     .row());
-      // Every rank reads the same max-over-rank times, so every rank picks the same point.
-      if (chosen_ < 0 || td.median_s < t[first_design + static_cast<std::size_t>(chosen_)].median_s)
-        chosen_ = static_cast<int>(d);
     }
+    chosen_ = choose(t, first_design);
     return Status::success();
+  }
+
+  // The fastest grid point, unless a simpler one is within kSimplerWithin of it: the
+  // sequential point first, then decomposed's (S 0, c 0, best k). A point that wins the
+  // search by less than that is as likely noise as shaping, and the simpler one cannot lose
+  // to its baseline but by noise. Every rank reads the same max-over-rank times, so every
+  // rank picks the same point.
+  int choose(const std::vector<Timing>& t, std::size_t first_design) const {
+    const auto time_of = [&](std::size_t d) { return t[first_design + d].median_s; };
+    std::size_t best = 0, plain = 0;
+    bool have_plain = false;
+    for (std::size_t d = 0; d < designs_.size(); ++d) {
+      const ShapedConfig& g = designs_[d]->config();
+      if (time_of(d) < time_of(best)) best = d;
+      if (g.free_sms == 0 && g.comm_ctas == 0 && g.chunks > 1 &&
+          (!have_plain || time_of(d) < time_of(plain))) {
+        plain = d;
+        have_plain = true;
+      }
+    }
+    const double bar_s = (1.0 + kSimplerWithin) * time_of(best);
+    if (time_of(0) <= bar_s) return 0;  // grid_[0] is (0, 0, 1)
+    if (have_plain && time_of(plain) <= bar_s) return static_cast<int>(plain);
+    return static_cast<int>(best);
   }
 
   Status final_loop() {

@@ -16,7 +16,9 @@
 //   <collective>/nccl_shaped:c<c>  the collective alone on c CTAs (chunks = 1)
 //   <pair>/shaped_search:s<S>:c<c> the grid point (chunks = k); `wrong` counts elements
 //                                  whose value differs at all from the sequential result
-// The fastest grid point is the choice. Final loop (one time_interleaved loop, `iterations`
+//                                  (all-reduce over > 2 ranks: NCCL's order differs by size)
+// The fastest grid point is the choice, unless the sequential point or decomposed's
+// (0, 0, k) is within 1 % of it (then that one: a smaller win is as likely noise). Final loop (one time_interleaved loop, `iterations`
 // samples): op alone, collective alone, sequential, decomposed at its best k, and the
 // choice. Rows <pair>/{op_alone,collective_alone,sequential}_sh_loop,
 // <pair>/decomposed_sh_loop (chunks = k), <pair>/shaped:s<S>:c<c> (chunks = k); the last

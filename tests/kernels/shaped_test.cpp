@@ -1,6 +1,7 @@
 // The shaped design (kernels/designs/shaped.hpp) on every visible GPU (>= 2): for each of
 // its pairs and a set of (free SMs, NCCL CTAs, chunks) points, the result equals the
-// sequential design's value for value (the same GEMM sum order, the same collective); 200
+// sequential design's value for value (the same GEMM sum order, the same collective; an
+// all-reduce over more than 2 ranks within tolerance, expect_exact says why); 200
 // calls back to back end in the same result; and a fresh process with lazy module loading
 // completes its first calls (the GEMM kernels are loaded in prepare(), before any rank's
 // collective can wait for a peer).
@@ -40,7 +41,7 @@ struct Point {
 // included, so unwritten elements count too).
 std::vector<std::vector<std::uint64_t>> differences(PairOp op, const PairShape& shape,
                                                     const std::vector<Point>& points,
-                                                    std::uint64_t seed) {
+                                                    std::uint64_t seed, double tolerance) {
   const int world = visible_gpu_count();
   std::vector<std::vector<std::uint64_t>> out(world);
   const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
@@ -113,8 +114,9 @@ std::vector<std::vector<std::uint64_t>> differences(PairOp op, const PairShape& 
       if (s.ok) s = run_sequential(sequential, v, stream);
       if (s.ok) s = wait_stream(ctx.comm, stream, "sequential");
       std::uint64_t differ = 0;
-      if (s.ok) s = count_mismatches(keep.data(), result, result_count, dtype, 0.0, 0.0, stream,
-                                     &differ);
+      if (s.ok)
+        s = count_mismatches(keep.data(), result, result_count, dtype, tolerance, tolerance,
+                             stream, &differ);
       out[rank].push_back(differ);
     }
     designs.clear();
@@ -130,8 +132,13 @@ std::string describe(PairOp op, const PairShape& s, const ShapedConfig& g) {
          "x" + std::to_string(s.k) + " " + g.name();
 }
 
+// Value for value, except NCCL's all-reduce over more than 2 ranks: its order of the sums
+// depends on the message size and CTA count (4 x H100: a chunked all-reduce differed in
+// the last bits for every chunk count, the GEMM side exact), so there the decomposed
+// design's tolerance (designs_test.cpp) applies.
 void expect_exact(PairOp op, const PairShape& shape, const std::vector<Point>& points) {
-  const auto diff = differences(op, shape, points, fresh_seed());
+  const bool ordered = op != PairOp::GemmAllReduce || visible_gpu_count() <= 2;
+  const auto diff = differences(op, shape, points, fresh_seed(), ordered ? 0.0 : 0x1p-6);
   for (std::size_t r = 0; r < diff.size(); ++r) {
     ASSERT_EQ(diff[r].size(), points.size()) << "rank " << r;
     for (std::size_t i = 0; i < points.size(); ++i)
