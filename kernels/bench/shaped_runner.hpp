@@ -17,10 +17,15 @@
 //   <pair>/shaped_search:s<S>:c<c> the grid point (chunks = k); `wrong` counts elements
 //                                  whose value differs at all from the sequential result
 //                                  (all-reduce over > 2 ranks: NCCL's order differs by size)
-// The fastest grid point is the choice, unless the sequential point or decomposed's
-// (0, 0, k) is within 1 % of it (then that one: a smaller win is as likely noise). Final loop (one time_interleaved loop, `iterations`
-// samples): op alone, collective alone, sequential, decomposed at its best k, and the
-// choice. Rows <pair>/{op_alone,collective_alone,sequential}_sh_loop,
+// Choice: the fastest point, unless the sequential point or decomposed's (0, 0, k) is
+// within 1 % of it (then that one: a smaller win is as likely noise). The search's choice,
+// decomposed's point and the next fastest (3 in all) are re-timed in a confirming loop
+// with sequential and decomposed (`iterations / 2` samples; rows
+// <pair>/{sequential,decomposed}_sh_confirm, <pair>/shaped_confirm:s<S>:c<c>), where the
+// same rule picks the choice: the search loop's mix of 50-odd variants runs cooler than
+// the final loop, and its ranking of close points did not always hold there.
+// Final loop (one time_interleaved loop, `iterations` samples): op alone, collective
+// alone, sequential, decomposed at its best k, and the choice. Rows <pair>/{op_alone,collective_alone,sequential}_sh_loop,
 // <pair>/decomposed_sh_loop (chunks = k), <pair>/shaped:s<S>:c<c> (chunks = k); the last
 // two checked like decomposed (reference samples + the sequential result, with tolerance).
 // Captured overlap of a design: (T_seq − T) / (T_seq − max(T_op, T_coll)) from one loop.
