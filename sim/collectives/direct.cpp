@@ -3,7 +3,7 @@
 // NCCL runs all-to-all (grouped point-to-point) and what PXN-less all-pairs
 // allgather/reducescatter look like; allreduce is reducescatter then allgather.
 #include <stdexcept>
-#include <unordered_map>
+#include <vector>
 
 #include "sim/collectives/algorithms.hpp"
 #include "sim/collectives/groups.hpp"
@@ -14,44 +14,37 @@ namespace {
 // All-to-all with PXN: for a peer on another host, the sender's data goes over NVLink to
 // the GPU of its own host with the peer's local index, and that GPU's NIC sends it to the
 // peer (one rail). Both legs are in the same group (the proxy streams them). A host without
-// that local index sends directly.
+// that local index sends directly. Built per host pair and local index, so a 1,024-rank
+// all-to-all on 8-GPU hosts is ~130k network transfers plus 8 x 8 per host, not 2n^2.
 Phase pxn_all_pairs_phase(const NetworkApi& net, std::span<const int> members,
                           std::uint64_t bytes, const CollectiveTuning& tuning) {
   Phase phase;
-  const std::size_t n = members.size();
-  if (n < 2 || bytes == 0) return phase;
+  if (members.size() < 2 || bytes == 0) return phase;
   const auto hosts = group_by_host(net, members);
-  struct Place {
-    std::size_t host;
-    std::size_t local;
-  };
-  std::unordered_map<int, Place> place;
-  for (std::size_t h = 0; h < hosts.size(); ++h)
-    for (std::size_t l = 0; l < hosts[h].size(); ++l) place[hosts[h][l]] = {h, l};
-  // Bytes per (src, dst) after routing, so each pair is one flow.
-  std::unordered_map<std::uint64_t, std::uint64_t> volume;
-  const auto add = [&](int src, int dst, std::uint64_t b) {
-    if (src == dst) return;
-    volume[(static_cast<std::uint64_t>(static_cast<unsigned>(src)) << 32) |
-           static_cast<unsigned>(dst)] += b;
-  };
-  for (int src : members)
-    for (int dst : members) {
-      if (src == dst) continue;
-      const Place ps = place[src], pd = place[dst];
-      if (ps.host == pd.host || pd.local >= hosts[ps.host].size()) {
-        add(src, dst, bytes);
-        continue;
+  std::vector<Transfer> transfers;
+  for (std::size_t hs = 0; hs < hosts.size(); ++hs) {
+    const auto& src = hosts[hs];
+    const std::size_t g = src.size();
+    // relayed[a][b]: peers whose data rank src[a] hands to src[b] (its own host's peers
+    // included: the direct intra-host part of the all-to-all).
+    std::vector<std::uint64_t> relayed(g * g, 1);
+    for (std::size_t hd = 0; hd < hosts.size(); ++hd) {
+      if (hd == hs) continue;
+      for (std::size_t l = 0; l < hosts[hd].size(); ++l) {
+        const int dst = hosts[hd][l];
+        if (l < g) {
+          transfers.push_back(Transfer{src[l], dst, bytes * g});
+          for (std::size_t a = 0; a < g; ++a) ++relayed[a * g + l];
+        } else {
+          for (int s : src) transfers.push_back(Transfer{s, dst, bytes});
+        }
       }
-      const int relay = hosts[ps.host][pd.local];
-      add(src, relay, bytes);
-      add(relay, dst, bytes);
     }
-  phase.transfers.reserve(volume.size());
-  for (const auto& [key, b] : volume)
-    phase.transfers.push_back(Transfer{static_cast<int>(key >> 32),
-                                       static_cast<int>(key & 0xffffffffu), b});
-  phase.transfers = canonical_transfers(std::move(phase.transfers));
+    for (std::size_t a = 0; a < g; ++a)
+      for (std::size_t b = 0; b < g; ++b)
+        if (a != b) transfers.push_back(Transfer{src[a], src[b], bytes * relayed[a * g + b]});
+  }
+  phase.transfers = canonical_transfers(std::move(transfers));
   phase.delay_after_s = tuning.step_latency_s;
   return phase;
 }
