@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include <memory>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
 #include "app/commands.hpp"
@@ -58,8 +58,7 @@ std::string to_table(const sim::ReferenceValidation& v) {
   }
   s += fmt::format("{:<40} {:>7} {:>14}\n", "table", "points", "median|error|");
   for (const auto& t : v.tables)
-    s += fmt::format("{:<40} {:>7} {:>13.1f}%\n", t.table.name, t.in_range,
-                     100 * t.median_abs_err);
+    s += fmt::format("{:<40} {:>7} {:>13.1f}%\n", t.table.name, t.in_range, 100 * t.median_abs_err);
   s += fmt::format("{:<40} {:>7} {:>13.1f}%\n", "overall", v.in_range, 100 * v.median_abs_err);
   s += fmt::format("(medians over sizes {} - {}; * outside that range)\n",
                    config::format_bytes(v.min_bytes), config::format_bytes(v.max_bytes));
@@ -118,9 +117,8 @@ void add_validate_collectives_command(CLI::App& app, Runner& selected) {
         throw config::ConfigError(
             fmt::format("--format: '{}' (expected table or json)", opts->format));
       const auto tables = sim::load_reference_tables(opts->dir);
-      const auto result =
-          sim::validate_references(tables, load_machine, sim::kReferenceMinBytes,
-                                   sim::kReferenceMaxBytes, !opts->bare_flows);
+      const auto result = sim::validate_references(tables, load_machine, sim::kReferenceMinBytes,
+                                                   sim::kReferenceMaxBytes, !opts->bare_flows);
       print_or_write(opts->format == "json" ? to_json(result) : to_table(result), opts->output);
       return kExitOk;
     };

@@ -103,8 +103,9 @@ std::string CollectiveCostModel::describe(CollectiveOp op, int ranks, bool intra
           intra_host ? "flow network, cluster links (cited; the profile has no curve for this op)"
                      : "flow network, cluster links (cited)";
       if (!options_.nccl_costs) return base;
-      return base + ", plus NCCL's latency and protocol efficiency by algorithm and protocol "
-                    "(NCCL 2.30.7 src/graph/tuning.cc; docs/collectives.md)" +
+      return base +
+             ", plus NCCL's latency and protocol efficiency by algorithm and protocol "
+             "(NCCL 2.30.7 src/graph/tuning.cc; docs/collectives.md)" +
              (op == CollectiveOp::AllToAll && !intra_host ? ", all-to-all through PXN" : "");
     }
   }
@@ -233,22 +234,22 @@ void CollectiveCostModel::launch_with_nccl_costs(const CollectiveRequest& req,
   tuning.pxn = cost.pxn;
   const double stretch = 1.0 / cost.efficiency;
   const double wire_s = cost.wire_latency_s;
-  net_.simulator().schedule(cost.latency_s, [this, run, tuning, stretch, wire_s,
-                                             done = std::move(on_done)]() mutable {
-    const double t0 = net_.simulator().now();
-    start_collective(
-        net_, run,
-        [this, t0, stretch, wire_s, done = std::move(done)]() mutable {
-          // Only the transfer part is stretched: hop latencies do not depend on the protocol.
-          const double moving_s = std::max(0.0, net_.simulator().now() - t0 - wire_s);
-          const double extra = moving_s * (stretch - 1);
-          if (extra > 0)
-            net_.simulator().schedule(extra, std::move(done));
-          else
-            done();
-        },
-        tuning);
-  });
+  net_.simulator().schedule(
+      cost.latency_s, [this, run, tuning, stretch, wire_s, done = std::move(on_done)]() mutable {
+        const double t0 = net_.simulator().now();
+        start_collective(
+            net_, run,
+            [this, t0, stretch, wire_s, done = std::move(done)]() mutable {
+              // Only the transfer part is stretched: hop latencies do not depend on the protocol.
+              const double moving_s = std::max(0.0, net_.simulator().now() - t0 - wire_s);
+              const double extra = moving_s * (stretch - 1);
+              if (extra > 0)
+                net_.simulator().schedule(extra, std::move(done));
+              else
+                done();
+            },
+            tuning);
+      });
 }
 
 std::vector<CollectiveClassUse> CollectiveCostModel::uses() const { return classes_; }

@@ -16,8 +16,8 @@ namespace {
 // peer (one rail). Both legs are in the same group (the proxy streams them). A host without
 // that local index sends directly. Built per host pair and local index, so a 1,024-rank
 // all-to-all on 8-GPU hosts is ~130k network transfers plus 8 x 8 per host, not 2n^2.
-Phase pxn_all_pairs_phase(const NetworkApi& net, std::span<const int> members,
-                          std::uint64_t bytes, const CollectiveTuning& tuning) {
+Phase pxn_all_pairs_phase(const NetworkApi& net, std::span<const int> members, std::uint64_t bytes,
+                          const CollectiveTuning& tuning) {
   Phase phase;
   if (members.size() < 2 || bytes == 0) return phase;
   const auto hosts = group_by_host(net, members);

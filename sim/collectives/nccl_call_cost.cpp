@@ -31,10 +31,9 @@ NcclCallCost p2p_cost(const CollectiveRequest& req, const NetworkApi& net) {
   // Each round's step: the slowest hop it uses (the network's when any peer is remote),
   // less its wire latency, which the flows pay.
   const double step_us =
-      remote_peers > 0
-          ? std::max(0.0, kRingHwLat_us[kNet][si] - shape.inter_wire_s / kUs)
-          : std::max(0.0, kRingHwLat_us[shape.intra_nvlink ? kNvlink : kPci][si] -
-                              shape.intra_wire_s / kUs);
+      remote_peers > 0 ? std::max(0.0, kRingHwLat_us[kNet][si] - shape.inter_wire_s / kUs)
+                       : std::max(0.0, kRingHwLat_us[shape.intra_nvlink ? kNvlink : kPci][si] -
+                                           shape.intra_wire_s / kUs);
   // The proxy thread posts every network peer's send and receive in turn.
   const double post_us = remote_peers * kNetOverhead_us;
   c.latency_s = (kRingBaseLat_us[si] + rounds * step_us + post_us) * kUs;

@@ -24,10 +24,10 @@ namespace overlapsim::sim::detail {
 struct NcclCallCost {
   Algorithm algo = Algorithm::Ring;  // what runs on the flow network
   Protocol protocol = Protocol::Simple;
-  double latency_s = 0;     // waited before the flows start
-  double efficiency = 1;    // network time beyond the wire latency x 1 / efficiency
+  double latency_s = 0;       // waited before the flows start
+  double efficiency = 1;      // network time beyond the wire latency x 1 / efficiency
   double wire_latency_s = 0;  // the part of the network time that is hop latency
-  bool pxn = false;         // all-to-all through the peer's rail
+  bool pxn = false;           // all-to-all through the peer's rail
   int nodes = 1;
 };
 

@@ -33,8 +33,9 @@ std::vector<int> communicator(const Topology& topo, const ReferenceTable& t) {
     ++hosts;
   }
   if (hosts < t.nodes)
-    throw config::ConfigError(fmt::format("{}: nodes: {} but {} has {} hosts (expected at most that many)",
-                                          t.file, t.nodes, t.cluster_file, hosts));
+    throw config::ConfigError(
+        fmt::format("{}: nodes: {} but {} has {} hosts (expected at most that many)", t.file,
+                    t.nodes, t.cluster_file, hosts));
   return ranks;
 }
 

@@ -19,8 +19,7 @@ const std::vector<config::ParamDoc>& reference_table_params() {
       {"cluster", "cluster YAML of the machine, relative to this file", "", "path"},
       {"nodes", "hosts that ran the test", "", "count"},
       {"ranks_per_node", "GPUs per host that ran the test", "", "count"},
-      {"column", "which nccl-tests time column the points are: out-of-place or in-place", "",
-       ""},
+      {"column", "which nccl-tests time column the points are: out-of-place or in-place", "", ""},
       {"source", "where the table was published", "", ""},
       {"points", "the table's rows: size and time (and busbw) as printed", "", ""},
   };
@@ -51,11 +50,10 @@ ReferenceTable parse_reference_table(const config::ConfigNode& root) {
   root.check_keys(reference_table_params());
   ReferenceTable t;
   t.file = root.file();
-  if (root.get_int("format") != 1)
-    root.fail_key("format", "unsupported format (expected 1)");
+  if (root.get_int("format") != 1) root.fail_key("format", "unsupported format (expected 1)");
   t.name = root.get_string("name");
-  const std::string op = root.get_enum(
-      "op", {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"});
+  const std::string op =
+      root.get_enum("op", {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"});
   t.op = *parse_collective_op(op);
   const std::filesystem::path here = std::filesystem::path(root.file()).parent_path();
   const std::string cluster = root.get_string("cluster");
@@ -98,8 +96,9 @@ ReferenceTable parse_reference_table(const config::ConfigNode& root) {
     }
     t.points.push_back(pt);
   }
-  std::stable_sort(t.points.begin(), t.points.end(),
-                   [](const ReferencePoint& a, const ReferencePoint& b) { return a.bytes < b.bytes; });
+  std::stable_sort(
+      t.points.begin(), t.points.end(),
+      [](const ReferencePoint& a, const ReferencePoint& b) { return a.bytes < b.bytes; });
   return t;
 }
 

@@ -14,9 +14,9 @@
 namespace overlapsim::sim {
 
 struct ReferencePoint {
-  std::uint64_t bytes = 0;              // nccl-tests "size"
-  double time_s = 0;                    // nccl-tests "time" of the table's column
-  std::optional<double> busbw_Bps;      // as printed, for reading the table; not compared
+  std::uint64_t bytes = 0;          // nccl-tests "size"
+  double time_s = 0;                // nccl-tests "time" of the table's column
+  std::optional<double> busbw_Bps;  // as printed, for reading the table; not compared
 };
 
 struct ReferenceSource {
@@ -28,12 +28,12 @@ struct ReferenceSource {
 
 struct ReferenceTable {
   std::string name;
-  std::string file;          // the YAML it was loaded from
+  std::string file;  // the YAML it was loaded from
   CollectiveOp op = CollectiveOp::AllReduce;
   std::string cluster_file;  // resolved against the table's folder
   int nodes = 1;
   int ranks_per_node = 1;
-  std::string column;        // "out-of-place" or "in-place"
+  std::string column;  // "out-of-place" or "in-place"
   ReferenceSource source;
   std::vector<ReferencePoint> points;  // sorted by bytes
 

@@ -76,7 +76,7 @@ TEST_F(ValidateCollectivesCli, BadTableExitsTwoNamingFileAndKey) {
                 dir / "clusters/h100-ndr-8nic.yaml");
   std::string text = slurp(kRoot + "/" + kTables + "h100-ndr-2node-allreduce.yaml");
   const auto cases = std::vector<std::pair<std::string, std::string>>{
-      {"op: allreduce\n", ""},                    // missing key
+      {"op: allreduce\n", ""},                     // missing key
       {"op: allreduce", "op: allsum"},             // unknown op
       {"time: 33.84us", "time: 33.84 fortnights"}  // bad unit
   };

@@ -64,8 +64,7 @@ TEST(NcclCallCost, SoftwareLatencyNeverBelowTheBaseLatency) {
   const CommShape shape{16, 2, true, 400e9, 10e-6, 20e-6};
   const auto costs = nccl_costs(CollectiveOp::AllReduce, 1 << 20, shape);
   EXPECT_NEAR(find(costs, Algorithm::Ring, Protocol::LL).software_latency_s, 6.6 * kUs, 1e-12);
-  EXPECT_NEAR(find(costs, Algorithm::Tree, Protocol::Simple).software_latency_s, 8.4 * kUs,
-              1e-12);
+  EXPECT_NEAR(find(costs, Algorithm::Tree, Protocol::Simple).software_latency_s, 8.4 * kUs, 1e-12);
 }
 
 TEST(NcclCallCost, ProtocolEfficienciesAreNcclsBusBandwidthRefinements) {
@@ -162,7 +161,8 @@ TEST(NcclCallCost, PxnRoutesAllToAllThroughThePeersRail) {
   ASSERT_EQ(plan.phases.size(), 1u);
   const std::uint64_t share = 1 << 20;
   std::vector<std::tuple<int, int, std::uint64_t>> got;
-  for (const Transfer& t : plan.phases[0].transfers) got.emplace_back(t.src_rank, t.dst_rank, t.bytes);
+  for (const Transfer& t : plan.phases[0].transfers)
+    got.emplace_back(t.src_rank, t.dst_rank, t.bytes);
   const std::vector<std::tuple<int, int, std::uint64_t>> want = {
       {0, 1, 2 * share}, {0, 2, 2 * share}, {1, 0, 2 * share}, {1, 3, 2 * share},
       {2, 0, 2 * share}, {2, 3, 2 * share}, {3, 1, 2 * share}, {3, 2, 2 * share}};

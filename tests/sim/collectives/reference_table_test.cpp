@@ -93,8 +93,7 @@ TEST_F(ReferenceTableTest, BadInputNamesFileKeyAndExpectedForm) {
   e = error_of("busbw: 0.00GB/s", "busbw: fast");
   EXPECT_NE(e.find("busbw"), std::string::npos) << e;
   e = error_of("cluster: clusters/c.yaml", "cluster: clusters/none.yaml");
-  EXPECT_NE(e.find("cluster: 'clusters/none.yaml' is not a readable file"), std::string::npos)
-      << e;
+  EXPECT_NE(e.find("cluster: 'clusters/none.yaml' is not a readable file"), std::string::npos) << e;
   e = error_of("nodes: 2", "nodes: 0");
   EXPECT_NE(e.find("nodes"), std::string::npos) << e;
   e = error_of("column: out-of-place", "column: sideways");
