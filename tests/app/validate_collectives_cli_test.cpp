@@ -54,6 +54,12 @@ TEST_F(ValidateCollectivesCli, PublishedTablesWithinTheReachedMedian) {
   }
   EXPECT_EQ(j["points"].get<int>(), points);
   EXPECT_LE(j["median_abs_err"].get<double>(), kReachedMedian);
+  // The bare flows (the path before NCCL's costs) are about 2x too fast.
+  const CliRun bare = run(kTables + " --format json --bare-flows");
+  ASSERT_EQ(bare.exit_code, 0) << bare.err;
+  const auto jb = nlohmann::json::parse(bare.out);
+  EXPECT_GT(jb["median_abs_err"].get<double>(), 2 * j["median_abs_err"].get<double>());
+  EXPECT_EQ(jb["tables"][0]["points"][0]["model"], "bare flows");
 }
 
 TEST_F(ValidateCollectivesCli, TableReportIsDeterministicAndWrittenAtomically) {
