@@ -52,7 +52,7 @@ NcclCallCost nccl_call_cost(const CollectiveRequest& req, const NetworkApi& net)
   NcclCallCost c;
   const CommShape shape = comm_shape(req, net);
   c.nodes = std::max(1, shape.nodes);
-  const auto costs = nccl_costs(req.op, req.bytes, shape);
+  const auto costs = nccl_costs(req.op, req.bytes, shape, /*with_nvls=*/true);
   if (costs.empty()) {
     c.algo = req.algo == Algorithm::Auto ? Algorithm::Ring : req.algo;
     return c;
@@ -68,6 +68,7 @@ NcclCallCost nccl_call_cost(const CollectiveRequest& req, const NetworkApi& net)
       }
   c.algo = req.algo == Algorithm::Auto ? pick->algo : req.algo;
   c.protocol = pick->protocol;
+  c.nvls_tree = pick->nvls_tree;
   c.latency_s = pick->software_latency_s;
   c.wire_latency_s = pick->wire_latency_s;
   c.efficiency = pick->efficiency * (c.nodes > 1 ? kNetAchievedFraction : 1.0);
@@ -75,9 +76,9 @@ NcclCallCost nccl_call_cost(const CollectiveRequest& req, const NetworkApi& net)
 }
 
 std::string describe(const NcclCallCost& cost) {
-  return fmt::format("{}/{}, {:.1f} us + network / {:.3f}{}", to_string(cost.algo),
-                     to_string(cost.protocol), cost.latency_s * 1e6, cost.efficiency,
-                     cost.pxn ? " (PXN)" : "");
+  return fmt::format("{}/{}, {:.1f} us + network / {:.3f}{}",
+                     cost.nvls_tree ? "nvlstree" : to_string(cost.algo), to_string(cost.protocol),
+                     cost.latency_s * 1e6, cost.efficiency, cost.pxn ? " (PXN)" : "");
 }
 
 }  // namespace overlapsim::sim::detail

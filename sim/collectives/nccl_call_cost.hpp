@@ -12,8 +12,9 @@
 //               network time is stretched by 1 / efficiency;
 //   routing     all-to-all across hosts through PXN: a rank hands data for a remote peer
 //               to the local GPU on that peer's rail, whose NIC sends it (rail-aligned).
-// The choice of algorithm and protocol is NCCL's (nccl_costs), so the layer runs what
-// NCCL would run.
+// The choice of algorithm and protocol is NCCL's (nccl_costs, NVLSTree included on hosts with
+// NVLink SHARP, run as the tree's flows at NVLS efficiency), so the layer runs what NCCL would
+// run.
 #include <string>
 
 #include "sim/collectives/collective.hpp"
@@ -28,6 +29,7 @@ struct NcclCallCost {
   double efficiency = 1;      // network time beyond the wire latency x 1 / efficiency
   double wire_latency_s = 0;  // the part of the network time that is hop latency
   bool pxn = false;           // all-to-all through the peer's rail
+  bool nvls_tree = false;     // NCCL's NVLSTree, run as the tree's flows
   int nodes = 1;
 };
 

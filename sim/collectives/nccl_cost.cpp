@@ -62,6 +62,7 @@ CommShape comm_shape(const CollectiveRequest& req, const NetworkApi& net) {
   if (hosts.size() >= 2) inter = net.path_estimate(hosts[0][0], hosts[1][0]);
   shape.intra_nvlink = !intra || intra->bandwidth_Bps > kPcieGen5x16_Bps;
   if (intra) shape.intra_wire_s = intra->latency_s;
+  shape.nvls = intra && intra->bandwidth_Bps >= kNvlink4PerGpu_Bps;
   if (inter) shape.inter_wire_s = inter->latency_s;
   const double ppn = static_cast<double>(shape.ranks) / shape.nodes;
   if (shape.nodes == 1) {
@@ -78,7 +79,8 @@ CommShape comm_shape(const CollectiveRequest& req, const NetworkApi& net) {
   return shape;
 }
 
-std::vector<CostEstimate> nccl_costs(CollectiveOp op, std::uint64_t bytes, const CommShape& shape) {
+std::vector<CostEstimate> nccl_costs(CollectiveOp op, std::uint64_t bytes, const CommShape& shape,
+                                     bool with_nvls) {
   std::vector<CostEstimate> out;
   const int n = shape.ranks;
   const int nodes = std::max(1, shape.nodes);
@@ -150,6 +152,19 @@ std::vector<CostEstimate> nccl_costs(CollectiveOp op, std::uint64_t bytes, const
       const double wire_us = 2 * ((ppn - 1) * intra_wire_us + depth_nodes * inter_wire_us);
       push(Algorithm::Tree, p, lat_us, kTreeBaseLat_us[pi], wire_us, bus, algbw);
     }
+  }
+  if (with_nvls && shape.nvls && op == CollectiveOp::AllReduce && nodes > 1) {
+    const double depth = log2_floor(static_cast<std::uint64_t>(nodes));
+    const double lat_us = kNvlsTreeNvlinkLat_us + 2 * depth * kNvlsTreeNetLat_us;
+    const double wire_us = intra_wire_us + 2 * depth * inter_wire_us;
+    // NCCL's NVLSTree bus bandwidth, in this model's terms: the NVLS intra-node rate (x2,
+    // two operations pipelined) or the network's, doubled on two nodes.
+    const double bus = std::min(2 * kNvlsEfficiencyHopper * shape.bus_bandwidth_Bps,
+                                (nodes <= 2 ? 2.0 : 1.0) * shape.bus_bandwidth_Bps);
+    const double algbw = bus * n / nsteps;
+    out.push_back({Algorithm::Tree, Protocol::Simple, lat_us * kUs, algbw,
+                   lat_us * kUs + bytes_d / algbw, std::max(0.0, lat_us - wire_us) * kUs,
+                   wire_us * kUs, kNvlsEfficiencyHopper, true});
   }
   std::stable_sort(out.begin(), out.end(), [](const CostEstimate& a, const CostEstimate& b) {
     return a.time_s < b.time_s;

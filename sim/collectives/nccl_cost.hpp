@@ -26,6 +26,8 @@ struct CommShape {
   // the wire part of NCCL's per-step latency, which the flows already pay.
   double intra_wire_s = 0;
   double inter_wire_s = 0;
+  // NVLink SHARP inside the hosts (an NVLink-4-class intra-node rate, kNvlink4PerGpu_Bps).
+  bool nvls = false;
 };
 
 CommShape comm_shape(const CollectiveRequest& req, const NetworkApi& net);
@@ -45,9 +47,15 @@ struct CostEstimate {
   // protocol payload share (LL 1/2 capped by llMaxBw, LL128 0.92), the tree's 0.92 and its
   // size correction. A flow simulation stretches its network time by 1 / efficiency.
   double efficiency = 1;
+  // NVLSTree: NVLink SHARP inside the hosts, a tree across them; a flow simulation runs the
+  // tree's flows for it.
+  bool nvls_tree = false;
 };
 
-// Every (algorithm, protocol) NCCL would consider for this op, fastest first.
-std::vector<CostEstimate> nccl_costs(CollectiveOp op, std::uint64_t bytes, const CommShape& shape);
+// Every (algorithm, protocol) NCCL would consider for this op, fastest first. `with_nvls`
+// adds NVLSTree for all-reduce across hosts with NVLink SHARP (shape.nvls); `auto` leaves it
+// out (it has no plan of its own), the cost model's cluster path includes it.
+std::vector<CostEstimate> nccl_costs(CollectiveOp op, std::uint64_t bytes, const CommShape& shape,
+                                     bool with_nvls = false);
 
 }  // namespace overlapsim::sim::detail

@@ -56,6 +56,18 @@ inline constexpr std::array<std::array<double, 23>, 3> kTreeCorrection = {{
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
 }};
 
+// NVLSTree (NVLink SHARP inside each node, a tree across nodes; Simple protocol only):
+// baseLatencies 0, hwLatencies NVLink 25 us and NET 20.9 us; latency = NVLink +
+// 2 x log2(nodes) x NET. Bandwidth: min(NVLS intra x 2 (all-reduce pipelines two operations),
+// inter x 2 on <= 2 nodes) with nvlsEfficiency 0.85 on Hopper.
+inline constexpr double kNvlsTreeNvlinkLat_us = 25.0;
+inline constexpr double kNvlsTreeNetLat_us = 20.9;
+inline constexpr double kNvlsEfficiencyHopper = 0.85;
+// NVLink SHARP needs third-generation NVSwitch (NVLink 4, Hopper on): 18 links x 25 GB/s =
+// 450 GB/s per GPU and direction (NVIDIA H100 datasheet). A host whose GPUs reach that rate
+// over NVLink is taken to have it.
+inline constexpr double kNvlink4PerGpu_Bps = 450e9;
+
 // Point-to-point (all-to-all, send/recv; src/enqueue.cc, src/graph/paths.cc). tuning.cc has
 // no p2p rows; these are what a grouped send/recv pays.
 // NCCL_MAX_DEV_WORK_P2P_PER_BATCH (src/include/device.h): a channel runs up to 8 p2p

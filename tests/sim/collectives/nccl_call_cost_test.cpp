@@ -59,6 +59,30 @@ TEST(NcclCallCost, TwoNodeRingLatencyIsNcclsFormulaLessTheWire) {
   EXPECT_NEAR(simple.software_latency_s, ((8.4 + 28 * 3.4 + 2 * 14.0) * 1.4 - 22.0) * kUs, 1e-12);
 }
 
+// NVLSTree across 2 hosts with NVLink SHARP: NVLink 25 us + 2 x log2(2) x NET 20.9 us =
+// 66.8 us, of which the flows pay one NVLink hop and two network hops (5.8 us); it moves data
+// at nvlsEfficiency 0.85. Only the cost model's cluster path considers it (with_nvls).
+TEST(NcclCallCost, NvlsTreeLatencyAndEfficiency) {
+  CommShape shape{16, 2, true, 400e9, 0.6e-6, 2.6e-6};
+  shape.nvls = true;
+  const auto with = nccl_costs(CollectiveOp::AllReduce, kGiB, shape, /*with_nvls=*/true);
+  const auto it = std::find_if(with.begin(), with.end(),
+                               [](const detail::CostEstimate& c) { return c.nvls_tree; });
+  ASSERT_NE(it, with.end());
+  EXPECT_EQ(it->algo, Algorithm::Tree);
+  EXPECT_EQ(it->protocol, Protocol::Simple);
+  EXPECT_NEAR(it->latency_s, 66.8 * kUs, 1e-12);
+  EXPECT_NEAR(it->software_latency_s, (66.8 - 5.8) * kUs, 1e-12);
+  EXPECT_DOUBLE_EQ(it->efficiency, 0.85);
+  const auto without = nccl_costs(CollectiveOp::AllReduce, kGiB, shape);
+  EXPECT_TRUE(std::none_of(without.begin(), without.end(),
+                           [](const detail::CostEstimate& c) { return c.nvls_tree; }));
+  shape.nvls = false;
+  const auto no_sharp = nccl_costs(CollectiveOp::AllReduce, kGiB, shape, true);
+  EXPECT_TRUE(std::none_of(no_sharp.begin(), no_sharp.end(),
+                           [](const detail::CostEstimate& c) { return c.nvls_tree; }));
+}
+
 TEST(NcclCallCost, SoftwareLatencyNeverBelowTheBaseLatency) {
   // Hops slower than NCCL's per-step latencies: only the launch is left.
   const CommShape shape{16, 2, true, 400e9, 10e-6, 20e-6};
