@@ -105,7 +105,8 @@ class ShapedRunner {
     void* ws = env_.workspace.data();
     const std::size_t ws_bytes = env_.workspace.bytes();
     const int sms = state.device_sms;
-    OVERLAPSIM_TRY(base_.initialize(&env_.ctx->comm, env_.lt, op_, shape_, case_.dtype, ws, ws_bytes));
+    OVERLAPSIM_TRY(
+        base_.initialize(&env_.ctx->comm, env_.lt, op_, shape_, case_.dtype, ws, ws_bytes));
     int max_chunks = 1;
     for (int k : chunks_) {
       OVERLAPSIM_TRY(base_.prepare(k));
@@ -114,21 +115,22 @@ class ShapedRunner {
     OVERLAPSIM_TRY(decomposed_.initialize(max_chunks));
     for (const ShapedConfig& g : grid_) {
       auto d = std::make_unique<ShapedDesign>();
-      OVERLAPSIM_TRY(d->initialize(comm_for(state, g.comm_ctas), env_.lt, op_, shape_,
-                                   case_.dtype, ws, ws_bytes, sms, g));
+      OVERLAPSIM_TRY(d->initialize(comm_for(state, g.comm_ctas), env_.lt, op_, shape_, case_.dtype,
+                                   ws, ws_bytes, sms, g));
       designs_.push_back(std::move(d));
     }
     for (int s : free_sms_) {
       if (s == 0) continue;
       auto d = std::make_unique<ShapedDesign>();
-      OVERLAPSIM_TRY(d->initialize(&env_.ctx->comm, env_.lt, op_, shape_, case_.dtype, ws,
-                                   ws_bytes, sms, {s, 0, 1}));
+      OVERLAPSIM_TRY(d->initialize(&env_.ctx->comm, env_.lt, op_, shape_, case_.dtype, ws, ws_bytes,
+                                   sms, {s, 0, 1}));
       gemm_alone_.push_back(std::move(d));
     }
     for (int c : ctas_) {
       if (c == 0) continue;
       auto p = std::make_unique<PairKernels>();
-      OVERLAPSIM_TRY(p->initialize(comm_for(state, c), env_.lt, op_, shape_, case_.dtype, ws, ws_bytes));
+      OVERLAPSIM_TRY(
+          p->initialize(comm_for(state, c), env_.lt, op_, shape_, case_.dtype, ws, ws_bytes));
       coll_alone_.push_back(std::move(p));
     }
     // Every kernel once, alone, before anything overlaps (CUDA_MODULE_LOADING=LAZY): the
@@ -138,7 +140,8 @@ class ShapedRunner {
     for (auto& d : designs_) OVERLAPSIM_TRY(d->prepare(b, compute(), env_.ctx->comm));
     for (auto& d : gemm_alone_) OVERLAPSIM_TRY(d->prepare(b, compute(), env_.ctx->comm));
     for (int k : chunks_)
-      for (int chunk = 0; chunk < k; ++chunk) OVERLAPSIM_TRY(base_.enqueue_op(b, k, chunk, compute()));
+      for (int chunk = 0; chunk < k; ++chunk)
+        OVERLAPSIM_TRY(base_.enqueue_op(b, k, chunk, compute()));
     OVERLAPSIM_TRY(quiesce(*env_.ctx, "shaped: decomposed GEMMs loaded"));
     for (auto& p : coll_alone_) OVERLAPSIM_TRY(p->enqueue_collective(b, 1, 0, compute()));
     OVERLAPSIM_TRY(io_.sequential(0));
@@ -173,22 +176,24 @@ class ShapedRunner {
         return decomposed_.run(base_, io_.set(i), k, compute(), comm_stream());
       });
     for (auto& d : gemm_alone_)
-      variants.push_back([this, p = d.get()](int i) { return p->run_gemms(io_.set(i), compute()); });
+      variants.push_back(
+          [this, p = d.get()](int i) { return p->run_gemms(io_.set(i), compute()); });
     for (auto& p : coll_alone_)
       variants.push_back([this, q = p.get()](int i) {
         return q->enqueue_collective(io_.set(i), 1, 0, compute());
       });
     const std::size_t first_design = variants.size();
     for (auto& d : designs_)
-      variants.push_back([this, p = d.get()](int i) {
-        return p->run(io_.set(i), compute(), comm_stream());
-      });
+      variants.push_back(
+          [this, p = d.get()](int i) { return p->run(io_.set(i), compute(), comm_stream()); });
     std::vector<Timing> t;
     OVERLAPSIM_TRY(quiesce(*env_.ctx, "shaped: search ready"));
-    OVERLAPSIM_TRY(time_interleaved(*env_.ctx, 1, std::max(5, case_.iterations / 3), variants,
-                                    io_.align, &t));
+    OVERLAPSIM_TRY(
+        time_interleaved(*env_.ctx, 1, std::max(5, case_.iterations / 3), variants, io_.align, &t));
     std::size_t v = 0;
-    env_.emit(row(to_string(op_), "op_alone_sh_search", 1, t[v++]).flops(compute_flops(op_, shape_)).row());
+    env_.emit(row(to_string(op_), "op_alone_sh_search", 1, t[v++])
+                  .flops(compute_flops(op_, shape_))
+                  .row());
     env_.emit(pair_row("collective_alone_sh_search", 1, t[v++]).flops(0).row());
     env_.emit(pair_row("sequential_sh_search", 1, t[v++]).row());
     double best_decomposed_s = 0;
@@ -225,7 +230,9 @@ class ShapedRunner {
     }
     std::vector<int> all(designs_.size());
     for (std::size_t d = 0; d < designs_.size(); ++d) all[d] = static_cast<int>(d);
-    const auto search_s = [&](int d) { return t[first_design + static_cast<std::size_t>(d)].median_s; };
+    const auto search_s = [&](int d) {
+      return t[first_design + static_cast<std::size_t>(d)].median_s;
+    };
     // Finalists: the search's choice, decomposed's point, then the fastest others.
     finalists_ = {choose(all, search_s)};
     const auto add = [&](int d) {
@@ -288,8 +295,8 @@ class ShapedRunner {
       });
     std::vector<Timing> t;
     OVERLAPSIM_TRY(quiesce(*env_.ctx, "shaped: confirm ready"));
-    OVERLAPSIM_TRY(time_interleaved(*env_.ctx, 1, std::max(5, case_.iterations / 2), variants,
-                                    io_.align, &t));
+    OVERLAPSIM_TRY(
+        time_interleaved(*env_.ctx, 1, std::max(5, case_.iterations / 2), variants, io_.align, &t));
     env_.emit(pair_row("sequential_sh_confirm", 1, t[0]).row());
     if (best_k_ > 0) env_.emit(pair_row("decomposed_sh_confirm", best_k_, t[1]).row());
     std::vector<double> by_design(designs_.size(), 0.0);
@@ -313,13 +320,15 @@ class ShapedRunner {
       variants.push_back([this](int i) {
         return decomposed_.run(base_, io_.set(i), best_k_, compute(), comm_stream());
       });
-    variants.push_back([this, &chosen](int i) { return chosen.run(io_.set(i), compute(), comm_stream()); });
+    variants.push_back(
+        [this, &chosen](int i) { return chosen.run(io_.set(i), compute(), comm_stream()); });
     std::vector<Timing> t;
     OVERLAPSIM_TRY(quiesce(*env_.ctx, "shaped: final ready"));
     OVERLAPSIM_TRY(
         time_interleaved(*env_.ctx, case_.warmup, case_.iterations, variants, io_.align, &t));
     std::size_t v = 0;
-    env_.emit(row(to_string(op_), "op_alone_sh_loop", 1, t[v++]).flops(compute_flops(op_, shape_)).row());
+    env_.emit(
+        row(to_string(op_), "op_alone_sh_loop", 1, t[v++]).flops(compute_flops(op_, shape_)).row());
     env_.emit(pair_row("collective_alone_sh_loop", 1, t[v++]).flops(0).row());
     env_.emit(pair_row("sequential_sh_loop", 1, t[v++]).row());
     if (best_k_ > 0) {
@@ -330,8 +339,8 @@ class ShapedRunner {
       env_.emit(pair_row("decomposed_sh_loop", best_k_, t[v++]).wrong(wrong).row());
     }
     std::uint64_t wrong = 0;
-    OVERLAPSIM_TRY(
-        io_.run_and_check([&] { return chosen.run(io_.set(0), compute(), comm_stream()); }, &wrong));
+    OVERLAPSIM_TRY(io_.run_and_check(
+        [&] { return chosen.run(io_.set(0), compute(), comm_stream()); }, &wrong));
     const ShapedConfig& g = chosen.config();
     env_.emit(pair_row("shaped:s" + std::to_string(g.free_sms) + ":c" + std::to_string(g.comm_ctas),
                        g.chunks, t[v++])
@@ -340,8 +349,8 @@ class ShapedRunner {
     if (env_.rank() == 0)
       std::fprintf(stderr, "overlap-bench: shaped %s %lldx%lldx%lld world %d: chose %s\n",
                    to_string(op_), static_cast<long long>(shape_.m),
-                   static_cast<long long>(shape_.n), static_cast<long long>(shape_.k),
-                   env_.world(), g.name().c_str());
+                   static_cast<long long>(shape_.n), static_cast<long long>(shape_.k), env_.world(),
+                   g.name().c_str());
     return Status::success();
   }
 

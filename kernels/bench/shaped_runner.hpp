@@ -25,10 +25,11 @@
 // same rule picks the choice: the search loop's mix of 50-odd variants runs cooler than
 // the final loop, and its ranking of close points did not always hold there.
 // Final loop (one time_interleaved loop, `iterations` samples): op alone, collective
-// alone, sequential, decomposed at its best k, and the choice. Rows <pair>/{op_alone,collective_alone,sequential}_sh_loop,
-// <pair>/decomposed_sh_loop (chunks = k), <pair>/shaped:s<S>:c<c> (chunks = k); the last
-// two checked like decomposed (reference samples + the sequential result, with tolerance).
-// Captured overlap of a design: (T_seq − T) / (T_seq − max(T_op, T_coll)) from one loop.
+// alone, sequential, decomposed at its best k, and the choice. Rows
+// <pair>/{op_alone,collective_alone,sequential}_sh_loop, <pair>/decomposed_sh_loop (chunks = k),
+// <pair>/shaped:s<S>:c<c> (chunks = k); the last two checked like decomposed (reference samples +
+// the sequential result, with tolerance). Captured overlap of a design: (T_seq − T) / (T_seq −
+// max(T_op, T_coll)) from one loop.
 #include <map>
 
 #include "kernels/bench/bench_env.hpp"

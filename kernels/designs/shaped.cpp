@@ -121,8 +121,8 @@ Status ShapedDesign::initialize(CommHandle* comm, cublasLtHandle_t lt, PairOp op
     return Status::failure(std::string("shaped: pair ") + to_string(op) + " is not supported");
   if (config.chunks < 1) return Status::failure("shaped: chunks must be >= 1");
   if (config.free_sms < 0 || config.free_sms >= device_sms)
-    return Status::failure("shaped: free_sms " + std::to_string(config.free_sms) +
-                           " outside [0, " + std::to_string(device_sms) + ")");
+    return Status::failure("shaped: free_sms " + std::to_string(config.free_sms) + " outside [0, " +
+                           std::to_string(device_sms) + ")");
   config_ = config;
   op_ = op;
   shape_ = shape;
@@ -130,8 +130,7 @@ Status ShapedDesign::initialize(CommHandle* comm, cublasLtHandle_t lt, PairOp op
   world_ = comm->world;
   if (auto error = chunk_error(op, shape, world_, config.chunks))
     return Status::failure(std::string("shaped: ") + to_string(op) + ": " + *error);
-  OVERLAPSIM_TRY(
-      collective_.initialize(comm, lt, op, shape, dtype, workspace, workspace_bytes));
+  OVERLAPSIM_TRY(collective_.initialize(comm, lt, op, shape, dtype, workspace, workspace_bytes));
   const ChunkPlan plan = make_chunk_plan(op, shape, world_, config.chunks);
   // Chunk 1 (0 when unchunked) has the smallest non-zero offsets: its alignment holds for all.
   const ChunkGemm probe = chunk_gemm(op, shape, plan, config.chunks > 1 ? 1 : 0);

@@ -8,13 +8,13 @@
 //
 // (free_sms 0, comm_ctas 0, chunks k) is the decomposed design with k chunks (its GEMMs
 // without split-K), and chunks 1 the sequential pair on two streams, so a tuner over the
-// grid never has to lose against either. Pairs: gemm+allreduce, gemm+reducescatter, gemm+alltoall. The chunked
-// result equals the unchunked one element for element as long as cuBLASLt sums over K in
-// the same order (the chunk GEMMs ask for no split-K, GemmRunOptions::no_split_k) and
-// NCCL reduces each element in the same order at the chunk's size, which holds for 2
-// ranks and for reduce-scatter and all-to-all; NCCL's all-reduce over more ranks orders
-// its sums by the message size and CTA count (measured: 4 x H100), so chunks differ there
-// in the last bits, as the decomposed design's do.
+// grid never has to lose against either. Pairs: gemm+allreduce, gemm+reducescatter, gemm+alltoall.
+// The chunked result equals the unchunked one element for element as long as cuBLASLt sums over K
+// in the same order (the chunk GEMMs ask for no split-K, GemmRunOptions::no_split_k) and NCCL
+// reduces each element in the same order at the chunk's size, which holds for 2 ranks and for
+// reduce-scatter and all-to-all; NCCL's all-reduce over more ranks orders its sums by the message
+// size and CTA count (measured: 4 x H100), so chunks differ there in the last bits, as the
+// decomposed design's do.
 //
 // Host API: initialize (GEMM plan) -> prepare (loads the kernels on every rank before any
 // collective of this design may start: CUDA_MODULE_LOADING=LAZY) -> run. C++17.

@@ -111,8 +111,8 @@ Status CublasLtGemm::initialize(cublasLtHandle_t handle, const GemmShape& shape,
     return Status::failure("cuBLASLt GEMM: sm_count_target must be >= 0");
   if (run_options.sm_count_target > 0) {
     const std::int32_t target = run_options.sm_count_target;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
-                                                &target, sizeof(target)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &target,
+                                                sizeof(target)));
   }
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_b_, type, k, n, static_cast<std::int64_t>(k)));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_a_, type, k, m, static_cast<std::int64_t>(k)));

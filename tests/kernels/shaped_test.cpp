@@ -6,6 +6,8 @@
 // calls back to back end in the same result; and a fresh process with lazy module loading
 // completes its first calls (the GEMM kernels are loaded in prepare(), before any rank's
 // collective can wait for a peer).
+#include "kernels/designs/shaped.hpp"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -21,7 +23,6 @@
 
 #include "kernels/bench/reference.hpp"
 #include "kernels/designs/sequential.hpp"
-#include "kernels/designs/shaped.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/fill.hpp"
 #include "tests/kernels/gpu_test_support.hpp"
@@ -76,8 +77,8 @@ std::vector<std::vector<std::uint64_t>> differences(PairOp op, const PairShape& 
     void* result = const_cast<void*>(v.result(op));
 
     PairKernels sequential;
-    Status s = sequential.initialize(&ctx.comm, lt, op, shape, dtype, workspace.data(),
-                                     workspace.bytes());
+    Status s =
+        sequential.initialize(&ctx.comm, lt, op, shape, dtype, workspace.data(), workspace.bytes());
     if (s.ok) s = sequential.prepare(1);
     // The sequential GEMM loaded on every rank before any collective (lazy loading).
     if (s.ok) s = sequential.enqueue_op(v, 1, 0, stream);
@@ -116,8 +117,8 @@ std::vector<std::vector<std::uint64_t>> differences(PairOp op, const PairShape& 
         s = designs[i]->run(v, stream, ctx.comm_stream);
       if (s.ok) s = wait_stream(ctx.comm, stream, "shaped");
       if (s.ok) {
-        CUDA_CHECK(cudaMemcpyAsync(keep.data(), result, result_count * 2,
-                                   cudaMemcpyDeviceToDevice, stream));
+        CUDA_CHECK(cudaMemcpyAsync(keep.data(), result, result_count * 2, cudaMemcpyDeviceToDevice,
+                                   stream));
         s = poison(result, result_count, stream);
       }
       if (s.ok)
@@ -126,8 +127,7 @@ std::vector<std::vector<std::uint64_t>> differences(PairOp op, const PairShape& 
       if (s.ok) s = wait_stream(ctx.comm, stream, "sequential");
       std::uint64_t differ = 0;
       if (s.ok)
-        s = count_mismatches(keep.data(), result, result_count, dtype, 0.0, 0.0, stream,
-                             &differ);
+        s = count_mismatches(keep.data(), result, result_count, dtype, 0.0, 0.0, stream, &differ);
       out[rank].push_back(differ);
     }
     designs.clear();
@@ -140,8 +140,8 @@ std::vector<std::vector<std::uint64_t>> differences(PairOp op, const PairShape& 
 }
 
 std::string describe(PairOp op, const PairShape& s, const ShapedConfig& g) {
-  return std::string(to_string(op)) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) +
-         "x" + std::to_string(s.k) + " " + g.name();
+  return std::string(to_string(op)) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+         std::to_string(s.k) + " " + g.name();
 }
 
 // Value for value against sequential, except NCCL's all-reduce over more than 2 ranks:
