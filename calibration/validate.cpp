@@ -59,7 +59,11 @@ CollectivePrediction collective_time_s(const sim::Profile& profile, const sim::T
   CollectivePrediction out;
   auto on_done = [&] { out.time_s = simulator.now(); };
   if (flow) {
-    sim::start_collective(net, req, on_done);
+    // What `simulate` charges a collective the profile has no curve for: the flows on the
+    // cluster's links plus NCCL's launch, step latencies and protocol efficiency.
+    static const sim::CollectiveProfile no_curves;
+    CollectiveCostModel costs(no_curves, net, CollectiveTimingOptions{});
+    costs.launch(req, on_done);
   } else {
     CollectiveCostModel costs(profile.collectives, net, timing);
     out.path = costs.path(op, world, costs.intra_host(req.ranks));

@@ -15,9 +15,10 @@
 //   collective_eff   a collective at a communicator size the profile has no curve
 //                    for, on NVLink hosts: the flow network at the measured curve's
 //                    efficiency (sim/collectives/collective_cost_model.hpp), as `overlapsim simulate` times it
-//   collective_flow  the same collective on the cluster's flow-level network
-//                    (sim::start_collective, no profile): what the uncalibrated network
-//                    model predicts, for comparison
+//   collective_flow  the same collective on the cluster path of the cost model, as
+//                    `simulate` times a collective the profile has no curve for: the flows on
+//                    the cluster's links plus NCCL's latencies and protocol efficiency (no
+//                    profile)
 //   sequential       op then collective (or collective then op) as a 2-op step on every
 //                    rank through sim::StepExecutor with SequentialDesign, collectives timed
 //                    by the profile

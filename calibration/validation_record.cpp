@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -41,7 +44,17 @@ std::string with_validation_section(const std::string& profile_text,
   out += fmt::format("  measurements: {}\n", measurements);
   if (!cluster.empty()) out += fmt::format("  cluster: {}\n", cluster);
   out += "  kinds:\n";
-  for (const KindStats& k : report.kinds)
+  // Compute rows per input type even where only one type was measured, so a projection in
+  // another precision does not borrow their error.
+  std::vector<KindStats> kinds = report.kinds;
+  std::map<std::string, std::vector<double>> by_dtype;
+  for (const auto& row : report.rows)
+    if (row.kind == "compute" && row.sub_kind.rfind("compute_", 0) == 0)
+      by_dtype[row.sub_kind].push_back(std::fabs(row.rel_err));
+  for (auto& [kind, errors] : by_dtype)
+    if (std::none_of(kinds.begin(), kinds.end(), [&](const KindStats& k) { return k.kind == kind; }))
+      kinds.push_back(kind_stats(kind, std::move(errors)));
+  for (const KindStats& k : kinds)
     out += fmt::format("    {}: {{rows: {}, median_abs_err: {:.4g}, p90_abs_err: {:.4g}}}\n",
                        k.kind, k.count, k.median_abs_err, k.p90_abs_err);
   return out;

@@ -69,6 +69,7 @@ class ScenarioRunner {
       const std::string& name = run.result.design;
       BandInputs in{sc_.design_profile ? *sc_.design_profile : sc_.profile,
                     name,
+                    run.paired && run.pairs.overlapped > 0,
                     validate_kind(name),
                     o_.precision,
                     out_.collective_classes,

@@ -47,6 +47,7 @@ struct StepBand {
 struct BandInputs {
   const Profile& profile;
   std::string design;          // registry name
+  bool overlapping = false;    // the design overlapped at least one pair of the step
   std::string validate_kind;   // validate's kind of this design's pair rows ("" if none)
   Precision precision = Precision::BF16;
   const std::vector<CollectiveClassUse>& classes;  // the collectives the step launched

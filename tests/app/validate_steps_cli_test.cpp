@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "sim/scenario/step_band.hpp"
 #include "tests/cli_test_util.hpp"
 
 namespace overlapsim {
@@ -52,6 +53,18 @@ TEST_F(ValidateStepsCli, BadInputIsOneLineAndExitTwo) {
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
     EXPECT_EQ(r.out, "");
   }
+}
+
+// The bands' inter-host error is the NCCL model's median on the published tables, rounded
+// up: never below what validate-collectives measures, and not stale by more than a point.
+TEST_F(ValidateStepsCli, InterHostErrorIsWhatValidateCollectivesMeasures) {
+  const CliRun r = run_cli("validate-collectives " + kRoot +
+                           "/workloads/reference/collectives --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double measured = nlohmann::json::parse(r.out)["median_abs_err"];
+  const sim::ModelError used = sim::network_model_error();
+  EXPECT_GE(used.relative_error, measured);
+  EXPECT_LT(used.relative_error, measured + 0.01);
 }
 
 }  // namespace

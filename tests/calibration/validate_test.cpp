@@ -1,4 +1,5 @@
 #include "calibration/validate.hpp"
+#include "calibration/validation_record.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -237,12 +238,16 @@ TEST_P(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
   const FitResult r = fit_profile(c.data, options);
   std::ifstream in(c.profile);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(r.yaml, text) << "rerun: overlapsim fit " << c.data << " --out " << c.profile
-                          << (*c.base ? " --base " : "") << c.base;
   const sim::Profile profile = sim::load_profile(c.profile);
-  const auto rows = read_measurements(std::string(c.data) + "/heldout.csv");
+  const std::string heldout = std::string(c.data) + "/heldout.csv";
+  const auto rows = read_measurements(heldout);
   const ValidationReport report = validate(profile, rows, workloads::load_cluster(c.cluster));
   ASSERT_FALSE(report.kinds.empty());
+  // The shipped file is the fit followed by its held-out errors (validate --record).
+  EXPECT_EQ(with_validation_section(r.yaml, report, heldout, c.cluster), text)
+      << "rerun: overlapsim fit " << c.data << " --out " << c.profile
+      << (*c.base ? " --base " : "") << c.base << " && overlapsim validate --profile " << c.profile
+      << " --measurements " << heldout << " --cluster " << c.cluster << " --record";
   std::printf("%s", format_validation_table(report, 5).c_str());
   for (const auto& k : report.kinds) {
     EXPECT_GT(k.count, 0);
