@@ -79,6 +79,10 @@ const std::vector<ParamDoc> kAttentionDocs = {
     {"kv_heads", "key/value heads (GQA); default heads", "heads", ""},
     {"head_dim", "per-head width", "hidden / heads", "elements"},
     {"causal", "causal mask (kernels skip masked blocks: half the QK^T/PV work)", "true", ""},
+    {"kernel",
+     "flash (fused, FlashAttention-style) | unfused (batched GEMMs and a softmax kernel over the "
+     "s x s scores in device memory, as Megatron-LM ran before FlashAttention)",
+     "flash", ""},
     {"q_lora_rank", "mla: query compression rank (0: none)", "0", "elements"},
     {"kv_lora_rank", "mla: key/value latent rank", "", "elements"},
     {"qk_nope_head_dim", "mla: per-head query/key width without rope", "", "elements"},
@@ -206,6 +210,7 @@ void load_attention(ModelSpec& spec, const ConfigNode& n) {
   a.kv_heads = get_int_in(n, "kv_heads", 1, a.heads, false);
   a.head_dim = get_int_in(n, "head_dim", 1, 0, false);
   a.causal = n.get_bool("causal", true);
+  a.unfused = n.get_enum("kernel", {"flash", "unfused"}, "flash") == "unfused";
   if (a.kind == AttentionKind::Mla) {
     a.q_lora_rank = get_int_in(n, "q_lora_rank", 0, 0, false);
     a.kv_lora_rank = get_int_in(n, "kv_lora_rank", 1, 0, true);
@@ -425,6 +430,10 @@ void validate_model(const ModelSpec& spec) {
     fail_key(spec, "transformer.attention.kv_heads",
              fmt::format("{} does not divide heads = {} (expected a divisor of heads)", a.kv_heads,
                          a.heads));
+  if (a.unfused && (a.kind == AttentionKind::Mla || p.cp > 1))
+    fail_key(spec, "transformer.attention.kernel",
+             "unfused is modelled for standard attention without context parallelism (expected "
+             "flash with kind: mla or cp > 1)");
   if (a.heads % p.tp != 0)
     fail_key(spec, "parallelism.tp",
              fmt::format("{} does not divide attention heads = {} (expected a divisor of {})", p.tp,

@@ -39,6 +39,10 @@ struct AttentionSpec {
   int kv_heads = 0;    // GQA; equals heads for MHA
   int head_dim = 0;    // default hidden / heads
   bool causal = true;  // causal masking: kernels skip the masked half of QK^T and PV
+  // The attention kernel: FlashAttention-style (fused, scores never in device memory), or
+  // unfused as Megatron-LM ran before it: batched GEMMs around a scale-mask-softmax kernel
+  // over the b x heads x s x s scores in device memory (Korthikanti et al. 2022, sec. 4.1).
+  bool unfused = false;
   // Multi-head latent attention (DeepSeek-V2/V3). q_lora_rank 0: no query compression.
   int q_lora_rank = 0;
   int kv_lora_rank = 0;

@@ -94,6 +94,29 @@ OpVertex TransformerEmitter::elementwise(const Ctx& c, const char* what, std::ui
   return compute(elementwise_node(name(c, what), bytes), c, deps);
 }
 
+OpVertex TransformerEmitter::unfused_attention(const Ctx& c, const char* what, bool backward) {
+  // Megatron-LM before FlashAttention: baddbmm for the scores, the fused
+  // scale-mask-softmax kernel over them, bmm with V. The masked half is computed all the
+  // same, and the b x heads x s x s scores and probabilities live in device memory (the
+  // 5as^2b term of Korthikanti et al. 2022, eq. 1). 16-bit GEMMs even under fp8.
+  Ctx u = c;
+  u.bf16_gemms = true;
+  const std::int64_t s = spec_.training.seq_len;
+  const std::int64_t batch = static_cast<std::int64_t>(spec_.training.micro_batch) * heads_local_;
+  const auto scores = static_cast<std::uint64_t>(batch * s * s * act_bytes_);
+  const std::string w = what;
+  if (!backward) {
+    gemm(u, (w + ".scores").c_str(), s, s, head_dim_, {}, batch);
+    elementwise(u, (w + ".softmax").c_str(), 2 * scores);  // read scores, write probabilities
+    return gemm(u, (w + ".context").c_str(), s, head_dim_, s, {}, batch);
+  }
+  gemm(u, (w + ".dprobs").c_str(), s, s, head_dim_, {}, batch);  // dO V^T
+  gemm(u, (w + ".dv").c_str(), s, head_dim_, s, {}, batch);      // P^T dO
+  elementwise(u, (w + ".softmax").c_str(), 3 * scores);  // read P and dP, write dS
+  gemm(u, (w + ".dq").c_str(), s, head_dim_, s, {}, batch);  // dS K
+  return gemm(u, (w + ".dk").c_str(), s, head_dim_, s, {}, batch);  // dS^T Q
+}
+
 OpVertex TransformerEmitter::collective(const Ctx& c, const char* what, CollectiveOp op,
                                         std::uint64_t bytes, int group, StreamKind stream,
                                         std::initializer_list<OpVertex> deps) {
@@ -334,7 +357,9 @@ OpVertex TransformerEmitter::ring_hop(const Ctx& c, const char* what, int hop,
 OpVertex TransformerEmitter::attention_core_forward(const Ctx& c, OpVertex kv_producer,
                                                     std::int64_t o_dim) {
   const int cp = spec_.parallelism.cp;
-  if (groups_.cp < 0 || cp == 1) {
+  if (spec_.transformer.attention.unfused) {
+    unfused_attention(c, "attention", false);
+  } else if (groups_.cp < 0 || cp == 1) {
     compute(attention_node(c, "attention", false), c);
   } else {
     // Ring attention (Megatron/Transformer Engine context parallelism, p2p): block i
@@ -378,9 +403,16 @@ OpVertex TransformerEmitter::attention_core_backward(const Ctx& c, std::int64_t 
     // op keeps its backward name; only its context is marked as recomputation.
     Ctx rc_ctx = c;
     rc_ctx.recompute = true;
-    compute(attention_node(c, "attention.recompute", false), rc_ctx);
+    if (spec_.transformer.attention.unfused)
+      unfused_attention(rc_ctx, "attention.recompute", false);
+    else
+      compute(attention_node(c, "attention.recompute", false), rc_ctx);
   }
   const int cp = spec_.parallelism.cp;
+  if (spec_.transformer.attention.unfused) {
+    unfused_attention(c, "attention.bwd", true);
+    return kNoOp;
+  }
   if (groups_.cp < 0 || cp == 1) {
     compute(attention_node(c, "attention.bwd", true), c);
     return kNoOp;

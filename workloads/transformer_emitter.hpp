@@ -67,6 +67,9 @@ class TransformerEmitter {
                  std::initializer_list<OpVertex> deps = {}, std::int64_t batch = 1);
   OpVertex elementwise(const Ctx& c, const char* what, std::uint64_t bytes,
                        std::initializer_list<OpVertex> deps = {});
+  // The attention core without a fused kernel (attention.kernel: unfused), forward or
+  // backward, named `what`.
+  OpVertex unfused_attention(const Ctx& c, const char* what, bool backward);
   OpVertex collective(const Ctx& c, const char* what, sim::CollectiveOp op, std::uint64_t bytes,
                       int group, sim::StreamKind stream, std::initializer_list<OpVertex> deps);
   void register_grad(const Ctx& c, const char* what, std::int64_t params, OpVertex producer,

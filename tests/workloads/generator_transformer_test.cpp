@@ -8,6 +8,7 @@
 
 #include "step_graph_util.hpp"
 #include "tests/workloads/workloads_test_util.hpp"
+#include "config/error.hpp"
 #include "workloads/generator.hpp"
 
 using namespace overlapsim;
@@ -778,4 +779,43 @@ TEST(Fp8Generator, ExpertGemmsQuantiseTheirRoutedTokens) {
       EXPECT_EQ(op.precision, sim::Precision::BF16) << op.name;
     }
   });
+}
+
+// attention.kernel: unfused (Megatron-LM before FlashAttention): the scores and context as
+// batched GEMMs over the full s x s (the mask does not save work), and the softmax kernel
+// reading and writing the b x heads x s x s scores; backward four GEMMs and a softmax pass
+// over P, dP and dS.
+TEST(UnfusedAttention, ChargesTheScoresInDeviceMemory) {
+  const auto step = generate(edit(kOneLayer, {{"precision: fp8", "precision: bf16"},
+                                              {"    kv_heads: 4", "    kv_heads: 4\n    kernel: unfused"}}));
+  const double s = 128, d = 256 / 8, batch = 1 * 8 / 2;  // micro-batch x heads / tp
+  const double scores_bytes = batch * s * s * 2;
+  std::map<std::string, const sim::OpNode*> ops;
+  for_each_op(step.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) { ops[op.name] = &op; });
+  const sim::OpNode* qk = ops.at("L0.mb0.fwd.attention.scores");
+  EXPECT_EQ(qk->kind, OpKind::Gemm);
+  EXPECT_EQ(qk->gemm.batch, batch);
+  EXPECT_EQ(qk->gemm.m, s);
+  EXPECT_EQ(qk->gemm.n, s);
+  EXPECT_EQ(qk->gemm.k, d);
+  EXPECT_DOUBLE_EQ(qk->flops, 2 * batch * s * s * d);
+  EXPECT_EQ(ops.at("L0.mb0.fwd.attention.softmax")->bytes, 2 * scores_bytes);
+  EXPECT_EQ(ops.at("L0.mb0.bwd.attention.bwd.softmax")->bytes, 3 * scores_bytes);
+  for (const char* g : {"dprobs", "dv", "dq", "dk"})
+    EXPECT_DOUBLE_EQ(ops.at(std::string("L0.mb0.bwd.attention.bwd.") + g)->flops,
+                     2 * batch * s * s * d)
+        << g;
+  EXPECT_EQ(ops.count("L0.mb0.fwd.attention"), 0u);  // no fused attention op
+}
+
+TEST(UnfusedAttention, IsRejectedWithContextParallelism) {
+  try {
+    load_model_string(edit(kOneLayer, {{"    kv_heads: 4", "    kv_heads: 4\n    kernel: unfused"},
+                                       {"  cp: 1", "  cp: 2"}}),
+                      "one-layer.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("transformer.attention.kernel"), std::string::npos)
+        << e.what();
+  }
 }
