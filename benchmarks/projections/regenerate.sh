@@ -50,6 +50,8 @@ runs=(
   "pair_validation_tilewise_ce.txt|0|validate --profile calibration/profiles/h200-nvlink.yaml --measurements benchmarks/results/h200x2/tilewise_ce.csv --worst 10"
   "collective_efficiency_h200x4.txt|0|validate --profile calibration/profiles/h200-nvlink.yaml --measurements calibration/data/h200x4/heldout.csv --cluster workloads/clusters/h200-8gpu.yaml --worst 10"
   "nvswitch_validation_h200x8.txt|0|validate --profile calibration/profiles/h200-nvswitch-8gpu.yaml --measurements calibration/data/h200x8/heldout.csv --cluster workloads/clusters/h200-8gpu.yaml"
+  "reference_runs.txt|0|validate-steps workloads/reference --no-timing"
+  "reference_collectives.txt|0|validate-collectives workloads/reference/collectives"
   "tilewise_validation_h200x4.txt|0|validate --profile calibration/profiles/h200-nvswitch-4gpu.yaml --measurements calibration/data/h200x4-tilewise/calibration.csv --cluster workloads/clusters/h200-8gpu.yaml"
 )
 
