@@ -12,6 +12,7 @@
 
 #include "app/commands.hpp"
 #include "app/output.hpp"
+#include "calibration/fit.hpp"
 #include "config/error.hpp"
 #include "config/units.hpp"
 #include "workloads/reference_run.hpp"
@@ -26,13 +27,6 @@ struct ValidateStepsOptions {
   std::string max_error;  // empty: report only
   bool no_timing = false;
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
 
@@ -118,7 +112,7 @@ int run_validate_steps(const ValidateStepsOptions& o) {
     abs_errors.push_back(std::fabs(outs.back().error));
     if (abs_errors.back() <= 0.10) ++within;
   }
-  const double med = median(abs_errors);
+  const double med = calibration::median(abs_errors);
   const double worst = *std::max_element(abs_errors.begin(), abs_errors.end());
   print_or_write(o.format == "json" ? json(outs, med, worst, within)
                                     : table(outs, med, worst, within),

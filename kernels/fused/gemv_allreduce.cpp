@@ -88,8 +88,7 @@ Status GemvAllReduce::initialize(CommHandle* comm, int tokens, std::int64_t n, s
   return Status::success();
 }
 
-Status GemvAllReduce::run(const void* x, const void* w, void* y, cudaStream_t stream) {
-  if (grid_ == 0) return Status::failure("fused gemv+allreduce: run before initialize");
+GemvKernelArgs GemvAllReduce::local_args(const void* x, const void* w, void* y) const {
   GemvKernelArgs a;
   a.x = static_cast<const std::uint16_t*>(x);
   a.w = static_cast<const std::uint16_t*>(w);
@@ -99,6 +98,13 @@ Status GemvAllReduce::run(const void* x, const void* w, void* y, cudaStream_t st
   a.k = k_;
   a.world = world_;
   a.rank = rank_;
+  a.push = false;
+  return a;
+}
+
+Status GemvAllReduce::run(const void* x, const void* w, void* y, cudaStream_t stream) {
+  if (grid_ == 0) return Status::failure("fused gemv+allreduce: run before initialize");
+  GemvKernelArgs a = local_args(x, w, y);
   a.push = world_ > 1;
   for (int r = 0; r < world_; ++r) {
     a.recv[r] = static_cast<std::uint16_t*>(recv_ptrs_[r]);
@@ -116,17 +122,7 @@ Status GemvAllReduce::run(const void* x, const void* w, void* y, cudaStream_t st
 
 Status GemvAllReduce::run_local(const void* x, const void* w, void* y, cudaStream_t stream) const {
   if (grid_ == 0) return Status::failure("fused gemv+allreduce: run_local before initialize");
-  GemvKernelArgs a;
-  a.x = static_cast<const std::uint16_t*>(x);
-  a.w = static_cast<const std::uint16_t*>(w);
-  a.y = static_cast<std::uint16_t*>(y);
-  a.tokens = tokens_;
-  a.n = n_;
-  a.k = k_;
-  a.world = world_;
-  a.rank = rank_;
-  a.push = false;
-  return launch_gemv_allreduce(a, grid_, stream);
+  return launch_gemv_allreduce(local_args(x, w, y), grid_, stream);
 }
 
 Status GemvAllReduce::check_timeout(cudaStream_t stream) const {

@@ -38,6 +38,8 @@ class PeerMemory;
 
 namespace overlapsim::kernels::fused {
 
+struct GemvKernelArgs;  // gemv_allreduce_kernel.hpp
+
 enum class GemvTransport { PeerPointers, NcclWindow };
 const char* to_string(GemvTransport transport);  // "peer_pointers", "nccl_window"
 
@@ -78,6 +80,9 @@ class GemvAllReduce {
   std::uint32_t epoch() const { return epoch_; }
 
  private:
+  // The kernel's arguments for this rank's GEMV alone (no push); run() adds the exchange.
+  GemvKernelArgs local_args(const void* x, const void* w, void* y) const;
+
   int tokens_ = 0;
   std::int64_t n_ = 0, k_ = 0;
   int world_ = 1, rank_ = 0, grid_ = 0;

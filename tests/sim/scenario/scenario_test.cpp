@@ -5,41 +5,21 @@
 
 #include <gtest/gtest.h>
 
-#include "sim/overlap/pair_simulation.hpp"
-#include "sim/topology/builders.hpp"
-#include "tests/sim/overlap/overlap_test_util.hpp"
+#include "tests/sim/scenario/scenario_test_util.hpp"
 
 namespace overlapsim::sim {
 namespace {
 
-constexpr std::uint64_t kBytes = 64ull << 20;
-constexpr double kGemmS = 2.0 * 8192 * 8192 * 8192 / 1e15;  // unit profile: FLOPs / 1e15
-const double kCommS = 10e-6 + static_cast<double>(kBytes) / 200e9;
-
-Profile profile_with_curve() {
-  Profile p = testing::design_profile(false);
-  CollectiveCurve c;
-  c.op = CollectiveOp::AllReduce;
-  c.ranks = 2;
-  c.segments = {{0, 10e-6, 200e9}};
-  c.source = {SourceKind::Measured, "test rows", 0.01};
-  p.collectives.curves.push_back(c);
-  return p;
-}
-
-// GEMM -> all-reduce on each of two ranks, paired (a producer pair).
-StepGraph gemm_then_allreduce() {
-  PairCase pc;
-  pc.compute = testing::gemm_op("gemm", 8192, 8192, 8192);
-  pc.comm_bytes = kBytes;
-  return pair_step(pc);
-}
-
-Topology two_gpu_node() { return build_nvswitch_node({2, 400e9, 0.0}); }
+using testing::gemm_then_allreduce;
+using testing::kBytes;
+using testing::kCommS;
+using testing::kGemmS;
+using testing::profile_with_curve;
+using testing::scenario_node;
 
 TEST(Scenario, SequentialIsTheOpThenTheMeasuredCollective) {
   const StepGraph step = gemm_then_allreduce();
-  const Topology topo = two_gpu_node();
+  const Topology topo = scenario_node();
   const Profile profile = profile_with_curve();
   const ScenarioResult r = run_scenario({step, topo, profile, ScenarioOptions{}});
   ASSERT_EQ(r.runs.size(), 1u);
@@ -53,7 +33,7 @@ TEST(Scenario, SequentialIsTheOpThenTheMeasuredCollective) {
 
 TEST(Scenario, MeasuredTimesReplaceTheCurve) {
   const StepGraph step = gemm_then_allreduce();
-  const Topology topo = two_gpu_node();
+  const Topology topo = scenario_node();
   const Profile profile = profile_with_curve();
   ScenarioOptions o;
   o.measured_times = {{kBytes / 2, 1e-3}, {kBytes * 2, 3e-3}};  // linear: 1.666... ms at kBytes
@@ -64,7 +44,7 @@ TEST(Scenario, MeasuredTimesReplaceTheCurve) {
 TEST(Scenario, ADesignThatOverlapsNoPairReusesSequential) {
   // fused applies to GEMV, embedding and all-to-all pairs, not GEMM + AllReduce.
   const StepGraph step = gemm_then_allreduce();
-  const Topology topo = two_gpu_node();
+  const Topology topo = scenario_node();
   const Profile profile = profile_with_curve();
   ScenarioOptions o;
   o.designs = {"sequential", "fused"};
@@ -83,7 +63,7 @@ TEST(Scenario, ADesignThatOverlapsNoPairReusesSequential) {
 
 TEST(Scenario, DutyCycleRerunsAtTheBoostedGemmClock) {
   const StepGraph step = gemm_then_allreduce();
-  const Topology topo = two_gpu_node();
+  const Topology topo = scenario_node();
   Profile profile = profile_with_curve();
   profile.compute.idle_clock_boost = Sourced{0.5, {SourceKind::Assumed, "test", -1}};
   ScenarioOptions o;
@@ -97,7 +77,7 @@ TEST(Scenario, DutyCycleRerunsAtTheBoostedGemmClock) {
 
 TEST(Scenario, DutyCycleWithoutTheBoostIsRefused) {
   const StepGraph step = gemm_then_allreduce();
-  const Topology topo = two_gpu_node();
+  const Topology topo = scenario_node();
   const Profile profile = profile_with_curve();
   ScenarioOptions o;
   o.gemm_clock = GemmClock::DutyCycle;
@@ -106,7 +86,7 @@ TEST(Scenario, DutyCycleWithoutTheBoostIsRefused) {
 
 TEST(Scenario, TraceIsRecordedPerDesign) {
   const StepGraph step = gemm_then_allreduce();
-  const Topology topo = two_gpu_node();
+  const Topology topo = scenario_node();
   const Profile profile = profile_with_curve();
   ScenarioOptions o;
   o.designs = {"sequential", "decomposed"};

@@ -6,39 +6,21 @@
 
 #include <cmath>
 
-#include "sim/overlap/pair_simulation.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "sim/topology/builders.hpp"
-#include "tests/sim/overlap/overlap_test_util.hpp"
+#include "tests/sim/scenario/scenario_test_util.hpp"
 
 namespace overlapsim::sim {
 namespace {
 
-constexpr std::uint64_t kBytes = 64ull << 20;
-constexpr double kGemmS = 2.0 * 8192 * 8192 * 8192 / 1e15;  // unit profile: FLOPs / 1e15
-const double kCommS = 10e-6 + static_cast<double>(kBytes) / 200e9;
-
-Profile profile_with_curve() {
-  Profile p = testing::design_profile(false);
-  CollectiveCurve c;
-  c.op = CollectiveOp::AllReduce;
-  c.ranks = 2;
-  c.segments = {{0, 10e-6, 200e9}};
-  c.source = {SourceKind::Measured, "test rows", 0.01};
-  p.collectives.curves.push_back(c);
-  return p;
-}
-
-StepGraph gemm_then_allreduce() {
-  PairCase pc;
-  pc.compute = testing::gemm_op("gemm", 8192, 8192, 8192);
-  pc.comm_bytes = kBytes;
-  return pair_step(pc);
-}
+using testing::gemm_then_allreduce;
+using testing::kCommS;
+using testing::kGemmS;
+using testing::profile_with_curve;
+using testing::scenario_node;
 
 ScenarioResult run(const Profile& profile, std::vector<std::string> designs = {"sequential"}) {
   static const StepGraph step = gemm_then_allreduce();
-  static const Topology topo = build_nvswitch_node({2, 400e9, 0.0});
+  static const Topology topo = scenario_node();
   ScenarioOptions o;
   o.designs = std::move(designs);
   return run_scenario({step, topo, profile, o});
