@@ -1,7 +1,6 @@
 #include "kernels/designs/shaped.hpp"
 
-#include <chrono>
-#include <thread>
+#include "kernels/tilewise/tilewise_design.hpp"
 
 namespace overlapsim::kernels {
 namespace {
@@ -53,48 +52,10 @@ std::string ShapedConfig::name() const {
 
 Status make_shaped_comm(CommHandle& parent, int ctas, CommHandle* out) {
   if (ctas < 1) return Status::failure("make_shaped_comm: ctas must be >= 1");
-  *out = CommHandle{};
-  out->rank = parent.rank;
-  out->world = parent.world;
-  out->timeout_s = parent.timeout_s;
-  out->trace = parent.trace;
-  out->peer_failed = parent.peer_failed;
-  out->barrier = parent.barrier;
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  // Blocking: one NCCL call per chunk, and a non-blocking call costs tens of us of host time.
-  config.blocking = 1;
   // minCTAs too, so c is the CTA count the collective runs with, not only its cap.
-  config.minCTAs = ctas;
-  config.maxCTAs = ctas;
-  // Hopper's default 4-CTA clusters need 4 free SMs of one GPC, which a GEMM leaving a few
-  // SMs free does not offer (the tile-wise design measured no overlap at all with them).
-  config.cgaClusterSize = 1;
-  const ncclResult_t r = ncclCommSplit(parent.comm, 0, parent.rank, &out->comm, &config);
-  if (r != ncclSuccess && r != ncclInProgress)
-    return Status::failure(std::string(OVERLAPSIM_WHERE ": ncclCommSplit: ") +
-                           ncclGetErrorString(r));
-  // A non-blocking parent finishes the split in the background: wait for both handles.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(parent.timeout_s));
-  for (;;) {
-    ncclResult_t parent_state = ncclSuccess;
-    ncclCommGetAsyncError(parent.comm, &parent_state);
-    if (parent_state != ncclSuccess && parent_state != ncclInProgress)
-      return abort_comm(parent, std::string("ncclCommSplit: ") + ncclGetErrorString(parent_state));
-    ncclResult_t child_state = ncclInProgress;
-    if (out->comm != nullptr) ncclCommGetAsyncError(out->comm, &child_state);
-    if (child_state != ncclSuccess && child_state != ncclInProgress)
-      return abort_comm(*out, std::string("ncclCommSplit: ") + ncclGetErrorString(child_state));
-    if (out->comm != nullptr && child_state == ncclSuccess && parent_state == ncclSuccess)
-      return Status::success();
-    if (parent.peer_failed != nullptr && parent.peer_failed->load())
-      return Status::failure("ncclCommSplit: peer failed");
-    if (std::chrono::steady_clock::now() > deadline)
-      return Status::failure("ncclCommSplit (shaped): not finished after " +
-                             std::to_string(parent.timeout_s) + " s");
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  OVERLAPSIM_TRY(tilewise::make_limited_comm(parent, ctas, out, ctas));
+  out->barrier = parent.barrier;  // prepare() meets the other ranks on the child
+  return Status::success();
 }
 
 bool ShapedDesign::supports(PairOp op) {

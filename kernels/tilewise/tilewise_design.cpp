@@ -13,8 +13,10 @@ char* at(void* base, std::int64_t elems) { return static_cast<char*>(base) + ele
 
 }  // namespace
 
-Status make_limited_comm(CommHandle& parent, int max_ctas, CommHandle* out) {
+Status make_limited_comm(CommHandle& parent, int max_ctas, CommHandle* out, int min_ctas) {
   if (max_ctas < 1) return Status::failure("make_limited_comm: max_ctas must be >= 1");
+  if (min_ctas > max_ctas)
+    return Status::failure("make_limited_comm: min_ctas must be <= max_ctas");
   *out = CommHandle{};
   out->rank = parent.rank;
   out->world = parent.world;
@@ -26,6 +28,7 @@ Status make_limited_comm(CommHandle& parent, int max_ctas, CommHandle* out) {
   // measurement, commit 252474e), and the design issues one call per group.
   config.blocking = 1;
   config.maxCTAs = max_ctas;
+  if (min_ctas > 0) config.minCTAs = min_ctas;
   // NCCL launches 4-CTA clusters on Hopper by default; a cluster needs 4 free SMs of one
   // GPC, which a GEMM leaving a few SMs free scattered over the GPCs never offers, so its
   // kernels would wait for the GEMM to end (measured: no overlap at all). Single CTAs fit.

@@ -44,10 +44,10 @@ struct TilewiseOptions {
 };
 
 // A communicator split from `parent` whose NCCL kernels use at most `max_ctas` CTAs
-// (ncclConfig_t::maxCTAs) launched without clusters (cgaClusterSize 1), so they fit
-// beside a GEMM that leaves that many SMs free.
-// Collective: every rank calls it in the same order.
-Status make_limited_comm(CommHandle& parent, int max_ctas, CommHandle* out);
+// (ncclConfig_t::maxCTAs), and at least `min_ctas` where > 0 (minCTAs; NCCL's default
+// otherwise), launched without clusters (cgaClusterSize 1), so they fit beside a GEMM that
+// leaves that many SMs free. Collective: every rank calls it in the same order.
+Status make_limited_comm(CommHandle& parent, int max_ctas, CommHandle* out, int min_ctas = 0);
 Status destroy_comm(CommHandle* comm);
 
 class TilewiseDesign {
