@@ -5,16 +5,11 @@
 // synchronisation; a small case for compute-sanitizer; a first call in a fresh process
 // under lazy module loading.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kernels/collectives/nccl_collectives.hpp"
@@ -22,8 +17,6 @@
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/fill.hpp"
 #include "tests/kernels/gpu_test_support.hpp"
-
-extern char** environ;
 
 namespace overlapsim::kernels::fused {
 namespace {
@@ -269,34 +262,13 @@ TEST(FusedGemvColdStart, Child) {
 // must complete (the kernels are loaded in initialize, before any rank waits on a peer).
 TEST(FusedGemvColdStart, FreshProcessFirstCallCompletes) {
   OVERLAPSIM_REQUIRE_GPUS(1);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry(*e);
-    if (entry.rfind("CUDA_MODULE_LOADING=", 0) == 0) continue;
-    env_strings.push_back(entry);
-  }
-  env_strings.push_back("CUDA_MODULE_LOADING=LAZY");
-  env_strings.push_back("OVERLAPSIM_FUSED_COLD_CHILD=1");
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string exe = "/proc/self/exe", filter = "--gtest_filter=FusedGemvColdStart.Child";
-  char* argv[] = {exe.data(), filter.data(), nullptr};
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
-  int wstatus = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  for (;;) {
-    if (waitpid(pid, &wstatus, WNOHANG) == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &wstatus, 0);
-      FAIL() << "the cold-start child hung (first fused call deadlocked?) and was killed";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(WIFEXITED(wstatus)) << "child died by a signal";
-  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "the cold-start child failed (see its output above)";
+  const testing::ChildEnd end =
+      testing::run_lazy_loading_child("FusedGemvColdStart.Child", "OVERLAPSIM_FUSED_COLD_CHILD");
+  ASSERT_NE(end, testing::ChildEnd::Hung)
+      << "the cold-start child hung (first fused call deadlocked?) and was killed";
+  ASSERT_NE(end, testing::ChildEnd::Signalled) << "child died by a signal";
+  EXPECT_EQ(end, testing::ChildEnd::Exited0)
+      << "the cold-start child failed (see its output above)";
 }
 
 }  // namespace

@@ -2,9 +2,15 @@
 // Helpers shared by the kernels/ tests: GPU-count skips, fresh seeds, host copies.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 
+#include <chrono>
 #include <cstdint>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/harness/dtype.hpp"
@@ -18,7 +24,49 @@
     if (gpus_ < (n)) GTEST_SKIP() << "needs " << (n) << " GPU(s), " << gpus_ << " visible"; \
   } while (0)
 
+extern char** environ;
+
 namespace overlapsim::kernels::testing {
+
+// How a child test process ended.
+enum class ChildEnd { Exited0, Failed, Signalled, Hung };
+
+// Runs this test binary again with `--gtest_filter=<filter>` under CUDA_MODULE_LOADING=LAZY
+// (whatever the parent had) and `marker`=1 in the environment, and waits up to `timeout`;
+// a child still running then is killed (Hung). The cold-start tests: a first call that
+// loads a kernel while a peer's kernel waits on it deadlocks under lazy loading.
+inline ChildEnd run_lazy_loading_child(const std::string& filter, const std::string& marker,
+                                       std::chrono::seconds timeout = std::chrono::seconds(90)) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    if (entry.rfind("CUDA_MODULE_LOADING=", 0) == 0) continue;
+    env_strings.push_back(entry);
+  }
+  env_strings.push_back("CUDA_MODULE_LOADING=LAZY");
+  env_strings.push_back(marker + "=1");
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe", flag = "--gtest_filter=" + filter;
+  char* argv[] = {exe.data(), flag.data(), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()) != 0)
+    return ChildEnd::Failed;
+  int wstatus = 0;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (waitpid(pid, &wstatus, WNOHANG) == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &wstatus, 0);
+      return ChildEnd::Hung;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!WIFEXITED(wstatus)) return ChildEnd::Signalled;
+  return WEXITSTATUS(wstatus) == 0 ? ChildEnd::Exited0 : ChildEnd::Failed;
+}
 
 // A new seed every run: the kernels must compute the same function on any input.
 inline std::uint64_t fresh_seed() {

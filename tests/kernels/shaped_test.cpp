@@ -9,16 +9,11 @@
 #include "kernels/designs/shaped.hpp"
 
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kernels/bench/reference.hpp"
@@ -26,8 +21,6 @@
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/fill.hpp"
 #include "tests/kernels/gpu_test_support.hpp"
-
-extern char** environ;
 
 namespace overlapsim::kernels {
 namespace {
@@ -204,34 +197,12 @@ TEST(ShapedColdStart, Child) {
 // GEMM kernel loaded while a peer's NCCL kernel waits could deadlock the ranks).
 TEST(ShapedColdStart, FreshProcessLazyLoading) {
   OVERLAPSIM_REQUIRE_GPUS(2);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry(*e);
-    if (entry.rfind("CUDA_MODULE_LOADING=", 0) == 0) continue;
-    env_strings.push_back(entry);
-  }
-  env_strings.push_back("CUDA_MODULE_LOADING=LAZY");
-  env_strings.push_back("OVERLAPSIM_SHAPED_COLD_CHILD=1");
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string exe = "/proc/self/exe", filter = "--gtest_filter=ShapedColdStart.Child";
-  char* argv[] = {exe.data(), filter.data(), nullptr};
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
-  int wstatus = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  for (;;) {
-    if (waitpid(pid, &wstatus, WNOHANG) == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &wstatus, 0);
-      FAIL() << "the lazy-loading child hung and was killed";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(WIFEXITED(wstatus)) << "child died by a signal";
-  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "the lazy-loading child failed (see its output above)";
+  const testing::ChildEnd end =
+      testing::run_lazy_loading_child("ShapedColdStart.Child", "OVERLAPSIM_SHAPED_COLD_CHILD");
+  ASSERT_NE(end, testing::ChildEnd::Hung) << "the lazy-loading child hung and was killed";
+  ASSERT_NE(end, testing::ChildEnd::Signalled) << "child died by a signal";
+  EXPECT_EQ(end, testing::ChildEnd::Exited0)
+      << "the lazy-loading child failed (see its output above)";
 }
 
 }  // namespace
