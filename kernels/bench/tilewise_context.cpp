@@ -10,6 +10,32 @@ const Phase2Names& phase2_names(tw::CopyEnginePhase2 mode) {
   return kPhase2Names[0];
 }
 
+namespace {
+constexpr const char* kRingSuffix = "_ring";
+}  // namespace
+
+std::string copy_engine_wait(const TilewiseCandidate& cand) {
+  return std::string(phase2_names(cand.phase2).wait) +
+         (cand.route == tw::CopyEngineRoute::Ring ? kRingSuffix : "");
+}
+
+std::string copy_engine_design(const TilewiseCandidate& cand) {
+  return std::string(phase2_names(cand.phase2).design) +
+         (cand.route == tw::CopyEngineRoute::Ring ? kRingSuffix : "");
+}
+
+std::optional<TilewiseCandidate> parse_copy_engine_wait(const std::string& wait) {
+  for (const Phase2Names& names : kPhase2Names)
+    for (const tw::CopyEngineRoute route :
+         {tw::CopyEngineRoute::Direct, tw::CopyEngineRoute::Ring}) {
+      TilewiseCandidate c;
+      c.phase2 = names.mode;
+      c.route = route;
+      if (copy_engine_wait(c) == wait) return c;
+    }
+  return std::nullopt;
+}
+
 TilewiseShapeContext::TilewiseShapeContext(BenchEnv& env_, const BenchCase& c, PairOp op_,
                                            const PairShape& shape_, const TilewiseCaseIo& io_,
                                            const TilewiseSettings& settings_,
@@ -54,6 +80,7 @@ tw::CopyEngineOptions TilewiseShapeContext::copy_engine_options(
     const TilewiseCandidate& cand) const {
   tw::CopyEngineOptions o = copy_engine_options(cand.ce_groups);
   o.phase2 = cand.phase2;
+  o.route = cand.route;
   return o;
 }
 

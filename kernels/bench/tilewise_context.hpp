@@ -34,6 +34,7 @@ struct TilewiseCandidate {
   double measured_s = 0;
   int ce_groups = 0;  // > 0: transport copy_engine with this many groups a part
   tw::CopyEnginePhase2 phase2 = tw::CopyEnginePhase2::CopyEngine;  // copy_engine all-reduce
+  tw::CopyEngineRoute route = tw::CopyEngineRoute::Direct;         // copy_engine reductions
 };
 
 // Per all-reduce phase-2 mode: the detail CSV's and tuning cache's `wait` of a copy-engine
@@ -50,6 +51,12 @@ inline constexpr Phase2Names kPhase2Names[] = {
     {tw::CopyEnginePhase2::Epilogue, "epilogue_phase2", "tilewise_ce_ep"},
     {tw::CopyEnginePhase2::TailKernel, "tail_kernel", "tilewise_ce_tk"}};
 const Phase2Names& phase2_names(tw::CopyEnginePhase2 mode);
+// A copy-engine candidate's `wait` (detail CSV, tuning cache) and pair-row design: its
+// phase-2 mode's, with "_ring" appended for the ring route (copy_engine_layout.hpp).
+std::string copy_engine_wait(const TilewiseCandidate& cand);
+std::string copy_engine_design(const TilewiseCandidate& cand);
+// The candidate a cached `wait` names (phase 2 and route), nullopt for an unknown name.
+std::optional<TilewiseCandidate> parse_copy_engine_wait(const std::string& wait);
 
 // What one rank keeps across shapes and cases (BenchEnv::tilewise_state). Every rank
 // updates its copy identically: each rank's decisions must match, or the ranks would
@@ -89,7 +96,11 @@ struct TilewiseShapeContext {
   double t_own_s = 0;                // own GEMM alone
   std::map<int, double> t_signal_s;  // NCCL transport's GEMM with signals, per comm SMs
   double t_signal_ce_s = 0;          // the copy-engine GEMM with signals of the chosen scope
-  bool ce_system_scope = true;       // the copy-engine layout's signal scope (signal loop)
+  // The tuner's choice may be the sequential pair itself (never more than 1 % slower than
+  // it): its time, timed like the candidates, and whether it was chosen.
+  double t_sequential_search_s = 0;
+  bool sequential_chosen = false;
+  bool ce_system_scope = true;  // the copy-engine layout's signal scope (signal loop)
 
   cudaStream_t compute() const { return env.ctx->compute_stream; }
   cudaStream_t comm_stream() const { return env.ctx->comm_stream; }

@@ -34,7 +34,7 @@ std::string fmt_double(double v) {
   return buf;
 }
 
-const char* copy_engine_mode(const TilewiseCandidate& c) { return phase2_names(c.phase2).wait; }
+std::string copy_engine_mode(const TilewiseCandidate& c) { return copy_engine_wait(c); }
 
 }  // namespace
 
@@ -52,7 +52,7 @@ void TilewiseReports::detail(const TilewiseShapeContext& s, const char* record,
       std::to_string(s.shape.m) + "," + std::to_string(s.shape.n) + "," +
       std::to_string(s.shape.k) + "," + std::to_string(s.env.world()) + "," +
       std::to_string(cand.comm_sms) + "," +
-      (ce ? copy_engine_mode(cand) : tw::to_string(cand.wait)) + "," +
+      (ce ? copy_engine_mode(cand) : std::string(tw::to_string(cand.wait))) + "," +
       tw::partition_string(cand.partition) + "," +
       std::to_string(ce ? cand.ce_groups : static_cast<int>(cand.partition.size())) + "," +
       fmt_double(cand.predicted_s) + "," + fmt_double(cand.measured_s) + "," + fmt_double(error) +

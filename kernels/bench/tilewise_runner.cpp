@@ -118,6 +118,7 @@ class TilewiseShapeRunner {
     OVERLAPSIM_TRY(time_interleaved(*sc_.env.ctx, sc_.bench_case.warmup, sc_.bench_case.iterations,
                                     variants, sc_.io.align ? sc_.io.align : EnqueueIteration{},
                                     &timings));
+    OVERLAPSIM_TRY(emit_tuned_choice(names, timings, ce));
     for (std::size_t v = 0; v < names.size(); ++v) {
       if (names[v] == "sequential" || names[v] == "op_alone" || names[v] == "collective_alone") {
         RowBuilder r = sc_.row(to_string(sc_.op), names[v] + "_tw_loop", 1, timings[v]);
@@ -137,6 +138,30 @@ class TilewiseShapeRunner {
     }
     if (dc) OVERLAPSIM_TRY(dc->check_waits());
     return quiesce(*sc_.env.ctx, "tilewise: final round done");
+  }
+
+  // The tuner's choice among the copy-engine configurations and the sequential pair
+  // (tilewise_tuner.hpp), as it ran in this loop: row `tilewise_tuned`, chunks = the
+  // chosen groups per part, 0 where the sequential pair was chosen.
+  Status emit_tuned_choice(const std::vector<std::string>& names,
+                           const std::vector<Timing>& timings,
+                           const std::optional<TilewiseCandidate>& ce) {
+    if (!ce || sc_.t_sequential_search_s <= 0) return Status::success();
+    const std::string chosen = sc_.sequential_chosen ? "sequential" : "tilewise_ce";
+    for (std::size_t v = 0; v < names.size(); ++v) {
+      if (names[v] != chosen) continue;
+      emit_pair_row("tilewise_tuned", sc_.sequential_chosen ? 0 : ce->ce_groups, timings[v], 0);
+      if (sc_.env.rank() == 0)
+        std::fprintf(stderr,
+                     "overlap-bench: tilewise %s %lldx%lldx%lld: tuner chose %s (search: best "
+                     "%s %.1f us, sequential %.1f us)\n",
+                     to_string(sc_.op), static_cast<long long>(sc_.shape.m),
+                     static_cast<long long>(sc_.shape.n), static_cast<long long>(sc_.shape.k),
+                     sc_.sequential_chosen ? "sequential" : copy_engine_design(*ce).c_str(),
+                     copy_engine_design(*ce).c_str(), 1e6 * ce->measured_s,
+                     1e6 * sc_.t_sequential_search_s);
+    }
+    return Status::success();
   }
 
   // Own GEMM on set 0 followed by the same NCCL collective on the parent communicator;
@@ -243,11 +268,11 @@ class TilewiseShapeRunner {
           return d.unpermute(sc_.p.data(), result, sc_.compute());
         },
         &check));
-    emit_pair_row(phase2_names(best.phase2).design, best.ce_groups, t, check.wrong);
+    emit_pair_row(copy_engine_design(best).c_str(), best.ce_groups, t, check.wrong);
     sc_.reports.detail(sc_, "final", best, search, static_cast<long long>(check.bit_mismatches),
                        -1);
     OVERLAPSIM_TRY(record_timeline(d, best));
-    return remember_final(true, best, {best.ce_groups}, 0, phase2_names(best.phase2).wait, search);
+    return remember_final(true, best, {best.ce_groups}, 0, copy_engine_wait(best), search);
   }
 
   Status measure_final(tw::TilewiseDesign& d, TilewiseCandidate best, const std::string& search,

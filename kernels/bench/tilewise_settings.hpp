@@ -29,6 +29,10 @@ struct TilewiseSettings {
   std::vector<tilewise::CopyEnginePhase2> phase2_modes{tilewise::CopyEnginePhase2::CopyEngine,
                                                        tilewise::CopyEnginePhase2::Epilogue,
                                                        tilewise::CopyEnginePhase2::TailKernel};
+  // The copy-engine routes of a reduction's partial tiles the tuner times (the ring where
+  // it differs from the direct route: more than 2 ranks, reducescatter or allreduce).
+  std::vector<tilewise::CopyEngineRoute> routes{tilewise::CopyEngineRoute::Direct,
+                                                tilewise::CopyEngineRoute::Ring};
 };
 
 }  // namespace overlapsim::kernels::bench

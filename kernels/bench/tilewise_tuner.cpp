@@ -87,47 +87,75 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
   if (modes.empty()) modes.push_back(tw::CopyEnginePhase2::CopyEngine);
   if (std::find(modes.begin(), modes.end(), tw::CopyEnginePhase2::TailKernel) != modes.end())
     OVERLAPSIM_TRY(measure_tail_curve(sc));
+  // Routes: the ring where it differs from the direct route (copy_engine_layout.hpp).
+  std::vector<tw::CopyEngineRoute> routes;
+  for (const tw::CopyEngineRoute route : sc.settings.routes)
+    if (route == tw::CopyEngineRoute::Direct ||
+        (sc.env.world() > 2 && !tw::route_error(sc.coll, route)))
+      routes.push_back(route);
+  if (routes.empty()) routes.push_back(tw::CopyEngineRoute::Direct);
   if (cached && !cached->partition.empty()) {
     groups = {cached->partition.front()};
-    tw::CopyEnginePhase2 mode = tw::CopyEnginePhase2::CopyEngine;
-    for (const Phase2Names& names : kPhase2Names)
-      if (cached->wait == names.wait) mode = names.mode;
-    modes = {std::find(modes.begin(), modes.end(), mode) != modes.end()
-                 ? mode
+    TilewiseCandidate named;
+    if (auto parsed = parse_copy_engine_wait(cached->wait)) named = *parsed;
+    modes = {std::find(modes.begin(), modes.end(), named.phase2) != modes.end()
+                 ? named.phase2
                  : tw::CopyEnginePhase2::CopyEngine};
+    routes = {std::find(routes.begin(), routes.end(), named.route) != routes.end()
+                  ? named.route
+                  : tw::CopyEngineRoute::Direct};
   } else {
     *search = "exhaustive";
   }
+  const int warmup = std::max(3, sc.bench_case.warmup / 2);
+  const int iterations = std::max(8, sc.bench_case.iterations / 2);
   const std::int32_t part_tiles = tw::owner_part_tiles(sc.shape.m, sc.shape.n, sc.env.world());
-  for (int g : groups) {
-    if (g > part_tiles) continue;
-    for (const tw::CopyEnginePhase2 mode : modes) {
-      TilewiseCandidate cand;
-      cand.ce_groups = g;
-      cand.partition = {g};
-      cand.phase2 = mode;
-      tw::CopyEngineDesign d;
-      OVERLAPSIM_TRY(d.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
-                                  sc.bench_case.dtype, sc.copy_engine_options(cand)));
-      OVERLAPSIM_TRY(sc.prepare_sets(d));
-      OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
-      cand.predicted_s = tw::predict_owner_time_s(
-          d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode, sc.state.stream_ops_s,
-          mode == tw::CopyEnginePhase2::TailKernel ? &*sc.state.tail_curve : nullptr);
-      Timing t;
-      OVERLAPSIM_TRY(time_iterations(
-          *sc.env.ctx, std::max(3, sc.bench_case.warmup / 2),
-          std::max(8, sc.bench_case.iterations / 2),
-          [&](int i) {
-            const PairBuffers b = sc.io.set(i);
-            return d.run(b.a, b.b, sc.p.data(), sc.compute(), sc.comm_stream());
-          },
-          &t));
-      OVERLAPSIM_TRY(d.check_waits());
-      cand.measured_s = t.median_s;
-      sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
-      if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
+  for (const tw::CopyEngineRoute route : routes) {
+    for (int g : groups) {
+      if (g > part_tiles) continue;
+      for (const tw::CopyEnginePhase2 mode : modes) {
+        TilewiseCandidate cand;
+        cand.ce_groups = g;
+        cand.partition = {g};
+        cand.phase2 = mode;
+        cand.route = route;
+        if (!tw::CopyEngineDesign::can_implement(sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
+                                                 sc.env.world(), sc.copy_engine_options(cand))
+                 .ok)
+          continue;
+        tw::CopyEngineDesign d;
+        OVERLAPSIM_TRY(d.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
+                                    sc.bench_case.dtype, sc.copy_engine_options(cand)));
+        OVERLAPSIM_TRY(sc.prepare_sets(d));
+        OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
+        // The planner models the direct route; for the ring it is the same timeline with
+        // the reduction spread over the hops (no reduction cost in either).
+        cand.predicted_s = tw::predict_owner_time_s(
+            d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode, sc.state.stream_ops_s,
+            mode == tw::CopyEnginePhase2::TailKernel ? &*sc.state.tail_curve : nullptr);
+        Timing t;
+        OVERLAPSIM_TRY(time_iterations(
+            *sc.env.ctx, warmup, iterations,
+            [&](int i) {
+              const PairBuffers b = sc.io.set(i);
+              return d.run(b.a, b.b, sc.p.data(), sc.compute(), sc.comm_stream());
+            },
+            &t));
+        OVERLAPSIM_TRY(d.check_waits());
+        cand.measured_s = t.median_s;
+        sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
+        if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
+      }
     }
+  }
+  // The sequential pair is a choice too, timed the same way: kept unless the best
+  // candidate is more than 1 % faster (a smaller lead is as likely noise, and the design
+  // must never be more than 1 % slower than sequential).
+  if (sc.io.sequential) {
+    Timing t;
+    OVERLAPSIM_TRY(time_iterations(*sc.env.ctx, warmup, iterations, sc.io.sequential, &t));
+    sc.t_sequential_search_s = t.median_s;
+    sc.sequential_chosen = !*best || (*best)->measured_s > 0.99 * t.median_s;
   }
   return Status::success();
 }

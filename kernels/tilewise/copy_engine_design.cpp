@@ -29,6 +29,12 @@ Status CopyEngineDesign::can_implement(CollectiveOp op, std::int64_t m, std::int
     return Status::failure("tilewise copy_engine: " + *e);
   if (options.groups_per_part < 1)
     return Status::failure("tilewise copy_engine: groups_per_part must be >= 1");
+  if (auto e = route_error(op, options.route))
+    return Status::failure("tilewise copy_engine: " + *e);
+  if (options.route == CopyEngineRoute::Ring && options.phase2 == CopyEnginePhase2::Epilogue)
+    return Status::failure(
+        "tilewise copy_engine: phase 2 by the epilogue needs the direct route (its mirror "
+        "stores address the own part only)");
   if (options.phase2 == CopyEnginePhase2::TailKernel &&
       (op != CollectiveOp::AllReduce || world < 2 || world - 1 > kTailMaxPeers))
     return Status::failure(
@@ -83,7 +89,7 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
         std::to_string(options.num_ctas));
   const int ctas = options.num_ctas > 0 ? options.num_ctas : sms;
   if (auto e = build_copy_engine_layout(op, m, n, ctas, options.group_m, options.groups_per_part,
-                                        world, rank, &plan_))
+                                        world, rank, &plan_, options.route))
     return Status::failure("tilewise copy_engine: " + *e);
   OVERLAPSIM_TRY(upload(tile_offsets_, plan_.tile_offset_elems));
   OVERLAPSIM_TRY(upload(tile_groups_, plan_.tile_group));
@@ -165,6 +171,17 @@ Status CopyEngineDesign::make_gemm(const void* a, const void* b, void* p, int pa
   }
   e.world = plan_.world;
   e.rank = plan_.rank;
+  if (plan_.route == CopyEngineRoute::Ring) {
+    // Every hop is a one-peer reduction for the epilogue: it sees rank 1 of 2, the
+    // incoming running sum in slot 0 of a receive buffer laid out like P (slot 0 at recv,
+    // the tile at its own P offset), its result stored back at that offset in P, and
+    // arrival flags indexed like the counters (copy_engine_layout.hpp).
+    e.own_begin_elems = 0;
+    e.own_out = p;
+    e.own_out_begin_elems = 0;
+    e.world = 2;
+    e.rank = 1;
+  }
   e.reduce = reduce && problem_.op != CollectiveOp::AllToAll && plan_.world > 1;
   e.wait_timeout_s = options_.wait_timeout_s;
   e.timed_out = timed_out_.as<int>();
@@ -235,6 +252,20 @@ Status CopyEngineDesign::run(const void* a, const void* b, void* p, cudaStream_t
     if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_ready", comm_stream));
     const char* src = local + group.begin_elems * kElementBytes;
     const std::size_t bytes = static_cast<std::size_t>(group.elems) * kElementBytes;
+    if (!own && plan_.route == CopyEngineRoute::Ring) {
+      // Phase 1 by the ring: the group's running sum to the next rank, which computes this
+      // part one position later; there it lies at that position's place, this parity.
+      const int next = plan_.ring_next();
+      const Peer& to = peers_[static_cast<std::size_t>(next)];
+      const std::int64_t at = (group.position + 1) * plan_.part_elems + group.relative_begin_elems;
+      char* dst = to.recv + static_cast<std::size_t>(parity) * world * part_bytes +
+                  static_cast<std::size_t>(at) * kElementBytes;
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
+      if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied", comm_stream));
+      OVERLAPSIM_TRY(
+          signal_peer(to.arrived + (group.position + 1) * G + group.index, epoch, comm_stream));
+      continue;
+    }
     if (!own) {
       // Phase 1: the group's partial tiles to their owner, slot `rank`, this call's parity.
       const Peer& to = peers_[static_cast<std::size_t>(group.part)];

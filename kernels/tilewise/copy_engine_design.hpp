@@ -14,6 +14,10 @@
 //     TailKernel the last own group is exchanged by a kernel on the compute stream behind
 //     the GEMM (tail_exchange.hpp), which ends once the peers' last groups are in.
 //   alltoall: the comm stream waits for all incoming arrived flags before the call ends.
+//   route ring (reductions): a group at position q < n−1 goes instead to rank r − 1's
+//     receive buffer at the group's place at position q + 1, with rank r − 1's flag
+//     arrived[(q + 1)·G + j]; every tile at position q ≥ 1 adds the incoming running sum
+//     in the epilogue before it is signalled (CopyEngineOptions::route).
 // The flag is written by the sender's stream into the receiver's memory (not an event the
 // receiver's stream waits for): cudaStreamWaitEvent only sees records made before it is
 // called, which from two rank threads would need a host handshake per call. The stream
@@ -83,6 +87,12 @@ struct CopyEngineOptions {
   //   GEMM copies with every SM (tail_exchange.hpp): no stream operations in the tail.
   // The tuner times the modes it may use.
   CopyEnginePhase2 phase2 = CopyEnginePhase2::CopyEngine;
+  // How partial tiles reach their owner (copy_engine_layout.hpp): Direct pushes every part
+  // to its owner, whose epilogue sums all peers' terms; Ring passes each part's running sum
+  // from rank to rank (r + 1 → r → r − 1 ...), each hop adding its own partial in its
+  // epilogue, so each reduced tile reads one peer tile. Ring: reducescatter and allreduce,
+  // not with phase 2 by the epilogue.
+  CopyEngineRoute route = CopyEngineRoute::Direct;
   // Persistent CTAs of the GEMM; 0: one per SM. Ranks sharing a GPU need
   // world * num_ctas <= its SMs (PeerLinks::shared_gpu).
   int num_ctas = 0;

@@ -27,6 +27,24 @@ std::optional<CopyEnginePhase2> parse_owner_phase2(const std::string& name) {
   return std::nullopt;
 }
 
+const char* to_string(CopyEngineRoute route) {
+  return route == CopyEngineRoute::Ring ? "ring" : "direct";
+}
+
+std::optional<CopyEngineRoute> parse_copy_engine_route(const std::string& name) {
+  for (CopyEngineRoute r : {CopyEngineRoute::Direct, CopyEngineRoute::Ring})
+    if (name == to_string(r)) return r;
+  return std::nullopt;
+}
+
+std::optional<std::string> route_error(CollectiveOp op, CopyEngineRoute route) {
+  if (route == CopyEngineRoute::Ring && op != CollectiveOp::ReduceScatter &&
+      op != CollectiveOp::AllReduce)
+    return std::string("the ring route carries reductions only (reducescatter, allreduce), got ") +
+           to_string(op);
+  return std::nullopt;
+}
+
 std::optional<std::string> owner_shape_error(CollectiveOp op, std::int64_t m, std::int64_t n,
                                              int world) {
   if (m < 1 || n < 1) return std::string("m and n must be >= 1");
@@ -50,12 +68,15 @@ std::int32_t owner_part_tiles(std::int64_t m, std::int64_t n, int world) {
 }
 
 std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_t m, std::int64_t n,
-                                            int num_ctas, int group_m, int groups_per_part,
-                                            int world, int rank, CopyEngineLayout* plan) {
+                                                    int num_ctas, int group_m, int groups_per_part,
+                                                    int world, int rank, CopyEngineLayout* plan,
+                                                    CopyEngineRoute route) {
   if (auto e = owner_shape_error(op, m, n, world)) return e;
+  if (auto e = route_error(op, route)) return e;
   if (rank < 0 || rank >= world) return std::string("rank must be in [0, world)");
   CopyEngineLayout p;
   p.op = op;
+  p.route = route;
   p.world = world;
   p.rank = rank;
   p.tiles_m = gemm::ceil_div_i32(m, GemmConfig::kTileM);
@@ -111,7 +132,10 @@ std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_
             GemmConfig::kTileN, n - std::int64_t{t.tile_n} * GemmConfig::kTileN);
         p.tile_offset_elems[tile] = q * p.part_elems + relative;
         p.tile_group[tile] = (!own || own_signalled) ? q * groups_per_part + j : -1;
-        p.tile_arrival[tile] = own ? j : -1;
+        if (route == CopyEngineRoute::Ring)
+          p.tile_arrival[tile] = q >= 1 ? q * groups_per_part + j : -1;
+        else
+          p.tile_arrival[tile] = own ? j : -1;
         relative += std::int64_t{GemmConfig::kTileM} * cols;
       }
       g.elems = relative - g.relative_begin_elems;

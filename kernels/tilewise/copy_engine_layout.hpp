@@ -33,6 +33,24 @@
 //                  the rows rank s computed for r (the layout group_plan.hpp documents);
 //                  the comm stream waits for every arrived flag.
 // Receive buffers are double-buffered by call parity (copy_engine_design.hpp says why).
+//
+// Route (CopyEngineRoute) of a reduction's partial tiles:
+//   direct  as above: every rank pushes its partial of part d straight to d, whose epilogue
+//           sums all n − 1 peers' terms on its own tiles (with more than 2 ranks the
+//           epilogue's general path: own store, then each peer's term added in place).
+//   ring    a ring reduce-scatter in the GEMM's own order: rank r at position q computes
+//           part (r + 1 + q) mod n, which rank r + 1 computed at position q − 1. So every
+//           tile at position q ≥ 1 waits for the partial sum rank r + 1 sent for it, adds
+//           it in the epilogue (the one-peer reduction: own + incoming, rounded once), and
+//           its group, once signalled, goes on to rank r − 1 (its position q + 1), until
+//           the owner (position n − 1) stores the full sum. The receive buffer is laid out
+//           like P: the incoming partial of the tile at P offset o is at recv[o], and the
+//           arrival flags are indexed like the counters (position·G + j). Every hop reads
+//           one peer tile, so the epilogue's reduction work is spread over the last n − 1
+//           parts instead of all landing on the own part. Sum order for part d: rank d − 1's
+//           value, then + rank d − 2's, ..., + rank d's, rounded to the output type after
+//           each addition (like a ring's per-hop rounding; not NCCL's order beyond 2 ranks).
+//           ReduceScatter and AllReduce only; with 2 ranks it is the direct route.
 // Needs M % (128·n) == 0 and group_m | R (the group_m used is the largest divisor of R not
 // above the requested one).
 #include <cstdint>
@@ -53,6 +71,11 @@ namespace overlapsim::kernels::tilewise {
 //                right behind the GEMM copies it with every SM and exchanges per-slice flags
 //                (tail_exchange.hpp).
 enum class CopyEnginePhase2 { CopyEngine, Epilogue, TailKernel };
+
+// How a reduction's partial tiles reach their owner (see the layout comment above).
+enum class CopyEngineRoute { Direct, Ring };
+const char* to_string(CopyEngineRoute route);  // "direct", "ring"
+std::optional<CopyEngineRoute> parse_copy_engine_route(const std::string& name);
 const char* to_string(CopyEnginePhase2 mode);  // "copy_engine", "epilogue", "tail_kernel"
 std::optional<CopyEnginePhase2> parse_owner_phase2(const std::string& name);
 
@@ -69,6 +92,7 @@ struct CopyEngineGroup {
 
 struct CopyEngineLayout {
   CollectiveOp op = CollectiveOp::AllReduce;
+  CopyEngineRoute route = CopyEngineRoute::Direct;
   int world = 1;
   int rank = 0;
   int groups_per_part = 1;
@@ -83,7 +107,9 @@ struct CopyEngineLayout {
   // GEMM side, indexed by tile = tile_m·tiles_n + tile_n.
   std::vector<std::int64_t> tile_offset_elems;
   std::vector<std::int32_t> tile_group;    // counter index (position·G + j), −1: none
-  std::vector<std::int32_t> tile_arrival;  // j for own-part tiles, −1 elsewhere
+  // The arrival flag a tile waits for: direct, j for own-part tiles; ring, position·G + j
+  // for tiles at positions >= 1; −1 elsewhere.
+  std::vector<std::int32_t> tile_arrival;
   // Every group of every part in item order; counters exist for all of them.
   std::vector<CopyEngineGroup> groups;
   // Result: rows, its tile grid and each tile's dense block (base: P, or the receive
@@ -93,6 +119,9 @@ struct CopyEngineLayout {
   std::vector<std::int64_t> out_tile_offset_elems;
 
   int counters() const { return world * groups_per_part; }
+  // Ring route: the rank that receives this rank's partial sums (it computes each of our
+  // parts one position later).
+  int ring_next() const { return (rank + world - 1) % world; }
   int position_of_part(int part) const { return ((part - rank - 1) % world + world) % world; }
   // Where part `part` starts in rank `on_rank`'s P.
   std::int64_t part_begin_on(int on_rank, int part) const {
@@ -103,6 +132,8 @@ struct CopyEngineLayout {
 // Why the copy-engine transport cannot run this shape, or nullopt.
 std::optional<std::string> owner_shape_error(CollectiveOp op, std::int64_t m, std::int64_t n,
                                              int world);
+// Why this route cannot carry this collective, or nullopt.
+std::optional<std::string> route_error(CollectiveOp op, CopyEngineRoute route);
 
 // The tiles of one rank's part (CopyEngineLayout::part_tiles), without building the plan: the
 // most groups a part can be cut into.
@@ -111,8 +142,8 @@ std::int32_t owner_part_tiles(std::int64_t m, std::int64_t n, int world);
 // The largest divisor of rows_per_part that is <= requested (>= 1).
 int owner_group_m(std::int32_t rows_per_part, int requested);
 
-std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_t m, std::int64_t n,
-                                            int num_ctas, int group_m, int groups_per_part,
-                                            int world, int rank, CopyEngineLayout* plan);
+std::optional<std::string> build_copy_engine_layout(
+    CollectiveOp op, std::int64_t m, std::int64_t n, int num_ctas, int group_m, int groups_per_part,
+    int world, int rank, CopyEngineLayout* plan, CopyEngineRoute route = CopyEngineRoute::Direct);
 
 }  // namespace overlapsim::kernels::tilewise

@@ -396,6 +396,134 @@ TEST(TilewiseOwnerPlan, ShapeAndGroupErrors) {
   EXPECT_EQ(owner_group_m(2, 8), 2);
 }
 
+// The ring route on the host: every rank's GEMM output placed as its ring layout says,
+// positions computed in order on every rank; a tile at position q >= 1 adds the partial
+// sum found in its receive buffer at its own P offset (where rank r + 1's copy of the same
+// group landed, with the arrival flag its table names); groups at positions < n − 1 go to
+// ring_next()'s buffer at position q + 1. The result, read through out_tile_offset_elems
+// (after the all-reduce's phase 2), must be the natural collective. Also: each copy's flag
+// is the one the receiving tiles wait for. Returns the number of wrong result elements.
+std::int64_t simulate_ring(CollectiveOp op, std::int64_t m, std::int64_t n, int world, int num_ctas,
+                           int groups_per_part, int group_m = 8) {
+  std::vector<CopyEngineLayout> plans(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    auto error =
+        build_copy_engine_layout(op, m, n, num_ctas, group_m, groups_per_part, world, r,
+                                 &plans[static_cast<std::size_t>(r)], CopyEngineRoute::Ring);
+    EXPECT_FALSE(error) << *error;
+    if (error) return -1;
+  }
+  const std::int64_t part = plans[0].part_elems;
+  const std::size_t mn = static_cast<std::size_t>(m * n);
+  const int G = groups_per_part;
+  std::vector<std::vector<double>> P(static_cast<std::size_t>(world), std::vector<double>(mn, NAN));
+  std::vector<std::vector<double>> R = P;
+  // arrived[r][flag]: set by the copy that fills it.
+  std::vector<std::vector<int>> arrived(static_cast<std::size_t>(world),
+                                        std::vector<int>(static_cast<std::size_t>(world * G), 0));
+  for (int q = 0; q < world; ++q) {
+    for (int r = 0; r < world; ++r) {
+      const CopyEngineLayout& plan = plans[static_cast<std::size_t>(r)];
+      EXPECT_EQ(plan.ring_next(), (r + world - 1) % world);
+      for (std::int64_t row = 0; row < m; ++row)
+        for (std::int64_t col = 0; col < n; ++col) {
+          const std::int64_t tm = row / 128, tn = col / 256;
+          const int tile_part = static_cast<int>(tm / plan.rows_per_part);
+          if (plan.position_of_part(tile_part) != q) continue;
+          const std::size_t tile = static_cast<std::size_t>(tm * plan.tiles_n + tn);
+          const std::int64_t cols = std::min<std::int64_t>(256, n - tn * 256);
+          const std::size_t at = static_cast<std::size_t>(plan.tile_offset_elems[tile] +
+                                                          (row % 128) * cols + col % 256);
+          const std::int32_t flag = plan.tile_arrival[tile];
+          EXPECT_EQ(flag >= 0, q >= 1);
+          double v = value(r, row, col);
+          if (flag >= 0) {
+            EXPECT_EQ(flag / G, q) << "a tile waits for a flag of its own position";
+            EXPECT_EQ(arrived[static_cast<std::size_t>(r)][static_cast<std::size_t>(flag)], 1)
+                << "rank " << r << " position " << q << ": the partial's flag was not written";
+            v += R[static_cast<std::size_t>(r)][at];
+          }
+          P[static_cast<std::size_t>(r)][at] = v;
+        }
+    }
+    if (q == world - 1) break;
+    for (int r = 0; r < world; ++r) {
+      const CopyEngineLayout& plan = plans[static_cast<std::size_t>(r)];
+      const int next = plan.ring_next();
+      for (const CopyEngineGroup& g : plan.groups) {
+        if (g.position != q) continue;
+        EXPECT_EQ(plans[static_cast<std::size_t>(next)].position_of_part(g.part), q + 1)
+            << "the next rank computes the part one position later";
+        const std::int64_t to = (q + 1) * part + g.relative_begin_elems;
+        for (std::int64_t x = 0; x < g.elems; ++x)
+          R[static_cast<std::size_t>(next)][static_cast<std::size_t>(to + x)] =
+              P[static_cast<std::size_t>(r)][static_cast<std::size_t>(g.begin_elems + x)];
+        arrived[static_cast<std::size_t>(next)][static_cast<std::size_t>((q + 1) * G + g.index)] =
+            1;
+      }
+    }
+  }
+  if (op == CollectiveOp::AllReduce)
+    for (int r = 0; r < world; ++r)
+      for (const CopyEngineGroup& g : plans[static_cast<std::size_t>(r)].groups) {
+        if (g.position != world - 1) continue;
+        for (int d = 0; d < world; ++d) {
+          if (d == r) continue;
+          const std::int64_t at =
+              plans[static_cast<std::size_t>(d)].part_begin_on(d, r) + g.relative_begin_elems;
+          for (std::int64_t x = 0; x < g.elems; ++x)
+            P[static_cast<std::size_t>(d)][static_cast<std::size_t>(at + x)] =
+                P[static_cast<std::size_t>(r)][static_cast<std::size_t>(g.begin_elems + x)];
+        }
+      }
+  std::int64_t wrong = 0;
+  const std::int64_t rows_per_rank = m / world;
+  for (int r = 0; r < world; ++r) {
+    const CopyEngineLayout& plan = plans[static_cast<std::size_t>(r)];
+    for (std::int64_t row = 0; row < plan.out_rows; ++row)
+      for (std::int64_t col = 0; col < n; ++col) {
+        const std::int64_t natural_row =
+            op == CollectiveOp::ReduceScatter ? r * rows_per_rank + row : row;
+        double expected = 0;
+        for (int s = 0; s < world; ++s) expected += value(s, natural_row, col);
+        if (tile_element(P[static_cast<std::size_t>(r)], plan.out_tile_offset_elems, n, row, col) !=
+            expected)
+          ++wrong;
+      }
+  }
+  return wrong;
+}
+
+TEST(TilewiseOwnerPlan, RingRouteGivesTheNaturalReductions) {
+  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter}) {
+    SCOPED_TRACE(to_string(op));
+    EXPECT_EQ(simulate_ring(op, 1024, 700, 2, 5, 3), 0);
+    EXPECT_EQ(simulate_ring(op, 2048, 513, 4, 7, 2), 0);      // 4 ranks, edge columns
+    EXPECT_EQ(simulate_ring(op, 4096, 1024, 4, 132, 4), 0);   // 4 ranks, one wave a part
+    EXPECT_EQ(simulate_ring(op, 768, 300, 3, 132, 2, 8), 0);  // 3 ranks
+    EXPECT_EQ(simulate_ring(op, 4096, 512, 8, 11, 1), 0);     // 8 ranks
+  }
+  CopyEngineLayout plan;
+  EXPECT_TRUE(build_copy_engine_layout(CollectiveOp::AllToAll, 1024, 512, 132, 8, 1, 2, 0, &plan,
+                                       CopyEngineRoute::Ring))
+      << "the ring carries reductions only";
+  EXPECT_EQ(parse_copy_engine_route("ring"), CopyEngineRoute::Ring);
+  EXPECT_EQ(parse_copy_engine_route("direct"), CopyEngineRoute::Direct);
+  EXPECT_FALSE(parse_copy_engine_route("tree"));
+}
+
+TEST(TilewiseOwnerDesign, RingRouteNeedsAReductionAndNotTheEpiloguePhase2) {
+  CopyEngineOptions o;
+  o.route = CopyEngineRoute::Ring;
+  EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::ReduceScatter, 1024, 512, 64, 4, o).ok);
+  EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 512, 64, 4, o).ok);
+  EXPECT_FALSE(CopyEngineDesign::can_implement(CollectiveOp::AllToAll, 1024, 512, 64, 4, o).ok);
+  o.phase2 = CopyEnginePhase2::Epilogue;
+  EXPECT_FALSE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 512, 64, 2, o).ok);
+  o.phase2 = CopyEnginePhase2::TailKernel;
+  EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 512, 64, 4, o).ok);
+}
+
 TEST(TilewiseOwnerPredictor, ClosedForms) {
   // 2 x 2 tiles (m 256, n 512), one CTA: 4 waves of 1 s; 2 ranks, parts of 2 tiles.
   CommCurve slow, fast;
@@ -1220,6 +1348,7 @@ struct SharedGpuCase {
   int groups;
   CopyEnginePhase2 phase2;
   int calls;  // back to back, inputs alternating between two sets; the last call is checked
+  CopyEngineRoute route = CopyEngineRoute::Direct;
 };
 
 struct SharedGpuRankResult {
@@ -1260,6 +1389,7 @@ Status run_shared_gpu_rank(const PeerLinks& links, const SharedGpuCase& c, std::
     CopyEngineOptions o;
     o.groups_per_part = c.groups;
     o.phase2 = c.phase2;
+    o.route = c.route;
     o.wait_timeout_s = 20;
     o.num_ctas = (sms - 4) / c.world;  // a few SMs left for whatever else the GPU runs
     OVERLAPSIM_TRY(d.initialize(links, c.op, c.m, c.n, c.k, DType::BF16, o));
@@ -1285,11 +1415,28 @@ Status run_shared_gpu_rank(const PeerLinks& links, const SharedGpuCase& c, std::
   return status;
 }
 
-// Elements of each rank's result that differ from the host's collective of the own GEMMs.
+// The ring route's sum of one element of part d (copy_engine_layout.hpp): rank d − 1's
+// value, then each later hop's own value added in fp32 and rounded to bf16, ending with
+// rank d's. own(s): rank s's own GEMM value of the element, as bf16 bits.
+template <class Own>
+std::uint16_t ring_sum_bits(int world, int d, Own own) {
+  std::uint16_t v = own((d + world - 1) % world);
+  for (int i = 2; i <= world; ++i)
+    v = float_to_bf16_bits(bf16_bits_to_float(own(((d - i) % world + world) % world)) +
+                           bf16_bits_to_float(v));
+  return v;
+}
+
+// Elements of each rank's result that differ from the host's collective of the own GEMMs
+// (the ring's order and roundings for the ring route).
 std::vector<std::int64_t> shared_gpu_mismatches(const SharedGpuCase& c,
                                                 const std::vector<SharedGpuRankResult>& ranks) {
   const std::int64_t rows = c.m / c.world;  // a part's rows
   const auto sum_at = [&](std::int64_t row, std::int64_t col) {
+    if (c.route == CopyEngineRoute::Ring)
+      return ring_sum_bits(c.world, static_cast<int>(row / rows), [&](int s) {
+        return ranks[static_cast<std::size_t>(s)].own[static_cast<std::size_t>(row * c.n + col)];
+      });
     float sum = 0.0f;
     for (int s = 0; s < c.world; ++s) {
       const float v = bf16_bits_to_float(
@@ -1326,8 +1473,8 @@ void run_shared_gpu_case(const SharedGpuCase& c) {
   SCOPED_TRACE(std::string(to_string(c.op)) + " on " + std::to_string(c.world) +
                " ranks sharing one GPU, " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
                std::to_string(c.k) + ", " + std::to_string(c.groups) + " group(s) a part" +
-               ", phase 2 " + to_string(c.phase2) + ", " + std::to_string(c.calls) +
-               " call(s), seed " + std::to_string(seed));
+               ", phase 2 " + to_string(c.phase2) + ", route " + to_string(c.route) + ", " +
+               std::to_string(c.calls) + " call(s), seed " + std::to_string(seed));
   SharedGpuPeers peers(c.world, 60.0);
   std::vector<SharedGpuRankResult> results(static_cast<std::size_t>(c.world));
   std::vector<Status> status(static_cast<std::size_t>(c.world), Status::success());
@@ -1400,6 +1547,128 @@ TEST(TilewiseCopyEngineSharedGpu, ThreeAndFourRanks) {
   run_shared_gpu_case({CollectiveOp::AllReduce, 4, 2048, 700, 320, 2, CopyEnginePhase2::TailKernel, 1});
   run_shared_gpu_case(
       {CollectiveOp::AllReduce, 4, 2048, 1024, 256, 1, CopyEnginePhase2::TailKernel, 50});
+}
+
+// The ring route (partial sums passed rank to rank, one peer tile added per hop) on 2, 3
+// and 4 ranks sharing one GPU: bit for bit against the ring's order of sums, edge tiles,
+// both all-reduce phase-2 modes that go with it, and 50 calls back to back.
+TEST(TilewiseCopyEngineSharedGpu, RingRouteTwoThreeAndFourRanks) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  constexpr CopyEngineRoute kRing = CopyEngineRoute::Ring;
+  for (const CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter}) {
+    run_shared_gpu_case({op, 2, 1024, 1536, 512, 2, CopyEnginePhase2::CopyEngine, 1, kRing});
+    run_shared_gpu_case({op, 3, 1536, 1024, 256, 2, CopyEnginePhase2::CopyEngine, 1, kRing});
+    run_shared_gpu_case({op, 4, 2048, 700, 320, 1, CopyEnginePhase2::CopyEngine, 1, kRing});
+    run_shared_gpu_case({op, 4, 2048, 1024, 256, 3, CopyEnginePhase2::CopyEngine, 50, kRing});
+  }
+  run_shared_gpu_case(
+      {CollectiveOp::AllReduce, 4, 2048, 700, 320, 2, CopyEnginePhase2::TailKernel, 1, kRing});
+  run_shared_gpu_case(
+      {CollectiveOp::AllReduce, 4, 2048, 1024, 256, 2, CopyEnginePhase2::TailKernel, 50, kRing});
+}
+
+// The ring route on every visible GPU (one rank each), `calls` calls back to back with no
+// host synchronisation, inputs alternating between two sets: the last result must equal,
+// bit for bit, every rank's own GEMM summed in the ring's order with a rounding per hop
+// (with 2 ranks that is also own GEMM + NCCL), and lie within bf16 tolerance of own GEMM +
+// NCCL's collective (NCCL's ring order and roundings differ beyond 2 ranks).
+void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int64_t k, int groups,
+                      CopyEnginePhase2 phase2, int calls) {
+  const int world = visible_gpu_count();
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE(std::string(to_string(op)) + " ring on " + std::to_string(world) + " GPUs, " +
+               std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ", " +
+               std::to_string(groups) + " group(s), phase 2 " + to_string(phase2) + ", " +
+               std::to_string(calls) + " call(s), seed " + std::to_string(seed));
+  HarnessOptions harness;
+  harness.blocking_comms = true;
+  std::vector<SharedGpuRankResult> results(static_cast<std::size_t>(world));
+  std::vector<std::uint64_t> off_nccl(static_cast<std::size_t>(world), 1);
+  const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
+    cudaStream_t s = ctx.compute_stream;
+    const int rank = ctx.comm.rank;
+    const std::size_t mn = static_cast<std::size_t>(m * n), per_rank = mn / world;
+    const std::size_t out_elems = op == CollectiveOp::ReduceScatter ? per_rank : mn;
+    DeviceBuffer a[2], b, p, nat, nat_out, out;
+    for (auto& x : a) OVERLAPSIM_TRY(x.allocate(static_cast<std::size_t>(m * k) * 2));
+    OVERLAPSIM_TRY(b.allocate(static_cast<std::size_t>(n * k) * 2));
+    OVERLAPSIM_TRY(p.allocate(mn * 2));
+    OVERLAPSIM_TRY(nat.allocate(mn * 2));
+    OVERLAPSIM_TRY(nat_out.allocate(mn * 2));
+    OVERLAPSIM_TRY(out.allocate(mn * 2));
+    for (int i = 0; i < 2; ++i)
+      OVERLAPSIM_TRY(fill_random(a[i].data(), static_cast<std::size_t>(m * k), DType::BF16,
+                                 seed + 10 * rank + i, s));
+    OVERLAPSIM_TRY(
+        fill_random(b.data(), static_cast<std::size_t>(n * k), DType::BF16, seed + 99 + rank, s));
+    OVERLAPSIM_TRY(poison(out.data(), mn, s));
+    CopyEngineDesign d;
+    CopyEngineOptions o;
+    o.groups_per_part = groups;
+    o.phase2 = phase2;
+    o.route = CopyEngineRoute::Ring;
+    o.wait_timeout_s = 30;
+    OVERLAPSIM_TRY(d.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
+    for (int i = 0; i < calls; ++i)
+      OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), p.data(), s, ctx.comm_stream));
+    OVERLAPSIM_TRY(d.unpermute(p.data(), out.data(), s));
+    gemm::OwnGemm own;
+    OVERLAPSIM_TRY(
+        own.initialize({m, n, k, gemm_type(), a[(calls - 1) % 2].data(), b.data(), nat.data()}));
+    OVERLAPSIM_TRY(own.run(s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    OVERLAPSIM_TRY(d.check_waits());
+    SharedGpuRankResult& mine = results[static_cast<std::size_t>(rank)];
+    mine.own = to_bits(nat.data(), mn);
+    mine.result = to_bits(out.data(), out_elems);
+    if (op == CollectiveOp::AllReduce) {
+      OVERLAPSIM_TRY(all_reduce(ctx.comm, nat.data(), nat.data(), mn, DType::BF16, s));
+    } else {
+      OVERLAPSIM_TRY(
+          reduce_scatter(ctx.comm, nat.data(), nat_out.data(), per_rank, DType::BF16, s));
+    }
+    OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "ring against NCCL"));
+    const void* nccl = op == CollectiveOp::AllReduce ? nat.data() : nat_out.data();
+    // Inputs are O(1): a dot of K terms is O(sqrt K); each of the world's hops rounds.
+    const double abs_tol = 0.02 * std::sqrt(static_cast<double>(k)) * world / 2;
+    return count_mismatches(out.data(), nccl, out_elems, DType::BF16, 1.0 / 64, abs_tol, s,
+                            &off_nccl[static_cast<std::size_t>(rank)]);
+  });
+  ASSERT_TRUE(status.ok) << status.message;
+  SharedGpuCase c{op, world, m, n, k, groups, phase2, calls, CopyEngineRoute::Ring};
+  const std::vector<std::int64_t> wrong = shared_gpu_mismatches(c, results);
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(wrong[static_cast<std::size_t>(r)], 0) << "rank " << r << ": not the ring's sum";
+    EXPECT_EQ(off_nccl[static_cast<std::size_t>(r)], 0u)
+        << "rank " << r << ": outside bf16 tolerance of own GEMM + NCCL";
+  }
+}
+
+TEST(TilewiseCopyEngineGpu, RingRouteBitIdenticalToTheRingOrderSum) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  for (const CollectiveOp op : {CollectiveOp::ReduceScatter, CollectiveOp::AllReduce}) {
+    run_ring_on_gpus(op, 2048, 1536, 512, 2, CopyEnginePhase2::CopyEngine, 1);
+    run_ring_on_gpus(op, 2048, 700, 300, 3, CopyEnginePhase2::CopyEngine, 1);  // edge tiles, K%8
+    run_ring_on_gpus(op, 4096, 2048, 777, 4, CopyEnginePhase2::CopyEngine, 1);
+  }
+  run_ring_on_gpus(CollectiveOp::AllReduce, 2048, 1536, 512, 2, CopyEnginePhase2::TailKernel, 1);
+  run_ring_on_gpus(CollectiveOp::AllReduce, 2048, 700, 300, 2, CopyEnginePhase2::TailKernel, 1);
+}
+
+// 200 calls back to back with no host synchronisation, per collective and phase 2.
+TEST(TilewiseCopyEngineGpu, RingRouteBackToBackCallsWithoutHostSync) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  run_ring_on_gpus(CollectiveOp::ReduceScatter, 2048, 2048, 512, 2, CopyEnginePhase2::CopyEngine,
+                   200);
+  run_ring_on_gpus(CollectiveOp::AllReduce, 2048, 2048, 512, 2, CopyEnginePhase2::CopyEngine, 200);
+  run_ring_on_gpus(CollectiveOp::AllReduce, 2048, 2048, 512, 2, CopyEnginePhase2::TailKernel, 200);
+}
+
+// Small shapes for compute-sanitizer (racecheck, synccheck) on the ring route.
+TEST(TilewiseCopyEngineGpu, RingSmallForSanitizer) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  run_ring_on_gpus(CollectiveOp::ReduceScatter, 1024, 512, 128, 2, CopyEnginePhase2::CopyEngine, 2);
+  run_ring_on_gpus(CollectiveOp::AllReduce, 1024, 512, 128, 2, CopyEnginePhase2::TailKernel, 2);
 }
 
 // ---------------------------------------------------------------- GPU: ranks in processes
