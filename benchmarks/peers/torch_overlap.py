@@ -301,6 +301,10 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--chunks", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--quick", action="store_true", help="two shapes only")
+    parser.add_argument("--shapes", nargs="+", default=None,
+                        help="MxNxK shapes instead of the acceptance set (every --ops pair)")
+    parser.add_argument("--ops", nargs="+", default=None,
+                        help="only these pairs (e.g. gemm+reducescatter gemm+allreduce)")
     args = parser.parse_args()
     if args.iterations < 20:
         parser.error("--iterations must be >= 20 (median of >= 20 runs)")
@@ -312,6 +316,11 @@ def main():
     plan = [("gemm+allreduce", s) for s in shapes] + [("gemm+reducescatter", s) for s in shapes]
     plan += [("allgather+gemm", s) for s in ([(8192, 8192, 8192), (16384, 8192, 4096)])]
     plan += [("gemm+alltoall", s) for s in MOE]
+    if args.shapes:
+        own = [tuple(int(x) for x in s.split("x")) for s in args.shapes]
+        plan = [(op, s) for op in ("gemm+allreduce", "gemm+reducescatter") for s in own]
+    if args.ops:
+        plan = [(op, s) for op, s in plan if op in args.ops]
     for seed, (op, (m, n, k)) in enumerate(plan, start=1):
         try:
             bench.pair(op, m, n, k, seed)
