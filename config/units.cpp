@@ -114,6 +114,16 @@ std::optional<double> parse_flops_per_s(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<double> parse_power_W(std::string_view text) {
+  auto split = split_number(text);
+  if (!split || split->value < 0) return std::nullopt;
+  const std::string& s = split->suffix;
+  if (s.empty() || s == "W") return split->value;
+  if (s == "kW") return split->value * 1e3;
+  if (s == "MW") return split->value * 1e6;
+  return std::nullopt;
+}
+
 std::string format_bytes(std::uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "config/error.hpp"
+#include "config/units.hpp"
 #include "sim/topology/builders.hpp"
 
 namespace overlapsim::workloads {
@@ -132,6 +133,13 @@ GpuSpec parse_gpu(const ConfigNode& gpu, const std::string& cluster_file) {
         if (v == 0) n.fail("0 is not a memory size (expected a size > 0)");
         return v;
       });
+  spec.power_W = get_cited<double>(gpu, "power_W", source, [](const ConfigNode& n) {
+    const std::string text = n.as_string();
+    const auto v = config::parse_power_W(text);
+    if (!v || *v <= 0)
+      n.fail(fmt::format("'{}' is not a power > 0 (expected {})", text, config::kExpectedPower));
+    return *v;
+  });
   const bool has_peaks =
       spec.peak_bf16_flops || spec.peak_fp8_flops || spec.memory_bandwidth_Bps || spec.memory_bytes;
   if (spec.profile_path.empty() && !has_peaks)
@@ -258,6 +266,7 @@ const std::vector<ParamDoc>& gpu_params() {
       {"peak_fp8_flops", "dense FP8 tensor-core peak", "(none)", "FLOP/s"},
       {"memory_bandwidth_Bps", "device memory bandwidth", "(none)", "bytes/s"},
       {"memory_bytes", "device memory capacity", "(none)", "bytes"},
+      {"power_W", "board power at full load (TDP/TGP), for energy estimates", "(none)", "W"},
       {"source", "citation for the plain values of this section", "(required with peaks)", ""},
   };
   return params;

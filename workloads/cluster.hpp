@@ -28,6 +28,7 @@ struct GpuSpec {
   std::optional<Cited<double>> peak_fp8_flops;        // FLOP/s, dense
   std::optional<Cited<double>> memory_bandwidth_Bps;  // bytes/s
   std::optional<Cited<std::uint64_t>> memory_bytes;
+  std::optional<Cited<double>> power_W;  // board power at full load (energy estimates)
 };
 
 enum class IntraNodeKind { NvSwitch, Pcie, None };

@@ -126,6 +126,45 @@ TEST(Cluster, EveryShippedFileLoadsAndBuilds) {
   }
 }
 
+// Every shipped file that names a GPU gives its capacity and board power, cited.
+TEST(Cluster, ShippedGpusCarryCitedMemoryAndPower) {
+  struct Expect {
+    const char* file;
+    std::uint64_t memory_bytes;
+    double power_W;
+  };
+  for (const Expect& e :
+       {Expect{"h200-8gpu.yaml", 141ull << 30, 700}, Expect{"h200x2-nvlink.yaml", 141ull << 30, 700},
+        Expect{"h200-128node-ndr.yaml", 141ull << 30, 700},
+        Expect{"h200-128node-ndr-oversub2.yaml", 141ull << 30, 700},
+        Expect{"h200-2048node-ndr.yaml", 141ull << 30, 700},
+        Expect{"h100-128node-ndr.yaml", 80ull << 30, 700},
+        Expect{"a100-hdr.yaml", 80ull << 30, 400},
+        Expect{"rtx4090-pcie-8gpu.yaml", 24ull << 30, 450}}) {
+    SCOPED_TRACE(e.file);
+    const ClusterSpec spec = load_cluster(kClusters + e.file);
+    ASSERT_TRUE(spec.gpu && spec.gpu->memory_bytes && spec.gpu->power_W);
+    EXPECT_EQ(spec.gpu->memory_bytes->value, e.memory_bytes);
+    EXPECT_DOUBLE_EQ(spec.gpu->power_W->value, e.power_W);
+    EXPECT_FALSE(spec.gpu->memory_bytes->source.empty());
+    EXPECT_FALSE(spec.gpu->power_W->source.empty());
+  }
+}
+
+TEST(Cluster, PowerUnits) {
+  const std::string base = "name: x\nnodes: 1\ngpus_per_node: 1\ngpu:\n  peak_bf16_flops: 1TFLOPS\n"
+                           "  source: s\n  power_W: ";
+  EXPECT_DOUBLE_EQ(parse(base + "700W\n").gpu->power_W->value, 700);
+  EXPECT_DOUBLE_EQ(parse(base + "0.7kW\n").gpu->power_W->value, 700);
+  EXPECT_DOUBLE_EQ(parse(base + "350\n").gpu->power_W->value, 350);
+  EXPECT_FALSE(parse("name: x\nnodes: 1\ngpus_per_node: 1\ngpu: {peak_bf16_flops: 1, source: s}\n")
+                   .gpu->power_W);
+  expect_error(base + "700 Watts\n", {"bad.yaml:7:", "power_W", "not a power", "700W"});
+  expect_error(base + "0W\n", {"bad.yaml:7:", "power_W", "'0W'"});
+  expect_error("name: x\nnodes: 1\ngpus_per_node: 1\ngpu: {peak_bf16_flops: 1, source: s, power_W: 5GB}\n",
+               {"bad.yaml:4:", "power_W", "not a power"});
+}
+
 TEST(Cluster, The16kGpuFileLoadsAndBuilds) {
   const ClusterSpec spec = load_cluster(kClusters + "h200-2048node-ndr.yaml");
   EXPECT_EQ(spec.num_gpus(), 16384);
@@ -166,7 +205,9 @@ TEST(Cluster, PcieAndSwitchFilesMapOntoTheirBuilders) {
   ASSERT_TRUE(pcie.gpu && pcie.gpu->peak_bf16_flops);
   EXPECT_DOUBLE_EQ(pcie.gpu->peak_bf16_flops->value, 165.2e12);
   EXPECT_FALSE(pcie.gpu->peak_bf16_flops->source.empty());
-  EXPECT_EQ(pcie.gpu->memory_bytes->value, 24'000'000'000u);
+  EXPECT_EQ(pcie.gpu->memory_bytes->value, 24ull << 30);
+  ASSERT_TRUE(pcie.gpu->power_W);
+  EXPECT_DOUBLE_EQ(pcie.gpu->power_W->value, 450);
   EXPECT_TRUE(pcie.gpu->profile_path.empty());
   EXPECT_EQ(build_topology(pcie).route(0, 7).size(), 4u);
 
