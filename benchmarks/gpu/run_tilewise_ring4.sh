@@ -7,9 +7,11 @@
 # (sequential, decomposed and the tile-wise tuner in one process), the PyTorch peers on
 # the same shapes, compute-sanitizer racecheck and synccheck on the ring's small test, the
 # summary. Everything lands in $OUT as at most 8 files (what the device tool brings back):
-# log.txt (steps, test and sanitizer summaries), tilewise_test.txt, ring4.csv, detail.csv,
-# tuning.yaml, stderr.txt, torch.csv, summary.csv; no archive, so a call cut short still
-# returns what it has.
+# log.txt (steps, test and sanitizer summaries), tilewise_test.txt, bench.csv (4 ranks, then
+# with WORLD2=1, default, the all-reduce at 2 ranks on GPUs 0,1: tilewise_ring2_allreduce.yaml),
+# detail.csv, tuning.yaml, stderr.txt, torch.csv, summary.csv; no archive, so a call cut
+# short still returns what it has. REGRESSION=1 (default) also runs the copy-engine tests
+# of the direct route on GPUs 0,1 (bit for bit against own GEMM + NCCL) and the cold start.
 #   bash benchmarks/gpu/run_tilewise_ring4.sh
 # Binaries: $CARRY_DIR/{bin,lib} (default build-ring4-carry: overlap-bench and tilewise_test
 # from a CUDA build here, with yaml-cpp and fmt), else a kernels-only build on the device.
@@ -40,23 +42,48 @@ world=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | wc -l)
 if [[ ${TEST_TIMEOUT:-150} -gt 0 ]]; then
   step "tilewise_test: the ring route on $world GPUs"
   timeout "${TEST_TIMEOUT:-150}" "$test_bin" \
-    --gtest_filter='TilewiseOwnerPlan.*:TilewiseOwnerDesign.*:TilewiseCopyEngineSharedGpu.RingRoute*:TilewiseCopyEngineGpu.Ring*' \
+    --gtest_filter='TilewiseOwnerPlan.*:TilewiseOwnerDesign.*:TilewiseCopyEngineSharedGpu.RingRoute*:TilewiseCopyEngineGpu.Ring*:TilewiseCopyEngineGpu.RowBlocks*' \
     >"$run_dir/tilewise_test.txt" 2>&1
-  echo "tilewise_test (ring) rc=$?" | tee -a "$log"
+  echo "tilewise_test (ring, row blocks) rc=$?" | tee -a "$log"
   grep -E "^\[  (PASSED|FAILED|SKIPPED|     OK) |^\[  FAILED|Failure|not the ring|tolerance|Which is|Expected|tests ran" \
     "$run_dir/tilewise_test.txt" | head -60 >>"$tests"
+  if [[ ${REGRESSION:-1} == 1 ]]; then
+    step "tilewise_test: the direct route's copy-engine tests and the cold start on GPUs 0,1"
+    CUDA_VISIBLE_DEVICES=0,1 timeout "${TEST_TIMEOUT:-150}" "$test_bin" \
+      --gtest_filter='TilewiseCopyEngineGpu.*:TilewiseCopyEngineSharedGpu.*:TilewiseColdStart.*' \
+      >/tmp/regression.txt 2>&1
+    echo "tilewise_test (direct route, GPUs 0,1) rc=$?" | tee -a "$log"
+    { echo "### regression on GPUs 0,1"; cat /tmp/regression.txt; } >>"$run_dir/tilewise_test.txt"
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED|Failure|tests ran" /tmp/regression.txt |
+      head -30 >>"$tests"
+  fi
 fi
 
 step "overlap-bench tilewise_ring4, $world ranks"
 timeout "${BENCH_TIMEOUT:-300}" "$bench" --suite benchmarks/suites/tilewise_ring4.yaml \
   --world "$world" --timeout 60 --tilewise-transport copy_engine \
   --tilewise-groups "${CE_GROUPS:-2,4,8}" --tilewise-detail "$run_dir/detail.csv" \
-  --tilewise-cache "$run_dir/tuning.yaml" --output "$run_dir/ring4.csv" \
+  --tilewise-cache "$run_dir/tuning.yaml" --output "$run_dir/bench.csv" \
   >"$run_dir/stdout.csv" 2>"$run_dir/stderr.txt"
 echo "overlap-bench rc=$?" | tee -a "$log"
 grep -E "chose|error|fail|Fail|differ" "$run_dir/stderr.txt" | head -60 >>"$log"
-[[ -s $run_dir/ring4.csv ]] || cp "$run_dir/stdout.csv" "$run_dir/ring4.csv"
+[[ -s $run_dir/bench.csv ]] || cp "$run_dir/stdout.csv" "$run_dir/bench.csv"
 rm -f "$run_dir/stdout.csv"
+
+if [[ ${WORLD2:-1} == 1 ]]; then
+  step "overlap-bench tilewise_ring2_allreduce, 2 ranks (GPUs 0,1)"
+  CUDA_VISIBLE_DEVICES=0,1 timeout "${BENCH2_TIMEOUT:-120}" "$bench" \
+    --suite benchmarks/suites/tilewise_ring2_allreduce.yaml --world 2 --timeout 60 \
+    --tilewise-transport copy_engine --tilewise-groups "${CE_GROUPS:-2,4,8}" \
+    --tilewise-detail /tmp/detail2.csv --tilewise-cache "$run_dir/tuning.yaml" \
+    --output /tmp/bench2.csv >/tmp/stdout2.csv 2>/tmp/stderr2.txt
+  echo "overlap-bench 2 ranks rc=$?" | tee -a "$log"
+  grep -E "chose|error|fail|Fail|differ" /tmp/stderr2.txt | head -30 >>"$log"
+  [[ -s /tmp/bench2.csv ]] || cp /tmp/stdout2.csv /tmp/bench2.csv
+  append_csv /tmp/bench2.csv "$run_dir/bench.csv"
+  [[ -s /tmp/detail2.csv ]] && append_csv /tmp/detail2.csv "$run_dir/detail.csv"
+  cat /tmp/stderr2.txt >>"$run_dir/stderr.txt"
+fi
 
 if [[ ${TORCH_TIMEOUT:-100} -gt 0 ]]; then
   step "torch peers (fused_matmul_reduce_scatter and friends), $world ranks"
@@ -91,7 +118,7 @@ if [[ ${SANITIZER_TIMEOUT:-60} -gt 0 ]]; then
 fi
 
 step "summary"
-python3 benchmarks/gpu/summarize_ring4.py "$run_dir/ring4.csv" --torch "$run_dir/torch.csv" \
+python3 benchmarks/gpu/summarize_ring4.py "$run_dir/bench.csv" --torch "$run_dir/torch.csv" \
   --output "$run_dir/summary.csv" >>"$log" 2>&1
 step "done"
 tail -n 30 "$log"

@@ -12,27 +12,32 @@ const Phase2Names& phase2_names(tw::CopyEnginePhase2 mode) {
 
 namespace {
 constexpr const char* kRingSuffix = "_ring";
+
+std::string chunk_suffix(const TilewiseCandidate& cand) {
+  return cand.row_chunks > 1 ? "_c" + std::to_string(cand.row_chunks) : std::string();
+}
 }  // namespace
 
 std::string copy_engine_wait(const TilewiseCandidate& cand) {
   return std::string(phase2_names(cand.phase2).wait) +
-         (cand.route == tw::CopyEngineRoute::Ring ? kRingSuffix : "");
+         (cand.route == tw::CopyEngineRoute::Ring ? kRingSuffix : "") + chunk_suffix(cand);
 }
 
 std::string copy_engine_design(const TilewiseCandidate& cand) {
   return std::string(phase2_names(cand.phase2).design) +
-         (cand.route == tw::CopyEngineRoute::Ring ? kRingSuffix : "");
+         (cand.route == tw::CopyEngineRoute::Ring ? kRingSuffix : "") + chunk_suffix(cand);
 }
 
 std::optional<TilewiseCandidate> parse_copy_engine_wait(const std::string& wait) {
   for (const Phase2Names& names : kPhase2Names)
-    for (const tw::CopyEngineRoute route :
-         {tw::CopyEngineRoute::Direct, tw::CopyEngineRoute::Ring}) {
-      TilewiseCandidate c;
-      c.phase2 = names.mode;
-      c.route = route;
-      if (copy_engine_wait(c) == wait) return c;
-    }
+    for (const tw::CopyEngineRoute route : {tw::CopyEngineRoute::Direct, tw::CopyEngineRoute::Ring})
+      for (const int chunks : kRowChunkChoices) {
+        TilewiseCandidate c;
+        c.phase2 = names.mode;
+        c.route = route;
+        c.row_chunks = chunks;
+        if (copy_engine_wait(c) == wait) return c;
+      }
   return std::nullopt;
 }
 
@@ -81,6 +86,7 @@ tw::CopyEngineOptions TilewiseShapeContext::copy_engine_options(
   tw::CopyEngineOptions o = copy_engine_options(cand.ce_groups);
   o.phase2 = cand.phase2;
   o.route = cand.route;
+  o.row_chunks = cand.row_chunks;
   return o;
 }
 

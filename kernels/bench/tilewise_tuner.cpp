@@ -110,44 +110,61 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
   const int warmup = std::max(3, sc.bench_case.warmup / 2);
   const int iterations = std::max(8, sc.bench_case.iterations / 2);
   const std::int32_t part_tiles = tw::owner_part_tiles(sc.shape.m, sc.shape.n, sc.env.world());
-  for (const tw::CopyEngineRoute route : routes) {
-    for (int g : groups) {
-      if (g > part_tiles) continue;
-      for (const tw::CopyEnginePhase2 mode : modes) {
-        TilewiseCandidate cand;
-        cand.ce_groups = g;
-        cand.partition = {g};
-        cand.phase2 = mode;
-        cand.route = route;
-        if (!tw::CopyEngineDesign::can_implement(sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
-                                                 sc.env.world(), sc.copy_engine_options(cand))
-                 .ok)
-          continue;
-        tw::CopyEngineDesign d;
-        OVERLAPSIM_TRY(d.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
-                                    sc.bench_case.dtype, sc.copy_engine_options(cand)));
-        OVERLAPSIM_TRY(sc.prepare_sets(d));
-        OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
-        // The planner models the direct route; for the ring it is the same timeline with
-        // the reduction spread over the hops (no reduction cost in either).
-        cand.predicted_s = tw::predict_owner_time_s(
-            d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode, sc.state.stream_ops_s,
-            mode == tw::CopyEnginePhase2::TailKernel ? &*sc.state.tail_curve : nullptr);
-        Timing t;
-        OVERLAPSIM_TRY(time_iterations(
-            *sc.env.ctx, warmup, iterations,
-            [&](int i) {
-              const PairBuffers b = sc.io.set(i);
-              return d.run(b.a, b.b, sc.p.data(), sc.compute(), sc.comm_stream());
-            },
-            &t));
-        OVERLAPSIM_TRY(d.check_waits());
-        cand.measured_s = t.median_s;
-        sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
-        if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
+  // Row blocks (all-reduce): the ring route with at most 4 groups a part, where the shape
+  // allows them (a cached choice names its own).
+  std::vector<int> row_chunks{1};
+  if (sc.coll == CollectiveOp::AllReduce && sc.env.world() > 1)
+    for (const int c : kRowChunkChoices)
+      if (c > 1) row_chunks.push_back(c);
+  if (cached && !cached->partition.empty()) {
+    row_chunks = {1};
+    if (auto parsed = parse_copy_engine_wait(cached->wait)) row_chunks = {parsed->row_chunks};
+  }
+  for (const int chunks : row_chunks)
+    for (const tw::CopyEngineRoute route : routes) {
+      if (chunks > 1 && route != tw::CopyEngineRoute::Ring && sc.env.world() > 2 && !cached)
+        continue;
+      for (int g : groups) {
+        if (g > part_tiles / chunks || (chunks > 1 && g > 4 && !cached)) continue;
+        for (const tw::CopyEnginePhase2 mode : modes) {
+          TilewiseCandidate cand;
+          cand.ce_groups = g;
+          cand.partition = {g};
+          cand.phase2 = mode;
+          cand.route = route;
+          cand.row_chunks = chunks;
+          if (!tw::CopyEngineDesign::can_implement(sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
+                                                   sc.env.world(), sc.copy_engine_options(cand))
+                   .ok)
+            continue;
+          tw::CopyEngineDesign d;
+          OVERLAPSIM_TRY(d.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n,
+                                      sc.shape.k, sc.bench_case.dtype,
+                                      sc.copy_engine_options(cand)));
+          OVERLAPSIM_TRY(sc.prepare_sets(d));
+          OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
+          // The planner models the direct route; for the ring it is the same timeline with
+          // the reduction spread over the hops (no reduction cost in either).
+          // Not predicted for row blocks (the planner has no such timeline; 0 in the detail).
+          if (chunks == 1)
+            cand.predicted_s = tw::predict_owner_time_s(
+                d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode, sc.state.stream_ops_s,
+                mode == tw::CopyEnginePhase2::TailKernel ? &*sc.state.tail_curve : nullptr);
+          Timing t;
+          OVERLAPSIM_TRY(time_iterations(
+              *sc.env.ctx, warmup, iterations,
+              [&](int i) {
+                const PairBuffers b = sc.io.set(i);
+                return d.run(b.a, b.b, sc.p.data(), sc.compute(), sc.comm_stream());
+              },
+              &t));
+          OVERLAPSIM_TRY(d.check_waits());
+          cand.measured_s = t.median_s;
+          sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
+          if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
+        }
       }
     }
-  }
   // The sequential pair is a choice too, timed the same way: kept unless the best
   // candidate is more than 1 % faster (a smaller lead is as likely noise, and the design
   // must never be more than 1 % slower than sequential).

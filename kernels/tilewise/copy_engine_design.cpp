@@ -31,6 +31,16 @@ Status CopyEngineDesign::can_implement(CollectiveOp op, std::int64_t m, std::int
     return Status::failure("tilewise copy_engine: groups_per_part must be >= 1");
   if (auto e = route_error(op, options.route))
     return Status::failure("tilewise copy_engine: " + *e);
+  if (options.row_chunks < 1 ||
+      (options.row_chunks > 1 &&
+       (op != CollectiveOp::AllReduce || options.phase2 == CopyEnginePhase2::Epilogue ||
+        m % (std::int64_t{gemm::GemmConfig::kTileM} * world * options.row_chunks) != 0)))
+    return Status::failure(
+        "tilewise copy_engine: row_chunks = " + std::to_string(options.row_chunks) +
+        " needs >= 1, and above 1 an allreduce without phase 2 by the epilogue and m a "
+        "multiple of 128 x " +
+        std::to_string(world) + " ranks x row_chunks, got " + to_string(op) +
+        ", m = " + std::to_string(m));
   if (options.route == CopyEngineRoute::Ring && options.phase2 == CopyEnginePhase2::Epilogue)
     return Status::failure(
         "tilewise copy_engine: phase 2 by the epilogue needs the direct route (its mirror "
@@ -71,6 +81,8 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
         "and an exchange, got world " +
         std::to_string(links.world) + ", rank " + std::to_string(links.rank));
   OVERLAPSIM_TRY(can_implement(op, m, n, k, links.world, options));
+  if (options.row_chunks > 1)
+    return initialize_row_chunks(std::move(links), op, m, n, k, dtype, options);
   const int world = links.world, rank = links.rank;
   const bool shared_gpu = links.shared_gpu;
   memory_ = std::make_unique<PeerMemory>(std::move(links));
@@ -133,6 +145,46 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
   }
   initialized_ = true;
   return Status::success();
+}
+
+Status CopyEngineDesign::initialize_row_chunks(PeerLinks links, CollectiveOp op, std::int64_t m,
+                                               std::int64_t n, std::int64_t k, DType dtype,
+                                               const CopyEngineOptions& options) {
+  const int c = options.row_chunks;
+  problem_ = {op, m, n, k, dtype};
+  options_ = options;
+  for (int i = 0; i < c; ++i) {
+    CopyEngineOptions o = options;
+    o.row_chunks = 1;
+    if (i + 1 < c) o.phase2 = CopyEnginePhase2::CopyEngine;
+    auto block = std::make_unique<CopyEngineDesign>();
+    OVERLAPSIM_TRY(block->initialize(links, op, m / c, n, k, dtype, o));
+    blocks_.push_back(std::move(block));
+  }
+  // The result's tile table over all rows: block i's tiles follow its P block.
+  plan_ = blocks_.front()->plan_;
+  plan_.out_rows = m;
+  plan_.out_tiles_m = plan_.tiles_m * c;
+  plan_.out_tile_offset_elems.clear();
+  for (int i = 0; i < c; ++i)
+    for (const std::int64_t offset :
+         blocks_[static_cast<std::size_t>(i)]->plan_.out_tile_offset_elems)
+      plan_.out_tile_offset_elems.push_back(offset + i * (m / c) * n);
+  OVERLAPSIM_TRY(upload(out_offsets_, plan_.out_tile_offset_elems));
+  CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+  initialized_ = true;  // the table's upload is synchronous; the blocks waited for their setup
+  return Status::success();
+}
+
+const void* CopyEngineDesign::block_a(const void* a, int i) const {
+  const std::int64_t rows = problem_.m / options_.row_chunks;
+  return static_cast<const char*>(a) + i * rows * problem_.k * kElementBytes;
+}
+
+void* CopyEngineDesign::block_p(void* p, int i) const {
+  const std::int64_t rows = problem_.m / options_.row_chunks;
+  return static_cast<char*>(p) + i * rows * problem_.n * kElementBytes;
 }
 
 Status CopyEngineDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch,
@@ -199,6 +251,12 @@ Status CopyEngineDesign::make_gemm(const void* a, const void* b, void* p, int pa
 
 Status CopyEngineDesign::prepare(const void* a, const void* b, void* p) {
   if (!initialized_) return Status::failure("tilewise copy_engine: prepare() before initialize()");
+  if (!blocks_.empty()) {
+    for (std::size_t i = 0; i < blocks_.size(); ++i)
+      OVERLAPSIM_TRY(
+          blocks_[i]->prepare(block_a(a, static_cast<int>(i)), b, block_p(p, static_cast<int>(i))));
+    return Status::success();
+  }
   if (problem_.op == CollectiveOp::AllReduce && plan_.world > 1 && !peer_p_.count(p)) {
     std::vector<std::vector<void*>> all;
     OVERLAPSIM_TRY(memory_->share({p}, &all));
@@ -217,6 +275,30 @@ Status CopyEngineDesign::prepare(const void* a, const void* b, void* p) {
 
 Status CopyEngineDesign::run(const void* a, const void* b, void* p, cudaStream_t compute_stream,
                              cudaStream_t comm_stream) {
+  if (!blocks_.empty()) {
+    // Every block's GEMM and transport back to back, then every block's peer waits, then
+    // one join: the comm stream runs block i's phase 2 while block i + 1's GEMM computes.
+    OVERLAPSIM_TRY(prepare(a, b, p));
+    for (std::size_t i = 0; i < blocks_.size(); ++i)
+      OVERLAPSIM_TRY(blocks_[i]->enqueue(block_a(a, static_cast<int>(i)), b,
+                                         block_p(p, static_cast<int>(i)), compute_stream,
+                                         comm_stream));
+    for (const auto& block : blocks_) OVERLAPSIM_TRY(block->enqueue_peer_waits(comm_stream));
+    CUDA_CHECK(cudaEventRecord(join_, comm_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(compute_stream, join_, 0));
+    return Status::success();
+  }
+  OVERLAPSIM_TRY(enqueue(a, b, p, compute_stream, comm_stream));
+  OVERLAPSIM_TRY(enqueue_peer_waits(comm_stream));
+  OVERLAPSIM_TRY(mark("peers_done", comm_stream));
+  CUDA_CHECK(cudaEventRecord(join_, comm_stream));
+  CUDA_CHECK(cudaStreamWaitEvent(compute_stream, join_, 0));
+  OVERLAPSIM_TRY(mark("end", compute_stream));
+  return Status::success();
+}
+
+Status CopyEngineDesign::enqueue(const void* a, const void* b, void* p, cudaStream_t compute_stream,
+                                 cudaStream_t comm_stream) {
   OVERLAPSIM_TRY(prepare(a, b, p));
   const std::uint32_t epoch = ++epoch_;
   const int parity = static_cast<int>(epoch & 1u);
@@ -298,6 +380,15 @@ Status CopyEngineDesign::run(const void* a, const void* b, void* p, cudaStream_t
                                  epoch, comm_stream));
     }
   }
+  return Status::success();
+}
+
+Status CopyEngineDesign::enqueue_peer_waits(cudaStream_t comm_stream) {
+  const int world = plan_.world, rank = plan_.rank;
+  const int G = plan_.groups_per_part;
+  const std::uint32_t epoch = epoch_;
+  const bool tail_kernel = options_.phase2 == CopyEnginePhase2::TailKernel &&
+                           problem_.op == CollectiveOp::AllReduce && world > 1;
   // The result is complete once every peer's copies into our buffers have landed.
   if (world > 1 && problem_.op != CollectiveOp::ReduceScatter) {
     const std::uint32_t* flags = problem_.op == CollectiveOp::AllReduce
@@ -311,10 +402,6 @@ Status CopyEngineDesign::run(const void* a, const void* b, void* p, cudaStream_t
         OVERLAPSIM_TRY(enqueue_wait_geq(flags + s * G + j, epoch, comm_stream));
     }
   }
-  OVERLAPSIM_TRY(mark("peers_done", comm_stream));
-  CUDA_CHECK(cudaEventRecord(join_, comm_stream));
-  CUDA_CHECK(cudaStreamWaitEvent(compute_stream, join_, 0));
-  OVERLAPSIM_TRY(mark("end", compute_stream));
   return Status::success();
 }
 
@@ -371,6 +458,12 @@ Status CopyEngineDesign::timeline(std::vector<std::pair<std::string, double>>* o
 
 Status CopyEngineDesign::run_gemm_only(const void* a, const void* b, void* p, cudaStream_t stream) {
   if (!initialized_) return Status::failure("tilewise copy_engine: run before initialize()");
+  if (!blocks_.empty()) {
+    for (std::size_t i = 0; i < blocks_.size(); ++i)
+      OVERLAPSIM_TRY(blocks_[i]->run_gemm_only(block_a(a, static_cast<int>(i)), b,
+                                               block_p(p, static_cast<int>(i)), stream));
+    return Status::success();
+  }
   const auto key = std::make_tuple(a, b, p);
   auto found = gemm_only_.find(key);
   if (found == gemm_only_.end()) {
@@ -399,6 +492,8 @@ Status CopyEngineDesign::unpermute(const void* p, void* natural, cudaStream_t st
 }
 
 Status CopyEngineDesign::check_waits() {
+  for (const auto& block : blocks_) OVERLAPSIM_TRY(block->check_waits());
+  if (!blocks_.empty()) return Status::success();
   int flag = 0;
   CUDA_CHECK(cudaMemcpy(&flag, timed_out_.data(), sizeof flag, cudaMemcpyDeviceToHost));
   if (flag != 0)

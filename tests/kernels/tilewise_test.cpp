@@ -1349,6 +1349,7 @@ struct SharedGpuCase {
   CopyEnginePhase2 phase2;
   int calls;  // back to back, inputs alternating between two sets; the last call is checked
   CopyEngineRoute route = CopyEngineRoute::Direct;
+  int row_chunks = 1;
 };
 
 struct SharedGpuRankResult {
@@ -1390,6 +1391,7 @@ Status run_shared_gpu_rank(const PeerLinks& links, const SharedGpuCase& c, std::
     o.groups_per_part = c.groups;
     o.phase2 = c.phase2;
     o.route = c.route;
+    o.row_chunks = c.row_chunks;
     o.wait_timeout_s = 20;
     o.num_ctas = (sms - 4) / c.world;  // a few SMs left for whatever else the GPU runs
     OVERLAPSIM_TRY(d.initialize(links, c.op, c.m, c.n, c.k, DType::BF16, o));
@@ -1433,10 +1435,13 @@ std::vector<std::int64_t> shared_gpu_mismatches(const SharedGpuCase& c,
                                                 const std::vector<SharedGpuRankResult>& ranks) {
   const std::int64_t rows = c.m / c.world;  // a part's rows
   const auto sum_at = [&](std::int64_t row, std::int64_t col) {
-    if (c.route == CopyEngineRoute::Ring)
-      return ring_sum_bits(c.world, static_cast<int>(row / rows), [&](int s) {
-        return ranks[static_cast<std::size_t>(s)].own[static_cast<std::size_t>(row * c.n + col)];
-      });
+    if (c.route == CopyEngineRoute::Ring)  // row blocks: parts are the block's rows
+      return ring_sum_bits(c.world,
+                           static_cast<int>(row % (c.m / c.row_chunks) / (rows / c.row_chunks)),
+                           [&](int s) {
+                             return ranks[static_cast<std::size_t>(s)]
+                                 .own[static_cast<std::size_t>(row * c.n + col)];
+                           });
     float sum = 0.0f;
     for (int s = 0; s < c.world; ++s) {
       const float v = bf16_bits_to_float(
@@ -1563,8 +1568,12 @@ TEST(TilewiseCopyEngineSharedGpu, RingRouteTwoThreeAndFourRanks) {
   }
   run_shared_gpu_case(
       {CollectiveOp::AllReduce, 4, 2048, 700, 320, 2, CopyEnginePhase2::TailKernel, 1, kRing});
+  run_shared_gpu_case({CollectiveOp::AllReduce, 4, 2048, 1024, 256, 2, CopyEnginePhase2::TailKernel,
+                       50, kRing});  // Row blocks: 2 and 4 calls back to back per all-reduce.
   run_shared_gpu_case(
-      {CollectiveOp::AllReduce, 4, 2048, 1024, 256, 2, CopyEnginePhase2::TailKernel, 50, kRing});
+      {CollectiveOp::AllReduce, 4, 4096, 700, 320, 2, CopyEnginePhase2::CopyEngine, 1, kRing, 2});
+  run_shared_gpu_case(
+      {CollectiveOp::AllReduce, 2, 2048, 1024, 256, 1, CopyEnginePhase2::TailKernel, 20, kRing, 4});
 }
 
 // The ring route on every visible GPU (one rank each), `calls` calls back to back with no
@@ -1573,13 +1582,14 @@ TEST(TilewiseCopyEngineSharedGpu, RingRouteTwoThreeAndFourRanks) {
 // (with 2 ranks that is also own GEMM + NCCL), and lie within bf16 tolerance of own GEMM +
 // NCCL's collective (NCCL's ring order and roundings differ beyond 2 ranks).
 void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int64_t k, int groups,
-                      CopyEnginePhase2 phase2, int calls) {
+                      CopyEnginePhase2 phase2, int calls, int row_chunks = 1) {
   const int world = visible_gpu_count();
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE(std::string(to_string(op)) + " ring on " + std::to_string(world) + " GPUs, " +
                std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ", " +
                std::to_string(groups) + " group(s), phase 2 " + to_string(phase2) + ", " +
-               std::to_string(calls) + " call(s), seed " + std::to_string(seed));
+               std::to_string(calls) + " call(s), " + std::to_string(row_chunks) +
+               " row block(s), seed " + std::to_string(seed));
   HarnessOptions harness;
   harness.blocking_comms = true;
   std::vector<SharedGpuRankResult> results(static_cast<std::size_t>(world));
@@ -1607,6 +1617,7 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
     o.groups_per_part = groups;
     o.phase2 = phase2;
     o.route = CopyEngineRoute::Ring;
+    o.row_chunks = row_chunks;
     o.wait_timeout_s = 30;
     OVERLAPSIM_TRY(d.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
     for (int i = 0; i < calls; ++i)
@@ -1635,7 +1646,7 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
                             &off_nccl[static_cast<std::size_t>(rank)]);
   });
   ASSERT_TRUE(status.ok) << status.message;
-  SharedGpuCase c{op, world, m, n, k, groups, phase2, calls, CopyEngineRoute::Ring};
+  SharedGpuCase c{op, world, m, n, k, groups, phase2, calls, CopyEngineRoute::Ring, row_chunks};
   const std::vector<std::int64_t> wrong = shared_gpu_mismatches(c, results);
   for (int r = 0; r < world; ++r) {
     EXPECT_EQ(wrong[static_cast<std::size_t>(r)], 0) << "rank " << r << ": not the ring's sum";
@@ -1664,11 +1675,23 @@ TEST(TilewiseCopyEngineGpu, RingRouteBackToBackCallsWithoutHostSync) {
   run_ring_on_gpus(CollectiveOp::AllReduce, 2048, 2048, 512, 2, CopyEnginePhase2::TailKernel, 200);
 }
 
+// The all-reduce in row blocks (CopyEngineOptions::row_chunks): each block its own ring call,
+// issued back to back, the peers' done flags waited for at the end; edge tiles, the tail
+// kernel on the last block, 200 calls back to back.
+TEST(TilewiseCopyEngineGpu, RowBlocksAllReduceBitIdenticalToTheRingOrderSum) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  run_ring_on_gpus(CollectiveOp::AllReduce, 4096, 1536, 512, 2, CopyEnginePhase2::CopyEngine, 1, 2);
+  run_ring_on_gpus(CollectiveOp::AllReduce, 4096, 700, 300, 1, CopyEnginePhase2::TailKernel, 1, 4);
+  run_ring_on_gpus(CollectiveOp::AllReduce, 4096, 2048, 512, 2, CopyEnginePhase2::TailKernel, 200,
+                   2);
+}
+
 // Small shapes for compute-sanitizer (racecheck, synccheck) on the ring route.
 TEST(TilewiseCopyEngineGpu, RingSmallForSanitizer) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   run_ring_on_gpus(CollectiveOp::ReduceScatter, 1024, 512, 128, 2, CopyEnginePhase2::CopyEngine, 2);
   run_ring_on_gpus(CollectiveOp::AllReduce, 1024, 512, 128, 2, CopyEnginePhase2::TailKernel, 2);
+  run_ring_on_gpus(CollectiveOp::AllReduce, 2048, 512, 128, 2, CopyEnginePhase2::TailKernel, 2, 2);
 }
 
 // ---------------------------------------------------------------- GPU: ranks in processes
