@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <string>
 
 #include "workloads/cluster.hpp"
@@ -283,6 +284,7 @@ TEST(MemoryModel, ShippedModelsFitOnH200Cluster) {
     const ModelSpec m = shipped(name, c);
     const auto est = estimate_memory(m, c);
     EXPECT_TRUE(est.fits()) << name << ": " << est.explain();
+    std::cout << name << ": " << est.explain() << "\n";
     EXPECT_GT(est.peak_bytes(), 1 * kGiB) << name;
   }
 }
