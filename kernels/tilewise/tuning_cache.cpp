@@ -13,6 +13,19 @@
 namespace overlapsim::kernels::tilewise {
 namespace {
 
+// The NCCL transport's wait modes, then the copy-engine entries' names: "copy_engine", or
+// for an all-reduce whose phase 2 is done otherwise (CopyEngineOptions::phase2)
+// "epilogue_phase2" or "tail_kernel"; each with "_ring" for the ring route
+// (CopyEngineOptions::route) and "_c2" / "_c4" for row blocks (CopyEngineOptions::row_chunks).
+std::vector<std::string> allowed_waits() {
+  std::vector<std::string> names{"kernel", "stream_memop"};
+  for (const char* mode : {"copy_engine", "epilogue_phase2", "tail_kernel"})
+    for (const char* route : {"", "_ring"})
+      for (const char* blocks : {"", "_c2", "_c4"})
+        names.push_back(std::string(mode) + route + blocks);
+  return names;
+}
+
 TuningEntry read_entry(const config::ConfigNode& node) {
   if (!node.is_map()) node.fail("expected an entry map (gpu, dtype, m, n, k, world, ...)");
   node.check_keys({"gpu", "dtype", "m", "n", "k", "world", "collective", "partition", "comm_sms",
@@ -34,10 +47,7 @@ TuningEntry read_entry(const config::ConfigNode& node) {
   e.partition = *partition;
   e.comm_sms = static_cast<int>(node.get_int("comm_sms", 0));
   if (e.comm_sms < 0 || e.comm_sms > 128) node.fail_key("comm_sms", "expected 0..128 SMs");
-  // copy_engine entries: "copy_engine", or for an all-reduce whose phase 2 is done otherwise
-  // (CopyEngineOptions::phase2) "epilogue_phase2" or "tail_kernel".
-  e.wait = node.get_enum(
-      "wait", {"kernel", "stream_memop", "copy_engine", "epilogue_phase2", "tail_kernel"}, "kernel");
+  e.wait = node.get_enum("wait", allowed_waits(), "kernel");
   e.time_s = node.get_double("time_s", 0);
   e.predicted_s = node.get_double("predicted_s", 0);
   e.search = node.get_string("search", "");

@@ -35,7 +35,9 @@ struct TuningEntry {
   TuningKey key;
   std::vector<int> partition;  // waves per group
   int comm_sms = 0;            // SMs the GEMM leaves to NCCL
-  std::string wait = "kernel"; // kernel | stream_memop | copy_engine | epilogue_phase2 | tail_kernel
+  // kernel | stream_memop | copy_engine | epilogue_phase2 | tail_kernel; the copy-engine
+  // names with "_ring" (ring route) and/or "_c2" / "_c4" (row blocks) appended.
+  std::string wait = "kernel";
   double time_s = 0;           // measured median
   double predicted_s = 0;      // the predictor's estimate for this partition
   std::string search;          // exhaustive | predictive | cached

@@ -752,6 +752,29 @@ TEST(TilewiseTuningCache, RoundTripAndReplace) {
   EXPECT_TRUE(empty->entries().empty());
 }
 
+// The copy-engine names with the ring route and row blocks (what overlap-bench writes for
+// them) load back; an unknown suffix does not.
+TEST(TilewiseTuningCache, RingRouteAndRowBlockNames) {
+  const std::string entry =
+      "  - {gpu: NVIDIA H100 80GB HBM3, dtype: bf16, m: 8192, n: 8192, k: 8192, world: 4, "
+      "collective: allreduce_ce, partition: \"2\", comm_sms: 0, wait: WAIT, time_s: 0.0017, "
+      "predicted_s: 0, search: exhaustive}\n";
+  for (const std::string wait : {"copy_engine_ring", "tail_kernel_ring", "tail_kernel_ring_c2",
+                                 "copy_engine_ring_c4", "copy_engine_c2"}) {
+    std::string text = "entries:\n" + entry;
+    text.replace(text.find("WAIT"), 4, wait);
+    std::string error;
+    auto parsed = TuningCache::parse(text, "cache.yaml", &error);
+    ASSERT_TRUE(parsed) << wait << ": " << error;
+    EXPECT_EQ(parsed->entries().front().wait, wait);
+  }
+  std::string text = "entries:\n" + entry;
+  text.replace(text.find("WAIT"), 4, "tail_kernel_ring_c3");
+  std::string error;
+  EXPECT_FALSE(TuningCache::parse(text, "cache.yaml", &error));
+  EXPECT_NE(error.find("wait"), std::string::npos) << error;
+}
+
 TEST(TilewiseTuningCache, BadFileNamesKeyAndLine) {
   std::string error;
   const std::string text =
