@@ -418,9 +418,11 @@ std::int64_t simulate_ring(CollectiveOp op, std::int64_t m, std::int64_t n, int 
   const int G = groups_per_part;
   std::vector<std::vector<double>> P(static_cast<std::size_t>(world), std::vector<double>(mn, NAN));
   std::vector<std::vector<double>> R = P;
-  // arrived[r][flag]: set by the copy that fills it.
-  std::vector<std::vector<int>> arrived(static_cast<std::size_t>(world),
-                                        std::vector<int>(static_cast<std::size_t>(world * G), 0));
+  // copied[r][flag]: the receive-buffer range [begin, end) of the copy that wrote the flag
+  // (a tile must wait for the flag of the copy that brings its own elements).
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> copied(
+      static_cast<std::size_t>(world), std::vector<std::pair<std::int64_t, std::int64_t>>(
+                                           static_cast<std::size_t>(world * G), {-1, -1}));
   for (int q = 0; q < world; ++q) {
     for (int r = 0; r < world; ++r) {
       const CopyEngineLayout& plan = plans[static_cast<std::size_t>(r)];
@@ -439,8 +441,11 @@ std::int64_t simulate_ring(CollectiveOp op, std::int64_t m, std::int64_t n, int 
           double v = value(r, row, col);
           if (flag >= 0) {
             EXPECT_EQ(flag / G, q) << "a tile waits for a flag of its own position";
-            EXPECT_EQ(arrived[static_cast<std::size_t>(r)][static_cast<std::size_t>(flag)], 1)
-                << "rank " << r << " position " << q << ": the partial's flag was not written";
+            const auto range = copied[static_cast<std::size_t>(r)][static_cast<std::size_t>(flag)];
+            EXPECT_TRUE(static_cast<std::int64_t>(at) >= range.first &&
+                        static_cast<std::int64_t>(at) < range.second)
+                << "rank " << r << " position " << q
+                << ": the flag waited for is not the copy of this element";
             v += R[static_cast<std::size_t>(r)][at];
           }
           P[static_cast<std::size_t>(r)][at] = v;
@@ -458,8 +463,8 @@ std::int64_t simulate_ring(CollectiveOp op, std::int64_t m, std::int64_t n, int 
         for (std::int64_t x = 0; x < g.elems; ++x)
           R[static_cast<std::size_t>(next)][static_cast<std::size_t>(to + x)] =
               P[static_cast<std::size_t>(r)][static_cast<std::size_t>(g.begin_elems + x)];
-        arrived[static_cast<std::size_t>(next)][static_cast<std::size_t>((q + 1) * G + g.index)] =
-            1;
+        copied[static_cast<std::size_t>(next)][static_cast<std::size_t>((q + 1) * G + g.index)] = {
+            to, to + g.elems};
       }
     }
   }
