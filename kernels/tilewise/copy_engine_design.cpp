@@ -446,6 +446,20 @@ Status CopyEngineDesign::mark(const std::string& label, cudaStream_t stream) {
 
 Status CopyEngineDesign::timeline(std::vector<std::pair<std::string, double>>* out) const {
   out->clear();
+  if (!blocks_.empty()) {
+    for (std::size_t i = 0; i < blocks_.size(); ++i) {
+      std::vector<std::pair<std::string, double>> steps;
+      OVERLAPSIM_TRY(blocks_[i]->timeline(&steps));
+      for (auto& [label, t_us] : steps) {
+        std::string name = "b";
+        name += std::to_string(i);
+        name += '_';
+        name += label;
+        out->emplace_back(std::move(name), t_us);
+      }
+    }
+    return Status::success();
+  }
   if (timeline_used_ == 0) return Status::failure("tilewise copy_engine: no timeline recorded");
   for (std::size_t i = 0; i < timeline_used_; ++i) {
     CUDA_CHECK(cudaEventSynchronize(timeline_events_[i]));

@@ -138,7 +138,12 @@ class CopyEngineDesign {
   // the compute stream: the call's start, the GEMM's end, the call's end). timeline() gives
   // the last call's steps in µs from its start (waits for them). The extra event records
   // cost the comm stream a little; timed runs leave it off.
-  void set_timeline(bool on) { timeline_on_ = on; }
+  // With row blocks each block records its own steps; timeline() gives them all, each label
+  // prefixed with "b<i>_" and timed from that block's start.
+  void set_timeline(bool on) {
+    timeline_on_ = on;
+    for (auto& block : blocks_) block->set_timeline(on);
+  }
   Status timeline(std::vector<std::pair<std::string, double>>* steps_us) const;
 
   // The layout (of the first row block where row_chunks > 1; out_rows and the result's tile
