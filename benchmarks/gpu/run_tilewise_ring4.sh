@@ -42,9 +42,9 @@ world=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | wc -l)
 if [[ ${TEST_TIMEOUT:-150} -gt 0 ]]; then
   step "tilewise_test: the ring route on $world GPUs"
   timeout "${TEST_TIMEOUT:-150}" "$test_bin" \
-    --gtest_filter='TilewiseOwnerPlan.*:TilewiseOwnerDesign.*:TilewiseCopyEngineSharedGpu.RingRoute*:TilewiseCopyEngineGpu.Ring*:TilewiseCopyEngineGpu.RowBlocks*' \
+    --gtest_filter='TilewiseOwnerPlan.*:TilewiseOwnerDesign.*:TilewiseCopyEngineSharedGpu.RingRoute*:TilewiseCopyEngineGpu.Ring*:TilewiseCopyEngineGpu.RowChunks*' \
     >"$run_dir/tilewise_test.txt" 2>&1
-  echo "tilewise_test (ring, row blocks) rc=$?" | tee -a "$log"
+  echo "tilewise_test (ring, row chunks) rc=$?" | tee -a "$log"
   grep -E "^\[  (PASSED|FAILED|SKIPPED|     OK) |^\[  FAILED|Failure|not the ring|tolerance|Which is|Expected|tests ran" \
     "$run_dir/tilewise_test.txt" | head -60 >>"$tests"
   if [[ ${REGRESSION:-1} == 1 ]]; then

@@ -35,7 +35,7 @@ struct TilewiseCandidate {
   int ce_groups = 0;  // > 0: transport copy_engine with this many groups a part
   tw::CopyEnginePhase2 phase2 = tw::CopyEnginePhase2::CopyEngine;  // copy_engine all-reduce
   tw::CopyEngineRoute route = tw::CopyEngineRoute::Direct;         // copy_engine reductions
-  int row_chunks = 1;  // copy_engine all-reduce: calls on row blocks back to back
+  int row_chunks = 1;  // copy_engine all-reduce: calls on row chunks back to back
 };
 
 // Per all-reduce phase-2 mode: the detail CSV's and tuning cache's `wait` of a copy-engine
@@ -54,12 +54,12 @@ inline constexpr Phase2Names kPhase2Names[] = {
 const Phase2Names& phase2_names(tw::CopyEnginePhase2 mode);
 // A copy-engine candidate's `wait` (detail CSV, tuning cache) and pair-row design: its
 // phase-2 mode's, with "_ring" appended for the ring route (copy_engine_layout.hpp) and
-// "_c<n>" for n row blocks (CopyEngineOptions::row_chunks).
+// "_c<n>" for n row chunks (CopyEngineOptions::row_chunks).
 std::string copy_engine_wait(const TilewiseCandidate& cand);
 std::string copy_engine_design(const TilewiseCandidate& cand);
 // The candidate a cached `wait` names (phase 2 and route), nullopt for an unknown name.
 std::optional<TilewiseCandidate> parse_copy_engine_wait(const std::string& wait);
-// The row-block counts the tuner times for a copy-engine all-reduce (1: one call).
+// The row-chunk counts the tuner times for a copy-engine all-reduce (1: one call).
 inline constexpr int kRowChunkChoices[] = {1, 2, 4};
 
 // What one rank keeps across shapes and cases (BenchEnv::tilewise_state). Every rank

@@ -110,7 +110,7 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
   const int warmup = std::max(3, sc.bench_case.warmup / 2);
   const int iterations = std::max(8, sc.bench_case.iterations / 2);
   const std::int32_t part_tiles = tw::owner_part_tiles(sc.shape.m, sc.shape.n, sc.env.world());
-  // Row blocks (all-reduce): the ring route with at most 4 groups a part, where the shape
+  // Row chunks (all-reduce): the ring route with at most 4 groups a part, where the shape
   // allows them (a cached choice names its own).
   std::vector<int> row_chunks{1};
   if (sc.coll == CollectiveOp::AllReduce && sc.env.world() > 1)
@@ -145,7 +145,7 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
           OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
           // The planner models the direct route; for the ring it is the same timeline with
           // the reduction spread over the hops (no reduction cost in either).
-          // Not predicted for row blocks (the planner has no such timeline; 0 in the detail).
+          // Not predicted for row chunks (the planner has no such timeline; 0 in the detail).
           if (chunks == 1)
             cand.predicted_s = tw::predict_owner_time_s(
                 d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode, sc.state.stream_ops_s,

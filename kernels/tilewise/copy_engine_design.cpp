@@ -157,32 +157,32 @@ Status CopyEngineDesign::initialize_row_chunks(PeerLinks links, CollectiveOp op,
     CopyEngineOptions o = options;
     o.row_chunks = 1;
     if (i + 1 < c) o.phase2 = CopyEnginePhase2::CopyEngine;
-    auto block = std::make_unique<CopyEngineDesign>();
-    OVERLAPSIM_TRY(block->initialize(links, op, m / c, n, k, dtype, o));
-    blocks_.push_back(std::move(block));
+    auto chunk = std::make_unique<CopyEngineDesign>();
+    OVERLAPSIM_TRY(chunk->initialize(links, op, m / c, n, k, dtype, o));
+    chunks_.push_back(std::move(chunk));
   }
-  // The result's tile table over all rows: block i's tiles follow its P block.
-  plan_ = blocks_.front()->plan_;
+  // The result's tile table over all rows: chunk i's tiles follow its P chunk.
+  plan_ = chunks_.front()->plan_;
   plan_.out_rows = m;
   plan_.out_tiles_m = plan_.tiles_m * c;
   plan_.out_tile_offset_elems.clear();
   for (int i = 0; i < c; ++i)
     for (const std::int64_t offset :
-         blocks_[static_cast<std::size_t>(i)]->plan_.out_tile_offset_elems)
+         chunks_[static_cast<std::size_t>(i)]->plan_.out_tile_offset_elems)
       plan_.out_tile_offset_elems.push_back(offset + i * (m / c) * n);
   OVERLAPSIM_TRY(upload(out_offsets_, plan_.out_tile_offset_elems));
   CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
-  initialized_ = true;  // the table's upload is synchronous; the blocks waited for their setup
+  initialized_ = true;  // the table's upload is synchronous; the chunks waited for their setup
   return Status::success();
 }
 
-const void* CopyEngineDesign::block_a(const void* a, int i) const {
+const void* CopyEngineDesign::chunk_a(const void* a, int i) const {
   const std::int64_t rows = problem_.m / options_.row_chunks;
   return static_cast<const char*>(a) + i * rows * problem_.k * kElementBytes;
 }
 
-void* CopyEngineDesign::block_p(void* p, int i) const {
+void* CopyEngineDesign::chunk_p(void* p, int i) const {
   const std::int64_t rows = problem_.m / options_.row_chunks;
   return static_cast<char*>(p) + i * rows * problem_.n * kElementBytes;
 }
@@ -251,10 +251,10 @@ Status CopyEngineDesign::make_gemm(const void* a, const void* b, void* p, int pa
 
 Status CopyEngineDesign::prepare(const void* a, const void* b, void* p) {
   if (!initialized_) return Status::failure("tilewise copy_engine: prepare() before initialize()");
-  if (!blocks_.empty()) {
-    for (std::size_t i = 0; i < blocks_.size(); ++i)
+  if (!chunks_.empty()) {
+    for (std::size_t i = 0; i < chunks_.size(); ++i)
       OVERLAPSIM_TRY(
-          blocks_[i]->prepare(block_a(a, static_cast<int>(i)), b, block_p(p, static_cast<int>(i))));
+          chunks_[i]->prepare(chunk_a(a, static_cast<int>(i)), b, chunk_p(p, static_cast<int>(i))));
     return Status::success();
   }
   if (problem_.op == CollectiveOp::AllReduce && plan_.world > 1 && !peer_p_.count(p)) {
@@ -275,15 +275,15 @@ Status CopyEngineDesign::prepare(const void* a, const void* b, void* p) {
 
 Status CopyEngineDesign::run(const void* a, const void* b, void* p, cudaStream_t compute_stream,
                              cudaStream_t comm_stream) {
-  if (!blocks_.empty()) {
-    // Every block's GEMM and transport back to back, then every block's peer waits, then
-    // one join: the comm stream runs block i's phase 2 while block i + 1's GEMM computes.
+  if (!chunks_.empty()) {
+    // Every chunk's GEMM and transport back to back, then every chunk's peer waits, then
+    // one join: the comm stream runs chunk i's phase 2 while chunk i + 1's GEMM computes.
     OVERLAPSIM_TRY(prepare(a, b, p));
-    for (std::size_t i = 0; i < blocks_.size(); ++i)
-      OVERLAPSIM_TRY(blocks_[i]->enqueue(block_a(a, static_cast<int>(i)), b,
-                                         block_p(p, static_cast<int>(i)), compute_stream,
+    for (std::size_t i = 0; i < chunks_.size(); ++i)
+      OVERLAPSIM_TRY(chunks_[i]->enqueue(chunk_a(a, static_cast<int>(i)), b,
+                                         chunk_p(p, static_cast<int>(i)), compute_stream,
                                          comm_stream));
-    for (const auto& block : blocks_) OVERLAPSIM_TRY(block->enqueue_peer_waits(comm_stream));
+    for (const auto& chunk : chunks_) OVERLAPSIM_TRY(chunk->enqueue_peer_waits(comm_stream));
     CUDA_CHECK(cudaEventRecord(join_, comm_stream));
     CUDA_CHECK(cudaStreamWaitEvent(compute_stream, join_, 0));
     return Status::success();
@@ -446,12 +446,12 @@ Status CopyEngineDesign::mark(const std::string& label, cudaStream_t stream) {
 
 Status CopyEngineDesign::timeline(std::vector<std::pair<std::string, double>>* out) const {
   out->clear();
-  if (!blocks_.empty()) {
-    for (std::size_t i = 0; i < blocks_.size(); ++i) {
+  if (!chunks_.empty()) {
+    for (std::size_t i = 0; i < chunks_.size(); ++i) {
       std::vector<std::pair<std::string, double>> steps;
-      OVERLAPSIM_TRY(blocks_[i]->timeline(&steps));
+      OVERLAPSIM_TRY(chunks_[i]->timeline(&steps));
       for (auto& [label, t_us] : steps) {
-        std::string name = "b";
+        std::string name = "c";
         name += std::to_string(i);
         name += '_';
         name += label;
@@ -472,10 +472,10 @@ Status CopyEngineDesign::timeline(std::vector<std::pair<std::string, double>>* o
 
 Status CopyEngineDesign::run_gemm_only(const void* a, const void* b, void* p, cudaStream_t stream) {
   if (!initialized_) return Status::failure("tilewise copy_engine: run before initialize()");
-  if (!blocks_.empty()) {
-    for (std::size_t i = 0; i < blocks_.size(); ++i)
-      OVERLAPSIM_TRY(blocks_[i]->run_gemm_only(block_a(a, static_cast<int>(i)), b,
-                                               block_p(p, static_cast<int>(i)), stream));
+  if (!chunks_.empty()) {
+    for (std::size_t i = 0; i < chunks_.size(); ++i)
+      OVERLAPSIM_TRY(chunks_[i]->run_gemm_only(chunk_a(a, static_cast<int>(i)), b,
+                                               chunk_p(p, static_cast<int>(i)), stream));
     return Status::success();
   }
   const auto key = std::make_tuple(a, b, p);
@@ -506,8 +506,8 @@ Status CopyEngineDesign::unpermute(const void* p, void* natural, cudaStream_t st
 }
 
 Status CopyEngineDesign::check_waits() {
-  for (const auto& block : blocks_) OVERLAPSIM_TRY(block->check_waits());
-  if (!blocks_.empty()) return Status::success();
+  for (const auto& chunk : chunks_) OVERLAPSIM_TRY(chunk->check_waits());
+  if (!chunks_.empty()) return Status::success();
   int flag = 0;
   CUDA_CHECK(cudaMemcpy(&flag, timed_out_.data(), sizeof flag, cudaMemcpyDeviceToHost));
   if (flag != 0)

@@ -93,13 +93,13 @@ struct CopyEngineOptions {
   // epilogue, so each reduced tile reads one peer tile. Ring: reducescatter and allreduce,
   // not with phase 2 by the epilogue.
   CopyEngineRoute route = CopyEngineRoute::Direct;
-  // All-reduce only: the rows cut into row_chunks consecutive blocks of m / row_chunks,
+  // All-reduce only: the rows cut into row_chunks consecutive chunks of m / row_chunks,
   // each a call of its own (its own rotated GEMM, buffers and flags) issued back to back:
-  // block i + 1's GEMM runs while block i's reduced own part still travels to the peers
-  // (phase 2), so only the last block's phase 2 is left after the last GEMM, at the cost
-  // of c GEMM launches and their partial last waves. Phase 2 of every block but the last
-  // by the copy engines (a tail kernel would hold the compute stream), the last block's
-  // by `phase2`; the comm stream waits for every block's done flags only at the end.
+  // chunk i + 1's GEMM runs while chunk i's reduced own part still travels to the peers
+  // (phase 2), so only the last chunk's phase 2 is left after the last GEMM, at the cost
+  // of c GEMM launches and their partial last waves. Phase 2 of every chunk but the last
+  // by the copy engines (a tail kernel would hold the compute stream), the last chunk's
+  // by `phase2`; the comm stream waits for every chunk's done flags only at the end.
   // Needs m a multiple of 128 x world x row_chunks.
   int row_chunks = 1;
   // Persistent CTAs of the GEMM; 0: one per SM. Ranks sharing a GPU need
@@ -138,15 +138,15 @@ class CopyEngineDesign {
   // the compute stream: the call's start, the GEMM's end, the call's end). timeline() gives
   // the last call's steps in µs from its start (waits for them). The extra event records
   // cost the comm stream a little; timed runs leave it off.
-  // With row blocks each block records its own steps; timeline() gives them all, each label
-  // prefixed with "b<i>_" and timed from that block's start.
+  // With row chunks each chunk records its own steps; timeline() gives them all, each label
+  // prefixed with "c<i>_" and timed from that chunk's start.
   void set_timeline(bool on) {
     timeline_on_ = on;
-    for (auto& block : blocks_) block->set_timeline(on);
+    for (auto& chunk : chunks_) chunk->set_timeline(on);
   }
   Status timeline(std::vector<std::pair<std::string, double>>* steps_us) const;
 
-  // The layout (of the first row block where row_chunks > 1; out_rows and the result's tile
+  // The layout (of the first row chunk where row_chunks > 1; out_rows and the result's tile
   // table cover all rows).
   const CopyEngineLayout& plan() const { return plan_; }
 
@@ -159,9 +159,9 @@ class CopyEngineDesign {
   Status enqueue_peer_waits(cudaStream_t comm_stream);
   Status initialize_row_chunks(PeerLinks links, CollectiveOp op, std::int64_t m, std::int64_t n,
                                std::int64_t k, DType dtype, const CopyEngineOptions& options);
-  // Row block i of a, p (row-major, m / row_chunks rows each).
-  const void* block_a(const void* a, int i) const;
-  void* block_p(void* p, int i) const;
+  // Row chunk i of a, p (row-major, m / row_chunks rows each).
+  const void* chunk_a(const void* a, int i) const;
+  void* chunk_p(void* p, int i) const;
 
   struct Peer {
     char* recv = nullptr;  // its receive buffers (2 parities)
@@ -202,7 +202,7 @@ class CopyEngineDesign {
   std::uint32_t epoch_ = 0;
   cudaEvent_t fork_ = nullptr;
   cudaEvent_t join_ = nullptr;
-  std::vector<std::unique_ptr<CopyEngineDesign>> blocks_;  // row_chunks > 1: one per row block
+  std::vector<std::unique_ptr<CopyEngineDesign>> chunks_;  // row_chunks > 1: one per row chunk
   bool timeline_on_ = false;
   std::vector<cudaEvent_t> timeline_events_;
   std::vector<std::string> timeline_labels_;

@@ -36,7 +36,7 @@ struct TuningEntry {
   std::vector<int> partition;  // waves per group
   int comm_sms = 0;            // SMs the GEMM leaves to NCCL
   // kernel | stream_memop | copy_engine | epilogue_phase2 | tail_kernel; the copy-engine
-  // names with "_ring" (ring route) and/or "_c2" / "_c4" (row blocks) appended.
+  // names with "_ring" (ring route) and/or "_c2" / "_c4" (row chunks) appended.
   std::string wait = "kernel";
   double time_s = 0;           // measured median
   double predicted_s = 0;      // the predictor's estimate for this partition

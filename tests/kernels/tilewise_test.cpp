@@ -757,9 +757,9 @@ TEST(TilewiseTuningCache, RoundTripAndReplace) {
   EXPECT_TRUE(empty->entries().empty());
 }
 
-// The copy-engine names with the ring route and row blocks (what overlap-bench writes for
+// The copy-engine names with the ring route and row chunks (what overlap-bench writes for
 // them) load back; an unknown suffix does not.
-TEST(TilewiseTuningCache, RingRouteAndRowBlockNames) {
+TEST(TilewiseTuningCache, RingRouteAndRowChunkNames) {
   const std::string entry =
       "  - {gpu: NVIDIA H100 80GB HBM3, dtype: bf16, m: 8192, n: 8192, k: 8192, world: 4, "
       "collective: allreduce_ce, partition: \"2\", comm_sms: 0, wait: WAIT, time_s: 0.0017, "
@@ -1463,7 +1463,7 @@ std::vector<std::int64_t> shared_gpu_mismatches(const SharedGpuCase& c,
                                                 const std::vector<SharedGpuRankResult>& ranks) {
   const std::int64_t rows = c.m / c.world;  // a part's rows
   const auto sum_at = [&](std::int64_t row, std::int64_t col) {
-    if (c.route == CopyEngineRoute::Ring)  // row blocks: parts are the block's rows
+    if (c.route == CopyEngineRoute::Ring)  // row chunks: parts are the chunk's rows
       return ring_sum_bits(c.world,
                            static_cast<int>(row % (c.m / c.row_chunks) / (rows / c.row_chunks)),
                            [&](int s) {
@@ -1597,7 +1597,7 @@ TEST(TilewiseCopyEngineSharedGpu, RingRouteTwoThreeAndFourRanks) {
   run_shared_gpu_case(
       {CollectiveOp::AllReduce, 4, 2048, 700, 320, 2, CopyEnginePhase2::TailKernel, 1, kRing});
   run_shared_gpu_case({CollectiveOp::AllReduce, 4, 2048, 1024, 256, 2, CopyEnginePhase2::TailKernel,
-                       50, kRing});  // Row blocks: 2 and 4 calls back to back per all-reduce.
+                       50, kRing});  // Row chunks: 2 and 4 calls back to back per all-reduce.
   run_shared_gpu_case(
       {CollectiveOp::AllReduce, 4, 4096, 700, 320, 2, CopyEnginePhase2::CopyEngine, 1, kRing, 2});
   run_shared_gpu_case(
@@ -1617,7 +1617,7 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
                std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ", " +
                std::to_string(groups) + " group(s), phase 2 " + to_string(phase2) + ", " +
                std::to_string(calls) + " call(s), " + std::to_string(row_chunks) +
-               " row block(s), seed " + std::to_string(seed));
+               " row chunk(s), seed " + std::to_string(seed));
   HarnessOptions harness;
   harness.blocking_comms = true;
   std::vector<SharedGpuRankResult> results(static_cast<std::size_t>(world));
@@ -1703,10 +1703,10 @@ TEST(TilewiseCopyEngineGpu, RingRouteBackToBackCallsWithoutHostSync) {
   run_ring_on_gpus(CollectiveOp::AllReduce, 2048, 2048, 512, 2, CopyEnginePhase2::TailKernel, 200);
 }
 
-// The all-reduce in row blocks (CopyEngineOptions::row_chunks): each block its own ring call,
+// The all-reduce in row chunks (CopyEngineOptions::row_chunks): each chunk its own ring call,
 // issued back to back, the peers' done flags waited for at the end; edge tiles, the tail
 // kernel on the last block, 200 calls back to back.
-TEST(TilewiseCopyEngineGpu, RowBlocksAllReduceBitIdenticalToTheRingOrderSum) {
+TEST(TilewiseCopyEngineGpu, RowChunksAllReduceBitIdenticalToTheRingOrderSum) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   run_ring_on_gpus(CollectiveOp::AllReduce, 4096, 1536, 512, 2, CopyEnginePhase2::CopyEngine, 1, 2);
   run_ring_on_gpus(CollectiveOp::AllReduce, 4096, 700, 300, 1, CopyEnginePhase2::TailKernel, 1, 4);
