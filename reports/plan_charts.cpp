@@ -21,6 +21,10 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr std::size_t kBreakdownBars = 25;
 constexpr std::size_t kMemoryBarsPerStatus = 15;
 
+// Pixels of a configuration's label on a bar chart's axis (the key is about 45 characters,
+// the memory chart adds the stage and "rejected").
+constexpr int kLabelLimit = 400;
+
 const char* kSchema = "https://vega.github.io/schema/vega-lite/v6.json";
 
 // One simulated (configuration, design) pair of results.json.
@@ -84,7 +88,9 @@ PlanChart step_vs_nodes(const std::vector<RunRef>& runs) {
     return c;
   }
   json values = json::array();
+  std::set<double> node_counts;
   for (const auto& [k, run] : best) {
+    node_counts.insert(std::get<2>(k));
     const double lo = number(*run.r, "band_low_s").value_or(run.step_time_s);
     const double hi = number(*run.r, "band_high_s").value_or(run.step_time_s);
     values.push_back({{"cluster", std::get<0>(k)},
@@ -101,7 +107,7 @@ PlanChart step_vs_nodes(const std::vector<RunRef>& runs) {
   const json x = {{"field", "nodes"},
                   {"type", "quantitative"},
                   {"scale", {{"type", "log"}, {"base", 2}}},
-                  {"axis", {{"tickCount", 6}}},
+                  {"axis", {{"values", node_counts}, {"format", "d"}}},
                   {"title", "nodes"}};
   const json color = {{"field", "design"}, {"type", "nominal"}, {"title", "design"}};
   spec["layer"] = json::array(
@@ -171,6 +177,7 @@ PlanChart breakdown(const std::vector<RunRef>& runs) {
        {{"field", "configuration"},
         {"type", "nominal"},
         {"sort", {{"field", "rank"}, {"op", "min"}}},
+        {"axis", {{"labelLimit", kLabelLimit}}},
         {"title", nullptr}}},
       {"x", {{"field", "seconds"}, {"type", "quantitative"}, {"stack", "zero"}, {"title", "s"}}},
       {"color",
@@ -223,10 +230,16 @@ PlanChart pareto(const json& results, const std::vector<RunRef>& runs) {
   json spec = base_spec(c.title);
   spec["height"] = 300;
   spec["data"] = {{"values", values}};
-  const json x = {{"field", "step_time_s"}, {"type", "quantitative"}, {"title", "step time (s)"}};
-  const json y = {{"field", "cost"}, {"type", "quantitative"}, {"title", axis_title}};
+  const json x = {{"field", "step_time_s"},
+                  {"type", "quantitative"},
+                  {"scale", {{"zero", false}}},
+                  {"title", "step time (s)"}};
+  const json y = {{"field", "cost"},
+                  {"type", "quantitative"},
+                  {"scale", {{"zero", false}}},
+                  {"title", axis_title}};
   spec["layer"] = json::array(
-      {{{"mark", {{"type", "point"}, {"filled", true}, {"opacity", 0.5}}},
+      {{{"mark", {{"type", "point"}, {"filled", true}, {"size", 50}, {"opacity", 0.6}}},
         {"encoding",
          {{"x", x},
           {"y", y},
@@ -238,7 +251,9 @@ PlanChart pareto(const json& results, const std::vector<RunRef>& runs) {
                                {"step_time_s", "quantitative"}})}}}},
        {{"transform", json::array({{{"filter", "datum.front"}}})},
         {"mark",
-         {{"type", "line"}, {"point", {{"shape", "diamond"}, {"size", 60}}}, {"color", "black"}}},
+         {{"type", "line"},
+          {"point", {{"shape", "diamond"}, {"size", 60}, {"color", "black"}}},
+          {"color", "black"}}},
         {"encoding",
          {{"x", x}, {"y", y}, {"order", {{"field", "step_time_s"}, {"type", "quantitative"}}}}}}});
   c.spec = std::move(spec);
@@ -297,7 +312,7 @@ PlanChart memory(const json& results) {
       std::string label = point_key(p, cand.index);
       if (const auto stage = number(mem, "peak_stage"))
         label += " · stage " + std::to_string(static_cast<long long>(*stage));
-      if (!status.empty()) label += " (" + status + ")";
+      if (status == "rejected") label += " · rejected";
       for (const json& t : list(mem, "terms"))
         bars.push_back({{"configuration", label},
                         {"rank", rank},
@@ -315,6 +330,7 @@ PlanChart memory(const json& results) {
   const json y = {{"field", "configuration"},
                   {"type", "nominal"},
                   {"sort", {{"field", "rank"}, {"op", "min"}}},
+                  {"axis", {{"labelLimit", kLabelLimit}}},
                   {"title", nullptr}};
   json layers = json::array(
       {{{"data", {{"values", bars}}},
@@ -374,24 +390,30 @@ PlanChart bands(const json& results) {
   json spec = base_spec(c.title);
   spec["height"] = bar_chart_height(values.size());
   spec["data"] = {{"values", values}};
-  const json y = {{"field", "label"}, {"type", "nominal"}, {"title", nullptr}};
+  const json y = {{"field", "label"},
+                  {"type", "nominal"},
+                  {"axis", {{"labelLimit", kLabelLimit}}},
+                  {"title", nullptr}};
   const json tip = tooltip({{"label", "nominal"},
                             {"configuration", "nominal"},
                             {"step_time_s", "quantitative"},
                             {"band_low_s", "quantitative"},
                             {"band_high_s", "quantitative"}});
-  spec["layer"] = json::array(
-      {{{"mark", {{"type", "rule"}, {"strokeWidth", 2}}},
-        {"encoding",
-         {{"y", y},
-          {"x", {{"field", "band_low_s"}, {"type", "quantitative"}, {"title", "step time (s)"}}},
-          {"x2", {{"field", "band_high_s"}}},
-          {"tooltip", tip}}}},
-       {{"mark", {{"type", "point"}, {"filled", true}, {"size", 70}}},
-        {"encoding",
-         {{"y", y},
-          {"x", {{"field", "step_time_s"}, {"type", "quantitative"}}},
-          {"tooltip", tip}}}}});
+  spec["layer"] = json::array({{{"mark", {{"type", "rule"}, {"strokeWidth", 2}}},
+                                {"encoding",
+                                 {{"y", y},
+                                  {"x",
+                                   {{"field", "band_low_s"},
+                                    {"type", "quantitative"},
+                                    {"scale", {{"zero", false}}},
+                                    {"title", "step time (s)"}}},
+                                  {"x2", {{"field", "band_high_s"}}},
+                                  {"tooltip", tip}}}},
+                               {{"mark", {{"type", "point"}, {"filled", true}, {"size", 70}}},
+                                {"encoding",
+                                 {{"y", y},
+                                  {"x", {{"field", "step_time_s"}, {"type", "quantitative"}}},
+                                  {"tooltip", tip}}}}});
   c.spec = std::move(spec);
   return c;
 }

@@ -65,6 +65,7 @@ std::string render_plan_html(const nlohmann::json& results) {
   html += "<h1>Capacity plan: " + html_escape(model.empty() ? "unnamed model" : model) + "</h1>\n";
   html += summary_table(results);
 
+  html += "<h2>Clusters</h2>\n" + clusters_table(results);
   html += "<h2>Best configurations</h2>\n" + choices_table(results);
 
   html += "<h2>Charts</h2>\n";
@@ -80,7 +81,6 @@ std::string render_plan_html(const nlohmann::json& results) {
     html += "</figure>\n";
   }
 
-  html += "<h2>Clusters</h2>\n" + clusters_table(results);
   html +=
       "<h2>Every configuration</h2>\n<p>Feasible configurations were simulated; rejected "
       "ones do not fit in the GPU's memory (their breakdown is given); pruned ones fit "

@@ -108,12 +108,15 @@ std::string clusters_table(const json& results) {
   const json& clusters = list(results, "clusters");
   if (clusters.empty()) return note("results.json lists no clusters.");
   std::string out = "<table class=\"clusters\">\n" +
-                    header({"cluster", "file", "GPU", "GPUs per node", "GPU memory (GiB)",
+                    header({"key", "cluster", "file", "GPU", "GPUs per node", "GPU memory (GiB)",
                             "price per GPU-hour", "power per GPU"}) +
                     "<tbody>\n";
-  for (const json& c : clusters) {
+  for (std::size_t i = 0; i < clusters.size(); ++i) {
+    const json& c = clusters[i];
     const auto mem = number(c, "gpu_memory_bytes");
-    out += row({esc_text(c, "name"), "<code>" + esc_text(c, "file") + "</code>", esc_text(c, "gpu"),
+    // Configuration keys name their cluster by index ("c0 n16 ...").
+    out += row({"c" + std::to_string(i), esc_text(c, "name"),
+                "<code>" + esc_text(c, "file") + "</code>", esc_text(c, "gpu"),
                 esc_text(c, "gpus_per_node"), mem ? num(*mem / kGiB, "%.1f") : "unknown",
                 sourced(c, "price_per_gpu_hour_usd", "USD"), sourced(c, "power_W", "W")});
   }

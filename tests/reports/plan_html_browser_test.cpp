@@ -138,7 +138,7 @@ TEST(PlanHtmlBrowser, ChartsDrawTableFillsNothingLogged) {
 
   if (const char* shot = std::getenv("OVERLAPSIM_REPORT_SCREENSHOT")) {
     const fs::path png = fs::absolute(shot);
-    EXPECT_EQ(chromium(bin, dir, "--window-size=1280,2600 --screenshot=" + quoted(png.string()),
+    EXPECT_EQ(chromium(bin, dir, "--window-size=1280,3600 --screenshot=" + quoted(png.string()),
                        url, dir / "shot.out", dir / "shot.log"),
               0)
         << read(dir / "shot.log");
