@@ -1992,6 +1992,23 @@ TEST(TilewiseColdStart, Child) {
       OVERLAPSIM_TRY(wait_stream(ctx.comm, ctx.compute_stream, "cold start"));
       OVERLAPSIM_TRY(d.check_waits());
     }
+    // The copy-engine transport's ring route too: its first calls meet the lazily loaded
+    // GEMM with the reducing epilogue and, for the all-reduce, the tail kernel.
+    for (const CollectiveOp ce_op : {CollectiveOp::ReduceScatter, CollectiveOp::AllReduce}) {
+      CopyEngineOptions o;
+      o.route = CopyEngineRoute::Ring;
+      o.phase2 = ce_op == CollectiveOp::AllReduce ? CopyEnginePhase2::TailKernel
+                                                  : CopyEnginePhase2::CopyEngine;
+      o.wait_timeout_s = 20;
+      if (ctx.comm.world < 2 ||
+          !CopyEngineDesign::can_implement(ce_op, m, n, k, ctx.comm.world, o).ok)
+        continue;
+      CopyEngineDesign d;
+      OVERLAPSIM_TRY(d.initialize(&ctx.comm, ce_op, m, n, k, DType::BF16, o));
+      OVERLAPSIM_TRY(d.run(a.data(), b.data(), p.data(), ctx.compute_stream, ctx.comm_stream));
+      OVERLAPSIM_TRY(wait_stream(ctx.comm, ctx.compute_stream, "cold start, ring route"));
+      OVERLAPSIM_TRY(d.check_waits());
+    }
     return Status::success();
   });
   ASSERT_TRUE(status.ok) << status.message;
