@@ -166,6 +166,36 @@ parallelism: {tp: 1}
   EXPECT_DOUBLE_EQ(stage_parameters(m, 0).total(), 2 * layer_params + 100 * h + h + 100 * h);
 }
 
+TEST(MemoryModel, GqaKvHeadsSplitOverTp) {
+  // 8 query heads of 16, 2 KV heads, TP 2 with SP: each rank keeps 4 query heads and one
+  // KV head. Per token: the norm inputs and the two GEMM inputs 8h/t, Q and
+  // the attention output 4q/t, K and V 4·16 (one head each), the log-sum-exp 4·8/t, GeLU's
+  // two f-wide tensors 4f/t.
+  const std::string yaml = R"(name: gqa-tp
+kind: transformer
+transformer: {layers: 4, hidden: 128, ffn_hidden: 256, vocab: 128, attention: {heads: 8, kv_heads: 2, head_dim: 16}}
+training: {seq_len: 32, global_batch: 4, micro_batch: 1, recompute: none}
+parallelism: {tp: 2, sequence_parallel: true}
+)";
+  const ModelSpec m = resolved(yaml, 2);
+  const double T = 32, h = 128, t = 2, q = 128, f = 256;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0),
+                   T * (8 * h / t + 4 * q / t + 4 * 16 + 4 * 8 / t + 4 * f / t));
+}
+
+TEST(MemoryModel, StageActivationsAreInFlightTimesLayers) {
+  // pp 4 over 4 layers, 16 micro-batches: stage i keeps 4 - i micro-batches of its layer.
+  const ModelSpec m = resolved(tiny_gpt("  recompute: selective\n", "  pp: 4\n"), 4);
+  const auto est = estimate_memory(m, cluster_of(1, 4));
+  for (int i = 0; i < 4; ++i)
+    EXPECT_DOUBLE_EQ(est.stages[i].term_bytes("activations"),
+                     (4 - i) * layer_activation_bytes(m, i));
+  // The loss's working set only on the last stage: 4sbh + 4sbv + 2sbv (t = 1).
+  const double T = 128 * 2, h = 64, v = 1000;
+  EXPECT_DOUBLE_EQ(est.stages[3].term_bytes("backward working set"), 4 * T * h + 6 * T * v);
+  EXPECT_LT(est.stages[0].term_bytes("backward working set"), 4 * T * h + 6 * T * v);
+}
+
 TEST(MemoryModel, OneFOneBInFlightMicrobatches) {
   // 32 sequences / (dp 1 · micro_batch 2) = 16 micro-batches; stage i holds pp - i.
   const ModelSpec m = resolved(tiny_gpt("", "  pp: 4\n"), 4);
@@ -255,6 +285,9 @@ TEST(MemoryModel, Llama70bTp1Pp1DoesNotFitOnH200) {
   ModelSpec spec = load_model(kRoot + "workloads/models/llama3-70b.yaml");
   spec.parallelism.tp = 1;
   spec.parallelism.pp = 1;
+  spec.parallelism.virtual_stages = 1;
+  spec.parallelism.first_stage_layers = 0;
+  spec.parallelism.last_stage_layers = 0;
   spec.parallelism.sequence_parallel = false;
   spec.parallelism.dp = 0;
   const ModelSpec m = resolve_for_world(spec, c.num_gpus(), c.gpus_per_node);
@@ -267,11 +300,19 @@ TEST(MemoryModel, Llama70bTp1Pp1DoesNotFitOnH200) {
 
 TEST(MemoryModel, Gpt3Tp2Pp8DoesNotFitOn141GB) {
   const ClusterSpec c = load_cluster(kRoot + "workloads/clusters/h200-128node-ndr.yaml");
+  // The issue's case: Narayanan et al. 2021's setup (table 1: plain data-parallel
+  // all-reduce, full recompute, no sequence parallelism) at TP2 PP8.
   ModelSpec spec = load_model(kRoot + "workloads/models/gpt3-175b.yaml");
   spec.parallelism.tp = 2;
   spec.parallelism.pp = 8;
   spec.parallelism.virtual_stages = 1;
+  spec.parallelism.first_stage_layers = 0;
+  spec.parallelism.last_stage_layers = 0;
+  spec.parallelism.sequence_parallel = false;
   spec.parallelism.dp = 0;
+  spec.training.grad_sync = GradSync::AllReduce;
+  spec.training.recompute = Recompute::Full;
+  spec.training.micro_batch = 1;
   const ModelSpec m = resolve_for_world(spec, c.num_gpus(), c.gpus_per_node);
   const auto est = estimate_memory(m, c);
   EXPECT_FALSE(est.fits()) << est.explain();
