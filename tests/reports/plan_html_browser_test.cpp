@@ -53,7 +53,7 @@ std::string quoted(const std::string& s) {
 // virtual-time budget lets the page's scripts and timers finish before the DOM is taken.
 int chromium(const std::string& bin, const fs::path& dir, const std::string& flags,
              const std::string& url, const fs::path& out, const fs::path& err) {
-  const std::string cmd = "timeout 60 " + quoted(bin) +
+  const std::string cmd = "timeout 120 " + quoted(bin) +
                           " --headless --disable-gpu --no-sandbox --no-first-run"
                           " --hide-scrollbars --user-data-dir=" +
                           quoted((dir / "profile").string()) +
