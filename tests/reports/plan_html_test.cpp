@@ -135,6 +135,24 @@ TEST(PlanHtml, AnOptionalSectionMissingOmitsOnlyItsChart) {
   EXPECT_EQ(count(html, "<tr class=\"status-"), 6u);
 }
 
+TEST(PlanHtml, SameResultsSamePage) {
+  // A plan run on MPI ranks must write the bytes a local run writes.
+  EXPECT_EQ(render_plan_html(plan_fixture()), render_plan_html(plan_fixture()));
+}
+
+TEST(PlanHtml, CostChartFollowsTheCostAxis) {
+  nlohmann::json doc = plan_fixture();
+  doc["cost_axis"] = "gpu_hours_per_step";
+  const PlanChart cost = plan_charts(doc)[2];
+  ASSERT_FALSE(cost.spec.is_null());
+  EXPECT_EQ(cost.spec["layer"][0]["encoding"]["y"]["title"], "GPU-hours per step");
+  // The fastest pair: c0 n2 tilewise, 16 GPUs x 0.95 s.
+  double fastest_cost = 0;
+  for (const auto& v : cost.spec["data"]["values"])
+    if (v["step_time_s"] == 0.95) fastest_cost = v["cost"].get<double>();
+  EXPECT_NEAR(fastest_cost, 16 * 0.95 / 3600, 1e-12);
+}
+
 TEST(VegaAssets, EmbeddedAndSafeToInline) {
   for (const std::string_view js : {vega_js(), vega_lite_js(), vega_embed_js()}) {
     EXPECT_GT(js.size(), 10000u);
