@@ -20,7 +20,7 @@ thead th { background: #f3f3f3; position: sticky; top: 0; }
 tr.status-rejected { background: #fdecea; } tr.status-pruned { background: #f5f5f5; color: #666; }
 .chart { width: 100%; min-height: 60px; } .note { color: #666; font-style: italic; }
 .source { color: #666; } figure { margin: 1em 0; } figcaption { color: #444; font-size: 0.9em; }
-.scroll { max-height: 40em; overflow: auto; }
+.scroll { max-height: 40em; overflow: auto; } td code { white-space: nowrap; }
 )";
 
 // Draws every chart of the JSON element #overlapsim-charts; a failure goes to the console
