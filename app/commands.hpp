@@ -18,6 +18,7 @@ void add_fit_command(CLI::App& app, Runner& selected);
 void add_validate_command(CLI::App& app, Runner& selected);
 void add_validate_steps_command(CLI::App& app, Runner& selected);
 void add_validate_collectives_command(CLI::App& app, Runner& selected);
+void add_plan_command(CLI::App& app, Runner& selected);
 
 // Exit codes shared by every subcommand.
 inline constexpr int kExitOk = 0;

@@ -48,19 +48,26 @@ void infer_representatives(sim::StepGraph& step) {
 }
 
 ScenarioInputs load_scenario_inputs(const ScenarioRequest& req) {
-  ScenarioInputs in;
-  in.cluster = load_cluster(req.cluster_file);
+  // The cluster loads before the model, so a broken cluster file is reported first.
+  const ClusterSpec cluster = load_cluster(req.cluster_file);
   ModelSpec spec = load_model(req.model_file);
   if (req.tp) spec.parallelism.tp = req.tp;
   if (req.pp) spec.parallelism.pp = req.pp;
   if (req.dp) spec.parallelism.dp = req.dp;
   if (req.cp) spec.parallelism.cp = req.cp;
   if (req.ep) spec.parallelism.ep = req.ep;
+  return make_scenario_inputs(spec, cluster, req.profile_file, req.fold);
+}
+
+ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cluster,
+                                    const std::string& profile_file, bool fold) {
+  ScenarioInputs in;
+  in.cluster = cluster;
   validate_model(spec);
   const int world = in.cluster.num_gpus();
   in.model = resolve_for_world(spec, world, in.cluster.gpus_per_node);
 
-  std::string profile_path = req.profile_file;
+  std::string profile_path = profile_file;
   if (profile_path.empty() && in.cluster.gpu) profile_path = in.cluster.gpu->profile_path;
   if (profile_path.empty())
     throw config::ConfigError(
@@ -79,7 +86,7 @@ ScenarioInputs load_scenario_inputs(const ScenarioRequest& req) {
 
   in.topology = build_topology(in.cluster);
   GenerateOptions gen;
-  gen.fold = req.fold;
+  gen.fold = fold;
   gen.gpus_per_node = in.cluster.gpus_per_node;
   in.step = generate_step(spec, world, gen);
   infer_representatives(in.step);

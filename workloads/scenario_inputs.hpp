@@ -37,6 +37,12 @@ struct ScenarioInputs {
 // Throws config::ConfigError naming the file and key for unreadable or inconsistent inputs.
 ScenarioInputs load_scenario_inputs(const ScenarioRequest& request);
 
+// The same from a model and cluster already in memory (the planner's configurations):
+// `model` with its parallelism set (dp 0: derived) is validated and resolved for the
+// cluster's GPU count; `profile_file` empty: the one the cluster names.
+ScenarioInputs make_scenario_inputs(const ModelSpec& model, const ClusterSpec& cluster,
+                                    const std::string& profile_file, bool fold = true);
+
 // Runs the loaded scenario: `options` with the inputs' collective timing and precision.
 sim::ScenarioResult simulate_inputs(const ScenarioInputs& inputs, sim::ScenarioOptions options);
 

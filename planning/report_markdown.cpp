@@ -1,0 +1,138 @@
+// report.md: the plan for people. Every user string goes through markdown_escape.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "planning/escape.hpp"
+#include "planning/reports.hpp"
+
+namespace overlapsim::planning {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// Rejected and pruned configurations listed per cluster and node count (all are in
+// results.csv and results.json).
+constexpr std::size_t kListedPerGroup = 10;
+
+std::string esc(const std::string& s) { return markdown_escape(s); }
+std::string usd(const std::optional<double>& v) {
+  return v ? fmt::format("{:.4g}", *v) : std::string("unknown");
+}
+std::string kwh(const std::optional<double>& v) {
+  return v ? fmt::format("{:.4g}", *v) : std::string("unknown");
+}
+
+std::string config_label(const PlanConfig& c) {
+  return fmt::format("TP{} PP{}{} CP{}{} DP{} mb{}{} {}", c.tp, c.pp,
+                     c.virtual_stages > 1 ? fmt::format("x{}", c.virtual_stages) : "", c.cp,
+                     c.ep > 1 ? fmt::format(" EP{}", c.ep) : "", c.dp, c.micro_batch,
+                     c.sequence_parallel ? " SP" : "", workloads::to_string(c.recompute));
+}
+
+std::string run_row(const PlanResult& res, const PlanChoice& ch) {
+  const PlanPoint& p = res.point(ch);
+  const PlanRun& r = res.run(ch);
+  const PlanCluster& cl = res.clusters[static_cast<std::size_t>(p.config.cluster)];
+  return fmt::format(
+      "| {} | {} | {} | {} | {:.4g} | {:.4g}-{:.4g} | {:.4g} / {:.4g} / {:.4g} | {:.1f}% | {:.4g} "
+      "| {} | {} | {} | {:.1f} |\n",
+      esc(cl.name), p.config.nodes, config_label(p.config), esc(r.design), r.step_time_s,
+      r.band_low_s, r.band_high_s, r.compute_s, r.exposed_comm_s, r.bubble_s, 100 * r.mfu,
+      r.costs.tokens_per_day, usd(r.costs.usd_per_step), usd(r.costs.usd_per_million_tokens),
+      kwh(r.costs.energy_kWh_per_step), p.peak_memory_bytes / kGiB);
+}
+
+const char* kRunHeader =
+    "| cluster | nodes | configuration | design | step s | band s | compute / exposed / bubble "
+    "s | MFU | tokens/day | $/step | $/M tokens | kWh/step | peak GiB |\n"
+    "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+    "|\n";
+
+}  // namespace
+
+std::string plan_markdown(const PlanResult& res) {
+  std::string md = fmt::format("# Capacity plan: {}\n\n", esc(res.model_name));
+  md += fmt::format(
+      "Model file {}: global batch {} sequences of {} tokens (fixed for every "
+      "configuration). Target: {}. Designs: {}. Nodes: {}.\n\n",
+      esc(res.model_file), res.global_batch, res.seq_len, esc(res.target.describe()),
+      esc(fmt::format("{}", fmt::join(res.designs, ", "))), fmt::join(res.nodes, ", "));
+  md +=
+      "## Clusters\n\n| cluster | file | GPU | profile | GPU memory GiB | $/GPU-hour | power W |\n"
+      "| --- | --- | --- | --- | ---: | --- | --- |\n";
+  for (const PlanCluster& c : res.clusters)
+    md += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} |\n", esc(c.name), esc(c.file), esc(c.gpu_name),
+        esc(c.profile),
+        c.memory_bytes > 0 ? fmt::format("{:.1f}", c.memory_bytes / kGiB) : "unknown",
+        c.price_per_gpu_hour_usd ? fmt::format("{:.4g} ({})", c.price_per_gpu_hour_usd->value,
+                                               esc(c.price_per_gpu_hour_usd->source))
+                                 : "unknown",
+        c.power_W ? fmt::format("{:.4g} ({})", c.power_W->value, esc(c.power_W->source))
+                  : "unknown");
+  const PlanCounts& n = res.counts;
+  md += fmt::format(
+      "\n## Search\n\n{} configurations passed the model's rules ({} other combinations did "
+      "not); {} were rejected for memory, {} pruned by the analytic pre-screen, and {} "
+      "simulated under each design ({} runs). At most {} configurations per cluster and node "
+      "count were simulated, lowest analytic estimate first; a configuration whose lower "
+      "bound exceeds a step time that every design already reached on the same GPUs was "
+      "pruned as dominated. The ranking below comes from the simulator only.\n\n",
+      n.enumerated, n.invalid, n.rejected, n.pruned, n.simulated, n.runs, res.simulate_top);
+
+  md += "## Fastest configuration per cluster and design\n\n";
+  md += kRunHeader;
+  for (const FastestEntry& f : res.fastest)
+    if (f.choice) md += run_row(res, *f.choice);
+  md += "\n## Cheapest configuration meeting the target\n\n";
+  if (res.cheapest) {
+    md += kRunHeader;
+    md += run_row(res, *res.cheapest);
+    const PlanRun& r = res.run(*res.cheapest);
+    if (r.costs.time_to_train_s)
+      md += fmt::format("\nTime to train: {:.4g} days, ${} in all, {} kWh.\n",
+                        *r.costs.time_to_train_s / 86400, usd(r.costs.usd_to_train),
+                        kwh(r.costs.energy_kWh_to_train));
+  } else {
+    md += "None: some cluster has no price.\n";
+  }
+  md += fmt::format("\n## Cost-time Pareto front ({})\n\n", res.cost_axis);
+  md += kRunHeader;
+  for (const PlanChoice& c : res.pareto) md += run_row(res, c);
+
+  md += "\n## Simulated configurations\n\n";
+  md += kRunHeader;
+  for (std::size_t i = 0; i < res.points.size(); ++i)
+    for (std::size_t r = 0; r < res.points[i].runs.size(); ++r) md += run_row(res, {i, r});
+
+  // Rejected and pruned, per cluster and node count: the first few, with why.
+  for (PointStatus status : {PointStatus::Rejected, PointStatus::Pruned}) {
+    md += status == PointStatus::Rejected ? "\n## Rejected: does not fit in memory\n\n"
+                                          : "\n## Pruned before simulation\n\n";
+    std::map<std::pair<int, int>, std::vector<const PlanPoint*>> groups;
+    for (const PlanPoint& p : res.points)
+      if (p.status == status) groups[{p.config.cluster, p.config.nodes}].push_back(&p);
+    if (groups.empty()) md += "None.\n";
+    for (auto& [g, points] : groups) {
+      md += fmt::format(
+          "{} on {} nodes: {} configurations{}.\n\n",
+          esc(res.clusters[static_cast<std::size_t>(g.first)].name), g.second, points.size(),
+          points.size() > kListedPerGroup
+              ? fmt::format(", the {} first listed (all in results.csv)", kListedPerGroup)
+              : "");
+      md += "| configuration | peak GiB | why |\n| --- | ---: | --- |\n";
+      for (std::size_t k = 0; k < std::min(points.size(), kListedPerGroup); ++k)
+        md += fmt::format("| {} | {:.1f} | {} |\n", config_label(points[k]->config),
+                          points[k]->peak_memory_bytes / kGiB, esc(points[k]->reason));
+      md += "\n";
+    }
+  }
+  md += "\n## Provenance\n\n| number | kind | source |\n| --- | --- | --- |\n";
+  for (const ProvenanceEntry& e : res.provenance)
+    md += fmt::format("| {} | {} | {} |\n", esc(e.what), esc(e.kind), esc(e.source));
+  return md;
+}
+
+}  // namespace overlapsim::planning
