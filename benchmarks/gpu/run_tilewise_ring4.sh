@@ -6,11 +6,14 @@
 # to back), overlap-bench over benchmarks/suites/tilewise_ring4.yaml on 4 ranks
 # (sequential, decomposed and the tile-wise tuner in one process), the PyTorch peers on
 # the same shapes, compute-sanitizer racecheck and synccheck on the ring's small test, the
-# summary. Everything lands in $OUT as at most 8 files (what the device tool brings back):
-# log.txt (steps, test and sanitizer summaries), tilewise_test.txt, bench.csv (4 ranks, then
-# with WORLD2=1, default, the all-reduce at 2 ranks on GPUs 0,1: tilewise_ring2_allreduce.yaml),
-# detail.csv, tuning.yaml, stderr.txt, torch.csv, summary.csv; no archive, so a call cut
-# short still returns what it has. REGRESSION=1 (default) also runs the copy-engine tests
+# summary. The tuner also times the all-reduce's phase 2 on one stream a peer
+# (CopyEngineOptions::parallel_phase2). Everything lands in $OUT as at most 8 files (what the
+# device tool brings back): log.txt (steps, test and sanitizer summaries), tilewise_test.txt,
+# bench.csv (4 ranks, then with WORLD2=1, default, the all-reduce at 2 ranks on GPUs 0,1:
+# tilewise_ring2_allreduce.yaml), detail.csv, tuning.yaml, stderr.txt (with the 4-rank step
+# timeline of each shape's chosen configuration appended after a "### timeline" line, from
+# --tilewise-timeline), torch.csv, summary.csv; no archive, so a call cut short still returns
+# what it has. REGRESSION=1 (default) also runs the copy-engine tests
 # of the direct route on GPUs 0,1 (bit for bit against own GEMM + NCCL) and the cold start.
 #   bash benchmarks/gpu/run_tilewise_ring4.sh
 # Binaries: $CARRY_DIR/{bin,lib} (default build-ring4-carry: overlap-bench and tilewise_test
@@ -42,9 +45,9 @@ world=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | wc -l)
 if [[ ${TEST_TIMEOUT:-150} -gt 0 ]]; then
   step "tilewise_test: the ring route on $world GPUs"
   timeout "${TEST_TIMEOUT:-150}" "$test_bin" \
-    --gtest_filter='TilewiseOwnerPlan.*:TilewiseOwnerDesign.*:TilewiseCopyEngineSharedGpu.RingRoute*:TilewiseCopyEngineGpu.Ring*:TilewiseCopyEngineGpu.RowChunks*' \
+    --gtest_filter='TilewiseOwnerPlan.*:TilewiseOwnerDesign.*:TilewiseTuningCache.*:TilewiseCopyEngineSharedGpu.RingRoute*:TilewiseCopyEngineSharedGpu.ParallelPhase2*:TilewiseCopyEngineGpu.Ring*:TilewiseCopyEngineGpu.RowChunks*' \
     >"$run_dir/tilewise_test.txt" 2>&1
-  echo "tilewise_test (ring, row chunks) rc=$?" | tee -a "$log"
+  echo "tilewise_test (ring, row chunks, parallel phase 2) rc=$?" | tee -a "$log"
   grep -E "^\[  (PASSED|FAILED|SKIPPED|     OK) |^\[  FAILED|Failure|not the ring|tolerance|Which is|Expected|tests ran" \
     "$run_dir/tilewise_test.txt" | head -60 >>"$tests"
   if [[ ${REGRESSION:-1} == 1 ]]; then
@@ -64,7 +67,7 @@ timeout "${BENCH_TIMEOUT:-300}" "$bench" --suite benchmarks/suites/tilewise_ring
   --world "$world" --timeout 60 --tilewise-transport copy_engine \
   --tilewise-groups "${CE_GROUPS:-2,4,8}" --tilewise-detail "$run_dir/detail.csv" \
   --tilewise-cache "$run_dir/tuning.yaml" --output "$run_dir/bench.csv" \
-  >"$run_dir/stdout.csv" 2>"$run_dir/stderr.txt"
+  --tilewise-timeline /tmp/timeline.csv >"$run_dir/stdout.csv" 2>"$run_dir/stderr.txt"
 echo "overlap-bench rc=$?" | tee -a "$log"
 grep -E "chose|error|fail|Fail|differ" "$run_dir/stderr.txt" | head -60 >>"$log"
 [[ -s $run_dir/bench.csv ]] || cp "$run_dir/stdout.csv" "$run_dir/bench.csv"
@@ -118,6 +121,7 @@ if [[ ${SANITIZER_TIMEOUT:-60} -gt 0 ]]; then
 fi
 
 step "summary"
+[[ -s /tmp/timeline.csv ]] && { echo "### timeline"; cat /tmp/timeline.csv; } >>"$run_dir/stderr.txt"
 python3 benchmarks/gpu/summarize_ring4.py "$run_dir/bench.csv" --torch "$run_dir/torch.csv" \
   --output "$run_dir/summary.csv" >>"$log" 2>&1
 step "done"

@@ -14,7 +14,8 @@ namespace {
 constexpr const char* kRingSuffix = "_ring";
 
 std::string chunk_suffix(const TilewiseCandidate& cand) {
-  return cand.row_chunks > 1 ? "_c" + std::to_string(cand.row_chunks) : std::string();
+  return (cand.row_chunks > 1 ? "_c" + std::to_string(cand.row_chunks) : std::string()) +
+         (cand.parallel_phase2 ? "_par" : "");
 }
 }  // namespace
 
@@ -31,13 +32,15 @@ std::string copy_engine_design(const TilewiseCandidate& cand) {
 std::optional<TilewiseCandidate> parse_copy_engine_wait(const std::string& wait) {
   for (const Phase2Names& names : kPhase2Names)
     for (const tw::CopyEngineRoute route : {tw::CopyEngineRoute::Direct, tw::CopyEngineRoute::Ring})
-      for (const int chunks : kRowChunkChoices) {
-        TilewiseCandidate c;
-        c.phase2 = names.mode;
-        c.route = route;
-        c.row_chunks = chunks;
-        if (copy_engine_wait(c) == wait) return c;
-      }
+      for (const int chunks : kRowChunkChoices)
+        for (const bool parallel : {false, true}) {
+          TilewiseCandidate c;
+          c.phase2 = names.mode;
+          c.route = route;
+          c.row_chunks = chunks;
+          c.parallel_phase2 = parallel;
+          if (copy_engine_wait(c) == wait) return c;
+        }
   return std::nullopt;
 }
 
@@ -87,6 +90,7 @@ tw::CopyEngineOptions TilewiseShapeContext::copy_engine_options(
   o.phase2 = cand.phase2;
   o.route = cand.route;
   o.row_chunks = cand.row_chunks;
+  o.parallel_phase2 = cand.parallel_phase2;
   return o;
 }
 

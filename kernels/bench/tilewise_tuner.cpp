@@ -116,9 +116,17 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
   if (sc.coll == CollectiveOp::AllReduce && sc.env.world() > 1)
     for (const int c : kRowChunkChoices)
       if (c > 1) row_chunks.push_back(c);
+  // Phase 2 on one stream a peer (all-reduce, more than 2 ranks), against the comm stream
+  // alone.
+  std::vector<bool> parallel{false};
+  if (sc.coll == CollectiveOp::AllReduce && sc.env.world() > 2) parallel.push_back(true);
   if (cached && !cached->partition.empty()) {
     row_chunks = {1};
-    if (auto parsed = parse_copy_engine_wait(cached->wait)) row_chunks = {parsed->row_chunks};
+    parallel = {false};
+    if (auto parsed = parse_copy_engine_wait(cached->wait)) {
+      row_chunks = {parsed->row_chunks};
+      parallel = {parsed->parallel_phase2};
+    }
   }
   for (const int chunks : row_chunks)
     for (const tw::CopyEngineRoute route : routes) {
@@ -126,43 +134,48 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
         continue;
       for (int g : groups) {
         if (g > part_tiles / chunks || (chunks > 1 && g > 4 && !cached)) continue;
-        for (const tw::CopyEnginePhase2 mode : modes) {
-          TilewiseCandidate cand;
-          cand.ce_groups = g;
-          cand.partition = {g};
-          cand.phase2 = mode;
-          cand.route = route;
-          cand.row_chunks = chunks;
-          if (!tw::CopyEngineDesign::can_implement(sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
-                                                   sc.env.world(), sc.copy_engine_options(cand))
-                   .ok)
-            continue;
-          tw::CopyEngineDesign d;
-          OVERLAPSIM_TRY(d.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n,
-                                      sc.shape.k, sc.bench_case.dtype,
-                                      sc.copy_engine_options(cand)));
-          OVERLAPSIM_TRY(sc.prepare_sets(d));
-          OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
-          // The planner models the direct route; for the ring it is the same timeline with
-          // the reduction spread over the hops (no reduction cost in either).
-          // Not predicted for row chunks (the planner has no such timeline; 0 in the detail).
-          if (chunks == 1)
-            cand.predicted_s = tw::predict_owner_time_s(
-                d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode, sc.state.stream_ops_s,
-                mode == tw::CopyEnginePhase2::TailKernel ? &*sc.state.tail_curve : nullptr);
-          Timing t;
-          OVERLAPSIM_TRY(time_iterations(
-              *sc.env.ctx, warmup, iterations,
-              [&](int i) {
-                const PairBuffers b = sc.io.set(i);
-                return d.run(b.a, b.b, sc.p.data(), sc.compute(), sc.comm_stream());
-              },
-              &t));
-          OVERLAPSIM_TRY(d.check_waits());
-          cand.measured_s = t.median_s;
-          sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
-          if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
-        }
+        for (const tw::CopyEnginePhase2 mode : modes)
+          for (const bool par : parallel) {
+            // The tail kernel carries a lone own group itself: no copy-engine phase 2.
+            if (par && mode == tw::CopyEnginePhase2::TailKernel && g == 1 && chunks == 1) continue;
+            TilewiseCandidate cand;
+            cand.ce_groups = g;
+            cand.partition = {g};
+            cand.phase2 = mode;
+            cand.route = route;
+            cand.row_chunks = chunks;
+            cand.parallel_phase2 = par;
+            if (!tw::CopyEngineDesign::can_implement(sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
+                                                     sc.env.world(), sc.copy_engine_options(cand))
+                     .ok)
+              continue;
+            tw::CopyEngineDesign d;
+            OVERLAPSIM_TRY(d.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n,
+                                        sc.shape.k, sc.bench_case.dtype,
+                                        sc.copy_engine_options(cand)));
+            OVERLAPSIM_TRY(sc.prepare_sets(d));
+            OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
+            // The planner models the direct route; for the ring it is the same timeline with
+            // the reduction spread over the hops (no reduction cost in either).
+            // Not predicted for row chunks or phase 2 on one stream a peer (the planner has
+            // no such timeline; 0 in the detail).
+            if (chunks == 1 && !par)
+              cand.predicted_s = tw::predict_owner_time_s(
+                  d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode, sc.state.stream_ops_s,
+                  mode == tw::CopyEnginePhase2::TailKernel ? &*sc.state.tail_curve : nullptr);
+            Timing t;
+            OVERLAPSIM_TRY(time_iterations(
+                *sc.env.ctx, warmup, iterations,
+                [&](int i) {
+                  const PairBuffers b = sc.io.set(i);
+                  return d.run(b.a, b.b, sc.p.data(), sc.compute(), sc.comm_stream());
+                },
+                &t));
+            OVERLAPSIM_TRY(d.check_waits());
+            cand.measured_s = t.median_s;
+            sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
+            if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
+          }
       }
     }
   // The sequential pair is a choice too, timed the same way: kept unless the best

@@ -17,6 +17,9 @@ constexpr int kElementBytes = 2;
 
 CopyEngineDesign::~CopyEngineDesign() {
   for (cudaEvent_t e : timeline_events_) cudaEventDestroy(e);
+  for (cudaEvent_t e : phase2_joins_) cudaEventDestroy(e);
+  for (cudaStream_t s : phase2_streams_) cudaStreamDestroy(s);
+  if (phase2_fork_) cudaEventDestroy(phase2_fork_);
   if (fork_) cudaEventDestroy(fork_);
   if (join_) cudaEventDestroy(join_);
 }
@@ -41,6 +44,12 @@ Status CopyEngineDesign::can_implement(CollectiveOp op, std::int64_t m, std::int
         "multiple of 128 x " +
         std::to_string(world) + " ranks x row_chunks, got " + to_string(op) +
         ", m = " + std::to_string(m));
+  if (options.parallel_phase2 &&
+      (op != CollectiveOp::AllReduce || options.phase2 == CopyEnginePhase2::Epilogue))
+    return Status::failure(
+        "tilewise copy_engine: parallel_phase2 needs an allreduce whose phase 2 the copy "
+        "engines carry (copy_engine or tail_kernel), got " +
+        std::string(to_string(op)) + " with phase 2 " + to_string(options.phase2));
   if (options.route == CopyEngineRoute::Ring && options.phase2 == CopyEnginePhase2::Epilogue)
     return Status::failure(
         "tilewise copy_engine: phase 2 by the epilogue needs the direct route (its mirror "
@@ -120,6 +129,17 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
                                 static_cast<std::size_t>(plan_.part_elems) * kElementBytes));
   CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+  if (options.parallel_phase2 && op == CollectiveOp::AllReduce && world > 2) {
+    CUDA_CHECK(cudaEventCreateWithFlags(&phase2_fork_, cudaEventDisableTiming));
+    for (int i = 1; i < world; ++i) {
+      cudaStream_t s = nullptr;
+      CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      phase2_streams_.push_back(s);
+      cudaEvent_t e = nullptr;
+      CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      phase2_joins_.push_back(e);
+    }
+  }
   OVERLAPSIM_TRY(preload_signal_wait());
   OVERLAPSIM_TRY(preload_unpermute_kernels());
   OVERLAPSIM_TRY(preload_tail_exchange());
@@ -370,14 +390,25 @@ Status CopyEngineDesign::enqueue(const void* a, const void* b, void* p, cudaStre
     // Phase 2 (allreduce): the reduced own group to every peer's P, where that peer keeps
     // our part. Peers in rotated order (rank + 1, rank + 2, ...), as phase 1's parts: in
     // rank order every rank's i-th copy would go to the same peer at once, one NVLink port
-    // taking all n - 1 streams while the others idle.
+    // taking all n - 1 streams while the others idle. With parallel_phase2 every peer's copy
+    // starts from the counter seen here, each on its own stream, and the comm stream goes
+    // on to the next group's counter (or the next row chunk's phase 1) at once.
+    if (!phase2_streams_.empty()) {
+      CUDA_CHECK(cudaEventRecord(phase2_fork_, comm_stream));
+      phase2_forked_ = true;
+    }
     for (int i = 1; i < world; ++i) {
       const int d = (rank + i) % world;
+      cudaStream_t s = comm_stream;
+      if (!phase2_streams_.empty()) {
+        s = phase2_streams_[static_cast<std::size_t>(i - 1)];
+        CUDA_CHECK(cudaStreamWaitEvent(s, phase2_fork_, 0));
+      }
       char* dst = phase2_destination(p, d, group);
-      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
-      if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied_to_r" + std::to_string(d), comm_stream));
-      OVERLAPSIM_TRY(signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index,
-                                 epoch, comm_stream));
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+      if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied_to_r" + std::to_string(d), s));
+      OVERLAPSIM_TRY(
+          signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index, epoch, s));
     }
   }
   return Status::success();
@@ -389,6 +420,15 @@ Status CopyEngineDesign::enqueue_peer_waits(cudaStream_t comm_stream) {
   const std::uint32_t epoch = epoch_;
   const bool tail_kernel = options_.phase2 == CopyEnginePhase2::TailKernel &&
                            problem_.op == CollectiveOp::AllReduce && world > 1;
+  // Our own phase-2 copies on the extra streams are part of the call: the comm stream (and
+  // through it the compute stream) waits for them, and the next call's forks come after.
+  if (phase2_forked_) {
+    for (std::size_t i = 0; i < phase2_streams_.size(); ++i) {
+      CUDA_CHECK(cudaEventRecord(phase2_joins_[i], phase2_streams_[i]));
+      CUDA_CHECK(cudaStreamWaitEvent(comm_stream, phase2_joins_[i], 0));
+    }
+    phase2_forked_ = false;
+  }
   // The result is complete once every peer's copies into our buffers have landed.
   if (world > 1 && problem_.op != CollectiveOp::ReduceScatter) {
     const std::uint32_t* flags = problem_.op == CollectiveOp::AllReduce

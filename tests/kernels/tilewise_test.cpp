@@ -529,6 +529,28 @@ TEST(TilewiseOwnerDesign, RingRouteNeedsAReductionAndNotTheEpiloguePhase2) {
   EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 512, 64, 4, o).ok);
 }
 
+// Phase 2 on one stream a peer: an all-reduce whose phase 2 the copy engines carry.
+TEST(TilewiseOwnerDesign, ParallelPhase2NeedsAnAllReduceByTheCopyEngines) {
+  CopyEngineOptions o;
+  o.parallel_phase2 = true;
+  for (const CopyEngineRoute route : {CopyEngineRoute::Direct, CopyEngineRoute::Ring}) {
+    o.route = route;
+    o.phase2 = CopyEnginePhase2::CopyEngine;
+    EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 512, 64, 4, o).ok);
+    o.phase2 = CopyEnginePhase2::TailKernel;
+    EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 512, 64, 4, o).ok);
+    o.phase2 = CopyEnginePhase2::CopyEngine;
+    const Status rs =
+        CopyEngineDesign::can_implement(CollectiveOp::ReduceScatter, 1024, 512, 64, 4, o);
+    EXPECT_FALSE(rs.ok);
+    EXPECT_NE(rs.message.find("parallel_phase2"), std::string::npos) << rs.message;
+    EXPECT_FALSE(CopyEngineDesign::can_implement(CollectiveOp::AllToAll, 1024, 512, 64, 4, o).ok);
+  }
+  o.route = CopyEngineRoute::Direct;
+  o.phase2 = CopyEnginePhase2::Epilogue;
+  EXPECT_FALSE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 512, 64, 2, o).ok);
+}
+
 TEST(TilewiseOwnerPredictor, ClosedForms) {
   // 2 x 2 tiles (m 256, n 512), one CTA: 4 waves of 1 s; 2 ranks, parts of 2 tiles.
   CommCurve slow, fast;
@@ -764,8 +786,9 @@ TEST(TilewiseTuningCache, RingRouteAndRowChunkNames) {
       "  - {gpu: NVIDIA H100 80GB HBM3, dtype: bf16, m: 8192, n: 8192, k: 8192, world: 4, "
       "collective: allreduce_ce, partition: \"2\", comm_sms: 0, wait: WAIT, time_s: 0.0017, "
       "predicted_s: 0, search: exhaustive}\n";
-  for (const std::string wait : {"copy_engine_ring", "tail_kernel_ring", "tail_kernel_ring_c2",
-                                 "copy_engine_ring_c4", "copy_engine_c2"}) {
+  for (const std::string wait :
+       {"copy_engine_ring", "tail_kernel_ring", "tail_kernel_ring_c2", "copy_engine_ring_c4",
+        "copy_engine_c2", "tail_kernel_ring_par", "copy_engine_ring_c2_par", "copy_engine_par"}) {
     std::string text = "entries:\n" + entry;
     text.replace(text.find("WAIT"), 4, wait);
     std::string error;
@@ -778,6 +801,9 @@ TEST(TilewiseTuningCache, RingRouteAndRowChunkNames) {
   std::string error;
   EXPECT_FALSE(TuningCache::parse(text, "cache.yaml", &error));
   EXPECT_NE(error.find("wait"), std::string::npos) << error;
+  text = "entries:\n" + entry;
+  text.replace(text.find("WAIT"), 4, "copy_engine_par_ring");  // suffixes out of order
+  EXPECT_FALSE(TuningCache::parse(text, "cache.yaml", &error));
 }
 
 TEST(TilewiseTuningCache, BadFileNamesKeyAndLine) {
@@ -1378,6 +1404,7 @@ struct SharedGpuCase {
   int calls;  // back to back, inputs alternating between two sets; the last call is checked
   CopyEngineRoute route = CopyEngineRoute::Direct;
   int row_chunks = 1;
+  bool parallel_phase2 = false;
 };
 
 struct SharedGpuRankResult {
@@ -1420,6 +1447,7 @@ Status run_shared_gpu_rank(const PeerLinks& links, const SharedGpuCase& c, std::
     o.phase2 = c.phase2;
     o.route = c.route;
     o.row_chunks = c.row_chunks;
+    o.parallel_phase2 = c.parallel_phase2;
     o.wait_timeout_s = 20;
     o.num_ctas = (sms - 4) / c.world;  // a few SMs left for whatever else the GPU runs
     OVERLAPSIM_TRY(d.initialize(links, c.op, c.m, c.n, c.k, DType::BF16, o));
@@ -1604,20 +1632,36 @@ TEST(TilewiseCopyEngineSharedGpu, RingRouteTwoThreeAndFourRanks) {
       {CollectiveOp::AllReduce, 2, 2048, 1024, 256, 1, CopyEnginePhase2::TailKernel, 20, kRing, 4});
 }
 
+// Phase 2 on one stream a peer (CopyEngineOptions::parallel_phase2) on 3 and 4 ranks sharing
+// one GPU: both routes, both copy-engine phase-2 modes, row chunks, 50 calls back to back.
+TEST(TilewiseCopyEngineSharedGpu, ParallelPhase2ThreeAndFourRanks) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  constexpr CollectiveOp kAr = CollectiveOp::AllReduce;
+  constexpr CopyEnginePhase2 kCe = CopyEnginePhase2::CopyEngine, kTk = CopyEnginePhase2::TailKernel;
+  for (const CopyEngineRoute route : {CopyEngineRoute::Direct, CopyEngineRoute::Ring}) {
+    run_shared_gpu_case({kAr, 3, 1536, 1024, 256, 2, kCe, 1, route, 1, true});
+    run_shared_gpu_case({kAr, 4, 2048, 700, 320, 3, kCe, 1, route, 1, true});
+    run_shared_gpu_case({kAr, 4, 2048, 1024, 256, 2, kTk, 50, route, 1, true});
+  }
+  run_shared_gpu_case({kAr, 4, 4096, 700, 320, 2, kTk, 20, CopyEngineRoute::Ring, 2, true});
+}
+
 // The ring route on every visible GPU (one rank each), `calls` calls back to back with no
 // host synchronisation, inputs alternating between two sets: the last result must equal,
 // bit for bit, every rank's own GEMM summed in the ring's order with a rounding per hop
 // (with 2 ranks that is also own GEMM + NCCL), and lie within bf16 tolerance of own GEMM +
 // NCCL's collective (NCCL's ring order and roundings differ beyond 2 ranks).
 void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int64_t k, int groups,
-                      CopyEnginePhase2 phase2, int calls, int row_chunks = 1) {
+                      CopyEnginePhase2 phase2, int calls, int row_chunks = 1,
+                      bool parallel_phase2 = false) {
   const int world = visible_gpu_count();
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE(std::string(to_string(op)) + " ring on " + std::to_string(world) + " GPUs, " +
                std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ", " +
                std::to_string(groups) + " group(s), phase 2 " + to_string(phase2) + ", " +
                std::to_string(calls) + " call(s), " + std::to_string(row_chunks) +
-               " row chunk(s), seed " + std::to_string(seed));
+               " row chunk(s), parallel phase 2 " + std::to_string(parallel_phase2) + ", seed " +
+               std::to_string(seed));
   HarnessOptions harness;
   harness.blocking_comms = true;
   std::vector<SharedGpuRankResult> results(static_cast<std::size_t>(world));
@@ -1646,6 +1690,7 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
     o.phase2 = phase2;
     o.route = CopyEngineRoute::Ring;
     o.row_chunks = row_chunks;
+    o.parallel_phase2 = parallel_phase2;
     o.wait_timeout_s = 30;
     OVERLAPSIM_TRY(d.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
     for (int i = 0; i < calls; ++i)
@@ -1675,6 +1720,7 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
   });
   ASSERT_TRUE(status.ok) << status.message;
   SharedGpuCase c{op, world, m, n, k, groups, phase2, calls, CopyEngineRoute::Ring, row_chunks};
+  c.parallel_phase2 = parallel_phase2;
   const std::vector<std::int64_t> wrong = shared_gpu_mismatches(c, results);
   for (int r = 0; r < world; ++r) {
     EXPECT_EQ(wrong[static_cast<std::size_t>(r)], 0) << "rank " << r << ": not the ring's sum";
@@ -1714,12 +1760,30 @@ TEST(TilewiseCopyEngineGpu, RowChunksAllReduceBitIdenticalToTheRingOrderSum) {
                    2);
 }
 
+// Phase 2 on one stream a peer (CopyEngineOptions::parallel_phase2): the same sums as on the
+// comm stream alone, edge tiles, the tail kernel, row chunks, 200 calls back to back.
+TEST(TilewiseCopyEngineGpu, RingParallelPhase2BitIdenticalToTheRingOrderSum) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  constexpr CollectiveOp kAr = CollectiveOp::AllReduce;
+  constexpr CopyEnginePhase2 kCe = CopyEnginePhase2::CopyEngine, kTk = CopyEnginePhase2::TailKernel;
+  run_ring_on_gpus(kAr, 2048, 1536, 512, 2, kCe, 1, 1, true);
+  run_ring_on_gpus(kAr, 2048, 700, 300, 3, kCe, 1, 1, true);
+  run_ring_on_gpus(kAr, 2048, 1536, 512, 4, kTk, 1, 1, true);
+  run_ring_on_gpus(kAr, 4096, 700, 300, 2, kTk, 1, 2, true);
+  run_ring_on_gpus(kAr, 2048, 2048, 512, 2, kTk, 200, 1, true);
+  run_ring_on_gpus(kAr, 4096, 2048, 512, 2, kTk, 200, 2, true);
+}
+
 // Small shapes for compute-sanitizer (racecheck, synccheck) on the ring route.
 TEST(TilewiseCopyEngineGpu, RingSmallForSanitizer) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   run_ring_on_gpus(CollectiveOp::ReduceScatter, 1024, 512, 128, 2, CopyEnginePhase2::CopyEngine, 2);
   run_ring_on_gpus(CollectiveOp::AllReduce, 1024, 512, 128, 2, CopyEnginePhase2::TailKernel, 2);
   run_ring_on_gpus(CollectiveOp::AllReduce, 2048, 512, 128, 2, CopyEnginePhase2::TailKernel, 2, 2);
+  run_ring_on_gpus(CollectiveOp::AllReduce, 1024, 512, 128, 2, CopyEnginePhase2::TailKernel, 2, 1,
+                   true);
+  run_ring_on_gpus(CollectiveOp::AllReduce, 2048, 512, 128, 2, CopyEnginePhase2::CopyEngine, 2, 2,
+                   true);
 }
 
 // ---------------------------------------------------------------- GPU: ranks in processes
