@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "workloads/generator.hpp"
 
 namespace overlapsim::workloads {
@@ -9,23 +12,89 @@ namespace overlapsim::workloads {
 using sim::CollectiveOp;
 using sim::StreamKind;
 
+DlrmShardPlan plan_dlrm_sharding(const DlrmSpec& d, int world_size) {
+  DlrmShardPlan plan;
+  const int W = std::max(world_size, 1);
+  for (int i = 0; i < static_cast<int>(d.tables.size()); ++i) {
+    const auto& t = d.tables[static_cast<std::size_t>(i)];
+    if (t.rows <= d.data_parallel_max_rows) {
+      plan.data_parallel.push_back(i);
+      plan.dp_table_rows += t.rows;
+      plan.dp_hotness += t.hotness;
+    } else {
+      plan.model_parallel.push_back(i);
+      plan.mp_hotness += t.hotness;
+    }
+  }
+  double mp_rows = 0;
+  for (int i : plan.model_parallel) mp_rows += static_cast<double>(d.tables[i].rows);
+  const double n_mp = static_cast<double>(plan.model_parallel.size());
+  switch (d.sharding) {
+    case TableSharding::Balanced:
+      plan.mp_rows_per_sample = static_cast<double>(plan.mp_hotness) / W;
+      plan.mp_pooled_per_sample = n_mp / W;
+      plan.mp_table_rows = mp_rows / W;
+      break;
+    case TableSharding::RowWise:
+      plan.mp_rows_per_sample = static_cast<double>(plan.mp_hotness) / W;
+      plan.mp_pooled_per_sample = n_mp;  // a partial pool of every table for every sample
+      plan.mp_table_rows = mp_rows / W;
+      break;
+    case TableSharding::TableWise: {
+      std::vector<int> order = plan.model_parallel;
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        const auto &ta = d.tables[a], &tb = d.tables[b];
+        if (ta.hotness != tb.hotness) return ta.hotness > tb.hotness;
+        return ta.rows > tb.rows;
+      });
+      std::vector<std::int64_t> lookups(W, 0), rows(W, 0);
+      plan.tables_of_rank.assign(W, {});
+      for (int i : order) {
+        int best = 0;
+        for (int r = 1; r < W; ++r)
+          if (lookups[r] < lookups[best] || (lookups[r] == lookups[best] && rows[r] < rows[best]))
+            best = r;
+        lookups[best] += d.tables[i].hotness;
+        rows[best] += d.tables[i].rows;
+        plan.tables_of_rank[best].push_back(i);
+      }
+      for (auto& list : plan.tables_of_rank) std::sort(list.begin(), list.end());
+      int busiest = 0;
+      for (int r = 1; r < W; ++r)
+        if (lookups[r] > lookups[busiest] ||
+            (lookups[r] == lookups[busiest] &&
+             plan.tables_of_rank[r].size() > plan.tables_of_rank[busiest].size()))
+          busiest = r;
+      plan.busiest_rank = busiest;
+      plan.mp_rows_per_sample = static_cast<double>(lookups[busiest]);
+      plan.mp_pooled_per_sample = static_cast<double>(plan.tables_of_rank[busiest].size());
+      plan.mp_table_rows = static_cast<double>(rows[busiest]);
+      break;
+    }
+  }
+  return plan;
+}
+
 namespace {
 
 class DlrmEmitter {
  public:
-  DlrmEmitter(const ModelSpec& spec, const RankGroups& groups, RankBuilder& b,
-              GradientBuckets& grads, std::int64_t local_batch)
+  DlrmEmitter(const ModelSpec& spec, const DlrmShardPlan& plan, const RankGroups& groups,
+              RankBuilder& b, GradientBuckets& grads, std::int64_t local_batch, int world_size)
       : d_(spec.dlrm),
+        plan_(plan),
         groups_(groups),
         b_(b),
         grads_(grads),
         batch_(local_batch),
+        global_batch_(local_batch * world_size),
         precision_(spec.training.precision),
         in_bytes_(sim::bytes_per_element(spec.training.precision)),
         act_bytes_(spec.training.precision == sim::Precision::FP32 ? 4 : 2),
         emb_bytes_(sim::bytes_per_element(spec.dlrm.embedding_precision)) {
-    for (const auto& t : d_.tables) hot_ += t.hotness;
     tables_ = static_cast<std::int64_t>(d_.tables.size());
+    dp_tables_ = static_cast<std::int64_t>(plan_.data_parallel.size());
+    row_wise_ = d_.sharding == TableSharding::RowWise;
     const std::int64_t bottom_out = d_.bottom_mlp.back();
     interaction_dim_ = d_.interaction == "dcn" ? bottom_out + tables_ * d_.embedding_dim
                                                : bottom_out + (tables_ + 1) * tables_ / 2;
@@ -35,14 +104,16 @@ class DlrmEmitter {
     mb_ = mb;
     phase_ = sim::Phase::Forward;
     const std::int64_t D = d_.embedding_dim;
-    sim::OpNode lookup;
-    lookup.name = name("embedding.lookup");
-    lookup.kind = sim::OpKind::EmbeddingLookup;
-    lookup.precision = d_.embedding_precision;
-    lookup.bytes = static_cast<std::uint64_t>(batch_ * (hot_ + tables_) * D * emb_bytes_);
-    OpVertex lk = add(std::move(lookup));
-    OpVertex a2a = comm("embedding.alltoall", {lk});
-    b_.pair(lk, a2a);
+    OpVertex a2a = kNoOp, dp_lookup = kNoOp;
+    if (!plan_.model_parallel.empty()) {
+      OpVertex lk = embedding_op("embedding.lookup",
+                                 mp_rows(plan_.mp_rows_per_sample + plan_.mp_pooled_per_sample));
+      a2a = exchange(true, {lk});
+      b_.pair(lk, a2a);
+    }
+    if (dp_tables_ > 0)
+      dp_lookup = embedding_op("embedding.dp_lookup", rows_bytes(batch_ * (plan_.dp_hotness +
+                                                                            dp_tables_)));
     std::int64_t in = d_.dense_features;
     for (std::size_t i = 0; i < d_.bottom_mlp.size(); ++i) {
       std::int64_t out = d_.bottom_mlp[i];
@@ -52,7 +123,7 @@ class DlrmEmitter {
     }
     if (d_.interaction == "dcn") {
       const std::int64_t d0 = interaction_dim_;
-      elementwise("interaction.concat", 2 * batch_ * d0 * act_bytes_, {a2a});
+      elementwise("interaction.concat", 2 * batch_ * d0 * act_bytes_, {a2a, dp_lookup});
       for (int l = 0; l < d_.dcn_layers; ++l) {
         gemm(fmt::format("dcn{}.v", l), batch_, d_.dcn_rank, d0);
         gemm(fmt::format("dcn{}.u", l), batch_, d0, d_.dcn_rank);
@@ -63,7 +134,7 @@ class DlrmEmitter {
       const std::int64_t f = tables_ + 1;
       auto node = gemm_node(name("interaction.dot"), f, f, D, batch_, in_bytes_, act_bytes_);
       node.precision = precision_;
-      add(std::move(node), {a2a});
+      add(std::move(node), {a2a, dp_lookup});
     }
     in = interaction_dim_;
     for (std::size_t i = 0; i < d_.top_mlp.size(); ++i) {
@@ -107,7 +178,19 @@ class DlrmEmitter {
       node.precision = precision_;
       add(std::move(node));
     }
-    OpVertex a2a = comm("embedding.alltoall.bwd", {b_.last(StreamKind::Compute)});
+    OpVertex a2a = plan_.model_parallel.empty()
+                       ? kNoOp
+                       : exchange(false, {b_.last(StreamKind::Compute)});
+    if (dp_tables_ > 0) {
+      // Data-parallel tables: scatter the pooled gradients into a dense gradient buffer of
+      // the tables (zeroed, then rows read-modified-written), reduced with the dense grads.
+      OpVertex dp = embedding_op(
+          "embedding.dp_backward",
+          rows_bytes(batch_ * (dp_tables_ + 2 * plan_.dp_hotness)) +
+              static_cast<std::uint64_t>(plan_.dp_table_rows * D) * 4);
+      if (register_)
+        grads_.add("embedding.dp_tables", plan_.dp_table_rows * D, dp, false);
+    }
     // The bottom MLP's backward does not need the all-to-all: it overlaps it.
     for (int i = static_cast<int>(d_.bottom_mlp.size()) - 1; i >= 0; --i) {
       std::int64_t out = d_.bottom_mlp[i];
@@ -116,13 +199,12 @@ class DlrmEmitter {
       if (i > 0) gemm(fmt::format("bottom{}.fc.dgrad", i), batch_, in, out);
       wgrad(fmt::format("bottom{}.fc.wgrad", i), in, out, in * out + out);
     }
-    sim::OpNode update;
-    update.name = name("embedding.backward");
-    update.kind = sim::OpKind::EmbeddingLookup;
-    update.precision = d_.embedding_precision;
-    update.bytes = static_cast<std::uint64_t>(batch_ * (tables_ + 2 * hot_) * D * emb_bytes_);
-    OpVertex up = add(std::move(update), {a2a});
-    b_.pair(a2a, up);
+    if (!plan_.model_parallel.empty()) {
+      OpVertex up = embedding_op(
+          "embedding.backward",
+          mp_rows(plan_.mp_pooled_per_sample + 2 * plan_.mp_rows_per_sample), {a2a});
+      b_.pair(a2a, up);
+    }
   }
 
  private:
@@ -147,24 +229,50 @@ class DlrmEmitter {
                        std::initializer_list<OpVertex> deps = {}) {
     return add(elementwise_node(name(what), static_cast<std::uint64_t>(bytes)), deps);
   }
-  OpVertex comm(const std::string& what, std::initializer_list<OpVertex> deps) {
+  // Bytes of `rows` embedding rows.
+  std::uint64_t rows_bytes(double rows) const {
+    return static_cast<std::uint64_t>(std::llround(rows * d_.embedding_dim * emb_bytes_));
+  }
+  // Bytes of `per_sample` rows for every sample of the global batch.
+  std::uint64_t mp_rows(double per_sample) const {
+    return rows_bytes(static_cast<double>(global_batch_) * per_sample);
+  }
+  OpVertex embedding_op(const std::string& what, std::uint64_t bytes,
+                        std::initializer_list<OpVertex> deps = {}) {
+    sim::OpNode node;
+    node.name = name(what);
+    node.kind = sim::OpKind::EmbeddingLookup;
+    node.precision = d_.embedding_precision;
+    node.bytes = bytes;
+    return add(std::move(node), deps);
+  }
+  // The model-parallel tables' pooled rows to (forward) or their gradients from (backward)
+  // the ranks that own the samples: all-to-all, or for row_wise reduce-scatter of the
+  // partial pools and all-gather of their gradients.
+  OpVertex exchange(bool forward, std::initializer_list<OpVertex> deps) {
     if (groups_.dp < 0) return kNoOp;
-    auto node = collective_node(
-        name(what), CollectiveOp::AllToAll,
-        static_cast<std::uint64_t>(batch_ * tables_ * d_.embedding_dim * emb_bytes_), groups_.dp,
-        StreamKind::ExpertComm);
+    CollectiveOp op = CollectiveOp::AllToAll;
+    const char* what = forward ? "embedding.alltoall" : "embedding.alltoall.bwd";
+    if (row_wise_) {
+      op = forward ? CollectiveOp::ReduceScatter : CollectiveOp::AllGather;
+      what = forward ? "embedding.reducescatter" : "embedding.allgather.bwd";
+    }
+    auto node = collective_node(name(what), op, mp_rows(plan_.mp_pooled_per_sample), groups_.dp,
+                                StreamKind::ExpertComm);
     node.precision = d_.embedding_precision;
     return add(std::move(node), deps);
   }
 
   const DlrmSpec& d_;
+  const DlrmShardPlan& plan_;
   RankGroups groups_;
   RankBuilder& b_;
   GradientBuckets& grads_;
-  std::int64_t batch_;
+  std::int64_t batch_, global_batch_;
   sim::Precision precision_;
   int in_bytes_, act_bytes_, emb_bytes_;
-  std::int64_t hot_ = 0, tables_ = 0, interaction_dim_ = 0;
+  std::int64_t tables_ = 0, dp_tables_ = 0, interaction_dim_ = 0;
+  bool row_wise_ = false;
   int mb_ = 0;
   sim::Phase phase_ = sim::Phase::Forward;
   bool register_ = false;
@@ -177,7 +285,8 @@ void emit_dlrm_rank(const ModelSpec& spec, const ParallelLayout& layout, const R
   const int microbatches = microbatches_per_step(spec);
   const std::int64_t local_batch = spec.training.global_batch / (layout.dp() * microbatches);
   GradientBuckets grads;
-  DlrmEmitter emitter(spec, groups, builder, grads, local_batch);
+  const DlrmShardPlan plan = plan_dlrm_sharding(spec.dlrm, layout.dp());
+  DlrmEmitter emitter(spec, plan, groups, builder, grads, local_batch, layout.dp());
   for (int mb = 0; mb < microbatches; ++mb) {
     emitter.forward(mb);
     emitter.backward(mb, mb == microbatches - 1);

@@ -34,8 +34,22 @@ std::vector<Bucket> pack(const std::vector<std::pair<std::int64_t, OpVertex>>& t
 
 }  // namespace
 
-void GradientBuckets::add(std::string name, std::int64_t params, OpVertex producer, bool expert) {
-  if (params > 0) tensors_.push_back({std::move(name), params, producer, expert});
+void GradientBuckets::add(std::string name, std::int64_t params, OpVertex producer, bool expert,
+                          int slot) {
+  if (params > 0) tensors_.push_back({std::move(name), params, producer, expert, slot});
+}
+
+OpVertex GradientBuckets::param_gather(RankBuilder& b, int slot, bool expert, int group,
+                                       OpVertex after, std::string name, int layer) {
+  if (group < 0) return kNoOp;
+  auto node = collective_node(std::move(name), sim::CollectiveOp::AllGather, 0, group,
+                              sim::StreamKind::DataComm);
+  node.phase = sim::Phase::Forward;
+  node.layer = layer;
+  node.microbatch = 0;
+  const OpVertex v = b.add(std::move(node), {after});
+  gathers_.push_back({slot, expert, v});
+  return v;
 }
 
 void GradientBuckets::add_tied_embedding(std::int64_t params, OpVertex producer) {
@@ -66,13 +80,33 @@ OpVertex GradientBuckets::emit(RankBuilder& b, const GradSyncOptions& opt) const
     std::vector<Bucket> buckets;
   };
   std::vector<FamilyBuckets> families;
+  // A tensor whose slot has an overlapped gather is not gathered after the optimizer.
+  auto gathered_early = [&](const Tensor& t) {
+    if (!sharded || !opt.overlap_param_gather || t.slot == kNoGatherSlot) return false;
+    return std::any_of(gathers_.begin(), gathers_.end(), [&](const Gather& g) {
+      return g.slot == t.slot && g.expert == t.expert;
+    });
+  };
+  std::vector<FamilyBuckets> late_gathers;  // tensors gathered after the optimizer
   for (bool expert : {false, true}) {
-    std::vector<std::pair<std::int64_t, OpVertex>> list;
+    std::vector<std::pair<std::int64_t, OpVertex>> list, late;
+    for (const auto& t : tensors_) {
+      if (t.expert != expert) continue;
+      list.emplace_back(t.params, t.producer);
+      if (!gathered_early(t)) late.emplace_back(t.params, t.producer);
+    }
+    const std::string tag = expert ? "edp" : "dp";
+    const int group = expert ? opt.edp_group : opt.dp_group;
+    const int size = expert ? opt.edp_size : opt.dp_size;
+    families.push_back({tag, group, size, pack(list, opt.bucket_bytes, opt.grad_bytes)});
+    late_gathers.push_back({tag, group, size, pack(late, opt.bucket_bytes, opt.grad_bytes)});
+  }
+  // The overlapped gathers' sizes: the parameters of their slot and family.
+  for (const auto& g : gathers_) {
+    std::int64_t params = 0;
     for (const auto& t : tensors_)
-      if (t.expert == expert) list.emplace_back(t.params, t.producer);
-    families.push_back({expert ? "edp" : "dp", expert ? opt.edp_group : opt.dp_group,
-                        expert ? opt.edp_size : opt.dp_size,
-                        pack(list, opt.bucket_bytes, opt.grad_bytes)});
+      if (t.slot == g.slot && t.expert == g.expert) params += t.params;
+    b.graph()[g.op].comm_bytes = static_cast<std::uint64_t>(params) * opt.param_bytes;
   }
 
   // Reductions in the order their buckets become ready (dense and expert interleaved).
@@ -100,7 +134,10 @@ OpVertex GradientBuckets::emit(RankBuilder& b, const GradSyncOptions& opt) const
                                 fam.group, StreamKind::DataComm);
     node.phase = sim::Phase::Backward;
     node.precision = opt.grad_bytes == 4 ? sim::Precision::FP32 : sim::Precision::BF16;
-    last_comm = b.add(std::move(node), {bucket.ready_after});
+    // Without overlap the reductions start once the whole backward pass is done.
+    last_comm = b.add(std::move(node), {bucket.ready_after, opt.overlap_grad_reduce
+                                                               ? kNoOp
+                                                               : b.last(StreamKind::Compute)});
   }
   if (opt.embd_group >= 0 && tied_params_ > 0) {
     // Megatron all-reduces the tied embedding's gradient between the first and the last
@@ -127,7 +164,7 @@ OpVertex GradientBuckets::emit(RankBuilder& b, const GradSyncOptions& opt) const
   OpVertex last = b.add(std::move(opt_node), {last_comm, b.last(StreamKind::Compute)});
 
   if (sharded) {
-    for (const auto& fam : families) {
+    for (const auto& fam : late_gathers) {
       if (fam.group < 0) continue;
       for (int i = 0; i < static_cast<int>(fam.buckets.size()); ++i) {
         auto node = collective_node(

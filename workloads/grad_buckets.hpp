@@ -10,9 +10,21 @@
 // "dp" family (DP×CP), expert tensors over "edp".
 //   allreduce:             one all-reduce per bucket; optimizer on all local params
 //   distributed_optimizer: reduce-scatter per bucket; optimizer on 1/dp of the params;
-//                          then an all-gather of the updated params per bucket
-//                          (Megatron's distributed optimizer; the all-gather is placed
-//                          at the end of the step, not overlapped with the next one)
+//                          then the updated params are all-gathered (Megatron's
+//                          distributed optimizer), either
+//                          - overlapped (overlap_param_gather, Megatron-LM
+//                            --overlap-param-gather): one all-gather per layer and family,
+//                            emitted by the generator through param_gather() where the
+//                            layer's first forward begins and issued when the previous
+//                            block's forward starts. In steady state the gather of step
+//                            n's update overlaps step n + 1's forward; a single simulated
+//                            step places it in its own forward, ahead of the first use
+//                            (same bytes, same overlap). Megatron buckets hold at least
+//                            40M parameters (DistributedDataParallelConfig.bucket_size),
+//                            about one layer of the shipped models per rank, hence one
+//                            gather per layer;
+//                          - or serialised after the optimizer, one per bucket.
+// Without overlap_grad_reduce the reductions wait for the end of the backward pass.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,11 +51,26 @@ struct GradSyncOptions {
   int grad_bytes = 2;   // per element of the reduced gradient
   int param_bytes = 2;  // per element of the gathered parameters (16-bit model weights)
   int optimizer_state_bytes = kAdamStateBytesPerParam;
+  bool overlap_grad_reduce = true;    // reductions start as their buckets fill
+  bool overlap_param_gather = false;  // distributed_optimizer: gathers via param_gather()
 };
+
+// Slots of param_gather(): layers use their index; these name the blocks outside them.
+inline constexpr int kNoGatherSlot = -1;
+inline constexpr int kEmbeddingGatherSlot = -2;
+inline constexpr int kHeadGatherSlot = -3;
 
 class GradientBuckets {
  public:
-  void add(std::string name, std::int64_t params, OpVertex producer, bool expert);
+  // `slot`: the param_gather() slot whose all-gather brings this tensor's updated values
+  // back (kNoGatherSlot: gathered after the optimizer).
+  void add(std::string name, std::int64_t params, OpVertex producer, bool expert,
+           int slot = kNoGatherSlot);
+  // Overlapped parameter all-gather of `slot`'s tensors of one family (dense or expert)
+  // over `group`, on the DataComm stream after `after`. Its bytes are filled in by emit()
+  // once the tensors are registered. Returns the all-gather.
+  OpVertex param_gather(RankBuilder& builder, int slot, bool expert, int group, OpVertex after,
+                        std::string name, int layer);
   void add_tied_embedding(std::int64_t params, OpVertex producer);
 
   // Emits the reductions, the optimizer step and (distributed optimizer) the parameter
@@ -59,8 +86,15 @@ class GradientBuckets {
     std::int64_t params;
     OpVertex producer;
     bool expert;
+    int slot;
+  };
+  struct Gather {
+    int slot;
+    bool expert;
+    OpVertex op;
   };
   std::vector<Tensor> tensors_;
+  std::vector<Gather> gathers_;
   std::int64_t tied_params_ = 0;
   OpVertex tied_producer_ = kNoOp;
 };

@@ -47,6 +47,18 @@ const char* to_string(GradSync g) {
   return "?";
 }
 
+const char* to_string(TableSharding s) {
+  switch (s) {
+    case TableSharding::Balanced:
+      return "balanced";
+    case TableSharding::TableWise:
+      return "table_wise";
+    case TableSharding::RowWise:
+      return "row_wise";
+  }
+  return "?";
+}
+
 namespace {
 
 const std::vector<ParamDoc> kTopDocs = {
@@ -108,6 +120,15 @@ const std::vector<ParamDoc> kDlrmDocs = {
     {"dcn_layers", "cross layers (dcn)", "", ""},
     {"dcn_rank", "low-rank dimension of each cross layer (dcn)", "", "elements"},
     {"embedding_precision", "fp32 | bf16 | fp16 (tables and their all-to-all)", "fp32", ""},
+    {"data_parallel_max_rows",
+     "hybrid sharding: tables of at most this many rows are replicated and data parallel "
+     "(gradients all-reduced); 0: every table model parallel",
+     "0", "rows"},
+    {"sharding",
+     "model-parallel tables: balanced (each rank 1/W of every table's lookups) | table_wise "
+     "(whole tables on ranks, greedy by lookups; the most loaded rank is simulated) | row_wise "
+     "(tables split by rows; partial pools reduce-scattered, gradients all-gathered)",
+     "balanced", ""},
 };
 
 const std::vector<ParamDoc> kTrainingDocs = {
@@ -130,6 +151,14 @@ const std::vector<ParamDoc> kTrainingDocs = {
      ""},
     {"grad_bucket", "DP gradient bucket size (PyTorch DDP bucket_cap_mb default)", "25MiB",
      "bytes"},
+    {"overlap_grad_reduce",
+     "each bucket's reduction starts when its last gradient is produced (Megatron-LM "
+     "--overlap-grad-reduce); false: after the backward pass",
+     "true", ""},
+    {"overlap_param_gather",
+     "distributed_optimizer: each layer's parameter all-gather is issued one layer ahead of "
+     "its first forward use (Megatron-LM --overlap-param-gather); false: after the optimizer",
+     "true", ""},
 };
 
 const std::vector<ParamDoc> kParallelismDocs = {
@@ -284,6 +313,20 @@ void load_dlrm(ModelSpec& spec, const ConfigNode& n) {
   }
   d.embedding_precision =
       parse_precision(n, "embedding_precision", {"fp32", "bf16", "fp16"}, sim::Precision::FP32);
+  if (n.has("data_parallel_max_rows")) {
+    const std::int64_t v = n.get_int("data_parallel_max_rows");
+    if (v < 0)
+      n.fail_key("data_parallel_max_rows",
+                 fmt::format("{} is negative (expected a row count >= 0; 0: no data-parallel "
+                             "tables)",
+                             v));
+    d.data_parallel_max_rows = v;
+  }
+  const std::string sharding =
+      n.get_enum("sharding", {"balanced", "table_wise", "row_wise"}, "balanced");
+  d.sharding = sharding == "table_wise" ? TableSharding::TableWise
+               : sharding == "row_wise" ? TableSharding::RowWise
+                                        : TableSharding::Balanced;
 }
 
 void load_training(ModelSpec& spec, const ConfigNode& n) {
@@ -312,6 +355,12 @@ void load_training(ModelSpec& spec, const ConfigNode& n) {
                         "distributed_optimizer"
                     ? GradSync::DistributedOptimizer
                     : GradSync::AllReduce;
+  t.overlap_grad_reduce = n.get_bool("overlap_grad_reduce", true);
+  if (n.has("overlap_param_gather") && t.grad_sync != GradSync::DistributedOptimizer)
+    n.child("overlap_param_gather")
+        .fail("only with grad_sync: distributed_optimizer (expected no overlap_param_gather "
+              "here: all-reduce leaves the parameters in place)");
+  t.overlap_param_gather = n.get_bool("overlap_param_gather", true);
   t.grad_bucket_bytes = n.get_bytes("grad_bucket", 25ull << 20);
   if (t.grad_bucket_bytes == 0)
     n.fail_key("grad_bucket", "0 is not allowed (expected a size > 0 such as \"25MiB\")");

@@ -73,6 +73,14 @@ struct MoeSpec {
   int dense_layers = 0;  // the first `dense_layers` layers use a dense MLP of ffn_hidden
 };
 
+// How the model-parallel embedding tables are split over the ranks (DlrmSpec::sharding).
+enum class TableSharding {
+  Balanced,   // every rank 1/W of each table's lookups and pooled outputs (ideal split)
+  TableWise,  // whole tables on ranks, placed greedily by lookup load (HugeCTR, TorchRec TW)
+  RowWise,    // every table split by rows over all ranks; partial pools reduce-scattered
+};
+const char* to_string(TableSharding s);
+
 struct EmbeddingTableSpec {
   std::int64_t rows = 0;
   int hotness = 1;  // lookups pooled per sample (multi-hot size)
@@ -89,6 +97,11 @@ struct DlrmSpec {
   int dcn_layers = 0;
   int dcn_rank = 0;  // low-rank cross: W = U V^T with U, V of d x rank
   sim::Precision embedding_precision = sim::Precision::FP32;
+  // Hybrid sharding: tables of at most this many rows are replicated on every rank and
+  // trained data parallel (their gradients all-reduced); the others are model parallel,
+  // split as `sharding` says. 0: every table model parallel.
+  std::int64_t data_parallel_max_rows = 0;
+  TableSharding sharding = TableSharding::Balanced;
 };
 
 struct Parallelism {
@@ -119,6 +132,13 @@ struct TrainingSpec {
   Recompute recompute = Recompute::None;
   GradSync grad_sync = GradSync::AllReduce;
   std::uint64_t grad_bucket_bytes = 25ull << 20;  // PyTorch DDP bucket_cap_mb = 25
+  // Megatron-LM --overlap-grad-reduce: each bucket's reduction starts when its last
+  // gradient is produced (false: all reductions after the backward pass).
+  bool overlap_grad_reduce = true;
+  // Megatron-LM --overlap-param-gather (distributed optimizer only): each layer's
+  // parameter all-gather is issued one layer ahead of its first forward use instead of
+  // after the optimizer.
+  bool overlap_param_gather = true;
 };
 
 struct ModelSpec {

@@ -20,9 +20,11 @@ OpVertex RankBuilder::add_unchained(sim::OpNode node, std::initializer_list<OpVe
   const int stream = static_cast<int>(node.stream);
   OpVertex v = boost::add_vertex(std::move(node), graph_);
   for (OpVertex d : deps) depend(v, d);
-  if (fence_ != kNoOp && node_stream_is_compute(graph_[v].stream)) {
-    depend(v, fence_);
+  if (node_stream_is_compute(graph_[v].stream)) {
+    if (fence_ != kNoOp) depend(v, fence_);
     fence_ = kNoOp;
+    for (OpVertex w : waits_) depend(v, w);
+    waits_.clear();
   }
   last_[stream] = v;
   last_any_ = v;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "sim/graph/op_graph.hpp"
 
@@ -30,8 +31,13 @@ class RankBuilder {
   // The most recently added op on any stream (program order).
   OpVertex last_any() const { return last_any_; }
   // The next op added on the Compute stream also waits for `v` (a blocking transfer in
-  // program order, e.g. a pipeline send/receive).
+  // program order, e.g. a pipeline send/receive); a later call replaces an unused one.
   void fence_compute(OpVertex v) { fence_ = v; }
+  // The same for inputs that add up rather than replace (e.g. a layer's parameter
+  // all-gather besides the pipeline receive its first op waits for).
+  void wait_before_next_compute(OpVertex v) {
+    if (v != kNoOp) waits_.push_back(v);
+  }
 
   sim::OpGraph& graph() { return graph_; }
   const sim::OpNode& node(OpVertex v) const { return graph_[v]; }
@@ -41,6 +47,7 @@ class RankBuilder {
   std::array<OpVertex, 6> last_{};
   OpVertex last_any_ = kNoOp;
   OpVertex fence_ = kNoOp;
+  std::vector<OpVertex> waits_;
 };
 
 // Node factories: shape, FLOPs and bytes filled in by the conventions of op_graph.hpp.

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "workloads/transformer_emitter.hpp"
 
 namespace overlapsim::workloads {
@@ -34,6 +36,8 @@ TransformerEmitter::TransformerEmitter(const ModelSpec& spec, const ParallelLayo
   fp8_ = gemm_precision_ == sim::Precision::FP8;
   block_fp8_ = fp8_ && spec.training.fp8_scaling == Fp8Scaling::Block128;
   fp8_gemms_of_chunk_.assign(static_cast<std::size_t>(p.virtual_stages), 0);
+  overlap_param_gather_ = spec.training.grad_sync == GradSync::DistributedOptimizer &&
+                          spec.training.overlap_param_gather;
   set_chunk(0);
 }
 
@@ -134,7 +138,31 @@ void TransformerEmitter::register_grad(const Ctx& c, const char* what, std::int6
   if (!c.register_grads || c.recompute) return;
   grads_.add(
       c.layer >= 0 ? fmt::format("L{}.{}", c.layer, what) : fmt::format("{}.{}", c.block, what),
-      params, producer, expert);
+      params, producer, expert, gather_slot(c));
+}
+
+int TransformerEmitter::gather_slot(const Ctx& c) {
+  if (c.layer >= 0) return c.layer;
+  if (std::strcmp(c.block, "emb") == 0) return kEmbeddingGatherSlot;
+  if (std::strcmp(c.block, "head") == 0) return kHeadGatherSlot;
+  return kNoGatherSlot;
+}
+
+void TransformerEmitter::gather_params(const Ctx& c, bool expert) {
+  if (!overlap_param_gather_ || c.microbatch != 0 || c.recompute || c.phase != sim::Phase::Forward)
+    return;
+  const int slot = gather_slot(c);
+  const OpVertex dense = grads_.param_gather(b_, slot, false, groups_.dp, gather_anchor_,
+                                             name(c, "dp.param_allgather"), c.layer);
+  b_.wait_before_next_compute(dense);
+  if (expert) {
+    const OpVertex ex = grads_.param_gather(b_, slot, true, groups_.edp, gather_anchor_,
+                                            name(c, "edp.param_allgather"), c.layer);
+    b_.wait_before_next_compute(ex);
+  }
+  // The block's first op is the next one added: the next block's gathers are issued when
+  // it starts.
+  gather_anchor_ = static_cast<OpVertex>(boost::num_vertices(b_.graph()));
 }
 
 std::int64_t TransformerEmitter::norm_params() const {
@@ -590,6 +618,7 @@ OpVertex TransformerEmitter::dense_mlp_backward(const Ctx& c, const char* prefix
 
 void TransformerEmitter::layer_forward(int layer, Ctx c) {
   c.layer = layer;
+  gather_params(c, is_moe_layer(layer));
   const std::uint64_t norm_bytes = static_cast<std::uint64_t>(2 * Tn_ * h_ * act_bytes_);
   const std::uint64_t residual_bytes = static_cast<std::uint64_t>(3 * Tn_ * h_ * act_bytes_);
   fp8_norm(c, "ln1", h_);
@@ -712,8 +741,10 @@ void TransformerEmitter::forward(int microbatch) {
   Ctx c;
   c.microbatch = microbatch;
   c.phase = sim::Phase::Forward;
+  gather_anchor_ = kNoOp;
   if (first_stage_) {
     c.block = "emb";
+    gather_params(c, false);
     embedding_forward(c);
   }
   fp8_gemms_ = 0;
@@ -727,6 +758,7 @@ void TransformerEmitter::forward(int microbatch) {
   if (last_stage_) {
     c.layer = -1;
     c.block = "head";
+    gather_params(c, false);
     head_forward(c);
   }
 }

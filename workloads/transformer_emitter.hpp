@@ -74,6 +74,13 @@ class TransformerEmitter {
                       int group, sim::StreamKind stream, std::initializer_list<OpVertex> deps);
   void register_grad(const Ctx& c, const char* what, std::int64_t params, OpVertex producer,
                      bool expert = false);
+  // The param_gather() slot of the block `c` is in (its layer, the embedding or the head).
+  static int gather_slot(const Ctx& c);
+  // Distributed optimizer with overlap_param_gather: in microbatch 0's forward, the
+  // all-gathers of the block's updated parameters (dense, and expert for a MoE layer),
+  // issued when the previous block of this pass began; the block's first compute op waits
+  // for them.
+  void gather_params(const Ctx& c, bool expert);
   std::string name(const Ctx& c, const char* what) const;
 
   // TP plumbing. column_input: SP all-gather of the Tn-token input (kNoOp without SP), of
@@ -194,6 +201,8 @@ class TransformerEmitter {
   std::int64_t fp8_gemms_ = 0;                    // fp8 GEMMs in this forward pass (amax tensors)
   std::vector<std::int64_t> fp8_gemms_of_chunk_;  // the same per model chunk, for backward
   int chunk_ = 0;
+  bool overlap_param_gather_ = false;
+  OpVertex gather_anchor_ = kNoOp;  // first op of the previous block of this forward pass
 };
 
 }  // namespace overlapsim::workloads

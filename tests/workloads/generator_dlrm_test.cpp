@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "step_graph_util.hpp"
+#include "workloads/dlrm.hpp"
 #include "workloads/generator.hpp"
 
 using namespace overlapsim;
@@ -12,10 +13,51 @@ using sim::Phase;
 
 namespace {
 constexpr double kBatch = 65536, kGpus = 1024, kDim = 128, kTables = 26, kHot = 214;
+
+// The shipped DLRM-DCNv2 tables and MLPs with every table model parallel (balanced) at a
+// global batch of 65536: the closed forms below follow from these.
+ModelSpec all_model_parallel() {
+  ModelSpec m = shipped("dlrm-dcnv2");
+  m.dlrm.data_parallel_max_rows = 0;
+  m.dlrm.sharding = TableSharding::Balanced;
+  m.training.global_batch = static_cast<std::int64_t>(kBatch);
+  return m;
 }
 
+double bytes_of(const sim::RankProgram& rank, CollectiveOp op) {
+  return sum_ops(
+      rank,
+      [&](const sim::OpNode& n) { return n.kind == OpKind::Collective && n.collective == op; },
+      [](const sim::OpNode& n) { return static_cast<double>(n.comm_bytes); });
+}
+
+// Five tables: rows 100, 5000, 7000, 2e6 and 3e6; hotness 1, 2, 3, 4 and 5.
+ModelSpec five_tables(const std::string& extra) {
+  return load_model_string(R"(name: d
+kind: dlrm
+dlrm:
+  dense_features: 13
+  embedding_dim: 16
+  tables:
+    - {rows: 100, hotness: 1}
+    - {rows: 5000, hotness: 2}
+    - {rows: 7000, hotness: 3}
+    - {rows: 2000000, hotness: 4}
+    - {rows: 3000000, hotness: 5}
+  bottom_mlp: [32, 16]
+  top_mlp: [64, 1]
+  dcn_layers: 1
+  dcn_rank: 8
+)" + extra + R"(
+training: {global_batch: 64}
+parallelism: {dp: 4}
+)",
+                           "five.yaml");
+}
+}  // namespace
+
 TEST(DlrmGenerator, EmbeddingBytesPerStepAreExact) {
-  auto step = generate_step(shipped("dlrm-dcnv2"), 1024);
+  auto step = generate_step(all_model_parallel(), 1024);
   ASSERT_EQ(step.ranks.size(), 1u);
   const auto& rank = step.ranks[0];
   EXPECT_EQ(rank.multiplicity, 1024);
@@ -37,7 +79,7 @@ TEST(DlrmGenerator, EmbeddingBytesPerStepAreExact) {
 }
 
 TEST(DlrmGenerator, PooledEmbeddingsTravelByAllToAllPairedWithTheLookup) {
-  auto step = generate_step(shipped("dlrm-dcnv2"), 1024);
+  auto step = generate_step(all_model_parallel(), 1024);
   const auto& rank = step.ranks[0];
   int a2a = 0;
   for_each_op(rank, [&](sim::OpVertex, const sim::OpNode& op) {
@@ -52,7 +94,7 @@ TEST(DlrmGenerator, PooledEmbeddingsTravelByAllToAllPairedWithTheLookup) {
 }
 
 TEST(DlrmGenerator, DenseGradientsAllReduceAndFlopsFollowTheMlps) {
-  auto step = generate_step(shipped("dlrm-dcnv2"), 1024);
+  auto step = generate_step(all_model_parallel(), 1024);
   const double d0 = 128 + 26 * 128;  // DCN input: bottom output and 26 pooled embeddings
   const double bottom = 13 * 512 + 512 * 256 + 256 * 128.0;
   const double dcn = 3 * (d0 * 512 * 2);
@@ -68,4 +110,88 @@ TEST(DlrmGenerator, DenseGradientsAllReduceAndFlopsFollowTheMlps) {
   // 2 FLOPs per MAC, 3 passes; the first bottom layer has no input gradient.
   const double expected = kBatch * (6 * (bottom + dcn + top) - 2 * 13 * 512);
   EXPECT_NEAR(step.flops_per_step / expected, 1.0, 1e-12);
+}
+
+TEST(DlrmSharding, SmallTablesAreDataParallelBelowTheRowThreshold) {
+  const ModelSpec m = five_tables("  data_parallel_max_rows: 5000");
+  const DlrmShardPlan plan = plan_dlrm_sharding(m.dlrm, 4);
+  EXPECT_EQ(plan.data_parallel, (std::vector<int>{0, 1}));  // 100 and 5000 rows (<=)
+  EXPECT_EQ(plan.model_parallel, (std::vector<int>{2, 3, 4}));
+  EXPECT_EQ(plan.dp_table_rows, 5100);
+  EXPECT_EQ(plan.dp_hotness, 3);
+  EXPECT_EQ(plan.mp_hotness, 12);
+  // Balanced: each of 4 ranks 1/4 of the model-parallel lookups and pooled rows.
+  EXPECT_DOUBLE_EQ(plan.mp_rows_per_sample, 12.0 / 4);
+  EXPECT_DOUBLE_EQ(plan.mp_pooled_per_sample, 3.0 / 4);
+  EXPECT_DOUBLE_EQ(plan.mp_table_rows, (7000 + 2e6 + 3e6) / 4);
+  // The shipped model: HugeCTR's 6000-row threshold leaves 11 of 26 tables data parallel.
+  const DlrmShardPlan shipped_plan = plan_dlrm_sharding(shipped("dlrm-dcnv2").dlrm, 1024);
+  EXPECT_EQ(shipped_plan.data_parallel.size(), 11u);
+  EXPECT_EQ(shipped_plan.model_parallel.size(), 15u);
+}
+
+TEST(DlrmSharding, TableWisePlacesTheHottestTablesFirstOnTheLeastLoadedRank) {
+  const ModelSpec m = five_tables("  sharding: table_wise");
+  // Hotness 5, 4, 3, 2, 1 in that order over 2 ranks: 5 -> r0; 4 -> r1; 3 -> r1 (4 < 5);
+  // 2 -> r0 (5 < 7); 1 -> r1 (lookups tie at 7; r1 holds fewer rows, 2,007,000 against
+  // 3,005,000). Loads: r0 5 + 2 = 7, r1 4 + 3 + 1 = 8.
+  const DlrmShardPlan plan = plan_dlrm_sharding(m.dlrm, 2);
+  ASSERT_EQ(plan.tables_of_rank.size(), 2u);
+  EXPECT_EQ(plan.tables_of_rank[0], (std::vector<int>{1, 4}));
+  EXPECT_EQ(plan.tables_of_rank[1], (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(plan.busiest_rank, 1);
+  EXPECT_DOUBLE_EQ(plan.mp_rows_per_sample, 8);
+  EXPECT_DOUBLE_EQ(plan.mp_pooled_per_sample, 3);
+  EXPECT_DOUBLE_EQ(plan.mp_table_rows, 100 + 7000 + 2e6);
+}
+
+TEST(DlrmGenerator, HybridShardingExchangesOnlyModelParallelTables) {
+  // dp 4, global batch 64: local batch 16, D 16, fp32 rows.
+  const ModelSpec m = five_tables("  data_parallel_max_rows: 5000");
+  const auto step = generate_step(m, 4);
+  const auto& rank = step.ranks[0];
+  // All-to-all send buffer per rank: B·p·D·e = 64 · 3/4 · 16 · 4, each way.
+  EXPECT_DOUBLE_EQ(bytes_of(rank, CollectiveOp::AllToAll), 2 * 64 * 0.75 * 16 * 4);
+  // The data-parallel tables' gradients (5100 rows of 16, fp32) join the dense all-reduce.
+  const ModelSpec all_mp = five_tables("");
+  const double dense = bytes_of(generate_step(all_mp, 4).ranks[0], CollectiveOp::AllReduce);
+  EXPECT_DOUBLE_EQ(bytes_of(rank, CollectiveOp::AllReduce) - dense, 5100.0 * 16 * 4);
+  // Lookups: model-parallel B·(r + p)·D·e plus data-parallel Bl·(H_dp + n_dp)·D·e.
+  const double fwd = sum_ops(
+      rank,
+      [](const sim::OpNode& n) {
+        return n.kind == OpKind::EmbeddingLookup && n.phase == Phase::Forward;
+      },
+      [](const sim::OpNode& n) { return static_cast<double>(n.bytes); });
+  EXPECT_DOUBLE_EQ(fwd, 64 * (3.0 + 0.75) * 16 * 4 + 16 * (3 + 2) * 16 * 4);
+}
+
+TEST(DlrmGenerator, EveryTableDataParallelNeedsNoExchange) {
+  const ModelSpec m = five_tables("  data_parallel_max_rows: 3000000");
+  const auto step = generate_step(m, 4);
+  EXPECT_DOUBLE_EQ(bytes_of(step.ranks[0], CollectiveOp::AllToAll), 0.0);
+  const double dense = bytes_of(generate_step(five_tables(""), 4).ranks[0], CollectiveOp::AllReduce);
+  EXPECT_DOUBLE_EQ(bytes_of(step.ranks[0], CollectiveOp::AllReduce) - dense,
+                   (100 + 5000 + 7000 + 2e6 + 3e6) * 16 * 4);
+}
+
+TEST(DlrmGenerator, RowWiseReduceScattersPartialPoolsOfTheGlobalBatch) {
+  const ModelSpec m = five_tables("  sharding: row_wise");
+  const auto step = generate_step(m, 4);
+  const auto& rank = step.ranks[0];
+  // Every rank pools its row range of all 5 tables for all 64 samples: B·n·D·e in.
+  EXPECT_DOUBLE_EQ(bytes_of(rank, CollectiveOp::ReduceScatter), 64.0 * 5 * 16 * 4);
+  EXPECT_DOUBLE_EQ(bytes_of(rank, CollectiveOp::AllGather), 64.0 * 5 * 16 * 4);
+  EXPECT_DOUBLE_EQ(bytes_of(rank, CollectiveOp::AllToAll), 0.0);
+}
+
+TEST(DlrmGenerator, TableWiseSimulatesTheBusiestRank) {
+  const ModelSpec m = five_tables("  sharding: table_wise");
+  // 4 ranks: 5, 4, 3, 2 + 1 -> r3 holds hotness 2 and 1 (fewest rows on the tie at 2),
+  // loads 5, 4, 3, 3: the busiest rank holds the hotness-5 table alone.
+  const DlrmShardPlan plan = plan_dlrm_sharding(m.dlrm, 4);
+  EXPECT_DOUBLE_EQ(plan.mp_rows_per_sample, 5);
+  EXPECT_DOUBLE_EQ(plan.mp_pooled_per_sample, 1);
+  const auto step = generate_step(m, 4);
+  EXPECT_DOUBLE_EQ(bytes_of(step.ranks[0], CollectiveOp::AllToAll), 2 * 64.0 * 1 * 16 * 4);
 }

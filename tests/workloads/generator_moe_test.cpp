@@ -13,10 +13,21 @@ using sim::StreamKind;
 
 namespace {
 double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
+
+// Mixtral on EP 8 alone (no pipeline), sequence 4096, one microbatch per rank at 1024 GPUs:
+// one folded rank, so the per-rank counts below are the whole step's.
+ModelSpec mixtral_ep8() {
+  ModelSpec m = shipped("mixtral-8x7b");
+  m.parallelism.pp = 1;
+  m.parallelism.virtual_stages = 1;
+  m.training.seq_len = 4096;
+  m.training.global_batch = 1024;
+  return m;
+}
 }  // namespace
 
 TEST(MoeGenerator, MixtralFlopsPerTokenFollowActiveParameters) {
-  auto step = generate_step(shipped("mixtral-8x7b"), 1024);
+  auto step = generate_step(mixtral_ep8(), 1024);
   const double l = 32, h = 4096, fe = 14336, V = 32000, q = 32 * 128, kv = 8 * 128, E = 8, k = 2;
   const double s = 4096;
   const double active_matmul = l * (h * (q + 2 * kv) + q * h + h * E + k * 3 * h * fe) + h * V;
@@ -56,7 +67,7 @@ TEST(MoeGenerator, DeepSeekV3FlopsPerTokenFollowActiveParameters) {
 }
 
 TEST(MoeGenerator, DispatchAndCombineAreAllToAllsOverTheExpertGroup) {
-  auto step = generate_step(shipped("mixtral-8x7b"), 1024);
+  auto step = generate_step(mixtral_ep8(), 1024);
   ASSERT_EQ(step.ranks.size(), 1u);
   EXPECT_EQ(step.ranks[0].multiplicity, 1024);
   const std::uint64_t bytes = 4096ull * 2 * 4096 * 2;  // tokens · top_k · hidden · bf16
@@ -83,7 +94,7 @@ TEST(MoeGenerator, DispatchAndCombineAreAllToAllsOverTheExpertGroup) {
 }
 
 TEST(MoeGenerator, ExpertGradientsReduceOverExpertDataParallelGroup) {
-  auto step = generate_step(shipped("mixtral-8x7b"), 1024);
+  auto step = generate_step(mixtral_ep8(), 1024);
   const double expert_params = 32 * 1 * 3 * 4096.0 * 14336;  // one local expert per layer
   double edp = sum_ops(
       step.ranks[0], [&](const sim::OpNode& op) { return family_of(step, op) == "edp"; },

@@ -30,6 +30,31 @@ double megatron_flops(double B, double s, double l, double h, double V) {
 
 double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
 
+// GPT-3 175B as Narayanan et al. 2021 ran it (table 1: TP 8, PP 8, batch 1536, full
+// recomputation, data-parallel all-reduce, no sequence parallelism): their FLOP formula and
+// the per-stage closed forms below hold for it. The shipped file runs NeMo's layout.
+ModelSpec narayanan_gpt3() {
+  ModelSpec m = shipped("gpt3-175b");
+  m.parallelism.tp = 8;
+  m.parallelism.pp = 8;
+  m.parallelism.virtual_stages = 1;
+  m.parallelism.sequence_parallel = false;
+  m.training.global_batch = 1536;
+  m.training.recompute = Recompute::Full;
+  m.training.grad_sync = GradSync::AllReduce;
+  m.training.grad_bucket_bytes = 25ull << 20;
+  return m;
+}
+
+// Llama 3 70B on TP 8 + SP, PP 4 (20 layers per stage), no interleaving.
+ModelSpec llama70b_tp8_pp4() {
+  ModelSpec m = shipped("llama3-70b");
+  m.parallelism.tp = 8;
+  m.parallelism.pp = 4;
+  m.parallelism.virtual_stages = 1;
+  return m;
+}
+
 std::string tiny_path() {
   return std::string(OVERLAPSIM_SOURCE_DIR) + "/tests/workloads/data/tiny-gpt-16gpu.yaml";
 }
@@ -104,7 +129,7 @@ int stuck_ops(const sim::StepGraph& step) {
 }  // namespace
 
 TEST(TransformerGenerator, Gpt3FlopsEqualMegatronFormula) {
-  ModelSpec spec = shipped("gpt3-175b");
+  ModelSpec spec = narayanan_gpt3();
   spec.transformer.attention.causal = false;  // the formula counts the full s x s attention
   auto step = generate_step(spec, 1024);
   const double B = 1536, s = 2048, l = 96, h = 12288, V = 51200;
@@ -119,7 +144,7 @@ TEST(TransformerGenerator, Gpt3FlopsEqualMegatronFormula) {
 }
 
 TEST(TransformerGenerator, CausalAttentionHalvesTheAttentionTerm) {
-  auto step = generate_step(shipped("gpt3-175b"), 1024);
+  auto step = generate_step(narayanan_gpt3(), 1024);
   const double B = 1536, s = 2048, l = 96, h = 12288, V = 51200;
   // 4 passes over the layers (forward, recompute, 2x backward) with attention halved.
   const double expected = 4 * (24 * B * s * l * h * h + 2 * B * s * s * l * h) + 6 * B * s * h * V;
@@ -127,7 +152,7 @@ TEST(TransformerGenerator, CausalAttentionHalvesTheAttentionTerm) {
 }
 
 TEST(TransformerGenerator, Llama70bFlopsAreSixTimesParamsTimesTokensPlusAttention) {
-  auto step = generate_step(shipped("llama3-70b"), 1024);
+  auto step = generate_step(llama70b_tp8_pp4(), 1024);
   const double l = 80, h = 8192, f = 28672, V = 128256, heads = 64, kv = 8, d = 128;
   const double B = 2048, s = 8192, tokens = B * s;
   // Weights that multiply activations: attention (q, k, v, o), SwiGLU MLP (3 matrices) and
@@ -143,7 +168,7 @@ TEST(TransformerGenerator, Llama70bFlopsAreSixTimesParamsTimesTokensPlusAttentio
 }
 
 TEST(TransformerGenerator, DpAllReduceBytesEqualEachStagesParameterBytes) {
-  auto step = generate_step(shipped("gpt3-175b"), 1024);
+  auto step = generate_step(narayanan_gpt3(), 1024);
   ASSERT_EQ(step.ranks.size(), 8u);
   const std::int64_t h = 12288, V = 51200, s = 2048, tp = 8;
   const std::int64_t per_layer = 12 * h * h / tp + 7 * h / tp + 6 * h;  // weights, biases, norms
@@ -171,7 +196,7 @@ TEST(TransformerGenerator, DpAllReduceBytesEqualEachStagesParameterBytes) {
 }
 
 TEST(TransformerGenerator, DistributedOptimizerReduceScattersGradsAndGathersParams) {
-  auto step = generate_step(shipped("llama3-70b"), 1024);
+  auto step = generate_step(llama70b_tp8_pp4(), 1024);
   const std::int64_t h = 8192, V = 128256, tp = 8;
   const std::int64_t per_layer =
       h * (64 + 16) * 128 / tp + 64 * 128 / tp * h + 3 * h * 28672 / tp + 2 * h;
@@ -196,7 +221,7 @@ TEST(TransformerGenerator, DistributedOptimizerReduceScattersGradsAndGathersPara
 }
 
 TEST(TransformerGenerator, GradientBucketsFollowTheBackwardOpsThatProduceThem) {
-  auto step = generate_step(shipped("gpt3-175b"), 1024);
+  auto step = generate_step(narayanan_gpt3(), 1024);
   const auto& rank = step.ranks[3];
   const int last_mb = 1536 / 16 - 1;
   int buckets = 0;
@@ -240,7 +265,7 @@ TEST(TransformerGenerator, GradientBucketsFollowTheBackwardOpsThatProduceThem) {
 }
 
 TEST(TransformerGenerator, TensorParallelCollectivesPerLayer) {
-  auto gpt = generate_step(shipped("gpt3-175b"), 1024);
+  auto gpt = generate_step(narayanan_gpt3(), 1024);
   auto count = [&](const sim::StepGraph& step, const sim::RankProgram& r, int layer, Phase phase,
                    CollectiveOp op, std::uint64_t bytes) {
     int n = 0;
@@ -257,7 +282,7 @@ TEST(TransformerGenerator, TensorParallelCollectivesPerLayer) {
   EXPECT_EQ(count(gpt, gpt.ranks[1], 12, Phase::Forward, CollectiveOp::AllReduce, gpt_bytes), 2);
   EXPECT_EQ(count(gpt, gpt.ranks[1], 12, Phase::Backward, CollectiveOp::AllReduce, gpt_bytes), 2);
 
-  auto llama = generate_step(shipped("llama3-70b"), 1024);  // sequence parallel
+  auto llama = generate_step(llama70b_tp8_pp4(), 1024);  // sequence parallel
   const std::uint64_t sp_bytes = 8192ull * 8192 * 2;
   EXPECT_EQ(count(llama, llama.ranks[1], 25, Phase::Forward, CollectiveOp::AllGather, sp_bytes), 2);
   EXPECT_EQ(count(llama, llama.ranks[1], 25, Phase::Forward, CollectiveOp::ReduceScatter, sp_bytes),
@@ -277,7 +302,7 @@ TEST(TransformerGenerator, TensorParallelCollectivesPerLayer) {
 }
 
 TEST(TransformerGenerator, PairsAreMutualAndOfTheDesignedKinds) {
-  auto step = generate_step(shipped("llama3-70b"), 1024);
+  auto step = generate_step(llama70b_tp8_pp4(), 1024);
   std::map<std::string, int> kinds;
   for (const auto& rank : step.ranks) {
     for_each_op(rank, [&](sim::OpVertex v, const sim::OpNode& op) {
@@ -297,7 +322,7 @@ TEST(TransformerGenerator, PairsAreMutualAndOfTheDesignedKinds) {
   }
   EXPECT_GT(kinds["gemm+reducescatter"], 0);
   EXPECT_GT(kinds["allgather+gemm"], 0);
-  auto gpt = generate_step(shipped("gpt3-175b"), 1024);
+  auto gpt = generate_step(narayanan_gpt3(), 1024);
   int allreduce_pairs = 0;
   for_each_op(gpt.ranks[2], [&](sim::OpVertex, const sim::OpNode& op) {
     allreduce_pairs += op.pair_partner >= 0 && op.collective == CollectiveOp::AllReduce &&
@@ -818,4 +843,88 @@ TEST(UnfusedAttention, IsRejectedWithContextParallelism) {
     EXPECT_NE(std::string(e.what()).find("transformer.attention.kernel"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(DataParallelOverlap, ParamGathersRunLayerByLayerAheadOfTheFirstForward) {
+  const auto step = generate_step(llama70b_tp8_pp4(), 1024);
+  const auto& rank = step.ranks[1];  // stage 1: layers 20-39
+  const auto& g = rank.graph;
+  int gathers = 0;
+  for_each_op(rank, [&](sim::OpVertex v, const sim::OpNode& op) {
+    if (op.kind != OpKind::Collective || op.collective != CollectiveOp::AllGather ||
+        op.stream != StreamKind::DataComm)
+      return;
+    ++gathers;
+    EXPECT_EQ(op.phase, Phase::Forward) << op.name;
+    EXPECT_EQ(op.microbatch, 0) << op.name;
+    ASSERT_GE(op.layer, 20) << op.name;
+    // The layer's first forward op waits for it ...
+    bool feeds_layer = false;
+    for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      const auto& dst = g[boost::target(e, g)];
+      feeds_layer |= dst.stream == StreamKind::Compute && dst.layer == op.layer &&
+                     dst.microbatch == 0 && dst.phase == Phase::Forward;
+    }
+    EXPECT_TRUE(feeds_layer) << op.name;
+    // ... and it is issued when the previous layer's forward starts.
+    if (op.layer > 20) {
+      bool after_previous = false;
+      for (auto e : boost::make_iterator_range(boost::in_edges(v, g))) {
+        const auto& src = g[boost::source(e, g)];
+        after_previous |= src.stream == StreamKind::Compute && src.layer == op.layer - 1;
+      }
+      EXPECT_TRUE(after_previous) << op.name;
+    }
+  });
+  EXPECT_EQ(gathers, 20);
+  // Nothing is left after the optimizer.
+  const auto last = static_cast<sim::OpVertex>(boost::num_vertices(g) - 1);
+  EXPECT_EQ(g[last].phase, Phase::Optimizer);
+  EXPECT_EQ(g[last].kind, OpKind::Elementwise);
+}
+
+TEST(DataParallelOverlap, WithoutOverlapTheGathersFollowTheOptimizer) {
+  ModelSpec m = llama70b_tp8_pp4();
+  m.training.overlap_param_gather = false;
+  const auto step = generate_step(m, 1024);
+  double bytes = 0;
+  for_each_op(step.ranks[1], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind != OpKind::Collective || op.collective != CollectiveOp::AllGather ||
+        op.stream != StreamKind::DataComm)
+      return;
+    EXPECT_EQ(op.phase, Phase::Optimizer) << op.name;
+    bytes += static_cast<double>(op.comm_bytes);
+  });
+  // The same bytes as the overlapped gathers: 2 bytes per parameter of the stage.
+  const auto overlapped = generate_step(llama70b_tp8_pp4(), 1024);
+  const double overlapped_bytes = sum_ops(
+      overlapped.ranks[1],
+      [](const sim::OpNode& op) {
+        return op.kind == OpKind::Collective && op.collective == CollectiveOp::AllGather &&
+               op.stream == StreamKind::DataComm;
+      },
+      [](const sim::OpNode& op) { return static_cast<double>(op.comm_bytes); });
+  EXPECT_GT(bytes, 0);
+  EXPECT_DOUBLE_EQ(bytes, overlapped_bytes);
+}
+
+TEST(DataParallelOverlap, WithoutOverlapGradReduceTheReductionsWaitForTheBackward) {
+  ModelSpec m = llama70b_tp8_pp4();
+  m.training.overlap_grad_reduce = false;
+  const auto step = generate_step(m, 1024);
+  const auto& rank = step.ranks[1];
+  const auto& g = rank.graph;
+  sim::OpVertex last_backward = 0;
+  for_each_op(rank, [&](sim::OpVertex v, const sim::OpNode& op) {
+    if (op.stream == StreamKind::Compute && op.phase == Phase::Backward) last_backward = v;
+  });
+  int reductions = 0;
+  for_each_op(rank, [&](sim::OpVertex v, const sim::OpNode& op) {
+    if (op.kind != OpKind::Collective || op.collective != CollectiveOp::ReduceScatter ||
+        op.stream != StreamKind::DataComm)
+      return;
+    ++reductions;
+    EXPECT_TRUE(boost::edge(last_backward, v, g).second) << op.name;
+  });
+  EXPECT_GT(reductions, 0);
 }

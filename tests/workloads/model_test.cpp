@@ -358,3 +358,37 @@ TEST(ModelRules, OverridesAreRevalidated) {
   std::string msg = error_of([&] { validate_model(spec); });
   expect_error(msg, kTiny, "  tp: 2", "parallelism.tp");
 }
+
+TEST(ModelRules, OverlapFlagsDefaultOnAndParamGatherNeedsTheDistributedOptimizer) {
+  const ModelSpec base = load_model_string(kTiny, "m.yaml");
+  EXPECT_TRUE(base.training.overlap_grad_reduce);
+  EXPECT_TRUE(base.training.overlap_param_gather);
+  const std::string off = edit(
+      kTiny, {{"  micro_batch: 1", "  micro_batch: 1\n  grad_sync: distributed_optimizer\n"
+                                   "  overlap_grad_reduce: false\n  overlap_param_gather: false"}});
+  const ModelSpec m = load_model_string(off, "m.yaml");
+  EXPECT_FALSE(m.training.overlap_grad_reduce);
+  EXPECT_FALSE(m.training.overlap_param_gather);
+  const std::string allreduce =
+      edit(kTiny, {{"  micro_batch: 1", "  micro_batch: 1\n  overlap_param_gather: true"}});
+  expect_error(load_error(allreduce), allreduce, "overlap_param_gather",
+               "training.overlap_param_gather");
+}
+
+TEST(ModelRules, DlrmShardingKeys) {
+  const ModelSpec base = load_model_string(kTinyDlrm, "m.yaml");
+  EXPECT_EQ(base.dlrm.data_parallel_max_rows, 0);
+  EXPECT_EQ(base.dlrm.sharding, TableSharding::Balanced);
+  const std::string hybrid = edit(
+      kTinyDlrm, {{"  dcn_rank: 8", "  dcn_rank: 8\n  data_parallel_max_rows: 50\n"
+                                    "  sharding: table_wise"}});
+  const ModelSpec m = load_model_string(hybrid, "m.yaml");
+  EXPECT_EQ(m.dlrm.data_parallel_max_rows, 50);
+  EXPECT_EQ(m.dlrm.sharding, TableSharding::TableWise);
+  const std::string negative =
+      edit(kTinyDlrm, {{"  dcn_rank: 8", "  dcn_rank: 8\n  data_parallel_max_rows: -1"}});
+  expect_error(load_error(negative), negative, "data_parallel_max_rows",
+               "dlrm.data_parallel_max_rows");
+  const std::string bad = edit(kTinyDlrm, {{"  dcn_rank: 8", "  dcn_rank: 8\n  sharding: column"}});
+  expect_error(load_error(bad), bad, "sharding: column", "dlrm.sharding");
+}
