@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "workloads/dlrm.hpp"
 #include "workloads/generator.hpp"
 
 namespace overlapsim::workloads {
@@ -323,19 +324,42 @@ double mlp_parameters(int input, const std::vector<int>& sizes) {
   return n;
 }
 
+// Model-parallel rows on the most loaded rank: the plan's even share, or for table_wise
+// the rank whose whole tables have the most rows (not necessarily the busiest by lookups).
+double model_parallel_rows_per_rank(const DlrmSpec& d, const DlrmShardPlan& plan) {
+  if (d.sharding != TableSharding::TableWise) return plan.mp_table_rows;
+  double most = 0;
+  for (const auto& tables : plan.tables_of_rank) {
+    double rows = 0;
+    for (int i : tables) rows += static_cast<double>(d.tables[static_cast<std::size_t>(i)].rows);
+    most = std::max(most, rows);
+  }
+  return most;
+}
+
 StageMemory dlrm_stage(const ModelSpec& m) {
   StageMemory s;
   const auto& d = m.dlrm;
   const double D = d.embedding_dim;
   const double emb = sim::bytes_per_element(d.embedding_precision);
-  const double rows = dlrm_table_rows_per_rank(m);
-  add(s, "embedding tables", rows * D * emb,
-      "tables sharded evenly over all ranks (workloads/dlrm.cpp; TorchRec's planner "
-      "balances the shards), MLPerf DLRM-DCNv2 reference: fp32 tables");
-  add(s, "embedding optimizer", rows * 4.0,
-      "row-wise Adagrad, one fp32 accumulator per row (FBGEMM EXACT_ROWWISE_ADAGRAD, used "
-      "by the MLPerf Training DLRM-DCNv2 reference dlrm_main.py); the sparse update is "
-      "fused into the backward pass, so no table gradient is stored");
+  // The table placement the generator uses (plan_dlrm_sharding): model-parallel rows on
+  // this rank, replicated (data-parallel) tables on every rank.
+  const DlrmShardPlan plan = plan_dlrm_sharding(d, m.parallelism.dp);
+  const double mp_rows = model_parallel_rows_per_rank(d, plan);
+  const double dp_rows = static_cast<double>(plan.dp_table_rows);
+  add(s, "embedding tables", (mp_rows + dp_rows) * D * emb,
+      fmt::format("model-parallel tables split {} over all ranks (table_wise: the rank "
+                  "holding the most rows), tables of <= {} rows replicated "
+                  "(workloads/dlrm.hpp plan_dlrm_sharding); MLPerf DLRM-DCNv2: fp32 tables",
+                  to_string(d.sharding), d.data_parallel_max_rows));
+  add(s, "embedding optimizer", mp_rows * 4.0 + dp_rows * D * 4.0,
+      "model-parallel tables: row-wise Adagrad, one fp32 accumulator per row (FBGEMM "
+      "EXACT_ROWWISE_ADAGRAD, MLPerf Training DLRM-DCNv2 reference dlrm_main.py), the sparse "
+      "update fused into the backward pass so no gradient is kept; replicated tables: "
+      "Adagrad with the dense parameters, one fp32 accumulator per element");
+  add(s, "embedding gradients", dp_rows * D * 4.0,
+      "replicated tables scatter their gradients into a dense fp32 buffer that joins the "
+      "dense all-reduce (workloads/dlrm.hpp)");
   const int bottom_out = d.bottom_mlp.empty() ? d.dense_features : d.bottom_mlp.back();
   const double tables = static_cast<double>(d.tables.size());
   const double inter_in = d.interaction == "dcn" ? bottom_out + tables * D
@@ -510,9 +534,8 @@ double in_flight_microbatches(const ModelSpec& m, int stage) {
 }
 
 double dlrm_table_rows_per_rank(const ModelSpec& m) {
-  double rows = 0;
-  for (const auto& t : m.dlrm.tables) rows += static_cast<double>(t.rows);
-  return rows / std::max(1, m.parallelism.dp * m.parallelism.tp * m.parallelism.pp);
+  const DlrmShardPlan plan = plan_dlrm_sharding(m.dlrm, m.parallelism.dp);
+  return model_parallel_rows_per_rank(m.dlrm, plan) + static_cast<double>(plan.dp_table_rows);
 }
 
 MemoryEstimate estimate_memory(const ModelSpec& model, const ClusterSpec& cluster) {

@@ -83,8 +83,9 @@ double layer_activation_bytes_no_recompute(const ModelSpec& model, int layer);
 // warm-up plus one, in chunk passes, divided by the chunk count.
 double in_flight_microbatches(const ModelSpec& model, int stage);
 
-// DLRM: embedding rows one rank holds, with the tables sharded evenly over all ranks as
-// workloads/dlrm.cpp charges the lookups.
+// DLRM: embedding rows the most loaded rank holds under the table plan the generator uses
+// (plan_dlrm_sharding in workloads/dlrm.hpp): its model-parallel rows plus every
+// replicated (data-parallel) table.
 double dlrm_table_rows_per_rank(const ModelSpec& model);
 
 }  // namespace overlapsim::workloads

@@ -264,6 +264,31 @@ parallelism: {dp: 8}
   EXPECT_DOUBLE_EQ(s.term_bytes("weights"), 4 * dense);
 }
 
+TEST(MemoryModel, DlrmHybridShardingReplicatesSmallTables) {
+  // Tables of <= 600 rows replicated: the 600-row table on every rank (dense fp32
+  // gradient and Adagrad state per element), the 1000-row table split over 8 ranks.
+  const ModelSpec m = resolved(R"(name: d
+kind: dlrm
+dlrm:
+  dense_features: 13
+  embedding_dim: 16
+  tables: [{rows: 1000, hotness: 3}, {rows: 600, hotness: 1}]
+  bottom_mlp: [32, 16]
+  top_mlp: [64, 1]
+  dcn_layers: 2
+  dcn_rank: 8
+  data_parallel_max_rows: 600
+training: {global_batch: 64}
+parallelism: {dp: 8}
+)",
+                               8);
+  EXPECT_DOUBLE_EQ(dlrm_table_rows_per_rank(m), 1000.0 / 8 + 600);
+  const auto s = estimate_memory(m, cluster_of(1, 8)).stages[0];
+  EXPECT_DOUBLE_EQ(s.term_bytes("embedding tables"), (125.0 + 600) * 16 * 4);
+  EXPECT_DOUBLE_EQ(s.term_bytes("embedding optimizer"), 125.0 * 4 + 600.0 * 16 * 4);
+  EXPECT_DOUBLE_EQ(s.term_bytes("embedding gradients"), 600.0 * 16 * 4);
+}
+
 TEST(MemoryModel, ExplainNamesTheStageTermsAndCapacity) {
   const ModelSpec m = resolved(tiny_gpt("", "  pp: 2\n"), 2);
   const auto est = estimate_memory(m, cluster_of(1, 2, "1MiB"));
