@@ -18,6 +18,8 @@
 #   bash benchmarks/gpu/run_tilewise_ring4.sh
 # Binaries: $CARRY_DIR/{bin,lib} (default build-ring4-carry: overlap-bench and tilewise_test
 # from a CUDA build here, with yaml-cpp and fmt), else a kernels-only build on the device.
+# SUITE (default tilewise_ring4.yaml) the 4-rank bench's suite under benchmarks/suites/;
+# TEST_FILTER and REGRESSION_FILTER replace the two test steps' gtest filters.
 # Step limits (s): TEST_TIMEOUT 150, BENCH_TIMEOUT 300, TORCH_TIMEOUT 100, SANITIZER_TIMEOUT
 # 60 per tool (0 skips a step); CE_GROUPS (2,4,8): the groups per part the tuner times.
 set -uo pipefail
@@ -45,7 +47,7 @@ world=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | wc -l)
 if [[ ${TEST_TIMEOUT:-150} -gt 0 ]]; then
   step "tilewise_test: the ring route on $world GPUs"
   timeout "${TEST_TIMEOUT:-150}" "$test_bin" \
-    --gtest_filter='TilewiseOwnerPlan.*:TilewiseOwnerDesign.*:TilewiseTuningCache.*:TilewiseCopyEngineSharedGpu.RingRoute*:TilewiseCopyEngineSharedGpu.ParallelPhase2*:TilewiseCopyEngineGpu.Ring*:TilewiseCopyEngineGpu.RowChunks*' \
+    --gtest_filter="${TEST_FILTER:-TilewiseOwnerPlan.*:TilewiseOwnerDesign.*:TilewiseTuningCache.*:TilewiseCopyEngineSharedGpu.RingRoute*:TilewiseCopyEngineSharedGpu.RefusesParallelPhase2:TilewiseCopyEngineSharedGpu.TailWholePart*:TilewiseCopyEngineGpu.Ring*:TilewiseCopyEngineGpu.RowChunks*}" \
     >"$run_dir/tilewise_test.txt" 2>&1
   echo "tilewise_test (ring, row chunks, parallel phase 2) rc=$?" | tee -a "$log"
   grep -E "^\[  (PASSED|FAILED|SKIPPED|     OK) |^\[  FAILED|Failure|not the ring|tolerance|Which is|Expected|tests ran" \
@@ -53,7 +55,7 @@ if [[ ${TEST_TIMEOUT:-150} -gt 0 ]]; then
   if [[ ${REGRESSION:-1} == 1 ]]; then
     step "tilewise_test: the direct route's copy-engine tests and the cold start on GPUs 0,1"
     CUDA_VISIBLE_DEVICES=0,1 timeout "${TEST_TIMEOUT:-150}" "$test_bin" \
-      --gtest_filter='TilewiseCopyEngineGpu.*:TilewiseCopyEngineSharedGpu.*:TilewiseColdStart.*' \
+      --gtest_filter="${REGRESSION_FILTER:-TilewiseCopyEngineGpu.*:TilewiseCopyEngineSharedGpu.*:TilewiseColdStart.*}" \
       >/tmp/regression.txt 2>&1
     echo "tilewise_test (direct route, GPUs 0,1) rc=$?" | tee -a "$log"
     { echo "### regression on GPUs 0,1"; cat /tmp/regression.txt; } >>"$run_dir/tilewise_test.txt"
@@ -62,8 +64,9 @@ if [[ ${TEST_TIMEOUT:-150} -gt 0 ]]; then
   fi
 fi
 
-step "overlap-bench tilewise_ring4, $world ranks"
-timeout "${BENCH_TIMEOUT:-300}" "$bench" --suite benchmarks/suites/tilewise_ring4.yaml \
+suite="benchmarks/suites/${SUITE:-tilewise_ring4.yaml}"
+step "overlap-bench $suite, $world ranks"
+timeout "${BENCH_TIMEOUT:-300}" "$bench" --suite "$suite" \
   --world "$world" --timeout 60 --tilewise-transport copy_engine \
   --tilewise-groups "${CE_GROUPS:-2,4,8}" --tilewise-detail "$run_dir/detail.csv" \
   --tilewise-cache "$run_dir/tuning.yaml" --output "$run_dir/bench.csv" \
@@ -92,7 +95,7 @@ if [[ ${TORCH_TIMEOUT:-100} -gt 0 ]]; then
   step "torch peers (fused_matmul_reduce_scatter and friends), $world ranks"
   shapes=$(python3 - <<'PY'
 import re
-text = open("benchmarks/suites/tilewise_ring4.yaml").read()
+text = open("benchmarks/suites/tilewise_ring4.yaml").read()  # every shape of the 4-rank bars
 seen = []
 for m, n, k in re.findall(r"- \[(\d+), (\d+), (\d+)\]", text):
     s = f"{m}x{n}x{k}"

@@ -15,7 +15,7 @@ constexpr const char* kRingSuffix = "_ring";
 
 std::string chunk_suffix(const TilewiseCandidate& cand) {
   return (cand.row_chunks > 1 ? "_c" + std::to_string(cand.row_chunks) : std::string()) +
-         (cand.parallel_phase2 ? "_par" : "");
+         (cand.parallel_phase2 ? "_par" : "") + (cand.tail_whole_part ? "_whole" : "");
 }
 }  // namespace
 
@@ -33,14 +33,16 @@ std::optional<TilewiseCandidate> parse_copy_engine_wait(const std::string& wait)
   for (const Phase2Names& names : kPhase2Names)
     for (const tw::CopyEngineRoute route : {tw::CopyEngineRoute::Direct, tw::CopyEngineRoute::Ring})
       for (const int chunks : kRowChunkChoices)
-        for (const bool parallel : {false, true}) {
-          TilewiseCandidate c;
-          c.phase2 = names.mode;
-          c.route = route;
-          c.row_chunks = chunks;
-          c.parallel_phase2 = parallel;
-          if (copy_engine_wait(c) == wait) return c;
-        }
+        for (const bool parallel : {false, true})
+          for (const bool whole : {false, true}) {
+            TilewiseCandidate c;
+            c.phase2 = names.mode;
+            c.route = route;
+            c.row_chunks = chunks;
+            c.parallel_phase2 = parallel;
+            c.tail_whole_part = whole;
+            if (copy_engine_wait(c) == wait) return c;
+          }
   return std::nullopt;
 }
 
@@ -91,6 +93,7 @@ tw::CopyEngineOptions TilewiseShapeContext::copy_engine_options(
   o.route = cand.route;
   o.row_chunks = cand.row_chunks;
   o.parallel_phase2 = cand.parallel_phase2;
+  o.tail_whole_part = cand.tail_whole_part;
   return o;
 }
 

@@ -37,6 +37,7 @@ struct TilewiseCandidate {
   tw::CopyEngineRoute route = tw::CopyEngineRoute::Direct;         // copy_engine reductions
   int row_chunks = 1;            // copy_engine all-reduce: calls on row chunks back to back
   bool parallel_phase2 = false;  // copy_engine all-reduce: phase 2 on one stream a peer
+  bool tail_whole_part = false;  // copy_engine all-reduce, tail kernel: the whole own part
 };
 
 // Per all-reduce phase-2 mode: the detail CSV's and tuning cache's `wait` of a copy-engine
@@ -56,7 +57,8 @@ const Phase2Names& phase2_names(tw::CopyEnginePhase2 mode);
 // A copy-engine candidate's `wait` (detail CSV, tuning cache) and pair-row design: its
 // phase-2 mode's, with "_ring" appended for the ring route (copy_engine_layout.hpp) and
 // "_c<n>" for n row chunks (CopyEngineOptions::row_chunks), then "_par" for phase 2 on one
-// stream a peer (CopyEngineOptions::parallel_phase2).
+// stream a peer (CopyEngineOptions::parallel_phase2) or "_whole" for the tail kernel carrying
+// the whole own part (CopyEngineOptions::tail_whole_part).
 std::string copy_engine_wait(const TilewiseCandidate& cand);
 std::string copy_engine_design(const TilewiseCandidate& cand);
 // The candidate a cached `wait` names (phase 2 and route), nullopt for an unknown name.

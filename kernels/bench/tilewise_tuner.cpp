@@ -120,12 +120,17 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
   // alone.
   std::vector<bool> parallel{false};
   if (sc.coll == CollectiveOp::AllReduce && sc.env.world() > 2) parallel.push_back(true);
+  // The tail kernel carrying the whole own part (all-reduce), against its last group alone.
+  std::vector<bool> whole{false};
+  if (sc.coll == CollectiveOp::AllReduce && sc.env.world() > 1) whole.push_back(true);
   if (cached && !cached->partition.empty()) {
     row_chunks = {1};
     parallel = {false};
+    whole = {false};
     if (auto parsed = parse_copy_engine_wait(cached->wait)) {
       row_chunks = {parsed->row_chunks};
       parallel = {parsed->parallel_phase2};
+      whole = {parsed->tail_whole_part};
     }
   }
   for (const int chunks : row_chunks)
@@ -135,47 +140,54 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
       for (int g : groups) {
         if (g > part_tiles / chunks || (chunks > 1 && g > 4 && !cached)) continue;
         for (const tw::CopyEnginePhase2 mode : modes)
-          for (const bool par : parallel) {
-            // The tail kernel carries a lone own group itself: no copy-engine phase 2.
-            if (par && mode == tw::CopyEnginePhase2::TailKernel && g == 1 && chunks == 1) continue;
-            TilewiseCandidate cand;
-            cand.ce_groups = g;
-            cand.partition = {g};
-            cand.phase2 = mode;
-            cand.route = route;
-            cand.row_chunks = chunks;
-            cand.parallel_phase2 = par;
-            if (!tw::CopyEngineDesign::can_implement(sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
-                                                     sc.env.world(), sc.copy_engine_options(cand))
-                     .ok)
-              continue;
-            tw::CopyEngineDesign d;
-            OVERLAPSIM_TRY(d.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n,
-                                        sc.shape.k, sc.bench_case.dtype,
-                                        sc.copy_engine_options(cand)));
-            OVERLAPSIM_TRY(sc.prepare_sets(d));
-            OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
-            // The planner models the direct route; for the ring it is the same timeline with
-            // the reduction spread over the hops (no reduction cost in either).
-            // Not predicted for row chunks or phase 2 on one stream a peer (the planner has
-            // no such timeline; 0 in the detail).
-            if (chunks == 1 && !par)
-              cand.predicted_s = tw::predict_owner_time_s(
-                  d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode, sc.state.stream_ops_s,
-                  mode == tw::CopyEnginePhase2::TailKernel ? &*sc.state.tail_curve : nullptr);
-            Timing t;
-            OVERLAPSIM_TRY(time_iterations(
-                *sc.env.ctx, warmup, iterations,
-                [&](int i) {
-                  const PairBuffers b = sc.io.set(i);
-                  return d.run(b.a, b.b, sc.p.data(), sc.compute(), sc.comm_stream());
-                },
-                &t));
-            OVERLAPSIM_TRY(d.check_waits());
-            cand.measured_s = t.median_s;
-            sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
-            if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
-          }
+          for (const bool par : parallel)
+            for (const bool all : whole) {
+              // The tail kernel carries a lone own group itself: no copy-engine phase 2.
+              if (par && mode == tw::CopyEnginePhase2::TailKernel && g == 1 && chunks == 1)
+                continue;
+              // The whole own part by the tail kernel: no copy-engine phase 2 to parallelise,
+              // and with one group a part the same as its last group.
+              if (all && (par || mode != tw::CopyEnginePhase2::TailKernel || g == 1)) continue;
+              TilewiseCandidate cand;
+              cand.ce_groups = g;
+              cand.partition = {g};
+              cand.phase2 = mode;
+              cand.route = route;
+              cand.row_chunks = chunks;
+              cand.parallel_phase2 = par;
+              cand.tail_whole_part = all;
+              if (!tw::CopyEngineDesign::can_implement(sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
+                                                       sc.env.world(), sc.copy_engine_options(cand))
+                       .ok)
+                continue;
+              tw::CopyEngineDesign d;
+              OVERLAPSIM_TRY(d.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n,
+                                          sc.shape.k, sc.bench_case.dtype,
+                                          sc.copy_engine_options(cand)));
+              OVERLAPSIM_TRY(sc.prepare_sets(d));
+              OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
+              // The planner models the direct route; for the ring it is the same timeline with
+              // the reduction spread over the hops (no reduction cost in either).
+              // Not predicted for row chunks or phase 2 on one stream a peer (the planner has
+              // no such timeline; 0 in the detail).
+              if (chunks == 1 && !par && !all)
+                cand.predicted_s = tw::predict_owner_time_s(
+                    d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode,
+                    sc.state.stream_ops_s,
+                    mode == tw::CopyEnginePhase2::TailKernel ? &*sc.state.tail_curve : nullptr);
+              Timing t;
+              OVERLAPSIM_TRY(time_iterations(
+                  *sc.env.ctx, warmup, iterations,
+                  [&](int i) {
+                    const PairBuffers b = sc.io.set(i);
+                    return d.run(b.a, b.b, sc.p.data(), sc.compute(), sc.comm_stream());
+                  },
+                  &t));
+              OVERLAPSIM_TRY(d.check_waits());
+              cand.measured_s = t.median_s;
+              sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
+              if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
+            }
       }
     }
   // The sequential pair is a choice too, timed the same way: kept unless the best

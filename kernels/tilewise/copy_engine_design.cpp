@@ -44,6 +44,9 @@ Status CopyEngineDesign::can_implement(CollectiveOp op, std::int64_t m, std::int
         "multiple of 128 x " +
         std::to_string(world) + " ranks x row_chunks, got " + to_string(op) +
         ", m = " + std::to_string(m));
+  if (options.tail_whole_part && options.phase2 != CopyEnginePhase2::TailKernel)
+    return Status::failure("tilewise copy_engine: tail_whole_part needs phase 2 tail_kernel, got " +
+                           std::string(to_string(options.phase2)));
   if (options.parallel_phase2 &&
       (op != CollectiveOp::AllReduce || options.phase2 == CopyEnginePhase2::Epilogue))
     return Status::failure(
@@ -94,6 +97,13 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
     return initialize_row_chunks(std::move(links), op, m, n, k, dtype, options);
   const int world = links.world, rank = links.rank;
   const bool shared_gpu = links.shared_gpu;
+  if (shared_gpu && options.parallel_phase2 && world > 2)
+    return Status::failure(
+        "tilewise copy_engine: parallel_phase2 with ranks sharing one GPU: their " +
+        std::to_string(world) + " x " + std::to_string(world + 1) +
+        " streams exceed the GPU's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by "
+        "default), so one rank's copy can queue behind another rank's flag wait that needs "
+        "it (measured: a hang on 4 x H100 with 3 and 4 ranks on one GPU)");
   memory_ = std::make_unique<PeerMemory>(std::move(links));
   problem_ = {op, m, n, k, dtype};
   options_ = options;
@@ -176,7 +186,10 @@ Status CopyEngineDesign::initialize_row_chunks(PeerLinks links, CollectiveOp op,
   for (int i = 0; i < c; ++i) {
     CopyEngineOptions o = options;
     o.row_chunks = 1;
-    if (i + 1 < c) o.phase2 = CopyEnginePhase2::CopyEngine;
+    if (i + 1 < c) {
+      o.phase2 = CopyEnginePhase2::CopyEngine;
+      o.tail_whole_part = false;
+    }
     auto chunk = std::make_unique<CopyEngineDesign>();
     OVERLAPSIM_TRY(chunk->initialize(links, op, m / c, n, k, dtype, o));
     chunks_.push_back(std::move(chunk));
@@ -336,11 +349,14 @@ Status CopyEngineDesign::enqueue(const void* a, const void* b, void* p, cudaStre
   std::uint32_t* counters = counters_.as<std::uint32_t>();
   const bool tail_kernel = options_.phase2 == CopyEnginePhase2::TailKernel &&
                            problem_.op == CollectiveOp::AllReduce && world > 1;
+  // The own groups the tail kernel carries: the last, or with tail_whole_part all of them.
+  const int tail_from = tail_kernel ? (options_.tail_whole_part ? 0 : G - 1) : G;
   for (const CopyEngineGroup& group : plan_.groups) {
     const bool own = group.position == world - 1;
     if (own && (problem_.op != CollectiveOp::AllReduce || world == 1)) continue;
-    if (own && tail_kernel && group.index == G - 1) {
-      OVERLAPSIM_TRY(exchange_tail(group, local, p, epoch, compute_stream));
+    if (own && group.index >= tail_from) {
+      if (group.index == G - 1)
+        OVERLAPSIM_TRY(exchange_tail(tail_from, local, p, epoch, compute_stream));
       continue;
     }
     std::uint32_t* counter = counters + group.position * G + group.index;
@@ -437,7 +453,7 @@ Status CopyEngineDesign::enqueue_peer_waits(cudaStream_t comm_stream) {
     for (int s = 0; s < world; ++s) {
       if (s == rank) continue;
       // The tail kernel has waited for the last groups' slices itself.
-      const int waited = tail_kernel ? G - 1 : G;
+      const int waited = tail_kernel ? (options_.tail_whole_part ? 0 : G - 1) : G;
       for (int j = 0; j < waited; ++j)
         OVERLAPSIM_TRY(enqueue_wait_geq(flags + s * G + j, epoch, comm_stream));
     }
@@ -445,23 +461,38 @@ Status CopyEngineDesign::enqueue_peer_waits(cudaStream_t comm_stream) {
   return Status::success();
 }
 
-Status CopyEngineDesign::exchange_tail(const CopyEngineGroup& group, const char* local, void* p,
-                                       std::uint32_t epoch, cudaStream_t compute_stream) {
+Status CopyEngineDesign::exchange_tail(int from, const char* local, void* p, std::uint32_t epoch,
+                                       cudaStream_t compute_stream) {
   const int world = plan_.world, rank = plan_.rank;
+  const int G = plan_.groups_per_part;
+  // The own groups from..G-1 lie back to back in P and in every peer's P (a part's groups
+  // are consecutive rows, copy_engine_layout.hpp): one region.
+  const CopyEngineGroup* first = nullptr;
+  std::int64_t elems = 0;
+  for (const CopyEngineGroup& group : plan_.groups)
+    if (group.position == world - 1 && group.index >= from) {
+      if (group.index == from) first = &group;
+      elems += group.elems;
+    }
+  if (first == nullptr)
+    return Status::failure("tilewise copy_engine: no own group " + std::to_string(from));
   TailExchangeArgs t;
-  t.src = local + group.begin_elems * kElementBytes;
-  t.bytes = static_cast<std::size_t>(group.elems) * kElementBytes;
+  t.src = local + first->begin_elems * kElementBytes;
+  t.bytes = static_cast<std::size_t>(elems) * kElementBytes;
   set_tail_peers(
-      world, rank, [&](int d) { return phase2_destination(p, d, group); },
+      world, rank, [&](int d) { return phase2_destination(p, d, *first); },
       [&](int d) { return peers_[static_cast<std::size_t>(d)].tail_flags; },
       tail_flags_.as<std::uint32_t>(), &t);
   t.epoch = epoch;
   t.grid = std::min(kTailSlices, plan_.num_ctas);
-  t.reset_counter =
-      counters_.as<std::uint32_t>() + group.position * plan_.groups_per_part + group.index;
+  std::uint32_t* own_counters = counters_.as<std::uint32_t>() + (world - 1) * G;
+  t.reset_counter = own_counters + (G - 1);
   t.timeout_s = options_.wait_timeout_s;
   t.timed_out = timed_out_.as<int>();
   OVERLAPSIM_TRY(launch_tail_exchange(t, compute_stream));
+  // The other groups' counters, zeroed for the next call (whose GEMM follows on this stream).
+  for (int j = from; j < G - 1; ++j)
+    OVERLAPSIM_TRY(enqueue_write_value(own_counters + j, 0, compute_stream));
   return mark("tail_exchanged", compute_stream);
 }
 

@@ -109,8 +109,15 @@ struct CopyEngineOptions {
   // one stream each copy's flag and the next copy's start wait for the copy before; on
   // their own streams the copies share the links, and the comm stream goes on to the next
   // group (or row chunk) at once. The comm stream joins them before its peer waits.
-  // More than 2 ranks (with 2 the one copy takes the comm stream's place).
+  // More than 2 ranks (with 2 the one copy takes the comm stream's place); not with ranks
+  // sharing one GPU (their streams would exceed its hardware queues: initialize refuses).
   bool parallel_phase2 = false;
+  // Phase 2 tail_kernel only: the tail kernel carries the whole own part (every own group,
+  // one region) instead of its last group, and the copy engines none of it. With the ring
+  // route the own groups are reduced only at the GEMM's end (each waits for the running sum
+  // of the ring's last hop), so the copy engines' phase 2 of the first own groups runs
+  // after the GEMM anyway, beside the tail kernel and sharing the links with it.
+  bool tail_whole_part = false;
   // Persistent CTAs of the GEMM; 0: one per SM. Ranks sharing a GPU need
   // world * num_ctas <= its SMs (PeerLinks::shared_gpu).
   int num_ctas = 0;
@@ -187,9 +194,10 @@ class CopyEngineDesign {
   Status mark(const std::string& label, cudaStream_t stream);  // a timeline step
   // All-reduce phase 2: where peer d keeps `group` of this rank's part, in its P for our p.
   char* phase2_destination(void* p, int d, const CopyEngineGroup& group) const;
-  // TailKernel: the last own group to every peer, and theirs to us, behind the GEMM.
-  Status exchange_tail(const CopyEngineGroup& group, const char* local, void* p,
-                       std::uint32_t epoch, cudaStream_t compute_stream);
+  // TailKernel: the own groups from `from` to the last, to every peer, and theirs to us,
+  // behind the GEMM.
+  Status exchange_tail(int from, const char* local, void* p, std::uint32_t epoch,
+                       cudaStream_t compute_stream);
 
   // The peers' buffers as seen from here; world and rank are the plan's.
   std::unique_ptr<PeerMemory> memory_;

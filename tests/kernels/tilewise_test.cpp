@@ -551,6 +551,23 @@ TEST(TilewiseOwnerDesign, ParallelPhase2NeedsAnAllReduceByTheCopyEngines) {
   EXPECT_FALSE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 512, 64, 2, o).ok);
 }
 
+// The whole own part by the tail kernel: only with the tail kernel's phase 2.
+TEST(TilewiseOwnerDesign, TailWholePartNeedsTheTailKernel) {
+  CopyEngineOptions o;
+  o.tail_whole_part = true;
+  o.phase2 = CopyEnginePhase2::TailKernel;
+  EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 512, 64, 4, o).ok);
+  o.route = CopyEngineRoute::Ring;
+  EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 512, 64, 4, o).ok);
+  o.row_chunks = 2;
+  EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 512, 64, 4, o).ok);
+  o.row_chunks = 1;
+  o.phase2 = CopyEnginePhase2::CopyEngine;
+  const Status s = CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 512, 64, 4, o);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("tail_whole_part"), std::string::npos) << s.message;
+}
+
 TEST(TilewiseOwnerPredictor, ClosedForms) {
   // 2 x 2 tiles (m 256, n 512), one CTA: 4 waves of 1 s; 2 ranks, parts of 2 tiles.
   CommCurve slow, fast;
@@ -788,7 +805,8 @@ TEST(TilewiseTuningCache, RingRouteAndRowChunkNames) {
       "predicted_s: 0, search: exhaustive}\n";
   for (const std::string wait :
        {"copy_engine_ring", "tail_kernel_ring", "tail_kernel_ring_c2", "copy_engine_ring_c4",
-        "copy_engine_c2", "tail_kernel_ring_par", "copy_engine_ring_c2_par", "copy_engine_par"}) {
+        "copy_engine_c2", "tail_kernel_ring_par", "copy_engine_ring_c2_par", "copy_engine_par",
+        "tail_kernel_ring_whole", "tail_kernel_ring_c2_whole"}) {
     std::string text = "entries:\n" + entry;
     text.replace(text.find("WAIT"), 4, wait);
     std::string error;
@@ -1405,6 +1423,7 @@ struct SharedGpuCase {
   CopyEngineRoute route = CopyEngineRoute::Direct;
   int row_chunks = 1;
   bool parallel_phase2 = false;
+  bool tail_whole_part = false;
 };
 
 struct SharedGpuRankResult {
@@ -1448,6 +1467,7 @@ Status run_shared_gpu_rank(const PeerLinks& links, const SharedGpuCase& c, std::
     o.route = c.route;
     o.row_chunks = c.row_chunks;
     o.parallel_phase2 = c.parallel_phase2;
+    o.tail_whole_part = c.tail_whole_part;
     o.wait_timeout_s = 20;
     o.num_ctas = (sms - 4) / c.world;  // a few SMs left for whatever else the GPU runs
     OVERLAPSIM_TRY(d.initialize(links, c.op, c.m, c.n, c.k, DType::BF16, o));
@@ -1632,18 +1652,42 @@ TEST(TilewiseCopyEngineSharedGpu, RingRouteTwoThreeAndFourRanks) {
       {CollectiveOp::AllReduce, 2, 2048, 1024, 256, 1, CopyEnginePhase2::TailKernel, 20, kRing, 4});
 }
 
-// Phase 2 on one stream a peer (CopyEngineOptions::parallel_phase2) on 3 and 4 ranks sharing
-// one GPU: both routes, both copy-engine phase-2 modes, row chunks, 50 calls back to back.
-TEST(TilewiseCopyEngineSharedGpu, ParallelPhase2ThreeAndFourRanks) {
+// Phase 2 on one stream a peer (CopyEngineOptions::parallel_phase2) with 3 and 4 ranks
+// sharing one GPU hung on 4 x H100: their streams exceed the GPU's hardware queues, so a
+// rank's copy can queue behind another rank's flag wait that needs it. Refused at once,
+// before any setup (no peer has to take part).
+TEST(TilewiseCopyEngineSharedGpu, RefusesParallelPhase2) {
+  for (const int world : {3, 4}) {
+    SharedGpuPeers peers(world, 1.0);
+    CopyEngineDesign d;
+    CopyEngineOptions o;
+    o.parallel_phase2 = true;
+    o.num_ctas = 8;
+    const Status s = d.initialize(peers.links(0), CollectiveOp::AllReduce, 1536, 1024, 256,
+                                  DType::BF16, o);
+    ASSERT_FALSE(s.ok) << world;
+    EXPECT_NE(s.message.find("hardware queues"), std::string::npos) << s.message;
+  }
+}
+
+// The tail kernel carrying the whole own part (CopyEngineOptions::tail_whole_part) on 2, 3
+// and 4 ranks sharing one GPU: both routes, edge tiles, row chunks, 50 calls back to back.
+TEST(TilewiseCopyEngineSharedGpu, TailWholePartTwoThreeAndFourRanks) {
   OVERLAPSIM_REQUIRE_GPUS(1);
   constexpr CollectiveOp kAr = CollectiveOp::AllReduce;
-  constexpr CopyEnginePhase2 kCe = CopyEnginePhase2::CopyEngine, kTk = CopyEnginePhase2::TailKernel;
+  constexpr CopyEnginePhase2 kTk = CopyEnginePhase2::TailKernel;
   for (const CopyEngineRoute route : {CopyEngineRoute::Direct, CopyEngineRoute::Ring}) {
-    run_shared_gpu_case({kAr, 3, 1536, 1024, 256, 2, kCe, 1, route, 1, true});
-    run_shared_gpu_case({kAr, 4, 2048, 700, 320, 3, kCe, 1, route, 1, true});
-    run_shared_gpu_case({kAr, 4, 2048, 1024, 256, 2, kTk, 50, route, 1, true});
+    SharedGpuCase c2{kAr, 2, 1024, 1536, 512, 2, kTk, 1, route};
+    SharedGpuCase c3{kAr, 3, 1536, 1024, 256, 3, kTk, 1, route};
+    SharedGpuCase c4{kAr, 4, 2048, 700, 320, 2, kTk, 50, route};
+    for (SharedGpuCase* c : {&c2, &c3, &c4}) {
+      c->tail_whole_part = true;
+      run_shared_gpu_case(*c);
+    }
   }
-  run_shared_gpu_case({kAr, 4, 4096, 700, 320, 2, kTk, 20, CopyEngineRoute::Ring, 2, true});
+  SharedGpuCase chunks{kAr, 4, 4096, 700, 320, 2, kTk, 20, CopyEngineRoute::Ring, 2};
+  chunks.tail_whole_part = true;
+  run_shared_gpu_case(chunks);
 }
 
 // The ring route on every visible GPU (one rank each), `calls` calls back to back with no
@@ -1653,14 +1697,15 @@ TEST(TilewiseCopyEngineSharedGpu, ParallelPhase2ThreeAndFourRanks) {
 // NCCL's collective (NCCL's ring order and roundings differ beyond 2 ranks).
 void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int64_t k, int groups,
                       CopyEnginePhase2 phase2, int calls, int row_chunks = 1,
-                      bool parallel_phase2 = false) {
+                      bool parallel_phase2 = false, bool tail_whole_part = false) {
   const int world = visible_gpu_count();
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE(std::string(to_string(op)) + " ring on " + std::to_string(world) + " GPUs, " +
                std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ", " +
                std::to_string(groups) + " group(s), phase 2 " + to_string(phase2) + ", " +
                std::to_string(calls) + " call(s), " + std::to_string(row_chunks) +
-               " row chunk(s), parallel phase 2 " + std::to_string(parallel_phase2) + ", seed " +
+               " row chunk(s), parallel phase 2 " + std::to_string(parallel_phase2) +
+               ", tail whole part " + std::to_string(tail_whole_part) + ", seed " +
                std::to_string(seed));
   HarnessOptions harness;
   harness.blocking_comms = true;
@@ -1691,6 +1736,7 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
     o.route = CopyEngineRoute::Ring;
     o.row_chunks = row_chunks;
     o.parallel_phase2 = parallel_phase2;
+    o.tail_whole_part = tail_whole_part;
     o.wait_timeout_s = 30;
     OVERLAPSIM_TRY(d.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
     for (int i = 0; i < calls; ++i)
@@ -1721,6 +1767,7 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
   ASSERT_TRUE(status.ok) << status.message;
   SharedGpuCase c{op, world, m, n, k, groups, phase2, calls, CopyEngineRoute::Ring, row_chunks};
   c.parallel_phase2 = parallel_phase2;
+  c.tail_whole_part = tail_whole_part;
   const std::vector<std::int64_t> wrong = shared_gpu_mismatches(c, results);
   for (int r = 0; r < world; ++r) {
     EXPECT_EQ(wrong[static_cast<std::size_t>(r)], 0) << "rank " << r << ": not the ring's sum";
@@ -1774,6 +1821,20 @@ TEST(TilewiseCopyEngineGpu, RingParallelPhase2BitIdenticalToTheRingOrderSum) {
   run_ring_on_gpus(kAr, 4096, 2048, 512, 2, kTk, 200, 2, true);
 }
 
+// The tail kernel carrying the whole own part (CopyEngineOptions::tail_whole_part): edge
+// tiles, K % 8 != 0, row chunks, 200 calls back to back.
+TEST(TilewiseCopyEngineGpu, RingTailWholePartBitIdenticalToTheRingOrderSum) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  constexpr CollectiveOp kAr = CollectiveOp::AllReduce;
+  constexpr CopyEnginePhase2 kTk = CopyEnginePhase2::TailKernel;
+  run_ring_on_gpus(kAr, 2048, 1536, 512, 2, kTk, 1, 1, false, true);
+  run_ring_on_gpus(kAr, 2048, 700, 300, 3, kTk, 1, 1, false, true);
+  run_ring_on_gpus(kAr, 4096, 2048, 777, 4, kTk, 1, 1, false, true);
+  run_ring_on_gpus(kAr, 4096, 700, 300, 2, kTk, 1, 2, false, true);
+  run_ring_on_gpus(kAr, 2048, 2048, 512, 2, kTk, 200, 1, false, true);
+  run_ring_on_gpus(kAr, 4096, 2048, 512, 2, kTk, 200, 2, false, true);
+}
+
 // Small shapes for compute-sanitizer (racecheck, synccheck) on the ring route.
 TEST(TilewiseCopyEngineGpu, RingSmallForSanitizer) {
   OVERLAPSIM_REQUIRE_GPUS(2);
@@ -1784,6 +1845,8 @@ TEST(TilewiseCopyEngineGpu, RingSmallForSanitizer) {
                    true);
   run_ring_on_gpus(CollectiveOp::AllReduce, 2048, 512, 128, 2, CopyEnginePhase2::CopyEngine, 2, 2,
                    true);
+  run_ring_on_gpus(CollectiveOp::AllReduce, 1024, 512, 128, 2, CopyEnginePhase2::TailKernel, 2, 1,
+                   false, true);
 }
 
 // ---------------------------------------------------------------- GPU: ranks in processes
