@@ -81,13 +81,15 @@ std::vector<int> parse_rank_list(const std::string& text) {
 // The scenario's options from the flags; every flag value is checked before any file loads.
 sim::ScenarioOptions scenario_options(const SimulateOptions& o) {
   sim::ScenarioOptions s;
-  if (o.design == "all")
+  if (o.design == "all") {
     s.designs = sim::design_names();
-  else if (sim::is_design_name(o.design))
+    s.designs.emplace_back(sim::kBestDesign);
+  } else if (sim::is_design_name(o.design) || o.design == sim::kBestDesign) {
     s.designs = {o.design};
-  else
-    throw config::ConfigError(fmt::format("--design: '{}' is not a design (expected {} or all)",
-                                          o.design, sim::design_list()));
+  } else {
+    throw config::ConfigError(fmt::format(
+        "--design: '{}' is not a design (expected {}, best or all)", o.design, sim::design_list()));
+  }
   if (o.images == "none")
     s.images = sim::BackgroundImages::None;
   else if (o.images == "inter-host")
@@ -115,10 +117,13 @@ sim::ScenarioOptions scenario_options(const SimulateOptions& o) {
 
 // The --design help: every design of the registry's table with its one-line description.
 std::string design_help() {
-  std::string help = sim::design_list("|") + "|all:";
+  std::string help = sim::design_list("|") + "|best|all:";
   for (const sim::DesignEntry& e : sim::design_table())
     help += fmt::format("\n  {:<11} {}", e.name, e.description);
-  return help + "\n  all         every design, one after another";
+  return help +
+         "\n  best        per class of pair the fastest of the above in this step (a tuner's "
+         "choice; runs every design first)"
+         "\n  all         every design, one after another, then best";
 }
 
 // out.json -> out.<design>.json (and FILE -> FILE.<design>.json)

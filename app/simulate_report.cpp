@@ -130,6 +130,22 @@ std::string to_json(const SimulateReport& o) {
       d["gemm_clock_speedup"] = run.gemm_clock_speedup;
     }
     d["step_time_band_s"] = band_json(run.band);
+    if (!run.best_basis.empty()) {
+      d["best_basis"] = run.best_basis;
+      ordered_json classes = ordered_json::array();
+      for (const auto& c : run.best_classes) {
+        ordered_json per = ordered_json::object();
+        for (const auto& [name, s] : c.pair_s) per[name] = s;
+        classes.push_back({{"class", c.name},
+                           {"pairs", c.pairs},
+                           {"winner", c.winner},
+                           {"sequential_pair_s", c.sequential_s},
+                           {"winner_pair_s", c.winner_s},
+                           {"pair_speedup", c.winner_s > 0 ? c.sequential_s / c.winner_s : 1.0},
+                           {"pair_s", std::move(per)}});
+      }
+      d["pair_classes"] = std::move(classes);
+    }
     if (const std::string& file = trace_file(o, i); !file.empty()) d["trace"] = file;
     designs.push_back(std::move(d));
   }
@@ -227,6 +243,25 @@ std::string to_table(const SimulateReport& o) {
                      run.pairs.overlapped,
                      fallback.empty() ? "" : ", run as sequential: ", fmt::join(fallback, ", "),
                      parameter_kinds(run.parameters));
+  }
+  for (const auto& run : o.result.runs) {
+    if (run.best_basis.empty()) continue;
+    t += fmt::format(
+        "{}: per class of pair the fastest design, each pair timed alone on its communicator "
+        "(validate's pair predictor); the step ran {}:\n",
+        run.result.design, run.best_basis);
+    t += fmt::format("  {:<44} {:>6} {:<11} {:>11} {:>11} {:>8}  {}\n", "pair class", "pairs",
+                     "winner", "seq us", "winner us", "gain", "others (us)");
+    for (const auto& c : run.best_classes) {
+      std::vector<std::string> others;
+      for (const auto& [name, s_] : c.pair_s)
+        if (name != c.winner && name != "sequential")
+          others.push_back(fmt::format("{} {:.1f}", name, s_ * 1e6));
+      t += fmt::format("  {:<44} {:>6} {:<11} {:>11.1f} {:>11.1f} {:>7.3f}x  {}\n", c.name,
+                       c.pairs, c.winner, c.sequential_s * 1e6, c.winner_s * 1e6,
+                       c.winner_s > 0 ? c.sequential_s / c.winner_s : 1.0,
+                       others.empty() ? "-" : fmt::format("{}", fmt::join(others, ", ")));
+    }
   }
   t += "uncertainty (class: held-out error x the step time it moves; docs/simulate.md):\n";
   for (const auto& run : o.result.runs) t += "  " + band_line(run);

@@ -43,6 +43,17 @@ class ExecContext {
   virtual void launch_comm_part(int program, OpVertex v, std::uint64_t bytes, int part,
                                 std::function<void()> on_done) = 0;
   virtual void finish_op(int program, OpVertex v) = 0;
+  // Lets `consumer` (a successor of communication op `comm`) start without waiting for
+  // `comm` to finish: a consumer pair's op runs group by group as the collective's parts
+  // land, and the design gates each group on its part. `comm` still finishes when its last
+  // part lands; its finish then no longer counts for `consumer`.
+  virtual void release_consumer(int program, OpVertex comm, OpVertex consumer) = 0;
+  // Time so far with any communication of the rank moving data (a collective, a part of
+  // one, a send or receive), and the slowdown compute pays meanwhile
+  // (ExecOptions::concurrent_comm_slowdown): a design's pieces pay it for communication
+  // other than their own.
+  virtual double comm_busy_s(int program) = 0;
+  virtual double concurrent_comm_slowdown() const = 0;
 };
 
 class OverlapDesign {

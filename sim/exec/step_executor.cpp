@@ -110,7 +110,45 @@ void StepExecutor::Impl::hand_to_design(int p, OpVertex v) {
 }
 
 void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
-  compute_for(p, v, duration_s, [this, p, v] { finish(p, v); });
+  if (options.concurrent_comm_slowdown > 1 &&
+      programs[p].program->graph[v].stream == StreamKind::Compute)
+    run_segment(p, v, duration_s, 0);
+  else
+    compute_for(p, v, duration_s, [this, p, v] { finish(p, v); });
+}
+
+// Like a paired design's group (sim/overlap/paired_design.cpp): run for the work left as if
+// at full rate, then for the work lost while communication of the rank moved data.
+void StepExecutor::Impl::run_segment(int p, OpVertex v, double duration_s, int round) {
+  const double busy0 = comm_busy_s(p);
+  compute_for(p, v, duration_s, [this, p, v, busy0, round] {
+    const double slow = options.concurrent_comm_slowdown;
+    const double lost = (comm_busy_s(p) - busy0) * (1 - 1 / slow);
+    if (lost > 1e-12) {
+      // After one correction round, charge what is left at the slow rate.
+      run_segment(p, v, round < 1 ? lost : lost * slow, round + 1);
+      return;
+    }
+    finish(p, v);
+  });
+}
+
+void StepExecutor::Impl::comm_started(int p) {
+  ProgramState& ps = programs[p];
+  if (ps.comm_in_flight++ == 0) ps.comm_busy_since_s = now();
+}
+
+void StepExecutor::Impl::comm_ended(int p) {
+  ProgramState& ps = programs[p];
+  if (--ps.comm_in_flight == 0) {
+    ps.comm_busy_accum_s += now() - ps.comm_busy_since_s;
+    ps.comm_busy_since_s = -1;
+  }
+}
+
+double StepExecutor::Impl::comm_busy_s(int p) {
+  const ProgramState& ps = programs[p];
+  return ps.comm_busy_accum_s + (ps.comm_busy_since_s >= 0 ? now() - ps.comm_busy_since_s : 0);
 }
 
 void StepExecutor::Impl::compute_for(int p, OpVertex v, double duration_s,
@@ -122,14 +160,16 @@ void StepExecutor::Impl::compute_for(int p, OpVertex v, double duration_s,
   if (st.ready_s < 0) st.ready_s = t;
   const OpNode& node = ps.program->graph[v];
   if (node.stream == StreamKind::Compute && !is_comm(node.kind)) {
-    // Why was the compute stream idle before this op? Blame the input that came last.
+    // Why was the compute stream idle before this op? Blame the input that came last; an
+    // input still running (a consumer pair's collective, released early) came last.
     if (t > ps.last_compute_end_s) {
       OpVertex cause = v;
       double latest = -1;
       for (auto e : boost::make_iterator_range(boost::in_edges(v, ps.program->graph))) {
         const OpVertex u = boost::source(e, ps.program->graph);
-        if (ps.ops[u].end_s > latest) {
-          latest = ps.ops[u].end_s;
+        const double end_s = ps.ops[u].done ? ps.ops[u].end_s : t;
+        if (end_s > latest) {
+          latest = end_s;
           cause = u;
         }
       }
@@ -149,14 +189,18 @@ void StepExecutor::Impl::attribute_idle(ProgramState& ps, double t0, double t1, 
   while (t1 > t0) {
     const OpNode& node = g[u];
     const OpState& st = ps.ops[u];
-    if (!is_comm(node.kind) || st.end_s < 0) {
+    if (!is_comm(node.kind) || st.ready_s < 0) {
       // Waiting on compute that ran on another stream: not communication, not another
       // rank; counted with exposed communication (streams other than compute are comm).
       r.exposed_comm_s += t1 - t0;
       return;
     }
-    book_exposed(ps, u, overlap_length(t0, t1, st.launch_s, st.end_s));
-    r.bubble_s += overlap_length(t0, t1, st.ready_s, st.launch_s);
+    // A collective still under way (a consumer pair's, whose op runs as its parts land)
+    // is moving data up to now, or still waiting for its other members.
+    const double end_s = st.done ? st.end_s : t1;
+    const double launch_s = st.launch_s < 0 ? end_s : st.launch_s;
+    book_exposed(ps, u, overlap_length(t0, t1, launch_s, end_s));
+    r.bubble_s += overlap_length(t0, t1, st.ready_s, launch_s);
     t1 = std::min(t1, st.ready_s);
     if (t1 <= t0) return;
     // Before it was ready the op waited for its inputs or for its stream.
@@ -232,6 +276,7 @@ void StepExecutor::Impl::finish(int p, OpVertex v) {
   }
   for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
     const OpVertex w = boost::target(e, g);
+    if (st.released_to == static_cast<std::int64_t>(w)) continue;  // counted at release
     if (--ps.ops[w].preds_left != 0) continue;
     if (g[w].kind == OpKind::SendRecv)
       hand_to_design(p, w);
@@ -240,6 +285,17 @@ void StepExecutor::Impl::finish(int p, OpVertex v) {
   }
   if (node.kind != OpKind::SendRecv) try_head(p, stream);
   if (p == 0) sample_links();
+}
+
+void StepExecutor::Impl::release_consumer(int p, OpVertex comm, OpVertex consumer) {
+  ProgramState& ps = programs[p];
+  OpState& st = ps.ops[comm];
+  const OpGraph& g = ps.program->graph;
+  if (st.done || st.released_to >= 0 || !boost::edge(comm, consumer, g).second)
+    throw std::logic_error("release_consumer: not an unfinished op's successor");
+  st.released_to = static_cast<std::int64_t>(consumer);
+  if (--ps.ops[consumer].preds_left == 0 && g[consumer].kind != OpKind::SendRecv)
+    try_head(p, static_cast<int>(g[consumer].stream));
 }
 
 void StepExecutor::Impl::sample_links() {

@@ -46,6 +46,11 @@ struct ExecOptions {
   std::vector<double> link_capacity_Bps;  // per class (optional): utilisation counters
   std::function<std::vector<double>()> link_bytes;
   double link_sample_interval_s = 0;
+  // Interference the step's own concurrency pays: a compute op the design runs whole
+  // (ExecContext::run_for) progresses at 1/this of its rate while any communication of its
+  // rank moves data (NCCL's CTAs take SMs, HBM and L2 are shared). The scenario sets the
+  // factor the designs are charged for the same situation; 1: none.
+  double concurrent_comm_slowdown = 1;
 };
 
 class StepExecutor {

@@ -76,11 +76,13 @@ void StepExecutor::Impl::launch_collective(int g, Rendezvous rv) {
           to_string(n.collective), m.bytes));
     OpState& st = programs[m.program].ops[m.op];
     if (st.launch_s < 0) st.launch_s = t;
+    comm_started(m.program);
   }
   ++collectives;
   auto shared = std::make_shared<Rendezvous>(std::move(rv));
   auto on_done = [this, shared, t] {
     complete_later([this, shared, t] {
+      for (auto& m : shared->members) comm_ended(m.program);
       for (auto& m : shared->members) {
         programs[m.program].comm_intervals.emplace_back(t, now());
         m.on_done();
@@ -145,6 +147,8 @@ void StepExecutor::Impl::launch_p2p(const P2pMatch& m) {
                                             recv.comm_bytes));
   programs[m.send_program].ops[m.send_op].launch_s = now();
   programs[m.recv_program].ops[m.recv_op].launch_s = now();
+  comm_started(m.send_program);
+  comm_started(m.recv_program);
   ++collectives;
   // The sender's real transfer, and the receiver's if folding made them differ.
   std::vector<std::pair<int, int>> transfers = {
@@ -156,6 +160,8 @@ void StepExecutor::Impl::launch_p2p(const P2pMatch& m) {
   auto on_done = [this, m, left, t] {
     if (--*left > 0) return;
     complete_later([this, m, t] {
+      comm_ended(m.send_program);
+      comm_ended(m.recv_program);
       programs[m.send_program].comm_intervals.emplace_back(t, now());
       programs[m.recv_program].comm_intervals.emplace_back(t, now());
       finish(m.send_program, m.send_op);

@@ -30,6 +30,8 @@ struct OpState {
   double end_s = -1;
   int instance = -1;  // collectives: index among this rank's collectives on its group
   bool done = false;
+  // Communication: the successor released before this op finished (release_consumer).
+  std::int64_t released_to = -1;
 };
 
 struct StreamQueue {
@@ -45,6 +47,10 @@ struct ProgramState {
   std::vector<Interval> compute_intervals;
   std::vector<Interval> comm_intervals;
   double last_compute_end_s = 0;
+  // Communication of this rank moving data: how many, time accumulated, since when (< 0:
+  // none), for ExecOptions::concurrent_comm_slowdown.
+  int comm_in_flight = 0;
+  double comm_busy_accum_s = 0, comm_busy_since_s = -1;
   std::size_t remaining = 0;
   bool record = false;
   RankResult result;
@@ -110,8 +116,14 @@ struct StepExecutor::Impl final : ExecContext {
   void launch_comm_part(int p, OpVertex v, std::uint64_t bytes, int part,
                         std::function<void()> on_done) override;
   void finish_op(int p, OpVertex v) override { finish(p, v); }
+  void release_consumer(int p, OpVertex comm, OpVertex consumer) override;
 
   double now() { return net.simulator().now(); }
+  void comm_started(int p);
+  void comm_ended(int p);
+  double comm_busy_s(int p) override;
+  double concurrent_comm_slowdown() const override { return options.concurrent_comm_slowdown; }
+  void run_segment(int p, OpVertex v, double duration_s, int round);
   int rep(int rank) const { return step.representative.empty() ? rank : step.representative[rank]; }
 
   void prepare();

@@ -18,11 +18,12 @@ namespace overlapsim::sim {
 StepGraph pair_step(const PairCase& pc) {
   StepGraph step;
   step.workload = "pair";
-  step.world_size = pc.world;
-  CommGroup group{"tp", {}};
-  for (int r = 0; r < pc.world; ++r) group.ranks.push_back(r);
+  CommGroup group{"tp", pc.ranks};
+  if (group.ranks.empty())
+    for (int r = 0; r < pc.world; ++r) group.ranks.push_back(r);
+  step.world_size = *std::max_element(group.ranks.begin(), group.ranks.end()) + 1;
   step.groups.push_back(group);
-  for (int r = 0; r < pc.world; ++r) {
+  for (int r : group.ranks) {
     RankProgram prog;
     prog.rank = r;
     OpNode comm;
@@ -47,7 +48,8 @@ StepGraph pair_step(const PairCase& pc) {
 
 PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
                           const Profile& profile, const Topology& topology) {
-  if (pc.world < 2) throw std::invalid_argument("simulate_pair: world must be >= 2");
+  if (pc.ranks.empty() ? pc.world < 2 : pc.ranks.size() < 2)
+    throw std::invalid_argument("simulate_pair: world must be >= 2");
   Profile scaled = profile;
   PairOutcome out;
   {
@@ -67,15 +69,17 @@ PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
   const ComputeModel model(scaled.compute);
   out.op_alone_s = model.time_s(pc.compute);
 
-  if (pc.world > static_cast<int>(topology.num_gpus()))
-    throw std::invalid_argument(fmt::format(
-        "simulate_pair: world {} exceeds the topology's {} ranks", pc.world, topology.num_gpus()));
   const StepGraph step = pair_step(pc);
+  if (step.world_size > static_cast<int>(topology.num_gpus()))
+    throw std::invalid_argument(fmt::format("simulate_pair: world {} exceeds the topology's {} ranks",
+                                            step.world_size, topology.num_gpus()));
   ScenarioOptions options;
   options.designs = {design_name};
   options.reuse_sequential = false;
   // Plan with the collective's alone time (a step learns its rate from earlier parts).
   options.planning.plan_with_call_times = true;
+  options.planning.scaled_parts_min_ranks = pc.scaled_parts_min_ranks;
+  options.timing = pc.timing;
   options.measured_times = pc.comm_time_points;
   options.design_options.tilewise_transport =
       pc.copy_engine ? TilewiseDesign::Transport::CopyEngine : TilewiseDesign::Transport::Nccl;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/collectives/collective_cost_model.hpp"
 #include "sim/profile/profile.hpp"
 #include "sim/graph/op_graph.hpp"
 #include "sim/overlap/designs.hpp"
@@ -22,6 +23,13 @@ struct PairCase {
   std::uint64_t comm_bytes = 0;  // nccl-tests convention
   bool producer = true;          // op -> collective (false: collective -> op)
   int world = 2;                 // ranks 0..world-1 of the topology
+  // Where set, the communicator's global ranks instead (world is their count): a pair of a
+  // step simulated alone on the step's topology (`--design best`'s tuner).
+  std::vector<int> ranks;
+  // How the cost model times the collective (the cluster's NVLink rate: docs/simulate.md).
+  CollectiveTimingOptions timing;
+  // PairPlanning::scaled_parts_min_ranks for the run (0: every part on the network).
+  int scaled_parts_min_ranks = 0;
 
   // > 0: the op alone takes this long (the profile's rates are scaled to match).
   double op_time_s = 0;
@@ -50,8 +58,8 @@ struct PairOutcome {
   std::string why_not;
 };
 
-// The pair as a step: on each of ranks 0..world-1 the op and its collective (in the order
-// `producer` says, paired), the collective on one "tp" communicator of all of them.
+// The pair as a step: on each of ranks 0..world-1 (or `ranks`) the op and its collective (in
+// the order `producer` says, paired), the collective on one "tp" communicator of all of them.
 StepGraph pair_step(const PairCase& pair);
 
 // Throws std::invalid_argument for an unknown design, a missing parameter or a world

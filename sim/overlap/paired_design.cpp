@@ -151,6 +151,21 @@ PairStats PairedDesign::scan(const StepGraph& step, const ComputeModel& model) c
   return out;
 }
 
+std::optional<PairSchedule> PairedDesign::preview(const StepGraph& step, const ComputeModel& model,
+                                                  int program, OpVertex compute,
+                                                  std::string& why_not) const {
+  const OpGraph& g = step.ranks.at(static_cast<std::size_t>(program)).graph;
+  const OpNode& node = g[compute];
+  if (node.pair_partner < 0 || is_comm(node.kind)) {
+    why_not = "not a paired compute op";
+    return std::nullopt;
+  }
+  const auto c = static_cast<OpVertex>(node.pair_partner);
+  PairView view = view_of(node, g[c], boost::edge(compute, c, g).second);
+  if (planning_.plan_with_call_times) plan_with_call_times(view);
+  return schedule(model, view, why_not);
+}
+
 void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVertex comm,
                               bool producer) {
   PairView view = view_of(ctx.op(p, compute), ctx.op(p, comm), producer);
@@ -201,6 +216,8 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
   if (producer) {
     run_next_group(ctx, pair);
   } else {
+    // The op may reach its stream now; each group waits for its part (run_next_group).
+    ctx.release_consumer(p, comm, compute);
     for (std::size_t j = 0; j < n; ++j) part_ready(ctx, pair, static_cast<int>(j));
   }
 }
@@ -225,13 +242,21 @@ void PairedDesign::start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& 
                                  double duration_s, int round) {
   const int n = static_cast<int>(pair->s.compute_s.size());
   const double busy0 = comm_busy_s(*pair, ctx.simulator().now());
-  ctx.compute_for(pair->program, pair->compute, duration_s, [this, &ctx, pair, j, n, busy0, round] {
+  const double rank_busy0 = ctx.comm_busy_s(pair->program);
+  ctx.compute_for(pair->program, pair->compute, duration_s,
+                  [this, &ctx, pair, j, n, busy0, rank_busy0, round] {
     const double slow = pair->s.compute_slowdown;
     const double overlapped = comm_busy_s(*pair, ctx.simulator().now()) - busy0;
-    const double lost = overlapped * (1 - 1 / slow);
-    if (slow > 1 && lost > 1e-12) {
+    // The rank's other communication (not this pair's parts) slows the group like any
+    // compute beside communication (the step's own concurrency, ExecOptions).
+    const double others = std::max(
+        0.0, ctx.comm_busy_s(pair->program) - rank_busy0 - overlapped);
+    const double base = ctx.concurrent_comm_slowdown();
+    const double lost = overlapped * (1 - 1 / slow) + (base > 1 ? others * (1 - 1 / base) : 0);
+    if (lost > 1e-12) {
       // After one correction round, charge what is left at the slow rate (events).
-      start_segment(ctx, pair, j, round < 1 ? lost : lost * slow, round + 1);
+      // (At the larger of the two factors: an upper bound on what is left.)
+      start_segment(ctx, pair, j, round < 1 ? lost : lost * std::max(slow, base), round + 1);
       return;
     }
     pair->compute_running = false;
@@ -328,12 +353,12 @@ void PairedDesign::part_done(ExecContext& ctx, const std::shared_ptr<Pair>& pair
   ++pair->parts_done;
   pair->arrived[part] = 1;
   const int n = static_cast<int>(pair->bytes.size());
-  bool finish_comm = pair->producer ? pair->parts_done == n : pair->parts_done == 1;
-  if (finish_comm) {
+  // The collective is complete when its last part has landed, producer or consumer.
+  if (pair->parts_done == n) {
     pair->comm_finished = true;
     if (pair->compute_finished) {
       pairs_.erase(key_of(pair->program, pair->compute));
-      if (pair->parts_done == n) pairs_.erase(key_of(pair->program, pair->comm));
+      pairs_.erase(key_of(pair->program, pair->comm));
     }
     ctx.finish_op(pair->program, pair->comm);
   }
@@ -349,13 +374,7 @@ void PairedDesign::part_done(ExecContext& ctx, const std::shared_ptr<Pair>& pair
         launch_part(ctx, pair, next);
     }
   }
-  if (!pair->producer) {
-    run_next_group(ctx, pair);
-    if (pair->parts_done == n && pair->compute_finished) {
-      pairs_.erase(key_of(pair->program, pair->compute));
-      pairs_.erase(key_of(pair->program, pair->comm));
-    }
-  }
+  if (!pair->producer) run_next_group(ctx, pair);
 }
 
 OpNode op_piece(const OpNode& op, double share) {

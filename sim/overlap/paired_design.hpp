@@ -11,9 +11,9 @@
 //     preceded by its signalling/launch delay;
 //   - producer pairs (op -> collective): part j starts when group j is done; the op
 //     finishes with its last group, the collective with its last part (the tail);
-//   - consumer pairs (collective -> op): part j arrives, then group j may run; the
-//     collective counts as finished when its first part has arrived, so the op can reach
-//     its stream (the design gates each group on its part).
+//   - consumer pairs (collective -> op): the op is released to its stream at once
+//     (ExecContext::release_consumer) and group j runs once part j has arrived; the
+//     collective finishes when its last part has landed, like a producer's.
 // Pairs a design does not apply to run as under `sequential`; stats() says how many.
 #include <cstdint>
 #include <functional>
@@ -79,10 +79,11 @@ struct PairView {
 
 // How a design plans the collective of a pair and how many of its parts run on the network.
 struct PairPlanning {
-  // Plan with the collective's time of a call where the cost model knows it ahead (a
-  // measured curve or measured times: validate's pairs), else, and in steps, with the rate
-  // the communicator's earlier parts took on the network.
-  bool plan_with_call_times = false;
+  // Plan with the collective's time of a call (its fixed cost included) where the cost
+  // model knows it ahead (a measured curve or measured times), as validate's pairs do, so a
+  // step plans each pair as the validated predictor does; else, and with false, with the
+  // rate the communicator's earlier parts took on the network (no fixed cost).
+  bool plan_with_call_times = true;
   // Simulation speed: on communicators of at least this many ranks only a pair's first
   // part runs on the network; later parts take the time the first part took per byte. A
   // 1,024-rank all-to-all is ~10^6 flows, so every part simulated costs ~0.3 s each.
@@ -100,6 +101,11 @@ class PairedDesign : public OverlapDesign {
   // without running it (a design that applies to none gives sequential's step exactly).
   PairStats scan(const StepGraph& step, const ComputeModel& model) const;
   const std::vector<ParameterUse>& parameters() const { return parameters_; }
+  // The schedule this design would give the pair of compute op `compute` of program
+  // `program` (paired with a collective), planned as before the step runs; nullopt with
+  // `why_not` where it leaves the pair sequential.
+  std::optional<PairSchedule> preview(const StepGraph& step, const ComputeModel& model,
+                                      int program, OpVertex compute, std::string& why_not) const;
 
   // Binds the design to a step's communicators and to the collective cost model that will
   // time them: which communicators lie inside one host, whether the model charges NCCL's

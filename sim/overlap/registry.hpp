@@ -25,6 +25,10 @@ struct DesignEntry {
   std::unique_ptr<OverlapDesign> (*make)(const Profile& profile, const DesignOptions& options);
 };
 
+// Per class of pair the design a tuner found fastest (sim/overlap/best_design.hpp); not a
+// row of the table (it has no profile parameters of its own): the scenario builds it.
+inline constexpr const char* kBestDesign = "best";
+
 // sequential, decomposed, tilewise, fused, shaped: in the order reports list them.
 const std::vector<DesignEntry>& design_table();
 const std::vector<std::string>& design_names();

@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <stdexcept>
 
 #include "sim/engine/simulator.hpp"
 #include "sim/exec/step_executor.hpp"
 #include "sim/network/flow_network.hpp"
+#include "sim/overlap/best_design.hpp"
 #include "sim/profile/compute_model.hpp"
 #include "sim/trace/chrome_trace.hpp"
 
@@ -30,11 +33,28 @@ void merge_classes(std::vector<CollectiveClassUse>& into,
   }
 }
 
-// The trace's options: the ranks it records and the link classes it samples.
+}  // namespace
+
+double concurrent_comm_slowdown(const Profile& profile) {
+  const Sourced* ctas = profile.designs.find("decomposed", "comm_ctas");
+  const Sourced* slow = profile.designs.find("decomposed", "interference_slowdown");
+  const int sms = profile.device.sms;
+  if (!ctas || !slow || sms <= 0 || ctas->value < 0 || ctas->value >= sms || slow->value < 1)
+    return 1;
+  return sms / (sms - ctas->value) * slow->value;
+}
+
+namespace {
+
+// The executor's options: the interference the step's own concurrency pays, and for a
+// trace the ranks it records and the link classes it samples.
 ExecOptions exec_options(const Scenario& sc, FlowNetwork& net) {
   const ScenarioOptions& o = sc.options;
   ExecOptions exec;
   exec.images = o.images;
+  if (o.charge_concurrency)
+    exec.concurrent_comm_slowdown =
+        concurrent_comm_slowdown(sc.design_profile ? *sc.design_profile : sc.profile);
   if (!o.trace) return exec;
   exec.record_timeline = true;
   exec.timeline_ranks = o.trace_ranks;
@@ -63,7 +83,8 @@ class ScenarioRunner {
 
   ScenarioResult run() {
     const ComputeModel compute(sc_.profile.compute);
-    for (const std::string& name : o_.designs) out_.runs.push_back(run_design(name, compute));
+    for (const std::string& name : o_.designs)
+      out_.runs.push_back(name == kBestDesign ? run_best(compute) : run_design(name, compute));
     collect_used_sources(compute);
     for (DesignRun& run : out_.runs) {
       const std::string& name = run.result.design;
@@ -105,6 +126,81 @@ class ScenarioRunner {
     return rerun;
   }
 
+  // `best`: the winner per class of pair, each pair timed alone by validate's predictor
+  // (best_choice.hpp), then the step with each class under its winner. A tuner keeps a
+  // whole-step configuration only if it is faster: where sequential's step, or a forced
+  // design's that ran before, beat the mix, best is that (the pairs' choices interact in
+  // the step: a collective sequential already hid behind other compute gains nothing from
+  // a design, which still pays its costs).
+  DesignRun run_best(const ComputeModel& compute) {
+    BestChoiceInputs in{sc_.step, sc_.topology,
+                        sc_.design_profile ? *sc_.design_profile : sc_.profile,
+                        o_.timing, o_.design_options, o_.planning.scaled_parts_min_ranks};
+    std::vector<PairClassChoice> classes = choose_per_class(in);
+    best_winners_ = winners(classes);
+    std::vector<const DesignRun*> forced;
+    for (const DesignRun& done : out_.runs)
+      if (done.result.design != kBestDesign) forced.push_back(&done);
+    if (std::none_of(forced.begin(), forced.end(),
+                     [](const DesignRun* r) { return r->result.design == "sequential"; })) {
+      tuning_.push_back(std::make_unique<DesignRun>(run_design("sequential", compute)));
+      forced.push_back(tuning_.back().get());
+    }
+    // Every class won by one design whose forced run is at hand: best routes every pair
+    // as that run did, event for event; take it instead of rerunning.
+    const DesignRun* same = nullptr;
+    if (!o_.trace) {
+      std::string only = classes.empty() ? "sequential" : classes.front().winner;
+      for (const PairClassChoice& c : classes)
+        if (c.winner != only) only.clear();
+      for (const DesignRun* r : forced)
+        if (!only.empty() && r->result.design == only) same = r;
+    }
+    DesignRun run;
+    if (same) {
+      run = *same;
+      run.result.design = kBestDesign;
+      run.result.sim_wall_s = 0;
+    } else {
+      run = run_design(kBestDesign, compute);
+    }
+    run.best_classes = std::move(classes);
+    run.best_basis = "per pair class";
+    const DesignRun* fastest = nullptr;
+    for (const DesignRun* r : forced)
+      if (r->result.step_time_s < (fastest ? fastest->result.step_time_s : run.result.step_time_s))
+        fastest = r;
+    if (fastest) {
+      run.best_basis = fastest->result.design + " on every pair";
+      run.result = fastest->result;
+      run.result.design = kBestDesign;
+      run.pairs = fastest->pairs;
+      run.parameters = fastest->parameters;
+      run.paired = fastest->paired;
+      std::copy(std::begin(fastest->launches_by_path), std::end(fastest->launches_by_path),
+                std::begin(run.launches_by_path));
+      run.trace_json = fastest->trace_json;
+    }
+    return run;
+  }
+
+  // A design from the registry (or `best` from the tuner's winners), bound to `costs`.
+  // `profile`: the run's (the scenario's, or its GEMM rates scaled for the clock).
+  std::unique_ptr<OverlapDesign> make_bound(const std::string& name, const Profile& run_profile,
+                                            const CollectiveCostModel& costs) {
+    const Profile& profile = sc_.design_profile ? *sc_.design_profile : run_profile;
+    if (name == kBestDesign) {
+      std::vector<std::unique_ptr<OverlapDesign>> candidates;
+      for (const std::string& n : design_names())
+        if (n != "sequential") candidates.push_back(make_bound(n, run_profile, costs));
+      return std::make_unique<BestDesign>(std::move(candidates), sc_.step, best_winners_);
+    }
+    auto design = make_design(name, profile, o_.design_options);
+    if (PairedDesign* paired = as_paired(*design)) paired->bind(sc_.step, costs, o_.planning);
+    if (o_.configure_design) o_.configure_design(*design);
+    return design;
+  }
+
   // One design on one profile (the scenario's, or its GEMM rates scaled for the clock):
   // fills run's result, launches and pair stats; the final run of a design also counts its
   // collective classes and records its trace. False when the design overlaps no pair and
@@ -117,11 +213,8 @@ class ScenarioRunner {
     CollectiveCostModel costs(profile.collectives, net, o_.timing);
     if (!o_.measured_times.empty()) costs.set_measured_times(o_.measured_times);
     executor.set_collective_launcher(costs.launcher());
-    auto design =
-        make_design(name, sc_.design_profile ? *sc_.design_profile : profile, o_.design_options);
+    auto design = make_bound(name, profile, costs);
     PairedDesign* paired = as_paired(*design);
-    if (paired) paired->bind(sc_.step, costs, o_.planning);
-    if (o_.configure_design) o_.configure_design(*design);
     if (paired && reuse_sequential(*paired, compute, run)) return false;
     run.result = executor.run(*design);
     for (auto path : kPaths) run.launches_by_path[static_cast<int>(path)] = costs.launches(path);
@@ -130,6 +223,10 @@ class ScenarioRunner {
       run.paired = true;
       run.pairs = paired->stats();
       run.parameters = paired->parameters();
+    } else if (const auto* best = dynamic_cast<const BestDesign*>(design.get())) {
+      run.paired = true;
+      run.pairs = best->stats();
+      run.parameters = best->parameters();
     }
     if (o_.zero_wall_times) run.result.sim_wall_s = 0;
     if (final_run && o_.trace)
@@ -191,6 +288,8 @@ class ScenarioRunner {
   const Scenario& sc_;
   const ScenarioOptions& o_;
   ScenarioResult out_;
+  std::vector<std::unique_ptr<DesignRun>> tuning_;  // forced runs `best` needed, unreported
+  std::map<std::string, std::string> best_winners_;  // pair class -> design
 };
 
 }  // namespace

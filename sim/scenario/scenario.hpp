@@ -18,6 +18,7 @@
 #include "sim/overlap/paired_design.hpp"
 #include "sim/overlap/registry.hpp"
 #include "sim/profile/profile.hpp"
+#include "sim/scenario/best_choice.hpp"
 #include "sim/scenario/step_band.hpp"
 #include "sim/topology/topology.hpp"
 
@@ -30,7 +31,9 @@ enum class GemmClock {
 };
 
 struct ScenarioOptions {
-  std::vector<std::string> designs = {"sequential"};  // registry names, run in this order
+  // Registry names or kBestDesign, run in this order. `best` needs every design's forced
+  // run: those not listed run first, unreported.
+  std::vector<std::string> designs = {"sequential"};
   DesignOptions design_options;
   CollectiveTimingOptions timing;  // how the cost model times collectives
   // Measured alone times that time every collective instead (CollectiveCostModel).
@@ -49,6 +52,11 @@ struct ScenarioOptions {
   bool zero_wall_times = false;  // sim_wall_s reported as 0 (byte-identical outputs)
   // The precision whose peak rate the caller's MFU divides by, listed among the numbers used.
   Precision precision = Precision::BF16;
+  // Compute beside the step's own communication (dgrad beside wgrad's collective, DLRM's
+  // forward all-to-all beside the bottom MLP, the gradient reduction beside backward) pays
+  // the interference the designs are charged for the same situation (a vendor op beside
+  // NCCL on its default CTAs): concurrent_comm_slowdown(profile). False: none.
+  bool charge_concurrency = true;
   // Called on each design after it is built and bound, before it runs (replaying a measured
   // configuration: chunks, carve-out, partition).
   std::function<void(OverlapDesign&)> configure_design;
@@ -75,6 +83,11 @@ struct DesignRun {
   double idle_fraction = -1, gemm_clock_speedup = -1;
   std::string trace_json;  // options.trace: the run's Chrome/Perfetto trace
   StepBand band;           // the step time's uncertainty band (step_band.hpp)
+  // `best` only: the tuner's choice per class of pair, and what the step ran: "per pair
+  // class", or "<design> on every pair" where a forced design's whole step was faster than
+  // the per-class mix (the pairs' choices interact through the network and the streams).
+  std::vector<PairClassChoice> best_classes;
+  std::string best_basis;
 };
 
 struct ScenarioResult {
@@ -88,6 +101,10 @@ struct ScenarioResult {
 
   const DesignRun* run_of(const std::string& design) const;
 };
+
+// decomposed's compute slowdown beside NCCL: sms / (sms - comm_ctas) x interference_slowdown
+// of the profile's designs.decomposed; 1 where the profile lacks them.
+double concurrent_comm_slowdown(const Profile& profile);
 
 // Throws std::invalid_argument for an unknown design or a parameter the profile lacks, and
 // config-style errors from the designs; GemmClock::DutyCycle needs

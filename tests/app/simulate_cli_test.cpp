@@ -59,7 +59,8 @@ TEST_F(SimulateCli, JsonHasTheContractFields) {
 TEST_F(SimulateCli, HelpListsEveryDesignOfTheTable) {
   const CliRun r = run("--help");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* design : {"sequential", "decomposed", "tilewise", "fused", "shaped", "all"})
+  for (const char* design :
+       {"sequential", "decomposed", "tilewise", "fused", "shaped", "best", "all"})
     EXPECT_NE(r.out.find(std::string(" ") + design + "  "), std::string::npos) << design;
   EXPECT_NE(r.out.find("copy engines"), std::string::npos) << r.out;
 }
@@ -222,10 +223,33 @@ TEST_F(SimulateCli, DesignAllWritesOneTracePerDesign) {
     // Every design is modelled: its pairs and parameters are reported.
     EXPECT_TRUE(d.contains("pairs_overlapped")) << design;
     EXPECT_TRUE(d.contains("speedup_vs_sequential")) << design;
-    EXPECT_EQ(d["parameters"].empty(), design == "sequential") << design;
+    if (design != "best") {
+      EXPECT_EQ(d["parameters"].empty(), design == "sequential") << design;
+    }
   }
-  EXPECT_EQ(j["designs"].size(), 5u);
+  EXPECT_EQ(j["designs"].size(), 6u);  // the five designs, then best
   EXPECT_FALSE(fs::exists(dir_ / "t.json"));
+}
+
+// best: a winner per class of pair, never slower than sequential, and named in the table.
+TEST_F(SimulateCli, BestNamesAWinnerPerPairClass) {
+  const CliRun r = run(kTiny + " --design all --format json --no-timing");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& designs = j["designs"];
+  ASSERT_EQ(designs.back()["design"], "best");
+  const auto& best = designs.back();
+  EXPECT_LE(best["step_time_s"].get<double>(), designs[0]["step_time_s"].get<double>());
+  ASSERT_TRUE(best.contains("pair_classes"));
+  ASSERT_FALSE(best["pair_classes"].empty());
+  for (const auto& c : best["pair_classes"]) {
+    EXPECT_LE(c["winner_pair_s"].get<double>(), c["sequential_pair_s"].get<double>());
+    EXPECT_TRUE(c["pair_s"].contains(c["winner"].get<std::string>())) << c["class"];
+  }
+  const CliRun table = run(kTiny + " --design best --no-timing");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("pair class"), std::string::npos);
+  EXPECT_NE(table.out.find(best["pair_classes"][0]["class"].get<std::string>()), std::string::npos);
 }
 
 TEST_F(SimulateCli, BadInputExitsTwoWithOneLineAndWritesNothing) {

@@ -98,6 +98,29 @@ TEST(StepDesigns, EveryDesignCompletesTheStepWithinItsBounds) {
   EXPECT_EQ(run_design(step, "fused", profile).stats.overlapped, 0);       // no GEMM+A2A
 }
 
+// A consumer pair's collective is complete when its last part lands, not its first: the
+// all-reduce queued behind it on the same stream cannot start before, and every idle gap
+// of the compute stream is accounted (step = compute + exposed + bubble) under every design.
+TEST(StepDesigns, AConsumersCollectiveEndsWithItsLastPart) {
+  const StepGraph step = step_with_pairs();
+  const Profile profile = testing::design_profile(false);
+  const double t_coll = (256u << 20) / 1e9;
+  for (const std::string d : {"sequential", "decomposed", "tilewise", "fused", "shaped"}) {
+    const DesignRun r = run_design(step, d, profile);
+    for (const RankResult& rank : r.result.ranks)
+      EXPECT_NEAR(rank.compute_s + rank.exposed_comm_s + rank.bubble_s, rank.step_time_s,
+                  1e-12) << d;
+    // Both collectives whole, one after the other on one stream (no stretch at 1 GB/s).
+    EXPECT_GE(r.result.step_time_s, 2 * t_coll * (1 - 1e-12)) << d;
+  }
+  // decomposed and shaped overlap the all-gather with its consumer: the compute stream
+  // waits for each part, and that wait is exposed paired communication.
+  for (const std::string d : {"decomposed", "shaped"}) {
+    const DesignRun r = run_design(step, d, profile);
+    EXPECT_GT(r.result.exposed_paired_s, 0) << d;
+  }
+}
+
 TEST(StepDesigns, ScaledPartsEqualSimulatedPartsForLinearCollectives) {
   const StepGraph step = step_with_pairs();
   const Profile profile = testing::design_profile(false);
