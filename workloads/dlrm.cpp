@@ -200,9 +200,12 @@ class DlrmEmitter {
       wgrad(fmt::format("bottom{}.fc.wgrad", i), in, out, in * out + out);
     }
     if (!plan_.model_parallel.empty()) {
+      // Read the pooled gradients; read-modify-write each touched row, and with lazy Adam
+      // its m and v as well.
+      const double rmw = d_.optimizer == "adam" ? 6 : 2;
       OpVertex up = embedding_op(
           "embedding.backward",
-          mp_rows(plan_.mp_pooled_per_sample + 2 * plan_.mp_rows_per_sample), {a2a});
+          mp_rows(plan_.mp_pooled_per_sample + rmw * plan_.mp_rows_per_sample), {a2a});
       b_.pair(a2a, up);
     }
   }
@@ -291,9 +294,10 @@ void emit_dlrm_rank(const ModelSpec& spec, const ParallelLayout& layout, const R
     emitter.forward(mb);
     emitter.backward(mb, mb == microbatches - 1);
   }
-  // Dense weights stay fp32 with Adagrad in the MLPerf reference: read+write the weight and
-  // the accumulator (4 x 4 bytes per parameter) besides reading the gradient.
-  sync.optimizer_state_bytes = 16;
+  // Dense weights stay fp32: Adagrad (the MLPerf reference) reads and writes the weight and
+  // the accumulator (4 x 4 bytes per parameter), Adam the weight, m and v (6 x 4), besides
+  // reading the gradient.
+  sync.optimizer_state_bytes = spec.dlrm.optimizer == "adam" ? 24 : 16;
   sync.param_bytes = 4;
   grads.emit(builder, sync);
 }

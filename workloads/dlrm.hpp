@@ -17,8 +17,8 @@
 //   top MLP        last layer (n = 1) is a GEMV
 // Backward mirrors it: the pooled gradients go back (all-to-all, or all-gather for
 // row_wise), the model-parallel backward B·(p + 2r)·D·e bytes (read pooled gradients,
-// read-modify-write rows) applies the sparse update fused, so those tables take no part in
-// the DP reduction. Data-parallel tables scatter their gradients into a dense buffer
+// read-modify-write rows; optimizer adam: B·(p + 6r)·D·e, lazy Adam's m and v of each row
+// too) applies the sparse update fused, so those tables take no part in the DP reduction. Data-parallel tables scatter their gradients into a dense buffer
 // (rows·D·4 bytes written, Bl·(n_dp + 2·H_dp)·D·e moved) that joins the dense parameters'
 // bucketed all-reduce and optimizer.
 #include <cstdint>

@@ -129,6 +129,10 @@ const std::vector<ParamDoc> kDlrmDocs = {
      "(whole tables on ranks, greedy by lookups; the most loaded rank is simulated) | row_wise "
      "(tables split by rows; partial pools reduce-scattered, gradients all-gathered)",
      "balanced", ""},
+    {"optimizer",
+     "adagrad (dense Adagrad; row-wise Adagrad fused into the tables' backward) | adam (dense "
+     "Adam; lazy Adam on the touched rows: row, m and v read and written)",
+     "adagrad", ""},
 };
 
 const std::vector<ParamDoc> kTrainingDocs = {
@@ -324,6 +328,7 @@ void load_dlrm(ModelSpec& spec, const ConfigNode& n) {
   }
   const std::string sharding =
       n.get_enum("sharding", {"balanced", "table_wise", "row_wise"}, "balanced");
+  d.optimizer = n.get_enum("optimizer", {"adagrad", "adam"}, "adagrad");
   d.sharding = sharding == "table_wise" ? TableSharding::TableWise
                : sharding == "row_wise" ? TableSharding::RowWise
                                         : TableSharding::Balanced;

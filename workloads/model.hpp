@@ -102,6 +102,9 @@ struct DlrmSpec {
   // split as `sharding` says. 0: every table model parallel.
   std::int64_t data_parallel_max_rows = 0;
   TableSharding sharding = TableSharding::Balanced;
+  // adagrad: dense Adagrad and row-wise Adagrad fused into the tables' backward (MLPerf
+  // reference); adam: dense Adam and lazy Adam on the touched rows (rows, m and v).
+  std::string optimizer = "adagrad";
 };
 
 struct Parallelism {

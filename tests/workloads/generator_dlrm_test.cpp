@@ -195,3 +195,28 @@ TEST(DlrmGenerator, TableWiseSimulatesTheBusiestRank) {
   const auto step = generate_step(m, 4);
   EXPECT_DOUBLE_EQ(bytes_of(step.ranks[0], CollectiveOp::AllToAll), 2 * 64.0 * 1 * 16 * 4);
 }
+
+TEST(DlrmGenerator, AdamMovesEachTouchedRowsMomentsAndTheDenseStates) {
+  // dp 4, global batch 64, all 5 tables model parallel (balanced), D 16, fp32.
+  auto backward_bytes = [](const ModelSpec& m) {
+    return sum_ops(
+        generate_step(m, 4).ranks[0],
+        [](const sim::OpNode& n) {
+          return n.kind == OpKind::EmbeddingLookup && n.phase == Phase::Backward;
+        },
+        [](const sim::OpNode& n) { return static_cast<double>(n.bytes); });
+  };
+  auto optimizer_bytes = [](const ModelSpec& m) {
+    return sum_ops(
+        generate_step(m, 4).ranks[0], [](const sim::OpNode& n) { return n.phase == Phase::Optimizer; },
+        [](const sim::OpNode& n) { return static_cast<double>(n.bytes); });
+  };
+  const ModelSpec adagrad = five_tables("");
+  const ModelSpec adam = five_tables("  optimizer: adam");
+  // Per global sample the rank touches 15/4 rows: Adagrad read-modify-writes them (2), lazy
+  // Adam their m and v as well (6).
+  EXPECT_DOUBLE_EQ(backward_bytes(adagrad), 64 * (5.0 / 4 + 2 * 15.0 / 4) * 16 * 4);
+  EXPECT_DOUBLE_EQ(backward_bytes(adam), 64 * (5.0 / 4 + 6 * 15.0 / 4) * 16 * 4);
+  // Dense optimizer: gradient + 16 (Adagrad) or + 24 (Adam) bytes per parameter.
+  EXPECT_DOUBLE_EQ(optimizer_bytes(adam) / optimizer_bytes(adagrad), (4.0 + 24) / (4 + 16));
+}
