@@ -99,11 +99,10 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
   const bool shared_gpu = links.shared_gpu;
   if (shared_gpu && options.parallel_phase2 && world > 2)
     return Status::failure(
-        "tilewise copy_engine: parallel_phase2 with ranks sharing one GPU: their " +
-        std::to_string(world) + " x " + std::to_string(world + 1) +
-        " streams exceed the GPU's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by "
-        "default), so one rank's copy can queue behind another rank's flag wait that needs "
-        "it (measured: a hang on 4 x H100 with 3 and 4 ranks on one GPU)");
+        "tilewise copy_engine: parallel_phase2 with " + std::to_string(world) +
+        " ranks sharing one GPU is refused: it hung there on H100 (3 and 4 ranks, with "
+        "CUDA_DEVICE_MAX_CONNECTIONS 8 and 32; cause not found), while one rank per GPU "
+        "passed every test");
   memory_ = std::make_unique<PeerMemory>(std::move(links));
   problem_ = {op, m, n, k, dtype};
   options_ = options;

@@ -109,8 +109,9 @@ struct CopyEngineOptions {
   // one stream each copy's flag and the next copy's start wait for the copy before; on
   // their own streams the copies share the links, and the comm stream goes on to the next
   // group (or row chunk) at once. The comm stream joins them before its peer waits.
-  // More than 2 ranks (with 2 the one copy takes the comm stream's place); not with ranks
-  // sharing one GPU (their streams would exceed its hardware queues: initialize refuses).
+  // More than 2 ranks (with 2 the one copy takes the comm stream's place). initialize
+  // refuses it for ranks sharing one GPU: 3 and 4 such ranks hung on H100 (not for lack of
+  // hardware queues: CUDA_DEVICE_MAX_CONNECTIONS = 32 hung too; cause not found).
   bool parallel_phase2 = false;
   // Phase 2 tail_kernel only: the tail kernel carries the whole own part (every own group,
   // one region) instead of its last group, and the copy engines none of it. With the ring

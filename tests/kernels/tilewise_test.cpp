@@ -1653,9 +1653,8 @@ TEST(TilewiseCopyEngineSharedGpu, RingRouteTwoThreeAndFourRanks) {
 }
 
 // Phase 2 on one stream a peer (CopyEngineOptions::parallel_phase2) with 3 and 4 ranks
-// sharing one GPU hung on 4 x H100: their streams exceed the GPU's hardware queues, so a
-// rank's copy can queue behind another rank's flag wait that needs it. Refused at once,
-// before any setup (no peer has to take part).
+// sharing one GPU hung on H100 (cause not found; also with CUDA_DEVICE_MAX_CONNECTIONS = 32).
+// Refused at once, before any setup (no peer has to take part).
 TEST(TilewiseCopyEngineSharedGpu, RefusesParallelPhase2) {
   for (const int world : {3, 4}) {
     SharedGpuPeers peers(world, 1.0);
@@ -1666,7 +1665,7 @@ TEST(TilewiseCopyEngineSharedGpu, RefusesParallelPhase2) {
     const Status s = d.initialize(peers.links(0), CollectiveOp::AllReduce, 1536, 1024, 256,
                                   DType::BF16, o);
     ASSERT_FALSE(s.ok) << world;
-    EXPECT_NE(s.message.find("hardware queues"), std::string::npos) << s.message;
+    EXPECT_NE(s.message.find("sharing one GPU"), std::string::npos) << s.message;
   }
 }
 
