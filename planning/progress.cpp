@@ -9,11 +9,12 @@ ProgressLine::ProgressLine(bool enabled, std::size_t total, std::FILE* stream)
       total_(total),
       stream_(stream),
       start_(std::chrono::steady_clock::now()),
-      last_(start_) {}
+      last_() {}
 
 void ProgressLine::set_total(std::size_t total) {
   std::lock_guard<std::mutex> lock(mutex_);
   total_ = total;
+  draw(false);
 }
 
 void ProgressLine::advance() {

@@ -126,7 +126,7 @@ std::string plan_json(const PlanResult& res) {
                     {"pareto", pareto},
                     {"points", points},
                     {"provenance", provenance}};
-  return j.dump(1) + "\n";
+  return j.dump() + "\n";  // compact: plans hold tens of thousands of points
 }
 
 }  // namespace overlapsim::planning

@@ -1,0 +1,109 @@
+// `overlapsim plan` end to end: the built binary on the hand-workable fixture
+// (plan_fixture.hpp). The four report files, a hostile model name escaped, bad input exits
+// 2 with one line and writes no report, and a resumed run writes the same bytes as an
+// uninterrupted one.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/cli_test_util.hpp"
+#include "tests/planning/plan_fixture.hpp"
+
+namespace overlapsim {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CliRun;
+using testing::slurp;
+
+const std::string kHostile = "<script>alert(1)</script>";
+
+class PlanCli : public testing::CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    model_ = testing::write_text(dir_ / "model.yaml", testing::plan_model_yaml());
+    cluster_ = testing::write_text(dir_ / "cluster.yaml", testing::plan_cluster_yaml());
+  }
+  CliRun plan(const std::string& args) { return run_cli("plan " + args); }
+  std::string inputs() const { return "-w " + model_ + " -c " + cluster_ + " --nodes 1"; }
+  std::string model_, cluster_;
+};
+
+TEST_F(PlanCli, WritesTheReportsAndEscapesTheModelName) {
+  const std::string model =
+      testing::write_text(dir_ / "hostile.yaml", testing::plan_model_yaml(kHostile));
+  const fs::path out = dir_ / "out";
+  const CliRun r = plan("-w " + model + " -c " + cluster_ + " --nodes 1 --designs all " +
+                        "--target-step-time 1 --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* f : {"report.md", "results.csv", "results.json", "index.html"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  const std::string md = slurp(out / "report.md");
+  EXPECT_EQ(md.find("<script>"), std::string::npos);
+  EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(out / "results.json"));
+  EXPECT_EQ(j["model"], kHostile);  // the JSON holds the name, escaped as JSON
+  const std::string html = slurp(out / "index.html");
+  EXPECT_EQ(html.find(kHostile), std::string::npos);
+  EXPECT_NE(j["cheapest"]["configuration"].get<std::string>().find("tp2 pp1"), std::string::npos);
+  // Rejected configurations are in every file, with their memory breakdown.
+  EXPECT_NE(md.find("## Rejected"), std::string::npos);
+  EXPECT_NE(slurp(out / "results.csv").find(",rejected,\"stage 0 needs"), std::string::npos);
+}
+
+TEST_F(PlanCli, BadInputExitsTwoWithOneLineAndWritesNoReport) {
+  const std::string unpriced = testing::write_text(
+      dir_ / "unpriced.yaml", testing::plan_cluster_yaml("10GB", /*price=*/false));
+  const std::string small =
+      testing::write_text(dir_ / "small.yaml", testing::plan_cluster_yaml("2GB"));
+  const std::string out = (dir_ / "out").string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {inputs() + " --target-step-time 1e-6", "is met by no simulated configuration"},
+      {"-w " + model_ + " -c " + small + " --nodes 1", "empty search space"},
+      {"-w " + model_ + " -c " + unpriced + " --nodes 1 --target-tokens-per-day 1e6",
+       "price_per_gpu_hour_usd: missing"},
+      {"-w " + model_ + " -c " + cluster_ + " --nodes 3:3", "no power of two"},
+      {inputs() + " --designs sequential,bogus", "'bogus' is not a design"},
+      {inputs() + " --target-step-time 1 --target-tokens 1e9", "more than one target"},
+      {"-w " + (dir_ / "missing.yaml").string() + " -c " + cluster_, "missing.yaml"},
+  };
+  for (const auto& [args, expect] : cases) {
+    const CliRun r = plan(args + " --out " + out);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(expect), std::string::npos) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+    EXPECT_FALSE(fs::exists(fs::path(out) / "report.md")) << args;
+  }
+}
+
+// A run killed after a few points (its state file cut, the last line torn) resumes to the
+// bytes of an uninterrupted run.
+TEST_F(PlanCli, ResumeWritesTheSameBytesAsAnUninterruptedRun) {
+  const fs::path full = dir_ / "full", part = dir_ / "part";
+  const std::string args = inputs() + " --designs sequential,shaped --simulate-top 6";
+  ASSERT_EQ(plan(args + " --threads 2 --out " + full.string()).exit_code, 0);
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(full / ".plan-state.jsonl");
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  ASSERT_GE(lines.size(), 4u);
+  fs::create_directories(part);
+  {
+    std::ofstream cut(part / ".plan-state.jsonl");
+    cut << lines[0] << '\n' << lines[1] << '\n' << lines[2].substr(0, 10);
+  }
+  const CliRun r = plan(args + " --threads 1 --resume --progress --out " + part.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("configurations simulated"), std::string::npos) << r.err;
+  for (const char* f : {"report.md", "results.csv", "results.json", "index.html"})
+    EXPECT_EQ(slurp(part / f), slurp(full / f)) << f;
+}
+
+}  // namespace
+}  // namespace overlapsim
