@@ -76,7 +76,7 @@ std::string plan_markdown(const PlanResult& res) {
   md += fmt::format(
       "\n## Search\n\n{} configurations passed the model's rules ({} other combinations did "
       "not); {} were rejected for memory, {} pruned by the analytic pre-screen, and {} "
-      "simulated under each design ({} runs). At most {} configurations per cluster and node "
+      "simulated under each design ({} runs). At most {} per cluster and node "
       "count were simulated, lowest analytic estimate first; a configuration whose lower "
       "bound exceeds a step time that every design already reached on the same GPUs was "
       "pruned as dominated. The ranking below comes from the simulator only.\n\n",
@@ -116,11 +116,19 @@ std::string plan_markdown(const PlanResult& res) {
       if (p.status == status) groups[{p.config.cluster, p.config.nodes}].push_back(&p);
     if (groups.empty()) md += "None.\n";
     for (auto& [g, points] : groups) {
+      // The most instructive first: rejected ones closest to fitting, pruned ones closest
+      // to being simulated.
+      std::stable_sort(points.begin(), points.end(), [&](const PlanPoint* a, const PlanPoint* b) {
+        return status == PointStatus::Rejected ? a->peak_memory_bytes < b->peak_memory_bytes
+                                               : a->estimate_s < b->estimate_s;
+      });
       md += fmt::format(
           "{} on {} nodes: {} configurations{}.\n\n",
           esc(res.clusters[static_cast<std::size_t>(g.first)].name), g.second, points.size(),
           points.size() > kListedPerGroup
-              ? fmt::format(", the {} first listed (all in results.csv)", kListedPerGroup)
+              ? fmt::format(", the {} {} listed (all in results.csv)", kListedPerGroup,
+                            status == PointStatus::Rejected ? "closest to fitting"
+                                                            : "with the lowest estimates")
               : "");
       md += "| configuration | peak GiB | why |\n| --- | ---: | --- |\n";
       for (std::size_t k = 0; k < std::min(points.size(), kListedPerGroup); ++k)
