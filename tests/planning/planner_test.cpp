@@ -18,8 +18,12 @@
 #include "planning/escape.hpp"
 #include "planning/pareto.hpp"
 #include "planning/plan_state.hpp"
+#include "planning/prescreen.hpp"
 #include "planning/reports.hpp"
+#include "planning/search_space.hpp"
 #include "tests/planning/plan_fixture.hpp"
+#include "workloads/cluster.hpp"
+#include "workloads/model.hpp"
 
 namespace overlapsim::planning {
 namespace {
@@ -82,6 +86,28 @@ TEST(PlanEscape, MarkdownAndCsv) {
   EXPECT_EQ(markdown_escape("a|b_c*d\n[e]"), "a\\|b\\_c\\*d \\[e\\]");
   EXPECT_EQ(csv_field("plain"), "plain");
   EXPECT_EQ(csv_field("a,\"b\""), "\"a,\"\"b\"\"\"");
+}
+
+// The lower bound by hand for the fixture's model (h 4096, s 512, 2 layers, vocabulary
+// 32000, 4 x 512 tokens): per token and layer, forward 24 h^2 (q, k, v, o: 8 h^2; the MLP
+// of 4h: 16 h^2) plus the causal attention core 2 s h; the head 2 h V; backward twice the
+// forward. PP2 with 4 microbatches of 1 sequence adds the bubble factor 1 + 1/4.
+TEST(PlanPrescreen, LowerBoundClosedForm) {
+  const auto base = workloads::load_model_string(testing::plan_model_yaml(), "fixture");
+  PlanConfig c;
+  c.gpus = 2;
+  c.pp = 2;
+  const auto model = configured_model(base, c, 2);
+  const workloads::ClusterSpec cluster;  // no links: the estimate adds nothing
+  const double h = 4096, s = 512, v = 32000, tokens = 4 * 512, peak = 1e15;
+  const double flops = tokens * 3 * (2 * (24 * h * h + 2 * s * h) + 2 * h * v);
+  const Prescreen p = prescreen(model, cluster, peak);
+  EXPECT_NEAR(p.lower_bound_s, flops / (2 * peak) * 1.25, 1e-12);
+  EXPECT_DOUBLE_EQ(p.estimate_s, p.lower_bound_s);
+  c.recompute = workloads::Recompute::Full;  // the layers' forward once more
+  const double full = tokens * (4 * 2 * (24 * h * h + 2 * s * h) + 3 * 2 * h * v);
+  EXPECT_NEAR(prescreen(configured_model(base, c, 2), cluster, peak).lower_bound_s,
+              full / (2 * peak) * 1.25, 1e-12);
 }
 
 class PlanSearch : public ::testing::Test {
