@@ -31,7 +31,6 @@ using workloads::ModelSpec;
 // As `overlapsim simulate` by default: only the first part of a paired collective over this
 // many ranks or more runs on the network, the rest at its rate (sim::PairPlanning).
 constexpr int kScaledPartsMinRanks = 256;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string kind_of_citation(const std::string& source) {
   return source.rfind("assumed", 0) == 0 ? "assumed" : "cited";

@@ -39,7 +39,10 @@ std::string plan_csv(const PlanResult& res) {
       "model,cluster,gpu,nodes,gpus,tp,pp,virtual_stages,cp,ep,dp,micro_batch,"
       "sequence_parallel,recompute,design,status,reason,peak_stage,peak_memory_bytes,"
       "gpu_memory_bytes";
-  for (const auto& t : terms) out += "," + memory_column(t);
+  for (const auto& t : terms) {
+    out += ',';
+    out += memory_column(t);
+  }
   out +=
       ",lower_bound_s,estimate_s,tokens_per_step,step_time_s,band_low_s,band_high_s,compute_s,"
       "exposed_comm_s,bubble_s,mfu,tokens_per_day,gpu_hours_per_step,usd_per_step,"
@@ -57,7 +60,8 @@ std::string plan_csv(const PlanResult& res) {
     for (const auto& name : terms) {
       auto it = std::find_if(p.memory_terms.begin(), p.memory_terms.end(),
                              [&](const PlanMemoryTerm& t) { return t.name == name; });
-      memory += "," + (it == p.memory_terms.end() ? std::string() : num(it->bytes));
+      memory += ',';
+      if (it != p.memory_terms.end()) memory += num(it->bytes);
     }
     const std::string screen = fmt::format("{},{}", num(p.lower_bound_s), num(p.estimate_s));
     if (p.runs.empty()) {
