@@ -255,8 +255,9 @@ void PairedDesign::start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& 
     const double lost = overlapped * (1 - 1 / slow) + (base > 1 ? others * (1 - 1 / base) : 0);
     if (lost > 1e-12) {
       // After one correction round, charge what is left at the slow rate (events).
-      // (At the larger of the two factors: an upper bound on what is left.)
-      start_segment(ctx, pair, j, round < 1 ? lost : lost * std::max(slow, base), round + 1);
+      // (With the rank's other communication, at the larger of the two factors.)
+      const double left_slow = others > 1e-15 ? std::max(slow, base) : slow;
+      start_segment(ctx, pair, j, round < 1 ? lost : lost * left_slow, round + 1);
       return;
     }
     pair->compute_running = false;
@@ -353,6 +354,10 @@ void PairedDesign::part_done(ExecContext& ctx, const std::shared_ptr<Pair>& pair
   ++pair->parts_done;
   pair->arrived[part] = 1;
   const int n = static_cast<int>(pair->bytes.size());
+  // A consumer's first group was enqueued before its collective started (its kernel
+  // waits for part 0): it takes the SMs as soon as part 0 lands, before the next part's
+  // NCCL kernel can (as validate's decomposed all-gather rows were predicted).
+  if (!pair->producer && pair->parts_done == 1) run_next_group(ctx, pair);
   // The collective is complete when its last part has landed, producer or consumer.
   if (pair->parts_done == n) {
     pair->comm_finished = true;
