@@ -24,8 +24,7 @@ BestDesign::BestDesign(std::vector<std::unique_ptr<OverlapDesign>> candidates,
     choice_[p].assign(boost::num_vertices(g), -1);
     for (OpVertex v = 0; v < boost::num_vertices(g); ++v) {
       const OpNode& node = g[v];
-      if (node.pair_partner < 0 || node.kind == OpKind::Collective ||
-          node.kind == OpKind::SendRecv)
+      if (node.pair_partner < 0 || node.kind == OpKind::Collective || node.kind == OpKind::SendRecv)
         continue;
       const auto c = static_cast<OpVertex>(node.pair_partner);
       if (g[c].kind != OpKind::Collective) continue;
@@ -57,7 +56,8 @@ PairStats BestDesign::stats() const {
       out.overlapped += p->stats().overlapped;
       for (const auto& [why, n] : p->stats().sequential) out.sequential[why] += n;
     }
-  if (sequential_pairs_ > 0) out.sequential["sequential fastest for its class"] += sequential_pairs_;
+  if (sequential_pairs_ > 0)
+    out.sequential["sequential fastest for its class"] += sequential_pairs_;
   return out;
 }
 

@@ -30,7 +30,7 @@ class BestDesign final : public OverlapDesign {
 
  private:
   std::vector<std::unique_ptr<OverlapDesign>> candidates_;
-  std::vector<char> used_;                  // per candidate: won a class
+  std::vector<char> used_;                        // per candidate: won a class
   std::vector<std::vector<signed char>> choice_;  // per program, per vertex: candidate or -1
   int sequential_pairs_ = 0;
   SequentialDesign sequential_;

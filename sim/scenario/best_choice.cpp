@@ -15,8 +15,7 @@ std::vector<PairClassChoice> choose_per_class(const BestChoiceInputs& in) {
     const OpGraph& g = in.step.ranks[p].graph;
     for (OpVertex v = 0; v < boost::num_vertices(g); ++v) {
       const OpNode& node = g[v];
-      if (node.pair_partner < 0 || node.kind == OpKind::Collective ||
-          node.kind == OpKind::SendRecv)
+      if (node.pair_partner < 0 || node.kind == OpKind::Collective || node.kind == OpKind::SendRecv)
         continue;
       const auto c = static_cast<OpVertex>(node.pair_partner);
       if (g[c].kind != OpKind::Collective) continue;

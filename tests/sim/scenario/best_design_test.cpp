@@ -43,10 +43,10 @@ StepGraph two_pair_classes(int layers) {
       // Every op reads the previous collective's output: the pairs run one after another,
       // so no pair's parts run beside another pair's (a producer's parts do not wait for
       // their stream: docs/designs.md, Known limits).
-      const OpVertex small = testing::add(prog, testing::gemm_op(at + "small", 1024, 1024, 1024),
-                                          {big, ar_big});
-      const OpVertex ar_small = testing::add(prog, allreduce(at + "ar_small", 64u << 10),
-                                             {small, ar_big});
+      const OpVertex small =
+          testing::add(prog, testing::gemm_op(at + "small", 1024, 1024, 1024), {big, ar_big});
+      const OpVertex ar_small =
+          testing::add(prog, allreduce(at + "ar_small", 64u << 10), {small, ar_big});
       prog.graph[big].pair_partner = static_cast<int>(ar_big);
       prog.graph[ar_big].pair_partner = static_cast<int>(big);
       prog.graph[small].pair_partner = static_cast<int>(ar_small);

@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -45,10 +45,10 @@ workloads::ScenarioInputs cheap_inputs(const std::string& model_file) {
   if (in.model.kind == workloads::ModelKind::Dlrm) return in;  // one microbatch already
   workloads::ModelSpec spec = workloads::load_model(model_file);
   const workloads::ModelSpec& r = in.model;
-  const std::int64_t per_replica = static_cast<std::int64_t>(r.training.micro_batch) *
-                                   2 * std::max(1, r.parallelism.pp);
-  spec.training.global_batch = std::min<std::int64_t>(
-      spec.training.global_batch, per_replica * r.parallelism.dp);
+  const std::int64_t per_replica =
+      static_cast<std::int64_t>(r.training.micro_batch) * 2 * std::max(1, r.parallelism.pp);
+  spec.training.global_batch =
+      std::min<std::int64_t>(spec.training.global_batch, per_replica * r.parallelism.dp);
   workloads::GenerateOptions gen;
   gen.gpus_per_node = in.cluster.gpus_per_node;
   in.step = workloads::generate_step(spec, in.cluster.num_gpus(), gen);
@@ -62,9 +62,7 @@ bool slow_model(const std::string& file) {
   return file.find("deepseek") != std::string::npos || file.find("405b") != std::string::npos;
 }
 
-TEST(BreakdownIdentityModels, EveryShippedModelIsListed) {
-  EXPECT_GE(shipped_models().size(), 5u);
-}
+TEST(BreakdownIdentityModels, EveryShippedModelIsListed) { EXPECT_GE(shipped_models().size(), 5u); }
 
 TEST_P(BreakdownIdentity, HoldsForEveryDesign) {
   const std::string file = GetParam();
