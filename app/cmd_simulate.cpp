@@ -20,6 +20,7 @@
 #include "sim/overlap/registry.hpp"
 #include "sim/profile/profile_load.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "workloads/memory_model.hpp"
 #include "workloads/scenario_inputs.hpp"
 
 namespace overlapsim::app {
@@ -36,6 +37,7 @@ struct SimulateOptions {
   std::string output;
   std::string images = "inter-host";
   bool no_fold = false;
+  bool ignore_memory = false;  // simulate even where the memory model says it does not fit
   bool no_timing = false;
   bool show_profile = false;
   bool exact_parts = false;                    // every part of a paired collective on the network
@@ -152,10 +154,17 @@ int run_simulate(const SimulateOptions& o) {
         "--gemm-clock duty-cycle: {}: compute.idle_clock_boost: missing (expected a profile "
         "fitted from pair loops, e.g. calibration/profiles/h200-nvlink.yaml)",
         inputs.profile.path));
+  // A configuration that cannot run is no projection: stop before timing it.
+  const workloads::MemoryEstimate memory = workloads::estimate_memory(inputs.model, inputs.cluster);
+  if (!memory.fits() && !o.ignore_memory)
+    throw config::ConfigError(fmt::format(
+        "{}: the configuration does not fit in GPU memory: {} (expected a layout that fits: "
+        "more tp/pp, recompute or the distributed optimizer; --ignore-memory simulates it anyway)",
+        o.workload, memory.explain()));
   const auto& result =
       *new sim::ScenarioResult(workloads::simulate_inputs(inputs, options));
 
-  SimulateReport report{inputs, result};
+  SimulateReport report{inputs, result, memory};
   for (const auto& run : result.runs) {
     std::string file;
     if (!run.trace_json.empty()) {
@@ -204,6 +213,8 @@ void add_simulate_command(CLI::App& app, Runner& selected) {
   sub->add_option("--images", opts->images,
                   "background traffic of folded ranks: none|inter-host|all")
       ->capture_default_str();
+  sub->add_flag("--ignore-memory", opts->ignore_memory,
+                "simulate a configuration even where it does not fit in GPU memory");
   sub->add_flag("--no-fold", opts->no_fold, "simulate every rank instead of one per class");
   sub->add_flag("--no-timing", opts->no_timing,
                 "report sim_wall_s and peak memory as 0 (byte-identical output for tests)");

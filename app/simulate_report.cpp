@@ -150,6 +150,19 @@ std::string to_json(const SimulateReport& o) {
     designs.push_back(std::move(d));
   }
   j["designs"] = std::move(designs);
+  nlohmann::json memory = {{"fits", o.memory.fits()},
+                           {"capacity_bytes", o.memory.capacity_bytes},
+                           {"peak_stage", o.memory.peak_stage()},
+                           {"peak_bytes", o.memory.peak_bytes()}};
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : o.memory.stages) {
+    nlohmann::json terms = nlohmann::json::array();
+    for (const auto& t : s.terms)
+      terms.push_back({{"name", t.name}, {"bytes", t.bytes}, {"source", t.source}});
+    stages.push_back({{"stage", s.stage}, {"total_bytes", s.total_bytes()}, {"terms", terms}});
+  }
+  memory["stages"] = std::move(stages);
+  j["memory_per_gpu"] = std::move(memory);
   ordered_json timing = ordered_json::array();
   for (const auto& u : o.result.collective_classes)
     timing.push_back({{"class", u.label},
@@ -234,6 +247,8 @@ std::string to_table(const SimulateReport& o) {
       sim::to_string(o.inputs.model.training.precision), o.inputs.peak_flops_per_s / 1e12,
       sim::to_string(o.inputs.profile.compute.peak_flops_per_s.at(o.inputs.model.training.precision)
                          .source.kind));
+  t += fmt::format("memory per GPU (docs/memory.md): {}{}\n", o.memory.explain(),
+                   o.memory.fits() ? "" : " (does not fit: simulated with --ignore-memory)");
   for (const auto& run : o.result.runs) {
     if (!run.paired) continue;
     std::vector<std::string> fallback;

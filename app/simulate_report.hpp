@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/scenario/scenario.hpp"
+#include "workloads/memory_model.hpp"
 #include "workloads/scenario_inputs.hpp"
 
 namespace overlapsim::app {
@@ -13,6 +14,7 @@ namespace overlapsim::app {
 struct SimulateReport {
   const workloads::ScenarioInputs& inputs;
   const sim::ScenarioResult& result;
+  const workloads::MemoryEstimate& memory;  // per GPU, of the resolved configuration
   std::vector<std::string> trace_files;  // per run, "" where none was written
   bool background_images = false;
   std::uint64_t peak_rss_bytes = 0;

@@ -3,6 +3,7 @@
 // parses with the expected tracks, and bad input exits 2 with one line, writing nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -267,6 +268,44 @@ TEST_F(SimulateCli, BadInputExitsTwoWithOneLineAndWritesNothing) {
     EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
     EXPECT_FALSE(fs::exists(out)) << args;
   }
+}
+
+// A configuration the memory model says cannot run is refused with its breakdown, unless
+// --ignore-memory asks for it anyway; either way the JSON carries the estimate.
+TEST_F(SimulateCli, RefusesAConfigurationThatDoesNotFitInMemory) {
+  std::string cluster = slurp(kRoot + "/tests/app/data/tiny-2node.yaml");
+  const std::string gpu_name = "  name: NVIDIA H200 SXM 141GB\n";
+  ASSERT_NE(cluster.find(gpu_name), std::string::npos);
+  cluster.replace(cluster.find(gpu_name), gpu_name.size(),
+                  gpu_name + "  memory_bytes: {value: 1GiB, source: \"test: too small\"}\n");
+  const fs::path small = dir_ / "small-gpu.yaml";
+  std::ofstream(small) << cluster;
+  const std::string args = "-w " + kRoot + "/tests/app/data/tiny-gpt.yaml -c " + small.string();
+  const fs::path out = dir_ / "result.json";
+  const CliRun refused = run(args + " --no-timing -o " + out.string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_EQ(refused.err.find('\n'), refused.err.size() - 1) << refused.err;
+  EXPECT_NE(refused.err.find("does not fit in GPU memory: stage "), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("the GPU has 1.0 GiB"), std::string::npos) << refused.err;
+  EXPECT_FALSE(fs::exists(out));
+
+  const CliRun forced = run(args + " --no-timing --ignore-memory --format json");
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  const auto j = nlohmann::json::parse(forced.out);
+  const auto& m = j["memory_per_gpu"];
+  EXPECT_FALSE(m["fits"].get<bool>());
+  EXPECT_EQ(m["capacity_bytes"].get<double>(), 1024.0 * 1024 * 1024);
+  ASSERT_EQ(m["stages"].size(), 2u);  // pp 2
+  double peak = 0;
+  for (const auto& s : m["stages"]) {
+    double sum = 0;
+    for (const auto& t : s["terms"]) sum += t["bytes"].get<double>();
+    EXPECT_NEAR(sum, s["total_bytes"].get<double>(), 1e-6 * sum);
+    peak = std::max(peak, sum);
+  }
+  EXPECT_NEAR(m["peak_bytes"].get<double>(), peak, 1e-6 * peak);
+  EXPECT_GT(peak, m["capacity_bytes"].get<double>());
 }
 
 TEST_F(SimulateCli, BadProfileNamesFileLineAndKey) {
