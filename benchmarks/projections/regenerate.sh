@@ -42,6 +42,8 @@ runs=(
   "mixtral-8x7b-duty-cycle.txt|0|simulate -w workloads/models/mixtral-8x7b.yaml -c $cluster --design all --no-timing --gemm-clock duty-cycle"
   "mixtral-8x7b-tilewise-ce.txt|0|simulate -w workloads/models/mixtral-8x7b.yaml -c $cluster --design tilewise --tilewise-transport copy_engine --no-timing"
   "mixtral-8x7b-tilewise-ce.json|0|simulate -w workloads/models/mixtral-8x7b.yaml -c $cluster --design tilewise --tilewise-transport copy_engine --no-timing --format json"
+  "llama3-70b.txt|0|simulate -w workloads/models/llama3-70b.yaml -c $cluster --design all --no-timing"
+  "llama3-70b.json|0|simulate -w workloads/models/llama3-70b.yaml -c $cluster --design all --no-timing --format json"
   "llama3-70b-cp2.txt|0|simulate -w workloads/models/llama3-70b.yaml -c $cluster --cp 2 --no-timing"
   "deepseek-v3.json|1|simulate -w workloads/models/deepseek-v3.yaml -c $cluster --design all --images none --no-timing --format json"
   "pair_validation_tilewise.txt|0|validate --profile calibration/profiles/h200-nvlink.yaml --measurements calibration/data/h200x2-session1/tilewise.csv --worst 10"
