@@ -11,7 +11,7 @@ import sys
 
 
 def main(paths):
-    designs = ["sequential", "decomposed", "tilewise", "fused", "shaped"]
+    designs = ["sequential", "decomposed", "tilewise", "fused", "shaped", "best"]
     runs = []
     for path in paths:
         with open(path) as f:
@@ -35,7 +35,10 @@ def main(paths):
                 cells.append("")
                 continue
             speedup = seq / r["step_time_s"]
-            note = "" if r["pairs_overlapped"] else " (no pair applies)"
+            if d == "best":
+                note = f" ({r.get('best_basis', '')})" if r.get("best_basis") else ""
+            else:
+                note = "" if r.get("pairs_overlapped") else " (no pair applies)"
             cells.append(f"{speedup:.3f}x ({100 * (r['step_time_s'] / seq - 1):+.1f}% step time){note}")
         label = j["workload"] if "sequential" in by else f"{j['workload']} ({path.split('/')[-1]})"
         print(f"| {label} ({j['gpus']} GPUs) | {seq * 1e3:.3f} ms | " + " | ".join(cells) + " |")
