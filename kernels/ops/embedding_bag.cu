@@ -31,10 +31,10 @@ struct EmbeddingBagGlobals {
   }
 };
 
-// kVec elements per lane per step: 8 (one 16-byte load) when rows allow it, else 1.
-template <typename T, int kVec>
+// Scalar path (dim not a multiple of 8, or unaligned buffers): one element per lane per step.
+template <typename T>
 __global__ void __launch_bounds__(EmbeddingBagConfig::kThreads)
-    embedding_bag_kernel(const EmbeddingBagGlobals g) {
+    embedding_bag_scalar_kernel(const EmbeddingBagGlobals g) {
   const int lane = threadIdx.x % 32;
   const std::int64_t warps = std::int64_t{gridDim.x} * EmbeddingBagConfig::kWarpsPerBlock;
   const T* table = static_cast<const T*>(g.table);
@@ -47,32 +47,114 @@ __global__ void __launch_bounds__(EmbeddingBagConfig::kThreads)
     const std::int64_t bag =
         g.range.first + (w / g.range.count) * g.range.group_stride + w % g.range.count;
     const std::int32_t* bag_indices = g.indices + bag * pooling;
-    for (std::int64_t col = std::int64_t{lane} * kVec; col < dim; col += 32 * kVec) {
+    for (std::int64_t col = lane; col < dim; col += 32) {
+      float acc = 0.0f;
+      for (std::int64_t j = 0; j < pooling; ++j)
+        acc += to_float(table[static_cast<std::int64_t>(__ldg(bag_indices + j)) * dim + col]);
+      out[bag * dim + col] = from_float<T>(acc);
+    }
+  }
+}
+
+// Vectorised path: 16-byte loads (8 elements per lane). A random row gather is latency
+// bound, so the warp keeps many independent row loads in flight: its 32 lanes split into
+// kGroups groups of 32 / kGroups lanes (one group spans a row of dim <= 256 / kGroups), and
+// each group issues kUnroll row loads before it adds any. With kBagPerGroup each group sums
+// its own bag (short bags: pooling under kGroups * kUnroll); otherwise the groups take
+// interleaved indices of one bag and their partial sums meet through warp shuffles. A
+// bag's indices come in with one coalesced load per batch and travel by shuffle.
+template <typename T, int kGroups, int kUnroll, bool kBagPerGroup>
+__global__ void __launch_bounds__(EmbeddingBagConfig::kThreads)
+    embedding_bag_vector_kernel(const EmbeddingBagGlobals g) {
+  constexpr int kVec = 8;
+  constexpr int kGroupLanes = 32 / kGroups;
+  constexpr int kBatch = kBagPerGroup ? kGroupLanes : 32;  // indices per coalesced load
+  constexpr int kBagsPerWarp = kBagPerGroup ? kGroups : 1;
+  constexpr int kStep = kBagPerGroup ? 1 : kGroups;  // index stride within a group
+  constexpr unsigned kAll = 0xffffffffu;
+  const int lane = threadIdx.x % 32;
+  const int group = lane / kGroupLanes;
+  const int group_lane = lane % kGroupLanes;
+  const int batch_lane = kBagPerGroup ? group_lane : lane;
+  const int offset = kBagPerGroup ? 0 : group;
+  const std::int64_t warps = std::int64_t{gridDim.x} * EmbeddingBagConfig::kWarpsPerBlock;
+  const std::int64_t total = g.total_bags();
+  const T* table = static_cast<const T*>(g.table);
+  T* out = static_cast<T*>(g.out);
+  const std::int64_t dim = g.shape.dim;
+  const std::int64_t pooling = g.shape.pooling;
+  for (std::int64_t w =
+           blockIdx.x * std::int64_t{EmbeddingBagConfig::kWarpsPerBlock} + threadIdx.x / 32;
+       w * kBagsPerWarp < total; w += warps) {
+    // Every lane stays in the loop (the shuffles need the whole warp); lanes of a group
+    // past the last bag only load nothing.
+    const std::int64_t item = w * kBagsPerWarp + (kBagPerGroup ? group : 0);
+    const bool valid = item < total;
+    const std::int64_t bag =
+        valid ? g.range.first + (item / g.range.count) * g.range.group_stride +
+                    item % g.range.count
+              : 0;
+    const std::int32_t* bag_indices = g.indices + bag * pooling;
+    for (std::int64_t col0 = 0; col0 < dim; col0 += kGroupLanes * kVec) {
+      const std::int64_t col = col0 + std::int64_t{group_lane} * kVec;
+      const bool active = valid && col < dim;
       float acc[kVec];
 #pragma unroll
       for (int v = 0; v < kVec; ++v) acc[v] = 0.0f;
-      for (std::int64_t j = 0; j < pooling; ++j) {
-        const T* row = table + static_cast<std::int64_t>(__ldg(bag_indices + j)) * dim + col;
-        if constexpr (kVec == 8) {
-          const uint4 packed = __ldg(reinterpret_cast<const uint4*>(row));
-          const T* values = reinterpret_cast<const T*>(&packed);
+      for (std::int64_t base = 0; base < pooling; base += kBatch) {
+        const int n = static_cast<int>(pooling - base < kBatch ? pooling - base : kBatch);
+        const std::int32_t mine =
+            valid && batch_lane < n ? __ldg(bag_indices + base + batch_lane) : 0;
+        for (int first = 0; first < n; first += kStep * kUnroll) {
+          uint4 packed[kUnroll];
 #pragma unroll
-          for (int v = 0; v < kVec; ++v) acc[v] += to_float(values[v]);
-        } else {
-          acc[0] += to_float(row[0]);
+          for (int u = 0; u < kUnroll; ++u) {
+            const int j = first + u * kStep + offset;
+            const std::int32_t row = __shfl_sync(kAll, mine, j & (kBatch - 1), kBatch);
+            packed[u] = make_uint4(0, 0, 0, 0);  // zero bits are +0 in bf16 and fp16
+            if (j < n && active)
+              packed[u] = __ldg(reinterpret_cast<const uint4*>(
+                  table + static_cast<std::int64_t>(row) * dim + col));
+          }
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            const T* values = reinterpret_cast<const T*>(&packed[u]);
+#pragma unroll
+            for (int v = 0; v < kVec; ++v) acc[v] += to_float(values[v]);
+          }
         }
       }
-      T* dst = out + bag * dim + col;
-      if constexpr (kVec == 8) {
-        uint4 packed;
-        T* values = reinterpret_cast<T*>(&packed);
+      if constexpr (!kBagPerGroup) {
+#pragma unroll
+        for (int stride = kGroupLanes; stride < 32; stride *= 2)
+#pragma unroll
+          for (int v = 0; v < kVec; ++v) acc[v] += __shfl_xor_sync(kAll, acc[v], stride);
+      }
+      if (active && (kBagPerGroup || group == 0)) {
+        uint4 result;
+        T* values = reinterpret_cast<T*>(&result);
 #pragma unroll
         for (int v = 0; v < kVec; ++v) values[v] = from_float<T>(acc[v]);
-        *reinterpret_cast<uint4*>(dst) = packed;
-      } else {
-        dst[0] = from_float<T>(acc[0]);
+        *reinterpret_cast<uint4*>(out + bag * dim + col) = result;
       }
     }
+  }
+}
+
+// Launches the vectorised kernel with kGroups lane groups, each group its own bag when
+// the bags are too short to fill the groups' loads.
+template <typename T, int kGroups, int kUnroll>
+void launch_vector(const EmbeddingBagGlobals& g, cudaStream_t stream) {
+  constexpr int kThreads = EmbeddingBagConfig::kThreads;
+  if (kGroups > 1 && g.shape.pooling < kGroups * kUnroll) {
+    // A warp takes kGroups bags, so fewer blocks cover them.
+    const std::int64_t per_block = std::int64_t{EmbeddingBagConfig::kWarpsPerBlock} * kGroups;
+    const std::int64_t blocks = (g.total_bags() + per_block - 1) / per_block;
+    const dim3 grid(static_cast<unsigned>(
+        std::min<std::int64_t>(std::max<std::int64_t>(blocks, 1), 1 << 20)));
+    embedding_bag_vector_kernel<T, kGroups, kUnroll, true><<<grid, kThreads, 0, stream>>>(g);
+  } else {
+    embedding_bag_vector_kernel<T, kGroups, kUnroll, false><<<g.grid(), kThreads, 0, stream>>>(g);
   }
 }
 
@@ -81,10 +163,17 @@ Status launch(const EmbeddingBagGlobals& g, cudaStream_t stream) {
   const bool vectorised = g.shape.dim % 8 == 0 &&
                           reinterpret_cast<std::uintptr_t>(g.table) % 16 == 0 &&
                           reinterpret_cast<std::uintptr_t>(g.out) % 16 == 0;
-  if (vectorised)
-    embedding_bag_kernel<T, 8><<<g.grid(), EmbeddingBagConfig::kThreads, 0, stream>>>(g);
+  constexpr int kUnroll = 4;
+  // Groups per warp: as many as keep every lane on a row (a row's 16-byte pieces per group).
+  const std::int64_t pieces = g.shape.dim / 8;
+  if (!vectorised)
+    embedding_bag_scalar_kernel<T><<<g.grid(), EmbeddingBagConfig::kThreads, 0, stream>>>(g);
+  else if (pieces <= 8)
+    launch_vector<T, 4, kUnroll>(g, stream);
+  else if (pieces <= 16)
+    launch_vector<T, 2, kUnroll>(g, stream);
   else
-    embedding_bag_kernel<T, 1><<<g.grid(), EmbeddingBagConfig::kThreads, 0, stream>>>(g);
+    launch_vector<T, 1, kUnroll>(g, stream);
   CUDA_CHECK(cudaGetLastError());
   return Status::success();
 }

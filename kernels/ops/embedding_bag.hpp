@@ -1,8 +1,9 @@
 #pragma once
 // Embedding-bag lookup with sum pooling (DLRM's sparse features): out[b][:] =
 // sum_j table[indices[b * pooling + j]][:], fp32 accumulation, output in the table's type.
-// Multi-hot with a fixed pooling factor per bag. Our own kernel: one warp per bag,
-// 16-byte loads of table rows when dim is a multiple of 8. C++17.
+// Multi-hot with a fixed pooling factor per bag. Our own kernel: one warp per bag; when
+// dim is a multiple of 8, 16-byte row loads, several independent row loads in flight per
+// lane, and for dim <= 128 the warp's lane groups split the bag's indices. C++17.
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -71,15 +71,42 @@ TEST(EmbeddingBag, VectorisedRowsMatchHostSums) {
   check({5000, 64, 77, 3}, {0, 77, 1, 0}, DType::FP16);
 }
 
+TEST(EmbeddingBag, PoolingOneAndHundredBothTypes) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  // DLRM-DCNv2's extremes (Criteo multi-hot pooling 1 and 100) at dim 128.
+  for (DType dtype : {DType::BF16, DType::FP16}) {
+    check({20000, 128, 200, 1}, {0, 200, 1, 0}, dtype);
+    check({20000, 128, 50, 100}, {0, 50, 1, 0}, dtype);
+  }
+}
+
+TEST(EmbeddingBag, LaneGroupsAndIndexBatchesCoverEveryRowAndIndex) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  // dim 16 and 64: four lane groups per warp; 256: one; 200: one with idle lanes; 520: two
+  // column passes. Pooling 33 and 65 cross the 32-index batches and leave unroll tails;
+  // pooling 7 and 11 at dims 64 and 16 give each group its own bag and cross its 8-index
+  // batches.
+  check({4000, 16, 70, 33}, {0, 70, 1, 0}, DType::BF16);
+  check({4000, 64, 70, 65}, {0, 70, 1, 0}, DType::FP16);
+  check({4000, 256, 40, 7}, {0, 40, 1, 0}, DType::BF16);
+  check({4000, 200, 40, 33}, {0, 40, 1, 0}, DType::BF16);
+  check({4000, 520, 20, 5}, {0, 20, 1, 0}, DType::FP16);
+  check({4000, 64, 70, 7}, {0, 70, 1, 0}, DType::BF16);
+  check({4000, 16, 70, 11}, {0, 70, 1, 0}, DType::FP16);
+}
+
 TEST(EmbeddingBag, ScalarPathForOddDims) {
   OVERLAPSIM_REQUIRE_GPUS(1);
   check({1000, 100, 64, 5}, {0, 64, 1, 0}, DType::BF16);
+  check({1000, 13, 64, 100}, {0, 64, 1, 0}, DType::FP16);
 }
 
 TEST(EmbeddingBag, GroupedRangesComputeOnlyTheirBags) {
   OVERLAPSIM_REQUIRE_GPUS(1);
   // Chunk 1 of 4 of two rank blocks of 64 bags: bags 16..31 and 80..95.
   check({3000, 128, 128, 8}, {16, 16, 2, 64}, DType::BF16);
+  // Short bags: each lane group sums its own bag; 15 bags per run leave a group idle.
+  check({3000, 128, 128, 2}, {16, 15, 2, 64}, DType::BF16);
 }
 
 TEST(EmbeddingBag, RejectsRangesOutsideTheBags) {
