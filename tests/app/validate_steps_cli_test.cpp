@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "sim/scenario/step_band.hpp"
 #include "tests/cli_test_util.hpp"
@@ -45,9 +46,9 @@ TEST_F(ValidateStepsCli, MaxErrorDecidesTheExitCode) {
 }
 
 TEST_F(ValidateStepsCli, BadInputIsOneLineAndExitTwo) {
-  for (const std::string args :
-       {kDir + " --format yaml", kDir + " --max-error lots", kRoot + "/no/such/folder",
-        kRoot + "/tests/app/data"}) {
+  for (const std::string& args :
+       std::vector<std::string>{kDir + " --format yaml", kDir + " --max-error lots",
+                                kRoot + "/no/such/folder", kRoot + "/tests/app/data"}) {
     const CliRun r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;

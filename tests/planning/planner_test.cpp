@@ -172,8 +172,11 @@ TEST_F(PlanSearch, SimulationCapPrunesTheRestWithAReason) {
   options_.simulate_top = 2;
   const PlanResult res = run_plan(options_);
   EXPECT_EQ(res.counts.simulated, 2);
-  for (const PlanPoint& p : res.points)
-    if (p.status == PointStatus::Pruned) EXPECT_FALSE(p.reason.empty());
+  for (const PlanPoint& p : res.points) {
+    if (p.status == PointStatus::Pruned) {
+      EXPECT_FALSE(p.reason.empty());
+    }
+  }
   EXPECT_GT(res.counts.pruned, 0);
 }
 
