@@ -57,12 +57,12 @@ void unique_transfers(std::span<const Transfer> transfers, std::vector<UniqueTra
   bool strictly_increasing = true;
   const Transfer* prev = nullptr;
   for (const Transfer& t : transfers) {
-    if (t.src_rank == t.dst_rank || t.bytes == 0) continue;  // arrives at once
+    if (t.src_rank == t.dst_rank || t.bytes == 0 || t.copies == 0) continue;  // at once
     if (prev != nullptr && (prev->src_rank > t.src_rank ||
                             (prev->src_rank == t.src_rank && prev->dst_rank >= t.dst_rank)))
       strictly_increasing = false;
     prev = &t;
-    out.push_back({t, 1});
+    out.push_back({t, t.copies});
   }
   if (strictly_increasing) return;
   std::sort(out.begin(), out.end(), [](const UniqueTransfer& a, const UniqueTransfer& b) {
@@ -71,7 +71,7 @@ void unique_transfers(std::span<const Transfer> transfers, std::vector<UniqueTra
   std::size_t kept = 0;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (kept > 0 && same(out[kept - 1].transfer, out[i].transfer)) {
-      ++out[kept - 1].copies;
+      out[kept - 1].copies += out[i].copies;
     } else {
       out[kept++] = out[i];
     }

@@ -15,6 +15,9 @@ struct Transfer {
   int src_rank = 0;
   int dst_rank = 0;
   std::uint64_t bytes = 0;
+  // How many identical transfers this one stands for (a collective's symmetric aggregate:
+  // one representative pair per class of equivalent pairs); 0 moves nothing.
+  std::uint32_t copies = 1;
 };
 
 // Zero-load properties of the path between two ranks: what the first byte pays
