@@ -13,9 +13,19 @@
 #   bash benchmarks/gpu/run_embedding_alltoall.sh            # about 6 minutes
 #   SMOKE=1 bash benchmarks/gpu/run_embedding_alltoall.sh    # about 1 minute
 # Step limits (s): BUILD_TIMEOUT 240, TEST_TIMEOUT 100, BENCH_TIMEOUT 120, TORCH_TIMEOUT 110
-# (0 skips), SANITIZER_TIMEOUT 120 (0 skips).
+# (0 skips), SANITIZER_TIMEOUT 120 (0 skips); no step runs past TOTAL_BUDGET (560) from the
+# start, so the archive is made within the device tool's 10-minute limit.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
+script_start=$(date +%s)
+# limit STEP_LIMIT: the step's limit cut to what is left of TOTAL_BUDGET (less 20 s for
+# the summary and the archive); 0 when under 10 s are left (the step is skipped).
+limit() {
+  local left=$((${TOTAL_BUDGET:-560} - ($(date +%s) - script_start) - 20))
+  ((left > $1)) && left=$1
+  ((left < 10)) && left=0
+  echo "$left"
+}
 run_dir="$OUT/embedding_alltoall"
 mkdir -p "$run_dir"
 log="$run_dir/log.txt"
@@ -46,7 +56,7 @@ test_bin="$carry/bin/embedding_alltoall_test"
 if ! "$test_bin" --gtest_list_tests >/dev/null 2>>"$log"; then
   step "carried binaries do not run here: kernels-only build"
   start=$(date +%s)
-  build_kernels_only "${BUILD_TIMEOUT:-240}" embedding-alltoall-bench embedding_alltoall_test >>"$log" 2>&1
+  build_kernels_only "$(limit "${BUILD_TIMEOUT:-240}")" embedding-alltoall-bench embedding_alltoall_test >>"$log" 2>&1
   echo "build rc=$? in $(($(date +%s) - start)) s" | tee -a "$log"
   bench=build-gpu/kernels/bench/embedding-alltoall-bench
   test_bin=build-gpu/tests/kernels/embedding_alltoall_test
@@ -57,16 +67,23 @@ echo "sass spills (LDL|STL): $(cuobjdump -sass "$test_bin" 2>/dev/null | grep -c
 export CUDA_MODULE_LOADING=EAGER
 
 step "tests on GPUs 0,1,2,3"
-CUDA_VISIBLE_DEVICES=0,1,2,3 timeout -k 5 "$TEST_TIMEOUT" "$test_bin" --gtest_filter="$test_filter" \
-  >"$run_dir/tests_gpus0123.txt" 2>&1
-echo "embedding_alltoall_test (GPUs 0,1,2,3) rc=$?" | tee -a "$log" "$run_dir/tests.txt"
-grep -E "^\[  (PASSED|FAILED|SKIPPED|     OK) |^\[  FAILED|Failure|differ|expected" \
-  "$run_dir/tests_gpus0123.txt" | head -40 >>"$run_dir/tests.txt"
+t=$(limit "$TEST_TIMEOUT")
+if [[ $t == 0 ]]; then
+  echo "tests skipped: out of time" | tee -a "$log" "$run_dir/tests.txt"
+else
+  CUDA_VISIBLE_DEVICES=0,1,2,3 timeout -k 5 "$t" "$test_bin" --gtest_filter="$test_filter" \
+    >"$run_dir/tests_gpus0123.txt" 2>&1
+  echo "embedding_alltoall_test (GPUs 0,1,2,3) rc=$?" | tee -a "$log" "$run_dir/tests.txt"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED|     OK) |^\[  FAILED|Failure|differ|expected" \
+    "$run_dir/tests_gpus0123.txt" | head -40 >>"$run_dir/tests.txt"
+fi
 
 for world in "${worlds[@]}"; do
   gpus=$([[ $world == 2 ]] && echo 0,1 || echo 0,1,2,3)
   step "embedding-alltoall-bench world=$world"
-  CUDA_VISIBLE_DEVICES=$gpus timeout -k 5 "$BENCH_TIMEOUT" "$bench" --world "$world" \
+  t=$(limit "$BENCH_TIMEOUT")
+  [[ $t == 0 ]] && { echo "skipped: out of time" | tee -a "$log"; continue; }
+  CUDA_VISIBLE_DEVICES=$gpus timeout -k 5 "$t" "$bench" --world "$world" \
     "${bench_args[@]}" --timeout 30 --output "$run_dir/ours_w$world.csv" \
     >"$run_dir/ours_w${world}_stdout.txt" 2>>"$log"
   echo "embedding-alltoall-bench world=$world rc=$?" | tee -a "$log"
@@ -79,7 +96,9 @@ if [[ $TORCH_TIMEOUT -gt 0 ]]; then
   for world in "${worlds[@]}"; do
     gpus=$([[ $world == 2 ]] && echo 0,1 || echo 0,1,2,3)
     step "torch peer world=$world"
-    CUDA_VISIBLE_DEVICES=$gpus PYTHONUNBUFFERED=1 timeout -k 5 "$TORCH_TIMEOUT" torchrun --standalone \
+    t=$(limit "$TORCH_TIMEOUT")
+    [[ $t == 0 ]] && { echo "skipped: out of time" | tee -a "$log"; continue; }
+    CUDA_VISIBLE_DEVICES=$gpus PYTHONUNBUFFERED=1 timeout -k 5 "$t" torchrun --standalone \
       --nproc-per-node "$world" benchmarks/peers/torch_embedding_alltoall.py "${torch_args[@]}" \
       --output "$run_dir/torch_w$world.csv" >"$run_dir/torch_w${world}_stdout.txt" 2>>"$log"
     echo "torch world=$world rc=$?" | tee -a "$log"
@@ -88,13 +107,14 @@ if [[ $TORCH_TIMEOUT -gt 0 ]]; then
   done
 fi
 
-if [[ $SANITIZER_TIMEOUT -gt 0 ]]; then
+if [[ $SANITIZER_TIMEOUT -gt 0 && $(limit "$SANITIZER_TIMEOUT") -gt 0 ]]; then
+  t=$(limit "$SANITIZER_TIMEOUT")
   step "compute-sanitizer racecheck (GPUs 0,1) and synccheck (GPUs 2,3), SmallForSanitizer"
   sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)"
   pids=()
   for pair in racecheck:0,1 synccheck:2,3; do
     tool=${pair%%:*}
-    CUDA_VISIBLE_DEVICES=${pair#*:} timeout -k 5 "$SANITIZER_TIMEOUT" "$sanitizer" --tool "$tool" \
+    CUDA_VISIBLE_DEVICES=${pair#*:} timeout -k 5 "$t" "$sanitizer" --tool "$tool" \
       --print-limit 20 "$test_bin" --gtest_filter='EmbeddingAllToAll.SmallForSanitizer' \
       >"$run_dir/sanitizer_$tool.txt" 2>&1 &
     pids+=($!)
