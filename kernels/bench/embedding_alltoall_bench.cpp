@@ -59,12 +59,11 @@ const std::string kProgram = "embedding-alltoall-bench";
 // MLPerf Training DLRM-DCNv2 (mlcommons/training recommendation_v2/torchrec_dlrm:
 // --num_embeddings_per_feature, --multi_hot_sizes): rows (Criteo 1TB, capped at 40M) and
 // pooling of the 26 tables, dim 128.
-constexpr std::int64_t kDcnRows[26] = {40000000, 39060, 17295,    7424,     20265,    3,
-                                       7122,     1543,  63,       40000000, 3067956,  405282,
-                                       10,       2209,  11938,    155,      4,        976,
-                                       14,       40000000, 40000000, 40000000, 590152, 12973,
-                                       108,      36};
-constexpr std::int64_t kDcnPooling[26] = {3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1,
+constexpr std::int64_t kDcnRows[26] = {
+    40000000, 39060,    17295,    7424,     20265,  3,     7122, 1543, 63,
+    40000000, 3067956,  405282,   10,       2209,   11938, 155,  4,    976,
+    14,       40000000, 40000000, 40000000, 590152, 12973, 108,  36};
+constexpr std::int64_t kDcnPooling[26] = {3, 2, 1, 2, 6, 1, 1,  1,   1,  7,  3, 8, 1,
                                           6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1};
 constexpr std::int64_t kDim = 128;
 
@@ -90,7 +89,8 @@ Settings parse(const std::vector<std::string>& args) {
   };
   auto to_list = [&](const std::string& text, std::int64_t min, std::int64_t max) {
     std::vector<std::int64_t> out;
-    for (const std::string& item : split_list(text)) out.push_back(flag_int(kProgram, flag, item, min, max));
+    for (const std::string& item : split_list(text))
+      out.push_back(flag_int(kProgram, flag, item, min, max));
     return out;
   };
   while (cursor.next(&flag)) {
@@ -161,10 +161,9 @@ class Runner {
     for (std::size_t s = 0; s < slots_.size(); ++s) {
       const EmbeddingTable& t = base.tables[static_cast<std::size_t>(slots_[s])];
       OVERLAPSIM_TRY(tables_[s].allocate(static_cast<std::size_t>(t.rows * kDim) * 2));
-      OVERLAPSIM_TRY(fill_random(tables_[s].data(), static_cast<std::size_t>(t.rows * kDim),
-                                 DType::BF16, buffer_seed(settings_.seed, ctx_.comm.rank,
-                                                          static_cast<int>(s)),
-                                 ctx_.compute_stream));
+      OVERLAPSIM_TRY(fill_random(
+          tables_[s].data(), static_cast<std::size_t>(t.rows * kDim), DType::BF16,
+          buffer_seed(settings_.seed, ctx_.comm.rank, static_cast<int>(s)), ctx_.compute_stream));
       table_ptrs_.push_back(tables_[s].data());
     }
     OVERLAPSIM_TRY(quiesce(ctx_, "embedding-a2a tables ready"));
@@ -185,14 +184,15 @@ class Runner {
       const EmbeddingTable& t = shape.tables[static_cast<std::size_t>(slots_[i])];
       const std::size_t count = static_cast<std::size_t>(shape.global_batch() * t.pooling);
       OVERLAPSIM_TRY(indices[i].allocate(count * 4));
-      OVERLAPSIM_TRY(fill_indices(indices[i].as<std::int32_t>(), count,
-                                  static_cast<std::int32_t>(t.rows),
-                                  buffer_seed(settings_.seed, rank, 1000 + static_cast<int>(i)), s));
+      OVERLAPSIM_TRY(
+          fill_indices(indices[i].as<std::int32_t>(), count, static_cast<std::int32_t>(t.rows),
+                       buffer_seed(settings_.seed, rank, 1000 + static_cast<int>(i)), s));
       index_ptrs.push_back(indices[i].as<std::int32_t>());
     }
     const std::size_t recv_count = fused::received_count(shape);
     DeviceBuffer out_seq, out_own, out_nccl, align;
-    for (DeviceBuffer* b : {&out_seq, &out_own, &out_nccl}) OVERLAPSIM_TRY(b->allocate(recv_count * 2));
+    for (DeviceBuffer* b : {&out_seq, &out_own, &out_nccl})
+      OVERLAPSIM_TRY(b->allocate(recv_count * 2));
     OVERLAPSIM_TRY(align.allocate(256));
     fused::EmbeddingAllToAllOptions options;
     options.timeout_s = settings_.timeout_s;

@@ -97,9 +97,9 @@ Status EmbeddingAllToAll::initialize(CommHandle* comm, const EmbeddingAllToAllSh
     grid_ = static_cast<int>(grid[0]);
   }
   const std::size_t elem = dtype_bytes(dtype);
-  const std::size_t send_count =
-      std::max<std::size_t>(slots_.size(), 1) * static_cast<std::size_t>(shape.global_batch()) *
-      static_cast<std::size_t>(shape.dim);
+  const std::size_t send_count = std::max<std::size_t>(slots_.size(), 1) *
+                                 static_cast<std::size_t>(shape.global_batch()) *
+                                 static_cast<std::size_t>(shape.dim);
   OVERLAPSIM_TRY(send_.allocate(send_count * elem));
   OVERLAPSIM_TRY(timed_out_.allocate(sizeof(int)));
   CUDA_CHECK(cudaMemset(timed_out_.data(), 0, sizeof(int)));
@@ -107,11 +107,12 @@ Status EmbeddingAllToAll::initialize(CommHandle* comm, const EmbeddingAllToAllSh
   const std::size_t recv_bytes = 2 * received_count(shape) * elem;
   const std::size_t counter_bytes = static_cast<std::size_t>(world) * sizeof(std::uint32_t);
   if (transport_ == GemvTransport::NcclWindow) {
-    if (comm == nullptr) return Status::failure("fused embedding+alltoall: nccl_window needs ranks");
+    if (comm == nullptr)
+      return Status::failure("fused embedding+alltoall: nccl_window needs ranks");
     counters_offset_bytes_ = (recv_bytes + 15) / 16 * 16;
     NCCL_CHECK(ncclMemAlloc(&nccl_buffer_, counters_offset_bytes_ + counter_bytes));
-    CUDA_CHECK(cudaMemset(static_cast<char*>(nccl_buffer_) + counters_offset_bytes_, 0,
-                          counter_bytes));
+    CUDA_CHECK(
+        cudaMemset(static_cast<char*>(nccl_buffer_) + counters_offset_bytes_, 0, counter_bytes));
     CUDA_CHECK(cudaDeviceSynchronize());
     NCCL_SETTLE(*comm, ncclCommWindowRegister(comm->comm, nccl_buffer_,
                                               counters_offset_bytes_ + counter_bytes, &window_,
@@ -183,9 +184,10 @@ Status EmbeddingAllToAll::run(const void* const* tables, const std::int32_t* con
 }
 
 const void* EmbeddingAllToAll::received() const {
-  const char* base =
-      window_ != nullptr ? static_cast<const char*>(nccl_buffer_) : static_cast<const char*>(recv_.data());
-  return base + static_cast<std::size_t>(epoch_ & 1u) * received_count(shape_) * dtype_bytes(dtype_);
+  const char* base = window_ != nullptr ? static_cast<const char*>(nccl_buffer_)
+                                        : static_cast<const char*>(recv_.data());
+  return base +
+         static_cast<std::size_t>(epoch_ & 1u) * received_count(shape_) * dtype_bytes(dtype_);
 }
 
 Status EmbeddingAllToAll::lookup(const void* const* tables, const std::int32_t* const* indices,
@@ -232,11 +234,13 @@ Status EmbeddingAllToAll::exchange(void* out, cudaStream_t stream) {
   NCCL_SETTLE(*comm_, ncclGroupStart());
   for (int peer = 0; peer < world_; ++peer) {
     for (std::size_t s = 0; s < slots_.size(); ++s)
-      NCCL_SETTLE(*comm_, ncclSend(send + (s * slot_elems + static_cast<std::size_t>(peer) * block) * elem,
-                                   block, type, peer, comm_->comm, stream));
+      NCCL_SETTLE(*comm_,
+                  ncclSend(send + (s * slot_elems + static_cast<std::size_t>(peer) * block) * elem,
+                           block, type, peer, comm_->comm, stream));
     for (std::size_t t = 0; t < shape_.tables.size(); ++t)
       if (shape_.owner[t] == peer)
-        NCCL_SETTLE(*comm_, ncclRecv(recv + t * block * elem, block, type, peer, comm_->comm, stream));
+        NCCL_SETTLE(*comm_,
+                    ncclRecv(recv + t * block * elem, block, type, peer, comm_->comm, stream));
   }
   NCCL_SETTLE(*comm_, ncclGroupEnd());
   return Status::success();

@@ -26,8 +26,8 @@ namespace overlapsim::kernels::fused::embedding_a2a {
 namespace {
 
 constexpr int kWarps = kThreads / 32;
-constexpr int kVec = 8;      // elements per 16-byte load
-constexpr int kUnroll = 4;   // row loads in flight per lane group (as embedding_bag.cu)
+constexpr int kVec = 8;     // elements per 16-byte load
+constexpr int kUnroll = 4;  // row loads in flight per lane group (as embedding_bag.cu)
 
 // Lane groups per warp for a row of `dim` elements, as embedding_bag.cu chooses them.
 int groups_for(std::int64_t dim) {
@@ -73,8 +73,8 @@ __device__ __forceinline__ T* destination(const KernelArgs& a, int s, std::int64
   if (!a.push) return static_cast<T*>(a.out) + (s * a.local_batch * a.world + bag) * a.dim + col;
   const int dst = static_cast<int>(bag / a.local_batch);
   const std::int64_t parity = a.epoch & 1u;
-  const std::int64_t row = (parity * a.tables_total + a.table_id[s]) * a.local_batch +
-                           bag % a.local_batch;
+  const std::int64_t row =
+      (parity * a.tables_total + a.table_id[s]) * a.local_batch + bag % a.local_batch;
   return recv_of<T>(a, dst) + row * a.dim + col;
 }
 
@@ -107,7 +107,8 @@ __device__ void pool_task(const KernelArgs& a, int s, std::int64_t task) {
     for (int v = 0; v < kVec; ++v) acc[v] = 0.0f;
     for (std::int64_t base = 0; base < pooling; base += kBatch) {
       const int n = static_cast<int>(pooling - base < kBatch ? pooling - base : kBatch);
-      const std::int32_t mine = valid && batch_lane < n ? __ldg(bag_indices + base + batch_lane) : 0;
+      const std::int32_t mine =
+          valid && batch_lane < n ? __ldg(bag_indices + base + batch_lane) : 0;
       for (int first = 0; first < n; first += kStep * kUnroll) {
         uint4 packed[kUnroll];
 #pragma unroll

@@ -49,7 +49,7 @@ struct EmbeddingAllToAllShape {
   std::vector<EmbeddingTable> tables;  // the whole model's tables
   std::vector<int> owner;              // per table: the rank that holds it
   std::int64_t dim = 0;
-  std::int64_t local_batch = 0;        // B: samples per rank
+  std::int64_t local_batch = 0;  // B: samples per rank
   int world = 1;
   std::int64_t global_batch() const { return local_batch * world; }
   // Tables `rank` owns, in table order (its slots).
@@ -97,8 +97,7 @@ class EmbeddingAllToAll {
                             void* out, cudaStream_t stream);
   // Their parts alone: the lookups into the send buffer (ours per table, or the fused
   // kernel without push), and NCCL's exchange of the send buffer into `out`.
-  Status lookup(const void* const* tables, const std::int32_t* const* indices,
-                cudaStream_t stream);
+  Status lookup(const void* const* tables, const std::int32_t* const* indices, cudaStream_t stream);
   Status lookup_own(const void* const* tables, const std::int32_t* const* indices,
                     cudaStream_t stream);
   Status exchange(void* out, cudaStream_t stream);

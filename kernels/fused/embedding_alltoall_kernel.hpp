@@ -13,8 +13,8 @@
 namespace overlapsim::kernels::fused::embedding_a2a {
 
 constexpr int kMaxWorld = 8;
-constexpr int kMaxSlots = 32;   // tables one rank owns
-constexpr int kThreads = 256;   // 8 warps, a warp per bag (or per two bags, short bags)
+constexpr int kMaxSlots = 32;  // tables one rank owns
+constexpr int kThreads = 256;  // 8 warps, a warp per bag (or per two bags, short bags)
 
 struct KernelArgs {
   // This rank's tables, slot s = the s-th table it owns (global table table_id[s]).
@@ -41,7 +41,7 @@ struct KernelArgs {
   // (ncclGetPeerPointer: a load/store-accessible NVLink peer) and ignores recv, counters.
   ncclWindow_t window = nullptr;
   std::size_t counters_offset_bytes = 0;
-  std::uint32_t epoch = 0;   // this call's number (> 0); its parity picks the receive half
+  std::uint32_t epoch = 0;  // this call's number (> 0); its parity picks the receive half
   std::uint64_t timeout_ns = 0;
   int* timed_out = nullptr;  // set to 1 when the wait for a source gives up
 };

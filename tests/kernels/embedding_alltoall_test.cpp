@@ -6,6 +6,8 @@
 // (embedding-bag kernel or the fused kernel's own lookups, then NCCL send/recv), over CUDA
 // peer pointers and NCCL's window; 200 calls back to back with no host synchronisation; a
 // small case for compute-sanitizer; a first call in a fresh process under lazy loading.
+#include "kernels/fused/embedding_alltoall.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "kernels/fused/embedding_alltoall.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/fill.hpp"
 #include "tests/kernels/gpu_test_support.hpp"
@@ -38,7 +39,7 @@ EmbeddingAllToAllShape make_shape(const std::vector<std::int64_t>& pooling, std:
 }
 
 // The DCNv2 multi-hot sizes (MLPerf Training recommendation_v2).
-const std::vector<std::int64_t> kDcnPooling = {3, 2, 1, 2, 6, 1, 1,  1,   1,  7, 3, 8, 1,
+const std::vector<std::int64_t> kDcnPooling = {3, 2, 1, 2, 6, 1, 1,  1,   1,  7,  3, 8, 1,
                                                6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1};
 
 TEST(ShardTables, GreedyByPooling) {
@@ -52,7 +53,8 @@ TEST(ShardTables, GreedyByPooling) {
   for (std::int64_t p : kDcnPooling) dcn.push_back({10, p});
   const std::vector<int> owner = shard_tables(dcn, 4);
   std::vector<std::int64_t> load(4, 0);
-  for (std::size_t t = 0; t < dcn.size(); ++t) load[static_cast<std::size_t>(owner[t])] += dcn[t].pooling;
+  for (std::size_t t = 0; t < dcn.size(); ++t)
+    load[static_cast<std::size_t>(owner[t])] += dcn[t].pooling;
   EXPECT_EQ(load[0] + load[1] + load[2] + load[3], 214);
   EXPECT_GE(load[0], 100);
   for (int r = 1; r < 4; ++r) EXPECT_LE(load[static_cast<std::size_t>(r)], 39);
@@ -89,10 +91,11 @@ Status make_inputs(const EmbeddingAllToAllShape& shape, int rank, std::uint64_t 
     const std::size_t count = static_cast<std::size_t>(shape.global_batch() * t.pooling);
     OVERLAPSIM_TRY(in->tables[i].allocate(elems * 2));
     OVERLAPSIM_TRY(in->indices[i].allocate(count * 4 * static_cast<std::size_t>(sets)));
-    OVERLAPSIM_TRY(fill_random(in->tables[i].data(), elems, DType::BF16,
-                               buffer_seed(seed, slots[i], 0), s));
+    OVERLAPSIM_TRY(
+        fill_random(in->tables[i].data(), elems, DType::BF16, buffer_seed(seed, slots[i], 0), s));
     OVERLAPSIM_TRY(fill_indices(in->indices[i].as<std::int32_t>(), count * sets,
-                                static_cast<std::int32_t>(t.rows), buffer_seed(seed, slots[i], 1), s));
+                                static_cast<std::int32_t>(t.rows), buffer_seed(seed, slots[i], 1),
+                                s));
     in->table_ptrs.push_back(in->tables[i].data());
     in->index_ptrs.push_back(in->indices[i].as<std::int32_t>());
   }
@@ -163,14 +166,17 @@ TEST(EmbeddingAllToAllLocal, MatchesEmbeddingBagBits) {
         for (std::int64_t c : {std::int64_t{0}, dim / 2 + 1, dim - 1}) {
           double ref = 0;
           for (std::int64_t j = 0; j < p; ++j) {
-            const std::int64_t row =
-                random_index(buffer_seed(seed, static_cast<int>(t), 1), b * p + j, static_cast<std::int32_t>(rows));
-            ref += random_value(DType::BF16, buffer_seed(seed, static_cast<int>(t), 0), row * dim + c);
+            const std::int64_t row = random_index(buffer_seed(seed, static_cast<int>(t), 1),
+                                                  b * p + j, static_cast<std::int32_t>(rows));
+            ref +=
+                random_value(DType::BF16, buffer_seed(seed, static_cast<int>(t), 0), row * dim + c);
           }
-          const double v = got[static_cast<std::size_t>((static_cast<std::int64_t>(t) * 37 + b) * dim + c)];
+          const double v =
+              got[static_cast<std::size_t>((static_cast<std::int64_t>(t) * 37 + b) * dim + c)];
           if (!(std::fabs(v - ref) <= std::fabs(ref) / 128 + 1e-5 * p)) {
-            if (bad < 5) ADD_FAILURE() << "table " << t << " bag " << b << " col " << c << ": " << v
-                                       << ", expected " << ref;
+            if (bad < 5)
+              ADD_FAILURE() << "table " << t << " bag " << b << " col " << c << ": " << v
+                            << ", expected " << ref;
             ++bad;
           }
         }
@@ -192,8 +198,8 @@ Status check_against_sequential(RankContext& ctx, const std::vector<std::int64_t
                                 int calls, GemvTransport transport) {
   const int world = ctx.comm.world, rank = ctx.comm.rank;
   const EmbeddingAllToAllShape shape = make_shape(pooling, dim, local_batch, world);
-  const std::string what = "rank " + std::to_string(rank) + " dim " + std::to_string(dim) +
-                           " B " + std::to_string(local_batch) + " (" + to_string(transport) + ")";
+  const std::string what = "rank " + std::to_string(rank) + " dim " + std::to_string(dim) + " B " +
+                           std::to_string(local_batch) + " (" + to_string(transport) + ")";
   cudaStream_t s = ctx.compute_stream;
   OVERLAPSIM_TRY(quiesce(ctx, "embedding-a2a test alloc"));
   Inputs in;
@@ -211,7 +217,8 @@ Status check_against_sequential(RankContext& ctx, const std::vector<std::int64_t
   OVERLAPSIM_TRY(poison(seq.data(), count, s));
   OVERLAPSIM_TRY(poison(own.data(), count, s));
   OVERLAPSIM_TRY(fused.run_sequential(in.table_ptrs.data(), in.index_ptrs.data(), seq.data(), s));
-  OVERLAPSIM_TRY(fused.run_sequential_own(in.table_ptrs.data(), in.index_ptrs.data(), own.data(), s));
+  OVERLAPSIM_TRY(
+      fused.run_sequential_own(in.table_ptrs.data(), in.index_ptrs.data(), own.data(), s));
   OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "embedding-a2a sequential"));
   std::uint64_t unwritten = 0;
   OVERLAPSIM_TRY(count_nonfinite(seq.data(), count, DType::BF16, s, &unwritten));
@@ -249,8 +256,8 @@ TEST(EmbeddingAllToAll, SmallForSanitizer) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::uint64_t seed = fresh_seed();
   const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
-    OVERLAPSIM_TRY(check_against_sequential(ctx, {3, 1, 12, 9}, 128, 8, seed, 2,
-                                            GemvTransport::PeerPointers));
+    OVERLAPSIM_TRY(
+        check_against_sequential(ctx, {3, 1, 12, 9}, 128, 8, seed, 2, GemvTransport::PeerPointers));
     return check_against_sequential(ctx, {3, 1, 12, 9}, 128, 8, seed, 2, GemvTransport::NcclWindow);
   });
   ASSERT_TRUE(status.ok) << status.message;
