@@ -1,9 +1,17 @@
 #include "config/config_node.hpp"
 
-#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "config/integers.hpp"
+#include "config/text.hpp"
 #include "config/units.hpp"
 
 namespace overlapsim::config {
@@ -11,24 +19,104 @@ namespace overlapsim::config {
 ConfigNode::ConfigNode(YAML::Node node, std::string file, std::string path)
     : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {}
 
-ConfigNode ConfigNode::load_file(const std::string& file) {
+namespace {
+
+// Past this many nodes a file is an alias bomb, not a configuration (the shipped files
+// have a few thousand).
+constexpr std::size_t kMaxNodes = 1'000'000;
+constexpr int kMaxDepth = 200;
+
+[[noreturn]] void fail_at(const std::string& file, const YAML::Mark& mark,
+                          const std::string& message) {
+  if (mark.is_null()) throw ConfigError(fmt::format("{}: {}", file, message));
+  throw ConfigError(fmt::format("{}:{}:{}: {}", file, mark.line + 1, mark.column + 1, message));
+}
+
+std::string join_key(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+void check_utf8(const std::string& file, const YAML::Node& node, const std::string& path,
+                const std::string& text) {
+  const std::size_t bad = first_invalid_utf8(text);
+  if (bad != std::string::npos)
+    fail_at(file, node.Mark(),
+            fmt::format("{}: byte {} is not UTF-8 (expected UTF-8 text)",
+                        path.empty() ? "(top level)" : path, bad + 1));
+}
+
+// What yaml-cpp accepts but a configuration must not hold: a key given twice (yaml-cpp
+// keeps the first silently), a key that is a list or map, text that is not UTF-8.
+void check_tree(const std::string& file, const YAML::Node& node, const std::string& path, int depth,
+                std::size_t& visited) {
+  if (++visited > kMaxNodes)
+    fail_at(
+        file, node.Mark(),
+        fmt::format("more than {} nodes (expected a configuration, not an alias bomb)", kMaxNodes));
+  if (depth > kMaxDepth)
+    fail_at(file, node.Mark(),
+            fmt::format("{}: nested deeper than {} levels", path.empty() ? "(top level)" : path,
+                        kMaxDepth));
+  if (node.IsScalar()) {
+    check_utf8(file, node, path, node.Scalar());
+  } else if (node.IsSequence()) {
+    std::size_t i = 0;
+    for (const auto& item : node)
+      check_tree(file, item, fmt::format("{}[{}]", path, i++), depth + 1, visited);
+  } else if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar())
+        fail_at(file, kv.first.Mark(),
+                fmt::format("{}: a key that is a {} (expected a plain text key)",
+                            path.empty() ? "(top level)" : path,
+                            kv.first.IsSequence() ? "list"
+                            : kv.first.IsMap()    ? "map"
+                                                  : "null"));
+      const std::string& key = kv.first.Scalar();
+      check_utf8(file, kv.first, join_key(path, "(key)"), key);
+      if (!seen.insert(key).second)
+        fail_at(file, kv.first.Mark(),
+                fmt::format("{}: duplicate key (expected each key once in a map)",
+                            join_key(path, key)));
+      check_tree(file, kv.second, join_key(path, key), depth + 1, visited);
+    }
+  }
+}
+
+ConfigNode parse_checked(const std::string& text, const std::string& file) {
+  std::vector<YAML::Node> docs;
   try {
-    return ConfigNode(YAML::LoadFile(file), file, "");
-  } catch (const YAML::BadFile&) {
-    throw ConfigError(fmt::format("{}: cannot open file (expected a readable YAML file)", file));
+    docs = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
     throw ConfigError(fmt::format("{}:{}:{}: YAML syntax error: {}", file, e.mark.line + 1,
                                   e.mark.column + 1, e.msg));
   }
+  if (docs.size() > 1)
+    fail_at(file, docs[1].Mark(),
+            "a second YAML document (expected one document per file; remove the '---')");
+  YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
+  std::size_t visited = 0;
+  check_tree(file, root, "", 0, visited);
+  return ConfigNode(root, file, "");
+}
+
+}  // namespace
+
+ConfigNode ConfigNode::load_file(const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw ConfigError(fmt::format("{}: is a directory (expected a readable YAML file)", file));
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || in.bad())
+    throw ConfigError(fmt::format("{}: cannot open file (expected a readable YAML file)", file));
+  return parse_checked(text.str(), file);
 }
 
 ConfigNode ConfigNode::load_string(const std::string& text, const std::string& name) {
-  try {
-    return ConfigNode(YAML::Load(text), name, "");
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError(fmt::format("{}:{}:{}: YAML syntax error: {}", name, e.mark.line + 1,
-                                  e.mark.column + 1, e.msg));
-  }
+  return parse_checked(text, name);
 }
 
 std::string ConfigNode::where() const {
@@ -80,7 +168,10 @@ ConfigNode ConfigNode::at(std::size_t index) const {
 std::vector<std::string> ConfigNode::keys() const {
   std::vector<std::string> out;
   if (!node_.IsMap()) return out;
-  for (const auto& kv : node_) out.push_back(kv.first.as<std::string>());
+  for (const auto& kv : node_) {
+    if (!kv.first.IsScalar()) fail("a key that is not plain text (expected a plain text key)");
+    out.push_back(kv.first.Scalar());
+  }
   return out;
 }
 
@@ -103,14 +194,17 @@ double ConfigNode::as_double() const {
 
 std::int64_t ConfigNode::as_int() const {
   std::string s = as_string();
-  try {
-    std::size_t used = 0;
-    long long v = std::stoll(s, &used);
-    if (used != s.size()) throw std::invalid_argument(s);
-    return v;
-  } catch (const std::exception&) {
-    fail(fmt::format("'{}' is not an integer (expected an integer)", s));
-  }
+  if (auto v = parse_int(s)) return *v;
+  fail(fmt::format("'{}' is not an integer (expected an integer between {} and {})", s,
+                   std::numeric_limits<std::int64_t>::min(),
+                   std::numeric_limits<std::int64_t>::max()));
+}
+
+int ConfigNode::as_int32() const {
+  const std::int64_t v = as_int();
+  if (auto n = narrow_int<int>(v)) return *n;
+  fail(fmt::format("{} is out of range (expected an integer between {} and {})", v,
+                   std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
 }
 
 bool ConfigNode::as_bool() const {
@@ -188,6 +282,18 @@ std::int64_t ConfigNode::get_positive_int(const std::string& key) const {
 std::int64_t ConfigNode::get_positive_int(const std::string& key, std::int64_t def) const {
   return has(key) ? get_positive_int(key) : def;
 }
+int ConfigNode::get_int32(const std::string& key) const { return child(key).as_int32(); }
+int ConfigNode::get_int32(const std::string& key, int def) const {
+  return has(key) ? child(key).as_int32() : def;
+}
+int ConfigNode::get_positive_int32(const std::string& key) const {
+  const int v = get_int32(key);
+  if (v < 1) fail_key(key, fmt::format("{} is not positive (expected an integer >= 1)", v));
+  return v;
+}
+int ConfigNode::get_positive_int32(const std::string& key, int def) const {
+  return has(key) ? get_positive_int32(key) : def;
+}
 bool ConfigNode::get_bool(const std::string& key, bool def) const {
   return has(key) ? child(key).as_bool() : def;
 }
@@ -211,7 +317,8 @@ double ConfigNode::get_flops_per_s(const std::string& key) const {
 void ConfigNode::check_keys(const std::vector<std::string>& allowed) const {
   if (!node_.IsMap()) fail("expected a map");
   for (const auto& kv : node_) {
-    const std::string key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) fail("a key that is not plain text (expected a plain text key)");
+    const std::string key = kv.first.Scalar();
     bool ok = false;
     for (const auto& a : allowed) ok = ok || a == key;
     if (!ok) {

@@ -27,7 +27,9 @@ class ConfigNode {
  public:
   ConfigNode(YAML::Node node, std::string file, std::string path);
 
-  // Parses a file; a syntax error becomes a ConfigError naming the file and position.
+  // Parses a file; a syntax error becomes a ConfigError naming the file and position, as
+  // do a duplicate key, a key that is a list or map, a second document, text that is
+  // not UTF-8 and a directory given as the file.
   static ConfigNode load_file(const std::string& file);
   static ConfigNode load_string(const std::string& text, const std::string& name);
 
@@ -48,7 +50,8 @@ class ConfigNode {
   // Scalars of this node.
   std::string as_string() const;
   double as_double() const;
-  std::int64_t as_int() const;
+  std::int64_t as_int() const;  // any int64; text that is not exactly one is an error
+  int as_int32() const;         // as_int() that must also fit an int
   bool as_bool() const;
   std::uint64_t as_bytes() const;
   double as_bandwidth_Bps() const;
@@ -68,6 +71,11 @@ class ConfigNode {
   std::int64_t get_int(const std::string& key, std::int64_t def) const;
   std::int64_t get_positive_int(const std::string& key) const;  // >= 1
   std::int64_t get_positive_int(const std::string& key, std::int64_t def) const;
+  // The same for values held in an int: a value past INT_MAX is an error, never wrapped.
+  int get_int32(const std::string& key) const;
+  int get_int32(const std::string& key, int def) const;
+  int get_positive_int32(const std::string& key) const;  // >= 1
+  int get_positive_int32(const std::string& key, int def) const;
   bool get_bool(const std::string& key, bool def) const;
   std::uint64_t get_bytes(const std::string& key) const;
   std::uint64_t get_bytes(const std::string& key, std::uint64_t def) const;

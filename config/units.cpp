@@ -66,9 +66,10 @@ std::optional<std::uint64_t> parse_bytes(std::string_view text) {
     scale = scale_of(*prefix, true);
   }
   if (!scale) return std::nullopt;
-  double bytes = split->value * *scale;
-  if (bytes > 1.8e19) return std::nullopt;
-  return static_cast<std::uint64_t>(std::llround(bytes));
+  const double bytes = std::round(split->value * *scale);
+  // 2^63: llround (and every signed byte count downstream) would overflow above it.
+  if (!(bytes < 9223372036854775808.0)) return std::nullopt;
+  return static_cast<std::uint64_t>(bytes);
 }
 
 std::optional<double> parse_bandwidth_Bps(std::string_view text) {

@@ -1,6 +1,9 @@
 #include "config/config_node.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <functional>
 
 using namespace overlapsim::config;
 
@@ -60,4 +63,63 @@ TEST(ConfigNode, EnumAndSyntaxErrors) {
   EXPECT_NE(bad.find("broken.yaml:"), std::string::npos) << bad;
   auto missing = error_of([] { ConfigNode::load_file("/nonexistent/x.yaml"); });
   EXPECT_NE(missing.find("cannot open"), std::string::npos) << missing;
+}
+
+// yaml-cpp keeps the first of two equal keys; a configuration must not.
+TEST(ConfigNode, DuplicateKeyIsAnErrorAtTheSecondOne) {
+  auto msg = error_of([] { ConfigNode::load_string("a: 1\nb:\n  c: 2\n  c: 3\n", "d.yaml"); });
+  EXPECT_NE(msg.find("d.yaml:4:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("b.c: duplicate key"), std::string::npos) << msg;
+}
+
+TEST(ConfigNode, KeyThatIsAListIsAnError) {
+  auto msg = error_of([] { ConfigNode::load_string("? [a, b]\n: 1\n", "k.yaml"); });
+  EXPECT_NE(msg.find("k.yaml:1:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("a key that is a list"), std::string::npos) << msg;
+}
+
+TEST(ConfigNode, SecondDocumentIsAnError) {
+  auto msg = error_of([] { ConfigNode::load_string("a: 1\n---\na: 2\n", "two.yaml"); });
+  EXPECT_NE(msg.find("two.yaml:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("second YAML document"), std::string::npos) << msg;
+  EXPECT_NO_THROW(ConfigNode::load_string("---\na: 1\n", "one.yaml"));
+}
+
+TEST(ConfigNode, TextThatIsNotUtf8IsAnError) {
+  auto msg = error_of([] { ConfigNode::load_string("name: ab\xFF\n", "u.yaml"); });
+  EXPECT_NE(msg.find("u.yaml:1:7: name: byte 3 is not UTF-8"), std::string::npos) << msg;
+  msg = error_of([] { ConfigNode::load_string("n\xC0\xAF: 1\n", "k.yaml"); });
+  EXPECT_NE(msg.find("is not UTF-8"), std::string::npos) << msg;
+}
+
+TEST(ConfigNode, DirectoryOrMissingFileIsAnError) {
+  auto msg = error_of([] { ConfigNode::load_file(testing::TempDir()); });
+  EXPECT_NE(msg.find("is a directory"), std::string::npos) << msg;
+  msg = error_of([] { ConfigNode::load_file("/nonexistent-dir/x.yaml"); });
+  EXPECT_NE(msg.find("/nonexistent-dir/x.yaml: cannot open"), std::string::npos) << msg;
+}
+
+TEST(ConfigNode, AliasBombIsRefusedNotExpanded) {
+  std::string text = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'h'; ++c)
+    text += fmt::format("{}: &{} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n", c,
+                        c, fmt::arg("p", static_cast<char>(c - 1)));
+  auto msg = error_of([&] { ConfigNode::load_string(text, "bomb.yaml"); });
+  EXPECT_NE(msg.find("alias bomb"), std::string::npos) << msg;
+}
+
+// Integers are never wrapped: 4294967297 was once read as 1 into an int.
+TEST(ConfigNode, IntegersOutsideTheirTypeAreErrors) {
+  auto n = ConfigNode::load_string(
+      "sms: 4294967297\nctas: 4294967296\nbig: 9223372036854775808\nok: 2147483647\nf: 1.5\n",
+      "p.yaml");
+  auto msg = error_of([&] { n.get_int32("sms"); });
+  EXPECT_NE(msg.find("p.yaml:1:6: sms: 4294967297 is out of range"), std::string::npos) << msg;
+  msg = error_of([&] { n.get_positive_int32("ctas"); });
+  EXPECT_NE(msg.find("ctas: 4294967296 is out of range"), std::string::npos) << msg;
+  msg = error_of([&] { n.get_int("big"); });
+  EXPECT_NE(msg.find("big: '9223372036854775808' is not an integer"), std::string::npos) << msg;
+  EXPECT_EQ(n.get_int32("ok"), 2147483647);
+  msg = error_of([&] { n.get_int("f"); });
+  EXPECT_NE(msg.find("f: '1.5' is not an integer"), std::string::npos) << msg;
 }
