@@ -1,0 +1,101 @@
+#include "redistribution/cost.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "config/error.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/network/flow_network.hpp"
+
+namespace overlapsim::redistribution {
+namespace {
+
+// The NCCL calls one group of a step makes: one collective, or one send/recv per moving
+// pair for a permute. Sizes follow nccl-tests' conventions (collective.hpp).
+std::vector<sim::CollectiveRequest> requests(const Plan& plan, const Step& s,
+                                             const std::vector<int>& group) {
+  const auto eb = static_cast<std::uint64_t>(plan.element_bytes);
+  const auto n = static_cast<std::uint64_t>(group.size());
+  sim::CollectiveRequest r;
+  r.ranks = group;
+  std::vector<sim::CollectiveRequest> out;
+  switch (s.kind) {
+    case StepKind::Slice: return out;
+    case StepKind::AllReduce:
+      r.op = sim::CollectiveOp::AllReduce;
+      r.bytes = static_cast<std::uint64_t>(s.in_elements) * eb;
+      break;
+    case StepKind::ReduceScatter:
+      r.op = sim::CollectiveOp::ReduceScatter;
+      r.bytes = static_cast<std::uint64_t>(s.out_elements) * n * eb;
+      break;
+    case StepKind::AllGather:
+      r.op = sim::CollectiveOp::AllGather;
+      r.bytes = static_cast<std::uint64_t>(s.in_elements) * n * eb;
+      break;
+    case StepKind::AllToAll:
+    case StepKind::AllToAllV:
+      // An all-to-allv is charged as the all-to-all of its largest pair piece (an upper bound).
+      r.op = sim::CollectiveOp::AllToAll;
+      r.bytes = static_cast<std::uint64_t>(s.max_pair_elements) * n * eb;
+      break;
+    case StepKind::Permute: {
+      for (int d : group) {
+        for (const Piece& p : incoming(plan.mesh, plan.shape, s, d)) {
+          if (p.from == d) continue;
+          sim::CollectiveRequest sr;
+          sr.op = sim::CollectiveOp::SendRecv;
+          sr.ranks = {p.from, d};
+          sr.bytes = static_cast<std::uint64_t>(p.box.elements()) * eb;
+          out.push_back(std::move(sr));
+        }
+      }
+      return out;
+    }
+  }
+  out.push_back(std::move(r));
+  return out;
+}
+
+}  // namespace
+
+PlanTiming time_plan(const Plan& plan, const sim::Topology& topology,
+                     const sim::CollectiveProfile& profile,
+                     const sim::CollectiveTimingOptions& options) {
+  if (plan.mesh.num_devices() != topology.num_gpus())
+    throw config::ConfigError(fmt::format(
+        "--mesh: {} has {} devices but the cluster has {} GPUs (expected a mesh of every GPU "
+        "of the cluster)",
+        plan.mesh.to_string(), plan.mesh.num_devices(), topology.num_gpus()));
+  PlanTiming t;
+  for (const Step& s : plan.steps) {
+    StepTiming st;
+    if (is_collective(s.kind)) {
+      sim::Simulator simulator;
+      sim::FlowNetwork net(simulator, topology);
+      sim::CollectiveCostModel costs(profile, net, options);
+      const auto all = groups(plan.mesh, s.axes);
+      std::size_t launched = 0, done = 0;
+      for (const auto& g : all)
+        for (auto& req : requests(plan, s, g)) {
+          ++launched;
+          costs.launch(req, [&done] { ++done; });
+        }
+      simulator.run();
+      if (done != launched) throw std::logic_error("a redistribution collective did not finish");
+      st.time_s = simulator.now();
+      st.collective =
+          s.kind == StepKind::Permute
+              ? fmt::format("{} send/recv pairs", launched)
+              : fmt::format("{} x {} groups of {}",
+                            sim::to_string(requests(plan, s, all.front()).front().op), all.size(),
+                            all.front().size());
+    }
+    t.time_s += st.time_s;
+    t.steps.push_back(std::move(st));
+  }
+  return t;
+}
+
+}  // namespace overlapsim::redistribution

@@ -1,0 +1,102 @@
+// A plan's time on a cluster: each step is the collective the cost model times, every group
+// at once; a mesh that does not cover the cluster is a user error.
+#include <gtest/gtest.h>
+
+#include "config/error.hpp"
+#include "redistribution/cost.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/network/flow_network.hpp"
+#include "sim/profile/profile_load.hpp"
+#include "workloads/cluster.hpp"
+#include "workloads/scenario_inputs.hpp"
+
+namespace overlapsim::redistribution {
+namespace {
+
+struct Machine {
+  workloads::ClusterSpec cluster;
+  sim::Topology topology;
+  sim::Profile profile;
+  sim::CollectiveTimingOptions timing;
+};
+
+Machine load(const std::string& file) {
+  Machine m;
+  m.cluster = workloads::load_cluster(std::string(OVERLAPSIM_SOURCE_DIR) + "/" + file);
+  m.topology = workloads::build_topology(m.cluster);
+  m.profile = sim::load_profile(m.cluster.gpu->profile_path);
+  m.timing = workloads::collective_timing(m.cluster);
+  return m;
+}
+
+// The time of one collective alone, through the same cost model.
+double alone_s(const Machine& m, const sim::CollectiveRequest& req) {
+  sim::Simulator simulator;
+  sim::FlowNetwork net(simulator, m.topology);
+  sim::CollectiveCostModel costs(m.profile.collectives, net, m.timing);
+  costs.launch(req, [] {});
+  simulator.run();
+  return simulator.now();
+}
+
+TEST(RedistributionCost, AStepIsItsCollectiveOnTheCostModel) {
+  const Machine m = load("workloads/clusters/h200-8gpu.yaml");
+  const Mesh mesh = parse_mesh("x=8", "--mesh");
+  const Shape shape{4096, 8192};
+  const Layout from = parse_layout("P('x', None)", mesh, shape, "--from");
+  const Layout to = parse_layout("P(None, 'x')", mesh, shape, "--to");
+  const Plan p = synthesize(mesh, shape, 2, from, to);
+  ASSERT_EQ(p.steps.size(), 1u);
+  const PlanTiming t = time_plan(p, m.topology, m.profile.collectives, m.timing);
+  sim::CollectiveRequest a2a;
+  a2a.op = sim::CollectiveOp::AllToAll;
+  a2a.ranks = {0, 1, 2, 3, 4, 5, 6, 7};
+  a2a.bytes = 4096u * 8192 * 2 / 8;  // each device's shard, 1/8 to each peer
+  EXPECT_DOUBLE_EQ(t.time_s, alone_s(m, a2a));
+  EXPECT_EQ(t.steps[0].collective, "alltoall x 1 groups of 8");
+
+  // Naive: the all-gather of the whole array, then a free local slice.
+  const Plan n = naive_plan(mesh, shape, 2, from, to);
+  const PlanTiming tn = time_plan(n, m.topology, m.profile.collectives, m.timing);
+  sim::CollectiveRequest ag = a2a;
+  ag.op = sim::CollectiveOp::AllGather;
+  ag.bytes = 4096u * 8192 * 2;
+  EXPECT_DOUBLE_EQ(tn.time_s, alone_s(m, ag));
+  EXPECT_GT(tn.time_s, t.time_s);
+}
+
+TEST(RedistributionCost, GroupsRunConcurrently) {
+  // x=2 across the 8 GPUs' halves, y=4 within: the all-gather over y runs in two groups
+  // at once, as long as one group alone (they share no link in an NVSwitch host).
+  const Machine m = load("workloads/clusters/h200-8gpu.yaml");
+  const Mesh mesh = parse_mesh("x=2,y=4", "--mesh");
+  const Shape shape{1 << 20};
+  const Plan p = synthesize(mesh, shape, 2, parse_layout("P(('x','y'))", mesh, shape, "--from"),
+                            parse_layout("P('x')", mesh, shape, "--to"));
+  ASSERT_EQ(p.steps.size(), 1u);
+  const PlanTiming t = time_plan(p, m.topology, m.profile.collectives, m.timing);
+  sim::CollectiveRequest ag;
+  ag.op = sim::CollectiveOp::AllGather;
+  ag.ranks = {0, 1, 2, 3};
+  ag.bytes = (1u << 20) / 2 * 2;
+  EXPECT_DOUBLE_EQ(t.time_s, alone_s(m, ag));
+}
+
+TEST(RedistributionCost, AMeshThatIsNotTheClusterIsRejected) {
+  const Machine m = load("workloads/clusters/h200-8gpu.yaml");
+  const Mesh mesh = parse_mesh("x=4", "--mesh");
+  const Shape shape{16};
+  const Plan p = synthesize(mesh, shape, 2, parse_layout("P('x')", mesh, shape, "--from"),
+                            parse_layout("P(None)", mesh, shape, "--to"));
+  try {
+    time_plan(p, m.topology, m.profile.collectives, m.timing);
+    FAIL() << "expected a ConfigError";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("x=4 has 4 devices but the cluster has 8 GPUs"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace overlapsim::redistribution
