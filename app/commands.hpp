@@ -19,6 +19,7 @@ void add_validate_command(CLI::App& app, Runner& selected);
 void add_validate_steps_command(CLI::App& app, Runner& selected);
 void add_validate_collectives_command(CLI::App& app, Runner& selected);
 void add_plan_command(CLI::App& app, Runner& selected);
+void add_redistribute_command(CLI::App& app, Runner& selected);
 
 // Exit codes shared by every subcommand.
 inline constexpr int kExitOk = 0;

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add_validate_steps_command(app, selected);
   add_validate_collectives_command(app, selected);
   add_plan_command(app, selected);
+  add_redistribute_command(app, selected);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
