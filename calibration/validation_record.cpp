@@ -52,7 +52,8 @@ std::string with_validation_section(const std::string& profile_text,
     if (row.kind == "compute" && row.sub_kind.rfind("compute_", 0) == 0)
       by_dtype[row.sub_kind].push_back(std::fabs(row.rel_err));
   for (auto& [kind, errors] : by_dtype)
-    if (std::none_of(kinds.begin(), kinds.end(), [&](const KindStats& k) { return k.kind == kind; }))
+    if (std::none_of(kinds.begin(), kinds.end(),
+                     [&name = kind](const KindStats& k) { return k.kind == name; }))
       kinds.push_back(kind_stats(kind, std::move(errors)));
   for (const KindStats& k : kinds)
     out += fmt::format("    {}: {{rows: {}, median_abs_err: {:.4g}, p90_abs_err: {:.4g}}}\n",

@@ -1,0 +1,29 @@
+# OVERLAPSIM_SANITIZE: AddressSanitizer + UndefinedBehaviorSanitizer on all C++ host code, so
+# the whole test suite runs under them. CUDA sources (nvcc) are compiled as usual; the tests
+# that need a GPU skip without one. A UB report aborts the test (-fno-sanitize-recover).
+# OVERLAPSIM_FUZZ: libFuzzer harnesses of the loaders (fuzz/); needs clang and implies the
+# sanitizers, and adds libFuzzer's coverage instrumentation to the same C++ code so the
+# harnesses link the project's ordinary libraries.
+option(OVERLAPSIM_SANITIZE "Build C++ host code with ASan and UBSan" OFF)
+option(OVERLAPSIM_FUZZ "Build the libFuzzer harnesses in fuzz/ (clang only)" OFF)
+
+if(OVERLAPSIM_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "OVERLAPSIM_FUZZ=ON needs clang (libFuzzer); configure with "
+                        "-DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  set(OVERLAPSIM_SANITIZE ON CACHE BOOL "Build C++ host code with ASan and UBSan" FORCE)
+endif()
+
+if(OVERLAPSIM_SANITIZE)
+  set(_overlapsim_san -fsanitize=address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  if(OVERLAPSIM_FUZZ)
+    list(APPEND _overlapsim_san -fsanitize=fuzzer-no-link)
+  endif()
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${_overlapsim_san}>")
+  # Every executable that links instrumented code needs the sanitizer runtimes, whichever
+  # compiler drives its link.
+  add_link_options(-fsanitize=address,undefined)
+  message(STATUS "overlapsim: ASan+UBSan on C++ host code (fuzz instrumentation ${OVERLAPSIM_FUZZ})")
+endif()
