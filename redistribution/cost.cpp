@@ -35,12 +35,13 @@ std::vector<sim::CollectiveRequest> requests(const Plan& plan, const Step& s,
       r.bytes = static_cast<std::uint64_t>(s.in_elements) * n * eb;
       break;
     case StepKind::AllToAll:
-    case StepKind::AllToAllV:
-      // An all-to-allv is charged as the all-to-all of its largest pair piece (an upper bound).
       r.op = sim::CollectiveOp::AllToAll;
       r.bytes = static_cast<std::uint64_t>(s.max_pair_elements) * n * eb;
       break;
+    case StepKind::AllToAllV:
     case StepKind::Permute: {
+      // Grouped send/recv, one per moving pair (as an executor posts them inside one NCCL
+      // group), all at once.
       for (int d : group) {
         for (const Piece& p : incoming(plan.mesh, plan.shape, s, d)) {
           if (p.from == d) continue;
@@ -86,8 +87,8 @@ PlanTiming time_plan(const Plan& plan, const sim::Topology& topology,
       if (done != launched) throw std::logic_error("a redistribution collective did not finish");
       st.time_s = simulator.now();
       st.collective =
-          s.kind == StepKind::Permute
-              ? fmt::format("{} send/recv pairs", launched)
+          s.kind == StepKind::Permute || s.kind == StepKind::AllToAllV
+              ? fmt::format("sendrecv x {} pairs in groups of {}", launched, all.front().size())
               : fmt::format("{} x {} groups of {}",
                             sim::to_string(requests(plan, s, all.front()).front().op), all.size(),
                             all.front().size());

@@ -3,6 +3,9 @@
 // mesh at once on the simulator's flow network and timed by the one collective cost model
 // (sim/collectives/collective_cost_model.hpp), with mesh device d on cluster rank d (mesh.hpp:
 // the innermost axis on neighbouring ranks, within a host). Steps run one after another.
+// A permute or an all-to-allv is its send/recv pairs, all at once (an NCCL group of
+// ncclSend/ncclRecv); an all-to-all, all-gather, reduce-scatter or all-reduce is that
+// collective with nccl-tests' sizes.
 // Local slices are not charged (a copy at HBM rate, the same in both plans' last step).
 #include <string>
 #include <vector>
