@@ -33,7 +33,7 @@ PAIRS = [
     ("sp-to-tp", (16384, 8192), "S0", "R"),                 # sequence parallel -> replicated
     ("tp-to-sp", (16384, 8192), "P", "S0"),                 # row-parallel output -> SP
     ("tp-allreduce", (16384, 8192), "P", "R"),              # Megatron TP without SP
-    ("moe-dispatch", (8, 65536, 4096), "S1", "S0"),         # tokens -> experts
+    ("moe-dispatch", (8, 16384, 4096), "S1", "S0"),         # tokens -> experts
     ("dlrm-mp-to-dp", (16384, 64, 128), "S1", "S0"),        # tables -> batch
 ]
 HEADER = ("gpu,torch,nccl,world,pair,shape,from,to,method,steps,bytes_per_rank,time_us,"
