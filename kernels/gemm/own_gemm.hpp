@@ -176,6 +176,12 @@ class OwnGemm {
   int32_t tiles_m() const { return tiles_m_; }
   int32_t tiles_n() const { return tiles_n_; }
   bool padded() const { return workspace_ != nullptr; }
+  // For a kernel that runs this GEMM's mainloop with an epilogue of its own
+  // (kernels/fused/gemm_alltoall.cu): the operands' two CUtensorMap (128 bytes each), K'
+  // and the schedule, all as initialize() set them.
+  const void* tensor_maps() const { return tensor_maps_; }
+  int64_t k_padded() const { return k_padded_; }
+  const SchedulerOptions& scheduler() const { return sched_; }
 
  private:
   void release();
