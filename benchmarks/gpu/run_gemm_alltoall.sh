@@ -43,6 +43,10 @@ else
   test_filter='*'
 fi
 : "${TEST_TIMEOUT:=120}" "${BENCH_TIMEOUT:=120}" "${SANITIZER_TIMEOUT:=120}"
+# A 2-GPU machine runs the 2-rank half, and both sanitizer tools on GPUs 0,1.
+ngpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+second_pair=2,3
+if ((ngpus < 4)); then worlds=(2); second_pair=0,1; fi
 
 log_machine "grep -E 'define NCCL_(MAJOR|MINOR|PATCH)' '$nccl_header'"
 echo "nccl lib: $nccl_lib; smoke=$smoke" >>"$log"
@@ -96,7 +100,7 @@ if [[ $SANITIZER_TIMEOUT -gt 0 && $(limit "$SANITIZER_TIMEOUT") -gt 0 ]]; then
   step "compute-sanitizer racecheck (GPUs 0,1) and synccheck (GPUs 2,3), SmallForSanitizer"
   sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)"
   pids=()
-  for pair in racecheck:0,1 synccheck:2,3; do
+  for pair in racecheck:0,1 synccheck:$second_pair; do
     tool=${pair%%:*}
     CUDA_VISIBLE_DEVICES=${pair#*:} timeout -k 5 "$t" "$sanitizer" --tool "$tool" \
       --print-limit 20 "$test_bin" --gtest_filter='GemmAllToAll.SmallForSanitizer' \
