@@ -1,9 +1,6 @@
 #include "calibration/calibrate.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +11,9 @@
 #include <set>
 #include <sstream>
 
+#include "calibration/calibrate_csv.hpp"
+#include "calibration/calibrate_dir.hpp"
+#include "calibration/calibrate_process.hpp"
 #include "calibration/csv.hpp"
 #include "calibration/manifest.hpp"
 #include "calibration/measurement.hpp"
@@ -25,44 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Runs `bench args...` with NCCL_MAX_CTAS set when ctas > 0, stdout and stderr appended to
-// `log`. Returns the exit code (128 + signal when killed, 124 on timeout).
-int run_bench(const std::string& bench, const std::vector<std::string>& args, int ctas,
-              const std::string& log, double timeout_s) {
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("calibrate: fork failed");
-  if (pid == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-      close(fd);
-    }
-    if (ctas > 0) setenv("NCCL_MAX_CTAS", std::to_string(ctas).c_str(), 1);
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(bench.c_str()));
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(bench.c_str(), argv.data());
-    _exit(127);
-  }
-  const auto start = std::chrono::steady_clock::now();
-  int status = 0;
-  while (true) {
-    const pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
-        timeout_s) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return 124;
-    }
-    usleep(20000);
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
 std::string tail_of(const std::string& path, std::size_t max_chars = 600) {
   std::ifstream in(path);
   std::ostringstream s;
@@ -71,23 +33,6 @@ std::string tail_of(const std::string& path, std::size_t max_chars = 600) {
   if (t.size() > max_chars) t = "..." + t.substr(t.size() - max_chars);
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   return t;
-}
-
-// One write + fsync, so a case's rows land whole or (crash before the write) not at all.
-void append_durably(const std::string& path, const std::string& text) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd < 0) throw std::runtime_error("calibrate: cannot open " + path + " for appending");
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n <= 0) {
-      close(fd);
-      throw std::runtime_error("calibrate: write to " + path + " failed");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  fsync(fd);
-  close(fd);
 }
 
 std::string today_utc() {
@@ -117,6 +62,65 @@ bool looks_like_no_gpu(const std::string& text) {
   return false;
 }
 
+// What a previous run into the directory left: the cases its markers vouch for.
+struct ResumeState {
+  std::string text;  // calibration.csv as found ("" when absent)
+  CalibrateCsvScan scan;
+  std::vector<std::string> header;  // of the trusted rows; empty before the first case
+  std::set<std::string> done;
+};
+
+ResumeState read_resume_state(const fs::path& csv_path) {
+  ResumeState s;
+  s.scan.marked = true;  // no file: nothing to trust, nothing to discard
+  if (!fs::exists(csv_path)) return s;
+  std::ifstream in(csv_path, std::ios::binary);
+  if (!in) throw std::runtime_error("calibrate: cannot read " + csv_path.string());
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  s.text = buffer.str();
+  s.scan = scan_calibrate_csv(s.text);
+  if (!s.scan.marked) {
+    // A plain CSV: overlap-bench's own, or an older calibrate's without markers, whose
+    // finished cases cannot be told from cut ones.
+    const CsvTable t = parse_csv(s.text, csv_path.string());
+    throw CalibrateUnavailable(fmt::format(
+        "{}: {} (expected a fresh --out, or one that calibrate wrote with completion markers)",
+        csv_path.string(),
+        t.column("case") < 0 ? "no 'case' column: not written by overlapsim calibrate"
+                             : "written without completion markers, so its finished cases "
+                               "cannot be told from cut ones"));
+  }
+  const CsvTable t = parse_trusted_calibrate_csv(s.text, s.scan, csv_path.string());
+  s.header = t.header;
+  for (const MarkedCase& c : s.scan.cases) s.done.insert(c.key);
+  return s;
+}
+
+// Temp files of runs that died: per-case outputs and probes. Only under the lock, so no
+// live run owns them.
+void remove_stale_temp_files(const fs::path& dir) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    const bool temp =
+        (name.rfind(".case.", 0) == 0 || name.rfind(".probe.", 0) == 0 || name == ".probe.csv") &&
+        name.size() > 4 && name.substr(name.size() - 4) == ".csv";
+    if (temp) fs::remove(e.path());
+  }
+}
+
+// One row of the CSV: the scanner reads lines, so a row must be one line that does not
+// look like a marker.
+std::string row_line(const std::vector<std::string>& fields, const std::string& file, int line) {
+  std::string l = csv_join(fields);
+  if (l.empty() || l.front() == '#' || l.find_first_of("\r\n") != std::string::npos)
+    throw std::runtime_error(fmt::format(
+        "{}:{}: a row that is empty, starts with '#' or holds a line break (expected one line "
+        "per row: calibrate's markers are lines starting with '#')",
+        file, line));
+  return l + "\n";
+}
+
 }  // namespace
 
 CalibrateResult run_calibration(const CalibrateOptions& o,
@@ -128,26 +132,30 @@ CalibrateResult run_calibration(const CalibrateOptions& o,
   const fs::path dir(o.out_dir);
   const fs::path csv_path = dir / "calibration.csv";
   const fs::path log_path = dir / "overlap-bench.log";
+  const auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
 
-  // Cases already finished (a previous, interrupted run into the same directory).
-  std::set<std::string> done;
-  std::vector<std::string> header;
-  if (fs::exists(csv_path)) {
-    const CsvTable t = read_csv(csv_path.string());
-    const int c = t.column("case");
-    if (c < 0)
-      throw CalibrateUnavailable(fmt::format(
-          "{}: no 'case' column: not written by overlapsim calibrate (expected a fresh --out)",
-          csv_path.string()));
-    header = t.header;
-    for (const auto& r : t.rows) done.insert(r.fields[static_cast<std::size_t>(c)]);
+  // Cases a previous, interrupted run into the same directory finished: those its markers
+  // vouch for. Read again under the lock below; this read only sizes the dry run.
+  ResumeState state = read_resume_state(csv_path);
+  const auto plan = [&] {
+    std::vector<const SuiteCase*> todo;
+    for (const auto& c : suite.cases)
+      if (!state.done.count(c.key)) todo.push_back(&c);
+    result.cases_skipped = result.cases_total - static_cast<int>(todo.size());
+    result.estimate_s = 0;
+    for (const SuiteCase* c : todo) result.estimate_s += c->estimate_s();
+    return todo;
+  };
+  std::vector<const SuiteCase*> todo = plan();
+  if (o.dry_run) {
+    if (!state.scan.why.empty())
+      say(fmt::format("calibrate [{}] {}: a rerun discards {} line(s) from line {}: {}", suite.name,
+                      csv_path.string(), state.scan.tail_lines, state.scan.tail_line,
+                      state.scan.why));
+    return result;
   }
-  std::vector<const SuiteCase*> todo;
-  for (const auto& c : suite.cases)
-    if (!done.count(c.key)) todo.push_back(&c);
-  result.cases_skipped = result.cases_total - static_cast<int>(todo.size());
-  for (const SuiteCase* c : todo) result.estimate_s += c->estimate_s();
-  if (o.dry_run) return result;
 
   if (o.bench.empty() || !fs::exists(o.bench) || access(o.bench.c_str(), X_OK) != 0)
     throw CalibrateUnavailable(fmt::format(
@@ -155,15 +163,31 @@ CalibrateResult run_calibration(const CalibrateOptions& o,
         "nvcc, cuBLASLt and NCCL exist: cmake -DOVERLAPSIM_CUDA=ON, target overlap-bench)",
         o.bench));
   fs::create_directories(dir);
+  const DirectoryLock lock(o.out_dir);
+  const BenchSignalGuard forward_signals;
+  remove_stale_temp_files(dir);
+  state = read_resume_state(csv_path);
+  todo = plan();
+  if (!state.scan.why.empty()) {
+    // Rows no marker vouches for: a case cut short. Its case runs again.
+    say(
+        fmt::format("calibrate [{}] {}: discarding {} line(s) from line {}: {}; their case runs "
+                    "again",
+                    suite.name, csv_path.string(), state.scan.tail_lines, state.scan.tail_line,
+                    state.scan.why));
+    truncate_durably(csv_path.string(), state.scan.trusted_bytes);
+    result.discarded_lines = state.scan.tail_lines;
+  }
 
   // Probe: a 1 KiB allreduce on the requested GPUs says whether they exist and who they are.
-  const fs::path probe_csv = dir / ".probe.csv";
+  const fs::path probe_csv = dir / fmt::format(".probe.{}.csv", getpid());
   const int probe_rc =
       run_bench(o.bench,
                 {"--op", "allreduce", "--bytes", "1024", "--iterations", "1", "--warmup", "0",
                  "--world", std::to_string(gpus), "--output", probe_csv.string()},
                 0, log_path.string(), o.timeout_s);
   if (probe_rc != 0 || !fs::exists(probe_csv)) {
+    fs::remove(probe_csv);
     const std::string tail = tail_of(log_path.string());
     if (looks_like_no_gpu(tail) || probe_rc == 127)
       throw CalibrateUnavailable(
@@ -200,6 +224,9 @@ CalibrateResult run_calibration(const CalibrateOptions& o,
   }
   config::write_file_atomic((dir / "manifest.yaml").string(), format_manifest(m));
 
+  // Bytes of calibration.csv now on disk (the trusted part): the signature comes first.
+  bool need_signature = state.scan.trusted_bytes == 0;
+  std::vector<std::string> header = state.header;
   const auto start = std::chrono::steady_clock::now();
   double estimated_done = 0, estimated_left = result.estimate_s;
   int index = result.cases_skipped;
@@ -208,12 +235,12 @@ CalibrateResult run_calibration(const CalibrateOptions& o,
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double rate = estimated_done > 0 ? elapsed / estimated_done : 1.0;
-    if (progress)
-      progress(fmt::format("calibrate [{}] case {}/{} {:<12} rows {:>5}  elapsed {}  ETA {}",
-                           suite.name, index, result.cases_total, c->section, result.rows_written,
-                           clock_text(elapsed), clock_text(estimated_left * rate)));
-    const fs::path out_csv = dir / ".case.csv";
-    fs::remove(out_csv);
+    say(fmt::format("calibrate [{}] case {}/{} {:<12} rows {:>5}  elapsed {}  ETA {}", suite.name,
+                    index, result.cases_total, c->section, result.rows_written, clock_text(elapsed),
+                    clock_text(estimated_left * rate)));
+    // A file of this run and case alone: nothing another run or call wrote can be taken
+    // for this case's rows.
+    const fs::path out_csv = dir / fmt::format(".case.{}.{}.csv", getpid(), index);
     std::vector<std::string> args = c->bench_args();
     // overlap-bench's own deadline (every stream wait, rendezvous and tile-wise flag wait)
     // well inside the case's: a hang then ends with overlap-bench naming the rank and the
@@ -224,30 +251,32 @@ CalibrateResult run_calibration(const CalibrateOptions& o,
     const int rc = run_bench(o.bench, args, c->ctas, log_path.string(), o.timeout_s);
     if ((rc != 0 || !fs::exists(out_csv)) && c->may_fail()) {
       // A new kind of measurement must not cost the rest of the calibration: say so, skip.
-      const std::string why = fmt::format("overlap-bench exited {} ({})", rc,
-                                          tail_of(log_path.string(), 300));
+      const std::string why =
+          fmt::format("overlap-bench exited {} ({})", rc, tail_of(log_path.string(), 300));
       result.failed_cases.push_back(c->key + ": " + why);
-      if (progress)
-        progress(fmt::format("calibrate [{}] case {} failed, skipped (rerun to retry): {}",
-                             suite.name, c->key, why));
+      say(fmt::format("calibrate [{}] case {} failed, skipped (rerun to retry): {}", suite.name,
+                      c->key, why));
       fs::remove(out_csv);
       estimated_done += c->estimate_s();
       estimated_left -= c->estimate_s();
       continue;
     }
-    if (rc != 0 || !fs::exists(out_csv))
+    if (rc != 0 || !fs::exists(out_csv)) {
+      fs::remove(out_csv);
       throw std::runtime_error(fmt::format(
           "case {} failed: overlap-bench exited {} ({}); finished cases are kept in {}, rerun the "
           "same command to resume",
           c->key, rc, tail_of(log_path.string()), csv_path.string()));
+    }
     const CsvTable t = read_csv(out_csv.string());
     parse_measurements(t);  // the columns and numbers are checked before anything is kept
     std::vector<std::string> want = t.header;
     want.insert(want.end(), {"ctas", "case"});
-    std::string text;
+    // The block: the header before the first case, the rows, then the marker over both.
+    std::string block;
     if (header.empty()) {
       header = want;
-      text += csv_join(header) + "\n";
+      block += row_line(header, out_csv.string(), 1);
     } else if (header != want) {
       throw std::runtime_error(fmt::format(
           "case {}: overlap-bench columns '{}' differ from {}'s (expected the same overlap-bench "
@@ -258,22 +287,29 @@ CalibrateResult run_calibration(const CalibrateOptions& o,
       std::vector<std::string> f = r.fields;
       f.push_back(std::to_string(c->ctas));
       f.push_back(c->key);
-      text += csv_join(f) + "\n";
+      block += row_line(f, out_csv.string(), r.line);
     }
-    append_durably(csv_path.string(), text);
+    if (c->key.find_first_of("\r\n") != std::string::npos)
+      throw std::runtime_error("case key with a line break: " + c->key);
+    const int rows = static_cast<int>(t.rows.size());
+    const std::string marker = format_case_marker(block, rows, c->key);
+    // One append: the marker lands with its rows or, cut anywhere, vouches for none of them.
+    append_durably(
+        csv_path.string(),
+        (need_signature ? std::string(kCalibrateCsvSignature) + "\n" : "") + block + marker);
+    need_signature = false;
     fs::remove(out_csv);
-    result.rows_written += static_cast<int>(t.rows.size());
+    if (rows == 0) say(fmt::format("calibrate [{}] case {} wrote no row", suite.name, c->key));
+    result.rows_written += rows;
     ++result.cases_run;
     estimated_done += c->estimate_s();
     estimated_left -= c->estimate_s();
   }
-  if (progress)
-    progress(fmt::format(
-        "calibrate [{}] done: {} case(s) run, {} skipped, {} failed, {} row(s) in {} ({})",
-        suite.name, result.cases_run, result.cases_skipped, result.failed_cases.size(),
-        result.rows_written, csv_path.string(),
-        clock_text(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count())));
+  say(fmt::format(
+      "calibrate [{}] done: {} case(s) run, {} skipped, {} failed, {} row(s) in {} ({})",
+      suite.name, result.cases_run, result.cases_skipped, result.failed_cases.size(),
+      result.rows_written, csv_path.string(),
+      clock_text(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count())));
   return result;
 }
 

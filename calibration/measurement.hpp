@@ -36,7 +36,8 @@ struct Measurement {
 const std::vector<std::string>& required_columns();
 
 // Throws config::ConfigError naming file:line:column for a missing column, a truncated
-// row, or a value that is not a number of the column's kind.
+// row, or a value that is not a number of the column's kind. A calibrate CSV must be whole:
+// rows no completion marker vouches for are an error (calibration/calibrate_csv.hpp).
 std::vector<Measurement> read_measurements(const std::string& path);
 std::vector<Measurement> parse_measurements(const CsvTable& table);
 

@@ -1,7 +1,10 @@
 // The calibrate / fit / validate commands run as users run them: exit codes, one-line
 // errors, nothing written on bad input, the JSON contract of validate.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +43,27 @@ TEST_F(CalibrationCli, CalibrateWithoutGpuExits2) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("no usable GPU"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "d" / "calibration.csv"));
+}
+
+TEST_F(CalibrationCli, CalibrateOnALockedDirectoryExits2) {
+  // Another calibrate holds the directory: this process, with the lock calibrate takes.
+  const fs::path out = dir_ / "d";
+  fs::create_directories(out);
+  const int fd = open((out / ".calibrate.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  struct flock whole {};
+  whole.l_type = F_WRLCK;
+  whole.l_whence = SEEK_SET;
+  ASSERT_EQ(fcntl(fd, F_SETLK, &whole), 0);
+  const CliRun r = run("calibrate --out " + out.string() + " --bench " + kRoot +
+                       "/tests/calibration/fake_overlap_bench.sh");
+  close(fd);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("is in use by another calibrate (pid " + std::to_string(getpid()) + ")"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out / "calibration.csv"));
 }
 
 TEST_F(CalibrationCli, FitBadDataExits2AndWritesNothing) {

@@ -8,6 +8,9 @@
 #   FAKE_BENCH_CALLS=FILE      append each call's flags (and NCCL_MAX_CTAS) to FILE
 #   FAKE_BENCH_FAIL_AFTER=N    fail every call after the N-th (counted in FAKE_BENCH_CALLS)
 #   FAKE_BENCH_FAIL_OP=OP      fail every call of --op OP
+#   FAKE_BENCH_PIDS=FILE       append "<pid of this shell> <pid of its sleep>" to FILE
+#   FAKE_BENCH_SLEEP=S         sleep S seconds (a child process) before writing --output,
+#                              like a call that is still measuring when calibrate dies
 op=""; bytes=""; shapes=""; designs=""; world=1; output=""; collectives="allreduce"; ctas="0"
 steady=""
 while [ $# -gt 0 ]; do
@@ -40,16 +43,28 @@ if [ -n "$FAKE_BENCH_FAIL_OP" ] && [ "$op" = "$FAKE_BENCH_FAIL_OP" ]; then
   echo "overlap-bench: rank 1: interference: timed out after 120 s (communicator aborted)" >&2
   exit 1
 fi
+if [ -n "$FAKE_BENCH_SLEEP" ]; then
+  sleep "$FAKE_BENCH_SLEEP" &
+  sleeper=$!
+  [ -z "$FAKE_BENCH_PIDS" ] || echo "$$ $sleeper" >> "$FAKE_BENCH_PIDS"
+  wait "$sleeper"
+elif [ -n "$FAKE_BENCH_PIDS" ]; then
+  echo "$$" >> "$FAKE_BENCH_PIDS"
+fi
 [ -n "$designs" ] || designs="default"
 tags="NVIDIA H200,580.159.04,13.0,2.28.3,$world"
+# Lists split at commas by the shell itself: no process per list keeps a call at ~1 ms,
+# which the calibrate kill test's 50 trials need.
+set -f
+IFS=,
 {
   echo "gpu,driver,cuda,nccl,world,op,design,dtype,m,n,k,bytes,chunks,time_us,time_min_us,time_max_us,tflops,algbw_GBps,busbw_GBps,wrong"
   if [ "$op" = "interference" ]; then
-    for s in $(echo "$shapes" | tr ',' ' '); do
+    for s in $shapes; do
       m=${s%%x*}; rest=${s#*x}; n=${rest%%x*}; k=${rest#*x}
-      for coll in $(echo "$collectives" | tr ',' ' '); do
-        for b in $(echo "$bytes" | tr ',' ' '); do
-          for c in $(echo "$ctas" | tr ',' ' '); do
+      for coll in $collectives; do
+        for b in $bytes; do
+          for c in $ctas; do
             echo "$tags,interference,gemm|$coll:alone,bf16,$m,$n,$k,$b,$c,100.00,99.00,101.00,0,0,0,0"
             echo "$tags,interference,gemm|$coll:beside,bf16,$m,$n,$k,$b,$c,110.00,109.00,111.00,0,0,0,0"
             echo "$tags,interference,$coll|gemm:alone,bf16,$m,$n,$k,$b,$c,50.00,49.00,51.00,0,0,0,0"
@@ -60,12 +75,12 @@ tags="NVIDIA H200,580.159.04,13.0,2.28.3,$world"
     done
     exit 0
   fi
-  for b in $(echo "$bytes" | tr ',' ' '); do
+  for b in $bytes; do
     echo "$tags,$op,nccl,bf16,0,0,0,$b,1,$((b / 100000 + 10)).50,$((b / 100000 + 10)).00,$((b / 100000 + 11)).00,0,0,0,0"
   done
-  for s in $(echo "$shapes" | tr ',' ' '); do
+  for s in $shapes; do
     m=${s%%x*}; rest=${s#*x}; n=${rest%%x*}; k=${rest#*x}
-    for d in $(echo "$designs" | tr ',' ' '); do
+    for d in $designs; do
       echo "$tags,$op,$d,bf16,$m,$n,$k,0,1,123.25,122.00,125.00,0,0,0,0"
     done
   done
