@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "calibration/calibrate_csv.hpp"
 #include "config/error.hpp"
 
 namespace overlapsim::calibration {
@@ -101,7 +102,7 @@ std::vector<Measurement> parse_measurements(const CsvTable& table) {
 }
 
 std::vector<Measurement> read_measurements(const std::string& path) {
-  return parse_measurements(read_csv(path));
+  return parse_measurements(read_measurement_csv(path));
 }
 
 bool is_collective_op(const std::string& op) {
