@@ -26,9 +26,16 @@ Plan tree_plan(const NetworkApi& net, const CollectiveRequest& req, const Collec
 // direct.cpp: every pair at once.
 Plan direct_plan(const NetworkApi& net, const CollectiveRequest& req,
                  const CollectiveTuning& tuning);
-// Every member sends `bytes` to every other member, one group.
+// Every member sends `bytes` to every other member, one group, one transfer per pair.
 Phase all_pairs_phase(std::span<const int> members, std::uint64_t bytes,
                       const CollectiveTuning& tuning);
+// The same, built per class of equivalent host pairs (copies) when the members are more
+// than tuning.aggregate_min_pairs pairs on a host-symmetric layout (direct.cpp).
+Phase all_pairs_phase(const NetworkApi& net, std::span<const int> members, std::uint64_t bytes,
+                      const CollectiveTuning& tuning);
+// All-to-all of `bytes` per pair: all pairs, or through PXN when tuning.pxn.
+Phase all_to_all_phase(const NetworkApi& net, std::span<const int> members, std::uint64_t bytes,
+                       const CollectiveTuning& tuning);
 
 // hierarchical.cpp: intra-node phase, inter-node phase among same-local-rank GPUs (one
 // per rail), intra-node phase.

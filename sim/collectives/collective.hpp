@@ -41,6 +41,11 @@ struct CollectiveTuning {
   // first crosses NVLink to the local GPU with the peer's local index (its rail), whose NIC
   // sends it; the two legs stream concurrently. False: every pair sends directly.
   bool pxn = false;
+  // All-pairs patterns (all-to-all, direct allgather/reducescatter) of more pairs than this
+  // on a host-symmetric layout are built per class of equivalent host pairs (direct.cpp):
+  // a 16,384-rank all-to-all in ~0.4M transfers instead of 268M. The default keeps every
+  // pattern up to 1,024 ranks per pair.
+  std::uint64_t aggregate_min_pairs = std::uint64_t{1} << 20;
 };
 
 struct CollectiveRequest {

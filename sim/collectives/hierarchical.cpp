@@ -87,7 +87,7 @@ Plan hierarchical_plan(const NetworkApi& net, const CollectiveRequest& req,
       std::vector<Phase> intra, inter;
       for (const auto& h : hosts) intra.push_back(all_pairs_phase(h, share * hosts.size(), tuning));
       for (std::size_t j = 0; j < g; ++j)
-        inter.push_back(all_pairs_phase(rail(hosts, j), share * g, tuning));
+        inter.push_back(all_pairs_phase(net, rail(hosts, j), share * g, tuning));
       append_phase(plan, merge_concurrent(std::move(intra)));
       append_phase(plan, merge_concurrent(std::move(inter)));
       break;
