@@ -14,6 +14,7 @@
 #include <string>
 
 #include "app/commands.hpp"
+#include "app/memory_budget.hpp"
 #include "app/output.hpp"
 #include "config/atomic_file.hpp"
 #include "config/error.hpp"
@@ -21,6 +22,7 @@
 #include "sim/collectives/collective.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/network/flow_network.hpp"
+#include "sim/topology/builders.hpp"
 #include "workloads/cluster.hpp"
 
 namespace overlapsim::app {
@@ -40,6 +42,7 @@ struct CollectiveOptions {
   std::string step_latency = "0";
   std::string chunk = "0";
   std::string output;
+  std::string max_memory;  // empty: 80% of physical memory
   bool no_timing = false;
 };
 
@@ -105,9 +108,11 @@ Outcome simulate(const CollectiveOptions& o) {
 
   workloads::ClusterSpec spec = workloads::load_cluster(o.cluster);
   if (o.nodes) {
-    if (*o.nodes < 1)
-      throw config::ConfigError(
-          fmt::format("--nodes: {} (expected a node count >= 1)", *o.nodes));
+    if (*o.nodes < 1 ||
+        std::int64_t{*o.nodes} * spec.gpus_per_node > sim::kMaxRanks)
+      throw config::ConfigError(fmt::format(
+          "--nodes: {} (expected a node count >= 1, at most {} GPUs with {} per node)", *o.nodes,
+          sim::kMaxRanks, spec.gpus_per_node));
     spec.nodes = *o.nodes;
   }
 
@@ -132,6 +137,8 @@ Outcome simulate(const CollectiveOptions& o) {
   } catch (const std::invalid_argument& e) {
     throw config::ConfigError(fmt::format("--op/--algo/--root: {}", e.what()));
   }
+  check_memory_budget(sim::collective_run_size(topo, out.req, tuning), o.max_memory,
+                      fmt::format("{} over {} ranks of {}", o.op, ranks, o.cluster));
   bool done = false;
   sim::start_collective(
       net, out.req,
@@ -223,6 +230,7 @@ void add_collective_command(CLI::App& app, Runner& selected) {
                   "software latency per algorithm step (default 0)");
   sub->add_option("--chunk", opts->chunk, "pipeline chunk size (default 0: continuous stream)");
   sub->add_option("--output", opts->output, "write the result to FILE (atomically)");
+  add_max_memory_option(sub, opts->max_memory);
   sub->add_flag("--no-timing", opts->no_timing,
                 "report sim_wall_s and peak_rss_bytes as 0, so outputs can be diffed");
   sub->callback([opts, &selected] {

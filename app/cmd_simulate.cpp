@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "app/commands.hpp"
+#include "app/memory_budget.hpp"
 #include "app/output.hpp"
 #include "app/simulate_report.hpp"
 #include "config/atomic_file.hpp"
@@ -38,6 +39,7 @@ struct SimulateOptions {
   std::string images = "inter-host";
   bool no_fold = false;
   bool ignore_memory = false;  // simulate even where the memory model says it does not fit
+  std::string max_memory;      // host memory limit of the run; empty: 80% of physical memory
   bool no_timing = false;
   bool show_profile = false;
   bool exact_parts = false;                    // every part of a paired collective on the network
@@ -161,6 +163,8 @@ int run_simulate(const SimulateOptions& o) {
         "{}: the configuration does not fit in GPU memory: {} (expected a layout that fits: "
         "more tp/pp, recompute or the distributed optimizer; --ignore-memory simulates it anyway)",
         o.workload, memory.explain()));
+  check_memory_budget(sim::step_run_size(inputs.step, inputs.topology), o.max_memory,
+                      fmt::format("{} on {}", o.workload, o.cluster));
   const auto& result =
       *new sim::ScenarioResult(workloads::simulate_inputs(inputs, options));
 
@@ -213,6 +217,7 @@ void add_simulate_command(CLI::App& app, Runner& selected) {
   sub->add_option("--images", opts->images,
                   "background traffic of folded ranks: none|inter-host|all")
       ->capture_default_str();
+  add_max_memory_option(sub, opts->max_memory);
   sub->add_flag("--ignore-memory", opts->ignore_memory,
                 "simulate a configuration even where it does not fit in GPU memory");
   sub->add_flag("--no-fold", opts->no_fold, "simulate every rank instead of one per class");

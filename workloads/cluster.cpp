@@ -359,7 +359,22 @@ ClusterSpec load_cluster(const std::string& path) {
   return parse_cluster(ConfigNode::load_file(path));
 }
 
+namespace {
+sim::Topology build_topology_unchecked(const ClusterSpec& spec);
+}  // namespace
+
 sim::Topology build_topology(const ClusterSpec& spec) {
+  // The builders check sizes (GPU and link counts) before allocating: their complaint is
+  // about this cluster's keys.
+  try {
+    return build_topology_unchecked(spec);
+  } catch (const std::invalid_argument& e) {
+    throw config::ConfigError(fmt::format("cluster {}: {}", where(spec), e.what()));
+  }
+}
+
+namespace {
+sim::Topology build_topology_unchecked(const ClusterSpec& spec) {
   if (spec.nodes < 1 || spec.gpus_per_node < 1)
     throw config::ConfigError(
         fmt::format("cluster {}: nodes {} and gpus_per_node {} must be >= 1", where(spec),
@@ -421,6 +436,7 @@ sim::Topology build_topology(const ClusterSpec& spec) {
   topo.set_name(spec.name);
   return topo;
 }
+}  // namespace
 
 void validate_rank(const ClusterSpec& spec, int rank) {
   if (rank < 0 || rank >= spec.num_gpus())

@@ -37,6 +37,8 @@ void require_latency(double value_s, const char* spec, const char* field) {
 template <typename Spec>
 void validate_npu_fabric(const Spec& spec, const char* name) {
   require_count(spec.npus, name, "npus");
+  require(spec.npus <= kMaxRanks, name, "npus", std::to_string(spec.npus),
+          fmt::format("at most {} NPUs", kMaxRanks).c_str());
   require_bandwidth(spec.link_bandwidth_Bps, name, "link_bandwidth_Bps");
   require_latency(spec.link_latency_s, name, "link_latency_s");
   require_count(spec.gpus_per_host, name, "gpus_per_host");
@@ -46,12 +48,16 @@ void validate_npu_fabric(const Spec& spec, const char* name) {
 
 void validate(const NvSwitchNodeSpec& spec) {
   require_count(spec.gpus, "NvSwitchNodeSpec", "gpus");
+  require(spec.gpus <= kMaxRanks, "NvSwitchNodeSpec", "gpus", std::to_string(spec.gpus),
+          fmt::format("at most {} GPUs", kMaxRanks).c_str());
   require_bandwidth(spec.nvlink_bandwidth_Bps, "NvSwitchNodeSpec", "nvlink_bandwidth_Bps");
   require_latency(spec.nvlink_latency_s, "NvSwitchNodeSpec", "nvlink_latency_s");
 }
 
 void validate(const PcieBoxSpec& spec) {
   require_count(spec.gpus, "PcieBoxSpec", "gpus");
+  require(spec.gpus <= kMaxRanks, "PcieBoxSpec", "gpus", std::to_string(spec.gpus),
+          fmt::format("at most {} GPUs", kMaxRanks).c_str());
   require_count(spec.gpus_per_switch, "PcieBoxSpec", "gpus_per_switch");
   require_bandwidth(spec.gpu_link_bandwidth_Bps, "PcieBoxSpec", "gpu_link_bandwidth_Bps");
   require_bandwidth(spec.switch_uplink_bandwidth_Bps, "PcieBoxSpec", "switch_uplink_bandwidth_Bps");
@@ -75,6 +81,28 @@ void validate(const RailFatTreeSpec& spec) {
   require(spec.oversubscription >= 1 && std::isfinite(spec.oversubscription), "RailFatTreeSpec",
           "oversubscription", fmt::format("{}", spec.oversubscription),
           "a ratio >= 1 (1 = non-blocking)");
+  const std::int64_t ranks = std::int64_t{spec.nodes} * gpus;
+  require(ranks <= kMaxRanks, "RailFatTreeSpec", "nodes",
+          fmt::format("{} x {} GPUs = {} GPUs", spec.nodes, gpus, ranks),
+          fmt::format("at most {} GPUs", kMaxRanks).c_str());
+  const std::int64_t links = rail_fat_tree_links(spec);
+  require(links <= kMaxLinks, "RailFatTreeSpec", "spines",
+          fmt::format("{} with {} nodes: {} links", spec.spines, spec.nodes, links),
+          fmt::format("at most {} links in all: fewer spines or nodes", kMaxLinks).c_str());
+}
+
+std::int64_t rail_fat_tree_links(const RailFatTreeSpec& spec) {
+  const std::int64_t gpus = gpus_of(spec.node), nodes = spec.nodes;
+  const std::int64_t rails = spec.nics_per_node;
+  const std::int64_t leaves = rails * ((nodes + spec.leaf_down_ports - 1) / spec.leaf_down_ports);
+  // Per node: each GPU to its NVSwitch or PCIe switch (plus a PCIe box's switch uplinks),
+  // each GPU to its NIC, each NIC to its leaf; then each leaf to each spine.
+  std::int64_t server = gpus;
+  if (const auto* box = std::get_if<PcieBoxSpec>(&spec.node))
+    server += (gpus + box->gpus_per_switch - 1) / box->gpus_per_switch;
+  const std::int64_t per_node = server + gpus + rails;
+  const std::int64_t spine_cables = leaves > 1 ? leaves * spec.spines : 0;
+  return 2 * (nodes * per_node + spine_cables);
 }
 
 void validate(const FlatSwitchSpec& spec) { validate_npu_fabric(spec, "FlatSwitchSpec"); }

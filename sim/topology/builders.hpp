@@ -3,6 +3,7 @@
 // (workloads/cluster.cpp maps cluster files onto these specs). Every builder validates its
 // spec and throws std::invalid_argument naming the offending field. Bandwidths are per
 // direction of a full-duplex link; latencies are per hop (per directed link).
+#include <cstdint>
 #include <variant>
 #include <vector>
 
@@ -80,6 +81,16 @@ std::vector<VertexId> add_nvswitch_node(Topology& topo, const NvSwitchNodeSpec& 
 std::vector<VertexId> add_pcie_box(Topology& topo, const PcieBoxSpec& spec, int host);
 std::vector<VertexId> add_server(Topology& topo, const NodeSpec& spec, int host);
 int gpus_of(const NodeSpec& spec);
+
+// Size limits every builder checks before allocating anything, so that an absurd spec is
+// refused at once instead of ending in std::bad_alloc, and a rank always fits an int.
+// 2^18 = 262,144 GPUs is above the largest clusters built so far (a few 10^5 GPUs at most);
+// 2^24 directed links is about 10 GiB of topology (run_budget.cpp: ~600 bytes per link).
+inline constexpr std::int64_t kMaxRanks = std::int64_t{1} << 18;
+inline constexpr std::int64_t kMaxLinks = std::int64_t{1} << 24;
+
+// Directed links build_rail_fat_tree(spec) makes (spec's counts >= 1), in 64 bits.
+std::int64_t rail_fat_tree_links(const RailFatTreeSpec& spec);
 
 // Each throws std::invalid_argument("<Spec>.<field>: <value> (expected ...)").
 void validate(const NvSwitchNodeSpec& spec);

@@ -1,0 +1,148 @@
+#include "sim/scenario/run_budget.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "sim/collectives/transfer_count.hpp"
+#include "sim/engine/simulator.hpp"
+#include "sim/network/flow_network.hpp"
+
+namespace overlapsim::sim {
+namespace {
+
+// Resident bytes per item, measured with /usr/bin/time (maximum resident set size) on the
+// 2-core development machine, Release build, 2026-11-26 (benchmarks/results/cpu/
+// memory_guard/README.md has the commands):
+//  - base: `collective --op sendrecv` on h200-8gpu: 8.2 MiB (binary, libraries, parsing).
+//  - per vertex and link: `collective --op sendrecv` on h200-2048node-ndr, 49.1 MiB less the
+//    base over 35,329 vertices + 99,328 directed links: 318 bytes per item (the graph, the
+//    routing adjacency and distance tables, the flow network's per-link solver state).
+//  - per transfer: `collective --op alltoall` per pair over the 1,024 GPUs of
+//    h200-128node-ndr, 148.9 MiB less the 10.0 MiB of that run's base and topology, over
+//    1,047,552 transfers: 139 bytes (the plan's Transfer, the flow network's copy, its cached
+//    route of about 6 links, solver entries).
+//  - per op: assumed, not measured apart: an OpNode (~200 bytes with its name), its edges
+//    and the executor's per-op state, rounded up to 1 KiB.
+constexpr std::uint64_t kBaseBytes = std::uint64_t{8} << 20;
+constexpr std::uint64_t kBytesPerTransfer = 140;
+constexpr std::uint64_t kBytesPerVertex = 320;
+constexpr std::uint64_t kBytesPerLink = 320;
+constexpr std::uint64_t kBytesPerOp = 1024;
+
+std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
+  if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a)
+    return std::numeric_limits<std::uint64_t>::max();
+  return a * b;
+}
+
+std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  return a > std::numeric_limits<std::uint64_t>::max() - b
+             ? std::numeric_limits<std::uint64_t>::max()
+             : a + b;
+}
+
+double gib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024 * 1024); }
+
+RunSize topology_size(const Topology& topo) {
+  RunSize s;
+  s.topology_vertices = topo.num_vertices();
+  s.topology_links = topo.num_links();
+  return s;
+}
+
+}  // namespace
+
+std::uint64_t RunMemoryEstimate::total_bytes() const {
+  return saturating_add(saturating_add(base_bytes, topology_bytes),
+                        saturating_add(graph_bytes, flow_bytes));
+}
+
+std::string RunMemoryEstimate::explain() const {
+  return fmt::format(
+      "about {:.1f} GiB: flows {:.1f} GiB ({} transfers in flight), topology {:.1f} GiB, step "
+      "graph {:.1f} GiB, base {:.1f} GiB",
+      gib(total_bytes()), gib(flow_bytes), transfers, gib(topology_bytes), gib(graph_bytes),
+      gib(base_bytes));
+}
+
+RunMemoryEstimate estimate_run_memory(const RunSize& size) {
+  RunMemoryEstimate e;
+  e.base_bytes = kBaseBytes;
+  e.topology_bytes = saturating_add(saturating_mul(size.topology_vertices, kBytesPerVertex),
+                                    saturating_mul(size.topology_links, kBytesPerLink));
+  e.graph_bytes = saturating_mul(size.ops, kBytesPerOp);
+  e.transfers = size.transfers_in_flight;
+  e.flow_bytes = saturating_mul(size.transfers_in_flight, kBytesPerTransfer);
+  return e;
+}
+
+RunSize collective_run_size(const Topology& topo, const CollectiveRequest& req,
+                            const CollectiveTuning& tuning) {
+  RunSize s = topology_size(topo);
+  Simulator clock;
+  FlowNetwork net(clock, topo);
+  s.transfers_in_flight = peak_group_transfers(net, req, tuning);
+  return s;
+}
+
+RunSize step_run_size(const StepGraph& step, const Topology& topo) {
+  RunSize s = topology_size(topo);
+  for (const RankProgram& rank : step.ranks) s.ops += boost::num_vertices(rank.graph);
+  // The collectives each communicator runs (a set: one count per op kind).
+  std::set<std::pair<int, CollectiveOp>> uses;
+  for (const RankProgram& rank : step.ranks) {
+    for (const OpVertex v : boost::make_iterator_range(boost::vertices(rank.graph))) {
+      const OpNode& op = rank.graph[v];
+      if (op.kind == OpKind::Collective && op.comm_group >= 0 &&
+          static_cast<std::size_t>(op.comm_group) < step.groups.size())
+        uses.emplace(op.comm_group, op.collective);
+    }
+  }
+  Simulator clock;
+  FlowNetwork net(clock, topo);
+  // Background images: every communicator of a used family runs its collectives too.
+  std::set<std::pair<std::string, CollectiveOp>> families;
+  for (const auto& [group, op] : uses)
+    families.emplace(step.groups[static_cast<std::size_t>(group)].family, op);
+  for (std::size_t g = 0; g < step.groups.size(); ++g) {
+    const CommGroup& group = step.groups[g];
+    std::uint64_t most = 0;
+    for (const auto& [family, op] : families) {
+      if (family != group.family) continue;
+      CollectiveRequest req;
+      req.op = op;
+      req.ranks = group.ranks;
+      CollectiveTuning tuning;
+      tuning.pxn = op == CollectiveOp::AllToAll;
+      most = std::max(most, peak_group_transfers(net, req, tuning));
+    }
+    s.transfers_in_flight = saturating_add(s.transfers_in_flight, most);
+  }
+  return s;
+}
+
+std::uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_bytes = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_bytes <= 0) return 0;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_bytes);
+}
+
+std::uint64_t default_memory_limit_bytes() {
+  const std::uint64_t physical = physical_memory_bytes();
+  if (physical == 0) return std::numeric_limits<std::uint64_t>::max();
+  return physical / 5 * 4;
+}
+
+std::optional<std::string> over_memory_budget(const RunMemoryEstimate& estimate,
+                                              std::uint64_t limit_bytes) {
+  if (estimate.total_bytes() <= limit_bytes) return std::nullopt;
+  return fmt::format("the run needs {}, over the limit of {:.1f} GiB", estimate.explain(),
+                     gib(limit_bytes));
+}
+
+}  // namespace overlapsim::sim
