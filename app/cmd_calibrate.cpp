@@ -12,6 +12,7 @@
 #include "app/commands.hpp"
 #include "calibration/calibrate.hpp"
 #include "config/error.hpp"
+#include "config/text.hpp"
 
 namespace overlapsim::app {
 namespace {
@@ -41,7 +42,7 @@ int run_calibrate(const calibration::CalibrateOptions& o) {
           o.suite_path, r.cases_total, r.cases_skipped, o.out_dir, r.estimate_s);
     return kExitOk;
   } catch (const calibration::CalibrateUnavailable& e) {
-    fmt::print(stderr, "error: calibrate: {}\n", e.what());
+    fmt::print(stderr, "error: calibrate: {}\n", config::printable(e.what()));
     return kExitBadInput;
   }
 }
@@ -54,11 +55,14 @@ void add_calibrate_command(CLI::App& app, Runner& selected) {
   sub->add_option("--out", opts->out_dir, "data directory (CSV + manifest.yaml); reruns resume")
       ->required();
   sub->add_option("--suite", opts->suite_path, "suite YAML")->capture_default_str();
+  // 0 is the options' "the suite's", never a GPU count to pass.
   sub->add_option("--gpus", opts->gpus,
-                  "GPUs (ranks) per overlap-bench call (default: the suite's)");
+                  "GPUs (ranks) per overlap-bench call (default: the suite's)")
+      ->check(CLI::Range(1, 1'000'000));
   sub->add_option("--bench", opts->bench, "overlap-bench binary (default: the build tree's)");
   sub->add_option("--case-timeout", opts->timeout_s, "seconds one overlap-bench call may take")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_flag("--dry-run", opts->dry_run,
                 "print the cases left and their estimated device time; run nothing");
   sub->callback([opts, &selected] {

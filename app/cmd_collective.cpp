@@ -106,6 +106,7 @@ Outcome simulate(const CollectiveOptions& o) {
   out.req.root = o.root;
   out.req.peer = o.peer;
 
+  check_output(o.output, "--output");
   workloads::ClusterSpec spec = workloads::load_cluster(o.cluster);
   if (o.nodes) {
     if (*o.nodes < 1 ||

@@ -27,6 +27,7 @@ struct FitOptionsCli {
 
 int run_fit(const FitOptionsCli& o) {
   if (o.out.empty()) throw config::ConfigError("--out: missing (expected a profile YAML path)");
+  config::check_writable(o.out, "--out");
   if (o.write_heldout) {
     const calibration::Manifest m = calibration::load_manifest(o.data_dir);
     if (m.heldout.empty())

@@ -3,10 +3,13 @@
 // Perfetto trace on request. Parses flags, loads the inputs (workloads/scenario_inputs),
 // runs the scenario (sim/scenario) and prints (simulate_report). Fields: docs/simulate.md.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -14,10 +17,10 @@
 
 #include "app/commands.hpp"
 #include "app/memory_budget.hpp"
-#include "app/output.hpp"
 #include "app/simulate_report.hpp"
 #include "config/atomic_file.hpp"
 #include "config/error.hpp"
+#include "config/integers.hpp"
 #include "sim/overlap/registry.hpp"
 #include "sim/profile/profile_load.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -69,17 +72,39 @@ std::vector<int> parse_rank_list(const std::string& text) {
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
-    try {
-      std::size_t used = 0;
-      out.push_back(std::stoi(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
+    const auto v = config::parse_int(item);
+    if (!v || *v < 0 || !config::narrow_int<int>(*v))
       throw config::ConfigError(fmt::format(
           "--trace-ranks: '{}' is not a rank (expected a comma-separated list such as 0,8,16)",
           item));
-    }
+    out.push_back(static_cast<int>(*v));
   }
+  if (!text.empty() && text.back() == ',')
+    throw config::ConfigError(
+        "--trace-ranks: a trailing comma (expected a comma-separated list such as 0,8,16)");
   return out;
+}
+
+// A traced rank must be one the step simulates: a rank past the cluster, or one folded
+// into another rank's class, would give a trace without it.
+void check_trace_ranks(const std::vector<int>& ranks, const workloads::ScenarioInputs& inputs,
+                       bool folded) {
+  const int world = inputs.cluster.num_gpus();
+  std::vector<int> simulated;
+  for (const auto& r : inputs.step.ranks) simulated.push_back(r.rank);
+  for (int rank : ranks) {
+    if (rank >= world)
+      throw config::ConfigError(fmt::format(
+          "--trace-ranks: {} is outside the cluster {} (expected a rank in 0..{})", rank,
+          inputs.cluster.file, world - 1));
+    if (std::find(simulated.begin(), simulated.end(), rank) == simulated.end())
+      throw config::ConfigError(fmt::format(
+          "--trace-ranks: {} is not simulated{} (expected one of the simulated ranks {}{})", rank,
+          folded ? ": folding simulates one rank per class" : "",
+          fmt::join(simulated.begin(), simulated.begin() + std::min<std::ptrdiff_t>(
+                                                               8, std::ssize(simulated)), ","),
+          simulated.size() > 8 ? ",..." : "", folded ? " or --no-fold" : ""));
+  }
 }
 
 // The scenario's options from the flags; every flag value is checked before any file loads.
@@ -148,9 +173,17 @@ int run_simulate(const SimulateOptions& o) {
   request.profile_file = o.profile;
   request.tp = o.tp, request.pp = o.pp, request.dp = o.dp, request.cp = o.cp, request.ep = o.ep;
   request.fold = !o.no_fold;
+  // Output paths are checked before the run, not after minutes of simulating.
+  if (!o.output.empty()) config::check_writable(o.output, "--output");
+  if (!o.trace.empty()) {
+    if (o.design != "all") config::check_writable(o.trace, "--trace");
+    for (const auto& design : options.designs)
+      if (o.design == "all") config::check_writable(per_design_path(o.trace, design), "--trace");
+  }
   // Deliberately never freed: the process exits right after printing, and tearing down
   // ~10^6 small allocations of the step graphs costs a few tenths of a second.
   const auto& inputs = *new workloads::ScenarioInputs(workloads::load_scenario_inputs(request));
+  if (options.trace) check_trace_ranks(options.trace_ranks, inputs, request.fold);
   if (options.gemm_clock == sim::GemmClock::DutyCycle && !inputs.profile.compute.idle_clock_boost)
     throw config::ConfigError(fmt::format(
         "--gemm-clock duty-cycle: {}: compute.idle_clock_boost: missing (expected a profile "
@@ -169,11 +202,14 @@ int run_simulate(const SimulateOptions& o) {
       *new sim::ScenarioResult(workloads::simulate_inputs(inputs, options));
 
   SimulateReport report{inputs, result, memory};
+  // Every output is staged and renamed together at the end: a run that fails part-way
+  // leaves none of them.
+  config::StagedFiles outputs;
   for (const auto& run : result.runs) {
     std::string file;
     if (!run.trace_json.empty()) {
       file = o.design != "all" ? o.trace : per_design_path(o.trace, run.result.design);
-      config::write_file_atomic(file, run.trace_json);
+      outputs.add(file, run.trace_json);
     }
     report.trace_files.push_back(file);
   }
@@ -192,7 +228,13 @@ int run_simulate(const SimulateOptions& o) {
     else
       text = sim::format_profile(inputs.profile) + text;
   }
-  print_or_write(text, o.output);
+  if (o.output.empty()) {
+    outputs.commit();
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  } else {
+    outputs.add(o.output, text);
+    outputs.commit();
+  }
   return kExitOk;
 }
 
@@ -236,11 +278,13 @@ void add_simulate_command(CLI::App& app, Runner& selected) {
                   "without compute")
       ->capture_default_str();
   sub->add_flag("--show-profile", opts->show_profile, "print the loaded profile and its sources");
-  sub->add_option("--tp", opts->tp, "override the model's tensor-parallel size");
-  sub->add_option("--pp", opts->pp, "override the pipeline-parallel size");
-  sub->add_option("--dp", opts->dp, "override the data-parallel size");
-  sub->add_option("--cp", opts->cp, "override the context-parallel size");
-  sub->add_option("--ep", opts->ep, "override the expert-parallel size");
+  // 0 is the "as the model file says" of the options struct, never a size to pass.
+  const CLI::Range positive(1, 1'000'000'000);
+  sub->add_option("--tp", opts->tp, "override the model's tensor-parallel size")->check(positive);
+  sub->add_option("--pp", opts->pp, "override the pipeline-parallel size")->check(positive);
+  sub->add_option("--dp", opts->dp, "override the data-parallel size")->check(positive);
+  sub->add_option("--cp", opts->cp, "override the context-parallel size")->check(positive);
+  sub->add_option("--ep", opts->ep, "override the expert-parallel size")->check(positive);
   sub->callback([opts, &selected] { selected = [opts] { return run_simulate(*opts); }; });
 }
 

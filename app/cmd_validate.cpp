@@ -45,11 +45,14 @@ int run_validate(const ValidateOptions& o) {
   if (o.format != "table" && o.format != "json")
     throw config::ConfigError(fmt::format("--format: '{}' (expected table or json)", o.format));
   if (o.worst < 0) throw config::ConfigError("--worst: negative (expected a count >= 0)");
+  check_output(o.output, "--output");
+  if (o.record) check_output(o.profile, "--record");
   const sim::Profile profile = sim::load_profile(o.profile);
   const auto rows = calibration::read_measurements(o.measurements);
   const workloads::ClusterSpec cluster = workloads::load_cluster(o.cluster);
   calibration::ValidationReport report = calibration::validate(profile, rows, cluster);
   report.measurements_path = o.measurements;
+  config::StagedFiles outputs;
   if (o.record) {
     // The section is committed with the profile: no machine paths in it.
     for (const auto* p : {&o.measurements, &o.cluster, &o.profile})
@@ -57,14 +60,16 @@ int run_validate(const ValidateOptions& o) {
         throw config::ConfigError(fmt::format(
             "--record: '{}' is an absolute path (expected one relative to the repository root)",
             *p));
-    config::write_file_atomic(o.profile, calibration::with_validation_section(
-                                             read_text(o.profile), report, o.measurements,
-                                             o.cluster));
+    outputs.add(o.profile, calibration::with_validation_section(read_text(o.profile), report,
+                                                                o.measurements, o.cluster));
   }
   const std::string text = o.format == "json"
                                ? calibration::format_validation_json(report, o.worst)
                                : calibration::format_validation_table(report, o.worst);
-  print_or_write(text, o.output);
+  // The recorded profile and the report land together or not at all.
+  if (!o.output.empty()) outputs.add(o.output, text);
+  outputs.commit();
+  if (o.output.empty()) print_or_write(text, o.output);
   return kExitOk;
 }
 

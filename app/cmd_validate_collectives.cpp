@@ -116,6 +116,7 @@ void add_validate_collectives_command(CLI::App& app, Runner& selected) {
       if (opts->format != "table" && opts->format != "json")
         throw config::ConfigError(
             fmt::format("--format: '{}' (expected table or json)", opts->format));
+      check_output(opts->output, "--output");
       const auto tables = sim::load_reference_tables(opts->dir);
       const auto result = sim::validate_references(tables, load_machine, sim::kReferenceMinBytes,
                                                    sim::kReferenceMaxBytes, !opts->bare_flows);

@@ -103,6 +103,7 @@ int run_validate_steps(const ValidateStepsOptions& o) {
       throw config::ConfigError(
           fmt::format("--max-error: '{}' (expected a percentage > 0 such as 10%)", o.max_error));
   }
+  check_output(o.output, "--output");
   const auto runs = workloads::load_reference_runs(o.dir);
   std::vector<workloads::ReferenceOutcome> outs;
   std::vector<double> abs_errors;

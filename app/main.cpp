@@ -5,6 +5,7 @@
 
 #include "app/commands.hpp"
 #include "config/error.hpp"
+#include "config/text.hpp"
 
 int main(int argc, char** argv) {
   using namespace overlapsim::app;
@@ -27,7 +28,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --version and the like
+    // One line, like every other bad input (CLI11's own print adds a second).
+    fmt::print(stderr, "error: {}\n", overlapsim::config::printable(e.what()));
     return kExitBadInput;
   }
   try {
@@ -43,11 +46,12 @@ int main(int argc, char** argv) {
     return selected ? selected() : kExitFailure;
   } catch (const overlapsim::config::ConfigError& e) {
     // The one kind of user error: a file, key, flag or value, and what was expected.
-    fmt::print(stderr, "error: {}\n", e.what());
+    // User text inside (a name, a path) is escaped: one line, no terminal control codes.
+    fmt::print(stderr, "error: {}\n", overlapsim::config::printable(e.what()));
     return kExitBadInput;
   } catch (const std::exception& e) {
     // Anything else is a broken invariant of ours, never the user's input.
-    fmt::print(stderr, "internal error: {}\n", e.what());
+    fmt::print(stderr, "internal error: {}\n", overlapsim::config::printable(e.what()));
     return kExitFailure;
   }
 }

@@ -13,4 +13,8 @@ void print_or_write(const std::string& text, const std::string& path) {
     config::write_file_atomic(path, text);
 }
 
+void check_output(const std::string& path, const std::string& flag) {
+  if (!path.empty()) config::check_writable(path, flag);
+}
+
 }  // namespace overlapsim::app

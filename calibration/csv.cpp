@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "config/error.hpp"
+#include "config/text.hpp"
 
 namespace overlapsim::calibration {
 namespace {
@@ -102,6 +104,12 @@ CsvTable parse_csv(std::string_view text, const std::string& file) {
     records.push_back(std::move(rec));
   }
   if (records.empty()) fail(file, 1, 1, "empty file (expected a header row and data rows)");
+  // Fields end up in JSON reports and profile YAML, which must stay UTF-8.
+  for (const CsvRecord& rec : records)
+    for (std::size_t f = 0; f < rec.fields.size(); ++f)
+      if (const auto bad = config::first_invalid_utf8(rec.fields[f]); bad != std::string::npos)
+        fail(file, rec.line, rec.columns[f],
+             fmt::format("field {}: byte {} is not UTF-8 (expected UTF-8 text)", f + 1, bad + 1));
   table.header = records.front().fields;
   for (std::size_t r = 1; r < records.size(); ++r) {
     CsvRecord& rec = records[r];
@@ -119,6 +127,9 @@ CsvTable parse_csv(std::string_view text, const std::string& file) {
 }
 
 CsvTable read_csv(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    fail(path, 1, 1, "is a directory (expected a readable CSV file)");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, 1, 1, "cannot open (expected a readable CSV file)");
   std::ostringstream buffer;

@@ -36,7 +36,7 @@ Manifest load_manifest(const std::string& data_dir) {
   m.file = path;
   m.gpu = root.get_string("gpu");
   if (m.gpu.empty()) root.fail_key("gpu", "empty (expected the GPU name the rows report)");
-  m.gpus = static_cast<int>(root.get_positive_int("gpus"));
+  m.gpus = root.get_positive_int32("gpus");
   sim::read_software(root, m.driver, m.cuda, m.nccl, m.host, m.date);
   m.suite = root.get_string("suite", "");
   m.suite_hash = root.get_string("suite_hash", "");
@@ -50,7 +50,7 @@ Manifest load_manifest(const std::string& data_dir) {
     f.check_keys(std::vector<std::string>{"path", "gpus", "origin"});
     ManifestFile mf;
     mf.path = f.get_string("path");
-    mf.gpus = static_cast<int>(f.get_positive_int("gpus"));
+    mf.gpus = f.get_positive_int32("gpus");
     mf.origin = f.get_string("origin", "");
     if (mf.gpus > m.gpus)
       f.fail_key("gpus", fmt::format("{} is more than the machine's {} (expected 1..{})", mf.gpus,

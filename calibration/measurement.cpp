@@ -4,9 +4,11 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include "calibration/calibrate_csv.hpp"
 #include "config/error.hpp"
+#include "config/integers.hpp"
 
 namespace overlapsim::calibration {
 namespace {
@@ -20,15 +22,20 @@ const char* kOverlapBenchColumns =
       fmt::format("{}:{}:{}: {}", t.file, r.line, r.columns[static_cast<std::size_t>(col)], msg));
 }
 
-std::int64_t get_int(const CsvTable& t, const CsvRecord& r, int col, std::int64_t min) {
+std::int64_t get_int(const CsvTable& t, const CsvRecord& r, int col, std::int64_t min,
+                     std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
   const std::string& s = r.fields[static_cast<std::size_t>(col)];
-  std::int64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || v < min)
+  const auto v = config::parse_int(s);
+  if (!v || *v < min || *v > max)
     fail_at(t, r, col,
-            fmt::format("{}: '{}' (expected an integer >= {})",
-                        t.header[static_cast<std::size_t>(col)], s, min));
-  return v;
+            fmt::format("{}: '{}' (expected an integer from {} to {})",
+                        t.header[static_cast<std::size_t>(col)], s, min, max));
+  return *v;
+}
+
+// A count held in an int: past INT_MAX is an error, never wrapped.
+int get_int32(const CsvTable& t, const CsvRecord& r, int col, int min) {
+  return static_cast<int>(get_int(t, r, col, min, std::numeric_limits<int>::max()));
 }
 
 double get_time_s(const CsvTable& t, const CsvRecord& r, int col) {
@@ -79,22 +86,25 @@ std::vector<Measurement> parse_measurements(const CsvTable& table) {
     m.driver = text(1);
     m.cuda = text(2);
     m.nccl = text(3);
-    m.world = static_cast<int>(get_int(table, r, c(4), 1));
+    m.world = get_int32(table, r, c(4), 1);
     m.op = text(5);
     m.design = text(6);
     m.dtype = text(7);
     if (m.op.empty()) fail_at(table, r, c(5), "op: empty (expected an op such as gemm, allreduce)");
     if (m.design.empty()) fail_at(table, r, c(6), "design: empty (expected a design name)");
+    if (m.dtype != "bf16" && m.dtype != "fp16" && m.dtype != "fp8" && m.dtype != "fp32")
+      fail_at(table, r, c(7),
+              fmt::format("dtype: unknown dtype '{}' (expected bf16, fp16, fp8 or fp32)", m.dtype));
     m.m = get_int(table, r, c(8), 0);
     m.n = get_int(table, r, c(9), 0);
     m.k = get_int(table, r, c(10), 0);
     m.bytes = static_cast<std::uint64_t>(get_int(table, r, c(11), 0));
-    m.chunks = static_cast<int>(get_int(table, r, c(12), 0));
+    m.chunks = get_int32(table, r, c(12), 0);
     m.time_s = get_time_s(table, r, c(13));
     m.time_min_s = get_time_s(table, r, c(14));
     m.time_max_s = get_time_s(table, r, c(15));
     m.wrong = static_cast<std::uint64_t>(get_int(table, r, c(16), 0));
-    if (ctas_col >= 0) m.ctas = static_cast<int>(get_int(table, r, ctas_col, 0));
+    if (ctas_col >= 0) m.ctas = get_int32(table, r, ctas_col, 0);
     if (case_col >= 0) m.case_key = r.fields[static_cast<std::size_t>(case_col)];
     out.push_back(std::move(m));
   }

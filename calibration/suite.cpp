@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "calibration/manifest.hpp"
@@ -30,12 +31,14 @@ std::vector<std::string> string_list(const ConfigNode& node) {
   return out;
 }
 
-std::vector<std::int64_t> int_list(const ConfigNode& node, std::int64_t min) {
+std::vector<std::int64_t> int_list(const ConfigNode& node, std::int64_t min,
+                                   std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
   if (!node.is_sequence() || node.size() == 0) node.fail("expected a non-empty list of integers");
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::int64_t v = node.at(i).as_int();
     if (v < min) node.at(i).fail(fmt::format("{} (expected an integer >= {})", v, min));
+    if (v > max) node.at(i).fail(fmt::format("{} (expected an integer <= {})", v, max));
     out.push_back(v);
   }
   return out;
@@ -197,7 +200,7 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
   suite.file = name;
   suite.name = root.get_string("name");
   suite.hash = fnv1a64_hex(yaml);
-  suite.gpus = static_cast<int>(root.get_positive_int("gpus", 1));
+  suite.gpus = root.get_positive_int32("gpus", 1);
   std::string dtype = "bf16";
   int warmup = 3, iterations = 10;
   double min_time_s = 0, warmup_s = 0;
@@ -205,8 +208,8 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
     d->check_keys(
         std::vector<std::string>{"dtype", "warmup", "iterations", "min_time", "warmup_time"});
     dtype = d->get_enum("dtype", {"bf16", "fp16", "fp8"}, dtype);
-    warmup = static_cast<int>(d->get_int("warmup", warmup));
-    iterations = static_cast<int>(d->get_positive_int("iterations", iterations));
+    warmup = d->get_int32("warmup", warmup);
+    iterations = d->get_positive_int32("iterations", iterations);
     min_time_s = steady_time(*d, "min_time", 0);
     warmup_s = steady_time(*d, "warmup_time", 0);
   }
@@ -221,8 +224,8 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
     SuiteCase base;
     base.section = s.get_string("name");
     base.dtype = s.get_enum("dtype", {"bf16", "fp16", "fp8"}, dtype);
-    base.warmup = static_cast<int>(s.get_int("warmup", warmup));
-    base.iterations = static_cast<int>(s.get_positive_int("iterations", iterations));
+    base.warmup = s.get_int32("warmup", warmup);
+    base.iterations = s.get_positive_int32("iterations", iterations);
     base.table_rows = s.get_int("table_rows", 0);
     base.min_time_s = steady_time(s, "min_time", min_time_s);
     base.warmup_s = steady_time(s, "warmup_time", warmup_s);
@@ -251,7 +254,8 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
           .fail("dtype fp8 is for op: gemm with designs: [cublas] or [cublas_block128] only "
                 "(cuBLASLt's FP8 GEMM, per-tensor or block-scaled)");
     if (s.has("chunks"))
-      for (auto c : int_list(s.child("chunks"), 1)) base.chunks.push_back(static_cast<int>(c));
+      for (auto c : int_list(s.child("chunks"), 1, std::numeric_limits<int>::max()))
+        base.chunks.push_back(static_cast<int>(c));
     std::vector<std::string> shapes;
     if (s.has("grid")) {
       const ConfigNode g = s.child("grid");
@@ -268,7 +272,7 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
     std::vector<std::uint64_t> bytes;
     if (s.has("bytes")) bytes = bytes_list(s.child("bytes"));
     std::vector<std::int64_t> ctas = {0};
-    if (s.has("ctas")) ctas = int_list(s.child("ctas"), 0);
+    if (s.has("ctas")) ctas = int_list(s.child("ctas"), 0, std::numeric_limits<int>::max());
     for (const auto& op : ops) {
       if (op == "interference") {
         if (shapes.empty() || bytes.empty())

@@ -4,8 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "config/error.hpp"
+#include "config/integers.hpp"
 
 namespace overlapsim::workloads {
 
@@ -226,9 +228,9 @@ std::vector<int> get_int_list(const ConfigNode& parent, const std::string& key) 
     parent.fail_key(key, "expected a non-empty list of integers such as [512, 256, 128]");
   std::vector<int> out;
   for (std::size_t i = 0; i < list.size(); ++i) {
-    std::int64_t v = list.at(i).as_int();
+    const int v = list.at(i).as_int32();
     if (v < 1) list.at(i).fail(fmt::format("{} is not positive (expected an integer >= 1)", v));
-    out.push_back(static_cast<int>(v));
+    out.push_back(v);
   }
   return out;
 }
@@ -427,6 +429,29 @@ void check_divides(const ModelSpec& spec, const std::string& key, long long divi
                          value, value));
 }
 
+// value must be a multiple of `what` = multiple (the key names value).
+void check_multiple(const ModelSpec& spec, const std::string& key, long long value,
+                    const std::string& what, long long multiple) {
+  if (multiple > 0 && value % multiple != 0)
+    fail_key(spec, key,
+             fmt::format("{} is not a multiple of {} = {} (expected a multiple of {})", value, what,
+                         multiple, multiple));
+}
+
+// a·b·... of parallel sizes, each at most 10^9 (get_int_in); the key names the product
+// when it passes what an int64 holds.
+long long checked_product(const ModelSpec& spec, const std::string& key, const std::string& what,
+                          std::initializer_list<long long> factors) {
+  long long out = 1;
+  for (long long f : factors) {
+    const auto next = config::checked_mul(out, f);
+    if (!next)
+      fail_key(spec, key, fmt::format("{} is too large (expected a product below 2^63)", what));
+    out = *next;
+  }
+  return out;
+}
+
 int layers_per_middle_stage(const ModelSpec& spec) {
   const auto& p = spec.parallelism;
   int middle = spec.transformer.layers - p.first_stage_layers - p.last_stage_layers;
@@ -468,8 +493,9 @@ void validate_model(const ModelSpec& spec) {
       fail_key(spec, "dlrm.interaction", "dcn needs dcn_layers >= 1 and dcn_rank >= 1");
     if (spec.dlrm.tables.empty()) fail_key(spec, "dlrm.tables", "empty (expected at least one)");
     if (p.dp > 0)
-      check_divides(spec, "training.global_batch", 1LL * p.dp * std::max(tr.micro_batch, 1),
-                    tr.micro_batch > 0 ? "micro_batch·dp" : "dp", tr.global_batch);
+      check_multiple(spec, "training.global_batch", tr.global_batch,
+                     tr.micro_batch > 0 ? "micro_batch·dp" : "dp",
+                     1LL * p.dp * std::max(tr.micro_batch, 1));
     return;
   }
 
@@ -546,15 +572,17 @@ void validate_model(const ModelSpec& spec) {
                fmt::format("layers = {} minus first/last stage layers leaves {} for {} other "
                            "stages (expected a positive multiple of {})",
                            t.layers, rest, stages, std::max(stages, 1)));
-  } else if (t.layers % (p.pp * p.virtual_stages) != 0) {
+  } else if (const long long slices = 1LL * p.pp * p.virtual_stages; t.layers % slices != 0) {
+    // Both factors are at most 10^9, so the product fits a long long (an int would wrap
+    // to 0 at 65536·65536 and the modulo would trap).
     fail_key(spec, "parallelism.pp",
              fmt::format("pp·virtual_stages = {} does not divide layers = {} (expected a "
                          "divisor, or set first_stage_layers/last_stage_layers)",
-                         p.pp * p.virtual_stages, t.layers));
+                         slices, t.layers));
   }
   if (p.dp > 0) {
-    check_divides(spec, "training.global_batch", 1LL * p.dp * tr.micro_batch, "micro_batch·dp",
-                  tr.global_batch);
+    check_multiple(spec, "training.global_batch", tr.global_batch, "micro_batch·dp",
+                   1LL * p.dp * tr.micro_batch);
     long long microbatches = tr.global_batch / (1LL * p.dp * tr.micro_batch);
     if (p.virtual_stages > 1 && microbatches % p.pp != 0)
       fail_key(spec, "parallelism.virtual_stages",
@@ -567,7 +595,8 @@ void validate_model(const ModelSpec& spec) {
 ModelSpec resolve_for_world(const ModelSpec& spec, int world_size, int gpus_per_node) {
   ModelSpec r = spec;
   auto& p = r.parallelism;
-  long long model_parallel = 1LL * p.tp * p.pp * p.cp;
+  const long long model_parallel =
+      checked_product(spec, "parallelism", "tp·pp·cp", {p.tp, p.pp, p.cp});
   if (world_size < 1)
     throw ConfigError(
         fmt::format("{}: GPU count {} is not positive", spec.source_file, world_size));
@@ -578,11 +607,13 @@ ModelSpec resolve_for_world(const ModelSpec& spec, int world_size, int gpus_per_
                            "divide the GPU count so dp can be derived)",
                            model_parallel, world_size));
     p.dp = static_cast<int>(world_size / model_parallel);
-  } else if (model_parallel * p.dp != world_size) {
+  } else if (const long long all =
+                 checked_product(spec, "parallelism.dp", "dp·tp·pp·cp", {model_parallel, p.dp});
+             all != world_size) {
     fail_key(spec, "parallelism.dp",
              fmt::format("dp·tp·pp·cp = {}·{}·{}·{} = {} but the cluster has {} GPUs (expected "
                          "the product to equal the GPU count, or dp: auto)",
-                         p.dp, p.tp, p.pp, p.cp, model_parallel * p.dp, world_size));
+                         p.dp, p.tp, p.pp, p.cp, all, world_size));
   }
   if (gpus_per_node > 0 && gpus_per_node % p.tp != 0)
     fail_key(spec, "parallelism.tp",
@@ -606,7 +637,8 @@ LayerRange stage_layers(const ModelSpec& spec, int stage, int chunk) {
     return {begin, begin + per};
   }
   // Megatron interleaving: chunk c of stage s holds the (c·pp + s)-th slice of layers.
-  int per = layers / (p.pp * p.virtual_stages);
+  const long long slices = 1LL * p.pp * p.virtual_stages;
+  const int per = slices > 0 ? static_cast<int>(layers / slices) : 0;
   int begin = (chunk * p.pp + stage) * per;
   return {begin, begin + per};
 }

@@ -63,8 +63,8 @@ ReferenceTable parse_reference_table(const config::ConfigNode& root) {
     root.fail_key("cluster", fmt::format("'{}' is not a readable file (expected a cluster YAML "
                                          "relative to this file)",
                                          cluster));
-  t.nodes = static_cast<int>(root.get_positive_int("nodes"));
-  t.ranks_per_node = static_cast<int>(root.get_positive_int("ranks_per_node"));
+  t.nodes = root.get_positive_int32("nodes");
+  t.ranks_per_node = root.get_positive_int32("ranks_per_node");
   t.column = root.get_enum("column", {"out-of-place", "in-place"});
 
   const config::ConfigNode src = root.child("source");

@@ -28,7 +28,7 @@ HeldOutErrors parse_heldout_errors(const config::ConfigNode& node) {
     const config::ConfigNode k = kinds.child(kind);
     k.check_keys(std::vector<std::string>{"rows", "median_abs_err", "p90_abs_err"});
     HeldOutError e;
-    e.rows = static_cast<int>(k.get_positive_int("rows"));
+    e.rows = k.get_positive_int32("rows");
     e.median_abs_err = k.get_double("median_abs_err");
     e.p90_abs_err = k.get_double("p90_abs_err");
     if (e.median_abs_err < 0)

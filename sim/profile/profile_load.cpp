@@ -160,17 +160,17 @@ GemmTable parse_gemm_wave_model(const ConfigNode& node) {
         const ConfigNode c = choices.at(i);
         if (!c.is_sequence() || c.size() != 3)
           c.fail("expected [tile_m, tile_n, efficiency] ([0, 0, efficiency]: stream-K)");
-        w.choices.push_back({static_cast<int>(c.at(0).as_int()), static_cast<int>(c.at(1).as_int()),
-                             parse_value(c.at(2), Unit::Plain)});
+        w.choices.push_back(
+            {c.at(0).as_int32(), c.at(1).as_int32(), parse_value(c.at(2), Unit::Plain)});
       }
-      w.max_split_k = static_cast<int>(node.get_int("max_split_k", 1));
+      w.max_split_k = node.get_int32("max_split_k", 1);
     } else {
       if (!tile->is_sequence() || tile->size() != 2)
         tile->fail("expected [tile_m, tile_n], two positive integers, per_shape or best");
-      w.tile_m = static_cast<int>(tile->at(0).as_int());
-      w.tile_n = static_cast<int>(tile->at(1).as_int());
+      w.tile_m = tile->at(0).as_int32();
+      w.tile_n = tile->at(1).as_int32();
     }
-    w.sms = static_cast<int>(node.get_int("sms"));
+    w.sms = node.get_int32("sms");
   }
   w.whole_tiles_below_one_wave =
       node.get_enum("below_one_wave", {"split_k", "whole_tiles"}, "split_k") == "whole_tiles";
@@ -287,8 +287,8 @@ CollectiveProfile parse_collectives(const ConfigNode& node) {
     curve.algo = *parse_algorithm(
         c.get_enum("algorithm", {"ring", "tree", "hierarchical", "direct", "auto"}));
     curve.scope = *parse_comm_scope(c.get_enum("scope", {"intra_node", "inter_node"}));
-    curve.ranks = static_cast<int>(c.get_int("ranks", 0));
-    curve.ctas = static_cast<int>(c.get_int("ctas", 0));
+    curve.ranks = c.get_int32("ranks", 0);
+    curve.ctas = c.get_int32("ctas", 0);
     if (curve.ranks < 0) c.fail_key("ranks", "negative (expected 0 = any, or the size measured)");
     if (curve.ctas < 0) c.fail_key("ctas", "negative (expected 0 = NCCL default, or a count)");
     ConfigNode segs = c.child("segments");
@@ -340,7 +340,7 @@ DeviceInfo parse_device(const ConfigNode& node) {
                                            "source", "citation"});
   DeviceInfo d;
   d.name = node.get_string("name");
-  d.sms = static_cast<int>(node.get_positive_int("sms"));
+  d.sms = node.get_positive_int32("sms");
   read_software(node, d.driver, d.cuda, d.nccl, d.host, d.date);
   parse_provenance(node);  // the SM count is a number the design models use
   return d;

@@ -6,6 +6,8 @@
 #include <set>
 #include <vector>
 
+#include "config/text.hpp"
+
 namespace overlapsim::sim {
 namespace {
 
@@ -21,6 +23,11 @@ std::string micros(double seconds) { return fmt::format("{:.3f}", seconds * 1e6)
 }  // namespace
 
 std::string json_escape(std::string_view text) {
+  // JSON is UTF-8: a name with stray bytes (however it got here) must not make the whole
+  // trace unparseable.
+  const std::string valid =
+      config::is_valid_utf8(text) ? std::string() : config::to_valid_utf8(text);
+  if (!valid.empty()) text = valid;
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
