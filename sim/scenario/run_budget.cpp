@@ -45,7 +45,11 @@ std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
              : a + b;
 }
 
-double gib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024 * 1024); }
+// "3.2 GiB", or "126 MiB" below a GiB, so that a small estimate and limit read apart.
+std::string human(std::uint64_t bytes) {
+  const double mib = static_cast<double>(bytes) / (1024.0 * 1024);
+  return mib < 1024 ? fmt::format("{:.0f} MiB", mib) : fmt::format("{:.1f} GiB", mib / 1024);
+}
 
 RunSize topology_size(const Topology& topo) {
   RunSize s;
@@ -63,10 +67,9 @@ std::uint64_t RunMemoryEstimate::total_bytes() const {
 
 std::string RunMemoryEstimate::explain() const {
   return fmt::format(
-      "about {:.1f} GiB: flows {:.1f} GiB ({} transfers in flight), topology {:.1f} GiB, step "
-      "graph {:.1f} GiB, base {:.1f} GiB",
-      gib(total_bytes()), gib(flow_bytes), transfers, gib(topology_bytes), gib(graph_bytes),
-      gib(base_bytes));
+      "about {}: flows {} ({} transfers in flight), topology {}, step graph {}, base {}",
+      human(total_bytes()), human(flow_bytes), transfers, human(topology_bytes), human(graph_bytes),
+      human(base_bytes));
 }
 
 RunMemoryEstimate estimate_run_memory(const RunSize& size) {
@@ -141,8 +144,8 @@ std::uint64_t default_memory_limit_bytes() {
 std::optional<std::string> over_memory_budget(const RunMemoryEstimate& estimate,
                                               std::uint64_t limit_bytes) {
   if (estimate.total_bytes() <= limit_bytes) return std::nullopt;
-  return fmt::format("the run needs {}, over the limit of {:.1f} GiB", estimate.explain(),
-                     gib(limit_bytes));
+  return fmt::format("the run needs {}, over the limit of {}", estimate.explain(),
+                     human(limit_bytes));
 }
 
 }  // namespace overlapsim::sim
