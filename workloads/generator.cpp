@@ -165,9 +165,11 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
     for (int rank = 0; rank < world_size; ++rank)
       step.representative[rank] = layout.rank_of(0, 0, 0, layout.coord(rank).pp);
   }
+  // Each program is built where it stays: Boost 1.74's adjacency_list has no move
+  // constructor, so pushing a finished program copied its whole graph.
   step.ranks.reserve(ranks.size());
   for (int rank : ranks) {
-    sim::RankProgram program;
+    sim::RankProgram& program = step.ranks.emplace_back();
     program.rank = rank;
     program.multiplicity = multiplicity;
     const RankGroups groups = table.groups_of(rank);
@@ -177,7 +179,6 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
     } else {
       emit_transformer_rank(r, layout, rank, groups, program.graph);
     }
-    step.ranks.push_back(std::move(program));
   }
   total_flops(step);
   if (r.kind == ModelKind::Dlrm) {

@@ -8,6 +8,23 @@ namespace overlapsim::sim::detail {
 
 std::vector<std::vector<int>> group_by_host(const NetworkApi& net, std::span<const int> members) {
   std::vector<std::vector<int>> groups;
+  // Small communicators (every send/recv of a step) search their few hosts in a list:
+  // building a hash table per launch cost more than the rest of NCCL's cost estimate.
+  constexpr std::size_t kListMaxMembers = 16;
+  if (members.size() <= kListMaxMembers) {
+    int hosts[kListMaxMembers];
+    for (int r : members) {
+      const int host = net.host_of(r);
+      std::size_t i = 0;
+      while (i < groups.size() && hosts[i] != host) ++i;
+      if (i == groups.size()) {
+        hosts[i] = host;
+        groups.emplace_back();
+      }
+      groups[i].push_back(r);
+    }
+    return groups;
+  }
   std::unordered_map<int, std::size_t> index_of_host;
   for (int r : members) {
     const int host = net.host_of(r);

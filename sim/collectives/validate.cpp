@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/collectives/collective.hpp"
@@ -16,19 +17,27 @@ void validate(const CollectiveRequest& req, const NetworkApi& net) {
     throw std::invalid_argument(fmt::format(
         "{}: the communicator (ranks) is empty; give at least one rank", to_string(req.op)));
   const int num_ranks = net.num_ranks();
-  std::vector<int> seen_at(static_cast<std::size_t>(num_ranks), -1);
+  // Small communicators (a send/recv, a TP group) are checked pairwise: a table over the
+  // whole network per launch cost more than the launch.
+  constexpr int kPairwiseMaxRanks = 16;
+  std::vector<int> seen_at(n > kPairwiseMaxRanks ? static_cast<std::size_t>(num_ranks) : 0, -1);
   for (int i = 0; i < n; ++i) {
     const int r = req.ranks[static_cast<std::size_t>(i)];
     if (r < 0 || r >= num_ranks)
       throw std::invalid_argument(
           fmt::format("{}: ranks[{}] = {} is outside the network (ranks 0..{})", to_string(req.op),
                       i, r, num_ranks - 1));
-    int& first = seen_at[static_cast<std::size_t>(r)];
+    int first = -1;
+    if (n <= kPairwiseMaxRanks) {
+      for (int j = 0; j < i && first < 0; ++j)
+        if (req.ranks[static_cast<std::size_t>(j)] == r) first = j;
+    } else {
+      first = std::exchange(seen_at[static_cast<std::size_t>(r)], i);
+    }
     if (first >= 0)
       throw std::invalid_argument(
           fmt::format("{}: rank {} appears twice in the communicator (ranks[{}] and ranks[{}])",
                       to_string(req.op), r, first, i));
-    first = i;
   }
   if (req.op == CollectiveOp::Broadcast && (req.root < 0 || req.root >= n))
     throw std::invalid_argument(fmt::format(

@@ -4,7 +4,15 @@
 #include <limits>
 #include <string>
 
+#include "sim/engine/dary_heap.hpp"
+
 namespace overlapsim::sim {
+
+namespace {
+// Children per node of the event heap: pops walk half the levels of a binary heap, and a
+// node's four children share a cache line or two.
+constexpr std::size_t kHeapArity = 4;
+}  // namespace
 
 EventId Simulator::schedule(double delay_s, Callback cb) {
   if (std::isnan(delay_s) || delay_s < 0.0)
@@ -18,27 +26,29 @@ EventId Simulator::schedule_at(double time_s, Callback cb) {
     throw std::invalid_argument("Simulator::schedule_at: time must be finite and >= now(), got " +
                                 std::to_string(time_s));
   if (!cb) throw std::invalid_argument("Simulator::schedule: empty callback");
-  std::uint32_t slot;
+  std::uint32_t index;
   if (!free_slots_.empty()) {
-    slot = free_slots_.back();
+    index = free_slots_.back();
     free_slots_.pop_back();
   } else {
-    slot = static_cast<std::uint32_t>(slots_.size());
-    slots_.emplace_back();
+    if ((num_slots_ & (kChunkSlots - 1)) == 0)
+      chunks_.push_back(std::make_unique<Slot[]>(kChunkSlots));
+    index = num_slots_++;
   }
-  Slot& s = slots_[slot];
+  Slot& s = slot(index);
   s.cb = std::move(cb);
   s.live = true;
   ++s.generation;
-  queue_.push(Event{time_s, next_seq_++, slot});
-  return (static_cast<EventId>(slot) + 1) << 32 | s.generation;
+  queue_.push_back(Event{time_s, next_seq_++, index});
+  dary_push_heap<kHeapArity>(queue_, Event::earlier);
+  return (static_cast<EventId>(index) + 1) << 32 | s.generation;
 }
 
 bool Simulator::cancel(EventId id) {
   if (id == kNoEvent) return false;
   const std::uint64_t slot_plus_one = id >> 32;
-  if (slot_plus_one == 0 || slot_plus_one > slots_.size()) return false;
-  Slot& s = slots_[slot_plus_one - 1];
+  if (slot_plus_one == 0 || slot_plus_one > num_slots_) return false;
+  Slot& s = slot(static_cast<std::uint32_t>(slot_plus_one - 1));
   if (!s.live || s.generation != static_cast<std::uint32_t>(id & 0xffffffffu)) return false;
   s.live = false;
   s.cb = nullptr;
@@ -48,23 +58,23 @@ bool Simulator::cancel(EventId id) {
 
 bool Simulator::pop_one(double limit_s) {
   while (!queue_.empty()) {
-    const Event ev = queue_.top();
-    Slot& s = slots_[ev.slot];
+    const Event ev = queue_.front();
+    Slot& s = slot(ev.slot);
     if (!s.live) {  // cancelled: drop it without advancing time, recycle the slot
-      queue_.pop();
+      dary_pop_heap<kHeapArity>(queue_, Event::earlier);
       --cancelled_pending_;
       free_slots_.push_back(ev.slot);
       continue;
     }
     if (ev.time_s > limit_s) return false;
-    queue_.pop();
+    dary_pop_heap<kHeapArity>(queue_, Event::earlier);
     now_s_ = ev.time_s;
-    Callback cb = std::move(s.cb);
-    s.cb = nullptr;
     s.live = false;
-    free_slots_.push_back(ev.slot);
     ++processed_;
-    cb();
+    // Run in place: the slot is neither moved nor reused until the callback returns.
+    s.cb();
+    s.cb = nullptr;
+    free_slots_.push_back(ev.slot);
     return true;
   }
   return false;

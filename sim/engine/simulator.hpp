@@ -4,10 +4,11 @@
 // Ordering is (time, sequence number), so events at equal times run in the order they
 // were scheduled and every run of the same input is bit-for-bit identical.
 #include <cstdint>
-#include <functional>
-#include <queue>
+#include <memory>
 #include <stdexcept>
 #include <vector>
+
+#include "sim/engine/callback.hpp"
 
 namespace overlapsim::sim {
 
@@ -16,7 +17,7 @@ inline constexpr EventId kNoEvent = 0;
 
 class Simulator {
  public:
-  using Callback = std::function<void()>;
+  using Callback = sim::Callback;
 
   // Runs `cb` at now() + delay_s. Throws std::invalid_argument for negative or NaN delays.
   EventId schedule(double delay_s, Callback cb);
@@ -40,22 +41,29 @@ class Simulator {
     double time_s;
     std::uint64_t seq;
     std::uint32_t slot;
-    // Ordered so std::priority_queue pops the smallest (time, seq) first.
-    bool operator<(const Event& o) const {
-      return time_s != o.time_s ? time_s > o.time_s : seq > o.seq;
+    // The heap's order: the smallest (time, seq) first.
+    static bool earlier(const Event& a, const Event& b) {
+      return a.time_s != b.time_s ? a.time_s < b.time_s : a.seq < b.seq;
     }
   };
   bool pop_one(double limit_s);
 
   // Callbacks live in recycled slots so memory tracks pending events, not all events.
   // An EventId is (slot + 1) << 32 | generation, so a stale id never cancels a reused slot.
+  // Slots sit in fixed-size chunks that never move, so a callback runs where it was stored
+  // even while it schedules others (no move out per event); its slot is recycled after.
   struct Slot {
     Callback cb;
     std::uint32_t generation = 0;
     bool live = false;
   };
-  std::priority_queue<Event> queue_;
-  std::vector<Slot> slots_;
+  static constexpr std::uint32_t kChunkBits = 8;
+  static constexpr std::uint32_t kChunkSlots = 1u << kChunkBits;
+  Slot& slot(std::uint32_t i) { return chunks_[i >> kChunkBits][i & (kChunkSlots - 1)]; }
+
+  std::vector<Event> queue_;  // 4-ary min-heap by Event::earlier
+  std::vector<std::unique_ptr<Slot[]>> chunks_;
+  std::uint32_t num_slots_ = 0;
   std::vector<std::uint32_t> free_slots_;
   std::uint64_t next_seq_ = 1;
   std::uint64_t processed_ = 0;

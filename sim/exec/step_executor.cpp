@@ -114,14 +114,14 @@ void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
       programs[p].program->graph[v].stream == StreamKind::Compute)
     run_segment(p, v, duration_s, 0);
   else
-    compute_for(p, v, duration_s, [this, p, v] { finish(p, v); });
+    begin_compute(p, v, duration_s, [this, p, v] { finish(p, v); });
 }
 
 // Like a paired design's group (sim/overlap/paired_design.cpp): run for the work left as if
 // at full rate, then for the work lost while communication of the rank moved data.
 void StepExecutor::Impl::run_segment(int p, OpVertex v, double duration_s, int round) {
   const double busy0 = comm_busy_s(p);
-  compute_for(p, v, duration_s, [this, p, v, busy0, round] {
+  begin_compute(p, v, duration_s, [this, p, v, busy0, round] {
     const double slow = options.concurrent_comm_slowdown;
     const double lost = (comm_busy_s(p) - busy0) * (1 - 1 / slow);
     if (lost > 1e-12) {
@@ -153,6 +153,11 @@ double StepExecutor::Impl::comm_busy_s(int p) {
 
 void StepExecutor::Impl::compute_for(int p, OpVertex v, double duration_s,
                                      std::function<void()> on_done) {
+  begin_compute(p, v, duration_s, std::move(on_done));
+}
+
+void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
+                                       Simulator::Callback on_done) {
   ProgramState& ps = programs[p];
   OpState& st = ps.ops[v];
   const double t = now();

@@ -11,7 +11,7 @@
 
 namespace overlapsim::sim {
 
-void StepExecutor::Impl::complete_later(std::function<void()> fn) {
+void StepExecutor::Impl::complete_later(Simulator::Callback fn) {
   if (launching)
     simulator().schedule(0.0, std::move(fn));
   else

@@ -113,6 +113,9 @@ struct StepExecutor::Impl final : ExecContext {
   void run_for(int p, OpVertex v, double duration_s) override;
   void run_comm(int p, OpVertex v) override;
   void compute_for(int p, OpVertex v, double duration_s, std::function<void()> on_done) override;
+  // compute_for's work, with the continuation scheduled as given (the executor's own
+  // callers pass lambdas, kept inline in the event rather than in a std::function).
+  void begin_compute(int p, OpVertex v, double duration_s, Simulator::Callback on_done);
   void launch_comm_part(int p, OpVertex v, std::uint64_t bytes, int part,
                         std::function<void()> on_done) override;
   void finish_op(int p, OpVertex v) override { finish(p, v); }
@@ -131,7 +134,7 @@ struct StepExecutor::Impl final : ExecContext {
   void try_head(int p, int stream);
   void hand_to_design(int p, OpVertex v);
   void finish(int p, OpVertex v);
-  void complete_later(std::function<void()> fn);
+  void complete_later(Simulator::Callback fn);
   void join_collective(int p, OpVertex v, std::uint64_t bytes, int part,
                        std::function<void()> on_done);
   void launch_collective(int group, Rendezvous rv);

@@ -7,11 +7,12 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "sim/engine/dary_heap.hpp"
 #include "sim/engine/simulator.hpp"
-#include "sim/network/dary_heap.hpp"
 #include "sim/network/maxmin.hpp"
 #include "sim/network/route_cache.hpp"
 
@@ -187,6 +188,12 @@ struct FlowNetwork::Impl {
   EventId solve_event = kNoEvent;
   EventId completion_event = kNoEvent;
   double completion_time_s = 0;
+
+  // path_estimate answers by pair (RouteCache::pair_key): collectives ask for the same few
+  // pairs at every launch (NCCL's cost of each call), and a route walk per question was a
+  // tenth of a step's simulation. Bounded: past the limit the cache starts over.
+  static constexpr std::size_t kMaxEstimates = std::size_t{1} << 16;
+  std::unordered_map<std::uint64_t, PathEstimate> estimates;
 };
 
 void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on_done,
@@ -526,10 +533,16 @@ std::optional<PathEstimate> FlowNetwork::path_estimate(int src_rank, int dst_ran
     topo.gpu_vertex(src_rank);  // range check
     return PathEstimate{0.0, std::numeric_limits<double>::infinity()};
   }
-  const std::vector<LinkId> path = topo.route(src_rank, dst_rank, 0);
+  const std::uint64_t key = RouteCache::pair_key(src_rank, dst_rank);
+  auto& cache = impl_->estimates;
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  const std::vector<LinkId> path = topo.route(src_rank, dst_rank, 0);  // throws for bad ranks
   double narrowest_Bps = std::numeric_limits<double>::infinity();
   for (LinkId id : path) narrowest_Bps = std::min(narrowest_Bps, topo.link(id).bandwidth_Bps);
-  return PathEstimate{topo.path_latency_s(path), narrowest_Bps};
+  const PathEstimate estimate{topo.path_latency_s(path), narrowest_Bps};
+  if (cache.size() >= Impl::kMaxEstimates) cache.clear();
+  cache.emplace(key, estimate);
+  return estimate;
 }
 
 void FlowNetwork::set_aggregate_min_transfers(std::size_t min_transfers) {

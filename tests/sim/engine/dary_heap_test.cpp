@@ -1,4 +1,4 @@
-#include "sim/network/dary_heap.hpp"
+#include "sim/engine/dary_heap.hpp"
 
 #include <gtest/gtest.h>
 
