@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Simulator speed benchmark: how long the simulator takes, not
 # how long the simulated collective takes. Prints CSV
-#   case,ranks,bytes,sim_wall_s,events,events_per_s,peak_rss_bytes
+#   case,ranks,bytes,sim_wall_s,events,events_per_s,peak_rss_bytes,cpu_s
 # and writes it to benchmarks/results/sim_speed.csv (atomically: temp file + rename).
+# cpu_s is the command's user + system CPU time: on a shared machine wall time grows with
+# the load, CPU time much less.
 #
 # Each case is one function that ends in `csv_row`; to add one, write a function and
 # list it in CASES. `run_collective_case` covers `overlapsim collective` runs.
 #
 # Environment: OVERLAPSIM_BUILD (default <repo>/build), SIM_SPEED_CSV (output path),
-# SIM_SPEED_CASES (space-separated subset of CASES to run).
+# SIM_SPEED_CASES (space-separated subset of CASES to run), SIM_SPEED_NO_BUILD=1 (time the
+# binary as it is, without building it first).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,11 +32,35 @@ json_field() {
   sed -n "s/^  \"$1\": \\([^,]*\\),\\{0,1\\}\$/\\1/p" | head -n 1 | tr -d '"'
 }
 
-# csv_row CASE RANKS BYTES SIM_WALL_S EVENTS PEAK_RSS_BYTES
+# csv_row CASE RANKS BYTES SIM_WALL_S EVENTS PEAK_RSS_BYTES CPU_S
 csv_row() {
   local events_per_s
   events_per_s=$(awk -v e="$5" -v w="$4" 'BEGIN { if (w > 0) printf "%.0f", e / w; else print 0 }')
-  echo "$1,$2,$3,$4,$5,$events_per_s,$6"
+  echo "$1,$2,$3,$4,$5,$events_per_s,$6,$7"
+}
+
+# cpu_s_of FILE: user + system CPU seconds of finished children in a `times` listing.
+cpu_s_of() {
+  awk 'NR == 2 {
+    n = 0
+    for (i = 1; i <= 2; ++i) { split($i, ms, "m"); sub("s", "", ms[2]); n += ms[1] * 60 + ms[2] }
+    printf "%.3f", n
+  }' "$1"
+}
+
+# run_timed VAR ARGS...: runs ARGS (stdout into VAR) and sets CPU_S to its CPU seconds.
+# `times` runs in this shell (a subshell would have no children of its own to report).
+run_timed() {
+  local __var=$1 __tmp __out
+  shift
+  __tmp=$(mktemp)
+  times >"$__tmp.0"
+  __out=$("$@")
+  times >"$__tmp.1"
+  CPU_S=$(awk -v a="$(cpu_s_of "$__tmp.1")" -v b="$(cpu_s_of "$__tmp.0")" \
+    'BEGIN { printf "%.3f", a - b }')
+  rm -f "$__tmp" "$__tmp.0" "$__tmp.1"
+  printf -v "$__var" '%s' "$__out"
 }
 
 # run_collective_case CASE ARGS...: one `overlapsim collective` run, one CSV row.
@@ -41,10 +68,10 @@ run_collective_case() {
   local name=$1
   shift
   local json
-  json=$("$BIN" collective "$@" --format json)
+  run_timed json "$BIN" collective "$@" --format json
   csv_row "$name" "$(json_field ranks <<<"$json")" "$(json_field bytes <<<"$json")" \
     "$(json_field sim_wall_s <<<"$json")" "$(json_field events <<<"$json")" \
-    "$(json_field peak_rss_bytes <<<"$json")"
+    "$(json_field peak_rss_bytes <<<"$json")" "$CPU_S"
 }
 
 # Target < 0.1 s.
@@ -72,9 +99,9 @@ run_simulate_case() {
   local name=$1
   shift
   local json
-  json=$("$BIN" simulate "$@" --format json)
+  run_timed json "$BIN" simulate "$@" --format json
   csv_row "$name" "$(json_field gpus <<<"$json")" 0 "$(json_field wall_s <<<"$json")" \
-    "$(json_field events <<<"$json")" "$(json_field peak_rss_bytes <<<"$json")"
+    "$(json_field events <<<"$json")" "$(json_field peak_rss_bytes <<<"$json")" "$CPU_S"
 }
 
 MODELS=$ROOT/workloads/models
@@ -139,10 +166,10 @@ CASES=(
 )
 
 main() {
-  build_if_needed
+  [[ -n ${SIM_SPEED_NO_BUILD:-} ]] || build_if_needed
   local selected=("${CASES[@]}")
   if [[ -n ${SIM_SPEED_CASES:-} ]]; then read -r -a selected <<<"$SIM_SPEED_CASES"; fi
-  local rows="case,ranks,bytes,sim_wall_s,events,events_per_s,peak_rss_bytes"
+  local rows="case,ranks,bytes,sim_wall_s,events,events_per_s,peak_rss_bytes,cpu_s"
   local c row
   for c in "${selected[@]}"; do
     row=$("$c")
