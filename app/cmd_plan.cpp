@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "config/atomic_file.hpp"
 #include "config/error.hpp"
 #include "planning/planner.hpp"
+#include "planning/ranks.hpp"
 #include "planning/reports.hpp"
 #include "reports/plan_html.hpp"
 #include "sim/overlap/registry.hpp"
@@ -131,12 +133,21 @@ int run_plan_command(const PlanFlags& f) {
   o.limits.max_micro_batch = f.max_micro_batch;
   o.limits.max_cp = f.max_cp;
   o.simulate_top = f.simulate_top;
-  const unsigned cores = std::thread::hardware_concurrency();
-  o.threads = f.threads > 0 ? f.threads : static_cast<int>(cores > 0 ? cores : 1);
+  // Under mpirun the ranks on a host share its cores.
+  const planning::Ranks& ranks = planning::Ranks::world();
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  o.threads = f.threads > 0 ? f.threads : std::max(1, cores / ranks.local_size());
   o.state_file = (std::filesystem::path(f.out) / ".plan-state.jsonl").string();
   o.resume = f.resume;
   o.progress = f.progress || isatty(STDERR_FILENO);
-  const planning::PlanResult result = planning::run_plan(o);
+  planning::PlanResult result;
+  try {
+    result = planning::run_plan(o);
+  } catch (const config::ConfigError&) {
+    if (ranks.root()) throw;
+    return kExitBadInput;  // every rank fails alike; rank 0 says why
+  }
+  if (!ranks.root()) return kExitOk;  // rank 0 writes the reports
   planning::write_plan_reports(f.out, result);
   config::write_file_atomic(
       (std::filesystem::path(f.out) / "index.html").string(),
@@ -146,9 +157,9 @@ int run_plan_command(const PlanFlags& f) {
   const auto& n = result.counts;
   fmt::print(
       "plan of {}: {} configurations, {} rejected for memory, {} pruned, {} simulated ({} "
-      "runs) in {:.1f} s on {} threads\n",
-      result.model_name, n.enumerated, n.rejected, n.pruned, n.simulated, n.runs, wall_s,
-      o.threads);
+      "runs) in {:.1f} s on {} threads{}\n",
+      result.model_name, n.enumerated, n.rejected, n.pruned, n.simulated, n.runs, wall_s, o.threads,
+      ranks.size() > 1 ? fmt::format(" x {} MPI ranks", ranks.size()) : "");
   if (result.cheapest) {
     const auto& p = result.point(*result.cheapest);
     const auto& r = result.run(*result.cheapest);

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "config/atomic_file.hpp"
@@ -60,31 +62,73 @@ std::string fingerprint(const std::string& text) {
   return fmt::format("{:016x}", h);
 }
 
-PlanState::PlanState(const std::string& path, const std::string& fp, bool resume) : path_(path) {
+namespace {
+
+// Reads a state file's finished points into `into`; false where there is no file.
+// config::ConfigError for a file written for other inputs.
+bool read_state(const std::string& path, const std::string& header,
+                std::map<std::string, SimulatedPoint>& into) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return false;
+  if (line != header)
+    throw config::ConfigError(
+        fmt::format("--resume: {}: written for other inputs (expected the same model, clusters, "
+                    "profiles and designs as the interrupted run; drop --resume to start afresh)",
+                    path));
+  while (std::getline(in, line))
+    if (auto p = from_state_line(line)) into[p->key] = std::move(*p);
+  return true;
+}
+
+// The files other ranks of an earlier run appended to: `path` + ".rank<r>".
+std::vector<std::string> rank_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string prefix = p.filename().string() + ".rank";
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+PlanState::PlanState(const std::string& path, const std::string& fp, bool resume,
+                     const Ranks& ranks)
+    : path_(ranks.root() ? path : fmt::format("{}.rank{}", path, ranks.rank())) {
   const std::string header = ordered_json{{"fingerprint", fp}}.dump();
-  bool keep = false;
-  if (resume) {
-    std::ifstream in(path);
-    std::string line;
-    if (in && std::getline(in, line)) {
-      if (line != header)
-        throw config::ConfigError(fmt::format(
-            "--resume: {}: written for other inputs (expected the same model, clusters, "
-            "profiles and designs as the interrupted run; drop --resume to start afresh)",
-            path));
-      keep = true;
-      while (std::getline(in, line))
-        if (auto p = from_state_line(line)) finished_[p->key] = std::move(*p);
+  std::string failure;
+  if (ranks.root()) {
+    try {
+      // Rewrite the good lines (atomically), so a torn last line does not glue onto the next
+      // append; the other ranks' files are folded in and removed.
+      bool keep = resume && read_state(path, header, finished_);
+      const std::vector<std::string> others = rank_files(path);
+      if (resume)
+        for (const auto& f : others) keep = read_state(f, header, finished_) || keep;
+      std::string text = header + '\n';
+      if (keep)
+        for (const auto& [key, p] : finished_) text += to_state_line(p) + '\n';
+      config::write_file_atomic(path, text);
+      for (const auto& f : others) std::filesystem::remove(f);
+    } catch (const std::exception& e) {
+      failure = e.what();
+      if (ranks.size() == 1) throw;
     }
   }
-  // Rewrite the good lines (atomically), so a torn last line does not glue onto the next
-  // append.
-  std::string text = header + '\n';
-  if (keep)
-    for (const auto& [key, p] : finished_) text += to_state_line(p) + '\n';
-  config::write_file_atomic(path, text);
-  out_.open(path, std::ios::app);
-  if (!out_) throw std::runtime_error(fmt::format("{}: cannot open for appending", path));
+  // Every rank waits for rank 0's merge and fails with it.
+  const std::string root_failure = ranks.all_gather(failure).front();
+  if (!root_failure.empty()) throw config::ConfigError(root_failure);
+  if (!ranks.root()) {
+    if (resume) read_state(path, header, finished_);
+    config::write_file_atomic(path_, header + '\n');
+  }
+  out_.open(path_, std::ios::app);
+  if (!out_) throw std::runtime_error(fmt::format("{}: cannot open for appending", path_));
 }
 
 const SimulatedPoint* PlanState::find(const std::string& key) const {

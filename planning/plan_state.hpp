@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "planning/plan_result.hpp"
+#include "planning/ranks.hpp"
 
 namespace overlapsim::planning {
 
@@ -33,7 +34,11 @@ class PlanState {
  public:
   // Opens `path` for appending. resume: keeps the finished points of a file with the same
   // fingerprint (config::ConfigError for another fingerprint); otherwise starts it afresh.
-  PlanState(const std::string& path, const std::string& fingerprint, bool resume);
+  // Under MPI (a collective: every rank constructs it) rank r > 0 appends to its own file,
+  // `path` + ".rank<r>", and rank 0 first folds every such file of an earlier run into
+  // `path`, so a run resumes whatever ranks finished, at any rank count.
+  PlanState(const std::string& path, const std::string& fingerprint, bool resume,
+            const Ranks& ranks = Ranks());
 
   const SimulatedPoint* find(const std::string& key) const;
   // Thread-safe; the line is flushed before it returns.

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -16,6 +19,7 @@
 #include "planning/plan_state.hpp"
 #include "planning/prescreen.hpp"
 #include "planning/progress.hpp"
+#include "planning/ranks.hpp"
 #include "planning/sweep.hpp"
 #include "sim/profile/profile_load.hpp"
 #include "workloads/memory_model.hpp"
@@ -100,10 +104,86 @@ std::string format_s(double s) { return fmt::format("{:.4g} s", s); }
 // A group: one cluster at one node count; its feasible points in the order they are timed.
 struct Group {
   std::vector<std::size_t> order;
-  std::size_t next = 0;
-  int simulated = 0;
-  std::map<std::string, std::pair<double, std::size_t>> best;  // design -> (step, point)
+  double cost = 0;  // the simulation work its chain is expected to take (relative)
 };
+
+using SimulateFn = std::function<SimulatedPoint(std::size_t)>;
+using PruneFn = std::function<void(std::size_t, std::string)>;
+
+// Walks a group's chain: its candidates in order until `top` are simulated; a candidate is
+// pruned when its lower bound exceeds a step time every design already reached on the same
+// GPUs, and the rest beyond the cap are pruned. `prune` may be null.
+void walk_group(const Group& g, const std::vector<PlanPoint>& points, int top, std::size_t designs,
+                const SimulateFn& simulate, const PruneFn& prune) {
+  std::map<std::string, std::pair<double, std::size_t>> best;  // design -> (step, point)
+  int simulated = 0;
+  std::size_t next = 0;
+  for (; next < g.order.size() && simulated < top; ++next) {
+    const std::size_t i = g.order[next];
+    const PlanPoint& p = points[i];
+    // The step time every design already reaches on these GPUs.
+    double reached = 0;
+    std::size_t by = 0;
+    if (best.size() == designs)
+      for (const auto& [design, b] : best)
+        if (b.first > reached) reached = b.first, by = b.second;
+    if (reached > 0 && p.lower_bound_s > reached) {
+      if (prune)
+        prune(i, fmt::format(
+                     "lower bound {} exceeds {}, which every design reaches with {} on the same "
+                     "GPUs",
+                     format_s(p.lower_bound_s), format_s(reached), points[by].config.key()));
+      continue;
+    }
+    const SimulatedPoint s = simulate(i);
+    ++simulated;
+    for (const PlanRun& r : s.runs) {
+      auto it = best.find(r.design);
+      if (it == best.end() || r.step_time_s < it->second.first) best[r.design] = {r.step_time_s, i};
+    }
+  }
+  if (prune)
+    for (; next < g.order.size(); ++next) {
+      const PlanPoint& p = points[g.order[next]];
+      prune(g.order[next],
+            fmt::format("beyond the simulation cap: the {} configurations with the lowest "
+                        "analytic estimates on these GPUs were simulated (this one: estimate {}, "
+                        "lower bound {})",
+                        top, format_s(p.estimate_s), format_s(p.lower_bound_s)));
+    }
+}
+
+// The simulator's work for one configuration, relative: it runs every micro-batch of every
+// layer of one pipeline (identical data-parallel ranks are folded), once per design.
+double simulation_cost(const ModelSpec& model, const PlanConfig& c) {
+  const double microbatches = static_cast<double>(model.training.global_batch) /
+                              (static_cast<double>(c.dp) * c.micro_batch);
+  return microbatches * std::max(1, model.transformer.layers);
+}
+
+// Deals the groups to `ranks` ranks, dearest first, each to the least loaded rank (ties:
+// the lowest): the longest-processing-time rule. Deterministic: every rank computes it.
+std::vector<int> deal_groups(std::vector<Group>& groups, const std::vector<PlanPoint>& points,
+                             const ModelSpec& model, int top, int ranks) {
+  std::vector<std::size_t> by_cost(groups.size());
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    Group& g = groups[gi];
+    g.cost = 0;
+    for (std::size_t k = 0; k < g.order.size() && k < static_cast<std::size_t>(top); ++k)
+      g.cost += simulation_cost(model, points[g.order[k]].config);
+    by_cost[gi] = gi;
+  }
+  std::stable_sort(by_cost.begin(), by_cost.end(),
+                   [&](std::size_t a, std::size_t b) { return groups[a].cost > groups[b].cost; });
+  std::vector<double> load(static_cast<std::size_t>(ranks), 0.0);
+  std::vector<int> owner(groups.size(), 0);
+  for (std::size_t gi : by_cost) {
+    const auto least = std::min_element(load.begin(), load.end()) - load.begin();
+    owner[gi] = static_cast<int>(least);
+    load[static_cast<std::size_t>(least)] += groups[gi].cost;
+  }
+  return owner;
+}
 
 }  // namespace
 
@@ -277,87 +357,105 @@ PlanResult run_plan(const PlanOptions& o) {
                     o.model_file, fmt::join(o.cluster_files, ", "), fmt::join(o.nodes, ","), why));
   }
 
-  // Time the survivors in rounds: each round takes the next candidate of every group, so
-  // which points run (and which are pruned) does not depend on the thread count.
+  // Time the survivors. Each (cluster, node count) group is a chain: its candidates run one
+  // after another, lowest estimate first, and what a finished one reached decides whether
+  // the next is pruned; chains are independent of each other. So which points run (and
+  // which are pruned) depends on neither the thread count nor the MPI ranks: the groups
+  // are dealt to the ranks, each rank runs its chains on its threads, the ranks exchange
+  // their results, and every rank replays every chain from the exchanged results.
+  const Ranks& ranks = o.ranks ? *o.ranks : Ranks::world();
   std::optional<PlanState> state;
   if (!o.state_file.empty()) {
     const auto parent = std::filesystem::path(o.state_file).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent);
-    state.emplace(o.state_file, plan_fingerprint(o), o.resume);
+    if (!parent.empty() && ranks.root()) std::filesystem::create_directories(parent);
+    state.emplace(o.state_file, plan_fingerprint(o), o.resume, ranks);
   }
+  const std::vector<int> owner =
+      deal_groups(groups, res.points, model, o.simulate_top, ranks.size());
+  std::vector<std::size_t> mine;  // this rank's groups, dearest first
+  for (std::size_t gi = 0; gi < groups.size(); ++gi)
+    if (owner[gi] == ranks.rank()) mine.push_back(gi);
+  std::stable_sort(mine.begin(), mine.end(),
+                   [&](std::size_t a, std::size_t b) { return groups[a].cost > groups[b].cost; });
   std::size_t planned = 0;
-  for (const Group& g : groups)
-    planned += std::min<std::size_t>(g.order.size(), static_cast<std::size_t>(o.simulate_top));
-  ProgressLine progress(o.progress, planned);
-  for (;;) {
-    std::vector<std::size_t> batch;
-    for (Group& g : groups) {
-      while (g.next < g.order.size() && g.simulated < o.simulate_top) {
-        const std::size_t i = g.order[g.next++];
-        PlanPoint& p = res.points[i];
-        // The step time every design already reaches on these GPUs.
-        double reached = 0;
-        std::size_t by = 0;
-        if (g.best.size() == o.designs.size())
-          for (const auto& [design, best] : g.best)
-            if (best.first > reached) reached = best.first, by = best.second;
-        if (reached > 0 && p.lower_bound_s > reached) {
-          p.status = PointStatus::Pruned;
-          p.reason = fmt::format(
-              "lower bound {} exceeds {}, which every design reaches with {} on the same GPUs",
-              format_s(p.lower_bound_s), format_s(reached), res.points[by].config.key());
-          continue;
-        }
-        batch.push_back(i);
-        ++g.simulated;
-        break;
-      }
-    }
-    if (batch.empty()) break;
-    std::size_t total = 0;
-    for (const Group& g : groups)
-      total += static_cast<std::size_t>(g.simulated) +
-               std::min<std::size_t>(g.order.size() - g.next,
-                                     static_cast<std::size_t>(o.simulate_top - g.simulated));
-    progress.set_total(total);
-    std::vector<SimulatedPoint> sims(batch.size());
-    parallel_for(batch.size(), std::max(o.threads, 1), [&](std::size_t k) {
-      const PlanConfig& c = res.points[batch[k]].config;
-      if (const SimulatedPoint* done = state ? state->find(c.key()) : nullptr) {
-        sims[k] = *done;
-      } else {
-        sims[k] =
-            simulate_point(model, clusters[static_cast<std::size_t>(c.cluster)].spec, c, o.designs);
-        if (state) state->append(sims[k]);
-      }
-      progress.advance();
+  for (std::size_t gi : mine)
+    planned +=
+        std::min<std::size_t>(groups[gi].order.size(), static_cast<std::size_t>(o.simulate_top));
+  ProgressLine progress(o.progress && ranks.root(), planned);
+  std::vector<std::vector<SimulatedPoint>> finished(groups.size());
+  std::atomic<std::size_t> shortfall{0};  // planned points the chains pruned
+  std::string failure;                    // this rank's first error, sent to the others
+  std::exception_ptr error;
+  try {
+    parallel_for(mine.size(), std::max(o.threads, 1), [&](std::size_t k) {
+      const std::size_t gi = mine[k];
+      walk_group(
+          groups[gi], res.points, o.simulate_top, o.designs.size(),
+          [&](std::size_t i) -> SimulatedPoint {
+            const PlanConfig& c = res.points[i].config;
+            SimulatedPoint s;
+            if (const SimulatedPoint* done = state ? state->find(c.key()) : nullptr) {
+              s = *done;
+            } else {
+              s = simulate_point(model, clusters[static_cast<std::size_t>(c.cluster)].spec, c,
+                                 o.designs);
+              if (state) state->append(s);
+            }
+            finished[gi].push_back(s);
+            progress.advance();
+            return s;
+          },
+          nullptr);
+      shortfall +=
+          std::min<std::size_t>(groups[gi].order.size(), static_cast<std::size_t>(o.simulate_top)) -
+          finished[gi].size();
+      progress.set_total(planned - shortfall);
     });
-    for (std::size_t k = 0; k < batch.size(); ++k) {
-      PlanPoint& p = res.points[batch[k]];
-      p.tokens_per_step = sims[k].tokens_per_step;
-      p.runs = std::move(sims[k].runs);
-      Group* g = nullptr;
-      for (Group& candidate : groups)
-        if (std::find(candidate.order.begin(), candidate.order.end(), batch[k]) !=
-            candidate.order.end())
-          g = &candidate;
-      for (const PlanRun& r : p.runs) {
-        auto it = g->best.find(r.design);
-        if (it == g->best.end() || r.step_time_s < it->second.first)
-          g->best[r.design] = {r.step_time_s, batch[k]};
-      }
-    }
+  } catch (const config::ConfigError& e) {
+    error = std::current_exception();
+    failure = std::string("config\t") + e.what();
+  } catch (const std::exception& e) {
+    error = std::current_exception();
+    failure = std::string("other\t") + e.what();
   }
   progress.finish();
-  for (Group& g : groups)
-    for (; g.next < g.order.size(); ++g.next) {
-      PlanPoint& p = res.points[g.order[g.next]];
-      p.status = PointStatus::Pruned;
-      p.reason = fmt::format(
-          "beyond the simulation cap: the {} configurations with the lowest analytic estimates "
-          "on these GPUs were simulated (this one: estimate {}, lower bound {})",
-          o.simulate_top, format_s(p.estimate_s), format_s(p.lower_bound_s));
+  // Exchange: one line per simulated configuration (the resume file's text), or the error.
+  std::string text = failure.empty() ? "ok\n" : "error\t" + failure;
+  if (failure.empty())
+    for (std::size_t gi : mine)
+      for (const SimulatedPoint& s : finished[gi]) text += to_state_line(s) + '\n';
+  const std::vector<std::string> all = ranks.all_gather(text);
+  if (error) std::rethrow_exception(error);
+  std::map<std::string, SimulatedPoint> results;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    std::istringstream in(all[r]);
+    std::string line;
+    std::getline(in, line);
+    if (line.rfind("error\t", 0) == 0) {
+      const std::string rest = line.substr(6);
+      const std::string message = rest.substr(rest.find('\t') + 1);
+      if (rest.rfind("config\t", 0) == 0) throw config::ConfigError(message);
+      throw std::runtime_error(fmt::format("rank {}: {}", r, message));
     }
+    while (std::getline(in, line))
+      if (auto s = from_state_line(line)) results[s->key] = std::move(*s);
+  }
+  for (Group& g : groups)
+    walk_group(
+        g, res.points, o.simulate_top, o.designs.size(),
+        [&](std::size_t i) -> SimulatedPoint {
+          PlanPoint& p = res.points[i];
+          const auto it = results.find(p.config.key());
+          if (it == results.end())
+            throw std::logic_error("plan: a rank did not return " + p.config.key());
+          p.tokens_per_step = it->second.tokens_per_step;
+          p.runs = it->second.runs;
+          return it->second;
+        },
+        [&](std::size_t i, std::string reason) {
+          res.points[i].status = PointStatus::Pruned;
+          res.points[i].reason = std::move(reason);
+        });
   for (const PlanPoint& p : res.points) {
     res.counts.rejected += p.status == PointStatus::Rejected;
     res.counts.pruned += p.status == PointStatus::Pruned;

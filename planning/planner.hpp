@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "planning/plan_result.hpp"
+#include "planning/ranks.hpp"
 #include "planning/search_space.hpp"
 
 namespace overlapsim::planning {
@@ -25,6 +26,9 @@ struct PlanOptions {
   std::string state_file;  // the resume file; empty: none
   bool resume = false;
   bool progress = false;
+  // The ranks sharing the sweep; null: Ranks::world() (every rank of an mpirun launch, or
+  // this process alone). Every rank returns the same result.
+  const Ranks* ranks = nullptr;
 };
 
 // Throws config::ConfigError for bad input: unreadable files, an empty search space, a
