@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -58,17 +59,19 @@ CollectivePrediction collective_time_s(const sim::Profile& profile, const sim::T
   sim::validate(req, net);
   CollectivePrediction out;
   auto on_done = [&] { out.time_s = simulator.now(); };
+  // The cost model outlives this block: the callbacks it schedules run in simulator.run().
+  std::optional<CollectiveCostModel> costs;
   if (flow) {
     // What `simulate` charges a collective the profile has no curve for: the flows on the
     // cluster's links plus NCCL's launch, step latencies and protocol efficiency.
     static const sim::CollectiveProfile no_curves;
-    CollectiveCostModel costs(no_curves, net, CollectiveTimingOptions{});
-    costs.launch(req, on_done);
+    costs.emplace(no_curves, net, CollectiveTimingOptions{});
+    costs->launch(req, on_done);
   } else {
-    CollectiveCostModel costs(profile.collectives, net, timing);
-    out.path = costs.path(op, world, costs.intra_host(req.ranks));
+    costs.emplace(profile.collectives, net, timing);
+    out.path = costs->path(op, world, costs->intra_host(req.ranks));
     if (out.path == CollectivePath::Cluster) return out;
-    costs.launch(req, on_done);
+    costs->launch(req, on_done);
   }
   simulator.run();
   if (out.time_s < 0) throw std::logic_error("collective did not complete");
