@@ -469,6 +469,7 @@ def main():
   ap.add_argument("--findings", help="folder to save each non-clean case in (input + command)")
   ap.add_argument("--json", help="write the counts here as JSON")
   args = ap.parse_args()
+  args.bin = os.path.abspath(args.bin)  # each case runs in its own folder
   if not os.access(args.bin, os.X_OK):
     print(f"cli_fuzz.py: {args.bin}: not an executable (expected --bin build/app/overlapsim)",
           file=sys.stderr)
