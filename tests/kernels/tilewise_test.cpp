@@ -1262,7 +1262,10 @@ TEST(TilewiseCopyEngineGpu, BackToBackCallsWithoutHostSync) {
       {CollectiveOp::ReduceScatter, CopyEnginePhase2::CopyEngine},
       {CollectiveOp::AllToAll, CopyEnginePhase2::CopyEngine}};
   if (world == 2) passes.emplace_back(CollectiveOp::AllReduce, CopyEnginePhase2::Epilogue);
-  for (const auto& [op, phase2] : passes) {
+  for (const auto& pass : passes) {
+    // Plain variables, not a structured binding: clang 14 cannot capture those in a lambda.
+    const CollectiveOp op = pass.first;
+    const CopyEnginePhase2 phase2 = pass.second;
     std::vector<std::uint64_t> diff(static_cast<std::size_t>(world), 1);
     const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
       cudaStream_t s = ctx.compute_stream;
