@@ -232,7 +232,7 @@ void CollectiveCostModel::launch_with_nccl_costs(const CollectiveRequest& req,
   run.algo = cost.algo;
   CollectiveTuning tuning = options_.tuning;
   tuning.pxn = cost.pxn;
-  const double stretch = 1.0 / cost.efficiency;
+  const double stretch = cost.pipeline_stretch / cost.efficiency;
   const double wire_s = cost.wire_latency_s;
   net_.simulator().schedule(
       cost.latency_s, [this, run, tuning, stretch, wire_s, done = std::move(on_done)]() mutable {

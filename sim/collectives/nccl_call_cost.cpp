@@ -72,13 +72,16 @@ NcclCallCost nccl_call_cost(const CollectiveRequest& req, const NetworkApi& net)
   c.latency_s = pick->software_latency_s;
   c.wire_latency_s = pick->wire_latency_s;
   c.efficiency = pick->efficiency * (c.nodes > 1 ? kNetAchievedFraction : 1.0);
+  c.pipeline_stretch = pick->pipeline_stretch;
   return c;
 }
 
 std::string describe(const NcclCallCost& cost) {
-  return fmt::format("{}/{}, {:.1f} us + network / {:.3f}{}",
+  const std::string fill =
+      cost.pipeline_stretch != 1 ? fmt::format(" x {:.2f} fill", cost.pipeline_stretch) : "";
+  return fmt::format("{}/{}, {:.1f} us + network / {:.3f}{}{}",
                      cost.nvls_tree ? "nvlstree" : to_string(cost.algo), to_string(cost.protocol),
-                     cost.latency_s * 1e6, cost.efficiency, cost.pxn ? " (PXN)" : "");
+                     cost.latency_s * 1e6, cost.efficiency, fill, cost.pxn ? " (PXN)" : "");
 }
 
 }  // namespace overlapsim::sim::detail

@@ -27,6 +27,7 @@ struct NcclCallCost {
   Protocol protocol = Protocol::Simple;
   double latency_s = 0;       // waited before the flows start
   double efficiency = 1;      // network time beyond the wire latency x 1 / efficiency
+  double pipeline_stretch = 1;  // and x this: the fill of NCCL's chunked pipeline
   double wire_latency_s = 0;  // the part of the network time that is hop latency
   bool pxn = false;           // all-to-all through the peer's rail
   bool nvls_tree = false;     // NCCL's NVLSTree, run as the tree's flows

@@ -36,6 +36,19 @@ double ll_max_bw_Bps(int nodes) {
 
 }  // namespace
 
+double nvls_tree_pipeline_stretch(std::uint64_t bytes, int nodes, int heads) {
+  if (bytes == 0 || nodes < 2 || heads < 1) return 1;
+  const double round_chunks = static_cast<double>(kNvlsChannelsHopper) * heads;
+  double chunk = kNvlsChunk_bytes;
+  if (nodes >= kNvlsTreeMaxChunkMinNodes) chunk = std::min(chunk, kNvlsTreeMaxChunkManyNodes_bytes);
+  const double b = static_cast<double>(bytes);
+  for (const ChunkShrink& s : kNvlsTreeChunkShrink)
+    if (b < s.rounds * round_chunks * chunk && chunk > s.max_bytes) chunk = s.max_bytes;
+  const double rounds = std::max(1.0, std::ceil(b / (round_chunks * chunk)));
+  const double stages = 2 + log2_floor(static_cast<std::uint64_t>(nodes));
+  return (rounds + stages - 1) / rounds;
+}
+
 const char* to_string(Protocol p) {
   switch (p) {
     case Protocol::LL:
@@ -162,9 +175,13 @@ std::vector<CostEstimate> nccl_costs(CollectiveOp op, std::uint64_t bytes, const
     const double bus = std::min(2 * kNvlsEfficiencyHopper * shape.bus_bandwidth_Bps,
                                 (nodes <= 2 ? 2.0 : 1.0) * shape.bus_bandwidth_Bps);
     const double algbw = bus * n / nsteps;
+    // nvlsEfficiency is NCCL's factor on the NVLS (intra-node) bandwidth; the tree's flows
+    // model the network part, which moves at the NIC path's rate (nccl_call_cost), so their
+    // efficiency is 1. The pipeline fill is what NCCL's model leaves out.
+    const int heads = std::max(1, static_cast<int>(std::lround(ppn)));
     out.push_back({Algorithm::Tree, Protocol::Simple, lat_us * kUs, algbw,
                    lat_us * kUs + bytes_d / algbw, std::max(0.0, lat_us - wire_us) * kUs,
-                   wire_us * kUs, kNvlsEfficiencyHopper, true});
+                   wire_us * kUs, 1.0, true, nvls_tree_pipeline_stretch(bytes, nodes, heads)});
   }
   std::stable_sort(out.begin(), out.end(), [](const CostEstimate& a, const CostEstimate& b) {
     return a.time_s < b.time_s;

@@ -50,7 +50,19 @@ struct CostEstimate {
   // NVLSTree: NVLink SHARP inside the hosts, a tree across them; a flow simulation runs the
   // tree's flows for it.
   bool nvls_tree = false;
+  // What NCCL's model leaves out and the run pays: the fill of its chunked pipeline,
+  // (rounds + stages - 1) / rounds, a further stretch of the network time (1: none modelled).
+  double pipeline_stretch = 1;
 };
+
+// NVLSTree's pipeline fill for an all-reduce of `bytes` per rank over `nodes` hosts of
+// `heads` NVLS head ranks each (one per NIC-attached GPU): NCCL moves the message in rounds of
+// kNvlsChannelsHopper x heads chunks (chunk size as src/enqueue.cc picks it), and a chunk
+// passes 2 + log2(nodes) stages: the NVLS reduce-scatter inside its host, one per level of
+// the tree across hosts, and the NVLS all-gather. A pipeline of S stages takes
+// (rounds + S - 1) rounds instead of `rounds`.
+double nvls_tree_pipeline_stretch(std::uint64_t bytes, int nodes, int heads);
+
 
 // Every (algorithm, protocol) NCCL would consider for this op, fastest first. `with_nvls`
 // adds NVLSTree for all-reduce across hosts with NVLink SHARP (shape.nvls); `auto` leaves it

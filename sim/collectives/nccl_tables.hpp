@@ -57,12 +57,33 @@ inline constexpr std::array<std::array<double, 23>, 3> kTreeCorrection = {{
 }};
 
 // NVLSTree (NVLink SHARP inside each node, a tree across nodes; Simple protocol only):
-// baseLatencies 0, hwLatencies NVLink 25 us and NET 20.9 us; latency = NVLink +
-// 2 x log2(nodes) x NET. Bandwidth: min(NVLS intra x 2 (all-reduce pipelines two operations),
-// inter x 2 on <= 2 nodes) with nvlsEfficiency 0.85 on Hopper.
+// baseLatencies 0, hwLatencies NVLink 25 us and NET 14 us; latency = NVLink +
+// 2 x log2(nodes) x NET. The NET row is NCCL 2.26.2's (src/graph/tuning.cc hwLat, the version
+// the published multi-node tables ran; 2.28 raised it to 20.9 us). Bandwidth (2.28 on, the
+// form this model selects by): min(NVLS intra x 2 (all-reduce pipelines two operations),
+// inter x 2 on <= 2 nodes) with nvlsEfficiency 0.85 on Hopper, a factor of the NVLS
+// (intra-node) rate only.
 inline constexpr double kNvlsTreeNvlinkLat_us = 25.0;
-inline constexpr double kNvlsTreeNetLat_us = 20.9;
+inline constexpr double kNvlsTreeNetLat_us = 14.0;
 inline constexpr double kNvlsEfficiencyHopper = 0.85;
+// NVLSTree's chunking (NCCL 2.26.2, src/enqueue.cc calcCollChunking, NVLS_TREE branch; the
+// published tables of workloads/reference/collectives ran 2.26.2): every NVLS channel of every
+// head rank moves one chunk per pipeline round, so a round is nvlsChannels x heads x chunk bytes.
+// NVLS_NCHANNELS_SM90 = 16 (src/transport/nvls.cc, Hopper); NCCL_NVLS_CHUNKSIZE default
+// 128 KiB (src/transport/nvls.cc); NCCL_NVLSTREE_MAX_CHUNKSIZE default: 64 KiB from 4 nodes on,
+// else the NVLS chunk. Smaller messages shrink the chunk: below 32, 16, 4 and 1 rounds' worth
+// of bytes at the current chunk, to at most 256, 128, 64 and 32 KiB.
+inline constexpr int kNvlsChannelsHopper = 16;
+inline constexpr double kNvlsChunk_bytes = 128 * 1024;
+inline constexpr double kNvlsTreeMaxChunkManyNodes_bytes = 64 * 1024;
+inline constexpr int kNvlsTreeMaxChunkMinNodes = 4;
+struct ChunkShrink {
+  double rounds;     // bytes < rounds x (channels x heads x chunk) ...
+  double max_bytes;  // ... caps the chunk at this
+};
+inline constexpr std::array<ChunkShrink, 4> kNvlsTreeChunkShrink = {
+    {{32, 256 * 1024}, {16, 128 * 1024}, {4, 64 * 1024}, {1, 32 * 1024}}};
+
 // NVLink SHARP needs third-generation NVSwitch (NVLink 4, Hopper on): 18 links x 25 GB/s =
 // 450 GB/s per GPU and direction (NVIDIA H100 datasheet). A host whose GPUs reach that rate
 // over NVLink is taken to have it.

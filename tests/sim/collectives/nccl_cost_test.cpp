@@ -84,5 +84,25 @@ TEST(NcclCost, AutoResolvesPointToPointOpsToDirect) {
   EXPECT_EQ(resolve_algorithm(req, net, {}), Algorithm::Ring);
 }
 
+// NVLSTree's chunked pipeline (src/enqueue.cc, NCCL 2.26.2): rounds of 16 NVLS channels x
+// heads chunks, a chunk through 2 + log2(nodes) stages; (rounds + stages - 1) / rounds.
+TEST(NcclCost, NvlsTreePipelineFillFollowsNcclsChunking) {
+  using detail::nvls_tree_pipeline_stretch;
+  constexpr std::uint64_t kMiB = 1 << 20;
+  // 2 nodes x 8 heads, 1 GiB: 128 KiB chunks, 16 MiB rounds, 64 of them, 3 stages.
+  EXPECT_DOUBLE_EQ(nvls_tree_pipeline_stretch(1024 * kMiB, 2, 8), 66.0 / 64.0);
+  // 32 MiB < 4 rounds of 128 KiB chunks: 64 KiB chunks, 8 MiB rounds, 4 of them.
+  EXPECT_DOUBLE_EQ(nvls_tree_pipeline_stretch(32 * kMiB, 2, 8), 6.0 / 4.0);
+  // 4 MiB: 64 KiB, then below one round: 32 KiB, one round of 4 MiB: all 3 stages in turn.
+  EXPECT_DOUBLE_EQ(nvls_tree_pipeline_stretch(4 * kMiB, 2, 8), 3.0);
+  // From 4 nodes on the chunk is at most 64 KiB: 64 MiB in 8 rounds of 8 MiB, 4 stages.
+  EXPECT_DOUBLE_EQ(nvls_tree_pipeline_stretch(64 * kMiB, 4, 8), 11.0 / 8.0);
+  // 8 nodes, 1 GiB: 128 rounds, 5 stages.
+  EXPECT_DOUBLE_EQ(nvls_tree_pipeline_stretch(1024 * kMiB, 8, 8), 132.0 / 128.0);
+  // Fewer heads, smaller rounds: 4 heads x 16 x 128 KiB = 8 MiB, 1 GiB in 128 of them.
+  EXPECT_DOUBLE_EQ(nvls_tree_pipeline_stretch(1024 * kMiB, 2, 4), 130.0 / 128.0);
+  EXPECT_DOUBLE_EQ(nvls_tree_pipeline_stretch(1024 * kMiB, 1, 8), 1.0);
+}
+
 }  // namespace
 }  // namespace overlapsim::sim
