@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "sim/overlap/fused_model.hpp"
 #include "sim/overlap/paired_design.hpp"
 #include "sim/tilewise_plan/copy_engine.hpp"
 #include "sim/tilewise_plan/wave_groups.hpp"
@@ -197,10 +198,10 @@ struct CopyEngineProblem {
 using CopyEnginePlan = tilewise_plan::CopyEnginePlan;
 CopyEnginePlan plan_copy_engine(const CopyEngineProblem& problem);
 
-// One kernel: each CTA computes its tile (or slice) and pushes it to its peers itself.
-// Charges: the in-kernel communication's cost to the op, a latency per pushed tile,
-// pushes of all waves sharing the network at once, the last wave's tail. GEMV+AllReduce,
-// embedding+All-to-All, GEMM+All-to-All, producer side.
+// One kernel: each CTA computes its rows or tiles and stores them into its NVLink peers'
+// buffers itself (sim/overlap/fused_model.hpp). Charges: what the stores cost the op, and
+// the receivers' finish after its last store; no NCCL call. GEMV+AllReduce,
+// embedding+All-to-All, GEMM+All-to-All, producer side, communicators inside one host.
 class FusedDesign final : public PairedDesign {
  public:
   explicit FusedDesign(const Profile& profile);
@@ -211,8 +212,7 @@ class FusedDesign final : public PairedDesign {
                                        std::string& why_not) const override;
 
  private:
-  int slices_, max_groups_;
-  double overhead_, tile_latency_s_, tile_m_, tile_n_;
+  FusedCosts costs_;
 };
 
 // Op and collective on two streams, the op's residency limited to SMs - s (occupancy

@@ -22,7 +22,7 @@ inline Profile design_profile(bool perfect) {
   p.compute = unit_compute_profile(1e15);
   const double ovh = perfect ? 0 : 1;
   const double lat = perfect ? 0 : 10e-6;
-  for (const char* d : {"decomposed", "tilewise", "fused", "shaped"}) {
+  for (const char* d : {"decomposed", "tilewise", "shaped"}) {
     set_param(p, d, "tile_m", 128);
     set_param(p, d, "tile_n", 256);
   }
@@ -42,10 +42,12 @@ inline Profile design_profile(bool perfect) {
     set_param(p, d, "comm_slowdown_reducescatter", 1 + 0.2 * ovh);
     set_param(p, d, "comm_slowdown_alltoall", 1 + 0.8 * ovh);
   }
-  set_param(p, "fused", "compute_overhead_fraction", 0.05 * ovh);
-  set_param(p, "fused", "per_tile_latency_s", perfect ? 0 : 2e-6);
-  set_param(p, "fused", "slices", 8);
-  set_param(p, "fused", "max_groups", 16);
+  set_param(p, "fused", "memory_bound_overhead_fraction", 0.05 * ovh);
+  set_param(p, "fused", "memory_bound_store_Bps", perfect ? 1e300 : 2e12);
+  set_param(p, "fused", "gemm_store_Bps", perfect ? 1e300 : 5e11);
+  set_param(p, "fused", "alltoall_finish_s", perfect ? 0 : 2e-6);
+  set_param(p, "fused", "allreduce_finish_s", lat);
+  set_param(p, "fused", "nvlink_store_Bps", 450e9);
   set_param(p, "shaped", "chunks", 4);
   set_param(p, "shaped", "comm_sms", perfect ? 1 : 16);
   set_param(p, "shaped", "interference_slowdown", 1 + 0.05 * ovh);
