@@ -25,8 +25,8 @@
 //              per-step, beyond the wire the flows pay; for all-to-all a proxy post per
 //              network peer) the collective runs on the flow network, all-to-all across
 //              hosts routed through PXN, and its network time is stretched by 1 / the
-//              protocol's and the NIC path's bandwidth efficiency. `nccl_costs = false` in the
-//              options gives the bare flows.
+//              protocol's and the NIC path's bandwidth efficiency and, for NVLSTree, by its
+//              pipeline fill. `nccl_costs = false` in the options gives the bare flows.
 //
 // A model may instead be given measured (bytes, seconds) points for every collective
 // (validate replays a measured pair with the collective's own alone times): those take the

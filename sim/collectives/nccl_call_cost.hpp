@@ -10,11 +10,13 @@
 //               (LL 1/2, LL128 0.92, tree 0.92 and its size correction), times the
 //               fraction of the line rate the proxy/NIC path reaches across hosts: the
 //               network time is stretched by 1 / efficiency;
+//   fill        NVLSTree's chunked pipeline, which NCCL's selection model leaves out: a
+//               further stretch of (rounds + stages - 1) / rounds (nvls_tree_pipeline_stretch);
 //   routing     all-to-all across hosts through PXN: a rank hands data for a remote peer
 //               to the local GPU on that peer's rail, whose NIC sends it (rail-aligned).
 // The choice of algorithm and protocol is NCCL's (nccl_costs, NVLSTree included on hosts with
-// NVLink SHARP, run as the tree's flows at NVLS efficiency), so the layer runs what NCCL would
-// run.
+// NVLink SHARP, run as the tree's flows at the NIC path's rate), so the layer runs what NCCL
+// would run.
 #include <string>
 
 #include "sim/collectives/collective.hpp"
