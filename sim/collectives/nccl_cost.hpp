@@ -63,7 +63,6 @@ struct CostEstimate {
 // (rounds + S - 1) rounds instead of `rounds`.
 double nvls_tree_pipeline_stretch(std::uint64_t bytes, int nodes, int heads);
 
-
 // Every (algorithm, protocol) NCCL would consider for this op, fastest first. `with_nvls`
 // adds NVLSTree for all-reduce across hosts with NVLink SHARP (shape.nvls); `auto` leaves it
 // out (it has no plan of its own), the cost model's cluster path includes it.

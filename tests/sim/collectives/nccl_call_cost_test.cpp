@@ -135,6 +135,25 @@ TEST(NcclCallCost, ClusterPathIsSoftwareLatencyPlusStretchedFlows) {
   EXPECT_NE(costs.describe(CollectiveOp::AllReduce, 4, false).find("NCCL"), std::string::npos);
 }
 
+// 2 hosts x 8 GPUs whose pairs run at 500 GB/s (NVLink 4 class: NVLink SHARP): a 1 GiB
+// all-reduce is NCCL's NVLSTree, which carries its pipeline fill (8 heads: 64 rounds of
+// 16 MiB through 3 stages) into the call's cost and its description.
+TEST(NcclCallCost, NvlsTreeCallCarriesItsPipelineFill) {
+  Simulator clock;
+  AnalyticNetwork net(clock, 16, 1e-6, 500e9, /*ranks_per_host=*/8);
+  const auto cost = nccl_call_cost(request(CollectiveOp::AllReduce, 16, kGiB), net);
+  ASSERT_TRUE(cost.nvls_tree);
+  EXPECT_DOUBLE_EQ(cost.pipeline_stretch, 66.0 / 64.0);
+  EXPECT_NEAR(cost.efficiency, 48.5 / 50.0, 1e-12);
+  EXPECT_NE(detail::describe(cost).find("x 1.03 fill"), std::string::npos)
+      << detail::describe(cost);
+  // A ring keeps NCCL's own size terms: no fill.
+  const auto ring =
+      nccl_call_cost(request(CollectiveOp::AllReduce, 16, kGiB, Algorithm::Ring), net);
+  EXPECT_DOUBLE_EQ(ring.pipeline_stretch, 1.0);
+  EXPECT_EQ(detail::describe(ring).find("fill"), std::string::npos);
+}
+
 TEST(NcclCallCost, BareFlowsWhenNcclCostsAreOff) {
   Simulator clock;
   AnalyticNetwork net(clock, 4, 1e-6, 100e9, 2);
