@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""How well the shaped design's GEMM slowdown on fewer SMs matches the shaped kernels' surface.
+
+Reads the shaped runner's surface.csv (cuBLASLt with CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET =
+SMs - S against all SMs; one row per grid point, the GEMM's slowdown repeated per point)
+and prints, over the distinct (ranks, shape, S > 0) points (each the median of its rows),
+the relative error of
+  - the wave quantisation the design uses: ceil(tiles / (SMs - S)) / ceil(tiles / SMs), tiles
+    of tile_m x tile_n (the profile's shaped.tile_m / tile_n),
+  - plain proportion SMs / (SMs - S),
+  - the power law (SMs / (SMs - S))^e with e fitted by least squares in log space.
+Deterministic. docs/designs.md ("The shaped GEMM on fewer SMs") quotes its output.
+
+Usage: calibration/shaped_surface_check.py [SURFACE.csv] [--sms 132] [--tile 128x256]
+"""
+import argparse
+import collections
+import csv
+import math
+import statistics
+
+p = argparse.ArgumentParser()
+p.add_argument("surface", nargs="?", default="benchmarks/results/h100x4/shaped/run2/surface.csv")
+p.add_argument("--sms", type=int, default=132)  # H100 SXM (NVIDIA datasheet)
+p.add_argument("--tile", default="128x256")
+a = p.parse_args()
+tm, tn = (int(x) for x in a.tile.split("x"))
+
+by_point = collections.defaultdict(list)
+with open(a.surface) as f:
+    for r in csv.DictReader(f):
+        s = int(float(r["free_sms"]))
+        if 0 < s < a.sms:
+            key = (r["world"], int(r["m"]), int(r["n"]), int(r["k"]), s)
+            by_point[key].append(float(r["gemm_slowdown"]))
+points = {k: statistics.median(v) for k, v in by_point.items()}
+
+
+def report(name, predict):
+    errs = [(predict(k) - v) / v for k, v in points.items()]
+    rms = math.sqrt(sum(e * e for e in errs) / len(errs))
+    print("%-34s RMS %5.1f %%  mean %+5.1f %%  max |err| %5.1f %%" %
+          (name, 100 * rms, 100 * sum(errs) / len(errs), 100 * max(abs(e) for e in errs)))
+
+
+def waves(k):
+    _, m, n, _, s = k
+    tiles = math.ceil(m / tm) * math.ceil(n / tn)
+    return math.ceil(tiles / (a.sms - s)) / math.ceil(tiles / a.sms)
+
+
+x = {k: math.log(a.sms / (a.sms - k[4])) for k in points}
+e = sum(x[k] * math.log(v) for k, v in points.items()) / sum(x[k] ** 2 for k in points)
+print("%d points from %s" % (len(points), a.surface))
+report("wave quantisation, %dx%d tiles" % (tm, tn), waves)
+report("proportion SMs/(SMs-S)", lambda k: a.sms / (a.sms - k[4]))
+report("power law, e = %.4g" % e, lambda k: math.exp(e * x[k]))
