@@ -85,7 +85,7 @@ Outcome run(const RedistributeOptions& o) {
     const sim::Profile profile = sim::load_profile(cluster->gpu->profile_path);
     const sim::CollectiveTimingOptions timing = workloads::collective_timing(*cluster);
     for (const auto& p : out.plans) {
-      out.timings.push_back(rd::time_plan(p, topology, profile.collectives, timing));
+      out.timings.push_back(rd::time_plan(p, topology, profile, timing));
       cost.push_back(out.timings.back()->time_s);
     }
   } else {
@@ -141,6 +141,7 @@ std::string to_json(const Outcome& r) {
       if (t) {
         sj["collective"] = t->steps[k].collective;
         sj["time_s"] = t->steps[k].time_s;
+        sj["copy_s"] = t->steps[k].copy_s;
       }
       pj["steps"].push_back(sj);
     }
@@ -164,7 +165,7 @@ std::string plan_table(const rd::Plan& p, const std::optional<rd::PlanTiming>& t
   std::string s = fmt::format("{} plan\n", p.name);
   s += fmt::format("  {:>2}  {:<15} {:<6} {:<28} {:>11} {:>11} {:>11}{}\n", "#", "step", "axes",
                    "layout after", "held/dev", "recv/dev", "buffer",
-                   t ? fmt::format(" {:>10}  {}", "time", "collective") : "");
+                   t ? fmt::format(" {:>10} {:>10}  {}", "time", "copies", "collective") : "");
   if (p.steps.empty()) s += "  (nothing to do: the layouts hold the same blocks)\n";
   for (std::size_t k = 0; k < p.steps.size(); ++k) {
     const rd::Step& st = p.steps[k];
@@ -177,7 +178,8 @@ std::string plan_table(const rd::Plan& p, const std::optional<rd::PlanTiming>& t
                      config::format_bytes(static_cast<std::uint64_t>(st.out_elements) * eb),
                      config::format_bytes(static_cast<std::uint64_t>(most) * eb),
                      config::format_bytes(static_cast<std::uint64_t>(st.buffer_elements) * eb),
-                     t ? fmt::format(" {:>10}  {}", config::format_duration(t->steps[k].time_s),
+                     t ? fmt::format(" {:>10} {:>10}  {}", config::format_duration(t->steps[k].time_s),
+                                     config::format_duration(t->steps[k].copy_s),
                                      t->steps[k].collective)
                        : "");
   }

@@ -6,19 +6,25 @@
 // A permute or an all-to-allv is its send/recv pairs, all at once (an NCCL group of
 // ncclSend/ncclRecv); an all-to-all, all-gather, reduce-scatter or all-reduce is that
 // collective with nccl-tests' sizes.
-// Local slices are not charged (a copy at HBM rate, the same in both plans' last step).
+// Around each step the local copies of its recipe (recipe.hpp: packing into send buffers,
+// unpacking from receive buffers, the device's own piece, slices that are not a view) are
+// charged as memory-bound ops of the profile's compute model: bytes read + written over
+// (HBM bandwidth x the measured memory efficiency at that size) + the launch overhead, each
+// copy one launch. A step lasts the slowest device's copies before the call, the call, then
+// the slowest device's copies after it.
 #include <string>
 #include <vector>
 
 #include "redistribution/plan.hpp"
 #include "sim/collectives/collective_cost_model.hpp"
-#include "sim/profile/collective_profile.hpp"
+#include "sim/profile/profile.hpp"
 #include "sim/topology/topology.hpp"
 
 namespace overlapsim::redistribution {
 
 struct StepTiming {
-  double time_s = 0;
+  double time_s = 0;  // copies + collective
+  double copy_s = 0;  // the local copies' share of time_s
   std::string collective;  // "alltoall x 128 groups of 8", "" for a local step
 };
 
@@ -29,7 +35,7 @@ struct PlanTiming {
 
 // Throws config::ConfigError when the mesh's device count differs from the topology's GPUs.
 PlanTiming time_plan(const Plan& plan, const sim::Topology& topology,
-                     const sim::CollectiveProfile& profile,
+                     const sim::Profile& profile,
                      const sim::CollectiveTimingOptions& options);
 
 }  // namespace overlapsim::redistribution

@@ -29,6 +29,13 @@ Machine load(const std::string& file) {
   return m;
 }
 
+// One local copy of `bytes` (read + written) on the profile's memory roofline, closed form.
+double copy_s(const Machine& m, double bytes) {
+  const auto& c = m.profile.compute;
+  return c.launch_overhead_s.value +
+         bytes / (c.memory_bandwidth_Bps.value * c.memory_efficiency.at(bytes));
+}
+
 // The time of one collective alone, through the same cost model.
 double alone_s(const Machine& m, const sim::CollectiveRequest& req) {
   sim::Simulator simulator;
@@ -47,21 +54,27 @@ TEST(RedistributionCost, AStepIsItsCollectiveOnTheCostModel) {
   const Layout to = parse_layout("P(None, 'x')", mesh, shape, "--to");
   const Plan p = synthesize(mesh, shape, 2, from, to);
   ASSERT_EQ(p.steps.size(), 1u);
-  const PlanTiming t = time_plan(p, m.topology, m.profile.collectives, m.timing);
+  const PlanTiming t = time_plan(p, m.topology, m.profile, m.timing);
   sim::CollectiveRequest a2a;
   a2a.op = sim::CollectiveOp::AllToAll;
   a2a.ranks = {0, 1, 2, 3, 4, 5, 6, 7};
   a2a.bytes = 4096u * 8192 * 2 / 8;  // each device's shard, 1/8 to each peer
-  EXPECT_DOUBLE_EQ(t.time_s, alone_s(m, a2a));
+  // Each device packs the eight column blocks it sends, its own included (512 rows x 1024
+  // columns, strided in its 512 x 8192 block); received pieces are whole rows of the
+  // 4096 x 1024 target block, so they land in place.
+  const double piece_bytes = 512.0 * 1024 * 2;
+  EXPECT_NEAR(t.steps[0].copy_s, 8 * copy_s(m, 2 * piece_bytes), 1e-12);
+  EXPECT_NEAR(t.time_s, alone_s(m, a2a) + 8 * copy_s(m, 2 * piece_bytes), 1e-12);
   EXPECT_EQ(t.steps[0].collective, "alltoall x 1 groups of 8");
 
-  // Naive: the all-gather of the whole array, then a free local slice.
+  // Naive: the all-gather of the whole array (row blocks land in place), then the slice of
+  // a column block, one strided copy of the 8 MiB target block.
   const Plan n = naive_plan(mesh, shape, 2, from, to);
-  const PlanTiming tn = time_plan(n, m.topology, m.profile.collectives, m.timing);
+  const PlanTiming tn = time_plan(n, m.topology, m.profile, m.timing);
   sim::CollectiveRequest ag = a2a;
   ag.op = sim::CollectiveOp::AllGather;
   ag.bytes = 4096u * 8192 * 2;
-  EXPECT_DOUBLE_EQ(tn.time_s, alone_s(m, ag));
+  EXPECT_NEAR(tn.time_s, alone_s(m, ag) + copy_s(m, 2.0 * 4096 * 1024 * 2), 1e-12);
   EXPECT_GT(tn.time_s, t.time_s);
 }
 
@@ -74,12 +87,13 @@ TEST(RedistributionCost, GroupsRunConcurrently) {
   const Plan p = synthesize(mesh, shape, 2, parse_layout("P(('x','y'))", mesh, shape, "--from"),
                             parse_layout("P('x')", mesh, shape, "--to"));
   ASSERT_EQ(p.steps.size(), 1u);
-  const PlanTiming t = time_plan(p, m.topology, m.profile.collectives, m.timing);
+  const PlanTiming t = time_plan(p, m.topology, m.profile, m.timing);
   sim::CollectiveRequest ag;
   ag.op = sim::CollectiveOp::AllGather;
   ag.ranks = {0, 1, 2, 3};
   ag.bytes = (1u << 20) / 2 * 2;
-  EXPECT_DOUBLE_EQ(t.time_s, alone_s(m, ag));
+  EXPECT_DOUBLE_EQ(t.time_s, alone_s(m, ag));  // 1-D blocks land in place: no copies
+  EXPECT_EQ(t.steps[0].copy_s, 0.0);
 }
 
 TEST(RedistributionCost, AMeshThatIsNotTheClusterIsRejected) {
@@ -89,7 +103,7 @@ TEST(RedistributionCost, AMeshThatIsNotTheClusterIsRejected) {
   const Plan p = synthesize(mesh, shape, 2, parse_layout("P('x')", mesh, shape, "--from"),
                             parse_layout("P(None)", mesh, shape, "--to"));
   try {
-    time_plan(p, m.topology, m.profile.collectives, m.timing);
+    time_plan(p, m.topology, m.profile, m.timing);
     FAIL() << "expected a ConfigError";
   } catch (const config::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("x=4 has 4 devices but the cluster has 8 GPUs"),
