@@ -126,9 +126,13 @@ struct FlowNetwork::Impl {
     double time_s;
     FlowId flow;
     std::uint32_t version;
-    static bool earlier(const Finish& a, const Finish& b) {
-      return a.time_s != b.time_s ? a.time_s < b.time_s : a.flow < b.flow;
-    }
+    // A function object rather than a function: a function pointer is not inlined into
+    // the heap's loops.
+    struct Earlier {
+      bool operator()(const Finish& a, const Finish& b) const {
+        return a.time_s != b.time_s ? a.time_s < b.time_s : a.flow < b.flow;
+      }
+    };
   };
 
   void start_group(std::span<const Transfer> transfers, Done on_done, std::uint64_t flow_id);
@@ -401,22 +405,22 @@ void FlowNetwork::Impl::solve_now() {
   if (finish_heap.size() > 2 * solver.num_active() + 4096) {
     compact_finish_heap();
   } else if (finish_heap.size() - heap_before > heap_before / 4) {
-    dary_make_heap<kHeapArity>(finish_heap, Finish::earlier);
+    dary_make_heap<kHeapArity>(finish_heap, Finish::Earlier{});
   } else {
     for (std::size_t i = heap_before; i < finish_heap.size(); ++i)
-      dary_sift_up<kHeapArity>(finish_heap, i, Finish::earlier);
+      dary_sift_up<kHeapArity>(finish_heap, i, Finish::Earlier{});
   }
   reschedule_completion();
 }
 
 void FlowNetwork::Impl::compact_finish_heap() {
   std::erase_if(finish_heap, [this](const Finish& e) { return !is_current(e); });
-  dary_make_heap<kHeapArity>(finish_heap, Finish::earlier);
+  dary_make_heap<kHeapArity>(finish_heap, Finish::Earlier{});
 }
 
 void FlowNetwork::Impl::reschedule_completion() {
   while (!finish_heap.empty() && !is_current(finish_heap.front()))
-    dary_pop_heap<kHeapArity>(finish_heap, Finish::earlier);
+    dary_pop_heap<kHeapArity>(finish_heap, Finish::Earlier{});
   if (finish_heap.empty()) {
     sim.cancel(completion_event);
     completion_event = kNoEvent;
@@ -445,7 +449,7 @@ void FlowNetwork::Impl::on_completion() {
   std::size_t popped = 0;
   while (popped < max_pops && !finish_heap.empty() && finish_heap.front().time_s <= horizon_s) {
     const Finish e = finish_heap.front();
-    dary_pop_heap<kHeapArity>(finish_heap, Finish::earlier);
+    dary_pop_heap<kHeapArity>(finish_heap, Finish::Earlier{});
     ++popped;
     if (is_current(e)) due.push_back(e.flow);
   }
@@ -460,7 +464,7 @@ void FlowNetwork::Impl::on_completion() {
       }
     }
     finish_heap.resize(kept);
-    dary_make_heap<kHeapArity>(finish_heap, Finish::earlier);
+    dary_make_heap<kHeapArity>(finish_heap, Finish::Earlier{});
     for (std::size_t w = 0; w < due_bits.size(); ++w)
       for (std::uint64_t bits = due_bits[w]; bits != 0; bits &= bits - 1)
         due.push_back(

@@ -120,6 +120,7 @@ class MaxMinSolver {
   std::vector<std::pair<double, ResourceId>> initial_;  // sorted (level, resource)
   std::vector<std::pair<double, ResourceId>> heap_;     // min-heap of re-queued ones
   std::vector<std::uint64_t> resource_bits_;            // scratch bitmap, all zero between uses
+  std::vector<std::uint8_t> level_bucket_;  // sort_initial_levels' scratch: bucket of each resource
   std::vector<std::uint8_t> in_heap_;  // resource has an entry in heap_ (all zero between uses)
 
   // Flows (indexed by FlowId). Paths live in one pool; removed paths are garbage until the

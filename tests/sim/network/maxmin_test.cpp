@@ -393,6 +393,53 @@ TEST(MaxMinSolver, LongPathsStayMaxMinFair) {
   }
 }
 
+// Capacities from a small set give the filling few distinct levels, which it orders by a
+// counting sort rather than a heap; more than 16 distinct levels take the heap. Both must
+// freeze resources lowest level first (a resource taken too early would freeze its flows
+// above their bottleneck's share and overload it).
+TEST(MaxMinSolver, FewAndManyDistinctLevelsStayMaxMinFair) {
+  std::mt19937_64 rng(4242);
+  for (int trial = 0; trial < 40; ++trial) {
+    MaxMinSolver s;
+    const bool few = trial % 2 == 0;
+    const int num_res = 20 + static_cast<int>(rng() % 40);
+    std::vector<double> caps;
+    for (int r = 0; r < num_res; ++r) {
+      caps.push_back(few ? 10.0 * static_cast<double>(1 + rng() % 3)
+                         : std::uniform_real_distribution<double>(1.0, 100.0)(rng));
+      s.add_resource(caps.back());
+    }
+    std::vector<Flow> live;
+    for (int round = 0; round < 8; ++round) {
+      const int n = 1 + static_cast<int>(rng() % 20);
+      for (int i = 0; i < n; ++i) live.push_back(add(s, random_path(rng, num_res, 8)));
+      if (round > 0)
+        for (int k = 0; k < 2 && !live.empty(); ++k) remove_random_flow(s, live, rng);
+      s.solve();
+      expect_max_min_fair(s, live);
+      expect_equals_fresh_solve(s, caps, live,
+                                "trial " + std::to_string(trial) + " round " + std::to_string(round));
+    }
+  }
+}
+
+// Resources are taken lowest level first whatever their ids and first-touch order: the
+// shared resource (id 0, level 60 / 3 = 20) comes after the two NIC-like ones (level 10
+// each, a tie). Taken first it would freeze every flow at 20, over the small ones' capacity.
+TEST(MaxMinSolver, LowerLevelsFreezeBeforeLowerIds) {
+  MaxMinSolver s;
+  const Res shared = s.add_resource(60);
+  const Res small_a = s.add_resource(10);
+  const Res small_b = s.add_resource(10);
+  const Flow c = add(s, {shared});
+  const Flow b = add(s, {small_b, shared});
+  const Flow a = add(s, {shared, small_a});
+  s.solve();
+  EXPECT_EQ(s.rate_Bps(a), 10.0);
+  EXPECT_EQ(s.rate_Bps(b), 10.0);
+  EXPECT_EQ(s.rate_Bps(c), 40.0);
+}
+
 TEST(MaxMinSolver, DeterministicBitForBit) {
   auto run = [] {
     std::mt19937_64 rng(99);
