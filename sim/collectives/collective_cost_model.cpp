@@ -114,6 +114,8 @@ std::string CollectiveCostModel::describe(CollectiveOp op, int ranks, bool intra
 void CollectiveCostModel::set_measured_times(MeasuredTimes measured) {
   std::sort(measured.begin(), measured.end());
   measured_ = std::move(measured);
+  comm_infos_.clear();  // the paths change
+  comm_slots_.clear();
 }
 
 double CollectiveCostModel::measured_time_s(std::uint64_t bytes) const {
@@ -166,26 +168,114 @@ CollectiveLauncher CollectiveCostModel::launcher() {
   };
 }
 
-void CollectiveCostModel::launch(const CollectiveRequest& req, std::function<void()> on_done) {
+namespace {
+// Bounds on what comm_info keeps (communicators, and calls per communicator); past them the
+// table (or the list) starts over.
+constexpr std::size_t kMaxCommInfos = std::size_t{1} << 14;
+constexpr std::size_t kMaxCallsPerComm = 64;
+
+// splitmix64's finaliser (Steele, Lea, Flood, OOPSLA 2014).
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t comm_hash(const CollectiveRequest& req) {
+  std::uint64_t h = mix(static_cast<std::uint64_t>(req.op) << 32 | req.ranks.size());
+  for (int r : req.ranks) h = mix(h ^ static_cast<std::uint32_t>(r));
+  return h;
+}
+}  // namespace
+
+bool CollectiveCostModel::CommInfo::same_comm(const CollectiveRequest& req) const {
+  if (op != req.op || num_ranks != req.ranks.size()) return false;
+  if (num_ranks <= kFewRanks)
+    return std::equal(req.ranks.begin(), req.ranks.end(), few_ranks.begin());
+  return ranks == req.ranks;
+}
+
+CollectiveCostModel::CommInfo& CollectiveCostModel::comm_info(const CollectiveRequest& req) {
+  const std::uint64_t hash = comm_hash(req);
+  if (comm_slots_.empty()) comm_slots_.resize(1024);
+  std::size_t mask = comm_slots_.size() - 1;
+  for (std::size_t i = hash & mask; comm_slots_[i].record != 0; i = (i + 1) & mask) {
+    const CommSlot& slot = comm_slots_[i];
+    if (slot.hash == hash && comm_infos_[slot.record - 1].same_comm(req))
+      return comm_infos_[slot.record - 1];
+  }
+
+  CommInfo info;
+  info.op = req.op;
+  info.num_ranks = static_cast<std::uint32_t>(req.ranks.size());
+  if (req.ranks.size() <= CommInfo::kFewRanks)
+    std::copy(req.ranks.begin(), req.ranks.end(), info.few_ranks.begin());
+  else
+    info.ranks = req.ranks;
   const int n = static_cast<int>(req.ranks.size());
   const bool one_host = intra_host(req.ranks);
-  const CollectivePath p = path(req.op, n, one_host);
-  ++launches_[static_cast<int>(p)];
-  const auto key = std::make_tuple(static_cast<int>(req.op), n, one_host);
-  auto it = class_index_.find(key);
+  info.path = path(req.op, n, one_host);
+  const auto class_key = std::make_tuple(static_cast<int>(req.op), n, one_host);
+  auto it = class_index_.find(class_key);
   if (it == class_index_.end()) {
-    it = class_index_.emplace(key, classes_.size()).first;
+    it = class_index_.emplace(class_key, classes_.size()).first;
     CollectiveClassUse use;
     use.op = req.op;
     use.ranks = n;
     use.intra_host = one_host;
-    use.path = p;
+    use.path = info.path;
     use.label =
         fmt::format("{} n={} {}", to_string(req.op), n, one_host ? "intra-host" : "inter-host");
     use.how = describe(req.op, n, one_host);
     classes_.push_back(std::move(use));
   }
-  ++classes_[it->second].launches;
+  info.class_index = it->second;
+
+  if (comm_infos_.size() >= kMaxCommInfos) {
+    comm_infos_.clear();
+    comm_slots_.assign(comm_slots_.size(), CommSlot{});
+  } else if (2 * (comm_infos_.size() + 1) > comm_slots_.size()) {
+    std::vector<CommSlot> old(comm_slots_.size() * 2);
+    old.swap(comm_slots_);
+    mask = comm_slots_.size() - 1;
+    for (const CommSlot& slot : old) {
+      if (slot.record == 0) continue;
+      std::size_t i = slot.hash & mask;
+      while (comm_slots_[i].record != 0) i = (i + 1) & mask;
+      comm_slots_[i] = slot;
+    }
+  }
+  mask = comm_slots_.size() - 1;
+  std::size_t i = hash & mask;
+  while (comm_slots_[i].record != 0) i = (i + 1) & mask;
+  comm_infos_.push_back(std::move(info));
+  comm_slots_[i] = CommSlot{hash, static_cast<std::uint32_t>(comm_infos_.size())};
+  return comm_infos_.back();
+}
+
+const detail::NcclCallCost& CollectiveCostModel::call_cost(CommInfo& info,
+                                                           const CollectiveRequest& req) {
+  if (info.has_first_call && info.first_call.same(req)) return info.first_call.cost;
+  for (const CommInfo::Call& c : info.more_calls)
+    if (c.same(req)) return c.cost;
+  CommInfo::Call call{req.algo, req.bytes, req.root, req.peer, detail::nccl_call_cost(req, net_)};
+  if (!info.has_first_call) {
+    info.first_call = call;
+    info.has_first_call = true;
+    return info.first_call.cost;
+  }
+  if (info.more_calls.size() >= kMaxCallsPerComm) info.more_calls.clear();
+  info.more_calls.push_back(call);
+  return info.more_calls.back().cost;
+}
+
+void CollectiveCostModel::launch(const CollectiveRequest& req, std::function<void()> on_done) {
+  const int n = static_cast<int>(req.ranks.size());
+  CommInfo& info = comm_info(req);
+  const CollectivePath p = info.path;
+  ++launches_[static_cast<int>(p)];
+  ++classes_[info.class_index].launches;
 
   Simulator& clock = net_.simulator();
   switch (p) {
@@ -219,15 +309,15 @@ void CollectiveCostModel::launch(const CollectiveRequest& req, std::function<voi
     }
     default:
       if (options_.nccl_costs)
-        launch_with_nccl_costs(req, std::move(on_done));
+        launch_with_nccl_costs(req, call_cost(info, req), std::move(on_done));
       else
         start_collective(net_, req, std::move(on_done), options_.tuning);
   }
 }
 
 void CollectiveCostModel::launch_with_nccl_costs(const CollectiveRequest& req,
+                                                 const detail::NcclCallCost& cost,
                                                  std::function<void()> on_done) {
-  const detail::NcclCallCost cost = detail::nccl_call_cost(req, net_);
   CollectiveRequest run = req;
   run.algo = cost.algo;
   CollectiveTuning tuning = options_.tuning;

@@ -31,6 +31,7 @@
 // A model may instead be given measured (bytes, seconds) points for every collective
 // (validate replays a measured pair with the collective's own alone times): those take the
 // curve path, linear between the points and in proportion beyond them.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -41,6 +42,7 @@
 #include <vector>
 
 #include "sim/collectives/collective.hpp"
+#include "sim/collectives/nccl_call_cost.hpp"
 #include "sim/network/network_api.hpp"
 #include "sim/profile/collective_profile.hpp"
 
@@ -130,8 +132,45 @@ class CollectiveCostModel {
   double loop_factor(const CollectiveCurve& c) const;
   std::string loop_factor_text(const CollectiveCurve& c) const;
   double measured_time_s(std::uint64_t bytes) const;
+  // What launch() derives from a communicator before timing a call on it: pure in the op
+  // and the ranks (the profile, the options and the topology are fixed), so kept per
+  // communicator. The same few communicators launch millions of times (each pipeline
+  // send's folded images), and grouping ranks by host, path estimates and NCCL's cost
+  // model per launch were a tenth of a GPT-3 step's simulation. Kept in a flat table (a
+  // node-based hash map cost about as much as what it saved): one slot and one record per
+  // lookup, the ranks of small communicators and the first call's cost inline.
+  struct CommInfo {
+    static constexpr std::size_t kFewRanks = 4;
+    CollectiveOp op = CollectiveOp::AllReduce;
+    std::uint32_t num_ranks = 0;
+    std::array<int, kFewRanks> few_ranks{};  // the ranks, when at most kFewRanks
+    std::vector<int> ranks;                  // the ranks, when more
+    CollectivePath path = CollectivePath::Cluster;
+    std::size_t class_index = 0;
+    // The cluster path with NCCL's costs: the cost of each call seen on the communicator.
+    struct Call {
+      Algorithm algo = Algorithm::Auto;
+      std::uint64_t bytes = 0;
+      int root = 0, peer = 0;
+      detail::NcclCallCost cost;
+      bool same(const CollectiveRequest& req) const {
+        return algo == req.algo && bytes == req.bytes && root == req.root && peer == req.peer;
+      }
+    };
+    bool has_first_call = false;
+    Call first_call;
+    std::vector<Call> more_calls;
+    bool same_comm(const CollectiveRequest& req) const;
+  };
+  struct CommSlot {
+    std::uint64_t hash = 0;
+    std::uint32_t record = 0;  // index into comm_infos_ + 1; 0: empty
+  };
+  CommInfo& comm_info(const CollectiveRequest& req);
+  const detail::NcclCallCost& call_cost(CommInfo& info, const CollectiveRequest& req);
   // The cluster path with NCCL's costs (nccl_call_cost.hpp).
-  void launch_with_nccl_costs(const CollectiveRequest& req, std::function<void()> on_done);
+  void launch_with_nccl_costs(const CollectiveRequest& req, const detail::NcclCallCost& cost,
+                              std::function<void()> on_done);
   // The time of a call on the curve path (the caller knows the path is Curve).
   double curve_path_time_s(CollectiveOp op, std::uint64_t bytes, int ranks) const;
 
@@ -142,6 +181,8 @@ class CollectiveCostModel {
   long launches_[3] = {0, 0, 0};
   std::map<std::tuple<int, int, bool>, std::size_t> class_index_;
   std::vector<CollectiveClassUse> classes_;
+  std::vector<CommSlot> comm_slots_;  // power of two, at most half full, linear probing
+  std::vector<CommInfo> comm_infos_;
 };
 
 }  // namespace overlapsim::sim

@@ -138,6 +138,8 @@ struct FlowNetwork::Impl {
   void start_group(std::span<const Transfer> transfers, Done on_done, std::uint64_t flow_id);
   void start_flows(const std::vector<UniqueTransfer>& unique, const GroupRoutes& group_routes,
                    std::uint32_t slot, double now_s);
+  void start_flow(const UniqueTransfer& u, std::span<const LinkId> links, double latency_s,
+                  std::uint32_t slot, double now_s);
   bool start_aggregates(const std::vector<UniqueTransfer>& unique, const GroupRoutes& group_routes,
                         std::uint32_t slot, double now_s);
   void request_solve();
@@ -215,13 +217,22 @@ void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on
   // cost more than filling them.
   std::vector<UniqueTransfer>& unique = unique_scratch;
   unique_transfers(transfers, unique);
-  std::vector<std::uint64_t>& pairs = pairs_scratch;
-  pairs.clear();
-  pairs.reserve(unique.size());
-  for (const UniqueTransfer& u : unique)
-    pairs.push_back(RouteCache::pair_key(u.transfer.src_rank, u.transfer.dst_rank));
-  // Routing can throw (an unreachable rank); nothing has been started before it.
-  const GroupRoutes& group_routes = routes.routes(pairs, flow_id);
+  // Routing can throw (an unreachable rank); nothing has been started before it. A group
+  // of one transfer (every send/recv) takes the per-pair table.
+  const bool single = unique.size() == 1;
+  RouteCache::PairRoute single_route;
+  const GroupRoutes* group_routes = nullptr;
+  if (single) {
+    const Transfer& t = unique.front().transfer;
+    single_route = routes.pair_route(RouteCache::pair_key(t.src_rank, t.dst_rank), flow_id);
+  } else {
+    std::vector<std::uint64_t>& pairs = pairs_scratch;
+    pairs.clear();
+    pairs.reserve(unique.size());
+    for (const UniqueTransfer& u : unique)
+      pairs.push_back(RouteCache::pair_key(u.transfer.src_rank, u.transfer.dst_rank));
+    group_routes = &routes.routes(pairs, flow_id);
+  }
   stats.routes_computed = routes.routes_computed();
 
   const std::uint64_t group_id = next_group_id++;
@@ -246,11 +257,14 @@ void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on
   }
   groups[slot] = Group{std::move(on_done), group_id, unique.size(), now_s};
 
-  if (aggregate_min_transfers > 0 && unique.size() >= aggregate_min_transfers &&
-      start_aggregates(unique, group_routes, slot, now_s)) {
+  if (single) {
+    start_flow(unique.front(), single_route.links, single_route.latency_s, slot, now_s);
+    ++stats.flows_simulated;
+  } else if (aggregate_min_transfers > 0 && unique.size() >= aggregate_min_transfers &&
+             start_aggregates(unique, *group_routes, slot, now_s)) {
     // groups[slot].pending counts the aggregates.
   } else {
-    start_flows(unique, group_routes, slot, now_s);
+    start_flows(unique, *group_routes, slot, now_s);
   }
   stats.peak_active_flows = std::max<std::uint64_t>(stats.peak_active_flows, solver.num_active());
   request_solve();
@@ -266,16 +280,19 @@ void FlowNetwork::Impl::start_flows(const std::vector<UniqueTransfer>& unique,
   solver.reserve(unique.size(), incidences);
   if (const std::size_t n = solver.num_active() + unique.size(); n > flows.capacity())
     flows.reserve(std::max(n, 2 * flows.capacity()));  // geometric, as push_back
-  for (std::size_t i = 0; i < unique.size(); ++i) {
-    const UniqueTransfer& u = unique[i];
-    const FlowId f = solver.add_flow(group_routes.links(i), u.copies);
-    FlowRecord& rec = new_record(f, u.transfer.bytes, slot, now_s);
-    rec.latency_s = group_routes.latency_s(i);
-    rec.copies = u.copies;
-    for (LinkId link : group_routes.links(i)) ++rec.hops[class_index(link_class[link])];
-    stats.flows_started += u.copies;
-  }
+  for (std::size_t i = 0; i < unique.size(); ++i)
+    start_flow(unique[i], group_routes.links(i), group_routes.latency_s(i), slot, now_s);
   stats.flows_simulated += unique.size();
+}
+
+void FlowNetwork::Impl::start_flow(const UniqueTransfer& u, std::span<const LinkId> links,
+                                   double latency_s, std::uint32_t slot, double now_s) {
+  const FlowId f = solver.add_flow(links, u.copies);
+  FlowRecord& rec = new_record(f, u.transfer.bytes, slot, now_s);
+  rec.latency_s = latency_s;
+  rec.copies = u.copies;
+  for (LinkId link : links) ++rec.hops[class_index(link_class[link])];
+  stats.flows_started += u.copies;
 }
 
 FlowNetwork::Impl::FlowRecord& FlowNetwork::Impl::new_record(FlowId f, std::uint64_t bytes,

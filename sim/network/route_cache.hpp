@@ -48,6 +48,17 @@ class RouteCache {
   // reference stays valid until the next call.
   const GroupRoutes& routes(std::span<const std::uint64_t> pairs, std::uint64_t flow_id);
 
+  // The route of one pair under `flow_id` (a group of one transfer: every send/recv, and
+  // each folded image of one), cached in a flat open-addressing table: one slot and one
+  // run of links per lookup, where the group table costs a node, its pair list and its
+  // arrays (a GPT-3 step launches ~0.8 M such groups). The links stay valid until the next
+  // call.
+  struct PairRoute {
+    std::span<const LinkId> links;
+    double latency_s = 0;
+  };
+  PairRoute pair_route(std::uint64_t pair, std::uint64_t flow_id);
+
   std::uint64_t group_hits() const { return hits_; }
   std::uint64_t routes_computed() const { return routes_computed_; }
   std::size_t bytes() const { return bytes_; }
@@ -58,6 +69,19 @@ class RouteCache {
   // Hash of (pairs, flow_id) -> routes. A hash collision between different groups is
   // caught by comparing the stored pairs; the newer group then replaces the older one.
   std::unordered_map<std::uint64_t, GroupRoutes> groups_;
+  // pair_route's table: a power-of-two number of slots, at most half full, linear probing.
+  struct PairSlot {
+    std::uint64_t pair = kNoPair;
+    std::uint64_t flow_id = 0;
+    std::uint32_t links_begin = 0;  // into pair_links_
+    std::uint32_t links_len = 0;
+    double latency_s = 0;
+  };
+  static constexpr std::uint64_t kNoPair = ~std::uint64_t{0};  // src = dst = -1: never routed
+  std::vector<PairSlot> pair_slots_;
+  std::vector<LinkId> pair_links_;
+  std::size_t pair_count_ = 0;
+  void grow_pair_table();
   GroupRoutes uncached_;  // a group larger than the whole limit
   std::size_t bytes_ = 0;
   std::uint64_t hits_ = 0;

@@ -204,6 +204,74 @@ TEST(CollectiveCostModel, MeasuredTimesAreInterpolatedAndTimeEveryCollective) {
   EXPECT_NEAR(done, 10e-6 + 20e-6 / 3, 1e-15);
 }
 
+// The model keeps what it derives per communicator (path, class, NCCL's cost per call) in a
+// table that grows past its first 1,024 slots here: every call, the first on its
+// communicator or a repeat, must take the time a fresh model gives it, and count once. The
+// pairs differ (same host, same leaf, across spines), so a call answered with another
+// communicator's entry would take another time.
+TEST(CollectiveCostModel, RepeatedCallsOnManyCommunicatorsTimeAsOnAFreshModel) {
+  const CollectiveProfile none;
+  RailFatTreeSpec spec;
+  spec.nodes = 32;
+  spec.node = NvSwitchNodeSpec{2, 450e9, 0.5e-6};
+  spec.nics_per_node = 2;
+  spec.nic_bandwidth_Bps = 50e9;
+  spec.gpu_nic_bandwidth_Bps = 63e9;
+  spec.gpu_nic_latency_s = 1e-6;
+  spec.link_latency_s = 0.2e-6;
+  spec.leaf_down_ports = 4;
+  spec.spines = 2;
+  const Topology topo = build_rail_fat_tree(spec);
+  const int gpus = topo.num_gpus();  // 64: 4,032 ordered pairs
+  Simulator clock;
+  FlowNetwork net(clock, topo);
+  CollectiveCostModel costs(none, net, nvlink());
+  long calls = 0;
+  // Rounds of 1, 2 and 1 MiB over the same 1,344 pairs: new communicators, a new call on a
+  // known one, and repeats.
+  for (int round = 0; round < 3; ++round)
+    for (int src = 0; src < gpus; ++src)
+      for (int dst = 0; dst < gpus; ++dst) {
+        if (src == dst || (src + dst) % 3 != 0) continue;
+        CollectiveRequest req;
+        req.op = CollectiveOp::SendRecv;
+        req.ranks = {src, dst};
+        req.bytes = (round == 1 ? 2 : 1) * kMiB;
+        const double t0 = clock.now();
+        double done = -1;
+        costs.launch(req, [&] { done = clock.now(); });
+        clock.run();
+        ++calls;
+        const Timed fresh = time_one(topo, none, req, nvlink());
+        ASSERT_NEAR(done - t0, fresh.time_s, 1e-9 * fresh.time_s)  // t0 grows: rounding
+            << src << "->" << dst << " round " << round;
+      }
+  long counted = 0;
+  for (const auto& use : costs.uses()) counted += use.launches;
+  EXPECT_EQ(counted, calls);
+  EXPECT_EQ(costs.launches(CollectivePath::Cluster), calls);
+}
+
+// Measured times set after a communicator was first timed on the network take over its
+// next call (what the model kept per communicator is dropped).
+TEST(CollectiveCostModel, MeasuredTimesSetLaterTakeOverAKnownCommunicator) {
+  const CollectiveProfile none;
+  Simulator clock;
+  const Topology topo = build_flat_switch({2, kLinkBps, 0.0, 1});
+  FlowNetwork net(clock, topo);
+  CollectiveCostModel costs(none, net);
+  costs.launch(allreduce(2, kMiB), [] {});
+  clock.run();
+  EXPECT_EQ(costs.launches(CollectivePath::Cluster), 1);
+  costs.set_measured_times({{kMiB, 10e-6}});
+  const double t0 = clock.now();
+  double done = -1;
+  costs.launch(allreduce(2, kMiB), [&] { done = clock.now(); });
+  clock.run();
+  EXPECT_EQ(costs.launches(CollectivePath::Curve), 1);
+  EXPECT_NEAR(done - t0, 10e-6, 1e-15);
+}
+
 TEST(CollectiveCostModel, CtaLimitedStretchIsTheRatioOfTheMeasuredCurves) {
   auto profile = two_gpu_profile();
   CollectiveCurve limited = profile.curves[0];

@@ -417,8 +417,8 @@ TEST(MaxMinSolver, FewAndManyDistinctLevelsStayMaxMinFair) {
         for (int k = 0; k < 2 && !live.empty(); ++k) remove_random_flow(s, live, rng);
       s.solve();
       expect_max_min_fair(s, live);
-      expect_equals_fresh_solve(s, caps, live,
-                                "trial " + std::to_string(trial) + " round " + std::to_string(round));
+      expect_equals_fresh_solve(
+          s, caps, live, "trial " + std::to_string(trial) + " round " + std::to_string(round));
     }
   }
 }

@@ -86,3 +86,24 @@ TEST(RouteCache, StaysUnderItsLimitAndStillAnswers) {
     EXPECT_LE(cache.bytes(), 4096u);
   }
 }
+
+// Single pairs come from their own table: the same links and latency as Topology::route,
+// computed once per (pair, flow id) however often asked, also after the table has grown
+// (more keys than its initial 1,024 slots hold at half load).
+TEST(RouteCache, PairRoutesMatchTopologyAndAreComputedOnce) {
+  const Topology topo = fabric();
+  RouteCache cache(topo);
+  const auto pairs = all_pairs(topo.num_gpus());
+  const std::uint64_t flow_ids = 20;
+  for (int round = 0; round < 2; ++round)
+    for (std::uint64_t id = 0; id < flow_ids; ++id)
+      for (std::uint64_t p : pairs) {
+        const int src = static_cast<int>(p >> 32), dst = static_cast<int>(p & 0xffffffffu);
+        const auto route = cache.pair_route(p, id);
+        const std::vector<LinkId> expected = topo.route(src, dst, id);
+        ASSERT_EQ(std::vector<LinkId>(route.links.begin(), route.links.end()), expected)
+            << src << "->" << dst << " flow " << id;
+        EXPECT_DOUBLE_EQ(route.latency_s, topo.path_latency_s(expected));
+      }
+  EXPECT_EQ(cache.routes_computed(), flow_ids * pairs.size());
+}
