@@ -14,6 +14,7 @@
 // together when the links they share are the bottleneck (direct_test checks this on a
 // rail fat-tree against the per-pair form). With static ECMP over several spines the
 // representatives hash onto spines like a sample of the pairs: close, not exact.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -37,6 +38,19 @@ Phase pxn_all_pairs_phase(const NetworkApi& net, std::span<const int> members, s
   if (members.size() < 2 || bytes == 0) return phase;
   const auto hosts = group_by_host(net, members);
   std::vector<Transfer> transfers;
+  // Sized first: a 1,024-rank all-to-all is ~137k transfers, and growing the vector to
+  // that was most of building the phase.
+  std::size_t count = 0;
+  for (const auto& src : hosts) {
+    const std::size_t g = src.size();
+    for (const auto& dst : hosts) {
+      if (&dst == &src) continue;
+      const std::size_t d = dst.size();
+      count += std::min(d, g) + (d > g ? (d - g) * g : 0);  // one each, or one per sender
+    }
+    count += g * (g - 1);
+  }
+  transfers.reserve(count);
   for (std::size_t hs = 0; hs < hosts.size(); ++hs) {
     const auto& src = hosts[hs];
     const std::size_t g = src.size();
