@@ -38,26 +38,38 @@ void StepExecutor::Impl::prepare() {
                            ps.program->rank) != options.timeline_ranks.end());
     // Program order: topological, lowest vertex index first among the ready.
     std::vector<int> indegree(n);
+    bool forward = true;  // every edge to a higher index (as the generator emits them)
     for (std::size_t v = 0; v < n; ++v) {
       indegree[v] = static_cast<int>(boost::in_degree(v, g));
       ps.ops[v].preds_left = indegree[v];
+      for (auto e : boost::make_iterator_range(boost::out_edges(v, g)))
+        forward = forward && boost::target(e, g) > v;
     }
-    std::priority_queue<OpVertex, std::vector<OpVertex>, std::greater<>> ready;
-    for (std::size_t v = 0; v < n; ++v)
-      if (indegree[v] == 0) ready.push(v);
     std::size_t ordered = 0;
     std::unordered_map<int, int> issued;  // group -> collectives so far in program order
-    while (!ready.empty()) {
-      const OpVertex v = ready.top();
-      ready.pop();
+    auto take = [&](OpVertex v) {
       ++ordered;
       const OpNode& node = g[v];
       if (node.kind == OpKind::Collective) ps.ops[v].instance = issued[node.comm_group]++;
       if (node.kind != OpKind::SendRecv)
         ps.streams[static_cast<int>(node.stream)].order.push_back(v);
-      for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
-        const OpVertex w = boost::target(e, g);
-        if (--indegree[w] == 0) ready.push(w);
+    };
+    if (forward) {
+      // Then vertex v is ready once 0..v-1 are taken, and the lowest ready: the order is
+      // 0, 1, ..., n-1, without the priority queue (a few percent of a GPT-3 run).
+      for (std::size_t v = 0; v < n; ++v) take(v);
+    } else {
+      std::priority_queue<OpVertex, std::vector<OpVertex>, std::greater<>> ready;
+      for (std::size_t v = 0; v < n; ++v)
+        if (indegree[v] == 0) ready.push(v);
+      while (!ready.empty()) {
+        const OpVertex v = ready.top();
+        ready.pop();
+        take(v);
+        for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+          const OpVertex w = boost::target(e, g);
+          if (--indegree[w] == 0) ready.push(w);
+        }
       }
     }
     if (ordered != n)

@@ -59,6 +59,25 @@ TEST(StepExecutor, IndependentComputeOpsSerialiseOnTheComputeStream) {
   EXPECT_NEAR(run_step(step).result.step_time_s, 2.0 * kMs, kTol);
 }
 
+// Program order is topological, lowest index first among the ready ops; with an edge to a
+// lower index (here b -> a) that is not index order: b, then a (ready once b is done and
+// lower than c), then c.
+TEST(StepExecutor, ProgramOrderTakesTheLowestReadyOpWhenAnEdgePointsBack) {
+  StepGraph step = numbered_step(1);
+  auto& prog = step.ranks[0];
+  const OpVertex a = add(prog, compute_op("a", 1.0));
+  const OpVertex b = add(prog, compute_op("b", 2.0));
+  add(prog, compute_op("c", 4.0));
+  boost::add_edge(b, a, prog.graph);
+  const StepRun run = run_step(step);
+  ASSERT_EQ(run.timeline.ops.size(), 3u);
+  EXPECT_EQ(run.timeline.ops[0].name, "b");
+  EXPECT_EQ(run.timeline.ops[1].name, "a");
+  EXPECT_NEAR(run.timeline.ops[1].start_s, 2.0 * kMs, kTol);
+  EXPECT_EQ(run.timeline.ops[2].name, "c");
+  EXPECT_NEAR(run.timeline.ops[2].start_s, 3.0 * kMs, kTol);
+}
+
 TEST(StepExecutor, CommOnAnotherStreamOverlapsCompute) {
   // a (1 ms) -> allreduce c (2 ms, dp stream); b (1 ms) after a; d after b and c.
   StepGraph step = numbered_step(2, {{"dp", {0, 1}}});
