@@ -1,7 +1,6 @@
 // `overlapsim collective`: one collective on a cluster file, simulated on the flow
 // network; prints a table or the JSON of the CLI contract.
 #include <fmt/format.h>
-#include <sys/resource.h>
 
 #include <chrono>
 #include <cmath>
@@ -45,12 +44,6 @@ struct CollectiveOptions {
   std::string max_memory;  // empty: 80% of physical memory
   bool no_timing = false;
 };
-
-std::uint64_t peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
-}
 
 double duration_flag(const std::string& flag, const std::string& text) {
   const auto v = config::parse_duration_s(text);

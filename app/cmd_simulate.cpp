@@ -4,7 +4,6 @@
 // runs the scenario (sim/scenario) and prints (simulate_report). Fields: docs/simulate.md.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -54,12 +53,6 @@ struct SimulateOptions {
 // Unless --exact-parts, only the first part of a paired collective over this many ranks
 // or more runs on the network (each is ~10^5-10^6 flows); the rest take its time per byte.
 constexpr int kScaledPartsMinRanks = 256;
-
-std::uint64_t peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
-}
 
 config::ConfigError flag_error(const std::string& flag, const std::string& value,
                                const std::string& expected) {

@@ -1,6 +1,7 @@
 #include "app/memory_budget.hpp"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include "config/error.hpp"
 #include "config/units.hpp"
@@ -30,6 +31,12 @@ void check_memory_budget(const sim::RunSize& size, const std::string& text,
     throw config::ConfigError(
         fmt::format("{}: {} ({}) (expected a smaller run, or --max-memory SIZE above the estimate)",
                     what, *reason, limit_from));
+}
+
+std::uint64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
 }  // namespace overlapsim::app

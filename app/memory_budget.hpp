@@ -3,6 +3,7 @@
 // counts before it starts (sim/scenario/run_budget.hpp), and a run over the limit is refused
 // with one line instead of exhausting the machine minutes later.
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 
 #include "sim/scenario/run_budget.hpp"
@@ -16,5 +17,8 @@ void add_max_memory_option(CLI::App* sub, std::string& text);
 // (or the default); `what` names the run ("workloads/models/x.yaml on cluster.yaml").
 void check_memory_budget(const sim::RunSize& size, const std::string& text,
                          const std::string& what);
+
+// This process's peak resident set so far, bytes (what a run reports beside its estimate).
+std::uint64_t peak_rss_bytes();
 
 }  // namespace overlapsim::app

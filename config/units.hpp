@@ -21,6 +21,9 @@ std::optional<double> parse_duration_s(std::string_view text);
 std::optional<double> parse_flops_per_s(std::string_view text);
 std::optional<double> parse_power_W(std::string_view text);
 
+// Sizes shown in GiB divide by this.
+inline constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
 inline constexpr const char* kExpectedBytes = "a size such as 4096, \"64KiB\", \"1.5GiB\" or \"2GB\"";
 inline constexpr const char* kExpectedBandwidth =
     "a bandwidth such as \"400Gbps\", \"50GBps\" or \"450GB/s\"";

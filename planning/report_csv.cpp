@@ -16,7 +16,7 @@ namespace overlapsim::planning {
 namespace {
 
 std::string num(double v) { return fmt::format("{}", v); }
-std::string opt(const std::optional<double>& v) { return v ? num(*v) : ""; }
+std::string cell_or_empty(const std::optional<double>& v) { return v ? num(*v) : ""; }
 
 // "CUDA context" -> "mem_cuda_context_bytes"
 std::string memory_column(const std::string& term) {
@@ -87,12 +87,12 @@ std::string plan_csv(const PlanResult& res) {
                                               num(r.mfu),
                                               num(k.tokens_per_day),
                                               num(k.gpu_hours_per_step),
-                                              opt(k.usd_per_step),
-                                              opt(k.usd_per_million_tokens),
-                                              opt(k.time_to_train_s),
-                                              opt(k.usd_to_train),
-                                              opt(k.energy_kWh_per_step),
-                                              opt(k.energy_kWh_to_train),
+                                              cell_or_empty(k.usd_per_step),
+                                              cell_or_empty(k.usd_per_million_tokens),
+                                              cell_or_empty(k.time_to_train_s),
+                                              cell_or_empty(k.usd_to_train),
+                                              cell_or_empty(k.energy_kWh_per_step),
+                                              cell_or_empty(k.energy_kWh_to_train),
                                               r.meets_target ? "1" : "0"};
       out += fmt::format("{}\n", fmt::join(cells, ","));
     }

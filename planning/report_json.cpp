@@ -9,7 +9,9 @@ namespace {
 
 using nlohmann::ordered_json;
 
-ordered_json opt(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(); }
+ordered_json json_or_null(const std::optional<double>& v) {
+  return v ? ordered_json(*v) : ordered_json();
+}
 
 ordered_json sourced(const std::optional<SourcedValue>& v) {
   if (!v) return ordered_json();
@@ -42,12 +44,12 @@ ordered_json point_json(const PlanResult& res, const PlanPoint& p) {
                     {"meets_target", r.meets_target},
                     {"tokens_per_day", k.tokens_per_day},
                     {"gpu_hours_per_step", k.gpu_hours_per_step},
-                    {"usd_per_step", opt(k.usd_per_step)},
-                    {"usd_per_million_tokens", opt(k.usd_per_million_tokens)},
-                    {"time_to_train_s", opt(k.time_to_train_s)},
-                    {"usd_to_train", opt(k.usd_to_train)},
-                    {"energy_kWh_per_step", opt(k.energy_kWh_per_step)},
-                    {"energy_kWh_to_train", opt(k.energy_kWh_to_train)}});
+                    {"usd_per_step", json_or_null(k.usd_per_step)},
+                    {"usd_per_million_tokens", json_or_null(k.usd_per_million_tokens)},
+                    {"time_to_train_s", json_or_null(k.time_to_train_s)},
+                    {"usd_to_train", json_or_null(k.usd_to_train)},
+                    {"energy_kWh_per_step", json_or_null(k.energy_kWh_per_step)},
+                    {"energy_kWh_to_train", json_or_null(k.energy_kWh_to_train)}});
   }
   const PlanCluster& cl = res.clusters[static_cast<std::size_t>(c.cluster)];
   return {

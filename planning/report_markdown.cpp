@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "config/units.hpp"
 #include "planning/escape.hpp"
 #include "planning/reports.hpp"
 
@@ -11,7 +12,6 @@ namespace overlapsim::planning {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // Rejected and pruned configurations listed per cluster and node count (all are in
 // results.csv and results.json).
 constexpr std::size_t kListedPerGroup = 10;
@@ -41,7 +41,7 @@ std::string run_row(const PlanResult& res, const PlanChoice& ch) {
       esc(cl.name), p.config.nodes, config_label(p.config), esc(r.design), r.step_time_s,
       r.band_low_s, r.band_high_s, r.compute_s, r.exposed_comm_s, r.bubble_s, 100 * r.mfu,
       r.costs.tokens_per_day, usd(r.costs.usd_per_step), usd(r.costs.usd_per_million_tokens),
-      kwh(r.costs.energy_kWh_per_step), p.peak_memory_bytes / kGiB);
+      kwh(r.costs.energy_kWh_per_step), p.peak_memory_bytes / config::kBytesPerGiB);
 }
 
 const char* kRunHeader =
@@ -66,7 +66,8 @@ std::string plan_markdown(const PlanResult& res) {
     md += fmt::format(
         "| {} | {} | {} | {} | {} | {} | {} |\n", esc(c.name), esc(c.file), esc(c.gpu_name),
         esc(c.profile),
-        c.memory_bytes > 0 ? fmt::format("{:.1f}", c.memory_bytes / kGiB) : "unknown",
+        c.memory_bytes > 0 ? fmt::format("{:.1f}", c.memory_bytes / config::kBytesPerGiB)
+                           : "unknown",
         c.price_per_gpu_hour_usd ? fmt::format("{:.4g} ({})", c.price_per_gpu_hour_usd->value,
                                                esc(c.price_per_gpu_hour_usd->source))
                                  : "unknown",
@@ -133,7 +134,8 @@ std::string plan_markdown(const PlanResult& res) {
       md += "| configuration | peak GiB | why |\n| --- | ---: | --- |\n";
       for (std::size_t k = 0; k < std::min(points.size(), kListedPerGroup); ++k)
         md += fmt::format("| {} | {:.1f} | {} |\n", config_label(points[k]->config),
-                          points[k]->peak_memory_bytes / kGiB, esc(points[k]->reason));
+                          points[k]->peak_memory_bytes / config::kBytesPerGiB,
+                          esc(points[k]->reason));
       md += "\n";
     }
   }

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "config/units.hpp"
 #include "reports/json_fields.hpp"
 
 namespace overlapsim::reports {
@@ -16,7 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // Bars per chart: more would not be readable; the tables list everything.
 constexpr std::size_t kBreakdownBars = 25;
 constexpr std::size_t kMemoryBarsPerStatus = 15;
@@ -317,11 +317,12 @@ PlanChart memory(const json& results) {
         bars.push_back({{"configuration", label},
                         {"rank", rank},
                         {"term", text(t, "name")},
-                        {"GiB", number(t, "bytes").value_or(0.0) / kGiB},
+                        {"GiB", number(t, "bytes").value_or(0.0) / config::kBytesPerGiB},
                         {"status", status}});
       if (const auto cap = number(mem, "gpu_memory_bytes"))
-        capacity.push_back(
-            {{"configuration", label}, {"rank", rank}, {"capacity_GiB", *cap / kGiB}});
+        capacity.push_back({{"configuration", label},
+                            {"rank", rank},
+                            {"capacity_GiB", *cap / config::kBytesPerGiB}});
       ++rank;
     }
   }

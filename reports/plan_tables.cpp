@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "config/units.hpp"
 #include "reports/html_escape.hpp"
 #include "reports/json_fields.hpp"
 
@@ -12,8 +13,6 @@ namespace overlapsim::reports {
 namespace {
 
 using nlohmann::json;
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string num(double v, const char* format = "%.4g") {
   char buf[64];
@@ -67,7 +66,8 @@ std::string memory_breakdown(const json& mem) {
   std::string out;
   for (const json& t : list(mem, "terms")) {
     if (!out.empty()) out += "; ";
-    out += esc_text(t, "name") + " " + num(number(t, "bytes").value_or(0) / kGiB, "%.1f");
+    out += esc_text(t, "name") + " " +
+           num(number(t, "bytes").value_or(0) / config::kBytesPerGiB, "%.1f");
   }
   return out.empty() ? out : out + " GiB";
 }
@@ -117,7 +117,8 @@ std::string clusters_table(const json& results) {
     // Configuration keys name their cluster by index ("c0 n16 ...").
     out += row({"c" + std::to_string(i), esc_text(c, "name"),
                 "<code>" + esc_text(c, "file") + "</code>", esc_text(c, "gpu"),
-                esc_text(c, "gpus_per_node"), mem ? num(*mem / kGiB, "%.1f") : "unknown",
+                esc_text(c, "gpus_per_node"),
+                mem ? num(*mem / config::kBytesPerGiB, "%.1f") : "unknown",
                 sourced(c, "price_per_gpu_hour_usd", "USD"), sourced(c, "power_W", "W")});
   }
   return out + "</tbody>\n</table>\n";
@@ -167,7 +168,7 @@ std::string configurations_table(const json& results) {
     const json* mem = field(p, "memory");
     const json empty = json::object();
     const json& m = mem != nullptr ? *mem : empty;
-    std::string peak = num(number(m, "peak_bytes").value_or(0) / kGiB, "%.1f");
+    std::string peak = num(number(m, "peak_bytes").value_or(0) / config::kBytesPerGiB, "%.1f");
     if (const auto stage = number(m, "peak_stage")) peak += " (stage " + num(*stage, "%.0f") + ")";
     const auto cap = number(m, "gpu_memory_bytes");
     std::string runs;
@@ -187,7 +188,7 @@ std::string configurations_table(const json& results) {
          esc_text(p, "gpus"), esc_text(p, "tp"), esc_text(p, "pp"), esc_text(p, "virtual_stages"),
          esc_text(p, "cp"), esc_text(p, "ep"), esc_text(p, "dp"), esc_text(p, "micro_batch"),
          flag(p, "sequence_parallel") ? "yes" : "no", esc_text(p, "recompute"), html_escape(status),
-         peak, cap ? num(*cap / kGiB, "%.1f") : "unknown", runs, why},
+         peak, cap ? num(*cap / config::kBytesPerGiB, "%.1f") : "unknown", runs, why},
         " class=\"status-" + html_escape(status) + "\" data-status=\"" + html_escape(status) +
             "\"");
   }

@@ -7,11 +7,11 @@
 
 #include "workloads/dlrm.hpp"
 #include "workloads/generator.hpp"
+#include "config/units.hpp"
 
 namespace overlapsim::workloads {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMiB = 1024.0 * 1024.0;
 
 // Terms the caching allocator does not hand out (not in torch.cuda.max_memory_allocated).
@@ -232,7 +232,7 @@ constexpr double kCublasWorkspace_bytes = 2 * 32 * kMiB;
 // NCCL: NCCL_BUFFSIZE 4 MiB per channel and peer for the Simple protocol plus LL/LL128
 // buffers (NCCL environment-variable docs); with up to 32 channels and 2 ring peers
 // about 0.5 GiB per communicator, one per parallel dimension larger than 1.
-constexpr double kNcclPerCommunicator_bytes = 0.5 * kGiB;
+constexpr double kNcclPerCommunicator_bytes = 0.5 * config::kBytesPerGiB;
 // Fragmentation of PyTorch's caching allocator: peak reserved over peak allocated, minus
 // one; median of the 24 measured steps 3.0% (largest 10.4%).
 constexpr double kFragmentationFraction = 0.030;
@@ -395,7 +395,7 @@ StageMemory dlrm_stage(const ModelSpec& m) {
   return s;
 }
 
-std::string gib(double bytes) { return fmt::format("{:.1f}", bytes / kGiB); }
+std::string gib(double bytes) { return fmt::format("{:.1f}", bytes / config::kBytesPerGiB); }
 
 }  // namespace
 

@@ -10,16 +10,14 @@
 
 namespace overlapsim::kernels::fused {
 
-namespace a2a = gemm_a2a;
-
 GemmAllToAll::GemmAllToAll() = default;
 GemmAllToAll::~GemmAllToAll() = default;
 
 Status GemmAllToAll::can_implement(const GemmAllToAllShape& shape, DType dtype) {
   if (dtype != DType::BF16 && dtype != DType::FP16)
     return Status::failure("fused gemm+alltoall: bf16 or fp16 only");
-  if (shape.world < 1 || shape.world > a2a::kMaxWorld)
-    return Status::failure("fused gemm+alltoall: 1.." + std::to_string(a2a::kMaxWorld) +
+  if (shape.world < 1 || shape.world > gemm_a2a::kMaxWorld)
+    return Status::failure("fused gemm+alltoall: 1.." + std::to_string(gemm_a2a::kMaxWorld) +
                            " ranks, got " + std::to_string(shape.world));
   const std::int64_t tile_m = gemm::GemmConfig::kTileM;
   if (shape.m < 1 || shape.m % (tile_m * shape.world) != 0)
@@ -51,7 +49,7 @@ Status GemmAllToAll::initialize(CommHandle* comm, const GemmAllToAllShape& shape
   const std::int64_t tiles_n = (shape.n + gemm::GemmConfig::kTileN - 1) / gemm::GemmConfig::kTileN;
   tiles_per_source_ =
       static_cast<std::uint32_t>(shape.rows_per_rank() / gemm::GemmConfig::kTileM * tiles_n);
-  OVERLAPSIM_TRY(a2a::preload());
+  OVERLAPSIM_TRY(gemm_a2a::preload());
   const std::size_t elems = static_cast<std::size_t>(shape.m * shape.n);
   OVERLAPSIM_TRY(recv_.allocate(2 * elems * dtype_bytes(dtype)));
   OVERLAPSIM_TRY(scratch_c_.allocate(16));  // the push GEMM's OwnGemm needs some c
@@ -125,7 +123,7 @@ Status GemmAllToAll::run(const void* a, const void* b, cudaStream_t stream) {
   ++epoch_;
   const std::size_t half_bytes =
       static_cast<std::size_t>(shape_.m * shape_.n) * dtype_bytes(dtype_);
-  a2a::PushArgs args;
+  gemm_a2a::PushArgs args;
   args.world = world_;
   args.rank = rank_;
   args.rows_per_rank = shape_.rows_per_rank();
@@ -133,10 +131,10 @@ Status GemmAllToAll::run(const void* a, const void* b, cudaStream_t stream) {
     args.recv[r] = static_cast<char*>(recv_ptrs_[r]) + (epoch_ & 1u) * half_bytes;
     args.counters[r] = static_cast<std::uint32_t*>(counter_ptrs_[r]);
   }
-  OVERLAPSIM_TRY(a2a::launch_push_gemm(*g, dtype_, shape_.n, args, stream));
-  return a2a::launch_wait(counters_.as<std::uint32_t>(), world_, epoch_ * tiles_per_source_,
-                          static_cast<std::uint64_t>(timeout_s_ * 1e9), timed_out_.as<int>(),
-                          stream);
+  OVERLAPSIM_TRY(gemm_a2a::launch_push_gemm(*g, dtype_, shape_.n, args, stream));
+  return gemm_a2a::launch_wait(counters_.as<std::uint32_t>(), world_, epoch_ * tiles_per_source_,
+                               static_cast<std::uint64_t>(timeout_s_ * 1e9), timed_out_.as<int>(),
+                               stream);
 }
 
 const void* GemmAllToAll::received() const {

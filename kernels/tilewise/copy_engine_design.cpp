@@ -9,12 +9,6 @@
 #include "kernels/tilewise/tail_exchange.hpp"
 
 namespace overlapsim::kernels::tilewise {
-namespace {
-
-constexpr int kElementBytes = 2;
-
-}  // namespace
-
 CopyEngineDesign::~CopyEngineDesign() {
   for (cudaEvent_t e : timeline_events_) cudaEventDestroy(e);
   for (cudaEvent_t e : phase2_joins_) cudaEventDestroy(e);

@@ -11,7 +11,6 @@ namespace overlapsim::kernels::tilewise {
 constexpr int kWorld = 2;
 constexpr int kRank = 0;
 constexpr int kPeer = 1;
-constexpr std::size_t kElementBytes = 2;
 
 Status CopyEngineRehearsal::initialize(std::int64_t m, std::int64_t n, int groups_per_part) {
   int sms = 0;

@@ -16,6 +16,9 @@
 
 namespace overlapsim::kernels::tilewise {
 
+// Both transports move bf16 partials and results.
+inline constexpr std::size_t kElementBytes = 2;
+
 // The current device's SM count (what a persistent GEMM's grid is sized by).
 inline Status current_device_sms(int* sms) {
   int device = 0;

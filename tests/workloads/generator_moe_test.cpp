@@ -12,7 +12,6 @@ using sim::OpKind;
 using sim::StreamKind;
 
 namespace {
-double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
 
 // Mixtral on EP 8 alone (no pipeline), sequence 4096, one microbatch per rank at 1024 GPUs:
 // one folded rank, so the per-rank counts below are the whole step's.

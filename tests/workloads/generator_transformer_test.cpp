@@ -28,8 +28,6 @@ double megatron_flops(double B, double s, double l, double h, double V) {
   return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
 }
 
-double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
-
 // GPT-3 175B as Narayanan et al. 2021 ran it (table 1: TP 8, PP 8, batch 1536, full
 // recomputation, data-parallel all-reduce, no sequence parallelism): their FLOP formula and
 // the per-stage closed forms below hold for it. The shipped file runs NeMo's layout.

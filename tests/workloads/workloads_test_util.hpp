@@ -3,11 +3,15 @@
 // variants of it.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace overlapsim::workloads::testing {
+
+// |a - b| relative to b.
+inline double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
 
 // 4 layers of 8 experts (top-2) on dp 4 x pp 2 with ep 4: small enough to generate fast.
 inline constexpr const char* kTinyMoe = R"(name: tiny-moe
