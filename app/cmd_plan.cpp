@@ -137,6 +137,8 @@ int run_plan_command(const PlanFlags& f) {
   const planning::Ranks& ranks = planning::Ranks::world();
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   o.threads = f.threads > 0 ? f.threads : std::max(1, cores / ranks.local_size());
+  // An --out that cannot be made is reported before any point is simulated.
+  if (ranks.root()) config::check_directory_creatable(f.out, "--out");
   o.state_file = (std::filesystem::path(f.out) / ".plan-state.jsonl").string();
   o.resume = f.resume;
   o.progress = f.progress || isatty(STDERR_FILENO);

@@ -112,6 +112,38 @@ void check_writable(const std::string& path, const std::string& flag) {
   }
 }
 
+namespace {
+
+[[noreturn]] void cannot_create(const std::string& dir, const std::string& flag, int err) {
+  throw ConfigError(
+      fmt::format("{}: {}: cannot create directory: {} (expected a writable directory path)", flag,
+                  dir, std::strerror(err)));
+}
+
+}  // namespace
+
+void check_directory_creatable(const std::string& dir, const std::string& flag) {
+  if (dir.empty()) cannot_create(dir, flag, ENOENT);
+  std::error_code ec;
+  fs::path at = fs::absolute(dir, ec);
+  if (ec) cannot_create(dir, flag, ENOENT);
+  if (fs::is_directory(at, ec)) return;
+  // The nearest ancestor that exists must be a directory that takes a new entry.
+  while (!fs::exists(at, ec) && at.has_parent_path() && at.parent_path() != at)
+    at = at.parent_path();
+  if (!fs::is_directory(at, ec)) cannot_create(dir, flag, ENOTDIR);
+  const std::string probe = (at / (".overlapsim-check." + std::to_string(::getpid()))).string();
+  if (::mkdir(probe.c_str(), 0777) != 0) cannot_create(dir, flag, errno);
+  ::rmdir(probe.c_str());
+}
+
+void make_directories(const std::string& dir, const std::string& flag) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) cannot_create(dir, flag, ec.value());
+  if (!fs::is_directory(dir, ec)) cannot_create(dir, flag, ENOTDIR);
+}
+
 StagedFiles::~StagedFiles() {
   for (const Staged& s : staged_) ::unlink(s.tmp.c_str());
 }

@@ -19,6 +19,14 @@ void write_file_atomic(const std::string& path, std::string_view contents);
 // nothing that outlives the call.
 void check_writable(const std::string& path, const std::string& flag);
 
+// Before a run: throws ConfigError "<flag>: <dir>: cannot create directory: <reason>
+// (expected ...)" unless `dir` is a directory or a directory can be made where it would
+// go (tried in its nearest existing ancestor). Creates nothing that outlives the call.
+void check_directory_creatable(const std::string& dir, const std::string& flag);
+
+// Creates `dir` and its missing parents; throws ConfigError as above where that fails.
+void make_directories(const std::string& dir, const std::string& flag);
+
 // Outputs of one run: add() writes each to its temp file now; commit() renames them all.
 // Temp files not committed are removed when the object goes out of scope (an exception
 // on the way out of the run).

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include <cmath>
 #include <filesystem>
@@ -84,18 +86,48 @@ void check_tree(const std::string& file, const YAML::Node& node, const std::stri
   }
 }
 
+// The longest duration a file may give: 10^6 s (11.6 days), far above any latency, kernel
+// or step, and far enough below the double range that sums of a step's events stay finite.
+constexpr double kMaxDuration_s = 1e6;
+
+// Records where each document of a stream starts; ignores everything else.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> marks;
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 ConfigNode parse_checked(const std::string& text, const std::string& file) {
-  std::vector<YAML::Node> docs;
+  // Not YAML::LoadAll: on some malformed streams (a ',' after a top-level flow collection,
+  // such as "[1], 2") yaml-cpp 0.7 reports empty documents without end, and LoadAll
+  // collects them until memory runs out (jbeder/yaml-cpp issue 1040, fixed upstream by
+  // pull request 1319, after the Debian package). Two documents are enough to refuse a file.
+  YAML::Node root;
+  DocumentStarts starts;
   try {
-    docs = YAML::LoadAll(text);
+    root = YAML::Load(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    while (starts.marks.size() < 2 && parser.HandleNextDocument(starts)) {
+    }
   } catch (const YAML::ParserException& e) {
     throw ConfigError(fmt::format("{}:{}:{}: YAML syntax error: {}", file, e.mark.line + 1,
                                   e.mark.column + 1, e.msg));
   }
-  if (docs.size() > 1)
-    fail_at(file, docs[1].Mark(),
+  if (starts.marks.size() > 1)
+    fail_at(file, starts.marks[1],
             "a second YAML document (expected one document per file; remove the '---')");
-  YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
   std::size_t visited = 0;
   check_tree(file, root, "", 0, visited);
   return ConfigNode(root, file, "");
@@ -225,13 +257,21 @@ double ConfigNode::as_bandwidth_Bps() const {
   auto v = parse_bandwidth_Bps(s);
   if (!v) fail(fmt::format("'{}' is not a bandwidth (expected {})", s, kExpectedBandwidth));
   if (*v <= 0) fail(fmt::format("'{}' must be positive (expected {})", s, kExpectedBandwidth));
+  // Bytes over a slower rate, summed over a step, leave the double range (1e-320 B/s).
+  if (*v < 1) fail(fmt::format("'{}' is below 1 B/s (expected {})", s, kExpectedBandwidth));
   return *v;
 }
 
 double ConfigNode::as_duration_s() const {
   std::string s = as_string();
-  if (auto v = parse_duration_s(s)) return *v;
-  fail(fmt::format("'{}' is not a duration (expected {})", s, kExpectedDuration));
+  const auto v = parse_duration_s(s);
+  if (!v) fail(fmt::format("'{}' is not a duration (expected {})", s, kExpectedDuration));
+  // Latencies and kernel times are microseconds to seconds; a value near the double range
+  // (1e308) turns the sums of a step into infinity.
+  if (std::abs(*v) > kMaxDuration_s)
+    fail(fmt::format("'{}' is longer than 10^6 s (expected {})", s,
+                     kExpectedDuration));
+  return *v;
 }
 
 double ConfigNode::as_flops_per_s() const {
@@ -239,6 +279,7 @@ double ConfigNode::as_flops_per_s() const {
   auto v = parse_flops_per_s(s);
   if (!v) fail(fmt::format("'{}' is not a rate (expected {})", s, kExpectedFlops));
   if (*v <= 0) fail(fmt::format("'{}' must be positive (expected {})", s, kExpectedFlops));
+  if (*v < 1) fail(fmt::format("'{}' is below 1 FLOP/s (expected {})", s, kExpectedFlops));
   return *v;
 }
 

@@ -6,7 +6,7 @@
 namespace overlapsim::planning {
 
 void write_plan_reports(const std::string& dir, const PlanResult& result) {
-  std::filesystem::create_directories(dir);
+  config::make_directories(dir, "--out");
   const std::filesystem::path d(dir);
   config::write_file_atomic((d / "report.md").string(), plan_markdown(result));
   config::write_file_atomic((d / "results.csv").string(), plan_csv(result));

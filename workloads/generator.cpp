@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/scenario/run_budget.hpp"
 #include "workloads/dlrm.hpp"
 #include "workloads/grad_buckets.hpp"
 #include "workloads/pipeline_schedule.hpp"
@@ -121,8 +122,8 @@ void emit_interleaved(const ModelSpec& spec, const ParallelLayout& layout, int r
 // One rank of a Transformer/MoE model: the pipeline program of its stage, then the
 // gradient reduction and the optimizer.
 void emit_transformer_rank(const ModelSpec& spec, const ParallelLayout& layout, int rank,
-                           const RankGroups& groups, sim::OpGraph& graph) {
-  RankBuilder b(graph);
+                           const RankGroups& groups, sim::OpGraph& graph, OpBudget& budget) {
+  RankBuilder b(graph, &budget);
   GradientBuckets grads;
   TransformerEmitter emitter(spec, layout, rank, groups, b, grads);
   if (spec.parallelism.virtual_stages > 1)
@@ -134,12 +135,14 @@ void emit_transformer_rank(const ModelSpec& spec, const ParallelLayout& layout, 
 
 }  // namespace
 
-int microbatches_per_step(const ModelSpec& r) {
-  const long long dp = r.parallelism.dp;
-  const long long mb =
+std::int64_t microbatch_count(const ModelSpec& r) {
+  const std::int64_t dp = r.parallelism.dp;
+  const std::int64_t mb =
       r.training.micro_batch > 0 ? r.training.micro_batch : r.training.global_batch / dp;
-  return static_cast<int>(r.training.global_batch / (mb * dp));
+  return r.training.global_batch / (mb * dp);
 }
+
+int microbatches_per_step(const ModelSpec& r) { return static_cast<int>(microbatch_count(r)); }
 
 sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
                              const GenerateOptions& options) {
@@ -168,16 +171,28 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
   // Each program is built where it stays: Boost 1.74's adjacency_list has no move
   // constructor, so pushing a finished program copied its whole graph.
   step.ranks.reserve(ranks.size());
+  OpBudget budget{sim::max_ops_within(sim::default_memory_limit_bytes())};
+  // Every simulated rank runs each microbatch's forward and backward at least (and the
+  // pipeline schedule lists them before any op exists), so a step over the budget stops
+  // here already.
+  if (r.kind != ModelKind::Dlrm &&
+      2.0 * static_cast<double>(microbatch_count(r)) * static_cast<double>(ranks.size()) >
+          static_cast<double>(budget.ops_left))
+    throw StepGraphTooLarge(fmt::format(
+        "{} microbatches per step on {} simulated ranks are more operations than fit in 80% "
+        "of this machine's available memory (expected fewer microbatches: a larger "
+        "micro_batch or dp, or a smaller global_batch)",
+        microbatch_count(r), ranks.size()));
   for (int rank : ranks) {
     sim::RankProgram& program = step.ranks.emplace_back();
     program.rank = rank;
     program.multiplicity = multiplicity;
     const RankGroups groups = table.groups_of(rank);
     if (r.kind == ModelKind::Dlrm) {
-      RankBuilder b(program.graph);
+      RankBuilder b(program.graph, &budget);
       emit_dlrm_rank(r, layout, groups, b, grad_sync_options(r, layout, groups));
     } else {
-      emit_transformer_rank(r, layout, rank, groups, program.graph);
+      emit_transformer_rank(r, layout, rank, groups, program.graph, budget);
     }
   }
   total_flops(step);

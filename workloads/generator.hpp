@@ -24,5 +24,7 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
 
 // Microbatches per DP rank in one step: global_batch / (micro_batch · dp).
 int microbatches_per_step(const ModelSpec& resolved);
+// The same without narrowing: global_batch / (micro_batch·dp) of a file may pass 2^31.
+std::int64_t microbatch_count(const ModelSpec& resolved);
 
 }  // namespace overlapsim::workloads

@@ -18,6 +18,13 @@ OpVertex RankBuilder::add(sim::OpNode node, std::initializer_list<OpVertex> deps
 
 OpVertex RankBuilder::add_unchained(sim::OpNode node, std::initializer_list<OpVertex> deps) {
   const int stream = static_cast<int>(node.stream);
+  if (budget_ != nullptr) {
+    if (budget_->ops_left == 0)
+      throw StepGraphTooLarge(
+          "the step graph outgrew the operations that fit in 80% of this machine's available "
+          "memory (expected fewer microbatches per step, layers or virtual stages)");
+    --budget_->ops_left;
+  }
   OpVertex v = boost::add_vertex(std::move(node), graph_);
   for (OpVertex d : deps) depend(v, d);
   if (node_stream_is_compute(graph_[v].stream)) {

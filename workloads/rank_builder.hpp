@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,9 +16,27 @@ namespace overlapsim::workloads {
 using sim::OpVertex;
 inline constexpr OpVertex kNoOp = static_cast<OpVertex>(-1);
 
+// The operations a whole step graph may still add: a step of absurd size (10^9
+// microbatches, layers or chunks) stops while it is generated, before its graph alone
+// exhausts memory, instead of after.
+struct OpBudget {
+  std::uint64_t ops_left = 0;
+};
+
+// Thrown when a step's graph outgrows its OpBudget; the message names the budget, and the
+// caller adds the model file.
+class StepGraphTooLarge : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class RankBuilder {
  public:
-  explicit RankBuilder(sim::OpGraph& graph) : graph_(graph) { last_.fill(kNoOp); }
+  // `budget` (optional, shared by every rank of a step) is charged one per op added.
+  explicit RankBuilder(sim::OpGraph& graph, OpBudget* budget = nullptr)
+      : graph_(graph), budget_(budget) {
+    last_.fill(kNoOp);
+  }
 
   // Adds `node` after the last op on its stream and after every op in `deps` (kNoOp
   // entries are skipped). Returns the new vertex.
@@ -44,6 +63,7 @@ class RankBuilder {
 
  private:
   sim::OpGraph& graph_;
+  OpBudget* budget_ = nullptr;
   std::array<OpVertex, 6> last_{};
   OpVertex last_any_ = kNoOp;
   OpVertex fence_ = kNoOp;

@@ -8,6 +8,7 @@
 #include "config/error.hpp"
 #include "sim/profile/profile_load.hpp"
 #include "workloads/generator.hpp"
+#include "workloads/rank_builder.hpp"
 
 namespace overlapsim::workloads {
 
@@ -88,7 +89,11 @@ ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cl
   GenerateOptions gen;
   gen.fold = fold;
   gen.gpus_per_node = in.cluster.gpus_per_node;
-  in.step = generate_step(spec, world, gen);
+  try {
+    in.step = generate_step(spec, world, gen);
+  } catch (const StepGraphTooLarge& e) {
+    throw config::ConfigError(fmt::format("{}: {}", spec.source_file, e.what()));
+  }
   infer_representatives(in.step);
   in.timing = collective_timing(in.cluster);
   return in;

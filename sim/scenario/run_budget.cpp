@@ -1,12 +1,16 @@
 #include "sim/scenario/run_budget.hpp"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <limits>
 #include <set>
+#include <string>
 
+#include "config/integers.hpp"
 #include "sim/collectives/transfer_count.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/network/flow_network.hpp"
@@ -135,11 +139,41 @@ std::uint64_t physical_memory_bytes() {
   return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_bytes);
 }
 
-std::uint64_t default_memory_limit_bytes() {
-  const std::uint64_t physical = physical_memory_bytes();
-  if (physical == 0) return std::numeric_limits<std::uint64_t>::max();
-  return physical / 5 * 4;
+namespace {
+
+// The soft limit of `resource` in bytes; 0 when unlimited or unreadable.
+std::uint64_t resource_limit_bytes(int resource) {
+  rlimit limit{};
+  if (getrlimit(resource, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 0;
+  return static_cast<std::uint64_t>(limit.rlim_cur);
 }
+
+// cgroup v2's memory.max of this process's cgroup; 0 when "max", absent or unreadable.
+std::uint64_t cgroup_limit_bytes() {
+  std::ifstream in("/sys/fs/cgroup/memory.max");
+  std::string text;
+  if (!(in >> text) || text == "max") return 0;
+  const auto v = config::parse_int(text);
+  return v && *v > 0 ? static_cast<std::uint64_t>(*v) : 0;
+}
+
+}  // namespace
+
+std::uint64_t available_memory_bytes() {
+  std::uint64_t least = physical_memory_bytes();
+  for (const std::uint64_t limit :
+       {resource_limit_bytes(RLIMIT_AS), resource_limit_bytes(RLIMIT_DATA), cgroup_limit_bytes()})
+    if (limit > 0 && (least == 0 || limit < least)) least = limit;
+  return least;
+}
+
+std::uint64_t default_memory_limit_bytes() {
+  const std::uint64_t available = available_memory_bytes();
+  if (available == 0) return std::numeric_limits<std::uint64_t>::max();
+  return available / 5 * 4;
+}
+
+std::uint64_t max_ops_within(std::uint64_t limit_bytes) { return limit_bytes / kBytesPerOp; }
 
 std::optional<std::string> over_memory_budget(const RunMemoryEstimate& estimate,
                                               std::uint64_t limit_bytes) {

@@ -44,9 +44,16 @@ RunSize step_run_size(const StepGraph& step, const Topology& topo);
 
 // Physical memory of this machine (0 when it cannot be read).
 std::uint64_t physical_memory_bytes();
-// The limit when none is given: 80% of physical memory, leaving room for the OS and page
-// cache; unlimited when physical memory is unknown.
+// What this process can have: physical memory, or less where its address-space or data
+// resource limit (ulimit -v, -d) or its cgroup's memory.max (a container) is lower; 0 when
+// none of them can be read.
+std::uint64_t available_memory_bytes();
+// The limit when none is given: 80% of available memory, leaving room for the OS and page
+// cache; unlimited when it is unknown.
 std::uint64_t default_memory_limit_bytes();
+// The most step-graph operations `limit_bytes` holds at the measured cost per operation:
+// generators stop there rather than exhaust memory before the budget is checked.
+std::uint64_t max_ops_within(std::uint64_t limit_bytes);
 
 // nullopt when the estimate fits in `limit_bytes`; otherwise one line saying what the run
 // needs and why (no file or flag named: the caller adds those).

@@ -160,6 +160,32 @@ std::vector<Row> rows() {
        {},
        "fit {dir} --out {dir}/missing/p.yaml",
        {"--out", "{dir}/missing/p.yaml"}},
+      // create_directories' filesystem_error once ended a plan as an internal error.
+      {"plan_out_under_a_file",
+       {{"f.txt", "x"}},
+       "plan -w " + kModel + " -c " + kCluster + " --out {dir}/f.txt/report",
+       {"--out", "{dir}/f.txt/report", "cannot create directory"}},
+      // A latency near the double range once made the collective's finish time infinite.
+      {"latency_past_the_double_range",
+       {{"c.yaml", edited(kCluster, {{"gpu_nic_latency_s: 1us", "gpu_nic_latency_s: 1e308"}})}},
+       "collective --op allreduce --bytes 1MiB --cluster {dir}/c.yaml",
+       {"{dir}/c.yaml:20:", "inter_node.gpu_nic_latency_s", "longer than 10^6 s"}},
+      {"bandwidth_below_one_byte_per_second",
+       {{"c.yaml",
+         edited(kCluster, {{"gpu_bandwidth_Bps: 450GBps", "gpu_bandwidth_Bps: 1e-320"}})}},
+       "collective --op allreduce --bytes 1MiB --cluster {dir}/c.yaml",
+       {"{dir}/c.yaml:12:", "intra_node.gpu_bandwidth_Bps", "below 1 B/s"}},
+      // yaml-cpp's LoadAll once collected empty documents after the stray ',' until memory
+      // ran out.
+      {"stray_comma_after_a_flow_list",
+       {{"m.yaml", "[1], 2\n" + slurp(fs::path(kRoot) / kModel)}},
+       "simulate --no-timing -w {dir}/m.yaml -c " + kCluster,
+       {"{dir}/m.yaml:"}},
+      // 2^39 microbatches once filled memory while the step graph was generated.
+      {"microbatches_past_the_memory",
+       {{"m.yaml", edited(kModel, {{"global_batch: 16", "global_batch: 1099511627776"}})}},
+       "simulate --no-timing -w {dir}/m.yaml -c " + kCluster,
+       {"{dir}/m.yaml", "microbatches per step"}},
   };
 }
 

@@ -85,6 +85,30 @@ TEST(ConfigNode, SecondDocumentIsAnError) {
   EXPECT_NO_THROW(ConfigNode::load_string("---\na: 1\n", "one.yaml"));
 }
 
+TEST(ConfigNode, QuantitiesThatWouldOverflowAStepAreErrors) {
+  const ConfigNode n = ConfigNode::load_string(
+      "long: 1e308\nok: 1e6\nslow: 1e-320\nfine: 1Bps\nweak: 0.5\n", "q.yaml");
+  EXPECT_NE(error_of([&] { n.get_duration_s("long"); })
+                .find("q.yaml:1:7: long: '1e308' is "
+                      "longer than 10^6 s"),
+            std::string::npos);
+  EXPECT_DOUBLE_EQ(n.get_duration_s("ok"), 1e6);
+  EXPECT_NE(error_of([&] { n.get_bandwidth_Bps("slow"); }).find("is below 1 B/s"),
+            std::string::npos);
+  EXPECT_DOUBLE_EQ(n.get_bandwidth_Bps("fine"), 1.0);
+  EXPECT_NE(error_of([&] { n.get_flops_per_s("weak"); }).find("is below 1 FLOP/s"),
+            std::string::npos);
+}
+
+// yaml-cpp 0.7 reports endless empty documents after a stray ',' following a top-level flow
+// collection; loading such a file must end with an error, not exhaust memory.
+TEST(ConfigNode, StrayCommaAfterFlowCollectionIsAnError) {
+  for (const char* text : {"[1], 2\n", "   [1, 2], [3, 4],\nformat: 1\n", ",\n"}) {
+    auto msg = error_of([text] { ConfigNode::load_string(text, "c.yaml"); });
+    EXPECT_NE(msg.find("c.yaml"), std::string::npos) << text << ": " << msg;
+  }
+}
+
 TEST(ConfigNode, TextThatIsNotUtf8IsAnError) {
   auto msg = error_of([] { ConfigNode::load_string("name: ab\xFF\n", "u.yaml"); });
   EXPECT_NE(msg.find("u.yaml:1:7: name: byte 3 is not UTF-8"), std::string::npos) << msg;

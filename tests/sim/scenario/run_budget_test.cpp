@@ -3,6 +3,7 @@
 #include "sim/scenario/run_budget.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <cstdint>
 #include <limits>
@@ -86,10 +87,41 @@ TEST(RunBudget, RefusesOnlyAboveTheLimit) {
   EXPECT_EQ(reason->find('\n'), std::string::npos);
 }
 
-TEST(RunBudget, DefaultLimitIsFourFifthsOfPhysicalMemory) {
+TEST(RunBudget, DefaultLimitIsFourFifthsOfAvailableMemory) {
   const std::uint64_t physical = physical_memory_bytes();
   ASSERT_GT(physical, 0u);  // Linux: sysconf knows
-  EXPECT_EQ(default_memory_limit_bytes(), physical / 5 * 4);
+  const std::uint64_t available = available_memory_bytes();
+  EXPECT_GT(available, 0u);
+  EXPECT_LE(available, physical);  // a ulimit or a container can only lower it
+  EXPECT_EQ(default_memory_limit_bytes(), available / 5 * 4);
+  EXPECT_EQ(max_ops_within(default_memory_limit_bytes()),
+            default_memory_limit_bytes() / (estimate_run_memory(RunSize{0, 0, 1, 0}).graph_bytes));
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define OVERLAPSIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OVERLAPSIM_ASAN 1
+#endif
+#endif
+
+TEST(RunBudget, AnAddressSpaceLimitLowersTheDefault) {
+#ifdef OVERLAPSIM_ASAN
+  GTEST_SKIP() << "ASan reserves terabytes of address space; a limit would break it";
+#else
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &saved), 0);
+  const std::uint64_t half = physical_memory_bytes() / 2;
+  if (saved.rlim_cur != RLIM_INFINITY && saved.rlim_cur < half)
+    GTEST_SKIP() << "the address space is limited below half of physical memory already";
+  rlimit lowered = saved;
+  lowered.rlim_cur = half;
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &lowered), 0);
+  const std::uint64_t available = available_memory_bytes();
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+  EXPECT_LE(available, half);
+#endif
 }
 
 TEST(RunBudget, AllToAllTransfersAreThePlansCounts) {
