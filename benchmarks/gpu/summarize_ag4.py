@@ -13,7 +13,8 @@ candidate was not more than 1 % faster in the search loop). Captured = (T_seq - 
 (T_seq - T_ideal), T_ideal = max(op alone, collective alone). Geometric means over the shapes
 whose all-gather alone takes at least 20 % of the GEMM alone. PyTorch: torch_symm_mem
 (fused_all_gather_matmul) and torch_sequential from its own run, compared by time and by the
-ratio to its own sequential. Bit-identity from the bench's stderr ("ag_bits" lines).
+ratio to its own sequential, against the chosen candidate timed in a loop of its own
+(<design>_own_loop) and its ratio to the pair runner's sequential (also its own loop). Bit-identity from the bench's stderr ("ag_bits" lines).
 
   summarize_ag4.py bench.csv [--torch torch.csv] [--stderr stderr.txt] --output summary.csv
 """
@@ -53,12 +54,17 @@ def main():
     if not rows:
         print("no allgather+gemm rows in", args.bench_csv, file=sys.stderr)
         return 1
-    bits = {}
+    bits, predicted = {}, {}
     if args.stderr and os.path.exists(args.stderr):
         for line in open(args.stderr, errors="replace"):
             m = re.search(r"ag_bits (\d+)x(\d+)x(\d+) \S+ chunks \d+: mismatches (\d+)", line)
             if m:
                 bits[tuple(int(x) for x in m.groups()[:3])] = int(m.group(4))
+            m = re.search(r"ag_predicted (\d+)x(\d+)x(\d+) \S+ chunks \d+: predicted ([\d.]+) us, "
+                          r"measured ([\d.]+) us", line)
+            if m:
+                predicted[tuple(int(x) for x in m.groups()[:3])] = (float(m.group(4)),
+                                                                    float(m.group(5)))
     by = defaultdict(list)
     for r in rows + read(args.torch):
         by[(int(r["world"]), int(r["m"]), int(r["n"]), int(r["k"]))].append(r)
@@ -85,6 +91,9 @@ def main():
         cap = lambda x: round((seq - x) / (seq - ideal), 4) if x and seq > ideal else None
         dec_loop = t("decomposed_tw_loop")
         tsymm, tseq = t("torch_symm_mem"), t("torch_sequential")
+        ol = [r for r in rs if r["design"].endswith("_own_loop")]
+        own_loop = float(ol[0]["time_us"]) if ol else None
+        pair_seq = t("sequential")
         out.append(dict(
             world=key[0], m=key[1], n=key[2], k=key[3], gpu=rs[0]["gpu"],
             sequential_us=seq, op_alone_us=op_, collective_alone_us=co, ideal_us=ideal,
@@ -97,9 +106,15 @@ def main():
             tuned_captured=cap(tuned_us),
             tuned_over_seq=round(tuned_us / seq, 4) if tuned_us else None,
             decomposed_loop_us=dec_loop, decomposed_pair_us=t("decomposed"),
+            gather_only_us=t("gather_only_tw_loop"),
+            tw_own_loop_us=own_loop, sequential_own_loop_us=pair_seq,
+            tw_own_loop_over_seq=round(own_loop / pair_seq, 4) if own_loop and pair_seq else None,
             torch_sequential_us=tseq, torch_symm_mem_us=tsymm,
             torch_symm_over_seq=round(tsymm / tseq, 4) if tsymm and tseq else None,
-            bit_mismatches=bits.get(key[1:], "")))
+            bit_mismatches=bits.get(key[1:], ""),
+            predicted_us=predicted[key[1:]][0] if key[1:] in predicted else None,
+            predictor_error=round(predicted[key[1:]][0] / predicted[key[1:]][1] - 1, 4)
+            if key[1:] in predicted else None))
     if not out:
         print("no shape with the final loop's rows", file=sys.stderr)
         return 1
@@ -109,13 +124,14 @@ def main():
         w.writerows(out)
 
     print("world m n k comm/gemm seq ideal tilewise(chunks) captured x_seq tuned x_seq "
-          "decomposed(loop) torch_symm(x its seq) bits")
+          "decomposed(loop) own-loop(x seq) torch_symm(x its seq) bits")
     for r in out:
         print(f"{r['world']} {r['m']}x{r['n']}x{r['k']} {r['comm_share']:.2f} "
               f"{r['sequential_us']:.1f} {r['ideal_us']:.1f} {r['tw_design']} "
               f"{fmt(r['tw_us'], 1)}({r['tw_chunks']}) {fmt(r['tw_captured'])} "
               f"{fmt(r['tw_over_seq'])} {fmt(r['tuned_us'], 1)} {fmt(r['tuned_over_seq'])} "
-              f"{fmt(r['decomposed_loop_us'], 1)} {fmt(r['torch_symm_mem_us'], 1)}"
+              f"{fmt(r['decomposed_loop_us'], 1)} {fmt(r['tw_own_loop_us'], 1)}"
+              f"({fmt(r['tw_own_loop_over_seq'])}) {fmt(r['torch_symm_mem_us'], 1)}"
               f"({fmt(r['torch_symm_over_seq'])}) {r['bit_mismatches']}")
     for world in sorted({r["world"] for r in out}):
         rs = [r for r in out if r["world"] == world]
@@ -130,11 +146,19 @@ def main():
         dec = [r for r in big if r["tw_us"] and r["decomposed_loop_us"]]
         print(f"bar 2 faster than decomposed (same loop): "
               f"{sum(1 for r in dec if r['tw_us'] < r['decomposed_loop_us'])} of {len(dec)}")
-        sym = [r for r in big if r["tw_us"] and r["torch_symm_mem_us"]]
-        print(f"bar 2 faster than torch symm-mem by time: "
-              f"{sum(1 for r in sym if r['tw_us'] < r['torch_symm_mem_us'])} of {len(sym)}; "
+        # PyTorch times each variant in a loop of its own: compare with the candidate's own
+        # loop (and its ratio to the pair runner's sequential, also timed alone).
+        sym = [r for r in big if r["tw_own_loop_us"] and r["torch_symm_mem_us"]]
+        print(f"bar 2 faster than torch symm-mem by time (own loops): "
+              f"{sum(1 for r in sym if r['tw_own_loop_us'] < r['torch_symm_mem_us'])} of {len(sym)}; "
               f"by ratio to each one's sequential: "
-              f"{sum(1 for r in sym if r['torch_symm_over_seq'] and r['tw_over_seq'] < r['torch_symm_over_seq'])} of {len(sym)}")
+              f"{sum(1 for r in sym if r['torch_symm_over_seq'] and r['tw_own_loop_over_seq'] < r['torch_symm_over_seq'])} of {len(sym)}")
+        errs = sorted(abs(r["predictor_error"]) for r in rs if r["predictor_error"] is not None)
+        if errs:
+            mid = len(errs) // 2
+            med = errs[mid] if len(errs) % 2 else (errs[mid - 1] + errs[mid]) / 2
+            print(f"predictor (GEMM alone + transport alone -> pair): median |error| {med:.4f}, "
+                  f"max {errs[-1]:.4f} over {len(errs)} shapes")
         b = [r["bit_mismatches"] for r in rs if r["bit_mismatches"] != ""]
         print(f"bar 3 bit mismatches against NCCL all-gather + own GEMM: {sum(b) if b else '–'} "
               f"over {len(b)} shapes; wrong (reference, sequential): "

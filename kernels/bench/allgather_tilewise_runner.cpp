@@ -181,6 +181,10 @@ class AllGatherTilewiseRunner {
                                          "sequential_own", "own_alone"};
     for (const auto& [k, enqueue] : io_.decomposed) variants.push_back(enqueue);
     variants.push_back([this, &best](int i) { return run_candidate(best, i); });
+    // The chosen transport alone (copy engines, stream waits): the predictor's copy time.
+    variants.push_back([this, &best](int i) {
+      return best.design->run_gather_only(io_.set(i).a, compute(), env_.ctx->comm_stream);
+    });
     std::vector<Timing> timings;
     OVERLAPSIM_TRY(time_interleaved(*env_.ctx, case_.warmup, case_.iterations, variants, io_.align,
                                     &timings));
@@ -196,6 +200,22 @@ class AllGatherTilewiseRunner {
     for (const auto& [k, enqueue] : io_.decomposed)
       env_.emit(pair_row("decomposed_tw_loop", k, timings[v++]).row());
     const Timing& t_best = timings[v];
+    // The predictor on this loop's GEMM alone and transport alone (row own_alone_tw_loop,
+    // gather_only_tw_loop) against the measured call.
+    const double predicted = tw::predict_allgather_time_s(
+        shape_.m, shape_.n, env_.world(), best.options, best.design->num_ctas(),
+        timings[4].median_s, timings[v + 1].median_s);
+    if (env_.rank() == 0)
+      std::fprintf(stderr,
+                   "overlap-bench: ag_predicted %s %s chunks %d: predicted %.1f us, measured "
+                   "%.1f us (own GEMM %.1f us, transport %.1f us)\n",
+                   shape_text().c_str(), design_name(best.options).c_str(), best.options.chunks,
+                   1e6 * predicted, 1e6 * t_best.median_s, 1e6 * timings[4].median_s,
+                   1e6 * timings[v + 1].median_s);
+    env_.emit(row("gather_only_tw_loop", best.options.chunks, timings[v + 1])
+                  .bytes(collective_bytes(PairOp::AllGatherGemm, shape_, env_.world(), case_.dtype))
+                  .busbw_factor(busbw_factor(CollectiveOp::AllGather, env_.world()))
+                  .row());
 
     // Correctness on set 0 behind poisoned outputs: the reference and the sequential result.
     std::uint64_t wrong = 0;
@@ -222,6 +242,14 @@ class AllGatherTilewiseRunner {
     const Timing& t_tuned = sequential_chosen_ ? timings[0] : t_best;
     env_.emit(pair_row("tilewise_tuned", sequential_chosen_ ? 0 : best.options.chunks, t_tuned)
                   .wrong(sequential_chosen_ ? 0 : wrong)
+                  .row());
+    // The chosen candidate in a loop of its own, as the pair runner times sequential and
+    // decomposed and as PyTorch's peers time themselves (cooler than the interleaved loop).
+    Timing own_loop;
+    OVERLAPSIM_TRY(time_iterations(
+        *env_.ctx, case_.warmup, case_.iterations,
+        [this, &best](int i) { return run_candidate(best, i); }, &own_loop));
+    env_.emit(pair_row(design_name(best.options) + "_own_loop", best.options.chunks, own_loop)
                   .row());
     return Status::success();
   }

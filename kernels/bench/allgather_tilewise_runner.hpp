@@ -12,8 +12,11 @@
 //      alone, decomposed per chunk count, and the fastest candidate. Rows
 //      <pair>/{sequential,op_alone,collective_alone,sequential_own,own_alone}_tw_loop,
 //      decomposed_tw_loop (chunks = k), tilewise_ag or tilewise_ag_par (chunks = chunks a
-//      block; wrong: against the reference and the sequential result) and tilewise_tuned
-//      (chunks 0 when sequential was chosen).
+//      block; wrong: against the reference and the sequential result), tilewise_tuned
+//      (chunks 0 when sequential was chosen) and gather_only_tw_loop (the chosen candidate's
+//      pushes alone, then stream waits for the peers' chunks: the copy engines' all-gather).
+//      Then the chosen candidate in a loop of its own (<design>_own_loop), as the pair
+//      runner's sequential and decomposed rows and PyTorch's peers are timed.
 //   3. Bit for bit against NCCL all-gather + the own GEMM on input set 0 (stderr line
 //      "overlap-bench: ag_bits ... mismatches N").
 #include "kernels/bench/bench_env.hpp"

@@ -7,6 +7,7 @@
 
 #include "kernels/tilewise/design_support.hpp"
 #include "kernels/tilewise/signal_wait.hpp"
+#include "sim/tilewise_plan/allgather.hpp"
 
 namespace overlapsim::kernels::tilewise {
 namespace {
@@ -23,6 +24,22 @@ std::optional<AllGatherPush> parse_allgather_push(const std::string& name) {
   if (name == "rotated") return AllGatherPush::Rotated;
   if (name == "per_peer") return AllGatherPush::PerPeer;
   return std::nullopt;
+}
+
+double predict_allgather_time_s(std::int64_t m, std::int64_t n, int world,
+                                const AllGatherGemmOptions& options, int ctas, double gemm_s,
+                                double gather_s) {
+  tilewise_plan::AllGatherProblem p;
+  p.world = world;
+  p.chunks = options.chunks;
+  p.tiles = static_cast<double>(gemm::ceil_div_i32(m, gemm::GemmConfig::kTileM)) *
+            static_cast<double>(gemm::ceil_div_i32(n, gemm::GemmConfig::kTileN));
+  p.ctas = ctas;
+  p.gemm_s = gemm_s;
+  p.per_peer = options.push == AllGatherPush::PerPeer && world > 2;
+  const int steps = p.per_peer ? options.chunks : (world - 1) * options.chunks;
+  p.step_s = steps > 0 ? gather_s / steps : 0;
+  return tilewise_plan::plan_allgather_consumer(p).end_s;
 }
 
 AllGatherGemmDesign::~AllGatherGemmDesign() {
@@ -203,12 +220,10 @@ Status AllGatherGemmDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t 
   return Status::success();
 }
 
-Status AllGatherGemmDesign::run(const void* a, const void* b, void* c, cudaStream_t compute_stream,
-                                cudaStream_t comm_stream) {
-  OVERLAPSIM_TRY(prepare(a, b, c));
-  const std::uint32_t epoch = ++epoch_;
+Status AllGatherGemmDesign::enqueue_pushes(const void* a, std::uint32_t epoch,
+                                           cudaStream_t compute_stream, cudaStream_t comm_stream,
+                                           std::vector<cudaStream_t>* used) {
   const int parity = static_cast<int>(epoch & 1u);
-  gemm::OwnGemm& g = *gemms_.at(std::make_tuple(a, b, c))[static_cast<std::size_t>(parity)];
   const int chunks = options_.chunks;
   const std::int64_t block_rows = m_ / world_;
   const std::int64_t chunk_rows = block_rows / chunks;
@@ -216,15 +231,13 @@ Status AllGatherGemmDesign::run(const void* a, const void* b, void* c, cudaStrea
   const std::size_t parity_offset = static_cast<std::size_t>(parity) *
                                     static_cast<std::size_t>(m_ * k_ * kElementBytes);
   CUDA_CHECK(cudaEventRecord(fork_, compute_stream));
-  // The pushes first: the copy engines start while the GEMM launch is being issued.
   const bool per_peer = !push_streams_.empty();
-  std::vector<cudaStream_t> used;
   for (int i = 1; i < world_; ++i) {
     cudaStream_t s = comm_stream;
     if (per_peer && i >= 2) s = push_streams_[static_cast<std::size_t>(i - 2)];
     if (i == 1 || per_peer) {
       CUDA_CHECK(cudaStreamWaitEvent(s, fork_, 0));
-      used.push_back(s);
+      used->push_back(s);
     }
     // Step i: to rank − i, which then receives from rank + i (its i-th block after its own).
     const int d = (rank_ - i + world_) % world_;
@@ -238,14 +251,47 @@ Status AllGatherGemmDesign::run(const void* a, const void* b, void* c, cudaStrea
                                  epoch, s));
     }
   }
-  OVERLAPSIM_TRY(g.run(compute_stream, epoch));
+  return Status::success();
+}
+
+Status AllGatherGemmDesign::join(const std::vector<cudaStream_t>& used,
+                                 cudaStream_t compute_stream) {
   // The call ends once its own pushes are done too (the caller may then reuse the shard;
-  // the peers' pushes into us are done: the GEMM waited for each).
+  // the peers' pushes into us are done: the GEMM or the waits saw each).
   for (std::size_t i = 0; i < used.size(); ++i) {
     CUDA_CHECK(cudaEventRecord(joins_[i], used[i]));
     CUDA_CHECK(cudaStreamWaitEvent(compute_stream, joins_[i], 0));
   }
   return Status::success();
+}
+
+Status AllGatherGemmDesign::run(const void* a, const void* b, void* c, cudaStream_t compute_stream,
+                                cudaStream_t comm_stream) {
+  OVERLAPSIM_TRY(prepare(a, b, c));
+  const std::uint32_t epoch = ++epoch_;
+  const int parity = static_cast<int>(epoch & 1u);
+  gemm::OwnGemm& g = *gemms_.at(std::make_tuple(a, b, c))[static_cast<std::size_t>(parity)];
+  // The pushes first: the copy engines start while the GEMM launch is being issued.
+  std::vector<cudaStream_t> used;
+  OVERLAPSIM_TRY(enqueue_pushes(a, epoch, compute_stream, comm_stream, &used));
+  OVERLAPSIM_TRY(g.run(compute_stream, epoch));
+  return join(used, compute_stream);
+}
+
+Status AllGatherGemmDesign::run_gather_only(const void* a, cudaStream_t compute_stream,
+                                            cudaStream_t comm_stream) {
+  if (!initialized_) return Status::failure("tilewise allgather+gemm: run before initialize()");
+  const std::uint32_t epoch = ++epoch_;
+  std::vector<cudaStream_t> used;
+  OVERLAPSIM_TRY(enqueue_pushes(a, epoch, compute_stream, comm_stream, &used));
+  for (int s = 0; s < world_; ++s) {
+    if (s == rank_) continue;
+    for (int ch = 0; ch < options_.chunks; ++ch)
+      OVERLAPSIM_TRY(
+          enqueue_wait_geq(flags_.as<std::uint32_t>() + s * options_.chunks + ch, epoch,
+                           compute_stream));
+  }
+  return join(used, compute_stream);
 }
 
 Status AllGatherGemmDesign::check_waits() {

@@ -68,6 +68,15 @@ struct AllGatherGemmOptions {
   int num_ctas = 0;              // persistent CTAs of the GEMM; 0: one per SM
 };
 
+// Predicted time of one call of `options` from the GEMM alone on the gathered A (gemm_s, on
+// `ctas` CTAs) and the transport alone (gather_s: run_gather_only's time), both measured: the
+// planner's timeline (sim/tilewise_plan/allgather.hpp), one push step being gather_s over the
+// steps the transport takes ((world - 1) x chunks in rotated order, chunks with a stream a
+// peer).
+double predict_allgather_time_s(std::int64_t m, std::int64_t n, int world,
+                                const AllGatherGemmOptions& options, int ctas, double gemm_s,
+                                double gather_s);
+
 class AllGatherGemmDesign {
  public:
   AllGatherGemmDesign() = default;
@@ -90,6 +99,11 @@ class AllGatherGemmDesign {
   // with PerPeer, streams of the design's own, joined before the call ends).
   Status run(const void* a, const void* b, void* c, cudaStream_t compute_stream,
              cudaStream_t comm_stream);
+  // The transport alone: the same pushes and flags, then compute_stream waits for every
+  // peer's chunks to have arrived (stream waits, no SM, no GEMM): the copy engines'
+  // all-gather time, what the predictor's copy rate is read from. It counts as a call
+  // (epoch and parity), so it may be interleaved with run().
+  Status run_gather_only(const void* a, cudaStream_t compute_stream, cudaStream_t comm_stream);
   // Whether a producer's wait for a chunk timed out (host-synchronising).
   Status check_waits();
 
@@ -100,6 +114,10 @@ class AllGatherGemmDesign {
 
  private:
   char* gathered(int parity) const;
+  // The call's fork, pushes and flags; the streams used, for the join.
+  Status enqueue_pushes(const void* a, std::uint32_t epoch, cudaStream_t compute_stream,
+                        cudaStream_t comm_stream, std::vector<cudaStream_t>* used);
+  Status join(const std::vector<cudaStream_t>& used, cudaStream_t compute_stream);
   Status signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream);
 
   std::unique_ptr<PeerMemory> memory_;

@@ -1878,8 +1878,10 @@ TEST(TilewiseAllGatherGemm, ShapeAndOptionErrors) {
 // Every visible GPU a rank: `calls` calls back to back (no host sync) alternating between two
 // input shards and two outputs, then each output against NCCL's all-gather of the same shard
 // followed by the own GEMM, bit for bit.
+// With gather_only_every = g > 0 a transport-only call (run_gather_only) follows every g-th
+// call: the two kinds of call share epochs and parities.
 void run_allgather_on_gpus(std::int64_t m, std::int64_t n, std::int64_t k, int chunks,
-                           AllGatherPush push, int calls) {
+                           AllGatherPush push, int calls, int gather_only_every = 0) {
   const int world = visible_gpu_count();
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE("allgather+gemm on " + std::to_string(world) + " GPUs, " + std::to_string(m) +
@@ -1913,8 +1915,11 @@ void run_allgather_on_gpus(std::int64_t m, std::int64_t n, std::int64_t k, int c
     o.push = push;
     o.wait_timeout_s = 30;
     OVERLAPSIM_TRY(d.initialize(&ctx.comm, m, n, k, DType::BF16, o));
-    for (int i = 0; i < calls; ++i)
+    for (int i = 0; i < calls; ++i) {
       OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), c[i % 2].data(), s, ctx.comm_stream));
+      if (gather_only_every > 0 && i % gather_only_every == 0)
+        OVERLAPSIM_TRY(d.run_gather_only(a[(i + 1) % 2].data(), s, ctx.comm_stream));
+    }
     CUDA_CHECK(cudaStreamSynchronize(s));
     OVERLAPSIM_TRY(d.check_waits());
     std::uint64_t& my_diff = diff[static_cast<std::size_t>(rank)];
@@ -1957,6 +1962,7 @@ TEST(TilewiseAllGatherGemmGpu, BackToBackCallsWithoutHostSync) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::int64_t w = visible_gpu_count();
   run_allgather_on_gpus(512 * w, 2048, 512, 2, AllGatherPush::Rotated, 200);
+  run_allgather_on_gpus(512 * w, 2048, 512, 2, AllGatherPush::Rotated, 200, 3);
   run_allgather_on_gpus(512 * w, 2048, 512, 1, AllGatherPush::PerPeer, 200);
 }
 
@@ -1965,7 +1971,7 @@ TEST(TilewiseAllGatherGemmGpu, SmallForSanitizer) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::int64_t w = visible_gpu_count();
   run_allgather_on_gpus(256 * w, 512, 128, 2, AllGatherPush::Rotated, 2);
-  run_allgather_on_gpus(256 * w, 512, 128, 1, AllGatherPush::PerPeer, 2);
+  run_allgather_on_gpus(256 * w, 512, 128, 1, AllGatherPush::PerPeer, 2, 1);
 }
 
 // ---------------------------------------------------------------- GPU: ranks in processes
