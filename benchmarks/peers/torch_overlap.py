@@ -302,7 +302,8 @@ def main():
     parser.add_argument("--chunks", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--quick", action="store_true", help="two shapes only")
     parser.add_argument("--shapes", nargs="+", default=None,
-                        help="MxNxK shapes instead of the acceptance set (every --ops pair)")
+                        help="MxNxK shapes instead of the acceptance set (every --ops pair; "
+                             "without --ops the all-reduce and reduce-scatter pairs)")
     parser.add_argument("--ops", nargs="+", default=None,
                         help="only these pairs (e.g. gemm+reducescatter gemm+allreduce)")
     args = parser.parse_args()
@@ -318,7 +319,9 @@ def main():
     plan += [("gemm+alltoall", s) for s in MOE]
     if args.shapes:
         own = [tuple(int(x) for x in s.split("x")) for s in args.shapes]
-        plan = [(op, s) for op in ("gemm+allreduce", "gemm+reducescatter") for s in own]
+        # Every --ops pair on them (allgather+gemm too: m is then the gathered rows).
+        plan = [(op, s) for op in (args.ops or ("gemm+allreduce", "gemm+reducescatter"))
+                for s in own]
     if args.ops:
         plan = [(op, s) for op, s in plan if op in args.ops]
     for seed, (op, (m, n, k)) in enumerate(plan, start=1):

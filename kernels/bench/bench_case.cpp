@@ -15,6 +15,8 @@ const std::vector<std::string>& designs_for(CaseKind kind, const std::string& op
   // GEMM followed by its collective also runs the tile-wise and shaped designs.
   static const std::vector<std::string> gemm_pair{"sequential", "decomposed", "tilewise",
                                                   "shaped"};
+  // AllGather+GEMM's tile-wise design is the consumer side (allgather_tilewise_runner.hpp).
+  static const std::vector<std::string> allgather_pair{"sequential", "decomposed", "tilewise"};
   switch (kind) {
     case CaseKind::Collective: return collective;
     case CaseKind::Compute:
@@ -24,7 +26,7 @@ const std::vector<std::string>& designs_for(CaseKind kind, const std::string& op
     case CaseKind::Pair:
       return op == "gemm+allreduce" || op == "gemm+reducescatter" || op == "gemm+alltoall"
                  ? gemm_pair
-                 : pair;
+                 : (op == "allgather+gemm" ? allgather_pair : pair);
   }
   return pair;
 }

@@ -57,7 +57,9 @@ constexpr TilewiseFlag kTilewiseFlags[] = {
     {"--tilewise-exhaustive", "OVERLAPSIM_TILEWISE_EXHAUSTIVE"},
     {"--tilewise-cache", "OVERLAPSIM_TILEWISE_CACHE"},
     {"--tilewise-detail", "OVERLAPSIM_TILEWISE_DETAIL"},
-    {"--tilewise-timeline", "OVERLAPSIM_TILEWISE_TIMELINE"}};
+    {"--tilewise-timeline", "OVERLAPSIM_TILEWISE_TIMELINE"},
+    {"--tilewise-ag-chunks", "OVERLAPSIM_TILEWISE_AG_CHUNKS"},
+    {"--tilewise-ag-push", "OVERLAPSIM_TILEWISE_AG_PUSH"}};
 
 bool is_tilewise_flag(const std::string& flag) {
   for (const TilewiseFlag& f : kTilewiseFlags)
@@ -116,6 +118,16 @@ void set_tilewise(const std::string& flag, const std::string& name, const std::s
     s->detail_path = value;
   } else if (flag == "--tilewise-timeline") {
     s->timeline_path = value;
+  } else if (flag == "--tilewise-ag-chunks") {
+    s->ag_chunks = to_list<int>(name, value, "chunk counts", [&](const std::string& v) {
+      return static_cast<int>(flag_int(kProgram, name, v, 1, 64));
+    });
+  } else if (flag == "--tilewise-ag-push") {
+    s->ag_push = to_list<tw::AllGatherPush>(name, value, "push modes", [&](const std::string& v) {
+      const auto m = tw::parse_allgather_push(v);
+      if (!m) bad(name, v, "a push mode (expected rotated and/or per_peer)");
+      return *m;
+    });
   }
 }
 
@@ -177,6 +189,8 @@ std::string usage() {
          "  --tilewise-cache FILE  tuning cache YAML (a hit skips the search)\n"
          "  --tilewise-detail FILE  every candidate's predicted and measured time (CSV)\n"
          "  --tilewise-timeline FILE  the chosen copy-engine call's step times over 5 calls\n"
+         "  --tilewise-ag-chunks 1,2,4  allgather+gemm: chunks a row block is pushed in\n"
+         "  --tilewise-ag-push rotated,per_peer  allgather+gemm: one stream or one a peer\n"
          "CSV (nccl-tests style) on stdout; --output writes the same CSV atomically at the end.\n";
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bench/allgather_tilewise_runner.hpp"
 #include "kernels/bench/bench_env.hpp"
 #include "kernels/bench/shaped_runner.hpp"
 #include "kernels/bench/tilewise_runner.hpp"
@@ -100,6 +101,7 @@ class PairCaseRunner {
       OVERLAPSIM_TRY(pair_.prepare(k));
       chunk_counts.push_back(k);
     }
+    chunk_counts_ = chunk_counts;
     int max_chunks = 1;
     for (int k : chunk_counts) max_chunks = std::max(max_chunks, k);
     OVERLAPSIM_TRY(decomposed_.initialize(max_chunks));
@@ -130,6 +132,8 @@ class PairCaseRunner {
         } else {
           OVERLAPSIM_TRY(measure_design(design, 1, nullptr));
         }
+      } else if (design == "tilewise" && op_ == PairOp::AllGatherGemm) {
+        OVERLAPSIM_TRY(run_allgather_tilewise_rows(env_, case_, shape_, tilewise_io()));
       } else if (design == "tilewise") {
         OVERLAPSIM_TRY(run_tilewise_rows(env_, case_, op_, shape_, tilewise_io()));
       } else if (design == "shaped") {
@@ -270,6 +274,10 @@ class PairCaseRunner {
     io.align = [this](int) {
       return all_reduce(env_.ctx->comm, align_.data(), align_.data(), 1, case_.dtype, compute());
     };
+    for (int k : chunk_counts_)
+      io.decomposed.emplace_back(k, [this, k](int i) {
+        return decomposed_.run(pair_, set(i), k, compute(), env_.ctx->comm_stream);
+      });
     io.run_and_check = [this](const std::function<Status()>& once, std::uint64_t* wrong) {
       return run_and_check(once, have_sequential_ ? sequential_result_.data() : nullptr, wrong);
     };
@@ -333,6 +341,7 @@ class PairCaseRunner {
   PairKernels pair_;
   DecomposedDesign decomposed_;
   std::vector<PairSet> buffers_;
+  std::vector<int> chunk_counts_;  // the decomposed chunk counts this shape allows
   int sets_ = 1;
   DeviceBuffer sequential_result_;
   DeviceBuffer align_;  // one element all-reduced between interleaved variants

@@ -38,6 +38,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kernels/bench/bench_env.hpp"
 #include "kernels/bench/timing.hpp"
@@ -57,6 +59,9 @@ struct TilewiseCaseIo {
   EnqueueIteration op_alone;          // the pair's op (cuBLAS) alone, in the same loop
   EnqueueIteration collective_alone;  // the pair's collective (NCCL) alone, in the same loop
   EnqueueIteration align;
+  // The decomposed design per chunk count (allgather+gemm's final loop times them beside
+  // the tile-wise choice).
+  std::vector<std::pair<int, EnqueueIteration>> decomposed;
 };
 
 // Whether overlap-bench can run `tilewise` for this pair at all.

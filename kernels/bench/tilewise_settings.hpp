@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/tilewise/allgather_gemm.hpp"
 #include "kernels/tilewise/copy_engine_layout.hpp"
 #include "kernels/tilewise/signal_wait.hpp"
 
@@ -33,6 +34,11 @@ struct TilewiseSettings {
   // it differs from the direct route: more than 2 ranks, reducescatter or allreduce).
   std::vector<tilewise::CopyEngineRoute> routes{tilewise::CopyEngineRoute::Direct,
                                                 tilewise::CopyEngineRoute::Ring};
+  // AllGather+GEMM (allgather_tilewise_runner.hpp): the chunks a row block is pushed in
+  // (--tilewise-ag-chunks) and how the pushes are issued (--tilewise-ag-push) to time.
+  std::vector<int> ag_chunks{1, 2, 4};
+  std::vector<tilewise::AllGatherPush> ag_push{tilewise::AllGatherPush::Rotated,
+                                               tilewise::AllGatherPush::PerPeer};
 };
 
 }  // namespace overlapsim::kernels::bench

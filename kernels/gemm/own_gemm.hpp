@@ -105,6 +105,23 @@ struct EpilogueArgs {
   bool packed_sum = true;
 };
 
+// AllGather+GEMM (kernels/tilewise/allgather_gemm.hpp): GemmArgs::a is the gathered A
+// [M x K] whose row blocks of M / world rows arrive from the peers while the GEMM runs; the
+// producer waits for each chunk's flag before loading its rows (own_gemm_sm90.cuh
+// GatherWait). The own block's rows are read from own_a (M / world x K) in place instead.
+// Needs K % 8 == 0, 16-byte aligned a, own_a and b (no padding pass: it would read the
+// whole gathered A before the GEMM) and M a multiple of 128 x world x chunks (no tile
+// spans two chunks). flags == nullptr: the plain GEMM.
+struct GatherArgs {
+  const std::uint32_t* flags = nullptr;  // [world][chunks] arrival epochs, device memory
+  const void* own_a = nullptr;           // this rank's rows, device
+  int world = 1;
+  int rank = 0;
+  int chunks = 1;
+  double wait_timeout_s = 60.0;  // a flag wait gives up after this and sets *timed_out
+  int* timed_out = nullptr;
+};
+
 struct SchedulerOptions {
   int num_ctas = 0;  // persistent CTAs; 0 = one per SM (capped at the tile count)
   int group_m = GemmConfig::kDefaultGroupM;
@@ -167,8 +184,12 @@ class OwnGemm {
   // module loading), allocates the padding workspace when needed.
   Status initialize(const GemmArgs& args, const EpilogueArgs& epilogue = {},
                     const SchedulerOptions& sched = {});
+  // The same for AllGather+GEMM (GatherArgs): the plain store epilogue, flags waited for.
+  Status initialize_gathered(const GemmArgs& args, const GatherArgs& gather,
+                             const SchedulerOptions& sched = {});
   Status run(cudaStream_t stream);
-  // `epoch`: the sequence number the owner epilogue's arrival flags must reach this call.
+  // `epoch`: the sequence number the owner epilogue's arrival flags (or GatherArgs' flags)
+  // must reach this call.
   Status run(cudaStream_t stream, uint32_t epoch);
 
   int num_ctas() const { return num_ctas_; }
@@ -188,6 +209,7 @@ class OwnGemm {
 
   GemmArgs args_{};
   EpilogueArgs epilogue_{};
+  GatherArgs gather_{};
   SchedulerOptions sched_{};
   int num_ctas_ = 0;
   int cluster_m_ = 1;
@@ -195,8 +217,9 @@ class OwnGemm {
   int32_t tiles_n_ = 0;
   int64_t k_padded_ = 0;
   void* workspace_ = nullptr;  // padded A then padded B, when K % 8 != 0 or misaligned
-  // Two CUtensorMap (128 bytes each, 64-byte aligned), kept opaque to stay free of cuda.h.
-  alignas(64) unsigned char tensor_maps_[2][128] = {};
+  // Three CUtensorMap (128 bytes each, 64-byte aligned), kept opaque to stay free of cuda.h:
+  // A, B, and with GatherArgs the own rows of A.
+  alignas(64) unsigned char tensor_maps_[3][128] = {};
   bool initialized_ = false;
 };
 

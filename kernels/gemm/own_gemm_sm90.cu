@@ -263,6 +263,7 @@ Status OwnGemm::initialize(const GemmArgs& args, const EpilogueArgs& epilogue,
   }
   args_ = args;
   epilogue_ = epilogue;
+  gather_ = GatherArgs{};
   sched_ = sched;
   tiles_m_ = ceil_div_i32(args.m, GemmConfig::kTileM);
   tiles_n_ = ceil_div_i32(args.n, GemmConfig::kTileN);
@@ -309,6 +310,29 @@ Status OwnGemm::initialize(const GemmArgs& args, const EpilogueArgs& epilogue,
   }
   initialized_ = true;
   return Status::success();
+}
+
+Status OwnGemm::initialize_gathered(const GemmArgs& args, const GatherArgs& gather,
+                                    const SchedulerOptions& sched) {
+  if (gather.flags == nullptr) return initialize(args, EpilogueArgs{}, sched);
+  const int64_t block_rows = gather.world > 0 ? args.m / gather.world : 0;
+  if (gather.world < 1 || gather.rank < 0 || gather.rank >= gather.world || gather.chunks < 1 ||
+      args.m % (int64_t{GemmConfig::kTileM} * gather.world * gather.chunks) != 0)
+    return Status::failure("own GEMM: gathered A needs 0 <= rank < world, chunks >= 1 and m a "
+                           "multiple of 128 x world x chunks (got m=" + std::to_string(args.m) +
+                           ", world " + std::to_string(gather.world) + ", chunks " +
+                           std::to_string(gather.chunks) + ")");
+  if (gather.own_a == nullptr || args.k % 8 != 0 || !aligned16(args.a) || !aligned16(args.b) ||
+      !aligned16(gather.own_a))
+    return Status::failure("own GEMM: gathered A needs own_a, k a multiple of 8 (got " +
+                           std::to_string(args.k) + ") and 16-byte aligned a, b and own_a");
+  if (sched.cluster_m != 1 || sched.row_blocks != 1)
+    return Status::failure("own GEMM: gathered A needs cluster_m = 1 and row_blocks = 1");
+  OVERLAPSIM_TRY(initialize(args, EpilogueArgs{}, sched));
+  gather_ = gather;
+  auto* maps = reinterpret_cast<CUtensorMap*>(tensor_maps_);
+  return encode_k_major(&maps[2], args.dtype, gather.own_a, k_padded_, block_rows,
+                        GemmConfig::kTileM);
 }
 
 Status OwnGemm::run(cudaStream_t stream) { return run(stream, 0); }
@@ -370,6 +394,18 @@ Status OwnGemm::run(cudaStream_t stream, uint32_t epoch) {
   params.epilogue.order_record = epilogue_.order_record;
   params.epilogue.store_steps = sched_.store_steps;
   params.epilogue.vector_stores = sched_.vector_stores ? 1 : 0;
+  if (gather_.flags != nullptr) {
+    params.map_a_own = maps[2];
+    sm90::GatherWait& g = params.gather;
+    g.flags = gather_.flags;
+    g.epoch = epoch;
+    g.own_block = gather_.rank;
+    g.block_tile_rows = tiles_m_ / gather_.world;
+    g.chunks = gather_.chunks;
+    g.chunk_tile_rows = g.block_tile_rows / gather_.chunks;
+    g.timeout_ns = static_cast<uint64_t>(gather_.wait_timeout_s * 1e9);
+    g.timed_out = gather_.timed_out;
+  }
   if (args_.dtype == DType::kBf16)
     return launch<__nv_bfloat16>(params, sched_.defer_stores, num_ctas_, stream);
   return launch<__half>(params, sched_.defer_stores, num_ctas_, stream);

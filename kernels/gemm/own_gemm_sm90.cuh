@@ -26,6 +26,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/global_timer.cuh"
 #include "kernels/gemm/epilogue.cuh"
 #include "kernels/gemm/gemm_config.hpp"
 #include "kernels/gemm/sm90_primitives.cuh"
@@ -34,10 +35,30 @@
 
 namespace overlapsim::kernels::gemm::sm90 {
 
+// AllGather+GEMM (kernels/tilewise/allgather_gemm.hpp): A is the gathered [M x K], whose
+// row blocks (M / world rows each, one per rank) are written into this GPU's memory by the
+// peers' copy engines while the GEMM runs. Block `own_block` is this rank's own rows, read
+// in place through map_a_own and never waited for; before the first TMA load of A for a
+// tile in chunk c of block s, the producer thread waits until flags[s * chunks + c] has
+// reached `epoch` (ld.acquire.sys; written by the sender's stream after its copy), then
+// fences the generic proxy against the async proxy so the TMA reads what the copy wrote.
+// flags == nullptr: no waits, map_a for every row (the plain GEMM).
+struct GatherWait {
+  const uint32_t* flags = nullptr;
+  uint32_t epoch = 0;
+  int32_t own_block = -1;
+  int32_t block_tile_rows = 1;  // tile rows per block (M / world / 128)
+  int32_t chunk_tile_rows = 1;  // tile rows per chunk of a block
+  int32_t chunks = 1;           // chunks per block
+  uint64_t timeout_ns = 0;
+  int* timed_out = nullptr;
+};
+
 template <class Epilogue>
 struct KernelParams {
   CUtensorMap map_a;  // K-major A: dims {K', M}, box {64, 128}, 128-byte swizzle
   CUtensorMap map_b;  // K-major B: dims {K', N}, box {64, 256 / kClusterM}
+  CUtensorMap map_a_own;  // GatherWait: the own block's rows in place, dims {K', M / world}
   int32_t m = 0;
   int32_t n = 0;
   int32_t k_blocks = 0;  // ceil(K' / 64)
@@ -47,8 +68,37 @@ struct KernelParams {
   int32_t row_blocks = 1;  // tile_of_item_blocked(): 1 = plain grouped raster
   int32_t row_shift = 0;   // tile_of_item_scheduled(): rank-rotated order, 0 = none
   int32_t cluster_m = 1;   // tile_of_item_clustered(): the kernel's kClusterM
+  GatherWait gather;
   typename Epilogue::Params epilogue;
 };
+
+__device__ __forceinline__ uint32_t load_flag_acquire_sys(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// The producer's wait for a gathered chunk of A (GatherWait). Epochs only grow (modulo
+// 2^32): the chunk is in once its flag is at or past this call's. On timeout it flags
+// timed_out and goes on (the result is then wrong, and the host reports the timeout).
+__device__ __forceinline__ void wait_gathered_chunk(const GatherWait& g, int32_t flag_index) {
+  const uint32_t* flag = g.flags + flag_index;
+  if (static_cast<int32_t>(load_flag_acquire_sys(flag) - g.epoch) < 0) {
+    const uint64_t deadline = global_timer_ns() + g.timeout_ns;
+    unsigned sleep_ns = 32;
+    while (static_cast<int32_t>(load_flag_acquire_sys(flag) - g.epoch) < 0) {
+      if (global_timer_ns() > deadline) {
+        if (g.timed_out != nullptr) atomicExch(g.timed_out, 1);
+        break;
+      }
+      __nanosleep(sleep_ns);
+      if (sleep_ns < 512) sleep_ns *= 2;
+    }
+  }
+  // The copy engine's writes are generic-proxy writes made visible by the acquire; the TMA
+  // loads that follow read through the async proxy, which needs this fence to see them.
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+}
 
 template <class T>
 struct MmaTag;
@@ -162,6 +212,7 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
   if (threadIdx.x == 0) {
     prefetch_tensor_map(&p.map_a);
     prefetch_tensor_map(&p.map_b);
+    if (p.gather.flags != nullptr) prefetch_tensor_map(&p.map_a_own);
     for (int s = 0; s < Cfg::kStages; ++s) {
       mbarrier_init(&full[s], 1);
       // One arrival per consumer warp (8, 16 with a pair): a stage is free once every warp
@@ -193,9 +244,26 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     }
     if (threadIdx.x == 0) {
       uint32_t iteration = 0;
+      int32_t passed_flag = -1;  // the last gathered chunk seen complete (it stays so)
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
         const TileCoord tc = tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m,
                                                     p.row_blocks, p.row_shift, kClusterM);
+        const void* map_a = &p.map_a;
+        int32_t a_row = tc.tile_m * Cfg::kTileM;
+        if (p.gather.flags != nullptr) {
+          const int32_t block = tc.tile_m / p.gather.block_tile_rows;
+          const int32_t in_block = tc.tile_m - block * p.gather.block_tile_rows;
+          if (block == p.gather.own_block) {
+            map_a = &p.map_a_own;
+            a_row = in_block * Cfg::kTileM;
+          } else {
+            const int32_t flag = block * p.gather.chunks + in_block / p.gather.chunk_tile_rows;
+            if (flag != passed_flag) {
+              wait_gathered_chunk(p.gather, flag);
+              passed_flag = flag;
+            }
+          }
+        }
         for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
           const uint32_t stage = iteration % Cfg::kStages;
           const uint32_t round = iteration / Cfg::kStages;
@@ -204,7 +272,7 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
           mbarrier_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
           unsigned char* stage_a = smem + stage * Cfg::kStageBytes;
           unsigned char* stage_b = stage_a + Cfg::kStageBytesA;
-          tma_load_2d(stage_a, &p.map_a, &full[stage], kb * Cfg::kTileK, tc.tile_m * Cfg::kTileM);
+          tma_load_2d(stage_a, map_a, &full[stage], kb * Cfg::kTileK, a_row);
           if constexpr (kClusterM == 1) {
             tma_load_2d(stage_b, &p.map_b, &full[stage], kb * Cfg::kTileK, tc.tile_n * Cfg::kTileN);
           } else {

@@ -355,6 +355,43 @@ TEST(BenchFlags, TilewiseDefaultsAndFlags) {
   EXPECT_TRUE(o.trace);
 }
 
+// AllGather+GEMM's tile-wise consumer: its two search flags, and its suites, whose pair
+// case asks for the design (allgather+gemm allows tilewise; kernels_i.yaml keeps its two).
+TEST(BenchFlags, AllGatherTilewiseFlagsAndSuites) {
+  const std::vector<std::string> base{"--op", "allgather+gemm", "--shapes", "2048x1024x512",
+                                      "--designs", "sequential,tilewise"};
+  const BenchOptions d = parse_flags(base, no_env);
+  EXPECT_EQ(d.tilewise.ag_chunks, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(d.tilewise.ag_push.size(), 2u);
+  std::vector<std::string> args = base;
+  for (const char* a : {"--tilewise-ag-chunks", "2", "--tilewise-ag-push", "rotated"})
+    args.push_back(a);
+  const BenchOptions o = parse_flags(args, no_env);
+  EXPECT_EQ(o.tilewise.ag_chunks, (std::vector<int>{2}));
+  EXPECT_EQ(o.tilewise.ag_push,
+            (std::vector<tilewise::AllGatherPush>{tilewise::AllGatherPush::Rotated}));
+  std::vector<std::string> bad = base;
+  bad.push_back("--tilewise-ag-push");
+  bad.push_back("ring");
+  EXPECT_THROW(parse_flags(bad, no_env), std::invalid_argument);
+  const std::string dir = std::string(OVERLAPSIM_SOURCE_DIR) + "/benchmarks/suites/";
+  for (const char* suite : {"tilewise_ag4.yaml", "tilewise_ag4_smoke.yaml"}) {
+    const BenchPlan plan = load_suite(dir + suite);
+    ASSERT_EQ(plan.cases.size(), 1u) << suite;
+    EXPECT_EQ(plan.cases[0].op, "allgather+gemm") << suite;
+    EXPECT_EQ(plan.cases[0].designs,
+              (std::vector<std::string>{"sequential", "decomposed", "tilewise"}))
+        << suite;
+    for (const PairShape& s : plan.cases[0].shapes)
+      EXPECT_EQ(s.m % (128 * 4), 0) << suite << ": every shape splits into 4 rank blocks of tiles";
+  }
+  for (const BenchCase& c : load_suite(dir + "kernels_i.yaml").cases) {
+    if (c.op == "allgather+gemm") {
+      EXPECT_EQ(c.designs, (std::vector<std::string>{"sequential", "decomposed"}));
+    }
+  }
+}
+
 TEST(BenchFlags, TilewiseEnvironmentGivesDefaultsAndFlagsWin) {
   const auto env = [](const char* name) -> std::optional<std::string> {
     const std::string n = name;

@@ -9,7 +9,8 @@
 // our own GEMM + the same NCCL collective (100 repetitions on fresh random inputs, both
 // wait mechanisms, with and without an SM carve-out), within bf16 tolerance of cuBLAS +
 // NCCL, a stress run of back-to-back calls with no host sync, and a cold start in a fresh
-// process.
+// process. AllGather+GEMM (allgather_gemm.hpp): shape errors on the host; on >= 2 GPUs bit
+// for bit against NCCL's all-gather + the own GEMM, 200 calls back to back, both push modes.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -36,6 +37,7 @@
 #include "kernels/gemm/own_gemm.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/fill.hpp"
+#include "kernels/tilewise/allgather_gemm.hpp"
 #include "kernels/tilewise/group_plan.hpp"
 #include "kernels/tilewise/group_predictor.hpp"
 #include "kernels/tilewise/copy_engine_design.hpp"
@@ -1851,6 +1853,127 @@ TEST(TilewiseCopyEngineGpu, RingSmallForSanitizer) {
                    false, true);
 }
 
+// ---------------------------------------------------------------- AllGather+GEMM
+
+TEST(TilewiseAllGatherGemm, ShapeAndOptionErrors) {
+  AllGatherGemmOptions o;
+  EXPECT_TRUE(AllGatherGemmDesign::can_implement(2048, 1536, 512, 4, o).ok);
+  EXPECT_TRUE(AllGatherGemmDesign::can_implement(512, 700, 264, 4, o).ok);  // edge columns
+  o.chunks = 4;
+  EXPECT_TRUE(AllGatherGemmDesign::can_implement(2048, 1536, 512, 4, o).ok);
+  const Status split = AllGatherGemmDesign::can_implement(1024, 1536, 512, 4, o);
+  EXPECT_FALSE(split.ok);  // 1024 rows = 4 ranks x 2 tiles: 4 chunks would split a tile
+  EXPECT_NE(split.message.find("multiple of 128"), std::string::npos) << split.message;
+  o.chunks = 1;
+  const Status odd_k = AllGatherGemmDesign::can_implement(2048, 1536, 300, 4, o);
+  EXPECT_FALSE(odd_k.ok);
+  EXPECT_NE(odd_k.message.find("k must be a multiple of 8"), std::string::npos) << odd_k.message;
+  o.chunks = 0;
+  EXPECT_FALSE(AllGatherGemmDesign::can_implement(2048, 1536, 512, 4, o).ok);
+  EXPECT_EQ(parse_allgather_push("per_peer"), AllGatherPush::PerPeer);
+  EXPECT_EQ(parse_allgather_push(to_string(AllGatherPush::Rotated)), AllGatherPush::Rotated);
+  EXPECT_FALSE(parse_allgather_push("ring").has_value());
+}
+
+// Every visible GPU a rank: `calls` calls back to back (no host sync) alternating between two
+// input shards and two outputs, then each output against NCCL's all-gather of the same shard
+// followed by the own GEMM, bit for bit.
+// With gather_only_every = g > 0 a transport-only call (run_gather_only) follows every g-th
+// call: the two kinds of call share epochs and parities.
+void run_allgather_on_gpus(std::int64_t m, std::int64_t n, std::int64_t k, int chunks,
+                           AllGatherPush push, int calls, int gather_only_every = 0) {
+  const int world = visible_gpu_count();
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE("allgather+gemm on " + std::to_string(world) + " GPUs, " + std::to_string(m) +
+               "x" + std::to_string(n) + "x" + std::to_string(k) + ", " +
+               std::to_string(chunks) + " chunk(s), push " + to_string(push) + ", " +
+               std::to_string(calls) + " call(s), seed " + std::to_string(seed));
+  HarnessOptions harness;
+  harness.blocking_comms = true;
+  std::vector<std::uint64_t> diff(static_cast<std::size_t>(world), 1),
+      unwritten(static_cast<std::size_t>(world), 1);
+  const Status status = run_ranks(harness, [&](RankContext& ctx) -> Status {
+    cudaStream_t s = ctx.compute_stream;
+    const int rank = ctx.comm.rank;
+    const std::size_t shard = static_cast<std::size_t>(m / world * k);
+    const std::size_t mn = static_cast<std::size_t>(m * n);
+    DeviceBuffer a[2], c[2], b, gathered, ref;
+    for (auto& x : a) OVERLAPSIM_TRY(x.allocate(shard * 2));
+    for (auto& x : c) OVERLAPSIM_TRY(x.allocate(mn * 2));
+    OVERLAPSIM_TRY(b.allocate(static_cast<std::size_t>(n * k) * 2));
+    OVERLAPSIM_TRY(gathered.allocate(static_cast<std::size_t>(m * k) * 2));
+    OVERLAPSIM_TRY(ref.allocate(mn * 2));
+    for (int i = 0; i < 2; ++i) {
+      OVERLAPSIM_TRY(fill_random(a[i].data(), shard, DType::BF16, seed + 10 * rank + i, s));
+      OVERLAPSIM_TRY(poison(c[i].data(), mn, s));
+    }
+    OVERLAPSIM_TRY(
+        fill_random(b.data(), static_cast<std::size_t>(n * k), DType::BF16, seed + 99 + rank, s));
+    AllGatherGemmDesign d;
+    AllGatherGemmOptions o;
+    o.chunks = chunks;
+    o.push = push;
+    o.wait_timeout_s = 30;
+    OVERLAPSIM_TRY(d.initialize(&ctx.comm, m, n, k, DType::BF16, o));
+    for (int i = 0; i < calls; ++i) {
+      OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), c[i % 2].data(), s, ctx.comm_stream));
+      if (gather_only_every > 0 && i % gather_only_every == 0)
+        OVERLAPSIM_TRY(d.run_gather_only(a[(i + 1) % 2].data(), s, ctx.comm_stream));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    OVERLAPSIM_TRY(d.check_waits());
+    std::uint64_t& my_diff = diff[static_cast<std::size_t>(rank)];
+    std::uint64_t& my_bad = unwritten[static_cast<std::size_t>(rank)];
+    my_diff = my_bad = 0;
+    for (int i = 0; i < std::min(calls, 2); ++i) {
+      OVERLAPSIM_TRY(all_gather(ctx.comm, a[i].data(), gathered.data(), shard, DType::BF16, s));
+      gemm::OwnGemm own;
+      OVERLAPSIM_TRY(own.initialize({m, n, k, gemm_type(), gathered.data(), b.data(), ref.data()}));
+      OVERLAPSIM_TRY(own.run(s));
+      OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "allgather+gemm against NCCL + own GEMM"));
+      std::uint64_t d_i = 0, bad_i = 0;
+      OVERLAPSIM_TRY(count_mismatches(c[i].data(), ref.data(), mn, DType::BF16, 0, 0, s, &d_i));
+      OVERLAPSIM_TRY(count_nonfinite(c[i].data(), mn, DType::BF16, s, &bad_i));
+      my_diff += d_i;
+      my_bad += bad_i;
+    }
+    return Status::success();
+  });
+  ASSERT_TRUE(status.ok) << status.message;
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(diff[static_cast<std::size_t>(r)], 0u)
+        << "rank " << r << ": not NCCL all-gather + own GEMM bit for bit";
+    EXPECT_EQ(unwritten[static_cast<std::size_t>(r)], 0u) << "rank " << r << ": unwritten";
+  }
+}
+
+TEST(TilewiseAllGatherGemmGpu, BitIdenticalToNcclAllGatherThenOwnGemm) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  const std::int64_t w = visible_gpu_count();
+  for (const AllGatherPush push : {AllGatherPush::Rotated, AllGatherPush::PerPeer}) {
+    run_allgather_on_gpus(512 * w, 1536, 512, 1, push, 1);
+    run_allgather_on_gpus(512 * w, 700, 264, 2, push, 3);  // edge columns, K not a tile's
+    run_allgather_on_gpus(1024 * w, 2048, 1024, 4, push, 2);
+    run_allgather_on_gpus(256 * w, 256, 128, 2, push, 2);  // one tile row per chunk
+  }
+}
+
+TEST(TilewiseAllGatherGemmGpu, BackToBackCallsWithoutHostSync) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  const std::int64_t w = visible_gpu_count();
+  run_allgather_on_gpus(512 * w, 2048, 512, 2, AllGatherPush::Rotated, 200);
+  run_allgather_on_gpus(512 * w, 2048, 512, 2, AllGatherPush::Rotated, 200, 3);
+  run_allgather_on_gpus(512 * w, 2048, 512, 1, AllGatherPush::PerPeer, 200);
+}
+
+// Small shapes for compute-sanitizer (racecheck, synccheck).
+TEST(TilewiseAllGatherGemmGpu, SmallForSanitizer) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  const std::int64_t w = visible_gpu_count();
+  run_allgather_on_gpus(256 * w, 512, 128, 2, AllGatherPush::Rotated, 2);
+  run_allgather_on_gpus(256 * w, 512, 128, 1, AllGatherPush::PerPeer, 2, 1);
+}
+
 // ---------------------------------------------------------------- GPU: ranks in processes
 
 // The child processes' byte exchange: round k, rank r writes <dir>/k.r (temp file, then
@@ -2120,6 +2243,18 @@ TEST(TilewiseColdStart, Child) {
           d.run(a.data(), b.data(), p.data(), r.data(), ctx.compute_stream, ctx.comm_stream));
       OVERLAPSIM_TRY(wait_stream(ctx.comm, ctx.compute_stream, "cold start"));
       OVERLAPSIM_TRY(d.check_waits());
+    }
+    // AllGather+GEMM: the producer's flag waits meet the lazily loaded gathered GEMM.
+    if (ctx.comm.world >= 2) {
+      AllGatherGemmDesign ag;
+      AllGatherGemmOptions o;
+      o.chunks = 2;
+      o.wait_timeout_s = 20;
+      const std::int64_t ag_m = 256 * ctx.comm.world;
+      OVERLAPSIM_TRY(ag.initialize(&ctx.comm, ag_m, n, k, DType::BF16, o));
+      OVERLAPSIM_TRY(ag.run(a.data(), b.data(), p.data(), ctx.compute_stream, ctx.comm_stream));
+      OVERLAPSIM_TRY(wait_stream(ctx.comm, ctx.compute_stream, "cold start, allgather+gemm"));
+      OVERLAPSIM_TRY(ag.check_waits());
     }
     // The copy-engine transport's ring route too: its first calls meet the lazily loaded
     // GEMM with the reducing epilogue and, for the all-reduce, the tail kernel.

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""AllGather+GEMM at n ranks: one row per shape from overlap-bench's CSV (suite
+tilewise_ag4.yaml; kernels/bench/allgather_tilewise_runner.hpp) and the PyTorch peers' CSV
+(torch_overlap.py --ops allgather+gemm), then the acceptance lines.
+
+Per shape, from the tile-wise runner's final interleaved loop (one clock state):
+sequential_tw_loop (NCCL all-gather then cuBLAS), op_alone_tw_loop (cuBLAS),
+collective_alone_tw_loop (NCCL all-gather), sequential_own_tw_loop (NCCL then the own GEMM),
+own_alone_tw_loop, decomposed_tw_loop per chunk count, the fastest candidate (tilewise_ag:
+one push stream in rotated order; tilewise_ag_par: a stream a peer; chunks = chunks a block)
+and the tuner's choice (tilewise_tuned: that candidate, or sequential, chunks 0, when the
+candidate was not more than 1 % faster in the search loop). Captured = (T_seq - T) /
+(T_seq - T_ideal), T_ideal = max(op alone, collective alone). Geometric means over the shapes
+whose all-gather alone takes at least 20 % of the GEMM alone. PyTorch: torch_symm_mem
+(fused_all_gather_matmul) and torch_sequential from its own run, compared by time and by the
+ratio to its own sequential, against the chosen candidate timed in a loop of its own
+(<design>_own_loop) and its ratio to the pair runner's sequential (also its own loop). Bit-identity from the bench's stderr ("ag_bits" lines).
+
+  summarize_ag4.py bench.csv [--torch torch.csv] [--stderr stderr.txt] --output summary.csv
+"""
+import argparse
+import csv
+import math
+import os
+import re
+import sys
+from collections import defaultdict
+
+
+def read(path):
+    if not path or not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return [r for r in csv.DictReader(f) if r.get("gpu") and r.get("op") == "allgather+gemm"]
+
+
+def geo(values):
+    values = [v for v in values if v is not None and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def fmt(x, digits=3):
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bench_csv")
+    ap.add_argument("--torch", default="")
+    ap.add_argument("--stderr", default="")
+    ap.add_argument("--output", required=True)
+    args = ap.parse_args()
+    rows = read(args.bench_csv)
+    if not rows:
+        print("no allgather+gemm rows in", args.bench_csv, file=sys.stderr)
+        return 1
+    bits, predicted = {}, {}
+    if args.stderr and os.path.exists(args.stderr):
+        for line in open(args.stderr, errors="replace"):
+            m = re.search(r"ag_bits (\d+)x(\d+)x(\d+) \S+ chunks \d+: mismatches (\d+)", line)
+            if m:
+                bits[tuple(int(x) for x in m.groups()[:3])] = int(m.group(4))
+            m = re.search(r"ag_predicted (\d+)x(\d+)x(\d+) \S+ chunks \d+: predicted ([\d.]+) us, "
+                          r"measured ([\d.]+) us", line)
+            if m:
+                predicted[tuple(int(x) for x in m.groups()[:3])] = (float(m.group(4)),
+                                                                    float(m.group(5)))
+    by = defaultdict(list)
+    for r in rows + read(args.torch):
+        by[(int(r["world"]), int(r["m"]), int(r["n"]), int(r["k"]))].append(r)
+    out = []
+    for key in sorted(by):
+        rs = by[key]
+
+        def t(design, prefix=False):
+            c = [float(r["time_us"]) for r in rs
+                 if (r["design"].startswith(design) if prefix else r["design"] == design)]
+            return min(c) if c else None
+
+        def row_of(*designs):
+            return next((r for r in rs if r["design"] in designs), None)
+
+        seq, op_, co = t("sequential_tw_loop"), t("op_alone_tw_loop"), t("collective_alone_tw_loop")
+        if not (seq and op_ and co):
+            continue
+        ideal = max(op_, co)
+        tw = row_of("tilewise_ag", "tilewise_ag_par")
+        tuned = row_of("tilewise_tuned")
+        tw_us = float(tw["time_us"]) if tw else None
+        tuned_us = float(tuned["time_us"]) if tuned else None
+        cap = lambda x: round((seq - x) / (seq - ideal), 4) if x and seq > ideal else None
+        dec_loop = t("decomposed_tw_loop")
+        tsymm, tseq = t("torch_symm_mem"), t("torch_sequential")
+        ol = [r for r in rs if r["design"].endswith("_own_loop")]
+        own_loop = float(ol[0]["time_us"]) if ol else None
+        pair_seq = t("sequential")
+        out.append(dict(
+            world=key[0], m=key[1], n=key[2], k=key[3], gpu=rs[0]["gpu"],
+            sequential_us=seq, op_alone_us=op_, collective_alone_us=co, ideal_us=ideal,
+            comm_share=round(co / op_, 3), sequential_own_us=t("sequential_own_tw_loop"),
+            own_alone_us=t("own_alone_tw_loop"),
+            tw_design=tw["design"] if tw else "", tw_chunks=tw["chunks"] if tw else "",
+            tw_us=tw_us, tw_wrong=tw["wrong"] if tw else "",
+            tw_captured=cap(tw_us), tw_over_seq=round(tw_us / seq, 4) if tw_us else None,
+            tuned_chunks=tuned["chunks"] if tuned else "", tuned_us=tuned_us,
+            tuned_captured=cap(tuned_us),
+            tuned_over_seq=round(tuned_us / seq, 4) if tuned_us else None,
+            decomposed_loop_us=dec_loop, decomposed_pair_us=t("decomposed"),
+            gather_only_us=t("gather_only_tw_loop"),
+            tw_own_loop_us=own_loop, sequential_own_loop_us=pair_seq,
+            tw_own_loop_over_seq=round(own_loop / pair_seq, 4) if own_loop and pair_seq else None,
+            torch_sequential_us=tseq, torch_symm_mem_us=tsymm,
+            torch_symm_over_seq=round(tsymm / tseq, 4) if tsymm and tseq else None,
+            bit_mismatches=bits.get(key[1:], ""),
+            predicted_us=predicted[key[1:]][0] if key[1:] in predicted else None,
+            predictor_error=round(predicted[key[1:]][0] / predicted[key[1:]][1] - 1, 4)
+            if key[1:] in predicted else None))
+    if not out:
+        print("no shape with the final loop's rows", file=sys.stderr)
+        return 1
+    with open(args.output, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(out[0].keys()))
+        w.writeheader()
+        w.writerows(out)
+
+    print("world m n k comm/gemm seq ideal tilewise(chunks) captured x_seq tuned x_seq "
+          "decomposed(loop) own-loop(x seq) torch_symm(x its seq) bits")
+    for r in out:
+        print(f"{r['world']} {r['m']}x{r['n']}x{r['k']} {r['comm_share']:.2f} "
+              f"{r['sequential_us']:.1f} {r['ideal_us']:.1f} {r['tw_design']} "
+              f"{fmt(r['tw_us'], 1)}({r['tw_chunks']}) {fmt(r['tw_captured'])} "
+              f"{fmt(r['tw_over_seq'])} {fmt(r['tuned_us'], 1)} {fmt(r['tuned_over_seq'])} "
+              f"{fmt(r['decomposed_loop_us'], 1)} {fmt(r['tw_own_loop_us'], 1)}"
+              f"({fmt(r['tw_own_loop_over_seq'])}) {fmt(r['torch_symm_mem_us'], 1)}"
+              f"({fmt(r['torch_symm_over_seq'])}) {r['bit_mismatches']}")
+    for world in sorted({r["world"] for r in out}):
+        rs = [r for r in out if r["world"] == world]
+        big = [r for r in rs if r["comm_share"] >= 0.2]
+        print(f"--- {world} ranks: {len(rs)} shapes, {len(big)} with all-gather >= 20 % of GEMM")
+        print(f"bar 1 captured geo-mean: tile-wise {fmt(geo([r['tw_captured'] for r in big]))}, "
+              f"tuned {fmt(geo([r['tuned_captured'] for r in big]))} (>= 0.75); "
+              f"any captured <= 0: {[r['m'] for r in big if (r['tw_captured'] or 0) <= 0]}")
+        worst = max((r["tuned_over_seq"] or 0) for r in rs)
+        print(f"bar 1 tuned / sequential worst {worst:.4f} (<= 1.01): "
+              f"{sum(1 for r in rs if (r['tuned_over_seq'] or 9) <= 1.01)} of {len(rs)}")
+        dec = [r for r in big if r["tw_us"] and r["decomposed_loop_us"]]
+        print(f"bar 2 faster than decomposed (same loop): "
+              f"{sum(1 for r in dec if r['tw_us'] < r['decomposed_loop_us'])} of {len(dec)}")
+        # PyTorch times each variant in a loop of its own: compare with the candidate's own
+        # loop (and its ratio to the pair runner's sequential, also timed alone).
+        sym = [r for r in big if r["tw_own_loop_us"] and r["torch_symm_mem_us"]]
+        print(f"bar 2 faster than torch symm-mem by time (own loops): "
+              f"{sum(1 for r in sym if r['tw_own_loop_us'] < r['torch_symm_mem_us'])} of {len(sym)}; "
+              f"by ratio to each one's sequential: "
+              f"{sum(1 for r in sym if r['torch_symm_over_seq'] and r['tw_own_loop_over_seq'] < r['torch_symm_over_seq'])} of {len(sym)}")
+        errs = sorted(abs(r["predictor_error"]) for r in rs if r["predictor_error"] is not None)
+        if errs:
+            mid = len(errs) // 2
+            med = errs[mid] if len(errs) % 2 else (errs[mid - 1] + errs[mid]) / 2
+            print(f"predictor (GEMM alone + transport alone -> pair): median |error| {med:.4f}, "
+                  f"max {errs[-1]:.4f} over {len(errs)} shapes")
+        b = [r["bit_mismatches"] for r in rs if r["bit_mismatches"] != ""]
+        print(f"bar 3 bit mismatches against NCCL all-gather + own GEMM: {sum(b) if b else '–'} "
+              f"over {len(b)} shapes; wrong (reference, sequential): "
+              f"{sum(int(r['tw_wrong'] or 0) for r in rs)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,278 @@
+#include "kernels/bench/allgather_tilewise_runner.hpp"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/bench/timing.hpp"
+#include "kernels/bench/verify.hpp"
+#include "kernels/collectives/nccl_collectives.hpp"
+#include "kernels/gemm/own_gemm.hpp"
+#include "kernels/harness/fill.hpp"
+#include "kernels/tilewise/allgather_gemm.hpp"
+
+namespace overlapsim::kernels::bench {
+namespace {
+
+namespace tw = overlapsim::kernels::tilewise;
+
+struct Candidate {
+  tw::AllGatherGemmOptions options;
+  std::unique_ptr<tw::AllGatherGemmDesign> design;
+  Timing search;
+};
+
+std::string design_name(const tw::AllGatherGemmOptions& o) {
+  return o.push == tw::AllGatherPush::PerPeer ? "tilewise_ag_par" : "tilewise_ag";
+}
+
+class AllGatherTilewiseRunner {
+ public:
+  AllGatherTilewiseRunner(BenchEnv& env, const BenchCase& c, const PairShape& shape,
+                          const TilewiseCaseIo& io)
+      : env_(env), case_(c), shape_(shape), io_(io) {}
+
+  Status run() {
+    const int world = env_.world();
+    for (int chunks : env_.tilewise_settings.ag_chunks)
+      for (tw::AllGatherPush push : env_.tilewise_settings.ag_push) {
+        if (push == tw::AllGatherPush::PerPeer && world <= 2) continue;  // the same as rotated
+        tw::AllGatherGemmOptions o;
+        o.chunks = chunks;
+        o.push = push;
+        o.wait_timeout_s = 30;
+        if (!tw::AllGatherGemmDesign::can_implement(shape_.m, shape_.n, shape_.k, world, o).ok)
+          continue;
+        Candidate cand;
+        cand.options = o;
+        candidates_.push_back(std::move(cand));
+      }
+    if (candidates_.empty()) {
+      if (env_.rank() == 0)
+        std::fprintf(stderr, "overlap-bench: allgather+gemm %s: skipping tilewise: %s\n",
+                     shape_text().c_str(),
+                     tw::AllGatherGemmDesign::can_implement(shape_.m, shape_.n, shape_.k, world, {})
+                         .message.c_str());
+      return Status::success();
+    }
+    // Every allocation between two rendezvous: no cudaMalloc while a peer's NCCL kernel
+    // waits for this rank (docs/kernels/design.md, the hang's mechanism).
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "allgather tilewise: before allocating"));
+    for (Candidate& cand : candidates_) {
+      cand.design = std::make_unique<tw::AllGatherGemmDesign>();
+      OVERLAPSIM_TRY(cand.design->initialize(&env_.ctx->comm, shape_.m, shape_.n, shape_.k,
+                                             case_.dtype, cand.options));
+      for (int s = 0; s < io_.sets; ++s) {
+        const PairBuffers b = io_.set(s);
+        OVERLAPSIM_TRY(cand.design->prepare(b.a, b.b, b.c));
+      }
+    }
+    const std::size_t mn = static_cast<std::size_t>(shape_.m * shape_.n);
+    OVERLAPSIM_TRY(own_reference_.allocate(mn * 2));
+    for (int s = 0; s < io_.sets; ++s) {
+      const PairBuffers b = io_.set(s);
+      auto g = std::make_unique<gemm::OwnGemm>();
+      OVERLAPSIM_TRY(g->initialize(gemm_args(b.staging, b.b, b.c)));
+      own_.push_back(std::move(g));
+    }
+    OVERLAPSIM_TRY(own_check_.initialize(gemm_args(io_.set(0).staging, io_.set(0).b,
+                                                   own_reference_.data())));
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "allgather tilewise: after allocating"));
+    // Each candidate once before anything is timed (its kernels are loaded already).
+    for (Candidate& cand : candidates_) OVERLAPSIM_TRY(run_candidate(cand, 0));
+    OVERLAPSIM_TRY(wait_stream(env_.ctx->comm, compute(), "allgather tilewise warm-up"));
+
+    OVERLAPSIM_TRY(search());
+    OVERLAPSIM_TRY(final_round());
+    for (Candidate& cand : candidates_) OVERLAPSIM_TRY(cand.design->check_waits());
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "allgather tilewise: before freeing"));
+    return Status::success();
+  }
+
+ private:
+  cudaStream_t compute() const { return env_.ctx->compute_stream; }
+
+  std::string shape_text() const {
+    return std::to_string(shape_.m) + "x" + std::to_string(shape_.n) + "x" +
+           std::to_string(shape_.k);
+  }
+
+  gemm::GemmArgs gemm_args(const void* a, const void* b, void* c) const {
+    gemm::GemmArgs args;
+    args.m = shape_.m;
+    args.n = shape_.n;
+    args.k = shape_.k;
+    args.dtype = case_.dtype == DType::BF16 ? gemm::DType::kBf16 : gemm::DType::kFp16;
+    args.a = a;
+    args.b = b;
+    args.c = c;
+    return args;
+  }
+
+  Status run_candidate(Candidate& cand, int i) {
+    const PairBuffers b = io_.set(i);
+    return cand.design->run(b.a, b.b, b.c, compute(), env_.ctx->comm_stream);
+  }
+
+  // NCCL all-gather of set i's shard into its staging A, then the own GEMM on it.
+  Status sequential_own(int i) {
+    const PairBuffers b = io_.set(i);
+    const std::size_t shard = static_cast<std::size_t>(shape_.m / env_.world() * shape_.k);
+    OVERLAPSIM_TRY(all_gather(env_.ctx->comm, b.a, b.staging, shard, case_.dtype, compute()));
+    return own_[static_cast<std::size_t>(i % io_.sets)]->run(compute());
+  }
+
+  RowBuilder row(const std::string& design, int chunks, const Timing& t) const {
+    return RowBuilder(to_string(PairOp::AllGatherGemm), design, to_string(case_.dtype))
+        .shape(shape_)
+        .chunks(chunks)
+        .time(t);
+  }
+
+  RowBuilder pair_row(const std::string& design, int chunks, const Timing& t) const {
+    return row(design, chunks, t)
+        .bytes(collective_bytes(PairOp::AllGatherGemm, shape_, env_.world(), case_.dtype))
+        .flops(compute_flops(PairOp::AllGatherGemm, shape_))
+        .busbw_factor(busbw_factor(CollectiveOp::AllGather, env_.world()));
+  }
+
+  // Every candidate beside the sequential pair in one loop; the fastest, and whether it
+  // beats sequential by more than 1 %.
+  Status search() {
+    std::vector<EnqueueIteration> variants{io_.sequential};
+    for (Candidate& cand : candidates_)
+      variants.push_back([this, &cand](int i) { return run_candidate(cand, i); });
+    std::vector<Timing> timings;
+    OVERLAPSIM_TRY(time_interleaved(*env_.ctx, case_.warmup, case_.iterations, variants, io_.align,
+                                    &timings));
+    t_sequential_search_ = timings[0];
+    best_ = 0;
+    for (std::size_t i = 0; i < candidates_.size(); ++i) {
+      candidates_[i].search = timings[i + 1];
+      if (timings[i + 1].median_s < timings[best_ + 1].median_s) best_ = i;
+      if (env_.rank() == 0)
+        std::fprintf(stderr,
+                     "overlap-bench: ag_candidate %s %s chunks %d: %.1f us (sequential %.1f us)\n",
+                     shape_text().c_str(), design_name(candidates_[i].options).c_str(),
+                     candidates_[i].options.chunks, 1e6 * timings[i + 1].median_s,
+                     1e6 * timings[0].median_s);
+    }
+    sequential_chosen_ =
+        !(candidates_[best_].search.median_s < 0.99 * t_sequential_search_.median_s);
+    if (env_.rank() == 0)
+      std::fprintf(stderr,
+                   "overlap-bench: tilewise allgather+gemm %s: tuner chose %s (search: best %s "
+                   "chunks %d %.1f us, sequential %.1f us)\n",
+                   shape_text().c_str(),
+                   sequential_chosen_ ? "sequential" : design_name(candidates_[best_].options).c_str(),
+                   design_name(candidates_[best_].options).c_str(), candidates_[best_].options.chunks,
+                   1e6 * candidates_[best_].search.median_s, 1e6 * t_sequential_search_.median_s);
+    return Status::success();
+  }
+
+  Status final_round() {
+    Candidate& best = candidates_[best_];
+    std::vector<EnqueueIteration> variants{
+        io_.sequential, io_.op_alone, io_.collective_alone,
+        [this](int i) { return sequential_own(i); },
+        [this](int i) { return own_[static_cast<std::size_t>(i % io_.sets)]->run(compute()); }};
+    const std::vector<std::string> names{"sequential", "op_alone", "collective_alone",
+                                         "sequential_own", "own_alone"};
+    for (const auto& [k, enqueue] : io_.decomposed) variants.push_back(enqueue);
+    variants.push_back([this, &best](int i) { return run_candidate(best, i); });
+    // The chosen transport alone (copy engines, stream waits): the predictor's copy time.
+    variants.push_back([this, &best](int i) {
+      return best.design->run_gather_only(io_.set(i).a, compute(), env_.ctx->comm_stream);
+    });
+    std::vector<Timing> timings;
+    OVERLAPSIM_TRY(time_interleaved(*env_.ctx, case_.warmup, case_.iterations, variants, io_.align,
+                                    &timings));
+    for (std::size_t v = 0; v < names.size(); ++v) {
+      RowBuilder r = row(names[v] + "_tw_loop", 1, timings[v]);
+      if (names[v] != "op_alone" && names[v] != "own_alone")
+        r.bytes(collective_bytes(PairOp::AllGatherGemm, shape_, env_.world(), case_.dtype))
+            .busbw_factor(busbw_factor(CollectiveOp::AllGather, env_.world()));
+      if (names[v] != "collective_alone") r.flops(compute_flops(PairOp::AllGatherGemm, shape_));
+      env_.emit(r.row());
+    }
+    std::size_t v = names.size();
+    for (const auto& [k, enqueue] : io_.decomposed)
+      env_.emit(pair_row("decomposed_tw_loop", k, timings[v++]).row());
+    const Timing& t_best = timings[v];
+    // The predictor on this loop's GEMM alone and transport alone (row own_alone_tw_loop,
+    // gather_only_tw_loop) against the measured call.
+    const double predicted = tw::predict_allgather_time_s(
+        shape_.m, shape_.n, env_.world(), best.options, best.design->num_ctas(),
+        timings[4].median_s, timings[v + 1].median_s);
+    if (env_.rank() == 0)
+      std::fprintf(stderr,
+                   "overlap-bench: ag_predicted %s %s chunks %d: predicted %.1f us, measured "
+                   "%.1f us (own GEMM %.1f us, transport %.1f us)\n",
+                   shape_text().c_str(), design_name(best.options).c_str(), best.options.chunks,
+                   1e6 * predicted, 1e6 * t_best.median_s, 1e6 * timings[4].median_s,
+                   1e6 * timings[v + 1].median_s);
+    env_.emit(row("gather_only_tw_loop", best.options.chunks, timings[v + 1])
+                  .bytes(collective_bytes(PairOp::AllGatherGemm, shape_, env_.world(), case_.dtype))
+                  .busbw_factor(busbw_factor(CollectiveOp::AllGather, env_.world()))
+                  .row());
+
+    // Correctness on set 0 behind poisoned outputs: the reference and the sequential result.
+    std::uint64_t wrong = 0;
+    OVERLAPSIM_TRY(io_.run_and_check([&]() { return run_candidate(best, 0); }, &wrong));
+    OVERLAPSIM_TRY(best.design->check_waits());
+    // Bit for bit against NCCL's all-gather and the own GEMM (set 0's result is in its c).
+    const PairBuffers b0 = io_.set(0);
+    const std::size_t shard = static_cast<std::size_t>(shape_.m / env_.world() * shape_.k);
+    OVERLAPSIM_TRY(all_gather(env_.ctx->comm, b0.a, b0.staging, shard, case_.dtype, compute()));
+    OVERLAPSIM_TRY(own_check_.run(compute()));
+    OVERLAPSIM_TRY(wait_stream(env_.ctx->comm, compute(), "allgather tilewise bit check"));
+    std::uint64_t mismatches = 0;
+    OVERLAPSIM_TRY(count_mismatches(b0.c, own_reference_.data(),
+                                    static_cast<std::size_t>(shape_.m * shape_.n), case_.dtype, 0.0,
+                                    0.0, compute(), &mismatches));
+    OVERLAPSIM_TRY(sum_over_ranks(env_, &mismatches));
+    if (env_.rank() == 0)
+      std::fprintf(stderr,
+                   "overlap-bench: ag_bits %s %s chunks %d: mismatches %llu against NCCL "
+                   "all-gather + own GEMM\n",
+                   shape_text().c_str(), design_name(best.options).c_str(), best.options.chunks,
+                   static_cast<unsigned long long>(mismatches));
+    env_.emit(pair_row(design_name(best.options), best.options.chunks, t_best).wrong(wrong).row());
+    const Timing& t_tuned = sequential_chosen_ ? timings[0] : t_best;
+    env_.emit(pair_row("tilewise_tuned", sequential_chosen_ ? 0 : best.options.chunks, t_tuned)
+                  .wrong(sequential_chosen_ ? 0 : wrong)
+                  .row());
+    // The chosen candidate in a loop of its own, as the pair runner times sequential and
+    // decomposed and as PyTorch's peers time themselves (cooler than the interleaved loop).
+    Timing own_loop;
+    OVERLAPSIM_TRY(time_iterations(
+        *env_.ctx, case_.warmup, case_.iterations,
+        [this, &best](int i) { return run_candidate(best, i); }, &own_loop));
+    env_.emit(pair_row(design_name(best.options) + "_own_loop", best.options.chunks, own_loop)
+                  .row());
+    return Status::success();
+  }
+
+  BenchEnv& env_;
+  const BenchCase& case_;
+  PairShape shape_;
+  const TilewiseCaseIo& io_;
+  std::vector<Candidate> candidates_;
+  std::vector<std::unique_ptr<gemm::OwnGemm>> own_;  // natural own GEMM on each set's staging
+  gemm::OwnGemm own_check_;                          // set 0's, into own_reference_
+  DeviceBuffer own_reference_;
+  Timing t_sequential_search_;
+  std::size_t best_ = 0;
+  bool sequential_chosen_ = true;
+};
+
+}  // namespace
+
+Status run_allgather_tilewise_rows(BenchEnv& env, const BenchCase& c, const PairShape& shape,
+                                   const TilewiseCaseIo& io) {
+  AllGatherTilewiseRunner runner(env, c, shape, io);
+  return runner.run();
+}
+
+}  // namespace overlapsim::kernels::bench
