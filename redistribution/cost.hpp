@@ -4,7 +4,8 @@
 // (sim/collectives/collective_cost_model.hpp), with mesh device d on cluster rank d (mesh.hpp:
 // the innermost axis on neighbouring ranks, within a host). Steps run one after another.
 // A permute or an all-to-allv is its send/recv pairs, all at once (an NCCL group of
-// ncclSend/ncclRecv); an all-to-all, all-gather, reduce-scatter or all-reduce is that
+// ncclSend/ncclRecv), each on one NVLink host at the rate of the profile's all-to-all curve
+// (CollectiveTimingOptions::sendrecv_from_alltoall); an all-to-all, all-gather, reduce-scatter or all-reduce is that
 // collective with nccl-tests' sizes.
 // Around each step the local copies of its recipe (recipe.hpp: packing into send buffers,
 // unpacking from receive buffers, the device's own piece, slices that are not a view) are

@@ -9,7 +9,9 @@ cd "$root" || exit 1
 OUT="${OUT:-/tmp/overlapsim-out}"
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-# The system NCCL first (the one the PyTorch peers were measured with), PyTorch's wheel last.
+# The system NCCL first for our binaries. PyTorch does not follow the library path: it loads its
+# wheel's own NCCL (2.28.9 beside the system's 2.28.3 on the 4 x H200 of
+# benchmarks/results/h200x4/redistribution_4gpu/), so the PyTorch peers name the version they ran.
 nccl_lib="$(find /usr/lib/x86_64-linux-gnu /usr/local/cuda*/lib* /usr/local/lib /opt -name 'libnccl.so.2*' 2>/dev/null | head -1)"
 nccl_header="$(find /usr/local/cuda*/include /usr/include /opt -name nccl.h 2>/dev/null | head -1)"
 

@@ -41,6 +41,16 @@ const CollectiveCurve* CollectiveCostModel::nearest_curve(CollectiveOp op, int r
   return c && c->ctas == options_.ctas && !c->segments.empty() ? c : nullptr;
 }
 
+const CollectiveCurve* CollectiveCostModel::efficiency_curve(CollectiveOp op, int ranks,
+                                                             bool* as_alltoall) const {
+  if (as_alltoall) *as_alltoall = false;
+  if (const CollectiveCurve* own = nearest_curve(op, ranks)) return own;
+  if (op != CollectiveOp::SendRecv || !options_.sendrecv_from_alltoall) return nullptr;
+  const CollectiveCurve* a2a = nearest_curve(CollectiveOp::AllToAll, 2);
+  if (a2a && as_alltoall) *as_alltoall = true;
+  return a2a;
+}
+
 bool CollectiveCostModel::intra_host(const std::vector<int>& ranks) const {
   if (ranks.empty()) return false;
   const int host = net_.host_of(ranks.front());
@@ -53,7 +63,7 @@ CollectivePath CollectiveCostModel::path(CollectiveOp op, int ranks, bool intra_
   if (!measured_.empty()) return CollectivePath::Curve;
   if (!intra_host) return CollectivePath::Cluster;
   if (exact_curve(op, ranks)) return CollectivePath::Curve;
-  if (options_.nvlink_Bps > 0 && nearest_curve(op, ranks)) return CollectivePath::Efficiency;
+  if (options_.nvlink_Bps > 0 && efficiency_curve(op, ranks)) return CollectivePath::Efficiency;
   return CollectivePath::Cluster;
 }
 
@@ -79,7 +89,8 @@ std::string CollectiveCostModel::describe(CollectiveOp op, int ranks, bool intra
                          to_string(c->source.kind), c->source.citation, loop_factor_text(*c));
     }
     case CollectivePath::Efficiency: {
-      const CollectiveCurve* c = nearest_curve(op, ranks);
+      bool as_alltoall = false;
+      const CollectiveCurve* c = efficiency_curve(op, ranks, &as_alltoall);
       std::vector<std::string> effs;
       double lo = 1e300, hi = 0;
       for (const auto& s : c->segments) {
@@ -91,12 +102,15 @@ std::string CollectiveCostModel::describe(CollectiveOp op, int ranks, bool intra
       const std::string range =
           lo == hi ? fmt::format("{:.2f}", lo) : fmt::format("{:.2f}-{:.2f}", lo, hi);
       return fmt::format(
-          "flow network x efficiency {} derived from the {} n={} curve (bus bandwidth per message "
-          "size / NVLink {:.0f} GB/s: {}), plus the curve's latency at that size ({}: {}; "
-          "NVLink: {}){}",
-          range, to_string(op), c->ranks, options_.nvlink_Bps / 1e9, fmt::join(effs, ", "),
-          to_string(c->source.kind), c->source.citation, options_.nvlink_citation,
-          loop_factor_text(*c));
+          "flow network x efficiency {} derived from the {} n={} curve{} (bus bandwidth per "
+          "message size / NVLink {:.0f} GB/s: {}), plus the curve's latency at that size ({}: "
+          "{}; NVLink: {}){}",
+          range, to_string(c->op), c->ranks,
+          as_alltoall ? " (NCCL's all-to-all is grouped send/recv; read at the all-to-all "
+                        "whose piece per peer is the send)"
+                      : "",
+          options_.nvlink_Bps / 1e9, fmt::join(effs, ", "), to_string(c->source.kind),
+          c->source.citation, options_.nvlink_citation, loop_factor_text(*c));
     }
     default: {
       const std::string base =
@@ -283,8 +297,13 @@ void CollectiveCostModel::launch(const CollectiveRequest& req, std::function<voi
       clock.schedule(curve_path_time_s(req.op, req.bytes, n), std::move(on_done));
       return;
     case CollectivePath::Efficiency: {
-      const CollectiveCurve* c = nearest_curve(req.op, n);
-      const CollectiveSegment& seg = c->segment_for(req.bytes);
+      bool as_alltoall = false;
+      const CollectiveCurve* c = efficiency_curve(req.op, n, &as_alltoall);
+      // A send read off the all-to-all curve: the all-to-all (nccl-tests' size, its own
+      // piece included) whose piece per peer is this send.
+      const std::uint64_t curve_bytes =
+          as_alltoall ? req.bytes * static_cast<std::uint64_t>(std::max(2, c->ranks)) : req.bytes;
+      const CollectiveSegment& seg = c->segment_for(curve_bytes);
       // Measured busbw above the link rate (NVLS, say) is not a reason to run faster than
       // the network allows: no stretch then.
       const double stretch = std::max(1.0, options_.nvlink_Bps / seg.bus_bandwidth_Bps);

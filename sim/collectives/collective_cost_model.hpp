@@ -70,6 +70,14 @@ struct CollectiveTimingOptions {
   // The cluster path adds NCCL's latency, protocol efficiency and PXN routing to the flows
   // (see above); false: bare flows at link rate (the uncalibrated network, for comparison).
   bool nccl_costs = true;
+  // A send/recv inside one NVLink host whose op the profile never measured takes the
+  // efficiency path of the profile's all-to-all curve (nearest to 2 ranks), at the size of
+  // the all-to-all whose piece per peer is the send: NCCL runs an all-to-all as grouped
+  // ncclSend/ncclRecv, so its curve is the rate NCCL's point-to-point reaches on these links,
+  // which is well below the link rate. Off: the cluster path. The redistribution cost turns
+  // it on (checked against measured permutes and all-to-allv on 4 GPUs); the training
+  // simulation does not yet.
+  bool sendrecv_from_alltoall = false;
 };
 
 // One class of collectives (op, communicator size, within one host or not) and how it was
@@ -127,6 +135,10 @@ class CollectiveCostModel {
  private:
   const CollectiveCurve* exact_curve(CollectiveOp op, int ranks) const;
   const CollectiveCurve* nearest_curve(CollectiveOp op, int ranks) const;
+  // The curve the efficiency path reads for `op`: its own nearest curve, or for a send/recv
+  // with sendrecv_from_alltoall the all-to-all's (then *as_alltoall is set).
+  const CollectiveCurve* efficiency_curve(CollectiveOp op, int ranks,
+                                          bool* as_alltoall = nullptr) const;
   // The curve's in_compute_loop_factor where the options put the collectives between
   // compute kernels, else 1; and how describe() names it ("" for 1).
   double loop_factor(const CollectiveCurve& c) const;

@@ -96,6 +96,46 @@ TEST(RedistributionCost, GroupsRunConcurrently) {
   EXPECT_EQ(t.steps[0].copy_s, 0.0);
 }
 
+TEST(RedistributionCost, PermutePairsRunAtNcclsAllToAllRate) {
+  // The 2-D grid transpose P('x', 'y') -> P('y', 'x') in each z slice of x=2,y=2,z=2: a
+  // permute in which devices (0, 1) and (1, 0) of a slice swap their 8 MiB blocks, one sender
+  // each. On one NVLink host a send/recv pair runs at the rate NCCL's all-to-all reached (the
+  // same grouped send/recv), read at the all-to-all whose piece per peer is the send (the
+  // profile's 8-rank curve: 8 x the piece): the curve's latency, then the piece at that bus
+  // bandwidth, plus the hops' wire latency (stretched with the rest).
+  const Machine m = load("workloads/clusters/h200-8gpu.yaml");
+  const Mesh mesh = parse_mesh("x=2,y=2,z=2", "--mesh");
+  const Shape shape{4096, 4096};
+  const Plan p = synthesize(mesh, shape, 2, parse_layout("P('x', 'y')", mesh, shape, "--from"),
+                            parse_layout("P('y', 'x')", mesh, shape, "--to"));
+  ASSERT_EQ(p.steps.size(), 1u);
+  ASSERT_EQ(p.steps[0].kind, StepKind::Permute);
+  const PlanTiming t = time_plan(p, m.topology, m.profile, m.timing);
+
+  std::uint64_t largest = 0;  // the piece a moving device receives (8 MiB)
+  for (int d = 0; d < mesh.num_devices(); ++d)
+    for (const Piece& q : incoming(mesh, shape, p.steps[0], d))
+      if (q.from != d) largest = std::max<std::uint64_t>(largest, q.box.elements() * 2);
+  ASSERT_GT(largest, 0u);
+  const sim::CollectiveCurve* a2a = nullptr;
+  for (const auto& c : m.profile.collectives.curves)
+    if (c.op == sim::CollectiveOp::AllToAll && c.ctas == 0) a2a = &c;
+  ASSERT_NE(a2a, nullptr);
+  const auto& seg = a2a->segment_for(largest * static_cast<std::uint64_t>(a2a->ranks));
+  const double call_s = t.steps[0].time_s - t.steps[0].copy_s;
+  const double expected = seg.latency_s + static_cast<double>(largest) / seg.bus_bandwidth_Bps;
+  EXPECT_EQ(largest, 8u << 20);
+  EXPECT_GT(call_s, expected);  // plus the wire latency, stretched
+  EXPECT_LT(call_s, expected + 3e-6);
+  // The cluster path, which the training simulation still takes, is faster than that: it
+  // charges NCCL's protocol efficiency on the link rate.
+  sim::CollectiveRequest sr;
+  sr.op = sim::CollectiveOp::SendRecv;
+  sr.ranks = {2, 4};
+  sr.bytes = largest;
+  EXPECT_LT(alone_s(m, sr), expected);
+}
+
 TEST(RedistributionCost, AMeshThatIsNotTheClusterIsRejected) {
   const Machine m = load("workloads/clusters/h200-8gpu.yaml");
   const Mesh mesh = parse_mesh("x=4", "--mesh");

@@ -145,6 +145,41 @@ TEST(CollectiveCostModel, AcrossHostsAndUnmeasuredOpsUseTheClusterLinks) {
   EXPECT_EQ(unmeasured.path, CollectivePath::Cluster);
 }
 
+TEST(CollectiveCostModel, SendRecvCanTakeTheAllToAllRate) {
+  // All-to-all measured on 2 GPUs: 20 us + busbw 150 GB/s. A 32 MiB send inside the host
+  // reads it at the all-to-all of 2 x 32 MiB (whose piece per peer is the send): 20 us, then
+  // the flow at link rate stretched by 400 / 150, with the option; the cluster path without.
+  CollectiveProfile profile = two_gpu_profile();
+  CollectiveCurve a2a;
+  a2a.op = CollectiveOp::AllToAll;
+  a2a.ranks = 2;
+  a2a.segments = {{0, 5e-6, 50e9}, {64 * kMiB, 20e-6, 150e9}};
+  a2a.source = {SourceKind::Measured, "a2a rows", 0.01};
+  profile.curves.push_back(a2a);
+  CollectiveRequest send;
+  send.op = CollectiveOp::SendRecv;
+  send.ranks = {0, 3};
+  send.bytes = 32 * kMiB;
+  EXPECT_EQ(time_one(nvswitch(4), profile, send, nvlink()).path, CollectivePath::Cluster);
+  CollectiveTimingOptions o = nvlink();
+  o.sendrecv_from_alltoall = true;
+  const Timed t = time_one(nvswitch(4), profile, send, o);
+  EXPECT_EQ(t.path, CollectivePath::Efficiency);
+  EXPECT_NEAR(t.time_s, 20e-6 + 32.0 * kMiB / 150e9, 1e-3 * t.time_s);
+  EXPECT_NE(t.uses[0].how.find("alltoall n=2 curve (NCCL's all-to-all is grouped send/recv"),
+            std::string::npos)
+      << t.uses[0].how;
+  // Across hosts it stays on the cluster links.
+  const Timed across = time_one(build_flat_switch({2, kLinkBps, 0.0, 1}), profile,
+                                [&] {
+                                  CollectiveRequest r = send;
+                                  r.ranks = {0, 1};
+                                  return r;
+                                }(),
+                                o);
+  EXPECT_EQ(across.path, CollectivePath::Cluster);
+}
+
 TEST(CollectiveCostModel, MeasuredBusBandwidthAboveTheLinkIsNotASpeedUp) {
   auto profile = two_gpu_profile();
   profile.curves[0].segments = {{0, 0.0, 2 * kLinkBps}};
