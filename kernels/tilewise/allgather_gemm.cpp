@@ -10,12 +10,6 @@
 #include "sim/tilewise_plan/allgather.hpp"
 
 namespace overlapsim::kernels::tilewise {
-namespace {
-
-constexpr std::int64_t kElementBytes = 2;
-
-}  // namespace
-
 const char* to_string(AllGatherPush push) {
   return push == AllGatherPush::PerPeer ? "per_peer" : "rotated";
 }
