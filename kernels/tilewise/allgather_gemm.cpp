@@ -110,7 +110,7 @@ Status AllGatherGemmDesign::initialize(PeerLinks links, std::int64_t m, std::int
       static_cast<std::size_t>(world_) * static_cast<std::size_t>(options.chunks) * 4;
   OVERLAPSIM_TRY(zeroed(flags_, flag_bytes));
   OVERLAPSIM_TRY(zeroed(timed_out_, sizeof(int)));
-  OVERLAPSIM_TRY(zeroed(signal_source_, sizeof(std::uint32_t)));
+  OVERLAPSIM_TRY(flag_writer_.initialize());
   OVERLAPSIM_TRY(
       gathered_.allocate(2 * static_cast<std::size_t>(m * k) * static_cast<std::size_t>(kElementBytes)));
   CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
@@ -201,17 +201,7 @@ Status AllGatherGemmDesign::prepare(const void* a, const void* b, void* c) {
 
 Status AllGatherGemmDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch,
                                         cudaStream_t stream) {
-  if (!copy_signal_) {
-    const Status direct = enqueue_write_value(peer_flag, epoch, stream);
-    if (direct.ok) return direct;
-    // A driver that refuses stream writes to peer memory: write the epoch locally, then
-    // let the copy engine carry those 4 bytes (stream order keeps them after the data).
-    copy_signal_ = true;
-  }
-  OVERLAPSIM_TRY(enqueue_write_value(signal_source_.as<std::uint32_t>(), epoch, stream));
-  CUDA_CHECK(cudaMemcpyAsync(peer_flag, signal_source_.data(), sizeof(std::uint32_t),
-                             cudaMemcpyDeviceToDevice, stream));
-  return Status::success();
+  return flag_writer_.write(peer_flag, epoch, stream);
 }
 
 Status AllGatherGemmDesign::enqueue_pushes(const void* a, std::uint32_t epoch,

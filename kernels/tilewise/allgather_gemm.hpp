@@ -46,6 +46,7 @@
 #include "kernels/harness/comm.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/dtype.hpp"
+#include "kernels/tilewise/peer_flag_writer.hpp"
 #include "kernels/tilewise/peer_memory.hpp"
 
 namespace overlapsim::kernels::tilewise {
@@ -130,8 +131,7 @@ class AllGatherGemmDesign {
   DeviceBuffer gathered_;       // 2 parities × M × K
   DeviceBuffer flags_;          // [world][chunks] epochs written by the senders
   DeviceBuffer timed_out_;      // int, set by a producer's timed-out wait
-  DeviceBuffer signal_source_;  // the epoch, when flags travel by copy (signal_peer)
-  bool copy_signal_ = false;    // the driver refused a stream write to peer memory
+  PeerFlagWriter flag_writer_;  // signal_peer's writes
   std::vector<char*> peer_gathered_;           // [world] their gathered buffers
   std::vector<std::uint32_t*> peer_flags_;     // [world] their flags
   std::map<std::tuple<const void*, const void*, void*>,

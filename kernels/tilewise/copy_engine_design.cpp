@@ -126,7 +126,7 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
   OVERLAPSIM_TRY(
       zeroed(tail_flags_, static_cast<std::size_t>(world) * kTailSlices * sizeof(std::uint32_t)));
   OVERLAPSIM_TRY(zeroed(timed_out_, sizeof(int)));
-  OVERLAPSIM_TRY(zeroed(signal_source_, sizeof(std::uint32_t)));
+  OVERLAPSIM_TRY(flag_writer_.initialize());
   // Two parities × world slots × one part.
   OVERLAPSIM_TRY(recv_.allocate(2 * static_cast<std::size_t>(world) *
                                 static_cast<std::size_t>(plan_.part_elems) * kElementBytes));
@@ -215,17 +215,7 @@ void* CopyEngineDesign::chunk_p(void* p, int i) const {
 
 Status CopyEngineDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch,
                                      cudaStream_t stream) {
-  if (!copy_signal_) {
-    const Status direct = enqueue_write_value(peer_flag, epoch, stream);
-    if (direct.ok) return direct;
-    // A driver that refuses stream writes to peer memory: write the epoch locally, then
-    // let the copy engine carry those 4 bytes (stream order keeps them after the data).
-    copy_signal_ = true;
-  }
-  OVERLAPSIM_TRY(enqueue_write_value(signal_source_.as<std::uint32_t>(), epoch, stream));
-  CUDA_CHECK(cudaMemcpyAsync(peer_flag, signal_source_.data(), sizeof(std::uint32_t),
-                             cudaMemcpyDeviceToDevice, stream));
-  return Status::success();
+  return flag_writer_.write(peer_flag, epoch, stream);
 }
 
 char* CopyEngineDesign::recv_half(int parity) const {

@@ -61,6 +61,7 @@
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/dtype.hpp"
 #include "kernels/tilewise/copy_engine_layout.hpp"
+#include "kernels/tilewise/peer_flag_writer.hpp"
 #include "kernels/tilewise/peer_memory.hpp"
 #include "kernels/tilewise/tilewise_problem.hpp"
 #include "kernels/tilewise/unpermute.hpp"
@@ -209,8 +210,7 @@ class CopyEngineDesign {
   DeviceBuffer tile_offsets_, tile_groups_, tile_arrival_, out_offsets_;
   DeviceBuffer counters_, arrived_, done_, recv_, timed_out_;
   DeviceBuffer tail_flags_;     // TailKernel: [source rank][kTailSlices] epochs
-  DeviceBuffer signal_source_;  // the epoch, when flags travel by copy (signal_peer)
-  bool copy_signal_ = false;    // the driver refused a stream write to peer memory
+  PeerFlagWriter flag_writer_;  // signal_peer's writes
   std::vector<Peer> peers_;     // [world], own entry unused
   std::map<void*, std::vector<char*>> peer_p_;  // allreduce: every rank's P for our P
   std::map<std::tuple<const void*, const void*, void*>,
