@@ -9,8 +9,7 @@ namespace overlapsim::kernels::tilewise {
 
 Status PeerFlagWriter::initialize() { return zeroed(source_, sizeof(std::uint32_t)); }
 
-Status PeerFlagWriter::write(std::uint32_t* peer_flag, std::uint32_t epoch,
-                             cudaStream_t stream) {
+Status PeerFlagWriter::write(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream) {
   if (!by_copy_) {
     const Status direct = enqueue_write_value(peer_flag, epoch, stream);
     if (direct.ok) return direct;
