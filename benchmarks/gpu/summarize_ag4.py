@@ -20,23 +20,16 @@ ratio to its own sequential, against the chosen candidate timed in a loop of its
 """
 import argparse
 import csv
-import math
 import os
 import re
 import sys
 from collections import defaultdict
 
+from pair_rows import fastest_us, geo, read_rows
+
 
 def read(path):
-    if not path or not os.path.exists(path):
-        return []
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f) if r.get("gpu") and r.get("op") == "allgather+gemm"]
-
-
-def geo(values):
-    values = [v for v in values if v is not None and v > 0]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+    return read_rows(path, lambda r: r["op"] == "allgather+gemm")
 
 
 def fmt(x, digits=3):
@@ -73,9 +66,7 @@ def main():
         rs = by[key]
 
         def t(design, prefix=False):
-            c = [float(r["time_us"]) for r in rs
-                 if (r["design"].startswith(design) if prefix else r["design"] == design)]
-            return min(c) if c else None
+            return fastest_us(rs, design, prefix)
 
         def row_of(*designs):
             return next((r for r in rs if r["design"] in designs), None)

@@ -18,22 +18,11 @@ collective alone takes at least 20 % of the GEMM alone.
 """
 import argparse
 import csv
-import math
 import os
 import sys
 from collections import defaultdict
 
-
-def read(path):
-    if not path or not os.path.exists(path):
-        return []
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f) if r.get("gpu") and r.get("op")]
-
-
-def geo(values):
-    values = [v for v in values if v is not None and v > 0]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+from pair_rows import fastest_us, geo, read_rows as read
 
 
 def main():
@@ -55,9 +44,7 @@ def main():
     for key in sorted(by):
         rs = by[key]
         def t(design, prefix=False):
-            c = [float(r["time_us"]) for r in rs
-                 if (r["design"].startswith(design) if prefix else r["design"] == design)]
-            return min(c) if c else None
+            return fastest_us(rs, design, prefix)
         def row_of(design):
             return next((r for r in rs if r["design"] == design), None)
         seq, op_, co = t("sequential_tw_loop"), t("op_alone_tw_loop"), t("collective_alone_tw_loop")
