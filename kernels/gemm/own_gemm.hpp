@@ -137,6 +137,11 @@ struct SchedulerOptions {
   // Needs row_blocks = 1, tiles_m % W == 0 and group_m dividing tiles_m / W.
   int rotate_world = 1;
   int rotate_rank = 0;
+  // Slab order (tile_of_item_scheduled's row_period): the tile rows form rotate_slabs equal
+  // slabs visited one after the other, and the rotation above applies inside each slab
+  // (rank rotate_rank's sub-slab of every slab last). Needs rotate_world > 1 above 1, tile
+  // rows divisible by rotate_world x rotate_slabs and group_m dividing the rows a sub-slab.
+  int rotate_slabs = 1;
   // v3: CTAs in clusters of cluster_m along M with TMA multicast of the shared B tile
   // (tile_of_item_clustered). A request: effective_cluster_m() falls back to 1 (v2) when
   // the shape or the other options do not allow pairs.
@@ -157,6 +162,8 @@ int effective_cluster_m(int64_t m, int64_t n, const SchedulerOptions& sched);
 
 // The cyclic tile-row shift that realises the rotation (0 without one).
 int32_t rotation_row_shift(int64_t m, const SchedulerOptions& sched);
+// The slab order's rotation period in tile rows (0 without slabs).
+int32_t rotation_row_period(int64_t m, const SchedulerOptions& sched);
 
 // Host replica of the device schedule. Element i is the tile computed as work item i, by
 // CTA i % num_ctas, in wave i / num_ctas. Uses the default cluster_m (and its fallback).

@@ -164,6 +164,7 @@ void fill_common(KernelParams<Epilogue>& params, const CUtensorMap* maps, const 
   params.group_m = sched.group_m;
   params.row_blocks = sched.row_blocks;
   params.row_shift = rotation_row_shift(args.m, sched);
+  params.row_period = rotation_row_period(args.m, sched);
   params.cluster_m = effective_cluster_m(args.m, args.n, sched);
 }
 
@@ -208,15 +209,19 @@ Status OwnGemm::can_implement(const GemmArgs& args, const SchedulerOptions& sche
   if (sched.row_blocks < 1 || ceil_div_i32(args.m, GemmConfig::kTileM) % sched.row_blocks != 0)
     return Status::failure("own GEMM: row_blocks must be >= 1 and divide the " +
                            std::to_string(ceil_div_i32(args.m, GemmConfig::kTileM)) + " tile rows");
+  if (sched.rotate_slabs < 1 || (sched.rotate_slabs > 1 && sched.rotate_world < 2))
+    return Status::failure("own GEMM: rotate_slabs must be >= 1, and above 1 only with a "
+                           "rank-rotated order (rotate_world > 1)");
   if (sched.rotate_world > 1) {
     const int32_t tiles_m = ceil_div_i32(args.m, GemmConfig::kTileM);
-    const int32_t per_part = tiles_m / sched.rotate_world;
+    const int32_t parts = sched.rotate_world * sched.rotate_slabs;
+    const int32_t per_part = tiles_m / parts;
     if (sched.row_blocks != 1 || sched.rotate_rank < 0 || sched.rotate_rank >= sched.rotate_world ||
-        tiles_m % sched.rotate_world != 0 || per_part % sched.group_m != 0)
+        tiles_m % parts != 0 || per_part % sched.group_m != 0)
       return Status::failure("own GEMM: a rank-rotated order needs row_blocks = 1, 0 <= rank < " +
                              std::to_string(sched.rotate_world) + ", the " +
-                             std::to_string(tiles_m) + " tile rows divisible by the world and " +
-                             "group_m dividing the rows per rank");
+                             std::to_string(tiles_m) + " tile rows divisible by the world x " +
+                             "slabs and group_m dividing the rows per rank and slab");
   }
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));

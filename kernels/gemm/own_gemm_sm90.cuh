@@ -67,6 +67,7 @@ struct KernelParams {
   int32_t group_m = 1;
   int32_t row_blocks = 1;  // tile_of_item_blocked(): 1 = plain grouped raster
   int32_t row_shift = 0;   // tile_of_item_scheduled(): rank-rotated order, 0 = none
+  int32_t row_period = 0;  // tile_of_item_scheduled(): slab order's rotation period, 0 = none
   int32_t cluster_m = 1;   // tile_of_item_clustered(): the kernel's kClusterM
   GatherWait gather;
   typename Epilogue::Params epilogue;
@@ -236,7 +237,8 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       uint32_t local_tile = 0;
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x, ++local_tile) {
         const TileCoord tc = tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m,
-                                                    p.row_blocks, p.row_shift, kClusterM);
+                                                    p.row_blocks, p.row_shift, kClusterM,
+                                                    p.row_period);
         named_barrier_sync(kAfterTileBarrier + local_tile % kAfterTileRing, kAfterTileThreads);
         if (threadIdx.x == 32)
           Epilogue::after_tile(p.epilogue, make_view(tc, item, p.m, p.n, p.tiles_n));
@@ -247,7 +249,8 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       int32_t passed_flag = -1;  // the last gathered chunk seen complete (it stays so)
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
         const TileCoord tc = tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m,
-                                                    p.row_blocks, p.row_shift, kClusterM);
+                                                    p.row_blocks, p.row_shift, kClusterM,
+                                                    p.row_period);
         const void* map_a = &p.map_a;
         int32_t a_row = tc.tile_m * Cfg::kTileM;
         if (p.gather.flags != nullptr) {
@@ -303,7 +306,8 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     uint32_t iteration = 0;
     for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
       const TileCoord tc = tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m,
-                                                  p.row_blocks, p.row_shift, kClusterM);
+                                                  p.row_blocks, p.row_shift, kClusterM,
+                                                    p.row_period);
       if constexpr (Epilogue::kStoreSteps > 1)
         Epilogue::prefetch(p.epilogue, tc.tile_m * p.tiles_n + tc.tile_n);
       for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {

@@ -24,8 +24,9 @@ int effective_cluster_m(int64_t m, int64_t n, const SchedulerOptions& sched) {
   if (tiles_m % 2 != 0 || sched.row_blocks < 1 || (tiles_m / 2) % sched.row_blocks != 0) return 1;
   if (sched.group_m % 2 != 0 || sched.num_ctas % 2 != 0) return 1;
   if (sched.rotate_world > 1) {
-    const int32_t per_part = tiles_m / sched.rotate_world;
-    if (tiles_m % sched.rotate_world != 0 || per_part % sched.group_m != 0) return 1;
+    const int32_t parts = sched.rotate_world * std::max(1, sched.rotate_slabs);
+    const int32_t per_part = tiles_m / parts;
+    if (tiles_m % parts != 0 || per_part % sched.group_m != 0) return 1;
   }
   return 2;
 }
@@ -33,18 +34,25 @@ int effective_cluster_m(int64_t m, int64_t n, const SchedulerOptions& sched) {
 int32_t rotation_row_shift(int64_t m, const SchedulerOptions& sched) {
   if (sched.rotate_world <= 1) return 0;
   const int32_t tiles_m = ceil_div_i32(m, GemmConfig::kTileM);
-  return ((sched.rotate_rank + 1) % sched.rotate_world) * (tiles_m / sched.rotate_world);
+  const int32_t slabs = std::max(1, sched.rotate_slabs);
+  return ((sched.rotate_rank + 1) % sched.rotate_world) * (tiles_m / slabs / sched.rotate_world);
+}
+
+int32_t rotation_row_period(int64_t m, const SchedulerOptions& sched) {
+  if (sched.rotate_world <= 1 || sched.rotate_slabs <= 1) return 0;
+  return ceil_div_i32(m, GemmConfig::kTileM) / sched.rotate_slabs;
 }
 
 std::vector<TileCoord> tile_order(int64_t m, int64_t n, const SchedulerOptions& sched) {
   const int32_t tiles_m = ceil_div_i32(m, GemmConfig::kTileM);
   const int32_t tiles_n = ceil_div_i32(n, GemmConfig::kTileN);
   const int32_t shift = rotation_row_shift(m, sched);
+  const int32_t period = rotation_row_period(m, sched);
   const int32_t cluster = effective_cluster_m(m, n, sched);
   std::vector<TileCoord> order(static_cast<size_t>(tiles_m) * tiles_n);
   for (int32_t item = 0; item < static_cast<int32_t>(order.size()); ++item)
     order[item] = tile_of_item_clustered(item, tiles_m, tiles_n, sched.group_m, sched.row_blocks,
-                                         shift, cluster);
+                                         shift, cluster, period);
   return order;
 }
 

@@ -55,10 +55,22 @@ OVERLAPSIM_HD TileCoord tile_of_item_blocked(int32_t item, int32_t tiles_m, int3
 // row_shift = ((r + 1) % world)·T: virtual row v is real row (v + row_shift) mod tiles_m.
 // row_shift = 0 is the unshifted schedule (and composes with row_blocks, which the
 // rotation does not use).
+// Slab order (row_period = P > 0, P | tiles_m): the rows form tiles_m / P slabs visited one
+// after the other, and the shift rotates the rows inside each slab instead of across all rows
+// (virtual row v is real row base + (v − base + row_shift) mod P, base = v − v mod P), so
+// every rank works on the same slab at once, each starting with a different sub-slab.
+// row_period = 0 (or tiles_m) is the rotation over all rows.
 OVERLAPSIM_HD TileCoord tile_of_item_scheduled(int32_t item, int32_t tiles_m, int32_t tiles_n,
                                                int32_t group_m, int32_t row_blocks,
-                                               int32_t row_shift) {
+                                               int32_t row_shift, int32_t row_period = 0) {
   TileCoord t = tile_of_item_blocked(item, tiles_m, tiles_n, group_m, row_blocks);
+  if (row_period > 0 && row_period < tiles_m) {
+    const int32_t base = t.tile_m - t.tile_m % row_period;
+    int32_t w = t.tile_m - base + row_shift;
+    if (w >= row_period) w -= row_period;
+    t.tile_m = base + w;
+    return t;
+  }
   t.tile_m += row_shift;
   if (t.tile_m >= tiles_m) t.tile_m -= tiles_m;
   return t;
@@ -70,14 +82,18 @@ OVERLAPSIM_HD TileCoord tile_of_item_scheduled(int32_t item, int32_t tiles_m, in
 // divisible by cluster_m); CTA r of the cluster takes real row cluster_m·row + r, so both
 // CTAs of a pair share the tile column (and B tile) and stay inside one row block / part.
 // cluster_m = 1 is tile_of_item_scheduled itself. Item i is still computed by CTA
-// i % num_ctas (num_ctas a multiple of cluster_m), in wave i / num_ctas.
+// i % num_ctas (num_ctas a multiple of cluster_m), in wave i / num_ctas. row_period (slab
+// order) is in tile rows too, divisible by cluster_m.
 OVERLAPSIM_HD TileCoord tile_of_item_clustered(int32_t item, int32_t tiles_m, int32_t tiles_n,
                                                int32_t group_m, int32_t row_blocks,
-                                               int32_t row_shift, int32_t cluster_m) {
+                                               int32_t row_shift, int32_t cluster_m,
+                                               int32_t row_period = 0) {
   if (cluster_m <= 1)
-    return tile_of_item_scheduled(item, tiles_m, tiles_n, group_m, row_blocks, row_shift);
+    return tile_of_item_scheduled(item, tiles_m, tiles_n, group_m, row_blocks, row_shift,
+                                  row_period);
   TileCoord t = tile_of_item_scheduled(item / cluster_m, tiles_m / cluster_m, tiles_n,
-                                       group_m / cluster_m, row_blocks, row_shift / cluster_m);
+                                       group_m / cluster_m, row_blocks, row_shift / cluster_m,
+                                       row_period / cluster_m);
   t.tile_m = t.tile_m * cluster_m + item % cluster_m;
   return t;
 }

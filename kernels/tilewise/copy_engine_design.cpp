@@ -38,6 +38,13 @@ Status CopyEngineDesign::can_implement(CollectiveOp op, std::int64_t m, std::int
         "multiple of 128 x " +
         std::to_string(world) + " ranks x row_chunks, got " + to_string(op) +
         ", m = " + std::to_string(m));
+  if (auto e = slabs_error(op, m, world, options.slabs, options.route))
+    return Status::failure("tilewise copy_engine: " + *e);
+  if (options.slabs > 1 && options.row_chunks > 1)
+    return Status::failure("tilewise copy_engine: slabs and row_chunks exclude each other (both "
+                           "cut the rows), got " +
+                           std::to_string(options.slabs) + " slabs and " +
+                           std::to_string(options.row_chunks) + " row chunks");
   if (options.tail_whole_part && options.phase2 != CopyEnginePhase2::TailKernel)
     return Status::failure("tilewise copy_engine: tail_whole_part needs phase 2 tail_kernel, got " +
                            std::string(to_string(options.phase2)));
@@ -113,7 +120,7 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
         std::to_string(options.num_ctas));
   const int ctas = options.num_ctas > 0 ? options.num_ctas : sms;
   if (auto e = build_copy_engine_layout(op, m, n, ctas, options.group_m, options.groups_per_part,
-                                        world, rank, &plan_, options.route))
+                                        world, rank, &plan_, options.route, options.slabs))
     return Status::failure("tilewise copy_engine: " + *e);
   OVERLAPSIM_TRY(upload(tile_offsets_, plan_.tile_offset_elems));
   OVERLAPSIM_TRY(upload(tile_groups_, plan_.tile_group));
@@ -127,8 +134,8 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
       zeroed(tail_flags_, static_cast<std::size_t>(world) * kTailSlices * sizeof(std::uint32_t)));
   OVERLAPSIM_TRY(zeroed(timed_out_, sizeof(int)));
   OVERLAPSIM_TRY(flag_writer_.initialize());
-  // Two parities × world slots × one part.
-  OVERLAPSIM_TRY(recv_.allocate(2 * static_cast<std::size_t>(world) *
+  // Two parities × world slots × one part (units: the ring's buffer is laid out like P).
+  OVERLAPSIM_TRY(recv_.allocate(2 * static_cast<std::size_t>(plan_.units()) *
                                 static_cast<std::size_t>(plan_.part_elems) * kElementBytes));
   CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
@@ -219,7 +226,7 @@ Status CopyEngineDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t epo
 }
 
 char* CopyEngineDesign::recv_half(int parity) const {
-  return recv_.as<char>() + static_cast<std::size_t>(parity) * plan_.world *
+  return recv_.as<char>() + static_cast<std::size_t>(parity) * plan_.units() *
                                 static_cast<std::size_t>(plan_.part_elems) * kElementBytes;
 }
 
@@ -322,6 +329,8 @@ Status CopyEngineDesign::enqueue(const void* a, const void* b, void* p, cudaStre
   const int world = plan_.world, rank = plan_.rank;
   const int G = plan_.groups_per_part;
   const std::size_t part_bytes = static_cast<std::size_t>(plan_.part_elems) * kElementBytes;
+  const int units = plan_.units();
+  const int last_slab = plan_.slabs - 1;
   timeline_used_ = 0;
   OVERLAPSIM_TRY(mark("start", compute_stream));
   CUDA_CHECK(cudaEventRecord(fork_, compute_stream));
@@ -337,19 +346,22 @@ Status CopyEngineDesign::enqueue(const void* a, const void* b, void* p, cudaStre
   for (const CopyEngineGroup& group : plan_.groups) {
     const bool own = group.position == world - 1;
     if (own && (problem_.op != CollectiveOp::AllReduce || world == 1)) continue;
-    if (own && group.index >= tail_from) {
+    // The tail kernel carries (part of) the last slab's own groups only; earlier slabs' go
+    // by the copy engines under the next slab's GEMM.
+    if (own && group.slab == last_slab && group.index >= tail_from) {
       if (group.index == G - 1)
         OVERLAPSIM_TRY(exchange_tail(tail_from, local, p, epoch, compute_stream));
       continue;
     }
-    std::uint32_t* counter = counters + group.position * G + group.index;
+    std::uint32_t* counter = counters + group.unit * G + group.index;
     OVERLAPSIM_TRY(enqueue_wait_geq(counter, static_cast<std::uint32_t>(group.tiles), comm_stream));
     OVERLAPSIM_TRY(enqueue_write_value(counter, 0, comm_stream));
     // Timeline labels are built only when it is on (the host enqueues timed calls here).
-    const std::string tag = timeline_on_
-                                ? (own ? "own_g" : "part" + std::to_string(group.part) + "_g") +
-                                      std::to_string(group.index)
-                                : std::string();
+    const std::string tag =
+        timeline_on_ ? (plan_.slabs > 1 ? "s" + std::to_string(group.slab) + "_" : std::string()) +
+                           (own ? "own_g" : "part" + std::to_string(group.part) + "_g") +
+                           std::to_string(group.index)
+                     : std::string();
     if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_ready", comm_stream));
     const char* src = local + group.begin_elems * kElementBytes;
     const std::size_t bytes = static_cast<std::size_t>(group.elems) * kElementBytes;
@@ -358,19 +370,19 @@ Status CopyEngineDesign::enqueue(const void* a, const void* b, void* p, cudaStre
       // part one position later; there it lies at that position's place, this parity.
       const int next = plan_.ring_next();
       const Peer& to = peers_[static_cast<std::size_t>(next)];
-      const std::int64_t at = (group.position + 1) * plan_.part_elems + group.relative_begin_elems;
-      char* dst = to.recv + static_cast<std::size_t>(parity) * world * part_bytes +
+      const std::int64_t at = (group.unit + 1) * plan_.part_elems + group.relative_begin_elems;
+      char* dst = to.recv + static_cast<std::size_t>(parity) * units * part_bytes +
                   static_cast<std::size_t>(at) * kElementBytes;
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
       if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied", comm_stream));
       OVERLAPSIM_TRY(
-          signal_peer(to.arrived + (group.position + 1) * G + group.index, epoch, comm_stream));
+          signal_peer(to.arrived + (group.unit + 1) * G + group.index, epoch, comm_stream));
       continue;
     }
     if (!own) {
       // Phase 1: the group's partial tiles to their owner, slot `rank`, this call's parity.
       const Peer& to = peers_[static_cast<std::size_t>(group.part)];
-      char* dst = to.recv + static_cast<std::size_t>(parity) * world * part_bytes +
+      char* dst = to.recv + static_cast<std::size_t>(parity) * units * part_bytes +
                   static_cast<std::size_t>(rank) * part_bytes +
                   static_cast<std::size_t>(group.relative_begin_elems) * kElementBytes;
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, comm_stream));
@@ -382,8 +394,9 @@ Status CopyEngineDesign::enqueue(const void* a, const void* b, void* p, cudaStre
       // The epilogue stored the group's reduced tiles into the peer's P already; its
       // system-scope signal ordered them before the counter this stream waited for.
       const int d = 1 - rank;
-      OVERLAPSIM_TRY(signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index,
-                                 epoch, comm_stream));
+      OVERLAPSIM_TRY(signal_peer(
+          peers_[static_cast<std::size_t>(d)].done + plan_.done_index(rank, group.slab, group.index),
+          epoch, comm_stream));
       continue;
     }
     // Phase 2 (allreduce): the reduced own group to every peer's P, where that peer keeps
@@ -406,8 +419,9 @@ Status CopyEngineDesign::enqueue(const void* a, const void* b, void* p, cudaStre
       char* dst = phase2_destination(p, d, group);
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
       if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied_to_r" + std::to_string(d), s));
-      OVERLAPSIM_TRY(
-          signal_peer(peers_[static_cast<std::size_t>(d)].done + rank * G + group.index, epoch, s));
+      OVERLAPSIM_TRY(signal_peer(
+          peers_[static_cast<std::size_t>(d)].done + plan_.done_index(rank, group.slab, group.index),
+          epoch, s));
     }
   }
   return Status::success();
@@ -433,12 +447,17 @@ Status CopyEngineDesign::enqueue_peer_waits(cudaStream_t comm_stream) {
     const std::uint32_t* flags = problem_.op == CollectiveOp::AllReduce
                                      ? done_.as<std::uint32_t>()
                                      : arrived_.as<std::uint32_t>();
+    const bool done_flags = problem_.op == CollectiveOp::AllReduce;
     for (int s = 0; s < world; ++s) {
       if (s == rank) continue;
-      // The tail kernel has waited for the last groups' slices itself.
-      const int waited = tail_kernel ? (options_.tail_whole_part ? 0 : G - 1) : G;
-      for (int j = 0; j < waited; ++j)
-        OVERLAPSIM_TRY(enqueue_wait_geq(flags + s * G + j, epoch, comm_stream));
+      for (int slab = 0; slab < plan_.slabs; ++slab) {
+        // The tail kernel has waited for the last slab's last groups' slices itself.
+        const bool last = slab == plan_.slabs - 1;
+        const int waited = tail_kernel && last ? (options_.tail_whole_part ? 0 : G - 1) : G;
+        for (int j = 0; j < waited; ++j)
+          OVERLAPSIM_TRY(enqueue_wait_geq(
+              flags + (done_flags ? plan_.done_index(s, slab, j) : s * G + j), epoch, comm_stream));
+      }
     }
   }
   return Status::success();
@@ -452,8 +471,9 @@ Status CopyEngineDesign::exchange_tail(int from, const char* local, void* p, std
   // are consecutive rows, copy_engine_layout.hpp): one region.
   const CopyEngineGroup* first = nullptr;
   std::int64_t elems = 0;
+  const int last_slab = plan_.slabs - 1;
   for (const CopyEngineGroup& group : plan_.groups)
-    if (group.position == world - 1 && group.index >= from) {
+    if (group.position == world - 1 && group.slab == last_slab && group.index >= from) {
       if (group.index == from) first = &group;
       elems += group.elems;
     }
@@ -468,7 +488,8 @@ Status CopyEngineDesign::exchange_tail(int from, const char* local, void* p, std
       tail_flags_.as<std::uint32_t>(), &t);
   t.epoch = epoch;
   t.grid = std::min(kTailSlices, plan_.num_ctas);
-  std::uint32_t* own_counters = counters_.as<std::uint32_t>() + (world - 1) * G;
+  std::uint32_t* own_counters =
+      counters_.as<std::uint32_t>() + (last_slab * world + world - 1) * G;
   t.reset_counter = own_counters + (G - 1);
   t.timeout_s = options_.wait_timeout_s;
   t.timed_out = timed_out_.as<int>();
@@ -481,7 +502,8 @@ Status CopyEngineDesign::exchange_tail(int from, const char* local, void* p, std
 
 char* CopyEngineDesign::phase2_destination(void* p, int d, const CopyEngineGroup& group) const {
   return peer_p_.at(p)[static_cast<std::size_t>(d)] +
-         (plan_.part_begin_on(d, plan_.rank) + group.relative_begin_elems) * kElementBytes;
+         (plan_.part_begin_on(d, plan_.rank, group.slab) + group.relative_begin_elems) *
+             kElementBytes;
 }
 
 Status CopyEngineDesign::mark(const std::string& label, cudaStream_t stream) {

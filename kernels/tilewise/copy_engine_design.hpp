@@ -103,6 +103,15 @@ struct CopyEngineOptions {
   // by `phase2`; the comm stream waits for every chunk's done flags only at the end.
   // Needs m a multiple of 128 x world x row_chunks.
   int row_chunks = 1;
+  // All-reduce on the ring route only: the slab order (copy_engine_layout.hpp). One
+  // persistent GEMM visits `slabs` slabs of m / slabs rows one after the other on every
+  // rank; each slab is cut into world sub-slabs with world owners and reduced by the ring
+  // inside the slab, so slab i's phase 2 (the reduced sub-slabs to the peers) runs under
+  // slab i + 1's GEMM and only the last slab's is left after the GEMM, without row chunks'
+  // extra GEMM launches and partial last waves. Phase 2 of every slab but the last by the
+  // copy engines; the last slab's by `phase2` (tail_whole_part: its whole own sub-slab).
+  // Needs m a multiple of 128 x world x slabs; not with row_chunks > 1.
+  int slabs = 1;
   // All-reduce phase 2 by the copy engines: each reduced own group's copies to the n - 1
   // peers on n - 1 streams of their own at once (one a peer, forked from the comm stream
   // once the group's counter is complete), instead of one after the other on the comm
@@ -194,7 +203,8 @@ class CopyEngineDesign {
   // Writes `epoch` into a peer's flag after everything before it on `stream`.
   Status signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream);
   Status mark(const std::string& label, cudaStream_t stream);  // a timeline step
-  // All-reduce phase 2: where peer d keeps `group` of this rank's part, in its P for our p.
+  // All-reduce phase 2: where peer d keeps `group` of this rank's part (of the group's slab),
+  // in its P for our p.
   char* phase2_destination(void* p, int d, const CopyEngineGroup& group) const;
   // TailKernel: the own groups from `from` to the last, to every peer, and theirs to us,
   // behind the GEMM.

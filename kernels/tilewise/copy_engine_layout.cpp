@@ -63,16 +63,35 @@ int owner_group_m(std::int32_t rows_per_part, int requested) {
   return 1;
 }
 
-std::int32_t owner_part_tiles(std::int64_t m, std::int64_t n, int world) {
-  return gemm::ceil_div_i32(m, GemmConfig::kTileM) / world * gemm::ceil_div_i32(n, GemmConfig::kTileN);
+std::int32_t owner_part_tiles(std::int64_t m, std::int64_t n, int world, int slabs) {
+  return gemm::ceil_div_i32(m, GemmConfig::kTileM) / (world * std::max(1, slabs)) *
+         gemm::ceil_div_i32(n, GemmConfig::kTileN);
+}
+
+std::optional<std::string> slabs_error(CollectiveOp op, std::int64_t m, int world, int slabs,
+                                       CopyEngineRoute route) {
+  if (slabs < 1) return "slabs = " + std::to_string(slabs) + " must be >= 1";
+  if (slabs == 1) return std::nullopt;
+  // A reduce-scatter's result must be the natural rows [r·M/n, (r+1)·M/n); the slabs' owner
+  // map gives rank r one sub-slab of every slab instead. The direct route's receive buffer
+  // is one slot a source for one part, not laid out like P.
+  if (op != CollectiveOp::AllReduce || route != CopyEngineRoute::Ring || world < 2)
+    return "slabs = " + std::to_string(slabs) +
+           " need an allreduce on the ring route over >= 2 ranks, got " + to_string(op) +
+           " on the " + to_string(route) + " route over " + std::to_string(world) + " rank(s)";
+  if (m % (std::int64_t{GemmConfig::kTileM} * world * slabs) != 0)
+    return "m = " + std::to_string(m) + " must be a multiple of 128 x " + std::to_string(world) +
+           " ranks x " + std::to_string(slabs) + " slabs (whole tile rows in every sub-slab)";
+  return std::nullopt;
 }
 
 std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_t m, std::int64_t n,
                                                     int num_ctas, int group_m, int groups_per_part,
                                                     int world, int rank, CopyEngineLayout* plan,
-                                                    CopyEngineRoute route) {
+                                                    CopyEngineRoute route, int slabs) {
   if (auto e = owner_shape_error(op, m, n, world)) return e;
   if (auto e = route_error(op, route)) return e;
+  if (auto e = slabs_error(op, m, world, slabs, route)) return e;
   if (rank < 0 || rank >= world) return std::string("rank must be in [0, world)");
   CopyEngineLayout p;
   p.op = op;
@@ -81,9 +100,10 @@ std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_
   p.rank = rank;
   p.tiles_m = gemm::ceil_div_i32(m, GemmConfig::kTileM);
   p.tiles_n = gemm::ceil_div_i32(n, GemmConfig::kTileN);
-  p.rows_per_part = p.tiles_m / world;
-  p.part_tiles = owner_part_tiles(m, n, world);
-  p.part_elems = m / world * n;
+  p.slabs = slabs;
+  p.rows_per_part = p.tiles_m / (world * slabs);
+  p.part_tiles = owner_part_tiles(m, n, world, slabs);
+  p.part_elems = m / (static_cast<std::int64_t>(world) * slabs) * n;
   p.own_begin_elems = static_cast<std::int64_t>(world - 1) * p.part_elems;
   p.group_m = owner_group_m(p.rows_per_part, group_m);
   const std::int32_t tiles = p.tiles_m * p.tiles_n;
@@ -98,6 +118,7 @@ std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_
   sched.group_m = p.group_m;
   sched.rotate_world = world;
   sched.rotate_rank = rank;
+  sched.rotate_slabs = slabs;
   const std::vector<gemm::TileCoord> order = gemm::tile_order(m, n, sched);
 
   p.tile_offset_elems.assign(static_cast<std::size_t>(tiles), -1);
@@ -105,7 +126,8 @@ std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_
   p.tile_arrival.assign(static_cast<std::size_t>(tiles), -1);
   // Own tiles signal only where phase 2 copies them out (allreduce with peers).
   const bool own_signalled = op == CollectiveOp::AllReduce && world > 1;
-  for (int q = 0; q < world; ++q) {
+  for (int u = 0; u < p.units(); ++u) {
+    const int slab = u / world, q = u % world;
     const bool own = q == world - 1;
     std::int64_t relative = 0;
     for (int j = 0; j < groups_per_part; ++j) {
@@ -115,25 +137,27 @@ std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_
       const std::int32_t last = static_cast<std::int32_t>(static_cast<std::int64_t>(p.part_tiles) *
                                                           (j + 1) / groups_per_part);
       CopyEngineGroup g;
+      g.slab = slab;
+      g.unit = u;
       g.position = q;
       g.part = (rank + 1 + q) % world;
       g.index = j;
       g.tiles = last - first;
-      g.end_item = q * p.part_tiles + last;
+      g.end_item = u * p.part_tiles + last;
       g.relative_begin_elems = relative;
-      g.begin_elems = q * p.part_elems + relative;
+      g.begin_elems = u * p.part_elems + relative;
       for (std::int32_t rel_item = first; rel_item < last; ++rel_item) {
-        const gemm::TileCoord t = order[static_cast<std::size_t>(q * p.part_tiles + rel_item)];
-        if (t.tile_m / p.rows_per_part != g.part)
-          return "internal: item " + std::to_string(q * p.part_tiles + rel_item) +
-                 " is not in part " + std::to_string(g.part);
+        const gemm::TileCoord t = order[static_cast<std::size_t>(u * p.part_tiles + rel_item)];
+        if (t.tile_m / p.rows_per_part != slab * world + g.part)
+          return "internal: item " + std::to_string(u * p.part_tiles + rel_item) +
+                 " is not in part " + std::to_string(g.part) + " of slab " + std::to_string(slab);
         const std::size_t tile = static_cast<std::size_t>(t.tile_m) * p.tiles_n + t.tile_n;
         const std::int64_t cols = std::min<std::int64_t>(
             GemmConfig::kTileN, n - std::int64_t{t.tile_n} * GemmConfig::kTileN);
-        p.tile_offset_elems[tile] = q * p.part_elems + relative;
-        p.tile_group[tile] = (!own || own_signalled) ? q * groups_per_part + j : -1;
+        p.tile_offset_elems[tile] = u * p.part_elems + relative;
+        p.tile_group[tile] = (!own || own_signalled) ? u * groups_per_part + j : -1;
         if (route == CopyEngineRoute::Ring)
-          p.tile_arrival[tile] = q >= 1 ? q * groups_per_part + j : -1;
+          p.tile_arrival[tile] = q >= 1 ? u * groups_per_part + j : -1;
         else
           p.tile_arrival[tile] = own ? j : -1;
         relative += std::int64_t{GemmConfig::kTileM} * cols;
@@ -153,12 +177,15 @@ std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_
     const std::int32_t local_m = tm - part * p.rows_per_part;
     for (std::int32_t tn = 0; tn < p.tiles_n; ++tn) {
       const std::size_t tile = static_cast<std::size_t>(tm) * p.tiles_n + tn;
+      if (op == CollectiveOp::AllReduce) {
+        p.out_tile_offset_elems[tile] = p.tile_offset_elems[tile];
+        continue;
+      }
+      // Reduce-scatter and all-to-all have one slab: part = the owner.
       const std::int64_t relative =
           p.tile_offset_elems[tile] -
           static_cast<std::int64_t>(p.position_of_part(part)) * p.part_elems;
-      if (op == CollectiveOp::AllReduce) {
-        p.out_tile_offset_elems[tile] = p.tile_offset_elems[tile];
-      } else if (op == CollectiveOp::ReduceScatter) {
+      if (op == CollectiveOp::ReduceScatter) {
         if (part == rank)
           p.out_tile_offset_elems[static_cast<std::size_t>(local_m) * p.tiles_n + tn] =
               p.own_begin_elems + relative;

@@ -51,7 +51,17 @@
 //           value, then + rank d − 2's, ..., + rank d's, rounded to the output type after
 //           each addition (like a ring's per-hop rounding; not NCCL's order beyond 2 ranks).
 //           ReduceScatter and AllReduce only; with 2 ranks it is the direct route.
-// Needs M % (128·n) == 0 and group_m | R (the group_m used is the largest divisor of R not
+// Slabs (S > 1; all-reduce, ring route): the rows form S slabs of M/S rows visited one after
+// the other by every rank, each slab cut into n sub-slabs, sub-slab d of every slab owned by
+// rank d (SchedulerOptions::rotate_slabs). Inside a slab the GEMM visits the sub-slabs in the
+// rotated order above and the ring runs as above, so a slab's sub-slabs are reduced at the
+// slab's end and their phase 2 runs under the next slab's GEMM; only the last slab's is left
+// after the GEMM. A "part" is then one sub-slab (R = tiles_m / (n·S) tile rows) and the
+// layout is the one above with n·S units u = s·n + q in visiting order (slab s, position q):
+// unit u at u·part_elems in P (and in the receive buffer, laid out like P), counters and
+// arrival flags u·G + j, the owner's done flags [source rank][s·G + j]. The sum order of a
+// sub-slab is the ring's: rank d − 1's value, + rank d − 2's, ..., + rank d's.
+// Needs M % (128·n·S) == 0 and group_m | R (the group_m used is the largest divisor of R not
 // above the requested one).
 #include <cstdint>
 #include <optional>
@@ -80,7 +90,9 @@ const char* to_string(CopyEnginePhase2 mode);  // "copy_engine", "epilogue", "ta
 std::optional<CopyEnginePhase2> parse_owner_phase2(const std::string& name);
 
 struct CopyEngineGroup {
-  int position = 0;                       // part position q (0 = first computed)
+  int slab = 0;                           // the slab s (0 without slabs)
+  int unit = 0;                           // s·world + q: counter and flag block, place in P
+  int position = 0;                       // part position q in its slab (0 = first computed)
   int part = 0;                           // the rank owning the part: (rank + 1 + q) mod world
   int index = 0;                          // j within the part
   std::int32_t tiles = 0;                 // tiles that complete the group
@@ -96,14 +108,15 @@ struct CopyEngineLayout {
   int world = 1;
   int rank = 0;
   int groups_per_part = 1;
+  int slabs = 1;    // slab order: rows in `slabs` slabs, each cut into world sub-slabs (parts)
   int group_m = 8;  // the raster's group_m actually used (divides rows_per_part)
   int num_ctas = 0;
   std::int32_t tiles_m = 0;
   std::int32_t tiles_n = 0;
-  std::int32_t rows_per_part = 0;  // tile rows
+  std::int32_t rows_per_part = 0;  // tile rows (of one sub-slab with slabs)
   std::int32_t part_tiles = 0;
   std::int64_t part_elems = 0;
-  std::int64_t own_begin_elems = 0;  // (world − 1)·part_elems
+  std::int64_t own_begin_elems = 0;  // (world − 1)·part_elems (the first slab's own part)
   // GEMM side, indexed by tile = tile_m·tiles_n + tile_n.
   std::vector<std::int64_t> tile_offset_elems;
   std::vector<std::int32_t> tile_group;    // counter index (position·G + j), −1: none
@@ -118,14 +131,20 @@ struct CopyEngineLayout {
   std::int32_t out_tiles_m = 0;
   std::vector<std::int64_t> out_tile_offset_elems;
 
-  int counters() const { return world * groups_per_part; }
+  int units() const { return world * slabs; }
+  int counters() const { return units() * groups_per_part; }
+  // All-reduce done flags at the owner: block of `source` rank, own group j of slab s.
+  int done_index(int source, int slab, int j) const {
+    return (source * slabs + slab) * groups_per_part + j;
+  }
   // Ring route: the rank that receives this rank's partial sums (it computes each of our
   // parts one position later).
   int ring_next() const { return (rank + world - 1) % world; }
   int position_of_part(int part) const { return ((part - rank - 1) % world + world) % world; }
-  // Where part `part` starts in rank `on_rank`'s P.
-  std::int64_t part_begin_on(int on_rank, int part) const {
-    return static_cast<std::int64_t>(((part - on_rank - 1) % world + world) % world) * part_elems;
+  // Where part `part` (of slab `slab`) starts in rank `on_rank`'s P.
+  std::int64_t part_begin_on(int on_rank, int part, int slab = 0) const {
+    return (static_cast<std::int64_t>(slab) * world + ((part - on_rank - 1) % world + world) % world) *
+           part_elems;
   }
 };
 
@@ -137,13 +156,17 @@ std::optional<std::string> route_error(CollectiveOp op, CopyEngineRoute route);
 
 // The tiles of one rank's part (CopyEngineLayout::part_tiles), without building the plan: the
 // most groups a part can be cut into.
-std::int32_t owner_part_tiles(std::int64_t m, std::int64_t n, int world);
+std::int32_t owner_part_tiles(std::int64_t m, std::int64_t n, int world, int slabs = 1);
+// Why `slabs` slabs cannot carry this collective and shape under this route, or nullopt.
+std::optional<std::string> slabs_error(CollectiveOp op, std::int64_t m, int world, int slabs,
+                                       CopyEngineRoute route);
 
 // The largest divisor of rows_per_part that is <= requested (>= 1).
 int owner_group_m(std::int32_t rows_per_part, int requested);
 
 std::optional<std::string> build_copy_engine_layout(
     CollectiveOp op, std::int64_t m, std::int64_t n, int num_ctas, int group_m, int groups_per_part,
-    int world, int rank, CopyEngineLayout* plan, CopyEngineRoute route = CopyEngineRoute::Direct);
+    int world, int rank, CopyEngineLayout* plan, CopyEngineRoute route = CopyEngineRoute::Direct,
+    int slabs = 1);
 
 }  // namespace overlapsim::kernels::tilewise

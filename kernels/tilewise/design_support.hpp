@@ -70,6 +70,7 @@ inline gemm::SchedulerOptions owner_scheduler(const CopyEngineLayout& plan, int 
   sched.group_m = plan.group_m;
   sched.rotate_world = world;
   sched.rotate_rank = rank;
+  sched.rotate_slabs = plan.slabs;
   return sched;
 }
 
