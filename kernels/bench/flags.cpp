@@ -51,6 +51,7 @@ constexpr TilewiseFlag kTilewiseFlags[] = {
     {"--tilewise-transport", "OVERLAPSIM_TILEWISE_TRANSPORT"},
     {"--tilewise-phase2", "OVERLAPSIM_TILEWISE_CE_PHASE2"},
     {"--tilewise-groups", "OVERLAPSIM_TILEWISE_CE_GROUPS"},
+    {"--tilewise-slabs", "OVERLAPSIM_TILEWISE_CE_SLABS"},
     {"--tilewise-comm-sms", "OVERLAPSIM_TILEWISE_COMM_SMS"},
     {"--tilewise-wait", "OVERLAPSIM_TILEWISE_WAIT"},
     {"--tilewise-keep", "OVERLAPSIM_TILEWISE_KEEP"},
@@ -97,6 +98,10 @@ void set_tilewise(const std::string& flag, const std::string& name, const std::s
   } else if (flag == "--tilewise-groups") {
     s->ce_groups = to_list<int>(name, value, "group counts", [&](const std::string& v) {
       return static_cast<int>(flag_int(kProgram, name, v, 1, 1024));
+    });
+  } else if (flag == "--tilewise-slabs") {
+    s->ce_slabs = to_list<int>(name, value, "slab counts", [&](const std::string& v) {
+      return static_cast<int>(flag_int(kProgram, name, v, 1, 64));
     });
   } else if (flag == "--tilewise-comm-sms") {
     s->comm_sms = to_list<int>(name, value, "SM counts", [&](const std::string& v) {
@@ -182,6 +187,7 @@ std::string usage() {
          "  --tilewise-phase2 copy_engine,epilogue,tail_kernel  all-reduce phase-2 modes of the\n"
          "      copy-engine transport the tuner may time\n"
          "  --tilewise-groups 2,4,8,16  copy-engine groups per part to time\n"
+         "  --tilewise-slabs 1,2,4  copy-engine ring all-reduce: slab counts to time\n"
          "  --tilewise-comm-sms 16  SM counts left to NCCL to search (0..64)\n"
          "  --tilewise-wait kernel,stream_memop  the NCCL transport's wait modes\n"
          "  --tilewise-keep 6 / --tilewise-exhaustive 16  predicted partitions timed / waves up\n"

@@ -38,6 +38,7 @@ struct TilewiseCandidate {
   int row_chunks = 1;            // copy_engine all-reduce: calls on row chunks back to back
   bool parallel_phase2 = false;  // copy_engine all-reduce: phase 2 on one stream a peer
   bool tail_whole_part = false;  // copy_engine all-reduce, tail kernel: the whole own part
+  int slabs = 1;                 // copy_engine ring all-reduce: the slab order's slab count
 };
 
 // Per all-reduce phase-2 mode: the detail CSV's and tuning cache's `wait` of a copy-engine
@@ -56,7 +57,8 @@ inline constexpr Phase2Names kPhase2Names[] = {
 const Phase2Names& phase2_names(tw::CopyEnginePhase2 mode);
 // A copy-engine candidate's `wait` (detail CSV, tuning cache) and pair-row design: its
 // phase-2 mode's, with "_ring" appended for the ring route (copy_engine_layout.hpp) and
-// "_c<n>" for n row chunks (CopyEngineOptions::row_chunks), then "_par" for phase 2 on one
+// "_c<n>" for n row chunks (CopyEngineOptions::row_chunks) or "_s<n>" for the slab order's n
+// slabs (CopyEngineOptions::slabs), then "_par" for phase 2 on one
 // stream a peer (CopyEngineOptions::parallel_phase2) or "_whole" for the tail kernel carrying
 // the whole own part (CopyEngineOptions::tail_whole_part).
 std::string copy_engine_wait(const TilewiseCandidate& cand);
@@ -65,6 +67,8 @@ std::string copy_engine_design(const TilewiseCandidate& cand);
 std::optional<TilewiseCandidate> parse_copy_engine_wait(const std::string& wait);
 // The row-chunk counts the tuner times for a copy-engine all-reduce (1: one call).
 inline constexpr int kRowChunkChoices[] = {1, 2, 4};
+// The slab counts a cached `wait` may name (parse_copy_engine_wait).
+inline constexpr int kSlabChoices[] = {1, 2, 3, 4, 6, 8};
 
 // What one rank keeps across shapes and cases (BenchEnv::tilewise_state). Every rank
 // updates its copy identically: each rank's decisions must match, or the ranks would

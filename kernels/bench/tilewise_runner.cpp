@@ -49,21 +49,24 @@ class TilewiseShapeRunner {
     // Acceptance 3: remapped stores + signals alone, every SM, interleaved with the plain GEMM.
     OVERLAPSIM_TRY(measure_signal_interleaved(sc_));
 
-    std::optional<TilewiseCandidate> best_nccl, best_ce;
+    std::optional<TilewiseCandidate> best_nccl, best_ce, other_ce;
     std::string search_nccl = "cached", search_ce = "cached";
     if (sc_.settings.nccl) OVERLAPSIM_TRY(search_nccl_transport(sc_, &best_nccl, &search_nccl));
-    if (sc_.ce_ok) OVERLAPSIM_TRY(search_copy_engine(sc_, &best_ce, &search_ce));
-    OVERLAPSIM_TRY(final_round(best_nccl, search_nccl, best_ce, search_ce));
+    if (sc_.ce_ok) OVERLAPSIM_TRY(search_copy_engine(sc_, &best_ce, &search_ce, &other_ce));
+    OVERLAPSIM_TRY(final_round(best_nccl, search_nccl, best_ce, search_ce, other_ce));
     if (sc_.env.rank() == 0) OVERLAPSIM_TRY(sc_.reports.write_detail(sc_.settings.detail_path));
     return Status::success();
   }
 
   // The chosen configurations of both transports and the sequential pair, re-timed in
   // one interleaved loop, then checked.
+  // `other`: the best copy-engine candidate of the other slab family (tilewise_tuner.hpp),
+  // timed in the same loop as row alt_<its design>_tw_loop (not checked, not cached).
   Status final_round(std::optional<TilewiseCandidate> nccl, const std::string& search_nccl,
-                     std::optional<TilewiseCandidate> ce, const std::string& search_ce) {
+                     std::optional<TilewiseCandidate> ce, const std::string& search_ce,
+                     std::optional<TilewiseCandidate> other = std::nullopt) {
     std::unique_ptr<tw::TilewiseDesign> dn;
-    std::unique_ptr<tw::CopyEngineDesign> dc;
+    std::unique_ptr<tw::CopyEngineDesign> dc, dalt;
     std::vector<EnqueueIteration> variants;
     std::vector<std::string> names;
     if (sc_.io.sequential) {
@@ -112,6 +115,18 @@ class TilewiseShapeRunner {
       });
       names.push_back("own_signal_ce");
     }
+    if (ce && other) {
+      dalt = std::make_unique<tw::CopyEngineDesign>();
+      OVERLAPSIM_TRY(dalt->initialize(&sc_.env.ctx->comm, sc_.coll, sc_.shape.m, sc_.shape.n,
+                                      sc_.shape.k, sc_.bench_case.dtype,
+                                      sc_.copy_engine_options(*other)));
+      OVERLAPSIM_TRY(sc_.prepare_sets(*dalt));
+      variants.push_back([&](int i) {
+        const PairBuffers b = sc_.io.set(i);
+        return dalt->run(b.a, b.b, sc_.p.data(), sc_.compute(), sc_.comm_stream());
+      });
+      names.push_back("alt");
+    }
     if (variants.empty()) return Status::success();
     OVERLAPSIM_TRY(quiesce(*sc_.env.ctx, "tilewise: final designs ready"));
     std::vector<Timing> timings;
@@ -130,6 +145,10 @@ class TilewiseShapeRunner {
       } else if (names[v] == "own_signal_ce") {
         sc_.emit(sc_.row(to_string(sc_.op), "own_signal_ce_tw_loop", ce->ce_groups, timings[v])
                      .flops(compute_flops(sc_.op, sc_.shape)));
+      } else if (names[v] == "alt") {
+        sc_.emit(sc_.row(to_string(sc_.op), "alt_" + copy_engine_design(*other) + "_tw_loop",
+                         other->ce_groups, timings[v])
+                     .flops(compute_flops(sc_.op, sc_.shape)));
       } else if (names[v] == "tilewise") {
         OVERLAPSIM_TRY(measure_final(*dn, *nccl, search_nccl, timings[v]));
       } else {
@@ -137,6 +156,7 @@ class TilewiseShapeRunner {
       }
     }
     if (dc) OVERLAPSIM_TRY(dc->check_waits());
+    if (dalt) OVERLAPSIM_TRY(dalt->check_waits());
     return quiesce(*sc_.env.ctx, "tilewise: final round done");
   }
 

@@ -25,6 +25,9 @@ struct TilewiseSettings {
   bool copy_engine = true;    // --tilewise-transport copy_engine (copy_engine_design.hpp)
   // --tilewise-groups: the copy-engine transport's groups per part to time.
   std::vector<int> ce_groups{2, 4, 8, 16};
+  // --tilewise-slabs: the copy-engine ring all-reduce's slab counts to time
+  // (CopyEngineOptions::slabs; 1: the rotated order over all rows).
+  std::vector<int> ce_slabs{1, 2, 4};
   // --tilewise-phase2: the all-reduce phase-2 modes of the copy-engine transport the tuner
   // may time (CopyEngineOptions::phase2; the epilogue's needs 2 ranks).
   std::vector<tilewise::CopyEnginePhase2> phase2_modes{tilewise::CopyEnginePhase2::CopyEngine,

@@ -69,7 +69,8 @@ Status search_nccl_transport(TilewiseShapeContext& sc, std::optional<TilewiseCan
 }
 
 Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandidate>* best,
-                          std::string* search) {
+                          std::string* search, std::optional<TilewiseCandidate>* other) {
+  std::optional<TilewiseCandidate> best_family[2];  // [0]: one slab, [1]: several
   OVERLAPSIM_TRY(measure_copy_curve(sc));
   const std::optional<tw::TuningEntry> cached = sc.state.cache->find(sc.cache_key(true));
   std::vector<int> groups = sc.settings.ce_groups;
@@ -123,27 +124,42 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
   // The tail kernel carrying the whole own part (all-reduce), against its last group alone.
   std::vector<bool> whole{false};
   if (sc.coll == CollectiveOp::AllReduce && sc.env.world() > 1) whole.push_back(true);
+  // The slab order (ring all-reduce, more than one rank): one persistent GEMM over slabs.
+  std::vector<int> slab_counts{1};
+  if (sc.coll == CollectiveOp::AllReduce && sc.env.world() > 1)
+    for (const int s : sc.settings.ce_slabs)
+      if (s > 1 && std::find(slab_counts.begin(), slab_counts.end(), s) == slab_counts.end())
+        slab_counts.push_back(s);
   if (cached && !cached->partition.empty()) {
     row_chunks = {1};
+    slab_counts = {1};
     parallel = {false};
     whole = {false};
     if (auto parsed = parse_copy_engine_wait(cached->wait)) {
       row_chunks = {parsed->row_chunks};
+      slab_counts = {parsed->slabs};
       parallel = {parsed->parallel_phase2};
       whole = {parsed->tail_whole_part};
     }
   }
   for (const int chunks : row_chunks)
+   for (const int slabs : slab_counts)
     for (const tw::CopyEngineRoute route : routes) {
       if (chunks > 1 && route != tw::CopyEngineRoute::Ring && sc.env.world() > 2 && !cached)
         continue;
+      // Slabs: the ring route only, not with row chunks (both cut the rows).
+      if (slabs > 1 && (chunks > 1 || route != tw::CopyEngineRoute::Ring)) continue;
       for (int g : groups) {
         if (g > part_tiles / chunks || (chunks > 1 && g > 4 && !cached)) continue;
+        // A slab's sub-slab has part_tiles / slabs tiles; at most 4 groups (each group's
+        // stream operations are paid slabs times).
+        if (slabs > 1 && (g > part_tiles / slabs || (g > 4 && !cached))) continue;
         for (const tw::CopyEnginePhase2 mode : modes)
           for (const bool par : parallel)
             for (const bool all : whole) {
               // The tail kernel carries a lone own group itself: no copy-engine phase 2.
-              if (par && mode == tw::CopyEnginePhase2::TailKernel && g == 1 && chunks == 1)
+              if (par && mode == tw::CopyEnginePhase2::TailKernel && g == 1 && chunks == 1 &&
+                  slabs == 1)
                 continue;
               // The whole own part by the tail kernel: no copy-engine phase 2 to parallelise,
               // and with one group a part the same as its last group.
@@ -154,6 +170,7 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
               cand.phase2 = mode;
               cand.route = route;
               cand.row_chunks = chunks;
+              cand.slabs = slabs;
               cand.parallel_phase2 = par;
               cand.tail_whole_part = all;
               if (!tw::CopyEngineDesign::can_implement(sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
@@ -170,7 +187,7 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
               // the reduction spread over the hops (no reduction cost in either).
               // Not predicted for row chunks or phase 2 on one stream a peer (the planner has
               // no such timeline; 0 in the detail).
-              if (chunks == 1 && !par && !all)
+              if (chunks == 1 && slabs == 1 && !par && !all)
                 cand.predicted_s = tw::predict_owner_time_s(
                     d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode,
                     sc.state.stream_ops_s,
@@ -187,9 +204,12 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
               cand.measured_s = t.median_s;
               sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
               if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
+              std::optional<TilewiseCandidate>& family = best_family[slabs > 1 ? 1 : 0];
+              if (!family || cand.measured_s < family->measured_s) family = cand;
             }
       }
     }
+  if (other && *best) *other = best_family[(*best)->slabs > 1 ? 0 : 1];
   // The sequential pair is a choice too, timed the same way: kept unless the best
   // candidate is more than 1 % faster (a smaller lead is as likely noise, and the design
   // must never be more than 1 % slower than sequential).

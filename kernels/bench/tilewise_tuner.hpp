@@ -18,8 +18,10 @@ Status search_nccl_transport(TilewiseShapeContext& sc, std::optional<TilewiseCan
 
 // Transport copy_engine: every groups-per-part count in --tilewise-groups and phase-2
 // mode in --tilewise-phase2 the shape allows, predicted from the interleaved
-// GEMM-with-signals time and the peer-copy (and tail-kernel) curves.
+// GEMM-with-signals time and the peer-copy (and tail-kernel) curves. *other (optional): the
+// fastest candidate of the other slab family than *best's (with slabs where *best has none,
+// without where it has), for the final loop's like-for-like comparison.
 Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandidate>* best,
-                          std::string* search);
+                          std::string* search, std::optional<TilewiseCandidate>* other = nullptr);
 
 }  // namespace overlapsim::kernels::bench

@@ -519,6 +519,110 @@ TEST(TilewiseOwnerPlan, RingRouteGivesTheNaturalReductions) {
   EXPECT_FALSE(parse_copy_engine_route("tree"));
 }
 
+// The slab order (CopyEngineOptions::slabs): every rank visits the same slab at once, the
+// rotation inside it; the ring's hops and the all-reduce's phase 2 land where the receiving
+// rank keeps that sub-slab of that slab; P is covered once; the own sub-slab of slab s is
+// complete within the first (s + 1) slabs' items.
+TEST(TilewiseOwnerPlan, SlabOrderLayoutIsConsistent) {
+  struct Case {
+    int world;
+    std::int64_t m, n;
+    int slabs, groups;
+  };
+  for (const Case c : {Case{4, 2048, 700, 2, 2}, Case{4, 4096, 1024, 4, 1}, Case{3, 1536, 513, 2, 3},
+                       Case{2, 1024, 512, 2, 1}, Case{4, 8192, 2048, 4, 4}}) {
+    SCOPED_TRACE(std::to_string(c.world) + " ranks, " + std::to_string(c.m) + "x" +
+                 std::to_string(c.n) + ", " + std::to_string(c.slabs) + " slabs, " +
+                 std::to_string(c.groups) + " groups");
+    std::vector<CopyEngineLayout> plans(static_cast<std::size_t>(c.world));
+    for (int r = 0; r < c.world; ++r)
+      ASSERT_FALSE(build_copy_engine_layout(CollectiveOp::AllReduce, c.m, c.n, 132, 8, c.groups,
+                                            c.world, r, &plans[static_cast<std::size_t>(r)],
+                                            CopyEngineRoute::Ring, c.slabs));
+    const int G = c.groups;
+    for (int r = 0; r < c.world; ++r) {
+      const CopyEngineLayout& plan = plans[static_cast<std::size_t>(r)];
+      EXPECT_EQ(plan.slabs, c.slabs);
+      EXPECT_EQ(plan.rows_per_part * c.world * c.slabs, plan.tiles_m);
+      ASSERT_EQ(static_cast<int>(plan.groups.size()), plan.counters());
+      // The tiles fill P once.
+      std::vector<std::int64_t> offsets = plan.tile_offset_elems;
+      std::sort(offsets.begin(), offsets.end());
+      EXPECT_EQ(std::adjacent_find(offsets.begin(), offsets.end()), offsets.end());
+      EXPECT_GE(offsets.front(), 0);
+      std::set<int> done;
+      for (std::size_t i = 0; i < plan.groups.size(); ++i) {
+        const CopyEngineGroup& g = plan.groups[i];
+        EXPECT_EQ(g.unit * G + g.index, static_cast<int>(i));
+        EXPECT_EQ(g.slab, g.unit / c.world);
+        EXPECT_EQ(g.position, g.unit % c.world);
+        EXPECT_EQ(g.part, (r + 1 + g.position) % c.world);
+        EXPECT_LE(g.end_item, (g.unit + 1) * plan.part_tiles);
+        EXPECT_EQ(g.begin_elems, g.unit * plan.part_elems + g.relative_begin_elems);
+        done.insert(plan.done_index(r, g.slab, g.index));
+        if (g.position < c.world - 1) {
+          // The ring: the next rank computes this sub-slab one unit later, same group.
+          const CopyEngineLayout& next = plans[static_cast<std::size_t>(plan.ring_next())];
+          const CopyEngineGroup& h = next.groups[static_cast<std::size_t>((g.unit + 1) * G + g.index)];
+          EXPECT_EQ(h.slab, g.slab);
+          EXPECT_EQ(h.part, g.part);
+          EXPECT_EQ(h.relative_begin_elems, g.relative_begin_elems);
+          EXPECT_EQ(h.elems, g.elems);
+        } else {
+          // Phase 2: peer d keeps our sub-slab of this slab where its own group says.
+          for (int d = 0; d < c.world; ++d) {
+            if (d == r) continue;
+            const CopyEngineLayout& peer = plans[static_cast<std::size_t>(d)];
+            const CopyEngineGroup& h =
+                peer.groups[static_cast<std::size_t>((g.slab * c.world + peer.position_of_part(r)) * G +
+                                                     g.index)];
+            EXPECT_EQ(h.part, r);
+            EXPECT_EQ(h.slab, g.slab);
+            EXPECT_EQ(peer.part_begin_on(d, r, g.slab) + g.relative_begin_elems, h.begin_elems);
+          }
+        }
+      }
+      EXPECT_EQ(static_cast<int>(done.size()), c.slabs * G);
+      EXPECT_LT(plan.done_index(c.world - 1, c.slabs - 1, G - 1), plan.counters());
+      // The scheduler's slab order: item i lies in slab i / (world · part_tiles).
+      gemm::SchedulerOptions sched;
+      sched.num_ctas = 132;
+      sched.group_m = plan.group_m;
+      sched.rotate_world = c.world;
+      sched.rotate_rank = r;
+      sched.rotate_slabs = c.slabs;
+      const std::vector<gemm::TileCoord> order = gemm::tile_order(c.m, c.n, sched);
+      const std::int32_t slab_rows = plan.tiles_m / c.slabs;
+      for (std::size_t i = 0; i < order.size(); ++i)
+        EXPECT_EQ(order[i].tile_m / slab_rows,
+                  static_cast<std::int32_t>(i) / (c.world * plan.part_tiles));
+    }
+  }
+  CopyEngineLayout plan;
+  EXPECT_TRUE(build_copy_engine_layout(CollectiveOp::ReduceScatter, 2048, 512, 132, 8, 1, 4, 0,
+                                       &plan, CopyEngineRoute::Ring, 2))
+      << "a reduce-scatter's rows are the natural ones";
+  EXPECT_TRUE(build_copy_engine_layout(CollectiveOp::AllReduce, 2048, 512, 132, 8, 1, 4, 0, &plan,
+                                       CopyEngineRoute::Direct, 2))
+      << "slabs need the ring";
+  EXPECT_TRUE(build_copy_engine_layout(CollectiveOp::AllReduce, 1536, 512, 132, 8, 1, 4, 0, &plan,
+                                       CopyEngineRoute::Ring, 2))
+      << "12 tile rows do not form 2 slabs of 4 sub-slabs";
+  EXPECT_EQ(owner_part_tiles(4096, 1024, 4, 4), 2 * 4);
+  CopyEngineOptions o;
+  o.route = CopyEngineRoute::Ring;
+  o.slabs = 2;
+  EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 2048, 512, 64, 4, o).ok);
+  o.phase2 = CopyEnginePhase2::TailKernel;
+  o.tail_whole_part = true;
+  EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 2048, 512, 64, 4, o).ok);
+  EXPECT_FALSE(CopyEngineDesign::can_implement(CollectiveOp::ReduceScatter, 2048, 512, 64, 4, o).ok);
+  o.row_chunks = 2;
+  const Status s = CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 4096, 512, 64, 4, o);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("row_chunks"), std::string::npos) << s.message;
+}
+
 TEST(TilewiseOwnerDesign, RingRouteNeedsAReductionAndNotTheEpiloguePhase2) {
   CopyEngineOptions o;
   o.route = CopyEngineRoute::Ring;
@@ -808,7 +912,8 @@ TEST(TilewiseTuningCache, RingRouteAndRowChunkNames) {
   for (const std::string wait :
        {"copy_engine_ring", "tail_kernel_ring", "tail_kernel_ring_c2", "copy_engine_ring_c4",
         "copy_engine_c2", "tail_kernel_ring_par", "copy_engine_ring_c2_par", "copy_engine_par",
-        "tail_kernel_ring_whole", "tail_kernel_ring_c2_whole"}) {
+        "tail_kernel_ring_whole", "tail_kernel_ring_c2_whole", "tail_kernel_ring_s2",
+        "copy_engine_ring_s4_par", "tail_kernel_ring_s2_whole"}) {
     std::string text = "entries:\n" + entry;
     text.replace(text.find("WAIT"), 4, wait);
     std::string error;
@@ -1439,6 +1544,7 @@ struct SharedGpuCase {
   int row_chunks = 1;
   bool parallel_phase2 = false;
   bool tail_whole_part = false;
+  int slabs = 1;
 };
 
 struct SharedGpuRankResult {
@@ -1483,6 +1589,7 @@ Status run_shared_gpu_rank(const PeerLinks& links, const SharedGpuCase& c, std::
     o.row_chunks = c.row_chunks;
     o.parallel_phase2 = c.parallel_phase2;
     o.tail_whole_part = c.tail_whole_part;
+    o.slabs = c.slabs;
     o.wait_timeout_s = 20;
     o.num_ctas = (sms - 4) / c.world;  // a few SMs left for whatever else the GPU runs
     OVERLAPSIM_TRY(d.initialize(links, c.op, c.m, c.n, c.k, DType::BF16, o));
@@ -1525,10 +1632,12 @@ std::uint16_t ring_sum_bits(int world, int d, Own own) {
 std::vector<std::int64_t> shared_gpu_mismatches(const SharedGpuCase& c,
                                                 const std::vector<SharedGpuRankResult>& ranks) {
   const std::int64_t rows = c.m / c.world;  // a part's rows
+  // Row chunks and slabs cut the rows alike: a part is the world-th share of a chunk's (a
+  // slab's) rows, owned by the rank of its index there.
+  const std::int64_t cuts = std::int64_t{c.row_chunks} * c.slabs;
   const auto sum_at = [&](std::int64_t row, std::int64_t col) {
-    if (c.route == CopyEngineRoute::Ring)  // row chunks: parts are the chunk's rows
-      return ring_sum_bits(c.world,
-                           static_cast<int>(row % (c.m / c.row_chunks) / (rows / c.row_chunks)),
+    if (c.route == CopyEngineRoute::Ring)
+      return ring_sum_bits(c.world, static_cast<int>(row % (c.m / cuts) / (rows / cuts)),
                            [&](int s) {
                              return ranks[static_cast<std::size_t>(s)]
                                  .own[static_cast<std::size_t>(row * c.n + col)];
@@ -1667,6 +1776,27 @@ TEST(TilewiseCopyEngineSharedGpu, RingRouteTwoThreeAndFourRanks) {
       {CollectiveOp::AllReduce, 2, 2048, 1024, 256, 1, CopyEnginePhase2::TailKernel, 20, kRing, 4});
 }
 
+// The slab order on 2, 3 and 4 ranks sharing one GPU: bit for bit against the ring's sum per
+// sub-slab, edge tiles, both phase-2 modes, the tail kernel over the whole own sub-slab, 50
+// calls back to back.
+TEST(TilewiseCopyEngineSharedGpu, RingSlabsTwoThreeAndFourRanks) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  constexpr CollectiveOp kAr = CollectiveOp::AllReduce;
+  constexpr CopyEngineRoute kRing = CopyEngineRoute::Ring;
+  constexpr CopyEnginePhase2 kCe = CopyEnginePhase2::CopyEngine, kTk = CopyEnginePhase2::TailKernel;
+  SharedGpuCase cases[] = {{kAr, 2, 2048, 1536, 512, 2, kCe, 1, kRing},
+                           {kAr, 3, 1536, 1024, 256, 1, kTk, 1, kRing},
+                           {kAr, 4, 4096, 700, 320, 2, kCe, 1, kRing},
+                           {kAr, 4, 4096, 1024, 256, 1, kTk, 50, kRing},
+                           {kAr, 4, 4096, 700, 320, 2, kTk, 1, kRing}};
+  const int slabs[] = {2, 2, 4, 2, 2};
+  for (std::size_t i = 0; i < std::size(cases); ++i) {
+    cases[i].slabs = slabs[i];
+    cases[i].tail_whole_part = i == 4;
+    run_shared_gpu_case(cases[i]);
+  }
+}
+
 // Phase 2 on one stream a peer (CopyEngineOptions::parallel_phase2) with 3 and 4 ranks
 // sharing one GPU hung on H100 (cause not found; also with CUDA_DEVICE_MAX_CONNECTIONS = 32).
 // Refused at once, before any setup (no peer has to take part).
@@ -1711,7 +1841,7 @@ TEST(TilewiseCopyEngineSharedGpu, TailWholePartTwoThreeAndFourRanks) {
 // NCCL's collective (NCCL's ring order and roundings differ beyond 2 ranks).
 void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int64_t k, int groups,
                       CopyEnginePhase2 phase2, int calls, int row_chunks = 1,
-                      bool parallel_phase2 = false, bool tail_whole_part = false) {
+                      bool parallel_phase2 = false, bool tail_whole_part = false, int slabs = 1) {
   const int world = visible_gpu_count();
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE(std::string(to_string(op)) + " ring on " + std::to_string(world) + " GPUs, " +
@@ -1719,7 +1849,8 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
                std::to_string(groups) + " group(s), phase 2 " + to_string(phase2) + ", " +
                std::to_string(calls) + " call(s), " + std::to_string(row_chunks) +
                " row chunk(s), parallel phase 2 " + std::to_string(parallel_phase2) +
-               ", tail whole part " + std::to_string(tail_whole_part) + ", seed " +
+               ", tail whole part " + std::to_string(tail_whole_part) + ", " +
+               std::to_string(slabs) + " slab(s), seed " +
                std::to_string(seed));
   HarnessOptions harness;
   harness.blocking_comms = true;
@@ -1751,6 +1882,7 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
     o.row_chunks = row_chunks;
     o.parallel_phase2 = parallel_phase2;
     o.tail_whole_part = tail_whole_part;
+    o.slabs = slabs;
     o.wait_timeout_s = 30;
     OVERLAPSIM_TRY(d.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
     for (int i = 0; i < calls; ++i)
@@ -1782,6 +1914,7 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
   SharedGpuCase c{op, world, m, n, k, groups, phase2, calls, CopyEngineRoute::Ring, row_chunks};
   c.parallel_phase2 = parallel_phase2;
   c.tail_whole_part = tail_whole_part;
+  c.slabs = slabs;
   const std::vector<std::int64_t> wrong = shared_gpu_mismatches(c, results);
   for (int r = 0; r < world; ++r) {
     EXPECT_EQ(wrong[static_cast<std::size_t>(r)], 0) << "rank " << r << ": not the ring's sum";
@@ -1849,6 +1982,22 @@ TEST(TilewiseCopyEngineGpu, RingTailWholePartBitIdenticalToTheRingOrderSum) {
   run_ring_on_gpus(kAr, 4096, 2048, 512, 2, kTk, 200, 2, false, true);
 }
 
+// The slab order (CopyEngineOptions::slabs): one GEMM over the slabs, each slab's ring and
+// phase 2 in turn; bit for bit against the ring's sum per sub-slab. Edge tiles and K % 8,
+// both phase-2 modes, phase 2 on one stream a peer, the tail kernel over the last slab's
+// whole own sub-slab, 200 calls back to back.
+TEST(TilewiseCopyEngineGpu, RingSlabsAllReduceBitIdenticalToTheRingOrderSum) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  constexpr CollectiveOp kAr = CollectiveOp::AllReduce;
+  constexpr CopyEnginePhase2 kCe = CopyEnginePhase2::CopyEngine, kTk = CopyEnginePhase2::TailKernel;
+  run_ring_on_gpus(kAr, 4096, 1536, 512, 2, kCe, 1, 1, false, false, 2);
+  run_ring_on_gpus(kAr, 4096, 700, 300, 1, kTk, 1, 1, false, false, 4);  // edge tiles, K % 8
+  run_ring_on_gpus(kAr, 4096, 2048, 777, 2, kTk, 1, 1, true, false, 2);
+  run_ring_on_gpus(kAr, 4096, 700, 300, 2, kTk, 1, 1, false, true, 2);
+  run_ring_on_gpus(kAr, 4096, 2048, 512, 2, kTk, 200, 1, false, false, 2);
+  run_ring_on_gpus(kAr, 4096, 2048, 512, 1, kCe, 200, 1, true, false, 4);
+}
+
 // Small shapes for compute-sanitizer (racecheck, synccheck) on the ring route.
 TEST(TilewiseCopyEngineGpu, RingSmallForSanitizer) {
   OVERLAPSIM_REQUIRE_GPUS(2);
@@ -1861,6 +2010,8 @@ TEST(TilewiseCopyEngineGpu, RingSmallForSanitizer) {
                    true);
   run_ring_on_gpus(CollectiveOp::AllReduce, 1024, 512, 128, 2, CopyEnginePhase2::TailKernel, 2, 1,
                    false, true);
+  run_ring_on_gpus(CollectiveOp::AllReduce, 2048, 512, 128, 2, CopyEnginePhase2::TailKernel, 2, 1,
+                   false, false, 2);
 }
 
 // ---------------------------------------------------------------- AllGather+GEMM
