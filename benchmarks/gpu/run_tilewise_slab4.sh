@@ -14,7 +14,8 @@
 # with PACK=1 binaries.tar.gz (overlap-bench, tilewise_test built here) for a later call.
 #   bash benchmarks/gpu/run_tilewise_slab4.sh
 # Step limits (s): BUILD_TIMEOUT 300, TEST_TIMEOUT 200, BENCH_TIMEOUT 300, SANITIZER_TIMEOUT 45
-# per tool (0 skips a step); CE_GROUPS (2,4,8), SLABS (1,2,4), TEST_FILTER.
+# per tool (0 skips a step); CE_GROUPS (2,4,8), SLABS (1,2,4),
+# SLAB_SKEW (0,1: plain and skewed slab order), TEST_FILTER.
 set -uo pipefail
 export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0,1,2,3}"
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
@@ -67,6 +68,7 @@ if [[ ${BENCH_TIMEOUT:-300} -gt 0 ]]; then
   timeout "${BENCH_TIMEOUT:-300}" "$bench" --suite "$suite" \
     --world "$world" --timeout 60 --tilewise-transport copy_engine \
     --tilewise-groups "${CE_GROUPS:-2,4,8}" --tilewise-slabs "${SLABS:-1,2,4}" \
+    --tilewise-slab-skew "${SLAB_SKEW:-0,1}" \
     --tilewise-detail "$run_dir/detail.csv" --tilewise-cache "$run_dir/tuning.yaml" \
     --output "$run_dir/bench.csv" --tilewise-timeline /tmp/timeline.csv \
     >/tmp/stdout.csv 2>"$run_dir/stderr.txt"

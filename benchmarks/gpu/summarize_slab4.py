@@ -10,7 +10,7 @@ of the other slab family (alt_<design>_tw_loop: without slabs where the choice h
 with where it has none). So "slabs" and "no slabs" below are the best of each family, timed
 in the same loop. Captured = (T_seq - T) / (T_seq - T_ideal), T_ideal = max(op alone,
 collective alone). From the search (detail.csv): each family's best candidate and its
-search time. Decomposed: the pair runner's best chunk count. Geometric means over the shapes
+search time (ring: no slabs; plain and skewed slab orders apart). Decomposed: the pair runner's best chunk count. Geometric means over the shapes
 whose collective alone takes at least 20 % of the GEMM alone (non-positive values left out
 and counted).
 
@@ -27,7 +27,7 @@ from pair_rows import fastest_us, geo, read_rows as read
 
 
 def slabs_of(design):
-    m = re.search(r"_s(\d+)(_|$)", design)
+    m = re.search(r"_s(\d+)d?(_|$)", design)
     return int(m.group(1)) if m else 1
 
 
@@ -71,7 +71,8 @@ def main():
         for d in detail:
             if (int(d["world"]), int(d["m"]), int(d["n"]), int(d["k"])) != key:
                 continue
-            f = "slabs" if slabs_of(d["wait"]) > 1 else "ring"
+            f = ("ring" if slabs_of(d["wait"]) == 1 else
+                 "skewed" if re.search(r"_s\d+d(_|$)", d["wait"]) else "plain")
             t = 1e6 * float(d["measured_s"])
             if f not in search or t < search[f][2]:
                 search[f] = (d["wait"], d["groups"], t)
@@ -91,6 +92,7 @@ def main():
             r[f + "_design"], r[f + "_groups"], r[f + "_us"] = name, groups, t
             r["captured_" + f] = cap(t)
             r[f + "_over_sequential"] = round(t / seq, 4) if t else None
+        for f in ("ring", "plain", "skewed"):
             sname, sgroups, st = search.get(f, ("", "", None))
             r["search_" + f + "_wait"], r["search_" + f + "_groups"], r["search_" + f + "_us"] = (
                 sname, sgroups, round(st, 1) if st else None)
@@ -128,7 +130,9 @@ def main():
               "tuned", r["tuned_choice"], r["tuned_us"], "cap", r["captured_tuned"],
               "| slabs", r["slabs_design"], r["slabs_groups"], r["slabs_us"], r["captured_slabs"],
               "| ring", r["ring_design"], r["ring_groups"], r["ring_us"], r["captured_ring"],
-              "| slabs/ring", r["slabs_over_ring"], "| dec", r["decomposed_us"])
+              "| slabs/ring", r["slabs_over_ring"], "| dec", r["decomposed_us"],
+              "| search ring/plain/skewed", r["search_ring_us"], r["search_plain_us"],
+              r["search_skewed_us"])
     return 0
 
 

@@ -15,7 +15,8 @@ constexpr const char* kRingSuffix = "_ring";
 
 std::string chunk_suffix(const TilewiseCandidate& cand) {
   return (cand.row_chunks > 1 ? "_c" + std::to_string(cand.row_chunks) : std::string()) +
-         (cand.slabs > 1 ? "_s" + std::to_string(cand.slabs) : std::string()) +
+         (cand.slabs > 1 ? "_s" + std::to_string(cand.slabs) + (cand.slab_skew ? "d" : "")
+                         : std::string()) +
          (cand.parallel_phase2 ? "_par" : "") + (cand.tail_whole_part ? "_whole" : "");
 }
 }  // namespace
@@ -35,14 +36,16 @@ std::optional<TilewiseCandidate> parse_copy_engine_wait(const std::string& wait)
     for (const tw::CopyEngineRoute route : {tw::CopyEngineRoute::Direct, tw::CopyEngineRoute::Ring})
       for (const int chunks : kRowChunkChoices)
         for (const int slabs : kSlabChoices)
+         for (const bool skew : {false, true})
           for (const bool parallel : {false, true})
             for (const bool whole : {false, true}) {
-              if (chunks > 1 && slabs > 1) continue;
+              if ((chunks > 1 && slabs > 1) || (skew && slabs == 1)) continue;
               TilewiseCandidate c;
               c.phase2 = names.mode;
               c.route = route;
               c.row_chunks = chunks;
               c.slabs = slabs;
+              c.slab_skew = skew;
               c.parallel_phase2 = parallel;
               c.tail_whole_part = whole;
               if (copy_engine_wait(c) == wait) return c;
@@ -97,6 +100,7 @@ tw::CopyEngineOptions TilewiseShapeContext::copy_engine_options(
   o.route = cand.route;
   o.row_chunks = cand.row_chunks;
   o.slabs = cand.slabs;
+  o.slab_skew = cand.slab_skew;
   o.parallel_phase2 = cand.parallel_phase2;
   o.tail_whole_part = cand.tail_whole_part;
   return o;

@@ -39,6 +39,7 @@ struct TilewiseCandidate {
   bool parallel_phase2 = false;  // copy_engine all-reduce: phase 2 on one stream a peer
   bool tail_whole_part = false;  // copy_engine all-reduce, tail kernel: the whole own part
   int slabs = 1;                 // copy_engine ring all-reduce: the slab order's slab count
+  bool slab_skew = false;        // with slabs: the skewed slab order
 };
 
 // Per all-reduce phase-2 mode: the detail CSV's and tuning cache's `wait` of a copy-engine
@@ -58,7 +59,8 @@ const Phase2Names& phase2_names(tw::CopyEnginePhase2 mode);
 // A copy-engine candidate's `wait` (detail CSV, tuning cache) and pair-row design: its
 // phase-2 mode's, with "_ring" appended for the ring route (copy_engine_layout.hpp) and
 // "_c<n>" for n row chunks (CopyEngineOptions::row_chunks) or "_s<n>" for the slab order's n
-// slabs (CopyEngineOptions::slabs), then "_par" for phase 2 on one
+// slabs (CopyEngineOptions::slabs; "_s<n>d" skewed, CopyEngineOptions::slab_skew), then "_par"
+// for phase 2 on one
 // stream a peer (CopyEngineOptions::parallel_phase2) or "_whole" for the tail kernel carrying
 // the whole own part (CopyEngineOptions::tail_whole_part).
 std::string copy_engine_wait(const TilewiseCandidate& cand);

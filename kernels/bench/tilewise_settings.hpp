@@ -28,6 +28,8 @@ struct TilewiseSettings {
   // --tilewise-slabs: the copy-engine ring all-reduce's slab counts to time
   // (CopyEngineOptions::slabs; 1: the rotated order over all rows).
   std::vector<int> ce_slabs{1, 2, 4};
+  // --tilewise-slab-skew: the slab orders to time with slabs > 1 (0: plain, 1: skewed).
+  std::vector<int> ce_slab_skew{0, 1};
   // --tilewise-phase2: the all-reduce phase-2 modes of the copy-engine transport the tuner
   // may time (CopyEngineOptions::phase2; the epilogue's needs 2 ranks).
   std::vector<tilewise::CopyEnginePhase2> phase2_modes{tilewise::CopyEnginePhase2::CopyEngine,

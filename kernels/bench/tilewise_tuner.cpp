@@ -130,21 +130,29 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
     for (const int s : sc.settings.ce_slabs)
       if (s > 1 && std::find(slab_counts.begin(), slab_counts.end(), s) == slab_counts.end())
         slab_counts.push_back(s);
+  std::vector<bool> skews;
+  for (const int k : sc.settings.ce_slab_skew)
+    if (std::find(skews.begin(), skews.end(), k != 0) == skews.end()) skews.push_back(k != 0);
+  if (skews.empty()) skews.push_back(false);
   if (cached && !cached->partition.empty()) {
     row_chunks = {1};
     slab_counts = {1};
+    skews = {false};
     parallel = {false};
     whole = {false};
     if (auto parsed = parse_copy_engine_wait(cached->wait)) {
       row_chunks = {parsed->row_chunks};
       slab_counts = {parsed->slabs};
+      skews = {parsed->slab_skew};
       parallel = {parsed->parallel_phase2};
       whole = {parsed->tail_whole_part};
     }
   }
   for (const int chunks : row_chunks)
    for (const int slabs : slab_counts)
+   for (const bool skew : skews)
     for (const tw::CopyEngineRoute route : routes) {
+      if (slabs == 1 && skew != skews.front()) continue;  // one pass without slabs
       if (chunks > 1 && route != tw::CopyEngineRoute::Ring && sc.env.world() > 2 && !cached)
         continue;
       // Slabs: the ring route only, not with row chunks (both cut the rows).
@@ -171,6 +179,7 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
               cand.route = route;
               cand.row_chunks = chunks;
               cand.slabs = slabs;
+              cand.slab_skew = slabs > 1 && skew;
               cand.parallel_phase2 = par;
               cand.tail_whole_part = all;
               if (!tw::CopyEngineDesign::can_implement(sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,

@@ -142,6 +142,10 @@ struct SchedulerOptions {
   // (rank rotate_rank's sub-slab of every slab last). Needs rotate_world > 1 above 1, tile
   // rows divisible by rotate_world x rotate_slabs and group_m dividing the rows a sub-slab.
   int rotate_slabs = 1;
+  // With rotate_slabs > 1: the skewed slab order (tile_of_item_scheduled's skew_world): the
+  // sub-slabs are visited by steps slab + position, so the ring's hops are a step apart
+  // rather than one sub-slab.
+  bool skew_slabs = false;
   // v3: CTAs in clusters of cluster_m along M with TMA multicast of the shared B tile
   // (tile_of_item_clustered). A request: effective_cluster_m() falls back to 1 (v2) when
   // the shape or the other options do not allow pairs.

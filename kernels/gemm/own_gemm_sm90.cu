@@ -165,6 +165,7 @@ void fill_common(KernelParams<Epilogue>& params, const CUtensorMap* maps, const 
   params.row_blocks = sched.row_blocks;
   params.row_shift = rotation_row_shift(args.m, sched);
   params.row_period = rotation_row_period(args.m, sched);
+  params.skew_world = params.row_period > 0 && sched.skew_slabs ? sched.rotate_world : 0;
   params.cluster_m = effective_cluster_m(args.m, args.n, sched);
 }
 

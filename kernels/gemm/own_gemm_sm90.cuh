@@ -68,6 +68,7 @@ struct KernelParams {
   int32_t row_blocks = 1;  // tile_of_item_blocked(): 1 = plain grouped raster
   int32_t row_shift = 0;   // tile_of_item_scheduled(): rank-rotated order, 0 = none
   int32_t row_period = 0;  // tile_of_item_scheduled(): slab order's rotation period, 0 = none
+  int32_t skew_world = 0;  // tile_of_item_scheduled(): skewed slab order's world, 0 = plain
   int32_t cluster_m = 1;   // tile_of_item_clustered(): the kernel's kClusterM
   GatherWait gather;
   typename Epilogue::Params epilogue;
@@ -238,7 +239,7 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x, ++local_tile) {
         const TileCoord tc = tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m,
                                                     p.row_blocks, p.row_shift, kClusterM,
-                                                    p.row_period);
+                                                    p.row_period, p.skew_world);
         named_barrier_sync(kAfterTileBarrier + local_tile % kAfterTileRing, kAfterTileThreads);
         if (threadIdx.x == 32)
           Epilogue::after_tile(p.epilogue, make_view(tc, item, p.m, p.n, p.tiles_n));
@@ -250,7 +251,7 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
         const TileCoord tc = tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m,
                                                     p.row_blocks, p.row_shift, kClusterM,
-                                                    p.row_period);
+                                                    p.row_period, p.skew_world);
         const void* map_a = &p.map_a;
         int32_t a_row = tc.tile_m * Cfg::kTileM;
         if (p.gather.flags != nullptr) {
@@ -307,7 +308,7 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
       const TileCoord tc = tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m,
                                                   p.row_blocks, p.row_shift, kClusterM,
-                                                    p.row_period);
+                                                    p.row_period, p.skew_world);
       if constexpr (Epilogue::kStoreSteps > 1)
         Epilogue::prefetch(p.epilogue, tc.tile_m * p.tiles_n + tc.tile_n);
       for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {

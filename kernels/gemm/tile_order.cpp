@@ -48,11 +48,12 @@ std::vector<TileCoord> tile_order(int64_t m, int64_t n, const SchedulerOptions& 
   const int32_t tiles_n = ceil_div_i32(n, GemmConfig::kTileN);
   const int32_t shift = rotation_row_shift(m, sched);
   const int32_t period = rotation_row_period(m, sched);
+  const int32_t skew = period > 0 && sched.skew_slabs ? sched.rotate_world : 0;
   const int32_t cluster = effective_cluster_m(m, n, sched);
   std::vector<TileCoord> order(static_cast<size_t>(tiles_m) * tiles_n);
   for (int32_t item = 0; item < static_cast<int32_t>(order.size()); ++item)
     order[item] = tile_of_item_clustered(item, tiles_m, tiles_n, sched.group_m, sched.row_blocks,
-                                         shift, cluster, period);
+                                         shift, cluster, period, skew);
   return order;
 }
 

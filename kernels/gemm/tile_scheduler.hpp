@@ -55,15 +55,49 @@ OVERLAPSIM_HD TileCoord tile_of_item_blocked(int32_t item, int32_t tiles_m, int3
 // row_shift = ((r + 1) % world)·T: virtual row v is real row (v + row_shift) mod tiles_m.
 // row_shift = 0 is the unshifted schedule (and composes with row_blocks, which the
 // rotation does not use).
+// The skewed slab order's unit k (of slabs × world units, each one sub-slab) as slab *s and
+// position *q: units are visited by steps t = s + q, inside a step by increasing q, so the
+// unit a ring hop waits for, (s, q − 1), lies a whole step earlier (about min(slabs, world)
+// units) instead of one unit earlier, while slab s's own sub-slab (q = world − 1) is still
+// complete at step s + world − 1, before the later slabs'.
+OVERLAPSIM_HD void skewed_slab_unit(int32_t k, int32_t slabs, int32_t world, int32_t* s,
+                                    int32_t* q) {
+  int32_t before = 0;
+  for (int32_t t = 0; t < slabs + world - 1; ++t) {
+    const int32_t lo = t - slabs + 1 > 0 ? t - slabs + 1 : 0;
+    const int32_t hi = t < world - 1 ? t : world - 1;
+    if (k < before + hi - lo + 1) {
+      *q = lo + (k - before);
+      *s = t - *q;
+      return;
+    }
+    before += hi - lo + 1;
+  }
+  *s = k / world;  // not reached for k < slabs · world
+  *q = k % world;
+}
+
 // Slab order (row_period = P > 0, P | tiles_m): the rows form tiles_m / P slabs visited one
 // after the other, and the shift rotates the rows inside each slab instead of across all rows
 // (virtual row v is real row base + (v − base + row_shift) mod P, base = v − v mod P), so
 // every rank works on the same slab at once, each starting with a different sub-slab.
-// row_period = 0 (or tiles_m) is the rotation over all rows.
+// row_period = 0 (or tiles_m) is the rotation over all rows. skew_world = W > 0: the skewed
+// slab order instead (skewed_slab_unit): the virtual rows form slabs·W units of P / W rows,
+// unit k is visited as (slab s, position q) and holds sub-slab (q + row_shift / (P / W)) mod W
+// of slab s.
 OVERLAPSIM_HD TileCoord tile_of_item_scheduled(int32_t item, int32_t tiles_m, int32_t tiles_n,
                                                int32_t group_m, int32_t row_blocks,
-                                               int32_t row_shift, int32_t row_period = 0) {
+                                               int32_t row_shift, int32_t row_period = 0,
+                                               int32_t skew_world = 0) {
   TileCoord t = tile_of_item_blocked(item, tiles_m, tiles_n, group_m, row_blocks);
+  if (row_period > 0 && row_period < tiles_m && skew_world > 0) {
+    const int32_t rows = row_period / skew_world;  // one sub-slab
+    const int32_t k = t.tile_m / rows;
+    int32_t s = 0, q = 0;
+    skewed_slab_unit(k, tiles_m / row_period, skew_world, &s, &q);
+    t.tile_m = s * row_period + (q + row_shift / rows) % skew_world * rows + t.tile_m % rows;
+    return t;
+  }
   if (row_period > 0 && row_period < tiles_m) {
     const int32_t base = t.tile_m - t.tile_m % row_period;
     int32_t w = t.tile_m - base + row_shift;
@@ -87,13 +121,13 @@ OVERLAPSIM_HD TileCoord tile_of_item_scheduled(int32_t item, int32_t tiles_m, in
 OVERLAPSIM_HD TileCoord tile_of_item_clustered(int32_t item, int32_t tiles_m, int32_t tiles_n,
                                                int32_t group_m, int32_t row_blocks,
                                                int32_t row_shift, int32_t cluster_m,
-                                               int32_t row_period = 0) {
+                                               int32_t row_period = 0, int32_t skew_world = 0) {
   if (cluster_m <= 1)
     return tile_of_item_scheduled(item, tiles_m, tiles_n, group_m, row_blocks, row_shift,
-                                  row_period);
+                                  row_period, skew_world);
   TileCoord t = tile_of_item_scheduled(item / cluster_m, tiles_m / cluster_m, tiles_n,
                                        group_m / cluster_m, row_blocks, row_shift / cluster_m,
-                                       row_period / cluster_m);
+                                       row_period / cluster_m, skew_world);
   t.tile_m = t.tile_m * cluster_m + item % cluster_m;
   return t;
 }

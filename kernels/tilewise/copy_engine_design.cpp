@@ -120,7 +120,8 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
         std::to_string(options.num_ctas));
   const int ctas = options.num_ctas > 0 ? options.num_ctas : sms;
   if (auto e = build_copy_engine_layout(op, m, n, ctas, options.group_m, options.groups_per_part,
-                                        world, rank, &plan_, options.route, options.slabs))
+                                        world, rank, &plan_, options.route, options.slabs,
+                                        options.slab_skew))
     return Status::failure("tilewise copy_engine: " + *e);
   OVERLAPSIM_TRY(upload(tile_offsets_, plan_.tile_offset_elems));
   OVERLAPSIM_TRY(upload(tile_groups_, plan_.tile_group));

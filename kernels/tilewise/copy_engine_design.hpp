@@ -112,6 +112,11 @@ struct CopyEngineOptions {
   // copy engines; the last slab's by `phase2` (tail_whole_part: its whole own sub-slab).
   // Needs m a multiple of 128 x world x slabs; not with row_chunks > 1.
   int slabs = 1;
+  // With slabs > 1: the skewed slab order (copy_engine_layout.hpp): units visited by steps
+  // slab + position, so each ring hop's partial comes from a step (about min(slabs, world)
+  // sub-slabs) earlier instead of the sub-slab just before, which the plain slab order's
+  // epilogue waits for when a sub-slab is shorter than a wave plus a copy.
+  bool slab_skew = false;
   // All-reduce phase 2 by the copy engines: each reduced own group's copies to the n - 1
   // peers on n - 1 streams of their own at once (one a peer, forked from the comm stream
   // once the group's counter is complete), instead of one after the other on the comm

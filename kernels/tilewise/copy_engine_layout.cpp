@@ -88,7 +88,8 @@ std::optional<std::string> slabs_error(CollectiveOp op, std::int64_t m, int worl
 std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_t m, std::int64_t n,
                                                     int num_ctas, int group_m, int groups_per_part,
                                                     int world, int rank, CopyEngineLayout* plan,
-                                                    CopyEngineRoute route, int slabs) {
+                                                    CopyEngineRoute route, int slabs,
+                                                    bool slab_skew) {
   if (auto e = owner_shape_error(op, m, n, world)) return e;
   if (auto e = route_error(op, route)) return e;
   if (auto e = slabs_error(op, m, world, slabs, route)) return e;
@@ -101,6 +102,7 @@ std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_
   p.tiles_m = gemm::ceil_div_i32(m, GemmConfig::kTileM);
   p.tiles_n = gemm::ceil_div_i32(n, GemmConfig::kTileN);
   p.slabs = slabs;
+  p.slab_skew = slabs > 1 && slab_skew;
   p.rows_per_part = p.tiles_m / (world * slabs);
   p.part_tiles = owner_part_tiles(m, n, world, slabs);
   p.part_elems = m / (static_cast<std::int64_t>(world) * slabs) * n;
@@ -119,6 +121,7 @@ std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_
   sched.rotate_world = world;
   sched.rotate_rank = rank;
   sched.rotate_slabs = slabs;
+  sched.skew_slabs = p.slab_skew;
   const std::vector<gemm::TileCoord> order = gemm::tile_order(m, n, sched);
 
   p.tile_offset_elems.assign(static_cast<std::size_t>(tiles), -1);
@@ -126,8 +129,11 @@ std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_
   p.tile_arrival.assign(static_cast<std::size_t>(tiles), -1);
   // Own tiles signal only where phase 2 copies them out (allreduce with peers).
   const bool own_signalled = op == CollectiveOp::AllReduce && world > 1;
-  for (int u = 0; u < p.units(); ++u) {
-    const int slab = u / world, q = u % world;
+  for (int v = 0; v < p.units(); ++v) {
+    // Visit v is unit (slab, q); its id u = slab·world + q places it.
+    std::int32_t slab = v / world, q = v % world;
+    if (p.slab_skew) gemm::skewed_slab_unit(v, slabs, world, &slab, &q);
+    const int u = static_cast<int>(slab) * world + static_cast<int>(q);
     const bool own = q == world - 1;
     std::int64_t relative = 0;
     for (int j = 0; j < groups_per_part; ++j) {
@@ -139,17 +145,18 @@ std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_
       CopyEngineGroup g;
       g.slab = slab;
       g.unit = u;
+      g.visit = v;
       g.position = q;
       g.part = (rank + 1 + q) % world;
       g.index = j;
       g.tiles = last - first;
-      g.end_item = u * p.part_tiles + last;
+      g.end_item = v * p.part_tiles + last;
       g.relative_begin_elems = relative;
       g.begin_elems = u * p.part_elems + relative;
       for (std::int32_t rel_item = first; rel_item < last; ++rel_item) {
-        const gemm::TileCoord t = order[static_cast<std::size_t>(u * p.part_tiles + rel_item)];
+        const gemm::TileCoord t = order[static_cast<std::size_t>(v * p.part_tiles + rel_item)];
         if (t.tile_m / p.rows_per_part != slab * world + g.part)
-          return "internal: item " + std::to_string(u * p.part_tiles + rel_item) +
+          return "internal: item " + std::to_string(v * p.part_tiles + rel_item) +
                  " is not in part " + std::to_string(g.part) + " of slab " + std::to_string(slab);
         const std::size_t tile = static_cast<std::size_t>(t.tile_m) * p.tiles_n + t.tile_n;
         const std::int64_t cols = std::min<std::int64_t>(

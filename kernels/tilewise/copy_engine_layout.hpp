@@ -61,6 +61,9 @@
 // unit u at u·part_elems in P (and in the receive buffer, laid out like P), counters and
 // arrival flags u·G + j, the owner's done flags [source rank][s·G + j]. The sum order of a
 // sub-slab is the ring's: rank d − 1's value, + rank d − 2's, ..., + rank d's.
+// Skewed slabs (slab_skew): the same units visited by steps s + q instead (tile_scheduler.hpp
+// skewed_slab_unit), so a hop's partial comes from a step earlier; units keep their ids
+// u = s·n + q (place in P, counters, flags), and `groups` lists them in visiting order.
 // Needs M % (128·n·S) == 0 and group_m | R (the group_m used is the largest divisor of R not
 // above the requested one).
 #include <cstdint>
@@ -92,6 +95,7 @@ std::optional<CopyEnginePhase2> parse_owner_phase2(const std::string& name);
 struct CopyEngineGroup {
   int slab = 0;                           // the slab s (0 without slabs)
   int unit = 0;                           // s·world + q: counter and flag block, place in P
+  int visit = 0;                          // the unit's place in the GEMM's order (= unit unskewed)
   int position = 0;                       // part position q in its slab (0 = first computed)
   int part = 0;                           // the rank owning the part: (rank + 1 + q) mod world
   int index = 0;                          // j within the part
@@ -109,6 +113,7 @@ struct CopyEngineLayout {
   int rank = 0;
   int groups_per_part = 1;
   int slabs = 1;    // slab order: rows in `slabs` slabs, each cut into world sub-slabs (parts)
+  bool slab_skew = false;  // the skewed slab order (units visited by steps slab + position)
   int group_m = 8;  // the raster's group_m actually used (divides rows_per_part)
   int num_ctas = 0;
   std::int32_t tiles_m = 0;
@@ -167,6 +172,6 @@ int owner_group_m(std::int32_t rows_per_part, int requested);
 std::optional<std::string> build_copy_engine_layout(
     CollectiveOp op, std::int64_t m, std::int64_t n, int num_ctas, int group_m, int groups_per_part,
     int world, int rank, CopyEngineLayout* plan, CopyEngineRoute route = CopyEngineRoute::Direct,
-    int slabs = 1);
+    int slabs = 1, bool slab_skew = false);
 
 }  // namespace overlapsim::kernels::tilewise

@@ -71,6 +71,7 @@ inline gemm::SchedulerOptions owner_scheduler(const CopyEngineLayout& plan, int 
   sched.rotate_world = world;
   sched.rotate_rank = rank;
   sched.rotate_slabs = plan.slabs;
+  sched.skew_slabs = plan.slab_skew;
   return sched;
 }
 

@@ -17,13 +17,15 @@ namespace {
 // for an all-reduce whose phase 2 is done otherwise (CopyEngineOptions::phase2)
 // "epilogue_phase2" or "tail_kernel"; each with "_ring" for the ring route
 // (CopyEngineOptions::route), "_c2" / "_c4" for row chunks (CopyEngineOptions::row_chunks)
-// or "_s<n>" for the slab order's slabs (CopyEngineOptions::slabs, ring only) and "_par" for phase 2 on one stream a peer (CopyEngineOptions::parallel_phase2) or
+// or "_s<n>" for the slab order's slabs (CopyEngineOptions::slabs, ring only; "_s<n>d" skewed)
+// and "_par" for phase 2 on one stream a peer (CopyEngineOptions::parallel_phase2) or
 // "_whole" for the tail kernel carrying the whole own part (CopyEngineOptions::tail_whole_part).
 std::vector<std::string> allowed_waits() {
   std::vector<std::string> names{"kernel", "stream_memop"};
   for (const char* mode : {"copy_engine", "epilogue_phase2", "tail_kernel"})
     for (const char* route : {"", "_ring"})
-      for (const char* blocks : {"", "_c2", "_c4", "_s2", "_s3", "_s4", "_s6", "_s8"})
+      for (const char* blocks : {"", "_c2", "_c4", "_s2", "_s3", "_s4", "_s6", "_s8", "_s2d", "_s3d",
+                                 "_s4d", "_s6d", "_s8d"})
         for (const char* parallel : {"", "_par", "_whole"})
           names.push_back(std::string(mode) + route + blocks + parallel);
   return names;

@@ -528,21 +528,34 @@ TEST(TilewiseOwnerPlan, SlabOrderLayoutIsConsistent) {
     int world;
     std::int64_t m, n;
     int slabs, groups;
+    bool skew;
   };
-  for (const Case c : {Case{4, 2048, 700, 2, 2}, Case{4, 4096, 1024, 4, 1}, Case{3, 1536, 513, 2, 3},
-                       Case{2, 1024, 512, 2, 1}, Case{4, 8192, 2048, 4, 4}}) {
+  for (const Case c :
+       {Case{4, 2048, 700, 2, 2, false}, Case{4, 4096, 1024, 4, 1, false},
+        Case{3, 1536, 513, 2, 3, false}, Case{2, 1024, 512, 2, 1, false},
+        Case{4, 8192, 2048, 4, 4, false}, Case{4, 2048, 700, 2, 2, true},
+        Case{4, 4096, 1024, 4, 1, true}, Case{3, 1536, 513, 2, 3, true},
+        Case{2, 1024, 512, 2, 1, true}, Case{4, 8192, 2048, 8, 2, true}}) {
     SCOPED_TRACE(std::to_string(c.world) + " ranks, " + std::to_string(c.m) + "x" +
                  std::to_string(c.n) + ", " + std::to_string(c.slabs) + " slabs, " +
-                 std::to_string(c.groups) + " groups");
+                 std::to_string(c.groups) + " groups, skew " + std::to_string(c.skew));
     std::vector<CopyEngineLayout> plans(static_cast<std::size_t>(c.world));
     for (int r = 0; r < c.world; ++r)
       ASSERT_FALSE(build_copy_engine_layout(CollectiveOp::AllReduce, c.m, c.n, 132, 8, c.groups,
                                             c.world, r, &plans[static_cast<std::size_t>(r)],
-                                            CopyEngineRoute::Ring, c.slabs));
+                                            CopyEngineRoute::Ring, c.slabs, c.skew));
     const int G = c.groups;
+    // A plan's group by unit id and index (groups are listed in visiting order).
+    const auto group_of = [&](const CopyEngineLayout& plan, int unit, int j) -> const CopyEngineGroup& {
+      for (const CopyEngineGroup& g : plan.groups)
+        if (g.unit == unit && g.index == j) return g;
+      ADD_FAILURE() << "no group " << j << " of unit " << unit;
+      return plan.groups.front();
+    };
     for (int r = 0; r < c.world; ++r) {
       const CopyEngineLayout& plan = plans[static_cast<std::size_t>(r)];
       EXPECT_EQ(plan.slabs, c.slabs);
+      EXPECT_EQ(plan.slab_skew, c.skew);
       EXPECT_EQ(plan.rows_per_part * c.world * c.slabs, plan.tiles_m);
       ASSERT_EQ(static_cast<int>(plan.groups.size()), plan.counters());
       // The tiles fill P once.
@@ -553,17 +566,22 @@ TEST(TilewiseOwnerPlan, SlabOrderLayoutIsConsistent) {
       std::set<int> done;
       for (std::size_t i = 0; i < plan.groups.size(); ++i) {
         const CopyEngineGroup& g = plan.groups[i];
-        EXPECT_EQ(g.unit * G + g.index, static_cast<int>(i));
+        EXPECT_EQ(g.visit * G + g.index, static_cast<int>(i));
+        if (!c.skew) {
+          EXPECT_EQ(g.visit, g.unit);
+        }
         EXPECT_EQ(g.slab, g.unit / c.world);
         EXPECT_EQ(g.position, g.unit % c.world);
         EXPECT_EQ(g.part, (r + 1 + g.position) % c.world);
-        EXPECT_LE(g.end_item, (g.unit + 1) * plan.part_tiles);
+        EXPECT_LE(g.end_item, (g.visit + 1) * plan.part_tiles);
         EXPECT_EQ(g.begin_elems, g.unit * plan.part_elems + g.relative_begin_elems);
         done.insert(plan.done_index(r, g.slab, g.index));
         if (g.position < c.world - 1) {
           // The ring: the next rank computes this sub-slab one unit later, same group.
           const CopyEngineLayout& next = plans[static_cast<std::size_t>(plan.ring_next())];
-          const CopyEngineGroup& h = next.groups[static_cast<std::size_t>((g.unit + 1) * G + g.index)];
+          const CopyEngineGroup& h = group_of(next, g.unit + 1, g.index);
+          // Visited strictly later (deadlock freedom); skewed, at least two units later.
+          EXPECT_GE(h.visit, g.visit + (c.skew ? 2 : 1));
           EXPECT_EQ(h.slab, g.slab);
           EXPECT_EQ(h.part, g.part);
           EXPECT_EQ(h.relative_begin_elems, g.relative_begin_elems);
@@ -574,8 +592,7 @@ TEST(TilewiseOwnerPlan, SlabOrderLayoutIsConsistent) {
             if (d == r) continue;
             const CopyEngineLayout& peer = plans[static_cast<std::size_t>(d)];
             const CopyEngineGroup& h =
-                peer.groups[static_cast<std::size_t>((g.slab * c.world + peer.position_of_part(r)) * G +
-                                                     g.index)];
+                group_of(peer, g.slab * c.world + peer.position_of_part(r), g.index);
             EXPECT_EQ(h.part, r);
             EXPECT_EQ(h.slab, g.slab);
             EXPECT_EQ(peer.part_begin_on(d, r, g.slab) + g.relative_begin_elems, h.begin_elems);
@@ -591,11 +608,24 @@ TEST(TilewiseOwnerPlan, SlabOrderLayoutIsConsistent) {
       sched.rotate_world = c.world;
       sched.rotate_rank = r;
       sched.rotate_slabs = c.slabs;
+      sched.skew_slabs = c.skew;
       const std::vector<gemm::TileCoord> order = gemm::tile_order(c.m, c.n, sched);
       const std::int32_t slab_rows = plan.tiles_m / c.slabs;
-      for (std::size_t i = 0; i < order.size(); ++i)
-        EXPECT_EQ(order[i].tile_m / slab_rows,
-                  static_cast<std::int32_t>(i) / (c.world * plan.part_tiles));
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const std::int32_t visit = static_cast<std::int32_t>(i) / plan.part_tiles;
+        std::int32_t slab = visit / c.world, q = visit % c.world;
+        if (c.skew) gemm::skewed_slab_unit(visit, c.slabs, c.world, &slab, &q);
+        EXPECT_EQ(order[i].tile_m / slab_rows, slab);
+        EXPECT_EQ(order[i].tile_m % slab_rows / plan.rows_per_part, (r + 1 + q) % c.world);
+      }
+      // Slab s's own sub-slab is complete before the later slabs' (phase 2 under the GEMM).
+      int last_own_visit = -1;
+      for (const CopyEngineGroup& g : plan.groups)
+        if (g.position == c.world - 1 && g.index == 0) {
+          EXPECT_GT(g.visit, last_own_visit);
+          last_own_visit = g.visit;
+        }
+      EXPECT_EQ(last_own_visit, plan.units() - 1);
     }
   }
   CopyEngineLayout plan;
@@ -913,7 +943,8 @@ TEST(TilewiseTuningCache, RingRouteAndRowChunkNames) {
        {"copy_engine_ring", "tail_kernel_ring", "tail_kernel_ring_c2", "copy_engine_ring_c4",
         "copy_engine_c2", "tail_kernel_ring_par", "copy_engine_ring_c2_par", "copy_engine_par",
         "tail_kernel_ring_whole", "tail_kernel_ring_c2_whole", "tail_kernel_ring_s2",
-        "copy_engine_ring_s4_par", "tail_kernel_ring_s2_whole"}) {
+        "copy_engine_ring_s4_par", "tail_kernel_ring_s2_whole", "tail_kernel_ring_s4d",
+        "copy_engine_ring_s2d_par"}) {
     std::string text = "entries:\n" + entry;
     text.replace(text.find("WAIT"), 4, wait);
     std::string error;
@@ -1545,6 +1576,7 @@ struct SharedGpuCase {
   bool parallel_phase2 = false;
   bool tail_whole_part = false;
   int slabs = 1;
+  bool slab_skew = false;
 };
 
 struct SharedGpuRankResult {
@@ -1590,6 +1622,7 @@ Status run_shared_gpu_rank(const PeerLinks& links, const SharedGpuCase& c, std::
     o.parallel_phase2 = c.parallel_phase2;
     o.tail_whole_part = c.tail_whole_part;
     o.slabs = c.slabs;
+    o.slab_skew = c.slab_skew;
     o.wait_timeout_s = 20;
     o.num_ctas = (sms - 4) / c.world;  // a few SMs left for whatever else the GPU runs
     OVERLAPSIM_TRY(d.initialize(links, c.op, c.m, c.n, c.k, DType::BF16, o));
@@ -1679,6 +1712,7 @@ void run_shared_gpu_case(const SharedGpuCase& c) {
                " ranks sharing one GPU, " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
                std::to_string(c.k) + ", " + std::to_string(c.groups) + " group(s) a part" +
                ", phase 2 " + to_string(c.phase2) + ", route " + to_string(c.route) + ", " +
+               std::to_string(c.slabs) + " slab(s)" + (c.slab_skew ? " skewed" : "") + ", " +
                std::to_string(c.calls) + " call(s), seed " + std::to_string(seed));
   SharedGpuPeers peers(c.world, 60.0);
   std::vector<SharedGpuRankResult> results(static_cast<std::size_t>(c.world));
@@ -1790,11 +1824,13 @@ TEST(TilewiseCopyEngineSharedGpu, RingSlabsTwoThreeAndFourRanks) {
                            {kAr, 4, 4096, 1024, 256, 1, kTk, 50, kRing},
                            {kAr, 4, 4096, 700, 320, 2, kTk, 1, kRing}};
   const int slabs[] = {2, 2, 4, 2, 2};
-  for (std::size_t i = 0; i < std::size(cases); ++i) {
-    cases[i].slabs = slabs[i];
-    cases[i].tail_whole_part = i == 4;
-    run_shared_gpu_case(cases[i]);
-  }
+  for (const bool skew : {false, true})
+    for (std::size_t i = 0; i < std::size(cases); ++i) {
+      cases[i].slabs = slabs[i];
+      cases[i].slab_skew = skew;
+      cases[i].tail_whole_part = i == 4;
+      run_shared_gpu_case(cases[i]);
+    }
 }
 
 // Phase 2 on one stream a peer (CopyEngineOptions::parallel_phase2) with 3 and 4 ranks
@@ -1841,7 +1877,8 @@ TEST(TilewiseCopyEngineSharedGpu, TailWholePartTwoThreeAndFourRanks) {
 // NCCL's collective (NCCL's ring order and roundings differ beyond 2 ranks).
 void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int64_t k, int groups,
                       CopyEnginePhase2 phase2, int calls, int row_chunks = 1,
-                      bool parallel_phase2 = false, bool tail_whole_part = false, int slabs = 1) {
+                      bool parallel_phase2 = false, bool tail_whole_part = false, int slabs = 1,
+                      bool slab_skew = false) {
   const int world = visible_gpu_count();
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE(std::string(to_string(op)) + " ring on " + std::to_string(world) + " GPUs, " +
@@ -1850,7 +1887,7 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
                std::to_string(calls) + " call(s), " + std::to_string(row_chunks) +
                " row chunk(s), parallel phase 2 " + std::to_string(parallel_phase2) +
                ", tail whole part " + std::to_string(tail_whole_part) + ", " +
-               std::to_string(slabs) + " slab(s), seed " +
+               std::to_string(slabs) + " slab(s)" + (slab_skew ? " skewed" : "") + ", seed " +
                std::to_string(seed));
   HarnessOptions harness;
   harness.blocking_comms = true;
@@ -1883,6 +1920,7 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
     o.parallel_phase2 = parallel_phase2;
     o.tail_whole_part = tail_whole_part;
     o.slabs = slabs;
+    o.slab_skew = slab_skew;
     o.wait_timeout_s = 30;
     OVERLAPSIM_TRY(d.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
     for (int i = 0; i < calls; ++i)
@@ -1996,6 +2034,11 @@ TEST(TilewiseCopyEngineGpu, RingSlabsAllReduceBitIdenticalToTheRingOrderSum) {
   run_ring_on_gpus(kAr, 4096, 700, 300, 2, kTk, 1, 1, false, true, 2);
   run_ring_on_gpus(kAr, 4096, 2048, 512, 2, kTk, 200, 1, false, false, 2);
   run_ring_on_gpus(kAr, 4096, 2048, 512, 1, kCe, 200, 1, true, false, 4);
+  // The skewed slab order: the same sums.
+  run_ring_on_gpus(kAr, 4096, 1536, 512, 2, kTk, 1, 1, false, false, 2, true);
+  run_ring_on_gpus(kAr, 4096, 700, 300, 1, kCe, 1, 1, true, false, 4, true);
+  run_ring_on_gpus(kAr, 4096, 700, 300, 2, kTk, 1, 1, false, true, 4, true);
+  run_ring_on_gpus(kAr, 4096, 2048, 512, 2, kTk, 200, 1, true, false, 4, true);
 }
 
 // Small shapes for compute-sanitizer (racecheck, synccheck) on the ring route.
@@ -2012,6 +2055,8 @@ TEST(TilewiseCopyEngineGpu, RingSmallForSanitizer) {
                    false, true);
   run_ring_on_gpus(CollectiveOp::AllReduce, 2048, 512, 128, 2, CopyEnginePhase2::TailKernel, 2, 1,
                    false, false, 2);
+  run_ring_on_gpus(CollectiveOp::AllReduce, 2048, 512, 128, 2, CopyEnginePhase2::TailKernel, 2, 1,
+                   false, false, 2, true);
 }
 
 // ---------------------------------------------------------------- AllGather+GEMM
