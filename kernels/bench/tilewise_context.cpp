@@ -17,7 +17,7 @@ std::string chunk_suffix(const TilewiseCandidate& cand) {
   return (cand.row_chunks > 1 ? "_c" + std::to_string(cand.row_chunks) : std::string()) +
          (cand.slabs > 1 ? "_s" + std::to_string(cand.slabs) + (cand.slab_skew ? "d" : "")
                          : std::string()) +
-         (cand.parallel_phase2 ? "_par" : "") + (cand.tail_whole_part ? "_whole" : "");
+         (cand.parallel_phase2 ? "_par" : "") + (cand.phase2_side_stream ? "_side" : "") + (cand.tail_whole_part ? "_whole" : "");
 }
 }  // namespace
 
@@ -38,6 +38,7 @@ std::optional<TilewiseCandidate> parse_copy_engine_wait(const std::string& wait)
         for (const int slabs : kSlabChoices)
          for (const bool skew : {false, true})
           for (const bool parallel : {false, true})
+           for (const bool side : {false, true})
             for (const bool whole : {false, true}) {
               if ((chunks > 1 && slabs > 1) || (skew && slabs == 1)) continue;
               TilewiseCandidate c;
@@ -47,6 +48,7 @@ std::optional<TilewiseCandidate> parse_copy_engine_wait(const std::string& wait)
               c.slabs = slabs;
               c.slab_skew = skew;
               c.parallel_phase2 = parallel;
+              c.phase2_side_stream = side;
               c.tail_whole_part = whole;
               if (copy_engine_wait(c) == wait) return c;
             }
@@ -102,6 +104,7 @@ tw::CopyEngineOptions TilewiseShapeContext::copy_engine_options(
   o.slabs = cand.slabs;
   o.slab_skew = cand.slab_skew;
   o.parallel_phase2 = cand.parallel_phase2;
+  o.phase2_side_stream = cand.phase2_side_stream;
   o.tail_whole_part = cand.tail_whole_part;
   return o;
 }

@@ -40,6 +40,7 @@ struct TilewiseCandidate {
   bool tail_whole_part = false;  // copy_engine all-reduce, tail kernel: the whole own part
   int slabs = 1;                 // copy_engine ring all-reduce: the slab order's slab count
   bool slab_skew = false;        // with slabs: the skewed slab order
+  bool phase2_side_stream = false;  // copy_engine all-reduce: phase 2 on one stream of its own
 };
 
 // Per all-reduce phase-2 mode: the detail CSV's and tuning cache's `wait` of a copy-engine
@@ -60,7 +61,7 @@ const Phase2Names& phase2_names(tw::CopyEnginePhase2 mode);
 // phase-2 mode's, with "_ring" appended for the ring route (copy_engine_layout.hpp) and
 // "_c<n>" for n row chunks (CopyEngineOptions::row_chunks) or "_s<n>" for the slab order's n
 // slabs (CopyEngineOptions::slabs; "_s<n>d" skewed, CopyEngineOptions::slab_skew), then "_par"
-// for phase 2 on one
+// for phase 2 on one stream of its own ("_side", CopyEngineOptions::phase2_side_stream) or one
 // stream a peer (CopyEngineOptions::parallel_phase2) or "_whole" for the tail kernel carrying
 // the whole own part (CopyEngineOptions::tail_whole_part).
 std::string copy_engine_wait(const TilewiseCandidate& cand);

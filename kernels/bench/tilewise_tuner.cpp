@@ -148,6 +148,13 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
       whole = {parsed->tail_whole_part};
     }
   }
+  // Phase 2 on one side stream (slabs, more than 2 ranks): a cached choice names it.
+  std::vector<bool> sides{false};
+  if (sc.coll == CollectiveOp::AllReduce && sc.env.world() > 2) sides.push_back(true);
+  if (cached && !cached->partition.empty()) {
+    const auto parsed = parse_copy_engine_wait(cached->wait);
+    sides = {parsed && parsed->phase2_side_stream};
+  }
   for (const int chunks : row_chunks)
    for (const int slabs : slab_counts)
    for (const bool skew : skews)
@@ -164,7 +171,9 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
         if (slabs > 1 && (g > part_tiles / slabs || (g > 4 && !cached))) continue;
         for (const tw::CopyEnginePhase2 mode : modes)
           for (const bool par : parallel)
+           for (const bool side : sides)
             for (const bool all : whole) {
+              if (side && (par || slabs == 1)) continue;
               // The tail kernel carries a lone own group itself: no copy-engine phase 2.
               if (par && mode == tw::CopyEnginePhase2::TailKernel && g == 1 && chunks == 1 &&
                   slabs == 1)
@@ -181,6 +190,7 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
               cand.slabs = slabs;
               cand.slab_skew = slabs > 1 && skew;
               cand.parallel_phase2 = par;
+              cand.phase2_side_stream = side;
               cand.tail_whole_part = all;
               if (!tw::CopyEngineDesign::can_implement(sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
                                                        sc.env.world(), sc.copy_engine_options(cand))
@@ -196,7 +206,7 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
               // the reduction spread over the hops (no reduction cost in either).
               // Not predicted for row chunks or phase 2 on one stream a peer (the planner has
               // no such timeline; 0 in the detail).
-              if (chunks == 1 && slabs == 1 && !par && !all)
+              if (chunks == 1 && slabs == 1 && !par && !side && !all)
                 cand.predicted_s = tw::predict_owner_time_s(
                     d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode,
                     sc.state.stream_ops_s,

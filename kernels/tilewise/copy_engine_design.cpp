@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 
 #include "kernels/tilewise/design_support.hpp"
@@ -48,7 +49,10 @@ Status CopyEngineDesign::can_implement(CollectiveOp op, std::int64_t m, std::int
   if (options.tail_whole_part && options.phase2 != CopyEnginePhase2::TailKernel)
     return Status::failure("tilewise copy_engine: tail_whole_part needs phase 2 tail_kernel, got " +
                            std::string(to_string(options.phase2)));
-  if (options.parallel_phase2 &&
+  if (options.parallel_phase2 && options.phase2_side_stream)
+    return Status::failure(
+        "tilewise copy_engine: parallel_phase2 and phase2_side_stream exclude each other");
+  if ((options.parallel_phase2 || options.phase2_side_stream) &&
       (op != CollectiveOp::AllReduce || options.phase2 == CopyEnginePhase2::Epilogue))
     return Status::failure(
         "tilewise copy_engine: parallel_phase2 needs an allreduce whose phase 2 the copy "
@@ -98,7 +102,7 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
     return initialize_row_chunks(std::move(links), op, m, n, k, dtype, options);
   const int world = links.world, rank = links.rank;
   const bool shared_gpu = links.shared_gpu;
-  if (shared_gpu && options.parallel_phase2 && world > 2)
+  if (shared_gpu && (options.parallel_phase2 || options.phase2_side_stream) && world > 2)
     return Status::failure(
         "tilewise copy_engine: parallel_phase2 with " + std::to_string(world) +
         " ranks sharing one GPU is refused: it hung there on H100 (3 and 4 ranks, with "
@@ -140,9 +144,10 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
                                 static_cast<std::size_t>(plan_.part_elems) * kElementBytes));
   CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
-  if (options.parallel_phase2 && op == CollectiveOp::AllReduce && world > 2) {
+  if ((options.parallel_phase2 || options.phase2_side_stream) && op == CollectiveOp::AllReduce &&
+      world > 2) {
     CUDA_CHECK(cudaEventCreateWithFlags(&phase2_fork_, cudaEventDisableTiming));
-    for (int i = 1; i < world; ++i) {
+    for (int i = 1; i < (options.phase2_side_stream ? 2 : world); ++i) {
       cudaStream_t s = nullptr;
       CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
       phase2_streams_.push_back(s);
@@ -414,8 +419,9 @@ Status CopyEngineDesign::enqueue(const void* a, const void* b, void* p, cudaStre
       const int d = (rank + i) % world;
       cudaStream_t s = comm_stream;
       if (!phase2_streams_.empty()) {
-        s = phase2_streams_[static_cast<std::size_t>(i - 1)];
-        CUDA_CHECK(cudaStreamWaitEvent(s, phase2_fork_, 0));
+        // One stream a peer, or with phase2_side_stream one for all of them.
+        s = phase2_streams_[std::min(static_cast<std::size_t>(i - 1), phase2_streams_.size() - 1)];
+        if (i == 1 || phase2_streams_.size() > 1) CUDA_CHECK(cudaStreamWaitEvent(s, phase2_fork_, 0));
       }
       char* dst = phase2_destination(p, d, group);
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));

@@ -128,6 +128,14 @@ struct CopyEngineOptions {
   // refuses it for ranks sharing one GPU: 3 and 4 such ranks hung on H100 (not for lack of
   // hardware queues: CUDA_DEVICE_MAX_CONNECTIONS = 32 hung too; cause not found).
   bool parallel_phase2 = false;
+  // All-reduce phase 2 by the copy engines on one stream of its own (forked from the comm
+  // stream once an own group's counter is complete), the copies to the peers one after the
+  // other there: the comm stream goes on to the next ring hop at once. With slabs, slab s's
+  // phase 2 on the comm stream held back slab s + 1's hops (and the GEMM's epilogue waiting
+  // for them) by the time of its n - 1 copies; one stream a peer frees the hops too but runs
+  // n - 1 phase-2 copies beside each hop. More than 2 ranks; not with parallel_phase2;
+  // refused for ranks sharing one GPU, like parallel_phase2.
+  bool phase2_side_stream = false;
   // Phase 2 tail_kernel only: the tail kernel carries the whole own part (every own group,
   // one region) instead of its last group, and the copy engines none of it. With the ring
   // route the own groups are reduced only at the GEMM's end (each waits for the running sum

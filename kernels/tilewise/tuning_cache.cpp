@@ -26,7 +26,7 @@ std::vector<std::string> allowed_waits() {
     for (const char* route : {"", "_ring"})
       for (const char* blocks : {"", "_c2", "_c4", "_s2", "_s3", "_s4", "_s6", "_s8", "_s2d", "_s3d",
                                  "_s4d", "_s6d", "_s8d"})
-        for (const char* parallel : {"", "_par", "_whole"})
+        for (const char* parallel : {"", "_par", "_whole", "_side", "_side_whole"})
           names.push_back(std::string(mode) + route + blocks + parallel);
   return names;
 }

@@ -668,7 +668,11 @@ TEST(TilewiseOwnerDesign, RingRouteNeedsAReductionAndNotTheEpiloguePhase2) {
 // Phase 2 on one stream a peer: an all-reduce whose phase 2 the copy engines carry.
 TEST(TilewiseOwnerDesign, ParallelPhase2NeedsAnAllReduceByTheCopyEngines) {
   CopyEngineOptions o;
+  o.phase2_side_stream = true;
   o.parallel_phase2 = true;
+  EXPECT_FALSE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 1024, 512, 64, 4, o).ok)
+      << "one stream a peer or one side stream, not both";
+  o.phase2_side_stream = false;
   for (const CopyEngineRoute route : {CopyEngineRoute::Direct, CopyEngineRoute::Ring}) {
     o.route = route;
     o.phase2 = CopyEnginePhase2::CopyEngine;
@@ -944,7 +948,7 @@ TEST(TilewiseTuningCache, RingRouteAndRowChunkNames) {
         "copy_engine_c2", "tail_kernel_ring_par", "copy_engine_ring_c2_par", "copy_engine_par",
         "tail_kernel_ring_whole", "tail_kernel_ring_c2_whole", "tail_kernel_ring_s2",
         "copy_engine_ring_s4_par", "tail_kernel_ring_s2_whole", "tail_kernel_ring_s4d",
-        "copy_engine_ring_s2d_par"}) {
+        "copy_engine_ring_s2d_par", "tail_kernel_ring_s2_side", "tail_kernel_ring_s4d_side_whole"}) {
     std::string text = "entries:\n" + entry;
     text.replace(text.find("WAIT"), 4, wait);
     std::string error;
@@ -1878,7 +1882,7 @@ TEST(TilewiseCopyEngineSharedGpu, TailWholePartTwoThreeAndFourRanks) {
 void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int64_t k, int groups,
                       CopyEnginePhase2 phase2, int calls, int row_chunks = 1,
                       bool parallel_phase2 = false, bool tail_whole_part = false, int slabs = 1,
-                      bool slab_skew = false) {
+                      bool slab_skew = false, bool phase2_side_stream = false) {
   const int world = visible_gpu_count();
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE(std::string(to_string(op)) + " ring on " + std::to_string(world) + " GPUs, " +
@@ -1887,7 +1891,8 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
                std::to_string(calls) + " call(s), " + std::to_string(row_chunks) +
                " row chunk(s), parallel phase 2 " + std::to_string(parallel_phase2) +
                ", tail whole part " + std::to_string(tail_whole_part) + ", " +
-               std::to_string(slabs) + " slab(s)" + (slab_skew ? " skewed" : "") + ", seed " +
+               std::to_string(slabs) + " slab(s)" + (slab_skew ? " skewed" : "") +
+               (phase2_side_stream ? ", phase 2 on a side stream" : "") + ", seed " +
                std::to_string(seed));
   HarnessOptions harness;
   harness.blocking_comms = true;
@@ -1921,6 +1926,7 @@ void run_ring_on_gpus(CollectiveOp op, std::int64_t m, std::int64_t n, std::int6
     o.tail_whole_part = tail_whole_part;
     o.slabs = slabs;
     o.slab_skew = slab_skew;
+    o.phase2_side_stream = phase2_side_stream;
     o.wait_timeout_s = 30;
     OVERLAPSIM_TRY(d.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
     for (int i = 0; i < calls; ++i)
@@ -2039,6 +2045,11 @@ TEST(TilewiseCopyEngineGpu, RingSlabsAllReduceBitIdenticalToTheRingOrderSum) {
   run_ring_on_gpus(kAr, 4096, 700, 300, 1, kCe, 1, 1, true, false, 4, true);
   run_ring_on_gpus(kAr, 4096, 700, 300, 2, kTk, 1, 1, false, true, 4, true);
   run_ring_on_gpus(kAr, 4096, 2048, 512, 2, kTk, 200, 1, true, false, 4, true);
+  // Phase 2 on one side stream: the same sums; edge tiles, the whole last own sub-slab by the
+  // tail kernel, 200 calls back to back.
+  run_ring_on_gpus(kAr, 4096, 700, 300, 2, kCe, 1, 1, false, false, 2, false, true);
+  run_ring_on_gpus(kAr, 4096, 1536, 512, 2, kTk, 1, 1, false, true, 4, true, true);
+  run_ring_on_gpus(kAr, 4096, 2048, 512, 2, kTk, 200, 1, false, false, 2, false, true);
 }
 
 // Small shapes for compute-sanitizer (racecheck, synccheck) on the ring route.
