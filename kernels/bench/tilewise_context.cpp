@@ -17,7 +17,8 @@ std::string chunk_suffix(const TilewiseCandidate& cand) {
   return (cand.row_chunks > 1 ? "_c" + std::to_string(cand.row_chunks) : std::string()) +
          (cand.slabs > 1 ? "_s" + std::to_string(cand.slabs) + (cand.slab_skew ? "d" : "")
                          : std::string()) +
-         (cand.parallel_phase2 ? "_par" : "") + (cand.phase2_side_stream ? "_side" : "") + (cand.tail_whole_part ? "_whole" : "");
+         (cand.parallel_phase2 ? "_par" : "") + (cand.phase2_side_stream ? "_side" : "") +
+         (cand.tail_whole_part ? "_whole" : "");
 }
 }  // namespace
 
@@ -36,22 +37,22 @@ std::optional<TilewiseCandidate> parse_copy_engine_wait(const std::string& wait)
     for (const tw::CopyEngineRoute route : {tw::CopyEngineRoute::Direct, tw::CopyEngineRoute::Ring})
       for (const int chunks : kRowChunkChoices)
         for (const int slabs : kSlabChoices)
-         for (const bool skew : {false, true})
-          for (const bool parallel : {false, true})
-           for (const bool side : {false, true})
-            for (const bool whole : {false, true}) {
-              if ((chunks > 1 && slabs > 1) || (skew && slabs == 1)) continue;
-              TilewiseCandidate c;
-              c.phase2 = names.mode;
-              c.route = route;
-              c.row_chunks = chunks;
-              c.slabs = slabs;
-              c.slab_skew = skew;
-              c.parallel_phase2 = parallel;
-              c.phase2_side_stream = side;
-              c.tail_whole_part = whole;
-              if (copy_engine_wait(c) == wait) return c;
-            }
+          for (const bool skew : {false, true})
+            for (const bool parallel : {false, true})
+              for (const bool side : {false, true})
+                for (const bool whole : {false, true}) {
+                  if ((chunks > 1 && slabs > 1) || (skew && slabs == 1)) continue;
+                  TilewiseCandidate c;
+                  c.phase2 = names.mode;
+                  c.route = route;
+                  c.row_chunks = chunks;
+                  c.slabs = slabs;
+                  c.slab_skew = skew;
+                  c.parallel_phase2 = parallel;
+                  c.phase2_side_stream = side;
+                  c.tail_whole_part = whole;
+                  if (copy_engine_wait(c) == wait) return c;
+                }
   return std::nullopt;
 }
 

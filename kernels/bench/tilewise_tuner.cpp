@@ -156,78 +156,81 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
     sides = {parsed && parsed->phase2_side_stream};
   }
   for (const int chunks : row_chunks)
-   for (const int slabs : slab_counts)
-   for (const bool skew : skews)
-    for (const tw::CopyEngineRoute route : routes) {
-      if (slabs == 1 && skew != skews.front()) continue;  // one pass without slabs
-      if (chunks > 1 && route != tw::CopyEngineRoute::Ring && sc.env.world() > 2 && !cached)
-        continue;
-      // Slabs: the ring route only, not with row chunks (both cut the rows).
-      if (slabs > 1 && (chunks > 1 || route != tw::CopyEngineRoute::Ring)) continue;
-      for (int g : groups) {
-        if (g > part_tiles / chunks || (chunks > 1 && g > 4 && !cached)) continue;
-        // A slab's sub-slab has part_tiles / slabs tiles; at most 4 groups (each group's
-        // stream operations are paid slabs times).
-        if (slabs > 1 && (g > part_tiles / slabs || (g > 4 && !cached))) continue;
-        for (const tw::CopyEnginePhase2 mode : modes)
-          for (const bool par : parallel)
-           for (const bool side : sides)
-            for (const bool all : whole) {
-              if (side && (par || slabs == 1)) continue;
-              // The tail kernel carries a lone own group itself: no copy-engine phase 2.
-              if (par && mode == tw::CopyEnginePhase2::TailKernel && g == 1 && chunks == 1 &&
-                  slabs == 1)
-                continue;
-              // The whole own part by the tail kernel: no copy-engine phase 2 to parallelise,
-              // and with one group a part the same as its last group.
-              if (all && (par || mode != tw::CopyEnginePhase2::TailKernel || g == 1)) continue;
-              TilewiseCandidate cand;
-              cand.ce_groups = g;
-              cand.partition = {g};
-              cand.phase2 = mode;
-              cand.route = route;
-              cand.row_chunks = chunks;
-              cand.slabs = slabs;
-              cand.slab_skew = slabs > 1 && skew;
-              cand.parallel_phase2 = par;
-              cand.phase2_side_stream = side;
-              cand.tail_whole_part = all;
-              if (!tw::CopyEngineDesign::can_implement(sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
-                                                       sc.env.world(), sc.copy_engine_options(cand))
-                       .ok)
-                continue;
-              tw::CopyEngineDesign d;
-              OVERLAPSIM_TRY(d.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n,
-                                          sc.shape.k, sc.bench_case.dtype,
-                                          sc.copy_engine_options(cand)));
-              OVERLAPSIM_TRY(sc.prepare_sets(d));
-              OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
-              // The planner models the direct route; for the ring it is the same timeline with
-              // the reduction spread over the hops (no reduction cost in either).
-              // Not predicted for row chunks or phase 2 on one stream a peer (the planner has
-              // no such timeline; 0 in the detail).
-              if (chunks == 1 && slabs == 1 && !par && !side && !all)
-                cand.predicted_s = tw::predict_owner_time_s(
-                    d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode,
-                    sc.state.stream_ops_s,
-                    mode == tw::CopyEnginePhase2::TailKernel ? &*sc.state.tail_curve : nullptr);
-              Timing t;
-              OVERLAPSIM_TRY(time_iterations(
-                  *sc.env.ctx, warmup, iterations,
-                  [&](int i) {
-                    const PairBuffers b = sc.io.set(i);
-                    return d.run(b.a, b.b, sc.p.data(), sc.compute(), sc.comm_stream());
-                  },
-                  &t));
-              OVERLAPSIM_TRY(d.check_waits());
-              cand.measured_s = t.median_s;
-              sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
-              if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
-              std::optional<TilewiseCandidate>& family = best_family[slabs > 1 ? 1 : 0];
-              if (!family || cand.measured_s < family->measured_s) family = cand;
-            }
-      }
-    }
+    for (const int slabs : slab_counts)
+      for (const bool skew : skews)
+        for (const tw::CopyEngineRoute route : routes) {
+          if (slabs == 1 && skew != skews.front()) continue;  // one pass without slabs
+          if (chunks > 1 && route != tw::CopyEngineRoute::Ring && sc.env.world() > 2 && !cached)
+            continue;
+          // Slabs: the ring route only, not with row chunks (both cut the rows).
+          if (slabs > 1 && (chunks > 1 || route != tw::CopyEngineRoute::Ring)) continue;
+          for (int g : groups) {
+            if (g > part_tiles / chunks || (chunks > 1 && g > 4 && !cached)) continue;
+            // A slab's sub-slab has part_tiles / slabs tiles; at most 4 groups (each group's
+            // stream operations are paid slabs times).
+            if (slabs > 1 && (g > part_tiles / slabs || (g > 4 && !cached))) continue;
+            for (const tw::CopyEnginePhase2 mode : modes)
+              for (const bool par : parallel)
+                for (const bool side : sides)
+                  for (const bool all : whole) {
+                    if (side && (par || slabs == 1)) continue;
+                    // The tail kernel carries a lone own group itself: no copy-engine phase 2.
+                    if (par && mode == tw::CopyEnginePhase2::TailKernel && g == 1 && chunks == 1 &&
+                        slabs == 1)
+                      continue;
+                    // The whole own part by the tail kernel: no copy-engine phase 2 to parallelise,
+                    // and with one group a part the same as its last group.
+                    if (all && (par || mode != tw::CopyEnginePhase2::TailKernel || g == 1))
+                      continue;
+                    TilewiseCandidate cand;
+                    cand.ce_groups = g;
+                    cand.partition = {g};
+                    cand.phase2 = mode;
+                    cand.route = route;
+                    cand.row_chunks = chunks;
+                    cand.slabs = slabs;
+                    cand.slab_skew = slabs > 1 && skew;
+                    cand.parallel_phase2 = par;
+                    cand.phase2_side_stream = side;
+                    cand.tail_whole_part = all;
+                    if (!tw::CopyEngineDesign::can_implement(sc.coll, sc.shape.m, sc.shape.n,
+                                                             sc.shape.k, sc.env.world(),
+                                                             sc.copy_engine_options(cand))
+                             .ok)
+                      continue;
+                    tw::CopyEngineDesign d;
+                    OVERLAPSIM_TRY(d.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n,
+                                                sc.shape.k, sc.bench_case.dtype,
+                                                sc.copy_engine_options(cand)));
+                    OVERLAPSIM_TRY(sc.prepare_sets(d));
+                    OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
+                    // The planner models the direct route; for the ring it is the same timeline
+                    // with the reduction spread over the hops (no reduction cost in either). Not
+                    // predicted for row chunks or phase 2 on one stream a peer (the planner has no
+                    // such timeline; 0 in the detail).
+                    if (chunks == 1 && slabs == 1 && !par && !side && !all)
+                      cand.predicted_s = tw::predict_owner_time_s(
+                          d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode,
+                          sc.state.stream_ops_s,
+                          mode == tw::CopyEnginePhase2::TailKernel ? &*sc.state.tail_curve
+                                                                   : nullptr);
+                    Timing t;
+                    OVERLAPSIM_TRY(time_iterations(
+                        *sc.env.ctx, warmup, iterations,
+                        [&](int i) {
+                          const PairBuffers b = sc.io.set(i);
+                          return d.run(b.a, b.b, sc.p.data(), sc.compute(), sc.comm_stream());
+                        },
+                        &t));
+                    OVERLAPSIM_TRY(d.check_waits());
+                    cand.measured_s = t.median_s;
+                    sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
+                    if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
+                    std::optional<TilewiseCandidate>& family = best_family[slabs > 1 ? 1 : 0];
+                    if (!family || cand.measured_s < family->measured_s) family = cand;
+                  }
+          }
+        }
   if (other && *best) *other = best_family[(*best)->slabs > 1 ? 0 : 1];
   // The sequential pair is a choice too, timed the same way: kept unless the best
   // candidate is more than 1 % faster (a smaller lead is as likely noise, and the design

@@ -211,8 +211,9 @@ Status OwnGemm::can_implement(const GemmArgs& args, const SchedulerOptions& sche
     return Status::failure("own GEMM: row_blocks must be >= 1 and divide the " +
                            std::to_string(ceil_div_i32(args.m, GemmConfig::kTileM)) + " tile rows");
   if (sched.rotate_slabs < 1 || (sched.rotate_slabs > 1 && sched.rotate_world < 2))
-    return Status::failure("own GEMM: rotate_slabs must be >= 1, and above 1 only with a "
-                           "rank-rotated order (rotate_world > 1)");
+    return Status::failure(
+        "own GEMM: rotate_slabs must be >= 1, and above 1 only with a "
+        "rank-rotated order (rotate_world > 1)");
   if (sched.rotate_world > 1) {
     const int32_t tiles_m = ceil_div_i32(args.m, GemmConfig::kTileM);
     const int32_t parts = sched.rotate_world * sched.rotate_slabs;

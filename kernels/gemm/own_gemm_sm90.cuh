@@ -237,9 +237,9 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       // CTA's tile order, then one thread runs the epilogue's after-tile step.
       uint32_t local_tile = 0;
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x, ++local_tile) {
-        const TileCoord tc = tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m,
-                                                    p.row_blocks, p.row_shift, kClusterM,
-                                                    p.row_period, p.skew_world);
+        const TileCoord tc =
+            tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift,
+                                   kClusterM, p.row_period, p.skew_world);
         named_barrier_sync(kAfterTileBarrier + local_tile % kAfterTileRing, kAfterTileThreads);
         if (threadIdx.x == 32)
           Epilogue::after_tile(p.epilogue, make_view(tc, item, p.m, p.n, p.tiles_n));
@@ -249,9 +249,9 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       uint32_t iteration = 0;
       int32_t passed_flag = -1;  // the last gathered chunk seen complete (it stays so)
       for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
-        const TileCoord tc = tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m,
-                                                    p.row_blocks, p.row_shift, kClusterM,
-                                                    p.row_period, p.skew_world);
+        const TileCoord tc =
+            tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift,
+                                   kClusterM, p.row_period, p.skew_world);
         const void* map_a = &p.map_a;
         int32_t a_row = tc.tile_m * Cfg::kTileM;
         if (p.gather.flags != nullptr) {
@@ -306,9 +306,9 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     uint32_t step = 0;        // next store step of the pending tile (kStoreSteps > 1)
     uint32_t iteration = 0;
     for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
-      const TileCoord tc = tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m,
-                                                  p.row_blocks, p.row_shift, kClusterM,
-                                                    p.row_period, p.skew_world);
+      const TileCoord tc =
+          tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift,
+                                 kClusterM, p.row_period, p.skew_world);
       if constexpr (Epilogue::kStoreSteps > 1)
         Epilogue::prefetch(p.epilogue, tc.tile_m * p.tiles_n + tc.tile_n);
       for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {

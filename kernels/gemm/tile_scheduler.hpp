@@ -125,9 +125,9 @@ OVERLAPSIM_HD TileCoord tile_of_item_clustered(int32_t item, int32_t tiles_m, in
   if (cluster_m <= 1)
     return tile_of_item_scheduled(item, tiles_m, tiles_n, group_m, row_blocks, row_shift,
                                   row_period, skew_world);
-  TileCoord t = tile_of_item_scheduled(item / cluster_m, tiles_m / cluster_m, tiles_n,
-                                       group_m / cluster_m, row_blocks, row_shift / cluster_m,
-                                       row_period / cluster_m, skew_world);
+  TileCoord t =
+      tile_of_item_scheduled(item / cluster_m, tiles_m / cluster_m, tiles_n, group_m / cluster_m,
+                             row_blocks, row_shift / cluster_m, row_period / cluster_m, skew_world);
   t.tile_m = t.tile_m * cluster_m + item % cluster_m;
   return t;
 }

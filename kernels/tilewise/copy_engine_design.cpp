@@ -42,10 +42,11 @@ Status CopyEngineDesign::can_implement(CollectiveOp op, std::int64_t m, std::int
   if (auto e = slabs_error(op, m, world, options.slabs, options.route))
     return Status::failure("tilewise copy_engine: " + *e);
   if (options.slabs > 1 && options.row_chunks > 1)
-    return Status::failure("tilewise copy_engine: slabs and row_chunks exclude each other (both "
-                           "cut the rows), got " +
-                           std::to_string(options.slabs) + " slabs and " +
-                           std::to_string(options.row_chunks) + " row chunks");
+    return Status::failure(
+        "tilewise copy_engine: slabs and row_chunks exclude each other (both "
+        "cut the rows), got " +
+        std::to_string(options.slabs) + " slabs and " + std::to_string(options.row_chunks) +
+        " row chunks");
   if (options.tail_whole_part && options.phase2 != CopyEnginePhase2::TailKernel)
     return Status::failure("tilewise copy_engine: tail_whole_part needs phase 2 tail_kernel, got " +
                            std::string(to_string(options.phase2)));
@@ -123,9 +124,9 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
         " (every rank's GEMM resident at once, or a waiting rank starves its peer), got " +
         std::to_string(options.num_ctas));
   const int ctas = options.num_ctas > 0 ? options.num_ctas : sms;
-  if (auto e = build_copy_engine_layout(op, m, n, ctas, options.group_m, options.groups_per_part,
-                                        world, rank, &plan_, options.route, options.slabs,
-                                        options.slab_skew))
+  if (auto e =
+          build_copy_engine_layout(op, m, n, ctas, options.group_m, options.groups_per_part, world,
+                                   rank, &plan_, options.route, options.slabs, options.slab_skew))
     return Status::failure("tilewise copy_engine: " + *e);
   OVERLAPSIM_TRY(upload(tile_offsets_, plan_.tile_offset_elems));
   OVERLAPSIM_TRY(upload(tile_groups_, plan_.tile_group));
@@ -400,9 +401,9 @@ Status CopyEngineDesign::enqueue(const void* a, const void* b, void* p, cudaStre
       // The epilogue stored the group's reduced tiles into the peer's P already; its
       // system-scope signal ordered them before the counter this stream waited for.
       const int d = 1 - rank;
-      OVERLAPSIM_TRY(signal_peer(
-          peers_[static_cast<std::size_t>(d)].done + plan_.done_index(rank, group.slab, group.index),
-          epoch, comm_stream));
+      OVERLAPSIM_TRY(signal_peer(peers_[static_cast<std::size_t>(d)].done +
+                                     plan_.done_index(rank, group.slab, group.index),
+                                 epoch, comm_stream));
       continue;
     }
     // Phase 2 (allreduce): the reduced own group to every peer's P, where that peer keeps
@@ -421,14 +422,15 @@ Status CopyEngineDesign::enqueue(const void* a, const void* b, void* p, cudaStre
       if (!phase2_streams_.empty()) {
         // One stream a peer, or with phase2_side_stream one for all of them.
         s = phase2_streams_[std::min(static_cast<std::size_t>(i - 1), phase2_streams_.size() - 1)];
-        if (i == 1 || phase2_streams_.size() > 1) CUDA_CHECK(cudaStreamWaitEvent(s, phase2_fork_, 0));
+        if (i == 1 || phase2_streams_.size() > 1)
+          CUDA_CHECK(cudaStreamWaitEvent(s, phase2_fork_, 0));
       }
       char* dst = phase2_destination(p, d, group);
       CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
       if (timeline_on_) OVERLAPSIM_TRY(mark(tag + "_copied_to_r" + std::to_string(d), s));
-      OVERLAPSIM_TRY(signal_peer(
-          peers_[static_cast<std::size_t>(d)].done + plan_.done_index(rank, group.slab, group.index),
-          epoch, s));
+      OVERLAPSIM_TRY(signal_peer(peers_[static_cast<std::size_t>(d)].done +
+                                     plan_.done_index(rank, group.slab, group.index),
+                                 epoch, s));
     }
   }
   return Status::success();
@@ -495,8 +497,7 @@ Status CopyEngineDesign::exchange_tail(int from, const char* local, void* p, std
       tail_flags_.as<std::uint32_t>(), &t);
   t.epoch = epoch;
   t.grid = std::min(kTailSlices, plan_.num_ctas);
-  std::uint32_t* own_counters =
-      counters_.as<std::uint32_t>() + (last_slab * world + world - 1) * G;
+  std::uint32_t* own_counters = counters_.as<std::uint32_t>() + (last_slab * world + world - 1) * G;
   t.reset_counter = own_counters + (G - 1);
   t.timeout_s = options_.wait_timeout_s;
   t.timed_out = timed_out_.as<int>();

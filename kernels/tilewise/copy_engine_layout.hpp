@@ -112,7 +112,7 @@ struct CopyEngineLayout {
   int world = 1;
   int rank = 0;
   int groups_per_part = 1;
-  int slabs = 1;    // slab order: rows in `slabs` slabs, each cut into world sub-slabs (parts)
+  int slabs = 1;  // slab order: rows in `slabs` slabs, each cut into world sub-slabs (parts)
   bool slab_skew = false;  // the skewed slab order (units visited by steps slab + position)
   int group_m = 8;  // the raster's group_m actually used (divides rows_per_part)
   int num_ctas = 0;
@@ -148,7 +148,8 @@ struct CopyEngineLayout {
   int position_of_part(int part) const { return ((part - rank - 1) % world + world) % world; }
   // Where part `part` (of slab `slab`) starts in rank `on_rank`'s P.
   std::int64_t part_begin_on(int on_rank, int part, int slab = 0) const {
-    return (static_cast<std::int64_t>(slab) * world + ((part - on_rank - 1) % world + world) % world) *
+    return (static_cast<std::int64_t>(slab) * world +
+            ((part - on_rank - 1) % world + world) % world) *
            part_elems;
   }
 };
@@ -169,9 +170,10 @@ std::optional<std::string> slabs_error(CollectiveOp op, std::int64_t m, int worl
 // The largest divisor of rows_per_part that is <= requested (>= 1).
 int owner_group_m(std::int32_t rows_per_part, int requested);
 
-std::optional<std::string> build_copy_engine_layout(
-    CollectiveOp op, std::int64_t m, std::int64_t n, int num_ctas, int group_m, int groups_per_part,
-    int world, int rank, CopyEngineLayout* plan, CopyEngineRoute route = CopyEngineRoute::Direct,
-    int slabs = 1, bool slab_skew = false);
+std::optional<std::string> build_copy_engine_layout(CollectiveOp op, std::int64_t m, std::int64_t n,
+                                                    int num_ctas, int group_m, int groups_per_part,
+                                                    int world, int rank, CopyEngineLayout* plan,
+                                                    CopyEngineRoute route = CopyEngineRoute::Direct,
+                                                    int slabs = 1, bool slab_skew = false);
 
 }  // namespace overlapsim::kernels::tilewise

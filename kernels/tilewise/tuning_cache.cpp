@@ -24,8 +24,8 @@ std::vector<std::string> allowed_waits() {
   std::vector<std::string> names{"kernel", "stream_memop"};
   for (const char* mode : {"copy_engine", "epilogue_phase2", "tail_kernel"})
     for (const char* route : {"", "_ring"})
-      for (const char* blocks : {"", "_c2", "_c4", "_s2", "_s3", "_s4", "_s6", "_s8", "_s2d", "_s3d",
-                                 "_s4d", "_s6d", "_s8d"})
+      for (const char* blocks : {"", "_c2", "_c4", "_s2", "_s3", "_s4", "_s6", "_s8", "_s2d",
+                                 "_s3d", "_s4d", "_s6d", "_s8d"})
         for (const char* parallel : {"", "_par", "_whole", "_side", "_side_whole"})
           names.push_back(std::string(mode) + route + blocks + parallel);
   return names;

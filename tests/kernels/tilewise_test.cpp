@@ -530,12 +530,11 @@ TEST(TilewiseOwnerPlan, SlabOrderLayoutIsConsistent) {
     int slabs, groups;
     bool skew;
   };
-  for (const Case c :
-       {Case{4, 2048, 700, 2, 2, false}, Case{4, 4096, 1024, 4, 1, false},
-        Case{3, 1536, 513, 2, 3, false}, Case{2, 1024, 512, 2, 1, false},
-        Case{4, 8192, 2048, 4, 4, false}, Case{4, 2048, 700, 2, 2, true},
-        Case{4, 4096, 1024, 4, 1, true}, Case{3, 1536, 513, 2, 3, true},
-        Case{2, 1024, 512, 2, 1, true}, Case{4, 8192, 2048, 8, 2, true}}) {
+  for (const Case c : {Case{4, 2048, 700, 2, 2, false}, Case{4, 4096, 1024, 4, 1, false},
+                       Case{3, 1536, 513, 2, 3, false}, Case{2, 1024, 512, 2, 1, false},
+                       Case{4, 8192, 2048, 4, 4, false}, Case{4, 2048, 700, 2, 2, true},
+                       Case{4, 4096, 1024, 4, 1, true}, Case{3, 1536, 513, 2, 3, true},
+                       Case{2, 1024, 512, 2, 1, true}, Case{4, 8192, 2048, 8, 2, true}}) {
     SCOPED_TRACE(std::to_string(c.world) + " ranks, " + std::to_string(c.m) + "x" +
                  std::to_string(c.n) + ", " + std::to_string(c.slabs) + " slabs, " +
                  std::to_string(c.groups) + " groups, skew " + std::to_string(c.skew));
@@ -546,7 +545,8 @@ TEST(TilewiseOwnerPlan, SlabOrderLayoutIsConsistent) {
                                             CopyEngineRoute::Ring, c.slabs, c.skew));
     const int G = c.groups;
     // A plan's group by unit id and index (groups are listed in visiting order).
-    const auto group_of = [&](const CopyEngineLayout& plan, int unit, int j) -> const CopyEngineGroup& {
+    const auto group_of = [&](const CopyEngineLayout& plan, int unit,
+                              int j) -> const CopyEngineGroup& {
       for (const CopyEngineGroup& g : plan.groups)
         if (g.unit == unit && g.index == j) return g;
       ADD_FAILURE() << "no group " << j << " of unit " << unit;
@@ -646,7 +646,8 @@ TEST(TilewiseOwnerPlan, SlabOrderLayoutIsConsistent) {
   o.phase2 = CopyEnginePhase2::TailKernel;
   o.tail_whole_part = true;
   EXPECT_TRUE(CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 2048, 512, 64, 4, o).ok);
-  EXPECT_FALSE(CopyEngineDesign::can_implement(CollectiveOp::ReduceScatter, 2048, 512, 64, 4, o).ok);
+  EXPECT_FALSE(
+      CopyEngineDesign::can_implement(CollectiveOp::ReduceScatter, 2048, 512, 64, 4, o).ok);
   o.row_chunks = 2;
   const Status s = CopyEngineDesign::can_implement(CollectiveOp::AllReduce, 4096, 512, 64, 4, o);
   EXPECT_FALSE(s.ok);
@@ -948,7 +949,8 @@ TEST(TilewiseTuningCache, RingRouteAndRowChunkNames) {
         "copy_engine_c2", "tail_kernel_ring_par", "copy_engine_ring_c2_par", "copy_engine_par",
         "tail_kernel_ring_whole", "tail_kernel_ring_c2_whole", "tail_kernel_ring_s2",
         "copy_engine_ring_s4_par", "tail_kernel_ring_s2_whole", "tail_kernel_ring_s4d",
-        "copy_engine_ring_s2d_par", "tail_kernel_ring_s2_side", "tail_kernel_ring_s4d_side_whole"}) {
+        "copy_engine_ring_s2d_par", "tail_kernel_ring_s2_side",
+        "tail_kernel_ring_s4d_side_whole"}) {
     std::string text = "entries:\n" + entry;
     text.replace(text.find("WAIT"), 4, wait);
     std::string error;
