@@ -88,11 +88,16 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
   if (modes.empty()) modes.push_back(tw::CopyEnginePhase2::CopyEngine);
   if (std::find(modes.begin(), modes.end(), tw::CopyEnginePhase2::TailKernel) != modes.end())
     OVERLAPSIM_TRY(measure_tail_curve(sc));
-  // Routes: the ring where it differs from the direct route (copy_engine_layout.hpp).
+  // Routes: the ring where it differs from the direct route (copy_engine_layout.hpp), and at 2
+  // ranks for the slab order (which needs the ring's layout; there it is the direct route's sum).
+  const bool slab_search = sc.coll == CollectiveOp::AllReduce &&
+                           std::any_of(sc.settings.ce_slabs.begin(), sc.settings.ce_slabs.end(),
+                                       [](int s) { return s > 1; });
   std::vector<tw::CopyEngineRoute> routes;
   for (const tw::CopyEngineRoute route : sc.settings.routes)
     if (route == tw::CopyEngineRoute::Direct ||
-        (sc.env.world() > 2 && !tw::route_error(sc.coll, route)))
+        ((sc.env.world() > 2 || (sc.env.world() == 2 && slab_search)) &&
+         !tw::route_error(sc.coll, route)))
       routes.push_back(route);
   if (routes.empty()) routes.push_back(tw::CopyEngineRoute::Direct);
   if (cached && !cached->partition.empty()) {
@@ -160,6 +165,8 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
       for (const bool skew : skews)
         for (const tw::CopyEngineRoute route : routes) {
           if (slabs == 1 && skew != skews.front()) continue;  // one pass without slabs
+      // At 2 ranks the ring without slabs is the direct route: timed once, as direct.
+      if (slabs == 1 && route == tw::CopyEngineRoute::Ring && sc.env.world() == 2) continue;
           if (chunks > 1 && route != tw::CopyEngineRoute::Ring && sc.env.world() > 2 && !cached)
             continue;
           // Slabs: the ring route only, not with row chunks (both cut the rows).
