@@ -110,6 +110,8 @@ sim::PairCase pair_case(const sim::Profile& profile, const Measurement& m, const
   // The phase 2 the row measured (its design name says which).
   pc.phase2 = m.design == "tilewise_ce_tk" ? sim::TilewiseDesign::AllReducePhase2::TailKernel
                                            : sim::TilewiseDesign::AllReducePhase2::CopyEngine;
+  // These rows ran the direct route (the ring's rows are named tilewise_ce_ring*).
+  pc.route = sim::TilewiseDesign::Route::Direct;
   return pc;
 }
 

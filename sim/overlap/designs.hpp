@@ -11,7 +11,9 @@
 
 #include "sim/overlap/fused_model.hpp"
 #include "sim/overlap/paired_design.hpp"
+#include "sim/tilewise_plan/allgather.hpp"
 #include "sim/tilewise_plan/copy_engine.hpp"
+#include "sim/tilewise_plan/ring.hpp"
 #include "sim/tilewise_plan/wave_groups.hpp"
 
 namespace overlapsim::sim {
@@ -54,7 +56,11 @@ class DecomposedDesign final : public PairedDesign {
 // Transport `copy_engine` (a constructor option): no NCCL; the GEMM keeps every SM and computes
 // the other ranks' parts first (rank-rotated tile order); the copy engines carry each
 // finished group to its owner; the owner's epilogue adds the peers' tiles to its own part
-// (plan_copy_engine below).
+// (plan_copy_engine below). With allgather_push_bandwidth_Bps and allgather_push_latency_s
+// in the profile it also takes the consumer side, AllGather + GEMM (sequence parallelism's
+// column-parallel inputs): each rank's copy engines push its row block to the peers in
+// rotated order, chunk by chunk, while its GEMM visits the blocks in arrival order, own
+// block first (sim/tilewise_plan/allgather.hpp, allgather_schedule below).
 class TilewiseDesign final : public PairedDesign {
  public:
   enum class Transport { Nccl, CopyEngine };
@@ -72,6 +78,11 @@ class TilewiseDesign final : public PairedDesign {
   Transport transport() const { return transport_; }
   // TailKernel without the profile's tail-kernel rates: std::invalid_argument naming them.
   void set_allreduce_phase2(AllReducePhase2 mode);
+  // The copy-engine route on more than 2 ranks (the kernel's CopyEngineRoute): Auto takes
+  // the faster of the direct route and the ring, as the kernel's tuner does; Direct replays
+  // a measured direct-route row.
+  enum class Route { Auto, Direct };
+  void set_route(Route route) { route_ = route; }
   // Replays a measured configuration: waves per group, and the SMs left to NCCL.
   void set_partition(std::vector<int> waves_per_group) { partition_ = std::move(waves_per_group); }
   void set_max_groups(int groups) { max_groups_ = groups; }
@@ -92,11 +103,15 @@ class TilewiseDesign final : public PairedDesign {
   void set_transport(Transport transport, const Profile& profile);
   std::optional<PairSchedule> copy_engine_schedule(const ComputeModel& model, const PairView& pair,
                                                    std::string& why_not) const;
+  std::optional<PairSchedule> allgather_schedule(const ComputeModel& model, const PairView& pair,
+                                                 std::string& why_not) const;
   Transport transport_ = Transport::Nccl;
   double copy_Bps_ = 0, copy_latency_s_ = 0, epilogue_ = 0, epilogue_Bps_ = 0;
   double phase2_contention_ = 0;
   double tail_Bps_ = 0, tail_latency_s_ = 0;
+  double push_Bps_ = 0, push_latency_s_ = 0;  // 0: AllGather + GEMM left sequential
   AllReducePhase2 phase2_ = AllReducePhase2::Auto;
+  Route route_ = Route::Auto;
   int comm_sms_, max_groups_;
   double tile_m_, tile_n_, gemm_vs_vendor_ = 0, signal_, interference_, wait_s_, call_latency_s_;
   // The own GEMM's time: its measured tables (compute.own_gemm_tables) when the profile

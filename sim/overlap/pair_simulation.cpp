@@ -90,7 +90,10 @@ PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
       if (pc.comm_sms > 0) t->set_comm_sms(pc.comm_sms, pc.comm_stretch);
       if (!pc.waves_per_group.empty()) t->set_partition(pc.waves_per_group);
       if (pc.max_groups > 0) t->set_max_groups(pc.max_groups);
-      if (pc.copy_engine) t->set_allreduce_phase2(pc.phase2);
+      if (pc.copy_engine) {
+        t->set_allreduce_phase2(pc.phase2);
+        t->set_route(pc.route);
+      }
     }
   };
   // The designs read the profile as given; the compute model times the op at op_time_s.

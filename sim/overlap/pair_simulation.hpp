@@ -48,6 +48,8 @@ struct PairCase {
   bool copy_engine = false;          // tilewise: the copy-engine transport (no NCCL)
   // tilewise copy_engine all-reduce: its phase 2 (Auto: the faster the profile allows).
   TilewiseDesign::AllReducePhase2 phase2 = TilewiseDesign::AllReducePhase2::Auto;
+  // tilewise copy_engine on > 2 ranks: the route (Auto: the faster of direct and ring).
+  TilewiseDesign::Route route = TilewiseDesign::Route::Auto;
 };
 
 struct PairOutcome {

@@ -118,6 +118,9 @@ std::optional<PairSchedule> TilewiseDesign::schedule(const ComputeModel& model,
                                                      std::string& why_not) const {
   const OpNode& op = *pair.compute;
   const CollectiveOp coll = pair.comm->collective;
+  if (!pair.producer && coll == CollectiveOp::AllGather && op.kind == OpKind::Gemm &&
+      transport_ == Transport::CopyEngine)
+    return allgather_schedule(model, pair, why_not);
   if (!pair.producer || op.kind != OpKind::Gemm ||
       (coll != CollectiveOp::AllReduce && coll != CollectiveOp::ReduceScatter &&
        coll != CollectiveOp::AllToAll)) {

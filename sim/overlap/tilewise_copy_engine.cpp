@@ -76,6 +76,19 @@ void TilewiseDesign::set_transport(Transport transport, const Profile& profile) 
     tail_latency_s_ = p.need_at_least("tail_kernel_latency_s", 0,
                                       "the tail kernel's fixed time per exchange, such as 9us");
   }
+  const bool push_bw = profile.designs.find("tilewise", "allgather_push_bandwidth_Bps") != nullptr;
+  const bool push_lat = profile.designs.find("tilewise", "allgather_push_latency_s") != nullptr;
+  if (push_bw != push_lat)
+    throw config::ConfigError(
+        profile.path + ": designs.tilewise." +
+        (push_bw ? "allgather_push_latency_s" : "allgather_push_bandwidth_Bps") +
+        " missing: the AllGather+GEMM push step needs both its rate and its fixed time");
+  if (push_bw) {
+    push_Bps_ = p.need_at_least("allgather_push_bandwidth_Bps", 1,
+                                "one rotated push step's copy rate, such as 370GBps");
+    push_latency_s_ = p.need_at_least("allgather_push_latency_s", 0,
+                                      "one push step's fixed time (copy and flag), such as 8us");
+  }
   for (auto& u : p.used()) parameters_.push_back(u);
 }
 
@@ -86,6 +99,74 @@ void TilewiseDesign::set_allreduce_phase2(AllReducePhase2 mode) {
         "tail_kernel_bandwidth_Bps and tail_kernel_latency_s in the profile (overlapsim fit "
         "writes them from overlap-bench's peer_copy tail_kernel rows)");
   phase2_ = mode;
+}
+
+std::optional<PairSchedule> TilewiseDesign::allgather_schedule(const ComputeModel& model,
+                                                               const PairView& pair,
+                                                               std::string& why_not) const {
+  if (!pair.intra_host || pair.comm_ranks < 2) {
+    why_not = "copy-engine transport: communicator not inside one NVLink host";
+    return std::nullopt;
+  }
+  if (!(push_Bps_ > 0)) {
+    why_not = "AllGather+GEMM: the profile has no designs.tilewise.allgather_push_* rates";
+    return std::nullopt;
+  }
+  const OpNode& op = *pair.compute;
+  const int n = pair.comm_ranks;
+  const double bytes = static_cast<double>(pair.comm->comm_bytes);
+  const double m = static_cast<double>(op.gemm.m), k = static_cast<double>(op.gemm.k);
+  // The kernel gathers the GEMM's A by rows: the gathered tensor must be A (m x k, any
+  // element size) and every rank's block a whole number of tile rows per chunk.
+  const double element_bytes = bytes / (m * k * std::max<std::int64_t>(1, op.gemm.batch));
+  if (op.gemm.batch != 1 || !(element_bytes == 1 || element_bytes == 2 || element_bytes == 4)) {
+    why_not = "AllGather+GEMM: the gathered tensor is not the GEMM's A rows";
+    return std::nullopt;
+  }
+  tilewise_plan::AllGatherProblem w;
+  w.world = n;
+  w.tiles = gemm_tiles(op, tile_m_, tile_n_);
+  w.ctas = sms();
+  w.gemm_s = own_gemm_s(model, op);
+  // Like the kernel's tuner: chunks per block 1, 2, 4 (rotated pushes, the mode that won
+  // or tied on every measured shape), the fastest by the planner.
+  tilewise_plan::AllGatherPlan best;
+  best.end_s = 1e300;
+  int best_chunks = 0;
+  double best_step_s = 0;
+  for (int chunks : {1, 2, 4}) {
+    if (std::fmod(m, tile_m_ * n * chunks) != 0) continue;
+    w.chunks = chunks;
+    w.step_s = push_latency_s_ + bytes / n / chunks / push_Bps_;
+    tilewise_plan::AllGatherPlan plan = tilewise_plan::plan_allgather_consumer(w);
+    if (plan.end_s < best.end_s) {
+      best = std::move(plan);
+      best_chunks = chunks;
+      best_step_s = w.step_s;
+    }
+  }
+  if (best_chunks == 0) {
+    why_not = "AllGather+GEMM: rows not a multiple of tile rows x ranks";
+    return std::nullopt;
+  }
+  // One group a chunk, in the GEMM's order (own block first): its unstalled waves; one
+  // part a chunk on the push stream, the own block's taking no time and no bytes, each
+  // peer chunk one push step after the last. A group starts once its part has landed.
+  PairSchedule s;
+  const std::size_t chunks = best.wave_end_s.size();
+  double prev_wave = 0;
+  const double peer_chunks = static_cast<double>((n - 1) * best_chunks);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    s.compute_s.push_back(best.wave_end_s[c] - prev_wave);
+    prev_wave = best.wave_end_s[c];
+    const bool own = c < static_cast<std::size_t>(best_chunks);
+    s.comm_share.push_back(own ? 0.0 : 1.0 / peer_chunks);
+    s.part_time_s.push_back(own ? 0.0 : best_step_s);
+    s.part_delays_s.push_back(0);
+  }
+  // The copy engines share HBM with the GEMM (NCCL's measured interference, assumed here).
+  s.compute_slowdown = interference_;
+  return s;
 }
 
 std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeModel& model,
@@ -131,6 +212,64 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
       CopyEnginePlan plan = plan_copy_engine(w);
       if (plan.end_s < best.end_s) best = std::move(plan);
     }
+  // More than 2 ranks: the kernel's tuner also times the ring route (reduce-scatter and
+  // all-reduce), and for an all-reduce its row chunks; the fastest is taken, here by the
+  // ring's planner (sim/tilewise_plan/ring.hpp), which has no interference term.
+  if (w.world > 2 && w.op != CollectiveOp::AllToAll && route_ == Route::Auto) {
+    tilewise_plan::RingProblem r;
+    r.op = w.op == CollectiveOp::AllReduce ? tilewise_plan::Collective::AllReduce
+                                           : tilewise_plan::Collective::ReduceScatter;
+    r.world = w.world;
+    r.tiles = w.tiles;
+    r.ctas = w.sms;
+    r.gemm_s = w.gemm_s;
+    r.bytes = w.bytes;
+    r.copy_s = tilewise_plan::linear_time(copy_latency_s_, copy_Bps_);
+    r.wait_s = wait_s_;
+    r.phase2_contention = phase2_contention_;
+    // The tail kernel exchanges with the n - 1 peers one after another at its 2-rank rate.
+    const int peers = w.world - 1;
+    const double tail_lat = tail_latency_s_, tail_rate = tail_Bps_;
+    r.tail_s = [peers, tail_lat, tail_rate](double b) { return tail_lat + peers * b / tail_rate; };
+    std::vector<tilewise_plan::Phase2> modes;
+    if (r.op == tilewise_plan::Collective::AllReduce) {
+      for (const double rate : tail_rates)
+        modes.push_back(rate > 0 ? tilewise_plan::Phase2::TailKernel
+                                 : tilewise_plan::Phase2::CopyEngine);
+    } else {
+      modes.push_back(tilewise_plan::Phase2::CopyEngine);
+    }
+    const bool all_reduce = r.op == tilewise_plan::Collective::AllReduce;
+    double ring_end = 1e300, ring_gemm = 0;
+    for (int g = std::min(2, max_groups_); g <= max_groups_ && g <= part_tiles; g *= 2)
+      for (int chunks : {1, 2, 4}) {
+        // Row chunks: all-reduce only, at most 4 groups a part (the tuner's set).
+        if (chunks > 1 && (!all_reduce || g > 4 || g > part_tiles / chunks)) continue;
+        for (const tilewise_plan::Phase2 mode : modes)
+          for (const bool own_streams : {false, true}) {
+            if (own_streams && !all_reduce) continue;
+            r.groups_per_part = g;
+            r.row_chunks = chunks;
+            r.phase2 = mode;
+            r.phase2_own_streams = own_streams;
+            const tilewise_plan::RingPlan plan = tilewise_plan::plan_ring(r);
+            if (plan.end_s < ring_end) {
+              ring_end = plan.end_s;
+              ring_gemm = plan.gemm_end_s;
+            }
+          }
+      }
+    if (ring_end < best.end_s) {
+      // The GEMM with its stalls as one group, what is left after it as one part.
+      PairSchedule s;
+      s.compute_s = {ring_gemm};
+      s.comm_share = {1.0};
+      s.part_time_s = {std::max(0.0, ring_end - ring_gemm)};
+      s.part_delays_s = {0.0};
+      s.compute_slowdown = interference_;
+      return s;
+    }
+  }
   PairSchedule s;
   s.compute_s = std::move(best.compute_s);
   s.comm_share = std::move(best.comm_share);

@@ -23,6 +23,7 @@ AllGatherPlan plan_allgather_consumer(const AllGatherProblem& p) {
     const double f = std::max({w, f_prev + (w - w_prev), a + own_run});
     plan.arrival_s.push_back(a);
     plan.done_s.push_back(f);
+    plan.wave_end_s.push_back(w);
     last_arrival = std::max(last_arrival, a);
     f_prev = f;
     w_prev = w;

@@ -30,6 +30,7 @@ struct AllGatherProblem {
 
 struct AllGatherPlan {
   std::vector<double> arrival_s, done_s;  // per chunk in the GEMM's order
+  std::vector<double> wave_end_s;         // per chunk: W_k, its unstalled end
   double end_s = 0;
 };
 

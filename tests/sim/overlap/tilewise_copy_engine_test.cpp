@@ -123,9 +123,40 @@ TEST(TilewiseCopyEngine, EventSimulationEqualsTheClosedFormPlan) {
     }
 }
 
+// The ring route's best plan as the design searches it (groups 2..16, row chunks 1, 2, 4 for
+// an all-reduce with at most 4 groups a part, phase 2 on the comm stream or its own), with
+// the profile's copy rate and no fixed costs: what a > 2-rank pair takes where it beats the
+// direct route.
+double best_ring_s(CollectiveOp op, int world, double tiles, double gemm_time_s, double bytes,
+                   double contention) {
+  tilewise_plan::RingProblem r;
+  r.op = op == CollectiveOp::AllReduce ? tilewise_plan::Collective::AllReduce
+                                       : tilewise_plan::Collective::ReduceScatter;
+  r.world = world;
+  r.tiles = tiles;
+  r.ctas = 132;
+  r.gemm_s = gemm_time_s;
+  r.bytes = bytes;
+  r.copy_s = tilewise_plan::linear_time(0, kCopyBps);
+  r.phase2_contention = contention;
+  double best = 1e300;
+  for (int g : {2, 4, 8, 16})
+    for (int chunks : {1, 2, 4})
+      for (bool own_streams : {false, true}) {
+        if ((chunks > 1 || own_streams) && op != CollectiveOp::AllReduce) continue;
+        if (chunks > 1 && g > 4) continue;
+        r.groups_per_part = g;
+        r.row_chunks = chunks;
+        r.phase2_own_streams = own_streams;
+        best = std::min(best, tilewise_plan::plan_ring(r).end_s);
+      }
+  return best;
+}
+
 // On 4 ranks the design reads the > 2-rank keys where the profile has them: the event
 // simulation equals the best closed-form plan with them, and without them the plan with
-// the fraction per peer and no contention (the older profiles' meaning).
+// the fraction per peer and no contention (the older profiles' meaning); the ring route is
+// the other candidate, the same with or without the keys but for its contention.
 TEST(TilewiseCopyEngine, FourRanksReadTheGeneralEpilogueAndContentionKeys) {
   NvSwitchNodeSpec spec;
   spec.gpus = 4;
@@ -150,6 +181,8 @@ TEST(TilewiseCopyEngine, FourRanksReadTheGeneralEpilogueAndContentionKeys) {
         w.phase2_contention = with_keys ? 0.3 : 0;
         best = std::min(best, plan_copy_engine(w).end_s);
       }
+      best = std::min(best, best_ring_s(coll, 4, 64.0 * 32, gemm_s(pc),
+                                        static_cast<double>(pc.comm_bytes), with_keys ? 0.3 : 0));
       EXPECT_NEAR(simulate_pair(pc, "tilewise", with_keys ? profile : old_profile, topo).time_s,
                   best, 1e-9 * best)
           << to_string(coll) << " keys " << with_keys;
@@ -370,6 +403,65 @@ TEST(TilewiseCopyEngine, TailKernelPhase2FromTheProfile) {
     ADD_FAILURE() << "expected an error: only one tail-kernel key";
   } catch (const config::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("designs.tilewise.tail_kernel_latency_s missing"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// AllGather+GEMM, the consumer side, on 4 ranks: 4096x8448x4096 is 32 x 33 = 1056 tiles,
+// 8 waves of 132; a rank's block is 2 waves, a chunk of 2 per block 1 wave.
+PairCase ag_pair() {
+  PairCase pc = ce_pair(4096, 8448, 4096, CollectiveOp::AllGather);
+  pc.comm_bytes = 4096ull * 4096 * 2;  // the gathered A
+  pc.producer = false;
+  pc.world = 4;
+  return pc;
+}
+
+Topology four_gpu_node() {
+  NvSwitchNodeSpec spec;
+  spec.gpus = 4;
+  spec.nvlink_bandwidth_Bps = 450e9;
+  spec.nvlink_latency_s = 0.3e-6;
+  return build_nvswitch_node(spec);
+}
+
+// Free pushes hide entirely: the pair is the GEMM. Slow ones: the rotated steps end at
+// 3 c (latency + shard / c / rate), and the last chunk's wave follows; c = 2 is the best of
+// 1, 2, 4 here (1: 3 x 110 us + 2 waves; 4: 12 x 35 us + 1 wave).
+TEST(TilewiseCopyEngine, AllGatherGemmHidesItsPushesOrEndsAfterTheLast) {
+  const Topology topo = four_gpu_node();
+  Profile profile = copy_engine_profile(true, 0, 16);
+  const PairCase pc = ag_pair();
+  const double t = gemm_s(pc), wave = t / 8, shard = 4096.0 * 4096 * 2 / 4;
+  set_param(profile, "tilewise", "allgather_push_bandwidth_Bps", 1e30);
+  set_param(profile, "tilewise", "allgather_push_latency_s", 0);
+  PairOutcome free = simulate_pair(pc, "tilewise", profile, topo);
+  EXPECT_TRUE(free.overlapped) << free.why_not;
+  EXPECT_NEAR(free.time_s, t, 1e-9 * t);
+  const double rate = shard / 100e-6, latency = 10e-6;  // a whole block: 100 us + 10 us
+  set_param(profile, "tilewise", "allgather_push_bandwidth_Bps", rate);
+  set_param(profile, "tilewise", "allgather_push_latency_s", latency);
+  const double two_chunks = 6 * (latency + shard / 2 / rate) + wave;
+  ASSERT_LT(two_chunks, 3 * (latency + shard / rate) + 2 * wave);
+  ASSERT_LT(two_chunks, 12 * (latency + shard / 4 / rate) + wave);
+  EXPECT_NEAR(simulate_pair(pc, "tilewise", profile, topo).time_s, two_chunks, 1e-9);
+}
+
+// Without the push keys the consumer pair stays sequential (older profiles); one key alone
+// names the other.
+TEST(TilewiseCopyEngine, AllGatherGemmNeedsBothPushKeys) {
+  const Topology topo = four_gpu_node();
+  Profile profile = copy_engine_profile(true, 0, 16);
+  const PairOutcome none = simulate_pair(ag_pair(), "tilewise", profile, topo);
+  EXPECT_FALSE(none.overlapped);
+  EXPECT_NE(none.why_not.find("allgather_push"), std::string::npos) << none.why_not;
+  set_param(profile, "tilewise", "allgather_push_bandwidth_Bps", 3e11);
+  try {
+    simulate_pair(ag_pair(), "tilewise", profile, topo);
+    ADD_FAILURE() << "expected an error: only one push key";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("designs.tilewise.allgather_push_latency_s missing"),
               std::string::npos)
         << e.what();
   }
