@@ -38,6 +38,7 @@ struct SimulateOptions {
   std::string trace_ranks;  // comma-separated global ranks; empty: first 16 simulated
   std::string format = "table";
   std::string output;
+  std::string json_output;  // the JSON result as well, beside a table on --output or stdout
   std::string images = "inter-host";
   bool no_fold = false;
   bool ignore_memory = false;  // simulate even where the memory model says it does not fit
@@ -168,6 +169,7 @@ int run_simulate(const SimulateOptions& o) {
   request.fold = !o.no_fold;
   // Output paths are checked before the run, not after minutes of simulating.
   if (!o.output.empty()) config::check_writable(o.output, "--output");
+  if (!o.json_output.empty()) config::check_writable(o.json_output, "--json-output");
   if (!o.trace.empty()) {
     if (o.design != "all") config::check_writable(o.trace, "--trace");
     for (const auto& design : options.designs)
@@ -221,6 +223,8 @@ int run_simulate(const SimulateOptions& o) {
     else
       text = sim::format_profile(inputs.profile) + text;
   }
+  // One simulation for both the table a person reads and the JSON a script reads.
+  if (!o.json_output.empty()) outputs.add(o.json_output, simulate_json(report));
   if (o.output.empty()) {
     outputs.commit();
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -249,6 +253,8 @@ void add_simulate_command(CLI::App& app, Runner& selected) {
                   "global ranks to trace, e.g. 0,8 (default: the first 16 simulated ranks)");
   sub->add_option("--format", opts->format, "table|json")->capture_default_str();
   sub->add_option("-o,--output", opts->output, "write the result to FILE (atomically)");
+  sub->add_option("--json-output", opts->json_output,
+                  "also write the result as JSON to FILE (atomically, with the other outputs)");
   sub->add_option("--images", opts->images,
                   "background traffic of folded ranks: none|inter-host|all")
       ->capture_default_str();

@@ -3,7 +3,7 @@
 # command that made it, and checks that each comes out byte for byte as committed.
 #   benchmarks/projections/regenerate.sh [--cheap] [--write] [--build DIR] [--only FILE]
 #     --cheap  skip the run that takes minutes (DeepSeek-V3); CI runs this
-#     --only   make and compare that one output (a file name listed in runs.txt)
+#     --only   make and compare that one run (its first output file's name in runs.txt)
 #     --write  overwrite the committed files instead of comparing (a deliberate change)
 # Exit 0: all identical (or written); 1: some differ (each difference is listed).
 set -euo pipefail
@@ -27,17 +27,20 @@ trap 'rm -rf "$out"' EXIT
 
 P=benchmarks/projections
 cluster=workloads/clusters/h200-128node-ndr.yaml
-# name | slow (1) or cheap (0) | arguments after `overlapsim`, from runs.txt
+# names | slow (1) or cheap (0) | arguments after `overlapsim`, from runs.txt
 runs=()
 while IFS= read -r line; do
   [[ -z "$line" || "$line" == \#* ]] && continue
   line="${line//\$P/$P}"
+  line="${line//\$out/$out}"
   runs+=("${line//\$cluster/$cluster}")
 done <"$P/runs.txt"
 
 differ=0 ran=0
 for run in "${runs[@]}"; do
-  IFS='|' read -r name slow args <<<"$run"
+  IFS='|' read -r names slow args <<<"$run"
+  read -r -a files <<<"$names"
+  name="${files[0]}"
   ((cheap && slow)) && continue
   [[ -n "$only" && "$name" != "$only" ]] && continue
   # shellcheck disable=SC2086 # the arguments are words by design
@@ -45,15 +48,17 @@ for run in "${runs[@]}"; do
     echo "FAIL  $name: overlapsim $args"; sed 's/^/      /' "$out/$name.log"; differ=1; continue
   fi
   ran=$((ran + 1))
-  if ((write)); then
-    cp "$out/$name" "$P/$name"; echo "wrote $P/$name"
-  elif cmp -s "$out/$name" "$P/$name"; then
-    echo "same  $name"
-  else
-    echo "DIFF  $name: overlapsim $args"
-    diff "$P/$name" "$out/$name" | head -20 | sed "s/^/      /" || true
-    differ=1
-  fi
+  for file in "${files[@]}"; do
+    if ((write)); then
+      cp "$out/$file" "$P/$file"; echo "wrote $P/$file"
+    elif cmp -s "$out/$file" "$P/$file"; then
+      echo "same  $file"
+    else
+      echo "DIFF  $file: overlapsim $args"
+      diff "$P/$file" "$out/$file" | head -20 | sed "s/^/      /" || true
+      differ=1
+    fi
+  done
 done
 if [[ -n "$only" ]] && ((ran == 0 && !differ)); then
   echo "regenerate.sh: --only $only: not a run in $P/runs.txt (or skipped by --cheap)" >&2; exit 2

@@ -193,6 +193,20 @@ TEST_F(SimulateCli, OutputIsByteIdenticalAcrossRuns) {
   EXPECT_EQ(a.out, b.out);
 }
 
+// One run, two readers: --json-output holds exactly what --format json prints.
+TEST_F(SimulateCli, JsonOutputEqualsFormatJson) {
+  const fs::path table = dir_ / "step.txt";
+  const fs::path json = dir_ / "step.json";
+  const CliRun both = run(kTiny + " --design all --no-timing -o " + table.string() +
+                          " --json-output " + json.string());
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  const CliRun as_json = run(kTiny + " --design all --no-timing --format json");
+  const CliRun as_table = run(kTiny + " --design all --no-timing");
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  EXPECT_EQ(slurp(json), as_json.out);
+  EXPECT_EQ(slurp(table), as_table.out);
+}
+
 TEST_F(SimulateCli, TraceParsesWithStreamTracks) {
   const fs::path trace = dir_ / "trace.json";
   const CliRun r = run(kTiny + " --trace " + trace.string());

@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // Four cases, 13 rows: collectives at two CTA limits, GEMMs of two designs.
-const char* kSuite = R"(format: 1
+const char* kKillSuite = R"(format: 1
 name: kill
 gpus: 2
 defaults: {dtype: bf16, warmup: 1, iterations: 2}
@@ -60,7 +60,7 @@ class CalibrateKill : public ::testing::Test {
              ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     fs::create_directories(root_);
-    std::ofstream(root_ / "suite.yaml") << kSuite;
+    std::ofstream(root_ / "suite.yaml") << kKillSuite;
     for (const char* v : {"FAKE_BENCH_CALLS", "FAKE_BENCH_FAIL_AFTER", "FAKE_BENCH_NO_GPU",
                           "FAKE_BENCH_FAIL_OP", "FAKE_BENCH_SLEEP", "FAKE_BENCH_PIDS"})
       unsetenv(v);

@@ -1,5 +1,6 @@
 // UTF-8 checking and the escaping of user text in messages.
 #include "config/text.hpp"
+#include "config/error.hpp"
 
 #include <gtest/gtest.h>
 
@@ -47,4 +48,13 @@ TEST(Printable, KeepsOneLineAndNoTerminalControl) {
   EXPECT_EQ(printable("\xFF"), "\\xff");
   EXPECT_EQ(printable("\xC2\xB5s"), "\xC2\xB5s");  // printable UTF-8 is kept
   EXPECT_EQ(printable("\x7f"), "\\x7f");
+}
+
+// Every thrower's message is one printable line, whatever user text it quotes.
+TEST(ConfigErrorMessage, QuotedUserTextStaysOneLine) {
+  const ConfigError e("f.yaml:1:1: a\tb\nc\x1b[31m: unknown key (expected one of: name)");
+  EXPECT_STREQ(e.what(), "f.yaml:1:1: a\\tb\\nc\\x1b[31m: unknown key (expected one of: name)");
+  // Printable already: unchanged, so wrapping one message in another does not escape twice.
+  const ConfigError wrapped(std::string("--out: ") + e.what());
+  EXPECT_EQ(std::string(wrapped.what()), std::string("--out: ") + e.what());
 }

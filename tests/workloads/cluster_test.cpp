@@ -22,7 +22,7 @@ ClusterSpec parse(const std::string& yaml) {
 }
 
 // Parsing `yaml` must fail with a message containing each of `parts`.
-void expect_error(const std::string& yaml, const std::vector<std::string>& parts) {
+void expect_cluster_error(const std::string& yaml, const std::vector<std::string>& parts) {
   try {
     parse(yaml);
     ADD_FAILURE() << "no error for:\n" << yaml;
@@ -159,9 +159,9 @@ TEST(Cluster, PowerUnits) {
   EXPECT_DOUBLE_EQ(parse(base + "350\n").gpu->power_W->value, 350);
   EXPECT_FALSE(parse("name: x\nnodes: 1\ngpus_per_node: 1\ngpu: {peak_bf16_flops: 1, source: s}\n")
                    .gpu->power_W);
-  expect_error(base + "700 Watts\n", {"bad.yaml:7:", "power_W", "not a power", "700W"});
-  expect_error(base + "0W\n", {"bad.yaml:7:", "power_W", "'0W'"});
-  expect_error("name: x\nnodes: 1\ngpus_per_node: 1\ngpu: {peak_bf16_flops: 1, source: s, power_W: 5GB}\n",
+  expect_cluster_error(base + "700 Watts\n", {"bad.yaml:7:", "power_W", "not a power", "700W"});
+  expect_cluster_error(base + "0W\n", {"bad.yaml:7:", "power_W", "'0W'"});
+  expect_cluster_error("name: x\nnodes: 1\ngpus_per_node: 1\ngpu: {peak_bf16_flops: 1, source: s, power_W: 5GB}\n",
                {"bad.yaml:4:", "power_W", "not a power"});
 }
 
@@ -266,70 +266,70 @@ TEST(ClusterErrors, MissingFile) {
 }
 
 TEST(ClusterErrors, UnknownKeys) {
-  expect_error(kNvswitchNode + "colour: blue\n", {"bad.yaml:16:1", "colour", "unknown key"});
-  expect_error(replace(kNvswitchNode, "  latency_s: 0.3us\n", "  latency_s: 0.3us\n  lanes: 4\n"),
+  expect_cluster_error(kNvswitchNode + "colour: blue\n", {"bad.yaml:16:1", "colour", "unknown key"});
+  expect_cluster_error(replace(kNvswitchNode, "  latency_s: 0.3us\n", "  latency_s: 0.3us\n  lanes: 4\n"),
                {"bad.yaml:8:3", "intra_node.lanes", "unknown key"});
   // A documented key of another kind.
-  expect_error(
+  expect_cluster_error(
       replace(kNvswitchNode, "  latency_s: 0.3us\n", "  latency_s: 0.3us\n  gpus_per_switch: 2\n"),
       {"bad.yaml:8:", "intra_node.gpus_per_switch", "does not apply to kind 'nvswitch'"});
 }
 
 TEST(ClusterErrors, MissingFields) {
-  expect_error(replace(kNvswitchNode, "nodes: 2\n", ""), {"bad.yaml:1:1", "nodes", "missing"});
-  expect_error(replace(kNvswitchNode, "  nic_bandwidth_Bps: 400Gbps\n", ""),
+  expect_cluster_error(replace(kNvswitchNode, "nodes: 2\n", ""), {"bad.yaml:1:1", "nodes", "missing"});
+  expect_cluster_error(replace(kNvswitchNode, "  nic_bandwidth_Bps: 400Gbps\n", ""),
                {"bad.yaml:", "inter_node.nic_bandwidth_Bps", "missing"});
-  expect_error(replace(kNvswitchNode, "  source: test\ninter_node", "inter_node"),
+  expect_cluster_error(replace(kNvswitchNode, "  source: test\ninter_node", "inter_node"),
                {"bad.yaml:", "intra_node.source", "missing"});
-  expect_error("name: x\nnodes: 1\ngpus_per_node: 1\ngpu: {name: g}\n",
+  expect_cluster_error("name: x\nnodes: 1\ngpus_per_node: 1\ngpu: {name: g}\n",
                {"bad.yaml:4:6", "gpu", "no profile"});
-  expect_error("name: x\nnodes: 1\ngpus_per_node: 1\ngpu: {peak_bf16_flops: 1TFLOPS}\n",
+  expect_cluster_error("name: x\nnodes: 1\ngpus_per_node: 1\ngpu: {peak_bf16_flops: 1TFLOPS}\n",
                {"bad.yaml:4:", "gpu.peak_bf16_flops", "no source"});
 }
 
 TEST(ClusterErrors, WrongUnitsAndValues) {
-  expect_error(replace(kNvswitchNode, "450GBps", "450GHz"),
+  expect_cluster_error(replace(kNvswitchNode, "450GBps", "450GHz"),
                {"bad.yaml:6:22", "intra_node.gpu_bandwidth_Bps", "not a bandwidth", "400Gbps"});
-  expect_error(replace(kNvswitchNode, "0.3us", "0.3 parsecs"),
+  expect_cluster_error(replace(kNvswitchNode, "0.3us", "0.3 parsecs"),
                {"bad.yaml:7:14", "intra_node.latency_s", "not a duration"});
-  expect_error(replace(kNvswitchNode, "0.3us", "-1us"),
+  expect_cluster_error(replace(kNvswitchNode, "0.3us", "-1us"),
                {"bad.yaml:7:14", "intra_node.latency_s", "'-1us'", "25us"});
-  expect_error(replace(kNvswitchNode, "400Gbps", "-400Gbps"),
+  expect_cluster_error(replace(kNvswitchNode, "400Gbps", "-400Gbps"),
                {"bad.yaml:11:22", "inter_node.nic_bandwidth_Bps", "'-400Gbps'", "400Gbps"});
-  expect_error(replace(kNvswitchNode, "63GBps", "0GBps"),
+  expect_cluster_error(replace(kNvswitchNode, "63GBps", "0GBps"),
                {"bad.yaml:12:", "inter_node.gpu_nic_bandwidth_Bps", "positive"});
-  expect_error(replace(kNvswitchNode, "nodes: 2", "nodes: 0"), {"bad.yaml:2:8", "nodes", ">= 1"});
-  expect_error(replace(kNvswitchNode, "nodes: 2", "nodes: two"),
+  expect_cluster_error(replace(kNvswitchNode, "nodes: 2", "nodes: 0"), {"bad.yaml:2:8", "nodes", ">= 1"});
+  expect_cluster_error(replace(kNvswitchNode, "nodes: 2", "nodes: two"),
                {"bad.yaml:2:8", "nodes", "not an integer"});
-  expect_error(replace(kNvswitchNode, "  link_latency_s: 0.15us\n",
+  expect_cluster_error(replace(kNvswitchNode, "  link_latency_s: 0.15us\n",
                        "  link_latency_s: 0.15us\n  oversubscription: 0.5\n"),
                {"bad.yaml:", "oversubscription", ">= 1"});
-  expect_error(kNvswitchNode + "price_per_gpu_hour_usd: 3\n",
+  expect_cluster_error(kNvswitchNode + "price_per_gpu_hour_usd: 3\n",
                {"bad.yaml:16:", "price_per_gpu_hour_usd", "source"});
 }
 
 TEST(ClusterErrors, WrongEnumsAndInconsistentSections) {
-  expect_error(replace(kNvswitchNode, "kind: rail-fat-tree", "kind: torus"),
+  expect_cluster_error(replace(kNvswitchNode, "kind: rail-fat-tree", "kind: torus"),
                {"bad.yaml:10:9", "inter_node.kind", "torus", "rail-fat-tree, switch, ring, none"});
-  expect_error(replace(kNvswitchNode, "kind: nvswitch", "kind: nvlink"),
+  expect_cluster_error(replace(kNvswitchNode, "kind: nvswitch", "kind: nvlink"),
                {"bad.yaml:5:9", "intra_node.kind", "nvswitch, pcie, none"});
-  expect_error(
+  expect_cluster_error(
       replace(kNvswitchNode, "  nic_bandwidth_Bps", "  nics_per_node: 3\n  nic_bandwidth_Bps"),
       {"bad.yaml:11:", "inter_node.nics_per_node", "divide"});
-  expect_error("name: x\nnodes: 4\ngpus_per_node: 1\n", {"bad.yaml:2:", "nodes", "inter_node"});
-  expect_error("name: x\nnodes: 1\ngpus_per_node: 4\n", {"bad.yaml:3:", "gpus_per_node"});
-  expect_error(replace(kNvswitchNode, "kind: rail-fat-tree", "kind: switch"),
+  expect_cluster_error("name: x\nnodes: 4\ngpus_per_node: 1\n", {"bad.yaml:2:", "nodes", "inter_node"});
+  expect_cluster_error("name: x\nnodes: 1\ngpus_per_node: 4\n", {"bad.yaml:3:", "gpus_per_node"});
+  expect_cluster_error(replace(kNvswitchNode, "kind: rail-fat-tree", "kind: switch"),
                {"bad.yaml:", "does not apply to kind 'switch'"});
-  expect_error(R"(name: x
+  expect_cluster_error(R"(name: x
 nodes: 4
 gpus_per_node: 2
 intra_node: {kind: nvswitch, gpu_bandwidth_Bps: 1GBps, latency_s: 0, source: t}
 inter_node: {kind: switch, nic_bandwidth_Bps: 1GBps, link_latency_s: 0, source: t}
 )",
                {"bad.yaml:4:", "intra_node.kind", "expected intra_node kind none"});
-  expect_error("name: x\nnodes: 1\ngpus_per_node: 1\ngpu: {profile: nowhere/p.yaml}\n",
+  expect_cluster_error("name: x\nnodes: 1\ngpus_per_node: 1\ngpu: {profile: nowhere/p.yaml}\n",
                {"bad.yaml:4:", "gpu.profile", "nowhere/p.yaml", "not found"});
-  expect_error("- just\n- a list\n", {"bad.yaml", "expected a map"});
+  expect_cluster_error("- just\n- a list\n", {"bad.yaml", "expected a map"});
 }
 
 // docs/cluster-format.md must document every key the loader accepts.

@@ -19,7 +19,7 @@ namespace {
 using testing::iota_ranks;
 
 constexpr double kNic_Bps = 50e9;
-constexpr double kHop_s = 0.15e-6;
+constexpr double kAggregateHop_s = 0.15e-6;
 
 // 16 nodes x 4 GPUs, 4 NICs per node, 4 nodes per leaf: 4 leaves per rail, one spine.
 RailFatTreeSpec mid_size(double oversubscription = 1, int nodes = 16) {
@@ -30,7 +30,7 @@ RailFatTreeSpec mid_size(double oversubscription = 1, int nodes = 16) {
   spec.nic_bandwidth_Bps = kNic_Bps;
   spec.gpu_nic_bandwidth_Bps = 63e9;
   spec.gpu_nic_latency_s = 1e-6;
-  spec.link_latency_s = kHop_s;
+  spec.link_latency_s = kAggregateHop_s;
   spec.leaf_down_ports = 4;
   spec.oversubscription = oversubscription;
   return spec;

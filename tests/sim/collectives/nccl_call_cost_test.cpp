@@ -33,7 +33,7 @@ const detail::CostEstimate& find(const std::vector<detail::CostEstimate>& costs,
   throw std::runtime_error("missing entry");
 }
 
-CollectiveRequest request(CollectiveOp op, int n, std::uint64_t bytes,
+CollectiveRequest call_request(CollectiveOp op, int n, std::uint64_t bytes,
                           Algorithm algo = Algorithm::Auto) {
   CollectiveRequest r;
   r.op = op;
@@ -117,7 +117,7 @@ TEST(NcclCallCost, ClusterPathIsSoftwareLatencyPlusStretchedFlows) {
   AnalyticNetwork net(clock, 4, 1e-6, 100e9, /*ranks_per_host=*/2);
   const CollectiveProfile none;
   CollectiveCostModel costs(none, net);
-  const auto req = request(CollectiveOp::AllReduce, 4, kGiB, Algorithm::Ring);
+  const auto req = call_request(CollectiveOp::AllReduce, 4, kGiB, Algorithm::Ring);
   const auto cost = nccl_call_cost(req, net);
   EXPECT_EQ(cost.algo, Algorithm::Ring);
   EXPECT_EQ(cost.protocol, Protocol::Simple);
@@ -141,7 +141,7 @@ TEST(NcclCallCost, ClusterPathIsSoftwareLatencyPlusStretchedFlows) {
 TEST(NcclCallCost, NvlsTreeCallCarriesItsPipelineFill) {
   Simulator clock;
   AnalyticNetwork net(clock, 16, 1e-6, 500e9, /*ranks_per_host=*/8);
-  const auto cost = nccl_call_cost(request(CollectiveOp::AllReduce, 16, kGiB), net);
+  const auto cost = nccl_call_cost(call_request(CollectiveOp::AllReduce, 16, kGiB), net);
   ASSERT_TRUE(cost.nvls_tree);
   EXPECT_DOUBLE_EQ(cost.pipeline_stretch, 66.0 / 64.0);
   EXPECT_NEAR(cost.efficiency, 48.5 / 50.0, 1e-12);
@@ -149,7 +149,7 @@ TEST(NcclCallCost, NvlsTreeCallCarriesItsPipelineFill) {
       << detail::describe(cost);
   // A ring keeps NCCL's own size terms: no fill.
   const auto ring =
-      nccl_call_cost(request(CollectiveOp::AllReduce, 16, kGiB, Algorithm::Ring), net);
+      nccl_call_cost(call_request(CollectiveOp::AllReduce, 16, kGiB, Algorithm::Ring), net);
   EXPECT_DOUBLE_EQ(ring.pipeline_stretch, 1.0);
   EXPECT_EQ(detail::describe(ring).find("fill"), std::string::npos);
 }
@@ -161,7 +161,7 @@ TEST(NcclCallCost, BareFlowsWhenNcclCostsAreOff) {
   CollectiveTimingOptions options;
   options.nccl_costs = false;
   CollectiveCostModel costs(none, net, options);
-  const auto req = request(CollectiveOp::AllReduce, 4, kGiB, Algorithm::Ring);
+  const auto req = call_request(CollectiveOp::AllReduce, 4, kGiB, Algorithm::Ring);
   EXPECT_FALSE(costs.charges_call_latency(CollectiveOp::AllReduce, 4, false));
   double done_s = -1;
   costs.launch(req, [&] { done_s = clock.now(); });
@@ -174,7 +174,7 @@ TEST(NcclCallCost, BareFlowsWhenNcclCostsAreOff) {
 TEST(NcclCallCost, AllToAllPaysLaunchRoundsAndAPostPerNetworkPeer) {
   Simulator clock;
   AnalyticNetwork net(clock, 4, 1e-6, 100e9, 2);
-  const auto cost = nccl_call_cost(request(CollectiveOp::AllToAll, 4, 1 << 20), net);
+  const auto cost = nccl_call_cost(call_request(CollectiveOp::AllToAll, 4, 1 << 20), net);
   EXPECT_EQ(cost.algo, Algorithm::Direct);
   EXPECT_TRUE(cost.pxn);
   EXPECT_NEAR(cost.latency_s, (8.4 + 13.0 + 2 * 1.0) * kUs, 1e-12);
@@ -185,12 +185,12 @@ TEST(NcclCallCost, ManyPeerAllToAllPaysEveryPeer) {
   // ceil(1023 / (8 x 32)) = 4 rounds of NET steps.
   Simulator clock;
   AnalyticNetwork net(clock, 1024, 1e-6, 100e9, 8);
-  const auto cost = nccl_call_cost(request(CollectiveOp::AllToAll, 1024, 1 << 20), net);
+  const auto cost = nccl_call_cost(call_request(CollectiveOp::AllToAll, 1024, 1 << 20), net);
   EXPECT_NEAR(cost.latency_s, (8.4 + 4 * 13.0 + 1016 * 1.0) * kUs, 1e-9);
   // One host: no network peers, no PXN, NVLink steps.
   Simulator clock1;
   AnalyticNetwork one(clock1, 8, 0.5e-6, 400e9, 8);
-  const auto intra = nccl_call_cost(request(CollectiveOp::AllToAll, 8, 1 << 20), one);
+  const auto intra = nccl_call_cost(call_request(CollectiveOp::AllToAll, 8, 1 << 20), one);
   EXPECT_FALSE(intra.pxn);
   EXPECT_NEAR(intra.latency_s, (8.4 + (3.4 - 0.5)) * kUs, 1e-12);
   EXPECT_DOUBLE_EQ(intra.efficiency, 1.0);
@@ -201,7 +201,7 @@ TEST(NcclCallCost, ManyPeerAllToAllPaysEveryPeer) {
 TEST(NcclCallCost, PxnRoutesAllToAllThroughThePeersRail) {
   Simulator clock;
   AnalyticNetwork net(clock, 4, 1e-6, 100e9, 2);
-  auto req = request(CollectiveOp::AllToAll, 4, 4 << 20, Algorithm::Direct);
+  auto req = call_request(CollectiveOp::AllToAll, 4, 4 << 20, Algorithm::Direct);
   CollectiveTuning tuning;
   tuning.pxn = true;
   const detail::Plan plan = detail::direct_plan(net, req, tuning);

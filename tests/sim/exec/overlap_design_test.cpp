@@ -15,8 +15,8 @@ namespace overlapsim::sim {
 namespace {
 
 using namespace overlapsim::sim::testing;
-constexpr double kMs = 1e-3;
-constexpr double kTol = 1e-12;
+constexpr double kDesignMs = 1e-3;
+constexpr double kDesignTol = 1e-12;
 
 class TwoChunkDesign final : public OverlapDesign {
  public:
@@ -78,8 +78,8 @@ TEST(OverlapDesign, SequentialChargesOpThenCollective) {
   SequentialDesign seq;
   std::vector<CollectiveRequest> log;
   const StepResult r = run_with(paired_step(), seq, &log);
-  EXPECT_NEAR(r.step_time_s, 5.0 * kMs, kTol);
-  EXPECT_NEAR(r.exposed_comm_s, 2.0 * kMs, kTol);
+  EXPECT_NEAR(r.step_time_s, 5.0 * kDesignMs, kDesignTol);
+  EXPECT_NEAR(r.exposed_comm_s, 2.0 * kDesignMs, kDesignTol);
   EXPECT_EQ(log.size(), 1u);
 }
 
@@ -89,15 +89,15 @@ TEST(OverlapDesign, ChunkedDesignOverlapsTheFirstHalf) {
   std::vector<CollectiveRequest> log;
   const StepResult r = run_with(paired_step(), design, &log);
   EXPECT_EQ(r.design, "two-chunk");
-  EXPECT_NEAR(r.step_time_s, 4.0 * kMs, kTol);
-  EXPECT_NEAR(r.compute_s, 3.0 * kMs, kTol);
-  EXPECT_NEAR(r.comm_s, 2.0 * kMs, kTol);
-  EXPECT_NEAR(r.overlapped_comm_s, 1.0 * kMs, kTol);
-  EXPECT_NEAR(r.exposed_comm_s, 1.0 * kMs, kTol);
+  EXPECT_NEAR(r.step_time_s, 4.0 * kDesignMs, kDesignTol);
+  EXPECT_NEAR(r.compute_s, 3.0 * kDesignMs, kDesignTol);
+  EXPECT_NEAR(r.comm_s, 2.0 * kDesignMs, kDesignTol);
+  EXPECT_NEAR(r.overlapped_comm_s, 1.0 * kDesignMs, kDesignTol);
+  EXPECT_NEAR(r.exposed_comm_s, 1.0 * kDesignMs, kDesignTol);
   ASSERT_EQ(log.size(), 2u);  // one launch per part, both ranks together
   EXPECT_EQ(log[0].bytes, log[1].bytes);
   for (const auto& rank : r.ranks)
-    EXPECT_NEAR(rank.compute_s + rank.exposed_comm_s + rank.bubble_s, rank.step_time_s, kTol);
+    EXPECT_NEAR(rank.compute_s + rank.exposed_comm_s + rank.bubble_s, rank.step_time_s, kDesignTol);
 }
 
 }  // namespace

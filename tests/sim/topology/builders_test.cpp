@@ -22,7 +22,7 @@ std::vector<NodeKind> kinds_along(const Topology& t, int src, const std::vector<
   return kinds;
 }
 
-void expect_connected(const Topology& t, int src, int dst, const std::vector<LinkId>& path) {
+void expect_builder_path_connected(const Topology& t, int src, int dst, const std::vector<LinkId>& path) {
   ASSERT_FALSE(path.empty());
   VertexId at = t.gpu_vertex(src);
   for (const LinkId id : path) {
@@ -55,7 +55,7 @@ TEST(Builders, NvSwitchNodeIsAStarOfNvLinks) {
   EXPECT_EQ(t.num_links(), 16u);
   const auto path = t.route(2, 7);
   ASSERT_EQ(path.size(), 2u);
-  expect_connected(t, 2, 7, path);
+  expect_builder_path_connected(t, 2, 7, path);
   EXPECT_EQ(kinds_along(t, 2, path),
             (std::vector<NodeKind>{NodeKind::Gpu, NodeKind::NvSwitch, NodeKind::Gpu}));
   for (const LinkId id : path) {
@@ -106,7 +106,7 @@ TEST(Builders, RailFatTreeUsesTheSpineOnlyWhenNeeded) {
   const Topology t = build_rail_fat_tree(small_tree(4, 2, 4));
   // Rank 3 = node 0 GPU 3. Same rail, node 1 shares the leaf: NIC, leaf, NIC.
   const auto same_leaf = t.route(3, 8 + 3);
-  expect_connected(t, 3, 11, same_leaf);
+  expect_builder_path_connected(t, 3, 11, same_leaf);
   EXPECT_EQ(kinds_along(t, 3, same_leaf),
             (std::vector<NodeKind>{NodeKind::Gpu, NodeKind::Nic, NodeKind::LeafSwitch,
                                    NodeKind::Nic, NodeKind::Gpu}));
@@ -118,11 +118,11 @@ TEST(Builders, RailFatTreeUsesTheSpineOnlyWhenNeeded) {
       NodeKind::LeafSwitch, NodeKind::Nic, NodeKind::Gpu};
   // Same rail, node 2 is under the rail's second leaf.
   const auto other_leaf = t.route(3, 16 + 3);
-  expect_connected(t, 3, 19, other_leaf);
+  expect_builder_path_connected(t, 3, 19, other_leaf);
   EXPECT_EQ(kinds_along(t, 3, other_leaf), via_spine);
   // Another rail on another node: up through a spine, never through a third GPU.
   const auto cross_rail = t.route(3, 8 + 5);
-  expect_connected(t, 3, 13, cross_rail);
+  expect_builder_path_connected(t, 3, 13, cross_rail);
   EXPECT_EQ(kinds_along(t, 3, cross_rail), via_spine);
   EXPECT_EQ(t.graph()[t.link_ends(cross_rail[1]).second].name, "rail3.leaf0");
   EXPECT_EQ(t.graph()[t.link_ends(cross_rail[3]).second].name, "rail5.leaf0");
