@@ -183,8 +183,12 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
         "of this machine's available memory (expected fewer microbatches: a larger "
         "micro_batch or dp, or a smaller global_batch)",
         microbatch_count(r), ranks.size()));
+  std::size_t previous_ops = 0;
   for (int rank : ranks) {
     sim::RankProgram& program = step.ranks.emplace_back();
+    // Stages differ by a few ops at most (the embedding, the head): sized from the stage
+    // before, the vertex list is not regrown (and each vertex moved) a dozen times over.
+    program.graph.m_vertices.reserve(previous_ops + previous_ops / 16);
     program.rank = rank;
     program.multiplicity = multiplicity;
     const RankGroups groups = table.groups_of(rank);
@@ -194,6 +198,7 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
     } else {
       emit_transformer_rank(r, layout, rank, groups, program.graph, budget);
     }
+    previous_ops = boost::num_vertices(program.graph);
   }
   total_flops(step);
   if (r.kind == ModelKind::Dlrm) {

@@ -39,12 +39,37 @@ void StepExecutor::Impl::prepare() {
     // Program order: topological, lowest vertex index first among the ready.
     std::vector<int> indegree(n);
     bool forward = true;  // every edge to a higher index (as the generator emits them)
+    EdgeRows& rows = ps.edges;
+    rows.out_begin.assign(n + 1, 0);
+    rows.in_begin.assign(n + 1, 0);
+    rows.out_to.clear();
+    rows.in_from.clear();
+    rows.out_to.reserve(boost::num_edges(g));
+    rows.in_from.reserve(boost::num_edges(g));
+    std::size_t compute_ops = 0, comm_ops = 0;
     for (std::size_t v = 0; v < n; ++v) {
       indegree[v] = static_cast<int>(boost::in_degree(v, g));
-      ps.ops[v].preds_left = indegree[v];
-      for (auto e : boost::make_iterator_range(boost::out_edges(v, g)))
+      OpState& st = ps.ops[v];
+      st.preds_left = indegree[v];
+      const OpNode& node = g[v];
+      st.kind = static_cast<std::uint8_t>(node.kind);
+      st.stream = static_cast<std::uint8_t>(node.stream);
+      if (is_comm(node.kind))
+        ++comm_ops;
+      else if (node.stream == StreamKind::Compute)
+        ++compute_ops;
+      for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
         forward = forward && boost::target(e, g) > v;
+        rows.out_to.push_back(static_cast<std::uint32_t>(boost::target(e, g)));
+      }
+      rows.out_begin[v + 1] = static_cast<std::uint32_t>(rows.out_to.size());
+      for (auto e : boost::make_iterator_range(boost::in_edges(v, g)))
+        rows.in_from.push_back(static_cast<std::uint32_t>(boost::source(e, g)));
+      rows.in_begin[v + 1] = static_cast<std::uint32_t>(rows.in_from.size());
     }
+    // Most runs record one interval per compute op and per communication op.
+    ps.compute_intervals.reserve(compute_ops);
+    ps.comm_intervals.reserve(comm_ops);
     std::size_t ordered = 0;
     std::unordered_map<int, int> issued;  // group -> collectives so far in program order
     auto take = [&](OpVertex v) {
@@ -98,9 +123,10 @@ void StepExecutor::Impl::prepare() {
 void StepExecutor::Impl::start_ready(int p) {
   ProgramState& ps = programs[p];
   for (int s = 0; s < kNumStreams; ++s) try_head(p, s);
-  const OpGraph& g = ps.program->graph;
   for (std::size_t v = 0; v < ps.ops.size(); ++v)
-    if (g[v].kind == OpKind::SendRecv && ps.ops[v].preds_left == 0) hand_to_design(p, v);
+    if (ps.ops[v].kind == static_cast<std::uint8_t>(OpKind::SendRecv) &&
+        ps.ops[v].preds_left == 0)
+      hand_to_design(p, v);
 }
 
 void StepExecutor::Impl::try_head(int p, int stream) {
@@ -123,7 +149,7 @@ void StepExecutor::Impl::hand_to_design(int p, OpVertex v) {
 
 void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
   if (options.concurrent_comm_slowdown > 1 &&
-      programs[p].program->graph[v].stream == StreamKind::Compute)
+      programs[p].ops[v].stream == static_cast<std::uint8_t>(StreamKind::Compute))
     run_segment(p, v, duration_s, 0);
   else
     begin_compute(p, v, duration_s, [this, p, v] { finish(p, v); });
@@ -182,8 +208,9 @@ void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
     if (t > ps.last_compute_end_s) {
       OpVertex cause = v;
       double latest = -1;
-      for (auto e : boost::make_iterator_range(boost::in_edges(v, ps.program->graph))) {
-        const OpVertex u = boost::source(e, ps.program->graph);
+      const EdgeRows& rows = ps.edges;
+      for (std::uint32_t i = rows.in_begin[v]; i < rows.in_begin[v + 1]; ++i) {
+        const OpVertex u = rows.in_from[i];
         const double end_s = ps.ops[u].done ? ps.ops[u].end_s : t;
         if (end_s > latest) {
           latest = end_s;
@@ -223,8 +250,8 @@ void StepExecutor::Impl::attribute_idle(ProgramState& ps, double t0, double t1, 
     // Before it was ready the op waited for its inputs or for its stream.
     double inputs_s = t0_s;
     OpVertex next = u;
-    for (auto e : boost::make_iterator_range(boost::in_edges(u, g))) {
-      const OpVertex w = boost::source(e, g);
+    for (std::uint32_t i = ps.edges.in_begin[u]; i < ps.edges.in_begin[u + 1]; ++i) {
+      const OpVertex w = ps.edges.in_from[i];
       if (ps.ops[w].end_s > inputs_s) {
         inputs_s = ps.ops[w].end_s;
         next = w;
@@ -264,9 +291,8 @@ void StepExecutor::Impl::finish(int p, OpVertex v) {
   st.done = true;
   st.end_s = now();
   --ps.remaining;
-  const OpGraph& g = ps.program->graph;
-  const OpNode& node = g[v];
   if (ps.record) {
+    const OpNode& node = ps.program->graph[v];
     OpRecord rec;
     rec.rank = ps.program->rank;
     rec.stream = node.stream;
@@ -281,8 +307,9 @@ void StepExecutor::Impl::finish(int p, OpVertex v) {
                                    : static_cast<std::uint64_t>(ComputeModel::op_bytes(node));
     timeline.ops.push_back(std::move(rec));
   }
-  const int stream = static_cast<int>(node.stream);
-  if (node.kind != OpKind::SendRecv) {
+  const int stream = st.stream;
+  const bool sendrecv = st.kind == static_cast<std::uint8_t>(OpKind::SendRecv);
+  if (!sendrecv) {
     StreamQueue& q = ps.streams[stream];
     // A design may finish an op before it reaches the head of its stream; try_head skips
     // it then.
@@ -291,16 +318,18 @@ void StepExecutor::Impl::finish(int p, OpVertex v) {
       ++q.next;
     }
   }
-  for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
-    const OpVertex w = boost::target(e, g);
+  const EdgeRows& rows = ps.edges;
+  for (std::uint32_t i = rows.out_begin[v]; i < rows.out_begin[v + 1]; ++i) {
+    const OpVertex w = rows.out_to[i];
     if (st.released_to == static_cast<std::int64_t>(w)) continue;  // counted at release
-    if (--ps.ops[w].preds_left != 0) continue;
-    if (g[w].kind == OpKind::SendRecv)
+    OpState& next = ps.ops[w];
+    if (--next.preds_left != 0) continue;
+    if (next.kind == static_cast<std::uint8_t>(OpKind::SendRecv))
       hand_to_design(p, w);
     else
-      try_head(p, static_cast<int>(g[w].stream));
+      try_head(p, next.stream);
   }
-  if (node.kind != OpKind::SendRecv) try_head(p, stream);
+  if (!sendrecv) try_head(p, stream);
   if (p == 0) sample_links();
 }
 

@@ -24,6 +24,10 @@ inline bool is_comm(OpKind k) { return k == OpKind::Collective || k == OpKind::S
 
 struct OpState {
   int preds_left = 0;
+  // The op's kind and stream, copied from its OpNode: finishing an op reads them for each
+  // successor, and the graph's vertices are too large to stay in cache.
+  std::uint8_t kind = 0;    // OpKind
+  std::uint8_t stream = 0;  // StreamKind
   double ready_s = -1;   // inputs done and head of its stream: handed to the design
   double launch_s = -1;  // communication: all parties present, data starts moving
   double start_s = -1;   // compute: began running
@@ -40,9 +44,17 @@ struct StreamQueue {
   bool busy = false;
 };
 
+// A rank graph's edges in compressed rows (successors of v: out_to[out_begin[v] ..
+// out_begin[v + 1]), predecessors likewise, each in the graph's own order), read by the
+// executor's hot paths instead of the adjacency list's per-vertex edge vectors.
+struct EdgeRows {
+  std::vector<std::uint32_t> out_begin, out_to, in_begin, in_from;
+};
+
 struct ProgramState {
   const RankProgram* program = nullptr;
   std::vector<OpState> ops;
+  EdgeRows edges;
   std::array<StreamQueue, kNumStreams> streams;
   std::vector<Interval> compute_intervals;
   std::vector<Interval> comm_intervals;
@@ -83,6 +95,7 @@ struct StepExecutor::Impl final : ExecContext {
   using Rendezvous = executor_detail::Rendezvous;
   using RendezvousMember = executor_detail::RendezvousMember;
   using P2pMatch = executor_detail::P2pMatch;
+  using EdgeRows = executor_detail::EdgeRows;
 
   Impl(const StepGraph& s, const ComputeModel& c, NetworkApi& n, ExecOptions o)
       : step(s), compute(c), net(n), options(std::move(o)) {}
