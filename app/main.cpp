@@ -1,13 +1,8 @@
 #include <cstdio>
 #include <exception>
 
-#include <cstdlib>
-#include <cstring>
-#include <string>
-
 #if defined(__GLIBC__)
 #include <malloc.h>
-#include <unistd.h>
 #endif
 
 #include <fmt/format.h>
@@ -31,51 +26,10 @@ void keep_freed_memory() {
 #endif
 }
 
-// A step graph and the executor's state are hundreds of MiB touched once each: on 4 KiB
-// pages most of a run's system time is page faults (115,000 in a 64-node GPT-3 plan
-// point). glibc backs its heap with transparent huge pages when the tunable
-// glibc.malloc.hugetlb=1 is set, which it reads only at start-up: so the program runs
-// itself again once with it (1,300 faults then). GLIBC_TUNABLES naming the tunable
-// already (hugetlb=0 turns it off) skips this, as does an exec that fails.
-// The second start puts the caller's GLIBC_TUNABLES back (kept in kTunablesWas: "-" for
-// unset, "+" and the value otherwise), so that programs it starts (calibrate's benchmarks)
-// see the environment they were given.
-constexpr const char* kTunablesWas = "OVERLAPSIM_GLIBC_TUNABLES_WAS";
-
-void use_huge_page_heap(char** argv) {
-#if defined(__GLIBC__) && defined(__linux__) && !defined(__SANITIZE_ADDRESS__)
-  if (const char* was = std::getenv(kTunablesWas)) {
-    if (was[0] == '+')
-      setenv("GLIBC_TUNABLES", was + 1, 1);
-    else
-      unsetenv("GLIBC_TUNABLES");
-    unsetenv(kTunablesWas);
-    return;
-  }
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb") != nullptr) return;
-  std::string value = "glibc.malloc.hugetlb=1";
-  if (tunables != nullptr && *tunables != '\0') value = std::string(tunables) + ":" + value;
-  const std::string was = tunables != nullptr ? "+" + std::string(tunables) : "-";
-  if (setenv(kTunablesWas, was.c_str(), 1) != 0) return;
-  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  // The exec failed: run on as we are, with the environment as it came.
-  if (tunables != nullptr)
-    setenv("GLIBC_TUNABLES", was.c_str() + 1, 1);
-  else
-    unsetenv("GLIBC_TUNABLES");
-  unsetenv(kTunablesWas);
-#else
-  (void)argv;
-#endif
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace overlapsim::app;
-  use_huge_page_heap(argv);
   keep_freed_memory();
   CLI::App app{"overlapsim: training step times under communication/computation overlap designs"};
   app.require_subcommand(0, 1);
