@@ -84,6 +84,14 @@ const std::vector<ParamDoc> kTransformerDocs = {
     {"position_embedding", "learned (a seq_len x hidden table) | rope", "rope", ""},
     {"bias", "linear layers have biases", "false", ""},
     {"tie_embeddings", "output head shares the input embedding", "false", ""},
+    {"attention_dropout",
+     "dropout probability on the attention probabilities (Megatron-LM --attention-dropout); "
+     "0: none",
+     "0", "probability"},
+    {"hidden_dropout",
+     "dropout probability on each residual branch and the embedding output (Megatron-LM "
+     "--hidden-dropout); 0: none",
+     "0", "probability"},
     {"attention", "attention block", "", ""},
 };
 
@@ -235,6 +243,14 @@ std::vector<int> get_int_list(const ConfigNode& parent, const std::string& key) 
   return out;
 }
 
+// A dropout probability: 0 <= p < 1 (p = 1 would drop everything), default 0.
+double get_probability(const ConfigNode& n, const std::string& key) {
+  const double p = n.get_double(key, 0.0);
+  if (!(p >= 0 && p < 1))
+    n.fail_key(key, fmt::format("{} is out of range (expected a probability 0 <= p < 1)", p));
+  return p;
+}
+
 void load_attention(ModelSpec& spec, const ConfigNode& n) {
   n.check_keys(kAttentionDocs);
   auto& a = spec.transformer.attention;
@@ -278,6 +294,8 @@ void load_transformer(ModelSpec& spec, const ConfigNode& n) {
                    : PositionEmbedding::Rope;
   t.bias = n.get_bool("bias", false);
   t.tie_embeddings = n.get_bool("tie_embeddings", false);
+  t.attention_dropout = get_probability(n, "attention_dropout");
+  t.hidden_dropout = get_probability(n, "hidden_dropout");
   load_attention(spec, n.child("attention"));
 }
 

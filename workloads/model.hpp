@@ -61,6 +61,11 @@ struct TransformerSpec {
   PositionEmbedding position = PositionEmbedding::Rope;
   bool bias = false;            // linear layers carry biases (GPT-2/3 style)
   bool tie_embeddings = false;  // output head shares the input embedding matrix
+  // Dropout probabilities (Megatron-LM --attention-dropout, --hidden-dropout). Only whether
+  // they are above 0 changes the cost: p = 0 launches no dropout kernel (PyTorch's dropout
+  // returns its input), any p > 0 reads and writes the same bytes.
+  double attention_dropout = 0;  // on the attention probabilities
+  double hidden_dropout = 0;     // on each residual branch and on the embedding output
   AttentionSpec attention;
 };
 
