@@ -169,6 +169,11 @@ const std::vector<ParamDoc> kTrainingDocs = {
      "each bucket's reduction starts when its last gradient is produced (Megatron-LM "
      "--overlap-grad-reduce); false: after the backward pass",
      "true", ""},
+    {"horovod_cycle_time",
+     "collectives go through Horovod, whose background thread starts a cycle at most every "
+     "this long (HOROVOD_CYCLE_TIME; 1 ms by default since Horovod 0.21.0): each collective "
+     "waits half a cycle on average before its transfer starts; 0: NCCL called directly",
+     "0", "seconds"},
     {"overlap_param_gather",
      "distributed_optimizer: each layer's parameter all-gather is issued one layer ahead of "
      "its first forward use (Megatron-LM --overlap-param-gather); false: after the optimizer",
@@ -386,6 +391,9 @@ void load_training(ModelSpec& spec, const ConfigNode& n) {
         .fail("only with grad_sync: distributed_optimizer (expected no overlap_param_gather "
               "here: all-reduce leaves the parameters in place)");
   t.overlap_param_gather = n.get_bool("overlap_param_gather", true);
+  t.horovod_cycle_time_s = n.get_duration_s("horovod_cycle_time", 0.0);
+  if (!(t.horovod_cycle_time_s >= 0))
+    n.fail_key("horovod_cycle_time", "negative (expected a duration >= 0 such as \"1ms\")");
   t.grad_bucket_bytes = n.get_bytes("grad_bucket", 25ull << 20);
   if (t.grad_bucket_bytes == 0)
     n.fail_key("grad_bucket", "0 is not allowed (expected a size > 0 such as \"25MiB\")");

@@ -147,6 +147,10 @@ struct TrainingSpec {
   // parameter all-gather is issued one layer ahead of its first forward use instead of
   // after the optimizer.
   bool overlap_param_gather = true;
+  // Collectives issued through Horovod, whose background thread starts a coordination
+  // cycle at most every this long: each collective waits half a cycle on average after
+  // its members are ready. 0: NCCL called directly (PyTorch, Megatron, HugeCTR).
+  double horovod_cycle_time_s = 0;
 };
 
 struct ModelSpec {

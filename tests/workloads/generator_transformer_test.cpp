@@ -871,6 +871,30 @@ TEST(Dropout, ProbabilityOutOfRangeNamesTheKey) {
   }
 }
 
+// training.horovod_cycle_time: every collective waits half of Horovod's coordination cycle
+// before its transfer (arrivals uniform over the cycle); without the key none waits.
+TEST(HorovodCycle, EveryCollectiveWaitsHalfACycle) {
+  const auto with = generate(edit(kOneLayer, {{"  recompute: none", "  recompute: none\n  horovod_cycle_time: 1ms"}}));
+  const auto without = generate(kOneLayer);
+  int collectives = 0;
+  for_each_op(with.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind != OpKind::Collective) return;
+    ++collectives;
+    EXPECT_DOUBLE_EQ(op.launch_delay_s, 0.5e-3) << op.name;
+  });
+  EXPECT_GT(collectives, 0);
+  for_each_op(without.ranks[0], [](sim::OpVertex, const sim::OpNode& op) {
+    EXPECT_EQ(op.launch_delay_s, 0.0) << op.name;
+  });
+  try {
+    load_model_string(edit(kOneLayer, {{"  recompute: none", "  recompute: none\n  horovod_cycle_time: -1ms"}}),
+                      "one-layer.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("horovod_cycle_time"), std::string::npos) << e.what();
+  }
+}
+
 TEST(UnfusedAttention, IsRejectedWithContextParallelism) {
   try {
     load_model_string(edit(kOneLayer, {{"    kv_heads: 4", "    kv_heads: 4\n    kernel: unfused"},
