@@ -200,6 +200,16 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
     }
     previous_ops = boost::num_vertices(program.graph);
   }
+  // Horovod coordinates every collective on its background thread: a tensor that becomes
+  // ready at a random moment of the cycle waits half a cycle on average (assumed uniform)
+  // before the cycle that launches it.
+  if (r.training.horovod_cycle_time_s > 0)
+    for (auto& program : step.ranks) {
+      auto [v, end] = boost::vertices(program.graph);
+      for (; v != end; ++v)
+        if (program.graph[*v].kind == sim::OpKind::Collective)
+          program.graph[*v].launch_delay_s = r.training.horovod_cycle_time_s / 2;
+    }
   total_flops(step);
   if (r.kind == ModelKind::Dlrm) {
     step.tokens_per_step = static_cast<double>(r.training.global_batch);

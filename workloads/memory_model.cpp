@@ -23,8 +23,9 @@ constexpr const char* kMegatronOptimizer =
     "Megatron-LM docs, distributed optimizer: bytes per parameter (bf16 param + fp32 grad: "
     "6 + 12/d; fp16 grad: 4 + 16/d; fp32: 8 + 8/d); Rajbhandari et al. 2020 (ZeRO) sec. 3";
 constexpr const char* kKorthikanti =
-    "Korthikanti et al. 2022, sec. 4 (per layer sbh(34/t + 5as/(ht)) with SP), adapted: no "
-    "dropout, flash attention keeps Q, K, V, output and log-sum-exp, SwiGLU, GQA";
+    "Korthikanti et al. 2022, sec. 4 (per layer sbh(34/t + 5as/(ht)) with SP), adapted: "
+    "dropout masks only where the model sets dropout, flash attention keeps Q, K, V, output "
+    "and log-sum-exp, SwiGLU, GQA";
 
 // ---- parameters ------------------------------------------------------------------------
 
@@ -94,6 +95,8 @@ LayerParameters layer_parameters(const ModelSpec& m, int layer) {
 
 // Bytes per stored activation element: bf16/fp16.
 constexpr double kActivationBytes = 2;
+// A dropout mask element: PyTorch's native_dropout keeps a bool mask.
+constexpr double kDropoutMaskBytes = 1;
 
 // Bytes per element of a normed GEMM input kept for the weight gradient: with fp8 GEMMs
 // Transformer Engine keeps the input's fp8 cast (1 byte; DeepSeek-V3 report sec. 3.3.2
@@ -146,11 +149,16 @@ ActivationParts layer_parts(const ModelSpec& m, int layer) {
   }
   const double heads_rank = static_cast<double>(a.heads) / t;
   if (a.unfused) {
-    // Korthikanti's 5as²b (softmax output 2as²b, dropout mask as²b, dropout output 2as²b)
-    // without dropout: the softmax output, which is also the input of the P·V GEMM. With
-    // CP a rank's queries (s/cp) meet all s keys.
-    out.selective += e * heads_rank * (s / p.cp) * s * m.training.micro_batch;
+    // Korthikanti's 5as²b: the softmax output 2as²b (the softmax backward's input), and
+    // with attention dropout its mask as²b and output 2as²b (the P·V GEMM's input);
+    // without dropout the softmax output is the P·V input. With CP a rank's queries (s/cp)
+    // meet all s keys.
+    const double scores = heads_rank * (s / p.cp) * s * m.training.micro_batch;
+    out.selective += e * scores;
+    if (tr.attention_dropout > 0) out.selective += (kDropoutMaskBytes + e) * scores;
   } else {
+    // Flash attention applies dropout inside the kernel and regenerates the mask from the
+    // RNG state in its backward pass: nothing more is kept.
     // Flash attention's log-sum-exp, fp32 per head and query (Dao et al. 2022, alg. 2).
     out.selective += 4 * T * heads_rank;
   }
@@ -175,7 +183,20 @@ ActivationParts layer_parts(const ModelSpec& m, int layer) {
   } else {
     out.kept += e * T * act * tr.ffn_hidden / t;
   }
+  // Hidden dropout: the masks of the two bias-dropout-adds (Korthikanti's sbh each, divided
+  // by t with sequence parallelism).
+  if (tr.hidden_dropout > 0) out.kept += 2 * kDropoutMaskBytes * T * h * rep;
   return out;
+}
+
+// The embedding dropout's mask per micro-batch on the first stage (Korthikanti et al. 2022
+// sec. 4.2.3: sbh/t with sequence parallelism).
+double embedding_dropout_bytes(const ModelSpec& m) {
+  if (m.transformer.hidden_dropout <= 0) return 0;
+  const auto& p = m.parallelism;
+  const double T = static_cast<double>(m.training.seq_len) / p.cp * m.training.micro_batch;
+  const double rep = p.sequence_parallel ? 1.0 / p.tp : 1.0;
+  return kDropoutMaskBytes * T * m.transformer.hidden * rep;
 }
 
 // Activations of the last stage's output layer per micro-batch: Korthikanti et al. 2022
@@ -281,6 +302,7 @@ StageMemory transformer_stage(const ModelSpec& m, int stage) {
     per_microbatch += layer_activation_bytes(m, l);
     widest_layer = std::max(widest_layer, layer_activation_bytes_no_recompute(m, l));
   }
+  if (stage == 0) per_microbatch += embedding_dropout_bytes(m);
   const double in_flight = in_flight_microbatches(m, stage);
   add(s, "activations", in_flight * per_microbatch,
       fmt::format("{}; {} recompute; {:.3g} micro-batches in flight (Narayanan et al. 2021 "

@@ -84,6 +84,14 @@ const std::vector<ParamDoc> kTransformerDocs = {
     {"position_embedding", "learned (a seq_len x hidden table) | rope", "rope", ""},
     {"bias", "linear layers have biases", "false", ""},
     {"tie_embeddings", "output head shares the input embedding", "false", ""},
+    {"attention_dropout",
+     "dropout probability on the attention probabilities (Megatron-LM --attention-dropout); "
+     "0: none",
+     "0", "probability"},
+    {"hidden_dropout",
+     "dropout probability on each residual branch and the embedding output (Megatron-LM "
+     "--hidden-dropout); 0: none",
+     "0", "probability"},
     {"attention", "attention block", "", ""},
 };
 
@@ -161,6 +169,11 @@ const std::vector<ParamDoc> kTrainingDocs = {
      "each bucket's reduction starts when its last gradient is produced (Megatron-LM "
      "--overlap-grad-reduce); false: after the backward pass",
      "true", ""},
+    {"horovod_cycle_time",
+     "collectives go through Horovod, whose background thread starts a cycle at most every "
+     "this long (HOROVOD_CYCLE_TIME; 1 ms by default since Horovod 0.21.0): each collective "
+     "waits half a cycle on average before its transfer starts; 0: NCCL called directly",
+     "0", "seconds"},
     {"overlap_param_gather",
      "distributed_optimizer: each layer's parameter all-gather is issued one layer ahead of "
      "its first forward use (Megatron-LM --overlap-param-gather); false: after the optimizer",
@@ -235,6 +248,14 @@ std::vector<int> get_int_list(const ConfigNode& parent, const std::string& key) 
   return out;
 }
 
+// A dropout probability: 0 <= p < 1 (p = 1 would drop everything), default 0.
+double get_probability(const ConfigNode& n, const std::string& key) {
+  const double p = n.get_double(key, 0.0);
+  if (!(p >= 0 && p < 1))
+    n.fail_key(key, fmt::format("{} is out of range (expected a probability 0 <= p < 1)", p));
+  return p;
+}
+
 void load_attention(ModelSpec& spec, const ConfigNode& n) {
   n.check_keys(kAttentionDocs);
   auto& a = spec.transformer.attention;
@@ -278,6 +299,8 @@ void load_transformer(ModelSpec& spec, const ConfigNode& n) {
                    : PositionEmbedding::Rope;
   t.bias = n.get_bool("bias", false);
   t.tie_embeddings = n.get_bool("tie_embeddings", false);
+  t.attention_dropout = get_probability(n, "attention_dropout");
+  t.hidden_dropout = get_probability(n, "hidden_dropout");
   load_attention(spec, n.child("attention"));
 }
 
@@ -368,6 +391,9 @@ void load_training(ModelSpec& spec, const ConfigNode& n) {
         .fail("only with grad_sync: distributed_optimizer (expected no overlap_param_gather "
               "here: all-reduce leaves the parameters in place)");
   t.overlap_param_gather = n.get_bool("overlap_param_gather", true);
+  t.horovod_cycle_time_s = n.get_duration_s("horovod_cycle_time", 0.0);
+  if (!(t.horovod_cycle_time_s >= 0))
+    n.fail_key("horovod_cycle_time", "negative (expected a duration >= 0 such as \"1ms\")");
   t.grad_bucket_bytes = n.get_bytes("grad_bucket", 25ull << 20);
   if (t.grad_bucket_bytes == 0)
     n.fail_key("grad_bucket", "0 is not allowed (expected a size > 0 such as \"25MiB\")");

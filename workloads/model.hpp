@@ -61,6 +61,11 @@ struct TransformerSpec {
   PositionEmbedding position = PositionEmbedding::Rope;
   bool bias = false;            // linear layers carry biases (GPT-2/3 style)
   bool tie_embeddings = false;  // output head shares the input embedding matrix
+  // Dropout probabilities (Megatron-LM --attention-dropout, --hidden-dropout). Only whether
+  // they are above 0 changes the cost: p = 0 launches no dropout kernel (PyTorch's dropout
+  // returns its input), any p > 0 reads and writes the same bytes.
+  double attention_dropout = 0;  // on the attention probabilities
+  double hidden_dropout = 0;     // on each residual branch and on the embedding output
   AttentionSpec attention;
 };
 
@@ -142,6 +147,10 @@ struct TrainingSpec {
   // parameter all-gather is issued one layer ahead of its first forward use instead of
   // after the optimizer.
   bool overlap_param_gather = true;
+  // Collectives issued through Horovod, whose background thread starts a coordination
+  // cycle at most every this long: each collective waits half a cycle on average after
+  // its members are ready. 0: NCCL called directly (PyTorch, Megatron, HugeCTR).
+  double horovod_cycle_time_s = 0;
 };
 
 struct ModelSpec {

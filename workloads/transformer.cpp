@@ -9,6 +9,11 @@ namespace overlapsim::workloads {
 using sim::CollectiveOp;
 using sim::StreamKind;
 
+namespace {
+// PyTorch's dropout keeps a bool mask, one byte per element (native_dropout).
+constexpr std::uint64_t kDropoutMaskBytes = 1;
+}  // namespace
+
 TransformerEmitter::TransformerEmitter(const ModelSpec& spec, const ParallelLayout& layout,
                                        int rank, const RankGroups& groups, RankBuilder& builder,
                                        GradientBuckets& grads)
@@ -35,6 +40,8 @@ TransformerEmitter::TransformerEmitter(const ModelSpec& spec, const ParallelLayo
   act_bytes_ = gemm_precision_ == sim::Precision::FP32 ? 4 : 2;  // fp8 keeps 16-bit activations
   fp8_ = gemm_precision_ == sim::Precision::FP8;
   block_fp8_ = fp8_ && spec.training.fp8_scaling == Fp8Scaling::Block128;
+  attention_dropout_ = t.attention_dropout > 0;
+  hidden_dropout_ = t.hidden_dropout > 0;
   fp8_gemms_of_chunk_.assign(static_cast<std::size_t>(p.virtual_stages), 0);
   overlap_param_gather_ = spec.training.grad_sync == GradSync::DistributedOptimizer &&
                           spec.training.overlap_param_gather;
@@ -51,6 +58,14 @@ void TransformerEmitter::set_chunk(int chunk) {
 
 std::uint64_t TransformerEmitter::pipeline_bytes() const {
   return static_cast<std::uint64_t>(Tn_ * h_ * act_bytes_);
+}
+
+std::uint64_t TransformerEmitter::hidden_dropout_mask_bytes() const {
+  return hidden_dropout_ ? static_cast<std::uint64_t>(Tn_ * h_) * kDropoutMaskBytes : 0;
+}
+
+std::uint64_t TransformerEmitter::embedding_dropout_bytes() const {
+  return static_cast<std::uint64_t>(Tn_ * h_) * (2 * act_bytes_ + kDropoutMaskBytes);
 }
 
 std::string TransformerEmitter::name(const Ctx& c, const char* what) const {
@@ -108,14 +123,21 @@ OpVertex TransformerEmitter::unfused_attention(const Ctx& c, const char* what, b
   const std::int64_t s = spec_.training.seq_len;
   const std::int64_t batch = static_cast<std::int64_t>(spec_.training.micro_batch) * heads_local_;
   const auto scores = static_cast<std::uint64_t>(batch * s * s * act_bytes_);
+  // Attention dropout (torch.nn.Dropout on the probabilities, its own kernel): forward
+  // reads P and writes the dropped P and the mask; backward reads the gradient and the
+  // mask and writes the gradient. Selective recompute re-runs it with the rest of the core.
+  const std::uint64_t dropout =
+      scores * 2 + static_cast<std::uint64_t>(batch * s * s) * kDropoutMaskBytes;
   const std::string w = what;
   if (!backward) {
     gemm(u, (w + ".scores").c_str(), s, s, head_dim_, {}, batch);
     elementwise(u, (w + ".softmax").c_str(), 2 * scores);  // read scores, write probabilities
+    if (attention_dropout_) elementwise(u, (w + ".dropout").c_str(), dropout);
     return gemm(u, (w + ".context").c_str(), s, head_dim_, s, {}, batch);
   }
   gemm(u, (w + ".dprobs").c_str(), s, s, head_dim_, {}, batch);  // dO V^T
   gemm(u, (w + ".dv").c_str(), s, head_dim_, s, {}, batch);      // P^T dO
+  if (attention_dropout_) elementwise(u, (w + ".dropout").c_str(), dropout);
   elementwise(u, (w + ".softmax").c_str(), 3 * scores);  // read P and dP, write dS
   gemm(u, (w + ".dq").c_str(), s, head_dim_, s, {}, batch);  // dS K
   return gemm(u, (w + ".dk").c_str(), s, head_dim_, s, {}, batch);  // dS^T Q
@@ -620,7 +642,10 @@ void TransformerEmitter::layer_forward(int layer, Ctx c) {
   c.layer = layer;
   gather_params(c, is_moe_layer(layer));
   const std::uint64_t norm_bytes = static_cast<std::uint64_t>(2 * Tn_ * h_ * act_bytes_);
-  const std::uint64_t residual_bytes = static_cast<std::uint64_t>(3 * Tn_ * h_ * act_bytes_);
+  // Megatron's fused bias-dropout-add reads the branch and the residual and writes the
+  // sum; with hidden dropout it also writes the mask.
+  const std::uint64_t residual_bytes =
+      static_cast<std::uint64_t>(3 * Tn_ * h_ * act_bytes_) + hidden_dropout_mask_bytes();
   fp8_norm(c, "ln1", h_);
   OpVertex attn_out = attention_forward(c);
   elementwise(c, "residual1", residual_bytes, {attn_out});
@@ -644,7 +669,9 @@ void TransformerEmitter::layer_backward(int layer, Ctx c) {
     rc.recompute = true;
     layer_forward(layer, rc);
   }
-  const std::uint64_t grad_bytes = static_cast<std::uint64_t>(2 * Tn_ * h_ * act_bytes_);
+  // The branch's gradient: read the output gradient (and the dropout mask), write it.
+  const std::uint64_t grad_bytes =
+      static_cast<std::uint64_t>(2 * Tn_ * h_ * act_bytes_) + hidden_dropout_mask_bytes();
   const std::uint64_t norm_bwd_bytes = static_cast<std::uint64_t>(4 * Tn_ * h_ * act_bytes_);
   elementwise(c, "residual2.bwd", grad_bytes);
   OpVertex mlp_grad = is_moe_layer(layer)
@@ -676,9 +703,14 @@ void TransformerEmitter::embedding_forward(const Ctx& c) {
       c, "tp_embedding", sp_ ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce,
       static_cast<std::uint64_t>(T_ * h_ * act_bytes_), groups_.tp, StreamKind::TensorComm, {v});
   if (reduce != kNoOp) b_.fence_compute(reduce);  // the first layer reads the reduced embedding
+  // Embedding dropout (Megatron's Embedding, hidden_dropout) on the reduced (with SP,
+  // scattered) output: read, write, and write the mask.
+  if (hidden_dropout_)
+    elementwise(c, "embedding_dropout", embedding_dropout_bytes(), {reduce});
 }
 
 void TransformerEmitter::embedding_backward(const Ctx& c) {
+  if (hidden_dropout_) elementwise(c, "embedding_dropout.bwd", embedding_dropout_bytes());
   OpVertex ag = column_input(c, "ag_embedding_grad");
   sim::OpNode lookup;
   lookup.name = name(c, "lookup.bwd");

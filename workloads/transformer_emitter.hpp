@@ -67,6 +67,10 @@ class TransformerEmitter {
                  std::initializer_list<OpVertex> deps = {}, std::int64_t batch = 1);
   OpVertex elementwise(const Ctx& c, const char* what, std::uint64_t bytes,
                        std::initializer_list<OpVertex> deps = {});
+  // Hidden dropout's mask, written by each residual branch's bias-dropout-add and read by
+  // its backward (0 without hidden dropout); the embedding dropout kernel's bytes.
+  std::uint64_t hidden_dropout_mask_bytes() const;
+  std::uint64_t embedding_dropout_bytes() const;
   // The attention core without a fused kernel (attention.kernel: unfused), forward or
   // backward, named `what`.
   OpVertex unfused_attention(const Ctx& c, const char* what, bool backward);
@@ -198,6 +202,8 @@ class TransformerEmitter {
   int gemm_in_bytes_ = 2;  // GEMM inputs (1 with fp8)
   sim::Precision gemm_precision_ = sim::Precision::BF16;
   bool fp8_ = false, block_fp8_ = false;          // precision fp8; fp8_scaling block128
+  bool attention_dropout_ = false;  // attention_dropout > 0 (its kernels with unfused attention)
+  bool hidden_dropout_ = false;     // hidden_dropout > 0: residual branches and the embedding
   std::int64_t fp8_gemms_ = 0;                    // fp8 GEMMs in this forward pass (amax tensors)
   std::vector<std::int64_t> fp8_gemms_of_chunk_;  // the same per model chunk, for backward
   int chunk_ = 0;

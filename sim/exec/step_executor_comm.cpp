@@ -89,14 +89,27 @@ void StepExecutor::Impl::launch_collective(int g, Rendezvous rv) {
       }
     });
   };
-  const CommGroup& group = step.groups[g];
+  // A coordinating runtime starts the transfer only after its wait; the members count as
+  // communicating from the rendezvous on.
+  const CollectiveOp op = first.collective;
   const std::uint64_t bytes = shared->members.front().bytes;
+  if (first.launch_delay_s > 0) {
+    simulator().schedule(first.launch_delay_s,
+                         [this, g, op, bytes, on_done] { start_transfer(g, op, bytes, on_done); });
+    return;
+  }
+  start_transfer(g, op, bytes, on_done);
+}
+
+void StepExecutor::Impl::start_transfer(int g, CollectiveOp op, std::uint64_t bytes,
+                                        const std::function<void()>& on_done) {
+  const CommGroup& group = step.groups[g];
   if (group.ranks.size() < 2 || bytes == 0) {
     simulator().schedule(0.0, on_done);
     return;
   }
   CollectiveRequest req;
-  req.op = first.collective;
+  req.op = op;
   req.algo = Algorithm::Auto;
   req.ranks = group.ranks;
   req.bytes = bytes;

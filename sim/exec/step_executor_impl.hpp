@@ -151,6 +151,9 @@ struct StepExecutor::Impl final : ExecContext {
   void join_collective(int p, OpVertex v, std::uint64_t bytes, int part,
                        std::function<void()> on_done);
   void launch_collective(int group, Rendezvous rv);
+  // The transfer of a met collective (after its launch delay, if any).
+  void start_transfer(int group, CollectiveOp op, std::uint64_t bytes,
+                      const std::function<void()>& on_done);
   void join_p2p(int p, OpVertex v);
   void launch_p2p(const P2pMatch& m);
   void attribute_idle(ProgramState& ps, double t0, double t1, OpVertex cause);

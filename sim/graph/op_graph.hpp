@@ -78,6 +78,10 @@ struct OpNode {
   int comm_group = -1;           // index into StepGraph::groups
   int peer_rank = -1;            // SendRecv: the global rank on the other side
   bool is_send = true;           // SendRecv: send (true) or receive (false)
+  // Collective: host-side wait between the moment every member is ready and the start of
+  // the transfer, e.g. a runtime that coordinates collectives on a background thread in
+  // cycles (Horovod). The collective's stream is busy meanwhile; 0 for NCCL called directly.
+  double launch_delay_s = 0;
 
   // Overlap pairing: for a collective that consumes a compute op's output (or a compute
   // op that consumes a collective's output), the vertex index of that partner op in the

@@ -831,6 +831,70 @@ TEST(UnfusedAttention, ChargesTheScoresInDeviceMemory) {
   EXPECT_EQ(ops.count("L0.mb0.fwd.attention"), 0u);  // no fused attention op
 }
 
+// Dropout (Megatron-LM's defaults, attention and hidden 0.1) as the memory traffic of its
+// kernels. Unfused attention: a dropout kernel on the b x heads x s x s probabilities,
+// forward (read P, write the dropped P and a 1-byte mask: 5 bytes per score in 16-bit),
+// backward (read the gradient and the mask, write the gradient: 5 bytes), and again in the
+// selective recompute. Hidden dropout, fused into bias-dropout-add: each residual branch
+// writes its mask forward and reads it backward (1 byte per token and channel). The
+// embedding output's dropout is its own kernel: 5 bytes per element each way.
+TEST(Dropout, ChargesItsKernelsMemoryTraffic) {
+  const std::string unfused = edit(kOneLayer, {{"precision: fp8", "precision: bf16"},
+                                               {"recompute: none", "recompute: selective"},
+                                               {"    kv_heads: 4", "    kv_heads: 4\n    kernel: unfused"}});
+  const std::string dropout =
+      edit(unfused, {{"  attention:", "  attention_dropout: 0.1\n  hidden_dropout: 0.1\n  attention:"}});
+  const auto plain = op_bytes(generate(unfused));
+  const auto b = op_bytes(generate(dropout));
+  const double s = 128, scores = 1 * 8 / 2 * s * s;  // micro-batch x heads / tp x s x s
+  const double Tn = 128 / 2, h = 256;                   // tokens per rank with SP
+  EXPECT_EQ(b.at("L0.mb0.fwd.attention.dropout"), 5 * scores);
+  EXPECT_EQ(b.at("L0.mb0.bwd.attention.bwd.dropout"), 5 * scores);
+  EXPECT_EQ(b.at("L0.mb0.rc.attention.recompute.dropout"), 5 * scores);
+  for (const char* op : {"L0.mb0.fwd.residual1", "L0.mb0.fwd.residual2",
+                         "L0.mb0.bwd.residual1.bwd", "L0.mb0.bwd.residual2.bwd"})
+    EXPECT_EQ(b.at(op) - plain.at(op), Tn * h) << op;
+  EXPECT_EQ(b.at("emb.mb0.fwd.embedding_dropout"), 5 * Tn * h);
+  EXPECT_EQ(b.at("emb.mb0.bwd.embedding_dropout.bwd"), 5 * Tn * h);
+  for (const auto& [name, bytes] : plain)
+    EXPECT_EQ(name.find("dropout"), std::string::npos) << name;  // p = 0: no kernel
+}
+
+TEST(Dropout, ProbabilityOutOfRangeNamesTheKey) {
+  try {
+    load_model_string(edit(kOneLayer, {{"  attention:", "  hidden_dropout: 1.5\n  attention:"}}),
+                      "one-layer.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("hidden_dropout"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("one-layer.yaml"), std::string::npos) << e.what();
+  }
+}
+
+// training.horovod_cycle_time: every collective waits half of Horovod's coordination cycle
+// before its transfer (arrivals uniform over the cycle); without the key none waits.
+TEST(HorovodCycle, EveryCollectiveWaitsHalfACycle) {
+  const auto with = generate(edit(kOneLayer, {{"  recompute: none", "  recompute: none\n  horovod_cycle_time: 1ms"}}));
+  const auto without = generate(kOneLayer);
+  int collectives = 0;
+  for_each_op(with.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind != OpKind::Collective) return;
+    ++collectives;
+    EXPECT_DOUBLE_EQ(op.launch_delay_s, 0.5e-3) << op.name;
+  });
+  EXPECT_GT(collectives, 0);
+  for_each_op(without.ranks[0], [](sim::OpVertex, const sim::OpNode& op) {
+    EXPECT_EQ(op.launch_delay_s, 0.0) << op.name;
+  });
+  try {
+    load_model_string(edit(kOneLayer, {{"  recompute: none", "  recompute: none\n  horovod_cycle_time: -1ms"}}),
+                      "one-layer.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("horovod_cycle_time"), std::string::npos) << e.what();
+  }
+}
+
 TEST(UnfusedAttention, IsRejectedWithContextParallelism) {
   try {
     load_model_string(edit(kOneLayer, {{"    kv_heads: 4", "    kv_heads: 4\n    kernel: unfused"},

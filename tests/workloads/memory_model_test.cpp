@@ -139,6 +139,39 @@ TEST(MemoryModel, KorthikantiActivationsPerLayerWithSp) {
                    s * b * h * (8 + 24 / t) + 2 * a * s * s * b / t);
 }
 
+// With Megatron-LM's default dropout (attention and hidden 0.1) the layer is Korthikanti's
+// sbh(34/t + 5as/(ht)) with SP exactly: the two hidden-dropout masks (1 byte each) and the
+// attention dropout's mask and output (as²b + 2as²b). Selective recompute drops all of
+// 5as²b; without SP the masks stay whole with the norm and GEMM inputs (10sbh). The first
+// stage also keeps the embedding dropout's mask, sbh/t per micro-batch in flight.
+std::string with_dropout(std::string yaml) {
+  const std::string at = "  position_embedding: learned\n";
+  yaml.replace(yaml.find(at), at.size(), at + "  attention_dropout: 0.1\n  hidden_dropout: 0.1\n");
+  return yaml;
+}
+
+TEST(MemoryModel, KorthikantiActivationsWithDropoutMatchThePaper) {
+  const double s = 128, b = 2, h = 64, a = 4, t = 2;
+  const std::string par = "  tp: 2\n  sequence_parallel: true\n";
+  const ModelSpec none = resolved(with_dropout(tiny_gpt("  recompute: none\n", par)), 2);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(none, 0), s * b * h * (34 / t + 5 * a * s / (h * t)));
+  const ModelSpec sel = resolved(with_dropout(tiny_gpt("  recompute: selective\n", par)), 2);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(sel, 0), s * b * h * 34 / t);
+  const ModelSpec nosp = resolved(with_dropout(tiny_gpt("  recompute: none\n", "  tp: 2\n")), 2);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(nosp, 0),
+                   s * b * h * (10 + 24 / t) + 5 * a * s * s * b / t);
+  // Flash attention keeps no dropout state: only the hidden masks are added (2sbh/t).
+  const ModelSpec flash =
+      resolved(with_dropout(tiny_gpt("  recompute: none\n", par, "flash")), 2);
+  const ModelSpec flash_plain = resolved(tiny_gpt("  recompute: none\n", par, "flash"), 2);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(flash, 0) - layer_activation_bytes(flash_plain, 0),
+                   2 * s * b * h / t);
+  // pp 1: one micro-batch in flight; the embedding mask sbh/t on top of the four layers.
+  const auto with = estimate_memory(sel, cluster_of(1, 2)).stages[0];
+  const auto layers = 4 * layer_activation_bytes(sel, 0);
+  EXPECT_DOUBLE_EQ(with.term_bytes("activations"), layers + s * b * h / t);
+}
+
 TEST(MemoryModel, ContextParallelSplitsTheSequence) {
   const double s = 128, b = 2, h = 64, a = 4, cp = 2;
   const ModelSpec m = resolved(tiny_gpt("  recompute: none\n", "  cp: 2\n", "flash"), 2);

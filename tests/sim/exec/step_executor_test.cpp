@@ -157,6 +157,29 @@ TEST(StepExecutor, CollectivesOnOneStreamRunOneAtATime) {
   EXPECT_NEAR(run.result.exposed_comm_s, 4.0 * kMs, kTol);
 }
 
+// A collective with a launch delay (a coordinating runtime such as Horovod) starts its
+// transfer that long after its members meet; the wait counts as exposed communication and
+// keeps its stream busy, so a second collective on the stream pays its own wait after it.
+TEST(StepExecutor, LaunchDelayPostponesTheTransferAndHoldsTheStream) {
+  StepGraph step = numbered_step(2, {{"dp", {0, 1}}});
+  for (int r = 0; r < 2; ++r) {
+    auto& prog = step.ranks[r];
+    const OpVertex a = add(prog, compute_op("a", 1.0));
+    OpNode c1 = collective_op("c1", 0, 2.0);
+    c1.launch_delay_s = 0.5 * kMs;
+    OpNode c2 = collective_op("c2", 0, 2.0);
+    c2.launch_delay_s = 0.5 * kMs;
+    const OpVertex v1 = add(prog, std::move(c1), {a});
+    const OpVertex v2 = add(prog, std::move(c2), {a});
+    add(prog, compute_op("b", 1.0), {v1, v2});
+  }
+  const StepRun run = run_step(step);
+  // 1 ms compute, then (0.5 + 2) ms twice, then 1 ms.
+  EXPECT_NEAR(run.result.step_time_s, 7.0 * kMs, kTol);
+  EXPECT_NEAR(run.result.exposed_comm_s, 5.0 * kMs, kTol);
+  EXPECT_EQ(run.requests.size(), 2u);
+}
+
 TEST(StepExecutor, SendMeetsReceiveAndTheWaitIsABubble) {
   // Rank 0: f (1 ms) -> send (1 ms) ; rank 1: recv -> g (1 ms).
   StepGraph step = numbered_step(2);
