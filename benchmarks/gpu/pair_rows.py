@@ -1,6 +1,6 @@
 """What the pair summaries (summarize_ring4.py, summarize_ag4.py) read the same way:
 overlap-bench's and the PyTorch peers' CSV rows, the fastest time of a design among a
-shape's rows, and geometric means."""
+shape's rows, geometric means, and writing the summary CSV."""
 import csv
 import math
 import os
@@ -26,3 +26,17 @@ def fastest_us(rows, design, prefix=False):
 def geo(values):
     values = [v for v in values if v is not None and v > 0]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def write_rows(path, rows):
+    """`rows` (dicts) as a CSV at `path`, written atomically; the columns in the order they
+    first appear, so rows may carry different keys."""
+    cols = []
+    for r in rows:
+        cols += [c for c in r if c not in cols]
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, path)

@@ -19,13 +19,12 @@ ratio to its own sequential, against the chosen candidate timed in a loop of its
   summarize_ag4.py bench.csv [--torch torch.csv] [--stderr stderr.txt] --output summary.csv
 """
 import argparse
-import csv
 import os
 import re
 import sys
 from collections import defaultdict
 
-from pair_rows import fastest_us, geo, read_rows
+from pair_rows import fastest_us, geo, read_rows, write_rows
 
 
 def read(path):
@@ -109,10 +108,7 @@ def main():
     if not out:
         print("no shape with the final loop's rows", file=sys.stderr)
         return 1
-    with open(args.output, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(out[0].keys()))
-        w.writeheader()
-        w.writerows(out)
+    write_rows(args.output, out)
 
     print("world m n k comm/gemm seq ideal tilewise(chunks) captured x_seq tuned x_seq "
           "decomposed(loop) own-loop(x seq) torch_symm(x its seq) bits")

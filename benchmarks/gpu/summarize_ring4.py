@@ -17,12 +17,10 @@ collective alone takes at least 20 % of the GEMM alone.
   summarize_ring4.py bench.csv [--torch torch.csv] --output summary.csv
 """
 import argparse
-import csv
-import os
 import sys
 from collections import defaultdict
 
-from pair_rows import fastest_us, geo, read_rows as read
+from pair_rows import fastest_us, geo, read_rows as read, write_rows
 
 
 def main():
@@ -82,15 +80,7 @@ def main():
             r["tuned_ratio_beats_torch_symm_mem_ratio"] = (
                 ("yes" if tuned_us / seq < tsymm / tseq else "no") if tsymm and tseq else "")
         out.append(r)
-    cols = []
-    for r in out:
-        cols += [c for c in r if c not in cols]
-    tmp = args.output + ".tmp"
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        w.writerows(out)
-    os.replace(tmp, args.output)
+    write_rows(args.output, out)
     print("wrote", args.output, len(out), "rows")
     for world, op in sorted({(r["world"], r["op"]) for r in out}):
         rs = [r for r in out if r["op"] == op and r["world"] == world]

@@ -23,7 +23,7 @@ import re
 import sys
 from collections import defaultdict
 
-from pair_rows import fastest_us, geo, read_rows as read
+from pair_rows import fastest_us, geo, read_rows as read, write_rows
 
 
 def slabs_of(design):
@@ -99,15 +99,7 @@ def main():
         r["slabs_over_ring"] = (round(r["slabs_us"] / r["ring_us"], 4)
                                 if r["slabs_us"] and r["ring_us"] else None)
         out.append(r)
-    cols = []
-    for r in out:
-        cols += [c for c in r if c not in cols]
-    tmp = args.output + ".tmp"
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        w.writerows(out)
-    os.replace(tmp, args.output)
+    write_rows(args.output, out)
     print("wrote", args.output, len(out), "rows")
     fmt = lambda x: "n/a" if x is None else "%.3f" % x
     for world in sorted({r["world"] for r in out}):
