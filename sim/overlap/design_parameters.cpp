@@ -31,4 +31,16 @@ double DesignParameters::need_at_least(const std::string& key, double min_value,
   return v;
 }
 
+bool DesignParameters::has_rate_and_time(const std::string& rate_key,
+                                         const std::string& time_key,
+                                         const std::string& what) const {
+  const bool rate = profile_.designs.find(design_, rate_key) != nullptr;
+  const bool time = profile_.designs.find(design_, time_key) != nullptr;
+  if (rate != time)
+    throw config::ConfigError(fmt::format(
+        "{}: designs.{}.{} missing: {} needs both its rate and its fixed time", profile_.path,
+        design_, rate ? time_key : rate_key, what));
+  return rate;
+}
+
 }  // namespace overlapsim::sim

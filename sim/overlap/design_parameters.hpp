@@ -25,6 +25,12 @@ class DesignParameters {
   // Like need(), and also requires value >= min_value.
   double need_at_least(const std::string& key, double min_value, const std::string& expected);
 
+  // For a rate and a fixed time that only mean something together: true where the profile
+  // has both keys, false where it has neither; one without the other throws
+  // "P: designs.D.KEY missing: WHAT needs both its rate and its fixed time".
+  bool has_rate_and_time(const std::string& rate_key, const std::string& time_key,
+                         const std::string& what) const;
+
   const std::vector<ParameterUse>& used() const { return used_; }
 
  private:

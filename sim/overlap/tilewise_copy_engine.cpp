@@ -63,27 +63,15 @@ void TilewiseDesign::set_transport(Transport transport, const Profile& profile) 
     phase2_contention_ = p.need_at_least(
         "copy_engine_phase2_contention", 0,
         "the all-reduce phase-2 copies' slowdown per rank beyond 2, >= 0 (0: none)");
-  const bool tail_bw = profile.designs.find("tilewise", "tail_kernel_bandwidth_Bps") != nullptr;
-  const bool tail_lat = profile.designs.find("tilewise", "tail_kernel_latency_s") != nullptr;
-  if (tail_bw != tail_lat)
-    throw config::ConfigError(
-        profile.path + ": designs.tilewise." +
-        (tail_bw ? "tail_kernel_latency_s" : "tail_kernel_bandwidth_Bps") +
-        " missing: the tail kernel's exchange needs both its rate and its fixed time");
-  if (tail_bw) {
+  if (p.has_rate_and_time("tail_kernel_bandwidth_Bps", "tail_kernel_latency_s",
+                          "the tail kernel's exchange")) {
     tail_Bps_ = p.need_at_least("tail_kernel_bandwidth_Bps", 1,
                                 "the tail kernel's two-way exchange rate, such as 370GBps");
     tail_latency_s_ = p.need_at_least("tail_kernel_latency_s", 0,
                                       "the tail kernel's fixed time per exchange, such as 9us");
   }
-  const bool push_bw = profile.designs.find("tilewise", "allgather_push_bandwidth_Bps") != nullptr;
-  const bool push_lat = profile.designs.find("tilewise", "allgather_push_latency_s") != nullptr;
-  if (push_bw != push_lat)
-    throw config::ConfigError(
-        profile.path + ": designs.tilewise." +
-        (push_bw ? "allgather_push_latency_s" : "allgather_push_bandwidth_Bps") +
-        " missing: the AllGather+GEMM push step needs both its rate and its fixed time");
-  if (push_bw) {
+  if (p.has_rate_and_time("allgather_push_bandwidth_Bps", "allgather_push_latency_s",
+                          "the AllGather+GEMM push step")) {
     push_Bps_ = p.need_at_least("allgather_push_bandwidth_Bps", 1,
                                 "one rotated push step's copy rate, such as 370GBps");
     push_latency_s_ = p.need_at_least("allgather_push_latency_s", 0,
