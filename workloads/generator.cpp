@@ -30,6 +30,10 @@ GradSyncOptions grad_sync_options(const ModelSpec& spec, const ParallelLayout& l
   o.overlap_param_gather = spec.kind != ModelKind::Dlrm &&
                            spec.training.grad_sync == GradSync::DistributedOptimizer &&
                            spec.training.overlap_param_gather;
+  // Transformer and MoE models run Megatron-LM's optimizer step (grad_buckets.hpp).
+  o.megatron_step = spec.kind != ModelKind::Dlrm;
+  o.clip_grad = spec.training.clip_grad > 0;
+  o.unscale_grads = spec.training.precision == sim::Precision::FP16;
   return o;
 }
 

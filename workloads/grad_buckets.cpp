@@ -151,17 +151,39 @@ OpVertex GradientBuckets::emit(RankBuilder& b, const GradSyncOptions& opt) const
 
   // Adam over the local (or, sharded, the 1/dp) parameters, after every gradient is final.
   std::int64_t updated = 0;
+  std::int64_t local = 0;
   for (int f = 0; f < 2; ++f) {
     std::int64_t params = 0;
     for (const auto& bk : families[f].buckets) params += bk.params;
     updated += sharded ? params / families[f].size : params;
+    local += params;
   }
-  auto opt_node =
-      elementwise_node("optimizer.step", static_cast<std::uint64_t>(updated) *
-                                             (opt.grad_bytes + opt.optimizer_state_bytes));
-  opt_node.phase = sim::Phase::Optimizer;
-  opt_node.precision = sim::Precision::FP32;
-  OpVertex last = b.add(std::move(opt_node), {last_comm, b.last(StreamKind::Compute)});
+  // One memory-bound pass on the compute stream, after the previous one.
+  auto pass = [&](const char* name, std::uint64_t bytes, OpVertex after) {
+    auto node = elementwise_node(name, bytes);
+    node.phase = sim::Phase::Optimizer;
+    node.precision = sim::Precision::FP32;
+    return b.add(std::move(node), {after, b.last(StreamKind::Compute)});
+  };
+  OpVertex last = kNoOp;
+  if (opt.megatron_step) {
+    const MegatronStepBytes m = megatron_step_bytes(updated, local, opt.grad_bytes,
+                                                    opt.param_bytes, opt.clip_grad,
+                                                    opt.unscale_grads);
+    last = last_comm;
+    if (m.copy_main_grads > 0) last = pass("optimizer.copy_main_grads", m.copy_main_grads, last);
+    if (m.unscale > 0) last = pass("optimizer.unscale_grads", m.unscale, last);
+    if (m.grad_norm > 0) last = pass("optimizer.grad_norm", m.grad_norm, last);
+    last = pass("optimizer.step", m.adam, last);
+    last = pass("optimizer.copy_main_params", m.copy_main_params, last);
+    // The next step's zeroing of the gradient buffer, on the compute stream while the
+    // parameter gathers below run on the DataComm stream.
+    pass("optimizer.zero_grad_buffer", m.zero_grad_buffer, last);
+  } else {
+    last = pass("optimizer.step",
+                static_cast<std::uint64_t>(updated) * (opt.grad_bytes + opt.optimizer_state_bytes),
+                last_comm);
+  }
 
   if (sharded) {
     for (const auto& fam : late_gathers) {
@@ -177,6 +199,21 @@ OpVertex GradientBuckets::emit(RankBuilder& b, const GradSyncOptions& opt) const
     }
   }
   return last;
+}
+
+MegatronStepBytes megatron_step_bytes(std::int64_t updated, std::int64_t local, int grad_bytes,
+                                      int param_bytes, bool clip_grad, bool unscale) {
+  const auto u = static_cast<std::uint64_t>(updated);
+  constexpr std::uint64_t kMainGrad = 4;    // fp32 main gradient
+  constexpr std::uint64_t kMainParam = 4;   // fp32 master weight
+  MegatronStepBytes m;
+  if (grad_bytes != 4) m.copy_main_grads = u * (static_cast<std::uint64_t>(grad_bytes) + kMainGrad);
+  if (unscale) m.unscale = u * 2 * kMainGrad;
+  if (clip_grad) m.grad_norm = u * kMainGrad;
+  m.adam = u * (kMainGrad + kAdamStateBytesPerParam);
+  m.copy_main_params = u * (kMainParam + static_cast<std::uint64_t>(param_bytes));
+  m.zero_grad_buffer = static_cast<std::uint64_t>(local) * static_cast<std::uint64_t>(grad_bytes);
+  return m;
 }
 
 }  // namespace overlapsim::workloads

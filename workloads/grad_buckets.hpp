@@ -35,10 +35,46 @@
 namespace overlapsim::workloads {
 
 // Bytes of device memory the Adam update touches per parameter besides the gradient
-// (the default of GradSyncOptions::optimizer_state_bytes):
-// read+write the fp32 master weight, exp_avg and exp_avg_sq (3 x 8 bytes) and write the
-// 16-bit model weight (2 bytes) -- mixed-precision Adam as in Megatron-LM.
-inline constexpr int kAdamStateBytesPerParam = 26;
+// (the default of GradSyncOptions::optimizer_state_bytes): read+write the fp32 master
+// weight, exp_avg and exp_avg_sq (3 x 8 bytes). The 16-bit model weight is written by
+// the separate copy pass of the Megatron step (below), not by the Adam kernel.
+inline constexpr int kAdamStateBytesPerParam = 24;
+
+// Megatron-LM's optimizer step besides the Adam pass, as MixedPrecisionOptimizer::step
+// and the training loop run it (github.com/NVIDIA/Megatron-LM,
+// megatron/core/optimizer/optimizer.py, clip_grads.py,
+// megatron/core/distributed/param_and_grad_buffer.py), each a memory-bound pass over
+// the parameters the rank's optimizer updates (all local ones, or its 1/dp shard with
+// the distributed optimizer) unless said otherwise; bytes per parameter:
+//  - main grads from a 16-bit gradient buffer: `main_grad.float()` reads 2 and writes 4
+//    (a no-op view when the buffer is fp32, Megatron's default);
+//  - fp16 only: the loss-scale unscale and inf/nan check of the main grads
+//    (torch._amp_foreach_non_finite_check_and_unscale_): reads and writes 4;
+//  - --clip-grad > 0 (default 1.0): the gradient L2 norm (get_grad_norm_fp32,
+//    multi_tensor_l2norm) reads every fp32 main grad once: 4. The scaling by
+//    max_norm / norm is not charged: apex-era Megatron runs it only when the norm
+//    exceeds the threshold, a property of the data;
+//  - Adam reads the fp32 main grad (4) besides its 24 bytes of state;
+//  - _copy_main_params_to_model_params: reads the fp32 master weight and writes the
+//    16-bit model weight: 4 + 2;
+//  - zero_grad_buffer at the start of the next step: the whole local gradient buffer
+//    (every local parameter, not the shard: the buffer the reduce-scatter reads) is
+//    zeroed: grad_bytes written.
+struct MegatronStepBytes {
+  std::uint64_t copy_main_grads = 0;
+  std::uint64_t unscale = 0;
+  std::uint64_t grad_norm = 0;
+  std::uint64_t adam = 0;
+  std::uint64_t copy_main_params = 0;
+  std::uint64_t zero_grad_buffer = 0;
+  std::uint64_t total() const {
+    return copy_main_grads + unscale + grad_norm + adam + copy_main_params + zero_grad_buffer;
+  }
+};
+// `updated`: parameters this rank's optimizer updates; `local`: parameters in its
+// gradient buffer.
+MegatronStepBytes megatron_step_bytes(std::int64_t updated, std::int64_t local, int grad_bytes,
+                                      int param_bytes, bool clip_grad, bool unscale);
 
 struct GradSyncOptions {
   GradSync mode = GradSync::AllReduce;
@@ -53,6 +89,11 @@ struct GradSyncOptions {
   int optimizer_state_bytes = kAdamStateBytesPerParam;
   bool overlap_grad_reduce = true;    // reductions start as their buckets fill
   bool overlap_param_gather = false;  // distributed_optimizer: gathers via param_gather()
+  // Megatron-LM's optimizer step (MegatronStepBytes) instead of one pass of
+  // grad_bytes + optimizer_state_bytes per parameter.
+  bool megatron_step = false;
+  bool clip_grad = false;      // megatron_step: --clip-grad > 0
+  bool unscale_grads = false;  // megatron_step: fp16 loss scaling
 };
 
 // Slots of param_gather(): layers use their index; these name the blocks outside them.

@@ -178,6 +178,11 @@ const std::vector<ParamDoc> kTrainingDocs = {
      "distributed_optimizer: each layer's parameter all-gather is issued one layer ahead of "
      "its first forward use (Megatron-LM --overlap-param-gather); false: after the optimizer",
      "true", ""},
+    {"clip_grad",
+     "transformer, moe: gradient-clipping threshold (Megatron-LM --clip-grad, default 1.0); "
+     "> 0: the optimizer step reads every fp32 main gradient for the global norm; 0: no "
+     "clipping",
+     "1.0", ""},
 };
 
 const std::vector<ParamDoc> kParallelismDocs = {
@@ -394,6 +399,11 @@ void load_training(ModelSpec& spec, const ConfigNode& n) {
   t.horovod_cycle_time_s = n.get_duration_s("horovod_cycle_time", 0.0);
   if (!(t.horovod_cycle_time_s >= 0))
     n.fail_key("horovod_cycle_time", "negative (expected a duration >= 0 such as \"1ms\")");
+  if (n.has("clip_grad") && spec.kind == ModelKind::Dlrm)
+    n.child("clip_grad").fail("only for transformer and moe (expected no clip_grad here)");
+  t.clip_grad = n.get_double("clip_grad", 1.0);
+  if (!(t.clip_grad >= 0))
+    n.fail_key("clip_grad", fmt::format("{} is negative (expected a threshold >= 0)", t.clip_grad));
   t.grad_bucket_bytes = n.get_bytes("grad_bucket", 25ull << 20);
   if (t.grad_bucket_bytes == 0)
     n.fail_key("grad_bucket", "0 is not allowed (expected a size > 0 such as \"25MiB\")");

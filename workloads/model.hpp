@@ -151,6 +151,10 @@ struct TrainingSpec {
   // cycle at most every this long: each collective waits half a cycle on average after
   // its members are ready. 0: NCCL called directly (PyTorch, Megatron, HugeCTR).
   double horovod_cycle_time_s = 0;
+  // Megatron-LM --clip-grad (default 1.0, megatron/training/arguments.py): the global
+  // gradient norm is computed every step (a read of every fp32 main gradient) when > 0.
+  // Transformer and MoE models only.
+  double clip_grad = 1.0;
 };
 
 struct ModelSpec {

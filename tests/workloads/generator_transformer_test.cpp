@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -10,6 +11,7 @@
 #include "tests/workloads/workloads_test_util.hpp"
 #include "config/error.hpp"
 #include "workloads/generator.hpp"
+#include "workloads/grad_buckets.hpp"
 
 using namespace overlapsim;
 using namespace overlapsim::workloads;
@@ -989,4 +991,78 @@ TEST(DataParallelOverlap, WithoutOverlapGradReduceTheReductionsWaitForTheBackwar
     EXPECT_TRUE(boost::edge(last_backward, v, g).second) << op.name;
   });
   EXPECT_GT(reductions, 0);
+}
+
+// Megatron-LM's optimizer step (workloads/grad_buckets.hpp, MegatronStepBytes): per
+// parameter the optimizer updates, the gradient norm reads 4 bytes, Adam 4 + 24, the copy
+// to the 16-bit model weights 4 + 2; the zeroing writes the whole local gradient buffer.
+TEST(MegatronOptimizerStep, BytesOfEachPass) {
+  const MegatronStepBytes m = megatron_step_bytes(1000, 4000, 4, 2, true, false);
+  EXPECT_EQ(m.copy_main_grads, 0u);  // an fp32 gradient buffer is the main grad itself
+  EXPECT_EQ(m.unscale, 0u);
+  EXPECT_EQ(m.grad_norm, 4000u);
+  EXPECT_EQ(m.adam, 28000u);
+  EXPECT_EQ(m.copy_main_params, 6000u);
+  EXPECT_EQ(m.zero_grad_buffer, 16000u);
+  // The old single pass charged grad + 26 = 30 bytes per parameter; the step now charges
+  // 4 + 28 + 6 = 38 per updated parameter plus 4 per local one.
+  EXPECT_EQ(m.total(), 54000u);
+  // fp16 with a bf16 gradient buffer and no clipping: main grads converted (2 + 4),
+  // unscaled (4 + 4), no norm; the buffer zeroed at 2 bytes.
+  const MegatronStepBytes f = megatron_step_bytes(1000, 4000, 2, 2, false, true);
+  EXPECT_EQ(f.copy_main_grads, 6000u);
+  EXPECT_EQ(f.unscale, 8000u);
+  EXPECT_EQ(f.grad_norm, 0u);
+  EXPECT_EQ(f.zero_grad_buffer, 8000u);
+}
+
+namespace {
+// Bytes of the optimizer passes of stage 0 of the tiny model, by name, and the stage's
+// parameters (from its gradient reduce-scatters, 4 bytes each).
+struct OptimizerPasses {
+  std::map<std::string, double> bytes;
+  double local_params = 0;
+  int dp_cp = 0;
+};
+OptimizerPasses optimizer_passes(const ModelSpec& m) {
+  const auto step = generate_step(m, 16);
+  OptimizerPasses out;
+  out.dp_cp = m.parallelism.dp * m.parallelism.cp;
+  for_each_op(step.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind == OpKind::Elementwise && op.phase == Phase::Optimizer)
+      out.bytes[op.name] += static_cast<double>(op.bytes);
+    if (op.kind == OpKind::Collective && op.collective == CollectiveOp::ReduceScatter &&
+        op.stream == StreamKind::DataComm)
+      out.local_params += static_cast<double>(op.comm_bytes) /
+                          static_cast<double>(sim::bytes_per_element(m.training.grad_precision));
+  });
+  return out;
+}
+}  // namespace
+
+TEST(MegatronOptimizerStep, TinyModelPassesOverTheShardAndTheWholeBuffer) {
+  const ModelSpec m = load_model(tiny_path());
+  const OptimizerPasses p = optimizer_passes(m);
+  ASSERT_GT(p.local_params, 0);
+  const double updated = std::floor(p.local_params / p.dp_cp);  // distributed optimizer
+  EXPECT_EQ(p.bytes.count("optimizer.copy_main_grads"), 0u);
+  EXPECT_EQ(p.bytes.count("optimizer.unscale_grads"), 0u);
+  EXPECT_DOUBLE_EQ(p.bytes.at("optimizer.grad_norm"), 4 * updated);  // clip_grad 1.0 default
+  EXPECT_DOUBLE_EQ(p.bytes.at("optimizer.step"), 28 * updated);
+  EXPECT_DOUBLE_EQ(p.bytes.at("optimizer.copy_main_params"), 6 * updated);
+  EXPECT_DOUBLE_EQ(p.bytes.at("optimizer.zero_grad_buffer"), 4 * p.local_params);
+}
+
+TEST(MegatronOptimizerStep, NoClippingFp16AndBf16Gradients) {
+  ModelSpec m = load_model(tiny_path());
+  m.training.clip_grad = 0;
+  m.training.precision = sim::Precision::FP16;
+  m.training.grad_precision = sim::Precision::BF16;
+  const OptimizerPasses p = optimizer_passes(m);
+  const double updated = std::floor(p.local_params / p.dp_cp);
+  EXPECT_EQ(p.bytes.count("optimizer.grad_norm"), 0u);
+  EXPECT_DOUBLE_EQ(p.bytes.at("optimizer.copy_main_grads"), 6 * updated);
+  EXPECT_DOUBLE_EQ(p.bytes.at("optimizer.unscale_grads"), 8 * updated);
+  EXPECT_DOUBLE_EQ(p.bytes.at("optimizer.step"), 28 * updated);
+  EXPECT_DOUBLE_EQ(p.bytes.at("optimizer.zero_grad_buffer"), 2 * p.local_params);
 }

@@ -375,6 +375,17 @@ TEST(ModelRules, OverlapFlagsDefaultOnAndParamGatherNeedsTheDistributedOptimizer
                "training.overlap_param_gather");
 }
 
+TEST(ModelRules, ClipGradKey) {
+  // Megatron-LM's default --clip-grad 1.0.
+  EXPECT_DOUBLE_EQ(load_model_string(kTiny, "m.yaml").training.clip_grad, 1.0);
+  const std::string off =
+      edit(kTiny, {{"  micro_batch: 1", "  micro_batch: 1\n  clip_grad: 0"}});
+  EXPECT_DOUBLE_EQ(load_model_string(off, "m.yaml").training.clip_grad, 0.0);
+  const std::string negative =
+      edit(kTiny, {{"  micro_batch: 1", "  micro_batch: 1\n  clip_grad: -1"}});
+  expect_error(load_error(negative), negative, "clip_grad", "training.clip_grad");
+}
+
 TEST(ModelRules, DlrmShardingKeys) {
   const ModelSpec base = load_model_string(kTinyDlrm, "m.yaml");
   EXPECT_EQ(base.dlrm.data_parallel_max_rows, 0);
