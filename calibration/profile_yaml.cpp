@@ -166,6 +166,8 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
                                                         {"date", d.date},
                                                         {"host", d.host}})
     if (!value.empty()) out += fmt::format("  {}: {}\n", key, yaml_quoted(value));
+  if (d.nccl_nvlink_bandwidth_Bps)
+    out += fmt::format("  nccl_nvlink_bandwidth_Bps: {}\n", sourced(*d.nccl_nvlink_bandwidth_Bps));
   out += fmt::format("  source: {}\n  citation: {}\n", sim::to_string(o.device_source.kind),
                      yaml_quoted(o.device_source.citation));
 

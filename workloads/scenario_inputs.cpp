@@ -96,6 +96,12 @@ ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cl
   }
   infer_representatives(in.step);
   in.timing = collective_timing(in.cluster);
+  if (in.profile.device.nccl_nvlink_bandwidth_Bps && in.timing.nvlink_Bps > 0) {
+    in.timing.nccl_nvlink_Bps = in.profile.device.nccl_nvlink_bandwidth_Bps->value;
+    in.timing.nccl_nvlink_citation = fmt::format(
+        "{} device.nccl_nvlink_bandwidth_Bps, {}", profile_path,
+        sim::to_string(in.profile.device.nccl_nvlink_bandwidth_Bps->source.kind));
+  }
   return in;
 }
 

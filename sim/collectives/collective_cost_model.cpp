@@ -117,10 +117,17 @@ std::string CollectiveCostModel::describe(CollectiveOp op, int ranks, bool intra
           intra_host ? "flow network, cluster links (cited; the profile has no curve for this op)"
                      : "flow network, cluster links (cited)";
       if (!options_.nccl_costs) return base;
+      const std::string nvlink =
+          intra_host && nccl_nvlink_stretch() > 1
+              ? fmt::format(", NVLink at the {:.0f} GB/s NCCL reaches ({}) of {:.0f} GB/s",
+                            options_.nccl_nvlink_Bps / 1e9, options_.nccl_nvlink_citation,
+                            options_.nvlink_Bps / 1e9)
+              : "";
       return base +
              ", plus NCCL's latency and protocol efficiency by algorithm and protocol "
              "(NCCL 2.30.7 src/graph/tuning.cc; docs/collectives.md)" +
-             (op == CollectiveOp::AllToAll && !intra_host ? ", all-to-all through PXN" : "");
+             (op == CollectiveOp::AllToAll && !intra_host ? ", all-to-all through PXN" : "") +
+             nvlink;
     }
   }
 }
@@ -328,20 +335,27 @@ void CollectiveCostModel::launch(const CollectiveRequest& req, std::function<voi
     }
     default:
       if (options_.nccl_costs)
-        launch_with_nccl_costs(req, call_cost(info, req), std::move(on_done));
+        launch_with_nccl_costs(req, call_cost(info, req), std::move(on_done),
+                               classes_[info.class_index].intra_host ? nccl_nvlink_stretch() : 1);
       else
         start_collective(net_, req, std::move(on_done), options_.tuning);
   }
 }
 
+double CollectiveCostModel::nccl_nvlink_stretch() const {
+  if (!(options_.nvlink_Bps > 0) || !(options_.nccl_nvlink_Bps > 0)) return 1;
+  return std::max(1.0, options_.nvlink_Bps / options_.nccl_nvlink_Bps);
+}
+
 void CollectiveCostModel::launch_with_nccl_costs(const CollectiveRequest& req,
                                                  const detail::NcclCallCost& cost,
-                                                 std::function<void()> on_done) {
+                                                 std::function<void()> on_done,
+                                                 double nvlink_stretch) {
   CollectiveRequest run = req;
   run.algo = cost.algo;
   CollectiveTuning tuning = options_.tuning;
   tuning.pxn = cost.pxn;
-  const double stretch = cost.pipeline_stretch / cost.efficiency;
+  const double stretch = cost.pipeline_stretch / cost.efficiency * nvlink_stretch;
   const double wire_s = cost.wire_latency_s;
   net_.simulator().schedule(
       cost.latency_s, [this, run, tuning, stretch, wire_s, done = std::move(on_done)]() mutable {

@@ -63,6 +63,12 @@ struct CollectiveTimingOptions {
   // links (no efficiency path). Its citation goes into the labels.
   double nvlink_Bps = 0;
   std::string nvlink_citation;
+  // The per-direction NVLink rate NCCL's kernels reach (the profile's
+  // device.nccl_nvlink_bandwidth_Bps); 0: nvlink_Bps. The cluster path stretches the
+  // transfer of a collective inside one NVLink host by nvlink_Bps / this, on top of the
+  // protocol's efficiency, as NCCL's own model rates NVLink below its line rate.
+  double nccl_nvlink_Bps = 0;
+  std::string nccl_nvlink_citation;
   // The collectives run between compute kernels, as in a training step or a pair loop: the
   // measured paths take the curve's in_compute_loop_factor. False: timed as nccl-tests
   // times them, back to back with themselves (validate's rows of collectives alone).
@@ -181,8 +187,12 @@ class CollectiveCostModel {
   CommInfo& comm_info(const CollectiveRequest& req);
   const detail::NcclCallCost& call_cost(CommInfo& info, const CollectiveRequest& req);
   // The cluster path with NCCL's costs (nccl_call_cost.hpp).
+  // nvlink_stretch: the transfer's stretch for NCCL's NVLink rate (nccl_nvlink_stretch()
+  // inside one host, 1 across hosts).
   void launch_with_nccl_costs(const CollectiveRequest& req, const detail::NcclCallCost& cost,
-                              std::function<void()> on_done);
+                              std::function<void()> on_done, double nvlink_stretch = 1);
+  // options_.nvlink_Bps / options_.nccl_nvlink_Bps, at least 1; 1 without either.
+  double nccl_nvlink_stretch() const;
   // The time of a call on the curve path (the caller knows the path is Curve).
   double curve_path_time_s(CollectiveOp op, std::uint64_t bytes, int ranks) const;
 

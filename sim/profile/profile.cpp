@@ -6,6 +6,8 @@ namespace overlapsim::sim {
 
 std::vector<SourceEntry> Profile::sources() const {
   std::vector<SourceEntry> out;
+  if (device.nccl_nvlink_bandwidth_Bps)
+    out.push_back({"device.nccl_nvlink_bandwidth_Bps", device.nccl_nvlink_bandwidth_Bps->source});
   const ComputeProfile& c = compute;
   for (const auto& [p, v] : c.peak_flops_per_s)
     out.push_back({fmt::format("compute.peak_flops_per_s.{}", to_string(p)), v.source});

@@ -3,6 +3,7 @@
 // the device is, how fast it computes, how its collectives scale, how compute and
 // communication interfere, and the overlap designs' overheads. Loaded from YAML by
 // sim::load_profile (docs/profile-format.md); sim/ never reads YAML itself.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@ namespace overlapsim::sim {
 struct DeviceInfo {
   std::string name;  // e.g. "NVIDIA H200 SXM 141GB"
   int sms = 0;
+  // Per-direction NVLink rate NCCL's kernels reach from one GPU (bus bandwidth of a large
+  // ring collective), below the links' line rate: SM-issued stores carry 128-byte payloads.
+  // Absent: the cluster's line rate. Read by the cluster path of intra-host collectives.
+  std::optional<Sourced> nccl_nvlink_bandwidth_Bps;
   // Software and provenance of measured profiles; empty for datasheet profiles.
   std::string driver, cuda, nccl, date, host;
 };

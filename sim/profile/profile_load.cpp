@@ -337,10 +337,16 @@ DesignParams parse_designs(const ConfigNode& node) {
 
 DeviceInfo parse_device(const ConfigNode& node) {
   node.check_keys(std::vector<std::string>{"name", "sms", "driver", "cuda", "nccl", "date", "host",
-                                           "source", "citation"});
+                                           "nccl_nvlink_bandwidth_Bps", "source", "citation"});
   DeviceInfo d;
   d.name = node.get_string("name");
   d.sms = node.get_positive_int32("sms");
+  if (node.optional_child("nccl_nvlink_bandwidth_Bps")) {
+    d.nccl_nvlink_bandwidth_Bps = parse_sourced(node, "nccl_nvlink_bandwidth_Bps");
+    if (!(d.nccl_nvlink_bandwidth_Bps->value > 0))
+      node.child("nccl_nvlink_bandwidth_Bps")
+          .fail("not positive (expected a bandwidth > 0 such as \"230GBps\")");
+  }
   read_software(node, d.driver, d.cuda, d.nccl, d.host, d.date);
   parse_provenance(node);  // the SM count is a number the design models use
   return d;
@@ -363,7 +369,9 @@ const std::vector<config::ParamDoc>& profile_params() {
       {"kind", "what the profile mostly holds: datasheet or measured (each number says its own)",
        "", ""},
       {"description", "one line saying what the profile is", "\"\"", ""},
-      {"device", "name, sms, driver, cuda, nccl, date, host, source, citation", "", ""},
+      {"device",
+       "name, sms, driver, cuda, nccl, date, host, nccl_nvlink_bandwidth_Bps, source, citation",
+       "", ""},
       {"compute",
        "peak_flops_per_s, memory_bandwidth_Bps, memory_capacity_bytes, "
        "launch_overhead_s, efficiency, gemm_tables, own_gemm_tables, idle_clock_boost, "

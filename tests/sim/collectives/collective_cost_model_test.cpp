@@ -61,6 +61,32 @@ CollectiveTimingOptions nvlink() {
   return o;
 }
 
+// The profile's NCCL NVLink rate (device.nccl_nvlink_bandwidth_Bps) stretches the transfer
+// of an intra-host collective on the cluster path by line rate / that rate: at 4 GiB, where
+// NCCL's latency and the wire are negligible, the time grows by 400 / 320 = 1.25.
+TEST(CollectiveCostModel, NcclNvlinkRateStretchesIntraHostClusterTransfers) {
+  const CollectiveProfile none;
+  const auto req = allreduce(8, 4096 * kMiB);
+  const Timed line = time_one(nvswitch(8), none, req, nvlink());
+  auto options = nvlink();
+  options.nccl_nvlink_Bps = 320e9;
+  options.nccl_nvlink_citation = "test rate";
+  const Timed nccl = time_one(nvswitch(8), none, req, options);
+  EXPECT_EQ(nccl.path, CollectivePath::Cluster);
+  EXPECT_NEAR(nccl.time_s / line.time_s, 1.25, 1e-3);
+  EXPECT_NE(nccl.uses.at(0).how.find("NVLink at the 320 GB/s NCCL reaches (test rate)"),
+            std::string::npos)
+      << nccl.uses.at(0).how;
+  // A rate at or above the line rate is no speed-up; without an NVLink rate (PCIe hosts)
+  // the key does nothing.
+  options.nccl_nvlink_Bps = 500e9;
+  EXPECT_DOUBLE_EQ(time_one(nvswitch(8), none, req, options).time_s, line.time_s);
+  auto pcie = CollectiveTimingOptions{};
+  pcie.nccl_nvlink_Bps = 320e9;
+  EXPECT_DOUBLE_EQ(time_one(nvswitch(8), none, req, pcie).time_s,
+                   time_one(nvswitch(8), none, req, CollectiveTimingOptions{}).time_s);
+}
+
 TEST(CollectiveCostModel, MeasuredSizeUsesTheCurve) {
   const auto profile = two_gpu_profile();
   const Timed t = time_one(nvswitch(8), profile, allreduce(2, 64 * kMiB), nvlink());
