@@ -384,6 +384,9 @@ TEST(ModelRules, ClipGradKey) {
   const std::string negative =
       edit(kTiny, {{"  micro_batch: 1", "  micro_batch: 1\n  clip_grad: -1"}});
   expect_error(load_error(negative), negative, "clip_grad", "training.clip_grad");
+  // DLRM models run their own optimizer: the key is refused there.
+  const std::string dlrm = edit(kTinyDlrm, {{"training:", "training:\n  clip_grad: 1.0"}});
+  expect_error(load_error(dlrm), dlrm, "clip_grad", "training.clip_grad");
 }
 
 TEST(ModelRules, DlrmShardingKeys) {
