@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/bench/timing.hpp"
@@ -45,6 +47,8 @@ class ShapedRunner {
     OVERLAPSIM_TRY(sequential_bits_.allocate(result_count_ * dtype_bytes(case_.dtype)));
     OVERLAPSIM_TRY(quiesce(*env_.ctx, "shaped: after allocating"));
     OVERLAPSIM_TRY(build_designs(state));
+    if (env_.rank() == 0 && !env_.shaped_algos_path.empty())
+      OVERLAPSIM_TRY(write_algos(state.device_sms));
     OVERLAPSIM_TRY(search());
     OVERLAPSIM_TRY(confirm());
     OVERLAPSIM_TRY(final_loop());
@@ -146,6 +150,49 @@ class ShapedRunner {
     for (auto& p : coll_alone_) OVERLAPSIM_TRY(p->enqueue_collective(b, 1, 0, compute()));
     OVERLAPSIM_TRY(io_.sequential(0));
     return wait_stream(env_.ctx->comm, compute(), "shaped: warm-up");
+  }
+
+  // --shaped-algos: one CSV line per chunk GEMM plan (every grid point, and the unchunked
+  // GEMM alone per S > 0) with the algorithm cuBLASLt chose for it; the header only when
+  // the file is new or empty, so every shape of a run appends to one file.
+  Status write_algos(int sms) const {
+    std::ifstream probe(env_.shaped_algos_path, std::ios::binary | std::ios::ate);
+    const bool fresh = !probe || probe.tellg() <= 0;
+    probe.close();
+    std::ofstream out(env_.shaped_algos_path, std::ios::app);
+    if (!out) return Status::failure("shaped: cannot open " + env_.shaped_algos_path);
+    if (fresh)
+      out << "gpu,world,op,dtype,m,n,k,role,free_sms,sm_count_target,comm_ctas,chunks,gemm_m,"
+             "gemm_n,gemm_k,gemm_batches,algo_id,tile_id,tile_m,tile_n,cluster_m,cluster_n,"
+             "splitk_num,reduction_scheme,stages_id,swizzle,waves\n";
+    const std::string gpu = read_device_tags(env_.world()).gpu;
+    const auto line = [&](const char* role, const ShapedDesign& d) -> Status {
+      CublasLtAlgoInfo a;
+      OVERLAPSIM_TRY(d.gemm().algo_info(&a));
+      const ShapedConfig& g = d.config();
+      const GemmShape& gs = d.gemm().shape();
+      out << gpu << ',' << env_.world() << ',' << to_string(op_) << ','
+          << to_string(case_.dtype) << ',' << shape_.m << ',' << shape_.n << ',' << shape_.k
+          << ',' << role << ',' << g.free_sms << ',' << (g.free_sms > 0 ? sms - g.free_sms : 0)
+          << ',' << g.comm_ctas << ',' << g.chunks << ',' << gs.m << ',' << gs.n << ',' << gs.k
+          << ',' << d.gemm_batches() << ',' << a.algo_id << ',' << a.tile_id << ','
+          << a.tile_m() << ',' << a.tile_n() << ',' << a.cluster_m() << ',' << a.cluster_n()
+          << ',' << a.splitk_num << ',' << a.reduction_scheme << ',' << a.stages_id << ','
+          << a.swizzle << ',' << a.waves << '\n';
+      return Status::success();
+    };
+    // c only changes the communicator, not the GEMM plan: one line per (S, k).
+    std::vector<std::pair<int, int>> seen;
+    for (const auto& d : designs_) {
+      const std::pair<int, int> key{d->config().free_sms, d->config().chunks};
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+      seen.push_back(key);
+      OVERLAPSIM_TRY(line("grid", *d));
+    }
+    for (const auto& d : gemm_alone_) OVERLAPSIM_TRY(line("gemm_alone", *d));
+    out.flush();
+    if (!out) return Status::failure("shaped: writing " + env_.shaped_algos_path + " failed");
+    return Status::success();
   }
 
   // Elements of set 0's result whose value differs from the sequential result at all
