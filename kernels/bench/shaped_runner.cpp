@@ -229,6 +229,19 @@ class ShapedRunner {
       variants.push_back([this, q = p.get()](int i) {
         return q->enqueue_collective(io_.set(i), 1, 0, compute());
       });
+    // Every chunked plan's GEMMs alone, one (S, k) each (c does not change the GEMMs): what
+    // the simulator's shaped model prices, a chunk on SMs - S against one on all SMs.
+    std::vector<const ShapedDesign*> chunk_gemms;
+    for (const auto& d : designs_) {
+      const ShapedConfig& g = d->config();
+      if (g.chunks < 2) continue;
+      const bool seen = std::any_of(chunk_gemms.begin(), chunk_gemms.end(), [&](const auto* x) {
+        return x->config().free_sms == g.free_sms && x->config().chunks == g.chunks;
+      });
+      if (!seen) chunk_gemms.push_back(d.get());
+    }
+    for (const ShapedDesign* d : chunk_gemms)
+      variants.push_back([this, d](int i) { return d->run_gemms(io_.set(i), compute()); });
     const std::size_t first_design = variants.size();
     for (auto& d : designs_)
       variants.push_back(
@@ -263,6 +276,11 @@ class ShapedRunner {
                     .busbw_factor(busbw_factor(coll(), env_.world()))
                     .row());
     }
+    for (const ShapedDesign* d : chunk_gemms)
+      env_.emit(row("gemm", "cublas_shaped_chunks:s" + std::to_string(d->config().free_sms),
+                    d->config().chunks, t[v++])
+                    .flops(compute_flops(op_, shape_))
+                    .row());
     for (std::size_t d = 0; d < designs_.size(); ++d) {
       const Timing& td = t[first_design + d];
       const ShapedConfig& g = designs_[d]->config();
