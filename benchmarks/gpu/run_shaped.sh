@@ -8,7 +8,8 @@
 # summary.csv (captured overlap per shape and
 # design, from one loop each) and surface.csv (the shaped tuner's grid: GEMM slowdown with S
 # SMs free, collective slowdown on c CTAs, the pair's time), both from the CSVs.
-# Everything ends up in $OUT/shaped.tar.gz.
+# algos_w{2,4}.csv: the tile, cluster and split-K cuBLASLt chose for every chunk GEMM plan
+# (per shape, S and k; --shaped-algos). Everything ends up in $OUT/shaped.tar.gz.
 #   bash benchmarks/gpu/run_shaped.sh
 #   SMOKE=1 bash benchmarks/gpu/run_shaped.sh       # one shape, 2 ranks, no tile-wise
 #   bash benchmarks/gpu/run_shaped.sh summarize DIR # the two summaries from DIR's CSVs
@@ -192,6 +193,7 @@ for world in $worlds; do
     args=(--suite "$suite" "${extra[@]}" --tilewise-detail "$run_dir/tilewise_detail_w$world.csv")
   fi
   CUDA_VISIBLE_DEVICES=$gpus timeout "${BENCH_TIMEOUT:-170}" "$bench" "${args[@]}" --world "$world" \
+    --shaped-algos "$run_dir/algos_w$world.csv" \
     --timeout 60 --output "$run_dir/shaped_w$world.csv" >"$run_dir/stdout_w$world.csv" \
     2>"$run_dir/stderr_w$world.txt"
   echo "overlap-bench $world ranks rc=$?" | tee -a "$log"

@@ -38,6 +38,8 @@ struct BenchEnv {
   std::shared_ptr<TilewiseReports> tilewise_reports;
   // The shaped runner's communicators per NCCL CTA count, kept across shapes.
   std::shared_ptr<ShapedRankState> shaped_state;
+  // --shaped-algos: where the shaped runner appends its GEMMs' cuBLASLt algorithms.
+  std::string shaped_algos_path;
 
   int rank() const { return ctx->comm.rank; }
   int world() const { return ctx->comm.world; }

@@ -169,7 +169,7 @@ std::string usage() {
          "         [--iterations N] [--warmup N] [--min-time-ms T] [--warmup-ms W]\n"
          "         [--world N] [--mpi] [--nonblocking] [--timeout 120s] [--seed S] [--output "
          "FILE]\n"
-         "         [--trace] [--tilewise-* ...]\n"
+         "         [--trace] [--tilewise-* ...] [--shaped-algos FILE]\n"
          "ops: allreduce reducescatter allgather alltoall gemm gemv embedding gemm+allreduce\n"
          "     gemm+reducescatter allgather+gemm gemm+alltoall gemv+allreduce embedding+alltoall\n"
          "     interference\n"
@@ -187,6 +187,8 @@ std::string usage() {
          "clock).\n"
          "--trace: every stream wait and rendezvous logs its rank on stderr (where a hung run\n"
          "  waits; default from OVERLAPSIM_TRACE).\n"
+         "--shaped-algos FILE: design shaped appends, per shape and grid point, the tile,\n"
+         "  cluster and split-K cuBLASLt chose for the chunk GEMM (CSV, rank 0).\n"
          "design tilewise (defaults from the OVERLAPSIM_TILEWISE_* variables of older scripts):\n"
          "  --tilewise-transport nccl,copy_engine  transports to tune and time\n"
          "  --tilewise-phase2 copy_engine,epilogue,tail_kernel  all-reduce phase-2 modes of the\n"
@@ -289,6 +291,8 @@ BenchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup& 
       o.seed = static_cast<std::uint64_t>(to_int(flag, value(), 0));
     } else if (flag == "--output") {
       o.output = value();
+    } else if (flag == "--shaped-algos") {
+      o.shaped_algos = value();
     } else {
       throw std::invalid_argument("overlap-bench: unknown flag '" + flag + "' (see --help)");
     }

@@ -9,7 +9,7 @@
 //                 [--collectives allreduce,alltoall] [--ctas 4,8,16,32,0]
 //   common: [--iterations N] [--warmup N] [--min-time-ms T] [--warmup-ms W] [--world N] [--mpi]
 //           [--nonblocking] [--timeout 120s] [--seed S] [--output FILE] [--list-designs]
-//           [--trace]
+//           [--trace] [--shaped-algos FILE]
 //   design tilewise: [--tilewise-transport nccl,copy_engine] [--tilewise-phase2 MODES]
 //           [--tilewise-groups 2,4,8,16] [--tilewise-comm-sms 16] [--tilewise-wait MODES]
 //           [--tilewise-keep 6] [--tilewise-exhaustive 16] [--tilewise-cache FILE]
@@ -46,6 +46,8 @@ struct BenchOptions {
   // --trace: every stream wait and rendezvous logs its rank on stderr (comm.hpp).
   bool trace = false;
   std::string output;
+  // --shaped-algos: design shaped's cuBLASLt algorithm per grid point (shaped_runner.hpp).
+  std::string shaped_algos;
   TilewiseSettings tilewise;
   bool help = false;
 };

@@ -71,6 +71,7 @@ int run(const BenchOptions& options, BenchPlan plan) {
     BenchEnv env;
     OVERLAPSIM_TRY(open_env(ctx, plan.seed, &env));
     env.tilewise_settings = options.tilewise;
+    env.shaped_algos_path = options.shaped_algos;
     env.tilewise_reports = tilewise_reports;
     const DeviceTags tags = read_device_tags(ctx.comm.world);
     const bool printer = ctx.comm.rank == 0;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/bench/timing.hpp"
@@ -45,6 +47,8 @@ class ShapedRunner {
     OVERLAPSIM_TRY(sequential_bits_.allocate(result_count_ * dtype_bytes(case_.dtype)));
     OVERLAPSIM_TRY(quiesce(*env_.ctx, "shaped: after allocating"));
     OVERLAPSIM_TRY(build_designs(state));
+    if (env_.rank() == 0 && !env_.shaped_algos_path.empty())
+      OVERLAPSIM_TRY(write_algos(state.device_sms));
     OVERLAPSIM_TRY(search());
     OVERLAPSIM_TRY(confirm());
     OVERLAPSIM_TRY(final_loop());
@@ -148,6 +152,49 @@ class ShapedRunner {
     return wait_stream(env_.ctx->comm, compute(), "shaped: warm-up");
   }
 
+  // --shaped-algos: one CSV line per chunk GEMM plan (every grid point, and the unchunked
+  // GEMM alone per S > 0) with the algorithm cuBLASLt chose for it; the header only when
+  // the file is new or empty, so every shape of a run appends to one file.
+  Status write_algos(int sms) const {
+    std::ifstream probe(env_.shaped_algos_path, std::ios::binary | std::ios::ate);
+    const bool fresh = !probe || probe.tellg() <= 0;
+    probe.close();
+    std::ofstream out(env_.shaped_algos_path, std::ios::app);
+    if (!out) return Status::failure("shaped: cannot open " + env_.shaped_algos_path);
+    if (fresh)
+      out << "gpu,world,op,dtype,m,n,k,role,free_sms,sm_count_target,comm_ctas,chunks,gemm_m,"
+             "gemm_n,gemm_k,gemm_batches,algo_id,tile_id,tile_m,tile_n,cluster_m,cluster_n,"
+             "splitk_num,reduction_scheme,stages_id,swizzle,waves\n";
+    const std::string gpu = read_device_tags(env_.world()).gpu;
+    const auto line = [&](const char* role, const ShapedDesign& d) -> Status {
+      CublasLtAlgoInfo a;
+      OVERLAPSIM_TRY(d.gemm().algo_info(&a));
+      const ShapedConfig& g = d.config();
+      const GemmShape& gs = d.gemm().shape();
+      out << gpu << ',' << env_.world() << ',' << to_string(op_) << ','
+          << to_string(case_.dtype) << ',' << shape_.m << ',' << shape_.n << ',' << shape_.k
+          << ',' << role << ',' << g.free_sms << ',' << (g.free_sms > 0 ? sms - g.free_sms : 0)
+          << ',' << g.comm_ctas << ',' << g.chunks << ',' << gs.m << ',' << gs.n << ',' << gs.k
+          << ',' << d.gemm_batches() << ',' << a.algo_id << ',' << a.tile_id << ','
+          << a.tile_m() << ',' << a.tile_n() << ',' << a.cluster_m() << ',' << a.cluster_n()
+          << ',' << a.splitk_num << ',' << a.reduction_scheme << ',' << a.stages_id << ','
+          << a.swizzle << ',' << a.waves << '\n';
+      return Status::success();
+    };
+    // c only changes the communicator, not the GEMM plan: one line per (S, k).
+    std::vector<std::pair<int, int>> seen;
+    for (const auto& d : designs_) {
+      const std::pair<int, int> key{d->config().free_sms, d->config().chunks};
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+      seen.push_back(key);
+      OVERLAPSIM_TRY(line("grid", *d));
+    }
+    for (const auto& d : gemm_alone_) OVERLAPSIM_TRY(line("gemm_alone", *d));
+    out.flush();
+    if (!out) return Status::failure("shaped: writing " + env_.shaped_algos_path + " failed");
+    return Status::success();
+  }
+
   // Elements of set 0's result whose value differs from the sequential result at all
   // (unwritten ones included), after `once`; summed over ranks.
   Status exact_mismatches(const std::function<Status()>& once, std::uint64_t* count) {
@@ -182,6 +229,19 @@ class ShapedRunner {
       variants.push_back([this, q = p.get()](int i) {
         return q->enqueue_collective(io_.set(i), 1, 0, compute());
       });
+    // Every chunked plan's GEMMs alone, one (S, k) each (c does not change the GEMMs): what
+    // the simulator's shaped model prices, a chunk on SMs - S against one on all SMs.
+    std::vector<const ShapedDesign*> chunk_gemms;
+    for (const auto& d : designs_) {
+      const ShapedConfig& g = d->config();
+      if (g.chunks < 2) continue;
+      const bool seen = std::any_of(chunk_gemms.begin(), chunk_gemms.end(), [&](const auto* x) {
+        return x->config().free_sms == g.free_sms && x->config().chunks == g.chunks;
+      });
+      if (!seen) chunk_gemms.push_back(d.get());
+    }
+    for (const ShapedDesign* d : chunk_gemms)
+      variants.push_back([this, d](int i) { return d->run_gemms(io_.set(i), compute()); });
     const std::size_t first_design = variants.size();
     for (auto& d : designs_)
       variants.push_back(
@@ -216,6 +276,11 @@ class ShapedRunner {
                     .busbw_factor(busbw_factor(coll(), env_.world()))
                     .row());
     }
+    for (const ShapedDesign* d : chunk_gemms)
+      env_.emit(row("gemm", "cublas_shaped_chunks:s" + std::to_string(d->config().free_sms),
+                    d->config().chunks, t[v++])
+                    .flops(compute_flops(op_, shape_))
+                    .row());
     for (std::size_t d = 0; d < designs_.size(); ++d) {
       const Timing& td = t[first_design + d];
       const ShapedConfig& g = designs_[d]->config();

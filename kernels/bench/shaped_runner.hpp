@@ -9,10 +9,12 @@
 // Search loop (one time_interleaved loop, `iterations / 3` samples, at least 5): the op
 // alone, the collective alone, the sequential pair, decomposed for each k, the unchunked
 // cuBLASLt GEMM with S SMs left free (each S > 0), the unchunked collective on c CTAs (each
-// c > 0), and every grid point. Rows:
+// c > 0), each chunked plan's GEMMs alone (each S and k > 1), and every grid point. Rows:
 //   <pair>/{op_alone,collective_alone,sequential}_sh_search, <pair>/decomposed_sh_search
 //     (chunks = k)
 //   gemm/cublas_shaped:s<S>        the GEMM alone with S SMs free (chunks = 1)
+//   gemm/cublas_shaped_chunks:s<S> the k chunk GEMMs of the plan (S, k) alone, back to back
+//                                  (chunks = k; S = 0 too)
 //   <collective>/nccl_shaped:c<c>  the collective alone on c CTAs (chunks = 1)
 //   <pair>/shaped_search:s<S>:c<c> the grid point (chunks = k); `wrong` counts elements
 //                                  whose value differs at all from the sequential result

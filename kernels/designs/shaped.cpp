@@ -109,6 +109,7 @@ Status ShapedDesign::initialize(CommHandle* comm, cublasLtHandle_t lt, PairOp op
   options.no_split_k = true;
   OVERLAPSIM_TRY(gemm_.initialize(lt, probe.shape, dtype, probe.batching, alignment, workspace,
                                   workspace_bytes, {}, options));
+  gemm_batches_ = probe.batching.count;
   CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
   chunk_done_.resize(static_cast<std::size_t>(config.chunks), nullptr);

@@ -70,6 +70,10 @@ class ShapedDesign {
   Status run_gemms(const PairBuffers& buffers, cudaStream_t stream) const;
 
   const ShapedConfig& config() const { return config_; }
+  // One chunk's cuBLASLt GEMM (every chunk runs the same plan): its shape, how many row
+  // blocks one call covers, and the algorithm the heuristic chose for it.
+  const CublasLtGemm& gemm() const { return gemm_; }
+  int gemm_batches() const { return gemm_batches_; }
 
  private:
   void destroy();
@@ -82,6 +86,7 @@ class ShapedDesign {
   int world_ = 1;
   PairKernels collective_;  // its collectives only, on `comm`
   CublasLtGemm gemm_;       // one chunk's GEMM, SM target applied
+  int gemm_batches_ = 1;
   std::vector<cudaEvent_t> chunk_done_;
   cudaEvent_t fork_ = nullptr;
   cudaEvent_t join_ = nullptr;

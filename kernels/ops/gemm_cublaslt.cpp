@@ -37,6 +37,7 @@ CublasLtGemm& CublasLtGemm::operator=(CublasLtGemm&& other) noexcept {
     layout_a_ = std::exchange(other.layout_a_, nullptr);
     layout_c_ = std::exchange(other.layout_c_, nullptr);
     algo_ = other.algo_;
+    waves_ = other.waves_;
     shape_ = other.shape_;
     alignment_bytes_ = other.alignment_bytes_;
     workspace_ = other.workspace_;
@@ -173,7 +174,13 @@ Status CublasLtGemm::initialize(cublasLtHandle_t handle, const GemmShape& shape,
                            std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" +
                            std::to_string(shape.k));
   algo_ = result.algo;
+  waves_ = result.wavesCount;
   return Status::success();
+}
+
+Status CublasLtGemm::algo_info(CublasLtAlgoInfo* out) const {
+  if (op_ == nullptr) return Status::failure("cuBLASLt GEMM: algo_info() before initialize()");
+  return read_algo_info(algo_, waves_, out);
 }
 
 Status CublasLtGemm::run(const void* a, const void* b, void* c, cudaStream_t stream) const {

@@ -20,6 +20,7 @@
 
 #include "kernels/common/status.hpp"
 #include "kernels/harness/dtype.hpp"
+#include "kernels/ops/cublaslt_algo.hpp"
 
 namespace overlapsim::kernels {
 
@@ -80,6 +81,9 @@ class CublasLtGemm {
   Status run(const void* a, const void* b, void* c, cudaStream_t stream) const;
 
   const GemmShape& shape() const { return shape_; }
+  // The algorithm the heuristic chose in initialize(): tile, cluster, split-K
+  // (read_algo_info); fails before initialize().
+  Status algo_info(CublasLtAlgoInfo* out) const;
 
  private:
   void destroy();
@@ -90,6 +94,7 @@ class CublasLtGemm {
   cublasLtMatrixLayout_t layout_a_ = nullptr;  // cuBLAS's "B": our A
   cublasLtMatrixLayout_t layout_c_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
+  float waves_ = 0;  // the heuristic's wavesCount for algo_
   GemmShape shape_;
   std::size_t alignment_bytes_ = 256;
   void* workspace_ = nullptr;

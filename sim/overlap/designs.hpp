@@ -232,7 +232,7 @@ class FusedDesign final : public PairedDesign {
 
 // Op and collective on two streams, the op's residency limited to SMs - s (occupancy
 // shaping), the collective at high priority on its s SMs: no wait for SMs, but the op
-// runs wave-quantised on fewer SMs throughout and NCCL on s CTAs; chunked like
+// runs on fewer SMs throughout (slowed in proportion) and NCCL on s CTAs; chunked like
 // decomposed so the dependent collective has something to run beside.
 class ShapedDesign final : public PairedDesign {
  public:
@@ -245,7 +245,7 @@ class ShapedDesign final : public PairedDesign {
 
  private:
   int chunks_, comm_sms_;
-  double interference_, tile_m_, tile_n_, call_latency_s_;
+  double interference_, call_latency_s_;
   CommSlowdown slowdown_;
 };
 

@@ -410,6 +410,18 @@ TEST(BenchFlags, TilewiseEnvironmentGivesDefaultsAndFlagsWin) {
   EXPECT_TRUE(o.trace);
 }
 
+// --shaped-algos names the file design shaped appends its cuBLASLt algorithms to; unset
+// by default (no file written).
+TEST(BenchFlags, ShapedAlgosTakesAFile) {
+  const auto none = [](const char*) -> std::optional<std::string> { return std::nullopt; };
+  EXPECT_EQ(parse_flags({"--op", "gemm+allreduce", "--shapes", "8x8x8"}, none).shaped_algos, "");
+  const BenchOptions o = parse_flags(
+      {"--op", "gemm+allreduce", "--shapes", "8x8x8", "--shaped-algos", "algos.csv"}, none);
+  EXPECT_EQ(o.shaped_algos, "algos.csv");
+  EXPECT_THROW(parse_flags({"--op", "gemm+allreduce", "--shapes", "8x8x8", "--shaped-algos"}, none),
+               std::invalid_argument);
+}
+
 TEST(BenchFlags, TilewiseBadValuesNameTheFlagOrVariable) {
   const auto message = [](std::vector<std::string> args, const EnvLookup& env) {
     try {

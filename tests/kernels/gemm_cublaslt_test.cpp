@@ -174,6 +174,58 @@ TEST_F(CublasLtGemmTest, RejectsMisalignedPointersAndBadShapes) {
   EXPECT_NE(status.message.find("aligned"), std::string::npos) << status.message;
 }
 
+// The heuristic's algorithm reads back with a defined tile, with and without an SM target
+// (the shaped design's plans), and without split-K where the caller forbade it.
+TEST_F(CublasLtGemmTest, AlgoInfoReportsTheChosenTile) {
+  for (int target : {0, 100}) {
+    GemmRunOptions options;
+    options.sm_count_target = target;
+    options.no_split_k = true;
+    CublasLtGemm gemm;
+    ASSERT_TRUE(gemm.initialize(lt_, {4096, 4096, 2048}, DType::BF16, {}, 256, workspace_.data(),
+                                workspace_.bytes(), {}, options)
+                    .ok);
+    CublasLtAlgoInfo info;
+    ASSERT_TRUE(gemm.algo_info(&info).ok);
+    EXPECT_GT(info.tile_m(), 0) << "tile id " << info.tile_id;
+    EXPECT_GT(info.tile_n(), 0) << "tile id " << info.tile_id;
+    EXPECT_EQ(info.splitk_num, 1);
+    EXPECT_GE(info.waves, 0.0f);
+  }
+  CublasLtGemm unset;
+  CublasLtAlgoInfo info;
+  EXPECT_FALSE(unset.algo_info(&info).ok);
+}
+
+// No GPU needed: the enumerators' extents and the transpose to the project's m x n.
+TEST(CublasLtAlgoDims, TilesAndClustersDecode) {
+  const CublasLtDims t = cublaslt_tile_dims(CUBLASLT_MATMUL_TILE_128x256);
+  EXPECT_EQ(t.rows, 128);
+  EXPECT_EQ(t.cols, 256);
+  EXPECT_EQ(cublaslt_tile_dims(CUBLASLT_MATMUL_TILE_256x128).rows, 256);
+  EXPECT_EQ(cublaslt_tile_dims(CUBLASLT_MATMUL_TILE_UNDEFINED).rows, 0);
+  EXPECT_EQ(cublaslt_tile_dims(1 << 20).cols, 0);
+  // Every named tile decodes to non-zero extents that are multiples of 8.
+  for (int id = 1; id < CUBLASLT_MATMUL_TILE_END; ++id) {
+    const CublasLtDims d = cublaslt_tile_dims(id);
+    EXPECT_TRUE(d.rows > 0 && d.cols > 0 && d.rows % 8 == 0 && d.cols % 8 == 0) << "tile " << id;
+  }
+  for (int id = CUBLASLT_CLUSTER_SHAPE_1x1x1; id < CUBLASLT_CLUSTER_SHAPE_END; ++id) {
+    const CublasLtDims d = cublaslt_cluster_dims(id);
+    EXPECT_TRUE(d.rows >= 1 && d.cols >= 1) << "cluster " << id;
+  }
+  EXPECT_EQ(cublaslt_cluster_dims(CUBLASLT_CLUSTER_SHAPE_AUTO).rows, 0);
+  // cuBLASLt computes C^T: its M x N tile 128x256 is our m x n 256x128.
+  CublasLtAlgoInfo info;
+  info.tile = t;
+  info.cluster = cublaslt_cluster_dims(CUBLASLT_CLUSTER_SHAPE_2x1x1);
+  EXPECT_EQ(info.tile_m(), 256);
+  EXPECT_EQ(info.tile_n(), 128);
+  EXPECT_EQ(info.cluster_m(), 1);
+  EXPECT_EQ(info.cluster_n(), 2);
+  EXPECT_EQ(tile_text(info), "256x128");
+}
+
 // No GPU needed: shape rules only.
 TEST(CublasLtGemmShapes, Fp8NeedsKMultipleOf16) {
   EXPECT_TRUE(CublasLtGemm::can_implement({8, 8, 777}, DType::BF16).ok);

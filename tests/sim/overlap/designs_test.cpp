@@ -103,8 +103,8 @@ TEST(OverlapDesigns, WithFreeCommunicationEachDesignCostsItsStatedOverheads) {
   EXPECT_NEAR(simulate_pair(pc, "tilewise", profile, topo).time_s,
               t_op * 1.1 * 1.05 * waves / waves_full + 10e-6, 1e-9);
 
-  // shaped: 4 chunks of 1024 tiles, each 8 waves on 132 SMs and 9 on 116.
-  EXPECT_NEAR(simulate_pair(pc, "shaped", profile, topo).time_s, t_op * 9.0 / 8.0, 1e-9);
+  // shaped: 4 chunks, each GEMM on 116 of the 132 SMs, slowed in proportion.
+  EXPECT_NEAR(simulate_pair(pc, "shaped", profile, topo).time_s, t_op * 132.0 / 116.0, 1e-9);
 
   // fused applies to GEMM + All-to-All: the GEMM, its epilogue's stores of the half it
   // sends its peer (at 5e11 B/s), then the receivers' finish; no NCCL call.
@@ -112,6 +112,30 @@ TEST(OverlapDesigns, WithFreeCommunicationEachDesignCostsItsStatedOverheads) {
   const PairOutcome fused = simulate_pair(pc, "fused", profile, topo);
   EXPECT_TRUE(fused.overlapped);
   EXPECT_NEAR(fused.time_s, t_op + 16384.0 * 8192 * 2 / 2 / 5e11 + 2e-6, 1e-9);
+}
+
+// shaped: a compute-bound GEMM slows in proportion to the SMs it keeps (cuBLASLt plans it
+// for the SM target; no wave quantisation), a memory-bound one not at all.
+TEST(OverlapDesigns, ShapedGemmSlowsInProportionUnlessMemoryBound) {
+  const Topology topo = two_gpu_node();
+  Profile few = design_profile(false);  // comm_sms 16: the GEMM keeps 116 SMs
+  Profile one = few;
+  set_param(one, "shaped", "comm_sms", 1);  // it keeps 131
+  const auto compute_s = [&](const OpNode& op, const Profile& p) {
+    PairCase pc = pair_case(op, CollectiveOp::AllReduce, 1ull << 20, 1e30);
+    pc.comm_time_points = {{1ull << 40, 0.0}};
+    return simulate_pair(pc, "shaped", p, topo).compute_s;
+  };
+  // 16384 x 8192 x 4096: 1024 tiles of 128 x 256 a chunk, 9 waves on 116 SMs and 8 on
+  // 131; the model now says 131 / 116, not 9 / 8.
+  const OpNode big = gemm_op("gemm", 16384, 8192, 4096);
+  EXPECT_NEAR(compute_s(big, few) / compute_s(big, one), 131.0 / 116.0, 1e-9);
+  // 64 x 8192 x 8192 at 1e12 B/s: reading the weight (128 MiB, 134 us a chunk) outlasts the
+  // FLOPs (2 us a chunk at 1e15): held by HBM, so the SMs given up cost nothing.
+  few.compute = testing::unit_compute_profile(1e12);
+  one.compute = few.compute;
+  const OpNode skinny = gemm_op("gemm", 64, 8192, 8192);
+  EXPECT_NEAR(compute_s(skinny, few), compute_s(skinny, one), 1e-12);
 }
 
 // The predictor times a group's collective by the measured curve at the group's size,

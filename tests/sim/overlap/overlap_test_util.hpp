@@ -22,7 +22,7 @@ inline Profile design_profile(bool perfect) {
   p.compute = unit_compute_profile(1e15);
   const double ovh = perfect ? 0 : 1;
   const double lat = perfect ? 0 : 10e-6;
-  for (const char* d : {"decomposed", "tilewise", "shaped"}) {
+  for (const char* d : {"decomposed", "tilewise"}) {
     set_param(p, d, "tile_m", 128);
     set_param(p, d, "tile_n", 256);
   }
