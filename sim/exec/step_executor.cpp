@@ -121,8 +121,9 @@ void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
   const double t = now();
   if (st.start_s < 0) st.start_s = t;
   if (st.ready_s < 0) st.ready_s = t;
-  const OpNode& node = ps.program->graph[v];
-  if (node.stream == StreamKind::Compute && !is_comm(node.kind)) {
+  // The op's kind, stream and pairing from its OpState: its OpNode is rarely in cache.
+  if (st.stream == static_cast<std::uint8_t>(StreamKind::Compute) &&
+      !is_comm(static_cast<OpKind>(st.kind))) {
     // Why was the compute stream idle before this op? Blame the input that came last; an
     // input still running (a consumer pair's collective, released early) came last.
     if (t > ps.last_compute_end_s) {
@@ -141,7 +142,7 @@ void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
     }
     ps.last_compute_end_s = t + duration_s;
     ps.compute_intervals.emplace_back(t, t + duration_s);
-    if (node.pair_partner >= 0) ps.result.paired_compute_s += duration_s;
+    if (st.paired) ps.result.paired_compute_s += duration_s;
   }
   simulator().schedule(duration_s, std::move(on_done));
 }

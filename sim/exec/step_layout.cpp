@@ -32,6 +32,7 @@ ProgramLayout layout_program(const StepGraph& step, const RankProgram& program) 
     const OpNode& node = g[v];
     st.kind = static_cast<std::uint8_t>(node.kind);
     st.stream = static_cast<std::uint8_t>(node.stream);
+    st.paired = node.pair_partner >= 0;
     if (is_comm(node.kind))
       ++out.comm_ops;
     else if (node.stream == StreamKind::Compute)

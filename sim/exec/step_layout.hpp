@@ -27,6 +27,7 @@ struct OpState {
   // successor, and the graph's vertices are too large to stay in cache.
   std::uint8_t kind = 0;    // OpKind
   std::uint8_t stream = 0;  // StreamKind
+  bool paired = false;      // OpNode::pair_partner >= 0
   double ready_s = -1;   // inputs done and head of its stream: handed to the design
   double launch_s = -1;  // communication: all parties present, data starts moving
   double start_s = -1;   // compute: began running
