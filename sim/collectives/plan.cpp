@@ -59,11 +59,10 @@ void run_plan(NetworkApi& net, Plan plan, std::function<void()> on_done) {
   // and none is called back; the network's calls and the events are those a runner makes.
   if (plan.phases.size() == 1 && plan.phases.front().repeat == 1 &&
       !(plan.phases.front().delay_after_s > 0)) {
-    net.simulator().schedule(
-        start_delay_s, [&net, phase = std::move(plan.phases.front()),
-                        done = std::move(on_done)]() mutable {
-          net.transfer_group(phase.transfers, std::move(done), phase.flow_id);
-        });
+    net.simulator().schedule(start_delay_s, [&net, phase = std::move(plan.phases.front()),
+                                             done = std::move(on_done)]() mutable {
+      net.transfer_group(phase.transfers, std::move(done), phase.flow_id);
+    });
     return;
   }
   auto runner = std::make_shared<PlanRunner>(net, std::move(plan), std::move(on_done));

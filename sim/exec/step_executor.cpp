@@ -193,8 +193,7 @@ void StepExecutor::Impl::attribute_idle(ProgramState& ps, double t0, double t1, 
 bool StepExecutor::Impl::spans_hosts(const ProgramState& ps, const OpNode& node) const {
   if (node.kind == OpKind::SendRecv)
     return node.peer_rank >= 0 && net.host_of(node.peer_rank) != net.host_of(ps.program->rank);
-  return node.comm_group >= 0 &&
-         layout->group_spans_hosts(node.comm_group);
+  return node.comm_group >= 0 && layout->group_spans_hosts(node.comm_group);
 }
 
 void StepExecutor::Impl::book_exposed(ProgramState& ps, OpVertex u, double length_s) {

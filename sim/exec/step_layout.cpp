@@ -52,8 +52,7 @@ ProgramLayout layout_program(const StepGraph& step, const RankProgram& program) 
     ++ordered;
     const OpNode& node = g[v];
     if (node.kind == OpKind::Collective) out.initial_ops[v].instance = issued[node.comm_group]++;
-    if (node.kind != OpKind::SendRecv)
-      out.stream_order[static_cast<int>(node.stream)].push_back(v);
+    if (node.kind != OpKind::SendRecv) out.stream_order[static_cast<int>(node.stream)].push_back(v);
   };
   if (forward) {
     // Then vertex v is ready once 0..v-1 are taken, and the lowest ready: the order is

@@ -28,9 +28,9 @@ struct OpState {
   std::uint8_t kind = 0;    // OpKind
   std::uint8_t stream = 0;  // StreamKind
   bool paired = false;      // OpNode::pair_partner >= 0
-  double ready_s = -1;   // inputs done and head of its stream: handed to the design
-  double launch_s = -1;  // communication: all parties present, data starts moving
-  double start_s = -1;   // compute: began running
+  double ready_s = -1;      // inputs done and head of its stream: handed to the design
+  double launch_s = -1;     // communication: all parties present, data starts moving
+  double start_s = -1;      // compute: began running
   double end_s = -1;
   int instance = -1;  // collectives: index among this rank's collectives on its group
   bool done = false;
