@@ -41,7 +41,12 @@ OpVertex RankBuilder::add_unchained(sim::OpNode node, std::initializer_list<OpVe
 void RankBuilder::depend(OpVertex after, OpVertex before) {
   if (before == kNoOp || before == after) return;
   if (before > after) throw std::logic_error("rank graph: dependency on a later op");
-  if (!boost::edge(before, after, graph_).second) boost::add_edge(before, after, graph_);
+  // Whether the edge exists, read off `after`'s in-edges: `after` is the op being added, so
+  // its few in-edges are in cache, where boost::edge would scan `before`'s out-edges (an
+  // older op's, often a cache miss).
+  for (auto e : boost::make_iterator_range(boost::in_edges(after, graph_)))
+    if (boost::source(e, graph_) == before) return;
+  boost::add_edge(before, after, graph_);
 }
 
 void RankBuilder::pair(OpVertex a, OpVertex b) {

@@ -54,6 +54,17 @@ struct PlanRunner : std::enable_shared_from_this<PlanRunner> {
 
 void run_plan(NetworkApi& net, Plan plan, std::function<void()> on_done) {
   const double start_delay_s = plan.start_delay_s;
+  // One group with nothing after it (every send/recv, most one-shot collectives): the
+  // group's completion is the plan's, so it takes on_done itself. No runner is allocated
+  // and none is called back; the network's calls and the events are those a runner makes.
+  if (plan.phases.size() == 1 && plan.phases.front().repeat == 1 &&
+      !(plan.phases.front().delay_after_s > 0)) {
+    net.simulator().schedule(start_delay_s, [&net, phase = std::move(plan.phases.front()),
+                                             done = std::move(on_done)]() mutable {
+      net.transfer_group(phase.transfers, std::move(done), phase.flow_id);
+    });
+    return;
+  }
   auto runner = std::make_shared<PlanRunner>(net, std::move(plan), std::move(on_done));
   // Even with no launch latency the first phase starts from an event, so a collective
   // never completes inside start_collective() (callers may not expect re-entry).

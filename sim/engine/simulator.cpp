@@ -31,6 +31,8 @@ EventId Simulator::schedule_at(double time_s, Callback cb) {
     index = free_slots_.back();
     free_slots_.pop_back();
   } else {
+    if (num_slots_ == (std::uint32_t{1} << kSlotBits))
+      throw std::length_error("Simulator: too many pending events");
     if ((num_slots_ & (kChunkSlots - 1)) == 0)
       chunks_.push_back(std::make_unique<Slot[]>(kChunkSlots));
     index = num_slots_++;
@@ -39,7 +41,8 @@ EventId Simulator::schedule_at(double time_s, Callback cb) {
   s.cb = std::move(cb);
   s.live = true;
   ++s.generation;
-  queue_.push_back(Event{time_s, next_seq_++, index});
+  if (next_seq_ == kMaxSeq) throw std::length_error("Simulator: event sequence numbers exhausted");
+  queue_.push_back(Event{time_s, next_seq_++ << kSlotBits | index});
   // A lambda, not Event::earlier itself: a function pointer is not inlined into the heap's
   // loops, and those calls were a twentieth of a step's simulation.
   dary_push_heap<kHeapArity>(queue_,
@@ -63,11 +66,12 @@ bool Simulator::pop_one(double limit_s) {
   constexpr auto earlier = [](const Event& a, const Event& b) { return Event::earlier(a, b); };
   while (!queue_.empty()) {
     const Event ev = queue_.front();
-    Slot& s = slot(ev.slot);
+    const std::uint32_t index = ev.slot();
+    Slot& s = slot(index);
     if (!s.live) {  // cancelled: drop it without advancing time, recycle the slot
       dary_pop_heap<kHeapArity>(queue_, earlier);
       --cancelled_pending_;
-      free_slots_.push_back(ev.slot);
+      free_slots_.push_back(index);
       continue;
     }
     if (ev.time_s > limit_s) return false;
@@ -78,7 +82,7 @@ bool Simulator::pop_one(double limit_s) {
     // Run in place: the slot is neither moved nor reused until the callback returns.
     s.cb();
     s.cb = nullptr;
-    free_slots_.push_back(ev.slot);
+    free_slots_.push_back(index);
     return true;
   }
   return false;

@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
-#include <queue>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "sim/exec/step_executor_impl.hpp"
 
@@ -17,106 +15,27 @@ using executor_detail::is_comm;
 using executor_detail::kNumStreams;
 
 void StepExecutor::Impl::prepare() {
-  plans = plan_comm_images(step, net, options.images);
-  group_spans_hosts.assign(step.groups.size(), 0);
-  for (std::size_t g = 0; g < step.groups.size(); ++g)
-    for (int r : step.groups[g].ranks)
-      if (net.host_of(r) != net.host_of(step.groups[g].ranks.front())) group_spans_hosts[g] = 1;
+  if (!layout) layout = std::make_shared<const StepLayout>(step, net, options.images);
+  if (&layout->step() != &step || layout->images() != options.images)
+    throw std::logic_error("StepExecutor: the layout is of another step or images mode");
   programs.resize(step.ranks.size());
   for (std::size_t p = 0; p < step.ranks.size(); ++p) {
     ProgramState& ps = programs[p];
+    const executor_detail::ProgramLayout& pl = layout->program(p);
     ps.program = &step.ranks[p];
-    const OpGraph& g = ps.program->graph;
-    const std::size_t n = boost::num_vertices(g);
-    ps.ops.assign(n, OpState{});
-    ps.remaining = n;
+    ps.ops = pl.initial_ops;
+    ps.edges = &pl.edges;
+    for (int s = 0; s < kNumStreams; ++s) ps.streams[s].order = &pl.stream_order[s];
+    ps.remaining = ps.ops.size();
     ps.result.rank = ps.program->rank;
     ps.result.multiplicity = ps.program->multiplicity;
     ps.record = options.record_timeline &&
                 (options.timeline_ranks.empty() ||
                  std::find(options.timeline_ranks.begin(), options.timeline_ranks.end(),
                            ps.program->rank) != options.timeline_ranks.end());
-    // Program order: topological, lowest vertex index first among the ready.
-    std::vector<int> indegree(n);
-    bool forward = true;  // every edge to a higher index (as the generator emits them)
-    EdgeRows& rows = ps.edges;
-    rows.out_begin.assign(n + 1, 0);
-    rows.in_begin.assign(n + 1, 0);
-    rows.out_to.clear();
-    rows.in_from.clear();
-    rows.out_to.reserve(boost::num_edges(g));
-    rows.in_from.reserve(boost::num_edges(g));
-    std::size_t compute_ops = 0, comm_ops = 0;
-    for (std::size_t v = 0; v < n; ++v) {
-      indegree[v] = static_cast<int>(boost::in_degree(v, g));
-      OpState& st = ps.ops[v];
-      st.preds_left = indegree[v];
-      const OpNode& node = g[v];
-      st.kind = static_cast<std::uint8_t>(node.kind);
-      st.stream = static_cast<std::uint8_t>(node.stream);
-      if (is_comm(node.kind))
-        ++comm_ops;
-      else if (node.stream == StreamKind::Compute)
-        ++compute_ops;
-      for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
-        forward = forward && boost::target(e, g) > v;
-        rows.out_to.push_back(static_cast<std::uint32_t>(boost::target(e, g)));
-      }
-      rows.out_begin[v + 1] = static_cast<std::uint32_t>(rows.out_to.size());
-      for (auto e : boost::make_iterator_range(boost::in_edges(v, g)))
-        rows.in_from.push_back(static_cast<std::uint32_t>(boost::source(e, g)));
-      rows.in_begin[v + 1] = static_cast<std::uint32_t>(rows.in_from.size());
-    }
     // Most runs record one interval per compute op and per communication op.
-    ps.compute_intervals.reserve(compute_ops);
-    ps.comm_intervals.reserve(comm_ops);
-    std::size_t ordered = 0;
-    std::unordered_map<int, int> issued;  // group -> collectives so far in program order
-    auto take = [&](OpVertex v) {
-      ++ordered;
-      const OpNode& node = g[v];
-      if (node.kind == OpKind::Collective) ps.ops[v].instance = issued[node.comm_group]++;
-      if (node.kind != OpKind::SendRecv)
-        ps.streams[static_cast<int>(node.stream)].order.push_back(v);
-    };
-    if (forward) {
-      // Then vertex v is ready once 0..v-1 are taken, and the lowest ready: the order is
-      // 0, 1, ..., n-1, without the priority queue (a few percent of a GPT-3 run).
-      for (std::size_t v = 0; v < n; ++v) take(v);
-    } else {
-      std::priority_queue<OpVertex, std::vector<OpVertex>, std::greater<>> ready;
-      for (std::size_t v = 0; v < n; ++v)
-        if (indegree[v] == 0) ready.push(v);
-      while (!ready.empty()) {
-        const OpVertex v = ready.top();
-        ready.pop();
-        take(v);
-        for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
-          const OpVertex w = boost::target(e, g);
-          if (--indegree[w] == 0) ready.push(w);
-        }
-      }
-    }
-    if (ordered != n)
-      throw std::invalid_argument(
-          fmt::format("step: the graph of rank {} has a dependency cycle", ps.program->rank));
-    for (std::size_t v = 0; v < n; ++v) {
-      const OpNode& node = g[v];
-      if ((node.kind == OpKind::Collective ||
-           (node.kind == OpKind::SendRecv && node.comm_group >= 0)) &&
-          (node.comm_group < -1 || node.comm_group >= static_cast<int>(step.groups.size())))
-        throw std::invalid_argument(fmt::format("step: rank {} op '{}' names group {} of {}",
-                                                ps.program->rank, node.name, node.comm_group,
-                                                step.groups.size()));
-      if (node.kind == OpKind::Collective && node.comm_group < 0)
-        throw std::invalid_argument(
-            fmt::format("step: rank {} collective '{}' has no group", ps.program->rank, node.name));
-      if (node.kind == OpKind::SendRecv &&
-          (node.peer_rank < 0 || node.peer_rank >= step.world_size))
-        throw std::invalid_argument(
-            fmt::format("step: rank {} op '{}' has peer {} outside the world", ps.program->rank,
-                        node.name, node.peer_rank));
-    }
+    ps.compute_intervals.reserve(pl.compute_ops);
+    ps.comm_intervals.reserve(pl.comm_ops);
   }
 }
 
@@ -133,9 +52,10 @@ void StepExecutor::Impl::try_head(int p, int stream) {
   ProgramState& ps = programs[p];
   StreamQueue& q = ps.streams[stream];
   // Ops a design finished before they reached the head of their stream are skipped.
-  while (!q.busy && q.next < q.order.size() && ps.ops[q.order[q.next]].done) ++q.next;
-  if (q.busy || q.next >= q.order.size()) return;
-  const OpVertex v = q.order[q.next];
+  const std::vector<OpVertex>& order = *q.order;
+  while (!q.busy && q.next < order.size() && ps.ops[order[q.next]].done) ++q.next;
+  if (q.busy || q.next >= order.size()) return;
+  const OpVertex v = order[q.next];
   if (ps.ops[v].preds_left != 0) return;
   q.busy = true;
   hand_to_design(p, v);
@@ -201,14 +121,15 @@ void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
   const double t = now();
   if (st.start_s < 0) st.start_s = t;
   if (st.ready_s < 0) st.ready_s = t;
-  const OpNode& node = ps.program->graph[v];
-  if (node.stream == StreamKind::Compute && !is_comm(node.kind)) {
+  // The op's kind, stream and pairing from its OpState: its OpNode is rarely in cache.
+  if (st.stream == static_cast<std::uint8_t>(StreamKind::Compute) &&
+      !is_comm(static_cast<OpKind>(st.kind))) {
     // Why was the compute stream idle before this op? Blame the input that came last; an
     // input still running (a consumer pair's collective, released early) came last.
     if (t > ps.last_compute_end_s) {
       OpVertex cause = v;
       double latest = -1;
-      const EdgeRows& rows = ps.edges;
+      const EdgeRows& rows = *ps.edges;
       for (std::uint32_t i = rows.in_begin[v]; i < rows.in_begin[v + 1]; ++i) {
         const OpVertex u = rows.in_from[i];
         const double end_s = ps.ops[u].done ? ps.ops[u].end_s : t;
@@ -221,7 +142,7 @@ void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
     }
     ps.last_compute_end_s = t + duration_s;
     ps.compute_intervals.emplace_back(t, t + duration_s);
-    if (node.pair_partner >= 0) ps.result.paired_compute_s += duration_s;
+    if (st.paired) ps.result.paired_compute_s += duration_s;
   }
   simulator().schedule(duration_s, std::move(on_done));
 }
@@ -250,8 +171,9 @@ void StepExecutor::Impl::attribute_idle(ProgramState& ps, double t0, double t1, 
     // Before it was ready the op waited for its inputs or for its stream.
     double inputs_s = t0_s;
     OpVertex next = u;
-    for (std::uint32_t i = ps.edges.in_begin[u]; i < ps.edges.in_begin[u + 1]; ++i) {
-      const OpVertex w = ps.edges.in_from[i];
+    const EdgeRows& rows = *ps.edges;
+    for (std::uint32_t i = rows.in_begin[u]; i < rows.in_begin[u + 1]; ++i) {
+      const OpVertex w = rows.in_from[i];
       if (ps.ops[w].end_s > inputs_s) {
         inputs_s = ps.ops[w].end_s;
         next = w;
@@ -271,8 +193,7 @@ void StepExecutor::Impl::attribute_idle(ProgramState& ps, double t0, double t1, 
 bool StepExecutor::Impl::spans_hosts(const ProgramState& ps, const OpNode& node) const {
   if (node.kind == OpKind::SendRecv)
     return node.peer_rank >= 0 && net.host_of(node.peer_rank) != net.host_of(ps.program->rank);
-  return node.comm_group >= 0 &&
-         group_spans_hosts[static_cast<std::size_t>(node.comm_group)] != 0;
+  return node.comm_group >= 0 && layout->group_spans_hosts(node.comm_group);
 }
 
 void StepExecutor::Impl::book_exposed(ProgramState& ps, OpVertex u, double length_s) {
@@ -313,12 +234,12 @@ void StepExecutor::Impl::finish(int p, OpVertex v) {
     StreamQueue& q = ps.streams[stream];
     // A design may finish an op before it reaches the head of its stream; try_head skips
     // it then.
-    if (q.busy && q.order[q.next] == v) {
+    if (q.busy && (*q.order)[q.next] == v) {
       q.busy = false;
       ++q.next;
     }
   }
-  const EdgeRows& rows = ps.edges;
+  const EdgeRows& rows = *ps.edges;
   for (std::uint32_t i = rows.out_begin[v]; i < rows.out_begin[v + 1]; ++i) {
     const OpVertex w = rows.out_to[i];
     if (st.released_to == static_cast<std::int64_t>(w)) continue;  // counted at release
@@ -425,7 +346,11 @@ void StepExecutor::Impl::report_stuck() const {
 
 StepExecutor::StepExecutor(const StepGraph& step, const ComputeModel& compute, NetworkApi& net,
                            ExecOptions options)
-    : impl_(std::make_unique<Impl>(step, compute, net, std::move(options))) {
+    : StepExecutor(step, compute, net, std::move(options), nullptr) {}
+
+StepExecutor::StepExecutor(const StepGraph& step, const ComputeModel& compute, NetworkApi& net,
+                           ExecOptions options, std::shared_ptr<const StepLayout> layout)
+    : impl_(std::make_unique<Impl>(step, compute, net, std::move(options), std::move(layout))) {
   Impl* impl = impl_.get();
   impl->launcher = [impl](const CollectiveRequest& req, std::function<void()> done) {
     start_collective(impl->net, req, std::move(done), impl->options.tuning);

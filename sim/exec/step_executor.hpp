@@ -35,6 +35,8 @@
 
 namespace overlapsim::sim {
 
+class StepLayout;  // step_layout.hpp
+
 struct ExecOptions {
   CollectiveTuning tuning;  // for the default launcher (sim::start_collective)
   BackgroundImages images = BackgroundImages::InterHost;
@@ -59,6 +61,10 @@ class StepExecutor {
   // std::invalid_argument for malformed steps (bad ranks, groups, cycles).
   StepExecutor(const StepGraph& step, const ComputeModel& compute, NetworkApi& net,
                ExecOptions options = {});
+  // The same with `layout` made for `step` and options.images, so that several runs of one
+  // step (one per design) derive program order and edge rows once; null: made here.
+  StepExecutor(const StepGraph& step, const ComputeModel& compute, NetworkApi& net,
+               ExecOptions options, std::shared_ptr<const StepLayout> layout);
   ~StepExecutor();
   StepExecutor(const StepExecutor&) = delete;
   StepExecutor& operator=(const StepExecutor&) = delete;

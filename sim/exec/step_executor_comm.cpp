@@ -40,7 +40,7 @@ void StepExecutor::Impl::join_collective(int p, OpVertex v, std::uint64_t bytes,
   if (node.kind != OpKind::Collective)
     throw std::logic_error(fmt::format("collective launch of non-collective op '{}'", node.name));
   const int g = node.comm_group;
-  const auto& members = plans.groups[g].simulated;
+  const auto& members = plans().groups[g].simulated;
   if (std::find(members.begin(), members.end(), p) == members.end())
     throw std::invalid_argument(
         fmt::format("step: rank {} op '{}' uses group {} ({}) without being in it",
@@ -115,7 +115,7 @@ void StepExecutor::Impl::start_transfer(int g, CollectiveOp op, std::uint64_t by
   req.bytes = bytes;
   launching = true;
   launcher(req, on_done);
-  for (int image : plans.groups[g].images) {
+  for (int image : plans().groups[g].images) {
     req.ranks = step.groups[image].ranks;
     launcher(req, [] {});
     ++background;
@@ -128,7 +128,7 @@ void StepExecutor::Impl::join_p2p(int p, OpVertex v) {
   const OpNode& node = ps.program->graph[v];
   const int self = ps.program->rank;
   const int peer_rep = rep(node.peer_rank);
-  if (plans.program_of_rank[peer_rep] < 0)
+  if (plans().program_of_rank[peer_rep] < 0)
     throw std::invalid_argument(fmt::format(
         "step: rank {} op '{}' talks to rank {}, whose representative {} is not simulated", self,
         node.name, node.peer_rank, peer_rep));
@@ -203,7 +203,7 @@ void StepExecutor::Impl::launch_p2p(const P2pMatch& m) {
     if (src_it != ranks.end() && dst_it != ranks.end()) {
       const auto si = static_cast<std::size_t>(src_it - ranks.begin());
       const auto di = static_cast<std::size_t>(dst_it - ranks.begin());
-      for (int image : plans.groups[send.comm_group].images) {
+      for (int image : plans().groups[send.comm_group].images) {
         const auto& img = step.groups[image].ranks;
         req.ranks = {img[si], img[di]};
         launcher(req, [] {});

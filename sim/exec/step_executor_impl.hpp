@@ -13,48 +13,22 @@
 
 #include "sim/exec/intervals.hpp"
 #include "sim/exec/step_executor.hpp"
+#include "sim/exec/step_layout.hpp"
 
 namespace overlapsim::sim {
 // Named rather than anonymous: StepExecutor::Impl, which has external linkage, holds these.
 namespace executor_detail {
 
-constexpr int kNumStreams = kNumStreamKinds;  // one stream per StreamKind
-
-inline bool is_comm(OpKind k) { return k == OpKind::Collective || k == OpKind::SendRecv; }
-
-struct OpState {
-  int preds_left = 0;
-  // The op's kind and stream, copied from its OpNode: finishing an op reads them for each
-  // successor, and the graph's vertices are too large to stay in cache.
-  std::uint8_t kind = 0;    // OpKind
-  std::uint8_t stream = 0;  // StreamKind
-  double ready_s = -1;   // inputs done and head of its stream: handed to the design
-  double launch_s = -1;  // communication: all parties present, data starts moving
-  double start_s = -1;   // compute: began running
-  double end_s = -1;
-  int instance = -1;  // collectives: index among this rank's collectives on its group
-  bool done = false;
-  // Communication: the successor released before this op finished (release_consumer).
-  std::int64_t released_to = -1;
-};
-
 struct StreamQueue {
-  std::vector<OpVertex> order;
+  const std::vector<OpVertex>* order = nullptr;  // the layout's program order
   std::size_t next = 0;
   bool busy = false;
-};
-
-// A rank graph's edges in compressed rows (successors of v: out_to[out_begin[v] ..
-// out_begin[v + 1]), predecessors likewise, each in the graph's own order), read by the
-// executor's hot paths instead of the adjacency list's per-vertex edge vectors.
-struct EdgeRows {
-  std::vector<std::uint32_t> out_begin, out_to, in_begin, in_from;
 };
 
 struct ProgramState {
   const RankProgram* program = nullptr;
   std::vector<OpState> ops;
-  EdgeRows edges;
+  const EdgeRows* edges = nullptr;  // the layout's
   std::array<StreamQueue, kNumStreams> streams;
   std::vector<Interval> compute_intervals;
   std::vector<Interval> comm_intervals;
@@ -97,15 +71,16 @@ struct StepExecutor::Impl final : ExecContext {
   using P2pMatch = executor_detail::P2pMatch;
   using EdgeRows = executor_detail::EdgeRows;
 
-  Impl(const StepGraph& s, const ComputeModel& c, NetworkApi& n, ExecOptions o)
-      : step(s), compute(c), net(n), options(std::move(o)) {}
+  Impl(const StepGraph& s, const ComputeModel& c, NetworkApi& n, ExecOptions o,
+       std::shared_ptr<const StepLayout> l)
+      : step(s), compute(c), net(n), options(std::move(o)), layout(std::move(l)) {}
 
   const StepGraph& step;
   const ComputeModel& compute;
   NetworkApi& net;
   ExecOptions options;
+  std::shared_ptr<const StepLayout> layout;
   CollectiveLauncher launcher;
-  CommImagePlans plans;
   std::vector<ProgramState> programs;
   OverlapDesign* design = nullptr;
   double t0_s = 0;
@@ -116,7 +91,6 @@ struct StepExecutor::Impl final : ExecContext {
   std::map<std::tuple<int, int, int>, P2pMatch> pending_p2p;
   Timeline timeline;
   double last_sample_s = -1;
-  std::vector<char> group_spans_hosts;  // per StepGraph::groups entry
 
   // ExecContext
   Simulator& simulator() override { return net.simulator(); }
@@ -140,6 +114,7 @@ struct StepExecutor::Impl final : ExecContext {
   double comm_busy_s(int p) override;
   double concurrent_comm_slowdown() const override { return options.concurrent_comm_slowdown; }
   void run_segment(int p, OpVertex v, double duration_s, int round);
+  const CommImagePlans& plans() const { return layout->plans(); }
   int rep(int rank) const { return step.representative.empty() ? rank : step.representative[rank]; }
 
   void prepare();

@@ -9,6 +9,7 @@
 
 #include "sim/engine/simulator.hpp"
 #include "sim/exec/step_executor.hpp"
+#include "sim/exec/step_layout.hpp"
 #include "sim/network/flow_network.hpp"
 #include "sim/overlap/best_design.hpp"
 #include "sim/profile/compute_model.hpp"
@@ -209,7 +210,9 @@ class ScenarioRunner {
                 bool final_run, DesignRun& run) {
     Simulator simulator;
     FlowNetwork net(simulator, sc_.topology);
-    StepExecutor executor(sc_.step, compute, net, exec_options(sc_, net));
+    ExecOptions exec = exec_options(sc_, net);
+    if (!layout_) layout_ = std::make_shared<const StepLayout>(sc_.step, net, exec.images);
+    StepExecutor executor(sc_.step, compute, net, std::move(exec), layout_);
     CollectiveCostModel costs(profile.collectives, net, o_.timing);
     if (!o_.measured_times.empty()) costs.set_measured_times(o_.measured_times);
     executor.set_collective_launcher(costs.launcher());
@@ -290,6 +293,7 @@ class ScenarioRunner {
   ScenarioResult out_;
   std::vector<std::unique_ptr<DesignRun>> tuning_;  // forced runs `best` needed, unreported
   std::map<std::string, std::string> best_winners_;  // pair class -> design
+  std::shared_ptr<const StepLayout> layout_;  // the step's, shared by every design run
 };
 
 }  // namespace
