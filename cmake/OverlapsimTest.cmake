@@ -5,9 +5,12 @@
 # the suite's run time is spent in the libraries.
 function(overlapsim_test_options target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O1>)
+  overlapsim_glue_options(${target})
 endfunction()
 
 # overlapsim_add_test(<name> SOURCES a_test.cpp ... LIBS overlapsim::sim ...)
+# Each test case is its own ctest test, unless the calling directory sets
+# OVERLAPSIM_TEST_ONE_PROCESS: then the whole executable is one.
 function(overlapsim_add_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
@@ -18,5 +21,9 @@ function(overlapsim_add_test name)
   overlapsim_warnings(${name})
   overlapsim_test_options(${name})
   overlapsim_precompiled_headers(${name} TEST)
-  gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
+  if(OVERLAPSIM_TEST_ONE_PROCESS)
+    add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  else()
+    gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
+  endif()
 endfunction()
