@@ -32,16 +32,3 @@ if(OVERLAPSIM_SANITIZE)
   message(STATUS "overlapsim: ASan+UBSan on C++ host code (fuzz instrumentation ${OVERLAPSIM_FUZZ})")
 endif()
 
-# Test code is glue around the libraries. Under ASan a test file compiles about 2.7 times
-# faster at -O0 than at -O1 (tests/workloads' unity batch: 10.4 s user against 27.7 s), and
-# tests are a third of the sanitized build, so tests are built at -O0 there. The price: the
-# linker keeps the first copy of each inline function it meets, the test's unoptimised one,
-# so library code that calls it out of line runs slower in test executables (the
-# redistribution property test: 152 CPU-s against 101). The CLI, which runs the
-# simulations, stays at the libraries' level for that reason (at -O0 a Mixtral step took
-# 1.5 times the CPU time).
-function(overlapsim_glue_options target)
-  if(OVERLAPSIM_SANITIZE)
-    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O0>)
-  endif()
-endfunction()

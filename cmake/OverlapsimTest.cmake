@@ -5,7 +5,6 @@
 # the suite's run time is spent in the libraries.
 function(overlapsim_test_options target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O1>)
-  overlapsim_glue_options(${target})
 endfunction()
 
 # overlapsim_add_test(<name> SOURCES a_test.cpp ... LIBS overlapsim::sim ...)
