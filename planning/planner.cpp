@@ -23,6 +23,7 @@
 #include "planning/sweep.hpp"
 #include "sim/profile/profile_load.hpp"
 #include "workloads/memory_model.hpp"
+#include "workloads/microbatch_sampling.hpp"
 #include "workloads/scenario_inputs.hpp"
 
 namespace overlapsim::planning {
@@ -68,21 +69,22 @@ struct LoadedCluster {
 // What the simulator says about one configuration, through the same library call as
 // `overlapsim simulate` (workloads/scenario_inputs).
 SimulatedPoint simulate_point(const ModelSpec& base, const ClusterSpec& cluster_base,
-                              const PlanConfig& c, const std::vector<std::string>& designs) {
+                              const PlanConfig& c, const std::vector<std::string>& designs,
+                              bool sample_microbatches) {
   const ClusterSpec cluster = configured_cluster(cluster_base, c.nodes);
   const ModelSpec model = configured_model(base, c, cluster.gpus_per_node);
-  const workloads::ScenarioInputs in = workloads::make_scenario_inputs(model, cluster, "");
   sim::ScenarioOptions options;
   options.designs = designs;
   options.zero_wall_times = true;
   options.planning.scaled_parts_min_ranks = kScaledPartsMinRanks;
-  const sim::ScenarioResult result = workloads::simulate_inputs(in, options);
+  const workloads::ModelRun result =
+      workloads::simulate_model(model, cluster, options, sample_microbatches);
   const double model_flops =
-      in.step.model_flops_per_step > 0 ? in.step.model_flops_per_step : in.step.flops_per_step;
+      result.model_flops_per_step > 0 ? result.model_flops_per_step : result.flops_per_step;
   SimulatedPoint out;
   out.key = c.key();
-  out.tokens_per_step = in.step.tokens_per_step;
-  for (const sim::DesignRun& run : result.runs) {
+  out.tokens_per_step = result.tokens_per_step;
+  for (const sim::DesignRun& run : result.result.runs) {
     const sim::StepResult& r = run.result;
     PlanRun p;
     p.design = r.design;
@@ -92,7 +94,7 @@ SimulatedPoint simulate_point(const ModelSpec& base, const ClusterSpec& cluster_
     p.compute_s = r.compute_s;
     p.exposed_comm_s = r.exposed_comm_s;
     p.bubble_s = r.bubble_s;
-    p.mfu = model_flops / (r.step_time_s * in.step.world_size * in.peak_flops_per_s);
+    p.mfu = model_flops / (r.step_time_s * result.world_size * result.peak_flops_per_s);
     out.runs.push_back(std::move(p));
   }
   // Through the resume file's text, so a resumed plan reads back exactly these numbers.
@@ -195,6 +197,7 @@ std::string plan_fingerprint(const PlanOptions& o) {
     if (c.gpu && !c.gpu->profile_path.empty()) text += '\0' + read_text(c.gpu->profile_path);
   }
   for (const auto& d : o.designs) text += '\0' + d;
+  if (!o.sample_microbatches) text += std::string("\0whole-steps", 12);
   return fingerprint(text);
 }
 
@@ -259,6 +262,7 @@ PlanResult run_plan(const PlanOptions& o) {
   res.designs = o.designs;
   res.target = o.target;
   res.simulate_top = o.simulate_top;
+  res.sample_microbatches = o.sample_microbatches;
 
   std::vector<LoadedCluster> clusters;
   for (const auto& file : o.cluster_files) {
@@ -398,7 +402,7 @@ PlanResult run_plan(const PlanOptions& o) {
               s = *done;
             } else {
               s = simulate_point(model, clusters[static_cast<std::size_t>(c.cluster)].spec, c,
-                                 o.designs);
+                                 o.designs, o.sample_microbatches);
               if (state) state->append(s);
             }
             finished[gi].push_back(s);

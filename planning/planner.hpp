@@ -22,6 +22,9 @@ struct PlanOptions {
   // Per cluster and node count, at most this many configurations (the lowest analytic
   // estimates first) are simulated; the rest are reported as pruned.
   int simulate_top = 4;
+  // Time a configuration of many microbatches from two short runs of it, extrapolated
+  // (workloads/microbatch_sampling.hpp); false: simulate every microbatch.
+  bool sample_microbatches = true;
   int threads = 1;
   std::string state_file;  // the resume file; empty: none
   bool resume = false;

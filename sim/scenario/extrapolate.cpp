@@ -1,0 +1,101 @@
+#include "sim/scenario/extrapolate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace overlapsim::sim {
+
+namespace {
+
+double line(double a, double b, double t) { return b + t * (b - a); }
+
+void extrapolate_rank(const RankResult& a, RankResult& b, double t) {
+  b.step_time_s = line(a.step_time_s, b.step_time_s, t);
+  b.compute_s = line(a.compute_s, b.compute_s, t);
+  b.exposed_comm_s = line(a.exposed_comm_s, b.exposed_comm_s, t);
+  b.bubble_s = line(a.bubble_s, b.bubble_s, t);
+  b.comm_s = line(a.comm_s, b.comm_s, t);
+  b.overlapped_comm_s = line(a.overlapped_comm_s, b.overlapped_comm_s, t);
+  b.exposed_inter_host_s = line(a.exposed_inter_host_s, b.exposed_inter_host_s, t);
+  b.exposed_paired_s = line(a.exposed_paired_s, b.exposed_paired_s, t);
+  b.paired_compute_s = line(a.paired_compute_s, b.paired_compute_s, t);
+}
+
+void extrapolate_step(const StepResult& a, StepResult& b, double t) {
+  if (a.design != b.design || a.ranks.size() != b.ranks.size())
+    throw std::invalid_argument(fmt::format(
+        "extrapolate: runs of '{}' ({} ranks) and '{}' ({} ranks) are not the same runs", a.design,
+        a.ranks.size(), b.design, b.ranks.size()));
+  b.step_time_s = line(a.step_time_s, b.step_time_s, t);
+  b.compute_s = line(a.compute_s, b.compute_s, t);
+  b.exposed_comm_s = line(a.exposed_comm_s, b.exposed_comm_s, t);
+  b.bubble_s = line(a.bubble_s, b.bubble_s, t);
+  b.comm_s = line(a.comm_s, b.comm_s, t);
+  b.overlapped_comm_s = line(a.overlapped_comm_s, b.overlapped_comm_s, t);
+  b.exposed_inter_host_s = line(a.exposed_inter_host_s, b.exposed_inter_host_s, t);
+  b.exposed_paired_s = line(a.exposed_paired_s, b.exposed_paired_s, t);
+  b.paired_compute_s = line(a.paired_compute_s, b.paired_compute_s, t);
+  b.events += a.events;
+  b.collectives += a.collectives;
+  b.background_collectives += a.background_collectives;
+  b.sim_wall_s += a.sim_wall_s;
+  for (std::size_t i = 0; i < b.ranks.size(); ++i) {
+    if (a.ranks[i].rank != b.ranks[i].rank)
+      throw std::invalid_argument(
+          fmt::format("extrapolate: '{}' simulated rank {} in one run and {} in the other",
+                      b.design, a.ranks[i].rank, b.ranks[i].rank));
+    extrapolate_rank(a.ranks[i], b.ranks[i], t);
+  }
+}
+
+}  // namespace
+
+StepBand extrapolate_band(const StepBand& a, const StepBand& b, double t, double step_time_s) {
+  StepBand out;
+  double sum_sq = 0, largest = 0;
+  for (const BandTerm& term : b.terms) {
+    const auto in_a = std::find_if(a.terms.begin(), a.terms.end(), [&](const BandTerm& x) {
+      return x.number_class == term.number_class;
+    });
+    BandTerm e = term;
+    e.sensitivity_s = std::max(
+        0.0, line(in_a == a.terms.end() ? 0.0 : in_a->sensitivity_s, term.sensitivity_s, t));
+    e.contribution_s = e.sensitivity_s * e.relative_error;
+    if (!(e.sensitivity_s > 0)) continue;
+    sum_sq += e.contribution_s * e.contribution_s;
+    if (e.contribution_s > largest) {
+      largest = e.contribution_s;
+      out.dominant = e.number_class;
+    }
+    out.terms.push_back(std::move(e));
+  }
+  const double half = std::sqrt(sum_sq);
+  out.low_s = std::max(0.0, step_time_s - half);
+  out.high_s = step_time_s + half;
+  return out;
+}
+
+ScenarioResult extrapolate_result(const ScenarioResult& a, const ScenarioResult& b, double t) {
+  if (a.runs.size() != b.runs.size())
+    throw std::invalid_argument(
+        fmt::format("extrapolate: {} design runs against {}", a.runs.size(), b.runs.size()));
+  ScenarioResult out = b;
+  for (std::size_t i = 0; i < out.runs.size(); ++i) {
+    DesignRun& run = out.runs[i];
+    extrapolate_step(a.runs[i].result, run.result, t);
+    run.band = extrapolate_band(a.runs[i].band, b.runs[i].band, t, run.result.step_time_s);
+    run.trace_json.clear();  // a trace of a shorter step would not be this step's
+  }
+  for (std::size_t i = 0; i < out.collective_classes.size(); ++i) {
+    const CollectiveClassUse& c = out.collective_classes[i];
+    const auto in_a = std::find_if(a.collective_classes.begin(), a.collective_classes.end(),
+                                   [&](const CollectiveClassUse& x) { return x.label == c.label; });
+    if (in_a != a.collective_classes.end()) out.collective_classes[i].launches += in_a->launches;
+  }
+  return out;
+}
+
+}  // namespace overlapsim::sim

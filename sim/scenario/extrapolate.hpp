@@ -1,0 +1,28 @@
+#pragma once
+// A step of many microbatches projected from two runs of the same configuration with fewer.
+//
+// Once a pipeline is in its steady state, one more microbatch adds the same work to every
+// stage: the same ops, the same sends and the same collectives, started one period later.
+// The step time and its breakdown then grow by a constant per microbatch, and everything the
+// step does once (the warm-up and drain of the pipeline, the gradient synchronisation, the
+// optimizer) is in the intercept. So two runs at m_a < m_b microbatches, both in that
+// regime, give the step at m microbatches as b + (m - m_b)/(m_b - m_a) x (b - a), field by
+// field. What this rests on is checked, not assumed: the planner's sampling test and
+// benchmarks/results/cpu/microbatch_sampling/ compare it with full runs.
+#include "sim/scenario/scenario.hpp"
+
+namespace overlapsim::sim {
+
+// `a` and `b` ran the same designs on the same simulated ranks, at m_a < m_b microbatches;
+// t = (m - m_b) / (m_b - m_a). Times and breakdowns are extrapolated; counts (events,
+// collectives) are the two runs' sums, the work the projection took; the band's
+// sensitivities are extrapolated and its errors kept (they do not depend on the step's
+// length). Everything else (pair statistics, parameters, classes, sources) is b's.
+// Throws std::invalid_argument when the two results do not describe the same runs.
+ScenarioResult extrapolate_result(const ScenarioResult& a, const ScenarioResult& b, double t);
+
+// The same for one band: the classes' sensitivities extrapolated, contributions and the
+// root-sum-of-squares half-width recomputed around `step_time_s`.
+StepBand extrapolate_band(const StepBand& a, const StepBand& b, double t, double step_time_s);
+
+}  // namespace overlapsim::sim

@@ -1,0 +1,74 @@
+#include "workloads/microbatch_sampling.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "sim/scenario/extrapolate.hpp"
+#include "workloads/generator.hpp"
+#include "workloads/scenario_inputs.hpp"
+
+namespace overlapsim::workloads {
+
+namespace {
+
+// The model with `microbatches` per step, everything else kept.
+ModelSpec with_microbatches(const ModelSpec& resolved, int microbatches) {
+  ModelSpec m = resolved;
+  const std::int64_t per_microbatch =
+      static_cast<std::int64_t>(resolved.training.micro_batch) * resolved.parallelism.dp;
+  m.training.global_batch = per_microbatch * microbatches;
+  return m;
+}
+
+ModelRun from_inputs(const ScenarioInputs& in, sim::ScenarioResult result) {
+  ModelRun run;
+  run.result = std::move(result);
+  run.tokens_per_step = in.step.tokens_per_step;
+  run.flops_per_step = in.step.flops_per_step;
+  run.model_flops_per_step = in.step.model_flops_per_step;
+  run.peak_flops_per_s = in.peak_flops_per_s;
+  run.world_size = in.step.world_size;
+  return run;
+}
+
+}  // namespace
+
+MicrobatchSample microbatch_sample(const ModelSpec& resolved) {
+  MicrobatchSample s;
+  if (resolved.kind == ModelKind::Dlrm || resolved.training.micro_batch <= 0) return s;
+  s.microbatches = microbatch_count(resolved);
+  const std::int64_t unit = std::max(1, resolved.parallelism.pp);
+  if (s.microbatches <= 5 * unit) return s;
+  s.first = static_cast<int>(2 * unit);
+  s.second = static_cast<int>(3 * unit);
+  return s;
+}
+
+ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
+                        const sim::ScenarioOptions& options, bool sample) {
+  const ModelSpec resolved = resolve_for_world(model, cluster.num_gpus(), cluster.gpus_per_node);
+  MicrobatchSample s = microbatch_sample(resolved);
+  if (!sample || options.trace || options.gemm_clock != sim::GemmClock::Steady)
+    s.first = s.second = 0;
+  if (!s.sampled()) {
+    const ScenarioInputs in = make_scenario_inputs(model, cluster, "");
+    ModelRun run = from_inputs(in, simulate_inputs(in, options));
+    run.sample = s;
+    return run;
+  }
+  const ScenarioInputs a = make_scenario_inputs(with_microbatches(resolved, s.first), cluster, "");
+  const sim::ScenarioResult ra = simulate_inputs(a, options);
+  const ScenarioInputs b = make_scenario_inputs(with_microbatches(resolved, s.second), cluster, "");
+  const double t = static_cast<double>(s.microbatches - s.second) / (s.second - s.first);
+  ModelRun run = from_inputs(b, sim::extrapolate_result(ra, simulate_inputs(b, options), t));
+  run.sample = s;
+  // Tokens are exactly microbatches x tokens per microbatch; FLOPs grow by the same ops per
+  // microbatch, with the optimizer's once per step in the intercept.
+  run.tokens_per_step = b.step.tokens_per_step / s.second * static_cast<double>(s.microbatches);
+  run.flops_per_step = b.step.flops_per_step + t * (b.step.flops_per_step - a.step.flops_per_step);
+  run.model_flops_per_step =
+      b.step.model_flops_per_step + t * (b.step.model_flops_per_step - a.step.model_flops_per_step);
+  return run;
+}
+
+}  // namespace overlapsim::workloads
