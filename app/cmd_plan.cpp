@@ -44,7 +44,7 @@ struct PlanFlags {
   int max_cp = 0;
   bool resume = false;
   bool progress = false;
-  bool whole_steps = false;
+  bool exact = false;
 };
 
 std::vector<std::string> split(const std::string& text, char sep) {
@@ -134,7 +134,7 @@ int run_plan_command(const PlanFlags& f) {
   o.limits.max_micro_batch = f.max_micro_batch;
   o.limits.max_cp = f.max_cp;
   o.simulate_top = f.simulate_top;
-  o.sample_microbatches = !f.whole_steps;
+  o.exact_simulation = f.exact;
   // Under mpirun the ranks on a host share its cores.
   const planning::Ranks& ranks = planning::Ranks::world();
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -208,9 +208,9 @@ void add_plan_command(CLI::App& app, Runner& selected) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--max-cp", f->max_cp,
                   "largest context-parallel size (default: 8 for seq_len >= 8192, else 1)");
-  sub->add_flag("--whole-steps", f->whole_steps,
-                "simulate every microbatch of a step (default: a step of more than 5 x pp "
-                "microbatches is timed from runs of 2 x pp and 3 x pp, extrapolated)");
+  sub->add_flag("--exact", f->exact,
+                "simulate every configuration as simulate does (default: long steps from two "
+                "short runs, extrapolated, and each send's background images aggregated)");
   sub->add_flag("--resume", f->resume, "reuse the finished configurations of an interrupted run");
   sub->add_flag("--progress", f->progress, "progress line on stderr (default: when a terminal)");
   sub->callback([f, &selected] { selected = [f] { return run_plan_command(*f); }; });

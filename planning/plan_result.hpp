@@ -141,7 +141,7 @@ struct PlanResult {
   PlanTarget target;
   std::string cost_axis;  // "usd_per_step" or "gpu_hours_per_step" (some cluster has no price)
   int simulate_top = 0;   // the pre-screen's simulation cap per cluster and node count
-  bool sample_microbatches = true;  // long steps timed from two short runs (PlanOptions)
+  bool exact_simulation = false;       // PlanOptions::exact_simulation
   std::vector<PlanPoint> points;       // in search order
   std::vector<FastestEntry> fastest;   // per cluster, then design
   std::optional<PlanChoice> cheapest;  // cheapest meeting the target

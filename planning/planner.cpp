@@ -70,15 +70,15 @@ struct LoadedCluster {
 // `overlapsim simulate` (workloads/scenario_inputs).
 SimulatedPoint simulate_point(const ModelSpec& base, const ClusterSpec& cluster_base,
                               const PlanConfig& c, const std::vector<std::string>& designs,
-                              bool sample_microbatches) {
+                              bool exact) {
   const ClusterSpec cluster = configured_cluster(cluster_base, c.nodes);
   const ModelSpec model = configured_model(base, c, cluster.gpus_per_node);
   sim::ScenarioOptions options;
   options.designs = designs;
   options.zero_wall_times = true;
   options.planning.scaled_parts_min_ranks = kScaledPartsMinRanks;
-  const workloads::ModelRun result =
-      workloads::simulate_model(model, cluster, options, sample_microbatches);
+  options.aggregate_images = !exact;
+  const workloads::ModelRun result = workloads::simulate_model(model, cluster, options, !exact);
   const double model_flops =
       result.model_flops_per_step > 0 ? result.model_flops_per_step : result.flops_per_step;
   SimulatedPoint out;
@@ -197,7 +197,7 @@ std::string plan_fingerprint(const PlanOptions& o) {
     if (c.gpu && !c.gpu->profile_path.empty()) text += '\0' + read_text(c.gpu->profile_path);
   }
   for (const auto& d : o.designs) text += '\0' + d;
-  if (!o.sample_microbatches) text += std::string("\0whole-steps", 12);
+  if (o.exact_simulation) text += std::string(1, '\0') + "exact";
   return fingerprint(text);
 }
 
@@ -262,7 +262,7 @@ PlanResult run_plan(const PlanOptions& o) {
   res.designs = o.designs;
   res.target = o.target;
   res.simulate_top = o.simulate_top;
-  res.sample_microbatches = o.sample_microbatches;
+  res.exact_simulation = o.exact_simulation;
 
   std::vector<LoadedCluster> clusters;
   for (const auto& file : o.cluster_files) {
@@ -402,7 +402,7 @@ PlanResult run_plan(const PlanOptions& o) {
               s = *done;
             } else {
               s = simulate_point(model, clusters[static_cast<std::size_t>(c.cluster)].spec, c,
-                                 o.designs, o.sample_microbatches);
+                                 o.designs, o.exact_simulation);
               if (state) state->append(s);
             }
             finished[gi].push_back(s);

@@ -22,9 +22,12 @@ struct PlanOptions {
   // Per cluster and node count, at most this many configurations (the lowest analytic
   // estimates first) are simulated; the rest are reported as pruned.
   int simulate_top = 4;
-  // Time a configuration of many microbatches from two short runs of it, extrapolated
-  // (workloads/microbatch_sampling.hpp); false: simulate every microbatch.
-  bool sample_microbatches = true;
+  // false: a configuration of many microbatches is timed from two short runs of it,
+  // extrapolated (workloads/microbatch_sampling.hpp), and the background images of each
+  // send start together, aggregated by class on the network
+  // (CollectiveCostModel::launch_background). true: every configuration is simulated as
+  // `overlapsim simulate` does.
+  bool exact_simulation = false;
   int threads = 1;
   std::string state_file;  // the resume file; empty: none
   bool resume = false;

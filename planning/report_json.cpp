@@ -116,7 +116,7 @@ std::string plan_json(const PlanResult& res) {
                     {"target", res.target.describe()},
                     {"cost_axis", res.cost_axis},
                     {"simulate_top", res.simulate_top},
-                    {"sample_microbatches", res.sample_microbatches},
+                    {"simulation", res.exact_simulation ? "exact" : "sampled"},
                     {"counts",
                      {{"enumerated", n.enumerated},
                       {"invalid", n.invalid},

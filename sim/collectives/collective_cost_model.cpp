@@ -342,6 +342,41 @@ void CollectiveCostModel::launch(const CollectiveRequest& req, std::function<voi
   }
 }
 
+void CollectiveCostModel::launch_background(std::span<const CollectiveRequest> requests) {
+  struct Batch {
+    double latency_s = 0;
+    std::vector<Transfer> transfers;
+  };
+  std::vector<Batch> batches;
+  for (const CollectiveRequest& req : requests) {
+    if (req.op != CollectiveOp::SendRecv || !options_.nccl_costs || req.bytes == 0 ||
+        req.ranks.size() != 2 || req.peer != 1) {
+      launch(req, [] {});
+      continue;
+    }
+    validate(req, net_);  // as start_collective would, before anything is counted
+    CommInfo& info = comm_info(req);
+    if (info.path != CollectivePath::Cluster) {
+      launch(req, [] {});
+      continue;
+    }
+    ++launches_[static_cast<int>(info.path)];
+    ++classes_[info.class_index].launches;
+    // What launch_with_nccl_costs waits before the flow starts; the stretch it adds after
+    // the transfer only delays a completion nobody waits for.
+    const double latency_s = call_cost(info, req).latency_s;
+    auto batch = std::find_if(batches.begin(), batches.end(),
+                              [&](const Batch& b) { return b.latency_s == latency_s; });
+    if (batch == batches.end()) batch = batches.insert(batches.end(), Batch{latency_s, {}});
+    batch->transfers.push_back(Transfer{req.ranks[0], req.ranks[1], req.bytes});
+  }
+  for (Batch& b : batches) {
+    net_.simulator().schedule(b.latency_s, [this, transfers = std::move(b.transfers)] {
+      net_.transfer_background(transfers);
+    });
+  }
+}
+
 double CollectiveCostModel::nccl_nvlink_stretch() const {
   if (!(options_.nvlink_Bps > 0) || !(options_.nccl_nvlink_Bps > 0)) return 1;
   return std::max(1.0, options_.nvlink_Bps / options_.nccl_nvlink_Bps);

@@ -36,6 +36,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -112,6 +113,12 @@ class CollectiveCostModel {
   // A launcher bound to this model (which must outlive it).
   CollectiveLauncher launcher();
   void launch(const CollectiveRequest& req, std::function<void()> on_done);
+  // Collectives nobody waits for (folded ranks' background images), charged and counted as
+  // launch() would. Sends on the cluster path with NCCL's costs that start at the same
+  // instant go to the network together as background transfers
+  // (NetworkApi::transfer_background): one solver flow per class of same-shaped sends
+  // instead of one per send. Everything else goes through launch().
+  void launch_background(std::span<const CollectiveRequest> requests);
 
   // The path a collective of `op` over `ranks` ranks takes.
   CollectivePath path(CollectiveOp op, int ranks, bool intra_host) const;

@@ -43,8 +43,7 @@ void StepExecutor::Impl::start_ready(int p) {
   ProgramState& ps = programs[p];
   for (int s = 0; s < kNumStreams; ++s) try_head(p, s);
   for (std::size_t v = 0; v < ps.ops.size(); ++v)
-    if (ps.ops[v].kind == static_cast<std::uint8_t>(OpKind::SendRecv) &&
-        ps.ops[v].preds_left == 0)
+    if (ps.ops[v].kind == static_cast<std::uint8_t>(OpKind::SendRecv) && ps.ops[v].preds_left == 0)
       hand_to_design(p, v);
 }
 
@@ -361,6 +360,10 @@ StepExecutor::StepExecutor(const StepGraph& step, const ComputeModel& compute, N
 }
 
 StepExecutor::~StepExecutor() = default;
+
+void StepExecutor::set_background_launcher(BackgroundLauncher launcher) {
+  impl_->background_launcher = std::move(launcher);
+}
 
 void StepExecutor::set_collective_launcher(CollectiveLauncher launcher) {
   impl_->launcher = std::move(launcher);

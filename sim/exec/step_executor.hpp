@@ -25,13 +25,13 @@
 
 #include "sim/collectives/collective.hpp"
 #include "sim/collectives/collective_cost_model.hpp"
-#include "sim/profile/compute_model.hpp"
 #include "sim/exec/comm_images.hpp"
 #include "sim/exec/overlap_design.hpp"
 #include "sim/exec/step_result.hpp"
 #include "sim/exec/timeline.hpp"
 #include "sim/graph/op_graph.hpp"
 #include "sim/network/network_api.hpp"
+#include "sim/profile/compute_model.hpp"
 
 namespace overlapsim::sim {
 
@@ -71,6 +71,11 @@ class StepExecutor {
 
   // Replaces sim::start_collective (tests use closed-form launchers).
   void set_collective_launcher(CollectiveLauncher launcher);
+  // Starts the background images of one collective or send together (nobody waits for
+  // them; CollectiveCostModel::launch_background). Unset: each through the collective
+  // launcher, one at a time.
+  using BackgroundLauncher = std::function<void(std::span<const CollectiveRequest>)>;
+  void set_background_launcher(BackgroundLauncher launcher);
 
   // Runs the step once, starting at simulator().now(). Throws std::runtime_error naming
   // the stuck ops when the step cannot complete (a deadlock in the graph).

@@ -117,10 +117,20 @@ void StepExecutor::Impl::start_transfer(int g, CollectiveOp op, std::uint64_t by
   launcher(req, on_done);
   for (int image : plans().groups[g].images) {
     req.ranks = step.groups[image].ranks;
-    launcher(req, [] {});
+    images_scratch.push_back(req);
     ++background;
   }
+  launch_images();
   launching = false;
+}
+
+void StepExecutor::Impl::launch_images() {
+  if (background_launcher) {
+    if (!images_scratch.empty()) background_launcher(images_scratch);
+  } else {
+    for (const CollectiveRequest& req : images_scratch) launcher(req, [] {});
+  }
+  images_scratch.clear();
 }
 
 void StepExecutor::Impl::join_p2p(int p, OpVertex v) {
@@ -206,9 +216,10 @@ void StepExecutor::Impl::launch_p2p(const P2pMatch& m) {
       for (int image : plans().groups[send.comm_group].images) {
         const auto& img = step.groups[image].ranks;
         req.ranks = {img[si], img[di]};
-        launcher(req, [] {});
+        images_scratch.push_back(req);
         ++background;
       }
+      launch_images();
     }
   }
   launching = false;

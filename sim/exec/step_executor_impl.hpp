@@ -81,6 +81,9 @@ struct StepExecutor::Impl final : ExecContext {
   ExecOptions options;
   std::shared_ptr<const StepLayout> layout;
   CollectiveLauncher launcher;
+  StepExecutor::BackgroundLauncher background_launcher;
+  std::vector<CollectiveRequest> images_scratch;
+  void launch_images();  // images_scratch, then cleared
   std::vector<ProgramState> programs;
   OverlapDesign* design = nullptr;
   double t0_s = 0;

@@ -135,7 +135,8 @@ struct FlowNetwork::Impl {
     };
   };
 
-  void start_group(std::span<const Transfer> transfers, Done on_done, std::uint64_t flow_id);
+  void start_group(std::span<const Transfer> transfers, Done on_done, std::uint64_t flow_id,
+                   std::size_t aggregate_min);
   void start_flows(const std::vector<UniqueTransfer>& unique, const GroupRoutes& group_routes,
                    std::uint32_t slot, double now_s);
   void start_flow(const UniqueTransfer& u, std::span<const LinkId> links, double latency_s,
@@ -203,7 +204,7 @@ struct FlowNetwork::Impl {
 };
 
 void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on_done,
-                                    std::uint64_t flow_id) {
+                                    std::uint64_t flow_id, std::size_t aggregate_min) {
   const int n = topo.num_gpus();
   for (std::size_t i = 0; i < transfers.size(); ++i) {
     const Transfer& t = transfers[i];
@@ -260,7 +261,7 @@ void FlowNetwork::Impl::start_group(std::span<const Transfer> transfers, Done on
   if (single) {
     start_flow(unique.front(), single_route.links, single_route.latency_s, slot, now_s);
     ++stats.flows_simulated;
-  } else if (aggregate_min_transfers > 0 && unique.size() >= aggregate_min_transfers &&
+  } else if (aggregate_min > 0 && unique.size() >= aggregate_min &&
              start_aggregates(unique, *group_routes, slot, now_s)) {
     // groups[slot].pending counts the aggregates.
   } else {
@@ -545,7 +546,11 @@ int FlowNetwork::host_of(int rank) const { return impl_->topo.host_of(rank); }
 
 void FlowNetwork::transfer_group(std::span<const Transfer> transfers, Done on_done,
                                  std::uint64_t flow_id) {
-  impl_->start_group(transfers, std::move(on_done), flow_id);
+  impl_->start_group(transfers, std::move(on_done), flow_id, impl_->aggregate_min_transfers);
+}
+
+void FlowNetwork::transfer_background(std::span<const Transfer> transfers) {
+  impl_->start_group(transfers, nullptr, 0, impl_->aggregate_min_transfers == 0 ? 0 : 2);
 }
 
 std::optional<PathEstimate> FlowNetwork::path_estimate(int src_rank, int dst_rank) const {

@@ -47,6 +47,8 @@ class FlowNetwork final : public NetworkApi {
   // Throws std::out_of_range for a rank outside the topology (nothing is started then).
   void transfer_group(std::span<const Transfer> transfers, Done on_done,
                       std::uint64_t flow_id = 0) override;
+  // One group, aggregated by class from two transfers on (none when aggregation is off).
+  void transfer_background(std::span<const Transfer> transfers) override;
   // Zero-load latency and narrowest link of route(src, dst, 0); {0, +inf} for src == dst.
   std::optional<PathEstimate> path_estimate(int src_rank, int dst_rank) const override;
 

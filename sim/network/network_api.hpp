@@ -43,6 +43,12 @@ class NetworkApi {
   virtual void transfer_group(std::span<const Transfer> transfers, Done on_done,
                               std::uint64_t flow_id = 0) = 0;
 
+  // Transfers nobody waits for (folded ranks' background images), started at now(). A
+  // backend may run same-shaped ones as one weighted aggregate whose members share one rate
+  // (FlowNetwork does: exact when they are symmetric, as images of one send are).
+  virtual void transfer_background(std::span<const Transfer> transfers) {
+    transfer_group(transfers, nullptr);
+  }
   // Zero-load estimate of the path src -> dst, or nullopt when the backend cannot tell.
   // Collectives stream a pipelined phase as one long flow per link and charge the
   // remaining pipeline step latencies with it (and use it to pick an algorithm), which

@@ -134,9 +134,9 @@ class ScenarioRunner {
   // the step: a collective sequential already hid behind other compute gains nothing from
   // a design, which still pays its costs).
   DesignRun run_best(const ComputeModel& compute) {
-    BestChoiceInputs in{sc_.step, sc_.topology,
-                        sc_.design_profile ? *sc_.design_profile : sc_.profile,
-                        o_.timing, o_.design_options, o_.planning.scaled_parts_min_ranks};
+    BestChoiceInputs in{
+        sc_.step,  sc_.topology,      sc_.design_profile ? *sc_.design_profile : sc_.profile,
+        o_.timing, o_.design_options, o_.planning.scaled_parts_min_ranks};
     std::vector<PairClassChoice> classes = choose_per_class(in);
     best_winners_ = winners(classes);
     std::vector<const DesignRun*> forced;
@@ -216,6 +216,9 @@ class ScenarioRunner {
     CollectiveCostModel costs(profile.collectives, net, o_.timing);
     if (!o_.measured_times.empty()) costs.set_measured_times(o_.measured_times);
     executor.set_collective_launcher(costs.launcher());
+    if (o_.aggregate_images)
+      executor.set_background_launcher(
+          [&costs](std::span<const CollectiveRequest> images) { costs.launch_background(images); });
     auto design = make_bound(name, profile, costs);
     PairedDesign* paired = as_paired(*design);
     if (paired && reuse_sequential(*paired, compute, run)) return false;
@@ -291,9 +294,9 @@ class ScenarioRunner {
   const Scenario& sc_;
   const ScenarioOptions& o_;
   ScenarioResult out_;
-  std::vector<std::unique_ptr<DesignRun>> tuning_;  // forced runs `best` needed, unreported
+  std::vector<std::unique_ptr<DesignRun>> tuning_;   // forced runs `best` needed, unreported
   std::map<std::string, std::string> best_winners_;  // pair class -> design
-  std::shared_ptr<const StepLayout> layout_;  // the step's, shared by every design run
+  std::shared_ptr<const StepLayout> layout_;         // the step's, shared by every design run
 };
 
 }  // namespace

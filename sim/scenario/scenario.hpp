@@ -49,6 +49,11 @@ struct ScenarioOptions {
   bool trace = false;
   std::vector<int> trace_ranks;
   std::string trace_title;
+  // The background images of each collective or send start together
+  // (CollectiveCostModel::launch_background): same-shaped image sends become one weighted
+  // flow, exact when they are symmetric. The planner's default; simulate runs each image
+  // as its own flow.
+  bool aggregate_images = false;
   bool zero_wall_times = false;  // sim_wall_s reported as 0 (byte-identical outputs)
   // The precision whose peak rate the caller's MFU divides by, listed among the numbers used.
   Precision precision = Precision::BF16;

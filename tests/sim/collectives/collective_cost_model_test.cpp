@@ -196,13 +196,14 @@ TEST(CollectiveCostModel, SendRecvCanTakeTheAllToAllRate) {
             std::string::npos)
       << t.uses[0].how;
   // Across hosts it stays on the cluster links.
-  const Timed across = time_one(build_flat_switch({2, kLinkBps, 0.0, 1}), profile,
-                                [&] {
-                                  CollectiveRequest r = send;
-                                  r.ranks = {0, 1};
-                                  return r;
-                                }(),
-                                o);
+  const Timed across = time_one(
+      build_flat_switch({2, kLinkBps, 0.0, 1}), profile,
+      [&] {
+        CollectiveRequest r = send;
+        r.ranks = {0, 1};
+        return r;
+      }(),
+      o);
   EXPECT_EQ(across.path, CollectivePath::Cluster);
 }
 
@@ -349,6 +350,61 @@ TEST(CollectiveCostModel, CtaLimitedStretchIsTheRatioOfTheMeasuredCurves) {
   EXPECT_NEAR(*s, (20e-6 + bytes / 100e9) / (10e-6 + bytes / 200e9), 1e-12);
   EXPECT_FALSE(costs.cta_limited_stretch(CollectiveOp::AllReduce, kMiB, 2, 8));  // not measured
   EXPECT_FALSE(costs.cta_limited_stretch(CollectiveOp::AllToAll, kMiB, 2, 16));
+}
+
+}  // namespace
+}  // namespace overlapsim::sim
+
+namespace overlapsim::sim {
+namespace {
+
+// Background sends started together: the four same-leaf sends of one instant become one
+// weighted solver flow, each carrying what it would alone, and they are counted as four
+// launches. A foreground send on one of their links finishes when it does when each
+// background send is its own flow.
+TEST(CollectiveCostModel, BackgroundSendsAggregateAndLoadTheLinksAsSeparateSends) {
+  RailFatTreeSpec spec;
+  spec.nodes = 8;
+  spec.node = NvSwitchNodeSpec{1, 450e9, 0.5e-6};
+  spec.nics_per_node = 1;
+  spec.nic_bandwidth_Bps = 50e9;
+  spec.gpu_nic_bandwidth_Bps = 63e9;
+  spec.gpu_nic_latency_s = 1e-6;
+  spec.link_latency_s = 0.2e-6;
+  spec.leaf_down_ports = 8;
+  spec.spines = 1;
+  const Topology topo = build_rail_fat_tree(spec);
+  auto send = [](int src, int dst) {
+    CollectiveRequest r;
+    r.op = CollectiveOp::SendRecv;
+    r.ranks = {src, dst};
+    r.peer = 1;
+    r.bytes = 8 * kMiB;
+    return r;
+  };
+  // Rank 0 -> 4 in the foreground; 1 -> 5, 2 -> 6, 3 -> 7 and 0 -> 5 (sharing rank 0's NIC)
+  // in the background.
+  const std::vector<CollectiveRequest> images = {send(1, 5), send(2, 6), send(3, 7), send(0, 5)};
+  auto run = [&](bool together) {
+    Simulator clock;
+    FlowNetwork net(clock, topo);
+    CollectiveCostModel costs(CollectiveProfile{}, net, nvlink());
+    double done = -1;
+    costs.launch(send(0, 4), [&] { done = clock.now(); });
+    if (together)
+      costs.launch_background(images);
+    else
+      for (const auto& r : images) costs.launch(r, [] {});
+    clock.run();
+    EXPECT_EQ(costs.launches(CollectivePath::Cluster), 5);
+    return std::make_pair(done, net.stats().flows_simulated);
+  };
+  const auto [apart_s, apart_flows] = run(false);
+  const auto [together_s, together_flows] = run(true);
+  EXPECT_EQ(apart_flows, 5u);
+  EXPECT_LT(together_flows, apart_flows);
+  EXPECT_GT(apart_s, 0);
+  EXPECT_NEAR(together_s, apart_s, 1e-12 * apart_s);
 }
 
 }  // namespace
