@@ -37,10 +37,17 @@ MicrobatchSample microbatch_sample(const ModelSpec& resolved) {
   MicrobatchSample s;
   if (resolved.kind == ModelKind::Dlrm || resolved.training.micro_batch <= 0) return s;
   s.microbatches = microbatch_count(resolved);
-  const std::int64_t unit = std::max(1, resolved.parallelism.pp);
-  if (s.microbatches <= 5 * unit) return s;
-  s.first = static_cast<int>(2 * unit);
-  s.second = static_cast<int>(3 * unit);
+  const int pp = std::max(1, resolved.parallelism.pp);
+  // Plain 1F1B: every stage is in its steady state from pp microbatches on. Interleaved: the
+  // first stage's warm-up alone is 2(pp - 1) + (v - 1) pp model chunks, so only from 2 pp on.
+  // Without a pipeline: the first microbatch gathers the parameters and the last reduces the
+  // gradients, so from 2 on.
+  const bool plain = pp > 1 && resolved.parallelism.virtual_stages <= 1;
+  const std::int64_t first = plain ? pp : 2LL * pp;
+  const std::int64_t second = first + pp;
+  if (s.microbatches <= first + second) return s;
+  s.first = static_cast<int>(first);
+  s.second = static_cast<int>(second);
   return s;
 }
 

@@ -3,12 +3,13 @@
 // extrapolated (sim/scenario/extrapolate.hpp): the planner's way to time a configuration
 // whose pipeline runs hundreds of microbatches, at a fraction of the events.
 //
-// The two runs take 2u and 3u microbatches, u = pp (interleaving needs multiples of pp;
-// u = 1 without a pipeline): with u = pp every stage has left its warm-up and the
-// per-microbatch increment is already the steady state's (at pp and 2pp it is not yet,
-// with interleaving, by up to 1 % in the breakdown). Steps of at most 5u microbatches, DLRM
-// steps (one microbatch) and the duty-cycle GEMM clock (a rerun scaled by the whole step's
-// idle share) are simulated whole.
+// The two runs take pp and 2 pp microbatches for a plain 1F1B pipeline, and 2u and 3u,
+// u = pp, for an interleaved one (whose first stage is still in its warm-up at pp: there the
+// per-microbatch increment of the breakdown is off by up to 1 %; interleaving also needs
+// multiples of pp) or u = 1 without a pipeline (the first microbatch gathers parameters, the
+// last reduces gradients). Steps no longer than the two runs together, DLRM steps (one
+// microbatch) and the duty-cycle GEMM clock (a rerun scaled by the whole step's idle share)
+// are simulated whole.
 #include <cstdint>
 
 #include "sim/scenario/scenario.hpp"

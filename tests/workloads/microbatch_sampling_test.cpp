@@ -83,7 +83,7 @@ void expect_sampled_equals_whole(const ModelSpec& m, const ClusterSpec& cluster)
   }
 }
 
-TEST(MicrobatchSample, TwoAndThreePipelineDepthsOnlyWhereThatIsShorter) {
+TEST(MicrobatchSample, PipelineDepthsPastTheWarmUpOnlyWhereThatIsShorter) {
   ModelSpec m = resolve_for_world(sampling_model(kSampledDense), 16, 8);  // 12 microbatches, pp 2
   MicrobatchSample s = microbatch_sample(m);
   EXPECT_EQ(s.microbatches, 12);
@@ -92,6 +92,11 @@ TEST(MicrobatchSample, TwoAndThreePipelineDepthsOnlyWhereThatIsShorter) {
   m = resolve_for_world(
       sampling_model(edit(kSampledDense, {{"global_batch: 48", "global_batch: 40"}})), 16, 8);
   EXPECT_FALSE(microbatch_sample(m).sampled()) << "10 = 5 pp microbatches: run whole";
+  m = resolve_for_world(
+      sampling_model(edit(kSampledDense, {{"virtual_stages: 2", "virtual_stages: 1"}})), 16, 8);
+  s = microbatch_sample(m);  // plain 1F1B: steady from pp microbatches on
+  EXPECT_EQ(s.first, 2);
+  EXPECT_EQ(s.second, 4);
   m = resolve_for_world(
       sampling_model(edit(kSampledDense, {{"pp: 2", "pp: 1"},
                                           {"virtual_stages: 2", "virtual_stages: 1"},
@@ -105,6 +110,12 @@ TEST(MicrobatchSample, TwoAndThreePipelineDepthsOnlyWhereThatIsShorter) {
 
 TEST(MicrobatchSampling, InterleavedPipelineOverTwoHostsEqualsTheWholeStep) {
   expect_sampled_equals_whole(sampling_model(kSampledDense), sampling_cluster());
+}
+
+TEST(MicrobatchSampling, PlainPipelineOverTwoHostsEqualsTheWholeStep) {
+  expect_sampled_equals_whole(
+      sampling_model(edit(kSampledDense, {{"virtual_stages: 2", "virtual_stages: 1"}})),
+      sampling_cluster());
 }
 
 TEST(MicrobatchSampling, GradientAccumulationWithoutPipelineEqualsTheWholeStep) {
