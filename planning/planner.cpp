@@ -155,24 +155,31 @@ void walk_group(const Group& g, const std::vector<PlanPoint>& points, int top, s
     }
 }
 
-// The simulator's work for one configuration, relative: it runs every micro-batch of every
-// layer of one pipeline (identical data-parallel ranks are folded), once per design.
-double simulation_cost(const ModelSpec& model, const PlanConfig& c) {
-  const double microbatches = static_cast<double>(model.training.global_batch) /
-                              (static_cast<double>(c.dp) * c.micro_batch);
-  return microbatches * std::max(1, model.transformer.layers);
+// The simulator's work for one configuration, relative: it runs the micro-batches it
+// simulates (all, or the two sampled runs') of every layer of one pipeline (identical
+// data-parallel ranks are folded), once per design. The network's share, which grows with
+// the node count (the folded ranks' images), is left out.
+double simulation_cost(const ModelSpec& model, const PlanConfig& c, bool exact) {
+  const auto microbatches =
+      static_cast<std::int64_t>(static_cast<double>(model.training.global_batch) /
+                                (static_cast<double>(c.dp) * c.micro_batch));
+  const workloads::MicrobatchSample s =
+      workloads::microbatch_sample(microbatches, c.pp, c.virtual_stages);
+  const double simulated =
+      exact || !s.sampled() ? static_cast<double>(microbatches) : s.first + s.second;
+  return simulated * std::max(1, model.transformer.layers);
 }
 
 // Deals the groups to `ranks` ranks, dearest first, each to the least loaded rank (ties:
 // the lowest): the longest-processing-time rule. Deterministic: every rank computes it.
 std::vector<int> deal_groups(std::vector<Group>& groups, const std::vector<PlanPoint>& points,
-                             const ModelSpec& model, int top, int ranks) {
+                             const ModelSpec& model, int top, int ranks, bool exact) {
   std::vector<std::size_t> by_cost(groups.size());
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
     Group& g = groups[gi];
     g.cost = 0;
     for (std::size_t k = 0; k < g.order.size() && k < static_cast<std::size_t>(top); ++k)
-      g.cost += simulation_cost(model, points[g.order[k]].config);
+      g.cost += simulation_cost(model, points[g.order[k]].config, exact);
     by_cost[gi] = gi;
   }
   std::stable_sort(by_cost.begin(), by_cost.end(),
@@ -375,7 +382,7 @@ PlanResult run_plan(const PlanOptions& o) {
     state.emplace(o.state_file, plan_fingerprint(o), o.resume, ranks);
   }
   const std::vector<int> owner =
-      deal_groups(groups, res.points, model, o.simulate_top, ranks.size());
+      deal_groups(groups, res.points, model, o.simulate_top, ranks.size(), o.exact_simulation);
   std::vector<std::size_t> mine;  // this rank's groups, dearest first
   for (std::size_t gi = 0; gi < groups.size(); ++gi)
     if (owner[gi] == ranks.rank()) mine.push_back(gi);

@@ -34,15 +34,21 @@ ModelRun from_inputs(const ScenarioInputs& in, sim::ScenarioResult result) {
 }  // namespace
 
 MicrobatchSample microbatch_sample(const ModelSpec& resolved) {
+  if (resolved.kind == ModelKind::Dlrm || resolved.training.micro_batch <= 0) return {};
+  return microbatch_sample(microbatch_count(resolved), resolved.parallelism.pp,
+                           resolved.parallelism.virtual_stages);
+}
+
+MicrobatchSample microbatch_sample(std::int64_t microbatches, int pipeline_stages,
+                                   int virtual_stages) {
   MicrobatchSample s;
-  if (resolved.kind == ModelKind::Dlrm || resolved.training.micro_batch <= 0) return s;
-  s.microbatches = microbatch_count(resolved);
-  const int pp = std::max(1, resolved.parallelism.pp);
+  s.microbatches = microbatches;
+  const int pp = std::max(1, pipeline_stages);
   // Plain 1F1B: every stage is in its steady state from pp microbatches on. Interleaved: the
   // first stage's warm-up alone is 2(pp - 1) + (v - 1) pp model chunks, so only from 2 pp on.
   // Without a pipeline: the first microbatch gathers the parameters and the last reduces the
   // gradients, so from 2 on.
-  const bool plain = pp > 1 && resolved.parallelism.virtual_stages <= 1;
+  const bool plain = pp > 1 && virtual_stages <= 1;
   const std::int64_t first = plain ? pp : 2LL * pp;
   const std::int64_t second = first + pp;
   if (s.microbatches <= first + second) return s;

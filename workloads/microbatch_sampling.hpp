@@ -26,6 +26,9 @@ struct MicrobatchSample {
 
 // Which runs a resolved model's step takes (resolve_for_world).
 MicrobatchSample microbatch_sample(const ModelSpec& resolved);
+// The same from the step's shape: `microbatches` of a pipeline of `pp` stages with
+// `virtual_stages` model chunks each (a transformer or MoE step).
+MicrobatchSample microbatch_sample(std::int64_t microbatches, int pp, int virtual_stages);
 
 // What the planner reads of a simulated configuration.
 struct ModelRun {
