@@ -26,15 +26,16 @@ struct ValidateStepsOptions {
   std::string output;
   std::string max_error;  // empty: report only
   bool no_timing = false;
+  bool exact = false;
 };
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
 
 std::string table(const std::vector<workloads::ReferenceOutcome>& outs, double med, double worst,
                   int within) {
-  std::string t = fmt::format("{:<34} {:>6} {:>12} {:>12} {:>8} {:>23} {:>7}  {}\n", "run", "GPUs",
-                              "published s", "predicted s", "error", "band s", "in band",
-                              "most uncertain");
+  std::string t =
+      fmt::format("{:<34} {:>6} {:>12} {:>12} {:>8} {:>23} {:>7}  {}\n", "run", "GPUs",
+                  "published s", "predicted s", "error", "band s", "in band", "most uncertain");
   for (const auto& o : outs)
     t += fmt::format("{:<34} {:>6} {:>12.4g} {:>12.4g} {:>8} {:>23} {:>7}  {}\n", o.run.name,
                      o.gpus, o.run.published.step_time_s, o.predicted_s, pct(o.error),
@@ -109,15 +110,15 @@ int run_validate_steps(const ValidateStepsOptions& o) {
   std::vector<double> abs_errors;
   int within = 0;
   for (const auto& run : runs) {
-    outs.push_back(workloads::predict_reference_run(run, o.no_timing));
+    outs.push_back(workloads::predict_reference_run(run, o.no_timing, o.exact));
     abs_errors.push_back(std::fabs(outs.back().error));
     if (abs_errors.back() <= 0.10) ++within;
   }
   const double med = calibration::median(abs_errors);
   const double worst = *std::max_element(abs_errors.begin(), abs_errors.end());
-  print_or_write(o.format == "json" ? json(outs, med, worst, within)
-                                    : table(outs, med, worst, within),
-                 o.output);
+  print_or_write(
+      o.format == "json" ? json(outs, med, worst, within) : table(outs, med, worst, within),
+      o.output);
   return bar > 0 && worst > bar ? kExitFailure : kExitOk;
 }
 
@@ -135,6 +136,9 @@ void add_validate_steps_command(CLI::App& app, Runner& selected) {
   sub->add_option("--max-error", opts->max_error,
                   "exit 1 when a run's |error| is above this percentage (e.g. 10%)");
   sub->add_flag("--no-timing", opts->no_timing, "report sim_wall_s as 0 (byte-identical output)");
+  sub->add_flag("--exact", opts->exact,
+                "simulate each run as simulate does (default: as plan does: long steps from two "
+                "short runs, extrapolated, and each send's background images aggregated)");
   sub->callback([opts, &selected] { selected = [opts] { return run_validate_steps(*opts); }; });
 }
 

@@ -28,6 +28,8 @@ ModelRun from_inputs(const ScenarioInputs& in, sim::ScenarioResult result) {
   run.model_flops_per_step = in.step.model_flops_per_step;
   run.peak_flops_per_s = in.peak_flops_per_s;
   run.world_size = in.step.world_size;
+  run.model = in.model;
+  run.device_name = in.profile.device.name;
   return run;
 }
 
@@ -58,23 +60,27 @@ MicrobatchSample microbatch_sample(std::int64_t microbatches, int pipeline_stage
 }
 
 ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
-                        const sim::ScenarioOptions& options, bool sample) {
+                        const sim::ScenarioOptions& options, bool sample,
+                        const std::string& profile_file) {
   const ModelSpec resolved = resolve_for_world(model, cluster.num_gpus(), cluster.gpus_per_node);
   MicrobatchSample s = microbatch_sample(resolved);
   if (!sample || options.trace || options.gemm_clock != sim::GemmClock::Steady)
     s.first = s.second = 0;
   if (!s.sampled()) {
-    const ScenarioInputs in = make_scenario_inputs(model, cluster, "");
+    const ScenarioInputs in = make_scenario_inputs(model, cluster, profile_file);
     ModelRun run = from_inputs(in, simulate_inputs(in, options));
     run.sample = s;
     return run;
   }
-  const ScenarioInputs a = make_scenario_inputs(with_microbatches(resolved, s.first), cluster, "");
+  const ScenarioInputs a =
+      make_scenario_inputs(with_microbatches(resolved, s.first), cluster, profile_file);
   const sim::ScenarioResult ra = simulate_inputs(a, options);
-  const ScenarioInputs b = make_scenario_inputs(with_microbatches(resolved, s.second), cluster, "");
+  const ScenarioInputs b =
+      make_scenario_inputs(with_microbatches(resolved, s.second), cluster, profile_file);
   const double t = static_cast<double>(s.microbatches - s.second) / (s.second - s.first);
   ModelRun run = from_inputs(b, sim::extrapolate_result(ra, simulate_inputs(b, options), t));
   run.sample = s;
+  run.model = resolved;
   // Tokens are exactly microbatches x tokens per microbatch; FLOPs grow by the same ops per
   // microbatch, with the optimizer's once per step in the intercept.
   run.tokens_per_step = b.step.tokens_per_step / s.second * static_cast<double>(s.microbatches);

@@ -30,10 +30,12 @@ MicrobatchSample microbatch_sample(const ModelSpec& resolved);
 // `virtual_stages` model chunks each (a transformer or MoE step).
 MicrobatchSample microbatch_sample(std::int64_t microbatches, int pp, int virtual_stages);
 
-// What the planner reads of a simulated configuration.
+// What the planner and validate-steps read of a simulated configuration.
 struct ModelRun {
   sim::ScenarioResult result;
   MicrobatchSample sample;
+  ModelSpec model;          // resolved for the cluster (the step's microbatches)
+  std::string device_name;  // the profile's device
   double tokens_per_step = 0;
   double flops_per_step = 0;        // with recomputation
   double model_flops_per_step = 0;  // without
@@ -41,9 +43,11 @@ struct ModelRun {
   int world_size = 0;
 };
 
-// Simulates `model` on `cluster` (its profile), whole or sampled as microbatch_sample says
-// when `sample` is true. Throws what make_scenario_inputs and run_scenario throw.
+// Simulates `model` on `cluster` (with `profile_file`, or the cluster's profile when
+// empty), whole or sampled as microbatch_sample says when `sample` is true. Throws what
+// make_scenario_inputs and run_scenario throw.
 ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
-                        const sim::ScenarioOptions& options, bool sample);
+                        const sim::ScenarioOptions& options, bool sample,
+                        const std::string& profile_file = "");
 
 }  // namespace overlapsim::workloads

@@ -9,6 +9,7 @@
 #include "config/error.hpp"
 #include "sim/overlap/registry.hpp"
 #include "sim/profile/profile.hpp"
+#include "workloads/microbatch_sampling.hpp"
 #include "workloads/scenario_inputs.hpp"
 
 namespace overlapsim::workloads {
@@ -68,36 +69,36 @@ std::vector<ReferenceRun> load_reference_runs(const std::string& dir) {
       files.push_back((entry.path() / "run.yaml").string());
   std::sort(files.begin(), files.end());
   if (files.empty())
-    throw config::ConfigError(fmt::format("{}: no <name>/run.yaml in it (expected at least one "
-                                          "reference run; workloads/reference/README.md)",
-                                          dir));
+    throw config::ConfigError(
+        fmt::format("{}: no <name>/run.yaml in it (expected at least one "
+                    "reference run; workloads/reference/README.md)",
+                    dir));
   std::vector<ReferenceRun> runs;
   for (const auto& f : files) runs.push_back(load_reference_run(f));
   return runs;
 }
 
-ReferenceOutcome predict_reference_run(const ReferenceRun& run, bool zero_wall_times) {
-  ScenarioRequest request;
-  request.model_file = run.model_file;
-  request.cluster_file = run.cluster_file;
-  request.profile_file = run.profile_file;
-  const ScenarioInputs in = load_scenario_inputs(request);
+ReferenceOutcome predict_reference_run(const ReferenceRun& run, bool zero_wall_times, bool exact) {
+  // The cluster loads before the model, so a broken cluster file is reported first.
+  const ClusterSpec cluster = load_cluster(run.cluster_file);
+  const ModelSpec model = load_model(run.model_file);
   sim::ScenarioOptions options;
   options.designs = {run.design};
   options.zero_wall_times = zero_wall_times;
-  const sim::ScenarioResult result = simulate_inputs(in, options);
-  const sim::DesignRun& design = result.runs.front();
+  options.aggregate_images = !exact;
+  const ModelRun predicted = simulate_model(model, cluster, options, !exact, run.profile_file);
+  const sim::DesignRun& design = predicted.result.runs.front();
 
   ReferenceOutcome out;
   out.run = run;
-  out.gpus = in.cluster.num_gpus();
-  out.system = fmt::format("{} x {} {}", in.cluster.num_gpus() / in.cluster.gpus_per_node,
-                           in.cluster.gpus_per_node, in.profile.device.name);
-  const Parallelism& p = in.model.parallelism;
-  out.parallelism = fmt::format("tp {} pp {} dp {} cp {} ep {}{}{}, {}", p.tp, p.pp, p.dp, p.cp,
-                                p.ep, p.virtual_stages > 1 ? fmt::format(" vp {}", p.virtual_stages) : "",
-                                p.sequence_parallel ? " sp" : "",
-                                sim::to_string(in.model.training.precision));
+  out.gpus = cluster.num_gpus();
+  out.system = fmt::format("{} x {} {}", cluster.num_gpus() / cluster.gpus_per_node,
+                           cluster.gpus_per_node, predicted.device_name);
+  const Parallelism& p = predicted.model.parallelism;
+  out.parallelism = fmt::format(
+      "tp {} pp {} dp {} cp {} ep {}{}{}, {}", p.tp, p.pp, p.dp, p.cp, p.ep,
+      p.virtual_stages > 1 ? fmt::format(" vp {}", p.virtual_stages) : "",
+      p.sequence_parallel ? " sp" : "", sim::to_string(predicted.model.training.precision));
   out.predicted_s = design.result.step_time_s;
   out.error = (out.predicted_s - run.published.step_time_s) / run.published.step_time_s;
   out.band = design.band;

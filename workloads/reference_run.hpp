@@ -47,6 +47,9 @@ struct ReferenceOutcome {
   }
 };
 
-ReferenceOutcome predict_reference_run(const ReferenceRun& run, bool zero_wall_times = false);
+// `exact` false: long steps from two short runs and each send's images aggregated, as the
+// planner does (workloads/microbatch_sampling.hpp); true: as simulate does.
+ReferenceOutcome predict_reference_run(const ReferenceRun& run, bool zero_wall_times = false,
+                                       bool exact = false);
 
 }  // namespace overlapsim::workloads
