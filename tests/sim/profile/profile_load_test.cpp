@@ -82,11 +82,14 @@ TEST(Profile, ShippedDatasheetProfilesLoad) {
   EXPECT_DOUBLE_EQ(a100.compute.memory_bandwidth_Bps.value, 2.039e12);
   EXPECT_EQ(a100.compute.peak_flops_per_s.count(Precision::FP8), 0u);
   EXPECT_EQ(a100.device.sms, 108);
-  // NCCL's NVLink rate on A100 (NCCL's maintainer, nccl-tests issue 149); absent on H100.
+  // NCCL's NVLink rate on A100 (NCCL's maintainer, nccl-tests issue 149) and on H100
+  // (NCCL's topo.h: 18 NVLink 4 links x 20.6 GB/s).
   ASSERT_TRUE(a100.device.nccl_nvlink_bandwidth_Bps.has_value());
   EXPECT_DOUBLE_EQ(a100.device.nccl_nvlink_bandwidth_Bps->value, 230e9);
   EXPECT_EQ(a100.device.nccl_nvlink_bandwidth_Bps->source.kind, SourceKind::Paper);
-  EXPECT_FALSE(h100.device.nccl_nvlink_bandwidth_Bps.has_value());
+  ASSERT_TRUE(h100.device.nccl_nvlink_bandwidth_Bps.has_value());
+  EXPECT_DOUBLE_EQ(h100.device.nccl_nvlink_bandwidth_Bps->value, 18 * 20.6e9);
+  EXPECT_EQ(h100.device.nccl_nvlink_bandwidth_Bps->source.kind, SourceKind::Paper);
   // Every number of every shipped profile names where it comes from.
   for (const auto* p : {&h200, &h100, &a100})
     for (const auto& e : p->sources()) EXPECT_FALSE(e.source.citation.empty()) << e.what;
