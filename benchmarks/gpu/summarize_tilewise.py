@@ -23,12 +23,17 @@ import tempfile
 from collections import defaultdict
 
 
-# Pair rows of the copy-engine transport: tilewise_ce, tilewise_ce_ep where the
-# all-reduce's phase 2 is done by the epilogue and tilewise_ce_tk where
-# the last own group's is done by the tail kernel (both absent from older runs); one of them is a
-# shape's chosen configuration.
-COPY_ENGINE_DESIGNS = ("tilewise_ce", "tilewise_ce_ep", "tilewise_ce_tk")
-TILEWISE_DESIGNS = ("tilewise",) + COPY_ENGINE_DESIGNS
+# Pair rows of the copy-engine transport: every design named tilewise_ce*: tilewise_ce,
+# tilewise_ce_ep where the all-reduce's phase 2 is done by the epilogue, tilewise_ce_tk where
+# the last own group's is done by the tail kernel, and the ring and slab routes
+# (tilewise_ce_ring_s4, tilewise_ce_tk_ring_s4, tilewise_ce_ring_s2d, ...); one of them is a
+# shape's chosen configuration. A fixed list missed the route variants the tuner picks.
+def is_copy_engine(design):
+    return design.startswith("tilewise_ce")
+
+
+def is_tilewise(design):
+    return design == "tilewise" or is_copy_engine(design)
 
 
 def read(path):
@@ -83,8 +88,11 @@ def main():
     def transport_columns(prefix, transport, op, shape, tile, seq, seq_loop, ideal, ideal_loop):
         f = final.get((transport, op) + shape, {})
         cs = cand.get((transport, op) + shape, [])
-        errors = [abs(float(c["pred_error"])) for c in cs if c.get("pred_error")]
-        pred = float(f["predicted_s"]) if f.get("predicted_s") else math.nan
+        # The ring and slab routes have no predictor: overlap-bench writes predicted_s 0 and
+        # pred_error -1 for them, which are not predictions.
+        errors = [abs(float(c["pred_error"])) for c in cs
+                  if c.get("pred_error") and float(c.get("predicted_s") or 0) > 0]
+        pred = float(f["predicted_s"]) if float(f.get("predicted_s") or 0) > 0 else math.nan
         return {
             f"t_{prefix}_s": tile,
             f"captured_{prefix}": captured(seq, tile, ideal),
@@ -104,7 +112,7 @@ def main():
     out = []
     pairs = []
     for r in rows:
-        if "+" in r["op"] and r["design"] in TILEWISE_DESIGNS:
+        if "+" in r["op"] and is_tilewise(r["design"]):
             key = (r["op"], int(r["m"]), int(r["n"]), int(r["k"]))
             if key not in pairs:
                 pairs.append(key)
@@ -121,7 +129,7 @@ def main():
         coll_loop = nan_if_none(ts.get((op, "collective_alone_tw_loop", 1)))
         ideal_loop = max(op_loop, coll_loop) if op_loop == op_loop and coll_loop == coll_loop else ideal
         tile = min([v for (o, d, c), v in ts.items() if o == op and d == "tilewise"] or [math.nan])
-        tile_ce = min([v for (o, d, c), v in ts.items() if o == op and d in COPY_ENGINE_DESIGNS]
+        tile_ce = min([v for (o, d, c), v in ts.items() if o == op and is_copy_engine(d)]
                       or [math.nan])
         dec = min([v for (o, d, c), v in ts.items() if o == op and d == "decomposed"] or [math.nan])
         own = nan_if_none(ts.get(("gemm", "own_interleaved", 0)))
@@ -135,7 +143,7 @@ def main():
         own_ce_loop = min([v for (o, d, c), v in ts.items() if o == op and d == "own_signal_ce_tw_loop"]
                           or [math.nan])
         wrong = sum(int(r["wrong"]) for r in rows if r["op"] == op and (int(r["m"]), int(r["n"]), int(r["k"])) == shape
-                    and r["design"] in TILEWISE_DESIGNS)
+                    and is_tilewise(r["design"]))
         o = {**tags, "op": op, "m": m, "n": n, "k": k,
              "t_cublas_s": cublas, "t_nccl_s": nccl, "t_sequential_s": seq,
              "t_sequential_same_loop_s": seq_loop, "t_ideal_s": ideal,
