@@ -79,14 +79,17 @@ std::vector<ReferenceRun> load_reference_runs(const std::string& dir) {
 }
 
 ReferenceOutcome predict_reference_run(const ReferenceRun& run, bool zero_wall_times, bool exact) {
-  // The cluster loads before the model, so a broken cluster file is reported first.
-  const ClusterSpec cluster = load_cluster(run.cluster_file);
-  const ModelSpec model = load_model(run.model_file);
+  ScenarioRequest request;
+  request.model_file = run.model_file;
+  request.cluster_file = run.cluster_file;
+  const ScenarioSpecs specs = load_scenario_specs(request);
+  const ClusterSpec& cluster = specs.cluster;
   sim::ScenarioOptions options;
   options.designs = {run.design};
   options.zero_wall_times = zero_wall_times;
   options.aggregate_images = !exact;
-  const ModelRun predicted = simulate_model(model, cluster, options, !exact, run.profile_file);
+  const ModelRun predicted =
+      simulate_model(specs.model, cluster, options, !exact, run.profile_file);
   const sim::DesignRun& design = predicted.result.runs.front();
 
   ReferenceOutcome out;

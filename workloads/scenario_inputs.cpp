@@ -48,16 +48,21 @@ void infer_representatives(sim::StepGraph& step) {
   step.representative = std::move(rep);
 }
 
-ScenarioInputs load_scenario_inputs(const ScenarioRequest& req) {
+ScenarioSpecs load_scenario_specs(const ScenarioRequest& req) {
   // The cluster loads before the model, so a broken cluster file is reported first.
-  const ClusterSpec cluster = load_cluster(req.cluster_file);
-  ModelSpec spec = load_model(req.model_file);
-  if (req.tp) spec.parallelism.tp = req.tp;
-  if (req.pp) spec.parallelism.pp = req.pp;
-  if (req.dp) spec.parallelism.dp = req.dp;
-  if (req.cp) spec.parallelism.cp = req.cp;
-  if (req.ep) spec.parallelism.ep = req.ep;
-  return make_scenario_inputs(spec, cluster, req.profile_file, req.fold);
+  ScenarioSpecs s{ModelSpec{}, load_cluster(req.cluster_file)};
+  s.model = load_model(req.model_file);
+  if (req.tp) s.model.parallelism.tp = req.tp;
+  if (req.pp) s.model.parallelism.pp = req.pp;
+  if (req.dp) s.model.parallelism.dp = req.dp;
+  if (req.cp) s.model.parallelism.cp = req.cp;
+  if (req.ep) s.model.parallelism.ep = req.ep;
+  return s;
+}
+
+ScenarioInputs load_scenario_inputs(const ScenarioRequest& req) {
+  const ScenarioSpecs s = load_scenario_specs(req);
+  return make_scenario_inputs(s.model, s.cluster, req.profile_file, req.fold);
 }
 
 ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cluster,
@@ -98,9 +103,9 @@ ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cl
   in.timing = collective_timing(in.cluster);
   if (in.profile.device.nccl_nvlink_bandwidth_Bps && in.timing.nvlink_Bps > 0) {
     in.timing.nccl_nvlink_Bps = in.profile.device.nccl_nvlink_bandwidth_Bps->value;
-    in.timing.nccl_nvlink_citation = fmt::format(
-        "{} device.nccl_nvlink_bandwidth_Bps, {}", profile_path,
-        sim::to_string(in.profile.device.nccl_nvlink_bandwidth_Bps->source.kind));
+    in.timing.nccl_nvlink_citation =
+        fmt::format("{} device.nccl_nvlink_bandwidth_Bps, {}", profile_path,
+                    sim::to_string(in.profile.device.nccl_nvlink_bandwidth_Bps->source.kind));
   }
   return in;
 }

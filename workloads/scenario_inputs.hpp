@@ -34,6 +34,14 @@ struct ScenarioInputs {
   sim::CollectiveTimingOptions timing;
 };
 
+// The request's files read (the cluster first, so a broken cluster file is reported
+// first) and its parallelism overrides applied, nothing generated yet.
+struct ScenarioSpecs {
+  ModelSpec model;
+  ClusterSpec cluster;
+};
+ScenarioSpecs load_scenario_specs(const ScenarioRequest& request);
+
 // Throws config::ConfigError naming the file and key for unreadable or inconsistent inputs.
 ScenarioInputs load_scenario_inputs(const ScenarioRequest& request);
 

@@ -12,16 +12,14 @@ namespace {
 
 double line(double a, double b, double t) { return b + t * (b - a); }
 
-void extrapolate_rank(const RankResult& a, RankResult& b, double t) {
-  b.step_time_s = line(a.step_time_s, b.step_time_s, t);
-  b.compute_s = line(a.compute_s, b.compute_s, t);
-  b.exposed_comm_s = line(a.exposed_comm_s, b.exposed_comm_s, t);
-  b.bubble_s = line(a.bubble_s, b.bubble_s, t);
-  b.comm_s = line(a.comm_s, b.comm_s, t);
-  b.overlapped_comm_s = line(a.overlapped_comm_s, b.overlapped_comm_s, t);
-  b.exposed_inter_host_s = line(a.exposed_inter_host_s, b.exposed_inter_host_s, t);
-  b.exposed_paired_s = line(a.exposed_paired_s, b.exposed_paired_s, t);
-  b.paired_compute_s = line(a.paired_compute_s, b.paired_compute_s, t);
+// The time fields StepResult and RankResult share (the step's are its critical rank's).
+template <typename Times>
+void extrapolate_times(const Times& a, Times& b, double t) {
+  for (double Times::*field :
+       {&Times::step_time_s, &Times::compute_s, &Times::exposed_comm_s, &Times::bubble_s,
+        &Times::comm_s, &Times::overlapped_comm_s, &Times::exposed_inter_host_s,
+        &Times::exposed_paired_s, &Times::paired_compute_s})
+    b.*field = line(a.*field, b.*field, t);
 }
 
 void extrapolate_step(const StepResult& a, StepResult& b, double t) {
@@ -29,15 +27,7 @@ void extrapolate_step(const StepResult& a, StepResult& b, double t) {
     throw std::invalid_argument(fmt::format(
         "extrapolate: runs of '{}' ({} ranks) and '{}' ({} ranks) are not the same runs", a.design,
         a.ranks.size(), b.design, b.ranks.size()));
-  b.step_time_s = line(a.step_time_s, b.step_time_s, t);
-  b.compute_s = line(a.compute_s, b.compute_s, t);
-  b.exposed_comm_s = line(a.exposed_comm_s, b.exposed_comm_s, t);
-  b.bubble_s = line(a.bubble_s, b.bubble_s, t);
-  b.comm_s = line(a.comm_s, b.comm_s, t);
-  b.overlapped_comm_s = line(a.overlapped_comm_s, b.overlapped_comm_s, t);
-  b.exposed_inter_host_s = line(a.exposed_inter_host_s, b.exposed_inter_host_s, t);
-  b.exposed_paired_s = line(a.exposed_paired_s, b.exposed_paired_s, t);
-  b.paired_compute_s = line(a.paired_compute_s, b.paired_compute_s, t);
+  extrapolate_times(a, b, t);
   b.events += a.events;
   b.collectives += a.collectives;
   b.background_collectives += a.background_collectives;
@@ -47,7 +37,7 @@ void extrapolate_step(const StepResult& a, StepResult& b, double t) {
       throw std::invalid_argument(
           fmt::format("extrapolate: '{}' simulated rank {} in one run and {} in the other",
                       b.design, a.ranks[i].rank, b.ranks[i].rank));
-    extrapolate_rank(a.ranks[i], b.ranks[i], t);
+    extrapolate_times(a.ranks[i], b.ranks[i], t);
   }
 }
 

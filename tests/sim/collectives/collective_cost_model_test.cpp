@@ -26,6 +26,22 @@ CollectiveProfile two_gpu_profile() {
 
 Topology nvswitch(int gpus) { return build_nvswitch_node({gpus, kLinkBps, 0.0}); }
 
+// Hosts of `gpus` GPUs, one 50 GB/s NIC each, on a rail fat tree of leaves with
+// `leaf_down_ports` ports down and `spines` spines.
+Topology rail_fat_tree(int nodes, int gpus, int leaf_down_ports, int spines) {
+  RailFatTreeSpec spec;
+  spec.nodes = nodes;
+  spec.node = NvSwitchNodeSpec{gpus, 450e9, 0.5e-6};
+  spec.nics_per_node = gpus;
+  spec.nic_bandwidth_Bps = 50e9;
+  spec.gpu_nic_bandwidth_Bps = 63e9;
+  spec.gpu_nic_latency_s = 1e-6;
+  spec.link_latency_s = 0.2e-6;
+  spec.leaf_down_ports = leaf_down_ports;
+  spec.spines = spines;
+  return build_rail_fat_tree(spec);
+}
+
 CollectiveRequest allreduce(int ranks, std::uint64_t bytes) {
   CollectiveRequest r;
   r.op = CollectiveOp::AllReduce;
@@ -273,17 +289,7 @@ TEST(CollectiveCostModel, MeasuredTimesAreInterpolatedAndTimeEveryCollective) {
 // communicator's entry would take another time.
 TEST(CollectiveCostModel, RepeatedCallsOnManyCommunicatorsTimeAsOnAFreshModel) {
   const CollectiveProfile none;
-  RailFatTreeSpec spec;
-  spec.nodes = 32;
-  spec.node = NvSwitchNodeSpec{2, 450e9, 0.5e-6};
-  spec.nics_per_node = 2;
-  spec.nic_bandwidth_Bps = 50e9;
-  spec.gpu_nic_bandwidth_Bps = 63e9;
-  spec.gpu_nic_latency_s = 1e-6;
-  spec.link_latency_s = 0.2e-6;
-  spec.leaf_down_ports = 4;
-  spec.spines = 2;
-  const Topology topo = build_rail_fat_tree(spec);
+  const Topology topo = rail_fat_tree(32, 2, 4, 2);
   const int gpus = topo.num_gpus();  // 64: 4,032 ordered pairs
   Simulator clock;
   FlowNetwork net(clock, topo);
@@ -363,17 +369,7 @@ namespace {
 // launches. A foreground send on one of their links finishes when it does when each
 // background send is its own flow.
 TEST(CollectiveCostModel, BackgroundSendsAggregateAndLoadTheLinksAsSeparateSends) {
-  RailFatTreeSpec spec;
-  spec.nodes = 8;
-  spec.node = NvSwitchNodeSpec{1, 450e9, 0.5e-6};
-  spec.nics_per_node = 1;
-  spec.nic_bandwidth_Bps = 50e9;
-  spec.gpu_nic_bandwidth_Bps = 63e9;
-  spec.gpu_nic_latency_s = 1e-6;
-  spec.link_latency_s = 0.2e-6;
-  spec.leaf_down_ports = 8;
-  spec.spines = 1;
-  const Topology topo = build_rail_fat_tree(spec);
+  const Topology topo = rail_fat_tree(8, 1, 8, 1);
   auto send = [](int src, int dst) {
     CollectiveRequest r;
     r.op = CollectiveOp::SendRecv;
