@@ -71,8 +71,90 @@ DlrmShardPlan plan_dlrm_sharding(const DlrmSpec& d, int world_size) {
       plan.mp_table_rows = static_cast<double>(rows[busiest]);
       break;
     }
+    case TableSharding::MemoryBalanced: {
+      // Python's sorted(zip(sizes, ids), reverse=True): larger first, ties the later table
+      // first. Every table has the same width here, so size orders as rows.
+      std::vector<int> order = plan.model_parallel;
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        if (d.tables[a].rows != d.tables[b].rows) return d.tables[a].rows > d.tables[b].rows;
+        return a > b;
+      });
+      const int n = static_cast<int>(order.size());
+      plan.tables_of_rank.assign(W, {});
+      for (int r = 0; r < W; ++r) {
+        for (int k = r; k < n; k += 2 * W) plan.tables_of_rank[r].push_back(order[k]);
+        for (int k = 2 * W - 1 - r; k < n; k += 2 * W) plan.tables_of_rank[r].push_back(order[k]);
+        std::sort(plan.tables_of_rank[r].begin(), plan.tables_of_rank[r].end());
+      }
+      std::vector<std::int64_t> lookups(W, 0), rows(W, 0);
+      for (int r = 0; r < W; ++r)
+        for (int i : plan.tables_of_rank[r]) {
+          lookups[r] += d.tables[i].hotness;
+          rows[r] += d.tables[i].rows;
+        }
+      int busiest = 0;
+      for (int r = 1; r < W; ++r)
+        if (lookups[r] > lookups[busiest] ||
+            (lookups[r] == lookups[busiest] && rows[r] > rows[busiest]))
+          busiest = r;
+      plan.busiest_rank = busiest;
+      plan.mp_rows_per_sample = static_cast<double>(lookups[busiest]);
+      plan.mp_pooled_per_sample = static_cast<double>(plan.tables_of_rank[busiest].size());
+      plan.mp_table_rows = static_cast<double>(*std::max_element(rows.begin(), rows.end()));
+      break;
+    }
   }
   return plan;
+}
+
+double expected_unique_rows(std::int64_t rows, double draws, double alpha) {
+  if (rows <= 0 || draws <= 0) return 0;
+  const double n = static_cast<double>(rows);
+  const double gamma = 1 - alpha;
+  // Share of the draws below y (1 <= y <= n + 1).
+  auto cdf = [&](double y) {
+    if (std::abs(gamma) < 1e-12) return std::log(y) / std::log(n + 1);
+    return (std::pow(y, gamma) - 1) / (std::pow(n + 1, gamma) - 1);
+  };
+  // Probability that at least one of the draws hits a row of probability p.
+  auto hit = [&](double p) {
+    if (p <= 0) return 0.0;
+    if (p >= 1) return 1.0;
+    return -std::expm1(draws * std::log1p(-p));
+  };
+  const std::int64_t exact = std::min<std::int64_t>(rows, 65536);
+  double unique = 0;
+  for (std::int64_t k = 0; k < exact; ++k) {
+    const double y = static_cast<double>(k) + 1;
+    unique += hit(cdf(y + 1) - cdf(y));
+  }
+  // Row k is drawn with probability cdf(k + 2) - cdf(k + 1), decreasing in k: beyond the
+  // exact head, blocks [a, b) of rows with b ~ 1.02 a share their mean probability.
+  double a = static_cast<double>(exact);
+  while (a < n) {
+    const double b = std::min(n, std::max(a + 1, std::floor(a * 1.02)));
+    const double count = b - a;
+    unique += count * hit((cdf(b + 1) - cdf(a + 1)) / count);
+    a = b;
+  }
+  return std::min(unique, std::min(n, draws));
+}
+
+double mp_unique_rows_per_step(const DlrmSpec& d, const DlrmShardPlan& plan,
+                               std::int64_t global_batch, int world_size) {
+  const double B = static_cast<double>(global_batch);
+  auto table_unique = [&](int i) {
+    const auto& t = d.tables[static_cast<std::size_t>(i)];
+    return expected_unique_rows(t.rows, B * t.hotness, d.index_power_law_alpha);
+  };
+  double unique = 0;
+  if (!plan.tables_of_rank.empty()) {
+    for (int i : plan.tables_of_rank[static_cast<std::size_t>(plan.busiest_rank)])
+      unique += table_unique(i);
+    return unique;
+  }
+  for (int i : plan.model_parallel) unique += table_unique(i);
+  return unique / std::max(world_size, 1);
 }
 
 namespace {
@@ -91,8 +173,12 @@ class DlrmEmitter {
         precision_(spec.training.precision),
         in_bytes_(sim::bytes_per_element(spec.training.precision)),
         act_bytes_(spec.training.precision == sim::Precision::FP32 ? 4 : 2),
-        emb_bytes_(sim::bytes_per_element(spec.dlrm.embedding_precision)) {
+        emb_bytes_(sim::bytes_per_element(spec.dlrm.embedding_precision)),
+        exchange_bytes_(sim::bytes_per_element(spec.dlrm.exchange_type())),
+        tf_ops_(spec.dlrm.embedding_ops == EmbeddingOps::TensorFlow) {
     tables_ = static_cast<std::int64_t>(d_.tables.size());
+    if (tf_ops_)
+      unique_rows_ = mp_unique_rows_per_step(d_, plan_, global_batch_, world_size);
     dp_tables_ = static_cast<std::int64_t>(plan_.data_parallel.size());
     row_wise_ = d_.sharding == TableSharding::RowWise;
     const std::int64_t bottom_out = d_.bottom_mlp.back();
@@ -108,6 +194,13 @@ class DlrmEmitter {
     if (!plan_.model_parallel.empty()) {
       OpVertex lk = embedding_op("embedding.lookup",
                                  mp_rows(plan_.mp_rows_per_sample + plan_.mp_pooled_per_sample));
+      if (tf_ops_) {
+        // Distributed Embeddings concatenates the local outputs into the send buffer and
+        // casts them to the exchange type (one pass once XLA fuses the concat and cast).
+        lk = elementwise("embedding.pack", static_cast<std::int64_t>(
+                                               exchange_rows_bytes(plan_.mp_pooled_per_sample)),
+                         {lk});
+      }
       a2a = exchange(true, {lk});
       b_.pair(lk, a2a);
     }
@@ -199,7 +292,9 @@ class DlrmEmitter {
       if (i > 0) gemm(fmt::format("bottom{}.fc.dgrad", i), batch_, in, out);
       wgrad(fmt::format("bottom{}.fc.wgrad", i), in, out, in * out + out);
     }
-    if (!plan_.model_parallel.empty()) {
+    if (!plan_.model_parallel.empty() && tf_ops_) {
+      tensorflow_sparse_update(a2a);
+    } else if (!plan_.model_parallel.empty()) {
       // Read the pooled gradients; read-modify-write each touched row, and with lazy Adam
       // its m and v as well.
       const double rmw = d_.optimizer == "adam" ? 6 : 2;
@@ -232,6 +327,32 @@ class DlrmEmitter {
                        std::initializer_list<OpVertex> deps = {}) {
     return add(elementwise_node(name(what), static_cast<std::uint64_t>(bytes)), deps);
   }
+  // embedding_ops: tensorflow. The received gradients become the tables' IndexedSlices
+  // (cast back, sliced per table, divided by W and loss-scale unscaled: one pass once XLA
+  // fuses them), Keras deduplicates them (unique, unsorted segment sum into the distinct
+  // rows) and the optimizer updates the distinct rows with separate ops.
+  void tensorflow_sparse_update(OpVertex a2a) {
+    OpVertex unpack = elementwise(
+        "embedding.unpack",
+        static_cast<std::int64_t>(exchange_rows_bytes(plan_.mp_pooled_per_sample)), {a2a});
+    b_.pair(a2a, unpack);
+    const double U = unique_rows_;
+    embedding_op("embedding.dedup",
+                 mp_rows(plan_.mp_rows_per_sample) + rows_bytes(2 * U));
+    // tfa LazyAdam: gather m, v (2 + 2), the fused update (read m, v, g; write m_t, v_t
+    // and the step: 6), scatter m, v (2 + 2), scatter-sub the rows (3). Adagrad: one
+    // sparse-apply kernel reading the gradient and read-modify-writing accumulator and row.
+    const double passes = d_.optimizer == "adam" ? 17 : 5;
+    embedding_op("embedding.backward",
+                 static_cast<std::uint64_t>(std::llround(passes * U * d_.embedding_dim * 4)));
+  }
+  // Bytes of `per_sample` pooled rows of every global sample in the embedding type and
+  // again in the exchange type (read one, write the other).
+  std::uint64_t exchange_rows_bytes(double per_sample) const {
+    const double rows = static_cast<double>(global_batch_) * per_sample;
+    return static_cast<std::uint64_t>(
+        std::llround(rows * d_.embedding_dim * (emb_bytes_ + exchange_bytes_)));
+  }
   // Bytes of `rows` embedding rows.
   std::uint64_t rows_bytes(double rows) const {
     return static_cast<std::uint64_t>(std::llround(rows * d_.embedding_dim * emb_bytes_));
@@ -260,9 +381,11 @@ class DlrmEmitter {
       op = forward ? CollectiveOp::ReduceScatter : CollectiveOp::AllGather;
       what = forward ? "embedding.reducescatter" : "embedding.allgather.bwd";
     }
-    auto node = collective_node(name(what), op, mp_rows(plan_.mp_pooled_per_sample), groups_.dp,
-                                StreamKind::ExpertComm);
-    node.precision = d_.embedding_precision;
+    const auto bytes = static_cast<std::uint64_t>(
+        std::llround(static_cast<double>(global_batch_) * plan_.mp_pooled_per_sample *
+                     d_.embedding_dim * exchange_bytes_));
+    auto node = collective_node(name(what), op, bytes, groups_.dp, StreamKind::ExpertComm);
+    node.precision = d_.exchange_type();
     return add(std::move(node), deps);
   }
 
@@ -273,7 +396,9 @@ class DlrmEmitter {
   GradientBuckets& grads_;
   std::int64_t batch_, global_batch_;
   sim::Precision precision_;
-  int in_bytes_, act_bytes_, emb_bytes_;
+  int in_bytes_, act_bytes_, emb_bytes_, exchange_bytes_;
+  bool tf_ops_ = false;
+  double unique_rows_ = 0;  // tensorflow ops: distinct model-parallel rows per step
   std::int64_t tables_ = 0, dp_tables_ = 0, interaction_dim_ = 0;
   bool row_wise_ = false;
   int mb_ = 0;
@@ -298,6 +423,12 @@ void emit_dlrm_rank(const ModelSpec& spec, const ParallelLayout& layout, const R
   // the accumulator (4 x 4 bytes per parameter), Adam the weight, m and v (6 x 4), besides
   // reading the gradient.
   sync.optimizer_state_bytes = spec.dlrm.optimizer == "adam" ? 24 : 16;
+  // embedding_ops tensorflow with fp16: Keras' LossScaleOptimizer.get_unscaled_gradients
+  // multiplies every dense gradient by 1/scale in its own pass between the all-reduce and
+  // the optimizer (DeepLearningExamples nn/trainer.py _weight_update): read and write 4.
+  if (spec.dlrm.embedding_ops == EmbeddingOps::TensorFlow &&
+      spec.training.precision == sim::Precision::FP16)
+    sync.optimizer_state_bytes += 8;
   sync.param_bytes = 4;
   grads.emit(builder, sync);
 }

@@ -18,9 +18,30 @@
 // Backward mirrors it: the pooled gradients go back (all-to-all, or all-gather for
 // row_wise), the model-parallel backward B·(p + 2r)·D·e bytes (read pooled gradients,
 // read-modify-write rows; optimizer adam: B·(p + 6r)·D·e, lazy Adam's m and v of each row
-// too) applies the sparse update fused, so those tables take no part in the DP reduction. Data-parallel tables scatter their gradients into a dense buffer
-// (rows·D·4 bytes written, Bl·(n_dp + 2·H_dp)·D·e moved) that joins the dense parameters'
-// bucketed all-reduce and optimizer.
+// too) applies the sparse update fused, so those tables take no part in the DP reduction.
+// Data-parallel tables scatter their gradients into a dense buffer (rows·D·4 bytes
+// written, Bl·(n_dp + 2·H_dp)·D·e moved) that joins the dense parameters' bucketed
+// all-reduce and optimizer.
+//
+// The exchange carries x bytes per element (exchange_precision, default e). With
+// embedding_ops: tensorflow (Merlin Distributed Embeddings under TensorFlow/Keras, as
+// NVIDIA DeepLearningExamples' TF2 DLRM/DCNv2 runs it), the model-parallel path is the
+// framework's separate ops instead of fused kernels; with U the expected distinct rows of
+// the rank's tables in one step (expected_unique_rows):
+//   lookup         tf.gather per table (hotness 1: B·(r + p)·D·e as above)
+//   pack           the local outputs concatenated into the send buffer and cast to the
+//                  exchange type: B·p·D·(e + x) (one pass, concat and cast fused by XLA)
+//   unpack (bwd)   the received gradients cast back, sliced per table, divided by W
+//                  (DistributedGradientTape) and loss-scale unscaled: B·p·D·(x + e)
+//   dedup (bwd)    TensorFlow's IndexedSlices deduplication before a Keras optimizer
+//                  (unique, unsorted segment sum): reads the B·r gradient rows, zeroes and
+//                  accumulates U rows: (B·r + 2U)·D·e
+//   update (bwd)   the optimizer over the U rows as ops: lazy Adam (tfa LazyAdam) gathers
+//                  m and v (2 passes each), one fused update reading m, v, g and writing
+//                  m_t, v_t and the step (6), scatters m and v (2 each) and scatter-subs
+//                  the rows (3): 17·U·D·4 bytes; Adagrad (one sparse-apply kernel): 5·U·D·4
+//   dense, fp16    Keras' loss-scale unscale of every dense gradient, its own pass before
+//                  the dense optimizer: 8 more bytes per parameter
 #include <cstdint>
 #include <vector>
 
@@ -46,20 +67,43 @@ namespace overlapsim::workloads {
 //                   rank with the most lookups is the one the step waits for
 //   row_wise        each table split by rows over all W ranks (ids spread uniformly): 1/W
 //                   of the lookups, but partial pools for every sample of the global batch
+//   memory_balanced whole tables as Merlin Distributed Embeddings places them
+//                   (dist_model_parallel.py, DistEmbeddingStrategy, strategy
+//                   "memory_balanced"): tables sorted by size (rows·D), largest first, ties
+//                   the later table first; rank i takes positions i, i + 2W, ... and
+//                   2W-1-i, 4W-1-i, ... -- so every rank holds about as many tables, one
+//                   large and one small in each pair, whatever their lookups. The simulated
+//                   rank is the one with the most lookups (ties: the most rows, then the
+//                   lowest rank)
 struct DlrmShardPlan {
   std::vector<int> data_parallel;   // indices into DlrmSpec::tables, in table order
   std::vector<int> model_parallel;  // likewise
-  std::vector<std::vector<int>> tables_of_rank;  // table_wise: each rank's tables
-  int busiest_rank = 0;                          // table_wise: the most loaded rank
+  std::vector<std::vector<int>> tables_of_rank;  // table_wise, memory_balanced: each rank's
+  int busiest_rank = 0;                          // tables; the most loaded rank
   // The simulated rank's model-parallel work, per sample of the global batch.
   double mp_rows_per_sample = 0;    // rows gathered (lookups)
   double mp_pooled_per_sample = 0;  // pooled rows produced (sent back to the sample owners)
-  double mp_table_rows = 0;         // model-parallel rows held on the rank
+  // Model-parallel rows held on the rank; memory_balanced: on the rank holding the most
+  // (the one the memory model must fit), not necessarily the simulated one.
+  double mp_table_rows = 0;
   std::int64_t dp_table_rows = 0;   // rows of the replicated tables (on every rank)
   int dp_hotness = 0;               // sum of the data-parallel tables' hotness
   int mp_hotness = 0;               // sum of the model-parallel tables' hotness
 };
 DlrmShardPlan plan_dlrm_sharding(const DlrmSpec& dlrm, int world_size);
+
+// Expected number of distinct rows among `draws` independent lookups into a table of
+// `rows` rows whose indices follow DeepLearningExamples' synthetic generator
+// (dataloading/synthetic_dataset.py, power_law): y drawn with density ~ y^-alpha on
+// [1, rows + 1), index floor(y) - 1; alpha 0 is uniform. Sum over rows k of
+// 1 - (1 - p_k)^draws, exact for the first 65,536 rows and over blocks of rows 2 % apart
+// beyond (p_k varies by under 3 % within a block).
+double expected_unique_rows(std::int64_t rows, double draws, double alpha);
+
+// Distinct model-parallel rows the simulated rank updates in one step of `global_batch`
+// samples: its tables' expected_unique_rows (balanced, row_wise: 1/W of every table's).
+double mp_unique_rows_per_step(const DlrmSpec& dlrm, const DlrmShardPlan& plan,
+                               std::int64_t global_batch, int world_size);
 
 void emit_dlrm_rank(const ModelSpec& spec, const ParallelLayout& layout, const RankGroups& groups,
                     RankBuilder& builder, GradSyncOptions sync);

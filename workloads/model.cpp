@@ -57,6 +57,18 @@ const char* to_string(TableSharding s) {
       return "table_wise";
     case TableSharding::RowWise:
       return "row_wise";
+    case TableSharding::MemoryBalanced:
+      return "memory_balanced";
+  }
+  return "?";
+}
+
+const char* to_string(EmbeddingOps o) {
+  switch (o) {
+    case EmbeddingOps::Fused:
+      return "fused";
+    case EmbeddingOps::TensorFlow:
+      return "tensorflow";
   }
   return "?";
 }
@@ -137,12 +149,28 @@ const std::vector<ParamDoc> kDlrmDocs = {
     {"sharding",
      "model-parallel tables: balanced (each rank 1/W of every table's lookups) | table_wise "
      "(whole tables on ranks, greedy by lookups; the most loaded rank is simulated) | row_wise "
-     "(tables split by rows; partial pools reduce-scattered, gradients all-gathered)",
+     "(tables split by rows; partial pools reduce-scattered, gradients all-gathered) | "
+     "memory_balanced (whole tables, Merlin Distributed Embeddings' strategy: by size, rank i "
+     "takes the i-th and (2W-1-i)-th of every 2W; the rank with the most lookups is simulated)",
      "balanced", ""},
     {"optimizer",
      "adagrad (dense Adagrad; row-wise Adagrad fused into the tables' backward) | adam (dense "
      "Adam; lazy Adam on the touched rows: row, m and v read and written)",
      "adagrad", ""},
+    {"exchange_precision",
+     "fp32 | bf16 | fp16: element type of the embedding all-to-all and its gradient",
+     "embedding_precision", ""},
+    {"embedding_ops",
+     "fused (lookup pooled into the all-to-all buffer, sparse update fused into the backward "
+     "over every lookup) | tensorflow (gather per table; concat and cast into the all-to-all "
+     "buffer; gradients cast and scaled, deduplicated by unique + unsorted segment sum; the "
+     "optimizer as gather/update/scatter ops over the distinct rows; with fp16 also the "
+     "loss-scale unscale of the dense gradients as its own pass)",
+     "fused", ""},
+    {"index_power_law_alpha",
+     "lookups' row-index distribution, for the distinct rows a step updates (embedding_ops "
+     "tensorflow): 0 uniform, alpha > 0 power law P(k) ~ (k+1)^-alpha",
+     "0", ""},
 };
 
 const std::vector<ParamDoc> kTrainingDocs = {
@@ -356,12 +384,28 @@ void load_dlrm(ModelSpec& spec, const ConfigNode& n) {
                              v));
     d.data_parallel_max_rows = v;
   }
-  const std::string sharding =
-      n.get_enum("sharding", {"balanced", "table_wise", "row_wise"}, "balanced");
+  const std::string sharding = n.get_enum(
+      "sharding", {"balanced", "table_wise", "row_wise", "memory_balanced"}, "balanced");
   d.optimizer = n.get_enum("optimizer", {"adagrad", "adam"}, "adagrad");
-  d.sharding = sharding == "table_wise" ? TableSharding::TableWise
-               : sharding == "row_wise" ? TableSharding::RowWise
-                                        : TableSharding::Balanced;
+  d.sharding = sharding == "table_wise"        ? TableSharding::TableWise
+               : sharding == "row_wise"        ? TableSharding::RowWise
+               : sharding == "memory_balanced" ? TableSharding::MemoryBalanced
+                                               : TableSharding::Balanced;
+  if (n.has("exchange_precision"))
+    d.exchange_precision = parse_precision(n, "exchange_precision", {"fp32", "bf16", "fp16"},
+                                           d.embedding_precision);
+  d.embedding_ops = n.get_enum("embedding_ops", {"fused", "tensorflow"}, "fused") == "tensorflow"
+                        ? EmbeddingOps::TensorFlow
+                        : EmbeddingOps::Fused;
+  if (n.has("index_power_law_alpha")) {
+    const double a = n.get_double("index_power_law_alpha");
+    if (!(a >= 0 && a <= 100))
+      n.fail_key("index_power_law_alpha",
+                 fmt::format("{} is out of range (expected an exponent 0 <= alpha <= 100; 0: "
+                             "uniform indices)",
+                             a));
+    d.index_power_law_alpha = a;
+  }
 }
 
 void load_training(ModelSpec& spec, const ConfigNode& n) {

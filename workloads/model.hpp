@@ -13,6 +13,7 @@
 // (with line:column where the key was in the file) and the expected form.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,8 +84,25 @@ enum class TableSharding {
   Balanced,   // every rank 1/W of each table's lookups and pooled outputs (ideal split)
   TableWise,  // whole tables on ranks, placed greedily by lookup load (HugeCTR, TorchRec TW)
   RowWise,    // every table split by rows over all ranks; partial pools reduce-scattered
+  // Whole tables, placed as Merlin Distributed Embeddings' "memory_balanced" strategy does:
+  // sorted by size, largest first, rank i takes the i-th and the (2W-1-i)-th of every 2W.
+  MemoryBalanced,
 };
 const char* to_string(TableSharding s);
+
+// How the model-parallel tables' forward and backward run (DlrmSpec::embedding_ops).
+enum class EmbeddingOps {
+  // Fused kernels (TorchRec/FBGEMM, HugeCTR): the lookup pools straight into the all-to-all
+  // buffer, and the sparse optimizer update is fused into the tables' backward over every
+  // lookup.
+  Fused,
+  // TensorFlow ops (Merlin Distributed Embeddings under Keras): a gather per table, the
+  // local outputs concatenated and cast into the all-to-all buffer, the received gradients
+  // cast back and scaled, deduplicated (unique, unsorted segment sum) into IndexedSlices,
+  // and the optimizer run as separate gather / update / scatter ops over the unique rows.
+  TensorFlow,
+};
+const char* to_string(EmbeddingOps o);
 
 struct EmbeddingTableSpec {
   std::int64_t rows = 0;
@@ -110,6 +128,16 @@ struct DlrmSpec {
   // adagrad: dense Adagrad and row-wise Adagrad fused into the tables' backward (MLPerf
   // reference); adam: dense Adam and lazy Adam on the touched rows (rows, m and v).
   std::string optimizer = "adagrad";
+  // Element type of the all-to-all of the pooled rows and of their gradients; unset: the
+  // tables' embedding_precision.
+  std::optional<sim::Precision> exchange_precision;
+  EmbeddingOps embedding_ops = EmbeddingOps::Fused;
+  // Distribution of the lookups' row indices, used where the sparse update works on the
+  // distinct rows of a step (embedding_ops: tensorflow): 0 uniform; > 0 a power law
+  // P(row k) ~ (k + 1)^-alpha, as DeepLearningExamples' synthetic data generator draws.
+  double index_power_law_alpha = 0;
+
+  sim::Precision exchange_type() const { return exchange_precision.value_or(embedding_precision); }
 };
 
 struct Parallelism {

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
+
 #include "step_graph_util.hpp"
 #include "workloads/dlrm.hpp"
 #include "workloads/generator.hpp"
@@ -219,4 +222,108 @@ TEST(DlrmGenerator, AdamMovesEachTouchedRowsMomentsAndTheDenseStates) {
   EXPECT_DOUBLE_EQ(backward_bytes(adam), 64 * (5.0 / 4 + 6 * 15.0 / 4) * 16 * 4);
   // Dense optimizer: gradient + 16 (Adagrad) or + 24 (Adam) bytes per parameter.
   EXPECT_DOUBLE_EQ(optimizer_bytes(adam) / optimizer_bytes(adagrad), (4.0 + 24) / (4 + 16));
+}
+
+TEST(DlrmSharding, MemoryBalancedPairsLargeAndSmallTablesAsDistributedEmbeddings) {
+  // Sizes descending: 3e6 (t4), 2e6 (t3), 7000 (t2), 5000 (t1), 100 (t0). Over 2 ranks
+  // rank i takes positions i, i + 4 and 3 - i: r0 t4, t0 and t1; r1 t3 and t2. Lookups
+  // r0 5 + 1 + 2 = 8, r1 4 + 3 = 7.
+  const ModelSpec m = five_tables("  sharding: memory_balanced");
+  const DlrmShardPlan plan = plan_dlrm_sharding(m.dlrm, 2);
+  ASSERT_EQ(plan.tables_of_rank.size(), 2u);
+  EXPECT_EQ(plan.tables_of_rank[0], (std::vector<int>{0, 1, 4}));
+  EXPECT_EQ(plan.tables_of_rank[1], (std::vector<int>{2, 3}));
+  EXPECT_EQ(plan.busiest_rank, 0);
+  EXPECT_DOUBLE_EQ(plan.mp_rows_per_sample, 8);
+  EXPECT_DOUBLE_EQ(plan.mp_pooled_per_sample, 3);
+  // The memory model's rank: the most rows any rank holds.
+  EXPECT_DOUBLE_EQ(plan.mp_table_rows, 3e6 + 100 + 5000);
+}
+
+TEST(DlrmSharding, MemoryBalancedDcnv2ReferencePlacesFourSmallTablesOnTheBusiestRank) {
+  // The DeepLearningExamples DCNv2 run: 26 one-hot tables over 8 ranks. Ranks 0-5 hold 3
+  // tables, ranks 6 and 7 hold 4 (positions 6, 9, 22, 25 and 7, 8, 23, 24 of the sorted
+  // list); rank 6 holds more rows. The largest table (48.9M rows) sits on rank 0.
+  const ModelSpec m = load_model(std::string(OVERLAPSIM_SOURCE_DIR) +
+                                 "/workloads/reference/dle-dcnv2-a100-8gpu/model.yaml");
+  const DlrmShardPlan plan = plan_dlrm_sharding(m.dlrm, 8);
+  for (int r = 0; r < 6; ++r) EXPECT_EQ(plan.tables_of_rank[r].size(), 3u) << r;
+  EXPECT_EQ(plan.tables_of_rank[0], (std::vector<int>{5, 11, 23}));
+  EXPECT_EQ(plan.tables_of_rank[6], (std::vector<int>{8, 10, 15, 20}));
+  EXPECT_EQ(plan.tables_of_rank[7], (std::vector<int>{1, 3, 4, 21}));
+  EXPECT_EQ(plan.busiest_rank, 6);
+  EXPECT_DOUBLE_EQ(plan.mp_rows_per_sample, 4);
+  EXPECT_DOUBLE_EQ(plan.mp_table_rows, 48937457.0 + 2209 + 1442);
+}
+
+TEST(DlrmGenerator, ExpectedUniqueRowsFollowTheIndexDistribution) {
+  // Uniform indices: n (1 - (1 - 1/n)^m), in the exact head and over the blocks beyond it.
+  for (const double n : {1000.0, 452104.0, 48937457.0}) {
+    const double m = 65536;
+    const double closed = n * -std::expm1(m * std::log1p(-1 / n));
+    EXPECT_NEAR(expected_unique_rows(static_cast<std::int64_t>(n), m, 0), closed, 1e-6 * closed)
+        << n;
+  }
+  // Power law (DeepLearningExamples' synthetic data, alpha 1.45): against the sum over
+  // every row. Row k has probability F(k + 2) - F(k + 1), F(y) = (y^g - 1)/((n+1)^g - 1).
+  const double n = 452104, m = 65536, g = 1 - 1.45;
+  double exact = 0;
+  for (double k = 0; k < n; ++k) {
+    const double p = (std::pow(k + 2, g) - std::pow(k + 1, g)) / (std::pow(n + 1, g) - 1);
+    exact += -std::expm1(m * std::log1p(-p));
+  }
+  EXPECT_NEAR(expected_unique_rows(452104, m, 1.45), exact, 1e-3 * exact);
+  // A Monte Carlo of the generator (5 x 65,536 draws) gave 3,322 distinct rows.
+  EXPECT_NEAR(exact, 3322, 30);
+  // Skewed draws touch far fewer rows than uniform ones; tiny tables are fully touched.
+  EXPECT_LT(expected_unique_rows(452104, m, 1.45), 0.1 * expected_unique_rows(452104, m, 0));
+  EXPECT_DOUBLE_EQ(expected_unique_rows(4, m, 1.45), 4);
+}
+
+TEST(DlrmGenerator, TensorFlowOpsChargeTheFrameworksPasses) {
+  // dp 4, global batch 64, all 5 tables model parallel (balanced), D 16, fp32 tables, fp16
+  // exchange: per global sample the rank pools p = 5/4 rows and touches r = 15/4.
+  ModelSpec m = five_tables(
+      "  optimizer: adam\n  embedding_ops: tensorflow\n  exchange_precision: fp16");
+  m.training.precision = sim::Precision::FP16;
+  const auto step = generate_step(m, 4);
+  const auto& rank = step.ranks[0];
+  auto bytes_named = [&](const std::string& what) {
+    return sum_ops(
+        rank,
+        [&](const sim::OpNode& n) {
+          return n.name.size() >= what.size() &&
+                 n.name.compare(n.name.size() - what.size(), what.size(), what) == 0;
+        },
+        [](const sim::OpNode& n) { return static_cast<double>(n.bytes); });
+  };
+  const double p = 5.0 / 4, r = 15.0 / 4;
+  // The all-to-all carries fp16, each way.
+  EXPECT_DOUBLE_EQ(bytes_of(rank, CollectiveOp::AllToAll), 2 * 64 * p * 16 * 2);
+  // Pack: read the fp32 outputs, write fp16; unpack: the reverse.
+  EXPECT_DOUBLE_EQ(bytes_named(".embedding.pack"), 64 * p * 16 * (4 + 2));
+  EXPECT_DOUBLE_EQ(bytes_named(".embedding.unpack"), 64 * p * 16 * (2 + 4));
+  // Dedup reads the B·r gradient rows and zeroes and accumulates U rows; lazy Adam makes
+  // 17 passes over the U rows. Uniform indices, 64 x hotness draws per table, 1/4 each.
+  const std::int64_t rows[] = {100, 5000, 7000, 2000000, 3000000};
+  double U = 0;
+  for (int t = 0; t < 5; ++t) U += expected_unique_rows(rows[t], 64.0 * (t + 1), 0) / 4;
+  EXPECT_NEAR(bytes_named(".embedding.dedup"), (64 * r + 2 * U) * 16 * 4, 1);
+  EXPECT_NEAR(bytes_named(".embedding.backward"), 17 * U * 16 * 4, 1);
+  // fp16 adds Keras' unscale pass (read and write 4) to the dense optimizer's bytes.
+  ModelSpec fused = five_tables("  optimizer: adam");
+  fused.training.precision = sim::Precision::FP16;
+  auto optimizer_bytes = [](const sim::RankProgram& rk) {
+    return sum_ops(
+        rk, [](const sim::OpNode& n) { return n.phase == Phase::Optimizer; },
+        [](const sim::OpNode& n) { return static_cast<double>(n.bytes); });
+  };
+  EXPECT_DOUBLE_EQ(optimizer_bytes(rank) / optimizer_bytes(generate_step(fused, 4).ranks[0]),
+                   (4.0 + 24 + 8) / (4 + 24));
+}
+
+TEST(DlrmGenerator, ExchangePrecisionDefaultsToTheTables) {
+  // Unset, the all-to-all carries the tables' type (fp32 here): B·p·D·4 each way.
+  const auto step = generate_step(five_tables(""), 4);
+  EXPECT_DOUBLE_EQ(bytes_of(step.ranks[0], CollectiveOp::AllToAll), 2 * 64 * 1.25 * 16 * 4);
 }

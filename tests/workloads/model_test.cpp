@@ -406,3 +406,28 @@ TEST(ModelRules, DlrmShardingKeys) {
   const std::string bad = edit(kTinyDlrm, {{"  dcn_rank: 8", "  dcn_rank: 8\n  sharding: column"}});
   expect_error(load_error(bad), bad, "sharding: column", "dlrm.sharding");
 }
+
+TEST(ModelRules, DlrmEmbeddingOpsKeys) {
+  const ModelSpec base = load_model_string(kTinyDlrm, "m.yaml");
+  EXPECT_FALSE(base.dlrm.exchange_precision.has_value());
+  EXPECT_EQ(base.dlrm.exchange_type(), base.dlrm.embedding_precision);
+  EXPECT_EQ(base.dlrm.embedding_ops, EmbeddingOps::Fused);
+  EXPECT_EQ(base.dlrm.index_power_law_alpha, 0);
+  const std::string tf = edit(
+      kTinyDlrm, {{"  dcn_rank: 8", "  dcn_rank: 8\n  sharding: memory_balanced\n"
+                                    "  exchange_precision: fp16\n  embedding_ops: tensorflow\n"
+                                    "  index_power_law_alpha: 1.45"}});
+  const ModelSpec m = load_model_string(tf, "m.yaml");
+  EXPECT_EQ(m.dlrm.sharding, TableSharding::MemoryBalanced);
+  EXPECT_EQ(m.dlrm.exchange_type(), sim::Precision::FP16);
+  EXPECT_EQ(m.dlrm.embedding_ops, EmbeddingOps::TensorFlow);
+  EXPECT_DOUBLE_EQ(m.dlrm.index_power_law_alpha, 1.45);
+  for (const auto& [line, key] : std::vector<std::pair<std::string, std::string>>{
+           {"  exchange_precision: fp8", "dlrm.exchange_precision"},
+           {"  embedding_ops: torch", "dlrm.embedding_ops"},
+           {"  index_power_law_alpha: -1", "dlrm.index_power_law_alpha"},
+           {"  index_power_law_alpha: steep", "dlrm.index_power_law_alpha"}}) {
+    const std::string text = edit(kTinyDlrm, {{"  dcn_rank: 8", "  dcn_rank: 8\n" + line}});
+    expect_error(load_error(text), text, line.substr(2, line.find(':') - 2), key);
+  }
+}
