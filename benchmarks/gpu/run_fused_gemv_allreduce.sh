@@ -4,12 +4,17 @@
 # kernels-only build), the fused tests on 2 and on 4 GPUs (rank-order and NCCL agreement,
 # 200 calls back to back, a cold start under lazy module loading), compute-sanitizer
 # racecheck and synccheck on the small 2-GPU case, fused-gemv-bench at TP = 2 and TP = 4,
-# the PyTorch peers (benchmarks/peers/torch_gemv_allreduce.py) at TP = 2 and 4, and a
-# summary (summary.csv: per TP, tokens and shape, the fused time against every baseline).
+# the PyTorch peers (benchmarks/peers/torch_gemv_allreduce.py) at TP = 2 and 4, a summary
+# (summary.csv: per TP, tokens and shape, the GPU, the fused time against every baseline),
+# then two diagnostics at 1 and 16 tokens: the fused kernel with each K split of SPLITS
+# forced (split_tp*_ks*.csv) and per-CTA timestamps of TRACE_CALLS fused and GEMV-alone
+# calls (trace_tp*.rank*.csv, summarised in trace_summary.txt: the event-timed call against
+# the CTAs' span, the GEMV's span, and from its end to the CTAs' end).
 # Everything ends up in $OUT/fused_gemv_allreduce.tar.gz (and log.txt, summary.csv beside it).
 #   bash benchmarks/gpu/run_fused_gemv_allreduce.sh
 # Step limits: BUILD_TIMEOUT (240), TEST_TIMEOUT (90), SANITIZER_TIMEOUT (120, 0 skips),
-# BENCH_TIMEOUT (120), TORCH_TIMEOUT (150, 0 skips); TOKENS (1,4,16,64).
+# BENCH_TIMEOUT (120), TORCH_TIMEOUT (150, 0 skips); TOKENS (1,4,16,64); SPLITS ("1 4",
+# empty skips); TRACE_CALLS (10, 0 skips).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 run_dir="$OUT/run"
@@ -78,6 +83,60 @@ if [[ ${SANITIZER_TIMEOUT:-120} -gt 0 ]]; then
   done
 fi
 
+if [[ -n ${SPLITS-1 4} ]]; then
+  for world in 2 4; do
+    for ks in ${SPLITS-1 4}; do
+      step "fused-gemv-bench TP=$world, K splits $ks forced"
+      CUDA_VISIBLE_DEVICES=$( [[ $world == 2 ]] && echo 0,1 || echo 0,1,2,3 ) \
+        timeout "${BENCH_TIMEOUT:-120}" "$bench" --world "$world" --tokens 1,16 --iterations 25 \
+        --warmup 5 --b2b-calls 20 --timeout 30 --k-splits "$ks" \
+        --output "$run_dir/split_tp${world}_ks$ks.csv" >/dev/null 2>>"$log"
+      echo "split sweep TP=$world ks=$ks rc=$?" | tee -a "$log"
+    done
+  done
+fi
+
+if [[ ${TRACE_CALLS:-10} -gt 0 ]]; then
+  for world in 2 4; do
+    step "fused-gemv-bench TP=$world traced"
+    CUDA_VISIBLE_DEVICES=$( [[ $world == 2 ]] && echo 0,1 || echo 0,1,2,3 ) \
+      timeout "${BENCH_TIMEOUT:-120}" "$bench" --world "$world" --tokens 1,16 --iterations 10 \
+      --warmup 3 --b2b-calls 0 --timeout 30 --trace-calls "${TRACE_CALLS:-10}" \
+      --trace "$run_dir/trace_tp$world" --output "$run_dir/trace_tp${world}_bench.csv" \
+      >/dev/null 2>>"$log"
+    echo "traced TP=$world rc=$?" | tee -a "$log"
+  done
+  python3 - "$run_dir" <<'EOF' 2>&1 | tee "$run_dir/trace_summary.txt" | tee -a "$log"
+# Per TP, design and case, medians over the traced calls: the event-timed call (maximum over
+# ranks), the CTAs' span (first start to last end on a rank, maximum over ranks), the time
+# outside the span (launch and completion), and for the fused kernel the GEMV's span on a
+# rank (to its last unit pushed) and from there to the CTAs' end (the exchange's tail).
+import collections, csv, glob, os, re, statistics as st, sys
+run = sys.argv[1]
+for first in sorted(glob.glob(os.path.join(run, "trace_tp*.rank0.csv"))):
+    tp = int(re.search(r"trace_tp(\d)", first)[1])
+    calls = collections.defaultdict(lambda: collections.defaultdict(list))
+    for r in range(tp):
+        for row in csv.reader(open(first.replace(".rank0.", f".rank{r}."))):
+            calls[(row[0], int(row[1]), int(row[2]), int(row[3]), int(row[4]))][r].append(
+                [int(x) for x in row[6:11]])
+    per_case = collections.defaultdict(list)
+    for key, ranks in calls.items():
+        span = gemv = 0
+        for rows in ranks.values():
+            start = min(x[0] for x in rows)
+            pushed = max(x[1] for x in rows)
+            end = max(x[3] for x in rows) if key[0] == "fused" else pushed
+            span, gemv = max(span, end - start), max(gemv, pushed - start)
+        event = max(rows[0][4] for rows in ranks.values())
+        per_case[key[:4]].append((event / 1e3, span / 1e3, gemv / 1e3))
+    print(f"TP={tp}: design tokens n k_shard | event_us span_us outside_us gemv_span_us tail_us")
+    for key in sorted(per_case):
+        e, s, g = (st.median(x[i] for x in per_case[key]) for i in range(3))
+        print(f"  {key[0]:5} {key[1]:3} {key[2]:6} {key[3]:6} | {e:7.1f} {s:7.1f} {e - s:5.1f} {g:7.1f} {s - g:5.1f}")
+EOF
+fi
+
 step "summary"
 python3 - "$run_dir" <<'EOF' 2>&1 | tee -a "$log"
 # Per TP, tokens and shape: fused against our sequential designs and PyTorch's, and the bars
@@ -85,10 +144,12 @@ python3 - "$run_dir" <<'EOF' 2>&1 | tee -a "$log"
 import csv, glob, os, sys
 run = sys.argv[1]
 rows = {}
-for path in sorted(glob.glob(os.path.join(run, "*_tp*.csv"))):
+gpus = {}
+for path in sorted(glob.glob(os.path.join(run, "fused_tp*.csv")) + glob.glob(os.path.join(run, "torch_tp*.csv"))):
     for r in csv.DictReader(open(path)):
         key = (int(r["world"]), int(r["m"]), int(r["n"]), int(r["k"]) * int(r["world"]))
         rows.setdefault(key, {})[f'{r["op"]}/{r["design"]}'] = (float(r["time_us"]), int(r["wrong"]))
+        gpus.setdefault(key, set()).add(r["gpu"])
 cols = ["gemv+allreduce/fused", "gemv+allreduce/sequential", "gemv+allreduce/sequential_own",
         "gemv+allreduce/torch_sequential", "gemv+allreduce/torch_symm_mem",
         "gemv/cublas", "gemv/own", "allreduce/nccl", "gemv+allreduce/fused_b2b",
@@ -96,7 +157,7 @@ cols = ["gemv+allreduce/fused", "gemv+allreduce/sequential", "gemv+allreduce/seq
         "gemv+allreduce/fused_nccl_window_b2b"]
 out = open(os.path.join(run, "summary.csv"), "w")
 head = ["tp", "tokens", "n", "k_full"] + [c.split("/")[1] + "_us" for c in cols] + [
-    "torch_seq_over_fused", "seq_over_fused", "symm_over_fused", "wrong_fused"]
+    "torch_seq_over_fused", "seq_over_fused", "symm_over_fused", "wrong_fused", "gpu"]
 out.write(",".join(head) + "\n")
 print(" ".join(f"{h:>9}" for h in ["tp", "tok", "n", "k", "fused", "seq", "own", "t_seq", "t_symm", "x_tseq", "x_seq", "x_symm"]))
 bars = {2: [], 4: []}
@@ -105,7 +166,7 @@ for key in sorted(rows):
     t = [v.get(c, (float("nan"), 0))[0] for c in cols]
     f = t[0]
     ratios = [t[3] / f, t[1] / f, t[4] / f]
-    out.write(",".join(str(x) for x in list(key) + [f"{x:.2f}" for x in t] + [f"{x:.3f}" for x in ratios] + [str(v.get(cols[0], (0, 0))[1])]) + "\n")
+    out.write(",".join(str(x) for x in list(key) + [f"{x:.2f}" for x in t] + [f"{x:.3f}" for x in ratios] + [str(v.get(cols[0], (0, 0))[1]), "/".join(sorted(gpus[key]))]) + "\n")
     print(" ".join(f"{x:>9}" for x in key) + " " + " ".join(f"{x:9.1f}" for x in t[:5]) + " " + " ".join(f"{x:9.2f}" for x in ratios))
     if key[1] <= 16 and key[0] in bars:
         bars[key[0]].append(ratios)

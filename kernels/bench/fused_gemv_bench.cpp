@@ -18,10 +18,17 @@
 // elements off the other sequential design by more than 2^-6 |ref| + 2^-6 rms(ref) (exact
 // for fused against sequential_own with 2 ranks, where the order of the sum is the same).
 // CSV: overlap-bench's columns (bench_row.hpp), m = tokens, n = N, k = K / world, bytes =
-// the all-reduce's bytes. Rank 0 prints; --output also writes the file.
+// the all-reduce's bytes. Rank 0 prints; --output also writes the file; stderr names each
+// case's K splits and grid. --k-splits sets the fused design's split (0: its default).
+// --trace-calls N --trace FILE: after the timings, N more fused calls (each behind the
+// aligning all-reduce) record per-CTA timestamps (GemvKernelArgs::trace); every rank appends
+// them to FILE.rank<r>.csv (design, tokens, n, k, call, cta, start/pushed/arrived/end ns,
+// the call's event-timed ns), then as many calls of the GEMV alone (run_local: start and
+// end of its units only).
 //   fused-gemv-bench [--tokens 1,4,16,64] [--shapes 8192x8192,...] [--world N]
 //                    [--iterations 50] [--warmup 10] [--b2b-calls 100] [--timeout 60]
-//                    [--seed S] [--output FILE]
+//                    [--k-splits 0] [--trace-calls 0 --trace FILE] [--seed S]
+//                    [--output FILE]
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -66,6 +73,9 @@ struct Settings {
   int warmup = 10;
   int b2b_calls = 100;
   double timeout_s = 60;
+  int k_splits = 0;
+  int trace_calls = 0;
+  std::string trace;
   std::uint64_t seed = 1;
   std::string output;
 };
@@ -99,6 +109,12 @@ Settings parse(const std::vector<std::string>& args) {
       s.b2b_calls = to_int(cursor.value(), 0, 100000);
     } else if (flag == "--timeout") {
       s.timeout_s = flag_double(kProgram, flag, cursor.value(), 1, 3600, "seconds in 1..3600");
+    } else if (flag == "--k-splits") {
+      s.k_splits = to_int(cursor.value(), 0, 8);
+    } else if (flag == "--trace-calls") {
+      s.trace_calls = to_int(cursor.value(), 0, 1000);
+    } else if (flag == "--trace") {
+      s.trace = cursor.value();
     } else if (flag == "--seed") {
       s.seed = static_cast<std::uint64_t>(flag_int(kProgram, flag, cursor.value(), 0));
     } else if (flag == "--output") {
@@ -107,7 +123,8 @@ Settings parse(const std::vector<std::string>& args) {
       throw std::invalid_argument(
           kProgram +
           ": [--tokens 1,4,16,64] [--shapes NxK,...] [--world N] [--iterations 50] "
-          "[--warmup 10] [--b2b-calls 100] [--timeout 60] [--seed S] [--output FILE]");
+          "[--warmup 10] [--b2b-calls 100] [--timeout 60] [--k-splits 0] "
+          "[--trace-calls 0 --trace FILE] [--seed S] [--output FILE]");
     } else {
       bad_flag(kProgram, flag, "", "a known flag (--help lists them)");
     }
@@ -193,7 +210,12 @@ class Runner {
     OVERLAPSIM_TRY(c.align.allocate(256));
     fused::GemvAllReduceOptions options;
     options.timeout_s = settings_.timeout_s;
+    options.k_splits = settings_.k_splits;
     OVERLAPSIM_TRY(c.fused.initialize(&ctx_.comm, tokens, c.n, c.k, DType::BF16, options));
+    if (rank == 0)
+      std::fprintf(stderr, "%s: tokens %d n %lld k %lld: k_splits %d grid %d\n", kProgram.c_str(),
+                   tokens, static_cast<long long>(c.n), static_cast<long long>(c.k),
+                   c.fused.k_splits(), c.fused.grid());
     options.transport = fused::GemvTransport::NcclWindow;
     // Every rank fails alike where this NCCL has no symmetric windows: report, go on without.
     const Status window =
@@ -284,7 +306,9 @@ class Runner {
     for (int i = 0; i < settings_.warmup; ++i)
       for (const Variant& v : variants) OVERLAPSIM_TRY((*v.call)(i));
     const int iters = settings_.iterations;
-    std::vector<cudaEvent_t> events(static_cast<std::size_t>(2 * nv * iters + 6));
+    // Back to back: both fused transports and the sequential design, --b2b-calls calls each.
+    constexpr int kB2b = 3;
+    std::vector<cudaEvent_t> events(static_cast<std::size_t>(2 * nv * iters + 2 * kB2b));
     for (auto& e : events) CUDA_CHECK(cudaEventCreate(&e));
     auto ev = [&](int v, int i, int which) {
       return events[static_cast<std::size_t>((i * nv + v) * 2 + which)];
@@ -297,8 +321,6 @@ class Runner {
         OVERLAPSIM_TRY((*variants[static_cast<std::size_t>(v)].call)(settings_.warmup + i));
         CUDA_CHECK(cudaEventRecord(ev(v, i, 1), s));
       }
-    // Back to back: both fused transports and the sequential design, --b2b-calls calls each.
-    constexpr int kB2b = 3;
     cudaEvent_t* b2b = events.data() + 2 * nv * iters;
     const Call* b2b_calls[kB2b] = {&fused_call, &window_call, &seq_call};
     const char* b2b_names[kB2b] = {"fused_b2b", "fused_nccl_window_b2b", "sequential_b2b"};
@@ -328,6 +350,10 @@ class Runner {
     }
     for (auto& e : events) cudaEventDestroy(e);
     OVERLAPSIM_TRY(allreduce_host(ctx_.comm, s, times, ncclMax));
+    if (settings_.trace_calls > 0 && !settings_.trace.empty()) {
+      OVERLAPSIM_TRY(trace_fused(c, c.fused, fused_call, s, "fused"));
+      OVERLAPSIM_TRY(trace_fused(c, c.fused, gemv_own, s, "own"));
+    }
 
     const std::uint64_t bytes = c.y_count * 2;
     const double flops = 2.0 * tokens * static_cast<double>(c.n) * static_cast<double>(c.k);
@@ -362,6 +388,48 @@ class Runner {
            static_cast<std::uint64_t>(wrong[b2b_wrong[j]]));
     }
     return quiesce(ctx_, "fused-gemv case done");
+  }
+
+  // --trace-calls: per-CTA timestamps of that many aligned fused calls, appended to
+  // <--trace>.rank<r>.csv.
+  Status trace_fused(CaseState& c, fused::GemvAllReduce& design,
+                     const std::function<Status(int)>& call, cudaStream_t s, const char* name) {
+    const int calls = settings_.trace_calls, grid = design.grid();
+    const std::size_t per_call = 4 * static_cast<std::size_t>(grid);
+    DeviceBuffer trace;
+    OVERLAPSIM_TRY(trace.allocate(per_call * calls * sizeof(std::uint64_t)));
+    CUDA_CHECK(cudaMemsetAsync(trace.data(), 0, per_call * calls * sizeof(std::uint64_t), s));
+    // Events around each call too: their span against the CTAs' span.
+    std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(calls));
+    for (auto& e : events) CUDA_CHECK(cudaEventCreate(&e));
+    for (int i = 0; i < calls; ++i) {
+      OVERLAPSIM_TRY(all_reduce(ctx_.comm, c.align.data(), c.align.data(), 1, DType::BF16, s));
+      design.set_trace(trace.as<std::uint64_t>() + per_call * i);
+      CUDA_CHECK(cudaEventRecord(events[2 * i], s));
+      const Status st = call(i);
+      CUDA_CHECK(cudaEventRecord(events[2 * i + 1], s));
+      design.set_trace(nullptr);
+      OVERLAPSIM_TRY(st);
+    }
+    OVERLAPSIM_TRY(wait_stream(ctx_.comm, s, "fused-gemv trace"));
+    OVERLAPSIM_TRY(design.check_timeout(s));
+    std::vector<float> event_ms(static_cast<std::size_t>(calls));
+    for (int i = 0; i < calls; ++i)
+      CUDA_CHECK(cudaEventElapsedTime(&event_ms[i], events[2 * i], events[2 * i + 1]));
+    for (auto& e : events) cudaEventDestroy(e);
+    std::vector<std::uint64_t> host(per_call * calls);
+    CUDA_CHECK(cudaMemcpy(host.data(), trace.data(), host.size() * sizeof(std::uint64_t),
+                          cudaMemcpyDeviceToHost));
+    std::ofstream out(settings_.trace + ".rank" + std::to_string(ctx_.comm.rank) + ".csv",
+                      std::ios::app);
+    for (int i = 0; i < calls; ++i)
+      for (int b = 0; b < grid; ++b) {
+        const std::uint64_t* t = host.data() + per_call * i + 4 * b;
+        out << name << ',' << c.tokens << ',' << c.n << ',' << c.k << ',' << i << ',' << b << ','
+            << t[0] << ',' << t[1] << ',' << t[2] << ',' << t[3] << ','
+            << static_cast<std::uint64_t>(event_ms[i] * 1e6) << '\n';
+      }
+    return Status::success();
   }
 
   const Settings& settings_;

@@ -1,17 +1,24 @@
 // The fused GEMV + all-reduce kernel (design: docs/kernels/design.md, "Fused GEMV +
-// AllReduce"). One persistent grid; CTA c owns slices c, c + grid, ... of kSliceCols
-// output columns.
-//   Phase 1, per slice: the 8 warps each take a share of K and compute the slice's
+// AllReduce"). One persistent grid over work units: a unit is a slice of kSliceCols output
+// columns and one of k_splits equal ranges of K. CTA c starts with unit c; units past the
+// grid go to whichever CTA asks first (a ticket counter), so CTAs that stream W faster take
+// more and the GEMV ends evenly.
+//   Per unit: the 8 warps each take a share of the unit's K range and compute the slice's
 //     partial for every token on the tensor cores (mma.sync m16n8k16, W as the 16-row
-//     operand, the tokens as the 8-column one), the warps' fp32 partials are summed in warp
-//     order through shared memory and rounded to bf16; the CTA stores the partial into
-//     every rank's receive buffer (its own included) at slot [parity][this rank][slice],
-//     then, after one system-scope release fence, writes the call's epoch into each
-//     peer's flag [this rank][slice].
-//   Phase 2, per slice: wait for every peer's flag, sum the world's partials in rank order
-//     0, 1, ... in fp32, round once, store y's slice.
-// No CTA waits before it has pushed all its slices, so the only requirement for progress is
-// that every CTA of a rank's grid is resident (the grid is capped by occupancy).
+//     operand, the tokens as the 8-column one); the warps' fp32 partials are summed in warp
+//     order through shared memory. With one split that is the rank's partial; with more,
+//     each split leaves its fp32 sum in `partials` and the last split of the slice to
+//     arrive adds all of them in split order. The partial is rounded to bf16 once, then
+//     (push) stored into every rank's receive buffer, its own included, as lines of
+//     {bf16 pair, epoch, bf16 pair, epoch}: a 16-byte store whose 8-byte halves land whole,
+//     so a reader that sees the epoch sees the data, and no fence or flag sits between a
+//     finished slice and its peers.
+//   Reduction, once no unit is left to hand out: CTA c takes slices c, c + grid, ...; each
+//     thread polls its lines from every rank until they carry this call's epoch, sums the
+//     world's partials in rank order 0, 1, ... in fp32, rounds once and stores y's slice.
+// No CTA waits before every unit of its rank has been handed out to a running CTA, so the
+// only requirement for progress is that every CTA of a rank's grid is resident (the grid is
+// capped by occupancy).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <nccl_device.h>
@@ -46,25 +53,28 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], std::uint32_t a0, std::u
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ void store_relaxed_sys(std::uint32_t* flag, std::uint32_t value) {
-  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+// One line of a receive buffer: two bf16 pairs, each beside the epoch in one 8-byte half.
+// Volatile 16-byte accesses (as NCCL's LL protocol uses them): each 8-byte half is stored
+// and loaded whole, over NVLink too, so data and epoch arrive together.
+__device__ __forceinline__ void store_line(uint4* p, std::uint32_t lo, std::uint32_t hi,
+                                           std::uint32_t epoch) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(lo), "r"(epoch),
+               "r"(hi), "r"(epoch)
+               : "memory");
 }
-
-__device__ __forceinline__ std::uint32_t acquire_sys(const std::uint32_t* flag) {
-  std::uint32_t v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+__device__ __forceinline__ uint4 load_line(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
   return v;
 }
 
-// Rank r's receive buffer and flags, through the peer pointers or NCCL's window.
-__device__ __forceinline__ std::uint16_t* recv_of(const GemvKernelArgs& a, int r) {
-  if (a.window != nullptr) return static_cast<std::uint16_t*>(ncclGetPeerPointer(a.window, 0, r));
-  return a.recv[r];
-}
-__device__ __forceinline__ std::uint32_t* flags_of(const GemvKernelArgs& a, int r) {
-  if (a.window != nullptr)
-    return static_cast<std::uint32_t*>(ncclGetPeerPointer(a.window, a.flags_offset_bytes, r));
-  return a.flags[r];
+// Rank r's receive buffer as lines, through the peer pointers or NCCL's window.
+__device__ __forceinline__ uint4* recv_of(const GemvKernelArgs& a, int r) {
+  if (a.window != nullptr) return static_cast<uint4*>(ncclGetPeerPointer(a.window, 0, r));
+  return reinterpret_cast<uint4*>(a.recv[r]);
 }
 
 __device__ __forceinline__ std::uint32_t pack_bf16(float lo, float hi) {
@@ -87,7 +97,8 @@ constexpr int unroll_for() {
   return kTokenTiles >= 8 ? 1 : kTokenTiles >= 4 ? 2 : 4;
 }
 
-// One slice's partial into shared memory red[warp][token][row] (rows padded to kRowPad).
+// One unit's partial (chunks [c0, c1) of the slice's K) into shared memory
+// red[warp][token][row] (rows padded to kRowPad).
 //
 // Fragment mapping (PTX m16n8k16, lane = 4 g + t): A (16 x 16) rows g and g + 8, logical
 // columns 2t, 2t + 1, 2t + 8, 2t + 9; B (16 x 8) logical rows the same, column g. A K chunk
@@ -96,11 +107,11 @@ constexpr int unroll_for() {
 // A and B use the same logical-to-physical map (it depends on t alone), so the products
 // pair the right elements; only the order of the K sum differs from a plain loop.
 template <int kTokenTiles>
-__device__ void slice_partial(const GemvKernelArgs& a, std::int64_t slice, float* red) {
+__device__ void unit_partial(const GemvKernelArgs& a, std::int64_t slice, std::int64_t c0,
+                             std::int64_t c1, float* red) {
   constexpr int kUnroll = unroll_for<kTokenTiles>();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const std::int64_t chunks = a.k / 32;
   float acc[2][kTokenTiles][4];
 #pragma unroll
   for (int mb = 0; mb < 2; ++mb)
@@ -121,14 +132,15 @@ __device__ void slice_partial(const GemvKernelArgs& a, std::int64_t slice, float
     x_rows[tb] = a.x + static_cast<std::int64_t>(x_valid[tb] ? token : 0) * a.k + 8 * t;
   }
 
-  // Warp w takes chunks w, w + 8, ...: the CTA's 8 warps read 512 consecutive bytes a row.
-  for (std::int64_t base = warp; base < chunks; base += kWarps * kUnroll) {
+  // Warp w takes chunks c0 + w, c0 + w + 8, ...: the CTA's 8 warps read 512 consecutive
+  // bytes a row.
+  for (std::int64_t base = c0 + warp; base < c1; base += kWarps * kUnroll) {
     uint4 wa[kUnroll][4];
     uint4 xb[kUnroll][kTokenTiles];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const std::int64_t c = base + static_cast<std::int64_t>(u) * kWarps;
-      const bool ok = c < chunks;
+      const bool ok = c < c1;
 #pragma unroll
       for (int r = 0; r < 4; ++r)
         wa[u][r] = ok ? load_stream(w_rows[r] + c * 32) : make_uint4(0, 0, 0, 0);
@@ -163,11 +175,10 @@ __device__ void slice_partial(const GemvKernelArgs& a, std::int64_t slice, float
     }
 }
 
-// Thread i < 4 tokens: token i / 4, rows 8 (i % 4) .. + 7 of the slice, the warps' sums in
-// warp order, as 8 bf16.
+// Thread i < 4 tokens: token i / 4, rows 8 (i % 4) .. + 7 of the slice, the warps' fp32
+// sums in warp order.
 template <int kTokenTiles>
-__device__ uint4 reduce_warps(const float* red, int token, int q) {
-  float s[8];
+__device__ void reduce_warps(const float* red, int token, int q, float (&s)[8]) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) s[j] = 0.f;
 #pragma unroll
@@ -184,87 +195,157 @@ __device__ uint4 reduce_warps(const float* red, int token, int q) {
     s[6] += v1.z;
     s[7] += v1.w;
   }
-  return make_uint4(pack_bf16(s[0], s[1]), pack_bf16(s[2], s[3]), pack_bf16(s[4], s[5]),
-                    pack_bf16(s[6], s[7]));
 }
 
 template <int kTokenTiles>
 __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelArgs a) {
   extern __shared__ float4 shared_raw[];
+  __shared__ long long next_unit;  // the unit this CTA takes next, from thread 0
+  __shared__ int last_split;       // this CTA's split was the slice's last to arrive
   float* red = reinterpret_cast<float*>(shared_raw);
   const std::int64_t slices = a.n / kSliceCols;
+  const int splits = a.k_splits;
+  const std::int64_t units = slices * splits;
+  const std::int64_t chunks = a.k / 32;
+  const bool dynamic = units > gridDim.x;
   const bool push = a.push && a.world > 1;
   const int i = threadIdx.x;
   const int token = i >> 2, q = i & 3;
-  const bool active = token < a.tokens;  // this thread moves one 16-byte vector of a slice
+  const bool active = token < a.tokens;  // this thread moves 8 outputs of a slice
   const std::int64_t slot_elems = static_cast<std::int64_t>(a.tokens) * kSliceCols;
-  const std::int64_t source_elems = slices * slot_elems;
-  const std::int64_t parity_elems = a.world * source_elems;
-  const std::int64_t parity_off = static_cast<std::int64_t>(a.epoch & 1u) * parity_elems;
+  const std::int64_t slot_lines = static_cast<std::int64_t>(a.tokens) * 8;  // 4 threads x 2
+  const std::int64_t parity_lines =
+      static_cast<std::int64_t>(a.epoch & 1u) * a.world * slices * slot_lines;
+  std::uint64_t* trace = a.trace != nullptr && i == 0 ? a.trace + 4 * blockIdx.x : nullptr;
+  if (trace != nullptr) trace[0] = global_timer_ns();
 
-  for (std::int64_t slice = blockIdx.x; slice < slices; slice += gridDim.x) {
-    slice_partial<kTokenTiles>(a, slice, red);
+  for (std::int64_t unit = blockIdx.x; unit < units;) {
+    const std::int64_t slice = unit / splits;
+    const int split = static_cast<int>(unit - slice * splits);
+    unit_partial<kTokenTiles>(a, slice, split * chunks / splits, (split + 1) * chunks / splits,
+                              red);
+    // The next ticket's round trip overlaps this unit's epilogue (used before the last
+    // barrier).
+    unsigned long long ticket = 0;
+    if (i == 0 && dynamic) ticket = atomicAdd(a.tickets, 1ull);
     __syncthreads();
-    if (active) {
-      const uint4 v = reduce_warps<kTokenTiles>(red, token, q);
+    float acc[8];
+    if (active) reduce_warps<kTokenTiles>(red, token, q, acc);
+    bool complete = splits == 1;
+    if (!complete) {
+      float* mine = a.partials + (slice * splits + split) * slot_elems + i * 8;
+      if (active) {
+        __stcg(reinterpret_cast<float4*>(mine), make_float4(acc[0], acc[1], acc[2], acc[3]));
+        __stcg(reinterpret_cast<float4*>(mine) + 1, make_float4(acc[4], acc[5], acc[6], acc[7]));
+      }
+      // The barrier orders every thread's partial before thread 0's release fence
+      // (cumulative), the fence before its arrival; the last arriver's acquire fence and
+      // the next barrier order the other splits' partials before this CTA's loads. GPU
+      // scope: the splits meet on this GPU.
+      __syncthreads();
+      if (i == 0) {
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        const unsigned old = atomicAdd(a.arrivals + slice, 1u);
+        const bool last = old % static_cast<unsigned>(splits) == static_cast<unsigned>(splits - 1);
+        if (last) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        last_split = last;
+      }
+      __syncthreads();
+      complete = last_split != 0;
+      if (complete && active) {
+        float sum[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) sum[j] = 0.f;
+        // Split order 0, 1, ..., whichever arrived last: every call gets the same bits.
+        for (int s = 0; s < splits; ++s) {
+          float part[8];
+          if (s == split) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) part[j] = acc[j];
+          } else {
+            const float4* p = reinterpret_cast<const float4*>(
+                a.partials + (slice * splits + s) * slot_elems + i * 8);
+            const float4 v0 = __ldcg(p), v1 = __ldcg(p + 1);
+            part[0] = v0.x, part[1] = v0.y, part[2] = v0.z, part[3] = v0.w;
+            part[4] = v1.x, part[5] = v1.y, part[6] = v1.z, part[7] = v1.w;
+          }
+#pragma unroll
+          for (int j = 0; j < 8; ++j) sum[j] += part[j];
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[j] = sum[j];
+      }
+    }
+    if (complete && active) {
+      const std::uint32_t w0 = pack_bf16(acc[0], acc[1]), w1 = pack_bf16(acc[2], acc[3]),
+                          w2 = pack_bf16(acc[4], acc[5]), w3 = pack_bf16(acc[6], acc[7]);
       if (!push) {
-        *reinterpret_cast<uint4*>(a.y + token * a.n + slice * kSliceCols + q * 8) = v;
+        *reinterpret_cast<uint4*>(a.y + token * a.n + slice * kSliceCols + q * 8) =
+            make_uint4(w0, w1, w2, w3);
       } else {
-        const std::int64_t off = parity_off + a.rank * source_elems + slice * slot_elems + i * 8;
+        const std::int64_t line = parity_lines + (a.rank * slices + slice) * slot_lines + 2 * i;
         // Peers first, from the next rank on (the senders spread over the links), own last.
         for (int d = 1; d <= a.world; ++d) {
-          const int dst = (a.rank + d) % a.world;
-          *reinterpret_cast<uint4*>(recv_of(a, dst) + off) = v;
+          uint4* p = recv_of(a, (a.rank + d) % a.world) + line;
+          store_line(p, w0, w1, a.epoch);
+          store_line(p + 1, w2, w3, a.epoch);
         }
       }
     }
-    // Every thread's stores precede the flags (the barrier), and one system-scope release
-    // fence by the flag writer, cumulative over the barrier, makes them visible to the
-    // peers before any flag (acq_rel, not the sequentially consistent fence of
-    // __threadfence_system: a release pattern needs no more).
+    if (i == 0)
+      next_unit = dynamic ? static_cast<long long>(ticket - a.ticket_base) + gridDim.x : units;
+    // Everyone is done with red, next_unit and last_split before the next unit rewrites them.
     __syncthreads();
-    if (push && i == 0) {
-      asm volatile("fence.acq_rel.sys;" ::: "memory");
-      for (int d = 1; d < a.world; ++d) {
-        const int dst = (a.rank + d) % a.world;
-        store_relaxed_sys(flags_of(a, dst) + a.rank * slices + slice, a.epoch);
-      }
-    }
+    unit = next_unit;
   }
-  if (!push) return;
+  if (trace != nullptr) trace[1] = global_timer_ns();
+  if (!push || !active) return;  // no barrier below
 
-  const std::uint32_t* my_flags = flags_of(a, a.rank);
-  const std::uint16_t* my_recv = recv_of(a, a.rank);
+  // Every rank's lines for this thread, in this rank's buffer.
+  const uint4* mine = recv_of(a, a.rank) + parity_lines + 2 * i;
   const std::uint64_t deadline = global_timer_ns() + a.timeout_ns;
   for (std::int64_t slice = blockIdx.x; slice < slices; slice += gridDim.x) {
-    if (!active) continue;
-    for (int src = 0; src < a.world; ++src) {
-      if (src == a.rank) continue;
-      unsigned sleep_ns = 0;
-      // Epochs only grow (wrapping): a flag at or past this call's epoch has arrived; a peer
-      // may already be one call ahead, writing the other parity. The first polls do not
-      // sleep: the partials are usually there or microseconds away.
-      while (static_cast<std::int32_t>(acquire_sys(my_flags + src * slices + slice) - a.epoch) <
-             0) {
-        if (global_timer_ns() > deadline) {
-          atomicExch(a.timed_out, 1);
-          return;
+    uint4 got[kMaxWorld][2];
+    unsigned pending = (1u << a.world) - 1u;
+    unsigned sleep_ns = 0;
+    // All ranks' lines are loaded together each round (one latency, not world of them);
+    // an arrived rank's lines are kept. The first rounds do not sleep: the partials are
+    // usually there or a microsecond away.
+    for (;;) {
+#pragma unroll
+      for (int src = 0; src < kMaxWorld; ++src)
+        if ((pending >> src) & 1u) {
+          const uint4* p = mine + (src * slices + slice) * slot_lines;
+          got[src][0] = load_line(p);
+          got[src][1] = load_line(p + 1);
         }
-        if (sleep_ns > 0) __nanosleep(sleep_ns);
-        sleep_ns = sleep_ns == 0 ? 16 : (sleep_ns < 256 ? 2 * sleep_ns : sleep_ns);
+#pragma unroll
+      for (int src = 0; src < kMaxWorld; ++src)
+        if (((pending >> src) & 1u) && got[src][0].y == a.epoch && got[src][0].w == a.epoch &&
+            got[src][1].y == a.epoch && got[src][1].w == a.epoch)
+          pending &= ~(1u << src);
+      if (pending == 0) break;
+      if (global_timer_ns() > deadline) {
+        atomicExch(a.timed_out, 1);
+        return;
       }
+      if (sleep_ns > 0) __nanosleep(sleep_ns);
+      sleep_ns = sleep_ns == 0 ? 16 : (sleep_ns < 128 ? 2 * sleep_ns : sleep_ns);
     }
+    if (trace != nullptr) trace[2] = global_timer_ns();
     float acc[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[j] = 0.f;
-    const std::int64_t off = parity_off + slice * slot_elems + i * 8;
-    // Rank order 0, 1, ..., whatever this rank is: every rank gets the same bits.
-    for (int src = 0; src < a.world; ++src)
-      add_bf16x8(acc, __ldcg(reinterpret_cast<const uint4*>(my_recv + off + src * source_elems)));
+      // Rank order 0, 1, ..., whatever this rank is: every rank gets the same bits.
+#pragma unroll
+    for (int src = 0; src < kMaxWorld; ++src)
+      if (src < a.world)
+        add_bf16x8(acc, make_uint4(got[src][0].x, got[src][0].z, got[src][1].x, got[src][1].z));
     *reinterpret_cast<uint4*>(a.y + token * a.n + slice * kSliceCols + q * 8) =
         make_uint4(pack_bf16(acc[0], acc[1]), pack_bf16(acc[2], acc[3]), pack_bf16(acc[4], acc[5]),
                    pack_bf16(acc[6], acc[7]));
   }
+  if (trace != nullptr) trace[3] = global_timer_ns();
 }
 
 template <int kTokenTiles>
@@ -321,13 +402,19 @@ Status gemv_allreduce_max_ctas(int tokens, int* ctas) {
 }
 
 Status launch_gemv_allreduce(const GemvKernelArgs& args, int grid, cudaStream_t stream) {
+  const int s = args.k_splits;
+  const std::int64_t units = args.n / kSliceCols * s;
   if (args.tokens < 1 || args.tokens > kMaxTokens || args.n % kSliceCols != 0 || args.k % 32 != 0 ||
       args.world < 1 || args.world > kMaxWorld || grid < 1 ||
+      !(s == 1 || s == 2 || s == 4 || s == 8) || args.k / 32 < s ||
+      (s > 1 && (args.partials == nullptr || args.arrivals == nullptr)) ||
+      (units > grid && args.tickets == nullptr) ||
       (args.push && args.world > 1 && (args.epoch == 0 || args.timed_out == nullptr)))
     return Status::failure("fused gemv+allreduce: bad launch (tokens " +
                            std::to_string(args.tokens) + ", n " + std::to_string(args.n) + ", k " +
                            std::to_string(args.k) + ", world " + std::to_string(args.world) +
-                           ", grid " + std::to_string(grid) + ")");
+                           ", grid " + std::to_string(grid) + ", k splits " + std::to_string(s) +
+                           ")");
   switch (token_tiles(args.tokens)) {
     case 1:
       return launch<1>(args, grid, stream);

@@ -2,24 +2,28 @@
 // Fused GEMV + all-reduce for decode's row-parallel projections (o_proj, down_proj under
 // tensor parallelism): y[tokens x n] = sum over ranks of x_r[tokens x k] * W_r^T, W_r the
 // rank's n x k shard of a Linear weight (K split over ranks), in one kernel per call
-// (gemv_allreduce.cu): each CTA computes a slice of y's columns, stores its bf16 partial
-// straight into every peer's receive buffer over NVLink, releases a per-slice flag, and
-// after all its slices reduces the world's partials of its slices in rank order.
+// (gemv_allreduce.cu): CTAs take work units (a slice of 32 columns of y and a range of K)
+// as they free up, each finished slice's bf16 partial is stored straight into every peer's
+// receive buffer over NVLink with the call's epoch inside every 8 bytes (no fence, no flag),
+// and once no unit is left each CTA reduces its share of slices in rank order.
 //   Peers, by GemvTransport: PeerPointers, PeerMemory (kernels/tilewise/peer_memory.hpp):
 //     threads of one process exchange UVA pointers with peer access on, processes of one
 //     host CUDA IPC handles; NcclWindow, NCCL's device API (2.28+): the buffers come from
 //     ncclMemAlloc, are registered as one symmetric window (ncclCommWindowRegister), and the
 //     kernel takes each peer's address from the window (ncclGetPeerPointer, LSA: NVLink
 //     load/store). The kernel is otherwise the same.
-//   Back to back: flags hold the call's number (epoch) and are never reset; receive
-//     buffers alternate by call parity (a peer can be at most one call ahead: its call e+1
-//     waits for this rank's pushes of call e+1, made after this rank's call e ended).
-//   Results: with 2 ranks bit-identical to this GEMV (run_local) followed by NCCL's
-//     all-reduce (one fp32 add, one rounding, commutative); with more ranks the fixed rank
-//     order 0, 1, ... (fp32 sum of the bf16 partials, one rounding) on every rank.
-//   Residency: every CTA pushes all its slices before it waits, so the call completes when
-//     each rank's whole grid is resident; the grid is capped by occupancy, and nothing else
-//     may hold the SMs meanwhile.
+//   Back to back: receive lines carry the call's number (epoch) and are never reset;
+//     receive buffers alternate by call parity (a peer can be at most one call ahead: its
+//     call e+1 waits for this rank's pushes of call e+1, made after this rank's call e ended).
+//   Results: a rank's partial is the same bits in run and run_local (K splits summed in
+//     split order in fp32, one rounding), so with 2 ranks the result is bit-identical to
+//     run_local followed by NCCL's all-reduce (one fp32 add, one rounding, commutative);
+//     with more ranks the fixed rank order 0, 1, ... (fp32 sum of the bf16 partials, one
+//     rounding) on every rank.
+//   Residency: no CTA waits before every unit has been handed out, so the call completes
+//     when each rank's whole grid is resident; the grid is capped by occupancy, and nothing
+//     else may hold the SMs meanwhile. Calls of one design run in one stream order (they
+//     share a unit counter).
 // Host API: can_implement -> initialize (collective) -> run / run_local (any number of
 // times, no host synchronisation) -> check_timeout. Every call returns a Status. C++20.
 #include <cuda_runtime.h>
@@ -45,9 +49,16 @@ const char* to_string(GemvTransport transport);  // "peer_pointers", "nccl_windo
 
 struct GemvAllReduceOptions {
   GemvTransport transport = GemvTransport::PeerPointers;
-  double timeout_s = 30.0;  // a flag wait longer than this gives up (check_timeout says so)
+  double timeout_s = 30.0;  // a wait for a peer longer than this gives up (check_timeout)
   int max_ctas = 0;         // 0: as many as fit on the device at once
+  // Ranges each slice's K is split into (1, 2, 4, 8): more units than CTAs, so CTAs that
+  // stream W faster take more of them. 0: auto_k_splits.
+  int k_splits = 0;
 };
+
+// The default split: 1 when the slices fit the grid (one unit per CTA); else doubled while
+// the units number under 4 per CTA and each split keeps at least 3072 of K.
+int auto_k_splits(std::int64_t n, std::int64_t k, int ctas);
 
 class GemvAllReduce {
  public:
@@ -61,7 +72,7 @@ class GemvAllReduce {
   // bf16, 1..64 tokens, n a multiple of 32, k a multiple of 32, 1..8 ranks.
   static Status can_implement(int tokens, std::int64_t n, std::int64_t k, DType dtype, int world);
 
-  // Collective over comm's ranks: allocates the receive buffers and flags, exchanges their
+  // Collective over comm's ranks: allocates the receive buffers, exchanges their
   // addresses and loads the kernels. Call it between quiesce() fences (it allocates).
   Status initialize(CommHandle* comm, int tokens, std::int64_t n, std::int64_t k, DType dtype,
                     const GemvAllReduceOptions& options = {});
@@ -70,33 +81,40 @@ class GemvAllReduce {
   // x: tokens x k, w: n x k, y: tokens x n, all row-major bf16, 16-byte aligned.
   Status run(const void* x, const void* w, void* y, cudaStream_t stream);
   // This rank's partial alone, the same kernel with no communication: y = x * w^T.
-  Status run_local(const void* x, const void* w, void* y, cudaStream_t stream) const;
+  Status run_local(const void* x, const void* w, void* y, cudaStream_t stream);
 
-  // Waits for `stream`; a failure if any flag wait of this rank gave up.
+  // Waits for `stream`; a failure if any wait for a peer's partial of this rank gave up.
   Status check_timeout(cudaStream_t stream) const;
 
+  // Diagnostics: run() and run_local() record per-CTA timestamps into `trace` (device memory,
+  // 4 x grid() u64; GemvKernelArgs::trace says which); nullptr stops it.
+  void set_trace(std::uint64_t* trace) { trace_ = trace; }
+
   int grid() const { return grid_; }
+  int k_splits() const { return k_splits_; }
   GemvTransport transport() const { return transport_; }
   std::uint32_t epoch() const { return epoch_; }
 
  private:
   // The kernel's arguments for this rank's GEMV alone (no push); run() adds the exchange.
-  GemvKernelArgs local_args(const void* x, const void* w, void* y) const;
+  // Counts the call's units into the ticket base.
+  GemvKernelArgs local_args(const void* x, const void* w, void* y);
 
   int tokens_ = 0;
   std::int64_t n_ = 0, k_ = 0;
-  int world_ = 1, rank_ = 0, grid_ = 0;
+  int world_ = 1, rank_ = 0, grid_ = 0, k_splits_ = 1;
   std::uint32_t epoch_ = 0;
+  unsigned long long ticket_base_ = 0;
+  std::uint64_t* trace_ = nullptr;
   double timeout_s_ = 30.0;
   GemvTransport transport_ = GemvTransport::PeerPointers;
-  DeviceBuffer recv_, flags_, timed_out_;
+  DeviceBuffer recv_, timed_out_;
+  DeviceBuffer partials_, arrivals_, tickets_;  // K splits and the unit counter, this GPU
   std::unique_ptr<tilewise::PeerMemory> peers_;
   CommHandle* comm_ = nullptr;
-  void* nccl_buffer_ = nullptr;  // NcclWindow: receive buffer, then flags
+  void* nccl_buffer_ = nullptr;  // NcclWindow: the receive buffer
   ncclWindow_t window_ = nullptr;
-  std::size_t flags_offset_bytes_ = 0;
   void* recv_ptrs_[8] = {};
-  void* flag_ptrs_[8] = {};
 };
 
 }  // namespace overlapsim::kernels::fused

@@ -12,11 +12,15 @@
 namespace overlapsim::kernels::fused {
 
 // Output rows (columns of y) one slice holds: a CTA computes a slice's partial with two
-// 16-row tensor-core tiles, so a slice is also the unit of every push and flag.
+// 16-row tensor-core tiles, so a slice is also the unit of every push.
 constexpr int kSliceCols = 32;
 constexpr int kMaxTokens = 64;
 constexpr int kMaxWorld = 8;
+constexpr int kMaxKSplits = 8;
 constexpr int kThreads = 256;  // 8 warps, each a share of K
+// Bytes a rank's receive buffer holds per output element and source: a bf16 pair travels
+// with the call's epoch beside it (8 bytes per 2 elements), so a reader needs no flag.
+constexpr int kLineBytesPerElem = 4;
 
 struct GemvKernelArgs {
   const std::uint16_t* x = nullptr;  // tokens x k, row-major, bf16
@@ -25,31 +29,44 @@ struct GemvKernelArgs {
   int tokens = 0;
   std::int64_t n = 0;
   std::int64_t k = 0;
+  // Work units: every slice's K split into k_splits equal ranges (1, 2, 4 or 8). With more
+  // than one, the splits' fp32 partials meet in `partials` ([slice][split][tokens][32]),
+  // `arrivals` (one u32 per slice, +k_splits per call) names the last split to arrive,
+  // which sums them in split order and rounds once.
+  int k_splits = 1;
+  float* partials = nullptr;
+  std::uint32_t* arrivals = nullptr;
+  // Units past the grid's first are handed out by `tickets` (+units per call when
+  // units > grid); ticket_base is its value at this call's start.
+  unsigned long long* tickets = nullptr;
+  unsigned long long ticket_base = 0;
   // Communication; world == 1 or push == false: y = this rank's partial, nothing else.
   bool push = false;
   int world = 1;
   int rank = 0;
   // recv[r]: rank r's receive buffer, [2 parities][world sources][n / kSliceCols slices]
-  // [tokens][kSliceCols] bf16; flags[r]: rank r's flags, [world sources][slices] u32.
+  // [tokens * 4 threads][2 lines of 16 bytes: bf16 pair, epoch, bf16 pair, epoch].
   std::uint16_t* recv[kMaxWorld] = {};
-  std::uint32_t* flags[kMaxWorld] = {};
-  // NCCL's device API instead: one symmetric window per rank (receive buffer, then the
-  // flags at flags_offset_bytes); the kernel asks NCCL for each peer's address in it
-  // (ncclGetPeerPointer, a load/store-accessible NVLink peer) and ignores recv and flags.
+  // NCCL's device API instead: one symmetric window per rank holding the receive buffer;
+  // the kernel asks NCCL for each peer's address in it (ncclGetPeerPointer, a
+  // load/store-accessible NVLink peer) and ignores recv.
   ncclWindow_t window = nullptr;
-  std::size_t flags_offset_bytes = 0;
   std::uint32_t epoch = 0;  // this call's number (> 0); its parity picks the recv half
   std::uint64_t timeout_ns = 0;
-  int* timed_out = nullptr;  // set to 1 when a flag wait gives up
+  int* timed_out = nullptr;  // set to 1 when a wait for a peer's partial gives up
+  // Diagnostics: when set, thread 0 of CTA c writes the global timer (ns) at its start, after
+  // its last unit's push, after its last slice's lines all arrived, and at its end into
+  // trace[4 c .. 4 c + 3].
+  std::uint64_t* trace = nullptr;
 };
 
-// CTAs that fit on the device at once for `tokens` (all must be resident: every CTA waits
-// for peers' CTAs only after pushing all its own slices).
+// CTAs that fit on the device at once for `tokens` (all must be resident: a CTA waits for
+// peers' partials only after every unit of its rank has been handed out).
 Status gemv_allreduce_max_ctas(int tokens, int* ctas);
 Status launch_gemv_allreduce(const GemvKernelArgs& args, int grid, cudaStream_t stream);
 // Loads every instantiation onto the current device now: under lazy module loading a
-// first launch while a peer's kernel spins on this rank's flags could wait for a load that
-// waits for that kernel.
+// first launch while a peer's kernel spins on this rank's partials could wait for a load
+// that waits for that kernel.
 Status preload_gemv_allreduce();
 
 }  // namespace overlapsim::kernels::fused

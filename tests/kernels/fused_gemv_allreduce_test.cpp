@@ -1,15 +1,17 @@
 // The fused GEMV + all-reduce (kernels/fused/gemv_allreduce.hpp): its GEMV against a float64
-// host reference on one GPU; on every visible GPU (2 or more) its result bit for bit against
-// the same GEMV's partials summed in rank order, and against the partials through NCCL's
-// all-reduce (bit for bit with 2 ranks); 200 calls back to back with no host
-// synchronisation; a small case for compute-sanitizer; a first call in a fresh process
-// under lazy module loading.
+// host reference on one GPU (K unsplit, the default split and 8 splits); on every visible GPU
+// (2 or more) its result bit for bit against the same GEMV's partials summed in rank order,
+// and against the partials through NCCL's all-reduce (bit for bit with 2 ranks), also with
+// forced K splits on a small grid (units handed out by the counter); 200 calls back to back
+// with no host synchronisation; a small case for compute-sanitizer; a first call in a fresh
+// process under lazy module loading.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/collectives/nccl_collectives.hpp"
@@ -34,15 +36,27 @@ std::vector<std::uint16_t> host_bits(const void* data, std::size_t count) {
   return bits;
 }
 
+// Every case unsplit, with the default split and with 8 splits where K has 8 chunks.
+template <std::size_t N>
+std::vector<std::pair<Case, int>> with_splits(const Case (&cases)[N]) {
+  std::vector<std::pair<Case, int>> out;
+  for (const int splits : {1, 0, 8})
+    for (const Case& c : cases)
+      if (c.k / 32 >= splits) out.emplace_back(c, splits);
+  return out;
+}
+
 TEST(FusedGemvLocal, MatchesHostReference) {
   OVERLAPSIM_REQUIRE_GPUS(1);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   const std::uint64_t seed = fresh_seed();
-  // k = 96: fewer K chunks than warps; k = 4160: an unroll tail.
-  for (const Case c : {Case{1, 256, 1024}, Case{3, 64, 96}, Case{8, 128, 4160}, Case{13, 96, 512},
-                       Case{16, 256, 2048}, Case{40, 64, 256}, Case{64, 128, 1024}}) {
+  // k = 96: fewer K chunks than warps; k = 4160: an unroll tail (and uneven splits).
+  const Case cases[] = {Case{1, 256, 1024}, Case{3, 64, 96},     Case{8, 128, 4160},
+                        Case{13, 96, 512},  Case{16, 256, 2048}, Case{40, 64, 256},
+                        Case{64, 128, 1024}};
+  for (const auto& [c, splits] : with_splits(cases)) {
     SCOPED_TRACE("tokens " + std::to_string(c.tokens) + " n " + std::to_string(c.n) + " k " +
-                 std::to_string(c.k));
+                 std::to_string(c.k) + " k_splits " + std::to_string(splits));
     DeviceBuffer x, w, y;
     ASSERT_TRUE(x.allocate(c.tokens * c.k * 2).ok);
     ASSERT_TRUE(w.allocate(c.n * c.k * 2).ok);
@@ -51,7 +65,9 @@ TEST(FusedGemvLocal, MatchesHostReference) {
     ASSERT_TRUE(fill_random(w.data(), c.n * c.k, DType::BF16, seed + 2, nullptr).ok);
     ASSERT_TRUE(poison(y.data(), c.tokens * c.n, nullptr).ok);
     GemvAllReduce fused;
-    const Status init = fused.initialize(nullptr, c.tokens, c.n, c.k, DType::BF16);
+    GemvAllReduceOptions options;
+    options.k_splits = splits;
+    const Status init = fused.initialize(nullptr, c.tokens, c.n, c.k, DType::BF16, options);
     ASSERT_TRUE(init.ok) << init.message;
     const Status s = fused.run_local(x.data(), w.data(), y.data(), nullptr);
     ASSERT_TRUE(s.ok) << s.message;
@@ -80,7 +96,7 @@ TEST(FusedGemvLocal, MatchesHostReference) {
 // rank's GEMV partials gathered and summed in rank order on the host, and the last one
 // against the partials through NCCL's all-reduce.
 Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t seed, int calls,
-                              int max_ctas, GemvTransport transport) {
+                              int max_ctas, GemvTransport transport, int k_splits = 0) {
   OVERLAPSIM_TRY(quiesce(ctx, "fused test alloc"));
   const int world = ctx.comm.world, rank = ctx.comm.rank;
   const std::size_t y_count = static_cast<std::size_t>(c.tokens) * c.n;
@@ -96,6 +112,7 @@ Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t see
   options.timeout_s = 60;
   options.max_ctas = max_ctas;
   options.transport = transport;
+  options.k_splits = k_splits;
   OVERLAPSIM_TRY(fused.initialize(&ctx.comm, c.tokens, c.n, c.k, DType::BF16, options));
   OVERLAPSIM_TRY(quiesce(ctx, "fused test ready"));
   cudaStream_t s = ctx.compute_stream;
@@ -130,7 +147,8 @@ Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t see
       return Status::failure("rank " + std::to_string(rank) + " call " + std::to_string(call) +
                              ": " + std::to_string(differ) + " of " + std::to_string(y_count) +
                              " elements differ from the rank-order sum of the partials (" +
-                             to_string(transport) + ")");
+                             to_string(transport) + ", k_splits " +
+                             std::to_string(fused.k_splits()) + ")");
   }
   std::uint64_t off = 0;
   // NCCL's order is its own with more than 2 ranks, and its ring rounds to bf16 after every
@@ -159,10 +177,14 @@ TEST(FusedGemvAllReduce, MatchesRankOrderSumAndNccl) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::uint64_t seed = fresh_seed();
   const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
-    for (GemvTransport transport : {GemvTransport::PeerPointers, GemvTransport::NcclWindow})
+    for (GemvTransport transport : {GemvTransport::PeerPointers, GemvTransport::NcclWindow}) {
       for (const Case c : {Case{1, 1024, 512}, Case{16, 2048, 1024}, Case{64, 512, 256},
                            Case{5, 96, 64}, Case{16, 16384, 2048}})
         OVERLAPSIM_TRY(check_against_partials(ctx, c, seed, 2, 0, transport));
+      // More units than CTAs: the counter hands them out, the splits meet in any order.
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{16, 2048, 4096}, seed, 3, 24, transport, 4));
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{1, 1024, 2048}, seed, 3, 8, transport, 8));
+    }
     return Status::success();
   });
   ASSERT_TRUE(status.ok) << status.message;
@@ -172,22 +194,28 @@ TEST(FusedGemvAllReduce, SmallForSanitizer) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::uint64_t seed = fresh_seed();
   const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
+    // 4 CTAs for 16 units: the counter, split meetings and the exchange under the tools.
     OVERLAPSIM_TRY(
-        check_against_partials(ctx, Case{4, 256, 256}, seed, 3, 4, GemvTransport::PeerPointers));
-    return check_against_partials(ctx, Case{4, 256, 256}, seed, 3, 4, GemvTransport::NcclWindow);
+        check_against_partials(ctx, Case{4, 256, 256}, seed, 3, 4, GemvTransport::PeerPointers, 2));
+    return check_against_partials(ctx, Case{4, 256, 256}, seed, 3, 4, GemvTransport::NcclWindow, 2);
   });
   ASSERT_TRUE(status.ok) << status.message;
 }
 
 // 200 calls enqueued back to back (inputs rotating over 3 sets, a new output each call), no
 // host synchronisation between them: the epochs and the receive buffers' parity must keep
-// every call's partials apart while ranks drift by up to a call.
+// every call's partials apart while ranks drift by up to a call; once on the default grid
+// (one unit per CTA) and once with 2 K splits on 32 CTAs (the unit counter and the split
+// meetings carried from call to call), with both transports.
 TEST(FusedGemvAllReduce, BackToBack200Calls) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::uint64_t seed = fresh_seed();
   constexpr int kCalls = 200, kSets = 3;
   const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
-    for (GemvTransport transport : {GemvTransport::PeerPointers, GemvTransport::NcclWindow}) {
+    for (const int config : {0, 1, 2, 3}) {
+      const GemvTransport transport =
+          config < 2 ? GemvTransport::PeerPointers : GemvTransport::NcclWindow;
+      const bool counted = config % 2 == 1;
       const Case c{16, 4096, 1024};
       const std::size_t y_count = static_cast<std::size_t>(c.tokens) * c.n;
       OVERLAPSIM_TRY(quiesce(ctx, "b2b alloc"));
@@ -199,6 +227,10 @@ TEST(FusedGemvAllReduce, BackToBack200Calls) {
       GemvAllReduce fused;
       GemvAllReduceOptions options;
       options.transport = transport;
+      if (counted) {
+        options.k_splits = 2;
+        options.max_ctas = 32;
+      }
       OVERLAPSIM_TRY(fused.initialize(&ctx.comm, c.tokens, c.n, c.k, DType::BF16, options));
       OVERLAPSIM_TRY(quiesce(ctx, "b2b ready"));
       cudaStream_t s = ctx.compute_stream;
@@ -225,7 +257,8 @@ TEST(FusedGemvAllReduce, BackToBack200Calls) {
         if (differ != 0)
           return Status::failure("rank " + std::to_string(rank) + " call " + std::to_string(call) +
                                  ": " + std::to_string(differ) + " elements differ (" +
-                                 to_string(transport) + ")");
+                                 to_string(transport) + ", k_splits " +
+                                 std::to_string(fused.k_splits()) + ")");
       }
       OVERLAPSIM_TRY(quiesce(ctx, "b2b done"));
     }
