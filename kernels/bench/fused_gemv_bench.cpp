@@ -1,7 +1,7 @@
 // fused-gemv-bench: decode's row-parallel projection (GEMV over a K shard, then an
 // all-reduce of tokens x N over the ranks) as the fused kernel (kernels/fused/) against
 // the sequential baselines, every variant in one interleaved loop per case:
-//   gemv+allreduce fused           one kernel: GEMV, pushes to the peers, flags, reduction
+//   gemv+allreduce fused           one kernel: GEMV, pushes to the peers (epoch-tagged lines), reduction
 //                                  (peers through CUDA peer pointers)
 //   gemv+allreduce fused_nccl_window  the same kernel, peers through NCCL's device API
 //                                  (a symmetric window, LSA pointers)

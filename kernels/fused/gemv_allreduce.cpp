@@ -149,8 +149,9 @@ Status GemvAllReduce::run(const void* x, const void* w, void* y, cudaStream_t st
   a.push = world_ > 1;
   for (int r = 0; r < world_; ++r) a.recv[r] = static_cast<std::uint16_t*>(recv_ptrs_[r]);
   a.window = window_;
-  ++epoch_;
-  if (epoch_ == 0) ++epoch_;  // 0 is the lines' initial value
+  // 0 is the lines' initial value, so the wrap skips it, and to 2 rather than 1: the epoch's
+  // parity picks the buffer half, and two calls in a row must use different halves.
+  epoch_ = epoch_ == 0xFFFFFFFFu ? 2u : epoch_ + 1;
   a.epoch = epoch_;
   a.timeout_ns = static_cast<std::uint64_t>(timeout_s_ * 1e9);
   a.timed_out = timed_out_.as<int>();
