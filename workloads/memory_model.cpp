@@ -62,16 +62,19 @@ LayerParameters layer_parameters(const ModelSpec& m, int layer) {
   LayerParameters p;
   p.dense += 2 * norm_parameters(m, h);
   if (a.kind == AttentionKind::Mla) {
-    const double qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    // In doubles from the start: products of the file's int sizes can pass INT_MAX.
+    const double heads = a.heads, q_rank = a.q_lora_rank, kv_rank = a.kv_lora_rank;
+    const double nope = a.qk_nope_head_dim, rope = a.qk_rope_head_dim, v = a.v_head_dim;
+    const double qk = nope + rope;
     if (a.q_lora_rank > 0) {
-      p.dense += h * a.q_lora_rank + norm_parameters(m, a.q_lora_rank);
-      p.dense += a.q_lora_rank * a.heads * qk / t;
+      p.dense += h * q_rank + norm_parameters(m, a.q_lora_rank);
+      p.dense += q_rank * heads * qk / t;
     } else {
-      p.dense += h * a.heads * qk / t;
+      p.dense += h * heads * qk / t;
     }
-    p.dense += h * (a.kv_lora_rank + a.qk_rope_head_dim) + norm_parameters(m, a.kv_lora_rank);
-    p.dense += a.kv_lora_rank * a.heads * (a.qk_nope_head_dim + a.v_head_dim) / t;
-    p.dense += a.heads * a.v_head_dim * h / t;
+    p.dense += h * (kv_rank + rope) + norm_parameters(m, a.kv_lora_rank);
+    p.dense += kv_rank * heads * (nope + v) / t;
+    p.dense += heads * v * h / t;
   } else {
     const double q = static_cast<double>(a.heads) * head_dim(m);
     const double kv = static_cast<double>(a.kv_heads) * head_dim(m);

@@ -67,6 +67,25 @@ TEST(MemoryModel, TinyGptParameterCountByHand) {
   EXPECT_DOUBLE_EQ(stage_parameters(m, 0).expert, 0);
 }
 
+// MLA's per-head matrices grow linearly with the heads, also where heads x kv_lora_rank
+// passes INT_MAX (65536 x 65536 = 2^32): the terms are summed in doubles.
+TEST(MemoryModel, MlaHeadTermsStayLinearPastIntRange) {
+  auto mla = [](int heads) {
+    return "name: tiny-mla\nkind: transformer\ntransformer:\n  layers: 2\n  hidden: 64\n"
+           "  ffn_hidden: 256\n  vocab: 1000\n  mlp: swiglu\n  norm: rmsnorm\n"
+           "  position_embedding: rope\n  attention:\n    kind: mla\n    heads: " +
+           std::to_string(heads) +
+           "\n    kv_lora_rank: 65536\n    qk_nope_head_dim: 16\n    qk_rope_head_dim: 16\n"
+           "    v_head_dim: 16\ntraining:\n  seq_len: 128\n  global_batch: 8\n"
+           "  micro_batch: 1\nparallelism:\n  tp: 1\n  pp: 1\n";
+  };
+  const double one = stage_parameters(resolved(mla(1), 1), 0).total();
+  const double many = stage_parameters(resolved(mla(65536), 1), 0).total();
+  // Per head and layer: q 64·32, kv up 65536·(16 + 16), out 16·64.
+  const double per_head = 64.0 * 32 + 65536.0 * 32 + 16.0 * 64;
+  EXPECT_DOUBLE_EQ(many - one, 65535.0 * 2 * per_head);
+}
+
 TEST(MemoryModel, TpShardsMatricesButNotNorms) {
   const ModelSpec m = resolved(tiny_gpt("", "  tp: 2\n  pp: 2\n"), 4);
   const double layer = 2 * 2 * 64 + (64 * 192 + 64 * 64 + 2 * 64 * 256) / 2.0;
