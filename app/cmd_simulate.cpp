@@ -24,6 +24,7 @@
 #include "sim/profile/profile_load.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/memory_model.hpp"
+#include "workloads/model.hpp"
 #include "workloads/scenario_inputs.hpp"
 
 namespace overlapsim::app {
@@ -175,22 +176,29 @@ int run_simulate(const SimulateOptions& o) {
     for (const auto& design : options.designs)
       if (o.design == "all") config::check_writable(per_design_path(o.trace, design), "--trace");
   }
+  // A configuration that cannot run is no projection: stop before building its step, whose
+  // graph for an absurd layout takes gigabytes and minutes before it could be refused.
+  const workloads::ScenarioSpecs specs = workloads::load_scenario_specs(request);
+  workloads::validate_model(specs.model);
+  const workloads::MemoryEstimate memory = workloads::estimate_memory(
+      workloads::resolve_for_world(specs.model, specs.cluster.num_gpus(),
+                                   specs.cluster.gpus_per_node),
+      specs.cluster);
+  if (!memory.fits() && !o.ignore_memory)
+    throw config::ConfigError(fmt::format(
+        "{}: the configuration does not fit in GPU memory: {} (expected a layout that fits: "
+        "more tp/pp, recompute or the distributed optimizer; --ignore-memory simulates it anyway)",
+        o.workload, memory.explain()));
   // Deliberately never freed: the process exits right after printing, and tearing down
   // ~10^6 small allocations of the step graphs costs a few tenths of a second.
-  const auto& inputs = *new workloads::ScenarioInputs(workloads::load_scenario_inputs(request));
+  const auto& inputs = *new workloads::ScenarioInputs(workloads::make_scenario_inputs(
+      specs.model, specs.cluster, request.profile_file, request.fold));
   if (options.trace) check_trace_ranks(options.trace_ranks, inputs, request.fold);
   if (options.gemm_clock == sim::GemmClock::DutyCycle && !inputs.profile.compute.idle_clock_boost)
     throw config::ConfigError(fmt::format(
         "--gemm-clock duty-cycle: {}: compute.idle_clock_boost: missing (expected a profile "
         "fitted from pair loops, e.g. calibration/profiles/h200-nvlink.yaml)",
         inputs.profile.path));
-  // A configuration that cannot run is no projection: stop before timing it.
-  const workloads::MemoryEstimate memory = workloads::estimate_memory(inputs.model, inputs.cluster);
-  if (!memory.fits() && !o.ignore_memory)
-    throw config::ConfigError(fmt::format(
-        "{}: the configuration does not fit in GPU memory: {} (expected a layout that fits: "
-        "more tp/pp, recompute or the distributed optimizer; --ignore-memory simulates it anyway)",
-        o.workload, memory.explain()));
   check_memory_budget(sim::step_run_size(inputs.step, inputs.topology), o.max_memory,
                       fmt::format("{} on {}", o.workload, o.cluster));
   const auto& result =

@@ -249,7 +249,8 @@ void remember(ModelSpec& spec, const ConfigNode& parent, const std::string& sect
 
 int get_int_in(const ConfigNode& n, const std::string& key, int lo, int def_value, bool required) {
   if (!n.has(key)) {
-    if (required) n.child(key);  // throws "missing (required)"
+    // has() is false for a null value too (`heads: ~`), which child() would accept.
+    if (required) n.fail_key(key, "missing (required)");
     return def_value;
   }
   std::int64_t v = n.get_int(key);

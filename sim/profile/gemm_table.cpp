@@ -52,7 +52,11 @@ void GemmWaveModel::validate() const {
     throw std::invalid_argument("gemm wave model: below_one_wave: whole_tiles needs a fixed tile");
   if (best_of_choices() && (tile_per_shape || tile_m > 0))
     throw std::invalid_argument("gemm wave model: choices with a fixed tile or a tile per shape");
-  if (max_split_k < 1) throw std::invalid_argument("gemm wave model: max_split_k must be >= 1");
+  // A split is a whole K block of a tile, and every split is tried for every shape: a bound
+  // keeps a mistyped value from looping for minutes (cuBLASLt's own split-K stays far below).
+  if (max_split_k < 1 || max_split_k > kMaxSplitK)
+    throw std::invalid_argument(
+        fmt::format("gemm wave model: max_split_k {} is outside 1..{}", max_split_k, kMaxSplitK));
   if (!(partial_wave_floor >= 0 && partial_wave_floor <= 1))
     throw std::invalid_argument("gemm wave model: partial_wave_floor must be in [0, 1]");
   if (partial_wave_floor != 1 && !(tile_m > 0))

@@ -55,6 +55,9 @@ struct GemmCharge {
 // more units in the waves rather than assumed below one wave, and stream-K (no rounding).
 // On one H100 (calibration/data/h100x1-gemm-offgrid) cuBLASLt's times at shapes between the
 // grid points showed no wave quantisation, and the fit chose stream-K for every shape.
+// The most K splits the wave model tries for one tile.
+inline constexpr int kMaxSplitK = 64;
+
 struct GemmWaveModel {
   double fixed_s = 0;
   double output_s_per_element = 0;
@@ -75,7 +78,7 @@ struct GemmWaveModel {
   // work units like whole ones: units = tiles x split, rounded up to whole waves on `sms`,
   // each unit running K / split of the main loop and one epilogue).
   std::vector<GemmKernelChoice> choices;
-  int max_split_k = 1;
+  int max_split_k = 1;  // 1..kMaxSplitK
 
   static constexpr int kVendorTiles[4][2] = {{128, 128}, {128, 256}, {256, 128}, {256, 256}};
 

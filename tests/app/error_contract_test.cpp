@@ -68,6 +68,17 @@ std::vector<Row> rows() {
        {{"m.yaml", edited(kModel, {{"layers: 4", "layers: 4294967297"}})}},
        "simulate --no-timing -w {dir}/m.yaml -c " + kCluster,
        {"{dir}/m.yaml:7:", "transformer.layers", "4294967297"}},
+      // A null required key read as absent-with-default: heads 0, then `hidden % 0` (SIGFPE).
+      {"required_key_null",
+       {{"m.yaml", edited(kModel, {{"heads: 8", "heads: ~"}})}},
+       "simulate --no-timing -w {dir}/m.yaml -c " + kCluster,
+       {"{dir}/m.yaml:", "transformer.attention.heads", "missing (required)"}},
+      // max_split_k 2^31 - 1 looped past INT_MAX (signed overflow) after billions of splits.
+      {"profile_max_split_k_huge",
+       {{"p.yaml", edited("calibration/profiles/datasheet-h100.yaml",
+                          {{"max_split_k: 4", "max_split_k: 2147483647"}})}},
+       kSim + "--profile {dir}/p.yaml",
+       {"{dir}/p.yaml:", "max_split_k 2147483647 is outside 1..64"}},
       {"profile_sms_past_int_max",
        {{"p.yaml", edited(kProfile, {{"sms: 132", "sms: 4294967297"}})}},
        kSim + "--profile {dir}/p.yaml",
