@@ -30,7 +30,9 @@
 // kept per anchor, so a 2048-node x 8-GPU fat-tree needs one table per leaf (512 with
 // 32-port leaves, 44 MB) instead of 16,384. Where no anchor exists within a few levels (a
 // ring, a mesh), the destination is its own anchor. Tables live in an LRU bounded by a byte
-// limit, so memory stays bounded whatever the graph; a miss costs one BFS over the graph.
+// limit, so memory stays bounded whatever the graph; a miss costs a BFS, and each table is
+// searched only as far out as the sources routed to it so far (Table): a ring's neighbour
+// routes never search the whole ring.
 //
 // Scanning every link of a big switch on every route is the other cost (a 1,024-port flat
 // switch, a spine above 512 leaves). Inside a ball the next hops of each vertex are listed
@@ -128,7 +130,16 @@ struct Topology::RoutingState {
   };
   struct Table {
     std::uint32_t anchor = 0;
-    std::vector<std::uint16_t> hops;  // hops from each vertex to the anchor
+    // Hops from each vertex to the anchor, searched breadth-first only as far as the routes
+    // asked so far need: every level up to the farthest source met is complete, and nothing
+    // beyond it is labelled (kUnreached). A walk from a source at level L only compares
+    // neighbours of vertices below L, whose nearer neighbours are all labelled, so a partial
+    // table routes exactly as a full one. On a ring of 65,536 GPUs a route to a neighbour
+    // then searches a few vertices instead of the whole ring.
+    std::vector<std::uint16_t> hops;
+    std::vector<std::uint32_t> queue;  // the search's queue; emptied once it is complete
+    std::size_t head = 0;              // next vertex of `queue` to expand
+    bool complete = false;
     // Next hops towards the anchor of high-degree vertices (switches) met so far: outside
     // a destination's ball they depend on the anchor only, and scanning a 64- or 512-port
     // switch on every route costs more than looking its list up.
@@ -177,9 +188,10 @@ struct Topology::RoutingState {
   }
 
   void prepare(const Topology& topo);
-  Table& table_for(std::uint32_t anchor);
+  Table& table_for(std::uint32_t anchor, std::uint32_t source);
   void evict_to_limit();
-  std::vector<std::uint16_t> bfs(std::uint32_t root);
+  void search_until(Table& table, std::uint32_t source);
+  static std::size_t table_bytes_of(const Table& table);
   void find_ball(Destination& dest, std::uint32_t dst);
   void stamp_ball(const Destination& dest, int dst_rank);
 };
@@ -207,42 +219,73 @@ void Topology::RoutingState::prepare(const Topology& topo) {
   adjacency_ready = true;
 }
 
-// Breadth-first search from `root` over the (symmetric) links: hops from every vertex to
-// root. Vertices that do not relay get a distance but are not expanded.
-std::vector<std::uint16_t> Topology::RoutingState::bfs(std::uint32_t root) {
-  std::vector<std::uint16_t> hops(num_vertices(), kUnreached);
-  queue.clear();
-  hops[root] = 0;
-  queue.push_back(root);
-  for (std::size_t head = 0; head < queue.size(); ++head) {
-    const std::uint32_t v = queue[head];
-    if (v != root && !relays[v]) continue;
-    if (hops[v] + 1 >= kUnreached)
+// Breadth-first search from the table's anchor over the (symmetric) links, resumed where it
+// stopped, until `source` is labelled and every vertex below its level is expanded (then
+// its level is complete too), or the search has reached everything. Vertices that do not
+// relay get a distance but are not expanded.
+void Topology::RoutingState::search_until(Table& t, std::uint32_t source) {
+  if (t.complete || t.hops[source] != kUnreached) return;
+  while (t.head < t.queue.size()) {
+    const std::uint32_t v = t.queue[t.head];
+    if (t.hops[source] != kUnreached && t.hops[v] >= t.hops[source]) {
+      // Keep only the frontier, the vertices labelled but not yet expanded: the table's
+      // memory is then about its hops alone, as for a complete one.
+      t.queue.erase(t.queue.begin(), t.queue.begin() + static_cast<std::ptrdiff_t>(t.head));
+      t.queue.shrink_to_fit();
+      t.head = 0;
+      return;
+    }
+    ++t.head;
+    if (v != t.anchor && !relays[v]) continue;
+    if (t.hops[v] + 1 >= kUnreached)
       throw std::runtime_error("route: a path is longer than 65,534 hops");
     for (std::uint32_t i = out_begin[v]; i < out_begin[v + 1]; ++i) {
       const std::uint32_t u = out_target[i];
-      if (hops[u] != kUnreached) continue;
-      hops[u] = static_cast<std::uint16_t>(hops[v] + 1);
-      queue.push_back(u);
+      if (t.hops[u] != kUnreached) continue;
+      t.hops[u] = static_cast<std::uint16_t>(t.hops[v] + 1);
+      t.queue.push_back(u);
     }
   }
-  ++bfs_runs;
-  return hops;
+  t.complete = true;
+  std::vector<std::uint32_t>().swap(t.queue);
 }
 
-Topology::RoutingState::Table& Topology::RoutingState::table_for(std::uint32_t anchor) {
-  if (last_table != nullptr && last_table->anchor == anchor) return *last_table;
-  if (const auto it = tables.find(anchor); it != tables.end()) {
-    lru.splice(lru.begin(), lru, it->second);
-  } else {
-    lru.push_front(Table{anchor, bfs(anchor), {}, {}, 0});
-    tables.emplace(anchor, lru.begin());
-    lru.front().bytes = lru.front().hops.capacity() * sizeof(std::uint16_t);
-    table_bytes += lru.front().bytes;
-    evict_to_limit();
+std::size_t Topology::RoutingState::table_bytes_of(const Table& t) {
+  return t.hops.capacity() * sizeof(std::uint16_t) + t.queue.capacity() * sizeof(std::uint32_t);
+}
+
+Topology::RoutingState::Table& Topology::RoutingState::table_for(std::uint32_t anchor,
+                                                                 std::uint32_t source) {
+  Table* t = last_table;
+  if (t == nullptr || t->anchor != anchor) {
+    if (const auto it = tables.find(anchor); it != tables.end()) {
+      lru.splice(lru.begin(), lru, it->second);
+    } else {
+      Table fresh;
+      fresh.anchor = anchor;
+      fresh.hops.assign(num_vertices(), kUnreached);
+      fresh.hops[anchor] = 0;
+      fresh.queue.push_back(anchor);
+      lru.push_front(std::move(fresh));
+      tables.emplace(anchor, lru.begin());
+      ++bfs_runs;
+    }
+    t = &lru.front();
+    last_table = t;
   }
-  last_table = &lru.front();
-  return lru.front();
+  // Memoised next hops are counted in t->bytes too; only the search's part changes here.
+  const std::size_t before = table_bytes_of(*t);
+  search_until(*t, source);
+  const std::size_t after = table_bytes_of(*t);
+  if (t->bytes == 0) {
+    t->bytes = after;
+    table_bytes += after;
+  } else {
+    t->bytes = t->bytes - before + after;
+    table_bytes = table_bytes - before + after;
+  }
+  evict_to_limit();
+  return *t;
 }
 
 // Never evicts the front table (the one in use): one table is the floor whatever the limit.
@@ -456,7 +499,7 @@ void Topology::route_into(int src_rank, int dst_rank, std::uint64_t flow_id,
   if (!dest.ready) rs.find_ball(dest, dst);
   rs.stamp_ball(dest, dst_rank);
   const std::uint32_t stamp = rs.stamp;
-  RoutingState::Table* table = dest.has_anchor ? &rs.table_for(dest.anchor) : nullptr;
+  RoutingState::Table* table = dest.has_anchor ? &rs.table_for(dest.anchor, src) : nullptr;
   const std::uint16_t* hops = table != nullptr ? table->hops.data() : nullptr;
   const std::uint32_t anchor_hops = dest.anchor_hops;
   const auto hops_to_dst = [&](std::uint32_t v) -> std::uint32_t {

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <set>
 #include <stdexcept>
@@ -304,6 +306,24 @@ TEST(Builders, FlatSwitchRoutesDoNotScanTheSwitch) {
 }
 
 // 2048 nodes x 8 GPUs = 16,384 GPUs: caches stay bounded while routing a sample.
+// A destination's hop table is searched only as far as its sources so far: nearest first,
+// then farther, then nearer again, every route is a shortest one and the same links as from
+// a fresh topology that routes that pair alone.
+TEST(Builders, RingRoutesFromPartlySearchedTablesAreShortest) {
+  const int n = 64;
+  const Topology ring = build_ring({n, 50e9, 1e-6, 1});
+  const int dst = 17;
+  std::vector<int> sources;
+  for (int d = 1; d < n / 2; ++d) sources.push_back((dst + d) % n);
+  for (int d = n / 2; d >= 1; --d) sources.push_back((dst - d + n) % n);
+  for (const int src : sources) {
+    const int apart = std::abs(src - dst);
+    const std::vector<LinkId> path = ring.route(src, dst, 7);
+    EXPECT_EQ(path.size(), static_cast<std::size_t>(std::min(apart, n - apart))) << src;
+    EXPECT_EQ(path, build_ring({n, 50e9, 1e-6, 1}).route(src, dst, 7)) << src;
+  }
+}
+
 TEST(Builders, SixteenThousandGpusRouteWithBoundedMemory) {
   auto start = Clock::now();
   const Topology t = build_rail_fat_tree(small_tree(2048, 64, 1));
