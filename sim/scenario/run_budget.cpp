@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "config/integers.hpp"
 #include "sim/collectives/transfer_count.hpp"
@@ -29,10 +31,16 @@ namespace {
 //    h200-128node-ndr, 148.9 MiB less the 10.0 MiB of that run's base and topology, over
 //    1,047,552 transfers: 139 bytes (the plan's Transfer, the flow network's copy, its cached
 //    route of about 6 links, solver entries).
+//  - per route link beyond that route's 6: `collective --op alltoall --bytes 16MiB` on
+//    bidirectional rings of 128, 256 and 512 GPUs (mean routes of 32, 64 and 128 links):
+//    20.0, 88.0 and 589.7 MiB for 16,256, 65,280 and 261,632 transfers, 15.8 to 16.6 bytes
+//    per transfer and link (2026-11-27).
 //  - per op: assumed, not measured apart: an OpNode (~200 bytes with its name), its edges
 //    and the executor's per-op state, rounded up to 1 KiB.
 constexpr std::uint64_t kBaseBytes = std::uint64_t{8} << 20;
 constexpr std::uint64_t kBytesPerTransfer = 140;
+constexpr std::uint64_t kRouteLinksMeasured = 6;  // the route length kBytesPerTransfer holds
+constexpr std::uint64_t kBytesPerRouteLink = 16;
 constexpr std::uint64_t kBytesPerVertex = 320;
 constexpr std::uint64_t kBytesPerLink = 320;
 constexpr std::uint64_t kBytesPerOp = 1024;
@@ -53,6 +61,33 @@ std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
 std::string human(std::uint64_t bytes) {
   const double mib = static_cast<double>(bytes) / (1024.0 * 1024);
   return mib < 1024 ? fmt::format("{:.0f} MiB", mib) : fmt::format("{:.1f} GiB", mib / 1024);
+}
+
+// Links of the routes a collective's transfers take, on average over a sample of at most 64
+// of them: all pairs for an all-to-all (or a direct algorithm), neighbours in rank order for
+// the rest (rings, trees, hierarchical phases). On fat trees they are a few links; on a ring
+// or a mesh they grow with the GPU count, and so does each flow's memory.
+double mean_route_links(const Topology& topo, const std::vector<int>& ranks, bool all_pairs) {
+  const std::size_t n = ranks.size();
+  if (n < 2) return 0;
+  const std::size_t samples = std::min<std::size_t>(64, n);
+  std::uint64_t links = 0;
+  for (std::size_t k = 0; k < samples; ++k) {
+    const std::size_t i = k * n / samples;
+    const std::size_t step = all_pairs ? 1 + (k * 2654435761ULL) % (n - 1) : 1;
+    links += topo.route(ranks[i], ranks[(i + step) % n], 0).size();
+  }
+  return static_cast<double>(links) / static_cast<double>(samples);
+}
+
+std::uint64_t route_links(std::uint64_t transfers, double mean_links) {
+  const double links = static_cast<double>(transfers) * mean_links;
+  return links >= 1.8e19 ? std::numeric_limits<std::uint64_t>::max()
+                         : static_cast<std::uint64_t>(std::llround(links));
+}
+
+bool all_pairs(const CollectiveRequest& req) {
+  return req.op == CollectiveOp::AllToAll || req.algo == Algorithm::Direct;
 }
 
 RunSize topology_size(const Topology& topo) {
@@ -84,6 +119,11 @@ RunMemoryEstimate estimate_run_memory(const RunSize& size) {
   e.graph_bytes = saturating_mul(size.ops, kBytesPerOp);
   e.transfers = size.transfers_in_flight;
   e.flow_bytes = saturating_mul(size.transfers_in_flight, kBytesPerTransfer);
+  const std::uint64_t measured_links = saturating_mul(size.transfers_in_flight, kRouteLinksMeasured);
+  if (size.route_links_in_flight > measured_links)
+    e.flow_bytes = saturating_add(
+        e.flow_bytes,
+        saturating_mul(size.route_links_in_flight - measured_links, kBytesPerRouteLink));
   return e;
 }
 
@@ -93,6 +133,8 @@ RunSize collective_run_size(const Topology& topo, const CollectiveRequest& req,
   Simulator clock;
   FlowNetwork net(clock, topo);
   s.transfers_in_flight = peak_group_transfers(net, req, tuning);
+  s.route_links_in_flight =
+      route_links(s.transfers_in_flight, mean_route_links(topo, req.ranks, all_pairs(req)));
   return s;
 }
 
@@ -117,7 +159,7 @@ RunSize step_run_size(const StepGraph& step, const Topology& topo) {
     families.emplace(step.groups[static_cast<std::size_t>(group)].family, op);
   for (std::size_t g = 0; g < step.groups.size(); ++g) {
     const CommGroup& group = step.groups[g];
-    std::uint64_t most = 0;
+    std::uint64_t most = 0, most_links = 0;
     for (const auto& [family, op] : families) {
       if (family != group.family) continue;
       CollectiveRequest req;
@@ -125,9 +167,13 @@ RunSize step_run_size(const StepGraph& step, const Topology& topo) {
       req.ranks = group.ranks;
       CollectiveTuning tuning;
       tuning.pxn = op == CollectiveOp::AllToAll;
-      most = std::max(most, peak_group_transfers(net, req, tuning));
+      const std::uint64_t transfers = peak_group_transfers(net, req, tuning);
+      most = std::max(most, transfers);
+      most_links = std::max(
+          most_links, route_links(transfers, mean_route_links(topo, req.ranks, all_pairs(req))));
     }
     s.transfers_in_flight = saturating_add(s.transfers_in_flight, most);
+    s.route_links_in_flight = saturating_add(s.route_links_in_flight, most_links);
   }
   return s;
 }

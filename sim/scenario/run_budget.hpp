@@ -19,6 +19,9 @@ struct RunSize {
   std::uint64_t topology_links = 0;       // directed links
   std::uint64_t ops = 0;                  // operations of the simulated ranks' step graphs
   std::uint64_t transfers_in_flight = 0;  // transfers of every group that may run at once
+  // Links of those transfers' routes, summed (each flow keeps its route and a solver entry
+  // per link); 0: unknown, taken as kRouteLinksMeasured each.
+  std::uint64_t route_links_in_flight = 0;
 };
 
 struct RunMemoryEstimate {

@@ -150,6 +150,34 @@ TEST(RunBudget, SixteenThousandRankAllToAllFitsOnlyAggregated) {
       << estimate_run_memory(runs).explain();
 }
 
+// A flow keeps its route: on a ring an all-to-all's routes average n/4 links, and the run's
+// memory grows with them (2,048 GPUs measured past 24 GB before it was killed), while a ring
+// all-reduce's neighbour routes stay one link long.
+TEST(RunBudget, LongRoutesOfARingCountInTheFlows) {
+  RingSpec spec;
+  spec.npus = 2048;
+  spec.link_bandwidth_Bps = 50e9;
+  spec.link_latency_s = 500e-9;
+  const Topology ring = build_ring(spec);
+  const RunSize pairs = collective_run_size(ring, all_to_all(2048), CollectiveTuning{});
+  // The sample's mean is within a quarter of the exact n/4 = 512.
+  EXPECT_GT(pairs.route_links_in_flight, pairs.transfers_in_flight * 384);
+  EXPECT_LT(pairs.route_links_in_flight, pairs.transfers_in_flight * 640);
+  EXPECT_TRUE(over_memory_budget(estimate_run_memory(pairs), 16 * kGiB).has_value())
+      << estimate_run_memory(pairs).explain();
+  CollectiveRequest all_reduce = all_to_all(2048);
+  all_reduce.op = CollectiveOp::AllReduce;
+  all_reduce.algo = Algorithm::Ring;
+  const RunSize neighbours = collective_run_size(ring, all_reduce, CollectiveTuning{});
+  EXPECT_EQ(neighbours.route_links_in_flight, neighbours.transfers_in_flight);
+  // Routes no longer than the measured 6 links cost what they did.
+  RunSize six = neighbours;
+  six.route_links_in_flight = 6 * six.transfers_in_flight;
+  RunSize unknown = neighbours;
+  unknown.route_links_in_flight = 0;
+  EXPECT_EQ(estimate_run_memory(six).flow_bytes, estimate_run_memory(unknown).flow_bytes);
+}
+
 TEST(RunBudget, StepSizeCountsEveryCommunicatorOfAUsedFamily) {
   const Topology topo = build_rail_fat_tree(fat_tree(4, 2, 4));  // 8 GPUs, one leaf
   StepGraph step;
