@@ -190,10 +190,10 @@ GemmTable parse_gemm_wave_model(const ConfigNode& node) {
     node.fail(fmt::format(
         "{} (expected fixed_s >= 0, output_s_per_element >= 0, mainloop_flops_per_s > 0, "
         "tile [m, n] with sms > 0, below_one_wave: whole_tiles only with a tile [m, n], "
-        "tile: best with choices of positive efficiency and max_split_k in 1..64, "
+        "tile: best with choices of positive efficiency and max_split_k in 1..{}, "
         "partial_wave_floor in [0, 1] with a tile [m, n], "
         "correction: m x n x k positive time factors)",
-        e.what()));
+        e.what(), kMaxSplitK));
   }
   return t;
 }

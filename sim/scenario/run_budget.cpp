@@ -160,6 +160,8 @@ RunSize step_run_size(const StepGraph& step, const Topology& topo) {
   for (std::size_t g = 0; g < step.groups.size(); ++g) {
     const CommGroup& group = step.groups[g];
     std::uint64_t most = 0, most_links = 0;
+    // A group's mean route, neighbours [0] or all pairs [1], sampled once for all its ops.
+    double mean_links[2] = {-1, -1};
     for (const auto& [family, op] : families) {
       if (family != group.family) continue;
       CollectiveRequest req;
@@ -169,8 +171,9 @@ RunSize step_run_size(const StepGraph& step, const Topology& topo) {
       tuning.pxn = op == CollectiveOp::AllToAll;
       const std::uint64_t transfers = peak_group_transfers(net, req, tuning);
       most = std::max(most, transfers);
-      most_links = std::max(
-          most_links, route_links(transfers, mean_route_links(topo, req.ranks, all_pairs(req))));
+      double& mean = mean_links[all_pairs(req) ? 1 : 0];
+      if (mean < 0) mean = mean_route_links(topo, group.ranks, all_pairs(req));
+      most_links = std::max(most_links, route_links(transfers, mean));
     }
     s.transfers_in_flight = saturating_add(s.transfers_in_flight, most);
     s.route_links_in_flight = saturating_add(s.route_links_in_flight, most_links);

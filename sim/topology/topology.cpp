@@ -173,7 +173,6 @@ struct Topology::RoutingState {
   std::vector<std::uint32_t> near_index;
   std::uint32_t stamp = 0;
   int stamped_rank = -1;
-  std::vector<std::uint32_t> queue;
   std::vector<LinkId> ties;
 
   std::uint32_t num_vertices() const { return static_cast<std::uint32_t>(relays.size()); }
@@ -182,7 +181,7 @@ struct Topology::RoutingState {
   std::size_t bytes() const {
     return table_bytes + destination_bytes + destinations.capacity() * sizeof(Destination) +
            (out_begin.capacity() + out_target.capacity() + link_target.capacity() +
-            near_stamp.capacity() + near_index.capacity() + queue.capacity()) *
+            near_stamp.capacity() + near_index.capacity()) *
                sizeof(std::uint32_t) +
            (out_link.capacity() + ties.capacity()) * sizeof(LinkId) + relays.capacity();
   }
@@ -266,6 +265,8 @@ Topology::RoutingState::Table& Topology::RoutingState::table_for(std::uint32_t a
       fresh.hops.assign(num_vertices(), kUnreached);
       fresh.hops[anchor] = 0;
       fresh.queue.push_back(anchor);
+      fresh.bytes = table_bytes_of(fresh);
+      table_bytes += fresh.bytes;
       lru.push_front(std::move(fresh));
       tables.emplace(anchor, lru.begin());
       ++bfs_runs;
@@ -277,13 +278,8 @@ Topology::RoutingState::Table& Topology::RoutingState::table_for(std::uint32_t a
   const std::size_t before = table_bytes_of(*t);
   search_until(*t, source);
   const std::size_t after = table_bytes_of(*t);
-  if (t->bytes == 0) {
-    t->bytes = after;
-    table_bytes += after;
-  } else {
-    t->bytes = t->bytes - before + after;
-    table_bytes = table_bytes - before + after;
-  }
+  t->bytes = t->bytes - before + after;
+  table_bytes = table_bytes - before + after;
   evict_to_limit();
   return *t;
 }
