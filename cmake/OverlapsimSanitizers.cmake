@@ -29,7 +29,9 @@ if(OVERLAPSIM_SANITIZE)
     # that matter little to loaders fed from a seed corpus of real files.
     list(APPEND _overlapsim_san -fsanitize-coverage=inline-8bit-counters,pc-table)
   endif()
-  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${_overlapsim_san}>")
+  # Kept in a variable so tests/ can take exactly these back off (OVERLAPSIM_SANITIZE_TESTS).
+  set(OVERLAPSIM_SANITIZE_COMPILE_OPTIONS "$<$<COMPILE_LANGUAGE:CXX>:${_overlapsim_san}>")
+  add_compile_options("${OVERLAPSIM_SANITIZE_COMPILE_OPTIONS}")
   # Every executable that links instrumented code needs the sanitizer runtimes, whichever
   # compiler drives its link.
   add_link_options(-fsanitize=address,undefined)
