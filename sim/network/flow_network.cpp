@@ -15,6 +15,7 @@
 #include "sim/engine/simulator.hpp"
 #include "sim/network/maxmin.hpp"
 #include "sim/network/route_cache.hpp"
+#include "sim/network/unsaturable_links.hpp"
 
 namespace overlapsim::sim {
 
@@ -84,7 +85,7 @@ void unique_transfers(std::span<const Transfer> transfers, std::vector<UniqueTra
 
 struct FlowNetwork::Impl {
   Impl(Simulator& simulator, const Topology& topology)
-      : sim(simulator), topo(topology), routes(topology) {
+      : sim(simulator), topo(topology), routes(topology), unsaturable(unsaturable_links(topology)) {
     link_class.reserve(topo.num_links());
     for (LinkId id = 0; id < topo.num_links(); ++id) {
       const TopoLink& link = topo.link(id);
@@ -161,6 +162,10 @@ struct FlowNetwork::Impl {
   FlowNetworkStats stats;
   FlowObserver observer;
   std::vector<LinkClass> link_class;
+  // Links no allocation can saturate (unsaturable_links.hpp): left out of the solver's
+  // paths, still counted in hops and latency.
+  std::vector<bool> unsaturable;
+  std::vector<LinkId> solver_links;  // scratch: a path without its unsaturable links
   // Byte-hops per link class: finished flows exactly, plus the flows in flight as
   //   in_flight_bytes + in_flight_rate_Bps * (now - in_flight_since_s)
   // brought up to date whenever a rate changes, so reading it is O(1) at any time.
@@ -288,7 +293,10 @@ void FlowNetwork::Impl::start_flows(const std::vector<UniqueTransfer>& unique,
 
 void FlowNetwork::Impl::start_flow(const UniqueTransfer& u, std::span<const LinkId> links,
                                    double latency_s, std::uint32_t slot, double now_s) {
-  const FlowId f = solver.add_flow(links, u.copies);
+  solver_links.clear();
+  for (LinkId link : links)
+    if (!unsaturable[link]) solver_links.push_back(link);
+  const FlowId f = solver.add_flow(solver_links, u.copies);
   FlowRecord& rec = new_record(f, u.transfer.bytes, slot, now_s);
   rec.latency_s = latency_s;
   rec.copies = u.copies;
@@ -360,15 +368,21 @@ bool FlowNetwork::Impl::start_aggregates(const std::vector<UniqueTransfer>& uniq
       }
     }
     agg_weights.clear();
+    std::array<std::uint32_t, kNumLinkClasses> hops{};
+    std::size_t kept = 0;
     for (LinkId link : agg_links) {
-      agg_weights.push_back(link_weight[link]);
+      hops[class_index(link_class[link])] += link_weight[link];
+      if (!unsaturable[link]) {
+        agg_links[kept++] = link;
+        agg_weights.push_back(link_weight[link]);
+      }
       link_weight[link] = 0;
     }
+    agg_links.resize(kept);
     const FlowId f = solver.add_weighted_flow(agg_links, agg_weights);
     FlowRecord& rec = new_record(f, c.bytes, slot, now_s);
     rec.latency_s = latency_s;
-    for (std::size_t k = 0; k < agg_links.size(); ++k)
-      rec.hops[class_index(link_class[agg_links[k]])] += agg_weights[k];
+    rec.hops = hops;
     stats.flows_started += static_cast<std::uint64_t>(c.copies) * c.members.size();
   }
   stats.flows_simulated += classes.size();

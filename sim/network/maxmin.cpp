@@ -22,6 +22,10 @@ void reserve_at_least(std::vector<T>& v, std::size_t n) {
 
 // Compact the path pool when removed paths exceed this many ids and half the pool.
 constexpr std::size_t kCompactMinGarbage = std::size_t{1} << 20;
+// The component solve is tried when the flows at or above the level cross at least this
+// many resources in all (below, re-solving them all costs less than the walk and the merge
+// into the order).
+constexpr std::size_t kComponentMinWork = 256;
 }  // namespace
 
 MaxMinSolver::ResourceId MaxMinSolver::add_resource(double capacity_Bps) {
@@ -39,6 +43,8 @@ MaxMinSolver::ResourceId MaxMinSolver::add_resource(double capacity_Bps) {
   touched_.push_back(0);
   level_bucket_.push_back(0);
   in_heap_.push_back(0);
+  res_flows_.emplace_back();
+  res_stamp_.push_back(0);
   resource_bits_.resize((capacity_Bps_.size() + 63) / 64, 0);
   return id;
 }
@@ -50,6 +56,7 @@ MaxMinSolver::FlowId MaxMinSolver::new_flow_slot(std::span<const ResourceId> res
   if (num_active_ == 0) {  // every stored path is garbage: start the pool over
     path_pool_.clear();
     weight_pool_.clear();
+    incidence_pos_.clear();
     path_garbage_ = 0;
   }
   if (path_garbage_ > kCompactMinGarbage && path_garbage_ > path_pool_.size() / 2) compact_paths();
@@ -67,11 +74,43 @@ MaxMinSolver::FlowId MaxMinSolver::new_flow_slot(std::span<const ResourceId> res
   flows_[id].path_begin = path_pool_.size();
   flows_[id].path_len = static_cast<std::uint32_t>(resources.size());
   path_pool_.insert(path_pool_.end(), resources.begin(), resources.end());
+  incidence_pos_.resize(path_pool_.size());
   flows_[id].rate_Bps = 0;
   flows_[id].state = FlowState::Added;
   added_.push_back(id);
   ++num_active_;
+  link_incidences(id);
   return id;
+}
+
+void MaxMinSolver::link_incidences(FlowId id) {
+  const auto resources = path(id);
+  std::uint32_t* pos = incidence_pos_.data() + flows_[id].path_begin;
+  for (std::size_t k = 0; k < resources.size(); ++k) {
+    std::vector<FlowId>& list = res_flows_[resources[k]];
+    pos[k] = static_cast<std::uint32_t>(list.size());
+    list.push_back(id);
+  }
+}
+
+void MaxMinSolver::unlink_incidences(FlowId id) {
+  const auto resources = path(id);
+  const std::uint32_t* pos = incidence_pos_.data() + flows_[id].path_begin;
+  for (std::size_t k = 0; k < resources.size(); ++k) {
+    const ResourceId r = resources[k];
+    std::vector<FlowId>& list = res_flows_[r];
+    const FlowId last = list.back();
+    list[pos[k]] = last;
+    list.pop_back();
+    if (last == id) continue;
+    // A resource appears once on a path: find the moved flow's incidence of r.
+    const auto moved = path(last);
+    for (std::size_t j = 0; j < moved.size(); ++j)
+      if (moved[j] == r) {
+        incidence_pos_[flows_[last].path_begin + j] = pos[k];
+        break;
+      }
+  }
 }
 
 MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resources,
@@ -105,6 +144,7 @@ void MaxMinSolver::reserve(std::size_t flows, std::size_t incidences) {
   reserve_at_least(flows_, flows_.size() + new_ids);
   reserve_at_least(path_pool_, path_pool_.size() + incidences);
   reserve_at_least(weight_pool_, weight_pool_.size() + incidences);
+  reserve_at_least(incidence_pos_, incidence_pos_.size() + incidences);
   reserve_at_least(added_, added_.size() + flows);
   reserve_at_least(order_, num_active_ + flows);
   reserve_at_least(batch_, num_active_ + flows);
@@ -123,7 +163,9 @@ void MaxMinSolver::remove_flow(FlowId id) {
                                 ? std::min(removed_min_rate_Bps_, flows_[id].rate_Bps)
                                 : flows_[id].rate_Bps;
     removed_since_solve_ = true;
+    dirty_resources_.insert(dirty_resources_.end(), resources.begin(), resources.end());
   }
+  unlink_incidences(id);
   for (std::size_t i = 0; i < resources.size(); ++i) {
     const ResourceId r = resources[i];
     active_weight_[r] -= weight[i];
@@ -151,9 +193,10 @@ std::span<const std::uint32_t> MaxMinSolver::weights_of(FlowId id) const {
 
 void MaxMinSolver::compact_paths() {
   std::vector<ResourceId> pool;
-  std::vector<std::uint32_t> weight_pool;
+  std::vector<std::uint32_t> weight_pool, positions;
   pool.reserve(path_pool_.size() - path_garbage_);
   weight_pool.reserve(path_pool_.size() - path_garbage_);
+  positions.reserve(path_pool_.size() - path_garbage_);
   for (std::size_t id = 0; id < flows_.size(); ++id) {
     if (flows_[id].state == FlowState::Free) continue;
     const std::size_t begin = pool.size();
@@ -162,16 +205,22 @@ void MaxMinSolver::compact_paths() {
                     static_cast<std::ptrdiff_t>(flows_[id].path_begin + flows_[id].path_len));
     const auto w = weights(static_cast<FlowId>(id));
     weight_pool.insert(weight_pool.end(), w.begin(), w.end());
+    const auto p = incidence_pos_.begin() + static_cast<std::ptrdiff_t>(flows_[id].path_begin);
+    positions.insert(positions.end(), p, p + flows_[id].path_len);
     flows_[id].path_begin = begin;
   }
   path_pool_.swap(pool);
   weight_pool_.swap(weight_pool);
+  incidence_pos_.swap(positions);
   path_garbage_ = 0;
 }
 
 std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
   batch_.clear();
-  if (added_.empty() && !removed_since_solve_) return {};
+  if (added_.empty() && !removed_since_solve_) {
+    dirty_resources_.clear();
+    return {};
+  }
 
   // The level below which nothing can change (see the header): the smallest removed rate,
   // and for added flows a lower bound on where any of their resources can saturate now,
@@ -186,6 +235,50 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
       std::lower_bound(order_.begin(), order_.end(), start_level_Bps,
                        [this](FlowId f, double x) { return flows_[f].rate_Bps < x; }) -
       order_.begin());
+
+  // The changed flows' components, where they are smaller than every flow above the level
+  // (and the merge into order_ costs less than re-solving those).
+  std::size_t above_work = 0;
+  for (std::size_t i = keep; i < order_.size(); ++i)
+    if (flows_[order_[i]].state == FlowState::Solved) above_work += flows_[order_[i]].path_len;
+  if (above_work >= kComponentMinWork && order_.size() <= above_work) {
+    bool whole = false;
+    if (collect_component(start_level_Bps, above_work / 2, whole)) {
+      ++partial_solves_;
+      ++component_solves_;
+      // The whole component is re-solved from zero when no flow below the level shares its
+      // resources (which also discards rounding drift in their loads); otherwise from the
+      // level, on what the flows below it leave.
+      for (FlowId f : batch_) {
+        FlowSlot& slot = flows_[f];
+        if (slot.state == FlowState::Added) {
+          slot.state = FlowState::Solved;
+        } else if (!whole && std::isfinite(slot.rate_Bps)) {
+          const auto resources = path(f);
+          const auto weight = weights(f);
+          for (std::size_t i = 0; i < resources.size(); ++i)
+            load_Bps_[resources[i]] -= weight[i] * slot.rate_Bps;
+        }
+      }
+      fill(whole ? 0 : start_level_Bps, whole);
+      merge_into_order();
+      for (FlowId f : batch_) {
+        const double rate_Bps = flows_[f].rate_Bps;
+        if (!std::isfinite(rate_Bps)) continue;
+        const auto resources = path(f);
+        const auto weight = weights(f);
+        for (std::size_t i = 0; i < resources.size(); ++i)
+          load_Bps_[resources[i]] += weight[i] * rate_Bps;
+      }
+      flows_solved_ += batch_.size();
+      added_.clear();
+      dirty_resources_.clear();
+      removed_since_solve_ = false;
+      free_ids_.insert(free_ids_.end(), released_ids_.begin(), released_ids_.end());
+      released_ids_.clear();
+      return batch_;
+    }
+  }
   if (keep == 0) {
     ++full_solves_;
     start_level_Bps = 0;
@@ -227,10 +320,79 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
   }
   flows_solved_ += batch_.size();
   added_.clear();
+  dirty_resources_.clear();
   removed_since_solve_ = false;
   free_ids_.insert(free_ids_.end(), released_ids_.begin(), released_ids_.end());
   released_ids_.clear();
   return batch_;
+}
+
+bool MaxMinSolver::collect_component(double level_Bps, std::size_t work_limit, bool& whole) {
+  if (++stamp_ == 0) {  // wrapped: clear the old marks
+    for (FlowSlot& slot : flows_) slot.stamp = 0;
+    std::fill(res_stamp_.begin(), res_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  batch_.clear();
+  walk_.clear();
+  whole = true;
+  auto reach = [this](ResourceId r) {
+    if (res_stamp_[r] == stamp_) return;
+    res_stamp_[r] = stamp_;
+    walk_.push_back(r);
+  };
+  for (FlowId f : added_) {
+    FlowSlot& slot = flows_[f];
+    if (slot.state != FlowState::Added || slot.stamp == stamp_) continue;
+    slot.stamp = stamp_;
+    batch_.push_back(f);
+    for (ResourceId r : path(f)) reach(r);
+  }
+  for (ResourceId r : dirty_resources_) reach(r);
+  std::size_t work = 0;
+  for (std::size_t head = 0; head < walk_.size(); ++head) {
+    const std::vector<FlowId>& on = res_flows_[walk_[head]];
+    work += on.size();
+    for (FlowId f : on) {
+      FlowSlot& slot = flows_[f];
+      if (slot.stamp == stamp_) continue;
+      slot.stamp = stamp_;
+      if (slot.state == FlowState::Solved && slot.rate_Bps < level_Bps) {
+        whole = false;
+        continue;
+      }
+      batch_.push_back(f);
+      work += slot.path_len;
+      for (ResourceId r : path(f)) reach(r);
+    }
+    if (work > work_limit) {
+      batch_.clear();
+      return false;
+    }
+  }
+  return true;
+}
+
+void MaxMinSolver::merge_into_order() {
+  if (++stamp_ == 0) {
+    for (FlowSlot& slot : flows_) slot.stamp = 0;
+    std::fill(res_stamp_.begin(), res_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  for (FlowId f : batch_) flows_[f].stamp = stamp_;
+  order_scratch_.clear();
+  order_scratch_.reserve(order_.size() + batch_.size());
+  std::size_t j = 0;
+  for (FlowId f : order_) {
+    const FlowSlot& slot = flows_[f];
+    if (slot.state != FlowState::Solved || slot.stamp == stamp_) continue;  // removed or re-solved
+    while (j < batch_.size() && flows_[batch_[j]].rate_Bps < slot.rate_Bps)
+      order_scratch_.push_back(batch_[j++]);
+    order_scratch_.push_back(f);
+  }
+  order_scratch_.insert(order_scratch_.end(), batch_.begin() + static_cast<std::ptrdiff_t>(j),
+                        batch_.end());
+  order_.swap(order_scratch_);
 }
 
 // Sorts initial_ by (level, resource) when its levels take few distinct values, as they

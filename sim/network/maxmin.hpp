@@ -28,6 +28,14 @@
 // the few flows still rising above it; a small intra-node group added next to a big
 // inter-node exchange re-solves only the flows faster than its NVLink share.
 //
+// Components: flows at or above L that share no resource with a changed flow, directly or
+// through other flows at or above L, keep their rates too: the flows below L are frozen with
+// fixed loads, so the filling of one such component never reads another's resources. Where
+// many flows are above L (a pipeline's sends on disjoint NICs, each with its images), the
+// solve walks out from the changed flows' resources over the flows at or above L and
+// re-solves only what it reaches; it falls back to every flow above L when the walk grows
+// past that batch's size.
+//
 // Deterministic: resources saturating at the same level are taken in id order, and every
 // loop runs in an order fixed by the calls made, so equal inputs give bit-equal rates.
 #include <cstddef>
@@ -83,6 +91,8 @@ class MaxMinSolver {
 
   std::uint64_t full_solves() const { return full_solves_; }
   std::uint64_t partial_solves() const { return partial_solves_; }
+  // Solves that re-solved only the changed flows' components (counted in partial_solves).
+  std::uint64_t component_solves() const { return component_solves_; }
   // Flows whose rate the solver computed, over all solves (the work it did).
   std::uint64_t flows_solved() const { return flows_solved_; }
 
@@ -93,6 +103,15 @@ class MaxMinSolver {
   // capacity is their capacity minus the load of the flows outside the batch (none when
   // `from_zero_load`: the batch is every active flow).
   void fill(double start_level_Bps, bool from_zero_load);
+  // The component solve (see the header): fills batch_ with the flows at or above
+  // `level_Bps` reachable from the changed flows, plus the added ones. False (batch_ left
+  // empty) when the walk scans more than `work_limit` incidences. `whole` tells whether every
+  // flow on the resources reached is in the batch (none below the level).
+  bool collect_component(double level_Bps, std::size_t work_limit, bool& whole);
+  // Replaces the batch's flows in order_ by their new rates, keeping order_ sorted by rate.
+  void merge_into_order();
+  void link_incidences(FlowId id);
+  void unlink_incidences(FlowId id);
   void compact_paths();
   bool sort_initial_levels();
   // resources_of without the checks, for the inner loops.
@@ -134,10 +153,20 @@ class MaxMinSolver {
     double rate_Bps = 0;
     FlowState state = FlowState::Free;
     bool frozen = false;
+    std::uint32_t stamp = 0;  // collect_component's visit mark
   };
   std::vector<FlowSlot> flows_;
   std::vector<ResourceId> path_pool_;
   std::vector<std::uint32_t> weight_pool_;  // parallel to path_pool_
+  // Per resource, its active flows; incidence_pos_ (parallel to path_pool_) is where each
+  // incidence sits in that list, so that a removal is a swap with the last.
+  std::vector<std::vector<FlowId>> res_flows_;
+  std::vector<std::uint32_t> incidence_pos_;
+  std::vector<ResourceId> dirty_resources_;  // of flows removed since the last solve
+  std::vector<std::uint32_t> res_stamp_;
+  std::uint32_t stamp_ = 0;
+  std::vector<ResourceId> walk_;  // collect_component's queue
+  std::vector<FlowId> order_scratch_;
   std::size_t path_garbage_ = 0;
   std::vector<FlowId> free_ids_;      // reusable now
   std::vector<FlowId> released_ids_;  // removed since the last solve: reusable after it
@@ -153,6 +182,7 @@ class MaxMinSolver {
 
   std::uint64_t full_solves_ = 0;
   std::uint64_t partial_solves_ = 0;
+  std::uint64_t component_solves_ = 0;
   std::uint64_t flows_solved_ = 0;
 };
 
