@@ -6,8 +6,14 @@
 # $SUITE (default benchmarks/suites/tilewise_ag4.yaml; sequential, decomposed and the
 # tile-wise tuner in one process), the PyTorch peers (fused_all_gather_matmul) on the same
 # shapes, compute-sanitizer racecheck and synccheck on the small test, and the summary.
-# Files in $OUT (at most 8 come back): log.txt, tests.txt, bench.csv, stderr.txt, torch.csv,
-# summary.csv, summary.txt.
+# The PyTorch peers run three times: as before (torch.csv: each design's 5 + 20 calls right
+# after the previous design's), burst (torch_burst.csv: --idle-s 0.5, every GPU idle before
+# each design) and steady (torch_steady.csv: --warmup-ms 1000 --iterations 30), the clock
+# states of overlap-bench's <design>_burst and <design>_steady rows (TORCH_PLAIN=0 skips
+# the first, TORCH_STATES=0 the last two).
+# Back in $OUT: tilewise_ag4.tar.gz (folder ag4/: log.txt, tests.txt, bench.csv, stderr.txt,
+# torch.csv, torch_burst.csv, torch_steady.csv, summary.csv, summary.txt), and log.txt and
+# summary.txt beside it.
 #   CARRY_DIR=build-ag4-carry bash benchmarks/gpu/run_tilewise_ag4.sh
 # Binaries: $CARRY_DIR/{bin,lib} (overlap-bench and tilewise_test from a CUDA build here, with
 # yaml-cpp and fmt), else a kernels-only build on the device. Step limits (s): TEST_TIMEOUT
@@ -54,11 +60,26 @@ for m, n, k in re.findall(r"- \[(\d+), (\d+), (\d+)\]", open(sys.argv[1]).read()
 print(" ".join(seen))
 PY
 )
-  PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-120}" torchrun --standalone --nproc-per-node "$world" \
-    benchmarks/peers/torch_overlap.py --chunks 2 4 --iterations 20 --shapes $shapes \
-    --ops allgather+gemm --output "$OUT/torch.csv" >/tmp/torch.txt 2>&1
-  echo "torch rc=$?" | tee -a "$log"
-  grep -E "failed|Error|error" /tmp/torch.txt | head -20 >>"$log"
+  if [[ ${TORCH_PLAIN:-1} -ne 0 ]]; then
+    PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-120}" torchrun --standalone --nproc-per-node "$world" \
+      benchmarks/peers/torch_overlap.py --chunks 2 4 --iterations 20 --shapes $shapes \
+      --ops allgather+gemm --output "$OUT/torch.csv" >/tmp/torch.txt 2>&1
+    echo "torch rc=$?" | tee -a "$log"
+    grep -E "failed|Error|error" /tmp/torch.txt | head -20 >>"$log"
+  fi
+  if [[ ${TORCH_STATES:-1} -ne 0 ]]; then
+    for state in burst steady; do
+      step "torch peers, $state clock state: GEMM alone, sequential, fused_all_gather_matmul"
+      flags=(--warmup-ms 1000 --iterations 30)
+      [[ $state == burst ]] && flags=(--idle-s 0.5 --iterations 20)
+      PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-120}" torchrun --standalone --nproc-per-node "$world" \
+        benchmarks/peers/torch_overlap.py "${flags[@]}" --shapes $shapes --ops allgather+gemm \
+        --designs torch torch_sequential torch_symm_mem --output "$OUT/torch_$state.csv" \
+        >/tmp/torch_$state.txt 2>&1
+      echo "torch $state rc=$?" | tee -a "$log"
+      grep -E "failed|Error|error" /tmp/torch_$state.txt | head -20 >>"$log"
+    done
+  fi
 fi
 
 if [[ ${SANITIZER_TIMEOUT:-60} -gt 0 ]]; then
@@ -69,7 +90,15 @@ fi
 
 step "summary"
 python3 benchmarks/gpu/summarize_ag4.py "$OUT/bench.csv" --torch "$OUT/torch.csv" \
+  --torch-burst "$OUT/torch_burst.csv" --torch-steady "$OUT/torch_steady.csv" \
   --stderr "$OUT/stderr.txt" --output "$OUT/summary.csv" >"$OUT/summary.txt" 2>&1
 cat "$OUT/summary.txt" >>"$log"
 step "done"
+mkdir -p "$OUT/ag4"
+for f in log.txt tests.txt bench.csv stderr.txt torch.csv torch_burst.csv torch_steady.csv \
+  summary.csv summary.txt; do
+  [[ -f $OUT/$f ]] && cp "$OUT/$f" "$OUT/ag4/"
+done
+tar czf "$OUT/tilewise_ag4.tar.gz" -C "$OUT" ag4 &&
+  rm -rf "$OUT/ag4" "$OUT"/{tests.txt,bench.csv,stderr.txt,torch.csv,torch_burst.csv,torch_steady.csv,summary.csv}
 tail -n 40 "$log"

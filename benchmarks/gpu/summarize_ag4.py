@@ -16,7 +16,15 @@ whose all-gather alone takes at least 20 % of the GEMM alone. PyTorch: torch_sym
 ratio to its own sequential, against the chosen candidate timed in a loop of its own
 (<design>_own_loop) and its ratio to the pair runner's sequential (also its own loop). Bit-identity from the bench's stderr ("ag_bits" lines).
 
-  summarize_ag4.py bench.csv [--torch torch.csv] [--stderr stderr.txt] --output summary.csv
+Clock states (a GEMM's time follows the GPU's clock: boost after an idle spell, 18-19 % lower
+throughput at the power limit that back-to-back GEMMs reach): --torch-steady and --torch-burst
+are the peers timed by torch_overlap.py --warmup-ms 1000 --iterations 30 (steady) and
+--idle-s 0.5 --iterations 20 (burst); they are compared with overlap-bench's <design>_steady
+and <design>_burst rows (the chosen candidate in the same state), and the GEMMs alone
+(op_alone_steady / _burst against torch) show whether the two GEMMs differ at all.
+
+  summarize_ag4.py bench.csv [--torch torch.csv] [--torch-steady torch_steady.csv]
+      [--torch-burst torch_burst.csv] [--stderr stderr.txt] --output summary.csv
 """
 import argparse
 import os
@@ -35,10 +43,19 @@ def fmt(x, digits=3):
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+def misses(rows, ours, theirs):
+    """'MxNxK +x.x %' for each row where `ours` is not below `theirs`; 'none' if none."""
+    slow = [f"{r['m']}x{r['n']}x{r['k']} {100 * (r[ours] / r[theirs] - 1):+.1f} %"
+            for r in rows if r[ours] >= r[theirs]]
+    return ", ".join(slow) if slow else "none"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bench_csv")
     ap.add_argument("--torch", default="")
+    ap.add_argument("--torch-steady", default="")
+    ap.add_argument("--torch-burst", default="")
     ap.add_argument("--stderr", default="")
     ap.add_argument("--output", required=True)
     args = ap.parse_args()
@@ -60,6 +77,12 @@ def main():
     by = defaultdict(list)
     for r in rows + read(args.torch):
         by[(int(r["world"]), int(r["m"]), int(r["n"]), int(r["k"]))].append(r)
+    # The peers in fixed clock states: (state, design) -> rows of a shape.
+    states = defaultdict(list)
+    for state, path in (("steady", args.torch_steady), ("burst", args.torch_burst)):
+        for r in read_rows(path):
+            key = (int(r["world"]), int(r["m"]), int(r["n"]), int(r["k"]))
+            states[key].append(dict(r, design=f"{r['design']}_{state}"))
     out = []
     for key in sorted(by):
         rs = by[key]
@@ -84,6 +107,16 @@ def main():
         ol = [r for r in rs if r["design"].endswith("_own_loop")]
         own_loop = float(ol[0]["time_us"]) if ol else None
         pair_seq = t("sequential")
+        peers = states.get(key, [])
+        clock = {}
+        for state in ("steady", "burst"):
+            mine = [r for r in rs if r["design"] in (f"tilewise_ag_{state}",
+                                                     f"tilewise_ag_par_{state}")]
+            clock[f"tw_{state}_us"] = float(mine[0]["time_us"]) if mine else None
+            clock[f"op_alone_{state}_us"] = t(f"op_alone_{state}")
+            clock[f"torch_gemm_{state}_us"] = fastest_us(peers, f"torch_{state}")
+            clock[f"torch_sequential_{state}_us"] = fastest_us(peers, f"torch_sequential_{state}")
+            clock[f"torch_symm_mem_{state}_us"] = fastest_us(peers, f"torch_symm_mem_{state}")
         out.append(dict(
             world=key[0], m=key[1], n=key[2], k=key[3], gpu=rs[0]["gpu"],
             sequential_us=seq, op_alone_us=op_, collective_alone_us=co, ideal_us=ideal,
@@ -104,7 +137,7 @@ def main():
             bit_mismatches=bits.get(key[1:], ""),
             predicted_us=predicted[key[1:]][0] if key[1:] in predicted else None,
             predictor_error=round(predicted[key[1:]][0] / predicted[key[1:]][1] - 1, 4)
-            if key[1:] in predicted else None))
+            if key[1:] in predicted else None, **clock))
     if not out:
         print("no shape with the final loop's rows", file=sys.stderr)
         return 1
@@ -140,6 +173,23 @@ def main():
               f"{sum(1 for r in sym if r['tw_own_loop_us'] < r['torch_symm_mem_us'])} of {len(sym)}; "
               f"by ratio to each one's sequential: "
               f"{sum(1 for r in sym if r['torch_symm_over_seq'] and r['tw_own_loop_over_seq'] < r['torch_symm_over_seq'])} of {len(sym)}")
+        # The interleaved final loop against the peers' own timing (runs 2-4's headline).
+        fin = [r for r in big if r["tw_us"] and r["torch_symm_mem_us"]]
+        print(f"bar 2 faster than torch symm-mem by time (our interleaved loop, the peers' "
+              f"own timing): {sum(1 for r in fin if r['tw_us'] < r['torch_symm_mem_us'])} of "
+              f"{len(fin)}; slower: " + misses(fin, "tw_us", "torch_symm_mem_us"))
+        for state, how in (("steady", "both 1 s back to back untimed, then 30 timed"),
+                           ("burst", "both after 0.5 s of idle GPU, 5 + 20 calls")):
+            both = [r for r in big if r[f"tw_{state}_us"] and r[f"torch_symm_mem_{state}_us"]]
+            wins = sum(1 for r in both if r[f"tw_{state}_us"] < r[f"torch_symm_mem_{state}_us"])
+            print(f"bar 2 faster than torch symm-mem by time, {state} ({how}): {wins} of "
+                  f"{len(both)}; slower: "
+                  + misses(both, f"tw_{state}_us", f"torch_symm_mem_{state}_us"))
+            gem = [r for r in rs if r[f"op_alone_{state}_us"] and r[f"torch_gemm_{state}_us"]]
+            if gem:
+                ratios = [r[f"op_alone_{state}_us"] / r[f"torch_gemm_{state}_us"] for r in gem]
+                print(f"  GEMM alone, {state}: our cuBLAS / torch.matmul {min(ratios):.3f}-"
+                      f"{max(ratios):.3f} over {len(gem)} shapes")
         errs = sorted(abs(r["predictor_error"]) for r in rs if r["predictor_error"] is not None)
         if errs:
             mid = len(errs) // 2

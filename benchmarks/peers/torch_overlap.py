@@ -13,6 +13,12 @@ Shapes are per rank as in overlap-bench (C[m x n] = A[m x k] @ W[n x k]^T). Chun
 reducescatter/alltoall pair covers rows [c*m/(w*k), ...) of every rank's block, like
 kernels/designs/pair_op.hpp. Timing: warm-up, inputs rotated over enough sets to exceed
 L2 3x, CUDA events per iteration, max over ranks, median/min/max over iterations.
+The GPU's clock state is part of a time (a GEMM runs 18-19 % slower at the power limit that
+some 100 ms of back-to-back GEMMs reach than at the boost clock after an idle spell, one
+H200): --warmup-ms W runs each design back to back for W ms after its warm-up calls, untimed
+(steady state, as overlap-bench's --warmup-ms and its <design>_steady rows); --idle-s S
+leaves every GPU idle for S s before each design's warm-up (burst, as its <design>_burst
+rows). --designs times only the named designs.
 `wrong`: elements off an fp32 reference (sequential) or off the sequential result (others)
 by more than 4*2^-8*(|ref| + rms), summed over ranks.
 
@@ -21,8 +27,10 @@ NVLink multicast stays off: NCCL_NVLS_ENABLE=0 and TORCH_SYMM_MEM_DISABLE_MULTIC
 set here unless the caller set them.
 """
 import argparse
+import math
 import os
 import sys
+import time
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
@@ -66,12 +74,36 @@ class Bench:
     def sets_for(self, input_bytes):
         return int(min(8, max(1, -(-3 * self.l2_bytes // max(input_bytes, 1)))))
 
+    def want(self, design):
+        return not self.args.designs or design in self.args.designs
+
     def timed(self, fn, sets):
         """fn(i) runs iteration i on the current stream (joining any side streams)."""
         args = self.args
+        if args.idle_s > 0:  # every rank drained and met, then the GPUs idle together
+            torch.cuda.synchronize()
+            dist.barrier()
+            torch.cuda.synchronize()
+            time.sleep(args.idle_s)
         for i in range(args.warmup):
             fn(i)
         torch.cuda.synchronize()
+        if args.warmup_ms > 0:  # back to back, untimed, for about warmup_ms
+            start = torch.cuda.Event(enable_timing=True)
+            stop = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(args.warmup)
+            stop.record()
+            torch.cuda.synchronize()
+            # Every rank runs the same number of calls (each holds collectives): the
+            # slowest rank's probe sets it.
+            one = torch.tensor([start.elapsed_time(stop)], dtype=torch.float64,
+                               device=self.device)
+            dist.all_reduce(one, op=dist.ReduceOp.MAX)
+            one_ms = max(one.item(), 1e-3)
+            for i in range(math.ceil(args.warmup_ms / one_ms)):
+                fn(args.warmup + 1 + i)
+            torch.cuda.synchronize()
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(args.iterations)]
         stops = [torch.cuda.Event(enable_timing=True) for _ in range(args.iterations)]
         for i in range(args.iterations):
@@ -179,21 +211,25 @@ class Bench:
         if shard:
             full_a.copy_(gathered)  # the matmul-alone timing reads a real gathered A
         torch.matmul(a0, b0.t())  # load kernels before timing
-        t = self.timed(lambda i: torch.matmul(data[i % sets][0], data[i % sets][1].t(), out=c)
-                       if not shard else torch.matmul(full_a, data[i % sets][1].t(), out=c), sets)
-        self.emit("gemm", "torch", m, n, k, 0, 1, t, flops, 0.0, 0)
-        t = self.timed(lambda i: self.collective_only(coll, c, out_rs, out_a2a, full_a,
-                                                      data[i % sets][0]), sets)
-        self.emit(coll, "torch_nccl", m, n, k, coll_bytes, 1, t, 0.0, factor, 0)
+        if self.want("torch"):
+            t = self.timed(lambda i: torch.matmul(data[i % sets][0], data[i % sets][1].t(), out=c)
+                           if not shard else torch.matmul(full_a, data[i % sets][1].t(), out=c),
+                           sets)
+            self.emit("gemm", "torch", m, n, k, 0, 1, t, flops, 0.0, 0)
+        if self.want("torch_nccl"):
+            t = self.timed(lambda i: self.collective_only(coll, c, out_rs, out_a2a, full_a,
+                                                          data[i % sets][0]), sets)
+            self.emit(coll, "torch_nccl", m, n, k, coll_bytes, 1, t, 0.0, factor, 0)
 
-        t = self.timed(sequential, sets)
+        t = self.timed(sequential, sets) if self.want("torch_sequential") else None
         seq = sequential(0).clone()
         torch.cuda.synchronize()
-        self.emit(op, "torch_sequential", m, n, k, coll_bytes, 1, t, flops, factor,
-                  self.count_wrong(seq, ref, magnitude))
+        wrong = self.count_wrong(seq, ref, magnitude)
+        if t is not None:
+            self.emit(op, "torch_sequential", m, n, k, coll_bytes, 1, t, flops, factor, wrong)
         del ref, magnitude
 
-        for chunks in self.args.chunks:
+        for chunks in self.args.chunks if self.want("torch_chunked") else []:
             rows = (m // w if coll in ("reducescatter", "alltoall", "allgather") else m) // chunks
             if rows == 0 or rows * chunks * (w if coll != "allreduce" else 1) != m:
                 continue
@@ -205,7 +241,7 @@ class Bench:
             self.emit(op, "torch_chunked", m, n, k, coll_bytes, chunks, t, flops, factor,
                       self.count_wrong(result, seq))
 
-        if coll in ("reducescatter", "allgather"):
+        if coll in ("reducescatter", "allgather") and self.want("torch_symm_mem"):
             self.symm_mem(op, coll, data, sets, m, n, k, coll_bytes, flops, factor, seq)
 
     def collective_only(self, coll, c, out_rs, out_a2a, full_a, a):
@@ -300,6 +336,16 @@ def main():
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--chunks", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--warmup-ms", type=float, default=0.0,
+                        help="each design back to back this long after its warm-up, untimed "
+                             "(steady state: the GPU at its power limit)")
+    parser.add_argument("--idle-s", type=float, default=0.0,
+                        help="every GPU idle this long before each design's warm-up (burst: "
+                             "the boost clock)")
+    parser.add_argument("--designs", nargs="+", default=None,
+                        choices=["torch", "torch_nccl", "torch_sequential", "torch_chunked",
+                                 "torch_symm_mem"],
+                        help="time only these designs (default: all)")
     parser.add_argument("--quick", action="store_true", help="two shapes only")
     parser.add_argument("--shapes", nargs="+", default=None,
                         help="MxNxK shapes instead of the acceptance set (every --ops pair; "

@@ -16,7 +16,12 @@
 //      (chunks 0 when sequential was chosen) and gather_only_tw_loop (the chosen candidate's
 //      pushes alone, then stream waits for the peers' chunks: the copy engines' all-gather).
 //      Then the chosen candidate in a loop of its own (<design>_own_loop), as the pair
-//      runner's sequential and decomposed rows and PyTorch's peers are timed.
+//      runner's sequential and decomposed rows and PyTorch's peers are timed, and the
+//      candidate and the cuBLAS GEMM alone in two fixed clock states, the ones
+//      torch_overlap.py --warmup-ms / --idle-s time PyTorch's peers in: steady
+//      (<design>_steady, op_alone_steady: 1 s back to back untimed, then the case's
+//      iterations; the GPU at its power limit) and burst (<design>_burst, op_alone_burst:
+//      0.5 s of idle GPU, 5 warm-up calls, 20 timed; the boost clock).
 //   3. Bit for bit against NCCL all-gather + the own GEMM on input set 0 (stderr line
 //      "overlap-bench: ag_bits ... mismatches N").
 #include "kernels/bench/bench_env.hpp"
