@@ -435,10 +435,18 @@ bool MaxMinSolver::sort_initial_levels() {
   std::size_t lo_word = resource_bits_.size(), hi_word = 0;
   for (const auto& e : initial_) {
     const std::size_t w = e.second / 64;
-    resource_bits_[w] |= std::uint64_t{1} << (e.second % 64);
     lo_word = std::min(lo_word, w);
     hi_word = std::max(hi_word, w);
   }
+  // Few resources spread over many ids (the two NIC links of each of a few flows across a
+  // large fabric): sorting them costs less than reading the bitmap between them. The order
+  // is the same, (level, resource).
+  if (hi_word - lo_word > 4 * initial_.size()) {
+    std::sort(initial_.begin(), initial_.end());
+    return true;
+  }
+  for (const auto& e : initial_)
+    resource_bits_[e.second / 64] |= std::uint64_t{1} << (e.second % 64);
   for (std::size_t w = lo_word; w <= hi_word; ++w) {
     for (std::uint64_t bits = resource_bits_[w]; bits != 0; bits &= bits - 1) {
       const auto r = static_cast<ResourceId>(w * 64 + std::countr_zero(bits));
