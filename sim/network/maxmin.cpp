@@ -57,6 +57,8 @@ MaxMinSolver::FlowId MaxMinSolver::new_flow_slot(std::span<const ResourceId> res
     path_pool_.clear();
     weight_pool_.clear();
     incidence_pos_.clear();
+    indexed_ = true;  // every list is empty
+    indexed_incidences_ = 0;
     path_garbage_ = 0;
   }
   if (path_garbage_ > kCompactMinGarbage && path_garbage_ > path_pool_.size() / 2) compact_paths();
@@ -74,7 +76,7 @@ MaxMinSolver::FlowId MaxMinSolver::new_flow_slot(std::span<const ResourceId> res
   flows_[id].path_begin = path_pool_.size();
   flows_[id].path_len = static_cast<std::uint32_t>(resources.size());
   path_pool_.insert(path_pool_.end(), resources.begin(), resources.end());
-  incidence_pos_.resize(path_pool_.size());
+  if (indexed_) incidence_pos_.resize(path_pool_.size());
   flows_[id].rate_Bps = 0;
   flows_[id].state = FlowState::Added;
   added_.push_back(id);
@@ -84,33 +86,40 @@ MaxMinSolver::FlowId MaxMinSolver::new_flow_slot(std::span<const ResourceId> res
 }
 
 void MaxMinSolver::link_incidences(FlowId id) {
+  if (!indexed_) return;
   const auto resources = path(id);
+  if (indexed_incidences_ + resources.size() > kIndexMaxIncidences) {
+    drop_index();
+    return;
+  }
+  indexed_incidences_ += resources.size();
   std::uint32_t* pos = incidence_pos_.data() + flows_[id].path_begin;
   for (std::size_t k = 0; k < resources.size(); ++k) {
-    std::vector<FlowId>& list = res_flows_[resources[k]];
+    std::vector<Incidence>& list = res_flows_[resources[k]];
     pos[k] = static_cast<std::uint32_t>(list.size());
-    list.push_back(id);
+    list.push_back({id, static_cast<std::uint32_t>(k)});
   }
 }
 
 void MaxMinSolver::unlink_incidences(FlowId id) {
+  if (!indexed_) return;
   const auto resources = path(id);
+  indexed_incidences_ -= resources.size();
   const std::uint32_t* pos = incidence_pos_.data() + flows_[id].path_begin;
   for (std::size_t k = 0; k < resources.size(); ++k) {
-    const ResourceId r = resources[k];
-    std::vector<FlowId>& list = res_flows_[r];
-    const FlowId last = list.back();
-    list[pos[k]] = last;
+    std::vector<Incidence>& list = res_flows_[resources[k]];
+    const Incidence moved = list.back();
+    list[pos[k]] = moved;
     list.pop_back();
-    if (last == id) continue;
-    // A resource appears once on a path: find the moved flow's incidence of r.
-    const auto moved = path(last);
-    for (std::size_t j = 0; j < moved.size(); ++j)
-      if (moved[j] == r) {
-        incidence_pos_[flows_[last].path_begin + j] = pos[k];
-        break;
-      }
+    if (moved.flow != id) incidence_pos_[flows_[moved.flow].path_begin + moved.k] = pos[k];
   }
+}
+
+void MaxMinSolver::drop_index() {
+  indexed_ = false;
+  indexed_incidences_ = 0;
+  for (auto& list : res_flows_) std::vector<Incidence>().swap(list);
+  std::vector<std::uint32_t>().swap(incidence_pos_);
 }
 
 MaxMinSolver::FlowId MaxMinSolver::add_flow(std::span<const ResourceId> resources,
@@ -144,7 +153,7 @@ void MaxMinSolver::reserve(std::size_t flows, std::size_t incidences) {
   reserve_at_least(flows_, flows_.size() + new_ids);
   reserve_at_least(path_pool_, path_pool_.size() + incidences);
   reserve_at_least(weight_pool_, weight_pool_.size() + incidences);
-  reserve_at_least(incidence_pos_, incidence_pos_.size() + incidences);
+  if (indexed_) reserve_at_least(incidence_pos_, incidence_pos_.size() + incidences);
   reserve_at_least(added_, added_.size() + flows);
   reserve_at_least(order_, num_active_ + flows);
   reserve_at_least(batch_, num_active_ + flows);
@@ -205,8 +214,10 @@ void MaxMinSolver::compact_paths() {
                     static_cast<std::ptrdiff_t>(flows_[id].path_begin + flows_[id].path_len));
     const auto w = weights(static_cast<FlowId>(id));
     weight_pool.insert(weight_pool.end(), w.begin(), w.end());
-    const auto p = incidence_pos_.begin() + static_cast<std::ptrdiff_t>(flows_[id].path_begin);
-    positions.insert(positions.end(), p, p + flows_[id].path_len);
+    if (indexed_) {
+      const auto p = incidence_pos_.begin() + static_cast<std::ptrdiff_t>(flows_[id].path_begin);
+      positions.insert(positions.end(), p, p + flows_[id].path_len);
+    }
     flows_[id].path_begin = begin;
   }
   path_pool_.swap(pool);
@@ -241,7 +252,7 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
   std::size_t above_work = 0;
   for (std::size_t i = keep; i < order_.size(); ++i)
     if (flows_[order_[i]].state == FlowState::Solved) above_work += flows_[order_[i]].path_len;
-  if (above_work >= kComponentMinWork && order_.size() <= above_work) {
+  if (indexed_ && above_work >= kComponentMinWork && order_.size() <= above_work) {
     bool whole = false;
     if (collect_component(start_level_Bps, above_work / 2, whole)) {
       ++partial_solves_;
@@ -351,9 +362,10 @@ bool MaxMinSolver::collect_component(double level_Bps, std::size_t work_limit, b
   for (ResourceId r : dirty_resources_) reach(r);
   std::size_t work = 0;
   for (std::size_t head = 0; head < walk_.size(); ++head) {
-    const std::vector<FlowId>& on = res_flows_[walk_[head]];
+    const std::vector<Incidence>& on = res_flows_[walk_[head]];
     work += on.size();
-    for (FlowId f : on) {
+    for (const Incidence& in : on) {
+      const FlowId f = in.flow;
       FlowSlot& slot = flows_[f];
       if (slot.stamp == stamp_) continue;
       slot.stamp = stamp_;

@@ -34,7 +34,10 @@
 // many flows are above L (a pipeline's sends on disjoint NICs, each with its images), the
 // solve walks out from the changed flows' resources over the flows at or above L and
 // re-solves only what it reaches; it falls back to every flow above L when the walk grows
-// past that batch's size.
+// past that batch's size. The walk needs each resource's flows, an index kept only while the
+// active flows cross at most kIndexMaxIncidences resources in all (a ring's all-to-all
+// crosses tens of millions): past that it is dropped, and built again from the next time
+// no flow is active.
 //
 // Deterministic: resources saturating at the same level are taken in id order, and every
 // loop runs in an order fixed by the calls made, so equal inputs give bit-equal rates.
@@ -110,6 +113,7 @@ class MaxMinSolver {
   bool collect_component(double level_Bps, std::size_t work_limit, bool& whole);
   // Replaces the batch's flows in order_ by their new rates, keeping order_ sorted by rate.
   void merge_into_order();
+  static constexpr std::size_t kIndexMaxIncidences = std::size_t{1} << 20;
   void link_incidences(FlowId id);
   void unlink_incidences(FlowId id);
   void compact_paths();
@@ -158,10 +162,18 @@ class MaxMinSolver {
   std::vector<FlowSlot> flows_;
   std::vector<ResourceId> path_pool_;
   std::vector<std::uint32_t> weight_pool_;  // parallel to path_pool_
-  // Per resource, its active flows; incidence_pos_ (parallel to path_pool_) is where each
-  // incidence sits in that list, so that a removal is a swap with the last.
-  std::vector<std::vector<FlowId>> res_flows_;
+  // While indexed_: per resource, its active flows (with which of the flow's resources it
+  // is); incidence_pos_ (parallel to path_pool_) is where each incidence sits in that list,
+  // so that a removal is a swap with the last.
+  struct Incidence {
+    FlowId flow;
+    std::uint32_t k;  // index into path(flow)
+  };
+  std::vector<std::vector<Incidence>> res_flows_;
   std::vector<std::uint32_t> incidence_pos_;
+  bool indexed_ = true;
+  std::size_t indexed_incidences_ = 0;
+  void drop_index();
   std::vector<ResourceId> dirty_resources_;  // of flows removed since the last solve
   std::vector<std::uint32_t> res_stamp_;
   std::uint32_t stamp_ = 0;

@@ -21,28 +21,30 @@ namespace overlapsim::sim {
 namespace {
 
 // Resident bytes per item, measured with /usr/bin/time (maximum resident set size) on the
-// 2-core development machine, Release build, 2026-11-26 (benchmarks/results/cpu/
-// memory_guard/README.md has the commands):
+// 2-core development machine, Release build, 2026-11-26, and again on 2026-11-27 after the
+// max-min solver gained its per-resource flow index (bounded at 2^20 incidences) and the
+// flow network its unsaturable-link flags (benchmarks/results/cpu/memory_guard/README.md
+// has the commands; the figures below are the second measurement, the first in brackets):
 //  - base: `collective --op sendrecv` on h200-8gpu: 8.2 MiB (binary, libraries, parsing).
-//  - per vertex and link: `collective --op sendrecv` on h200-2048node-ndr, 49.1 MiB less the
-//    base over 35,329 vertices + 99,328 directed links: 318 bytes per item (the graph, the
-//    routing adjacency and distance tables, the flow network's per-link solver state).
+//  - per vertex and link: `collective --op sendrecv` on h200-2048node-ndr, 58.4 MiB less the
+//    base over 35,329 vertices + 99,328 directed links: 392 bytes per item [318] (the graph,
+//    the routing adjacency and distance tables, the flow network's per-link solver state).
 //  - per transfer: `collective --op alltoall` per pair over the 1,024 GPUs of
-//    h200-128node-ndr, 148.9 MiB less the 10.0 MiB of that run's base and topology, over
-//    1,047,552 transfers: 139 bytes (the plan's Transfer, the flow network's copy, its cached
-//    route of about 6 links, solver entries).
+//    h200-128node-ndr, 158.2 MiB less the 11.4 MiB of that run's base and topology, over
+//    1,047,552 transfers: 147 bytes [139] (the plan's Transfer, the flow network's copy, its
+//    cached route of about 6 links, solver entries).
 //  - per route link beyond that route's 6: `collective --op alltoall --bytes 16MiB` on
 //    bidirectional rings of 128, 256 and 512 GPUs (mean routes of 32, 64 and 128 links):
-//    20.0, 88.0 and 589.7 MiB for 16,256, 65,280 and 261,632 transfers, 15.8 to 16.6 bytes
-//    per transfer and link (2026-11-27).
+//    27.8, 95.4 and 623.0 MiB for 16,256, 65,280 and 261,632 transfers, 19 to 21 bytes per
+//    transfer and link [20.0, 88.0, 589.7 MiB: 15.8 to 16.6].
 //  - per op: assumed, not measured apart: an OpNode (~200 bytes with its name), its edges
 //    and the executor's per-op state, rounded up to 1 KiB.
 constexpr std::uint64_t kBaseBytes = std::uint64_t{8} << 20;
-constexpr std::uint64_t kBytesPerTransfer = 140;
+constexpr std::uint64_t kBytesPerTransfer = 150;
 constexpr std::uint64_t kRouteLinksMeasured = 6;  // the route length kBytesPerTransfer holds
-constexpr std::uint64_t kBytesPerRouteLink = 16;
-constexpr std::uint64_t kBytesPerVertex = 320;
-constexpr std::uint64_t kBytesPerLink = 320;
+constexpr std::uint64_t kBytesPerRouteLink = 22;
+constexpr std::uint64_t kBytesPerVertex = 400;
+constexpr std::uint64_t kBytesPerLink = 400;
 constexpr std::uint64_t kBytesPerOp = 1024;
 
 std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {

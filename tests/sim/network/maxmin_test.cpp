@@ -393,6 +393,65 @@ TEST(MaxMinSolver, ComponentSolvesMatchFreshSolves) {
   EXPECT_GT(s.component_solves(), 50u);  // the component path was exercised
 }
 
+// The per-resource flow index the component solve walks is dropped once the active flows
+// cross more than 2^20 resources in all (a ring's all-to-all), and built again once no flow
+// is active; rates stay those of a fresh solve throughout.
+TEST(MaxMinSolver, FlowIndexIsDroppedPastItsBoundAndRebuiltWhenIdle) {
+  std::mt19937_64 rng(7);
+  constexpr int kIslands = 9, kPerIsland = 64;
+  MaxMinSolver s;
+  std::vector<double> caps;
+  for (int r = 0; r < kIslands * kPerIsland; ++r) {
+    // Island 0 is wide, so that its many flows stay above every other island's level and
+    // the walk would be taken if the index were there.
+    caps.push_back(r < kPerIsland ? 1e12 : std::uniform_real_distribution<double>(1.0, 100.0)(rng));
+    s.add_resource(caps.back());
+  }
+  auto island_path = [&](int island, int one_in) {
+    std::vector<Res> path = random_path(rng, kPerIsland, one_in);
+    for (Res& r : path) r += static_cast<Res>(island * kPerIsland);
+    return path;
+  };
+  auto churn = [&](std::vector<Flow>& live, int rounds, const std::string& phase) {
+    for (int round = 0; round < rounds; ++round) {
+      const int island = 1 + static_cast<int>(rng() % (kIslands - 1));
+      for (int i = 0; i < 3; ++i) live.push_back(s.add_flow(island_path(island, 3)));
+      s.remove_flow(live[live.size() - 4]);
+      live.erase(live.end() - 4);
+      s.solve();
+      expect_equals_fresh_solve(s, caps, live, phase + " round " + std::to_string(round));
+    }
+  };
+  std::vector<Flow> live;
+  for (int island = 1; island < kIslands; ++island)
+    for (int i = 0; i < 10; ++i) live.push_back(s.add_flow(island_path(island, 3)));
+  s.solve();
+  churn(live, 20, "indexed");
+  const std::uint64_t indexed_component_solves = s.component_solves();
+  EXPECT_GT(indexed_component_solves, 0u);
+
+  // 16,400 flows over all 64 resources of island 0: 1,049,600 incidences, past the bound.
+  std::vector<Flow> big;
+  std::vector<Res> whole(kPerIsland);
+  for (int r = 0; r < kPerIsland; ++r) whole[r] = static_cast<Res>(r);
+  for (int i = 0; i < 16400; ++i) big.push_back(s.add_flow(whole));
+  s.solve();
+  std::vector<Flow> all = big;
+  all.insert(all.end(), live.begin(), live.end());
+  expect_equals_fresh_solve(s, caps, all, "past the bound");
+  churn(all, 20, "unindexed");  // the churn that walked components above
+  EXPECT_EQ(s.component_solves(), indexed_component_solves);  // no index, no walk
+
+  for (Flow f : all) s.remove_flow(f);
+  s.solve();
+  live.clear();
+  for (int island = 1; island < kIslands; ++island)
+    for (int i = 0; i < 10; ++i) live.push_back(s.add_flow(island_path(island, 3)));
+  s.solve();
+  churn(live, 20, "rebuilt");
+  EXPECT_GT(s.component_solves(), indexed_component_solves);  // the index is back
+}
+
 // Flows crossing hundreds of resources (like an all-to-all's aggregates): after the first
 // freezes most queued resources have no unfrozen flow left, which the filling drops from its
 // heap in bulk; the allocation must stay max-min fair, and incremental solves equal fresh ones.
