@@ -264,30 +264,13 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
         FlowSlot& slot = flows_[f];
         if (slot.state == FlowState::Added) {
           slot.state = FlowState::Solved;
-        } else if (!whole && std::isfinite(slot.rate_Bps)) {
-          const auto resources = path(f);
-          const auto weight = weights(f);
-          for (std::size_t i = 0; i < resources.size(); ++i)
-            load_Bps_[resources[i]] -= weight[i] * slot.rate_Bps;
+        } else if (!whole) {
+          shift_loads(f, -1);
         }
       }
       fill(whole ? 0 : start_level_Bps, whole);
       merge_into_order();
-      for (FlowId f : batch_) {
-        const double rate_Bps = flows_[f].rate_Bps;
-        if (!std::isfinite(rate_Bps)) continue;
-        const auto resources = path(f);
-        const auto weight = weights(f);
-        for (std::size_t i = 0; i < resources.size(); ++i)
-          load_Bps_[resources[i]] += weight[i] * rate_Bps;
-      }
-      flows_solved_ += batch_.size();
-      added_.clear();
-      dirty_resources_.clear();
-      removed_since_solve_ = false;
-      free_ids_.insert(free_ids_.end(), released_ids_.begin(), released_ids_.end());
-      released_ids_.clear();
-      return batch_;
+      return finish_solve();
     }
   }
   if (keep == 0) {
@@ -302,14 +285,7 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
     const FlowId f = order_[i];
     if (flows_[f].state != FlowState::Solved) continue;
     batch_.push_back(f);
-    if (keep == 0) continue;
-    const double rate_Bps = flows_[f].rate_Bps;
-    if (std::isfinite(rate_Bps)) {
-      const auto resources = path(f);
-      const auto weight = weights(f);
-      for (std::size_t i = 0; i < resources.size(); ++i)
-        load_Bps_[resources[i]] -= weight[i] * rate_Bps;
-    }
+    if (keep != 0) shift_loads(f, -1);
   }
   for (FlowId f : added_) {
     if (flows_[f].state != FlowState::Added) continue;  // removed again, or listed twice
@@ -321,14 +297,20 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::solve() {
 
   order_.resize(keep);
   order_.insert(order_.end(), batch_.begin(), batch_.end());
-  for (FlowId f : batch_) {
-    const double rate_Bps = flows_[f].rate_Bps;
-    if (!std::isfinite(rate_Bps)) continue;
-    const auto resources = path(f);
-    const auto weight = weights(f);
-    for (std::size_t i = 0; i < resources.size(); ++i)
-      load_Bps_[resources[i]] += weight[i] * rate_Bps;
-  }
+  return finish_solve();
+}
+
+void MaxMinSolver::shift_loads(FlowId f, double sign) {
+  const double rate_Bps = flows_[f].rate_Bps;
+  if (!std::isfinite(rate_Bps)) return;
+  const auto resources = path(f);
+  const auto weight = weights(f);
+  for (std::size_t i = 0; i < resources.size(); ++i)
+    load_Bps_[resources[i]] += sign * weight[i] * rate_Bps;
+}
+
+std::span<const MaxMinSolver::FlowId> MaxMinSolver::finish_solve() {
+  for (FlowId f : batch_) shift_loads(f, +1);
   flows_solved_ += batch_.size();
   added_.clear();
   dirty_resources_.clear();

@@ -113,6 +113,11 @@ class MaxMinSolver {
   bool collect_component(double level_Bps, std::size_t work_limit, bool& whole);
   // Replaces the batch's flows in order_ by their new rates, keeping order_ sorted by rate.
   void merge_into_order();
+  // Adds (sign +1) or takes away (-1) a solved flow's load on its resources; nothing for an
+  // unconstrained flow.
+  void shift_loads(FlowId f, double sign);
+  // After fill(): the batch's new loads, the counters, the change lists; returns batch_.
+  std::span<const FlowId> finish_solve();
   static constexpr std::size_t kIndexMaxIncidences = std::size_t{1} << 20;
   void link_incidences(FlowId id);
   void unlink_incidences(FlowId id);

@@ -70,6 +70,13 @@ std::vector<Res> random_path(std::mt19937_64& rng, int num_res, int one_in) {
   return path;
 }
 
+// A random path over island `island` of resources, the islands `per_island` wide each.
+std::vector<Res> island_path(std::mt19937_64& rng, int island, int per_island) {
+  std::vector<Res> path = random_path(rng, per_island, 3);
+  for (Res& r : path) r += static_cast<Res>(island * per_island);
+  return path;
+}
+
 void remove_random_flow(MaxMinSolver& s, std::vector<Flow>& live, std::mt19937_64& rng) {
   const std::size_t j = rng() % live.size();
   s.remove_flow(live[j]);
@@ -366,15 +373,11 @@ TEST(MaxMinSolver, ComponentSolvesMatchFreshSolves) {
     caps.push_back(std::uniform_real_distribution<double>(1.0, 100.0)(rng));
     s.add_resource(caps.back());
   }
-  auto island_path = [&](int island) {
-    std::vector<Res> path = random_path(rng, kPerIsland, 3);
-    for (Res& r : path) r += static_cast<Res>(island * kPerIsland);
-    return path;
-  };
   std::vector<Flow> live;
   for (int island = 0; island < kIslands; ++island)
     for (int i = 0; i < 10; ++i)
-      live.push_back(s.add_flow(island_path(island), static_cast<std::uint32_t>(1 + rng() % 3)));
+      live.push_back(s.add_flow(island_path(rng, island, kPerIsland),
+                                static_cast<std::uint32_t>(1 + rng() % 3)));
   s.solve();
   expect_equals_fresh_solve(s, caps, live, "initial");
   for (int round = 0; round < 200; ++round) {
@@ -382,7 +385,8 @@ TEST(MaxMinSolver, ComponentSolvesMatchFreshSolves) {
     const int kind = static_cast<int>(rng() % 3);
     if (kind != 1)
       for (int i = 0, n = 1 + static_cast<int>(rng() % 3); i < n; ++i)
-        live.push_back(s.add_flow(island_path(island), static_cast<std::uint32_t>(1 + rng() % 3)));
+        live.push_back(s.add_flow(island_path(rng, island, kPerIsland),
+                                  static_cast<std::uint32_t>(1 + rng() % 3)));
     if (kind != 0)
       for (int i = 0, n = 1 + static_cast<int>(rng() % 3); i < n && live.size() > 1; ++i)
         remove_random_flow(s, live, rng);
@@ -407,15 +411,10 @@ TEST(MaxMinSolver, FlowIndexIsDroppedPastItsBoundAndRebuiltWhenIdle) {
     caps.push_back(r < kPerIsland ? 1e12 : std::uniform_real_distribution<double>(1.0, 100.0)(rng));
     s.add_resource(caps.back());
   }
-  auto island_path = [&](int island, int one_in) {
-    std::vector<Res> path = random_path(rng, kPerIsland, one_in);
-    for (Res& r : path) r += static_cast<Res>(island * kPerIsland);
-    return path;
-  };
   auto churn = [&](std::vector<Flow>& live, int rounds, const std::string& phase) {
     for (int round = 0; round < rounds; ++round) {
       const int island = 1 + static_cast<int>(rng() % (kIslands - 1));
-      for (int i = 0; i < 3; ++i) live.push_back(s.add_flow(island_path(island, 3)));
+      for (int i = 0; i < 3; ++i) live.push_back(s.add_flow(island_path(rng, island, kPerIsland)));
       s.remove_flow(live[live.size() - 4]);
       live.erase(live.end() - 4);
       s.solve();
@@ -424,7 +423,7 @@ TEST(MaxMinSolver, FlowIndexIsDroppedPastItsBoundAndRebuiltWhenIdle) {
   };
   std::vector<Flow> live;
   for (int island = 1; island < kIslands; ++island)
-    for (int i = 0; i < 10; ++i) live.push_back(s.add_flow(island_path(island, 3)));
+    for (int i = 0; i < 10; ++i) live.push_back(s.add_flow(island_path(rng, island, kPerIsland)));
   s.solve();
   churn(live, 20, "indexed");
   const std::uint64_t indexed_component_solves = s.component_solves();
@@ -446,7 +445,7 @@ TEST(MaxMinSolver, FlowIndexIsDroppedPastItsBoundAndRebuiltWhenIdle) {
   s.solve();
   live.clear();
   for (int island = 1; island < kIslands; ++island)
-    for (int i = 0; i < 10; ++i) live.push_back(s.add_flow(island_path(island, 3)));
+    for (int i = 0; i < 10; ++i) live.push_back(s.add_flow(island_path(rng, island, kPerIsland)));
   s.solve();
   churn(live, 20, "rebuilt");
   EXPECT_GT(s.component_solves(), indexed_component_solves);  // the index is back

@@ -125,7 +125,8 @@ TEST(UnsaturableLinks, RingKeepsEveryLink) {
 TEST(UnsaturableLinks, RatesEqualThoseOverEveryLink) {
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
     for (double over : {1.0, 2.0}) {
-      const Topology t = fat_tree(over, 2 + static_cast<int>(seed % 3), 3 + static_cast<int>(seed % 4));
+      const Topology t =
+          fat_tree(over, 2 + static_cast<int>(seed % 3), 3 + static_cast<int>(seed % 4));
       expect_same_rates(t, unsaturable_links(t), seed);
     }
   }
