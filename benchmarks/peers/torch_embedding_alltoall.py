@@ -26,6 +26,7 @@ os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+from gpu_info import driver_version  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 # MLPerf Training DLRM-DCNv2 (mlcommons/training recommendation_v2/torchrec_dlrm:
@@ -36,15 +37,6 @@ POOLING = [3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27,
 DIM = 128
 HEADER = ("gpu,driver,cuda,nccl,world,op,design,dtype,m,n,k,bytes,chunks,time_us,time_min_us,"
           "time_max_us,tflops,algbw_GBps,busbw_GBps,wrong")
-
-
-def driver_version():
-    try:
-        words = open("/proc/driver/nvidia/version").read().split()
-        after = words[words.index("Module") + 1:]
-        return next(w for w in after if w[0].isdigit() and "." in w)
-    except (OSError, ValueError, StopIteration):
-        return "unknown"
 
 
 def shard_tables(pooling, world):

@@ -29,18 +29,10 @@ import threading
 import time
 
 import torch
+from gpu_info import driver_version
 
 HEADER = ("gpu,driver,torch_cuda,cublaslt_version,backend,method,m,n,k,iterations,time_us,"
           "time_min_us,time_max_us,tflops,sm_clock_mhz,power_w,kernels")
-
-
-def driver_version():
-    try:
-        words = open("/proc/driver/nvidia/version").read().split()
-        after = words[words.index("Module") + 1:]
-        return next(w for w in after if w[0].isdigit() and "." in w)
-    except (OSError, ValueError, StopIteration):
-        return "unknown"
 
 
 def mapped_libraries(pattern):

@@ -29,20 +29,12 @@ os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+from gpu_info import driver_version  # noqa: E402
 
 # Llama-3 70B o_proj, down_proj; 405B o_proj, down_proj (N x full K).
 SHAPES = [(8192, 8192), (8192, 28672), (16384, 16384), (16384, 53248)]
 HEADER = ("gpu,driver,cuda,nccl,world,op,design,dtype,m,n,k,bytes,chunks,time_us,time_min_us,"
           "time_max_us,tflops,algbw_GBps,busbw_GBps,wrong")
-
-
-def driver_version():
-    try:
-        words = open("/proc/driver/nvidia/version").read().split()
-        after = words[words.index("Module") + 1:]
-        return next(w for w in after if w[0].isdigit() and "." in w)
-    except (OSError, ValueError, StopIteration):
-        return "unknown"
 
 
 def symmetric_buffer(shape, dtype, device, group):

@@ -38,21 +38,13 @@ os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+from gpu_info import driver_version  # noqa: E402
 
 ACCEPTANCE = [(4096, 4096, 4096), (8192, 8192, 2048), (8192, 8192, 8192),
               (16384, 8192, 4096), (2048, 8192, 8192), (4096, 12288, 49152)]
 MOE = [(8192, 4096, 14336), (32768, 7168, 2048)]
 HEADER = ("gpu,driver,cuda,nccl,world,op,design,dtype,m,n,k,bytes,chunks,time_us,time_min_us,"
           "time_max_us,tflops,algbw_GBps,busbw_GBps,wrong")
-
-
-def driver_version():
-    try:
-        words = open("/proc/driver/nvidia/version").read().split()
-        after = words[words.index("Module") + 1:]
-        return next(w for w in after if w[0].isdigit() and "." in w)
-    except (OSError, ValueError, StopIteration):
-        return "unknown"
 
 
 class Bench:
