@@ -320,12 +320,16 @@ std::span<const MaxMinSolver::FlowId> MaxMinSolver::finish_solve() {
   return batch_;
 }
 
+void MaxMinSolver::next_stamp() {
+  if (++stamp_ != 0) return;
+  // Wrapped: clear the old marks, so that no flow or resource carries the new one.
+  for (FlowSlot& slot : flows_) slot.stamp = 0;
+  std::fill(res_stamp_.begin(), res_stamp_.end(), 0);
+  stamp_ = 1;
+}
+
 bool MaxMinSolver::collect_component(double level_Bps, std::size_t work_limit, bool& whole) {
-  if (++stamp_ == 0) {  // wrapped: clear the old marks
-    for (FlowSlot& slot : flows_) slot.stamp = 0;
-    std::fill(res_stamp_.begin(), res_stamp_.end(), 0);
-    stamp_ = 1;
-  }
+  next_stamp();
   batch_.clear();
   walk_.clear();
   whole = true;
@@ -368,11 +372,7 @@ bool MaxMinSolver::collect_component(double level_Bps, std::size_t work_limit, b
 }
 
 void MaxMinSolver::merge_into_order() {
-  if (++stamp_ == 0) {
-    for (FlowSlot& slot : flows_) slot.stamp = 0;
-    std::fill(res_stamp_.begin(), res_stamp_.end(), 0);
-    stamp_ = 1;
-  }
+  next_stamp();
   for (FlowId f : batch_) flows_[f].stamp = stamp_;
   order_scratch_.clear();
   order_scratch_.reserve(order_.size() + batch_.size());

@@ -182,6 +182,7 @@ class MaxMinSolver {
   std::vector<ResourceId> dirty_resources_;  // of flows removed since the last solve
   std::vector<std::uint32_t> res_stamp_;
   std::uint32_t stamp_ = 0;
+  void next_stamp();              // a fresh visit mark in stamp_
   std::vector<ResourceId> walk_;  // collect_component's queue
   std::vector<FlowId> order_scratch_;
   std::size_t path_garbage_ = 0;
