@@ -38,6 +38,7 @@ workloads::ModelSpec configured_model(const workloads::ModelSpec& base, const Pl
   p.last_stage_layers = 0;
   m.training.micro_batch = c.micro_batch;
   m.training.recompute = c.recompute;
+  m.training.recompute_layers = 0;  // the search's full recompute rebuilds every layer
   workloads::validate_model(m);
   return workloads::resolve_for_world(m, c.gpus, gpus_per_node);
 }

@@ -298,19 +298,26 @@ StageMemory transformer_stage(const ModelSpec& m, int stage) {
   add(s, "optimizer", params.dense * dense.optimizer + params.expert * expert.optimizer,
       kMegatronOptimizer);
 
-  const std::vector<int> layers = stage_layer_list(m, stage);
   double per_microbatch = 0;
   double widest_layer = 0;
-  for (int l : layers) {
-    per_microbatch += layer_activation_bytes(m, l);
-    widest_layer = std::max(widest_layer, layer_activation_bytes_no_recompute(m, l));
+  for (int c = 0; c < std::max(1, p.virtual_stages); ++c) {
+    const LayerRange r = stage_layers(m, stage, c);
+    for (int l = r.begin; l < r.end; ++l) {
+      per_microbatch += layer_activation_bytes(m, l, l - r.begin);
+      widest_layer = std::max(widest_layer, layer_activation_bytes_no_recompute(m, l));
+    }
   }
   if (stage == 0) per_microbatch += embedding_dropout_bytes(m);
   const double in_flight = in_flight_microbatches(m, stage);
   add(s, "activations", in_flight * per_microbatch,
       fmt::format("{}; {} recompute; {:.3g} micro-batches in flight (Narayanan et al. 2021 "
                   "1F1B / interleaved warm-up)",
-                  kKorthikanti, to_string(m.training.recompute), in_flight));
+                  kKorthikanti,
+                  m.training.recompute_layers > 0 && m.training.recompute == Recompute::Full
+                      ? fmt::format("full (the first {} layers of each chunk)",
+                                    m.training.recompute_layers)
+                      : std::string(to_string(m.training.recompute)),
+                  in_flight));
   // The backward pass's peak on top of the stored activations, the larger of two moments
   // (PyTorch frees a function's saved tensors once its backward has run):
   //   the loss on the last stage: the fp32 logits the cross entropy kept and the output
@@ -526,7 +533,9 @@ double layer_activation_bytes_no_recompute(const ModelSpec& m, int layer) {
   return a.kept + a.selective;
 }
 
-double layer_activation_bytes(const ModelSpec& m, int layer) {
+double layer_activation_bytes(const ModelSpec& m, int layer, int position) {
+  if (m.training.recompute == Recompute::Full && !fully_recomputed(m, position))
+    return layer_activation_bytes_no_recompute(m, layer);
   switch (m.training.recompute) {
     case Recompute::None:
       return layer_activation_bytes_no_recompute(m, layer);

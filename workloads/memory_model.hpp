@@ -73,8 +73,9 @@ struct BytesPerParameter {
 BytesPerParameter bytes_per_parameter(const ModelSpec& model, int shards);
 
 // Activation bytes one rank keeps for one transformer layer and one micro-batch under the
-// model's recompute mode (full: the layer's input only).
-double layer_activation_bytes(const ModelSpec& model, int layer);
+// model's recompute mode (full: the layer's input only, for the layers it rebuilds: see
+// fully_recomputed; `position` is the layer's place in its model chunk, 0 = first).
+double layer_activation_bytes(const ModelSpec& model, int layer, int position);
 // The same layer with nothing recomputed (the working set while a layer is recomputed).
 double layer_activation_bytes_no_recompute(const ModelSpec& model, int layer);
 

@@ -189,6 +189,10 @@ const std::vector<ParamDoc> kTrainingDocs = {
      "all-reduces bf16 models' gradients in fp32)",
      "fp32", ""},
     {"recompute", "none | selective | full activation recomputation", "none", ""},
+    {"recompute_layers",
+     "with recompute: full, rebuild only the first N layers of each model chunk (Megatron-LM "
+     "--recompute-method block --recompute-num-layers N); the others keep their activations",
+     "every layer", ""},
     {"grad_sync", "allreduce | distributed_optimizer (reduce-scatter + all-gather)", "allreduce",
      ""},
     {"grad_bucket", "DP gradient bucket size (PyTorch DDP bucket_cap_mb default)", "25MiB",
@@ -431,6 +435,12 @@ void load_training(ModelSpec& spec, const ConfigNode& n) {
   t.recompute = rc == "full"        ? Recompute::Full
                 : rc == "selective" ? Recompute::Selective
                                     : Recompute::None;
+  if (n.has("recompute_layers")) {
+    if (t.recompute != Recompute::Full)
+      n.child("recompute_layers").fail(
+          "only with recompute: full (expected no recompute_layers here)");
+    t.recompute_layers = get_int_in(n, "recompute_layers", 1, 0, true);
+  }
   t.grad_sync = n.get_enum("grad_sync", {"allreduce", "distributed_optimizer"}, "allreduce") ==
                         "distributed_optimizer"
                     ? GradSync::DistributedOptimizer
@@ -722,6 +732,26 @@ LayerRange stage_layers(const ModelSpec& spec, int stage, int chunk) {
   const int per = slices > 0 ? static_cast<int>(layers / slices) : 0;
   int begin = (chunk * p.pp + stage) * per;
   return {begin, begin + per};
+}
+
+bool fully_recomputed(const ModelSpec& spec, int position) {
+  const TrainingSpec& t = spec.training;
+  return t.recompute == Recompute::Full && (t.recompute_layers <= 0 || position < t.recompute_layers);
+}
+
+double fully_recomputed_share(const ModelSpec& spec) {
+  const TrainingSpec& t = spec.training;
+  const int layers = spec.transformer.layers;
+  if (t.recompute != Recompute::Full || layers <= 0) return 0;
+  if (t.recompute_layers <= 0) return 1;
+  const auto& p = spec.parallelism;
+  long long rebuilt = 0;
+  for (int s = 0; s < std::max(1, p.pp); ++s)
+    for (int c = 0; c < std::max(1, p.virtual_stages); ++c) {
+      const LayerRange r = stage_layers(spec, s, c);
+      rebuilt += std::min(std::max(0, r.end - r.begin), t.recompute_layers);
+    }
+  return std::min(1.0, static_cast<double>(rebuilt) / layers);
 }
 
 const std::vector<ParamDoc>& model_param_docs(const std::string& section) {

@@ -166,6 +166,10 @@ struct TrainingSpec {
   // DP gradient reduction; Megatron-LM accumulates and reduces bf16 models' grads in fp32.
   sim::Precision grad_precision = sim::Precision::FP32;
   Recompute recompute = Recompute::None;
+  // With full recompute, only the first this many layers of each model chunk (a stage's
+  // layers, or each of its virtual chunks) are rebuilt; the rest keep their activations
+  // (Megatron-LM --recompute-method block --recompute-num-layers N). 0: every layer.
+  int recompute_layers = 0;
   GradSync grad_sync = GradSync::AllReduce;
   std::uint64_t grad_bucket_bytes = 25ull << 20;  // PyTorch DDP bucket_cap_mb = 25
   // Megatron-LM --overlap-grad-reduce: each bucket's reduction starts when its last
@@ -215,6 +219,12 @@ struct LayerRange {
   int end = 0;
 };
 LayerRange stage_layers(const ModelSpec& spec, int stage, int chunk = 0);
+
+// Whether the layer at `position` (0 = first) of its model chunk is rebuilt by full
+// recomputation: recompute full, and within training.recompute_layers when that is set.
+bool fully_recomputed(const ModelSpec& spec, int position);
+// The share of the model's layers that full recomputation rebuilds (0 without it).
+double fully_recomputed_share(const ModelSpec& spec);
 
 // Documented keys per section, for check_keys() and for printing by the CLI.
 const std::vector<config::ParamDoc>& model_param_docs(const std::string& section);

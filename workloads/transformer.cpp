@@ -662,9 +662,10 @@ void TransformerEmitter::layer_forward(int layer, Ctx c) {
 
 void TransformerEmitter::layer_backward(int layer, Ctx c) {
   c.layer = layer;
-  if (spec_.training.recompute == Recompute::Full) {
+  if (fully_recomputed(spec_, layer - layers_.begin)) {
     // Full recomputation re-runs the layer's forward (with its communication) right
-    // before its backward (Megatron --recompute-granularity full, uniform, 1 layer).
+    // before its backward (Megatron --recompute-granularity full; with recompute_layers,
+    // --recompute-method block: only the chunk's first layers).
     Ctx rc = c;
     rc.recompute = true;
     layer_forward(layer, rc);

@@ -151,6 +151,26 @@ TEST(TransformerGenerator, CausalAttentionHalvesTheAttentionTerm) {
   EXPECT_LT(rel(step.flops_per_step, expected), 1e-9);
 }
 
+// Block recompute (Megatron --recompute-method block --recompute-num-layers 5): only the
+// first 5 of each stage's 12 layers run their forward again, so the layers take
+// 3 + 5/12 passes; with 2 virtual chunks of 6 layers, 3 + 10/12.
+TEST(TransformerGenerator, BlockRecomputeRerunsTheFirstLayersOfEachChunk) {
+  const double B = 1536, s = 2048, l = 96, h = 12288, V = 51200;
+  const double layer_pass = 24 * B * s * l * h * h + 2 * B * s * s * l * h;
+  ModelSpec m = narayanan_gpt3();
+  m.training.recompute_layers = 5;
+  EXPECT_LT(rel(generate_step(m, 1024).flops_per_step,
+                (3 + 5.0 / 12) * layer_pass + 6 * B * s * h * V),
+            1e-9);
+  EXPECT_DOUBLE_EQ(fully_recomputed_share(m), 5.0 / 12);
+  m.parallelism.virtual_stages = 2;
+  EXPECT_LT(rel(generate_step(m, 1024).flops_per_step,
+                (3 + 10.0 / 12) * layer_pass + 6 * B * s * h * V),
+            1e-9);
+  m.training.recompute_layers = 12;  // as many as a chunk holds: every layer
+  EXPECT_LT(rel(generate_step(m, 1024).flops_per_step, 4 * layer_pass + 6 * B * s * h * V), 1e-9);
+}
+
 TEST(TransformerGenerator, Llama70bFlopsAreSixTimesParamsTimesTokensPlusAttention) {
   auto step = generate_step(llama70b_tp8_pp4(), 1024);
   const double l = 80, h = 8192, f = 28672, V = 128256, heads = 64, kv = 8, d = 128;

@@ -146,15 +146,15 @@ TEST(MemoryModel, KorthikantiActivationsPerLayerWithSp) {
   const double s = 128, b = 2, h = 64, a = 4, t = 2;
   const std::string par = "  tp: 2\n  sequence_parallel: true\n";
   const ModelSpec none = resolved(tiny_gpt("  recompute: none\n", par), 2);
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(none, 0), s * b * h * 32 / t + 2 * a * s * s * b / t);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(none, 0, 0), s * b * h * 32 / t + 2 * a * s * s * b / t);
   const ModelSpec sel = resolved(tiny_gpt("  recompute: selective\n", par), 2);
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(sel, 0), s * b * h * 32 / t);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(sel, 0, 0), s * b * h * 32 / t);
   const ModelSpec full = resolved(tiny_gpt("  recompute: full\n", par), 2);
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(full, 0), 2 * s * b * h / t);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(full, 0, 0), 2 * s * b * h / t);
   // Without SP the norm inputs and the two GEMM inputs (8sbh) stay whole:
   // sbh(8 + 24/t) + 2as²b/t.
   const ModelSpec nosp = resolved(tiny_gpt("  recompute: none\n", "  tp: 2\n"), 2);
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(nosp, 0),
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(nosp, 0, 0),
                    s * b * h * (8 + 24 / t) + 2 * a * s * s * b / t);
 }
 
@@ -173,21 +173,21 @@ TEST(MemoryModel, KorthikantiActivationsWithDropoutMatchThePaper) {
   const double s = 128, b = 2, h = 64, a = 4, t = 2;
   const std::string par = "  tp: 2\n  sequence_parallel: true\n";
   const ModelSpec none = resolved(with_dropout(tiny_gpt("  recompute: none\n", par)), 2);
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(none, 0), s * b * h * (34 / t + 5 * a * s / (h * t)));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(none, 0, 0), s * b * h * (34 / t + 5 * a * s / (h * t)));
   const ModelSpec sel = resolved(with_dropout(tiny_gpt("  recompute: selective\n", par)), 2);
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(sel, 0), s * b * h * 34 / t);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(sel, 0, 0), s * b * h * 34 / t);
   const ModelSpec nosp = resolved(with_dropout(tiny_gpt("  recompute: none\n", "  tp: 2\n")), 2);
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(nosp, 0),
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(nosp, 0, 0),
                    s * b * h * (10 + 24 / t) + 5 * a * s * s * b / t);
   // Flash attention keeps no dropout state: only the hidden masks are added (2sbh/t).
   const ModelSpec flash =
       resolved(with_dropout(tiny_gpt("  recompute: none\n", par, "flash")), 2);
   const ModelSpec flash_plain = resolved(tiny_gpt("  recompute: none\n", par, "flash"), 2);
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(flash, 0) - layer_activation_bytes(flash_plain, 0),
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(flash, 0, 0) - layer_activation_bytes(flash_plain, 0, 0),
                    2 * s * b * h / t);
   // pp 1: one micro-batch in flight; the embedding mask sbh/t on top of the four layers.
   const auto with = estimate_memory(sel, cluster_of(1, 2)).stages[0];
-  const auto layers = 4 * layer_activation_bytes(sel, 0);
+  const auto layers = 4 * layer_activation_bytes(sel, 0, 0);
   EXPECT_DOUBLE_EQ(with.term_bytes("activations"), layers + s * b * h / t);
 }
 
@@ -196,7 +196,7 @@ TEST(MemoryModel, ContextParallelSplitsTheSequence) {
   const ModelSpec m = resolved(tiny_gpt("  recompute: none\n", "  cp: 2\n", "flash"), 2);
   // Tokens per rank s/cp; flash attention keeps an fp32 log-sum-exp per head and token
   // instead of the scores.
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0), s / cp * b * (h * 32 + 4 * a));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, 0), s / cp * b * (h * 32 + 4 * a));
 }
 
 TEST(MemoryModel, FlashSwigluGqaLayer) {
@@ -212,7 +212,7 @@ parallelism: {tp: 1}
 )";
   const ModelSpec m = resolved(yaml, 1);
   const double T = 64, h = 128, q = 128, kv = 32, f = 352, heads = 8;
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0),
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, 0),
                    T * (4 * h + 2 * h + 2 * q + 4 * kv + 2 * q + 4 * heads + 2 * h + 6 * f));
   const double layer_params = 2 * h + h * (q + 2 * kv) + q * h + 3 * h * f;
   EXPECT_DOUBLE_EQ(stage_parameters(m, 0).total(), 2 * layer_params + 100 * h + h + 100 * h);
@@ -231,8 +231,36 @@ parallelism: {tp: 2, sequence_parallel: true}
 )";
   const ModelSpec m = resolved(yaml, 2);
   const double T = 32, h = 128, t = 2, q = 128, f = 256;
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0),
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, 0),
                    T * (8 * h / t + 4 * q / t + 4 * 16 + 4 * 8 / t + 4 * f / t));
+}
+
+// Block recompute keeps the rebuilt layers' inputs only: pp 2 over 4 layers, the first of
+// each stage's two rebuilt, the second kept whole.
+TEST(MemoryModel, BlockRecomputeKeepsTheOtherLayersWhole) {
+  const ModelSpec m =
+      resolved(tiny_gpt("  recompute: full\n  recompute_layers: 1\n", "  pp: 2\n"), 2);
+  const double s = 128, b = 2, h = 64;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, 0), 2 * s * b * h);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 1), layer_activation_bytes_no_recompute(m, 1));
+  const auto est = estimate_memory(m, cluster_of(1, 2));
+  // 1F1B: stage 0 holds 2 micro-batches, stage 1 one (no dropout: no embedding mask).
+  ASSERT_EQ(m.transformer.hidden_dropout, 0);
+  EXPECT_DOUBLE_EQ(est.stages[0].term_bytes("activations"),
+                   2 * (2 * s * b * h + layer_activation_bytes_no_recompute(m, 1)));
+  EXPECT_DOUBLE_EQ(est.stages[1].term_bytes("activations"),
+                   2 * s * b * h + layer_activation_bytes_no_recompute(m, 3));
+}
+
+TEST(MemoryModel, RecomputeLayersOnlyWithFullRecompute) {
+  try {
+    load_model_string(tiny_gpt("  recompute: selective\n  recompute_layers: 2\n", "  pp: 1\n"),
+                      "m.yaml");
+    FAIL() << "recompute_layers with selective recompute was accepted";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("recompute_layers"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("only with recompute: full"), std::string::npos);
+  }
 }
 
 TEST(MemoryModel, StageActivationsAreInFlightTimesLayers) {
@@ -241,7 +269,7 @@ TEST(MemoryModel, StageActivationsAreInFlightTimesLayers) {
   const auto est = estimate_memory(m, cluster_of(1, 4));
   for (int i = 0; i < 4; ++i)
     EXPECT_DOUBLE_EQ(est.stages[i].term_bytes("activations"),
-                     (4 - i) * layer_activation_bytes(m, i));
+                     (4 - i) * layer_activation_bytes(m, i, 0));
   // The loss's working set only on the last stage: 4sbh + 4sbv + 2sbv (t = 1).
   const double T = 128 * 2, h = 64, v = 1000;
   EXPECT_DOUBLE_EQ(est.stages[3].term_bytes("backward working set"), 4 * T * h + 6 * T * v);
@@ -265,7 +293,7 @@ TEST(MemoryModel, InterleavedInFlightFollowsMegatronWarmup) {
   EXPECT_DOUBLE_EQ(in_flight_microbatches(m, 1), 1.5);  // (0 + 2 + 1) / 2
   // Activations of stage 0 = 2.5 micro-batches of its 2 layers.
   const auto est = estimate_memory(m, cluster_of(1, 2));
-  EXPECT_DOUBLE_EQ(est.stages[0].term_bytes("activations"), 2.5 * 2 * layer_activation_bytes(m, 0));
+  EXPECT_DOUBLE_EQ(est.stages[0].term_bytes("activations"), 2.5 * 2 * layer_activation_bytes(m, 0, 0));
 }
 
 const char* kTinyMoe = R"(name: moe-tiny
