@@ -180,8 +180,10 @@ const std::vector<ParamDoc> kTrainingDocs = {
     {"precision", "bf16 | fp16 | fp8 | fp32 (GEMM inputs; with fp8 activations stay 16-bit)",
      "bf16", ""},
     {"fp8_scaling",
-     "tensor | block128: fp8 GEMMs scaled per tensor, or per 1 x 128 activation run and "
-     "128 x 128 weight block (DeepSeek-V3); block128 needs the profile's "
+     "tensor | current | block128: fp8 GEMMs scaled per tensor from the amax history "
+     "(Transformer Engine DelayedScaling), per tensor from its own amax (Float8CurrentScaling, "
+     "Megatron-LM --fp8-recipe tensorwise: an amax pass before each cast), or per 1 x 128 "
+     "activation run and 128 x 128 weight block (DeepSeek-V3); block128 needs the profile's "
      "compute.fp8_block_scaling_time_factor; only with precision: fp8",
      "tensor", ""},
     {"grad_precision",
@@ -427,9 +429,10 @@ void load_training(ModelSpec& spec, const ConfigNode& n) {
   if (n.has("fp8_scaling")) {
     if (t.precision != sim::Precision::FP8)
       n.child("fp8_scaling").fail("only with precision: fp8 (expected no fp8_scaling here)");
-    t.fp8_scaling = n.get_enum("fp8_scaling", {"tensor", "block128"}) == "block128"
-                        ? Fp8Scaling::Block128
-                        : Fp8Scaling::Tensor;
+    const std::string scaling = n.get_enum("fp8_scaling", {"tensor", "current", "block128"});
+    t.fp8_scaling = scaling == "block128"  ? Fp8Scaling::Block128
+                    : scaling == "current" ? Fp8Scaling::Current
+                                           : Fp8Scaling::Tensor;
   }
   std::string rc = n.get_enum("recompute", {"none", "selective", "full"}, "none");
   t.recompute = rc == "full"        ? Recompute::Full

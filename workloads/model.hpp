@@ -153,9 +153,11 @@ struct Parallelism {
   int last_stage_layers = 0;
 };
 
-// How fp8 GEMM inputs are scaled: one scale per tensor (Transformer Engine's delayed or
-// current scaling), or per 1 x 128 activation run and 128 x 128 weight block (DeepSeek-V3).
-enum class Fp8Scaling { Tensor, Block128 };
+// How fp8 GEMM inputs are scaled: one scale per tensor from the amax history (Transformer
+// Engine's DelayedScaling), one scale per tensor from its own amax (Float8CurrentScaling,
+// Megatron-LM --fp8-recipe tensorwise), or per 1 x 128 activation run and 128 x 128
+// weight block (DeepSeek-V3).
+enum class Fp8Scaling { Tensor, Current, Block128 };
 
 struct TrainingSpec {
   int seq_len = 0;                                  // transformer only

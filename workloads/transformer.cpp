@@ -40,6 +40,7 @@ TransformerEmitter::TransformerEmitter(const ModelSpec& spec, const ParallelLayo
   act_bytes_ = gemm_precision_ == sim::Precision::FP32 ? 4 : 2;  // fp8 keeps 16-bit activations
   fp8_ = gemm_precision_ == sim::Precision::FP8;
   block_fp8_ = fp8_ && spec.training.fp8_scaling == Fp8Scaling::Block128;
+  current_fp8_ = fp8_ && spec.training.fp8_scaling == Fp8Scaling::Current;
   attention_dropout_ = t.attention_dropout > 0;
   hidden_dropout_ = t.hidden_dropout > 0;
   fp8_gemms_of_chunk_.assign(static_cast<std::size_t>(p.virtual_stages), 0);
@@ -242,6 +243,14 @@ OpVertex TransformerEmitter::tp_reduce(const Ctx& c, const char* what, OpVertex 
 //    kernel (quantization.py reduce_and_update_fp8_tensors; Megatron-LM fp8_utils.py
 //    get_fp8_context, parallel_state.get_amax_reduction_group). 3 amaxes per fp8 GEMM in
 //    forward, 2 in backward (base.py init_fp8_meta_tensors);
+//  - current scaling (fp8_scaling: current, TE Float8CurrentScaling, Megatron-LM
+//    --fp8-recipe tensorwise): no amax history; each quantisation first computes the
+//    tensor's amax in a kernel of its own (a read of the bf16 tensor), all-reduces it (MAX)
+//    over the TP group where the fp8 tensor is gathered under SP (a column-parallel input,
+//    a row-parallel output gradient: module/linear.py
+//    _customize_quantizers_float8_current_scaling), derives the scale, then casts
+//    (pytorch/csrc/quantizer.cpp Float8CurrentScalingQuantizer::quantize_impl). A norm cannot
+//    write fp8 before its amax is known: it writes bf16 with the amax fused, then the cast;
 //  - block scaling (fp8_scaling: block128, TE Float8BlockScaling): no amax history and no
 //    reduction; norms stay bf16 and every quantisation is a separate kernel that writes
 //    the row-wise and the column-wise (transposed) copy with fp32 scales per 1 x 128
@@ -256,6 +265,30 @@ OpVertex TransformerEmitter::tp_reduce(const Ctx& c, const char* what, OpVertex 
 
 OpVertex TransformerEmitter::quantize(const Ctx& c, const char* what, Quant q, std::int64_t rows,
                                       std::int64_t cols, std::initializer_list<OpVertex> deps) {
+  if (!fp8_ || (block_fp8_ && q == Quant::Transpose)) return kNoOp;
+  const std::uint64_t n = static_cast<std::uint64_t>(rows * cols);
+  if (current_fp8_ && q != Quant::Transpose) {
+    const OpVertex amax = current_amax(c, std::string(what) + ".amax", n, false, deps);
+    return quantize_known_amax(c, what, q, rows, cols, {amax});
+  }
+  return quantize_known_amax(c, what, q, rows, cols, deps);
+}
+
+OpVertex TransformerEmitter::current_amax(const Ctx& c, const std::string& what,
+                                          std::uint64_t elems, bool tp_reduce,
+                                          std::initializer_list<OpVertex> deps) {
+  OpVertex last = elementwise(c, what.c_str(), elems * static_cast<std::uint64_t>(act_bytes_), deps);
+  if (tp_reduce) {
+    const OpVertex v = collective(c, (what + "_allreduce").c_str(), CollectiveOp::AllReduce, 4,
+                                  groups_.tp, StreamKind::TensorComm, {last});
+    if (v != kNoOp) last = v;
+  }
+  return last;
+}
+
+OpVertex TransformerEmitter::quantize_known_amax(const Ctx& c, const char* what, Quant q,
+                                                 std::int64_t rows, std::int64_t cols,
+                                                 std::initializer_list<OpVertex> deps) {
   if (!fp8_ || (block_fp8_ && q == Quant::Transpose)) return kNoOp;
   const std::uint64_t n = static_cast<std::uint64_t>(rows * cols);
   std::uint64_t bytes = 0;
@@ -278,11 +311,12 @@ void TransformerEmitter::quantize_weight(const Ctx& c, const char* what, std::in
   if (!fp8_ || c.bf16_gemms || c.recompute || c.phase != sim::Phase::Forward || c.microbatch != 0)
     return;
   const std::uint64_t n = static_cast<std::uint64_t>(experts * rows * cols);
-  elementwise(c, what, 4 * n + (block_fp8_ ? n / 4096 : 0));
+  // Current scaling reads the bf16 weight once more for its amax.
+  elementwise(c, what, 4 * n + (block_fp8_ ? n / 4096 : 0) + (current_fp8_ ? 2 * n : 0));
 }
 
 void TransformerEmitter::amax_reduction(const Ctx& c, std::int64_t tensors) {
-  if (!tensor_fp8() || tensors <= 0) return;
+  if (!tensor_fp8() || current_fp8_ || tensors <= 0) return;
   const auto n = static_cast<std::uint64_t>(tensors);
   // torch.cat of the amaxes (read + write 4 bytes each), the all-reduce over the amax
   // group, issued as TP, CP, then DP all-reduces (MAX is associative, so the result is the
@@ -299,7 +333,12 @@ void TransformerEmitter::amax_reduction(const Ctx& c, std::int64_t tensors) {
 
 void TransformerEmitter::quantize_linear_input(const Ctx& c, const char* what, std::int64_t cols) {
   // Tensor scaling under SP: cast the local tokens, gather fp8, transpose in backward.
-  if (tensor_fp8() && sp_)
+  // Current scaling all-reduces the amax over TP first: the gathered tensor has one scale.
+  if (tensor_fp8() && sp_ && current_fp8_) {
+    const OpVertex amax = current_amax(c, std::string(what) + ".amax",
+                                       static_cast<std::uint64_t>(Tn_ * cols), true, {});
+    quantize_known_amax(c, what, Quant::Cast, Tn_, cols, {amax});
+  } else if (tensor_fp8() && sp_)
     quantize(c, what, Quant::Cast, Tn_, cols);
   else
     quantize(c, what, Quant::CastTranspose, sp_ ? Tn_ : T_, cols);
@@ -325,6 +364,19 @@ OpVertex TransformerEmitter::fp8_norm(const Ctx& c, const char* what, std::int64
     OpVertex q =
         quantize(c, (std::string(what) + ".quantize").c_str(), Quant::CastTranspose, Tn_, width);
     return q != kNoOp ? q : v;
+  }
+  if (current_fp8_) {
+    // The scale needs the output's amax first: the norm writes bf16 with the amax fused,
+    // then the cast (under SP after the amax's TP all-reduce, the input being gathered).
+    OpVertex v = elementwise(c, what, 2 * elems * static_cast<std::uint64_t>(act_bytes_));
+    if (sp_) {
+      const OpVertex r = collective(c, (std::string(what) + ".amax_allreduce").c_str(),
+                                    CollectiveOp::AllReduce, 4, groups_.tp,
+                                    StreamKind::TensorComm, {v});
+      if (r != kNoOp) v = r;
+    }
+    return quantize_known_amax(c, (std::string(what) + ".quantize").c_str(),
+                               sp_ ? Quant::Cast : Quant::CastTranspose, Tn_, width, {v});
   }
   // The norm kernel writes its output in fp8; without SP its transpose follows.
   OpVertex v = elementwise(c, what, elems * static_cast<std::uint64_t>(act_bytes_ + 1));

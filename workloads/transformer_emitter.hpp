@@ -110,10 +110,19 @@ class TransformerEmitter {
   };
   OpVertex quantize(const Ctx& c, const char* what, Quant q, std::int64_t rows, std::int64_t cols,
                     std::initializer_list<OpVertex> deps = {});
+  // The cast alone, its scale already known (delayed scaling, or a current-scaling amax
+  // taken before it).
+  OpVertex quantize_known_amax(const Ctx& c, const char* what, Quant q, std::int64_t rows,
+                               std::int64_t cols, std::initializer_list<OpVertex> deps = {});
   // A weight (rows x cols, bf16) quantised with its transpose: once per step, in the first
   // microbatch's forward (TE caches it across microbatches: is_first_microbatch).
   void quantize_weight(const Ctx& c, const char* what, std::int64_t rows, std::int64_t cols,
                        std::int64_t experts = 1);
+  // Current scaling: the amax of a bf16 tensor before its cast, a separate kernel that
+  // reads it; with `tp_reduce` (an input gathered in fp8 under SP) the amax is all-reduced
+  // (MAX) over the TP group before the cast, so every rank casts with one scale.
+  OpVertex current_amax(const Ctx& c, const std::string& what, std::uint64_t elems, bool tp_reduce,
+                        std::initializer_list<OpVertex> deps);
   // Delayed scaling: after a microbatch's forward (backward) of the stage's layers, the
   // amaxes of `tensors` fp8 tensors are concatenated, all-reduced (MAX) over the amax group
   // and the scales updated by one kernel.
@@ -202,6 +211,7 @@ class TransformerEmitter {
   int gemm_in_bytes_ = 2;  // GEMM inputs (1 with fp8)
   sim::Precision gemm_precision_ = sim::Precision::BF16;
   bool fp8_ = false, block_fp8_ = false;          // precision fp8; fp8_scaling block128
+  bool current_fp8_ = false;                      // fp8_scaling current
   bool attention_dropout_ = false;  // attention_dropout > 0 (its kernels with unfused attention)
   bool hidden_dropout_ = false;     // hidden_dropout > 0: residual branches and the embedding
   std::int64_t fp8_gemms_ = 0;                    // fp8 GEMMs in this forward pass (amax tensors)

@@ -7,9 +7,9 @@
 #include <string>
 #include <tuple>
 
+#include "config/error.hpp"
 #include "step_graph_util.hpp"
 #include "tests/workloads/workloads_test_util.hpp"
-#include "config/error.hpp"
 #include "workloads/generator.hpp"
 #include "workloads/grad_buckets.hpp"
 
@@ -159,14 +159,14 @@ TEST(TransformerGenerator, BlockRecomputeRerunsTheFirstLayersOfEachChunk) {
   const double layer_pass = 24 * B * s * l * h * h + 2 * B * s * s * l * h;
   ModelSpec m = narayanan_gpt3();
   m.training.recompute_layers = 5;
-  EXPECT_LT(rel(generate_step(m, 1024).flops_per_step,
-                (3 + 5.0 / 12) * layer_pass + 6 * B * s * h * V),
-            1e-9);
+  EXPECT_LT(
+      rel(generate_step(m, 1024).flops_per_step, (3 + 5.0 / 12) * layer_pass + 6 * B * s * h * V),
+      1e-9);
   EXPECT_DOUBLE_EQ(fully_recomputed_share(m), 5.0 / 12);
   m.parallelism.virtual_stages = 2;
-  EXPECT_LT(rel(generate_step(m, 1024).flops_per_step,
-                (3 + 10.0 / 12) * layer_pass + 6 * B * s * h * V),
-            1e-9);
+  EXPECT_LT(
+      rel(generate_step(m, 1024).flops_per_step, (3 + 10.0 / 12) * layer_pass + 6 * B * s * h * V),
+      1e-9);
   m.training.recompute_layers = 12;  // as many as a chunk holds: every layer
   EXPECT_LT(rel(generate_step(m, 1024).flops_per_step, 4 * layer_pass + 6 * B * s * h * V), 1e-9);
 }
@@ -751,6 +751,52 @@ TEST(Fp8Generator, TensorScalingChargesEachCastTransposeAndFp8Gather) {
   EXPECT_EQ(b.at("head.mb0.fwd.ag_logits"), T * h * 2);
 }
 
+// Current scaling (TE Float8CurrentScaling): every cast is preceded by an amax kernel that
+// reads the bf16 tensor; a tensor gathered in fp8 under SP has its amax all-reduced over TP
+// first; the norms write bf16 (their amax fused) and a cast follows; the weights are read
+// once more; no delayed-scaling amax reduction or scale update.
+TEST(Fp8Generator, CurrentScalingTakesEachAmaxBeforeItsCast) {
+  const auto b = op_bytes(
+      generate(edit(kOneLayer, {{"precision: fp8", "precision: fp8\n  fp8_scaling: current"}})));
+  const double T = 128, Tn = 64, h = 256;
+  const std::map<std::string, double> expected = {
+      {"L0.mb0.fwd.ln1", Tn * h * 4},
+      {"L0.mb0.fwd.ln1.amax_allreduce", 4},
+      {"L0.mb0.fwd.ln1.quantize", Tn * h * 3},
+      {"L0.mb0.fwd.ag_qkv", T * h},
+      {"L0.mb0.fwd.qkv.weight_quantize", 6 * 256 * h},
+      {"L0.mb0.fwd.proj.input_quantize.amax", 2 * T * 128},
+      {"L0.mb0.fwd.proj.input_quantize", 4 * T * 128},
+      {"L0.mb0.fwd.mlp.fc2.input_quantize.amax", 2 * T * 512},
+      {"L0.mb0.bwd.mlp.fc2.grad_quantize.amax", 2 * Tn * h},
+      {"L0.mb0.bwd.mlp.fc2.grad_quantize.amax_allreduce", 4},
+      {"L0.mb0.bwd.mlp.fc2.grad_quantize", 3 * Tn * h},
+      {"L0.mb0.bwd.mlp.fc2.grad_transpose", 2 * T * h},
+      {"L0.mb0.bwd.mlp.fc1.grad_quantize.amax", 2 * T * 1024},
+      {"L0.mb0.bwd.mlp.fc1.grad_quantize", 4 * T * 1024},
+  };
+  for (const auto& [name, bytes] : expected) {
+    ASSERT_TRUE(b.count(name)) << name;
+    EXPECT_EQ(b.at(name), bytes) << name;
+  }
+  for (const char* delayed :
+       {"fp8.mb0.fwd.amax_cat", "fp8.mb0.fwd.scale_update", "fp8.mb0.bwd.amax_allreduce"})
+    EXPECT_FALSE(b.count(delayed)) << delayed;
+  // Every cast of the first microbatch has its amax: the norms' fused, the others' own.
+  int casts = 0, amaxes = 0;
+  for (const auto& [name, bytes] : b) {
+    if (name.find(".mb0.") == std::string::npos || name.find("weight") != std::string::npos)
+      continue;
+    const bool amax = name.size() > 5 && name.compare(name.size() - 5, 5, ".amax") == 0;
+    if (amax)
+      ++amaxes;
+    else if (name.size() > 8 && name.compare(name.size() - 8, 8, "quantize") == 0)
+      ++casts;
+  }
+  EXPECT_EQ(casts, 8);   // ln1, ln2, proj and fc2 inputs, four output gradients
+  EXPECT_EQ(amaxes, 6);  // all but the two norms
+}
+
 TEST(Fp8Generator, WeightsAreQuantisedInTheFirstMicrobatchOnly) {
   const auto step = generate(kOneLayer);
   const auto count = [&](int mb) {
@@ -831,8 +877,9 @@ TEST(Fp8Generator, ExpertGemmsQuantiseTheirRoutedTokens) {
 // reading and writing the b x heads x s x s scores; backward four GEMMs and a softmax pass
 // over P, dP and dS.
 TEST(UnfusedAttention, ChargesTheScoresInDeviceMemory) {
-  const auto step = generate(edit(kOneLayer, {{"precision: fp8", "precision: bf16"},
-                                              {"    kv_heads: 4", "    kv_heads: 4\n    kernel: unfused"}}));
+  const auto step =
+      generate(edit(kOneLayer, {{"precision: fp8", "precision: bf16"},
+                                {"    kv_heads: 4", "    kv_heads: 4\n    kernel: unfused"}}));
   const double s = 128, d = 256 / 8, batch = 1 * 8 / 2;  // micro-batch x heads / tp
   const double scores_bytes = batch * s * s * 2;
   std::map<std::string, const sim::OpNode*> ops;
@@ -861,20 +908,21 @@ TEST(UnfusedAttention, ChargesTheScoresInDeviceMemory) {
 // writes its mask forward and reads it backward (1 byte per token and channel). The
 // embedding output's dropout is its own kernel: 5 bytes per element each way.
 TEST(Dropout, ChargesItsKernelsMemoryTraffic) {
-  const std::string unfused = edit(kOneLayer, {{"precision: fp8", "precision: bf16"},
-                                               {"recompute: none", "recompute: selective"},
-                                               {"    kv_heads: 4", "    kv_heads: 4\n    kernel: unfused"}});
-  const std::string dropout =
-      edit(unfused, {{"  attention:", "  attention_dropout: 0.1\n  hidden_dropout: 0.1\n  attention:"}});
+  const std::string unfused =
+      edit(kOneLayer, {{"precision: fp8", "precision: bf16"},
+                       {"recompute: none", "recompute: selective"},
+                       {"    kv_heads: 4", "    kv_heads: 4\n    kernel: unfused"}});
+  const std::string dropout = edit(
+      unfused, {{"  attention:", "  attention_dropout: 0.1\n  hidden_dropout: 0.1\n  attention:"}});
   const auto plain = op_bytes(generate(unfused));
   const auto b = op_bytes(generate(dropout));
   const double s = 128, scores = 1 * 8 / 2 * s * s;  // micro-batch x heads / tp x s x s
-  const double Tn = 128 / 2, h = 256;                   // tokens per rank with SP
+  const double Tn = 128 / 2, h = 256;                // tokens per rank with SP
   EXPECT_EQ(b.at("L0.mb0.fwd.attention.dropout"), 5 * scores);
   EXPECT_EQ(b.at("L0.mb0.bwd.attention.bwd.dropout"), 5 * scores);
   EXPECT_EQ(b.at("L0.mb0.rc.attention.recompute.dropout"), 5 * scores);
-  for (const char* op : {"L0.mb0.fwd.residual1", "L0.mb0.fwd.residual2",
-                         "L0.mb0.bwd.residual1.bwd", "L0.mb0.bwd.residual2.bwd"})
+  for (const char* op : {"L0.mb0.fwd.residual1", "L0.mb0.fwd.residual2", "L0.mb0.bwd.residual1.bwd",
+                         "L0.mb0.bwd.residual2.bwd"})
     EXPECT_EQ(b.at(op) - plain.at(op), Tn * h) << op;
   EXPECT_EQ(b.at("emb.mb0.fwd.embedding_dropout"), 5 * Tn * h);
   EXPECT_EQ(b.at("emb.mb0.bwd.embedding_dropout.bwd"), 5 * Tn * h);
@@ -896,7 +944,8 @@ TEST(Dropout, ProbabilityOutOfRangeNamesTheKey) {
 // training.horovod_cycle_time: every collective waits half of Horovod's coordination cycle
 // before its transfer (arrivals uniform over the cycle); without the key none waits.
 TEST(HorovodCycle, EveryCollectiveWaitsHalfACycle) {
-  const auto with = generate(edit(kOneLayer, {{"  recompute: none", "  recompute: none\n  horovod_cycle_time: 1ms"}}));
+  const auto with = generate(
+      edit(kOneLayer, {{"  recompute: none", "  recompute: none\n  horovod_cycle_time: 1ms"}}));
   const auto without = generate(kOneLayer);
   int collectives = 0;
   for_each_op(with.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
@@ -909,8 +958,9 @@ TEST(HorovodCycle, EveryCollectiveWaitsHalfACycle) {
     EXPECT_EQ(op.launch_delay_s, 0.0) << op.name;
   });
   try {
-    load_model_string(edit(kOneLayer, {{"  recompute: none", "  recompute: none\n  horovod_cycle_time: -1ms"}}),
-                      "one-layer.yaml");
+    load_model_string(
+        edit(kOneLayer, {{"  recompute: none", "  recompute: none\n  horovod_cycle_time: -1ms"}}),
+        "one-layer.yaml");
     ADD_FAILURE() << "no error";
   } catch (const config::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("horovod_cycle_time"), std::string::npos) << e.what();
