@@ -160,6 +160,9 @@ TEST(ModelRules, Fp8ScalingOnlyWithFp8) {
   const std::string fp8 =
       edit(kTiny, {{"  micro_batch: 1", "  micro_batch: 1\n  precision: fp8\n  fp8_scaling: block128"}});
   EXPECT_EQ(load_model_string(fp8, "m.yaml").training.fp8_scaling, Fp8Scaling::Block128);
+  const std::string current =
+      edit(kTiny, {{"  micro_batch: 1", "  micro_batch: 1\n  precision: fp8\n  fp8_scaling: current"}});
+  EXPECT_EQ(load_model_string(current, "m.yaml").training.fp8_scaling, Fp8Scaling::Current);
   const std::string bf16 =
       edit(kTiny, {{"  micro_batch: 1", "  micro_batch: 1\n  fp8_scaling: block128"}});
   expect_error(load_error(bf16), bf16, "fp8_scaling", "training.fp8_scaling");
