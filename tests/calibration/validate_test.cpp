@@ -271,6 +271,22 @@ TEST(ShippedProfiles, DatasheetH100CarriesTheFittedGemmModels) {
   }
 }
 
+// Its fp8 cuBLASLt model is the fit of the one-H100 dtype run (with the fp8 workload shapes
+// it lists): the same model, the same citation.
+TEST(ShippedProfiles, DatasheetH100CarriesTheFittedFp8Model) {
+  FitOptions options;
+  options.base_profile = "calibration/profiles/datasheet-h100.yaml";
+  const FitResult r = fit_profile("calibration/data/h100x1-dtypes", options);
+  const sim::Profile fitted = sim::load_profile_string(r.yaml, "fit of h100x1-dtypes");
+  const sim::Profile sheet = sim::load_profile("calibration/profiles/datasheet-h100.yaml");
+  const sim::GemmTable& f = fitted.compute.gemm_tables.at(sim::Precision::FP8);
+  const sim::GemmTable& d = sheet.compute.gemm_tables.at(sim::Precision::FP8);
+  EXPECT_EQ(d.source.citation, f.source.citation);
+  for (double m : {768.0, 3072.0, 8192.0})
+    for (double k : {1536.0, 11008.0})
+      EXPECT_EQ(d.compute_s(m, 5120, k), f.compute_s(m, 5120, k)) << m << " x 5120 x " << k;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shipped, ShippedProfile,
     ::testing::Values(ShippedCase{"calibration/profiles/h200-nvlink.yaml",
