@@ -36,6 +36,8 @@ workloads::ModelSpec configured_model(const workloads::ModelSpec& base, const Pl
   p.sequence_parallel = c.sequence_parallel;
   p.first_stage_layers = 0;
   p.last_stage_layers = 0;
+  p.embedding_in_split = false;
+  p.loss_in_split = false;
   m.training.micro_batch = c.micro_batch;
   m.training.recompute = c.recompute;
   m.training.recompute_layers = 0;  // the search's full recompute rebuilds every layer

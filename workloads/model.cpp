@@ -227,6 +227,15 @@ const std::vector<ParamDoc> kParallelismDocs = {
     {"virtual_stages", "model chunks per stage (interleaved 1F1B)", "1", ""},
     {"first_stage_layers", "layers on the first stage (uneven pipeline)", "even split", ""},
     {"last_stage_layers", "layers on the last stage (uneven pipeline)", "even split", ""},
+    {"account_for_embedding_in_pipeline_split",
+     "the embedding counts as one layer when the layers are dealt to the model chunks "
+     "(Megatron-LM --account-for-embedding-in-pipeline-split): the first chunk holds one "
+     "layer fewer; also with virtual_stages",
+     "false", ""},
+    {"account_for_loss_in_pipeline_split",
+     "the loss counts as one layer (Megatron-LM --account-for-loss-in-pipeline-split): the "
+     "last chunk holds one layer fewer; also with virtual_stages",
+     "false", ""},
     {"cp", "context-parallel size (sequence split, all-gather of K/V)", "1", ""},
     {"ep", "expert-parallel size (moe), carved out of dp·cp", "1", ""},
 };
@@ -480,6 +489,8 @@ void load_parallelism(ModelSpec& spec, const ConfigNode& n) {
   p.virtual_stages = get_int_in(n, "virtual_stages", 1, 1, false);
   p.first_stage_layers = get_int_in(n, "first_stage_layers", 1, 0, false);
   p.last_stage_layers = get_int_in(n, "last_stage_layers", 1, 0, false);
+  p.embedding_in_split = n.get_bool("account_for_embedding_in_pipeline_split", false);
+  p.loss_in_split = n.get_bool("account_for_loss_in_pipeline_split", false);
 }
 
 ModelSpec load_from(const ConfigNode& root) {
@@ -650,7 +661,24 @@ void validate_model(const ModelSpec& spec) {
   // Pipeline split.
   if (p.virtual_stages > 1 && p.pp == 1)
     fail_key(spec, "parallelism.virtual_stages", "needs pp > 1 (expected 1 when pp is 1)");
-  if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+  const int counted = (p.embedding_in_split ? 1 : 0) + (p.loss_in_split ? 1 : 0);
+  if (counted > 0 && (p.first_stage_layers > 0 || p.last_stage_layers > 0))
+    fail_key(spec,
+             p.embedding_in_split ? "parallelism.account_for_embedding_in_pipeline_split"
+                                  : "parallelism.account_for_loss_in_pipeline_split",
+             "cannot be combined with first_stage_layers/last_stage_layers (expected one way "
+             "to split the pipeline)");
+  if (counted > 0) {
+    const long long slices = 1LL * p.pp * p.virtual_stages;
+    const long long slots = 1LL * t.layers + counted;
+    if (p.pp < 2 || slots % slices != 0 || slots / slices < 2)
+      fail_key(spec,
+               p.embedding_in_split ? "parallelism.account_for_embedding_in_pipeline_split"
+                                    : "parallelism.account_for_loss_in_pipeline_split",
+               fmt::format("layers = {} plus {} counted = {} over pp·virtual_stages = {} chunks "
+                           "(expected pp > 1 and a multiple of the chunks with at least 2 each)",
+                           t.layers, counted, slots, slices));
+  } else if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
     if (p.virtual_stages > 1)
       fail_key(spec, "parallelism.first_stage_layers",
                "uneven stages cannot be combined with virtual_stages > 1 (expected an even "
@@ -732,6 +760,15 @@ LayerRange stage_layers(const ModelSpec& spec, int stage, int chunk) {
   }
   // Megatron interleaving: chunk c of stage s holds the (c·pp + s)-th slice of layers.
   const long long slices = 1LL * p.pp * p.virtual_stages;
+  if (p.embedding_in_split || p.loss_in_split) {
+    // The slices are of layers + the counted embedding and loss; slot 0 is the embedding.
+    const int e = p.embedding_in_split ? 1 : 0;
+    const long long per = (1LL * layers + e + (p.loss_in_split ? 1 : 0)) / slices;
+    const long long g = 1LL * chunk * p.pp + stage;
+    const long long begin = std::max(0LL, g * per - e);
+    const long long end = std::min(1LL * layers, (g + 1) * per - e);
+    return {static_cast<int>(begin), static_cast<int>(end)};
+  }
   const int per = slices > 0 ? static_cast<int>(layers / slices) : 0;
   int begin = (chunk * p.pp + stage) * per;
   return {begin, begin + per};

@@ -151,6 +151,12 @@ struct Parallelism {
   // Uneven pipelines (Megatron --decoder-first/last-pipeline-num-layers): 0 = even split.
   int first_stage_layers = 0;
   int last_stage_layers = 0;
+  // Megatron-LM --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-
+  // split: the embedding and the loss each count as one layer when the layers are dealt to
+  // the pp x virtual_stages model chunks, so the first and the last chunk hold one layer
+  // fewer; with interleaving too.
+  bool embedding_in_split = false;
+  bool loss_in_split = false;
 };
 
 // How fp8 GEMM inputs are scaled: one scale per tensor from the amax history (Transformer

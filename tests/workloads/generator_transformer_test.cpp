@@ -171,6 +171,19 @@ TEST(TransformerGenerator, BlockRecomputeRerunsTheFirstLayersOfEachChunk) {
   EXPECT_LT(rel(generate_step(m, 1024).flops_per_step, 4 * layer_pass + 6 * B * s * h * V), 1e-9);
 }
 
+// Counting the embedding and the loss in the interleaved split moves layers between chunks
+// and keeps the work: 94 layers + 2 = 96 slots over pp 8 x 2 chunks, the FLOPs of 94 layers.
+TEST(TransformerGenerator, EmbeddingAndLossInTheSplitKeepTheWork) {
+  ModelSpec m = narayanan_gpt3();
+  m.transformer.layers = 94;
+  m.parallelism.virtual_stages = 2;
+  m.parallelism.embedding_in_split = true;
+  m.parallelism.loss_in_split = true;
+  const double B = 1536, s = 2048, l = 94, h = 12288, V = 51200;
+  const double expected = 4 * (24 * B * s * l * h * h + 2 * B * s * s * l * h) + 6 * B * s * h * V;
+  EXPECT_LT(rel(generate_step(m, 1024).flops_per_step, expected), 1e-9);
+}
+
 TEST(TransformerGenerator, Llama70bFlopsAreSixTimesParamsTimesTokensPlusAttention) {
   auto step = generate_step(llama70b_tp8_pp4(), 1024);
   const double l = 80, h = 8192, f = 28672, V = 128256, heads = 64, kv = 8, d = 128;

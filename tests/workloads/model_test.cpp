@@ -256,6 +256,36 @@ TEST(ModelRules, UnevenStagesSplitAsGiven) {
   EXPECT_EQ(stage_layers(spec, 3).end, 10);
 }
 
+// Megatron's account-for-embedding/loss split: 6 layers + embedding + loss = 8 slots over
+// pp 2 x 2 virtual chunks of 2; chunk (c, s) holds slots [2g, 2g + 2), g = c·pp + s, slot 0
+// being the embedding: layers [0,1) [1,3) [3,5) [5,6).
+TEST(ModelRules, EmbeddingAndLossCountInTheInterleavedSplit) {
+  auto spec = load_model_string(
+      edit(kTiny, {{"  layers: 4", "  layers: 6"},
+                   {"  pp: 2", "  pp: 2\n  virtual_stages: 2\n"
+                               "  account_for_embedding_in_pipeline_split: true\n"
+                               "  account_for_loss_in_pipeline_split: true"}}),
+      "m.yaml");
+  const auto range = [&](int stage, int chunk) {
+    const LayerRange r = stage_layers(spec, stage, chunk);
+    return std::make_pair(r.begin, r.end);
+  };
+  EXPECT_EQ(range(0, 0), std::make_pair(0, 1));
+  EXPECT_EQ(range(1, 0), std::make_pair(1, 3));
+  EXPECT_EQ(range(0, 1), std::make_pair(3, 5));
+  EXPECT_EQ(range(1, 1), std::make_pair(5, 6));
+  // 4 layers + the embedding = 5 slots do not deal evenly over 2 chunks: refused.
+  std::string text = edit(kTiny, {{"  pp: 2", "  pp: 2\n  account_for_embedding_in_pipeline_split: true"}});
+  expect_error(load_error(text), text, "account_for_embedding_in_pipeline_split",
+               "parallelism.account_for_embedding_in_pipeline_split");
+  // Not with the other way of making the end stages lighter.
+  text = edit(kTiny, {{"  layers: 4", "  layers: 6"},
+                      {"  pp: 2", "  pp: 2\n  first_stage_layers: 2\n"
+                                  "  account_for_loss_in_pipeline_split: true"}});
+  expect_error(load_error(text), text, "account_for_loss_in_pipeline_split",
+               "parallelism.account_for_loss_in_pipeline_split");
+}
+
 TEST(ModelRules, VirtualStagesNeedPipeline) {
   std::string text =
       edit(kTiny, {{"  pp: 2", "  pp: 1\n  virtual_stages: 2"}, {"  dp: 2", "  dp: 4"}});
