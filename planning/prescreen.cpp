@@ -67,7 +67,8 @@ Prescreen prescreen(const ModelSpec& m, const workloads::ClusterSpec& cluster,
   // Forward, then backward at twice the forward; full recompute runs the rebuilt layers'
   // forward again (selective recompute re-runs only the attention core: left out of the
   // bound).
-  const double passes = 3 + workloads::fully_recomputed_share(m);
+  const double rebuilt = workloads::fully_recomputed_share(m);
+  const double passes = 3 + rebuilt;
   const double step_flops = tokens * (layer_flops * passes + head_flops * 3);
   const double microbatches = 1.0 * tr.global_batch / (1.0 * p.dp * tr.micro_batch);
   const double bubble = 1 + (p.pp - 1) / (microbatches * p.virtual_stages);
@@ -78,7 +79,7 @@ Prescreen prescreen(const ModelSpec& m, const workloads::ClusterSpec& cluster,
   double comm_s = 0;
   if (p.tp > 1 && cluster.intra_node.gpu_bandwidth_Bps > 0) {
     const double msg = elem_bytes * tr.micro_batch * tr.seq_len / p.cp * t.hidden;
-    const double per_layer = 4 + 2 * workloads::fully_recomputed_share(m);
+    const double per_layer = 4 + 2 * rebuilt;
     const double ar_s = 2.0 * (p.tp - 1) / p.tp * msg / cluster.intra_node.gpu_bandwidth_Bps;
     comm_s += microbatches * (1.0 * t.layers / p.pp) * per_layer * ar_s;
   }

@@ -758,20 +758,17 @@ LayerRange stage_layers(const ModelSpec& spec, int stage, int chunk) {
     int begin = first + (stage - 1) * per;
     return {begin, begin + per};
   }
-  // Megatron interleaving: chunk c of stage s holds the (c·pp + s)-th slice of layers.
+  // Megatron interleaving: chunk c of stage s holds the (c·pp + s)-th slice of the layers,
+  // with the embedding (slot 0) and the loss (the last slot) counted as layers where the
+  // model says so; those slots hold no Transformer layer.
   const long long slices = 1LL * p.pp * p.virtual_stages;
-  if (p.embedding_in_split || p.loss_in_split) {
-    // The slices are of layers + the counted embedding and loss; slot 0 is the embedding.
-    const int e = p.embedding_in_split ? 1 : 0;
-    const long long per = (1LL * layers + e + (p.loss_in_split ? 1 : 0)) / slices;
-    const long long g = 1LL * chunk * p.pp + stage;
-    const long long begin = std::max(0LL, g * per - e);
-    const long long end = std::min(1LL * layers, (g + 1) * per - e);
-    return {static_cast<int>(begin), static_cast<int>(end)};
-  }
-  const int per = slices > 0 ? static_cast<int>(layers / slices) : 0;
-  int begin = (chunk * p.pp + stage) * per;
-  return {begin, begin + per};
+  const int e = p.embedding_in_split ? 1 : 0;
+  const long long per =
+      slices > 0 ? (1LL * layers + e + (p.loss_in_split ? 1 : 0)) / slices : 0;
+  const long long g = 1LL * chunk * p.pp + stage;
+  const long long begin = std::max(0LL, g * per - e);
+  const long long end = std::min(1LL * layers, (g + 1) * per - e);
+  return {static_cast<int>(begin), static_cast<int>(end)};
 }
 
 bool fully_recomputed(const ModelSpec& spec, int position) {

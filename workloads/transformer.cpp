@@ -265,25 +265,26 @@ OpVertex TransformerEmitter::tp_reduce(const Ctx& c, const char* what, OpVertex 
 
 OpVertex TransformerEmitter::quantize(const Ctx& c, const char* what, Quant q, std::int64_t rows,
                                       std::int64_t cols, std::initializer_list<OpVertex> deps) {
-  if (!fp8_ || (block_fp8_ && q == Quant::Transpose)) return kNoOp;
-  const std::uint64_t n = static_cast<std::uint64_t>(rows * cols);
   if (current_fp8_ && q != Quant::Transpose) {
-    const OpVertex amax = current_amax(c, std::string(what) + ".amax", n, false, deps);
+    const OpVertex amax =
+        current_amax(c, what, static_cast<std::uint64_t>(rows * cols), false, deps);
     return quantize_known_amax(c, what, q, rows, cols, {amax});
   }
   return quantize_known_amax(c, what, q, rows, cols, deps);
 }
 
-OpVertex TransformerEmitter::current_amax(const Ctx& c, const std::string& what,
-                                          std::uint64_t elems, bool tp_reduce,
-                                          std::initializer_list<OpVertex> deps) {
-  OpVertex last = elementwise(c, what.c_str(), elems * static_cast<std::uint64_t>(act_bytes_), deps);
-  if (tp_reduce) {
-    const OpVertex v = collective(c, (what + "_allreduce").c_str(), CollectiveOp::AllReduce, 4,
-                                  groups_.tp, StreamKind::TensorComm, {last});
-    if (v != kNoOp) last = v;
-  }
-  return last;
+OpVertex TransformerEmitter::current_amax(const Ctx& c, const char* what, std::uint64_t elems,
+                                          bool tp_reduce, std::initializer_list<OpVertex> deps) {
+  const OpVertex amax = elementwise(c, (std::string(what) + ".amax").c_str(),
+                                    elems * static_cast<std::uint64_t>(act_bytes_), deps);
+  return tp_reduce ? amax_tp_allreduce(c, what, amax) : amax;
+}
+
+OpVertex TransformerEmitter::amax_tp_allreduce(const Ctx& c, const char* what, OpVertex amax) {
+  const OpVertex v =
+      collective(c, (std::string(what) + ".amax_allreduce").c_str(), CollectiveOp::AllReduce, 4,
+                 groups_.tp, StreamKind::TensorComm, {amax});
+  return v != kNoOp ? v : amax;
 }
 
 OpVertex TransformerEmitter::quantize_known_amax(const Ctx& c, const char* what, Quant q,
@@ -335,8 +336,7 @@ void TransformerEmitter::quantize_linear_input(const Ctx& c, const char* what, s
   // Tensor scaling under SP: cast the local tokens, gather fp8, transpose in backward.
   // Current scaling all-reduces the amax over TP first: the gathered tensor has one scale.
   if (tensor_fp8() && sp_ && current_fp8_) {
-    const OpVertex amax = current_amax(c, std::string(what) + ".amax",
-                                       static_cast<std::uint64_t>(Tn_ * cols), true, {});
+    const OpVertex amax = current_amax(c, what, static_cast<std::uint64_t>(Tn_ * cols), true, {});
     quantize_known_amax(c, what, Quant::Cast, Tn_, cols, {amax});
   } else if (tensor_fp8() && sp_)
     quantize(c, what, Quant::Cast, Tn_, cols);
@@ -369,12 +369,7 @@ OpVertex TransformerEmitter::fp8_norm(const Ctx& c, const char* what, std::int64
     // The scale needs the output's amax first: the norm writes bf16 with the amax fused,
     // then the cast (under SP after the amax's TP all-reduce, the input being gathered).
     OpVertex v = elementwise(c, what, 2 * elems * static_cast<std::uint64_t>(act_bytes_));
-    if (sp_) {
-      const OpVertex r = collective(c, (std::string(what) + ".amax_allreduce").c_str(),
-                                    CollectiveOp::AllReduce, 4, groups_.tp,
-                                    StreamKind::TensorComm, {v});
-      if (r != kNoOp) v = r;
-    }
+    if (sp_) v = amax_tp_allreduce(c, what, v);
     return quantize_known_amax(c, (std::string(what) + ".quantize").c_str(),
                                sp_ ? Quant::Cast : Quant::CastTranspose, Tn_, width, {v});
   }

@@ -118,11 +118,15 @@ class TransformerEmitter {
   // microbatch's forward (TE caches it across microbatches: is_first_microbatch).
   void quantize_weight(const Ctx& c, const char* what, std::int64_t rows, std::int64_t cols,
                        std::int64_t experts = 1);
-  // Current scaling: the amax of a bf16 tensor before its cast, a separate kernel that
-  // reads it; with `tp_reduce` (an input gathered in fp8 under SP) the amax is all-reduced
-  // (MAX) over the TP group before the cast, so every rank casts with one scale.
-  OpVertex current_amax(const Ctx& c, const std::string& what, std::uint64_t elems, bool tp_reduce,
+  // Current scaling: the amax of `what`'s bf16 tensor before its cast, a separate kernel
+  // that reads it (op `what`.amax); with `tp_reduce` (an input gathered in fp8 under SP) the
+  // amax is all-reduced (MAX) over the TP group before the cast (amax_tp_allreduce), so
+  // every rank casts with one scale.
+  OpVertex current_amax(const Ctx& c, const char* what, std::uint64_t elems, bool tp_reduce,
                         std::initializer_list<OpVertex> deps);
+  // The 4-byte MAX all-reduce of `what`'s amax over TP (op `what`.amax_allreduce), after
+  // `amax`; returns `amax` without a TP group.
+  OpVertex amax_tp_allreduce(const Ctx& c, const char* what, OpVertex amax);
   // Delayed scaling: after a microbatch's forward (backward) of the stage's layers, the
   // amaxes of `tensors` fp8 tensors are concatenated, all-reduced (MAX) over the amax group
   // and the scales updated by one kernel.
