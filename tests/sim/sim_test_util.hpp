@@ -1,10 +1,12 @@
 #pragma once
-// Fixtures shared by the sim tests: a compute profile with round numbers and a GEMM node.
+// Fixtures shared by the sim tests: a compute profile with round numbers, a GEMM node and a
+// small rail fat tree.
 #include <cstdint>
 #include <string>
 
-#include "sim/profile/compute_profile.hpp"
 #include "sim/graph/op_graph.hpp"
+#include "sim/profile/compute_profile.hpp"
+#include "sim/topology/builders.hpp"
 
 namespace overlapsim::sim::testing {
 
@@ -32,6 +34,25 @@ inline OpNode gemm_op(const std::string& name, std::int64_t m, std::int64_t n, s
   op.kind = OpKind::Gemm;
   op.gemm = {m, n, k, 1};
   return op;
+}
+
+// A rail-optimised fat tree of `nodes` NVSwitch nodes of `gpus_per_node` GPUs, one NIC per
+// GPU, with round link rates (NVLink 450, NIC 50, PCIe 64 GB/s per direction).
+inline constexpr double kNvlinkBps = 450e9, kNicBps = 50e9, kPcieBps = 64e9;
+inline RailFatTreeSpec rail_fat_tree_spec(int nodes, int gpus_per_node, int leaf_down_ports,
+                                          int spines = 1, double oversubscription = 1) {
+  RailFatTreeSpec spec;
+  spec.nodes = nodes;
+  spec.node = NvSwitchNodeSpec{gpus_per_node, kNvlinkBps, 0.5e-6};
+  spec.nics_per_node = gpus_per_node;
+  spec.nic_bandwidth_Bps = kNicBps;
+  spec.gpu_nic_bandwidth_Bps = kPcieBps;
+  spec.gpu_nic_latency_s = 1e-6;
+  spec.link_latency_s = 0.2e-6;
+  spec.leaf_down_ports = leaf_down_ports;
+  spec.spines = spines;
+  spec.oversubscription = oversubscription;
+  return spec;
 }
 
 }  // namespace overlapsim::sim::testing

@@ -8,25 +8,15 @@
 
 #include "sim/network/maxmin.hpp"
 #include "sim/topology/builders.hpp"
+#include "tests/sim/sim_test_util.hpp"
 
 using namespace overlapsim::sim;
 
 namespace unsaturable_links_test {
 
-constexpr double kNic = 50e9, kPcie = 63e9, kNvl = 450e9;
-
 Topology fat_tree(double oversubscription, int leaf_down_ports = 2, int nodes = 4) {
-  RailFatTreeSpec spec;
-  spec.nodes = nodes;
-  spec.node = NvSwitchNodeSpec{2, kNvl, 0.5e-6};
-  spec.nics_per_node = 2;
-  spec.nic_bandwidth_Bps = kNic;
-  spec.gpu_nic_bandwidth_Bps = kPcie;
-  spec.gpu_nic_latency_s = 1e-6;
-  spec.link_latency_s = 0.2e-6;
-  spec.leaf_down_ports = leaf_down_ports;
-  spec.oversubscription = oversubscription;
-  return build_rail_fat_tree(spec);
+  return build_rail_fat_tree(
+      overlapsim::sim::testing::rail_fat_tree_spec(nodes, 2, leaf_down_ports, 1, oversubscription));
 }
 
 NodeKind kind(const Topology& t, VertexId v) { return t.graph()[v].kind; }

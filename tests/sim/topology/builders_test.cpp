@@ -11,12 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/sim/sim_test_util.hpp"
+
 namespace overlapsim::sim {
 namespace {
 
-constexpr double kNvlink_Bps = 450e9;
-constexpr double kNic_Bps = 50e9;
-constexpr double kPcie_Bps = 64e9;
+constexpr double kNvlink_Bps = testing::kNvlinkBps;
+constexpr double kNic_Bps = testing::kNicBps;
+constexpr double kPcie_Bps = testing::kPcieBps;
 
 std::vector<NodeKind> kinds_along(const Topology& t, int src, const std::vector<LinkId>& path) {
   std::vector<NodeKind> kinds{t.graph()[t.gpu_vertex(src)].kind};
@@ -35,18 +37,7 @@ void expect_builder_path_connected(const Topology& t, int src, int dst, const st
 }
 
 RailFatTreeSpec small_tree(int nodes, int leaf_down_ports, int spines, double oversub = 1) {
-  RailFatTreeSpec spec;
-  spec.nodes = nodes;
-  spec.node = NvSwitchNodeSpec{8, kNvlink_Bps, 0.5e-6};
-  spec.nics_per_node = 8;
-  spec.nic_bandwidth_Bps = kNic_Bps;
-  spec.gpu_nic_bandwidth_Bps = kPcie_Bps;
-  spec.gpu_nic_latency_s = 1e-6;
-  spec.link_latency_s = 0.2e-6;
-  spec.leaf_down_ports = leaf_down_ports;
-  spec.spines = spines;
-  spec.oversubscription = oversub;
-  return spec;
+  return testing::rail_fat_tree_spec(nodes, 8, leaf_down_ports, spines, oversub);
 }
 
 TEST(Builders, NvSwitchNodeIsAStarOfNvLinks) {
