@@ -763,8 +763,7 @@ LayerRange stage_layers(const ModelSpec& spec, int stage, int chunk) {
   // model says so; those slots hold no Transformer layer.
   const long long slices = 1LL * p.pp * p.virtual_stages;
   const int e = p.embedding_in_split ? 1 : 0;
-  const long long per =
-      slices > 0 ? (1LL * layers + e + (p.loss_in_split ? 1 : 0)) / slices : 0;
+  const long long per = slices > 0 ? (1LL * layers + e + (p.loss_in_split ? 1 : 0)) / slices : 0;
   const long long g = 1LL * chunk * p.pp + stage;
   const long long begin = std::max(0LL, g * per - e);
   const long long end = std::min(1LL * layers, (g + 1) * per - e);
