@@ -42,11 +42,17 @@ EventId Simulator::schedule_at(double time_s, Callback cb) {
   s.live = true;
   ++s.generation;
   if (next_seq_ == kMaxSeq) throw std::length_error("Simulator: event sequence numbers exhausted");
-  queue_.push_back(Event{time_s, next_seq_++ << kSlotBits | index});
-  // A lambda, not Event::earlier itself: a function pointer is not inlined into the heap's
-  // loops, and those calls were a twentieth of a step's simulation.
-  dary_push_heap<kHeapArity>(queue_,
-                             [](const Event& a, const Event& b) { return Event::earlier(a, b); });
+  const std::uint64_t seq = next_seq_++;
+  if (time_s == now_s_) {
+    now_slots_.push_back(index);
+  } else {
+    // + 0.0 turns -0.0 into +0.0, whose bits order as Event::earlier needs.
+    queue_.push_back(Event{time_s + 0.0, seq << kSlotBits | index});
+    // A lambda, not Event::earlier itself: a function pointer is not inlined into the
+    // heap's loops, and those calls were a twentieth of a step's simulation.
+    dary_push_heap<kHeapArity>(queue_,
+                               [](const Event& a, const Event& b) { return Event::earlier(a, b); });
+  }
   return (static_cast<EventId>(index) + 1) << 32 | s.generation;
 }
 
@@ -64,19 +70,37 @@ bool Simulator::cancel(EventId id) {
 
 bool Simulator::pop_one(double limit_s) {
   constexpr auto earlier = [](const Event& a, const Event& b) { return Event::earlier(a, b); };
-  while (!queue_.empty()) {
-    const Event ev = queue_.front();
-    const std::uint32_t index = ev.slot();
-    Slot& s = slot(index);
-    if (!s.live) {  // cancelled: drop it without advancing time, recycle the slot
+  for (;;) {
+    std::uint32_t index;
+    // Events at now() in the heap were scheduled before those in now_slots_ (see there).
+    if (now_head_ < now_slots_.size() && (queue_.empty() || queue_.front().time_s != now_s_)) {
+      index = now_slots_[now_head_++];
+      if (now_head_ == now_slots_.size()) {
+        now_slots_.clear();
+        now_head_ = 0;
+      }
+      Slot& s = slot(index);
+      if (!s.live) {  // cancelled: drop it, recycle the slot
+        --cancelled_pending_;
+        free_slots_.push_back(index);
+        continue;
+      }
+    } else {
+      if (queue_.empty()) return false;
+      const Event ev = queue_.front();
+      index = ev.slot();
+      Slot& s = slot(index);
+      if (!s.live) {  // cancelled: drop it without advancing time, recycle the slot
+        dary_pop_heap<kHeapArity>(queue_, earlier);
+        --cancelled_pending_;
+        free_slots_.push_back(index);
+        continue;
+      }
+      if (ev.time_s > limit_s) return false;
       dary_pop_heap<kHeapArity>(queue_, earlier);
-      --cancelled_pending_;
-      free_slots_.push_back(index);
-      continue;
+      now_s_ = ev.time_s;
     }
-    if (ev.time_s > limit_s) return false;
-    dary_pop_heap<kHeapArity>(queue_, earlier);
-    now_s_ = ev.time_s;
+    Slot& s = slot(index);
     s.live = false;
     ++processed_;
     // Run in place: the slot is neither moved nor reused until the callback returns.
@@ -85,7 +109,6 @@ bool Simulator::pop_one(double limit_s) {
     free_slots_.push_back(index);
     return true;
   }
-  return false;
 }
 
 void Simulator::run() {

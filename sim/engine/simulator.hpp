@@ -3,6 +3,7 @@
 // compute, collectives) schedule events; nothing here is about GPUs or networks.
 // Ordering is (time, sequence number), so events at equal times run in the order they
 // were scheduled and every run of the same input is bit-for-bit identical.
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -34,7 +35,9 @@ class Simulator {
   void stop() { stopped_ = true; }
 
   std::uint64_t events_processed() const { return processed_; }
-  std::size_t pending() const { return queue_.size() - cancelled_pending_; }
+  std::size_t pending() const {
+    return queue_.size() + (now_slots_.size() - now_head_) - cancelled_pending_;
+  }
 
  private:
   // A heap entry is 16 bytes, so a 4-ary heap node's children fill one cache line: the
@@ -43,14 +46,18 @@ class Simulator {
   static constexpr unsigned kSlotBits = 26;  // up to 64 M pending events (~11 GiB of slots)
   static constexpr std::uint64_t kMaxSeq = std::uint64_t{1} << (64 - kSlotBits);
   struct Event {
-    double time_s;
+    double time_s;           // finite, >= 0 and never -0.0, so its bits order as the value does
     std::uint64_t seq_slot;  // seq << kSlotBits | slot
     std::uint32_t slot() const {
       return static_cast<std::uint32_t>(seq_slot & ((std::uint64_t{1} << kSlotBits) - 1));
     }
-    // The heap's order: the smallest (time, seq) first.
+    // The heap's order: the smallest (time, seq) first, as one 128-bit comparison of
+    // (time's bits, seq): one branch per child in the heap's scans instead of two.
     static bool earlier(const Event& a, const Event& b) {
-      return a.time_s != b.time_s ? a.time_s < b.time_s : a.seq_slot < b.seq_slot;
+      __extension__ typedef unsigned __int128 Key;  // GCC and Clang; -Wpedantic would warn
+      const Key ka = static_cast<Key>(std::bit_cast<std::uint64_t>(a.time_s)) << 64 | a.seq_slot;
+      const Key kb = static_cast<Key>(std::bit_cast<std::uint64_t>(b.time_s)) << 64 | b.seq_slot;
+      return ka < kb;
     }
   };
   bool pop_one(double limit_s);
@@ -69,6 +76,13 @@ class Simulator {
   Slot& slot(std::uint32_t i) { return chunks_[i >> kChunkBits][i & (kChunkSlots - 1)]; }
 
   std::vector<Event> queue_;  // 4-ary min-heap by Event::earlier
+  // Events scheduled for the current time (a zero delay: a quarter of a step's events where
+  // collectives run as flows), in scheduling order. Every event at now() still in the heap
+  // was scheduled before now() reached that time, so it has a lower sequence number and
+  // runs first; the rest of the heap lies later. Popping these in order is (time, seq)
+  // order without a heap push and pop each.
+  std::vector<std::uint32_t> now_slots_;
+  std::size_t now_head_ = 0;
   std::vector<std::unique_ptr<Slot[]>> chunks_;
   std::uint32_t num_slots_ = 0;
   std::vector<std::uint32_t> free_slots_;
