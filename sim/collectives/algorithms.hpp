@@ -9,6 +9,12 @@
 
 namespace overlapsim::sim::detail {
 
+// What start_collective runs: the request validated, its algorithm resolved, its plan built.
+// A function of the request, the tuning and the network's fixed layout (hosts, routes'
+// latencies and widths), never of the traffic in flight. Throws as start_collective does.
+Plan collective_plan(const NetworkApi& net, const CollectiveRequest& req,
+                     const CollectiveTuning& tuning);
+
 // ring.cpp: NCCL's ring (allreduce, allgather, reducescatter) and its pipelined chain
 // (broadcast).
 Plan ring_plan(const NetworkApi& net, const CollectiveRequest& req, const CollectiveTuning& tuning);

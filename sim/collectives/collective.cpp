@@ -48,29 +48,38 @@ Algorithm resolve_algorithm(const CollectiveRequest& req, const NetworkApi& net,
   return costs.empty() ? Algorithm::Ring : costs.front().algo;
 }
 
-void start_collective(NetworkApi& net, const CollectiveRequest& req, std::function<void()> on_done,
-                      const CollectiveTuning& tuning) {
+namespace detail {
+
+Plan collective_plan(const NetworkApi& net, const CollectiveRequest& req,
+                     const CollectiveTuning& tuning) {
   validate(req, net);
   if (tuning.launch_latency_s < 0 || tuning.step_latency_s < 0)
     throw std::invalid_argument("collective tuning: latencies must be >= 0");
-  detail::Plan plan;
+  Plan plan;
   switch (resolve_algorithm(req, net, tuning)) {
     case Algorithm::Ring:
-      plan = detail::ring_plan(net, req, tuning);
+      plan = ring_plan(net, req, tuning);
       break;
     case Algorithm::Tree:
-      plan = detail::tree_plan(net, req, tuning);
+      plan = tree_plan(net, req, tuning);
       break;
     case Algorithm::Hierarchical:
-      plan = detail::hierarchical_plan(net, req, tuning);
+      plan = hierarchical_plan(net, req, tuning);
       break;
     case Algorithm::Direct:
-      plan = detail::direct_plan(net, req, tuning);
+      plan = direct_plan(net, req, tuning);
       break;
     case Algorithm::Auto:
       throw std::logic_error("start_collective: auto did not resolve");
   }
-  detail::run_plan(net, std::move(plan), std::move(on_done));
+  return plan;
+}
+
+}  // namespace detail
+
+void start_collective(NetworkApi& net, const CollectiveRequest& req, std::function<void()> on_done,
+                      const CollectiveTuning& tuning) {
+  detail::run_plan(net, detail::collective_plan(net, req, tuning), std::move(on_done));
 }
 
 }  // namespace overlapsim::sim

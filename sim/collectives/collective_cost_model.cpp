@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "config/units.hpp"
+#include "sim/collectives/algorithms.hpp"
 #include "sim/collectives/nccl_call_cost.hpp"
 #include "sim/engine/simulator.hpp"
 
@@ -275,20 +276,25 @@ CollectiveCostModel::CommInfo& CollectiveCostModel::comm_info(const CollectiveRe
   return comm_infos_.back();
 }
 
-const detail::NcclCallCost& CollectiveCostModel::call_cost(CommInfo& info,
-                                                           const CollectiveRequest& req) {
-  if (info.has_first_call && info.first_call.same(req)) return info.first_call.cost;
-  for (const CommInfo::Call& c : info.more_calls)
-    if (c.same(req)) return c.cost;
-  CommInfo::Call call{req.algo, req.bytes, req.root, req.peer, detail::nccl_call_cost(req, net_)};
+CollectiveCostModel::CommInfo::Call& CollectiveCostModel::call_of(CommInfo& info,
+                                                                  const CollectiveRequest& req) {
+  if (info.has_first_call && info.first_call.same(req)) return info.first_call;
+  for (CommInfo::Call& c : info.more_calls)
+    if (c.same(req)) return c;
+  CommInfo::Call call{req.algo,
+                      req.bytes,
+                      req.root,
+                      req.peer,
+                      detail::nccl_call_cost(req, net_),
+                      std::make_shared<PlanSlot>()};
   if (!info.has_first_call) {
-    info.first_call = call;
+    info.first_call = std::move(call);
     info.has_first_call = true;
-    return info.first_call.cost;
+    return info.first_call;
   }
   if (info.more_calls.size() >= kMaxCallsPerComm) info.more_calls.clear();
-  info.more_calls.push_back(call);
-  return info.more_calls.back().cost;
+  info.more_calls.push_back(std::move(call));
+  return info.more_calls.back();
 }
 
 void CollectiveCostModel::launch(const CollectiveRequest& req, std::function<void()> on_done) {
@@ -335,7 +341,7 @@ void CollectiveCostModel::launch(const CollectiveRequest& req, std::function<voi
     }
     default:
       if (options_.nccl_costs)
-        launch_with_nccl_costs(req, call_cost(info, req), std::move(on_done),
+        launch_with_nccl_costs(req, call_of(info, req), std::move(on_done),
                                classes_[info.class_index].intra_host ? nccl_nvlink_stretch() : 1);
       else
         start_collective(net_, req, std::move(on_done), options_.tuning);
@@ -364,7 +370,7 @@ void CollectiveCostModel::launch_background(std::span<const CollectiveRequest> r
     ++classes_[info.class_index].launches;
     // What launch_with_nccl_costs waits before the flow starts; the stretch it adds after
     // the transfer only delays a completion nobody waits for.
-    const double latency_s = call_cost(info, req).latency_s;
+    const double latency_s = call_of(info, req).cost.latency_s;
     auto batch = std::find_if(batches.begin(), batches.end(),
                               [&](const Batch& b) { return b.latency_s == latency_s; });
     if (batch == batches.end()) batch = batches.insert(batches.end(), Batch{latency_s, {}});
@@ -382,32 +388,45 @@ double CollectiveCostModel::nccl_nvlink_stretch() const {
   return std::max(1.0, options_.nvlink_Bps / options_.nccl_nvlink_Bps);
 }
 
-void CollectiveCostModel::launch_with_nccl_costs(const CollectiveRequest& req,
-                                                 const detail::NcclCallCost& cost,
+void CollectiveCostModel::launch_with_nccl_costs(const CollectiveRequest& req, CommInfo::Call& call,
                                                  std::function<void()> on_done,
                                                  double nvlink_stretch) {
+  const detail::NcclCallCost& cost = call.cost;
+  const double stretch = cost.pipeline_stretch / cost.efficiency * nvlink_stretch;
+  const double wire_s = cost.wire_latency_s;
+  // After the latency the plan runs; `done` after its groups, stretched. Only the transfer
+  // part is stretched: hop latencies do not depend on the protocol.
+  auto start = [this, stretch, wire_s](std::shared_ptr<const detail::Plan> plan,
+                                       std::function<void()> done) {
+    const double t0 = net_.simulator().now();
+    detail::run_plan(net_, std::move(plan),
+                     [this, t0, stretch, wire_s, done = std::move(done)]() mutable {
+                       const double moving_s = std::max(0.0, net_.simulator().now() - t0 - wire_s);
+                       const double extra = moving_s * (stretch - 1);
+                       if (extra > 0)
+                         net_.simulator().schedule(extra, std::move(done));
+                       else
+                         done();
+                     });
+  };
+  if (call.plan->plan) {
+    net_.simulator().schedule(cost.latency_s,
+                              [start, plan = call.plan->plan, done = std::move(on_done)]() mutable {
+                                start(std::move(plan), std::move(done));
+                              });
+    return;
+  }
+  // The first launch of this call builds its plan when it starts, as start_collective does.
   CollectiveRequest run = req;
   run.algo = cost.algo;
   CollectiveTuning tuning = options_.tuning;
   tuning.pxn = cost.pxn;
-  const double stretch = cost.pipeline_stretch / cost.efficiency * nvlink_stretch;
-  const double wire_s = cost.wire_latency_s;
-  net_.simulator().schedule(
-      cost.latency_s, [this, run, tuning, stretch, wire_s, done = std::move(on_done)]() mutable {
-        const double t0 = net_.simulator().now();
-        start_collective(
-            net_, run,
-            [this, t0, stretch, wire_s, done = std::move(done)]() mutable {
-              // Only the transfer part is stretched: hop latencies do not depend on the protocol.
-              const double moving_s = std::max(0.0, net_.simulator().now() - t0 - wire_s);
-              const double extra = moving_s * (stretch - 1);
-              if (extra > 0)
-                net_.simulator().schedule(extra, std::move(done));
-              else
-                done();
-            },
-            tuning);
-      });
+  net_.simulator().schedule(cost.latency_s, [this, start, run, tuning, slot = call.plan,
+                                             done = std::move(on_done)]() mutable {
+    auto plan = std::make_shared<const detail::Plan>(detail::collective_plan(net_, run, tuning));
+    slot->plan = plan;
+    start(std::move(plan), std::move(done));
+  });
 }
 
 std::vector<CollectiveClassUse> CollectiveCostModel::uses() const { return classes_; }

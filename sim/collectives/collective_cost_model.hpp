@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -46,6 +47,10 @@
 #include "sim/collectives/nccl_call_cost.hpp"
 #include "sim/network/network_api.hpp"
 #include "sim/profile/collective_profile.hpp"
+
+namespace overlapsim::sim::detail {
+struct Plan;
+}  // namespace overlapsim::sim::detail
 
 namespace overlapsim::sim {
 
@@ -164,6 +169,9 @@ class CollectiveCostModel {
   // model per launch were a tenth of a GPT-3 step's simulation. Kept in a flat table (a
   // node-based hash map cost about as much as what it saved): one slot and one record per
   // lookup, the ranks of small communicators and the first call's cost inline.
+  struct PlanSlot {
+    std::shared_ptr<const detail::Plan> plan;
+  };
   struct CommInfo {
     static constexpr std::size_t kFewRanks = 4;
     CollectiveOp op = CollectiveOp::AllReduce;
@@ -178,6 +186,11 @@ class CollectiveCostModel {
       std::uint64_t bytes = 0;
       int root = 0, peer = 0;
       detail::NcclCallCost cost;
+      // The call's plan, built by its first launch and run again by the later ones (a plan
+      // depends only on the request, the tuning and the network's fixed layout; building
+      // it, ring orders and hop latencies, was a twentieth of a step where tensor-parallel
+      // collectives run as flows). Shared with launches still waiting for their latency.
+      std::shared_ptr<PlanSlot> plan;
       bool same(const CollectiveRequest& req) const {
         return algo == req.algo && bytes == req.bytes && root == req.root && peer == req.peer;
       }
@@ -192,11 +205,11 @@ class CollectiveCostModel {
     std::uint32_t record = 0;  // index into comm_infos_ + 1; 0: empty
   };
   CommInfo& comm_info(const CollectiveRequest& req);
-  const detail::NcclCallCost& call_cost(CommInfo& info, const CollectiveRequest& req);
+  CommInfo::Call& call_of(CommInfo& info, const CollectiveRequest& req);
   // The cluster path with NCCL's costs (nccl_call_cost.hpp).
   // nvlink_stretch: the transfer's stretch for NCCL's NVLink rate (nccl_nvlink_stretch()
   // inside one host, 1 across hosts).
-  void launch_with_nccl_costs(const CollectiveRequest& req, const detail::NcclCallCost& cost,
+  void launch_with_nccl_costs(const CollectiveRequest& req, CommInfo::Call& call,
                               std::function<void()> on_done, double nvlink_stretch = 1);
   // options_.nvlink_Bps / options_.nccl_nvlink_Bps, at least 1; 1 without either.
   double nccl_nvlink_stretch() const;

@@ -13,13 +13,14 @@ namespace {
 // the last one has run.
 struct PlanRunner : std::enable_shared_from_this<PlanRunner> {
   NetworkApi& net;
-  Plan plan;
+  std::shared_ptr<const Plan> plan_ptr;
+  const Plan& plan;
   std::function<void()> on_done;
   std::size_t phase = 0;
   int repetition = 0;
 
-  PlanRunner(NetworkApi& n, Plan p, std::function<void()> done)
-      : net(n), plan(std::move(p)), on_done(std::move(done)) {}
+  PlanRunner(NetworkApi& n, std::shared_ptr<const Plan> p, std::function<void()> done)
+      : net(n), plan_ptr(std::move(p)), plan(*plan_ptr), on_done(std::move(done)) {}
 
   void next() {
     while (phase < plan.phases.size() &&
@@ -50,19 +51,35 @@ struct PlanRunner : std::enable_shared_from_this<PlanRunner> {
   }
 };
 
+// One group with nothing after it (every send/recv, most one-shot collectives): the group's
+// completion is the plan's, so it takes on_done itself. No runner is allocated and none is
+// called back; the network's calls and the events are those a runner makes.
+bool single_group(const Plan& plan) {
+  return plan.phases.size() == 1 && plan.phases.front().repeat == 1 &&
+         !(plan.phases.front().delay_after_s > 0);
+}
+
 }  // namespace
 
 void run_plan(NetworkApi& net, Plan plan, std::function<void()> on_done) {
-  const double start_delay_s = plan.start_delay_s;
-  // One group with nothing after it (every send/recv, most one-shot collectives): the
-  // group's completion is the plan's, so it takes on_done itself. No runner is allocated
-  // and none is called back; the network's calls and the events are those a runner makes.
-  if (plan.phases.size() == 1 && plan.phases.front().repeat == 1 &&
-      !(plan.phases.front().delay_after_s > 0)) {
-    net.simulator().schedule(start_delay_s, [&net, phase = std::move(plan.phases.front()),
-                                             done = std::move(on_done)]() mutable {
+  if (single_group(plan)) {
+    net.simulator().schedule(plan.start_delay_s, [&net, phase = std::move(plan.phases.front()),
+                                                  done = std::move(on_done)]() mutable {
       net.transfer_group(phase.transfers, std::move(done), phase.flow_id);
     });
+    return;
+  }
+  run_plan(net, std::make_shared<const Plan>(std::move(plan)), std::move(on_done));
+}
+
+void run_plan(NetworkApi& net, std::shared_ptr<const Plan> plan, std::function<void()> on_done) {
+  const double start_delay_s = plan->start_delay_s;
+  if (single_group(*plan)) {
+    net.simulator().schedule(start_delay_s,
+                             [&net, plan = std::move(plan), done = std::move(on_done)]() mutable {
+                               const Phase& phase = plan->phases.front();
+                               net.transfer_group(phase.transfers, std::move(done), phase.flow_id);
+                             });
     return;
   }
   auto runner = std::make_shared<PlanRunner>(net, std::move(plan), std::move(on_done));

@@ -29,6 +29,8 @@ struct Plan {
 
 // Runs the plan from net.simulator().now(); on_done runs once after the last phase.
 void run_plan(NetworkApi& net, Plan plan, std::function<void()> on_done);
+// The same for a plan kept to be run again (the same network calls and events).
+void run_plan(NetworkApi& net, std::shared_ptr<const Plan> plan, std::function<void()> on_done);
 
 // Adds `phase` to `plan` unless it moves nothing.
 void append_phase(Plan& plan, Phase phase);
