@@ -1,7 +1,9 @@
 #include "kernels/bench/allgather_tilewise_runner.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -12,6 +14,7 @@
 #include "kernels/collectives/nccl_collectives.hpp"
 #include "kernels/gemm/own_gemm.hpp"
 #include "kernels/harness/fill.hpp"
+#include "kernels/harness/stream_gate.hpp"
 #include "kernels/tilewise/allgather_gemm.hpp"
 
 namespace overlapsim::kernels::bench {
@@ -284,7 +287,144 @@ class AllGatherTilewiseRunner {
     OVERLAPSIM_TRY(idle_gpu());
     OVERLAPSIM_TRY(time_iterations(*env_.ctx, kBurstWarmup, kBurstIterations, candidate, &t));
     env_.emit(pair_row(name + "_burst", best.options.chunks, t).row());
+    return timeline(best);
+  }
+
+  // Diagnostic (OVERLAPSIM_AG_TIMELINE=<folder>): kTimelineCalls calls back to back behind
+  // a stream gate from a common start (every rank drained and met, then a t0 event), each
+  // call's events (start, pushes start, each push step's end, GEMM end, end) in µs after t0
+  // into <folder>/timeline_rank<r>.csv: where each rank's calls start and end, when each
+  // peer block arrives, against the own GEMM alone in the same loop. Variants: the own GEMM
+  // alone, every rotated candidate, and the chosen options with and without align_start
+  // (also timed steady and burst as the clock-state rows).
+  Status timeline(Candidate& best) {
+    const char* dir = std::getenv("OVERLAPSIM_AG_TIMELINE");
+    if (dir == nullptr || *dir == '\0') return Status::success();
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "allgather timeline: before allocating"));
+    if (!gate_.initialized()) OVERLAPSIM_TRY(gate_.initialize());
+    tw::AllGatherGemmOptions aligned_options = best.options;
+    aligned_options.align_start = !best.options.align_start;
+    Candidate aligned;
+    aligned.options = aligned_options;
+    aligned.design = std::make_unique<tw::AllGatherGemmDesign>();
+    OVERLAPSIM_TRY(aligned.design->initialize(&env_.ctx->comm, shape_.m, shape_.n, shape_.k,
+                                              case_.dtype, aligned_options));
+    for (int s = 0; s < io_.sets; ++s) {
+      const PairBuffers b = io_.set(s);
+      OVERLAPSIM_TRY(aligned.design->prepare(b.a, b.b, b.c));
+    }
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "allgather timeline: after allocating"));
+    for (int i = 0; i < 2; ++i) OVERLAPSIM_TRY(run_candidate(aligned, i));
+    OVERLAPSIM_TRY(wait_stream(env_.ctx->comm, compute(), "allgather timeline warm-up"));
+
+    const std::string path =
+        std::string(dir) + "/timeline_rank" + std::to_string(env_.rank()) + ".csv";
+    std::FILE* out = std::fopen(path.c_str(), "a");
+    if (out == nullptr) return Status::failure("allgather timeline: cannot open " + path);
+    const auto label = [](const tw::AllGatherGemmOptions& o) {
+      return design_name(o) + "_c" + std::to_string(o.chunks) +
+             (o.align_start ? "_align" : "_unaligned");
+    };
+    Status st = trace_calls(out, "own_gemm", nullptr);
+    for (Candidate& cand : candidates_)
+      if (st.ok && cand.options.push == tw::AllGatherPush::Rotated)
+        st = trace_calls(out, label(cand.options) + (&cand == &best ? "_chosen" : ""), &cand);
+    if (st.ok) st = trace_calls(out, label(aligned.options), &aligned);
+    if (st.ok) st = trace_calls(out, "gather_only_" + label(best.options), &best, true);
+    std::fclose(out);
+    OVERLAPSIM_TRY(st);
+
+    // The other start in the two clock states, as clock_states() times the chosen one.
+    const EnqueueIteration other = [this, &aligned](int i) { return run_candidate(aligned, i); };
+    Timing t;
+    {
+      const ScopedTimingPolicy steady({timing_policy().min_time_s, kSteadyWarmup_s});
+      OVERLAPSIM_TRY(time_iterations(*env_.ctx, case_.warmup, case_.iterations, other, &t));
+      env_.emit(pair_row(label(aligned.options) + "_steady", aligned.options.chunks, t).row());
+    }
+    const ScopedTimingPolicy burst({0.0, 0.0});
+    OVERLAPSIM_TRY(idle_gpu());
+    OVERLAPSIM_TRY(time_iterations(*env_.ctx, kBurstWarmup, kBurstIterations, other, &t));
+    env_.emit(pair_row(label(aligned.options) + "_burst", aligned.options.chunks, t).row());
+    OVERLAPSIM_TRY(aligned.design->check_waits());
+    OVERLAPSIM_TRY(quiesce(*env_.ctx, "allgather timeline: before freeing"));
     return Status::success();
+  }
+
+  // kTimelineCalls calls of `cand` (the own GEMM alone when null) behind the gate.
+  Status trace_calls(std::FILE* out, const std::string& variant, Candidate* cand,
+                     bool gather_only = false) {
+    const int steps = env_.world() - 1;
+    struct CallEvents {
+      cudaEvent_t start = nullptr, stop = nullptr;
+      tw::AllGatherCallTrace trace;
+    };
+    std::vector<CallEvents> calls(kTimelineCalls);
+    cudaEvent_t t0 = nullptr;
+    const auto make = [](cudaEvent_t* e) { return cudaEventCreate(e); };
+    CUDA_CHECK(make(&t0));
+    for (CallEvents& c : calls) {
+      CUDA_CHECK(make(&c.start));
+      CUDA_CHECK(make(&c.stop));
+      CUDA_CHECK(make(&c.trace.pushes_start));
+      CUDA_CHECK(make(&c.trace.gemm_end));
+      c.trace.step_end.assign(static_cast<std::size_t>(steps), nullptr);
+      for (cudaEvent_t& e : c.trace.step_end) CUDA_CHECK(make(&e));
+    }
+    Status st = quiesce(*env_.ctx, "allgather timeline: common start");
+    if (st.ok) CUDA_CHECK(cudaEventRecord(t0, compute()));
+    const int timeouts_before = gate_.timeouts();
+    // A gate every kTimelineGated calls, as time_iterations does: a longer batch behind one
+    // gate can fill the launch queue (4 chunks: some 30 operations a call on the comm
+    // stream), and the gate then opens only by its timeout.
+    for (int i = 0; st.ok && i < kTimelineCalls; ++i) {
+      if (i % kTimelineGated == 0) {
+        if (i > 0) gate_.open();
+        st = gate_.close(compute(), 10.0);
+        if (!st.ok) break;
+      }
+      CallEvents& c = calls[static_cast<std::size_t>(i)];
+      CUDA_CHECK(cudaEventRecord(c.start, compute()));
+      if (cand != nullptr) {
+        cand->design->trace_next(&c.trace);
+        st = gather_only
+                 ? cand->design->run_gather_only(io_.set(i).a, compute(), env_.ctx->comm_stream)
+                 : run_candidate(*cand, i);
+      } else {
+        st = own_[static_cast<std::size_t>(i % io_.sets)]->run(compute());
+      }
+      CUDA_CHECK(cudaEventRecord(c.stop, compute()));
+    }
+    gate_.open();
+    if (st.ok) st = wait_stream(env_.ctx->comm, compute(), "allgather timeline");
+    if (st.ok) CUDA_CHECK(cudaStreamSynchronize(env_.ctx->comm_stream));
+    if (gate_.timeouts() != timeouts_before)
+      std::fprintf(
+          stderr, "overlap-bench: ag_timeline %s %s rank %d: %d gate(s) opened by timeout\n",
+          shape_text().c_str(), variant.c_str(), env_.rank(), gate_.timeouts() - timeouts_before);
+    const auto since = [&](cudaEvent_t e) {
+      float ms = 0;
+      return cudaEventElapsedTime(&ms, t0, e) == cudaSuccess ? 1e3 * ms : std::nan("");
+    };
+    for (int i = 0; st.ok && i < kTimelineCalls; ++i) {
+      const CallEvents& c = calls[static_cast<std::size_t>(i)];
+      std::fprintf(out, "%s,%s,%d,%d,%.1f,%.1f", shape_text().c_str(), variant.c_str(), env_.rank(),
+                   i, since(c.start), cand ? since(c.trace.pushes_start) : std::nan(""));
+      for (cudaEvent_t e : c.trace.step_end)
+        std::fprintf(out, ",%.1f", cand ? since(e) : std::nan(""));
+      std::fprintf(out, ",%.1f,%.1f\n",
+                   cand && !gather_only ? since(c.trace.gemm_end) : std::nan(""), since(c.stop));
+    }
+    (void)cudaGetLastError();  // unrecorded events of the own GEMM's calls
+    for (CallEvents& c : calls) {
+      cudaEventDestroy(c.start);
+      cudaEventDestroy(c.stop);
+      cudaEventDestroy(c.trace.pushes_start);
+      cudaEventDestroy(c.trace.gemm_end);
+      for (cudaEvent_t e : c.trace.step_end) cudaEventDestroy(e);
+    }
+    cudaEventDestroy(t0);
+    return st;
   }
 
   // Every rank's streams drained, kBurstIdle_s with nothing enqueued, then the ranks meet
@@ -299,6 +439,9 @@ class AllGatherTilewiseRunner {
   static constexpr double kBurstIdle_s = 0.5;
   static constexpr int kBurstWarmup = 5;
   static constexpr int kBurstIterations = 20;
+  static constexpr int kTimelineCalls = 40;
+  static constexpr int kTimelineGated = 8;
+  StreamGate gate_;  // the timeline's
 
   BenchEnv& env_;
   const BenchCase& case_;

@@ -110,6 +110,7 @@ Status AllGatherGemmDesign::initialize(PeerLinks links, std::int64_t m, std::int
       static_cast<std::size_t>(world_) * static_cast<std::size_t>(options.chunks) * 4;
   OVERLAPSIM_TRY(zeroed(flags_, flag_bytes));
   OVERLAPSIM_TRY(zeroed(timed_out_, sizeof(int)));
+  OVERLAPSIM_TRY(zeroed(arrived_, static_cast<std::size_t>(world_) * 4));
   OVERLAPSIM_TRY(flag_writer_.initialize());
   OVERLAPSIM_TRY(
       gathered_.allocate(2 * static_cast<std::size_t>(m * k) * static_cast<std::size_t>(kElementBytes)));
@@ -131,13 +132,15 @@ Status AllGatherGemmDesign::initialize(PeerLinks links, std::int64_t m, std::int
   OVERLAPSIM_TRY(preload_signal_wait());
 
   std::vector<std::vector<void*>> all;
-  OVERLAPSIM_TRY(memory_->share({gathered_.data(), flags_.data()}, &all));
+  OVERLAPSIM_TRY(memory_->share({gathered_.data(), flags_.data(), arrived_.data()}, &all));
   peer_gathered_.assign(static_cast<std::size_t>(world_), nullptr);
   peer_flags_.assign(static_cast<std::size_t>(world_), nullptr);
+  peer_arrived_.assign(static_cast<std::size_t>(world_), nullptr);
   for (int r = 0; r < world_; ++r) {
-    peer_gathered_[static_cast<std::size_t>(r)] = static_cast<char*>(all[static_cast<std::size_t>(r)][0]);
-    peer_flags_[static_cast<std::size_t>(r)] =
-        static_cast<std::uint32_t*>(all[static_cast<std::size_t>(r)][1]);
+    const auto& peer = all[static_cast<std::size_t>(r)];
+    peer_gathered_[static_cast<std::size_t>(r)] = static_cast<char*>(peer[0]);
+    peer_flags_[static_cast<std::size_t>(r)] = static_cast<std::uint32_t*>(peer[1]);
+    peer_arrived_[static_cast<std::size_t>(r)] = static_cast<std::uint32_t*>(peer[2]);
   }
   // The zeroed flags are in place before any peer's first push can reach them (a peer
   // pushes only after its own initialize, which waits for the exchange above, which every
@@ -204,6 +207,20 @@ Status AllGatherGemmDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t 
   return flag_writer_.write(peer_flag, epoch, stream);
 }
 
+Status AllGatherGemmDesign::enqueue_start_barrier(std::uint32_t epoch,
+                                                  cudaStream_t compute_stream) {
+  // The writes go first on every rank, so no rank's wait can hold back a peer's write.
+  for (int i = 1; i < world_; ++i) {
+    const int d = (rank_ - i + world_) % world_;
+    OVERLAPSIM_TRY(
+        signal_peer(peer_arrived_[static_cast<std::size_t>(d)] + rank_, epoch, compute_stream));
+  }
+  for (int s = 0; s < world_; ++s)
+    if (s != rank_)
+      OVERLAPSIM_TRY(enqueue_wait_geq(arrived_.as<std::uint32_t>() + s, epoch, compute_stream));
+  return Status::success();
+}
+
 Status AllGatherGemmDesign::enqueue_pushes(const void* a, std::uint32_t epoch,
                                            cudaStream_t compute_stream, cudaStream_t comm_stream,
                                            std::vector<cudaStream_t>* used) {
@@ -214,6 +231,7 @@ Status AllGatherGemmDesign::enqueue_pushes(const void* a, std::uint32_t epoch,
   const std::size_t chunk_bytes = static_cast<std::size_t>(chunk_rows * k_ * kElementBytes);
   const std::size_t parity_offset = static_cast<std::size_t>(parity) *
                                     static_cast<std::size_t>(m_ * k_ * kElementBytes);
+  if (options_.align_start) OVERLAPSIM_TRY(enqueue_start_barrier(epoch, compute_stream));
   CUDA_CHECK(cudaEventRecord(fork_, compute_stream));
   const bool per_peer = !push_streams_.empty();
   for (int i = 1; i < world_; ++i) {
@@ -222,6 +240,7 @@ Status AllGatherGemmDesign::enqueue_pushes(const void* a, std::uint32_t epoch,
     if (i == 1 || per_peer) {
       CUDA_CHECK(cudaStreamWaitEvent(s, fork_, 0));
       used->push_back(s);
+      if (trace_ != nullptr && i == 1) CUDA_CHECK(cudaEventRecord(trace_->pushes_start, s));
     }
     // Step i: to rank − i, which then receives from rank + i (its i-th block after its own).
     const int d = (rank_ - i + world_) % world_;
@@ -234,6 +253,8 @@ Status AllGatherGemmDesign::enqueue_pushes(const void* a, std::uint32_t epoch,
       OVERLAPSIM_TRY(signal_peer(peer_flags_[static_cast<std::size_t>(d)] + rank_ * chunks + ch,
                                  epoch, s));
     }
+    if (trace_ != nullptr && static_cast<std::size_t>(i - 1) < trace_->step_end.size())
+      CUDA_CHECK(cudaEventRecord(trace_->step_end[static_cast<std::size_t>(i - 1)], s));
   }
   return Status::success();
 }
@@ -259,6 +280,8 @@ Status AllGatherGemmDesign::run(const void* a, const void* b, void* c, cudaStrea
   std::vector<cudaStream_t> used;
   OVERLAPSIM_TRY(enqueue_pushes(a, epoch, compute_stream, comm_stream, &used));
   OVERLAPSIM_TRY(g.run(compute_stream, epoch));
+  if (trace_ != nullptr) CUDA_CHECK(cudaEventRecord(trace_->gemm_end, compute_stream));
+  trace_ = nullptr;
   return join(used, compute_stream);
 }
 
@@ -275,6 +298,7 @@ Status AllGatherGemmDesign::run_gather_only(const void* a, cudaStream_t compute_
           enqueue_wait_geq(flags_.as<std::uint32_t>() + s * options_.chunks + ch, epoch,
                            compute_stream));
   }
+  trace_ = nullptr;
   return join(used, compute_stream);
 }
 

@@ -21,10 +21,14 @@
 // Back to back: flags hold the call's epoch (from 1, never reset; compared with
 // wrap-around), gathered buffers alternate by the epoch's parity. A peer is at most one
 // call ahead: its call e+1 pushes only after its call e ended, which needed our pushes of
-// call e, made after our call e−1 (whose GEMM read the other parity) ended.
-// No deadlock: the pushes need no SM and start at the call's fork; the own block needs no
-// flag, so every GEMM makes progress whatever its peers do; ranks sharing one GPU are fine
-// for the same reason (a waiting GEMM waits only for a copy engine).
+// call e, made after our call e−1 (whose GEMM read the other parity) ended. By default
+// (AllGatherGemmOptions::align_start) each call starts with a barrier of stream memory
+// operations, so all ranks' pushes and GEMMs of a call start together.
+// No deadlock: the pushes need no SM and start at the call's fork, which the start barrier
+// lets through once every rank has reached the call (each rank writes its arrival before it
+// waits); the own block needs no flag, so every GEMM makes progress whatever its peers do;
+// ranks sharing one GPU are fine for the same reason (a waiting GEMM or barrier waits only
+// for a copy engine or a peer stream's write).
 // Peers through PeerMemory (peer_memory.hpp): UVA pointers between threads, IPC handles
 // between processes of one host.
 // Host API: can_implement → initialize (collective) → prepare(a, b, c) (optional) → run
@@ -67,6 +71,25 @@ struct AllGatherGemmOptions {
   int group_m = gemm::GemmConfig::kDefaultGroupM;
   double wait_timeout_s = 60.0;  // the producer's flag wait gives up (and flags it) after this
   int num_ctas = 0;              // persistent CTAs of the GEMM; 0: one per SM
+  // Every rank's call starts (pushes and GEMM) only once every peer has reached the same
+  // call: a barrier of stream memory operations at the fork (each rank writes the epoch
+  // into every peer's arrival flag, then its compute stream waits for all of theirs). No SM.
+  // Without it, back-to-back calls drift apart: a rank that starts first stalls mid-GEMM on
+  // a late peer's chunks, and the stall costs it about twice the lateness (measured: 4 ×
+  // H200, 2048×12288×12288, 4 chunks), so it ends last and the next call starts skewed the
+  // other way; the ranks settle into that cycle (1.3-1.6 x the GEMM alone). Waiting before
+  // the GEMM instead keeps its CTAs in step and costs only the skew.
+  bool align_start = true;
+};
+
+// Events a call records when traced (AllGatherGemmDesign::trace_next): where its pushes
+// started on the comm stream, where each push step's last flag was written (step i = 1..n−1
+// to rank − i; step_end[i − 1]), and where the GEMM ended on the compute stream (before the
+// join). The caller creates them (timing enabled) and reads them against its own events.
+struct AllGatherCallTrace {
+  cudaEvent_t pushes_start = nullptr;
+  std::vector<cudaEvent_t> step_end;
+  cudaEvent_t gemm_end = nullptr;
 };
 
 // Predicted time of one call of `options` from the GEMM alone on the gathered A (gemm_s, on
@@ -107,6 +130,8 @@ class AllGatherGemmDesign {
   Status run_gather_only(const void* a, cudaStream_t compute_stream, cudaStream_t comm_stream);
   // Whether a producer's wait for a chunk timed out (host-synchronising).
   Status check_waits();
+  // The next run() records `trace`'s events (rotated pushes only; a diagnostic).
+  void trace_next(const AllGatherCallTrace* trace) { trace_ = trace; }
 
   int world() const { return world_; }
   int rank() const { return rank_; }
@@ -120,6 +145,8 @@ class AllGatherGemmDesign {
                         cudaStream_t comm_stream, std::vector<cudaStream_t>* used);
   Status join(const std::vector<cudaStream_t>& used, cudaStream_t compute_stream);
   Status signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream);
+  // align_start's barrier on compute_stream.
+  Status enqueue_start_barrier(std::uint32_t epoch, cudaStream_t compute_stream);
 
   std::unique_ptr<PeerMemory> memory_;
   bool initialized_ = false;
@@ -131,9 +158,12 @@ class AllGatherGemmDesign {
   DeviceBuffer gathered_;       // 2 parities × M × K
   DeviceBuffer flags_;          // [world][chunks] epochs written by the senders
   DeviceBuffer timed_out_;      // int, set by a producer's timed-out wait
+  DeviceBuffer arrived_;        // [world] epochs the peers reached (align_start)
   PeerFlagWriter flag_writer_;  // signal_peer's writes
   std::vector<char*> peer_gathered_;           // [world] their gathered buffers
   std::vector<std::uint32_t*> peer_flags_;     // [world] their flags
+  std::vector<std::uint32_t*> peer_arrived_;   // [world] their arrival flags
+  const AllGatherCallTrace* trace_ = nullptr;
   std::map<std::tuple<const void*, const void*, void*>,
            std::array<std::unique_ptr<gemm::OwnGemm>, 2>>
       gemms_;

@@ -2099,14 +2099,16 @@ TEST(TilewiseAllGatherGemm, ShapeAndOptionErrors) {
 // followed by the own GEMM, bit for bit.
 // With gather_only_every = g > 0 a transport-only call (run_gather_only) follows every g-th
 // call: the two kinds of call share epochs and parities.
+// align_start false: the calls start without the barrier (AllGatherGemmOptions::align_start).
 void run_allgather_on_gpus(std::int64_t m, std::int64_t n, std::int64_t k, int chunks,
-                           AllGatherPush push, int calls, int gather_only_every = 0) {
+                           AllGatherPush push, int calls, int gather_only_every = 0,
+                           bool align_start = true) {
   const int world = visible_gpu_count();
   const std::uint64_t seed = fresh_seed();
-  SCOPED_TRACE("allgather+gemm on " + std::to_string(world) + " GPUs, " + std::to_string(m) +
-               "x" + std::to_string(n) + "x" + std::to_string(k) + ", " +
-               std::to_string(chunks) + " chunk(s), push " + to_string(push) + ", " +
-               std::to_string(calls) + " call(s), seed " + std::to_string(seed));
+  SCOPED_TRACE("allgather+gemm on " + std::to_string(world) + " GPUs, " + std::to_string(m) + "x" +
+               std::to_string(n) + "x" + std::to_string(k) + ", " + std::to_string(chunks) +
+               " chunk(s), push " + to_string(push) + ", " + std::to_string(calls) + " call(s)" +
+               (align_start ? "" : ", unaligned") + ", seed " + std::to_string(seed));
   HarnessOptions harness;
   harness.blocking_comms = true;
   std::vector<std::uint64_t> diff(static_cast<std::size_t>(world), 1),
@@ -2133,6 +2135,7 @@ void run_allgather_on_gpus(std::int64_t m, std::int64_t n, std::int64_t k, int c
     o.chunks = chunks;
     o.push = push;
     o.wait_timeout_s = 30;
+    o.align_start = align_start;
     OVERLAPSIM_TRY(d.initialize(&ctx.comm, m, n, k, DType::BF16, o));
     for (int i = 0; i < calls; ++i) {
       OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), c[i % 2].data(), s, ctx.comm_stream));
@@ -2175,6 +2178,7 @@ TEST(TilewiseAllGatherGemmGpu, BitIdenticalToNcclAllGatherThenOwnGemm) {
     run_allgather_on_gpus(1024 * w, 2048, 1024, 4, push, 2);
     run_allgather_on_gpus(256 * w, 256, 128, 2, push, 2);  // one tile row per chunk
   }
+  run_allgather_on_gpus(512 * w, 700, 264, 2, AllGatherPush::Rotated, 3, 0, false);
 }
 
 TEST(TilewiseAllGatherGemmGpu, BackToBackCallsWithoutHostSync) {
@@ -2183,6 +2187,7 @@ TEST(TilewiseAllGatherGemmGpu, BackToBackCallsWithoutHostSync) {
   run_allgather_on_gpus(512 * w, 2048, 512, 2, AllGatherPush::Rotated, 200);
   run_allgather_on_gpus(512 * w, 2048, 512, 2, AllGatherPush::Rotated, 200, 3);
   run_allgather_on_gpus(512 * w, 2048, 512, 1, AllGatherPush::PerPeer, 200);
+  run_allgather_on_gpus(512 * w, 2048, 512, 4, AllGatherPush::Rotated, 200, 5, false);
 }
 
 // Small shapes for compute-sanitizer (racecheck, synccheck).
