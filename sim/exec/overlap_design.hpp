@@ -24,6 +24,12 @@ class ExecContext {
   // `program` indexes StepGraph::ranks.
   virtual const OpNode& op(int program, OpVertex v) const = 0;
   virtual const OpGraph& graph(int program) const = 0;
+  // The op's kind and whether it has a pair_partner, and compute_model().time_s(op): read
+  // from the executor's compact per-op state (and times kept across the runs of one step
+  // under one model) rather than from the op's OpNode, which is rarely in cache.
+  virtual OpKind op_kind(int program, OpVertex v) const = 0;
+  virtual bool op_paired(int program, OpVertex v) const = 0;
+  virtual double op_time_s(int program, OpVertex v) = 0;
 
   // Holds the op's stream for duration_s from now, then finishes the op.
   virtual void run_for(int program, OpVertex v, double duration_s) = 0;

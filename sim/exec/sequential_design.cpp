@@ -3,11 +3,11 @@
 namespace overlapsim::sim {
 
 void SequentialDesign::start(ExecContext& ctx, int program, OpVertex v) {
-  const OpNode& node = ctx.op(program, v);
-  if (node.kind == OpKind::Collective || node.kind == OpKind::SendRecv) {
+  const OpKind kind = ctx.op_kind(program, v);
+  if (kind == OpKind::Collective || kind == OpKind::SendRecv) {
     ctx.run_comm(program, v);
   } else {
-    ctx.run_for(program, v, ctx.compute_model().time_s(node));
+    ctx.run_for(program, v, ctx.op_time_s(program, v));
   }
 }
 

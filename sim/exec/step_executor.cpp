@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 
 #include "sim/exec/step_executor_impl.hpp"
@@ -64,6 +66,15 @@ void StepExecutor::Impl::hand_to_design(int p, OpVertex v) {
   OpState& st = programs[p].ops[v];
   if (st.ready_s < 0) st.ready_s = now();  // a design may have started it earlier
   design->start(*this, p, v);
+}
+
+double StepExecutor::Impl::op_time_s(int p, OpVertex v) {
+  if (!op_times) return compute.time_s(op(p, v));
+  std::vector<double>& times = op_times->times[static_cast<std::size_t>(p)];
+  if (times.empty()) times.assign(programs[p].ops.size(), std::numeric_limits<double>::quiet_NaN());
+  double& t = times[v];
+  if (std::isnan(t)) t = compute.time_s(op(p, v));
+  return t;
 }
 
 void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
@@ -363,6 +374,15 @@ StepExecutor::~StepExecutor() = default;
 
 void StepExecutor::set_background_launcher(BackgroundLauncher launcher) {
   impl_->background_launcher = std::move(launcher);
+}
+
+void StepExecutor::set_op_time_memo(std::shared_ptr<OpTimeMemo> memo) {
+  if (!memo || memo->model != &impl_->compute) {
+    impl_->op_times = nullptr;
+    return;
+  }
+  if (memo->times.size() != impl_->programs.size()) memo->times.resize(impl_->programs.size());
+  impl_->op_times = std::move(memo);
 }
 
 void StepExecutor::set_collective_launcher(CollectiveLauncher launcher) {

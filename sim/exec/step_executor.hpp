@@ -37,6 +37,14 @@ namespace overlapsim::sim {
 
 class StepLayout;  // step_layout.hpp
 
+// Compute times of a step's ops (ComputeModel::time_s) under one model, kept across the
+// runs that share both (a scenario's design runs): the first run asks the model for each
+// op, the later ones read the time back. Per program, per op; NaN: not asked yet.
+struct OpTimeMemo {
+  const ComputeModel* model = nullptr;  // the model the times are of
+  std::vector<std::vector<double>> times;
+};
+
 struct ExecOptions {
   CollectiveTuning tuning;  // for the default launcher (sim::start_collective)
   BackgroundImages images = BackgroundImages::InterHost;
@@ -76,6 +84,9 @@ class StepExecutor {
   // launcher, one at a time.
   using BackgroundLauncher = std::function<void(std::span<const CollectiveRequest>)>;
   void set_background_launcher(BackgroundLauncher launcher);
+  // Reads and fills `memo` for the ops' compute times; ignored unless memo->model is this
+  // executor's model.
+  void set_op_time_memo(std::shared_ptr<OpTimeMemo> memo);
 
   // Runs the step once, starting at simulator().now(). Throws std::runtime_error naming
   // the stuck ops when the step cannot complete (a deadlock in the graph).

@@ -100,6 +100,12 @@ struct StepExecutor::Impl final : ExecContext {
   const ComputeModel& compute_model() const override { return compute; }
   const OpNode& op(int p, OpVertex v) const override { return programs[p].program->graph[v]; }
   const OpGraph& graph(int p) const override { return programs[p].program->graph; }
+  OpKind op_kind(int p, OpVertex v) const override {
+    return static_cast<OpKind>(programs[p].ops[v].kind);
+  }
+  bool op_paired(int p, OpVertex v) const override { return programs[p].ops[v].paired; }
+  double op_time_s(int p, OpVertex v) override;
+  std::shared_ptr<OpTimeMemo> op_times;  // null: every time from the model
   void run_for(int p, OpVertex v, double duration_s) override;
   void run_comm(int p, OpVertex v) override;
   void compute_for(int p, OpVertex v, double duration_s, std::function<void()> on_done) override;

@@ -40,16 +40,34 @@ bool is_comm(OpKind k) { return k == OpKind::Collective || k == OpKind::SendRecv
 }  // namespace
 
 void PairedDesign::run_sequential(ExecContext& ctx, int p, OpVertex v) {
-  const OpNode& node = ctx.op(p, v);
-  if (is_comm(node.kind))
+  if (is_comm(ctx.op_kind(p, v)))
     ctx.run_comm(p, v);
   else
-    ctx.run_for(p, v, ctx.compute_model().time_s(node));
+    ctx.run_for(p, v, ctx.op_time_s(p, v));
+}
+
+void PairedDesign::add_pair_op(const ExecContext& ctx, int program, OpVertex v,
+                               const std::shared_ptr<Pair>& pair) {
+  const auto p = static_cast<std::size_t>(program);
+  if (in_pairs_.size() <= p) in_pairs_.resize(p + 1);
+  if (in_pairs_[p].empty()) in_pairs_[p].assign(boost::num_vertices(ctx.graph(program)), 0);
+  in_pairs_[p][v] = 1;
+  pairs_[key_of(program, v)] = pair;
+}
+
+void PairedDesign::erase_pair_ops(const Pair& pair) {
+  const int program = pair.program;
+  const OpVertex compute = pair.compute, comm = pair.comm;
+  in_pairs_[static_cast<std::size_t>(program)][compute] = 0;
+  in_pairs_[static_cast<std::size_t>(program)][comm] = 0;
+  pairs_.erase(key_of(program, compute));  // may destroy `pair`
+  pairs_.erase(key_of(program, comm));
 }
 
 void PairedDesign::start(ExecContext& ctx, int p, OpVertex v) {
-  if (auto it = pairs_.find(key_of(p, v)); it != pairs_.end()) {
-    const std::shared_ptr<Pair> pair = it->second;
+  if (static_cast<std::size_t>(p) < in_pairs_.size() && !in_pairs_[p].empty() &&
+      in_pairs_[p][v] != 0) {
+    const std::shared_ptr<Pair> pair = pairs_.find(key_of(p, v))->second;
     if (v == pair->compute && !pair->producer) {
       pair->compute_handed = true;
       run_next_group(ctx, pair);
@@ -57,8 +75,8 @@ void PairedDesign::start(ExecContext& ctx, int p, OpVertex v) {
     // A producer's collective reaching its stream: its parts are already under way.
     return;
   }
-  const OpNode& node = ctx.op(p, v);
-  if (node.pair_partner >= 0) {
+  if (ctx.op_paired(p, v)) {  // node.pair_partner >= 0
+    const OpNode& node = ctx.op(p, v);
     const auto partner = static_cast<OpVertex>(node.pair_partner);
     const OpNode& other = ctx.op(p, partner);
     if (node.kind != OpKind::SendRecv && other.kind != OpKind::SendRecv &&
@@ -211,8 +229,8 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
   pair->scale_parts = planning_.scaled_parts_min_ranks > 0 && group >= 0 &&
                       group < static_cast<int>(group_sizes_.size()) &&
                       group_sizes_[group] >= planning_.scaled_parts_min_ranks;
-  pairs_[key_of(p, compute)] = pair;
-  pairs_[key_of(p, comm)] = pair;
+  add_pair_op(ctx, p, compute, pair);
+  add_pair_op(ctx, p, comm, pair);
   if (producer) {
     run_next_group(ctx, pair);
   } else {
@@ -270,10 +288,7 @@ void PairedDesign::start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& 
     if (pair->producer) part_ready(ctx, pair, j);
     if (j + 1 == n) {
       pair->compute_finished = true;
-      if (pair->comm_finished) {
-        pairs_.erase(key_of(pair->program, pair->compute));
-        pairs_.erase(key_of(pair->program, pair->comm));
-      }
+      if (pair->comm_finished) erase_pair_ops(*pair);
       ctx.finish_op(pair->program, pair->compute);
     }
   });
@@ -361,10 +376,7 @@ void PairedDesign::part_done(ExecContext& ctx, const std::shared_ptr<Pair>& pair
   // The collective is complete when its last part has landed, producer or consumer.
   if (pair->parts_done == n) {
     pair->comm_finished = true;
-    if (pair->compute_finished) {
-      pairs_.erase(key_of(pair->program, pair->compute));
-      pairs_.erase(key_of(pair->program, pair->comm));
-    }
+    if (pair->compute_finished) erase_pair_ops(*pair);
     ctx.finish_op(pair->program, pair->comm);
   }
   if (pair->s.serial_parts) {

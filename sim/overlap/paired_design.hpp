@@ -152,6 +152,12 @@ class PairedDesign : public OverlapDesign {
   std::vector<int> group_sizes_;
   PairStats stats_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Pair>> pairs_;  // (program, op) -> pair
+  // Per program and op: whether pairs_ holds the op, so that start() asks the hash map
+  // only for those (every op of a step passes through start()).
+  std::vector<std::vector<char>> in_pairs_;
+  void add_pair_op(const ExecContext& ctx, int program, OpVertex v,
+                   const std::shared_ptr<Pair>& pair);
+  void erase_pair_ops(const Pair& pair);
 };
 
 // Helpers the designs share.

@@ -84,6 +84,8 @@ class ScenarioRunner {
 
   ScenarioResult run() {
     const ComputeModel compute(sc_.profile.compute);
+    op_times_ = std::make_shared<OpTimeMemo>();
+    op_times_->model = &compute;
     for (const std::string& name : o_.designs)
       out_.runs.push_back(name == kBestDesign ? run_best(compute) : run_design(name, compute));
     collect_used_sources(compute);
@@ -216,6 +218,7 @@ class ScenarioRunner {
     CollectiveCostModel costs(profile.collectives, net, o_.timing);
     if (!o_.measured_times.empty()) costs.set_measured_times(o_.measured_times);
     executor.set_collective_launcher(costs.launcher());
+    if (op_times_ && op_times_->model == &compute) executor.set_op_time_memo(op_times_);
     if (o_.aggregate_images)
       executor.set_background_launcher(
           [&costs](std::span<const CollectiveRequest> images) { costs.launch_background(images); });
@@ -297,6 +300,8 @@ class ScenarioRunner {
   std::vector<std::unique_ptr<DesignRun>> tuning_;   // forced runs `best` needed, unreported
   std::map<std::string, std::string> best_winners_;  // pair class -> design
   std::shared_ptr<const StepLayout> layout_;         // the step's, shared by every design run
+  // Op times under run()'s model, shared by the design runs on it (not the clock's reruns).
+  std::shared_ptr<OpTimeMemo> op_times_;
 };
 
 }  // namespace
