@@ -31,6 +31,7 @@ workloads::ModelSpec configured_model(const workloads::ModelSpec& base, const Pl
   p.pp = c.pp;
   p.cp = c.cp;
   p.ep = c.ep;
+  p.etp = 0;  // the search keeps expert TP = TP (its EP is carved out of DP x CP)
   p.dp = 0;
   p.virtual_stages = c.virtual_stages;
   p.sequence_parallel = c.sequence_parallel;

@@ -153,12 +153,16 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
   const ModelSpec r = resolve_for_world(spec, world_size, options.gpus_per_node);
   const auto& p = r.parallelism;
 
-  const ParallelLayout layout(p.tp, p.cp, p.dp, p.pp, r.kind == ModelKind::Moe ? p.ep : 1);
+  const bool moe = r.kind == ModelKind::Moe;
+  const ParallelLayout layout(p.tp, p.cp, p.dp, p.pp, moe ? p.ep : 1, moe ? p.expert_tp() : 0);
 
   sim::StepGraph step;
   step.workload = r.name;
   step.world_size = world_size;
-  const GroupTable table(layout, {"tp", "cp", "dp", "pp", "ep", "edp", "embd"}, step);
+  // An expert-TP group of its own only when it differs from the TP group.
+  std::vector<std::string> families = {"tp", "cp", "dp", "pp", "ep", "edp", "embd"};
+  if (layout.etp() != layout.tp()) families.push_back("etp");
+  const GroupTable table(layout, families, step);
 
   std::vector<int> ranks;
   if (options.fold) {

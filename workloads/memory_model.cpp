@@ -53,7 +53,7 @@ double mlp_matrices(const ModelSpec& m) { return m.transformer.mlp == MlpKind::S
 // Per-rank parameters of one layer. TP splits the attention and MLP matrices (Megatron's
 // column/row-parallel linears, Shoeybi et al. 2019); norms, biases of row-parallel layers,
 // the router and MLA's down projections are replicated over TP. Routed experts: E/ep per
-// rank, each split over expert TP = TP (workloads/parallel_layout.hpp).
+// rank, each split over expert TP (default TP; workloads/parallel_layout.hpp).
 LayerParameters layer_parameters(const ModelSpec& m, int layer) {
   const auto& tr = m.transformer;
   const auto& a = tr.attention;
@@ -83,10 +83,11 @@ LayerParameters layer_parameters(const ModelSpec& m, int layer) {
   }
   if (is_moe_layer(m, layer)) {
     const double ef = m.moe.expert_ffn_hidden;
-    const double expert = mlp_matrices(m) * h * ef / t;
+    const double shared = mlp_matrices(m) * h * ef / t;
+    const double routed = mlp_matrices(m) * h * ef / m.parallelism.expert_tp();
     p.dense += h * m.moe.experts;                   // router
-    p.dense += m.moe.shared_experts * expert;       // shared experts: dense, every rank
-    p.expert += static_cast<double>(m.moe.experts) / m.parallelism.ep * expert;
+    p.dense += m.moe.shared_experts * shared;       // shared experts: dense, every rank
+    p.expert += static_cast<double>(m.moe.experts) / m.parallelism.ep * routed;
   } else {
     p.dense += mlp_matrices(m) * h * tr.ffn_hidden / t;
     if (tr.bias) p.dense += tr.ffn_hidden / t + h;
@@ -176,11 +177,14 @@ ActivationParts layer_parts(const ModelSpec& m, int layer) {
     // the router probability at combine) h-wide, the expert's f-wide tensors split over
     // expert TP. Selective recompute rebuilds the experts' activation output (Megatron-LM
     // recompute module moe_act; DeepSeek-V3 report sec. 3.3.2 recomputes the SwiGLU
-    // output). Balanced routing assumed: every rank receives T·top_k tokens.
+    // output). Balanced routing assumed: every rank receives T·top_k·etp/tp token copies
+    // (T·top_k with the default etp = tp), each f/etp wide, so the f-wide part is
+    // T·top_k·f/tp whatever etp is.
     const double ef = m.moe.expert_ffn_hidden;
     const double experts = m.moe.top_k + m.moe.shared_experts;
     out.kept += 4 * T * m.moe.experts * rep;
-    out.kept += T * m.moe.top_k * (gemm_input_bytes(m) * h + e * h);
+    const double routed_share = static_cast<double>(p.expert_tp()) / t;
+    out.kept += T * m.moe.top_k * routed_share * (gemm_input_bytes(m) * h + e * h);
     out.kept += e * T * experts * (act - 1) * ef / t;
     out.selective += e * T * experts * ef / t;
   } else {
@@ -235,6 +239,8 @@ int communicator_kinds(const ModelSpec& m) {
   const auto& p = m.parallelism;
   int n = 0;
   for (int size : {p.tp, p.dp * p.cp, p.pp, p.cp, p.ep}) n += size > 1 ? 1 : 0;
+  // An expert-TP group other than the TP group is a communicator of its own.
+  if (p.expert_tp() != p.tp && p.expert_tp() > 1) ++n;
   return n;
 }
 
@@ -286,9 +292,9 @@ StageMemory transformer_stage(const ModelSpec& m, int stage) {
   const StageParameters params = stage_parameters(m, stage);
   const int dense_shards =
       m.training.grad_sync == GradSync::DistributedOptimizer ? p.dp * p.cp : 1;
-  const int expert_shards =
-      m.training.grad_sync == GradSync::DistributedOptimizer ? std::max(1, p.dp * p.cp / p.ep)
-                                                             : 1;
+  const int expert_shards = m.training.grad_sync == GradSync::DistributedOptimizer
+                                ? std::max(1, p.tp * p.dp * p.cp / (p.ep * p.expert_tp()))
+                                : 1;
   const BytesPerParameter dense = bytes_per_parameter(m, dense_shards);
   const BytesPerParameter expert = bytes_per_parameter(m, expert_shards);
   add(s, "weights", params.dense * dense.weights + params.expert * expert.weights,

@@ -237,7 +237,13 @@ const std::vector<ParamDoc> kParallelismDocs = {
      "last chunk holds one layer fewer; also with virtual_stages",
      "false", ""},
     {"cp", "context-parallel size (sequence split, all-gather of K/V)", "1", ""},
-    {"ep", "expert-parallel size (moe), carved out of dp·cp", "1", ""},
+    {"ep", "expert-parallel size (moe): ep x etp divides tp x cp x dp, the ranks of a stage", "1",
+     ""},
+    {"etp",
+     "expert tensor-parallel size (moe; Megatron-LM --expert-tensor-parallel-size): the experts "
+     "split over etp ranks, the ep x etp expert grid folded over a stage's tp x cp x dp ranks "
+     "(Megatron-Core MoE parallel folding); etp < tp lets ep span TP ranks",
+     "tp", ""},
 };
 
 std::string location_of(const ConfigNode& parent, const std::string& key) {
@@ -485,6 +491,7 @@ void load_parallelism(ModelSpec& spec, const ConfigNode& n) {
   p.pp = get_int_in(n, "pp", 1, 1, false);
   p.cp = get_int_in(n, "cp", 1, 1, false);
   p.ep = get_int_in(n, "ep", 1, 1, false);
+  p.etp = get_int_in(n, "etp", 1, 0, false);
   p.sequence_parallel = n.get_bool("sequence_parallel", false);
   p.virtual_stages = get_int_in(n, "virtual_stages", 1, 1, false);
   p.first_stage_layers = get_int_in(n, "first_stage_layers", 1, 0, false);
@@ -642,7 +649,11 @@ void validate_model(const ModelSpec& spec) {
           spec, "moe.top_k",
           fmt::format("{} exceeds experts = {} (expected top_k <= experts)", m.top_k, m.experts));
     check_divides(spec, "parallelism.ep", p.ep, "moe.experts", m.experts);
-    check_divides(spec, "parallelism.tp", p.tp, "moe.expert_ffn_hidden", m.expert_ffn_hidden);
+    if (p.etp > p.tp)
+      fail_key(spec, "parallelism.etp",
+               fmt::format("{} exceeds tp = {} (expected etp <= tp)", p.etp, p.tp));
+    check_divides(spec, p.etp > 0 ? "parallelism.etp" : "parallelism.tp", p.expert_tp(),
+                  "moe.expert_ffn_hidden", m.expert_ffn_hidden);
     if (m.dense_layers >= t.layers)
       fail_key(spec, "moe.dense_layers",
                fmt::format("{} leaves no MoE layer (expected fewer than layers = {})",
@@ -653,9 +664,16 @@ void validate_model(const ModelSpec& spec) {
       fail_key(spec, "parallelism.sequence_parallel",
                "false with tp > 1 in an MoE model (expected true: Megatron requires sequence "
                "parallelism for MoE with tensor parallelism)");
-    if (p.dp > 0) check_divides(spec, "parallelism.ep", p.ep, "dp·cp", 1LL * p.dp * p.cp);
+    const long long stage_ranks = 1LL * p.tp * p.cp * p.dp;
+    if (p.dp > 0 && stage_ranks % (1LL * p.ep * p.expert_tp()) != 0)
+      fail_key(spec, "parallelism.ep",
+               fmt::format("ep {} x etp {} = {} does not divide tp·cp·dp = {} (expected ep·etp "
+                           "to divide the ranks of a pipeline stage)",
+                           p.ep, p.expert_tp(), 1LL * p.ep * p.expert_tp(), stage_ranks));
   } else if (p.ep != 1) {
     fail_key(spec, "parallelism.ep", fmt::format("{} needs kind: moe (expected 1)", p.ep));
+  } else if (p.etp != 0) {
+    fail_key(spec, "parallelism.etp", fmt::format("{} needs kind: moe (expected no etp)", p.etp));
   }
 
   // Pipeline split.

@@ -145,7 +145,12 @@ struct Parallelism {
   int tp = 1;
   int pp = 1;
   int cp = 1;
-  int ep = 1;  // MoE experts split over ep ranks carved out of dp·cp
+  int ep = 1;  // MoE experts split over ep ranks
+  // Expert tensor parallelism (Megatron-LM --expert-tensor-parallel-size); 0: equal to tp.
+  // The experts' ep x etp ranks are folded over a stage's tp x cp x dp ranks (Megatron-Core
+  // MoE parallel folding), so ep may span TP ranks when etp < tp.
+  int etp = 0;
+  int expert_tp() const { return etp > 0 ? etp : tp; }
   bool sequence_parallel = false;
   int virtual_stages = 1;  // interleaved 1F1B when > 1
   // Uneven pipelines (Megatron --decoder-first/last-pipeline-num-layers): 0 = even split.

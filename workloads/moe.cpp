@@ -5,10 +5,11 @@
 // Routing is taken as uniform (every expert receives tokens·top_k/experts tokens, none
 // dropped): the balanced case load-balancing losses aim for. Per rank:
 //   Tn tokens are routed (SP-split when tp > 1), top_k copies each are sent;
-//   with expert tensor parallelism (= tp) the received tokens are all-gathered over TP,
-//   so R = Tn·top_k·tp tokens reach the rank's experts/ep local experts, and each local
-//   expert GEMM has M = R·ep/experts rows (fractional M is rounded in the shape; the
-//   FLOPs and bytes use the exact value).
+//   with expert tensor parallelism etp (default tp) the received tokens are all-gathered
+//   over the expert-TP group, so R = Tn·top_k·etp tokens reach the rank's experts/ep local
+//   experts, each split etp ways, and each local expert GEMM has M = R·ep/experts rows
+//   (fractional M is rounded in the shape; the FLOPs and bytes use the exact value). With
+//   etp = 1 (MoE parallel folding) the EP group spans TP ranks and no token crosses TP.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -33,7 +34,7 @@ ExpertShape expert_shape(const ModelSpec& spec, std::int64_t routed_local_tokens
   const auto& p = spec.parallelism;
   ExpertShape s;
   s.local_experts = m.experts / p.ep;
-  s.routed_tokens = routed_local_tokens * m.top_k * p.tp;
+  s.routed_tokens = routed_local_tokens * m.top_k * p.expert_tp();
   s.rows_per_expert = static_cast<double>(s.routed_tokens) / s.local_experts;
   return s;
 }
@@ -75,18 +76,18 @@ OpVertex TransformerEmitter::expert_wgrad(const Ctx& c, const char* what, std::i
   return v;
 }
 
-// Tokens move over EP by all-to-all (top_k copies of each routed token) and over TP by
-// all-gather or reduce-scatter (every copy that reaches this rank's experts).
+// Tokens move over EP by all-to-all (top_k copies of each routed token) and over expert TP
+// by all-gather or reduce-scatter (every copy that reaches this rank's experts).
 OpVertex TransformerEmitter::token_collective(const Ctx& c, const char* what, CollectiveOp op,
                                               std::initializer_list<OpVertex> deps) {
   if (op == CollectiveOp::AllToAll)
     return collective(c, what, op,
                       static_cast<std::uint64_t>(Tn_ * spec_.moe.top_k * h_ * act_bytes_),
                       groups_.ep, StreamKind::ExpertComm, deps);
-  return collective(c, what, op,
-                    static_cast<std::uint64_t>(expert_shape(spec_, Tn_).routed_tokens * h_ *
-                                               act_bytes_),
-                    groups_.tp, StreamKind::TensorComm, deps);
+  return collective(
+      c, what, op,
+      static_cast<std::uint64_t>(expert_shape(spec_, Tn_).routed_tokens * h_ * act_bytes_),
+      groups_.etp, StreamKind::TensorComm, deps);
 }
 
 TransformerEmitter::TokenExchange TransformerEmitter::tokens_from_experts(const Ctx& c,
@@ -103,7 +104,7 @@ TransformerEmitter::TokenExchange TransformerEmitter::tokens_from_experts(const 
 OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
   const auto& m = spec_.moe;
   const ExpertShape es = expert_shape(spec_, Tn_);
-  const std::int64_t f_local = m.expert_ffn_hidden / tp_;
+  const std::int64_t f_local = m.expert_ffn_hidden / spec_.parallelism.expert_tp();
   // fp8: the router is Megatron-LM's own (bf16) GEMM; the experts are TE GroupedLinear
   // layers, which cast and transpose their inputs (all experts' rows in one pass) and
   // whose weights are quantised in the first microbatch. Tokens travel in bf16, and are
@@ -144,7 +145,7 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
 OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
   const auto& m = spec_.moe;
   const ExpertShape es = expert_shape(spec_, Tn_);
-  const std::int64_t f_local = m.expert_ffn_hidden / tp_;
+  const std::int64_t f_local = m.expert_ffn_hidden / spec_.parallelism.expert_tp();
   const std::int64_t fc1_out = gated_ * f_local;
 
   OpVertex unpermute = elementwise(

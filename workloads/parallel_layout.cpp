@@ -6,14 +6,15 @@
 
 namespace overlapsim::workloads {
 
-ParallelLayout::ParallelLayout(int tp, int cp, int dp, int pp, int ep)
-    : tp_(tp), cp_(cp), dp_(dp), pp_(pp), ep_(ep) {
-  if (tp < 1 || cp < 1 || dp < 1 || pp < 1 || ep < 1)
-    throw std::invalid_argument(fmt::format(
-        "parallel layout: tp={} cp={} dp={} pp={} ep={} (expected all >= 1)", tp, cp, dp, pp, ep));
-  if ((dp * cp) % ep != 0)
+ParallelLayout::ParallelLayout(int tp, int cp, int dp, int pp, int ep, int etp)
+    : tp_(tp), cp_(cp), dp_(dp), pp_(pp), ep_(ep), etp_(etp > 0 ? etp : tp) {
+  if (tp < 1 || cp < 1 || dp < 1 || pp < 1 || ep < 1 || etp < 0)
     throw std::invalid_argument(
-        fmt::format("parallel layout: ep={} does not divide dp·cp={}", ep, dp * cp));
+        fmt::format("parallel layout: tp={} cp={} dp={} pp={} ep={} etp={} (expected all >= 1)", tp,
+                    cp, dp, pp, ep, etp));
+  if ((tp * cp * dp) % (ep * etp_) != 0)
+    throw std::invalid_argument(fmt::format(
+        "parallel layout: ep·etp={} does not divide tp·cp·dp={}", ep * etp_, tp * cp * dp));
 }
 
 RankCoord ParallelLayout::coord(int rank) const {
@@ -27,9 +28,10 @@ RankCoord ParallelLayout::coord(int rank) const {
   rest /= cp_;
   c.dp = rest % dp_;
   c.pp = rest / dp_;
-  int j = c.cp + cp_ * c.dp;
-  c.ep = j % ep_;
-  c.edp = j / ep_;
+  const int j = rank - tp_ * cp_ * dp_ * c.pp;  // place in the stage
+  c.etp = j % etp_;
+  c.ep = (j / etp_) % ep_;
+  c.edp = j / (etp_ * ep_);
   return c;
 }
 
@@ -43,6 +45,7 @@ int ParallelLayout::group_size(const std::string& family) const {
   if (family == "dp") return dp_ * cp_;
   if (family == "pp") return pp_;
   if (family == "ep") return ep_;
+  if (family == "etp") return etp_;
   if (family == "edp") return edp();
   if (family == "embd") return pp_ > 1 ? 2 : 1;
   throw std::invalid_argument(fmt::format("parallel layout: unknown family '{}'", family));
@@ -55,8 +58,9 @@ int ParallelLayout::leader(const std::string& family, int rank) const {
   if (family == "cp") return rank - tp_ * c.cp;
   if (family == "dp") return c.tp + block * c.pp;
   if (family == "pp" || family == "embd") return rank - block * c.pp;
-  if (family == "ep") return rank - tp_ * c.ep;
-  if (family == "edp") return rank - tp_ * ep_ * c.edp;
+  if (family == "etp") return rank - c.etp;
+  if (family == "ep") return rank - etp_ * c.ep;
+  if (family == "edp") return rank - etp_ * ep_ * c.edp;
   throw std::invalid_argument(fmt::format("parallel layout: unknown family '{}'", family));
 }
 
@@ -75,10 +79,12 @@ std::vector<int> ParallelLayout::group(const std::string& family, int rank) cons
   } else if (family == "embd") {
     out.push_back(first);
     if (pp_ > 1) out.push_back(first + block * (pp_ - 1));
+  } else if (family == "etp") {
+    for (int i = 0; i < etp_; ++i) out.push_back(first + i);
   } else if (family == "ep") {
-    for (int i = 0; i < ep_; ++i) out.push_back(first + tp_ * i);
+    for (int i = 0; i < ep_; ++i) out.push_back(first + etp_ * i);
   } else if (family == "edp") {
-    for (int i = 0; i < edp(); ++i) out.push_back(first + tp_ * ep_ * i);
+    for (int i = 0; i < edp(); ++i) out.push_back(first + etp_ * ep_ * i);
   }
   return out;
 }
@@ -103,8 +109,9 @@ int ParallelLayout::group_index(const std::string& family, int rank) const {
   if (family == "cp") return c.tp + tp_ * (c.dp + dp_ * c.pp);
   if (family == "dp") return c.tp + tp_ * c.pp;
   if (family == "pp" || family == "embd") return rank % (tp_ * cp_ * dp_);
-  if (family == "ep") return c.tp + tp_ * (c.edp + edp() * c.pp);
-  if (family == "edp") return c.tp + tp_ * (c.ep + ep_ * c.pp);
+  if (family == "etp") return rank / etp_;
+  if (family == "ep") return c.etp + etp_ * (c.edp + edp() * c.pp);
+  if (family == "edp") return c.etp + etp_ * (c.ep + ep_ * c.pp);
   throw std::invalid_argument(fmt::format("parallel layout: unknown family '{}'", family));
 }
 

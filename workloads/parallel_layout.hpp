@@ -3,9 +3,11 @@
 // does with its default order "tp-cp-ep-dp-pp": TP varies fastest (so a TP group is
 // consecutive ranks inside one node), then CP, then DP, and PP slowest:
 //   rank = tp + TP·(cp + CP·(dp + DP·pp))
-// Experts (MoE) reuse the same ranks with the DP×CP block re-split into EP × expert-DP
-// (Megatron's expert RankGenerator "tp-ep-dp-pp" with expert TP = TP): for
-// j = cp + CP·dp,  ep = j mod EP  and  edp = j div EP.
+// Experts (MoE) reuse the same ranks, a stage's TP×CP×DP block re-split into
+// expert-TP × EP × expert-DP (Megatron-Core's expert RankGenerator "tp-ep-dp-pp", MoE
+// parallel folding): for j = tp + TP·(cp + CP·dp), the rank's place in its stage,
+// etp = j mod ETP,  ep = (j div ETP) mod EP  and  edp = j div (ETP·EP). With ETP = TP (the
+// default) the expert-TP group is the TP group and EP × expert-DP split DP×CP.
 //
 // Families of communicators (sim::CommGroup::family):
 //   tp   TP group (same cp, dp, pp)
@@ -13,8 +15,9 @@
 //   dp   gradient-reduction group of dense parameters: all of DP×CP (same tp, pp),
 //        Megatron's data-parallel group "with CP"
 //   pp   pipeline (same tp, cp, dp), ordered by stage
-//   ep   expert-parallel all-to-all group (same tp, edp, pp)
-//   edp  expert-data-parallel group, gradient reduction of expert weights (same tp, ep, pp)
+//   etp  expert tensor-parallel group (same ep, edp, pp)
+//   ep   expert-parallel all-to-all group (same etp, edp, pp)
+//   edp  expert-data-parallel group, gradient reduction of expert weights (same etp, ep, pp)
 //   embd first and last stage of one pipeline (tied input/output embedding gradients)
 #include <string>
 #include <vector>
@@ -25,20 +28,22 @@ namespace overlapsim::workloads {
 
 struct RankCoord {
   int tp = 0, cp = 0, dp = 0, pp = 0;
-  int ep = 0, edp = 0;  // expert coordinates of the same rank
+  int etp = 0, ep = 0, edp = 0;  // expert coordinates of the same rank
 };
 
 class ParallelLayout {
  public:
-  // Throws std::invalid_argument when a size is < 1 or ep does not divide dp·cp.
-  ParallelLayout(int tp, int cp, int dp, int pp, int ep = 1);
+  // etp 0: equal to tp. Throws std::invalid_argument when a size is < 1 or ep·etp does not
+  // divide tp·cp·dp.
+  ParallelLayout(int tp, int cp, int dp, int pp, int ep = 1, int etp = 0);
 
   int tp() const { return tp_; }
   int cp() const { return cp_; }
   int dp() const { return dp_; }
   int pp() const { return pp_; }
   int ep() const { return ep_; }
-  int edp() const { return dp_ * cp_ / ep_; }
+  int etp() const { return etp_; }
+  int edp() const { return tp_ * cp_ * dp_ / (ep_ * etp_); }
   int world_size() const { return tp_ * cp_ * dp_ * pp_; }
 
   RankCoord coord(int rank) const;
@@ -56,7 +61,7 @@ class ParallelLayout {
   // The lowest rank of the family's group containing `rank` (identifies the group) and
   // the rank's position inside the group.
   int leader(const std::string& family, int rank) const;
-  int tp_, cp_, dp_, pp_, ep_;
+  int tp_, cp_, dp_, pp_, ep_, etp_;
 };
 
 }  // namespace overlapsim::workloads

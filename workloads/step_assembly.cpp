@@ -29,6 +29,7 @@ RankGroups GroupTable::groups_of(int rank) const {
   g.ep = index("ep", rank);
   g.edp = index("edp", rank);
   g.embd = index("embd", rank);
+  g.etp = layout_.etp() == layout_.tp() ? g.tp : index("etp", rank);
   return g;
 }
 

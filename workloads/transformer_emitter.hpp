@@ -28,6 +28,7 @@ namespace overlapsim::workloads {
 // dimension has size 1 (no communication).
 struct RankGroups {
   int tp = -1, cp = -1, dp = -1, pp = -1, ep = -1, edp = -1, embd = -1;
+  int etp = -1;  // the experts' TP group: the TP group itself when etp = tp
 };
 
 class TransformerEmitter {

@@ -131,3 +131,51 @@ TEST(MoeGenerator, FoldedAndUnfoldedGraphsHaveTheSameOpsPerRank) {
     }
   }
 }
+
+TEST(MoeGenerator, ExpertTpOfOneSendsTokensOverTpRanksAndKeepsExpertsWhole) {
+  // The tiny MoE on TP 2 with sequence parallelism and 8 GPUs a stage: expert TP = TP 2
+  // with EP 4 (the default layout) against expert TP 1 with EP 8 (MoE parallel folding).
+  const std::string tp2 = edit(kTinyMoe, {{"  tp: 1", "  tp: 2\n  sequence_parallel: true"}});
+  const auto split = generate_step(load_model_string(tp2, "split.yaml"), 16);
+  const auto folded = generate_step(
+      load_model_string(edit(tp2, {{"  ep: 4", "  ep: 8\n  etp: 1"}}), "folded.yaml"), 16);
+  // The same work in total: the experts' FLOPs only move between ranks.
+  EXPECT_DOUBLE_EQ(folded.flops_per_step, split.flops_per_step);
+  EXPECT_DOUBLE_EQ(folded.model_flops_per_step, split.model_flops_per_step);
+  // Per rank and microbatch: Tn = 128 / 2 tokens, top_k 2. Expert TP 2: 2 local experts of
+  // 512 / 2 columns, 64 x 2 x 2 = 256 token copies; expert TP 1: 1 whole local expert,
+  // 64 x 2 = 128 token copies.
+  const auto fc1 = [](const sim::StepGraph& s) {
+    sim::OpNode out;
+    for_each_op(s.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+      if (op.kind == OpKind::Gemm && ends_with(op.name, "experts.fc1")) out = op;
+    });
+    return out;
+  };
+  EXPECT_EQ(fc1(split).gemm.n, 2 * 256);  // gate and up, 512 / 2 each
+  EXPECT_EQ(fc1(split).gemm.m, 256 / 2);
+  EXPECT_EQ(fc1(split).gemm.batch, 2);
+  EXPECT_EQ(fc1(folded).gemm.n, 2 * 512);
+  EXPECT_EQ(fc1(folded).gemm.m, 128);
+  EXPECT_EQ(fc1(folded).gemm.batch, 1);
+  // Tokens cross TP only with expert TP 2; the all-to-alls carry the same bytes over 4 and
+  // 8 ranks, the folded group holding both ranks of each TP pair.
+  int split_tp_tokens = 0, folded_tp_tokens = 0;
+  for_each_op(split.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.name.find("tp_gather_tokens") != std::string::npos) ++split_tp_tokens;
+  });
+  for_each_op(folded.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.name.find("tp_") != std::string::npos && op.name.find("_tokens") != std::string::npos)
+      ++folded_tp_tokens;
+    if (op.kind != OpKind::Collective || op.collective != CollectiveOp::AllToAll) return;
+    EXPECT_EQ(op.comm_bytes, 64u * 2 * 256 * 2);  // Tn · top_k · hidden · bf16
+    EXPECT_EQ(folded.groups[op.comm_group].ranks, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  });
+  EXPECT_GT(split_tp_tokens, 0);
+  EXPECT_EQ(folded_tp_tokens, 0);
+  // Expert TP 1, EP 8 over the 8 ranks of a stage: expert-DP 1, no expert gradient reduction.
+  const double edp_bytes = sum_ops(
+      folded.ranks[0], [&](const sim::OpNode& op) { return family_of(folded, op) == "edp"; },
+      [](const sim::OpNode& op) { return static_cast<double>(op.comm_bytes); });
+  EXPECT_EQ(edp_bytes, 0.0);
+}

@@ -319,6 +319,31 @@ TEST(MemoryModel, ExpertsSplitOverEp) {
   EXPECT_DOUBLE_EQ(s.term_bytes("optimizer"), 12 * p.dense / 8 + 12 * p.expert / 2);
 }
 
+TEST(MemoryModel, ExpertTpOfOneKeepsWholeExperts) {
+  // TP 2 over 8 GPUs: expert TP 2 with EP 4 (default) against expert TP 1 with EP 8.
+  const std::string tp2 =
+      std::string(kTinyMoe).replace(std::string(kTinyMoe).find("parallelism: {ep: 4}"), 20,
+                                    "parallelism: {tp: 2, sequence_parallel: true, ep: 2}");
+  const ModelSpec split = resolved(tp2, 8);
+  const std::string f = std::string(tp2).replace(tp2.find("ep: 2}"), 6, "ep: 8, etp: 1}");
+  const ModelSpec folded = resolved(f, 8);
+  const double h = 64, ef = 32;
+  // Routed experts: 8 / 2 experts of 3·h·ef / 2 against 8 / 8 whole ones; the shared expert
+  // stays split over TP in both.
+  EXPECT_DOUBLE_EQ(stage_parameters(split, 0).expert, 8.0 / 2 * 3 * h * ef / 2);
+  EXPECT_DOUBLE_EQ(stage_parameters(folded, 0).expert, 8.0 / 8 * 3 * h * ef);
+  EXPECT_DOUBLE_EQ(stage_parameters(folded, 0).dense, stage_parameters(split, 0).dense);
+  // The distributed optimizer shards experts over expert-DP: tp·dp / (ep·etp) = 8 / 4 = 2
+  // and 8 / 8 = 1.
+  const auto s = estimate_memory(split, cluster_of(1, 8)).stages[0];
+  const auto g = estimate_memory(folded, cluster_of(1, 8)).stages[0];
+  const double dense = stage_parameters(split, 0).dense;
+  EXPECT_DOUBLE_EQ(s.term_bytes("optimizer"),
+                   12 * dense / 4 + 12 * stage_parameters(split, 0).expert / 2);
+  EXPECT_DOUBLE_EQ(g.term_bytes("optimizer"),
+                   12 * dense / 4 + 12 * stage_parameters(folded, 0).expert / 1);
+}
+
 TEST(MemoryModel, DlrmTablesSplitOverRanks) {
   const ModelSpec m = resolved(R"(name: d
 kind: dlrm

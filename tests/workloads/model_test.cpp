@@ -341,11 +341,32 @@ TEST(ModelRules, EpMustDivideExperts) {
   EXPECT_NE(msg.find("moe.experts"), std::string::npos) << msg;
 }
 
-TEST(ModelRules, EpMustDivideDataParallelTimesCp) {
+TEST(ModelRules, EpTimesExpertTpMustDivideTheStageRanks) {
   std::string text = edit(kTinyMoe, {{"  ep: 4", "  ep: 8"}});
   std::string msg = load_error(text);
   expect_error(msg, text, "ep: 8", "parallelism.ep");
-  EXPECT_NE(msg.find("dp·cp"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("tp·cp·dp = 4"), std::string::npos) << msg;
+  // With expert TP 1 the EP group may span TP ranks: EP 8 over TP 2 x DP 4.
+  const std::string folded = edit(kTinyMoe, {{"  tp: 1", "  tp: 2\n  sequence_parallel: true"},
+                                             {"  ep: 4", "  ep: 8\n  etp: 1"}});
+  EXPECT_EQ(load_model_string(folded, "folded.yaml").parallelism.expert_tp(), 1);
+  // ... but not with the default expert TP = TP 2: 8 x 2 does not divide 8.
+  text =
+      edit(kTinyMoe, {{"  tp: 1", "  tp: 2\n  sequence_parallel: true"}, {"  ep: 4", "  ep: 8"}});
+  msg = load_error(text);
+  expect_error(msg, text, "ep: 8", "parallelism.ep");
+  EXPECT_NE(msg.find("ep 8 x etp 2"), std::string::npos) << msg;
+}
+
+TEST(ModelRules, ExpertTpAtMostTpAndOnlyForMoe) {
+  std::string text = edit(kTinyMoe, {{"  ep: 4", "  ep: 2\n  etp: 2"}});
+  std::string msg = load_error(text);
+  expect_error(msg, text, "etp: 2", "parallelism.etp");
+  EXPECT_NE(msg.find("exceeds tp = 1"), std::string::npos) << msg;
+  text = edit(kTinyMoe, {{"  ep: 4", "  ep: 4\n  etp: 0"}});
+  expect_error(load_error(text), text, "etp: 0", "parallelism.etp");
+  text = edit(kTiny, {{"  cp: 2", "  cp: 2\n  etp: 1"}});
+  expect_error(load_error(text), text, "etp: 1", "parallelism.etp");
 }
 
 TEST(ModelRules, TopKAtMostExperts) {

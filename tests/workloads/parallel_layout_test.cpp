@@ -35,21 +35,60 @@ TEST(ParallelLayout, TpGroupsStayInsideEightGpuNodes) {
 }
 
 TEST(ParallelLayout, GroupsPartitionTheRanksAndIndicesMatch) {
-  ParallelLayout l(2, 2, 4, 3, /*ep=*/4);
-  for (const char* family : {"tp", "cp", "dp", "pp", "ep", "edp"}) {
-    auto groups = l.all_groups(family);
-    std::vector<int> seen(l.world_size(), 0);
-    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
-      EXPECT_EQ(groups[gi].family, family);
-      EXPECT_EQ(static_cast<int>(groups[gi].ranks.size()), l.group_size(family)) << family;
-      for (int r : groups[gi].ranks) {
-        ++seen[r];
-        EXPECT_EQ(l.group_index(family, r), static_cast<int>(gi)) << family << " rank " << r;
-        EXPECT_EQ(l.group(family, r), groups[gi].ranks) << family;
+  for (const ParallelLayout& l :
+       {ParallelLayout(2, 2, 4, 3, /*ep=*/4), ParallelLayout(2, 2, 4, 3, /*ep=*/8, /*etp=*/1),
+        ParallelLayout(4, 1, 4, 2, /*ep=*/4, /*etp=*/2)})
+    for (const char* family : {"tp", "cp", "dp", "pp", "ep", "edp", "etp"}) {
+      auto groups = l.all_groups(family);
+      std::vector<int> seen(l.world_size(), 0);
+      for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+        EXPECT_EQ(groups[gi].family, family);
+        EXPECT_EQ(static_cast<int>(groups[gi].ranks.size()), l.group_size(family)) << family;
+        for (int r : groups[gi].ranks) {
+          ++seen[r];
+          EXPECT_EQ(l.group_index(family, r), static_cast<int>(gi)) << family << " rank " << r;
+          EXPECT_EQ(l.group(family, r), groups[gi].ranks) << family;
+        }
       }
+      for (int n : seen) EXPECT_EQ(n, 1) << family;
     }
-    for (int n : seen) EXPECT_EQ(n, 1) << family;
-  }
+}
+
+TEST(ParallelLayout, ExpertTpOfOneFoldsEpOverTensorParallelRanks) {
+  // Megatron-Core MoE parallel folding: TP 2, DP 4 and EP 8 with expert TP 1 (the 8 ranks
+  // of a stage are one EP group, so each TP pair's two ranks hold different experts).
+  ParallelLayout l(/*tp=*/2, /*cp=*/1, /*dp=*/4, /*pp=*/2, /*ep=*/8, /*etp=*/1);
+  EXPECT_EQ(l.edp(), 1);
+  EXPECT_EQ(l.group_size("etp"), 1);
+  EXPECT_EQ(l.group("ep", 3), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(l.group("ep", 9), (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  RankCoord c = l.coord(13);  // stage 1, place 5: tp 1, dp 2
+  EXPECT_EQ(c.tp, 1);
+  EXPECT_EQ(c.dp, 2);
+  EXPECT_EQ(c.etp, 0);
+  EXPECT_EQ(c.ep, 5);
+  EXPECT_EQ(c.edp, 0);
+  // EP 4 with expert TP 1 on the same ranks: EP groups of consecutive ranks, expert-DP
+  // pairs four apart.
+  ParallelLayout half(2, 1, 4, 1, /*ep=*/4, /*etp=*/1);
+  EXPECT_EQ(half.group("ep", 6), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(half.group("edp", 6), (std::vector<int>{2, 6}));
+  // Expert TP 2 inside TP 4: expert-TP pairs of consecutive ranks, EP strides of 2.
+  ParallelLayout mid(4, 1, 2, 1, /*ep=*/4, /*etp=*/2);
+  EXPECT_EQ(mid.group("etp", 5), (std::vector<int>{4, 5}));
+  EXPECT_EQ(mid.group("ep", 5), (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_EQ(mid.edp(), 1);
+}
+
+TEST(ParallelLayout, ExpertTpEqualToTpKeepsTheDefaultLayout) {
+  const ParallelLayout dflt(2, 2, 4, 3, /*ep=*/4);
+  const ParallelLayout same(2, 2, 4, 3, /*ep=*/4, /*etp=*/2);
+  for (const char* family : {"ep", "edp"})
+    for (int r = 0; r < dflt.world_size(); ++r) {
+      EXPECT_EQ(dflt.group(family, r), same.group(family, r)) << family << " rank " << r;
+      EXPECT_EQ(dflt.group_index(family, r), same.group_index(family, r)) << family;
+    }
+  EXPECT_EQ(dflt.group("etp", 5), dflt.group("tp", 5));
 }
 
 TEST(ParallelLayout, ExpertGroupsAreCarvedOutOfDataTimesContext) {
@@ -73,5 +112,7 @@ TEST(ParallelLayout, ExpertGroupsAreCarvedOutOfDataTimesContext) {
 TEST(ParallelLayout, RejectsBadSizes) {
   EXPECT_THROW(ParallelLayout(0, 1, 1, 1), std::invalid_argument);
   EXPECT_THROW(ParallelLayout(1, 1, 6, 1, 4), std::invalid_argument);
+  EXPECT_THROW(ParallelLayout(2, 1, 4, 1, /*ep=*/16, /*etp=*/1), std::invalid_argument);
+  EXPECT_THROW(ParallelLayout(2, 1, 4, 1, /*ep=*/4, /*etp=*/-1), std::invalid_argument);
   EXPECT_THROW(ParallelLayout(2, 1, 2, 1).coord(4), std::invalid_argument);
 }
