@@ -106,6 +106,11 @@ class MaxMinSolver {
   // capacity is their capacity minus the load of the flows outside the batch (none when
   // `from_zero_load`: the batch is every active flow).
   void fill(double start_level_Bps, bool from_zero_load);
+  // fill() for a batch of at most kSmallFlows flows touching at most kSmallResources
+  // resources, in local arrays; false (nothing changed) when the batch is larger.
+  static constexpr std::size_t kSmallFlows = 16;
+  static constexpr std::size_t kSmallResources = 32;
+  bool fill_small(double start_level_Bps, bool from_zero_load);
   // The component solve (see the header): fills batch_ with the flows at or above
   // `level_Bps` reachable from the changed flows, plus the added ones. False (batch_ left
   // empty) when the walk scans more than `work_limit` incidences. `whole` tells whether every
