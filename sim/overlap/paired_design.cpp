@@ -148,7 +148,8 @@ void PairedDesign::plan_with_call_times(PairView& view) const {
   view.comm_latency_s = std::max(0.0, full - rate * static_cast<double>(bytes));
 }
 
-PairStats PairedDesign::scan(const StepGraph& step, const ComputeModel& model) const {
+PairStats PairedDesign::scan(const StepGraph& step, const ComputeModel& model,
+                             bool stop_at_overlap) const {
   PairStats out;
   for (const RankProgram& prog : step.ranks) {
     const OpGraph& g = prog.graph;
@@ -160,9 +161,10 @@ PairStats PairedDesign::scan(const StepGraph& step, const ComputeModel& model) c
       const bool producer = boost::edge(v, c, g).second;
       if (!producer && !boost::edge(c, v, g).second) continue;
       std::string why_not;
-      if (schedule(model, view_of(node, g[c], producer), why_not))
+      if (schedule(model, view_of(node, g[c], producer), why_not)) {
         ++out.overlapped;
-      else
+        if (stop_at_overlap) return out;
+      } else
         ++out.sequential[why_not];
     }
   }

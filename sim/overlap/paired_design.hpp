@@ -99,7 +99,10 @@ class PairedDesign : public OverlapDesign {
   const PairStats& stats() const { return stats_; }
   // Which pairs of the step this design would overlap and which it leaves sequential,
   // without running it (a design that applies to none gives sequential's step exactly).
-  PairStats scan(const StepGraph& step, const ComputeModel& model) const;
+  // With `stop_at_overlap` it returns at the first pair it would overlap (overlapped 1,
+  // the counts so far): enough to tell whether it overlaps any.
+  PairStats scan(const StepGraph& step, const ComputeModel& model,
+                 bool stop_at_overlap = false) const;
   const std::vector<ParameterUse>& parameters() const { return parameters_; }
   // The schedule this design would give the pair of compute op `compute` of program
   // `program` (paired with a collective), planned as before the step runs; nullopt with

@@ -250,7 +250,9 @@ class ScenarioRunner {
     if (!o_.reuse_sequential || o_.trace || out_.runs.empty() ||
         out_.runs.front().result.design != "sequential")
       return false;
-    const PairStats scan = paired.scan(sc_.step, compute);
+    // Most designs overlap a pair early in the step: stop there rather than plan every
+    // pair. A scan that found none has seen every pair: its counts are complete.
+    const PairStats scan = paired.scan(sc_.step, compute, /*stop_at_overlap=*/true);
     if (scan.overlapped != 0) return false;
     const DesignRun& seq = out_.runs.front();
     run.result = seq.result;
