@@ -11,7 +11,9 @@ gemm_end,end in µs after a common t0) per shape and variant, over the calls fro
   late_k    the same against the GEMM alone's time for the blocks before it (the latest it
             may land without a wait, k / n of the own GEMM alone's median)
   gap       median of a call's start after the previous call's end on the same rank
-Usage: ag4_timeline.py DIR [--skip 5] [--csv OUT]"""
+DIR may also be a merged timeline CSV (--merge's output: a header, the GPU in each row).
+Usage: ag4_timeline.py DIR|TIMELINE.csv [--skip 5] [--csv OUT] [--gpu NAME] [--merge OUT]
+(--gpu: the GPU name written into --csv and --merge rows when the input has none)"""
 import argparse
 import csv
 import glob
@@ -30,14 +32,31 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--skip", type=int, default=5)
     ap.add_argument("--csv")
+    ap.add_argument("--gpu", default="")
+    ap.add_argument("--merge")
     a = ap.parse_args()
     rows = defaultdict(dict)  # (shape, variant) -> {(rank, call): values}
-    for path in sorted(glob.glob(os.path.join(a.dir, "timeline_rank*.csv"))):
-        for r in csv.reader(open(path)):
-            if not r:
-                continue
-            shape, variant, rank, call = r[0], r[1], int(r[2]), int(r[3])
-            rows[(shape, variant)][(rank, call)] = [float(x) for x in r[4:]]
+    gpu = a.gpu
+    raw = []  # [shape, variant, rank, call, values...] as read
+    if os.path.isdir(a.dir):
+        for path in sorted(glob.glob(os.path.join(a.dir, "timeline_rank*.csv"))):
+            raw += [r for r in csv.reader(open(path)) if r]
+    else:
+        for r in csv.DictReader(open(a.dir)):
+            gpu = gpu or r["gpu"]
+            raw.append([r[k] for k in list(r)[1:]])
+    for r in raw:
+        shape, variant, rank, call = r[0], r[1], int(r[2]), int(r[3])
+        rows[(shape, variant)][(rank, call)] = [float(x) for x in r[4:]]
+    if a.merge:
+        steps = max(len(r) for r in raw) - 8
+        with open(a.merge, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["gpu", "shape", "variant", "rank", "call", "start_us", "pushes_start_us"]
+                       + [f"step{i}_end_us" for i in range(1, steps + 1)]
+                       + ["gemm_end_us", "end_us"])
+            for r in sorted(raw, key=lambda r: (r[0], r[1], int(r[2]), int(r[3]))):
+                w.writerow([gpu] + r)
     out = []
     own = {}
     for (shape, variant), d in rows.items():
@@ -78,6 +97,8 @@ def main():
         n = sum(1 for key in rec if key.startswith("arr_")) + 1
         for k in range(1, n):
             rec[f"late_{k}"] = rec[f"arr_{k}"] - (g * k / n if g else float("nan"))
+    for rec in out:
+        rec["gpu"] = gpu
     keys = ["shape", "variant", "calls", "max_dur", "period", "gemm", "skew", "gap"] + sorted(
         {k for rec in out for k in rec if k.startswith(("arr_", "late_"))})
     print(" ".join(f"{k:>9}" if i > 1 else f"{k:<22}" for i, k in enumerate(keys)))
@@ -87,7 +108,7 @@ def main():
                        for i, k in enumerate(keys)))
     if a.csv:
         with open(a.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=keys)
+            w = csv.DictWriter(f, fieldnames=["gpu"] + keys)
             w.writeheader()
             for rec in out:
                 w.writerow({k: (round(v, 1) if isinstance(v, float) else v) for k, v in rec.items()})
