@@ -17,7 +17,7 @@ struct LayerCost {
   double weights = 0;
 };
 
-LayerCost layer_cost(const ModelSpec& m, bool moe_layer) {
+LayerCost layer_cost(const ModelSpec& m, int layer, bool moe_layer) {
   const auto& t = m.transformer;
   const auto& a = t.attention;
   const double h = t.hidden;
@@ -27,9 +27,14 @@ LayerCost layer_cost(const ModelSpec& m, bool moe_layer) {
     const double proj = h * a.heads * hd * 2 + h * a.kv_heads * hd * 2;  // q, o; k, v
     c.weights += proj;
     c.flops_per_token += 2 * proj;
-    // QK^T and PV: 2 x 2 x s x heads x hd per token, half of it under a causal mask.
-    const double core = 4.0 * m.training.seq_len * a.heads * hd;
-    c.flops_per_token += a.causal ? core / 2 : core;
+    // QK^T and PV: 2 x 2 x s x heads x hd per token, half of it under a causal mask; a
+    // sliding window of w < s keys: (s·w − w²/2) / s keys per query on average.
+    const double s = m.training.seq_len;
+    const double core = 4.0 * s * a.heads * hd;
+    if (a.windowed(layer) && a.window < s)
+      c.flops_per_token += 4.0 * a.heads * hd * (a.window - 1.0 * a.window * a.window / (2 * s));
+    else
+      c.flops_per_token += a.causal ? core / 2 : core;
   }
   const double mats = t.mlp == workloads::MlpKind::Swiglu ? 3 : 2;
   if (moe_layer) {
@@ -59,7 +64,7 @@ Prescreen prescreen(const ModelSpec& m, const workloads::ClusterSpec& cluster,
   double layer_flops = 0, weights = 1.0 * t.vocab * t.hidden;
   for (int l = 0; l < t.layers; ++l) {
     const bool moe_layer = m.kind == ModelKind::Moe && l >= m.moe.dense_layers;
-    const LayerCost c = layer_cost(m, moe_layer);
+    const LayerCost c = layer_cost(m, l, moe_layer);
     layer_flops += c.flops_per_token;
     weights += c.weights;
   }

@@ -117,6 +117,15 @@ const std::vector<ParamDoc> kAttentionDocs = {
      "flash (fused, FlashAttention-style) | unfused (batched GEMMs and a softmax kernel over the "
      "s x s scores in device memory, as Megatron-LM ran before FlashAttention)",
      "flash", ""},
+    {"window",
+     "sliding-window attention: each query attends to this many most recent keys, itself "
+     "included (Megatron-LM --window-size (window - 1, 0); Hugging Face sliding_window); causal "
+     "only; 0: the whole sequence",
+     "0", "tokens"},
+    {"full_attention_every",
+     "with window: every N-th layer (1-based) attends to the whole sequence (Megatron-LM "
+     "--window-attn-skip-freq N); 0: every layer is windowed",
+     "0", ""},
     {"q_lora_rank", "mla: query compression rank (0: none)", "0", "elements"},
     {"kv_lora_rank", "mla: key/value latent rank", "", "elements"},
     {"qk_nope_head_dim", "mla: per-head query/key width without rope", "", "elements"},
@@ -322,6 +331,12 @@ void load_attention(ModelSpec& spec, const ConfigNode& n) {
   a.head_dim = get_int_in(n, "head_dim", 1, 0, false);
   a.causal = n.get_bool("causal", true);
   a.unfused = n.get_enum("kernel", {"flash", "unfused"}, "flash") == "unfused";
+  a.window = get_int_in(n, "window", 1, 0, false);
+  a.full_attention_every = get_int_in(n, "full_attention_every", 1, 0, false);
+  if (a.full_attention_every > 0 && a.window == 0)
+    n.fail_key("full_attention_every", "set without window (expected a window > 0 with it)");
+  if (a.window > 0 && !a.causal)
+    n.fail_key("window", "set with causal: false (expected a causal mask with a sliding window)");
   if (a.kind == AttentionKind::Mla) {
     a.q_lora_rank = get_int_in(n, "q_lora_rank", 0, 0, false);
     a.kv_lora_rank = get_int_in(n, "kv_lora_rank", 1, 0, true);
@@ -622,6 +637,10 @@ void validate_model(const ModelSpec& spec) {
     fail_key(spec, "transformer.attention.kv_heads",
              fmt::format("{} does not divide heads = {} (expected a divisor of heads)", a.kv_heads,
                          a.heads));
+  if (a.window > 0 && p.cp > 1)
+    fail_key(spec, "transformer.attention.window",
+             "a sliding window with context parallelism is not modelled (expected cp 1 with a "
+             "window)");
   if (a.unfused && (a.kind == AttentionKind::Mla || p.cp > 1))
     fail_key(spec, "transformer.attention.kernel",
              "unfused is modelled for standard attention without context parallelism (expected "

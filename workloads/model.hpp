@@ -44,6 +44,16 @@ struct AttentionSpec {
   // unfused as Megatron-LM ran before it: batched GEMMs around a scale-mask-softmax kernel
   // over the b x heads x s x s scores in device memory (Korthikanti et al. 2022, sec. 4.1).
   bool unfused = false;
+  // Sliding-window attention (Mistral, Gemma 2, GPT-OSS): each query attends to the `window`
+  // most recent keys, itself included (Megatron-LM --window-size (window - 1, 0)); 0: full.
+  // full_attention_every N > 0: every N-th layer (1-based, Megatron-LM
+  // --window-attn-skip-freq N) attends to the whole sequence; 0: every layer is windowed.
+  int window = 0;
+  int full_attention_every = 0;
+  // Whether layer `layer` (0-based) runs the sliding window.
+  bool windowed(int layer) const {
+    return window > 0 && (full_attention_every == 0 || (layer + 1) % full_attention_every != 0);
+  }
   // Multi-head latent attention (DeepSeek-V2/V3). q_lora_rank 0: no query compression.
   int q_lora_rank = 0;
   int kv_lora_rank = 0;

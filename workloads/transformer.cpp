@@ -381,7 +381,7 @@ OpVertex TransformerEmitter::fp8_norm(const Ctx& c, const char* what, std::int64
 
 // ---- attention ----
 
-double TransformerEmitter::attention_forward_flops() const {
+double TransformerEmitter::attention_forward_flops(int layer) const {
   const auto& a = spec_.transformer.attention;
   const double b = spec_.training.micro_batch;
   const double s = spec_.training.seq_len;
@@ -390,6 +390,12 @@ double TransformerEmitter::attention_forward_flops() const {
   if (a.kind == AttentionKind::Mla) {
     qk_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
     v_dim = a.v_head_dim;
+  }
+  // A sliding window of w keys (cp 1): s·w − w²/2 query-key pairs, the causal s²/2 when
+  // w reaches s. The kernel skips the blocks outside the band, as it does the causal mask's.
+  if (a.windowed(layer) && a.window < s) {
+    const double w = a.window;
+    return 2.0 * b * heads_local_ * (qk_dim + v_dim) * (s * w - w * w / 2);
   }
   double flops = 2.0 * b * sq * s * heads_local_ * (qk_dim + v_dim);  // QK^T and PV
   return a.causal ? flops / 2 : flops;
@@ -425,7 +431,8 @@ sim::OpNode TransformerEmitter::attention_node(const Ctx& c, const char* what,
   sim::OpNode attn;
   attn.name = name(c, what);
   attn.kind = sim::OpKind::Attention;
-  attn.flops = backward ? 2 * attention_forward_flops() : attention_forward_flops();
+  const double forward = attention_forward_flops(c.layer);
+  attn.flops = backward ? 2 * forward : forward;
   attn.bytes = attention_io_bytes(backward);
   return attn;
 }

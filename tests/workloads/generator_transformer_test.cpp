@@ -151,6 +151,30 @@ TEST(TransformerGenerator, CausalAttentionHalvesTheAttentionTerm) {
   EXPECT_LT(rel(step.flops_per_step, expected), 1e-9);
 }
 
+// A sliding window of w = 512 keys on every layer but each second one (Megatron
+// --window-attn-skip-freq 2: layers 2, 4, ... 1-based attend to everything): the windowed
+// half of the layers has s·w − w²/2 query-key pairs where the causal layers have s²/2.
+TEST(TransformerGenerator, SlidingWindowLayersAttendToTheWindowOnly) {
+  const double B = 1536, s = 2048, l = 96, h = 12288, V = 51200, w = 512;
+  ModelSpec m = narayanan_gpt3();
+  m.transformer.attention.window = 512;
+  m.transformer.attention.full_attention_every = 2;
+  // Per layer and pass: GEMMs 24·B·s·h², attention 4·B·h·pairs (QK^T and PV).
+  const double gemms = 24 * B * s * l * h * h;
+  const double causal = 4 * B * h * (s * s / 2), windowed = 4 * B * h * (s * w - w * w / 2);
+  const double layers = gemms + l / 2 * (causal + windowed);
+  EXPECT_LT(rel(generate_step(m, 1024).flops_per_step, 4 * layers + 6 * B * s * h * V), 1e-9);
+  // Every layer windowed; a window as long as the sequence is plain causal attention.
+  m.transformer.attention.full_attention_every = 0;
+  EXPECT_LT(
+      rel(generate_step(m, 1024).flops_per_step, 4 * (gemms + l * windowed) + 6 * B * s * h * V),
+      1e-9);
+  m.transformer.attention.window = 2048;
+  EXPECT_LT(
+      rel(generate_step(m, 1024).flops_per_step, 4 * (gemms + l * causal) + 6 * B * s * h * V),
+      1e-9);
+}
+
 // Block recompute (Megatron --recompute-method block --recompute-num-layers 5): only the
 // first 5 of each stage's 12 layers run their forward again, so the layers take
 // 3 + 5/12 passes; with 2 virtual chunks of 6 layers, 3 + 10/12.

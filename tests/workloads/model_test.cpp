@@ -369,6 +369,20 @@ TEST(ModelRules, ExpertTpAtMostTpAndOnlyForMoe) {
   expect_error(load_error(text), text, "etp: 1", "parallelism.etp");
 }
 
+TEST(ModelRules, SlidingWindowNeedsACausalMaskAndNoContextParallelism) {
+  std::string text =
+      edit(kTiny, {{"  cp: 2", "  cp: 1"}, {"    heads:", "    window: 64\n    heads:"}});
+  EXPECT_EQ(load_model_string(text, "m.yaml").transformer.attention.window, 64);
+  text = edit(kTiny, {{"    heads:", "    full_attention_every: 2\n    heads:"}});
+  expect_error(load_error(text), text, "full_attention_every", "full_attention_every");
+  text = edit(kTiny, {{"    heads:", "    window: 64\n    causal: false\n    heads:"}});
+  expect_error(load_error(text), text, "window: 64", "window");
+  text = edit(kTiny, {{"    heads:", "    window: 64\n    heads:"}});
+  std::string msg = load_error(text);
+  expect_error(msg, text, "window: 64", "transformer.attention.window");
+  EXPECT_NE(msg.find("context parallelism"), std::string::npos) << msg;
+}
+
 TEST(ModelRules, TopKAtMostExperts) {
   std::string text = edit(kTinyMoe, {{"top_k: 2", "top_k: 9"}});
   expect_error(load_error(text), text, "top_k", "moe.top_k");
