@@ -38,6 +38,28 @@ class Callback {
   }
 
   Callback(Callback&& other) noexcept { take(other); }
+
+  // Replaces the callable with `f`, built in place (no temporary Callback to relocate).
+  template <typename F>
+  void assign(F&& f) {
+    using D = std::decay_t<F>;
+    reset();
+    if constexpr (std::is_same_v<D, Callback>) {
+      take(f);
+    } else if constexpr (!std::is_same_v<D, std::nullptr_t>) {
+      static_assert(std::is_invocable_r_v<void, D&>, "Callback::assign: not a void() callable");
+      if constexpr (std::is_pointer_v<D> || is_std_function<D>::value) {
+        if (!f) return;
+      }
+      if constexpr (fits_inline<D>()) {
+        ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
+        ops_ = &kInlineOps<D>;
+      } else {
+        ::new (static_cast<void*>(storage_)) D*(new D(std::forward<F>(f)));
+        ops_ = &kHeapOps<D>;
+      }
+    }
+  }
   Callback& operator=(Callback&& other) noexcept {
     if (this != &other) {
       reset();

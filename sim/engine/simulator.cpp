@@ -14,34 +14,44 @@ namespace {
 constexpr std::size_t kHeapArity = 4;
 }  // namespace
 
-EventId Simulator::schedule(double delay_s, Callback cb) {
+void Simulator::check_delay(double delay_s) const {
   if (std::isnan(delay_s) || delay_s < 0.0)
     throw std::invalid_argument("Simulator::schedule: delay must be >= 0 and not NaN, got " +
                                 std::to_string(delay_s));
-  return schedule_at(now_s_ + delay_s, std::move(cb));
 }
 
-EventId Simulator::schedule_at(double time_s, Callback cb) {
+void Simulator::check_time(double time_s) const {
   if (std::isnan(time_s) || time_s < now_s_ || std::isinf(time_s))
     throw std::invalid_argument("Simulator::schedule_at: time must be finite and >= now(), got " +
                                 std::to_string(time_s));
-  if (!cb) throw std::invalid_argument("Simulator::schedule: empty callback");
-  std::uint32_t index;
+}
+
+void Simulator::throw_empty_callback() {
+  throw std::invalid_argument("Simulator::schedule: empty callback");
+}
+
+std::uint32_t Simulator::take_slot() {
   if (!free_slots_.empty()) {
-    index = free_slots_.back();
+    const std::uint32_t index = free_slots_.back();
     free_slots_.pop_back();
-  } else {
-    if (num_slots_ == (std::uint32_t{1} << kSlotBits))
-      throw std::length_error("Simulator: too many pending events");
-    if ((num_slots_ & (kChunkSlots - 1)) == 0)
-      chunks_.push_back(std::make_unique<Slot[]>(kChunkSlots));
-    index = num_slots_++;
+    return index;
   }
+  if (num_slots_ == (std::uint32_t{1} << kSlotBits))
+    throw std::length_error("Simulator: too many pending events");
+  if ((num_slots_ & (kChunkSlots - 1)) == 0)
+    chunks_.push_back(std::make_unique<Slot[]>(kChunkSlots));
+  return num_slots_++;
+}
+
+EventId Simulator::enqueue(double time_s, std::uint32_t index) {
   Slot& s = slot(index);
-  s.cb = std::move(cb);
+  if (next_seq_ == kMaxSeq) {
+    s.cb = nullptr;
+    free_slots_.push_back(index);
+    throw std::length_error("Simulator: event sequence numbers exhausted");
+  }
   s.live = true;
   ++s.generation;
-  if (next_seq_ == kMaxSeq) throw std::length_error("Simulator: event sequence numbers exhausted");
   const std::uint64_t seq = next_seq_++;
   if (time_s == now_s_) {
     now_slots_.push_back(index);

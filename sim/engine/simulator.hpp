@@ -20,10 +20,32 @@ class Simulator {
  public:
   using Callback = sim::Callback;
 
-  // Runs `cb` at now() + delay_s. Throws std::invalid_argument for negative or NaN delays.
-  EventId schedule(double delay_s, Callback cb);
+  // Runs `cb` (a Callback or any void() callable) at now() + delay_s. Throws
+  // std::invalid_argument for negative or NaN delays. The callable is built in its event's
+  // slot, not moved there through a Callback.
+  template <typename F>
+  EventId schedule(double delay_s, F&& cb) {
+    check_delay(delay_s);
+    return schedule_at(now_s_ + delay_s, std::forward<F>(cb));
+  }
   // Runs `cb` at absolute time `time_s` >= now().
-  EventId schedule_at(double time_s, Callback cb);
+  template <typename F>
+  EventId schedule_at(double time_s, F&& cb) {
+    check_time(time_s);
+    const std::uint32_t index = take_slot();
+    Slot& s = slot(index);
+    try {
+      s.cb.assign(std::forward<F>(cb));
+    } catch (...) {
+      free_slots_.push_back(index);
+      throw;
+    }
+    if (!s.cb) {
+      free_slots_.push_back(index);
+      throw_empty_callback();
+    }
+    return enqueue(time_s, index);
+  }
   // Cancels a pending event; returns false when it already ran or was cancelled.
   bool cancel(EventId id);
 
@@ -61,6 +83,11 @@ class Simulator {
     }
   };
   bool pop_one(double limit_s);
+  void check_delay(double delay_s) const;
+  void check_time(double time_s) const;
+  [[noreturn]] static void throw_empty_callback();
+  std::uint32_t take_slot();                            // a free slot's index
+  EventId enqueue(double time_s, std::uint32_t index);  // the slot's callback is set
 
   // Callbacks live in recycled slots so memory tracks pending events, not all events.
   // An EventId is (slot + 1) << 32 | generation, so a stale id never cancels a reused slot.
