@@ -44,10 +44,11 @@ class ExecContext {
   // the op on the other simulated members, runs on the network, then calls on_done.
   // finish_op finishes an op (its successors may start); an op finished before it
   // reached the head of its stream is skipped there.
-  virtual void compute_for(int program, OpVertex v, double duration_s,
-                           std::function<void()> on_done) = 0;
+  // The continuations are Callbacks (kept inline up to Callback::kInlineBytes), not
+  // std::function, which allocates for captures over 16 bytes.
+  virtual void compute_for(int program, OpVertex v, double duration_s, Callback on_done) = 0;
   virtual void launch_comm_part(int program, OpVertex v, std::uint64_t bytes, int part,
-                                std::function<void()> on_done) = 0;
+                                Callback on_done) = 0;
   virtual void finish_op(int program, OpVertex v) = 0;
   // Lets `consumer` (a successor of communication op `comm`) start without waiting for
   // `comm` to finish: a consumer pair's op runs group by group as the collective's parts

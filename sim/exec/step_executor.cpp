@@ -119,8 +119,7 @@ double StepExecutor::Impl::comm_busy_s(int p) {
   return ps.comm_busy_accum_s + (ps.comm_busy_since_s >= 0 ? now() - ps.comm_busy_since_s : 0);
 }
 
-void StepExecutor::Impl::compute_for(int p, OpVertex v, double duration_s,
-                                     std::function<void()> on_done) {
+void StepExecutor::Impl::compute_for(int p, OpVertex v, double duration_s, Callback on_done) {
   begin_compute(p, v, duration_s, std::move(on_done));
 }
 

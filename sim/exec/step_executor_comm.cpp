@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
+#include <span>
 #include <stdexcept>
 
 #include "sim/exec/step_executor_impl.hpp"
@@ -24,17 +26,18 @@ void StepExecutor::Impl::run_comm(int p, OpVertex v) {
     join_p2p(p, v);
     return;
   }
-  join_collective(p, v, node.comm_bytes, 0, [this, p, v] { finish(p, v); });
+  join_collective(p, v, node.comm_bytes, 0,
+                  [this, p, u = static_cast<std::uint32_t>(v)] { finish(p, u); });
 }
 
 void StepExecutor::Impl::launch_comm_part(int p, OpVertex v, std::uint64_t bytes, int part,
-                                          std::function<void()> on_done) {
+                                          Callback on_done) {
   if (part < 1) throw std::logic_error("launch_comm_part: parts are numbered from 1");
   join_collective(p, v, bytes, part, std::move(on_done));
 }
 
 void StepExecutor::Impl::join_collective(int p, OpVertex v, std::uint64_t bytes, int part,
-                                         std::function<void()> on_done) {
+                                         Callback on_done) {
   ProgramState& ps = programs[p];
   const OpNode& node = ps.program->graph[v];
   if (node.kind != OpKind::Collective)
@@ -52,16 +55,46 @@ void StepExecutor::Impl::join_collective(int p, OpVertex v, std::uint64_t bytes,
   const auto key = (static_cast<std::uint64_t>(g) << 40) |
                    (static_cast<std::uint64_t>(st.instance) << 12) |
                    static_cast<std::uint64_t>(part & 0xfff);
+  if (members.size() == 1) {  // the only simulated member (folded TP peers): met at once
+    const std::uint32_t slot = take_launch();
+    launches[slot].rv.members.push_back({p, v, bytes, std::move(on_done)});
+    launch_collective(g, slot);
+    return;
+  }
   Rendezvous& rv = pending_collectives[key];
   rv.members.push_back({p, v, bytes, std::move(on_done)});
   if (rv.members.size() == members.size()) {
-    Rendezvous ready = std::move(rv);
+    const std::uint32_t slot = take_launch();
+    launches[slot].rv = std::move(rv);
     pending_collectives.erase(key);
-    launch_collective(g, std::move(ready));
+    launch_collective(g, slot);
   }
 }
 
-void StepExecutor::Impl::launch_collective(int g, Rendezvous rv) {
+std::uint32_t StepExecutor::Impl::take_launch() {
+  if (free_launches.empty()) {
+    launches.emplace_back();
+    return static_cast<std::uint32_t>(launches.size() - 1);
+  }
+  const std::uint32_t slot = free_launches.back();
+  free_launches.pop_back();
+  return slot;
+}
+
+void StepExecutor::Impl::finish_launch(std::uint32_t slot) {
+  Launch& launch = launches[slot];
+  for (auto& m : launch.rv.members) comm_ended(m.program);
+  for (auto& m : launch.rv.members) {
+    programs[m.program].comm_intervals.emplace_back(launch.t, now());
+    m.on_done();
+  }
+  launch.rv.members.clear();
+  free_launches.push_back(slot);
+}
+
+void StepExecutor::Impl::launch_collective(int g, std::uint32_t slot) {
+  Launch& launch = launches[slot];
+  const Rendezvous& rv = launch.rv;
   const RendezvousMember& lead = rv.members.front();
   const OpNode& first = programs[lead.program].program->graph[lead.op];
   const double t = now();
@@ -79,20 +112,14 @@ void StepExecutor::Impl::launch_collective(int g, Rendezvous rv) {
     comm_started(m.program);
   }
   ++collectives;
-  auto shared = std::make_shared<Rendezvous>(std::move(rv));
-  auto on_done = [this, shared, t] {
-    complete_later([this, shared, t] {
-      for (auto& m : shared->members) comm_ended(m.program);
-      for (auto& m : shared->members) {
-        programs[m.program].comm_intervals.emplace_back(t, now());
-        m.on_done();
-      }
-    });
+  launch.t = t;
+  const std::function<void()> on_done = [this, slot] {
+    complete_later([this, slot] { finish_launch(slot); });
   };
   // A coordinating runtime starts the transfer only after its wait; the members count as
   // communicating from the rendezvous on.
   const CollectiveOp op = first.collective;
-  const std::uint64_t bytes = shared->members.front().bytes;
+  const std::uint64_t bytes = lead.bytes;
   if (first.launch_delay_s > 0) {
     simulator().schedule(first.launch_delay_s,
                          [this, g, op, bytes, on_done] { start_transfer(g, op, bytes, on_done); });
@@ -108,29 +135,43 @@ void StepExecutor::Impl::start_transfer(int g, CollectiveOp op, std::uint64_t by
     simulator().schedule(0.0, on_done);
     return;
   }
-  CollectiveRequest req;
+  CollectiveRequest& req = request_scratch;
   req.op = op;
   req.algo = Algorithm::Auto;
-  req.ranks = group.ranks;
+  req.ranks.assign(group.ranks.begin(), group.ranks.end());
   req.bytes = bytes;
+  req.root = 0;
+  req.peer = 1;
   launching = true;
   launcher(req, on_done);
   for (int image : plans().groups[g].images) {
-    req.ranks = step.groups[image].ranks;
-    images_scratch.push_back(req);
+    CollectiveRequest& img = next_image();
+    img.op = req.op;
+    img.algo = req.algo;
+    img.bytes = req.bytes;
+    img.root = req.root;
+    img.peer = req.peer;
+    const auto& ranks = step.groups[image].ranks;
+    img.ranks.assign(ranks.begin(), ranks.end());
     ++background;
   }
   launch_images();
   launching = false;
 }
 
+CollectiveRequest& StepExecutor::Impl::next_image() {
+  if (num_images == images_scratch.size()) images_scratch.emplace_back();
+  return images_scratch[num_images++];
+}
+
 void StepExecutor::Impl::launch_images() {
+  const std::span<const CollectiveRequest> images(images_scratch.data(), num_images);
+  num_images = 0;
   if (background_launcher) {
-    if (!images_scratch.empty()) background_launcher(images_scratch);
+    if (!images.empty()) background_launcher(images);
   } else {
-    for (const CollectiveRequest& req : images_scratch) launcher(req, [] {});
+    for (const CollectiveRequest& req : images) launcher(req, [] {});
   }
-  images_scratch.clear();
 }
 
 void StepExecutor::Impl::join_p2p(int p, OpVertex v) {
@@ -174,15 +215,27 @@ void StepExecutor::Impl::launch_p2p(const P2pMatch& m) {
   comm_started(m.recv_program);
   ++collectives;
   // The sender's real transfer, and the receiver's if folding made them differ.
-  std::vector<std::pair<int, int>> transfers = {
-      {programs[m.send_program].program->rank, send.peer_rank}};
-  const std::pair<int, int> recv_side = {recv.peer_rank, programs[m.recv_program].program->rank};
-  if (recv_side != transfers.front()) transfers.push_back(recv_side);
-  auto left = std::make_shared<int>(static_cast<int>(transfers.size()));
-  const double t = now();
-  auto on_done = [this, m, left, t] {
-    if (--*left > 0) return;
-    complete_later([this, m, t] {
+  std::array<std::pair<int, int>, 2> transfers_at = {
+      std::make_pair(programs[m.send_program].program->rank, send.peer_rank),
+      std::make_pair(recv.peer_rank, programs[m.recv_program].program->rank)};
+  const std::span<const std::pair<int, int>> transfers(transfers_at.data(),
+                                                       transfers_at[1] != transfers_at[0] ? 2 : 1);
+  std::uint32_t slot;
+  if (free_p2p_launches.empty()) {
+    slot = static_cast<std::uint32_t>(p2p_launches.size());
+    p2p_launches.emplace_back();
+  } else {
+    slot = free_p2p_launches.back();
+    free_p2p_launches.pop_back();
+  }
+  p2p_launches[slot] = P2pLaunch{m, static_cast<int>(transfers.size()), now()};
+  // Captures the executor and the slot only: std::function keeps them without allocating.
+  auto on_done = [this, slot] {
+    if (--p2p_launches[slot].left > 0) return;
+    complete_later([this, slot] {
+      const P2pMatch m = p2p_launches[slot].match;
+      const double t = p2p_launches[slot].t;
+      free_p2p_launches.push_back(slot);
       comm_ended(m.send_program);
       comm_ended(m.recv_program);
       programs[m.send_program].comm_intervals.emplace_back(t, now());
@@ -191,10 +244,11 @@ void StepExecutor::Impl::launch_p2p(const P2pMatch& m) {
       finish(m.recv_program, m.recv_op);
     });
   };
-  CollectiveRequest req;
+  CollectiveRequest& req = request_scratch;
   req.op = CollectiveOp::SendRecv;
   req.algo = Algorithm::Auto;
   req.bytes = send.comm_bytes;
+  req.root = 0;
   req.peer = 1;
   launching = true;
   for (const auto& [src, dst] : transfers) {
@@ -202,7 +256,7 @@ void StepExecutor::Impl::launch_p2p(const P2pMatch& m) {
       simulator().schedule(0.0, on_done);
       continue;
     }
-    req.ranks = {src, dst};
+    req.ranks.assign({src, dst});
     launcher(req, on_done);
   }
   // Images: the same hop in the other pipelines (groups of the send's family).
@@ -214,9 +268,14 @@ void StepExecutor::Impl::launch_p2p(const P2pMatch& m) {
       const auto si = static_cast<std::size_t>(src_it - ranks.begin());
       const auto di = static_cast<std::size_t>(dst_it - ranks.begin());
       for (int image : plans().groups[send.comm_group].images) {
-        const auto& img = step.groups[image].ranks;
-        req.ranks = {img[si], img[di]};
-        images_scratch.push_back(req);
+        const auto& ranks_of = step.groups[image].ranks;
+        CollectiveRequest& img = next_image();
+        img.op = req.op;
+        img.algo = req.algo;
+        img.bytes = req.bytes;
+        img.root = req.root;
+        img.peer = req.peer;
+        img.ranks.assign({ranks_of[si], ranks_of[di]});
         ++background;
       }
       launch_images();

@@ -4,6 +4,7 @@
 // Private to sim/exec.
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <tuple>
@@ -47,10 +48,15 @@ struct RendezvousMember {
   int program = 0;
   OpVertex op = 0;
   std::uint64_t bytes = 0;
-  std::function<void()> on_done;
+  Callback on_done;
 };
 struct Rendezvous {
   std::vector<RendezvousMember> members;
+};
+// A met collective in flight: its members and when it met.
+struct Launch {
+  Rendezvous rv;
+  double t = 0;
 };
 
 // A send and its receive, matched by (source representative, destination representative,
@@ -58,6 +64,13 @@ struct Rendezvous {
 struct P2pMatch {
   int send_program = -1, recv_program = -1;
   OpVertex send_op = 0, recv_op = 0;
+};
+// A met send in flight: its transfers not yet arrived (one, or two where folding made the
+// receiver's differ) and when it met.
+struct P2pLaunch {
+  P2pMatch match;
+  int left = 0;
+  double t = 0;
 };
 
 }  // namespace executor_detail
@@ -67,8 +80,10 @@ struct StepExecutor::Impl final : ExecContext {
   using StreamQueue = executor_detail::StreamQueue;
   using ProgramState = executor_detail::ProgramState;
   using Rendezvous = executor_detail::Rendezvous;
+  using Launch = executor_detail::Launch;
   using RendezvousMember = executor_detail::RendezvousMember;
   using P2pMatch = executor_detail::P2pMatch;
+  using P2pLaunch = executor_detail::P2pLaunch;
   using EdgeRows = executor_detail::EdgeRows;
 
   Impl(const StepGraph& s, const ComputeModel& c, NetworkApi& n, ExecOptions o,
@@ -82,14 +97,29 @@ struct StepExecutor::Impl final : ExecContext {
   std::shared_ptr<const StepLayout> layout;
   CollectiveLauncher launcher;
   StepExecutor::BackgroundLauncher background_launcher;
+  // Requests reused from launch to launch (their rank lists keep their capacity): a
+  // launch's request, and the images of one launch (the first num_images of images_scratch).
+  CollectiveRequest request_scratch;
   std::vector<CollectiveRequest> images_scratch;
-  void launch_images();  // images_scratch, then cleared
+  std::size_t num_images = 0;
+  CollectiveRequest& next_image();  // a request at images_scratch[num_images++]
+  void launch_images();             // the num_images requests, then none
   std::vector<ProgramState> programs;
   OverlapDesign* design = nullptr;
   double t0_s = 0;
   bool launching = false;  // a launcher may complete synchronously; defer then
   std::uint64_t collectives = 0, background = 0;
   std::unordered_map<std::uint64_t, Rendezvous> pending_collectives;  // key: rendezvous_key
+  // Met collectives in flight, in slots reused from launch to launch (a deque: a member's
+  // continuation may launch others while its slot is read). The completion captures the
+  // executor and the slot only, small enough for std::function to keep without allocating.
+  std::deque<Launch> launches;
+  std::vector<std::uint32_t> free_launches;
+  std::uint32_t take_launch();
+  void finish_launch(std::uint32_t slot);
+  // The same for sends.
+  std::deque<P2pLaunch> p2p_launches;
+  std::vector<std::uint32_t> free_p2p_launches;
   std::map<std::pair<int, int>, int> sends_issued, recvs_issued;
   std::map<std::tuple<int, int, int>, P2pMatch> pending_p2p;
   Timeline timeline;
@@ -108,12 +138,12 @@ struct StepExecutor::Impl final : ExecContext {
   std::shared_ptr<OpTimeMemo> op_times;  // null: every time from the model
   void run_for(int p, OpVertex v, double duration_s) override;
   void run_comm(int p, OpVertex v) override;
-  void compute_for(int p, OpVertex v, double duration_s, std::function<void()> on_done) override;
+  void compute_for(int p, OpVertex v, double duration_s, Callback on_done) override;
   // compute_for's work, with the continuation scheduled as given (the executor's own
   // callers pass lambdas, kept inline in the event rather than in a std::function).
   void begin_compute(int p, OpVertex v, double duration_s, Simulator::Callback on_done);
   void launch_comm_part(int p, OpVertex v, std::uint64_t bytes, int part,
-                        std::function<void()> on_done) override;
+                        Callback on_done) override;
   void finish_op(int p, OpVertex v) override { finish(p, v); }
   void release_consumer(int p, OpVertex comm, OpVertex consumer) override;
 
@@ -132,9 +162,8 @@ struct StepExecutor::Impl final : ExecContext {
   void hand_to_design(int p, OpVertex v);
   void finish(int p, OpVertex v);
   void complete_later(Simulator::Callback fn);
-  void join_collective(int p, OpVertex v, std::uint64_t bytes, int part,
-                       std::function<void()> on_done);
-  void launch_collective(int group, Rendezvous rv);
+  void join_collective(int p, OpVertex v, std::uint64_t bytes, int part, Callback on_done);
+  void launch_collective(int group, std::uint32_t launch);
   // The transfer of a met collective (after its launch delay, if any).
   void start_transfer(int group, CollectiveOp op, std::uint64_t bytes,
                       const std::function<void()>& on_done);
