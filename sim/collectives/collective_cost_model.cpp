@@ -28,11 +28,15 @@ CollectiveCostModel::CollectiveCostModel(const CollectiveProfile& profile, Netwo
     : profile_(profile), net_(net), options_(std::move(options)) {}
 
 const CollectiveCurve* CollectiveCostModel::exact_curve(CollectiveOp op, int ranks) const {
+  for (const ExactCurve& e : exact_curves_)
+    if (e.op == op && e.ranks == ranks) return e.curve;
   const CollectiveCurve* c =
       profile_.find(op, Algorithm::Auto, CommScope::IntraNode, ranks, options_.ctas);
   // Only a curve measured at this communicator size (or for any size) stands for it.
-  if (c && (c->ranks == ranks || c->ranks == 0) && c->ctas == options_.ctas) return c;
-  return nullptr;
+  if (c && !((c->ranks == ranks || c->ranks == 0) && c->ctas == options_.ctas)) c = nullptr;
+  if (exact_curves_.size() >= 64) exact_curves_.clear();  // few (op, size) pairs in a step
+  exact_curves_.push_back({op, ranks, c});
+  return c;
 }
 
 const CollectiveCurve* CollectiveCostModel::nearest_curve(CollectiveOp op, int ranks) const {
@@ -307,7 +311,11 @@ void CollectiveCostModel::launch(const CollectiveRequest& req, std::function<voi
   Simulator& clock = net_.simulator();
   switch (p) {
     case CollectivePath::Curve:
-      clock.schedule(curve_path_time_s(req.op, req.bytes, n), std::move(on_done));
+      if (info.curve_time_s < 0 || info.curve_bytes != req.bytes) {
+        info.curve_time_s = curve_path_time_s(req.op, req.bytes, n);
+        info.curve_bytes = req.bytes;
+      }
+      clock.schedule(info.curve_time_s, std::move(on_done));
       return;
     case CollectivePath::Efficiency: {
       bool as_alltoall = false;

@@ -152,6 +152,15 @@ class CollectiveCostModel {
 
  private:
   const CollectiveCurve* exact_curve(CollectiveOp op, int ranks) const;
+  // exact_curve's answers so far: it is asked on every launch and every pair a design plans
+  // (a path, a call's time), and the profile's search compares every curve. Mutable: a
+  // model serves one simulation, on one thread, like its launch counters.
+  struct ExactCurve {
+    CollectiveOp op;
+    int ranks;
+    const CollectiveCurve* curve;
+  };
+  mutable std::vector<ExactCurve> exact_curves_;
   const CollectiveCurve* nearest_curve(CollectiveOp op, int ranks) const;
   // The curve the efficiency path reads for `op`: its own nearest curve, or for a send/recv
   // with sendrecv_from_alltoall the all-to-all's (then *as_alltoall is set).
@@ -197,6 +206,10 @@ class CollectiveCostModel {
     };
     bool has_first_call = false;
     Call first_call;
+    // The curve path: the time of the last size launched (a pure function of the size on
+    // this communicator; a step launches the same few sizes over and over).
+    std::uint64_t curve_bytes = 0;
+    double curve_time_s = -1;  // < 0: none yet
     std::vector<Call> more_calls;
     bool same_comm(const CollectiveRequest& req) const;
   };
