@@ -76,7 +76,7 @@ ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
       make_scenario_inputs(with_microbatches(resolved, s.first), cluster, profile_file);
   const sim::ScenarioResult ra = simulate_inputs(a, options);
   const ScenarioInputs b =
-      make_scenario_inputs(with_microbatches(resolved, s.second), cluster, profile_file);
+      make_scenario_inputs(with_microbatches(resolved, s.second), cluster, profile_file, a);
   const double t = static_cast<double>(s.microbatches - s.second) / (s.second - s.first);
   ModelRun run = from_inputs(b, sim::extrapolate_result(ra, simulate_inputs(b, options), t));
   run.sample = s;

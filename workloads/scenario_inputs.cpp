@@ -65,8 +65,10 @@ ScenarioInputs load_scenario_inputs(const ScenarioRequest& req) {
   return make_scenario_inputs(s.model, s.cluster, req.profile_file, req.fold);
 }
 
-ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cluster,
-                                    const std::string& profile_file, bool fold) {
+namespace {
+
+ScenarioInputs make_inputs(const ModelSpec& spec, const ClusterSpec& cluster,
+                           const std::string& profile_file, bool fold, const ScenarioInputs* like) {
   ScenarioInputs in;
   in.cluster = cluster;
   validate_model(spec);
@@ -80,7 +82,7 @@ ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cl
         fmt::format("{}: gpu.profile: missing (expected a profile path such as "
                     "calibration/profiles/datasheet-h200.yaml, or pass --profile)",
                     in.cluster.file));
-  in.profile = sim::load_profile(profile_path);
+  in.profile = like ? like->profile : sim::load_profile(profile_path);
   const sim::Precision precision = in.model.training.precision;
   const auto peak = in.profile.compute.peak_flops_per_s.find(precision);
   if (peak == in.profile.compute.peak_flops_per_s.end())
@@ -90,7 +92,7 @@ ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cl
         profile_path, sim::to_string(precision), sim::to_string(precision)));
   in.peak_flops_per_s = peak->second.value;
 
-  in.topology = build_topology(in.cluster);
+  in.topology = like ? like->topology : build_topology(in.cluster);
   GenerateOptions gen;
   gen.fold = fold;
   gen.gpus_per_node = in.cluster.gpus_per_node;
@@ -108,6 +110,18 @@ ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cl
                     sim::to_string(in.profile.device.nccl_nvlink_bandwidth_Bps->source.kind));
   }
   return in;
+}
+
+}  // namespace
+
+ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cluster,
+                                    const std::string& profile_file, bool fold) {
+  return make_inputs(spec, cluster, profile_file, fold, nullptr);
+}
+
+ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cluster,
+                                    const std::string& profile_file, const ScenarioInputs& like) {
+  return make_inputs(spec, cluster, profile_file, true, &like);
 }
 
 sim::ScenarioResult simulate_inputs(const ScenarioInputs& in, sim::ScenarioOptions options) {

@@ -50,6 +50,10 @@ ScenarioInputs load_scenario_inputs(const ScenarioRequest& request);
 // cluster's GPU count; `profile_file` empty: the one the cluster names.
 ScenarioInputs make_scenario_inputs(const ModelSpec& model, const ClusterSpec& cluster,
                                     const std::string& profile_file, bool fold = true);
+// The same with the profile and topology of `like`, inputs made for the same cluster and
+// profile file (a sampled step's second run): copied, not read and built again.
+ScenarioInputs make_scenario_inputs(const ModelSpec& model, const ClusterSpec& cluster,
+                                    const std::string& profile_file, const ScenarioInputs& like);
 
 // Runs the loaded scenario: `options` with the inputs' collective timing and precision.
 sim::ScenarioResult simulate_inputs(const ScenarioInputs& inputs, sim::ScenarioOptions options);
