@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "workloads/validation_caveats.hpp"
+
 namespace overlapsim::app {
 namespace {
 
@@ -170,6 +172,10 @@ std::string to_json(const SimulateReport& o) {
                       {"how", u.how},
                       {"launches", u.launches}});
   j["collective_timing"] = std::move(timing);
+  ordered_json caveats = ordered_json::array();
+  for (const auto& c : workloads::validation_caveats(o.inputs.model))
+    caveats.push_back({{"topic", c.topic}, {"text", c.text}});
+  j["caveats"] = std::move(caveats);
   // First design's numbers at the top level too, as docs/simulate.md lists them.
   if (!o.result.runs.empty()) {
     j["mfu"] = mfu(o, o.result.runs.front().result);
@@ -280,6 +286,8 @@ std::string to_table(const SimulateReport& o) {
   }
   t += "uncertainty (class: held-out error x the step time it moves; docs/simulate.md):\n";
   for (const auto& run : o.result.runs) t += "  " + band_line(run);
+  for (const auto& c : workloads::validation_caveats(o.inputs.model))
+    t += fmt::format("caveat ({}): {}\n", c.topic, c.text);
   for (const auto& run : o.result.runs)
     if (run.gemm_clock_speedup > 0)
       t += fmt::format(

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "workloads/model.hpp"
+#include "workloads/validation_caveats.hpp"
 
 namespace overlapsim::planning {
 
@@ -147,6 +148,7 @@ struct PlanResult {
   std::optional<PlanChoice> cheapest;  // cheapest meeting the target
   std::vector<PlanChoice> pareto;      // by step time, ascending
   std::vector<ProvenanceEntry> provenance;
+  std::vector<workloads::ValidationCaveat> caveats;  // what the validation says is off
   PlanCounts counts;
 
   const PlanRun& run(const PlanChoice& c) const { return points[c.point].runs[c.run]; }

@@ -476,6 +476,8 @@ PlanResult run_plan(const PlanOptions& o) {
 
   summarise(res);
 
+  res.caveats = workloads::validation_caveats(model);
+
   // Provenance: where each number of the plan comes from.
   auto& prov = res.provenance;
   for (std::size_t ci = 0; ci < clusters.size(); ++ci) {

@@ -102,6 +102,8 @@ std::string plan_json(const PlanResult& res) {
   for (const PlanChoice& c : res.pareto) pareto.push_back(choice(res, c));
   ordered_json points = ordered_json::array();
   for (const PlanPoint& p : res.points) points.push_back(point_json(res, p));
+  ordered_json caveats = ordered_json::array();
+  for (const auto& c : res.caveats) caveats.push_back({{"topic", c.topic}, {"text", c.text}});
   ordered_json provenance = ordered_json::array();
   for (const ProvenanceEntry& e : res.provenance)
     provenance.push_back({{"what", e.what}, {"kind", e.kind}, {"source", e.source}});
@@ -128,7 +130,8 @@ std::string plan_json(const PlanResult& res) {
                     {"cheapest", res.cheapest ? choice(res, *res.cheapest) : ordered_json()},
                     {"pareto", pareto},
                     {"points", points},
-                    {"provenance", provenance}};
+                    {"provenance", provenance},
+                    {"caveats", caveats}};
   return j.dump() + "\n";  // compact: plans hold tens of thousands of points
 }
 

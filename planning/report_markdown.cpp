@@ -142,6 +142,11 @@ std::string plan_markdown(const PlanResult& res) {
   md += "\n## Provenance\n\n| number | kind | source |\n| --- | --- | --- |\n";
   for (const ProvenanceEntry& e : res.provenance)
     md += fmt::format("| {} | {} | {} |\n", esc(e.what), esc(e.kind), esc(e.source));
+  if (!res.caveats.empty()) {
+    md += "\n## Caveats from the validation\n\n";
+    for (const auto& c : res.caveats)
+      md += fmt::format("- **{}**: {}\n", esc(c.topic), esc(c.text));
+  }
   return md;
 }
 

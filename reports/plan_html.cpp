@@ -90,6 +90,11 @@ std::string render_plan_html(const nlohmann::json& results) {
       "<h2>Provenance</h2>\n<p>Where each number the plan rests on comes from: measured, "
       "fitted, cited (datasheet or paper) or assumed.</p>\n" +
       provenance_table(results);
+  if (const std::string caveats = caveats_list(results); !caveats.empty())
+    html +=
+        "<h2>Caveats from the validation</h2>\n<p>What the comparison with published runs "
+        "says these projections get wrong (docs/validation.md).</p>\n" +
+        caveats;
 
   html += "<script type=\"application/json\" id=\"overlapsim-charts\">" + script_json(drawn) +
           "</script>\n";

@@ -206,4 +206,13 @@ std::string provenance_table(const json& results) {
   return out + "</tbody>\n</table>\n";
 }
 
+std::string caveats_list(const json& results) {
+  const json& entries = list(results, "caveats");
+  if (entries.empty()) return "";
+  std::string out = "<ul class=\"caveats\">\n";
+  for (const json& e : entries)
+    out += "<li><strong>" + esc_text(e, "topic") + "</strong>: " + esc_text(e, "text") + "</li>\n";
+  return out + "</ul>\n";
+}
+
 }  // namespace overlapsim::reports

@@ -12,5 +12,7 @@ std::string clusters_table(const nlohmann::json& results);        // GPUs, price
 std::string choices_table(const nlohmann::json& results);         // fastest, cheapest, Pareto
 std::string configurations_table(const nlohmann::json& results);  // every configuration
 std::string provenance_table(const nlohmann::json& results);      // measured ... assumed
+// What the validation says the simulator gets wrong for this model: "" where nothing.
+std::string caveats_list(const nlohmann::json& results);
 
 }  // namespace overlapsim::reports
