@@ -30,6 +30,8 @@ class ExecContext {
   virtual OpKind op_kind(int program, OpVertex v) const = 0;
   virtual bool op_paired(int program, OpVertex v) const = 0;
   virtual double op_time_s(int program, OpVertex v) = 0;
+  // Whether the graph has an edge from -> to (boost::edge), from the executor's compact rows.
+  virtual bool has_edge(int program, OpVertex from, OpVertex to) const = 0;
 
   // Holds the op's stream for duration_s from now, then finishes the op.
   virtual void run_for(int program, OpVertex v, double duration_s) = 0;

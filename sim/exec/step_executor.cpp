@@ -267,7 +267,7 @@ void StepExecutor::Impl::release_consumer(int p, OpVertex comm, OpVertex consume
   ProgramState& ps = programs[p];
   OpState& st = ps.ops[comm];
   const OpGraph& g = ps.program->graph;
-  if (st.done || st.released_to >= 0 || !boost::edge(comm, consumer, g).second)
+  if (st.done || st.released_to >= 0 || !has_edge(p, comm, consumer))
     throw std::logic_error("release_consumer: not an unfinished op's successor");
   st.released_to = static_cast<std::int64_t>(consumer);
   if (--ps.ops[consumer].preds_left == 0 && g[consumer].kind != OpKind::SendRecv)

@@ -135,6 +135,12 @@ struct StepExecutor::Impl final : ExecContext {
   }
   bool op_paired(int p, OpVertex v) const override { return programs[p].ops[v].paired; }
   double op_time_s(int p, OpVertex v) override;
+  bool has_edge(int p, OpVertex from, OpVertex to) const override {
+    const EdgeRows& rows = *programs[p].edges;
+    for (std::uint32_t i = rows.out_begin[from]; i < rows.out_begin[from + 1]; ++i)
+      if (rows.out_to[i] == to) return true;
+    return false;
+  }
   std::shared_ptr<OpTimeMemo> op_times;  // null: every time from the model
   void run_for(int p, OpVertex v, double duration_s) override;
   void run_comm(int p, OpVertex v) override;

@@ -83,9 +83,8 @@ void PairedDesign::start(ExecContext& ctx, int p, OpVertex v) {
         is_comm(node.kind) != is_comm(other.kind)) {
       const OpVertex compute = is_comm(node.kind) ? partner : v;
       const OpVertex comm = is_comm(node.kind) ? v : partner;
-      const OpGraph& g = ctx.graph(p);
-      const bool producer = boost::edge(compute, comm, g).second;
-      const bool consumer = boost::edge(comm, compute, g).second;
+      const bool producer = ctx.has_edge(p, compute, comm);
+      const bool consumer = ctx.has_edge(p, comm, compute);
       if ((producer && v == compute) || (consumer && v == comm)) {
         begin_pair(ctx, p, compute, comm, producer);
         return;
