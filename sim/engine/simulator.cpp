@@ -14,6 +14,34 @@ namespace {
 constexpr std::size_t kHeapArity = 4;
 }  // namespace
 
+// Removes the least event: the last one goes down from the root along the least children.
+// A full node's four children are compared as a tournament of conditional selects (the
+// 128-bit key's borrow), not a running minimum with a branch per child.
+void Simulator::pop_event() {
+  const Event last = queue_.back();
+  queue_.pop_back();
+  const std::size_t n = queue_.size();
+  if (n == 0) return;
+  Event* const v = queue_.data();
+  std::size_t i = 0;
+  for (;;) {
+    const std::size_t first = kHeapArity * i + 1;
+    if (first >= n) break;
+    std::size_t best = first;
+    if (first + kHeapArity <= n) {
+      const std::size_t b01 = Event::earlier(v[first + 1], v[first]) ? first + 1 : first;
+      const std::size_t b23 = Event::earlier(v[first + 3], v[first + 2]) ? first + 3 : first + 2;
+      best = Event::earlier(v[b23], v[b01]) ? b23 : b01;
+    } else {
+      for (std::size_t c = first + 1; c < n; ++c) best = Event::earlier(v[c], v[best]) ? c : best;
+    }
+    if (!Event::earlier(v[best], last)) break;
+    v[i] = v[best];
+    i = best;
+  }
+  v[i] = last;
+}
+
 void Simulator::check_delay(double delay_s) const {
   if (std::isnan(delay_s) || delay_s < 0.0)
     throw std::invalid_argument("Simulator::schedule: delay must be >= 0 and not NaN, got " +
@@ -79,7 +107,6 @@ bool Simulator::cancel(EventId id) {
 }
 
 bool Simulator::pop_one(double limit_s) {
-  constexpr auto earlier = [](const Event& a, const Event& b) { return Event::earlier(a, b); };
   for (;;) {
     std::uint32_t index;
     // Events at now() in the heap were scheduled before those in now_slots_ (see there).
@@ -101,13 +128,13 @@ bool Simulator::pop_one(double limit_s) {
       index = ev.slot();
       Slot& s = slot(index);
       if (!s.live) {  // cancelled: drop it without advancing time, recycle the slot
-        dary_pop_heap<kHeapArity>(queue_, earlier);
+        pop_event();
         --cancelled_pending_;
         free_slots_.push_back(index);
         continue;
       }
       if (ev.time_s > limit_s) return false;
-      dary_pop_heap<kHeapArity>(queue_, earlier);
+      pop_event();
       now_s_ = ev.time_s;
     }
     Slot& s = slot(index);

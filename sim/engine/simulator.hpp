@@ -83,6 +83,7 @@ class Simulator {
     }
   };
   bool pop_one(double limit_s);
+  void pop_event();  // removes queue_'s least
   void check_delay(double delay_s) const;
   void check_time(double time_s) const;
   [[noreturn]] static void throw_empty_callback();
