@@ -80,6 +80,8 @@ def main():
     ap.add_argument("--tokens", type=int, default=4096)
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--kernels", help="also write each shape's kernels (name, calls, device "
+                    "us per iteration) to this CSV")
     args = ap.parse_args()
     gpu = torch.cuda.get_device_name()
     print("gpu,model,tokens,hidden,heads,kv_heads,head_dim,experts_local,expert_ffn,top_k,mode,"
@@ -111,9 +113,20 @@ def main():
                 step()
             torch.cuda.synchronize()
         kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-        kernel_us = sum(getattr(e, "device_time", getattr(e, "cuda_time", 0.0)) for e in kernels) / 5
+        kernel_us = sum(getattr(e, "device_time", 0.0) for e in kernels) / 5
         print(f"{gpu},{name},{args.tokens},{hidden},{heads},{kv_heads},{head_dim},{experts},{ffn},"
               f"{top_k},eager,{wall_us:.1f},{len(kernels) // 5},{kernel_us:.1f},{wrong}")
+        if args.kernels:
+            per = {}
+            for e in kernels:
+                calls, us = per.get(e.name, (0, 0.0))
+                per[e.name] = (calls + 1, us + getattr(e, "device_time", 0.0))
+            with open(args.kernels, "a") as f:
+                if f.tell() == 0:
+                    f.write("gpu,model,kernel,calls_per_iteration,device_us_per_iteration\n")
+                for k, (calls, us) in sorted(per.items(), key=lambda kv: -kv[1][1]):
+                    name_q = '"' + k.replace('"', "'") + '"'
+                    f.write(f"{gpu},{name},{name_q},{calls / 5:g},{us / 5:.1f}\n")
         sys.stdout.flush()
         del layer, x
         torch.cuda.empty_cache()
