@@ -9,15 +9,18 @@ std::vector<Interval> merge_intervals(std::vector<Interval> intervals) {
   // checking is linear, sorting a million of them was a few percent of a long pipeline.
   if (!std::is_sorted(intervals.begin(), intervals.end()))
     std::sort(intervals.begin(), intervals.end());
-  std::vector<Interval> out;
-  for (const auto& iv : intervals) {
+  // Merged in place: the k merged intervals so far never overtake the one being read.
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < intervals.size(); ++i) {
+    const Interval iv = intervals[i];
     if (iv.second <= iv.first) continue;
-    if (!out.empty() && iv.first <= out.back().second)
-      out.back().second = std::max(out.back().second, iv.second);
+    if (k > 0 && iv.first <= intervals[k - 1].second)
+      intervals[k - 1].second = std::max(intervals[k - 1].second, iv.second);
     else
-      out.push_back(iv);
+      intervals[k++] = iv;
   }
-  return out;
+  intervals.resize(k);
+  return intervals;
 }
 
 double total_length(const std::vector<Interval>& merged) {

@@ -305,8 +305,9 @@ StepResult StepExecutor::Impl::collect(const char* design_name, std::uint64_t ev
     if (end_s > ps.last_compute_end_s && !ps.ops.empty())
       attribute_idle(ps, std::max(ps.last_compute_end_s, t0_s), end_s, last);
     r.step_time_s = end_s - t0_s;
-    const auto compute = merge_intervals(ps.compute_intervals);
-    const auto comm = merge_intervals(ps.comm_intervals);
+    // The run is over: the lists are merged where they are, not copied.
+    const auto compute = merge_intervals(std::move(ps.compute_intervals));
+    const auto comm = merge_intervals(std::move(ps.comm_intervals));
     r.compute_s = total_length(compute);
     r.comm_s = total_length(comm);
     r.overlapped_comm_s = intersection_length(compute, comm);
