@@ -45,6 +45,7 @@ class Callback {
     using D = std::decay_t<F>;
     reset();
     if constexpr (std::is_same_v<D, Callback>) {
+      static_assert(!std::is_lvalue_reference_v<F>, "Callback::assign: move a Callback in");
       take(f);
     } else if constexpr (!std::is_same_v<D, std::nullptr_t>) {
       static_assert(std::is_invocable_r_v<void, D&>, "Callback::assign: not a void() callable");
