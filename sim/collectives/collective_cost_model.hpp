@@ -178,9 +178,7 @@ class CollectiveCostModel {
   // model per launch were a tenth of a GPT-3 step's simulation. Kept in a flat table (a
   // node-based hash map cost about as much as what it saved): one slot and one record per
   // lookup, the ranks of small communicators and the first call's cost inline.
-  struct PlanSlot {
-    std::shared_ptr<const detail::Plan> plan;
-  };
+  struct PlanSlot;  // a call's plan, below
   struct CommInfo {
     static constexpr std::size_t kFewRanks = 4;
     CollectiveOp op = CollectiveOp::AllReduce;
@@ -212,6 +210,9 @@ class CollectiveCostModel {
     double curve_time_s = -1;  // < 0: none yet
     std::vector<Call> more_calls;
     bool same_comm(const CollectiveRequest& req) const;
+  };
+  struct PlanSlot {
+    std::shared_ptr<const detail::Plan> plan;
   };
   struct CommSlot {
     std::uint64_t hash = 0;
