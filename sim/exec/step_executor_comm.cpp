@@ -145,12 +145,7 @@ void StepExecutor::Impl::start_transfer(int g, CollectiveOp op, std::uint64_t by
   launching = true;
   launcher(req, on_done);
   for (int image : plans().groups[g].images) {
-    CollectiveRequest& img = next_image();
-    img.op = req.op;
-    img.algo = req.algo;
-    img.bytes = req.bytes;
-    img.root = req.root;
-    img.peer = req.peer;
+    CollectiveRequest& img = next_image(req);
     const auto& ranks = step.groups[image].ranks;
     img.ranks.assign(ranks.begin(), ranks.end());
     ++background;
@@ -159,9 +154,15 @@ void StepExecutor::Impl::start_transfer(int g, CollectiveOp op, std::uint64_t by
   launching = false;
 }
 
-CollectiveRequest& StepExecutor::Impl::next_image() {
+CollectiveRequest& StepExecutor::Impl::next_image(const CollectiveRequest& like) {
   if (num_images == images_scratch.size()) images_scratch.emplace_back();
-  return images_scratch[num_images++];
+  CollectiveRequest& img = images_scratch[num_images++];
+  img.op = like.op;
+  img.algo = like.algo;
+  img.bytes = like.bytes;
+  img.root = like.root;
+  img.peer = like.peer;
+  return img;
 }
 
 void StepExecutor::Impl::launch_images() {
@@ -269,12 +270,7 @@ void StepExecutor::Impl::launch_p2p(const P2pMatch& m) {
       const auto di = static_cast<std::size_t>(dst_it - ranks.begin());
       for (int image : plans().groups[send.comm_group].images) {
         const auto& ranks_of = step.groups[image].ranks;
-        CollectiveRequest& img = next_image();
-        img.op = req.op;
-        img.algo = req.algo;
-        img.bytes = req.bytes;
-        img.root = req.root;
-        img.peer = req.peer;
+        CollectiveRequest& img = next_image(req);
         img.ranks.assign({ranks_of[si], ranks_of[di]});
         ++background;
       }

@@ -102,7 +102,9 @@ struct StepExecutor::Impl final : ExecContext {
   CollectiveRequest request_scratch;
   std::vector<CollectiveRequest> images_scratch;
   std::size_t num_images = 0;
-  CollectiveRequest& next_image();  // a request at images_scratch[num_images++]
+  // A request at images_scratch[num_images++] with `like`'s op, algorithm, bytes, root and
+  // peer; the caller sets its ranks.
+  CollectiveRequest& next_image(const CollectiveRequest& like);
   void launch_images();             // the num_images requests, then none
   std::vector<ProgramState> programs;
   OverlapDesign* design = nullptr;
