@@ -32,7 +32,7 @@ LayerCost layer_cost(const ModelSpec& m, int layer, bool moe_layer) {
     const double s = m.training.seq_len;
     const double core = 4.0 * s * a.heads * hd;
     if (a.windowed(layer) && a.window < s)
-      c.flops_per_token += 4.0 * a.heads * hd * (a.window - 1.0 * a.window * a.window / (2 * s));
+      c.flops_per_token += 4.0 * a.heads * hd * a.window_pairs(s) / s;
     else
       c.flops_per_token += a.causal ? core / 2 : core;
   }

@@ -11,6 +11,7 @@
 //   ModelSpec r = resolve_for_world(spec, 1024, 8);  // dp·tp·pp·cp == GPUs, TP in a node
 // Every failure is a config::ConfigError whose message names the model file, the key
 // (with line:column where the key was in the file) and the expected form.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -53,6 +54,12 @@ struct AttentionSpec {
   // Whether layer `layer` (0-based) runs the sliding window.
   bool windowed(int layer) const {
     return window > 0 && (full_attention_every == 0 || (layer + 1) % full_attention_every != 0);
+  }
+  // Query-key pairs of a windowed layer over a sequence of s tokens: s·w − w²/2, the causal
+  // s²/2 once w reaches s.
+  double window_pairs(double s) const {
+    const double w = std::min<double>(window, s);
+    return s * w - w * w / 2;
   }
   // Multi-head latent attention (DeepSeek-V2/V3). q_lora_rank 0: no query compression.
   int q_lora_rank = 0;

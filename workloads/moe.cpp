@@ -27,6 +27,7 @@ struct ExpertShape {
   double rows_per_expert;  // M of each local expert GEMM
   std::int64_t local_experts;
   std::int64_t routed_tokens;  // R: token copies handled by this rank's experts
+  std::int64_t ffn_local;      // each local expert's width on this rank (split over etp)
 };
 
 ExpertShape expert_shape(const ModelSpec& spec, std::int64_t routed_local_tokens) {
@@ -35,6 +36,7 @@ ExpertShape expert_shape(const ModelSpec& spec, std::int64_t routed_local_tokens
   ExpertShape s;
   s.local_experts = m.experts / p.ep;
   s.routed_tokens = routed_local_tokens * m.top_k * p.expert_tp();
+  s.ffn_local = m.expert_ffn_hidden / p.expert_tp();
   s.rows_per_expert = static_cast<double>(s.routed_tokens) / s.local_experts;
   return s;
 }
@@ -104,7 +106,7 @@ TransformerEmitter::TokenExchange TransformerEmitter::tokens_from_experts(const 
 OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
   const auto& m = spec_.moe;
   const ExpertShape es = expert_shape(spec_, Tn_);
-  const std::int64_t f_local = m.expert_ffn_hidden / spec_.parallelism.expert_tp();
+  const std::int64_t f_local = es.ffn_local;
   // fp8: the router is Megatron-LM's own (bf16) GEMM; the experts are TE GroupedLinear
   // layers, which cast and transpose their inputs (all experts' rows in one pass) and
   // whose weights are quantised in the first microbatch. Tokens travel in bf16, and are
@@ -145,7 +147,7 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
 OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
   const auto& m = spec_.moe;
   const ExpertShape es = expert_shape(spec_, Tn_);
-  const std::int64_t f_local = m.expert_ffn_hidden / spec_.parallelism.expert_tp();
+  const std::int64_t f_local = es.ffn_local;
   const std::int64_t fc1_out = gated_ * f_local;
 
   OpVertex unpermute = elementwise(

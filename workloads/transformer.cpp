@@ -393,10 +393,8 @@ double TransformerEmitter::attention_forward_flops(int layer) const {
   }
   // A sliding window of w keys (cp 1): s·w − w²/2 query-key pairs, the causal s²/2 when
   // w reaches s. The kernel skips the blocks outside the band, as it does the causal mask's.
-  if (a.windowed(layer) && a.window < s) {
-    const double w = a.window;
-    return 2.0 * b * heads_local_ * (qk_dim + v_dim) * (s * w - w * w / 2);
-  }
+  if (a.windowed(layer) && a.window < s)
+    return 2.0 * b * heads_local_ * (qk_dim + v_dim) * a.window_pairs(s);
   double flops = 2.0 * b * sq * s * heads_local_ * (qk_dim + v_dim);  // QK^T and PV
   return a.causal ? flops / 2 : flops;
 }

@@ -25,16 +25,7 @@ class Callback {
                                         !std::is_same_v<D, std::nullptr_t> &&
                                         std::is_invocable_r_v<void, D&>>>
   Callback(F&& f) {  // NOLINT(google-explicit-constructor): as std::function
-    if constexpr (std::is_pointer_v<D> || is_std_function<D>::value) {
-      if (!f) return;
-    }
-    if constexpr (fits_inline<D>()) {
-      ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
-      ops_ = &kInlineOps<D>;
-    } else {
-      ::new (static_cast<void*>(storage_)) D*(new D(std::forward<F>(f)));
-      ops_ = &kHeapOps<D>;
-    }
+    emplace(std::forward<F>(f));
   }
 
   Callback(Callback&& other) noexcept { take(other); }
@@ -49,16 +40,7 @@ class Callback {
       take(f);
     } else if constexpr (!std::is_same_v<D, std::nullptr_t>) {
       static_assert(std::is_invocable_r_v<void, D&>, "Callback::assign: not a void() callable");
-      if constexpr (std::is_pointer_v<D> || is_std_function<D>::value) {
-        if (!f) return;
-      }
-      if constexpr (fits_inline<D>()) {
-        ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
-        ops_ = &kInlineOps<D>;
-      } else {
-        ::new (static_cast<void*>(storage_)) D*(new D(std::forward<F>(f)));
-        ops_ = &kHeapOps<D>;
-      }
+      emplace(std::forward<F>(f));
     }
   }
   Callback& operator=(Callback&& other) noexcept {
@@ -88,6 +70,22 @@ class Callback {
   }
 
  private:
+  // Builds `f` in this empty Callback: inline when it fits, else on the heap; a null
+  // function pointer or empty std::function leaves it empty.
+  template <typename F>
+  void emplace(F&& f) {
+    using D = std::decay_t<F>;
+    if constexpr (std::is_pointer_v<D> || is_std_function<D>::value) {
+      if (!f) return;
+    }
+    if constexpr (fits_inline<D>()) {
+      ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
+      ops_ = &kInlineOps<D>;
+    } else {
+      ::new (static_cast<void*>(storage_)) D*(new D(std::forward<F>(f)));
+      ops_ = &kHeapOps<D>;
+    }
+  }
   template <typename T>
   struct is_std_function : std::false_type {};
   template <typename R, typename... A>
