@@ -31,7 +31,9 @@ workloads::ModelSpec configured_model(const workloads::ModelSpec& base, const Pl
   p.pp = c.pp;
   p.cp = c.cp;
   p.ep = c.ep;
-  p.etp = 0;  // the search keeps expert TP = TP (its EP is carved out of DP x CP)
+  // The search keeps expert TP = TP (its EP is carved out of DP x CP); DeepEP and HybridEP
+  // move whole experts' tokens (expert TP 1).
+  p.etp = base.moe.hierarchical_dispatch() ? 1 : 0;
   p.dp = 0;
   p.virtual_stages = c.virtual_stages;
   p.sequence_parallel = c.sequence_parallel;

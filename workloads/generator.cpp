@@ -154,7 +154,12 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
   const auto& p = r.parallelism;
 
   const bool moe = r.kind == ModelKind::Moe;
-  const ParallelLayout layout(p.tp, p.cp, p.dp, p.pp, moe ? p.ep : 1, moe ? p.expert_tp() : 0);
+  const ParallelLayout flat(p.tp, p.cp, p.dp, p.pp, moe ? p.ep : 1, moe ? p.expert_tp() : 0);
+  // A hierarchical token exchange splits each EP group by node (ParallelLayout::ep_node).
+  const ParallelLayout layout = moe && r.moe.hierarchical_dispatch() && options.gpus_per_node > 0
+                                    ? ParallelLayout(p.tp, p.cp, p.dp, p.pp, p.ep, p.expert_tp(),
+                                                     flat.ep_ranks_per_node(options.gpus_per_node))
+                                    : flat;
 
   sim::StepGraph step;
   step.workload = r.name;
@@ -162,6 +167,10 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
   // An expert-TP group of its own only when it differs from the TP group.
   std::vector<std::string> families = {"tp", "cp", "dp", "pp", "ep", "edp", "embd"};
   if (layout.etp() != layout.tp()) families.push_back("etp");
+  if (layout.ep_per_node() < layout.ep()) {
+    families.push_back("ep_node");
+    families.push_back("ep_rail");
+  }
   const GroupTable table(layout, families, step);
 
   std::vector<int> ranks;

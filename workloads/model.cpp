@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <stdexcept>
 
 #include "config/error.hpp"
 #include "config/integers.hpp"
+#include "workloads/parallel_layout.hpp"
 
 namespace overlapsim::workloads {
 
@@ -23,6 +25,18 @@ const char* to_string(ModelKind k) {
       return "moe";
     case ModelKind::Dlrm:
       return "dlrm";
+  }
+  return "?";
+}
+
+const char* to_string(TokenDispatcher d) {
+  switch (d) {
+    case TokenDispatcher::AllToAll:
+      return "alltoall";
+    case TokenDispatcher::DeepEp:
+      return "deepep";
+    case TokenDispatcher::HybridEp:
+      return "hybridep";
   }
   return "?";
 }
@@ -139,6 +153,10 @@ const std::vector<ParamDoc> kMoeDocs = {
     {"shared_experts", "always-active experts per MoE layer", "0", ""},
     {"expert_ffn_hidden", "inner width of one expert", "", "elements"},
     {"dense_layers", "first N layers use a dense MLP (ffn_hidden)", "0", ""},
+    {"dispatcher",
+     "alltoall (NCCL all-to-all over ep) | deepep | hybridep (one network copy per token and "
+     "destination node, then NVLink)",
+     "alltoall", ""},
 };
 
 const std::vector<ParamDoc> kDlrmDocs = {
@@ -383,6 +401,10 @@ void load_moe(ModelSpec& spec, const ConfigNode& n) {
   m.shared_experts = get_int_in(n, "shared_experts", 0, 0, false);
   m.expert_ffn_hidden = get_int_in(n, "expert_ffn_hidden", 1, 0, true);
   m.dense_layers = get_int_in(n, "dense_layers", 0, 0, false);
+  const std::string d = n.get_enum("dispatcher", {"alltoall", "deepep", "hybridep"}, "alltoall");
+  m.dispatcher = d == "deepep"     ? TokenDispatcher::DeepEp
+                 : d == "hybridep" ? TokenDispatcher::HybridEp
+                                   : TokenDispatcher::AllToAll;
 }
 
 void load_dlrm(ModelSpec& spec, const ConfigNode& n) {
@@ -679,6 +701,11 @@ void validate_model(const ModelSpec& spec) {
                            m.dense_layers, t.layers));
     if (m.dense_layers > 0 && t.ffn_hidden == 0)
       fail_key(spec, "transformer.ffn_hidden", "missing (required when moe.dense_layers > 0)");
+    if (m.hierarchical_dispatch() && p.expert_tp() != 1)
+      fail_key(spec, "moe.dispatcher",
+               fmt::format("{} with expert tensor parallelism {} (expected parallelism.etp: 1; "
+                           "the hierarchical exchange is modelled for whole experts per rank)",
+                           to_string(m.dispatcher), p.expert_tp()));
     if (p.tp > 1 && !p.sequence_parallel)
       fail_key(spec, "parallelism.sequence_parallel",
                "false with tp > 1 in an MoE model (expected true: Megatron requires sequence "
@@ -780,6 +807,15 @@ ModelSpec resolve_for_world(const ModelSpec& spec, int world_size, int gpus_per_
                          "one node)",
                          p.tp, gpus_per_node));
   validate_model(r);
+  if (r.kind == ModelKind::Moe && r.moe.hierarchical_dispatch() && gpus_per_node > 0) {
+    try {
+      ParallelLayout(p.tp, p.cp, p.dp, p.pp, p.ep, p.expert_tp()).ep_ranks_per_node(gpus_per_node);
+    } catch (const std::invalid_argument& e) {
+      fail_key(spec, "moe.dispatcher",
+               fmt::format("{} needs each EP group inside a node or on whole nodes: {}",
+                           to_string(r.moe.dispatcher), e.what()));
+    }
+  }
   return r;
 }
 

@@ -88,12 +88,25 @@ struct TransformerSpec {
 };
 
 // Mixture of experts on top of TransformerSpec (kind: moe).
+// How routed tokens travel to their experts (MoeSpec::dispatcher).
+enum class TokenDispatcher {
+  AllToAll,  // NCCL all-to-all over the expert-parallel group: one copy per (token, expert)
+  // DeepEP's or HybridEP's hierarchical exchange (Megatron-Core's flex dispatcher): a token
+  // crosses the network once per destination node, to the GPU of the same local index
+  // there, which forwards its copies over NVLink to the GPUs that hold its experts.
+  DeepEp,
+  HybridEp,
+};
+const char* to_string(TokenDispatcher d);
+
 struct MoeSpec {
   int experts = 0;         // routed experts per MoE layer
   int top_k = 0;           // routed experts per token
   int shared_experts = 0;  // always-active experts (DeepSeek), each of expert_ffn_hidden
   int expert_ffn_hidden = 0;
   int dense_layers = 0;  // the first `dense_layers` layers use a dense MLP of ffn_hidden
+  TokenDispatcher dispatcher = TokenDispatcher::AllToAll;
+  bool hierarchical_dispatch() const { return dispatcher != TokenDispatcher::AllToAll; }
 };
 
 // How the model-parallel embedding tables are split over the ranks (DlrmSpec::sharding).

@@ -12,7 +12,9 @@
 //   etp = 1 (MoE parallel folding) the EP group spans TP ranks and no token crosses TP.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "workloads/transformer_emitter.hpp"
 
@@ -51,6 +53,14 @@ sim::OpNode expert_gemm_node(std::string name, double m, std::int64_t n, std::in
   return node;
 }
 
+double share_of_tokens_reaching(int experts, int top_k, int experts_there) {
+  // 1 - C(E - e, k) / C(E, k): top_k distinct experts of E drawn uniformly, none of the e.
+  double none = 1;
+  for (int j = 0; j < top_k; ++j)
+    none *= std::max(0.0, static_cast<double>(experts - experts_there - j) / (experts - j));
+  return 1 - none;
+}
+
 }  // namespace
 
 OpVertex TransformerEmitter::expert_gemm(const Ctx& c, const char* what, double m, std::int64_t n,
@@ -78,18 +88,57 @@ OpVertex TransformerEmitter::expert_wgrad(const Ctx& c, const char* what, std::i
   return v;
 }
 
-// Tokens move over EP by all-to-all (top_k copies of each routed token) and over expert TP
-// by all-gather or reduce-scatter (every copy that reaches this rank's experts).
+// Tokens move over expert TP by all-gather or reduce-scatter (every copy that reaches this
+// rank's experts).
 OpVertex TransformerEmitter::token_collective(const Ctx& c, const char* what, CollectiveOp op,
                                               std::initializer_list<OpVertex> deps) {
-  if (op == CollectiveOp::AllToAll)
-    return collective(c, what, op,
-                      static_cast<std::uint64_t>(Tn_ * spec_.moe.top_k * h_ * act_bytes_),
-                      groups_.ep, StreamKind::ExpertComm, deps);
   return collective(
       c, what, op,
       static_cast<std::uint64_t>(expert_shape(spec_, Tn_).routed_tokens * h_ * act_bytes_),
       groups_.etp, StreamKind::TensorComm, deps);
+}
+
+// All-to-all (Megatron-LM's all-to-all dispatcher): top_k copies of each routed token, one
+// per expert, over the EP group. DeepEP / HybridEP (Megatron-Core's flex dispatcher) send a
+// token once to each rank holding any of its experts (DeepEP's get_dispatch_layout:
+// is_token_in_rank), and between nodes once to each node, to the GPU of the same local
+// index there, which forwards it over NVLink to the node's ranks; the combine returns the
+// same rows the other way. Per rank, with N nodes of g EP ranks, under uniform routing:
+//   network leg, over the N rail peers:  Tn · P(a node holds one of the token's experts)
+//   NVLink leg, over the g node peers:   Tn · ep · P(a rank holds one)
+// rows of each destination's share (the all-to-alls' sizes count the rank's whole send
+// buffer, its own share included). With the EP group inside a node, only the NVLink leg.
+TransformerEmitter::EpExchange TransformerEmitter::ep_exchange(
+    const Ctx& c, const char* what, std::initializer_list<OpVertex> deps) {
+  const auto& m = spec_.moe;
+  const double row_bytes = static_cast<double>(h_ * act_bytes_);
+  EpExchange x;
+  if (!m.hierarchical_dispatch()) {
+    x.ep = collective(c, what, CollectiveOp::AllToAll,
+                      static_cast<std::uint64_t>(Tn_ * m.top_k * h_ * act_bytes_), groups_.ep,
+                      StreamKind::ExpertComm, deps);
+    return x;
+  }
+  const int ep = spec_.parallelism.ep;
+  const int per_node = layout_.ep_per_node();
+  const int nodes = ep / per_node;
+  const double rank_rows =
+      static_cast<double>(Tn_) * ep * share_of_tokens_reaching(m.experts, m.top_k, m.experts / ep);
+  if (nodes == 1) {
+    x.ep = collective(c, what, CollectiveOp::AllToAll,
+                      static_cast<std::uint64_t>(std::llround(rank_rows * row_bytes)), groups_.ep,
+                      StreamKind::ExpertComm, deps);
+    return x;
+  }
+  const double node_rows = static_cast<double>(Tn_) * nodes *
+                           share_of_tokens_reaching(m.experts, m.top_k, m.experts / nodes);
+  x.ep = collective(c, (std::string(what) + ".network").c_str(), CollectiveOp::AllToAll,
+                    static_cast<std::uint64_t>(std::llround(node_rows * row_bytes)),
+                    groups_.ep_rail, StreamKind::ExpertComm, deps);
+  x.ep_nvlink = collective(c, (std::string(what) + ".nvlink").c_str(), CollectiveOp::AllToAll,
+                           static_cast<std::uint64_t>(std::llround(rank_rows * row_bytes)),
+                           groups_.ep_node, StreamKind::ExpertNodeComm, deps);
+  return x;
 }
 
 TransformerEmitter::TokenExchange TransformerEmitter::tokens_from_experts(const Ctx& c,
@@ -98,8 +147,10 @@ TransformerEmitter::TokenExchange TransformerEmitter::tokens_from_experts(const 
                                                                           OpVertex producer) {
   TokenExchange x;
   x.tp = token_collective(c, scatter, CollectiveOp::ReduceScatter, {producer});
-  x.ep = token_collective(c, all_to_all, CollectiveOp::AllToAll, {x.tp, producer});
-  b_.pair(producer, x.tp != kNoOp ? x.tp : x.ep);
+  x.ep = ep_exchange(c, all_to_all, {x.tp, producer});
+  // The overlap designs model NCCL's and the copy engines' all-to-all, not a dispatcher's
+  // own kernels.
+  if (!spec_.moe.hierarchical_dispatch()) b_.pair(producer, x.tp != kNoOp ? x.tp : x.ep.ep);
   return x;
 }
 
@@ -119,20 +170,20 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
   gemm(router, "router", Tn_, m.experts, h_);
   OpVertex permute = elementwise(
       c, "permute", static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_));
-  OpVertex dispatch = token_collective(c, "ep_dispatch", CollectiveOp::AllToAll, {permute});
-  OpVertex gathered =
-      token_collective(c, "tp_gather_tokens", CollectiveOp::AllGather, {dispatch, permute});
+  const EpExchange dispatch = ep_exchange(c, "ep_dispatch", {permute});
+  OpVertex gathered = token_collective(c, "tp_gather_tokens", CollectiveOp::AllGather,
+                                       {dispatch.ep, dispatch.ep_nvlink, permute});
   // Shared experts do not wait for the dispatch, so they can run while it is in flight.
   OpVertex shared = kNoOp;
   if (m.shared_experts > 0)
     shared = dense_mlp_forward(c, "shared",
                                static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn_hidden);
-  OpVertex tokens_in = gathered != kNoOp ? gathered : dispatch;
+  OpVertex tokens_in = gathered != kNoOp ? gathered : dispatch.ep;
   OpVertex q_in = quantize(c, "experts.fc1.input_quantize", Quant::CastTranspose, es.routed_tokens,
-                           h_, {tokens_in});
+                           h_, {tokens_in, dispatch.ep_nvlink});
   OpVertex fc1 = expert_gemm(c, "experts.fc1", es.rows_per_expert, gated_ * f_local, h_,
-                             es.local_experts, {tokens_in});
-  if (q_in == kNoOp) b_.pair(tokens_in, fc1);
+                             es.local_experts, {tokens_in, dispatch.ep_nvlink});
+  if (q_in == kNoOp && !m.hierarchical_dispatch()) b_.pair(tokens_in, fc1);
   elementwise(c, "experts.act",
               static_cast<std::uint64_t>((gated_ + 1) * es.routed_tokens * f_local * act_bytes_));
   quantize(c, "experts.fc2.input_quantize", Quant::CastTranspose, es.routed_tokens, f_local);
@@ -141,7 +192,7 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
   // Weighted sum of the top_k expert outputs of each token.
   return elementwise(c, "unpermute",
                      static_cast<std::uint64_t>((Tn_ * m.top_k + Tn_) * h_ * act_bytes_),
-                     {out.ep, out.tp, shared});
+                     {out.ep.ep, out.ep.ep_nvlink, out.tp, shared});
 }
 
 OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
@@ -152,20 +203,19 @@ OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
 
   OpVertex unpermute = elementwise(
       c, "unpermute.bwd", static_cast<std::uint64_t>((Tn_ * m.top_k + Tn_) * h_ * act_bytes_));
-  OpVertex grad_dispatch =
-      token_collective(c, "ep_combine.bwd", CollectiveOp::AllToAll, {unpermute});
+  const EpExchange grad_dispatch = ep_exchange(c, "ep_combine.bwd", {unpermute});
   OpVertex grad_gather = token_collective(c, "tp_scatter_tokens.bwd", CollectiveOp::AllGather,
-                                          {grad_dispatch, unpermute});
+                                          {grad_dispatch.ep, grad_dispatch.ep_nvlink, unpermute});
   OpVertex shared = kNoOp;
   if (m.shared_experts > 0)
     shared = dense_mlp_backward(c, "shared",
                                 static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn_hidden);
-  OpVertex grads_in = grad_gather != kNoOp ? grad_gather : grad_dispatch;
+  OpVertex grads_in = grad_gather != kNoOp ? grad_gather : grad_dispatch.ep;
   OpVertex q_grad = quantize(c, "experts.fc2.grad_quantize", Quant::CastTranspose, es.routed_tokens,
-                             h_, {grads_in});
+                             h_, {grads_in, grad_dispatch.ep_nvlink});
   OpVertex fc2_dv = expert_gemm(c, "experts.fc2.dgrad", es.rows_per_expert, f_local, h_,
-                                es.local_experts, {grads_in});
-  if (q_grad == kNoOp) b_.pair(grads_in, fc2_dv);
+                                es.local_experts, {grads_in, grad_dispatch.ep_nvlink});
+  if (q_grad == kNoOp && !m.hierarchical_dispatch()) b_.pair(grads_in, fc2_dv);
   expert_wgrad(c, "experts.fc2", f_local, h_, es.rows_per_expert, es.local_experts);
   elementwise(
       c, "experts.act.bwd",
@@ -177,7 +227,7 @@ OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
       tokens_from_experts(c, "tp_gather_tokens.bwd", "ep_dispatch.bwd", fc1_dv);
   expert_wgrad(c, "experts.fc1", h_, fc1_out, es.rows_per_expert, es.local_experts);
   elementwise(c, "permute.bwd", static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_),
-              {out.ep, out.tp});
+              {out.ep.ep, out.ep.ep_nvlink, out.tp});
   Ctx router = c;
   router.bf16_gemms = true;
   gemm(router, "router.dgrad", Tn_, h_, m.experts);

@@ -6,8 +6,14 @@
 
 namespace overlapsim::workloads {
 
-ParallelLayout::ParallelLayout(int tp, int cp, int dp, int pp, int ep, int etp)
-    : tp_(tp), cp_(cp), dp_(dp), pp_(pp), ep_(ep), etp_(etp > 0 ? etp : tp) {
+ParallelLayout::ParallelLayout(int tp, int cp, int dp, int pp, int ep, int etp, int ep_per_node)
+    : tp_(tp),
+      cp_(cp),
+      dp_(dp),
+      pp_(pp),
+      ep_(ep),
+      etp_(etp > 0 ? etp : tp),
+      ep_node_(ep_per_node > 0 ? ep_per_node : ep) {
   if (tp < 1 || cp < 1 || dp < 1 || pp < 1 || ep < 1 || etp < 0)
     throw std::invalid_argument(
         fmt::format("parallel layout: tp={} cp={} dp={} pp={} ep={} etp={} (expected all >= 1)", tp,
@@ -15,6 +21,34 @@ ParallelLayout::ParallelLayout(int tp, int cp, int dp, int pp, int ep, int etp)
   if ((tp * cp * dp) % (ep * etp_) != 0)
     throw std::invalid_argument(fmt::format(
         "parallel layout: ep·etp={} does not divide tp·cp·dp={}", ep * etp_, tp * cp * dp));
+  if (ep_per_node < 0 || ep_ % ep_node_ != 0 || (ep_node_ < ep_ && etp_ != 1))
+    throw std::invalid_argument(fmt::format(
+        "parallel layout: {} EP ranks per node with ep={} etp={} (expected a divisor of ep, "
+        "and etp 1 where it is below ep)",
+        ep_per_node, ep, etp_));
+}
+
+int ParallelLayout::ep_ranks_per_node(int gpus_per_node) const {
+  if (gpus_per_node < 1)
+    throw std::invalid_argument(
+        fmt::format("parallel layout: {} GPUs per node (expected >= 1)", gpus_per_node));
+  // EP groups are the ranks first + etp·i, i < ep, first = a stage's block start + a
+  // multiple of etp·ep (coord()).
+  const int block = tp_ * cp_ * dp_;
+  const int span = etp_ * (ep_ - 1) + 1;  // first to last member
+  bool inside = true;
+  for (int s = 0; s < pp_ && inside; ++s)
+    for (int first = block * s; first < block * (s + 1) && inside; first += etp_ * ep_)
+      for (int t = 0; t < etp_ && inside; ++t)
+        inside = (first + t) / gpus_per_node == (first + t + span - 1) / gpus_per_node;
+  if (inside) return ep_;
+  const bool whole_nodes = etp_ == 1 && ep_ % gpus_per_node == 0 && block % gpus_per_node == 0;
+  if (!whole_nodes)
+    throw std::invalid_argument(fmt::format(
+        "parallel layout: EP groups of {} ranks (etp {}) straddle nodes of {} GPUs (expected "
+        "each group inside one node, or etp 1 with ep and tp·cp·dp multiples of the node)",
+        ep_, etp_, gpus_per_node));
+  return gpus_per_node;
 }
 
 RankCoord ParallelLayout::coord(int rank) const {
@@ -47,6 +81,8 @@ int ParallelLayout::group_size(const std::string& family) const {
   if (family == "ep") return ep_;
   if (family == "etp") return etp_;
   if (family == "edp") return edp();
+  if (family == "ep_node") return ep_node_;
+  if (family == "ep_rail") return ep_ / ep_node_;
   if (family == "embd") return pp_ > 1 ? 2 : 1;
   throw std::invalid_argument(fmt::format("parallel layout: unknown family '{}'", family));
 }
@@ -61,6 +97,8 @@ int ParallelLayout::leader(const std::string& family, int rank) const {
   if (family == "etp") return rank - c.etp;
   if (family == "ep") return rank - etp_ * c.ep;
   if (family == "edp") return rank - etp_ * ep_ * c.edp;
+  if (family == "ep_node") return rank - etp_ * (c.ep % ep_node_);
+  if (family == "ep_rail") return rank - etp_ * (c.ep - c.ep % ep_node_);
   throw std::invalid_argument(fmt::format("parallel layout: unknown family '{}'", family));
 }
 
@@ -85,6 +123,10 @@ std::vector<int> ParallelLayout::group(const std::string& family, int rank) cons
     for (int i = 0; i < ep_; ++i) out.push_back(first + etp_ * i);
   } else if (family == "edp") {
     for (int i = 0; i < edp(); ++i) out.push_back(first + etp_ * ep_ * i);
+  } else if (family == "ep_node") {
+    for (int i = 0; i < ep_node_; ++i) out.push_back(first + etp_ * i);
+  } else if (family == "ep_rail") {
+    for (int i = 0; i < ep_ / ep_node_; ++i) out.push_back(first + etp_ * ep_node_ * i);
   }
   return out;
 }
@@ -112,6 +154,11 @@ int ParallelLayout::group_index(const std::string& family, int rank) const {
   if (family == "etp") return rank / etp_;
   if (family == "ep") return c.etp + etp_ * (c.edp + edp() * c.pp);
   if (family == "edp") return c.etp + etp_ * (c.ep + ep_ * c.pp);
+  // Split EP groups have etp 1 (the constructor), so they are runs of ep consecutive ranks
+  // and their node and rail groups order as (EP group, node block) and (EP group, rail).
+  const int ep_group = c.etp + etp_ * (c.edp + edp() * c.pp);
+  if (family == "ep_node") return ep_group * (ep_ / ep_node_) + c.ep / ep_node_;
+  if (family == "ep_rail") return ep_group * ep_node_ + c.ep % ep_node_;
   throw std::invalid_argument(fmt::format("parallel layout: unknown family '{}'", family));
 }
 

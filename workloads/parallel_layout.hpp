@@ -18,6 +18,11 @@
 //   etp  expert tensor-parallel group (same ep, edp, pp)
 //   ep   expert-parallel all-to-all group (same etp, edp, pp)
 //   edp  expert-data-parallel group, gradient reduction of expert weights (same etp, ep, pp)
+//   ep_node  the ranks of one EP group inside one node (a hierarchical token exchange's
+//            NVLink leg); ep_rail  the ranks of one EP group at the same place in their
+//            nodes, one per node (its network leg). Only with an EP group split over nodes
+//            (ep_per_node < ep), which needs etp = 1: EP group ep·k + i, i < ep, has node
+//            block i div ep_per_node and rail i mod ep_per_node.
 //   embd first and last stage of one pipeline (tied input/output embedding gradients)
 #include <string>
 #include <vector>
@@ -33,9 +38,10 @@ struct RankCoord {
 
 class ParallelLayout {
  public:
-  // etp 0: equal to tp. Throws std::invalid_argument when a size is < 1 or ep·etp does not
-  // divide tp·cp·dp.
-  ParallelLayout(int tp, int cp, int dp, int pp, int ep = 1, int etp = 0);
+  // etp 0: equal to tp. ep_per_node 0: ep (every EP group inside one node). Throws
+  // std::invalid_argument when a size is < 1, ep·etp does not divide tp·cp·dp, or
+  // ep_per_node does not divide ep or is below ep with etp > 1.
+  ParallelLayout(int tp, int cp, int dp, int pp, int ep = 1, int etp = 0, int ep_per_node = 0);
 
   int tp() const { return tp_; }
   int cp() const { return cp_; }
@@ -44,6 +50,12 @@ class ParallelLayout {
   int ep() const { return ep_; }
   int etp() const { return etp_; }
   int edp() const { return tp_ * cp_ * dp_ / (ep_ * etp_); }
+  int ep_per_node() const { return ep_node_; }
+  // The EP ranks per node when nodes hold `gpus_per_node` consecutive ranks: ep when every
+  // EP group lies inside one node, else the node size, where every EP group covers whole
+  // nodes (etp 1, ep a multiple of gpus_per_node, each group starting a node). Throws
+  // std::invalid_argument, saying which, for groups that straddle nodes otherwise.
+  int ep_ranks_per_node(int gpus_per_node) const;
   int world_size() const { return tp_ * cp_ * dp_ * pp_; }
 
   RankCoord coord(int rank) const;
@@ -61,7 +73,7 @@ class ParallelLayout {
   // The lowest rank of the family's group containing `rank` (identifies the group) and
   // the rank's position inside the group.
   int leader(const std::string& family, int rank) const;
-  int tp_, cp_, dp_, pp_, ep_, etp_;
+  int tp_, cp_, dp_, pp_, ep_, etp_, ep_node_;
 };
 
 }  // namespace overlapsim::workloads

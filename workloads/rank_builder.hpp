@@ -64,7 +64,7 @@ class RankBuilder {
  private:
   sim::OpGraph& graph_;
   OpBudget* budget_ = nullptr;
-  std::array<OpVertex, 6> last_{};
+  std::array<OpVertex, sim::kNumStreamKinds> last_{};
   OpVertex last_any_ = kNoOp;
   OpVertex fence_ = kNoOp;
   std::vector<OpVertex> waits_;

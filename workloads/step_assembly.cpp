@@ -30,6 +30,8 @@ RankGroups GroupTable::groups_of(int rank) const {
   g.edp = index("edp", rank);
   g.embd = index("embd", rank);
   g.etp = layout_.etp() == layout_.tp() ? g.tp : index("etp", rank);
+  g.ep_node = index("ep_node", rank);
+  g.ep_rail = index("ep_rail", rank);
   return g;
 }
 

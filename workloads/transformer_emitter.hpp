@@ -29,6 +29,9 @@ namespace overlapsim::workloads {
 struct RankGroups {
   int tp = -1, cp = -1, dp = -1, pp = -1, ep = -1, edp = -1, embd = -1;
   int etp = -1;  // the experts' TP group: the TP group itself when etp = tp
+  // A hierarchical token exchange's NVLink and network legs (ParallelLayout families
+  // ep_node, ep_rail); -1 where the EP group lies inside one node.
+  int ep_node = -1, ep_rail = -1;
 };
 
 class TransformerEmitter {
@@ -181,14 +184,22 @@ class TransformerEmitter {
                        std::int64_t experts, std::initializer_list<OpVertex> deps = {});
   OpVertex expert_wgrad(const Ctx& c, const char* what, std::int64_t in, std::int64_t out,
                         double rows, std::int64_t experts);
-  // All-to-all over EP, or all-gather / reduce-scatter over TP, of the routed tokens.
+  // All-gather / reduce-scatter over expert TP of the routed tokens.
   OpVertex token_collective(const Ctx& c, const char* what, sim::CollectiveOp op,
                             std::initializer_list<OpVertex> deps);
-  struct TokenExchange {
-    OpVertex ep = kNoOp, tp = kNoOp;  // all-to-all over EP; TP reduce-scatter (or kNoOp)
+  // The routed tokens' exchange over EP (moe.dispatcher): one all-to-all (`ep`), or a
+  // hierarchical exchange's network leg (`ep`) and NVLink leg (`ep_nvlink`), in flight
+  // together; what consumes the tokens waits for both.
+  struct EpExchange {
+    OpVertex ep = kNoOp, ep_nvlink = kNoOp;
   };
-  // Back from the experts: TP reduce-scatter, then all-to-all over EP; the first
-  // exchange that exists is paired with `producer`.
+  EpExchange ep_exchange(const Ctx& c, const char* what, std::initializer_list<OpVertex> deps);
+  struct TokenExchange {
+    OpVertex tp = kNoOp;  // TP reduce-scatter (or kNoOp)
+    EpExchange ep;
+  };
+  // Back from the experts: TP reduce-scatter, then the exchange over EP; the first
+  // collective is paired with `producer` where the overlap designs apply (all-to-all).
   TokenExchange tokens_from_experts(const Ctx& c, const char* scatter, const char* all_to_all,
                                     OpVertex producer);
 

@@ -52,6 +52,8 @@ const char* to_string(StreamKind s) {
     case StreamKind::PipelineComm: return "pp-comm";
     case StreamKind::ExpertComm: return "ep-comm";
     case StreamKind::ContextComm: return "cp-comm";
+    case StreamKind::ExpertNodeComm:
+      return "ep-node-comm";
   }
   return "?";
 }

@@ -34,10 +34,20 @@ const char* to_string(Phase p);
 
 // Streams of one rank. Compute ops run one at a time on Compute; communication runs on
 // its own stream(s) so it can overlap with compute (e.g. DP gradient buckets).
-// ContextComm (added by the workloads generators) carries context-parallel K/V traffic.
-enum class StreamKind { Compute, TensorComm, DataComm, PipelineComm, ExpertComm, ContextComm };
+// ContextComm (added by the workloads generators) carries context-parallel K/V traffic;
+// ExpertNodeComm the NVLink leg of a hierarchical token exchange, which runs while its
+// network leg (on ExpertComm) is in flight.
+enum class StreamKind {
+  Compute,
+  TensorComm,
+  DataComm,
+  PipelineComm,
+  ExpertComm,
+  ContextComm,
+  ExpertNodeComm
+};
 // How many StreamKinds there are: a rank has one stream of each (keep last in the enum above).
-inline constexpr int kNumStreamKinds = static_cast<int>(StreamKind::ContextComm) + 1;
+inline constexpr int kNumStreamKinds = static_cast<int>(StreamKind::ExpertNodeComm) + 1;
 const char* to_string(StreamKind s);
 
 struct GemmShape {

@@ -179,3 +179,69 @@ TEST(MoeGenerator, ExpertTpOfOneSendsTokensOverTpRanksAndKeepsExpertsWhole) {
       [](const sim::OpNode& op) { return static_cast<double>(op.comm_bytes); });
   EXPECT_EQ(edp_bytes, 0.0);
 }
+
+TEST(MoeGenerator, HierarchicalDispatchCrossesTheNetworkOncePerNodeThenNvlink) {
+  // The tiny MoE (8 experts, top 2, hidden 256) with EP 8 over two nodes of 4 GPUs: per
+  // rank Tn tokens; a node holds 4 experts, a rank 1. Under uniform routing a token reaches
+  // a given node with probability 1 - C(4,2)/C(8,2) = 11/14 and a given rank with 1/4.
+  const std::string text = edit(kTinyMoe, {{"  top_k: 2\n", "  top_k: 2\n  dispatcher: deepep\n"},
+                                           {"  dp: 4", "  dp: 8"},
+                                           {"  pp: 2", "  pp: 1"},
+                                           {"  ep: 4", "  ep: 8"}});
+  const auto flat = generate_step(
+      load_model_string(edit(text, {{"  dispatcher: deepep\n", ""}}), "flat.yaml"), 8, {true, 4});
+  const auto step = generate_step(load_model_string(text, "deepep.yaml"), 8, {true, 4});
+  double tokens = 0;  // Tn, from the all-to-all's Tn · top_k · hidden · bf16
+  int flat_exchanges = 0;
+  for_each_op(flat.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind != OpKind::Collective || op.collective != CollectiveOp::AllToAll) return;
+    tokens = static_cast<double>(op.comm_bytes) / (2 * 256 * 2);
+    ++flat_exchanges;
+  });
+  ASSERT_GT(tokens, 0);
+  int network = 0, nvlink = 0;
+  for_each_op(step.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind != OpKind::Collective || op.collective != CollectiveOp::AllToAll) return;
+    EXPECT_LT(op.pair_partner, 0) << op.name << ": the designs do not model DeepEP's kernels";
+    if (family_of(step, op) == "ep_rail") {
+      ++network;
+      EXPECT_EQ(op.stream, StreamKind::ExpertComm);
+      EXPECT_EQ(step.groups[op.comm_group].ranks, (std::vector<int>{0, 4}));
+      EXPECT_EQ(op.comm_bytes,
+                static_cast<std::uint64_t>(std::llround(2 * tokens * 11.0 / 14 * 512)));
+    } else {
+      ++nvlink;
+      EXPECT_EQ(family_of(step, op), "ep_node");
+      EXPECT_EQ(op.stream, StreamKind::ExpertNodeComm);
+      EXPECT_EQ(step.groups[op.comm_group].ranks, (std::vector<int>{0, 1, 2, 3}));
+      EXPECT_EQ(op.comm_bytes, static_cast<std::uint64_t>(std::llround(8 * tokens / 4 * 512)));
+    }
+  });
+  EXPECT_EQ(network, flat_exchanges);  // each all-to-all becomes the two legs
+  EXPECT_EQ(network,
+            4 * 4 * 2);  // layers x (dispatch, combine) x (forward, backward) x 2 microbatches
+  EXPECT_EQ(nvlink, network);
+  // The experts' work is unchanged.
+  EXPECT_DOUBLE_EQ(step.flops_per_step, flat.flops_per_step);
+}
+
+TEST(MoeGenerator, HierarchicalDispatchInsideANodeSendsEachTokenOncePerRank) {
+  // EP 4 inside one node: 2 experts a rank, reached with probability 1 - C(6,2)/C(8,2) =
+  // 13/28, so Tn · 4 · 13/28 rows where the all-to-all dispatcher sends Tn · 2.
+  const std::string text =
+      edit(kTinyMoe, {{"  top_k: 2\n", "  top_k: 2\n  dispatcher: hybridep\n"}});
+  const auto step = generate_step(load_model_string(text, "hybridep.yaml"), 8, {true, 8});
+  const auto flat = generate_step(load_model_string(kTinyMoe, "flat.yaml"), 8, {true, 8});
+  std::uint64_t flat_bytes = 0, bytes = 0;
+  for_each_op(flat.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind == OpKind::Collective && op.collective == CollectiveOp::AllToAll)
+      flat_bytes = op.comm_bytes;
+  });
+  for_each_op(step.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind != OpKind::Collective || op.collective != CollectiveOp::AllToAll) return;
+    EXPECT_EQ(family_of(step, op), "ep");
+    bytes = op.comm_bytes;
+  });
+  const double tokens = static_cast<double>(flat_bytes) / (2 * 256 * 2);
+  EXPECT_EQ(bytes, static_cast<std::uint64_t>(std::llround(tokens * 4 * 13.0 / 28 * 512)));
+}

@@ -369,6 +369,28 @@ TEST(ModelRules, ExpertTpAtMostTpAndOnlyForMoe) {
   expect_error(load_error(text), text, "etp: 1", "parallelism.etp");
 }
 
+TEST(ModelRules, TokenDispatcherIsNamedAndHierarchicalOnlyWithWholeExperts) {
+  const std::string deepep =
+      edit(kTinyMoe, {{"  top_k: 2\n", "  top_k: 2\n  dispatcher: deepep\n"}});
+  EXPECT_EQ(load_model_string(deepep, "m.yaml").moe.dispatcher, TokenDispatcher::DeepEp);
+  EXPECT_EQ(load_model_string(kTinyMoe, "m.yaml").moe.dispatcher, TokenDispatcher::AllToAll);
+  std::string text = edit(kTinyMoe, {{"  top_k: 2\n", "  top_k: 2\n  dispatcher: deep_ep\n"}});
+  expect_error(load_error(text), text, "dispatcher: deep_ep", "moe.dispatcher");
+  // Expert TP = TP 2 splits each expert over two ranks: not modelled for DeepEP/HybridEP.
+  text = edit(deepep, {{"  tp: 1", "  tp: 2\n  sequence_parallel: true"}, {"  ep: 4", "  ep: 2"}});
+  const std::string msg = load_error(text);
+  expect_error(msg, text, "dispatcher: deepep", "moe.dispatcher");
+  EXPECT_NE(msg.find("expert tensor parallelism 2"), std::string::npos) << msg;
+  // EP 8 on nodes of 6 GPUs: the groups straddle nodes, neither inside one nor whole ones.
+  const std::string ep8 =
+      edit(deepep, {{"  dp: 4", "  dp: 8"}, {"  pp: 2", "  pp: 1"}, {"  ep: 4", "  ep: 8"}});
+  const ModelSpec spec = load_model_string(ep8, "m.yaml");
+  EXPECT_EQ(resolve_for_world(spec, 8, 8).parallelism.ep, 8);
+  const std::string straddle = error_of([&] { resolve_for_world(spec, 8, 6); });
+  expect_error(straddle, ep8, "dispatcher: deepep", "moe.dispatcher");
+  EXPECT_NE(straddle.find("straddle nodes of 6 GPUs"), std::string::npos) << straddle;
+}
+
 TEST(ModelRules, SlidingWindowNeedsACausalMaskAndNoContextParallelism) {
   std::string text =
       edit(kTiny, {{"  cp: 2", "  cp: 1"}, {"    heads:", "    window: 64\n    heads:"}});

@@ -109,10 +109,48 @@ TEST(ParallelLayout, ExpertGroupsAreCarvedOutOfDataTimesContext) {
   EXPECT_EQ(l.group("edp", 0), (std::vector<int>{0, 8}));
 }
 
+TEST(ParallelLayout, EpGroupsSplitIntoNodeAndRailGroups) {
+  // EP 16 over two nodes of 8 (expert TP 1): 32 ranks, EP groups 0-15 and 16-31.
+  ParallelLayout l(/*tp=*/1, /*cp=*/1, /*dp=*/32, /*pp=*/1, /*ep=*/16, /*etp=*/1,
+                   /*ep_per_node=*/8);
+  EXPECT_EQ(l.group_size("ep_node"), 8);
+  EXPECT_EQ(l.group_size("ep_rail"), 2);
+  EXPECT_EQ(l.group("ep_node", 10), (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(l.group("ep_rail", 10), (std::vector<int>{2, 10}));
+  EXPECT_EQ(l.group("ep_rail", 20), (std::vector<int>{20, 28}));
+  for (const char* family : {"ep_node", "ep_rail"}) {
+    const auto groups = l.all_groups(family);
+    std::vector<int> seen(l.world_size(), 0);
+    for (std::size_t gi = 0; gi < groups.size(); ++gi)
+      for (int r : groups[gi].ranks) {
+        ++seen[r];
+        EXPECT_EQ(l.group_index(family, r), static_cast<int>(gi)) << family << " rank " << r;
+        EXPECT_EQ(l.group(family, r), groups[gi].ranks) << family;
+      }
+    for (int n : seen) EXPECT_EQ(n, 1) << family;
+  }
+  // With a pipeline and TP 2 folded into EP 8 over nodes of 4: stage blocks of 16 ranks.
+  ParallelLayout folded(2, 1, 8, 2, /*ep=*/8, /*etp=*/1, /*ep_per_node=*/4);
+  EXPECT_EQ(folded.group("ep_rail", 16 + 5), (std::vector<int>{16 + 1, 16 + 5}));
+  EXPECT_EQ(folded.group_index("ep_rail", 16 + 5), 2 * 4 + 1);  // EP group 2, rail 1
+  EXPECT_EQ(folded.group_index("ep_node", 16 + 5), 2 * 2 + 1);  // EP group 2, node 1
+}
+
+TEST(ParallelLayout, EpRanksPerNodeAreTheGroupOrWholeNodes) {
+  EXPECT_EQ(ParallelLayout(1, 1, 16, 1, 8, 1).ep_ranks_per_node(8), 8);   // inside a node
+  EXPECT_EQ(ParallelLayout(1, 1, 32, 1, 16, 1).ep_ranks_per_node(8), 8);  // two whole nodes
+  EXPECT_EQ(ParallelLayout(2, 1, 8, 2, 4, 2).ep_ranks_per_node(8), 4);    // strided, inside
+  EXPECT_THROW(ParallelLayout(2, 1, 8, 1, 8, 2).ep_ranks_per_node(8), std::invalid_argument);
+  EXPECT_THROW(ParallelLayout(1, 1, 24, 1, 12, 1).ep_ranks_per_node(8), std::invalid_argument);
+  EXPECT_THROW(ParallelLayout(1, 1, 8, 1, 8, 1).ep_ranks_per_node(0), std::invalid_argument);
+}
+
 TEST(ParallelLayout, RejectsBadSizes) {
   EXPECT_THROW(ParallelLayout(0, 1, 1, 1), std::invalid_argument);
   EXPECT_THROW(ParallelLayout(1, 1, 6, 1, 4), std::invalid_argument);
   EXPECT_THROW(ParallelLayout(2, 1, 4, 1, /*ep=*/16, /*etp=*/1), std::invalid_argument);
   EXPECT_THROW(ParallelLayout(2, 1, 4, 1, /*ep=*/4, /*etp=*/-1), std::invalid_argument);
   EXPECT_THROW(ParallelLayout(2, 1, 2, 1).coord(4), std::invalid_argument);
+  EXPECT_THROW(ParallelLayout(1, 1, 16, 1, 16, 1, /*ep_per_node=*/3), std::invalid_argument);
+  EXPECT_THROW(ParallelLayout(2, 1, 8, 1, 4, 2, /*ep_per_node=*/2), std::invalid_argument);
 }
