@@ -132,12 +132,12 @@ TransformerEmitter::EpExchange TransformerEmitter::ep_exchange(
   }
   const double node_rows = static_cast<double>(Tn_) * nodes *
                            share_of_tokens_reaching(m.experts, m.top_k, m.experts / nodes);
-  x.ep = collective(c, (std::string(what) + ".network").c_str(), CollectiveOp::AllToAll,
+  x.ep = collective(c, (std::string(what) + ".rail").c_str(), CollectiveOp::AllToAll,
                     static_cast<std::uint64_t>(std::llround(node_rows * row_bytes)),
                     groups_.ep_rail, StreamKind::ExpertComm, deps);
-  x.ep_nvlink = collective(c, (std::string(what) + ".nvlink").c_str(), CollectiveOp::AllToAll,
-                           static_cast<std::uint64_t>(std::llround(rank_rows * row_bytes)),
-                           groups_.ep_node, StreamKind::ExpertNodeComm, deps);
+  x.ep_node = collective(c, (std::string(what) + ".node").c_str(), CollectiveOp::AllToAll,
+                         static_cast<std::uint64_t>(std::llround(rank_rows * row_bytes)),
+                         groups_.ep_node, StreamKind::ExpertNodeComm, deps);
   return x;
 }
 
@@ -172,7 +172,7 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
       c, "permute", static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_));
   const EpExchange dispatch = ep_exchange(c, "ep_dispatch", {permute});
   OpVertex gathered = token_collective(c, "tp_gather_tokens", CollectiveOp::AllGather,
-                                       {dispatch.ep, dispatch.ep_nvlink, permute});
+                                       {dispatch.ep, dispatch.ep_node, permute});
   // Shared experts do not wait for the dispatch, so they can run while it is in flight.
   OpVertex shared = kNoOp;
   if (m.shared_experts > 0)
@@ -180,9 +180,9 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
                                static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn_hidden);
   OpVertex tokens_in = gathered != kNoOp ? gathered : dispatch.ep;
   OpVertex q_in = quantize(c, "experts.fc1.input_quantize", Quant::CastTranspose, es.routed_tokens,
-                           h_, {tokens_in, dispatch.ep_nvlink});
+                           h_, {tokens_in, dispatch.ep_node});
   OpVertex fc1 = expert_gemm(c, "experts.fc1", es.rows_per_expert, gated_ * f_local, h_,
-                             es.local_experts, {tokens_in, dispatch.ep_nvlink});
+                             es.local_experts, {tokens_in, dispatch.ep_node});
   if (q_in == kNoOp && !m.hierarchical_dispatch()) b_.pair(tokens_in, fc1);
   elementwise(c, "experts.act",
               static_cast<std::uint64_t>((gated_ + 1) * es.routed_tokens * f_local * act_bytes_));
@@ -192,7 +192,7 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
   // Weighted sum of the top_k expert outputs of each token.
   return elementwise(c, "unpermute",
                      static_cast<std::uint64_t>((Tn_ * m.top_k + Tn_) * h_ * act_bytes_),
-                     {out.ep.ep, out.ep.ep_nvlink, out.tp, shared});
+                     {out.ep.ep, out.ep.ep_node, out.tp, shared});
 }
 
 OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
@@ -205,16 +205,16 @@ OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
       c, "unpermute.bwd", static_cast<std::uint64_t>((Tn_ * m.top_k + Tn_) * h_ * act_bytes_));
   const EpExchange grad_dispatch = ep_exchange(c, "ep_combine.bwd", {unpermute});
   OpVertex grad_gather = token_collective(c, "tp_scatter_tokens.bwd", CollectiveOp::AllGather,
-                                          {grad_dispatch.ep, grad_dispatch.ep_nvlink, unpermute});
+                                          {grad_dispatch.ep, grad_dispatch.ep_node, unpermute});
   OpVertex shared = kNoOp;
   if (m.shared_experts > 0)
     shared = dense_mlp_backward(c, "shared",
                                 static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn_hidden);
   OpVertex grads_in = grad_gather != kNoOp ? grad_gather : grad_dispatch.ep;
   OpVertex q_grad = quantize(c, "experts.fc2.grad_quantize", Quant::CastTranspose, es.routed_tokens,
-                             h_, {grads_in, grad_dispatch.ep_nvlink});
+                             h_, {grads_in, grad_dispatch.ep_node});
   OpVertex fc2_dv = expert_gemm(c, "experts.fc2.dgrad", es.rows_per_expert, f_local, h_,
-                                es.local_experts, {grads_in, grad_dispatch.ep_nvlink});
+                                es.local_experts, {grads_in, grad_dispatch.ep_node});
   if (q_grad == kNoOp && !m.hierarchical_dispatch()) b_.pair(grads_in, fc2_dv);
   expert_wgrad(c, "experts.fc2", f_local, h_, es.rows_per_expert, es.local_experts);
   elementwise(
@@ -227,7 +227,7 @@ OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
       tokens_from_experts(c, "tp_gather_tokens.bwd", "ep_dispatch.bwd", fc1_dv);
   expert_wgrad(c, "experts.fc1", h_, fc1_out, es.rows_per_expert, es.local_experts);
   elementwise(c, "permute.bwd", static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_),
-              {out.ep.ep, out.ep.ep_nvlink, out.tp});
+              {out.ep.ep, out.ep.ep_node, out.tp});
   Ctx router = c;
   router.bf16_gemms = true;
   gemm(router, "router.dgrad", Tn_, h_, m.experts);

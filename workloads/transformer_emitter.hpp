@@ -188,10 +188,10 @@ class TransformerEmitter {
   OpVertex token_collective(const Ctx& c, const char* what, sim::CollectiveOp op,
                             std::initializer_list<OpVertex> deps);
   // The routed tokens' exchange over EP (moe.dispatcher): one all-to-all (`ep`), or a
-  // hierarchical exchange's network leg (`ep`) and NVLink leg (`ep_nvlink`), in flight
-  // together; what consumes the tokens waits for both.
+  // hierarchical exchange's network leg (`ep`, over the ep_rail family) and NVLink leg
+  // (`ep_node`, over ep_node), in flight together; what consumes the tokens waits for both.
   struct EpExchange {
-    OpVertex ep = kNoOp, ep_nvlink = kNoOp;
+    OpVertex ep = kNoOp, ep_node = kNoOp;
   };
   EpExchange ep_exchange(const Ctx& c, const char* what, std::initializer_list<OpVertex> deps);
   struct TokenExchange {
