@@ -97,7 +97,8 @@ def main():
         if not (seq and op_ and co):
             continue
         ideal = max(op_, co)
-        tw = row_of("tilewise_ag", "tilewise_ag_par")
+        # The chosen tile-wise design: tilewise_ag or _par, "_k<n>" with a split last wave.
+        tw = next((r for r in rs if re.fullmatch(r"tilewise_ag(_par)?(_k\d)?", r["design"])), None)
         tuned = row_of("tilewise_tuned")
         tw_us = float(tw["time_us"]) if tw else None
         tuned_us = float(tuned["time_us"]) if tuned else None
@@ -110,8 +111,8 @@ def main():
         peers = states.get(key, [])
         clock = {}
         for state in ("steady", "burst"):
-            mine = [r for r in rs if r["design"] in (f"tilewise_ag_{state}",
-                                                     f"tilewise_ag_par_{state}")]
+            mine = [r for r in rs
+                    if re.fullmatch(rf"tilewise_ag(_par)?(_k\d)?_{state}", r["design"])]
             clock[f"tw_{state}_us"] = float(mine[0]["time_us"]) if mine else None
             clock[f"op_alone_{state}_us"] = t(f"op_alone_{state}")
             clock[f"torch_gemm_{state}_us"] = fastest_us(peers, f"torch_{state}")

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -28,8 +29,10 @@ struct Candidate {
   Timing search;
 };
 
+// "_k<n>": the GEMM's last wave split in n ranges of K (AllGatherGemmOptions::split_k_tail).
 std::string design_name(const tw::AllGatherGemmOptions& o) {
-  return o.push == tw::AllGatherPush::PerPeer ? "tilewise_ag_par" : "tilewise_ag";
+  return std::string(o.push == tw::AllGatherPush::PerPeer ? "tilewise_ag_par" : "tilewise_ag") +
+         (o.split_k_tail > 1 ? "_k" + std::to_string(o.split_k_tail) : std::string());
 }
 
 class AllGatherTilewiseRunner {
@@ -52,6 +55,16 @@ class AllGatherTilewiseRunner {
         Candidate cand;
         cand.options = o;
         candidates_.push_back(std::move(cand));
+        // The split last wave: one chunk, rotated pushes only (where chunks and pushes matter
+        // least), so the loop grows by the split counts alone.
+        if (chunks != 1 || push != tw::AllGatherPush::Rotated) continue;
+        for (const int split : env_.tilewise_settings.split_tail) {
+          if (split <= 1) continue;
+          Candidate s;
+          s.options = o;
+          s.options.split_k_tail = split;
+          candidates_.push_back(std::move(s));
+        }
       }
     if (candidates_.empty()) {
       if (env_.rank() == 0)
@@ -81,8 +94,20 @@ class AllGatherTilewiseRunner {
       OVERLAPSIM_TRY(g->initialize(gemm_args(b.staging, b.b, b.c)));
       own_.push_back(std::move(g));
     }
-    OVERLAPSIM_TRY(own_check_.initialize(gemm_args(io_.set(0).staging, io_.set(0).b,
-                                                   own_reference_.data())));
+    // The bit check's own GEMM, one for each split last wave a candidate uses: the split
+    // sums K in another order, and which tiles it splits follows the schedule, so the
+    // reference runs the design's own schedule (rotation and split; without a split the
+    // order does not change a tile's bits, and the plain GEMM is the reference).
+    for (const Candidate& cand : candidates_) {
+      const int split = cand.options.split_k_tail;
+      if (own_check_.count(split)) continue;
+      gemm::SchedulerOptions sched;
+      if (split > 1) sched = cand.design->scheduler();
+      auto g = std::make_unique<gemm::OwnGemm>();
+      OVERLAPSIM_TRY(g->initialize(
+          gemm_args(io_.set(0).staging, io_.set(0).b, own_reference_.data()), {}, sched));
+      own_check_.emplace(split, std::move(g));
+    }
     OVERLAPSIM_TRY(quiesce(*env_.ctx, "allgather tilewise: after allocating"));
     // Each candidate once before anything is timed (its kernels are loaded already).
     for (Candidate& cand : candidates_) OVERLAPSIM_TRY(run_candidate(cand, 0));
@@ -245,7 +270,7 @@ class AllGatherTilewiseRunner {
     const PairBuffers b0 = io_.set(0);
     const std::size_t shard = static_cast<std::size_t>(shape_.m / env_.world() * shape_.k);
     OVERLAPSIM_TRY(all_gather(env_.ctx->comm, b0.a, b0.staging, shard, case_.dtype, compute()));
-    OVERLAPSIM_TRY(own_check_.run(compute()));
+    OVERLAPSIM_TRY(own_check_.at(best.options.split_k_tail)->run(compute()));
     OVERLAPSIM_TRY(wait_stream(env_.ctx->comm, compute(), "allgather tilewise bit check"));
     std::uint64_t mismatches = 0;
     OVERLAPSIM_TRY(count_mismatches(b0.c, own_reference_.data(),
@@ -465,7 +490,8 @@ class AllGatherTilewiseRunner {
   const TilewiseCaseIo& io_;
   std::vector<Candidate> candidates_;
   std::vector<std::unique_ptr<gemm::OwnGemm>> own_;  // natural own GEMM on each set's staging
-  gemm::OwnGemm own_check_;                          // set 0's, into own_reference_
+  // Set 0's, into own_reference_, per split last wave (1: unsplit).
+  std::map<int, std::unique_ptr<gemm::OwnGemm>> own_check_;
   DeviceBuffer own_reference_;
   Timing t_sequential_search_;
   std::size_t best_ = 0;

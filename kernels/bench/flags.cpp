@@ -53,6 +53,7 @@ constexpr TilewiseFlag kTilewiseFlags[] = {
     {"--tilewise-groups", "OVERLAPSIM_TILEWISE_CE_GROUPS"},
     {"--tilewise-slabs", "OVERLAPSIM_TILEWISE_CE_SLABS"},
     {"--tilewise-slab-skew", "OVERLAPSIM_TILEWISE_CE_SLAB_SKEW"},
+    {"--tilewise-split-tail", "OVERLAPSIM_TILEWISE_SPLIT_TAIL"},
     {"--tilewise-comm-sms", "OVERLAPSIM_TILEWISE_COMM_SMS"},
     {"--tilewise-wait", "OVERLAPSIM_TILEWISE_WAIT"},
     {"--tilewise-keep", "OVERLAPSIM_TILEWISE_KEEP"},
@@ -103,6 +104,10 @@ void set_tilewise(const std::string& flag, const std::string& name, const std::s
   } else if (flag == "--tilewise-slabs") {
     s->ce_slabs = to_list<int>(name, value, "slab counts", [&](const std::string& v) {
       return static_cast<int>(flag_int(kProgram, name, v, 1, 64));
+    });
+  } else if (flag == "--tilewise-split-tail") {
+    s->split_tail = to_list<int>(name, value, "split counts", [&](const std::string& v) {
+      return static_cast<int>(flag_int(kProgram, name, v, 1, 8));
     });
   } else if (flag == "--tilewise-slab-skew") {
     s->ce_slab_skew = to_list<int>(name, value, "slab orders", [&](const std::string& v) {
@@ -196,6 +201,8 @@ std::string usage() {
          "  --tilewise-groups 2,4,8,16  copy-engine groups per part to time\n"
          "  --tilewise-slabs 1,2,4  copy-engine ring all-reduce: slab counts to time\n"
          "  --tilewise-slab-skew 0,1  with slabs: plain and/or skewed slab order\n"
+         "  --tilewise-split-tail 1,2,4  copy-engine and AllGather+GEMM: the own GEMM's last wave\n"
+         "      split in this many ranges of K, tried on the best candidate (1: unsplit)\n"
          "  --tilewise-comm-sms 16  SM counts left to NCCL to search (0..64)\n"
          "  --tilewise-wait kernel,stream_memop  the NCCL transport's wait modes\n"
          "  --tilewise-keep 6 / --tilewise-exhaustive 16  predicted partitions timed / waves up\n"

@@ -18,7 +18,8 @@ std::string chunk_suffix(const TilewiseCandidate& cand) {
          (cand.slabs > 1 ? "_s" + std::to_string(cand.slabs) + (cand.slab_skew ? "d" : "")
                          : std::string()) +
          (cand.parallel_phase2 ? "_par" : "") + (cand.phase2_side_stream ? "_side" : "") +
-         (cand.tail_whole_part ? "_whole" : "");
+         (cand.tail_whole_part ? "_whole" : "") +
+         (cand.split_k_tail > 1 ? "_k" + std::to_string(cand.split_k_tail) : std::string());
 }
 }  // namespace
 
@@ -40,19 +41,21 @@ std::optional<TilewiseCandidate> parse_copy_engine_wait(const std::string& wait)
           for (const bool skew : {false, true})
             for (const bool parallel : {false, true})
               for (const bool side : {false, true})
-                for (const bool whole : {false, true}) {
-                  if ((chunks > 1 && slabs > 1) || (skew && slabs == 1)) continue;
-                  TilewiseCandidate c;
-                  c.phase2 = names.mode;
-                  c.route = route;
-                  c.row_chunks = chunks;
-                  c.slabs = slabs;
-                  c.slab_skew = skew;
-                  c.parallel_phase2 = parallel;
-                  c.phase2_side_stream = side;
-                  c.tail_whole_part = whole;
-                  if (copy_engine_wait(c) == wait) return c;
-                }
+                for (const bool whole : {false, true})
+                  for (const int split : kSplitTailChoices) {
+                    if ((chunks > 1 && slabs > 1) || (skew && slabs == 1)) continue;
+                    TilewiseCandidate c;
+                    c.phase2 = names.mode;
+                    c.route = route;
+                    c.row_chunks = chunks;
+                    c.slabs = slabs;
+                    c.slab_skew = skew;
+                    c.parallel_phase2 = parallel;
+                    c.phase2_side_stream = side;
+                    c.tail_whole_part = whole;
+                    c.split_k_tail = split;
+                    if (copy_engine_wait(c) == wait) return c;
+                  }
   return std::nullopt;
 }
 
@@ -107,6 +110,7 @@ tw::CopyEngineOptions TilewiseShapeContext::copy_engine_options(
   o.parallel_phase2 = cand.parallel_phase2;
   o.phase2_side_stream = cand.phase2_side_stream;
   o.tail_whole_part = cand.tail_whole_part;
+  o.split_k_tail = cand.split_k_tail;
   return o;
 }
 

@@ -41,6 +41,7 @@ struct TilewiseCandidate {
   int slabs = 1;                 // copy_engine ring all-reduce: the slab order's slab count
   bool slab_skew = false;        // with slabs: the skewed slab order
   bool phase2_side_stream = false;  // copy_engine all-reduce: phase 2 on one stream of its own
+  int split_k_tail = 1;  // copy_engine: the GEMM's last wave split in this many ranges of K
 };
 
 // Per all-reduce phase-2 mode: the detail CSV's and tuning cache's `wait` of a copy-engine
@@ -63,7 +64,8 @@ const Phase2Names& phase2_names(tw::CopyEnginePhase2 mode);
 // slabs (CopyEngineOptions::slabs; "_s<n>d" skewed, CopyEngineOptions::slab_skew), then "_par"
 // for phase 2 on one stream of its own ("_side", CopyEngineOptions::phase2_side_stream) or one
 // stream a peer (CopyEngineOptions::parallel_phase2) or "_whole" for the tail kernel carrying
-// the whole own part (CopyEngineOptions::tail_whole_part).
+// the whole own part (CopyEngineOptions::tail_whole_part), then "_k<n>" for the GEMM's last wave
+// split in n ranges of K (CopyEngineOptions::split_k_tail).
 std::string copy_engine_wait(const TilewiseCandidate& cand);
 std::string copy_engine_design(const TilewiseCandidate& cand);
 // The candidate a cached `wait` names (phase 2 and route), nullopt for an unknown name.
@@ -72,6 +74,8 @@ std::optional<TilewiseCandidate> parse_copy_engine_wait(const std::string& wait)
 inline constexpr int kRowChunkChoices[] = {1, 2, 4};
 // The slab counts a cached `wait` may name (parse_copy_engine_wait).
 inline constexpr int kSlabChoices[] = {1, 2, 3, 4, 6, 8};
+// The split last wave's part counts a cached `wait` may name (1 = off; "_k<n>").
+inline constexpr int kSplitTailChoices[] = {1, 2, 3, 4, 5, 6, 7, 8};
 
 // What one rank keeps across shapes and cases (BenchEnv::tilewise_state). Every rank
 // updates its copy identically: each rank's decisions must match, or the ranks would

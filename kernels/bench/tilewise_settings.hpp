@@ -28,6 +28,9 @@ struct TilewiseSettings {
   // --tilewise-slabs: the copy-engine ring all-reduce's slab counts to time
   // (CopyEngineOptions::slabs; 1: the rotated order over all rows).
   std::vector<int> ce_slabs{1, 2, 4};
+  // --tilewise-split-tail: the own GEMM's split last wave (SchedulerOptions::split_k_tail) the
+  // copy-engine and AllGather+GEMM tuners time on their best candidate (1: unsplit, always).
+  std::vector<int> split_tail{1, 2, 4};
   // --tilewise-slab-skew: the slab orders to time with slabs > 1 (0: plain, 1: skewed).
   std::vector<int> ce_slab_skew{0, 1};
   // --tilewise-phase2: the all-reduce phase-2 modes of the copy-engine transport the tuner

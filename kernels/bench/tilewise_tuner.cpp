@@ -160,6 +160,35 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
     const auto parsed = parse_copy_engine_wait(cached->wait);
     sides = {parsed && parsed->phase2_side_stream};
   }
+  // Times one candidate (the final round's way, shorter) and reports it in the detail.
+  auto time_candidate = [&](TilewiseCandidate& cand) -> Status {
+    tw::CopyEngineDesign d;
+    OVERLAPSIM_TRY(d.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n, sc.shape.k,
+                                sc.bench_case.dtype, sc.copy_engine_options(cand)));
+    OVERLAPSIM_TRY(sc.prepare_sets(d));
+    OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
+    // The planner models the direct route; for the ring it is the same timeline with the
+    // reduction spread over the hops (no reduction cost in either). Not predicted for row
+    // chunks, phase 2 on one stream a peer or the split last wave (the planner has no such
+    // timeline; 0 in the detail).
+    if (cand.row_chunks == 1 && cand.slabs == 1 && !cand.parallel_phase2 &&
+        !cand.phase2_side_stream && !cand.tail_whole_part && cand.split_k_tail == 1)
+      cand.predicted_s = tw::predict_owner_time_s(
+          d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, cand.phase2, sc.state.stream_ops_s,
+          cand.phase2 == tw::CopyEnginePhase2::TailKernel ? &*sc.state.tail_curve : nullptr);
+    Timing t;
+    OVERLAPSIM_TRY(time_iterations(
+        *sc.env.ctx, warmup, iterations,
+        [&](int i) {
+          const PairBuffers b = sc.io.set(i);
+          return d.run(b.a, b.b, sc.p.data(), sc.compute(), sc.comm_stream());
+        },
+        &t));
+    OVERLAPSIM_TRY(d.check_waits());
+    cand.measured_s = t.median_s;
+    sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
+    return Status::success();
+  };
   for (const int chunks : row_chunks)
     for (const int slabs : slab_counts)
       for (const bool skew : skews)
@@ -205,39 +234,37 @@ Status search_copy_engine(TilewiseShapeContext& sc, std::optional<TilewiseCandid
                                                              sc.copy_engine_options(cand))
                              .ok)
                       continue;
-                    tw::CopyEngineDesign d;
-                    OVERLAPSIM_TRY(d.initialize(&sc.env.ctx->comm, sc.coll, sc.shape.m, sc.shape.n,
-                                                sc.shape.k, sc.bench_case.dtype,
-                                                sc.copy_engine_options(cand)));
-                    OVERLAPSIM_TRY(sc.prepare_sets(d));
-                    OVERLAPSIM_TRY(quiesce(*sc.env.ctx, "tilewise: copy-engine candidate ready"));
-                    // The planner models the direct route; for the ring it is the same timeline
-                    // with the reduction spread over the hops (no reduction cost in either). Not
-                    // predicted for row chunks or phase 2 on one stream a peer (the planner has no
-                    // such timeline; 0 in the detail).
-                    if (chunks == 1 && slabs == 1 && !par && !side && !all)
-                      cand.predicted_s = tw::predict_owner_time_s(
-                          d.plan(), sc.t_signal_ce_s, *sc.state.copy_curve, 2, mode,
-                          sc.state.stream_ops_s,
-                          mode == tw::CopyEnginePhase2::TailKernel ? &*sc.state.tail_curve
-                                                                   : nullptr);
-                    Timing t;
-                    OVERLAPSIM_TRY(time_iterations(
-                        *sc.env.ctx, warmup, iterations,
-                        [&](int i) {
-                          const PairBuffers b = sc.io.set(i);
-                          return d.run(b.a, b.b, sc.p.data(), sc.compute(), sc.comm_stream());
-                        },
-                        &t));
-                    OVERLAPSIM_TRY(d.check_waits());
-                    cand.measured_s = t.median_s;
-                    sc.reports.detail(sc, "candidate", cand, *search, -1, -1);
+                    OVERLAPSIM_TRY(time_candidate(cand));
                     if (!*best || cand.measured_s < (*best)->measured_s) *best = cand;
                     std::optional<TilewiseCandidate>& family = best_family[slabs > 1 ? 1 : 0];
                     if (!family || cand.measured_s < family->measured_s) family = cand;
                   }
           }
         }
+  // The GEMM's split last wave (CopyEngineOptions::split_k_tail) on the best candidate of each
+  // slab family: the last wave's tiles in K ranges on several CTAs, so they complete in steps
+  // instead of all at the GEMM's end. Timed beside the unsplit choice, so it is taken only
+  // where it measured faster (a cached choice names its split).
+  std::vector<int> splits;
+  if (cached && !cached->partition.empty()) {
+    const auto parsed = parse_copy_engine_wait(cached->wait);
+    if (parsed && parsed->split_k_tail > 1) splits.push_back(parsed->split_k_tail);
+  } else {
+    for (const int k : sc.settings.split_tail)
+      if (k > 1) splits.push_back(k);
+  }
+  for (std::optional<TilewiseCandidate>& family : best_family) {
+    if (!family) continue;
+    const TilewiseCandidate base = *family;
+    for (const int k : splits) {
+      TilewiseCandidate cand = base;
+      cand.split_k_tail = k;
+      cand.predicted_s = 0;
+      OVERLAPSIM_TRY(time_candidate(cand));
+      if (cand.measured_s < (*best)->measured_s) *best = cand;
+      if (cand.measured_s < family->measured_s) family = cand;
+    }
+  }
   // The two slab families' bests within 3 % of each other: the search's short medians do not
   // tell them apart (at 2 ranks the final loop separated slabs from row chunks by 2-4 % where
   // the search ranked them the other way), so both are re-timed in one interleaved loop of the

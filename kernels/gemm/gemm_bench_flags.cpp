@@ -55,6 +55,10 @@ bool parse_gemm_variant(const std::string& text, GemmBenchVariant* v) {
     v->immediate = true;
     ++i;
   }
+  if (i + 1 < text.size() && text[i] == 'k' && text[i + 1] >= '2' && text[i + 1] <= '8') {
+    v->split_k_tail = text[i + 1] - '0';  // split last wave, k2 .. k8
+    i += 2;
+  }
   return i == text.size();
 }
 
@@ -87,7 +91,7 @@ GemmBenchOptions parse_gemm_bench_flags(const std::vector<std::string>& args) {
       for (const std::string& item : split_list(text)) {
         GemmBenchVariant v;
         if (!parse_gemm_variant(item, &v))
-          bad_flag(kProgram, flag, item, "a version 2|3[s1|s2|s4|s8][v|n][i]");
+          bad_flag(kProgram, flag, item, "a version 2|3[s1|s2|s4|s8][v|n][i][k2..k8]");
         o.versions.push_back(v);
       }
       if (o.versions.empty()) bad_flag(kProgram, flag, text, "a list of versions such as 3,2");

@@ -16,7 +16,8 @@ struct GemmBenchShape {
 };
 
 // An own GEMM variant: version 3 (cluster_m 2) or 2 (cluster_m 1), the plain epilogue's
-// store steps (s<n>), 16-byte vector stores (v) or 4-byte ones (n), immediate stores (i);
+// store steps (s<n>), 16-byte vector stores (v) or 4-byte ones (n), immediate stores (i), the
+// split last wave (k<n>, SchedulerOptions::split_k_tail);
 // unnamed choices are the library defaults. Written 3, 2, 3s8, 3s4v, 2n, 3vi, ...; design
 // column own_v<spec>.
 struct GemmBenchVariant {
@@ -25,6 +26,7 @@ struct GemmBenchVariant {
   int vector_stores = -1;
   bool immediate = false;
   std::string name;
+  int split_k_tail = 1;  // k<n>: the last wave split in n ranges of K
 };
 
 struct GemmBenchOptions {

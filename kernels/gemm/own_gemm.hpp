@@ -156,6 +156,16 @@ struct SchedulerOptions {
   // results for every choice; the owner epilogue keeps its own steps.
   int store_steps = GemmConfig::kDefaultStoreSteps;
   bool vector_stores = GemmConfig::kDefaultVectorStores;
+  // Split last wave (tile_scheduler.hpp split_tail_first / work_unit): 2..8 cuts each tile of
+  // the last wave (the partial one, or the last full one) into that many ranges of K, each a
+  // work item of its own, reduced in fp32 through a workspace by the tile's last part, which
+  // alone runs the epilogue (store, signal, owner reduction), once per tile. A partial last
+  // wave then takes 1/split of a tile's time per sub-wave and its tiles complete in split
+  // steps rather than all at the GEMM's end. Costs a workspace of (split − 1) × 128 KiB a
+  // tail tile. The split tiles' K sums are in another order than the unsplit GEMM's: within
+  // fp32 rounding, not bit-identical (1 = off, the default; every bit-identity test compares
+  // like configurations). Not with cluster_m = 2 (effective_cluster_m falls back to 1).
+  int split_k_tail = 1;
 };
 
 // The cluster size the GEMM really uses for these options (the host replicas below and
@@ -204,6 +214,13 @@ class OwnGemm {
   Status run(cudaStream_t stream, uint32_t epoch);
 
   int num_ctas() const { return num_ctas_; }
+  // The split tail as initialize() set it: first split tile item (tiles_m·tiles_n without a
+  // split) and the parts a tail tile (1 without).
+  int32_t split_first() const { return split_first_; }
+  int split_parts() const { return split_parts_; }
+  // True when a split tile's finisher gave up waiting for its parts (a bug; the result is
+  // then wrong). Synchronises with the device.
+  Status check_split_wait() const;
   int cluster_m() const { return cluster_m_; }  // effective: 1 = v2, 2 = v3
   int32_t tiles_m() const { return tiles_m_; }
   int32_t tiles_n() const { return tiles_n_; }
@@ -228,6 +245,12 @@ class OwnGemm {
   int32_t tiles_n_ = 0;
   int64_t k_padded_ = 0;
   void* workspace_ = nullptr;  // padded A then padded B, when K % 8 != 0 or misaligned
+  // Split tail: partials, then the counters and the timed-out flag (zeroed by the first run).
+  void* split_workspace_ = nullptr;
+  size_t split_partial_bytes_ = 0;
+  bool split_zeroed_ = false;
+  int32_t split_first_ = 0;
+  int split_parts_ = 1;
   // Three CUtensorMap (128 bytes each, 64-byte aligned), kept opaque to stay free of cuda.h:
   // A, B, and with GatherArgs the own rows of A.
   alignas(64) unsigned char tensor_maps_[3][128] = {};

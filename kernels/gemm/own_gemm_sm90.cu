@@ -63,9 +63,9 @@ Status encode_k_major(CUtensorMap* map, DType dtype, const void* base, int64_t k
   return Status::success();
 }
 
-template <class T, class Epilogue, bool kDeferStores, int kClusterM>
+template <class T, class Epilogue, bool kDeferStores, int kClusterM, bool kSplit = false>
 Status prepare_kernel() {
-  auto kernel = sm90::own_gemm_kernel<T, Epilogue, kDeferStores, kClusterM>;
+  auto kernel = sm90::own_gemm_kernel<T, Epilogue, kDeferStores, kClusterM, kSplit>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   GemmConfig::kSharedBytes));
   // Touching the function loads its module now rather than at first launch, which lazy
@@ -82,6 +82,16 @@ Status prepare_kernel(bool defer_stores) {
                       : prepare_kernel<T, Epilogue, false, kClusterM>();
 }
 
+// The split tail's kernels (single CTAs only: effective_cluster_m is 1 with a split).
+template <class T>
+Status prepare_split_kernel(bool defer_stores, bool owner) {
+  if (owner)
+    return defer_stores ? prepare_kernel<T, OwnerEpilogue, true, 1, true>()
+                        : prepare_kernel<T, OwnerEpilogue, false, 1, true>();
+  return defer_stores ? prepare_kernel<T, StoreEpilogue, true, 1, true>()
+                      : prepare_kernel<T, StoreEpilogue, false, 1, true>();
+}
+
 template <class T>
 Status prepare_kernel(bool defer_stores, bool owner, int cluster_m) {
   if (cluster_m == 2)
@@ -91,9 +101,9 @@ Status prepare_kernel(bool defer_stores, bool owner, int cluster_m) {
                : prepare_kernel<T, StoreEpilogue, 1>(defer_stores);
 }
 
-template <class T, class Epilogue, bool kDeferStores, int kClusterM>
+template <class T, class Epilogue, bool kDeferStores, int kClusterM, bool kSplit = false>
 Status launch(const KernelParams<Epilogue>& params, int num_ctas, cudaStream_t stream) {
-  auto kernel = sm90::own_gemm_kernel<T, Epilogue, kDeferStores, kClusterM>;
+  auto kernel = sm90::own_gemm_kernel<T, Epilogue, kDeferStores, kClusterM, kSplit>;
   if constexpr (kClusterM == 1) {
     kernel<<<num_ctas, GemmConfig::kThreads, GemmConfig::kSharedBytes, stream>>>(params);
   } else {
@@ -118,6 +128,9 @@ Status launch(const KernelParams<Epilogue>& params, int num_ctas, cudaStream_t s
 template <class T, class Epilogue>
 Status launch(const KernelParams<Epilogue>& params, bool defer_stores, int num_ctas,
               cudaStream_t stream) {
+  if (params.split > 1)
+    return defer_stores ? launch<T, Epilogue, true, 1, true>(params, num_ctas, stream)
+                        : launch<T, Epilogue, false, 1, true>(params, num_ctas, stream);
   if (params.cluster_m == 2)
     return defer_stores ? launch<T, Epilogue, true, 2>(params, num_ctas, stream)
                         : launch<T, Epilogue, false, 2>(params, num_ctas, stream);
@@ -169,6 +182,21 @@ void fill_common(KernelParams<Epilogue>& params, const CUtensorMap* maps, const 
   params.cluster_m = effective_cluster_m(args.m, args.n, sched);
 }
 
+// The split tail's part of the kernel parameters (OwnGemm::initialize sized the workspace).
+template <class Epilogue>
+void fill_split(KernelParams<Epilogue>& params, int32_t split_first, int split_parts,
+                void* workspace, size_t partial_bytes) {
+  params.split = split_parts;
+  params.split_first = split_first;
+  if (split_parts <= 1) return;
+  params.split_partials = static_cast<float4*>(workspace);
+  params.split_counters =
+      reinterpret_cast<uint32_t*>(static_cast<unsigned char*>(workspace) + partial_bytes);
+  const int32_t tail = params.tiles_m * params.tiles_n - split_first;
+  params.split_timed_out = reinterpret_cast<int*>(params.split_counters + 2 * tail);
+  params.split_timeout_ns = 30'000'000'000ull;  // a part missing for 30 s is a bug
+}
+
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
@@ -207,6 +235,9 @@ Status OwnGemm::can_implement(const GemmArgs& args, const SchedulerOptions& sche
       sched.store_steps != 8)
     return Status::failure("own GEMM: store_steps must be 1, 2, 4 or 8 (got " +
                            std::to_string(sched.store_steps) + ")");
+  if (sched.split_k_tail < 1 || sched.split_k_tail > 8)
+    return Status::failure("own GEMM: split_k_tail must be 1 to 8 (got " +
+                           std::to_string(sched.split_k_tail) + ")");
   if (sched.row_blocks < 1 || ceil_div_i32(args.m, GemmConfig::kTileM) % sched.row_blocks != 0)
     return Status::failure("own GEMM: row_blocks must be >= 1 and divide the " +
                            std::to_string(ceil_div_i32(args.m, GemmConfig::kTileM)) + " tile rows");
@@ -315,6 +346,30 @@ Status OwnGemm::initialize(const GemmArgs& args, const EpilogueArgs& epilogue,
     if (clusters < 1) return Status::failure("own GEMM: no cluster of 2 CTAs fits on this GPU");
     num_ctas_ = std::min(num_ctas_, 2 * clusters);
   }
+  // The split tail's workspace: (split − 1) partial tiles of fp32 a tail tile, two counters
+  // a tail tile (one a consumer warpgroup) and the timed-out flag.
+  split_first_ = static_cast<int32_t>(num_tiles);
+  split_parts_ = 1;
+  if (sched.split_k_tail > 1) {
+    const int32_t k_blocks =
+        static_cast<int32_t>((k_padded_ + GemmConfig::kTileK - 1) / GemmConfig::kTileK);
+    split_first_ = split_tail_first(static_cast<int32_t>(num_tiles), num_ctas_,
+                                    sched.split_k_tail, k_blocks);
+    if (split_first_ < num_tiles) {
+      split_parts_ = sched.split_k_tail;
+      if (args.dtype == DType::kBf16) {
+        OVERLAPSIM_TRY(prepare_split_kernel<__nv_bfloat16>(sched.defer_stores, owner));
+      } else {
+        OVERLAPSIM_TRY(prepare_split_kernel<__half>(sched.defer_stores, owner));
+      }
+      const int64_t tail = num_tiles - split_first_;
+      split_partial_bytes_ = static_cast<size_t>(tail * (split_parts_ - 1)) * 2 * 32 * 128 *
+                             sizeof(float4);
+      const size_t bytes = split_partial_bytes_ + static_cast<size_t>(tail * 2 + 1) * 4;
+      CUDA_CHECK(cudaMalloc(&split_workspace_, bytes));
+      split_zeroed_ = false;
+    }
+  }
   initialized_ = true;
   return Status::success();
 }
@@ -358,10 +413,18 @@ Status OwnGemm::run(cudaStream_t stream, uint32_t epoch) {
                                                         b_padded, args_.n, args_.k, k_padded_);
     CUDA_CHECK(cudaGetLastError());
   }
+  if (split_workspace_ != nullptr && !split_zeroed_) {
+    // Counters start at zero; afterwards every finisher leaves its own at zero.
+    const int64_t tail = int64_t{tiles_m_} * tiles_n_ - split_first_;
+    CUDA_CHECK(cudaMemsetAsync(static_cast<unsigned char*>(split_workspace_) + split_partial_bytes_,
+                               0, static_cast<size_t>(tail * 2 + 1) * 4, stream));
+    split_zeroed_ = true;
+  }
   const auto* maps = reinterpret_cast<const CUtensorMap*>(tensor_maps_);
   if (epilogue_.tile_arrival != nullptr) {
     KernelParams<OwnerEpilogue> params{};
     fill_common(params, maps, args_, k_padded_, tiles_m_, tiles_n_, sched_);
+    fill_split(params, split_first_, split_parts_, split_workspace_, split_partial_bytes_);
     OwnerEpilogue::Params& e = params.epilogue;
     e.c = args_.c;
     e.tile_offset_elems = epilogue_.tile_offset_elems;
@@ -394,6 +457,7 @@ Status OwnGemm::run(cudaStream_t stream, uint32_t epoch) {
   }
   KernelParams<StoreEpilogue> params{};
   fill_common(params, maps, args_, k_padded_, tiles_m_, tiles_n_, sched_);
+  fill_split(params, split_first_, split_parts_, split_workspace_, split_partial_bytes_);
   params.epilogue.c = args_.c;
   params.epilogue.tile_offset_elems = epilogue_.tile_offset_elems;
   params.epilogue.group_counters = epilogue_.group_counters;
@@ -418,12 +482,27 @@ Status OwnGemm::run(cudaStream_t stream, uint32_t epoch) {
   return launch<__half>(params, sched_.defer_stores, num_ctas_, stream);
 }
 
+Status OwnGemm::check_split_wait() const {
+  if (split_workspace_ == nullptr) return Status::success();
+  const int64_t tail = int64_t{tiles_m_} * tiles_n_ - split_first_;
+  int flag = 0;
+  CUDA_CHECK(cudaMemcpy(&flag,
+                        static_cast<unsigned char*>(split_workspace_) + split_partial_bytes_ +
+                            static_cast<size_t>(tail * 2) * 4,
+                        sizeof(flag), cudaMemcpyDeviceToHost));
+  if (flag != 0)
+    return Status::failure("own GEMM: a split tile's finisher timed out waiting for its parts");
+  return Status::success();
+}
+
 void OwnGemm::release() {
-  if (workspace_ != nullptr) {
-    int device = 0;
-    cudaGetDevice(&device);
-    free_device_memory(workspace_, device);  // in a rank thread: at the next quiesce()
-  }
+  int device = 0;
+  if (workspace_ != nullptr || split_workspace_ != nullptr) cudaGetDevice(&device);
+  // In a rank thread both go at the next quiesce().
+  if (workspace_ != nullptr) free_device_memory(workspace_, device);
+  if (split_workspace_ != nullptr) free_device_memory(split_workspace_, device);
+  split_workspace_ = nullptr;
+  split_partial_bytes_ = 0;
   workspace_ = nullptr;
   initialized_ = false;
 }

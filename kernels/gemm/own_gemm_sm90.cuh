@@ -70,6 +70,17 @@ struct KernelParams {
   int32_t row_period = 0;  // tile_of_item_scheduled(): slab order's rotation period, 0 = none
   int32_t skew_world = 0;  // tile_of_item_scheduled(): skewed slab order's world, 0 = plain
   int32_t cluster_m = 1;   // tile_of_item_clustered(): the kernel's kClusterM
+  // Split last wave (tile_scheduler.hpp work_unit): items from split_first on are parts of
+  // `split` per tile. split_partials: parts 0 .. split − 2 of each tail tile, fp32 in the
+  // accumulators' register order ([tail·(split − 1) + part][consumer][32][128] float4, so
+  // every store and load of a warp is 512 contiguous bytes); split_counters: [tail][consumer],
+  // zero between calls (the finisher resets its own after the wait).
+  int32_t split = 1;
+  int32_t split_first = 0;
+  float4* split_partials = nullptr;
+  uint32_t* split_counters = nullptr;
+  uint64_t split_timeout_ns = 0;
+  int* split_timed_out = nullptr;  // set when a finisher gave up waiting
   GatherWait gather;
   typename Epilogue::Params epilogue;
 };
@@ -166,6 +177,83 @@ __device__ __forceinline__ void store_step(const typename Epilogue::Params& para
   }
 }
 
+// The split tail's named barriers, one per consumer warpgroup (1 and 2 are the owner
+// epilogue's arrival barriers, 8..15 the after-tile ring).
+constexpr uint32_t kSplitBarrier = 3;
+
+__device__ __forceinline__ void split_barrier(int consumer) {
+  asm volatile("bar.sync %0, 128;" ::"r"(kSplitBarrier + static_cast<uint32_t>(consumer))
+               : "memory");
+}
+
+// A non-final part of a split tile: this warpgroup's accumulators to the workspace, then,
+// once all 128 threads' stores are issued, one release add on the tile's counter (release
+// is cumulative over the barrier, as for the after-tile signal).
+template <class Params>
+__device__ __forceinline__ void store_split_part(const Params& p, const WorkUnit& u, int consumer,
+                                                 const float (&acc)[128]) {
+  const int tid = threadIdx.x % 128;
+  float4* dst = p.split_partials +
+                (static_cast<int64_t>(u.tail * (p.split - 1) + u.part) * 2 + consumer) * 32 * 128 +
+                tid;
+#pragma unroll
+  for (int i = 0; i < 32; ++i)
+    __stcg(dst + i * 128, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+  split_barrier(consumer);
+  if (tid == 0) red_release_gpu_add(p.split_counters + 2 * u.tail + consumer, 1u);
+}
+
+// The finisher of a split tile: waits until the tile's other parts are stored (thread 0
+// acquires the counter, then resets it for the next call), then adds them to its own sum in
+// part order, so the result does not depend on which part finished first.
+template <class Params>
+__device__ __forceinline__ void add_split_parts(const Params& p, const WorkUnit& u, int consumer,
+                                                float (&acc)[128]) {
+  const int tid = threadIdx.x % 128;
+  if (tid == 0) {
+    uint32_t* counter = p.split_counters + 2 * u.tail + consumer;
+    const uint32_t want = static_cast<uint32_t>(p.split - 1);
+    uint32_t seen;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+    if (seen < want) {
+      const uint64_t deadline = global_timer_ns() + p.split_timeout_ns;
+      while (seen < want) {
+        if (global_timer_ns() > deadline) {
+          if (p.split_timed_out != nullptr) atomicExch(p.split_timed_out, 1);
+          break;
+        }
+        __nanosleep(64);
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+      }
+    }
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(counter), "r"(0u) : "memory");
+  }
+  split_barrier(consumer);
+#pragma unroll 1
+  for (int part = 0; part < p.split - 1; ++part) {
+    const float4* src =
+        p.split_partials +
+        (static_cast<int64_t>(u.tail * (p.split - 1) + part) * 2 + consumer) * 32 * 128 + tid;
+    // kSplitLoads loads at a time (ptxas schedules them; no fence between the batches: an
+    // asm memory clobber here pushed the accumulators to local memory).
+    constexpr int kSplitLoads = 4;
+#pragma unroll
+    for (int c = 0; c < 32 / kSplitLoads; ++c) {
+      float4 v[kSplitLoads];
+#pragma unroll
+      for (int i = 0; i < kSplitLoads; ++i) v[i] = __ldcg(src + (kSplitLoads * c + i) * 128);
+#pragma unroll
+      for (int i = 0; i < kSplitLoads; ++i) {
+        const int a = 4 * (kSplitLoads * c + i);
+        acc[a] += v[i].x;
+        acc[a + 1] += v[i].y;
+        acc[a + 2] += v[i].z;
+        acc[a + 3] += v[i].w;
+      }
+    }
+  }
+}
+
 __device__ __forceinline__ TileView make_view(const TileCoord& tc, int item, int32_t m, int32_t n,
                                               int32_t tiles_n) {
   TileView view;
@@ -193,7 +281,10 @@ __device__ __forceinline__ void release_stage(uint64_t* empty_bar) {
   }
 }
 
-template <class T, class Epilogue, bool kDeferStores, int kClusterM>
+// kSplit: the split last wave (KernelParams::split); a separate instantiation, so the unsplit
+// kernel's code (and its register allocation, tight beside 128 accumulators and a pending
+// tile) is exactly what it was without the option.
+template <class T, class Epilogue, bool kDeferStores, int kClusterM, bool kSplit = false>
 __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     own_gemm_kernel(const __grid_constant__ KernelParams<Epilogue> p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -210,6 +301,10 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
   // registers instead of being computed per thread and moved over (R2UR) for every wgmma.
   const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   const int num_tiles = p.tiles_m * p.tiles_n;
+  // Without kSplit these are constants: one item per tile, all of K.
+  const int32_t split = kSplit ? p.split : 1;
+  const int32_t split_first = kSplit ? p.split_first : num_tiles;
+  const int num_items = split_work_items(num_tiles, split_first, split);
 
   if (threadIdx.x == 0) {
     prefetch_tensor_map(&p.map_a);
@@ -236,22 +331,26 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       // Signaller warp: waits for both consumer warpgroups' stores of each tile, in the
       // CTA's tile order, then one thread runs the epilogue's after-tile step.
       uint32_t local_tile = 0;
-      for (int item = blockIdx.x; item < num_tiles; item += gridDim.x, ++local_tile) {
+      for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
+        const WorkUnit u = work_unit(item, p.k_blocks, split_first, split);
+        if (!u.final) continue;  // a tile's earlier parts run no epilogue
         const TileCoord tc =
-            tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift,
-                                   kClusterM, p.row_period, p.skew_world);
+            tile_of_item_clustered(u.tile_item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks,
+                                   p.row_shift, kClusterM, p.row_period, p.skew_world);
         named_barrier_sync(kAfterTileBarrier + local_tile % kAfterTileRing, kAfterTileThreads);
         if (threadIdx.x == 32)
-          Epilogue::after_tile(p.epilogue, make_view(tc, item, p.m, p.n, p.tiles_n));
+          Epilogue::after_tile(p.epilogue, make_view(tc, u.tile_item, p.m, p.n, p.tiles_n));
+        ++local_tile;
       }
     }
     if (threadIdx.x == 0) {
       uint32_t iteration = 0;
       int32_t passed_flag = -1;  // the last gathered chunk seen complete (it stays so)
-      for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
+      for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
+        const WorkUnit u = work_unit(item, p.k_blocks, split_first, split);
         const TileCoord tc =
-            tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift,
-                                   kClusterM, p.row_period, p.skew_world);
+            tile_of_item_clustered(u.tile_item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks,
+                                   p.row_shift, kClusterM, p.row_period, p.skew_world);
         const void* map_a = &p.map_a;
         int32_t a_row = tc.tile_m * Cfg::kTileM;
         if (p.gather.flags != nullptr) {
@@ -268,7 +367,7 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
             }
           }
         }
-        for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
+        for (int kb = u.kb_begin; kb < u.kb_end; ++kb, ++iteration) {
           const uint32_t stage = iteration % Cfg::kStages;
           const uint32_t round = iteration / Cfg::kStages;
           // A fresh barrier counts as having completed the phase before phase 0.
@@ -305,13 +404,23 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
     uint32_t local_tile = 0;  // the CTA's tiles finished so far (after-tile barrier parity)
     uint32_t step = 0;        // next store step of the pending tile (kStoreSteps > 1)
     uint32_t iteration = 0;
-    for (int item = blockIdx.x; item < num_tiles; item += gridDim.x) {
-      const TileCoord tc =
-          tile_of_item_clustered(item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks, p.row_shift,
-                                 kClusterM, p.row_period, p.skew_world);
-      if constexpr (Epilogue::kStoreSteps > 1)
-        Epilogue::prefetch(p.epilogue, tc.tile_m * p.tiles_n + tc.tile_n);
-      for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
+    for (int item = blockIdx.x; item < num_items; item += gridDim.x) {
+      // Only the item and the k-block count stay live through the mainloop (the accumulators
+      // and a pending tile leave few registers); the unit is worked out again after it.
+      int32_t k_count = p.k_blocks;
+      {
+        const WorkUnit u = work_unit(item, p.k_blocks, split_first, split);
+        k_count = u.kb_end - u.kb_begin;
+        if constexpr (Epilogue::kStoreSteps > 1) {
+          if (u.final) {
+            const TileCoord tc =
+                tile_of_item_clustered(u.tile_item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks,
+                                       p.row_shift, kClusterM, p.row_period, p.skew_world);
+            Epilogue::prefetch(p.epilogue, tc.tile_m * p.tiles_n + tc.tile_n);
+          }
+        }
+      }
+      for (int kb = 0; kb < k_count; ++kb, ++iteration) {
         const uint32_t stage = iteration % Cfg::kStages;
         mbarrier_wait(&full[stage], (iteration / Cfg::kStages) & 1);
         unsigned char* stage_a = smem + stage * Cfg::kStageBytes + consumer * 64 * 128;
@@ -351,8 +460,24 @@ __global__ void __launch_bounds__(GemmConfig::kThreads, 1)
       fence_accumulators(acc);
       if (warp_leader) release_stage<kClusterM>(&empty[(iteration - 1) % Cfg::kStages]);
 
+      int32_t item_again = item;
+      // Split: recomputed here rather than kept live through the mainloop.
+      if constexpr (kSplit) asm volatile("" : "+r"(item_again));
+      const WorkUnit u = work_unit(item_again, p.k_blocks, split_first, split);
+      const TileCoord tc =
+          tile_of_item_clustered(u.tile_item, p.tiles_m, p.tiles_n, p.group_m, p.row_blocks,
+                                 p.row_shift, kClusterM, p.row_period, p.skew_world);
+      if (u.tail >= 0) {
+        if (!u.final) {
+          // An earlier part of a split tile: its sum goes to the finisher; no epilogue, and
+          // `packed` (a deferred tile may still be pending there) is left alone.
+          store_split_part(p, u, consumer, acc);
+          continue;
+        }
+        add_split_parts(p, u, consumer, acc);
+      }
       pack_accumulators<T>(acc, packed);
-      TileView view = make_view(tc, item, p.m, p.n, p.tiles_n);
+      TileView view = make_view(tc, u.tile_item, p.m, p.n, p.tiles_n);
       if constexpr (Epilogue::kStoreSteps > 1) Epilogue::annotate(p.epilogue, view);
       if (kDeferStores) {
         pending = true;

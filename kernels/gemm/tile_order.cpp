@@ -19,7 +19,7 @@ std::vector<TileCoord> tile_order(int64_t m, int64_t n, int num_ctas, int group_
 
 int effective_cluster_m(int64_t m, int64_t n, const SchedulerOptions& sched) {
   (void)n;
-  if (sched.cluster_m != 2) return 1;
+  if (sched.cluster_m != 2 || sched.split_k_tail > 1) return 1;
   const int32_t tiles_m = ceil_div_i32(m, GemmConfig::kTileM);
   if (tiles_m % 2 != 0 || sched.row_blocks < 1 || (tiles_m / 2) % sched.row_blocks != 0) return 1;
   if (sched.group_m % 2 != 0 || sched.num_ctas % 2 != 0) return 1;

@@ -132,4 +132,64 @@ OVERLAPSIM_HD TileCoord tile_of_item_clustered(int32_t item, int32_t tiles_m, in
   return t;
 }
 
+// Split last wave (SchedulerOptions::split_k_tail = S > 1). With T tiles on G persistent CTAs
+// the last wave holds T mod G tiles (G when it is full): a partial wave leaves CTAs idle for a
+// whole tile's time, and a tile-wise collective finds all of that wave's tiles complete only at
+// the GEMM's end. The tail's tiles (items split_first .. T - 1 of the tile order) are each cut
+// into S ranges of K, and each range is a work item of its own, so a tile's S parts are
+// consecutive items (different CTAs of one sub-wave) and the tail runs as S·(T - split_first)
+// items of 1/S of a tile each. Parts 0 .. S - 2 store their fp32 partial sums in a workspace
+// and count them on the tile's counter; part S - 1 (the tile's finisher) waits for them, adds
+// them in part order to its own and runs the epilogue for the whole tile, once. The tile order,
+// and so every layout built on it, is unchanged; only the CTA and the time of a tail tile are.
+// The K summation order of a split tile differs from the unsplit GEMM's (its result is within
+// fp32 rounding of it, not bit-identical); split_k_tail = 1 keeps the one-item-per-tile order.
+
+// The first tile item of the split tail: T - (T mod G), or T - G when the last wave is full;
+// `num_tiles` (no split) when split ≤ 1, the GEMM has fewer tiles than CTAs' one wave, or K has
+// fewer k-blocks than parts.
+OVERLAPSIM_HD int32_t split_tail_first(int32_t num_tiles, int32_t num_ctas, int32_t split,
+                                       int32_t k_blocks) {
+  if (split <= 1 || num_ctas < 1 || k_blocks < split || num_tiles < 1) return num_tiles;
+  const int32_t rest = num_tiles % num_ctas;
+  const int32_t tail = rest > 0 ? rest : (num_tiles < num_ctas ? num_tiles : num_ctas);
+  return num_tiles - tail;
+}
+
+// Work items of a GEMM with `num_tiles` tiles whose items from split_first on are split in
+// `split` parts.
+OVERLAPSIM_HD int32_t split_work_items(int32_t num_tiles, int32_t split_first, int32_t split) {
+  return split <= 1 ? num_tiles : split_first + (num_tiles - split_first) * split;
+}
+
+struct WorkUnit {
+  int32_t tile_item = 0;  // the tile's item in the (unsplit) tile order
+  int32_t kb_begin = 0;   // k-blocks [kb_begin, kb_end) of the tile
+  int32_t kb_end = 0;
+  int32_t part = 0;   // 0 .. split - 1; 0 for an unsplit tile
+  int32_t tail = -1;  // index of the tile in the split tail (its counter), −1 unsplit
+  bool final = true;  // computes the tile's last part: runs its epilogue
+};
+
+// Work item → tile and K range. Part p of a split tile takes k-blocks
+// [p·kb / S, (p + 1)·kb / S).
+OVERLAPSIM_HD WorkUnit work_unit(int32_t item, int32_t k_blocks, int32_t split_first,
+                                 int32_t split) {
+  WorkUnit u;
+  if (split <= 1 || item < split_first) {
+    u.tile_item = item;
+    u.kb_end = k_blocks;
+    return u;
+  }
+  const int32_t rel = item - split_first;
+  u.tail = rel / split;
+  u.part = rel - u.tail * split;
+  u.tile_item = split_first + u.tail;
+  // 32-bit products: k_blocks < 2^25 (K < 2^31) and split ≤ 8.
+  u.kb_begin = u.part * k_blocks / split;
+  u.kb_end = (u.part + 1) * k_blocks / split;
+  u.final = u.part == split - 1;
+  return u;
+}
+
 }  // namespace overlapsim::kernels::gemm

@@ -187,19 +187,25 @@ Status AllGatherGemmDesign::prepare(const void* a, const void* b, void* c) {
     g.chunks = options_.chunks;
     g.wait_timeout_s = options_.wait_timeout_s;
     g.timed_out = timed_out_.as<int>();
-    // Blocks in the order they arrive: own block r first, then r + 1, r + 2, ... (the
-    // rotation puts part rotate_rank + 1 first).
-    gemm::SchedulerOptions sched;
-    sched.num_ctas = options_.num_ctas;
-    sched.group_m = group_m_;
-    sched.rotate_world = world_;
-    sched.rotate_rank = (rank_ + world_ - 1) % world_;
+    const gemm::SchedulerOptions sched = scheduler();
     auto gemm = std::make_unique<gemm::OwnGemm>();
     OVERLAPSIM_TRY(gemm->initialize_gathered(args, g, sched));
     pair[static_cast<std::size_t>(parity)] = std::move(gemm);
   }
   gemms_.emplace(key, std::move(pair));
   return Status::success();
+}
+
+gemm::SchedulerOptions AllGatherGemmDesign::scheduler() const {
+  // Blocks in the order they arrive: own block r first, then r + 1, r + 2, ... (the rotation
+  // puts part rotate_rank + 1 first).
+  gemm::SchedulerOptions sched;
+  sched.num_ctas = options_.num_ctas;
+  sched.group_m = group_m_;
+  sched.rotate_world = world_;
+  sched.rotate_rank = (rank_ + world_ - 1) % world_;
+  sched.split_k_tail = options_.split_k_tail;
+  return sched;
 }
 
 Status AllGatherGemmDesign::signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch,

@@ -81,6 +81,11 @@ struct AllGatherGemmOptions {
   // 1.6 × the aligned ones). Waiting before the GEMM instead keeps its CTAs in step and
   // costs the skew plus the barrier's latency (about 20 µs there).
   bool align_start = true;
+  // The GEMM's split last wave (gemm::SchedulerOptions::split_k_tail; 1 = off): a partial last
+  // wave's tiles in split ranges of K on several CTAs each. Its K sums run in another order
+  // (within fp32 rounding of the unsplit GEMM), so the result equals NCCL all-gather + the own
+  // GEMM with the same split bit for bit, not the unsplit one.
+  int split_k_tail = 1;
 };
 
 // Events a call records when traced (AllGatherGemmDesign::trace_next): where its pushes
@@ -138,6 +143,9 @@ class AllGatherGemmDesign {
   int rank() const { return rank_; }
   const AllGatherGemmOptions& options() const { return options_; }
   int num_ctas() const;
+  // The GEMM's schedule (rotated block order, group_m, CTAs, split last wave): the own GEMM
+  // with these options gives the design's result bit for bit from NCCL's gathered A.
+  gemm::SchedulerOptions scheduler() const;
 
  private:
   char* gathered(int parity) const;

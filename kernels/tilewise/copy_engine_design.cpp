@@ -274,7 +274,9 @@ Status CopyEngineDesign::make_gemm(const void* a, const void* b, void* p, int pa
     e.peer_out = peer_p_.at(p)[static_cast<std::size_t>(peer)] +
                  plan_.part_begin_on(peer, plan_.rank) * kElementBytes;
   }
-  OVERLAPSIM_TRY(g->initialize(args, e, owner_scheduler(plan_, plan_.world, plan_.rank)));
+  gemm::SchedulerOptions sched = owner_scheduler(plan_, plan_.world, plan_.rank);
+  sched.split_k_tail = options_.split_k_tail;
+  OVERLAPSIM_TRY(g->initialize(args, e, sched));
   *out = std::move(g);
   return Status::success();
 }

@@ -145,6 +145,12 @@ struct CopyEngineOptions {
   // Persistent CTAs of the GEMM; 0: one per SM. Ranks sharing a GPU need
   // world * num_ctas <= its SMs (PeerLinks::shared_gpu).
   int num_ctas = 0;
+  // The GEMM's split last wave (gemm::SchedulerOptions::split_k_tail; 1 = off): the last
+  // wave's tiles (the own part's last, where they are all reduced and must then cross the
+  // link) computed in split ranges of K by several CTAs each, so they complete in split steps
+  // instead of all at the GEMM's end. The tiles' sums change order (within fp32 rounding of
+  // the unsplit GEMM); the protocol (one signal and one reduction a tile) is unchanged.
+  int split_k_tail = 1;
 };
 
 class CopyEngineDesign {

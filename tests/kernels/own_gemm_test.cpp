@@ -835,5 +835,221 @@ TEST(OwnGemm, DeviceRotatedTileOrderMatchesHostReplica) {
     }
 }
 
+// The split last wave (SchedulerOptions::split_k_tail), host side: every tile's k-blocks are
+// covered exactly once, by consecutive items (so by different CTAs of one sub-wave), the tile's
+// last part (its finisher, which alone runs the epilogue) comes after all its other parts, and
+// only the tail is split.
+TEST(TileOrder, SplitTailCoversEveryKBlockOnceWithTheFinisherLast) {
+  struct Case {
+    int32_t tiles, ctas, split, k_blocks;
+  };
+  for (const Case c :
+       {Case{512, 132, 2, 64}, Case{512, 132, 4, 64}, Case{576, 132, 3, 192}, Case{528, 132, 2, 32},
+        Case{100, 132, 2, 16}, Case{7, 3, 8, 9}, Case{512, 132, 4, 3}, Case{1, 132, 2, 2}}) {
+    SCOPED_TRACE(std::to_string(c.tiles) + " tiles, " + std::to_string(c.ctas) + " CTAs, split " +
+                 std::to_string(c.split) + ", " + std::to_string(c.k_blocks) + " k-blocks");
+    const int32_t first = split_tail_first(c.tiles, c.ctas, c.split, c.k_blocks);
+    if (c.k_blocks < c.split) {
+      EXPECT_EQ(first, c.tiles) << "fewer k-blocks than parts: no split";
+      continue;
+    }
+    const int32_t rest = c.tiles % c.ctas;
+    EXPECT_EQ(first, c.tiles - (rest > 0 ? rest : std::min(c.tiles, c.ctas)));
+    const int32_t items = split_work_items(c.tiles, first, c.split);
+    EXPECT_EQ(items, first + (c.tiles - first) * c.split);
+    std::vector<std::vector<int32_t>> covered(c.tiles, std::vector<int32_t>(c.k_blocks, 0));
+    std::vector<int32_t> finisher(c.tiles, -1), last_part_item(c.tiles, -1), finals(c.tiles, 0);
+    for (int32_t item = 0; item < items; ++item) {
+      const WorkUnit u = work_unit(item, c.k_blocks, first, c.split);
+      ASSERT_GE(u.tile_item, 0);
+      ASSERT_LT(u.tile_item, c.tiles);
+      EXPECT_LT(u.kb_begin, u.kb_end) << "an empty part";
+      for (int32_t kb = u.kb_begin; kb < u.kb_end; ++kb) ++covered[u.tile_item][kb];
+      if (u.tile_item < first) {
+        EXPECT_EQ(u.tail, -1);
+        EXPECT_TRUE(u.final);
+        EXPECT_EQ(item, u.tile_item) << "the untouched items keep their index";
+      } else {
+        EXPECT_EQ(u.tail, u.tile_item - first);
+        EXPECT_EQ(u.final, u.part == c.split - 1);
+        // Parts of one tile are consecutive items, so on c.split different CTAs.
+        EXPECT_EQ(item, first + u.tail * c.split + u.part);
+      }
+      last_part_item[u.tile_item] = std::max(last_part_item[u.tile_item], item);
+      if (u.final) {
+        ++finals[u.tile_item];
+        finisher[u.tile_item] = item;
+      }
+    }
+    for (int32_t t = 0; t < c.tiles; ++t) {
+      EXPECT_EQ(finals[t], 1) << "tile " << t << " must run its epilogue exactly once";
+      EXPECT_EQ(finisher[t], last_part_item[t]) << "tile " << t << ": finisher is not last";
+      for (int32_t kb = 0; kb < c.k_blocks; ++kb)
+        ASSERT_EQ(covered[t][kb], 1) << "tile " << t << " k-block " << kb;
+    }
+  }
+  EXPECT_EQ(split_tail_first(512, 132, 1, 64), 512) << "split 1 is off";
+  EXPECT_EQ(split_work_items(512, 512, 1), 512);
+}
+
+TEST(OwnGemmArgs, SplitTailIsCheckedAndRulesOutClusterPairs) {
+  int dummy = 0;
+  SchedulerOptions bad;
+  bad.split_k_tail = 9;
+  const Status s =
+      OwnGemm::can_implement({256, 256, 256, DType::kBf16, &dummy, &dummy, &dummy}, bad);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.message.find("split_k_tail"), std::string::npos) << s.message;
+  bad.split_k_tail = 0;
+  EXPECT_FALSE(
+      OwnGemm::can_implement({256, 256, 256, DType::kBf16, &dummy, &dummy, &dummy}, bad).ok);
+  SchedulerOptions pairs;
+  pairs.cluster_m = 2;
+  EXPECT_EQ(effective_cluster_m(4096, 4096, pairs), 2);
+  pairs.split_k_tail = 2;
+  EXPECT_EQ(effective_cluster_m(4096, 4096, pairs), 1);
+}
+
+// The split last wave on the GPU: within fp32 rounding of the unsplit GEMM (its K sums run in
+// another order, so not bit for bit), within bf16 of cuBLASLt, every element written, the same
+// bits on every call (the finisher adds the parts in part order) including 200 calls back to
+// back (the counters reset themselves), deferred and immediate stores, padded K and edge tiles.
+TEST(OwnGemm, SplitTailMatchesUnsplitWithinRoundingAndRepeatsBitwise) {
+  SKIP_WITHOUT_HOPPER();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  struct Case {
+    int64_t m, n, k;
+    int num_ctas;
+  };
+  for (const Case c :
+       {Case{4096, 4096, 4096, 0}, Case{2048, 9216, 1024, 0}, Case{1000, 3000, 777, 0},
+        Case{129, 257, 72, 0}, Case{2048, 2048, 512, 37}}) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k));
+    auto p = make_problem(c.m, c.n, c.k, DType::kBf16, seed + c.k);
+    ASSERT_TRUE(p);
+    SchedulerOptions plain;
+    plain.num_ctas = c.num_ctas;
+    std::string error;
+    const auto unsplit = run_own(*p, plain, error);
+    ASSERT_TRUE(error.empty()) << error;
+    for (const int split : {2, 3, 4}) {
+      for (const bool defer : {true, false}) {
+        SCOPED_TRACE("split " + std::to_string(split) + (defer ? " deferred" : " immediate"));
+        SchedulerOptions sched = plain;
+        sched.split_k_tail = split;
+        sched.defer_stores = defer;
+        const auto a = run_own(*p, sched, error);
+        ASSERT_TRUE(error.empty()) << error;
+        const auto b = run_own(*p, sched, error);
+        ASSERT_TRUE(error.empty()) << error;
+        EXPECT_TRUE(a == b) << "two calls of the split GEMM differ";
+        const Comparison cmp = compare(
+            a, [&](size_t i) { return from_bits(unsplit[i], DType::kBf16); }, DType::kBf16);
+        EXPECT_EQ(cmp.unwritten, 0);
+        EXPECT_EQ(cmp.non_finite, 0);
+        EXPECT_LT(cmp.rel_err, 5e-3);
+        int64_t differ = 0;
+        for (size_t i = 0; i < a.size(); ++i) differ += a[i] != unsplit[i];
+        std::printf(
+            "[own gemm split] %ldx%ldx%ld split %d %s: rel err vs unsplit %.3e, %ld of %zu "
+            "elements differ\n",
+            c.m, c.n, c.k, split, defer ? "deferred" : "immediate", cmp.rel_err, differ, a.size());
+      }
+    }
+    // 200 calls back to back on one stream, then the bits of the first call.
+    SchedulerOptions sched = plain;
+    sched.split_k_tail = 2;
+    const auto first = run_own(*p, sched, error);
+    ASSERT_TRUE(error.empty()) << error;
+    OwnGemm gemm;
+    ASSERT_STATUS(gemm.initialize(args_of(*p, p->c_dev->ptr), {}, sched));
+    ASSERT_CUDA(cudaMemset(p->c_dev->ptr, 0xFF, first.size() * 2));
+    for (int call = 0; call < 200; ++call) ASSERT_STATUS(gemm.run(nullptr));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    ASSERT_STATUS(gemm.check_split_wait());
+    std::vector<uint16_t> last(first.size());
+    ASSERT_CUDA(cudaMemcpy(last.data(), p->c_dev->ptr, last.size() * 2, cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(last == first) << "the 200th back-to-back call differs from a single call";
+  }
+}
+
+// With the split, every tile's counter still moves exactly once (after its whole sum is
+// stored), the record shows the tile's finisher (item = the tile's place in tile_order(), CTA
+// = the finisher's), and remapped stores hold the natural store's values.
+TEST(OwnGemm, SplitTailSignalsEveryTileOnceFromItsFinisher) {
+  SKIP_WITHOUT_HOPPER();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const int64_t m = 4096, n = 4096, k = 1024;
+  auto p = make_problem(m, n, k, DType::kBf16, seed);
+  ASSERT_TRUE(p);
+  for (const int split : {2, 4}) {
+    SCOPED_TRACE("split " + std::to_string(split));
+    SchedulerOptions sched;
+    sched.split_k_tail = split;
+    std::string error;
+    const auto natural = run_own(*p, sched, error);
+    ASSERT_TRUE(error.empty()) << error;
+    OwnGemm gemm;
+    ASSERT_STATUS(gemm.initialize(args_of(*p, p->c_dev->ptr), {}, sched));
+    const int num_ctas = gemm.num_ctas();
+    const size_t tiles = static_cast<size_t>(gemm.tiles_m()) * gemm.tiles_n();
+    ASSERT_LT(gemm.split_first(), static_cast<int32_t>(tiles));
+    EXPECT_EQ(gemm.split_parts(), split);
+    const auto offsets = compact_offsets_in_item_order(m, n, num_ctas);
+    std::vector<int32_t> tile_group(tiles);
+    for (size_t t = 0; t < tiles; ++t) tile_group[t] = static_cast<int32_t>(t % 7);
+    DeviceBuffer offsets_dev(tiles * 8), group_dev(tiles * 4), counters_dev(7 * 4),
+        region(natural.size() * 2), record(tiles * 8);
+    ASSERT_CUDA(cudaMemcpy(offsets_dev.ptr, offsets.data(), tiles * 8, cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemcpy(group_dev.ptr, tile_group.data(), tiles * 4, cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemset(counters_dev.ptr, 0, 7 * 4));
+    ASSERT_CUDA(cudaMemset(region.ptr, 0xFF, natural.size() * 2));
+    ASSERT_CUDA(cudaMemset(record.ptr, 0xFF, tiles * 8));
+    EpilogueArgs epi;
+    epi.tile_offset_elems = offsets_dev.as<int64_t>();
+    epi.group_counters = counters_dev.as<uint32_t>();
+    epi.tile_group = group_dev.as<int32_t>();
+    epi.order_record = record.as<int32_t>();
+    OwnGemm signalling;
+    ASSERT_STATUS(signalling.initialize(args_of(*p, region.ptr), epi, sched));
+    ASSERT_STATUS(signalling.run(nullptr));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    std::vector<uint32_t> counters(7);
+    ASSERT_CUDA(cudaMemcpy(counters.data(), counters_dev.ptr, 7 * 4, cudaMemcpyDeviceToHost));
+    std::vector<uint32_t> expected(7, 0);
+    for (size_t t = 0; t < tiles; ++t) ++expected[tile_group[t]];
+    for (int g = 0; g < 7; ++g) EXPECT_EQ(counters[g], expected[g]) << "group " << g;
+    std::vector<int32_t> rec(tiles * 2);
+    ASSERT_CUDA(cudaMemcpy(rec.data(), record.ptr, tiles * 8, cudaMemcpyDeviceToHost));
+    const auto order = tile_order(m, n, num_ctas);
+    const int32_t first = signalling.split_first();
+    int64_t wrong = 0;
+    for (size_t item = 0; item < order.size(); ++item) {
+      const size_t tile =
+          static_cast<size_t>(order[item].tile_m) * gemm.tiles_n() + order[item].tile_n;
+      const int32_t i = static_cast<int32_t>(item);
+      const int32_t fin = i < first ? i : first + (i - first) * split + split - 1;
+      if (rec[2 * tile] != i || rec[2 * tile + 1] != fin % num_ctas) ++wrong;
+    }
+    EXPECT_EQ(wrong, 0) << "tiles whose recorded item/CTA is not their finisher's";
+    std::vector<uint16_t> remapped(natural.size());
+    ASSERT_CUDA(
+        cudaMemcpy(remapped.data(), region.ptr, remapped.size() * 2, cudaMemcpyDeviceToHost));
+    int64_t mismatches = 0;
+    const int32_t tiles_n = gemm.tiles_n();
+    for (int32_t tm = 0; tm < gemm.tiles_m(); ++tm)
+      for (int32_t tn = 0; tn < tiles_n; ++tn) {
+        const int64_t tile = int64_t{tm} * tiles_n + tn;
+        for (int64_t r = 0; r < 128; ++r)
+          for (int64_t col = 0; col < 256; ++col)
+            mismatches += natural[(tm * 128 + r) * n + tn * 256 + col] !=
+                          remapped[offsets[tile] + r * 256 + col];
+      }
+    EXPECT_EQ(mismatches, 0) << "remapped split tiles differ from the natural split store";
+  }
+}
+
 }  // namespace
 }  // namespace overlapsim::kernels::gemm

@@ -44,6 +44,7 @@
 #include "kernels/tilewise/copy_engine_layout.hpp"
 #include "kernels/tilewise/copy_engine_predictor.hpp"
 #include "kernels/tilewise/copy_engine_rehearsal.hpp"
+#include "kernels/tilewise/design_support.hpp"
 #include "kernels/tilewise/peer_memory.hpp"
 #include "kernels/tilewise/shared_gpu_peers.hpp"
 #include "kernels/tilewise/tilewise_design.hpp"
@@ -1168,6 +1169,10 @@ struct Variant {
   int repetitions;
   int copy_engine_groups = 0;  // > 0: transport copy_engine with this many groups a part
   CopyEnginePhase2 phase2 = CopyEnginePhase2::CopyEngine;  // copy_engine all-reduce
+  // copy_engine: the GEMM's split last wave (CopyEngineOptions::split_k_tail). Its tiles' K
+  // sums change order, so the reference is then the own GEMM on the design's schedule
+  // (rotation, CTAs, group_m) with the same split, + NCCL.
+  int split = 1;
 };
 
 gemm::DType gemm_type() { return gemm::DType::kBf16; }
@@ -1226,6 +1231,7 @@ Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::
       o.groups_per_part = v.copy_engine_groups;
       o.phase2 = v.phase2;
       o.wait_timeout_s = 20;
+      o.split_k_tail = v.split;
       OVERLAPSIM_TRY(owner.initialize(&ctx.comm, op, m, n, k, DType::BF16, o));
     } else {
       TilewiseOptions o;
@@ -1235,12 +1241,20 @@ Status compare_with_own(RankContext& ctx, CollectiveOp op, std::int64_t m, std::
       o.wait_timeout_s = 20;
       OVERLAPSIM_TRY(d.initialize(comm, op, m, n, k, DType::BF16, o));
     }
+    gemm::OwnGemm own_split;
+    if (ce && v.split > 1) {
+      gemm::SchedulerOptions sched = owner_scheduler(owner.plan(), world, rank);
+      sched.split_k_tail = v.split;
+      OVERLAPSIM_TRY(
+          own_split.initialize({m, n, k, gemm_type(), a.data(), b.data(), nat.data()}, {}, sched));
+    }
+    gemm::OwnGemm& reference = ce && v.split > 1 ? own_split : own;
     for (int rep = 0; rep < v.repetitions; ++rep, ++rep_seed) {
       OVERLAPSIM_TRY(
           fill_random(a.data(), m * k, DType::BF16, seed * 7919 + rep_seed * 31 + rank * 2, s));
       OVERLAPSIM_TRY(
           fill_random(b.data(), n * k, DType::BF16, seed * 7919 + rep_seed * 31 + rank * 2 + 1, s));
-      OVERLAPSIM_TRY(own.run(s));
+      OVERLAPSIM_TRY(reference.run(s));
       OVERLAPSIM_TRY(collective(nat.data(), nat_out.data()));
       OVERLAPSIM_TRY(poison(p.data(), mn, s));
       OVERLAPSIM_TRY(poison(r.data(), mn, s));
@@ -1352,6 +1366,23 @@ TEST(TilewiseCopyEngineGpu, AllReduceBitIdenticalToOwnGemmThenNccl) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   run_design_case(CollectiveOp::AllReduce, {{1024, 1536, 512}, {2048, 700, 300}, {2048, 2048, 777}},
                   copy_engine_variants(), 2);
+}
+
+// The GEMM's split last wave (CopyEngineOptions::split_k_tail): the split tiles are the own
+// part's last, the reduced ones; each is still signalled and reduced once, after its whole sum.
+// Bit for bit against the own GEMM with the same schedule and split + NCCL (2 ranks), with
+// the copy engines' and the tail kernel's phase 2, 100 calls for one of them.
+TEST(TilewiseCopyEngineGpu, AllReduceWithSplitLastWaveBitIdenticalToOwnGemmThenNccl) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  std::vector<Variant> variants = copy_engine_variants();
+  variants[0].split = 2;
+  variants[1].split = 4;
+  variants[2].split = 3;
+  variants[2].phase2 = CopyEnginePhase2::TailKernel;
+  variants.push_back(variants[1]);
+  variants.back().phase2 = CopyEnginePhase2::TailKernel;
+  run_design_case(CollectiveOp::AllReduce,
+                  {{1024, 1536, 512}, {2048, 700, 300}, {4096, 4096, 1024}}, variants, 2);
 }
 
 // Phase 2 by the epilogue's own stores into the peer (2 ranks, n a multiple of 256).
@@ -2100,15 +2131,18 @@ TEST(TilewiseAllGatherGemm, ShapeAndOptionErrors) {
 // With gather_only_every = g > 0 a transport-only call (run_gather_only) follows every g-th
 // call: the two kinds of call share epochs and parities.
 // align_start false: the calls start without the barrier (AllGatherGemmOptions::align_start).
+// split > 1: the GEMM's split last wave (AllGatherGemmOptions::split_k_tail); the reference
+// is then the own GEMM on the design's schedule with the same split.
 void run_allgather_on_gpus(std::int64_t m, std::int64_t n, std::int64_t k, int chunks,
                            AllGatherPush push, int calls, int gather_only_every = 0,
-                           bool align_start = true) {
+                           bool align_start = true, int split = 1) {
   const int world = visible_gpu_count();
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE("allgather+gemm on " + std::to_string(world) + " GPUs, " + std::to_string(m) + "x" +
                std::to_string(n) + "x" + std::to_string(k) + ", " + std::to_string(chunks) +
                " chunk(s), push " + to_string(push) + ", " + std::to_string(calls) + " call(s)" +
-               (align_start ? "" : ", unaligned") + ", seed " + std::to_string(seed));
+               (align_start ? "" : ", unaligned") + ", split " + std::to_string(split) +
+               ", seed " + std::to_string(seed));
   HarnessOptions harness;
   harness.blocking_comms = true;
   std::vector<std::uint64_t> diff(static_cast<std::size_t>(world), 1),
@@ -2136,6 +2170,7 @@ void run_allgather_on_gpus(std::int64_t m, std::int64_t n, std::int64_t k, int c
     o.push = push;
     o.wait_timeout_s = 30;
     o.align_start = align_start;
+    o.split_k_tail = split;
     OVERLAPSIM_TRY(d.initialize(&ctx.comm, m, n, k, DType::BF16, o));
     for (int i = 0; i < calls; ++i) {
       OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), c[i % 2].data(), s, ctx.comm_stream));
@@ -2150,7 +2185,8 @@ void run_allgather_on_gpus(std::int64_t m, std::int64_t n, std::int64_t k, int c
     for (int i = 0; i < std::min(calls, 2); ++i) {
       OVERLAPSIM_TRY(all_gather(ctx.comm, a[i].data(), gathered.data(), shard, DType::BF16, s));
       gemm::OwnGemm own;
-      OVERLAPSIM_TRY(own.initialize({m, n, k, gemm_type(), gathered.data(), b.data(), ref.data()}));
+      OVERLAPSIM_TRY(own.initialize({m, n, k, gemm_type(), gathered.data(), b.data(), ref.data()},
+                                    {}, split > 1 ? d.scheduler() : gemm::SchedulerOptions{}));
       OVERLAPSIM_TRY(own.run(s));
       OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "allgather+gemm against NCCL + own GEMM"));
       std::uint64_t d_i = 0, bad_i = 0;
@@ -2188,6 +2224,17 @@ TEST(TilewiseAllGatherGemmGpu, BackToBackCallsWithoutHostSync) {
   run_allgather_on_gpus(512 * w, 2048, 512, 2, AllGatherPush::Rotated, 200, 3);
   run_allgather_on_gpus(512 * w, 2048, 512, 1, AllGatherPush::PerPeer, 200);
   run_allgather_on_gpus(512 * w, 2048, 512, 4, AllGatherPush::Rotated, 200, 5, false);
+}
+
+// The GEMM's split last wave: bit for bit against NCCL all-gather + the own GEMM on the
+// design's schedule with the same split, chunks and both pushes, 200 calls back to back.
+TEST(TilewiseAllGatherGemmGpu, SplitLastWaveBitIdenticalToOwnGemmWithTheSameSplit) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  const std::int64_t w = visible_gpu_count();
+  run_allgather_on_gpus(2048 * w, 4608, 1024, 1, AllGatherPush::Rotated, 2, 0, true, 2);
+  run_allgather_on_gpus(512 * w, 700, 264, 2, AllGatherPush::PerPeer, 3, 0, true, 4);
+  run_allgather_on_gpus(1024 * w, 2048, 1024, 4, AllGatherPush::Rotated, 2, 0, true, 3);
+  run_allgather_on_gpus(512 * w, 2048, 512, 1, AllGatherPush::Rotated, 200, 0, true, 2);
 }
 
 // Small shapes for compute-sanitizer (racecheck, synccheck).
