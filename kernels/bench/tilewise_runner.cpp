@@ -13,6 +13,7 @@
 #include "kernels/bench/tilewise_tuner.hpp"
 #include "kernels/bench/verify.hpp"
 #include "kernels/harness/fill.hpp"
+#include "kernels/tilewise/design_support.hpp"
 
 namespace overlapsim::kernels::bench {
 namespace {
@@ -187,7 +188,8 @@ class TilewiseShapeRunner {
   // Own GEMM on set 0 followed by the same NCCL collective on the parent communicator;
   // *own_result: where that result is (natural layout).
   Status own_then_nccl(void** own_result) {
-    OVERLAPSIM_TRY(sc_.own_gemms.front()->run(sc_.compute()));
+    OVERLAPSIM_TRY((own_reference_ != nullptr ? own_reference_ : sc_.own_gemms.front().get())
+                       ->run(sc_.compute()));
     const auto count = static_cast<std::size_t>(sc_.shape.m * sc_.shape.n);
     const std::size_t per_rank = count / static_cast<std::size_t>(sc_.env.world());
     CommHandle& parent = sc_.env.ctx->comm;
@@ -280,14 +282,30 @@ class TilewiseShapeRunner {
   Status finish_copy_engine(tw::CopyEngineDesign& d, TilewiseCandidate best,
                             const std::string& search, const Timing& t) {
     best.measured_s = t.median_s;
+    // A split last wave sums the split tiles' K in another order, and which tiles it splits
+    // follows the design's schedule: the bit check's own GEMM then runs that schedule with the
+    // same split (one GEMM; row chunks run several, and keep the plain reference). Allocated
+    // between two rendezvous, as every allocation beside NCCL (design.md, the hang).
+    std::vector<std::unique_ptr<gemm::OwnGemm>> split_reference;
+    if (best.split_k_tail > 1 && best.row_chunks == 1) {
+      gemm::SchedulerOptions sched =
+          tw::owner_scheduler(d.plan(), sc_.env.world(), sc_.env.rank());
+      sched.split_k_tail = best.split_k_tail;
+      OVERLAPSIM_TRY(quiesce(*sc_.env.ctx, "tilewise: before the split reference"));
+      OVERLAPSIM_TRY(sc_.natural_gemms(sched, &split_reference));
+      OVERLAPSIM_TRY(quiesce(*sc_.env.ctx, "tilewise: split reference ready"));
+      own_reference_ = split_reference.front().get();
+    }
     FinalCheck check;
-    OVERLAPSIM_TRY(check_final(
+    const Status checked = check_final(
         d,
         [&](const PairBuffers& set0, void* result) -> Status {
           OVERLAPSIM_TRY(d.run(set0.a, set0.b, sc_.p.data(), sc_.compute(), sc_.comm_stream()));
           return d.unpermute(sc_.p.data(), result, sc_.compute());
         },
-        &check));
+        &check);
+    own_reference_ = nullptr;
+    OVERLAPSIM_TRY(checked);
     emit_pair_row(copy_engine_design(best).c_str(), best.ce_groups, t, check.wrong);
     sc_.reports.detail(sc_, "final", best, search, static_cast<long long>(check.bit_mismatches),
                        -1);
@@ -390,6 +408,7 @@ class TilewiseShapeRunner {
 
  private:
   TilewiseShapeContext& sc_;
+  gemm::OwnGemm* own_reference_ = nullptr;  // the bit check's own GEMM when not the plain one
 };
 
 }  // namespace
