@@ -206,10 +206,25 @@ OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
   const EpExchange grad_dispatch = ep_exchange(c, "ep_combine.bwd", {unpermute});
   OpVertex grad_gather = token_collective(c, "tp_scatter_tokens.bwd", CollectiveOp::AllGather,
                                           {grad_dispatch.ep, grad_dispatch.ep_node, unpermute});
+  // Selective recompute keeps the experts' (and shared experts') activation inputs, not
+  // its output (Megatron-LM recompute module moe_act; DeepSeek-V3 report sec. 3.3.2;
+  // docs/memory.md): the activation runs again before the fc2 backward reads it.
+  Ctx rc = c;
+  rc.recompute = true;
+  const bool recompute_act = spec_.training.recompute == Recompute::Selective;
   OpVertex shared = kNoOp;
-  if (m.shared_experts > 0)
+  if (m.shared_experts > 0) {
+    const std::int64_t shared_local =
+        static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn_hidden / tp_;
+    if (recompute_act)
+      elementwise(rc, "shared.act",
+                  static_cast<std::uint64_t>((gated_ + 1) * T_ * shared_local * act_bytes_));
     shared = dense_mlp_backward(c, "shared",
                                 static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn_hidden);
+  }
+  if (recompute_act)
+    elementwise(rc, "experts.act",
+                static_cast<std::uint64_t>((gated_ + 1) * es.routed_tokens * f_local * act_bytes_));
   OpVertex grads_in = grad_gather != kNoOp ? grad_gather : grad_dispatch.ep;
   OpVertex q_grad = quantize(c, "experts.fc2.grad_quantize", Quant::CastTranspose, es.routed_tokens,
                              h_, {grads_in, grad_dispatch.ep_node});

@@ -603,6 +603,15 @@ OpVertex TransformerEmitter::mla_backward(const Ctx& c) {
   const std::int64_t o_dim = heads_local_ * a.v_head_dim;
   const std::int64_t kv_up_out = heads_local_ * (a.qk_nope_head_dim + a.v_head_dim);
   const std::int64_t kv_down_out = a.kv_lora_rank + a.qk_rope_head_dim;
+  if (spec_.training.recompute == Recompute::Selective) {
+    // Selective recompute keeps the latents, not Q, K and V (Megatron-LM recompute module
+    // mla_up_proj; DeepSeek-V3 report sec. 3.2.3; docs/memory.md): the up projections run
+    // again before the attention core's backward needs their outputs.
+    Ctx rc = c;
+    rc.recompute = true;
+    if (a.q_lora_rank > 0) gemm(rc, "q_up", T_, heads_local_ * qk_head, a.q_lora_rank);
+    gemm(rc, "kv_up", T_, kv_up_out, a.kv_lora_rank);
+  }
   OpVertex dkv = attention_core_backward(c, o_dim, o_dim * h_);
   // fp8: the core's dQ and dKV are cast and transposed for the up projections; the latent
   // norms' gradients for the down projections.

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "step_graph_util.hpp"
 #include "tests/workloads/workloads_test_util.hpp"
 #include "workloads/generator.hpp"
@@ -244,4 +247,59 @@ TEST(MoeGenerator, HierarchicalDispatchInsideANodeSendsEachTokenOncePerRank) {
   });
   const double tokens = static_cast<double>(flat_bytes) / (2 * 256 * 2);
   EXPECT_EQ(bytes, static_cast<std::uint64_t>(std::llround(tokens * 4 * 13.0 / 28 * 512)));
+}
+
+TEST(MoeGenerator, SelectiveRecomputeRunsTheExpertsActivationAgainAsMemoryDropsIt) {
+  // docs/memory.md: `selective` does not keep the experts' activation output (moe_act), so
+  // the backward runs the activation again, with the forward's bytes; the model FLOPs stay.
+  const std::string shared =
+      edit(kTinyMoe, {{"  top_k: 2\n", "  top_k: 2\n  shared_experts: 1\n"}});
+  const auto none = generate_step(load_model_string(shared, "none.yaml"), 8);
+  const auto selective = generate_step(
+      load_model_string(edit(shared, {{"training:\n", "training:\n  recompute: selective\n"}}),
+                        "selective.yaml"),
+      8);
+  EXPECT_DOUBLE_EQ(selective.model_flops_per_step, none.model_flops_per_step);
+  std::map<std::string, std::uint64_t> forward;  // activation passes' bytes by block
+  int recomputed = 0, forward_acts = 0;
+  for_each_op(selective.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    const bool experts = ends_with(op.name, "experts.act"),
+               shared_act = ends_with(op.name, "shared.act");
+    if (!experts && !shared_act) return;
+    const std::string block = experts ? "experts" : "shared";
+    if (!op.recompute) {
+      ++forward_acts;
+      forward[block] = op.bytes;
+      return;
+    }
+    ++recomputed;
+    EXPECT_EQ(op.phase, sim::Phase::Backward) << op.name;
+    EXPECT_EQ(op.bytes, forward[block]) << op.name;
+  });
+  EXPECT_GT(forward_acts, 0);
+  EXPECT_EQ(recomputed, forward_acts);  // one per forward activation, experts and shared
+}
+
+TEST(MoeGenerator, SelectiveRecomputeRunsMlaUpProjectionsAgain) {
+  const std::string mla =
+      "name: tiny-mla\nkind: transformer\ntransformer:\n  layers: 2\n  hidden: 64\n"
+      "  ffn_hidden: 256\n  vocab: 1000\n  mlp: swiglu\n  norm: rmsnorm\n"
+      "  position_embedding: rope\n  attention:\n    kind: mla\n    heads: 4\n"
+      "    q_lora_rank: 32\n    kv_lora_rank: 32\n    qk_nope_head_dim: 16\n"
+      "    qk_rope_head_dim: 8\n    v_head_dim: 16\ntraining:\n  seq_len: 128\n"
+      "  global_batch: 2\n  micro_batch: 1\n  recompute: selective\nparallelism:\n  tp: 1\n"
+      "  pp: 1\n";
+  const auto selective = generate_step(load_model_string(mla, "mla.yaml"), 1);
+  const auto none = generate_step(
+      load_model_string(edit(mla, {{"recompute: selective", "recompute: none"}}), "none.yaml"), 1);
+  // Per layer and microbatch the up projections run again: q_up 128 x (4 x 24) x 32 and
+  // kv_up 128 x (4 x (16 + 16)) x 32, and the attention core once more (selective).
+  const double up = 2.0 * 128 * (4 * 24) * 32 + 2.0 * 128 * (4 * 32) * 32;
+  double recomputed_up = 0;
+  for_each_op(selective.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.recompute && (ends_with(op.name, "q_up") || ends_with(op.name, "kv_up")))
+      recomputed_up += op.flops;
+  });
+  EXPECT_DOUBLE_EQ(recomputed_up, 2 /*layers*/ * 2 /*microbatches*/ * up);
+  EXPECT_DOUBLE_EQ(selective.model_flops_per_step, none.model_flops_per_step);
 }
