@@ -90,7 +90,11 @@ std::vector<PlanConfig> enumerate_configs(const workloads::ModelSpec& model,
         if (gpus % (tp * cp * pp) != 0) continue;
         const int dp = gpus / (tp * cp * pp);
         for (int v : divisors(layers / pp, pp > 1 ? limits.max_virtual_stages : 1))
-          for (int ep : moe ? divisors(model.moe.experts, dp * cp) : std::vector<int>{1})
+          // With expert TP 1 (DeepEP / HybridEP) EP may span TP ranks too (MoE parallel
+          // folding), as the Qwen3 235B recipe's EP 32 over TP 2 x DP 16 does.
+          for (int ep : moe ? divisors(model.moe.experts,
+                                       dp * cp * (model.moe.hierarchical_dispatch() ? tp : 1))
+                            : std::vector<int>{1})
             for (int mb : powers_of_two(limits.max_micro_batch))
               for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full})
                 for (bool sp : {false, true}) {

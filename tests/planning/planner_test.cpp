@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -108,6 +109,50 @@ TEST(PlanPrescreen, LowerBoundClosedForm) {
   const double full = tokens * (4 * 2 * (24 * h * h + 2 * s * h) + 3 * 2 * h * v);
   EXPECT_NEAR(prescreen(configured_model(base, c, 2), cluster, peak).lower_bound_s,
               full / (2 * peak) * 1.25, 1e-12);
+}
+
+// DeepEP / HybridEP move whole experts (expert TP 1), so the search lets EP span TP ranks;
+// the all-to-all dispatcher keeps expert TP = TP and EP inside DP x CP.
+TEST(PlanSearchSpace, HierarchicalDispatchFoldsEpOverTensorParallelRanks) {
+  const std::string moe = R"(name: tiny-moe-plan
+kind: moe
+transformer:
+  layers: 2
+  hidden: 256
+  vocab: 1000
+  mlp: swiglu
+  attention:
+    heads: 8
+moe:
+  experts: 8
+  top_k: 2
+  expert_ffn_hidden: 512
+  dispatcher: DISPATCHER
+training:
+  seq_len: 128
+  global_batch: 16
+parallelism:
+  tp: 1
+)";
+  workloads::ClusterSpec cluster;
+  cluster.nodes = 1;
+  cluster.gpus_per_node = 8;
+  const auto largest_ep_at_tp2 = [&](const std::string& dispatcher) {
+    std::string text = moe;
+    text.replace(text.find("DISPATCHER"), 10, dispatcher);
+    const auto model = workloads::load_model_string(text, "m.yaml");
+    std::int64_t invalid = 0;
+    int largest = 0;
+    for (const PlanConfig& c : enumerate_configs(model, cluster, 0, 1, SearchLimits{}, invalid))
+      if (c.tp == 2 && c.pp == 1 && c.cp == 1) {
+        largest = std::max(largest, c.ep);
+        EXPECT_EQ(configured_model(model, c, 8).parallelism.expert_tp(),
+                  dispatcher == "alltoall" ? 2 : 1);
+      }
+    return largest;
+  };
+  EXPECT_EQ(largest_ep_at_tp2("alltoall"), 4);  // DP 4 at TP 2 on 8 GPUs
+  EXPECT_EQ(largest_ep_at_tp2("deepep"), 8);    // every rank of the stage
 }
 
 class PlanSearch : public ::testing::Test {
