@@ -14,6 +14,12 @@ Prints CSV: gpu,model,tokens,hidden,heads,kv_heads,head_dim,experts_local,expert
 mode,time_us,kernels,kernel_us,wrong
   mode eager: wall time per forward+backward (CUDA events), kernels = launches per iteration,
   kernel_us = summed device time of those kernels (profiler); wrong = non-finite outputs.
+  mode eager_sync: the same with the host waiting, once per forward, for the tokens per expert
+  (a bincount of the router's top-k choices copied to the host), as Megatron-LM's all-to-all
+  dispatcher does to size its exchange; the GPU then idles while the host issues what follows.
+  mode graph: the forward and backward replayed as CUDA graphs
+  (torch.cuda.make_graphed_callables): the same kernels with no host launches in between,
+  the floor the two eager modes are measured against.
 """
 import argparse
 import sys
@@ -35,6 +41,7 @@ def rms_norm(x, w):
 class Layer(torch.nn.Module):
     def __init__(self, hidden, heads, kv_heads, head_dim, experts, ffn, top_k, experts_total):
         super().__init__()
+        self.sync_counts = False
         dev, dt = "cuda", torch.bfloat16
         p = lambda *s: torch.nn.Parameter(torch.randn(*s, device=dev, dtype=dt) * 0.02)
         self.heads, self.kv_heads, self.head_dim, self.top_k = heads, kv_heads, head_dim, top_k
@@ -60,7 +67,10 @@ class Layer(torch.nn.Module):
         x = x + F.linear(a.transpose(1, 2).reshape(s, -1), self.proj)
         y = rms_norm(x, self.n2)
         probs = torch.softmax(F.linear(y, self.router).float(), dim=-1)
-        weight, _ = torch.topk(probs, self.top_k, dim=-1)
+        weight, chosen = torch.topk(probs, self.top_k, dim=-1)
+        if self.sync_counts:
+            # The dispatcher's device-to-host copy of the tokens per expert (a host sync).
+            torch.bincount(chosen.flatten(), minlength=self.experts_total).tolist()
         # Balanced routing: copy c of token t goes to local expert (t * top_k + c) mod experts.
         rows = s * self.top_k
         order = torch.arange(rows, device=x.device).view(self.experts, -1).t().reshape(-1)
@@ -80,6 +90,8 @@ def main():
     ap.add_argument("--tokens", type=int, default=4096)
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--modes", default="eager,eager_sync,graph",
+                    help="eager, eager_sync, graph (comma-separated)")
     ap.add_argument("--kernels", help="also write each shape's kernels (name, calls, device "
                     "us per iteration) to this CSV")
     args = ap.parse_args()
@@ -88,48 +100,58 @@ def main():
           "time_us,kernels,kernel_us,wrong")
     for name in args.shapes.split(","):
         hidden, heads, kv_heads, head_dim, experts, ffn, top_k = SHAPES[name]
-        layer = Layer(hidden, heads, kv_heads, head_dim, experts, ffn, top_k, 128)
-        x = torch.randn(args.tokens, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        for mode in args.modes.split(","):
+            torch.manual_seed(0)
+            layer = Layer(hidden, heads, kv_heads, head_dim, experts, ffn, top_k, 128)
+            layer.sync_counts = mode == "eager_sync"
+            x = torch.randn(args.tokens, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            run = layer
+            if mode == "graph":
+                try:
+                    run = torch.cuda.make_graphed_callables(layer, (x,))
+                except Exception as e:  # report the capture's failure and go on
+                    print(f"# {name} graph capture failed: {e}".replace("\n", " "), file=sys.stderr)
+                    continue
 
-        def step():
-            out = layer(x)
-            out.backward(torch.ones_like(out))
-            return out
+            def step():
+                out = run(x)
+                out.backward(torch.ones_like(out))
+                return out
 
-        for _ in range(3):
-            out = step()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(args.iterations):
-            out = step()
-        end.record()
-        torch.cuda.synchronize()
-        wall_us = start.elapsed_time(end) * 1000 / args.iterations
-        wrong = int((~torch.isfinite(out.float())).sum().item())
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for _ in range(5):
-                step()
+            for _ in range(3):
+                out = step()
             torch.cuda.synchronize()
-        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-        kernel_us = sum(getattr(e, "device_time", 0.0) for e in kernels) / 5
-        print(f"{gpu},{name},{args.tokens},{hidden},{heads},{kv_heads},{head_dim},{experts},{ffn},"
-              f"{top_k},eager,{wall_us:.1f},{len(kernels) // 5},{kernel_us:.1f},{wrong}")
-        if args.kernels:
-            per = {}
-            for e in kernels:
-                calls, us = per.get(e.name, (0, 0.0))
-                per[e.name] = (calls + 1, us + getattr(e, "device_time", 0.0))
-            with open(args.kernels, "a") as f:
-                if f.tell() == 0:
-                    f.write("gpu,model,kernel,calls_per_iteration,device_us_per_iteration\n")
-                for k, (calls, us) in sorted(per.items(), key=lambda kv: -kv[1][1]):
-                    name_q = '"' + k.replace('"', "'") + '"'
-                    f.write(f"{gpu},{name},{name_q},{calls / 5:g},{us / 5:.1f}\n")
-        sys.stdout.flush()
-        del layer, x
-        torch.cuda.empty_cache()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(args.iterations):
+                out = step()
+            end.record()
+            torch.cuda.synchronize()
+            wall_us = start.elapsed_time(end) * 1000 / args.iterations
+            wrong = int((~torch.isfinite(out.float())).sum().item())
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                    torch.profiler.ProfilerActivity.CUDA]) as prof:
+                for _ in range(5):
+                    step()
+                torch.cuda.synchronize()
+            kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+            kernel_us = sum(getattr(e, "device_time", 0.0) for e in kernels) / 5
+            print(f"{gpu},{name},{args.tokens},{hidden},{heads},{kv_heads},{head_dim},{experts},{ffn},"
+                  f"{top_k},{mode},{wall_us:.1f},{len(kernels) // 5},{kernel_us:.1f},{wrong}")
+            if args.kernels and mode == "eager":
+                per = {}
+                for e in kernels:
+                    calls, us = per.get(e.name, (0, 0.0))
+                    per[e.name] = (calls + 1, us + getattr(e, "device_time", 0.0))
+                with open(args.kernels, "a") as f:
+                    if f.tell() == 0:
+                        f.write("gpu,model,kernel,calls_per_iteration,device_us_per_iteration\n")
+                    for k, (calls, us) in sorted(per.items(), key=lambda kv: -kv[1][1]):
+                        name_q = '"' + k.replace('"', "'") + '"'
+                        f.write(f"{gpu},{name},{name_q},{calls / 5:g},{us / 5:.1f}\n")
+            sys.stdout.flush()
+            del layer, x
+            torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":
