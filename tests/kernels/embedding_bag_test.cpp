@@ -105,8 +105,26 @@ TEST(EmbeddingBag, GroupedRangesComputeOnlyTheirBags) {
   OVERLAPSIM_REQUIRE_GPUS(1);
   // Chunk 1 of 4 of two rank blocks of 64 bags: bags 16..31 and 80..95.
   check({3000, 128, 128, 8}, {16, 16, 2, 64}, DType::BF16);
-  // Short bags: each lane group sums its own bag; 15 bags per run leave a group idle.
+  // Short bags: each lane group sums bags of its own; 15 bags per run leave a group idle.
   check({3000, 128, 128, 2}, {16, 15, 2, 64}, DType::BF16);
+}
+
+TEST(EmbeddingBag, ShortBagsSeveralPerLaneGroup) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  // Bags shorter than a warp's loads: each lane group takes several bags (4 at pooling 1,
+  // 2 above), so bag counts that leave a warp's last bags empty, one bag, and pooling over
+  // one and two load rounds (dim 128: 2 groups of 4 loads; dim 64 and 16: 4 groups, two
+  // index batches at pooling 9 and 15).
+  for (std::int64_t pooling : {1, 2, 3, 5, 7}) {
+    check({5000, 128, 1, pooling}, {0, 1, 1, 0}, DType::BF16);
+    check({5000, 128, 1037, pooling}, {0, 1037, 1, 0}, DType::FP16);
+  }
+  for (std::int64_t pooling : {1, 3, 9, 15}) {
+    check({5000, 64, 203, pooling}, {0, 203, 1, 0}, DType::BF16);
+    check({5000, 16, 101, pooling}, {0, 101, 1, 0}, DType::FP16);
+  }
+  // Grouped ranges at pooling 1: a warp's bags cross from one run to the next.
+  check({3000, 128, 200, 1}, {3, 13, 3, 64}, DType::BF16);
 }
 
 TEST(EmbeddingBag, RejectsRangesOutsideTheBags) {
