@@ -184,8 +184,7 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
   OpVertex fc1 = expert_gemm(c, "experts.fc1", es.rows_per_expert, gated_ * f_local, h_,
                              es.local_experts, {tokens_in, dispatch.ep_node});
   if (q_in == kNoOp && !m.hierarchical_dispatch()) b_.pair(tokens_in, fc1);
-  elementwise(c, "experts.act",
-              static_cast<std::uint64_t>((gated_ + 1) * es.routed_tokens * f_local * act_bytes_));
+  activation(c, "experts.act", es.routed_tokens, f_local);
   quantize(c, "experts.fc2.input_quantize", Quant::CastTranspose, es.routed_tokens, f_local);
   OpVertex fc2 = expert_gemm(c, "experts.fc2", es.rows_per_expert, h_, f_local, es.local_experts);
   const TokenExchange out = tokens_from_experts(c, "tp_scatter_tokens", "ep_combine", fc2);
@@ -209,22 +208,15 @@ OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
   // Selective recompute keeps the experts' (and shared experts') activation inputs, not
   // its output (Megatron-LM recompute module moe_act; DeepSeek-V3 report sec. 3.3.2;
   // docs/memory.md): the activation runs again before the fc2 backward reads it.
-  Ctx rc = c;
-  rc.recompute = true;
   const bool recompute_act = spec_.training.recompute == Recompute::Selective;
   OpVertex shared = kNoOp;
   if (m.shared_experts > 0) {
-    const std::int64_t shared_local =
-        static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn_hidden / tp_;
-    if (recompute_act)
-      elementwise(rc, "shared.act",
-                  static_cast<std::uint64_t>((gated_ + 1) * T_ * shared_local * act_bytes_));
-    shared = dense_mlp_backward(c, "shared",
-                                static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn_hidden);
+    const std::int64_t shared_ffn =
+        static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn_hidden;
+    if (recompute_act) activation(c.recomputing(), "shared.act", T_, shared_ffn / tp_);
+    shared = dense_mlp_backward(c, "shared", shared_ffn);
   }
-  if (recompute_act)
-    elementwise(rc, "experts.act",
-                static_cast<std::uint64_t>((gated_ + 1) * es.routed_tokens * f_local * act_bytes_));
+  if (recompute_act) activation(c.recomputing(), "experts.act", es.routed_tokens, f_local);
   OpVertex grads_in = grad_gather != kNoOp ? grad_gather : grad_dispatch.ep;
   OpVertex q_grad = quantize(c, "experts.fc2.grad_quantize", Quant::CastTranspose, es.routed_tokens,
                              h_, {grads_in, grad_dispatch.ep_node});

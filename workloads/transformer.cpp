@@ -114,6 +114,12 @@ OpVertex TransformerEmitter::elementwise(const Ctx& c, const char* what, std::ui
   return compute(elementwise_node(name(c, what), bytes), c, deps);
 }
 
+OpVertex TransformerEmitter::activation(const Ctx& c, const std::string& what, std::int64_t rows,
+                                        std::int64_t width) {
+  return elementwise(c, what.c_str(),
+                     static_cast<std::uint64_t>((gated_ + 1) * rows * width * act_bytes_));
+}
+
 OpVertex TransformerEmitter::unfused_attention(const Ctx& c, const char* what, bool backward) {
   // Megatron-LM before FlashAttention: baddbmm for the scores, the fused
   // scale-mask-softmax kernel over them, bmm with V. The masked half is computed all the
@@ -503,8 +509,7 @@ OpVertex TransformerEmitter::attention_core_backward(const Ctx& c, std::int64_t 
   if (spec_.training.recompute == Recompute::Selective) {
     // Selective recomputation (Korthikanti et al. 2022) re-runs the attention core. The
     // op keeps its backward name; only its context is marked as recomputation.
-    Ctx rc_ctx = c;
-    rc_ctx.recompute = true;
+    const Ctx rc_ctx = c.recomputing();
     if (spec_.transformer.attention.unfused)
       unfused_attention(rc_ctx, "attention.recompute", false);
     else
@@ -607,8 +612,7 @@ OpVertex TransformerEmitter::mla_backward(const Ctx& c) {
     // Selective recompute keeps the latents, not Q, K and V (Megatron-LM recompute module
     // mla_up_proj; DeepSeek-V3 report sec. 3.2.3; docs/memory.md): the up projections run
     // again before the attention core's backward needs their outputs.
-    Ctx rc = c;
-    rc.recompute = true;
+    const Ctx rc = c.recomputing();
     if (a.q_lora_rank > 0) gemm(rc, "q_up", T_, heads_local_ * qk_head, a.q_lora_rank);
     gemm(rc, "kv_up", T_, kv_up_out, a.kv_lora_rank);
   }
@@ -663,8 +667,7 @@ OpVertex TransformerEmitter::dense_mlp_forward(const Ctx& c, const char* prefix,
   OpVertex ag = column_input(c, (p + ".ag_fc1").c_str(), Gathered::Fp8Input);
   OpVertex fc1 = gemm(c, (p + ".fc1").c_str(), T_, gated_ * ffn_local, h_, {ag});
   b_.pair(ag, fc1);
-  elementwise(c, (p + ".act").c_str(),
-              static_cast<std::uint64_t>((gated_ + 1) * T_ * ffn_local * act_bytes_));
+  activation(c, p + ".act", T_, ffn_local);
   quantize_weight(c, (p + ".fc2.weight_quantize").c_str(), h_, ffn_local);
   quantize(c, (p + ".fc2.input_quantize").c_str(), Quant::CastTranspose, T_, ffn_local);
   OpVertex fc2 = gemm(c, (p + ".fc2").c_str(), T_, h_, ffn_local);
@@ -727,9 +730,7 @@ void TransformerEmitter::layer_backward(int layer, Ctx c) {
     // Full recomputation re-runs the layer's forward (with its communication) right
     // before its backward (Megatron --recompute-granularity full; with recompute_layers,
     // --recompute-method block: only the chunk's first layers).
-    Ctx rc = c;
-    rc.recompute = true;
-    layer_forward(layer, rc);
+    layer_forward(layer, c.recomputing());
   }
   // The branch's gradient: read the output gradient (and the dropout mask), write it.
   const std::uint64_t grad_bytes =

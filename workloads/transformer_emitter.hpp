@@ -60,6 +60,12 @@ class TransformerEmitter {
     bool register_grads = false;
     bool bf16_gemms = false;  // GEMMs stay bf16 under fp8 (output layer, MoE router)
     const char* block = "";   // name prefix when layer < 0 ("emb", "head")
+    // The same context, its ops marked as recomputation.
+    Ctx recomputing() const {
+      Ctx r = *this;
+      r.recompute = true;
+      return r;
+    }
   };
 
   // Op helpers: name, phase, layer, microbatch and precision stamped from ctx.
@@ -71,6 +77,9 @@ class TransformerEmitter {
                  std::initializer_list<OpVertex> deps = {}, std::int64_t batch = 1);
   OpVertex elementwise(const Ctx& c, const char* what, std::uint64_t bytes,
                        std::initializer_list<OpVertex> deps = {});
+  // An MLP's activation pass (GeLU, or SwiGLU's product) over `rows` x `width`: reads the
+  // first GEMM's output (both halves when gated), writes the activation.
+  OpVertex activation(const Ctx& c, const std::string& what, std::int64_t rows, std::int64_t width);
   // Hidden dropout's mask, written by each residual branch's bias-dropout-add and read by
   // its backward (0 without hidden dropout); the embedding dropout kernel's bytes.
   std::uint64_t hidden_dropout_mask_bytes() const;
