@@ -23,6 +23,7 @@
 #include "planning/reports.hpp"
 #include "planning/search_space.hpp"
 #include "tests/planning/plan_fixture.hpp"
+#include "tests/workloads/workloads_test_util.hpp"
 #include "workloads/cluster.hpp"
 #include "workloads/model.hpp"
 
@@ -114,33 +115,16 @@ TEST(PlanPrescreen, LowerBoundClosedForm) {
 // DeepEP / HybridEP move whole experts (expert TP 1), so the search lets EP span TP ranks;
 // the all-to-all dispatcher keeps expert TP = TP and EP inside DP x CP.
 TEST(PlanSearchSpace, HierarchicalDispatchFoldsEpOverTensorParallelRanks) {
-  const std::string moe = R"(name: tiny-moe-plan
-kind: moe
-transformer:
-  layers: 2
-  hidden: 256
-  vocab: 1000
-  mlp: swiglu
-  attention:
-    heads: 8
-moe:
-  experts: 8
-  top_k: 2
-  expert_ffn_hidden: 512
-  dispatcher: DISPATCHER
-training:
-  seq_len: 128
-  global_batch: 16
-parallelism:
-  tp: 1
-)";
   workloads::ClusterSpec cluster;
   cluster.nodes = 1;
   cluster.gpus_per_node = 8;
   const auto largest_ep_at_tp2 = [&](const std::string& dispatcher) {
-    std::string text = moe;
-    text.replace(text.find("DISPATCHER"), 10, dispatcher);
-    const auto model = workloads::load_model_string(text, "m.yaml");
+    // The tiny MoE: 8 experts, top 2.
+    const auto model = workloads::load_model_string(
+        workloads::testing::edit(
+            workloads::testing::kTinyMoe,
+            {{"  top_k: 2\n", "  top_k: 2\n  dispatcher: " + dispatcher + "\n"}}),
+        "m.yaml");
     std::int64_t invalid = 0;
     int largest = 0;
     for (const PlanConfig& c : enumerate_configs(model, cluster, 0, 1, SearchLimits{}, invalid))
