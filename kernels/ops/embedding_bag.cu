@@ -23,9 +23,15 @@ struct EmbeddingBagGlobals {
   EmbeddingBagShape shape;
   BagRange range;
   __host__ __device__ std::int64_t total_bags() const { return range.count * range.groups; }
-  dim3 grid() const {
-    const std::int64_t blocks = (total_bags() + EmbeddingBagConfig::kWarpsPerBlock - 1) /
-                                EmbeddingBagConfig::kWarpsPerBlock;
+  // The bag (row of the index matrix and of the output) of work item `item`.
+  __device__ std::int64_t bag_of(std::int64_t item) const {
+    return range.first + (item / range.count) * range.group_stride + item % range.count;
+  }
+  // Enough blocks for every bag when each warp takes `bags_per_warp` of them (the kernels
+  // loop over the rest past 2^20 blocks).
+  dim3 grid(std::int64_t bags_per_warp = 1) const {
+    const std::int64_t per_block = EmbeddingBagConfig::kWarpsPerBlock * bags_per_warp;
+    const std::int64_t blocks = (total_bags() + per_block - 1) / per_block;
     return dim3(
         static_cast<unsigned>(std::min<std::int64_t>(std::max<std::int64_t>(blocks, 1), 1 << 20)));
   }
@@ -44,8 +50,7 @@ __global__ void __launch_bounds__(EmbeddingBagConfig::kThreads)
   for (std::int64_t w =
            blockIdx.x * std::int64_t{EmbeddingBagConfig::kWarpsPerBlock} + threadIdx.x / 32;
        w < g.total_bags(); w += warps) {
-    const std::int64_t bag =
-        g.range.first + (w / g.range.count) * g.range.group_stride + w % g.range.count;
+    const std::int64_t bag = g.bag_of(w);
     const std::int32_t* bag_indices = g.indices + bag * pooling;
     for (std::int64_t col = lane; col < dim; col += 32) {
       float acc = 0.0f;
@@ -91,10 +96,7 @@ __global__ void __launch_bounds__(EmbeddingBagConfig::kThreads)
     // past the last bag only load nothing.
     const std::int64_t item = w * kBagsPerWarp + (kBagPerGroup ? group : 0);
     const bool valid = item < total;
-    const std::int64_t bag =
-        valid ? g.range.first + (item / g.range.count) * g.range.group_stride +
-                    item % g.range.count
-              : 0;
+    const std::int64_t bag = valid ? g.bag_of(item) : 0;
     const std::int32_t* bag_indices = g.indices + bag * pooling;
     for (std::int64_t col0 = 0; col0 < dim; col0 += kGroupLanes * kVec) {
       const std::int64_t col = col0 + std::int64_t{group_lane} * kVec;
@@ -177,9 +179,7 @@ __global__ void __launch_bounds__(EmbeddingBagConfig::kThreads, kBags * kUnroll 
     for (int m = 0; m < kBags; ++m) {
       const std::int64_t item = (w * kBags + m) * kGroups + group;
       valid[m] = item < total;
-      bag[m] = valid[m] ? g.range.first + (item / g.range.count) * g.range.group_stride +
-                              item % g.range.count
-                        : 0;
+      bag[m] = valid[m] ? g.bag_of(item) : 0;
     }
     for (std::int64_t col0 = 0; col0 < dim; col0 += kGroupLanes * kVec) {
       const std::int64_t col = col0 + std::int64_t{group_lane} * kVec;
@@ -237,12 +237,8 @@ __global__ void __launch_bounds__(EmbeddingBagConfig::kThreads, kBags * kUnroll 
 template <typename T, int kGroups, int kBags, int kUnroll>
 void launch_short(const EmbeddingBagGlobals& g, cudaStream_t stream) {
   // A warp takes kGroups * kBags bags, so fewer blocks cover them.
-  const std::int64_t per_block = std::int64_t{EmbeddingBagConfig::kWarpsPerBlock} * kGroups * kBags;
-  const std::int64_t blocks = (g.total_bags() + per_block - 1) / per_block;
-  const dim3 grid(
-      static_cast<unsigned>(std::min<std::int64_t>(std::max<std::int64_t>(blocks, 1), 1 << 20)));
   embedding_bag_short_kernel<T, kGroups, kBags, kUnroll>
-      <<<grid, EmbeddingBagConfig::kThreads, 0, stream>>>(g);
+      <<<g.grid(kGroups * kBags), EmbeddingBagConfig::kThreads, 0, stream>>>(g);
 }
 
 // Launches the vectorised kernel with kGroups lane groups, each group its own bag when
@@ -260,11 +256,8 @@ void launch_vector(const EmbeddingBagGlobals& g, cudaStream_t stream) {
     } else {
       // Pooling 2 and up keeps one bag a group: 2 bags a group (4 loads each, 3 blocks an
       // SM) measured slower at 65536 x 3 on an H200 (33 against 27-29 us).
-      const std::int64_t per_block = std::int64_t{EmbeddingBagConfig::kWarpsPerBlock} * kGroups;
-      const std::int64_t blocks = (g.total_bags() + per_block - 1) / per_block;
-      const dim3 grid(static_cast<unsigned>(
-          std::min<std::int64_t>(std::max<std::int64_t>(blocks, 1), 1 << 20)));
-      embedding_bag_vector_kernel<T, kGroups, kUnroll, true><<<grid, kThreads, 0, stream>>>(g);
+      embedding_bag_vector_kernel<T, kGroups, kUnroll, true>
+          <<<g.grid(kGroups), kThreads, 0, stream>>>(g);
     }
   } else {
     embedding_bag_vector_kernel<T, kGroups, kUnroll, false><<<g.grid(), kThreads, 0, stream>>>(g);
