@@ -22,23 +22,13 @@ import csv
 import math
 from collections import defaultdict
 
-TILE_M, TILE_N, ELEMENT_BYTES = 128, 256, 2
+# The parent bound's tile, interpolation and mean, so both bounds compute them alike.
+from allreduce_tail_bound import ELEMENT_BYTES, TILE_M, TILE_N, geomean, interpolate
 
 
 def read(path):
     with open(path, newline="") as f:
         return [r for r in csv.DictReader(f) if r.get("gpu") and r["gpu"] != "gpu"]
-
-
-def interpolate(points, x):
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if x <= x1 or (x1, y1) == points[-1]:
-            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-    return points[-1][1]
-
-
-def geomean(values):
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
 def main():
