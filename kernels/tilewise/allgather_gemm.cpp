@@ -50,6 +50,15 @@ Status AllGatherGemmDesign::can_implement(std::int64_t m, std::int64_t n, std::i
   if (options.chunks < 1)
     return Status::failure("tilewise allgather+gemm: chunks must be >= 1, got " +
                            std::to_string(options.chunks));
+  if (options.vendor_gemm) {
+    if (options.split_k_tail != 1)
+      return Status::failure("tilewise allgather+gemm: vendor_gemm has no split last wave");
+    if (m % (std::int64_t{world} * options.chunks) != 0)
+      return Status::failure("tilewise allgather+gemm: m must be a multiple of " +
+                             std::to_string(world) + " ranks x " + std::to_string(options.chunks) +
+                             " chunks, got m = " + std::to_string(m));
+    return Status::success();
+  }
   const std::int64_t unit = std::int64_t{gemm::GemmConfig::kTileM} * world * options.chunks;
   if (m % unit != 0)
     return Status::failure("tilewise allgather+gemm: m must be a multiple of 128 x " +
@@ -130,6 +139,11 @@ Status AllGatherGemmDesign::initialize(PeerLinks links, std::int64_t m, std::int
     joins_.push_back(e);
   }
   OVERLAPSIM_TRY(preload_signal_wait());
+  if (options.vendor_gemm) {
+    const std::int64_t block_rows = m / world_;
+    OVERLAPSIM_TRY(vendor_.initialize(n, k, dtype, {block_rows, block_rows / options.chunks},
+                                      block_rows / options.chunks));
+  }
 
   std::vector<std::vector<void*>> all;
   OVERLAPSIM_TRY(memory_->share({gathered_.data(), flags_.data(), arrived_.data()}, &all));
@@ -168,7 +182,7 @@ char* AllGatherGemmDesign::gathered(int parity) const {
 Status AllGatherGemmDesign::prepare(const void* a, const void* b, void* c) {
   if (!initialized_) return Status::failure("tilewise allgather+gemm: prepare() before initialize()");
   const auto key = std::make_tuple(a, b, c);
-  if (gemms_.count(key)) return Status::success();
+  if (options_.vendor_gemm || gemms_.count(key)) return Status::success();
   std::array<std::unique_ptr<gemm::OwnGemm>, 2> pair;
   for (int parity = 0; parity < 2; ++parity) {
     gemm::GemmArgs args;
@@ -276,11 +290,52 @@ Status AllGatherGemmDesign::join(const std::vector<cudaStream_t>& used,
   return Status::success();
 }
 
+Status AllGatherGemmDesign::enqueue_vendor_gemms(const void* a, const void* b, void* c,
+                                                 const char* gathered_a, std::uint32_t epoch,
+                                                 bool wait, cudaStream_t compute_stream) const {
+  const std::int64_t block_rows = m_ / world_;
+  const std::int64_t chunk_rows = block_rows / options_.chunks;
+  // The own block straight from the shard: nothing to wait for.
+  OVERLAPSIM_TRY(vendor_.run_at(
+      block_rows, a, b,
+      static_cast<char*>(c) + static_cast<std::size_t>(rank_ * block_rows * n_) * kElementBytes,
+      compute_stream));
+  // The peers' chunks in the order they arrive: rank + 1's block first (enqueue_pushes).
+  for (int i = 1; i < world_; ++i) {
+    const int s = (rank_ + i) % world_;
+    for (int ch = 0; ch < options_.chunks; ++ch) {
+      if (wait)
+        OVERLAPSIM_TRY(enqueue_wait_geq(flags_.as<std::uint32_t>() + s * options_.chunks + ch,
+                                        epoch, compute_stream));
+      OVERLAPSIM_TRY(vendor_.run(chunk_rows, s * block_rows + ch * chunk_rows, gathered_a, b, c,
+                                 compute_stream));
+    }
+  }
+  return Status::success();
+}
+
+Status AllGatherGemmDesign::run_vendor_on_gathered(const void* gathered_a, const void* b, void* c,
+                                                   cudaStream_t stream) const {
+  if (!initialized_ || !options_.vendor_gemm)
+    return Status::failure("tilewise allgather+gemm: run_vendor_on_gathered needs vendor_gemm");
+  const char* own = static_cast<const char*>(gathered_a) +
+                    static_cast<std::size_t>(rank_ * (m_ / world_) * k_) * kElementBytes;
+  return enqueue_vendor_gemms(own, b, c, static_cast<const char*>(gathered_a), 0, false, stream);
+}
+
 Status AllGatherGemmDesign::run(const void* a, const void* b, void* c, cudaStream_t compute_stream,
                                 cudaStream_t comm_stream) {
   OVERLAPSIM_TRY(prepare(a, b, c));
   const std::uint32_t epoch = ++epoch_;
   const int parity = static_cast<int>(epoch & 1u);
+  if (options_.vendor_gemm) {
+    std::vector<cudaStream_t> used;
+    OVERLAPSIM_TRY(enqueue_pushes(a, epoch, compute_stream, comm_stream, &used));
+    OVERLAPSIM_TRY(enqueue_vendor_gemms(a, b, c, gathered(parity), epoch, true, compute_stream));
+    if (trace_ != nullptr) CUDA_CHECK(cudaEventRecord(trace_->gemm_end, compute_stream));
+    trace_ = nullptr;
+    return join(used, compute_stream);
+  }
   gemm::OwnGemm& g = *gemms_.at(std::make_tuple(a, b, c))[static_cast<std::size_t>(parity)];
   // The pushes first: the copy engines start while the GEMM launch is being issued.
   std::vector<cudaStream_t> used;

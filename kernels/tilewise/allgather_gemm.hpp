@@ -29,6 +29,13 @@
 // waits); the own block needs no flag, so every GEMM makes progress whatever its peers do;
 // ranks sharing one GPU are fine for the same reason (a waiting GEMM or barrier waits only
 // for a copy engine or a peer stream's write).
+// With AllGatherGemmOptions::vendor_gemm the same transport drives cuBLASLt instead of the own
+// GEMM: the own block first, then one vendor GEMM a peer chunk in arrival order, each behind a
+// stream wait for that chunk's flag (a stream memory operation: no SM, no host). The pushes
+// run on the senders' streams, so no CUDA event of theirs exists on the receiver; the flag is
+// what it can wait on. Its result is bit for bit NCCL all-gather + the same cuBLASLt GEMM per
+// chunk (run_vendor_on_gathered), and within bf16 rounding of one cuBLASLt GEMM over all rows
+// (each chunk's algorithm is the heuristic's for its own shape).
 // Peers through PeerMemory (peer_memory.hpp): UVA pointers between threads, IPC handles
 // between processes of one host.
 // Host API: can_implement → initialize (collective) → prepare(a, b, c) (optional) → run
@@ -52,6 +59,7 @@
 #include "kernels/harness/dtype.hpp"
 #include "kernels/tilewise/peer_flag_writer.hpp"
 #include "kernels/tilewise/peer_memory.hpp"
+#include "kernels/tilewise/vendor_row_gemms.hpp"
 
 namespace overlapsim::kernels::tilewise {
 
@@ -86,6 +94,11 @@ struct AllGatherGemmOptions {
   // (within fp32 rounding of the unsplit GEMM), so the result equals NCCL all-gather + the own
   // GEMM with the same split bit for bit, not the unsplit one.
   int split_k_tail = 1;
+  // cuBLASLt GEMMs a row block (own) and a chunk (peers) instead of the own GEMM: where the
+  // whole GEMM is long and in full waves, the vendor's per-shape kernel is faster than the own
+  // GEMM's one tile, and a stall between two GEMMs costs only its length. split_k_tail must be
+  // 1; the GEMM needs no k % 8 (no TMA reads in place).
+  bool vendor_gemm = false;
 };
 
 // Events a call records when traced (AllGatherGemmDesign::trace_next): where its pushes
@@ -134,6 +147,10 @@ class AllGatherGemmDesign {
   // all-gather time, what the predictor's copy rate is read from. It counts as a call
   // (epoch and parity), so it may be interleaved with run().
   Status run_gather_only(const void* a, cudaStream_t compute_stream, cudaStream_t comm_stream);
+  // vendor_gemm: the design's cuBLASLt GEMMs over an already gathered A (M × K, every block
+  // in place), no waits: NCCL all-gather followed by this is the design's result bit for bit.
+  Status run_vendor_on_gathered(const void* gathered_a, const void* b, void* c,
+                                cudaStream_t stream) const;
   // Whether a producer's wait for a chunk timed out (host-synchronising).
   Status check_waits();
   // The next run() records `trace`'s events (rotated pushes only; a diagnostic).
@@ -153,6 +170,10 @@ class AllGatherGemmDesign {
   Status enqueue_pushes(const void* a, std::uint32_t epoch, cudaStream_t compute_stream,
                         cudaStream_t comm_stream, std::vector<cudaStream_t>* used);
   Status join(const std::vector<cudaStream_t>& used, cudaStream_t compute_stream);
+  // vendor_gemm's GEMMs on compute_stream: the own block from the shard, then every peer
+  // chunk of this parity, each behind its flag's wait when `wait` (else read as it is).
+  Status enqueue_vendor_gemms(const void* a, const void* b, void* c, const char* gathered_a,
+                              std::uint32_t epoch, bool wait, cudaStream_t compute_stream) const;
   Status signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream);
   // align_start's barrier on compute_stream.
   Status enqueue_start_barrier(std::uint32_t epoch, cudaStream_t compute_stream);
@@ -173,6 +194,7 @@ class AllGatherGemmDesign {
   std::vector<std::uint32_t*> peer_flags_;     // [world] their flags
   std::vector<std::uint32_t*> peer_arrived_;   // [world] their arrival flags
   const AllGatherCallTrace* trace_ = nullptr;
+  VendorRowGemms vendor_;  // vendor_gemm: a plan for a block's rows and one for a chunk's
   std::map<std::tuple<const void*, const void*, void*>,
            std::array<std::unique_ptr<gemm::OwnGemm>, 2>>
       gemms_;
