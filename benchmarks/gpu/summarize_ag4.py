@@ -7,7 +7,8 @@ Per shape, from the tile-wise runner's final interleaved loop (one clock state):
 sequential_tw_loop (NCCL all-gather then cuBLAS), op_alone_tw_loop (cuBLAS),
 collective_alone_tw_loop (NCCL all-gather), sequential_own_tw_loop (NCCL then the own GEMM),
 own_alone_tw_loop, decomposed_tw_loop per chunk count, the fastest candidate (tilewise_ag:
-one push stream in rotated order; tilewise_ag_par: a stream a peer; chunks = chunks a block)
+one push stream in rotated order; tilewise_ag_par: a stream a peer; tilewise_ag_vendor: cuBLASLt
+a block and a chunk on the rotated pushes; chunks = chunks a block)
 and the tuner's choice (tilewise_tuned: that candidate, or sequential, chunks 0, when the
 candidate was not more than 1 % faster in the search loop). Captured = (T_seq - T) /
 (T_seq - T_ideal), T_ideal = max(op alone, collective alone). Geometric means over the shapes
@@ -98,7 +99,7 @@ def main():
             continue
         ideal = max(op_, co)
         # The chosen tile-wise design: tilewise_ag or _par, "_k<n>" with a split last wave.
-        tw = next((r for r in rs if re.fullmatch(r"tilewise_ag(_par)?(_k\d)?", r["design"])), None)
+        tw = next((r for r in rs if re.fullmatch(r"tilewise_ag(_par|_vendor)?(_k\d)?", r["design"])), None)
         tuned = row_of("tilewise_tuned")
         tw_us = float(tw["time_us"]) if tw else None
         tuned_us = float(tuned["time_us"]) if tuned else None
@@ -112,7 +113,7 @@ def main():
         clock = {}
         for state in ("steady", "burst"):
             mine = [r for r in rs
-                    if re.fullmatch(rf"tilewise_ag(_par)?(_k\d)?_{state}", r["design"])]
+                    if re.fullmatch(rf"tilewise_ag(_par|_vendor)?(_k\d)?_{state}", r["design"])]
             clock[f"tw_{state}_us"] = float(mine[0]["time_us"]) if mine else None
             clock[f"op_alone_{state}_us"] = t(f"op_alone_{state}")
             clock[f"torch_gemm_{state}_us"] = fastest_us(peers, f"torch_{state}")

@@ -1,15 +1,14 @@
 #include "kernels/bench/allgather_tilewise_runner.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "kernels/bench/clock_states.hpp"
 #include "kernels/bench/timing.hpp"
 #include "kernels/bench/verify.hpp"
 #include "kernels/collectives/nccl_collectives.hpp"
@@ -29,8 +28,10 @@ struct Candidate {
   Timing search;
 };
 
-// "_k<n>": the GEMM's last wave split in n ranges of K (AllGatherGemmOptions::split_k_tail).
+// "_k<n>": the GEMM's last wave split in n ranges of K (AllGatherGemmOptions::split_k_tail);
+// "tilewise_ag_vendor": cuBLASLt a block and a chunk (AllGatherGemmOptions::vendor_gemm).
 std::string design_name(const tw::AllGatherGemmOptions& o) {
+  if (o.vendor_gemm) return "tilewise_ag_vendor";
   return std::string(o.push == tw::AllGatherPush::PerPeer ? "tilewise_ag_par" : "tilewise_ag") +
          (o.split_k_tail > 1 ? "_k" + std::to_string(o.split_k_tail) : std::string());
 }
@@ -66,6 +67,18 @@ class AllGatherTilewiseRunner {
           candidates_.push_back(std::move(s));
         }
       }
+    // The per-chunk vendor GEMMs on the same pushes (rotated), one candidate a chunk count.
+    for (const int chunks : env_.tilewise_settings.vendor_chunks) {
+      tw::AllGatherGemmOptions o;
+      o.chunks = chunks;
+      o.vendor_gemm = true;
+      o.wait_timeout_s = 30;
+      if (!tw::AllGatherGemmDesign::can_implement(shape_.m, shape_.n, shape_.k, world, o).ok)
+        continue;
+      Candidate cand;
+      cand.options = o;
+      candidates_.push_back(std::move(cand));
+    }
     if (candidates_.empty()) {
       if (env_.rank() == 0)
         std::fprintf(stderr, "overlap-bench: allgather+gemm %s: skipping tilewise: %s\n",
@@ -100,7 +113,7 @@ class AllGatherTilewiseRunner {
     // order does not change a tile's bits, and the plain GEMM is the reference).
     for (const Candidate& cand : candidates_) {
       const int split = cand.options.split_k_tail;
-      if (own_check_.count(split)) continue;
+      if (cand.options.vendor_gemm || own_check_.count(split)) continue;
       gemm::SchedulerOptions sched;
       if (split > 1) sched = cand.design->scheduler();
       auto g = std::make_unique<gemm::OwnGemm>();
@@ -247,9 +260,13 @@ class AllGatherTilewiseRunner {
     const Timing& t_best = timings[v];
     // The predictor on this loop's GEMM alone and transport alone (row own_alone_tw_loop,
     // gather_only_tw_loop) against the measured call.
-    const double predicted = tw::predict_allgather_time_s(
-        shape_.m, shape_.n, env_.world(), best.options, best.design->num_ctas(),
-        timings[4].median_s, timings[v + 1].median_s);
+    // (The planner models the own GEMM's per-chunk waits; a vendor choice is not predicted.)
+    const double predicted =
+        best.options.vendor_gemm
+            ? 0.0
+            : tw::predict_allgather_time_s(shape_.m, shape_.n, env_.world(), best.options,
+                                           best.design->num_ctas(), timings[4].median_s,
+                                           timings[v + 1].median_s);
     if (env_.rank() == 0)
       std::fprintf(stderr,
                    "overlap-bench: ag_predicted %s %s chunks %d: predicted %.1f us, measured "
@@ -266,11 +283,17 @@ class AllGatherTilewiseRunner {
     std::uint64_t wrong = 0;
     OVERLAPSIM_TRY(io_.run_and_check([&]() { return run_candidate(best, 0); }, &wrong));
     OVERLAPSIM_TRY(best.design->check_waits());
-    // Bit for bit against NCCL's all-gather and the own GEMM (set 0's result is in its c).
+    // Bit for bit against NCCL's all-gather and the own GEMM (set 0's result is in its c); a
+    // vendor choice against NCCL's all-gather and its own cuBLASLt GEMMs, without waits.
     const PairBuffers b0 = io_.set(0);
     const std::size_t shard = static_cast<std::size_t>(shape_.m / env_.world() * shape_.k);
     OVERLAPSIM_TRY(all_gather(env_.ctx->comm, b0.a, b0.staging, shard, case_.dtype, compute()));
-    OVERLAPSIM_TRY(own_check_.at(best.options.split_k_tail)->run(compute()));
+    if (best.options.vendor_gemm) {
+      OVERLAPSIM_TRY(
+          best.design->run_vendor_on_gathered(b0.staging, b0.b, own_reference_.data(), compute()));
+    } else {
+      OVERLAPSIM_TRY(own_check_.at(best.options.split_k_tail)->run(compute()));
+    }
     OVERLAPSIM_TRY(wait_stream(env_.ctx->comm, compute(), "allgather tilewise bit check"));
     std::uint64_t mismatches = 0;
     OVERLAPSIM_TRY(count_mismatches(b0.c, own_reference_.data(),
@@ -280,9 +303,10 @@ class AllGatherTilewiseRunner {
     if (env_.rank() == 0)
       std::fprintf(stderr,
                    "overlap-bench: ag_bits %s %s chunks %d: mismatches %llu against NCCL "
-                   "all-gather + own GEMM\n",
+                   "all-gather + %s\n",
                    shape_text().c_str(), design_name(best.options).c_str(), best.options.chunks,
-                   static_cast<unsigned long long>(mismatches));
+                   static_cast<unsigned long long>(mismatches),
+                   best.options.vendor_gemm ? "the same cuBLASLt chunk GEMMs" : "own GEMM");
     env_.emit(pair_row(design_name(best.options), best.options.chunks, t_best).wrong(wrong).row());
     const Timing& t_tuned = sequential_chosen_ ? timings[0] : t_best;
     env_.emit(pair_row("tilewise_tuned", sequential_chosen_ ? 0 : best.options.chunks, t_tuned)
@@ -299,34 +323,19 @@ class AllGatherTilewiseRunner {
     return clock_states(best);
   }
 
-  // The chosen candidate and the cuBLAS GEMM alone, each in a loop of its own, in the two
-  // clock states PyTorch's peers are timed in (torch_overlap.py --warmup-ms / --idle-s): a
-  // GEMM's speed follows the GPU's clock, which runs at its boost after an idle spell and
-  // drops to the power-limited one after some 100 ms of back-to-back GEMMs (18-19 % slower
-  // at 8192^3 on an H200), so the two sides are compared only in the same state.
-  //   steady: kSteadyWarmup_s back to back untimed, then the case's iterations (30);
-  //   burst:  kBurstIdle_s of idle GPU, then 5 warm-up calls and 20 timed: PyTorch's peer
-  //           timing after an idle GPU.
+  // The chosen candidate and the cuBLAS GEMM alone in the two clock states PyTorch's peers
+  // are timed in (clock_states.hpp): rows op_alone_{steady,burst} and <design>_{steady,burst}.
   Status clock_states(Candidate& best) {
-    const EnqueueIteration candidate = [this, &best](int i) { return run_candidate(best, i); };
-    const std::string name = design_name(best.options);
-    Timing t;
-    {
-      const ScopedTimingPolicy steady({timing_policy().min_time_s, kSteadyWarmup_s});
-      OVERLAPSIM_TRY(time_iterations(*env_.ctx, case_.warmup, case_.iterations, io_.op_alone, &t));
-      env_.emit(
-          row("op_alone_steady", 1, t).flops(compute_flops(PairOp::AllGatherGemm, shape_)).row());
-      OVERLAPSIM_TRY(time_iterations(*env_.ctx, case_.warmup, case_.iterations, candidate, &t));
-      env_.emit(pair_row(name + "_steady", best.options.chunks, t).row());
-    }
-    const ScopedTimingPolicy burst({0.0, 0.0});
-    OVERLAPSIM_TRY(idle_gpu());
-    OVERLAPSIM_TRY(time_iterations(*env_.ctx, kBurstWarmup, kBurstIterations, io_.op_alone, &t));
-    env_.emit(
-        row("op_alone_burst", 1, t).flops(compute_flops(PairOp::AllGatherGemm, shape_)).row());
-    OVERLAPSIM_TRY(idle_gpu());
-    OVERLAPSIM_TRY(time_iterations(*env_.ctx, kBurstWarmup, kBurstIterations, candidate, &t));
-    env_.emit(pair_row(name + "_burst", best.options.chunks, t).row());
+    const std::vector<std::pair<std::string, EnqueueIteration>> variants{
+        {"op_alone", io_.op_alone},
+        {design_name(best.options), [this, &best](int i) { return run_candidate(best, i); }}};
+    OVERLAPSIM_TRY(time_clock_states(
+        env_, case_, variants, [&](const std::string& name, std::size_t v, const Timing& t) {
+          if (v == 0)
+            env_.emit(row(name, 1, t).flops(compute_flops(PairOp::AllGatherGemm, shape_)).row());
+          else
+            env_.emit(pair_row(name, best.options.chunks, t).row());
+        }));
     return timeline(best);
   }
 
@@ -375,17 +384,12 @@ class AllGatherTilewiseRunner {
     OVERLAPSIM_TRY(st);
 
     // The other start in the two clock states, as clock_states() times the chosen one.
-    const EnqueueIteration other = [this, &aligned](int i) { return run_candidate(aligned, i); };
-    Timing t;
-    {
-      const ScopedTimingPolicy steady({timing_policy().min_time_s, kSteadyWarmup_s});
-      OVERLAPSIM_TRY(time_iterations(*env_.ctx, case_.warmup, case_.iterations, other, &t));
-      env_.emit(pair_row(label(aligned.options) + "_steady", aligned.options.chunks, t).row());
-    }
-    const ScopedTimingPolicy burst({0.0, 0.0});
-    OVERLAPSIM_TRY(idle_gpu());
-    OVERLAPSIM_TRY(time_iterations(*env_.ctx, kBurstWarmup, kBurstIterations, other, &t));
-    env_.emit(pair_row(label(aligned.options) + "_burst", aligned.options.chunks, t).row());
+    OVERLAPSIM_TRY(time_clock_states(
+        env_, case_,
+        {{label(aligned.options), [this, &aligned](int i) { return run_candidate(aligned, i); }}},
+        [&](const std::string& name, std::size_t, const Timing& t) {
+          env_.emit(pair_row(name, aligned.options.chunks, t).row());
+        }));
     OVERLAPSIM_TRY(aligned.design->check_waits());
     OVERLAPSIM_TRY(quiesce(*env_.ctx, "allgather timeline: before freeing"));
     return Status::success();
@@ -467,18 +471,6 @@ class AllGatherTilewiseRunner {
     return st;
   }
 
-  // Every rank's streams drained, kBurstIdle_s with nothing enqueued, then the ranks meet
-  // again, so that they start the burst together.
-  Status idle_gpu() {
-    OVERLAPSIM_TRY(quiesce(*env_.ctx, "allgather tilewise: before the idle spell"));
-    std::this_thread::sleep_for(std::chrono::duration<double>(kBurstIdle_s));
-    return quiesce(*env_.ctx, "allgather tilewise: after the idle spell");
-  }
-
-  static constexpr double kSteadyWarmup_s = 1.0;
-  static constexpr double kBurstIdle_s = 0.5;
-  static constexpr int kBurstWarmup = 5;
-  static constexpr int kBurstIterations = 20;
   static constexpr int kTimelineCalls = 40;
   static constexpr double kChunkTie = 0.01;
   static constexpr int kTimelineGated = 8;

@@ -5,6 +5,9 @@
 //      shape allows (per_peer only above 2 ranks, where it differs), timed in one
 //      interleaved loop with the sequential pair (NCCL all-gather then cuBLAS); each
 //      candidate's median goes to stderr as a line starting "overlap-bench: ag_candidate".
+//      The per-chunk vendor candidates (--tilewise-vendor-chunks: cuBLASLt a block and a
+//      chunk on the same rotated pushes, AllGatherGemmOptions::vendor_gemm, row design
+//      tilewise_ag_vendor) are timed in the same loop.
 //      The tuned choice is the fastest candidate if it is more than 1 % faster than
 //      sequential there, else sequential (the rule of the other tile-wise pairs).
 //   2. Final loop, one interleaved loop: sequential, the cuBLAS GEMM alone, the NCCL
@@ -22,8 +25,8 @@
 //      (<design>_steady, op_alone_steady: 1 s back to back untimed, then the case's
 //      iterations; the GPU at its power limit) and burst (<design>_burst, op_alone_burst:
 //      0.5 s of idle GPU, 5 warm-up calls, 20 timed; the boost clock).
-//   3. Bit for bit against NCCL all-gather + the own GEMM on input set 0 (stderr line
-//      "overlap-bench: ag_bits ... mismatches N").
+//   3. Bit for bit against NCCL all-gather + the own GEMM on input set 0 (a vendor choice:
+//      + the same cuBLASLt chunk GEMMs; stderr line "overlap-bench: ag_bits ... mismatches N").
 #include "kernels/bench/bench_env.hpp"
 #include "kernels/bench/tilewise_runner.hpp"
 

@@ -62,7 +62,9 @@ constexpr TilewiseFlag kTilewiseFlags[] = {
     {"--tilewise-detail", "OVERLAPSIM_TILEWISE_DETAIL"},
     {"--tilewise-timeline", "OVERLAPSIM_TILEWISE_TIMELINE"},
     {"--tilewise-ag-chunks", "OVERLAPSIM_TILEWISE_AG_CHUNKS"},
-    {"--tilewise-ag-push", "OVERLAPSIM_TILEWISE_AG_PUSH"}};
+    {"--tilewise-ag-push", "OVERLAPSIM_TILEWISE_AG_PUSH"},
+    {"--tilewise-vendor-chunks", "OVERLAPSIM_TILEWISE_VENDOR_CHUNKS"},
+    {"--tilewise-clock-states", "OVERLAPSIM_TILEWISE_CLOCK_STATES"}};
 
 bool is_tilewise_flag(const std::string& flag) {
   for (const TilewiseFlag& f : kTilewiseFlags)
@@ -137,6 +139,14 @@ void set_tilewise(const std::string& flag, const std::string& name, const std::s
     s->ag_chunks = to_list<int>(name, value, "chunk counts", [&](const std::string& v) {
       return static_cast<int>(flag_int(kProgram, name, v, 1, 64));
     });
+  } else if (flag == "--tilewise-vendor-chunks") {
+    s->vendor_chunks.clear();
+    for (const int c : to_list<int>(name, value, "chunk counts", [&](const std::string& v) {
+           return static_cast<int>(flag_int(kProgram, name, v, 0, 64));
+         }))
+      if (c > 0) s->vendor_chunks.push_back(c);
+  } else if (flag == "--tilewise-clock-states") {
+    s->clock_states = flag_int(kProgram, name, value, 0, 1) != 0;
   } else if (flag == "--tilewise-ag-push") {
     s->ag_push = to_list<tw::AllGatherPush>(name, value, "push modes", [&](const std::string& v) {
       const auto m = tw::parse_allgather_push(v);
@@ -212,6 +222,10 @@ std::string usage() {
          "  --tilewise-timeline FILE  the chosen copy-engine call's step times over 5 calls\n"
          "  --tilewise-ag-chunks 1,2,4  allgather+gemm: chunks a row block is pushed in\n"
          "  --tilewise-ag-push rotated,per_peer  allgather+gemm: one stream or one a peer\n"
+         "  --tilewise-vendor-chunks 1  allgather+gemm and gemm+reducescatter: per-chunk cuBLASLt\n"
+         "      candidates on the copy engines, chunks a row block is cut into (0: none)\n"
+         "  --tilewise-clock-states 0  gemm+reducescatter: also time sequential, the GEMM\n"
+         "      and each family's choice steady and burst (torch_overlap.py --warmup-ms/--idle-s)\n"
          "CSV (nccl-tests style) on stdout; --output writes the same CSV atomically at the end.\n";
 }
 

@@ -1,5 +1,6 @@
 #include "kernels/bench/tilewise_runner.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -7,10 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/bench/clock_states.hpp"
 #include "kernels/bench/tilewise_context.hpp"
 #include "kernels/bench/tilewise_measure.hpp"
 #include "kernels/bench/tilewise_report.hpp"
 #include "kernels/bench/tilewise_tuner.hpp"
+#include "kernels/bench/vendor_reduce_scatter_runner.hpp"
 #include "kernels/bench/verify.hpp"
 #include "kernels/harness/fill.hpp"
 #include "kernels/tilewise/design_support.hpp"
@@ -54,8 +57,28 @@ class TilewiseShapeRunner {
     std::string search_nccl = "cached", search_ce = "cached";
     if (sc_.settings.nccl) OVERLAPSIM_TRY(search_nccl_transport(sc_, &best_nccl, &search_nccl));
     if (sc_.ce_ok) OVERLAPSIM_TRY(search_copy_engine(sc_, &best_ce, &search_ce, &other_ce));
+    OVERLAPSIM_TRY(search_vendor(best_ce));
     OVERLAPSIM_TRY(final_round(best_nccl, search_nccl, best_ce, search_ce, other_ce));
     if (sc_.env.rank() == 0) OVERLAPSIM_TRY(sc_.reports.write_detail(sc_.settings.detail_path));
+    return Status::success();
+  }
+
+  // The per-chunk vendor family (gemm+reducescatter): its best candidate, and the tuner's
+  // choice among it, the copy-engine choice and the sequential pair by their search times
+  // (the sequential pair kept unless the faster family is more than 1 % ahead).
+  Status search_vendor(const std::optional<TilewiseCandidate>& best_ce) {
+    OVERLAPSIM_TRY(vendor_.search());
+    if (!vendor_.found()) return Status::success();
+    if (sc_.io.sequential && sc_.t_sequential_search_s <= 0) {
+      Timing t;
+      OVERLAPSIM_TRY(time_iterations(*sc_.env.ctx, std::max(3, sc_.bench_case.warmup / 2),
+                                     std::max(8, sc_.bench_case.iterations / 2), sc_.io.sequential,
+                                     &t));
+      sc_.t_sequential_search_s = t.median_s;
+    }
+    vendor_chosen_ = !best_ce || vendor_.search_s() < best_ce->measured_s;
+    const double fastest = vendor_chosen_ ? vendor_.search_s() : best_ce->measured_s;
+    sc_.sequential_chosen = !(fastest < 0.99 * sc_.t_sequential_search_s);
     return Status::success();
   }
 
@@ -128,6 +151,10 @@ class TilewiseShapeRunner {
       });
       names.push_back("alt");
     }
+    if (vendor_.found()) {
+      variants.push_back([&](int i) { return vendor_.run(i); });
+      names.push_back("vendor");
+    }
     if (variants.empty()) return Status::success();
     OVERLAPSIM_TRY(quiesce(*sc_.env.ctx, "tilewise: final designs ready"));
     std::vector<Timing> timings;
@@ -150,6 +177,10 @@ class TilewiseShapeRunner {
         sc_.emit(sc_.row(to_string(sc_.op), "alt_" + copy_engine_design(*other) + "_tw_loop",
                          other->ce_groups, timings[v])
                      .flops(compute_flops(sc_.op, sc_.shape)));
+      } else if (names[v] == "vendor") {
+        std::uint64_t wrong = 0;
+        OVERLAPSIM_TRY(vendor_.check(&wrong));
+        emit_pair_row(VendorReduceScatterFamily::kDesign, vendor_.chunks(), timings[v], wrong);
       } else if (names[v] == "tilewise") {
         OVERLAPSIM_TRY(measure_final(*dn, *nccl, search_nccl, timings[v]));
       } else {
@@ -158,7 +189,41 @@ class TilewiseShapeRunner {
     }
     if (dc) OVERLAPSIM_TRY(dc->check_waits());
     if (dalt) OVERLAPSIM_TRY(dalt->check_waits());
+    if (sc_.settings.clock_states && sc_.op == PairOp::GemmReduceScatter)
+      OVERLAPSIM_TRY(clock_states(dc.get(), ce));
     return quiesce(*sc_.env.ctx, "tilewise: final round done");
+  }
+
+  // --tilewise-clock-states: the sequential pair, the GEMM alone and each family's choice in
+  // the two clock states PyTorch's peers are timed in (clock_states.hpp), rows
+  // <name>_{steady,burst}; what the comparison with fused_matmul_reduce_scatter reads.
+  Status clock_states(tw::CopyEngineDesign* dc, const std::optional<TilewiseCandidate>& ce) {
+    if (!sc_.io.sequential || !sc_.io.op_alone) return Status::success();
+    std::vector<std::pair<std::string, EnqueueIteration>> variants{
+        {"sequential", sc_.io.sequential}, {"op_alone", sc_.io.op_alone}};
+    std::vector<int> chunks{1, 1};
+    if (dc != nullptr) {
+      variants.emplace_back(copy_engine_design(*ce), [&, dc](int i) {
+        const PairBuffers b = sc_.io.set(i);
+        return dc->run(b.a, b.b, sc_.p.data(), sc_.compute(), sc_.comm_stream());
+      });
+      chunks.push_back(ce->ce_groups);
+    }
+    if (vendor_.found()) {
+      variants.emplace_back(VendorReduceScatterFamily::kDesign,
+                            [this](int i) { return vendor_.run(i); });
+      chunks.push_back(vendor_.chunks());
+    }
+    return time_clock_states(
+        sc_.env, sc_.bench_case, variants,
+        [&](const std::string& name, std::size_t v, const Timing& t) {
+          RowBuilder r = sc_.row(to_string(sc_.op), name, chunks[v], t)
+                             .flops(compute_flops(sc_.op, sc_.shape));
+          if (v != 1)
+            r.bytes(collective_bytes(sc_.op, sc_.shape, sc_.env.world(), sc_.bench_case.dtype))
+                .busbw_factor(busbw_factor(sc_.coll, sc_.env.world()));
+          sc_.emit(r);
+        });
   }
 
   // The tuner's choice among the copy-engine configurations and the sequential pair
@@ -167,20 +232,25 @@ class TilewiseShapeRunner {
   Status emit_tuned_choice(const std::vector<std::string>& names,
                            const std::vector<Timing>& timings,
                            const std::optional<TilewiseCandidate>& ce) {
-    if (!ce || sc_.t_sequential_search_s <= 0) return Status::success();
-    const std::string chosen = sc_.sequential_chosen ? "sequential" : "tilewise_ce";
+    if ((!ce && !vendor_.found()) || sc_.t_sequential_search_s <= 0) return Status::success();
+    const std::string chosen = sc_.sequential_chosen ? "sequential"
+                               : vendor_chosen_      ? "vendor"
+                                                     : "tilewise_ce";
+    const std::string choice =
+        vendor_chosen_ ? VendorReduceScatterFamily::kDesign : copy_engine_design(*ce);
+    const double choice_s = vendor_chosen_ ? vendor_.search_s() : ce->measured_s;
+    const int choice_chunks = vendor_chosen_ ? vendor_.chunks() : ce->ce_groups;
     for (std::size_t v = 0; v < names.size(); ++v) {
       if (names[v] != chosen) continue;
-      emit_pair_row("tilewise_tuned", sc_.sequential_chosen ? 0 : ce->ce_groups, timings[v], 0);
+      emit_pair_row("tilewise_tuned", sc_.sequential_chosen ? 0 : choice_chunks, timings[v], 0);
       if (sc_.env.rank() == 0)
         std::fprintf(stderr,
                      "overlap-bench: tilewise %s %lldx%lldx%lld: tuner chose %s (search: best "
                      "%s %.1f us, sequential %.1f us)\n",
                      to_string(sc_.op), static_cast<long long>(sc_.shape.m),
                      static_cast<long long>(sc_.shape.n), static_cast<long long>(sc_.shape.k),
-                     sc_.sequential_chosen ? "sequential" : copy_engine_design(*ce).c_str(),
-                     copy_engine_design(*ce).c_str(), 1e6 * ce->measured_s,
-                     1e6 * sc_.t_sequential_search_s);
+                     sc_.sequential_chosen ? "sequential" : choice.c_str(), choice.c_str(),
+                     1e6 * choice_s, 1e6 * sc_.t_sequential_search_s);
     }
     return Status::success();
   }
@@ -408,6 +478,8 @@ class TilewiseShapeRunner {
 
  private:
   TilewiseShapeContext& sc_;
+  VendorReduceScatterFamily vendor_{sc_};
+  bool vendor_chosen_ = false;              // the vendor family's best beat the copy-engine choice
   gemm::OwnGemm* own_reference_ = nullptr;  // the bit check's own GEMM when not the plain one
 };
 

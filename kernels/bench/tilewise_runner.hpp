@@ -32,6 +32,11 @@
 // the detail CSV --tilewise-detail (if set). --tilewise-cache names the tuning cache YAML:
 // a hit skips the search, a search stores its winner. The settings come from
 // BenchEnv::tilewise_settings (overlap-bench's flags, flags.hpp).
+// gemm+reducescatter also times the per-chunk vendor family (vendor_reduce_scatter_runner.hpp,
+// --tilewise-vendor-chunks; row <pair>/tilewise_rs_vendor in the final loop), and the tuner
+// chooses among its best, the copy-engine choice and sequential; with --tilewise-clock-states 1
+// the sequential pair, the GEMM alone and each family's choice are timed steady and burst
+// (clock_states.hpp), as PyTorch's peers are.
 // Pieces: tilewise_context.hpp (what they share), tilewise_measure.hpp (measurements),
 // tilewise_tuner.hpp (search), tilewise_report.hpp (detail and timeline CSV); this file's
 // .cpp runs them and the final round.

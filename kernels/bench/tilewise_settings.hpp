@@ -47,6 +47,14 @@ struct TilewiseSettings {
   std::vector<int> ag_chunks{1, 2, 4};
   std::vector<tilewise::AllGatherPush> ag_push{tilewise::AllGatherPush::Rotated,
                                                tilewise::AllGatherPush::PerPeer};
+  // --tilewise-vendor-chunks: the per-chunk vendor (cuBLASLt) candidates on the copy-engine
+  // transport, one per count of chunks a row block is cut into (AllGather+GEMM:
+  // AllGatherGemmOptions::vendor_gemm; GEMM+ReduceScatter: vendor_reduce_scatter.hpp); empty
+  // ("0"): none.
+  std::vector<int> vendor_chunks{1};
+  // --tilewise-clock-states: gemm+reducescatter also times the sequential pair, the GEMM
+  // alone and each family's choice steady and burst (clock_states.hpp).
+  bool clock_states = false;
 };
 
 }  // namespace overlapsim::kernels::bench
