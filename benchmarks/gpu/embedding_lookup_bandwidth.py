@@ -40,6 +40,13 @@ DATASHEET_BPS = {"H100": 3.35e12, "H200": 4.8e12}
 MLPERF_GLOBAL_BATCH = 65536
 
 
+class InputError(Exception):
+    pass
+
+
+NEEDED = ("gpu", "world", "op", "design", "m", "k", "time_us", "wrong")
+
+
 def shard(pooling, world):
     order = sorted(range(len(pooling)), key=lambda t: -pooling[t])  # stable, as std::stable_sort
     load = [0] * world
@@ -61,19 +68,27 @@ def datasheet(gpu):
 def rows_for(path):
     out = []
     with open(path, newline="") as f:
-        for row in csv.DictReader(f):
+        reader = csv.DictReader(f)
+        missing = [c for c in NEEDED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"{path}: column {missing[0]}: missing (expected overlap-bench CSV)")
+        for line, row in enumerate(reader, start=2):
             if row["op"] != "embedding_bag":
                 continue
-            world = int(row["world"])
-            lookups = int(row["k"])
+            try:
+                world, lookups, local = int(row["world"]), int(row["k"]), int(row["m"])
+                t_s = float(row["time_us"]) * 1e-6
+            except ValueError:
+                raise InputError(f"{path}:{line}: world/k/m/time_us: not a number")
             scale, rest = divmod(lookups, sum(POOLING))
-            if rest:
-                raise SystemExit(f"{path}: k={lookups} is not a multiple of {sum(POOLING)}")
+            if rest or scale < 1 or world < 1 or local < 1 or not t_s > 0:
+                raise InputError(f"{path}:{line}: k={lookups}: expected a positive multiple of "
+                                 f"{sum(POOLING)} lookups, world, m and time_us > 0")
             pooling = [p * scale for p in POOLING]
             owner, load = shard(pooling, world)
             rank = load.index(max(load))
             tables = [t for t in range(len(pooling)) if owner[t] == rank]
-            bags = int(row["m"]) * world  # each rank pools its tables for the global batch
+            bags = local * world  # each rank pools its tables for the global batch
             gathered = sum(bags * pooling[t] * DIM * ELEMENT_BYTES for t in tables)
             from_hbm = sum(bags * pooling[t] * DIM * ELEMENT_BYTES for t in tables
                            if ROWS[t] * DIM * ELEMENT_BYTES > L2_BYTES)
@@ -81,7 +96,6 @@ def rows_for(path):
             output = bags * len(tables) * DIM * ELEMENT_BYTES
             total = gathered + indices + output
             hbm = from_hbm + indices + output
-            t_s = float(row["time_us"]) * 1e-6
             peak = datasheet(row["gpu"])
             out.append({
                 "gpu": row["gpu"], "world": world, "design": row["design"],
@@ -107,7 +121,11 @@ def main():
         if not os.path.isfile(path):
             print(f"embedding_lookup_bandwidth.py: {path}: no such file", file=sys.stderr)
             return 2
-        rows += rows_for(path)
+        try:
+            rows += rows_for(path)
+        except InputError as e:
+            print(f"embedding_lookup_bandwidth.py: {e}", file=sys.stderr)
+            return 2
     if not rows:
         print("embedding_lookup_bandwidth.py: no embedding_bag rows in the inputs", file=sys.stderr)
         return 2
