@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -111,7 +112,9 @@ Status AllGatherGemmDesign::initialize(PeerLinks links, std::int64_t m, std::int
     return Status::failure("tilewise allgather+gemm: num_ctas must be in 0.." +
                            std::to_string(sms) + ", got " + std::to_string(options.num_ctas));
   // The rotation needs group_m to divide the tile rows per block.
-  const std::int64_t block_tiles = m / world_ / gemm::GemmConfig::kTileM;
+  // (At least 1: a vendor_gemm block may hold fewer rows than a tile.)
+  const std::int64_t block_tiles =
+      std::max<std::int64_t>(1, m / world_ / gemm::GemmConfig::kTileM);
   group_m_ = static_cast<int>(std::min<std::int64_t>(options.group_m, block_tiles));
   while (block_tiles % group_m_ != 0) --group_m_;
 
