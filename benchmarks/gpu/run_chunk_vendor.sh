@@ -17,7 +17,8 @@
 # Binaries: $CARRY_DIR/{bin,lib} (overlap-bench, tilewise_test, tilewise_vendor_test from a
 # CUDA build here, with yaml-cpp and fmt), else a kernels-only build on the device. Step limits
 # (s): TEST_TIMEOUT 120, BENCH_TIMEOUT 300, TORCH_TIMEOUT 100 per state (0 skips a step);
-# VENDOR_CHUNKS (1,2): the vendor candidates' chunk counts.
+# VENDOR_CHUNKS (1,2): the vendor candidates' chunk counts; TRACE=1: overlap-bench's waits
+# and rendezvous on stderr (--trace). stderr.txt's lines carry the time they were written.
 set -uo pipefail
 export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0,1,2,3}"
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
@@ -65,12 +66,15 @@ else
   flags=(--tilewise-transport copy_engine --tilewise-groups "${CE_GROUPS:-2,4,8}"
     --tilewise-clock-states 1 --tilewise-detail "$dir/detail.csv")
 fi
+[[ ${TRACE:-0} == 1 ]] && flags+=(--trace)
 if [[ ${BENCH_TIMEOUT:-300} -gt 0 ]]; then
   step "overlap-bench $suite, $world ranks"
   timeout "${BENCH_TIMEOUT:-300}" "$bench" --suite "$suite" --world "$world" --timeout 60 \
     "${flags[@]}" --tilewise-vendor-chunks "${VENDOR_CHUNKS:-1,2}" \
-    --output "$dir/bench.csv" >/tmp/stdout.csv 2>"$dir/stderr.txt"
+    --output "$dir/bench.csv" >/tmp/stdout.csv \
+    2> >(while IFS= read -r line; do printf '%(%T)T %s\n' -1 "$line"; done >"$dir/stderr.txt")
   echo "overlap-bench rc=$?" | tee -a "$log"
+  sleep 1  # the time stamps' loop drains
   grep -E "chose|error|fail|Fail|differ|ag_bits|vendor_candidate" "$dir/stderr.txt" | head -60 >>"$log"
   [[ -s $dir/bench.csv ]] || cp /tmp/stdout.csv "$dir/bench.csv"
 fi
