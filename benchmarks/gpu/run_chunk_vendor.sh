@@ -8,7 +8,7 @@
 #            chunk_vendor_ag4.yaml (the tuner's own-GEMM candidates, one chunk, rotated
 #            pushes, split last wave 1/2/4, and the vendor candidates); the PyTorch peers
 #            steady and burst (GEMM alone and fused_all_gather_matmul).
-#   PART=rs: overlap-bench over chunk_vendor_rs4.yaml (the copy-engine tuner and the vendor
+#   PART=rs: tilewise_vendor_test as in PART=ag; overlap-bench over chunk_vendor_rs4.yaml (the copy-engine tuner and the vendor
 #            candidates, --tilewise-clock-states 1); the PyTorch peers steady and burst.
 # Then summarize_chunk_vendor.py over what $OUT holds. Back in $OUT: <part>.tar.gz (folder
 # <part>/: log.txt, tests.txt, bench.csv, stderr.txt, detail.csv (rs), torch_steady.csv,
@@ -44,10 +44,12 @@ world=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | wc -l)
 dir="$OUT/$part"
 mkdir -p "$dir"
 
-if [[ $part == ag && ${TEST_TIMEOUT:-120} -gt 0 ]]; then
+if [[ ${TEST_TIMEOUT:-120} -gt 0 ]]; then
   step "tilewise_vendor_test on $world GPUs"
   timeout "${TEST_TIMEOUT:-120}" "$vendor_test" >"$dir/tests.txt" 2>&1
   echo "tilewise_vendor_test rc=$?" | tee -a "$log"
+fi
+if [[ $part == ag && ${TEST_TIMEOUT:-120} -gt 0 ]]; then
   step "tilewise_test: AllGather+GEMM with the own GEMM, bit for bit (regression)"
   timeout "${TEST_TIMEOUT:-120}" "$test_bin" --gtest_brief=1 \
     --gtest_filter='TilewiseAllGatherGemm*:-*BackToBack*:*SplitLastWave*' >>"$dir/tests.txt" 2>&1
