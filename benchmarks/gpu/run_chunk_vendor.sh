@@ -17,7 +17,7 @@
 # Binaries: $CARRY_DIR/{bin,lib} (overlap-bench, tilewise_test, tilewise_vendor_test from a
 # CUDA build here, with yaml-cpp and fmt), else a kernels-only build on the device. Step limits
 # (s): TEST_TIMEOUT 120, BENCH_TIMEOUT 300, TORCH_TIMEOUT 100 per state (0 skips a step);
-# VENDOR_CHUNKS (1,2): the vendor candidates' chunk counts; TRACE=1: overlap-bench's waits
+# SUITE: the suite under benchmarks/suites/ instead of the part's; VENDOR_CHUNKS (1,2): the vendor candidates' chunk counts; TRACE=1: overlap-bench's waits
 # and rendezvous on stderr (--trace). stderr.txt's lines carry the time they were written.
 set -uo pipefail
 export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0,1,2,3}"
@@ -59,11 +59,11 @@ if [[ $part == ag && ${TEST_TIMEOUT:-120} -gt 0 ]]; then
 fi
 
 if [[ $part == ag ]]; then
-  suite=benchmarks/suites/chunk_vendor_ag4.yaml
+  suite=benchmarks/suites/${SUITE:-chunk_vendor_ag4.yaml}
   op=allgather+gemm
   flags=(--tilewise-ag-chunks 1 --tilewise-ag-push rotated)
 else
-  suite=benchmarks/suites/chunk_vendor_rs4.yaml
+  suite=benchmarks/suites/${SUITE:-chunk_vendor_rs4.yaml}
   op=gemm+reducescatter
   flags=(--tilewise-transport copy_engine --tilewise-groups "${CE_GROUPS:-2,4,8}"
     --tilewise-clock-states 1 --tilewise-detail "$dir/detail.csv")

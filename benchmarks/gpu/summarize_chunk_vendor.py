@@ -45,9 +45,11 @@ def main():
             by[(r["op"], int(r["world"]), int(r["m"]), int(r["n"]), int(r["k"]))].append(r)
     for state, paths in (("steady", args.torch_steady), ("burst", args.torch_burst)):
         for path in paths:
-            for r in read_rows(path, lambda r: r["op"] in OPS):
-                key = (r["op"], int(r["world"]), int(r["m"]), int(r["n"]), int(r["k"]))
-                by[key].append(dict(r, design=f"{r['design']}_{state}"))
+            # The peers' GEMM alone (op "gemm", design torch) goes with either pair's shape.
+            for r in read_rows(path, lambda r: r["op"] in OPS + ("gemm",)):
+                for op in (OPS if r["op"] == "gemm" else (r["op"],)):
+                    key = (op, int(r["world"]), int(r["m"]), int(r["n"]), int(r["k"]))
+                    by[key].append(dict(r, design=f"{r['design']}_{state}"))
     chose, bits = {}, {}
     for path in args.stderr:
         for line in open(path, errors="replace"):
@@ -105,6 +107,9 @@ def main():
             row[f"torch_gemm_{state}_us"] = t(f"torch_{state}")
             theirs = row[f"torch_{state}_us"]
             row[f"ours_over_torch_{state}"] = round(mine / theirs, 4) if mine and theirs else None
+        for state in ("steady", "burst"):
+            mine, theirs = row[f"op_alone_{state}_us"], row[f"torch_gemm_{state}_us"]
+            row[f"gemm_over_torch_gemm_{state}"] = round(mine / theirs, 4) if mine and theirs else None
         out.append(row)
     if not out:
         print("no shape with the final loop's rows", file=sys.stderr)
