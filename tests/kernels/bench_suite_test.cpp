@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "config/config_node.hpp"
@@ -389,6 +390,38 @@ TEST(BenchFlags, AllGatherTilewiseFlagsAndSuites) {
     if (c.op == "allgather+gemm") {
       EXPECT_EQ(c.designs, (std::vector<std::string>{"sequential", "decomposed"}));
     }
+  }
+}
+
+// The per-chunk vendor family: its chunk counts (0 alone: none), the reduce-scatter clock
+// states, and the suites its device script runs (the bar shapes of both pairs).
+TEST(BenchFlags, VendorChunksClockStatesAndSuites) {
+  const std::vector<std::string> base{"--op",          "gemm+reducescatter", "--shapes",
+                                      "2048x1024x512", "--designs",          "sequential,tilewise"};
+  const BenchOptions d = parse_flags(base, no_env);
+  EXPECT_EQ(d.tilewise.vendor_chunks, (std::vector<int>{1}));
+  EXPECT_FALSE(d.tilewise.clock_states);
+  std::vector<std::string> args = base;
+  for (const char* a : {"--tilewise-vendor-chunks", "1,2", "--tilewise-clock-states", "1"})
+    args.push_back(a);
+  const BenchOptions o = parse_flags(args, no_env);
+  EXPECT_EQ(o.tilewise.vendor_chunks, (std::vector<int>{1, 2}));
+  EXPECT_TRUE(o.tilewise.clock_states);
+  std::vector<std::string> none = base;
+  for (const char* a : {"--tilewise-vendor-chunks", "0"}) none.push_back(a);
+  EXPECT_TRUE(parse_flags(none, no_env).tilewise.vendor_chunks.empty());
+  std::vector<std::string> bad = base;
+  for (const char* a : {"--tilewise-clock-states", "2"}) bad.push_back(a);
+  EXPECT_THROW(parse_flags(bad, no_env), std::invalid_argument);
+  const std::string dir = std::string(OVERLAPSIM_SOURCE_DIR) + "/benchmarks/suites/";
+  for (const auto& [suite, op, shapes] : {std::tuple<const char*, const char*, std::size_t>{
+                                              "chunk_vendor_ag4.yaml", "allgather+gemm", 8},
+                                          {"chunk_vendor_ag4_rest.yaml", "allgather+gemm", 5},
+                                          {"chunk_vendor_rs4.yaml", "gemm+reducescatter", 7}}) {
+    const BenchPlan plan = load_suite(dir + suite);
+    ASSERT_EQ(plan.cases.size(), 1u) << suite;
+    EXPECT_EQ(plan.cases[0].op, op) << suite;
+    EXPECT_EQ(plan.cases[0].shapes.size(), shapes) << suite;
   }
 }
 
