@@ -7,7 +7,8 @@
 # the PyTorch peers (benchmarks/peers/torch_gemv_allreduce.py) at TP = 2 and 4, a summary
 # (summary.csv: per TP, tokens and shape, the GPU, the fused time against every baseline),
 # then two diagnostics at 1 and 16 tokens: the fused kernel with each K split of SPLITS
-# forced (split_tp*_ks*.csv) and per-CTA timestamps of TRACE_CALLS fused and GEMV-alone
+# forced (split_tp*_ks*.csv; the main bench tunes the split per case, GemvAllReduce::tune,
+# and logs every split's time) and per-CTA timestamps of TRACE_CALLS fused and GEMV-alone
 # calls (trace_tp*.rank*.csv, summarised in trace_summary.txt: the event-timed call against
 # the CTAs' span, the GEMV's span, and from its end to the CTAs' end).
 # Everything ends up in $OUT/fused_gemv_allreduce.tar.gz (and log.txt, summary.csv beside it).

@@ -1,7 +1,8 @@
 // fused-gemv-bench: decode's row-parallel projection (GEMV over a K shard, then an
 // all-reduce of tokens x N over the ranks) as the fused kernel (kernels/fused/) against
 // the sequential baselines, every variant in one interleaved loop per case:
-//   gemv+allreduce fused           one kernel: GEMV, pushes to the peers (epoch-tagged lines), reduction
+//   gemv+allreduce fused           one kernel: GEMV, pushes to the peers (epoch-tagged lines),
+//   reduction
 //                                  (peers through CUDA peer pointers)
 //   gemv+allreduce fused_nccl_window  the same kernel, peers through NCCL's device API
 //                                  (a symmetric window, LSA pointers)
@@ -19,7 +20,11 @@
 // for fused against sequential_own with 2 ranks, where the order of the sum is the same).
 // CSV: overlap-bench's columns (bench_row.hpp), m = tokens, n = N, k = K / world, bytes =
 // the all-reduce's bytes. Rank 0 prints; --output also writes the file; stderr names each
-// case's K splits and grid. --k-splits sets the fused design's split (0: its default).
+// case's K splits and grid. By default every case first tunes the fused design's K split
+// and L2 prefetch hint (GemvAllReduce::tune: each timed on this case's buffers, the fastest
+// kept, the same for both transports; stderr lists the candidates' times) and `chunks`
+// holds the split in the rows of designs that run the fused kernel. --k-splits N (N > 0)
+// fixes the split (no hint) instead, --tune 0 keeps auto_k_splits' rule.
 // --trace-calls N --trace FILE: after the timings, N more fused calls (each behind the
 // aligning all-reduce) record per-CTA timestamps (GemvKernelArgs::trace); every rank appends
 // them to FILE.rank<r>.csv (design, tokens, n, k, call, cta, start/pushed/arrived/end ns,
@@ -27,7 +32,7 @@
 // end of its units only).
 //   fused-gemv-bench [--tokens 1,4,16,64] [--shapes 8192x8192,...] [--world N]
 //                    [--iterations 50] [--warmup 10] [--b2b-calls 100] [--timeout 60]
-//                    [--k-splits 0] [--trace-calls 0 --trace FILE] [--seed S]
+//                    [--k-splits 0] [--tune 1] [--trace-calls 0 --trace FILE] [--seed S]
 //                    [--output FILE]
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -74,6 +79,7 @@ struct Settings {
   int b2b_calls = 100;
   double timeout_s = 60;
   int k_splits = 0;
+  bool tune = true;
   int trace_calls = 0;
   std::string trace;
   std::uint64_t seed = 1;
@@ -111,6 +117,8 @@ Settings parse(const std::vector<std::string>& args) {
       s.timeout_s = flag_double(kProgram, flag, cursor.value(), 1, 3600, "seconds in 1..3600");
     } else if (flag == "--k-splits") {
       s.k_splits = to_int(cursor.value(), 0, 8);
+    } else if (flag == "--tune") {
+      s.tune = to_int(cursor.value(), 0, 1) == 1;
     } else if (flag == "--trace-calls") {
       s.trace_calls = to_int(cursor.value(), 0, 1000);
     } else if (flag == "--trace") {
@@ -124,7 +132,7 @@ Settings parse(const std::vector<std::string>& args) {
           kProgram +
           ": [--tokens 1,4,16,64] [--shapes NxK,...] [--world N] [--iterations 50] "
           "[--warmup 10] [--b2b-calls 100] [--timeout 60] [--k-splits 0] "
-          "[--trace-calls 0 --trace FILE] [--seed S] [--output FILE]");
+          "[--tune 1] [--trace-calls 0 --trace FILE] [--seed S] [--output FILE]");
     } else {
       bad_flag(kProgram, flag, "", "a known flag (--help lists them)");
     }
@@ -212,10 +220,6 @@ class Runner {
     options.timeout_s = settings_.timeout_s;
     options.k_splits = settings_.k_splits;
     OVERLAPSIM_TRY(c.fused.initialize(&ctx_.comm, tokens, c.n, c.k, DType::BF16, options));
-    if (rank == 0)
-      std::fprintf(stderr, "%s: tokens %d n %lld k %lld: k_splits %d grid %d\n", kProgram.c_str(),
-                   tokens, static_cast<long long>(c.n), static_cast<long long>(c.k),
-                   c.fused.k_splits(), c.fused.grid());
     options.transport = fused::GemvTransport::NcclWindow;
     // Every rank fails alike where this NCCL has no symmetric windows: report, go on without.
     const Status window =
@@ -234,6 +238,24 @@ class Runner {
     }
     OVERLAPSIM_TRY(fill_random(c.align.data(), 1, DType::BF16, 1, s));
     OVERLAPSIM_TRY(quiesce(ctx_, "fused-gemv ready"));
+    std::string tuned = "not tuned";
+    if (settings_.tune && settings_.k_splits == 0) {
+      std::vector<const void*> xs, ws;
+      for (int i = 0; i < c.sets; ++i) {
+        xs.push_back(c.x[static_cast<std::size_t>(i)].data());
+        ws.push_back(c.w[static_cast<std::size_t>(i)].data());
+      }
+      OVERLAPSIM_TRY(c.fused.tune(c.sets, xs.data(), ws.data(), c.part_own.data(), s, &tuned));
+      // The window transport runs the same split: its bits must equal fused's.
+      if (window_ok)
+        OVERLAPSIM_TRY(c.fused_window.configure(c.fused.k_splits(), c.fused.l2_prefetch(), s));
+      OVERLAPSIM_TRY(quiesce(ctx_, "fused-gemv tuned"));
+    }
+    if (rank == 0)
+      std::fprintf(stderr, "%s: tokens %d n %lld k %lld: k_splits %d l2_prefetch %d grid %d (%s)\n",
+                   kProgram.c_str(), tokens, static_cast<long long>(c.n),
+                   static_cast<long long>(c.k), c.fused.k_splits(), int(c.fused.l2_prefetch()),
+                   c.fused.grid(), tuned.c_str());
 
     using Call = std::function<Status(int)>;
     auto X = [&](int i) { return c.x[static_cast<std::size_t>(i % c.sets)].data(); };
@@ -362,6 +384,9 @@ class Runner {
                     double mx, std::uint64_t w) {
       RowBuilder r(op, design, "bf16");
       r.shape(tokens, c.n, c.k).bytes(op == "gemv" ? 0 : bytes).times(med, mn, mx).wrong(w);
+      // The fused kernel's K split where the design runs it.
+      if (design.rfind("fused", 0) == 0 || design == "sequential_own" || design == "own")
+        r.chunks(c.fused.k_splits());
       if (op != "allreduce") r.flops(flops);
       if (op != "gemv") r.busbw_factor(factor);
       if (rank == 0) {

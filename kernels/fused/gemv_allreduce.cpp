@@ -1,6 +1,7 @@
 #include "kernels/fused/gemv_allreduce.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@ namespace {
 // hand-out cost more than the balance gains (measured on 4 x H100: 2048 of K per split was
 // 1.4 to 2 us slower than no split at 405B o_proj TP = 4, 3328 the fastest at down_proj).
 constexpr std::int64_t kMinSplitChunks = 96;
+// The tuner's smallest split (2048 of K): below it the splits' meetings cost more than any
+// balance could gain on the shapes measured.
+constexpr std::int64_t kMinTunedSplitChunks = 64;
 
 }  // namespace
 
@@ -74,25 +78,20 @@ Status GemvAllReduce::initialize(CommHandle* comm, int tokens, std::int64_t n, s
   ticket_base_ = 0;
   timeout_s_ = options.timeout_s;
   transport_ = options.transport;
+  max_ctas_ = options.max_ctas;
   comm_ = comm;
   OVERLAPSIM_TRY(preload_gemv_allreduce());
-  int fit = 0;
-  OVERLAPSIM_TRY(gemv_allreduce_max_ctas(tokens, &fit));
-  if (options.max_ctas > 0) fit = std::min(fit, options.max_ctas);
-  k_splits_ = splits != 0 ? splits : auto_k_splits(n, k, fit);
   const std::int64_t slices = n / kSliceCols;
-  grid_ = static_cast<int>(std::min<std::int64_t>(slices * k_splits_, fit));
-  if (grid_ < 1) return Status::failure("fused gemv+allreduce: no CTA fits on this device");
   OVERLAPSIM_TRY(timed_out_.allocate(sizeof(int)));
   OVERLAPSIM_TRY(tickets_.allocate(sizeof(unsigned long long)));
   OVERLAPSIM_TRY(arrivals_.allocate(static_cast<std::size_t>(slices) * sizeof(std::uint32_t)));
   CUDA_CHECK(cudaMemset(timed_out_.data(), 0, sizeof(int)));
   CUDA_CHECK(cudaMemset(tickets_.data(), 0, sizeof(unsigned long long)));
-  CUDA_CHECK(
-      cudaMemset(arrivals_.data(), 0, static_cast<std::size_t>(slices) * sizeof(std::uint32_t)));
-  if (k_splits_ > 1)
-    OVERLAPSIM_TRY(
-        partials_.allocate(static_cast<std::size_t>(k_splits_) * tokens * n * sizeof(float)));
+  // Room for the largest split, so configure (and tune) never allocate.
+  OVERLAPSIM_TRY(
+      partials_.allocate(static_cast<std::size_t>(kMaxKSplits) * tokens * n * sizeof(float)));
+  OVERLAPSIM_TRY(configure(splits, options.l2_prefetch, nullptr));
+  CUDA_CHECK(cudaDeviceSynchronize());
   if (world_ == 1) return Status::success();
 
   // Lines start at epoch 0, which no call has: every receive buffer zeroed before any peer
@@ -119,6 +118,94 @@ Status GemvAllReduce::initialize(CommHandle* comm, int tokens, std::int64_t n, s
   return Status::success();
 }
 
+Status GemvAllReduce::configure(int k_splits, bool l2_prefetch, cudaStream_t stream) {
+  if (n_ == 0) return Status::failure("fused gemv+allreduce: configure before initialize");
+  if (!(k_splits == 0 || k_splits == 1 || k_splits == 2 || k_splits == 4 || k_splits == 8) ||
+      k_ / 32 < k_splits)
+    return Status::failure(
+        "fused gemv+allreduce: k_splits must be 0, 1, 2, 4 or 8 and at most "
+        "k / 32, got " +
+        std::to_string(k_splits));
+  int fit = 0;
+  OVERLAPSIM_TRY(gemv_allreduce_max_ctas(tokens_, &fit));
+  if (max_ctas_ > 0) fit = std::min(fit, max_ctas_);
+  const int splits = k_splits != 0 ? k_splits : auto_k_splits(n_, k_, fit);
+  const std::int64_t slices = n_ / kSliceCols;
+  const int grid = static_cast<int>(std::min<std::int64_t>(slices * splits, fit));
+  if (grid < 1) return Status::failure("fused gemv+allreduce: no CTA fits on this device");
+  // A slice's arrival count names the last split by its residue modulo the split: start
+  // from 0 under a new split (stream-ordered after the calls before).
+  CUDA_CHECK(cudaMemsetAsync(arrivals_.data(), 0,
+                             static_cast<std::size_t>(slices) * sizeof(std::uint32_t), stream));
+  k_splits_ = splits;
+  l2_prefetch_ = l2_prefetch;
+  grid_ = grid;
+  return Status::success();
+}
+
+Status GemvAllReduce::tune(int sets, const void* const* x, const void* const* w, void* y,
+                           cudaStream_t stream, std::string* report) {
+  if (grid_ == 0) return Status::failure("fused gemv+allreduce: tune before initialize");
+  if (sets < 1) return Status::failure("fused gemv+allreduce: tune needs at least one buffer set");
+  struct Candidate {
+    int splits;
+    bool prefetch;
+  };
+  std::vector<Candidate> candidates;
+  for (const bool prefetch : {false, true})
+    for (const int splits : {1, 2, 4, 8})
+      if (splits == 1 || k_ / 32 / splits >= kMinTunedSplitChunks)
+        candidates.push_back({splits, prefetch});
+  // Rounds over every candidate in turn (clock drift spreads over all); a candidate's time
+  // is its fastest round's mean of `reps` calls back to back, rotating over the sets.
+  constexpr int kRounds = 3, kWarmup = 2;
+  const int reps = std::max(4, sets);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> best(candidates.size(), 1e30);
+  Status status = Status::success();
+  int call = 0;
+  for (int round = 0; round < kRounds && status.ok; ++round)
+    for (std::size_t c = 0; c < candidates.size() && status.ok; ++c) {
+      status = configure(candidates[c].splits, candidates[c].prefetch, stream);
+      for (int i = 0; i < kWarmup && status.ok; ++i, ++call)
+        status = run_local(x[call % sets], w[call % sets], y, stream);
+      if (!status.ok) break;
+      if (cudaEventRecord(start, stream) != cudaSuccess)
+        status = Status::failure("fused gemv+allreduce: tune's event record failed");
+      for (int i = 0; i < reps && status.ok; ++i, ++call)
+        status = run_local(x[call % sets], w[call % sets], y, stream);
+      if (status.ok && (cudaEventRecord(stop, stream) != cudaSuccess ||
+                        cudaEventSynchronize(stop) != cudaSuccess))
+        status = Status::failure("fused gemv+allreduce: tune's timing failed");
+      float ms = 0;
+      if (status.ok && cudaEventElapsedTime(&ms, start, stop) == cudaSuccess)
+        best[c] = std::min(best[c], 1e3 * ms / reps);
+    }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  OVERLAPSIM_TRY(status);
+  // Every rank must pick the same: the slowest rank's time decides.
+  if (world_ > 1 && comm_ != nullptr) OVERLAPSIM_TRY(allreduce_host(*comm_, stream, best, ncclMax));
+  std::size_t pick = 0;
+  for (std::size_t c = 1; c < candidates.size(); ++c)
+    if (best[c] < best[pick]) pick = c;
+  OVERLAPSIM_TRY(configure(candidates[pick].splits, candidates[pick].prefetch, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (report != nullptr) {
+    *report = "chose k_splits " + std::to_string(k_splits_) + (l2_prefetch_ ? " l2_prefetch" : "") +
+              " grid " + std::to_string(grid_) + "; us (split, p = L2 prefetch):";
+    for (std::size_t c = 0; c < candidates.size(); ++c) {
+      char item[32];
+      std::snprintf(item, sizeof item, " %d%s=%.1f", candidates[c].splits,
+                    candidates[c].prefetch ? "p" : "", best[c]);
+      *report += item;
+    }
+  }
+  return Status::success();
+}
+
 GemvKernelArgs GemvAllReduce::local_args(const void* x, const void* w, void* y) {
   GemvKernelArgs a;
   a.x = static_cast<const std::uint16_t*>(x);
@@ -128,6 +215,7 @@ GemvKernelArgs GemvAllReduce::local_args(const void* x, const void* w, void* y) 
   a.n = n_;
   a.k = k_;
   a.k_splits = k_splits_;
+  a.l2_prefetch = l2_prefetch_;
   a.partials = partials_.as<float>();
   a.arrivals = arrivals_.as<std::uint32_t>();
   a.tickets = tickets_.as<unsigned long long>();

@@ -23,6 +23,7 @@
 #include <cuda_runtime.h>
 #include <nccl_device.h>
 
+#include <algorithm>
 #include <string>
 
 #include "kernels/common/global_timer.cuh"
@@ -34,12 +35,21 @@ namespace {
 constexpr int kWarps = kThreads / 32;
 constexpr int kRowPad = kSliceCols + 4;  // floats per token row in shared memory (no conflicts)
 
+// W is read once per call: keep it out of L1. kPrefetch also asks L2 to fetch the whole
+// 256-byte block around each access (a warp's load covers 64 bytes of 8 rows; the CTA's
+// other warps take the rest of each block a moment later), a hint for DRAM to serve W in
+// longer bursts.
+template <bool kPrefetch>
 __device__ __forceinline__ uint4 load_stream(const std::uint16_t* p) {
-  // W is read once per call: keep it out of L1.
   uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
+  if constexpr (kPrefetch)
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+  else
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
   return v;
 }
 
@@ -106,7 +116,7 @@ constexpr int unroll_for() {
 // first four feed MMA 0's logical columns {2t, 2t+1, 2t+8, 2t+9}, the last four MMA 1's.
 // A and B use the same logical-to-physical map (it depends on t alone), so the products
 // pair the right elements; only the order of the K sum differs from a plain loop.
-template <int kTokenTiles>
+template <int kTokenTiles, bool kPrefetch>
 __device__ void unit_partial(const GemvKernelArgs& a, std::int64_t slice, std::int64_t c0,
                              std::int64_t c1, float* red) {
   constexpr int kUnroll = unroll_for<kTokenTiles>();
@@ -143,7 +153,7 @@ __device__ void unit_partial(const GemvKernelArgs& a, std::int64_t slice, std::i
       const bool ok = c < c1;
 #pragma unroll
       for (int r = 0; r < 4; ++r)
-        wa[u][r] = ok ? load_stream(w_rows[r] + c * 32) : make_uint4(0, 0, 0, 0);
+        wa[u][r] = ok ? load_stream<kPrefetch>(w_rows[r] + c * 32) : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int tb = 0; tb < kTokenTiles; ++tb)
         xb[u][tb] = ok && x_valid[tb] ? __ldg(reinterpret_cast<const uint4*>(x_rows[tb] + c * 32))
@@ -197,7 +207,7 @@ __device__ void reduce_warps(const float* red, int token, int q, float (&s)[8]) 
   }
 }
 
-template <int kTokenTiles>
+template <int kTokenTiles, bool kPrefetch>
 __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelArgs a) {
   extern __shared__ float4 shared_raw[];
   __shared__ long long next_unit;  // the unit this CTA takes next, from thread 0
@@ -222,8 +232,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelA
   for (std::int64_t unit = blockIdx.x; unit < units;) {
     const std::int64_t slice = unit / splits;
     const int split = static_cast<int>(unit - slice * splits);
-    unit_partial<kTokenTiles>(a, slice, split * chunks / splits, (split + 1) * chunks / splits,
-                              red);
+    unit_partial<kTokenTiles, kPrefetch>(a, slice, split * chunks / splits,
+                                         (split + 1) * chunks / splits, red);
     // The next ticket's round trip overlaps this unit's epilogue (used before the last
     // barrier).
     unsigned long long ticket = 0;
@@ -353,9 +363,9 @@ constexpr std::size_t shared_bytes() {
   return static_cast<std::size_t>(kWarps) * kTokenTiles * 8 * kRowPad * sizeof(float);
 }
 
-template <int kTokenTiles>
+template <int kTokenTiles, bool kPrefetch>
 Status prepare() {
-  CUDA_CHECK(cudaFuncSetAttribute(gemv_allreduce_kernel<kTokenTiles>,
+  CUDA_CHECK(cudaFuncSetAttribute(gemv_allreduce_kernel<kTokenTiles, kPrefetch>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(shared_bytes<kTokenTiles>())));
   return Status::success();
@@ -363,19 +373,29 @@ Status prepare() {
 
 template <int kTokenTiles>
 Status max_ctas(int* ctas) {
-  OVERLAPSIM_TRY(prepare<kTokenTiles>());
-  int device = 0, sms = 0, per_sm = 0;
+  OVERLAPSIM_TRY((prepare<kTokenTiles, false>()));
+  OVERLAPSIM_TRY((prepare<kTokenTiles, true>()));
+  int device = 0, sms = 0, per_sm = 0, per_sm_prefetch = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &per_sm, gemv_allreduce_kernel<kTokenTiles>, kThreads, shared_bytes<kTokenTiles>()));
-  *ctas = sms * per_sm;
+      &per_sm, gemv_allreduce_kernel<kTokenTiles, false>, kThreads, shared_bytes<kTokenTiles>()));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_prefetch,
+                                                           gemv_allreduce_kernel<kTokenTiles, true>,
+                                                           kThreads, shared_bytes<kTokenTiles>()));
+  // One grid for both load forms: every CTA of it must be resident under either.
+  *ctas = sms * std::min(per_sm, per_sm_prefetch);
   return Status::success();
 }
 
 template <int kTokenTiles>
 Status launch(const GemvKernelArgs& args, int grid, cudaStream_t stream) {
-  gemv_allreduce_kernel<kTokenTiles><<<grid, kThreads, shared_bytes<kTokenTiles>(), stream>>>(args);
+  if (args.l2_prefetch)
+    gemv_allreduce_kernel<kTokenTiles, true>
+        <<<grid, kThreads, shared_bytes<kTokenTiles>(), stream>>>(args);
+  else
+    gemv_allreduce_kernel<kTokenTiles, false>
+        <<<grid, kThreads, shared_bytes<kTokenTiles>(), stream>>>(args);
   CUDA_CHECK(cudaGetLastError());
   return Status::success();
 }
@@ -428,15 +448,20 @@ Status launch_gemv_allreduce(const GemvKernelArgs& args, int grid, cudaStream_t 
 }
 
 Status preload_gemv_allreduce() {
-  OVERLAPSIM_TRY(prepare<1>());
-  OVERLAPSIM_TRY(prepare<2>());
-  OVERLAPSIM_TRY(prepare<4>());
-  OVERLAPSIM_TRY(prepare<8>());
+  int ctas = 0;  // prepares every instantiation
+  OVERLAPSIM_TRY(max_ctas<1>(&ctas));
+  OVERLAPSIM_TRY(max_ctas<2>(&ctas));
+  OVERLAPSIM_TRY(max_ctas<4>(&ctas));
+  OVERLAPSIM_TRY(max_ctas<8>(&ctas));
   cudaFuncAttributes attributes{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<1>));
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<2>));
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<4>));
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<8>));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<1, false>));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<2, false>));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<4, false>));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<8, false>));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<1, true>));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<2, true>));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<4, true>));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<8, true>));
   return Status::success();
 }
 

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "kernels/common/status.hpp"
 #include "kernels/harness/comm.hpp"
@@ -54,6 +55,8 @@ struct GemvAllReduceOptions {
   // Ranges each slice's K is split into (1, 2, 4, 8): more units than CTAs, so CTAs that
   // stream W faster take more of them. 0: auto_k_splits.
   int k_splits = 0;
+  // W's loads ask L2 for whole 256-byte blocks (GemvKernelArgs::l2_prefetch); same bits.
+  bool l2_prefetch = false;
 };
 
 // The default split: 1 when the slices fit the grid (one unit per CTA); else doubled while
@@ -83,6 +86,19 @@ class GemvAllReduce {
   // This rank's partial alone, the same kernel with no communication: y = x * w^T.
   Status run_local(const void* x, const void* w, void* y, cudaStream_t stream);
 
+  // Chooses the K split and the L2 prefetch hint by measurement on this device: times
+  // run_local with each split (1, 2, 4, 8 where each split keeps at least 2048 of K), with
+  // and without the hint, on the caller's buffers (x[i % sets], w[i % sets]: rotate over
+  // enough sets to exceed L2, as a layer's weights do), the slowest rank's time deciding,
+  // and keeps the fastest (auto_k_splits' rule was fitted on H100 and is up to 8 % off on
+  // H200). Collective (an all-reduce of the timings) when world > 1; call it after
+  // initialize, between calls, on their stream; it synchronises. `report` (optional)
+  // receives the choice and every candidate's time.
+  Status tune(int sets, const void* const* x, const void* const* w, void* y, cudaStream_t stream,
+              std::string* report = nullptr);
+  // Sets the K split (0: auto_k_splits) and the hint, between calls.
+  Status configure(int k_splits, bool l2_prefetch, cudaStream_t stream);
+
   // Waits for `stream`; a failure if any wait for a peer's partial of this rank gave up.
   Status check_timeout(cudaStream_t stream) const;
 
@@ -92,6 +108,7 @@ class GemvAllReduce {
 
   int grid() const { return grid_; }
   int k_splits() const { return k_splits_; }
+  bool l2_prefetch() const { return l2_prefetch_; }
   GemvTransport transport() const { return transport_; }
   std::uint32_t epoch() const { return epoch_; }
 
@@ -102,7 +119,8 @@ class GemvAllReduce {
 
   int tokens_ = 0;
   std::int64_t n_ = 0, k_ = 0;
-  int world_ = 1, rank_ = 0, grid_ = 0, k_splits_ = 1;
+  int world_ = 1, rank_ = 0, grid_ = 0, k_splits_ = 1, max_ctas_ = 0;
+  bool l2_prefetch_ = false;
   std::uint32_t epoch_ = 0;
   unsigned long long ticket_base_ = 0;
   std::uint64_t* trace_ = nullptr;

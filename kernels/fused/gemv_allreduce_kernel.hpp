@@ -29,6 +29,9 @@ struct GemvKernelArgs {
   int tokens = 0;
   std::int64_t n = 0;
   std::int64_t k = 0;
+  // W's loads also ask L2 for the whole 256-byte block around each access (.L2::256B).
+  // The same values: the same bits.
+  bool l2_prefetch = false;
   // Work units: every slice's K split into k_splits equal ranges (1, 2, 4 or 8). With more
   // than one, the splits' fp32 partials meet in `partials` ([slice][split][tokens][32]),
   // `arrivals` (one u32 per slice, +k_splits per call) names the last split to arrive,

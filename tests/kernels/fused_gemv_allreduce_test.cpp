@@ -1,10 +1,12 @@
 // The fused GEMV + all-reduce (kernels/fused/gemv_allreduce.hpp): its GEMV against a float64
-// host reference on one GPU (K unsplit, the default split and 8 splits); on every visible GPU
+// host reference on one GPU (K unsplit, the default split and 8 splits; with the L2
+// prefetch hint the same bits); on every visible GPU
 // (2 or more) its result bit for bit against the same GEMV's partials summed in rank order,
 // and against the partials through NCCL's all-reduce (bit for bit with 2 ranks), also with
 // forced K splits on a small grid (units handed out by the counter); 200 calls back to back
 // with no host synchronisation; a small case for compute-sanitizer; a first call in a fresh
-// process under lazy module loading.
+// process under lazy module loading; tune's split the same on every rank and its results
+// bit for bit as above.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -73,6 +75,18 @@ TEST(FusedGemvLocal, MatchesHostReference) {
     ASSERT_TRUE(s.ok) << s.message;
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const auto got = testing::to_host(y.data(), c.tokens * c.n, DType::BF16);
+    {
+      // The L2 prefetch hint loads the same values: the same bits.
+      const auto plain = host_bits(y.data(), c.tokens * c.n);
+      ASSERT_TRUE(poison(y.data(), c.tokens * c.n, nullptr).ok);
+      ASSERT_TRUE(fused.configure(fused.k_splits(), true, nullptr).ok);
+      ASSERT_TRUE(fused.run_local(x.data(), w.data(), y.data(), nullptr).ok);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const auto hinted = host_bits(y.data(), c.tokens * c.n);
+      std::size_t differ = 0;
+      for (std::size_t e = 0; e < hinted.size(); ++e) differ += hinted[e] != plain[e];
+      EXPECT_EQ(differ, 0u) << "the L2 prefetch hint changed the result";
+    }
     std::size_t bad = 0;
     for (int t = 0; t < c.tokens; ++t)
       for (std::int64_t j = 0; j < c.n; ++j) {
@@ -92,11 +106,15 @@ TEST(FusedGemvLocal, MatchesHostReference) {
   }
 }
 
+// How check_against_partials sets the K split: as asked (k_splits), or by tune.
+enum class Kernel { Default, Tuned };
+
 // Runs the fused design `calls` times on every rank and checks each result against this
 // rank's GEMV partials gathered and summed in rank order on the host, and the last one
 // against the partials through NCCL's all-reduce.
 Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t seed, int calls,
-                              int max_ctas, GemvTransport transport, int k_splits = 0) {
+                              int max_ctas, GemvTransport transport, int k_splits = 0,
+                              Kernel kernel = Kernel::Default) {
   OVERLAPSIM_TRY(quiesce(ctx, "fused test alloc"));
   const int world = ctx.comm.world, rank = ctx.comm.rank;
   const std::size_t y_count = static_cast<std::size_t>(c.tokens) * c.n;
@@ -118,6 +136,16 @@ Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t see
   cudaStream_t s = ctx.compute_stream;
   OVERLAPSIM_TRY(fill_random(x.data(), c.tokens * c.k, DType::BF16, buffer_seed(seed, rank, 0), s));
   OVERLAPSIM_TRY(fill_random(w.data(), c.n * c.k, DType::BF16, buffer_seed(seed, rank, 1), s));
+  if (kernel == Kernel::Tuned) {
+    const void* xs[] = {x.data()};
+    const void* ws[] = {w.data()};
+    OVERLAPSIM_TRY(fused.tune(1, xs, ws, y.data(), s));
+    // One choice on every rank.
+    const double choice = fused.k_splits() + (fused.l2_prefetch() ? 100 : 0);
+    std::vector<double> pick = {choice, -choice};
+    OVERLAPSIM_TRY(allreduce_host(ctx.comm, s, pick, ncclMax));
+    if (pick[0] != -pick[1]) return Status::failure("tune chose differently on different ranks");
+  }
   OVERLAPSIM_TRY(fused.run_local(x.data(), w.data(), partial.data(), s));
   // Gathered exactly by a sum: this rank's slot holds its partial, every other slot zeros
   // (x + 0 = x whatever the order).
@@ -184,6 +212,9 @@ TEST(FusedGemvAllReduce, MatchesRankOrderSumAndNccl) {
       // More units than CTAs: the counter hands them out, the splits meet in any order.
       OVERLAPSIM_TRY(check_against_partials(ctx, Case{16, 2048, 4096}, seed, 3, 24, transport, 4));
       OVERLAPSIM_TRY(check_against_partials(ctx, Case{1, 1024, 2048}, seed, 3, 8, transport, 8));
+      // Tuned (every split run, the choice kept).
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{16, 4096, 8192}, seed, 2, 0, transport, 0,
+                                            Kernel::Tuned));
     }
     return Status::success();
   });
