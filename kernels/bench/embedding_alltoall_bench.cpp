@@ -22,10 +22,13 @@
 // bytes), plus the sequential design's unwritten elements in its row.
 // CSV: overlap-bench's columns (bench_row.hpp): m = local batch, n = dim, k = lookups per
 // sample over all tables, bytes = the rows a rank receives (tables x B x dim x 2), chunks
-// = the fused kernel's grid. Rank 0 prints; --output also writes the file.
+// = the fused kernel's grid. Rank 0 prints; --output also writes the file. Each case first
+// lets the fused design pick its row loads in flight by timing its one-launch lookup
+// (EmbeddingAllToAll::tune; both transports then run the choice; stderr names it and the
+// two times); --row-loads 4|8 fixes it instead.
 //   embedding-alltoall-bench [--world N] [--batches 256,1024,2112,8192,32768]
 //       [--pooling-scales 1,4] [--max-rows 40000000] [--iterations 30] [--warmup 5]
-//       [--b2b-calls 50] [--timeout 60] [--seed S] [--output FILE]
+//       [--b2b-calls 50] [--timeout 60] [--row-loads 0] [--seed S] [--output FILE]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -76,6 +79,7 @@ struct Settings {
   int warmup = 5;
   int b2b_calls = 50;
   double timeout_s = 60;
+  int row_loads = 0;  // 0: tuned per case
   std::uint64_t seed = 1;
   std::string output;
 };
@@ -110,6 +114,10 @@ Settings parse(const std::vector<std::string>& args) {
       s.b2b_calls = to_int(cursor.value(), 0, 100000);
     } else if (flag == "--timeout") {
       s.timeout_s = flag_double(kProgram, flag, cursor.value(), 1, 3600, "seconds in 1..3600");
+    } else if (flag == "--row-loads") {
+      s.row_loads = to_int(cursor.value(), 0, 8);
+      if (s.row_loads != 0 && s.row_loads != 4 && s.row_loads != 8)
+        bad_flag(kProgram, flag, cursor.value(), "0 (tuned), 4 or 8");
     } else if (flag == "--seed") {
       s.seed = static_cast<std::uint64_t>(flag_int(kProgram, flag, cursor.value(), 0));
     } else if (flag == "--output") {
@@ -118,7 +126,8 @@ Settings parse(const std::vector<std::string>& args) {
       throw std::invalid_argument(kProgram +
                                   ": [--world N] [--batches B,...] [--pooling-scales S,...] "
                                   "[--max-rows R] [--iterations 30] [--warmup 5] "
-                                  "[--b2b-calls 50] [--timeout 60] [--seed S] [--output FILE]");
+                                  "[--b2b-calls 50] [--timeout 60] [--row-loads 0] [--seed S] "
+                                  "[--output FILE]");
     } else {
       bad_flag(kProgram, flag, "", "a known flag (--help lists them)");
     }
@@ -196,8 +205,24 @@ class Runner {
     OVERLAPSIM_TRY(align.allocate(256));
     fused::EmbeddingAllToAllOptions options;
     options.timeout_s = settings_.timeout_s;
+    if (settings_.row_loads != 0) options.row_loads = settings_.row_loads;
     EmbeddingAllToAll peer, window;
     OVERLAPSIM_TRY(peer.initialize(&ctx_.comm, shape, DType::BF16, options));
+    const void* const* T = table_ptrs_.data();
+    const std::int32_t* const* I = index_ptrs.data();
+    std::string tuned = "not tuned";
+    if (settings_.row_loads == 0) {
+      OVERLAPSIM_TRY(quiesce(ctx_, "embedding-a2a tune"));
+      OVERLAPSIM_TRY(peer.tune(T, I, s, &tuned));
+    }
+    if (rank == 0) {
+      long long lookups = 0;
+      for (const EmbeddingTable& t : shape.tables) lookups += t.pooling;
+      std::fprintf(stderr, "%s: world %d batch %lld k %lld: row_loads %d grid %d (%s)\n",
+                   kProgram.c_str(), world, static_cast<long long>(shape.local_batch), lookups,
+                   peer.row_loads(), peer.grid(), tuned.c_str());
+    }
+    options.row_loads = peer.row_loads();
     options.transport = GemvTransport::NcclWindow;
     const Status window_status = window.initialize(&ctx_.comm, shape, DType::BF16, options);
     const bool window_ok = window_status.ok;
@@ -207,8 +232,6 @@ class Runner {
     OVERLAPSIM_TRY(fill_random(align.data(), 1, DType::BF16, 1, s));
     OVERLAPSIM_TRY(quiesce(ctx_, "embedding-a2a ready"));
 
-    const void* const* T = table_ptrs_.data();
-    const std::int32_t* const* I = index_ptrs.data();
     using Call = std::function<Status()>;
     const Call fused_call = [&] { return peer.run(T, I, s); };
     const Call window_call = [&] { return window.run(T, I, s); };

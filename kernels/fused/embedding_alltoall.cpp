@@ -1,6 +1,7 @@
 #include "kernels/fused/embedding_alltoall.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <string>
 
@@ -52,6 +53,11 @@ Status EmbeddingAllToAll::can_implement(const EmbeddingAllToAllShape& shape, DTy
     return Status::failure("fused embedding+alltoall: 1.." + std::to_string(a2a::kMaxWorld) +
                            " ranks, got " + std::to_string(shape.world));
   if (shape.local_batch < 1) return Status::failure("fused embedding+alltoall: local batch >= 1");
+  // The kernel numbers a rank's tasks (at most a bag each per table) and columns in int.
+  if (shape.global_batch() > ((std::int64_t{1} << 31) - 1) / a2a::kMaxSlots ||
+      shape.dim > (std::int64_t{1} << 30))
+    return Status::failure("fused embedding+alltoall: global batch under 2^31 / " +
+                           std::to_string(a2a::kMaxSlots) + " and dim at most 2^30");
   if (shape.tables.empty() || shape.owner.size() != shape.tables.size())
     return Status::failure("fused embedding+alltoall: one owner per table, at least one table");
   for (std::size_t t = 0; t < shape.tables.size(); ++t) {
@@ -87,15 +93,25 @@ Status EmbeddingAllToAll::initialize(CommHandle* comm, const EmbeddingAllToAllSh
   transport_ = options.transport;
   comm_ = comm;
   OVERLAPSIM_TRY(a2a::preload());
+  if (options.row_loads != 4 && options.row_loads != 8)
+    return Status::failure("fused embedding+alltoall: row_loads 4 or 8, got " +
+                           std::to_string(options.row_loads));
+  counted_ = 0;
   a2a::KernelArgs probe;
   OVERLAPSIM_TRY(fill_args(nullptr, nullptr, &probe));
-  OVERLAPSIM_TRY(a2a::launch_grid(probe, dtype, &grid_));
-  if (comm != nullptr && world > 1) {
-    // One grid for all: each rank's counters expect epoch * grid from every source.
-    std::vector<double> grid = {static_cast<double>(grid_)};
-    OVERLAPSIM_TRY(allreduce_host(*comm, nullptr, grid, ncclMax));
-    grid_ = static_cast<int>(grid[0]);
+  std::vector<double> grids(2);
+  for (int d = 0; d < 2; ++d) {
+    int grid = 0;
+    probe.row_loads = 4 << d;
+    OVERLAPSIM_TRY(a2a::launch_grid(probe, dtype, &grid));
+    grids[static_cast<std::size_t>(d)] = grid;
   }
+  // One grid for all, per depth: each call's counters expect the call's grid from every
+  // source.
+  if (comm != nullptr && world > 1) OVERLAPSIM_TRY(allreduce_host(*comm, nullptr, grids, ncclMax));
+  for (int d = 0; d < 2; ++d) grids_[d] = static_cast<int>(grids[static_cast<std::size_t>(d)]);
+  row_loads_ = options.row_loads;
+  grid_ = grids_[row_loads_ == 8 ? 1 : 0];
   const std::size_t elem = dtype_bytes(dtype);
   const std::size_t send_count = std::max<std::size_t>(slots_.size(), 1) *
                                  static_cast<std::size_t>(shape.global_batch()) *
@@ -147,6 +163,7 @@ Status EmbeddingAllToAll::fill_args(const void* const* tables, const std::int32_
   a.tables_total = static_cast<int>(shape_.tables.size());
   a.local_batch = shape_.local_batch;
   a.dim = shape_.dim;
+  a.row_loads = row_loads_;
   a.world = world_;
   a.rank = rank_;
   for (std::size_t s = 0; s < slots_.size(); ++s) {
@@ -176,8 +193,10 @@ Status EmbeddingAllToAll::run(const void* const* tables, const std::int32_t* con
   a.window = window_;
   a.counters_offset_bytes = counters_offset_bytes_;
   ++epoch_;
-  if (epoch_ == 0) ++epoch_;  // 0 is the counters' initial value
+  if (epoch_ == 0) ++epoch_;  // the parity's start, as the first call's
   a.epoch = epoch_;
+  counted_ += static_cast<std::uint32_t>(grid_);
+  a.expected = counted_;
   a.timeout_ns = static_cast<std::uint64_t>(timeout_s_ * 1e9);
   a.timed_out = timed_out_.as<int>();
   return a2a::launch(a, dtype_, grid_, stream);
@@ -213,6 +232,61 @@ Status EmbeddingAllToAll::lookup_own(const void* const* tables, const std::int32
   OVERLAPSIM_TRY(fill_args(tables, indices, &a));
   a.push = false;
   return a2a::launch(a, dtype_, grid_, stream);
+}
+
+Status EmbeddingAllToAll::set_row_loads(int row_loads) {
+  if (grid_ == 0)
+    return Status::failure("fused embedding+alltoall: set_row_loads before initialize");
+  if (row_loads != 4 && row_loads != 8)
+    return Status::failure("fused embedding+alltoall: row_loads 4 or 8, got " +
+                           std::to_string(row_loads));
+  row_loads_ = row_loads;
+  grid_ = grids_[row_loads == 8 ? 1 : 0];
+  return Status::success();
+}
+
+Status EmbeddingAllToAll::tune(const void* const* tables, const std::int32_t* const* indices,
+                               cudaStream_t stream, std::string* report) {
+  if (grid_ == 0) return Status::failure("fused embedding+alltoall: tune before initialize");
+  // Each depth in turn per round (clock drift spreads over both); a depth's time is its
+  // fastest round's mean of kReps lookups back to back.
+  constexpr int kRounds = 3, kReps = 3;
+  const int depths[2] = {4, 8};
+  std::vector<double> best(2, 1e30);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  Status status = Status::success();
+  for (int round = 0; round < kRounds && status.ok; ++round)
+    for (int d = 0; d < 2 && status.ok; ++d) {
+      status = set_row_loads(depths[d]);
+      if (status.ok) status = lookup_own(tables, indices, stream);  // warm-up
+      if (status.ok && cudaEventRecord(start, stream) != cudaSuccess)
+        status = Status::failure("fused embedding+alltoall: tune's event record failed");
+      for (int i = 0; i < kReps && status.ok; ++i) status = lookup_own(tables, indices, stream);
+      if (status.ok && (cudaEventRecord(stop, stream) != cudaSuccess ||
+                        cudaEventSynchronize(stop) != cudaSuccess))
+        status = Status::failure("fused embedding+alltoall: tune's timing failed");
+      float ms = 0;
+      if (status.ok && cudaEventElapsedTime(&ms, start, stop) == cudaSuccess)
+        best[static_cast<std::size_t>(d)] =
+            std::min(best[static_cast<std::size_t>(d)], 1e3 * ms / kReps);
+    }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  OVERLAPSIM_TRY(status);
+  // One choice on every rank (the grid and depth of a call must agree): the slowest rank's
+  // time decides.
+  if (comm_ != nullptr && world_ > 1) OVERLAPSIM_TRY(allreduce_host(*comm_, stream, best, ncclMax));
+  const int pick = best[1] < best[0] ? 1 : 0;
+  OVERLAPSIM_TRY(set_row_loads(depths[pick]));
+  if (report != nullptr) {
+    char text[128];
+    std::snprintf(text, sizeof text, "chose row_loads %d grid %d; us: 4=%.1f 8=%.1f", row_loads_,
+                  grid_, best[0], best[1]);
+    *report = text;
+  }
+  return Status::success();
 }
 
 Status EmbeddingAllToAll::exchange(void* out, cudaStream_t stream) {

@@ -16,9 +16,10 @@
 //   Results: the fused kernel's pooled rows are bit-identical to embedding_bag_sum's (the
 //     same loads and the same order of adds); the exchange moves bytes, so every design's
 //     recv is bit-identical.
-//   Back to back: counters count CTAs and are never reset (a call waits for epoch * grid
-//     per source); receive buffers alternate by the call's parity. A call's result stays
-//     valid until this rank's next call starts (a peer can be at most one call ahead).
+//   Back to back: counters count CTAs and are never reset (a call waits for the grids of
+//     the calls so far, summed, per source); receive buffers alternate by the call's parity. A
+//     call's result stays valid until this rank's next call starts (a peer can be at most one call
+//     ahead).
 //   Residency: only CTA 0 waits, after its own pushes, so any grid makes progress.
 // Host API: shard_tables -> can_implement -> initialize (collective) -> run / run_sequential
 // (any number of times, no host synchronisation) -> check_timeout. C++20.
@@ -26,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/common/status.hpp"
@@ -66,6 +68,9 @@ std::size_t received_count(const EmbeddingAllToAllShape& shape);
 struct EmbeddingAllToAllOptions {
   GemvTransport transport = GemvTransport::PeerPointers;
   double timeout_s = 30.0;  // a counter wait longer than this gives up (check_timeout)
+  // Row loads a lane group keeps in flight on bags its warp shares (a2a::KernelArgs::
+  // row_loads): 4 (4 CTAs an SM) or 8 (3 CTAs an SM). The same bits either way; tune picks.
+  int row_loads = 4;
 };
 
 class EmbeddingAllToAll {
@@ -101,6 +106,15 @@ class EmbeddingAllToAll {
   Status lookup_own(const void* const* tables, const std::int32_t* const* indices,
                     cudaStream_t stream);
   Status exchange(void* out, cudaStream_t stream);
+  // Chooses the row loads in flight (4 or 8) by timing the one-launch lookup (lookup_own)
+  // with each on these tables and indices, the slowest rank's time deciding. Collective
+  // (an all-reduce of the timings); call it between calls, on their stream; it
+  // synchronises. `report` (optional) receives the choice and both times.
+  Status tune(const void* const* tables, const std::int32_t* const* indices, cudaStream_t stream,
+              std::string* report = nullptr);
+  // Sets the row loads in flight (4 or 8) and with them the grid, between calls.
+  Status set_row_loads(int row_loads);
+  int row_loads() const { return row_loads_; }
 
   // Waits for `stream`; a failure if a counter wait of this rank gave up.
   Status check_timeout(cudaStream_t stream) const;
@@ -117,7 +131,10 @@ class EmbeddingAllToAll {
   DType dtype_ = DType::BF16;
   std::vector<int> slots_;  // owned tables
   int world_ = 1, rank_ = 0, grid_ = 0;
+  int row_loads_ = 4;
+  int grids_[2] = {};  // the agreed grid for 4 and 8 row loads
   std::uint32_t epoch_ = 0;
+  std::uint32_t counted_ = 0;  // the grids of the calls so far, summed (KernelArgs::expected)
   double timeout_s_ = 30.0;
   GemvTransport transport_ = GemvTransport::PeerPointers;
   DeviceBuffer recv_, counters_, timed_out_, send_;

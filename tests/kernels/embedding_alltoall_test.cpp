@@ -1,10 +1,12 @@
 // The fused embedding-bag + all-to-all (kernels/fused/embedding_alltoall.hpp): the table
 // sharding's closed form (no GPU); on one GPU its pooled rows bit for bit against our
 // embedding-bag kernel for every lane-group layout (dim 64, 128, 136, 256; bags shorter
-// and longer than a group's loads) and a sample against an fp64 host sum; on every
+// and longer than a group's loads; 4 and 8 row loads in flight) and a sample against an
+// fp64 host sum; on every
 // visible GPU (2 or more) its received rows bit for bit against the sequential designs
 // (embedding-bag kernel or the fused kernel's own lookups, then NCCL send/recv), over CUDA
-// peer pointers and NCCL's window; 200 calls back to back with no host synchronisation; a
+// peer pointers and NCCL's window, also with 8 row loads, with the depth (and grid)
+// alternating call by call, and tuned; 200 calls back to back with no host synchronisation; a
 // small case for compute-sanitizer; a first call in a fresh process under lazy loading.
 #include "kernels/fused/embedding_alltoall.hpp"
 
@@ -144,6 +146,16 @@ TEST(EmbeddingAllToAllLocal, MatchesEmbeddingBagBits) {
     ASSERT_TRUE(s.ok) << s.message;
     s = fused.run_sequential(in.table_ptrs.data(), in.index_ptrs.data(), seq.data(), nullptr);
     ASSERT_TRUE(s.ok) << s.message;
+    // 8 row loads in flight: the same bits as the per-table kernel.
+    DeviceBuffer deep;
+    ASSERT_TRUE(deep.allocate(count * 2).ok);
+    ASSERT_TRUE(poison(deep.data(), count, nullptr).ok);
+    ASSERT_TRUE(fused.set_row_loads(8).ok);
+    s = fused.run_sequential_own(in.table_ptrs.data(), in.index_ptrs.data(), deep.data(), nullptr);
+    ASSERT_TRUE(s.ok) << s.message;
+    s = compare_bits(deep.data(), seq.data(), count, nullptr, "8 row loads against embedding bag");
+    EXPECT_TRUE(s.ok) << s.message;
+    ASSERT_TRUE(fused.set_row_loads(4).ok);
     s = fused.run_sequential_own(in.table_ptrs.data(), in.index_ptrs.data(), own.data(), nullptr);
     ASSERT_TRUE(s.ok) << s.message;
     s = fused.run(in.table_ptrs.data(), in.index_ptrs.data(), nullptr);
@@ -192,10 +204,12 @@ HarnessOptions blocking() {
   return h;
 }
 
-// The fused design `calls` times against both sequential designs, bit for bit.
+// The fused design `calls` times against both sequential designs, bit for bit. row_loads
+// 4 or 8: that many in flight; 0: 4 and 8 alternating call by call (the grid changing
+// between calls); -1: tune's choice.
 Status check_against_sequential(RankContext& ctx, const std::vector<std::int64_t>& pooling,
                                 std::int64_t dim, std::int64_t local_batch, std::uint64_t seed,
-                                int calls, GemvTransport transport) {
+                                int calls, GemvTransport transport, int row_loads = 4) {
   const int world = ctx.comm.world, rank = ctx.comm.rank;
   const EmbeddingAllToAllShape shape = make_shape(pooling, dim, local_batch, world);
   const std::string what = "rank " + std::to_string(rank) + " dim " + std::to_string(dim) + " B " +
@@ -212,8 +226,10 @@ Status check_against_sequential(RankContext& ctx, const std::vector<std::int64_t
   EmbeddingAllToAllOptions options;
   options.timeout_s = 30;
   options.transport = transport;
+  options.row_loads = row_loads > 0 ? row_loads : 4;
   OVERLAPSIM_TRY(fused.initialize(&ctx.comm, shape, DType::BF16, options));
   OVERLAPSIM_TRY(quiesce(ctx, "embedding-a2a test ready"));
+  if (row_loads < 0) OVERLAPSIM_TRY(fused.tune(in.table_ptrs.data(), in.index_ptrs.data(), s));
   OVERLAPSIM_TRY(poison(seq.data(), count, s));
   OVERLAPSIM_TRY(poison(own.data(), count, s));
   OVERLAPSIM_TRY(fused.run_sequential(in.table_ptrs.data(), in.index_ptrs.data(), seq.data(), s));
@@ -226,6 +242,7 @@ Status check_against_sequential(RankContext& ctx, const std::vector<std::int64_t
     return Status::failure(what + ": sequential left " + std::to_string(unwritten) + " unwritten");
   OVERLAPSIM_TRY(compare_bits(own.data(), seq.data(), count, s, what + " sequential_own"));
   for (int call = 0; call < calls; ++call) {
+    if (row_loads == 0) OVERLAPSIM_TRY(fused.set_row_loads(call % 2 == 1 ? 8 : 4));
     OVERLAPSIM_TRY(fused.run(in.table_ptrs.data(), in.index_ptrs.data(), s));
     OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "embedding-a2a fused"));
     OVERLAPSIM_TRY(fused.check_timeout(s));
@@ -246,6 +263,11 @@ TEST(EmbeddingAllToAll, MatchesSequentialBits) {
       OVERLAPSIM_TRY(check_against_sequential(ctx, kDcnPooling, 128, 1, seed, 2, transport));
       OVERLAPSIM_TRY(check_against_sequential(ctx, {1, 9, 3, 33, 8}, 64, 45, seed, 2, transport));
       OVERLAPSIM_TRY(check_against_sequential(ctx, {2, 100, 7}, 256, 13, seed, 2, transport));
+      // 8 row loads; alternating depths (enough bags for the two grids to differ); tuned.
+      OVERLAPSIM_TRY(
+          check_against_sequential(ctx, {1, 9, 3, 33, 8}, 64, 45, seed, 2, transport, 8));
+      OVERLAPSIM_TRY(check_against_sequential(ctx, kDcnPooling, 128, 512, seed, 4, transport, 0));
+      OVERLAPSIM_TRY(check_against_sequential(ctx, kDcnPooling, 128, 64, seed, 2, transport, -1));
     }
     return Status::success();
   });
@@ -258,15 +280,17 @@ TEST(EmbeddingAllToAll, SmallForSanitizer) {
   const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
     OVERLAPSIM_TRY(
         check_against_sequential(ctx, {3, 1, 12, 9}, 128, 8, seed, 2, GemvTransport::PeerPointers));
+    OVERLAPSIM_TRY(check_against_sequential(ctx, {3, 1, 40, 9}, 128, 8, seed, 2,
+                                            GemvTransport::PeerPointers, 0));
     return check_against_sequential(ctx, {3, 1, 12, 9}, 128, 8, seed, 2, GemvTransport::NcclWindow);
   });
   ASSERT_TRUE(status.ok) << status.message;
 }
 
-// 200 calls enqueued back to back (indices rotating over 3 sets), each followed on the
-// stream by a copy of its received rows (the consumer), no host synchronisation between
-// them: the counters and the receive buffers' parity must keep every call's rows apart
-// while ranks drift by up to a call.
+// 200 calls enqueued back to back (indices rotating over 3 sets, 4 and 8 row loads
+// alternating), each followed on the stream by a copy of its received rows (the consumer),
+// no host synchronisation between them: the counters and the receive buffers' parity must
+// keep every call's rows apart while ranks drift by up to a call.
 TEST(EmbeddingAllToAll, BackToBack200Calls) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::uint64_t seed = fresh_seed();
@@ -298,6 +322,9 @@ TEST(EmbeddingAllToAll, BackToBack200Calls) {
       std::vector<std::vector<const std::int32_t*>> sets;
       for (int set = 0; set < kSets; ++set) sets.push_back(index_set(shape, rank, in, set));
       for (int call = 0; call < kCalls; ++call) {
+        // The row loads (and with them the grid) alternate: the counters' expected counts
+        // follow each call's grid.
+        OVERLAPSIM_TRY(fused.set_row_loads(call % 2 == 1 ? 8 : 4));
         OVERLAPSIM_TRY(fused.run(in.table_ptrs.data(), sets[call % kSets].data(), s));
         CUDA_CHECK(cudaMemcpyAsync(out.as<std::uint16_t>() + call * count, fused.received(),
                                    count * 2, cudaMemcpyDeviceToDevice, s));
