@@ -80,6 +80,8 @@ LayerParameters layer_parameters(const ModelSpec& m, int layer) {
     const double kv = static_cast<double>(a.kv_heads) * head_dim(m);
     p.dense += (h * (q + 2 * kv) + q * h) / t;
     if (tr.bias) p.dense += (q + 2 * kv) / t + h;
+    // QK-norm: one norm over a head's width for the queries and one for the keys, replicated.
+    if (a.qk_norm) p.dense += 2 * norm_parameters(m, head_dim(m));
   }
   if (is_moe_layer(m, layer)) {
     const double ef = m.moe.expert_ffn_hidden;
@@ -150,6 +152,8 @@ ActivationParts layer_parts(const ModelSpec& m, int layer) {
     const double q = static_cast<double>(a.heads) * head_dim(m);
     const double kv_heads_rank = std::max(1.0, static_cast<double>(a.kv_heads) / t);
     out.kept += e * T * (2 * q / t + 2 * kv_heads_rank * head_dim(m));
+    // QK-norm keeps its inputs, the projected Q and K before the norm, for its backward.
+    if (a.qk_norm) out.kept += e * T * (q / t + kv_heads_rank * head_dim(m));
   }
   const double heads_rank = static_cast<double>(a.heads) / t;
   if (a.unfused) {

@@ -140,6 +140,10 @@ const std::vector<ParamDoc> kAttentionDocs = {
      "with window: every N-th layer (1-based) attends to the whole sequence (Megatron-LM "
      "--window-attn-skip-freq N); 0: every layer is windowed",
      "0", ""},
+    {"qk_norm",
+     "standard attention: an RMSNorm over each query and key head after the QKV projection "
+     "(Qwen3, OLMo 2, Gemma 3; Megatron-LM --qk-layernorm)",
+     "false", ""},
     {"q_lora_rank", "mla: query compression rank (0: none)", "0", "elements"},
     {"kv_lora_rank", "mla: key/value latent rank", "", "elements"},
     {"qk_nope_head_dim", "mla: per-head query/key width without rope", "", "elements"},
@@ -355,6 +359,11 @@ void load_attention(ModelSpec& spec, const ConfigNode& n) {
     n.fail_key("full_attention_every", "set without window (expected a window > 0 with it)");
   if (a.window > 0 && !a.causal)
     n.fail_key("window", "set with causal: false (expected a causal mask with a sliding window)");
+  a.qk_norm = n.get_bool("qk_norm", false);
+  // MLA's own norms (over the compressed query and KV latents) are part of kind: mla.
+  if (a.qk_norm && a.kind == AttentionKind::Mla)
+    n.fail_key("qk_norm",
+               "set with kind: mla (expected standard attention: MLA norms its latents)");
   if (a.kind == AttentionKind::Mla) {
     a.q_lora_rank = get_int_in(n, "q_lora_rank", 0, 0, false);
     a.kv_lora_rank = get_int_in(n, "kv_lora_rank", 1, 0, true);

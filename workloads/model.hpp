@@ -51,6 +51,9 @@ struct AttentionSpec {
   // --window-attn-skip-freq N) attends to the whole sequence; 0: every layer is windowed.
   int window = 0;
   int full_attention_every = 0;
+  // QK-norm (Qwen3, OLMo 2, Gemma 3; Megatron-LM --qk-layernorm): an RMSNorm over each query
+  // and key head after the QKV projection, before rope and the attention core.
+  bool qk_norm = false;
   // Whether layer `layer` (0-based) runs the sliding window.
   bool windowed(int layer) const {
     return window > 0 && (full_attention_every == 0 || (layer + 1) % full_attention_every != 0);

@@ -545,7 +545,15 @@ OpVertex TransformerEmitter::attention_forward(const Ctx& c) {
   OpVertex ag = column_input(c, "ag_qkv", Gathered::Fp8Input);
   OpVertex qkv = gemm(c, "qkv", T_, qkv_out, h_, {ag});
   b_.pair(ag, qkv);
+  if (spec_.transformer.attention.qk_norm) qkv = elementwise(c, "qk_norm", qk_norm_bytes(2), {qkv});
   return attention_core_forward(c, qkv, heads_local_ * head_dim_);
+}
+
+std::uint64_t TransformerEmitter::qk_norm_bytes(int passes) const {
+  // The rank's query and key heads (bf16): the forward reads and writes them (2 passes), the
+  // backward reads their gradients and saved inputs and writes the input gradients (3).
+  return static_cast<std::uint64_t>(passes * T_ * (heads_local_ + kv_heads_local_) * head_dim_ *
+                                    act_bytes_);
 }
 
 OpVertex TransformerEmitter::mla_forward(const Ctx& c) {
@@ -590,6 +598,13 @@ OpVertex TransformerEmitter::attention_backward(const Ctx& c) {
   const std::int64_t q_dim = heads_local_ * head_dim_;
   const std::int64_t qkv_out = (heads_local_ + 2 * kv_heads_local_) * head_dim_;
   OpVertex dkv = attention_core_backward(c, q_dim, q_dim * h_ + (bias ? h_ : 0));
+  if (spec_.transformer.attention.qk_norm) {
+    dkv = elementwise(c, "qk_norm.bwd", qk_norm_bytes(3), {dkv});
+    // One norm over a head's width each for queries and keys, shared by the heads.
+    const std::int64_t per_norm =
+        spec_.transformer.norm == NormKind::LayerNorm ? 2 * head_dim_ : head_dim_;
+    register_grad(c, "qk_norm", 2 * per_norm, dkv);
+  }
   // fp8: the core's dQKV (bf16) is cast and transposed for the qkv dgrad and wgrad.
   quantize(c, "qkv.grad_quantize", Quant::CastTranspose, T_, qkv_out, {dkv});
   OpVertex ag_in = column_input(c, "ag_qkv_input", Gathered::Fp8WgradInput);

@@ -217,6 +217,7 @@ class TransformerEmitter {
   double attention_forward_flops(int layer) const;
   std::uint64_t attention_io_bytes(bool backward) const;
   std::uint64_t cp_kv_bytes() const;  // K and V (or dK, dV) of the whole sequence
+  std::uint64_t qk_norm_bytes(int passes) const;  // QK-norm: passes over the rank's Q and K
 
   const ModelSpec& spec_;
   const ParallelLayout& layout_;

@@ -175,6 +175,37 @@ TEST(TransformerGenerator, SlidingWindowLayersAttendToTheWindowOnly) {
       1e-9);
 }
 
+// QK-norm: per layer and microbatch a forward pass over the rank's query and key heads
+// (read and write, bf16) after the QKV projection and a backward of three (the gradients and
+// saved inputs read, the input gradients written). Llama 3 70B at TP 8: 8 query heads and 1
+// KV head of 128 a rank over 8192 tokens.
+TEST(TransformerGenerator, QkNormPassesOverTheRanksQueryAndKeyHeads) {
+  ModelSpec m = llama70b_tp8_pp4();
+  m.training.global_batch = 32;  // 8 microbatches on dp 4: enough to count
+  const double T = 8192, heads = 8, kv = 1, hd = 128, e = 2;
+  const auto count = [](const sim::RankProgram& p, const std::string& tail, double* bytes) {
+    int n = 0;
+    for_each_op(p, [&](sim::OpVertex, const sim::OpNode& op) {
+      if (!ends_with(op.name, tail)) return;
+      ++n;
+      *bytes = op.bytes;
+    });
+    return n;
+  };
+  double fwd = 0, bwd = 0;
+  {
+    const sim::StepGraph plain = generate_step(m, 128);
+    EXPECT_EQ(count(plain.ranks[0], ".qk_norm", &fwd), 0);
+  }
+  m.transformer.attention.qk_norm = true;
+  const sim::StepGraph step = generate_step(m, 128);
+  const int microbatches = static_cast<int>(microbatch_count(resolve_for_world(m, 128)));
+  EXPECT_EQ(count(step.ranks[0], ".qk_norm", &fwd), 20 * microbatches);
+  EXPECT_EQ(count(step.ranks[0], ".qk_norm.bwd", &bwd), 20 * microbatches);
+  EXPECT_DOUBLE_EQ(fwd, 2 * T * (heads + kv) * hd * e);
+  EXPECT_DOUBLE_EQ(bwd, 3 * T * (heads + kv) * hd * e);
+}
+
 // Block recompute (Megatron --recompute-method block --recompute-num-layers 5): only the
 // first 5 of each stage's 12 layers run their forward again, so the layers take
 // 3 + 5/12 passes; with 2 virtual chunks of 6 layers, 3 + 10/12.

@@ -218,6 +218,25 @@ parallelism: {tp: 1}
   EXPECT_DOUBLE_EQ(stage_parameters(m, 0).total(), 2 * layer_params + 100 * h + h + 100 * h);
 }
 
+// QK-norm (Qwen3): the norms keep their inputs, the projected Q (2q bytes a token) and K
+// (2kv), and add one RMSNorm weight of a head's width each for queries and keys.
+TEST(MemoryModel, QkNormKeepsItsInputsAndTwoHeadWidthWeights) {
+  const std::string yaml = R"(name: qk-tiny
+kind: transformer
+transformer: {layers: 2, hidden: 128, ffn_hidden: 352, vocab: 100, mlp: swiglu, norm: rmsnorm,
+  attention: {heads: 8, kv_heads: 2, head_dim: 16, qk_norm: true}}
+training: {seq_len: 64, global_batch: 4, micro_batch: 1, recompute: none}
+parallelism: {tp: 1}
+)";
+  const ModelSpec m = resolved(yaml, 1);
+  const double T = 64, h = 128, q = 128, kv = 32, f = 352, heads = 8, hd = 16;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 0, 0),
+                   T * (4 * h + 2 * h + 2 * q + 4 * kv + 2 * q + 4 * heads + 2 * h + 6 * f) +
+                       T * (2 * q + 2 * kv));
+  const double layer_params = 2 * h + h * (q + 2 * kv) + q * h + 3 * h * f + 2 * hd;
+  EXPECT_DOUBLE_EQ(stage_parameters(m, 0).total(), 2 * layer_params + 100 * h + h + 100 * h);
+}
+
 TEST(MemoryModel, GqaKvHeadsSplitOverTp) {
   // 8 query heads of 16, 2 KV heads, TP 2 with SP: each rank keeps 4 query heads and one
   // KV head. Per token: the norm inputs and the two GEMM inputs 8h/t, Q and

@@ -405,6 +405,22 @@ TEST(ModelRules, SlidingWindowNeedsACausalMaskAndNoContextParallelism) {
   EXPECT_NE(msg.find("context parallelism"), std::string::npos) << msg;
 }
 
+TEST(ModelRules, QkNormIsABoolOfStandardAttention) {
+  EXPECT_FALSE(load_model_string(kTiny, "m.yaml").transformer.attention.qk_norm);
+  std::string text = edit(kTiny, {{"    heads:", "    qk_norm: true\n    heads:"}});
+  EXPECT_TRUE(load_model_string(text, "m.yaml").transformer.attention.qk_norm);
+  text = edit(kTiny, {{"    heads:", "    qk_norm: sometimes\n    heads:"}});
+  expect_error(load_error(text), text, "qk_norm: sometimes", "qk_norm");
+  // MLA norms its compressed latents instead (kind: mla covers them).
+  text = edit(kTiny, {{"    heads:",
+                       "    kind: mla\n    qk_norm: true\n    kv_lora_rank: 16\n"
+                       "    qk_nope_head_dim: 8\n    qk_rope_head_dim: 8\n    v_head_dim: 8\n"
+                       "    heads:"}});
+  const std::string msg = load_error(text);
+  expect_error(msg, text, "qk_norm: true", "qk_norm");
+  EXPECT_NE(msg.find("kind: mla"), std::string::npos) << msg;
+}
+
 TEST(ModelRules, TopKAtMostExperts) {
   std::string text = edit(kTinyMoe, {{"top_k: 2", "top_k: 9"}});
   expect_error(load_error(text), text, "top_k", "moe.top_k");
