@@ -88,11 +88,7 @@ Status AllGatherGemmDesign::initialize(PeerLinks links, std::int64_t m, std::int
                                        std::int64_t k, DType dtype,
                                        const AllGatherGemmOptions& options) {
   if (initialized_) return Status::failure("tilewise allgather+gemm: initialize() called twice");
-  const bool reachable = links.cross_process ? static_cast<bool>(links.exchange_bytes)
-                                             : static_cast<bool>(links.exchange);
-  if (links.world < 1 || links.rank < 0 || links.rank >= links.world || !reachable)
-    return Status::failure("tilewise allgather+gemm: peer links need world >= 1, 0 <= rank < "
-                           "world and an exchange");
+  OVERLAPSIM_TRY(check_peer_links(links, "tilewise allgather+gemm"));
   if (dtype != DType::BF16 && dtype != DType::FP16)
     return Status::failure("tilewise allgather+gemm: bf16 or fp16 only, got " +
                            std::string(to_string(dtype)));

@@ -91,13 +91,7 @@ Status CopyEngineDesign::initialize(PeerLinks links, CollectiveOp op, std::int64
                                     std::int64_t n, std::int64_t k, DType dtype,
                                     const CopyEngineOptions& options) {
   if (initialized_) return Status::failure("tilewise copy_engine: initialize() called twice");
-  const bool reachable = links.cross_process ? static_cast<bool>(links.exchange_bytes)
-                                             : static_cast<bool>(links.exchange);
-  if (links.world < 1 || links.rank < 0 || links.rank >= links.world || !reachable)
-    return Status::failure(
-        "tilewise copy_engine: peer links need world >= 1, 0 <= rank < world "
-        "and an exchange, got world " +
-        std::to_string(links.world) + ", rank " + std::to_string(links.rank));
+  OVERLAPSIM_TRY(check_peer_links(links, "tilewise copy_engine"));
   OVERLAPSIM_TRY(can_implement(op, m, n, k, links.world, options));
   if (options.row_chunks > 1)
     return initialize_row_chunks(std::move(links), op, m, n, k, dtype, options);

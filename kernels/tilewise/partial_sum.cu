@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/ops/half_float.cuh"
 #include "kernels/tilewise/partial_sum.hpp"
 
 namespace overlapsim::kernels::tilewise {
@@ -12,19 +13,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kMaxCount = 16;  // ranks; the loop is unrolled to this bound
-
-__device__ inline float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ inline float to_float(__half x) { return __half2float(x); }
-template <class T>
-__device__ inline T from_float(float x);
-template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-template <>
-__device__ inline __half from_float<__half>(float x) {
-  return __float2half_rn(x);
-}
 
 // Eight elements a thread (one 16-byte load a partial); grid-stride.
 template <class T>

@@ -169,6 +169,17 @@ Status connect_peers(CommHandle& comm, const std::vector<void*>& mine,
   return Status::success();
 }
 
+Status check_peer_links(const PeerLinks& links, const std::string& design) {
+  const bool reachable = links.cross_process ? static_cast<bool>(links.exchange_bytes)
+                                             : static_cast<bool>(links.exchange);
+  if (links.world < 1 || links.rank < 0 || links.rank >= links.world || !reachable)
+    return Status::failure(design +
+                           ": peer links need world >= 1, 0 <= rank < world and an exchange, "
+                           "got world " +
+                           std::to_string(links.world) + ", rank " + std::to_string(links.rank));
+  return Status::success();
+}
+
 Status comm_peer_links(CommHandle& comm, PeerLinks* links) {
   const auto world = static_cast<std::size_t>(comm.world);
   const auto me = static_cast<std::size_t>(comm.rank);

@@ -36,6 +36,10 @@ struct PeerLinks {
   ExchangeBytes exchange_bytes;
 };
 
+// Whether `links` can serve a design: a rank inside the world, and the exchange its ranks
+// use (pointers between threads, bytes between processes). The failure names `design`.
+Status check_peer_links(const PeerLinks& links, const std::string& design);
+
 // Lets GPU `device` (made current) read and write `peer`'s memory: copies, stream writes
 // and kernel stores on peer pointers. Already enabled is fine; no peer access is an error.
 Status enable_peer_access(int device, int peer);

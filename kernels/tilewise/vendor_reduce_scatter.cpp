@@ -46,12 +46,7 @@ Status VendorReduceScatterDesign::initialize(PeerLinks links, std::int64_t m, st
                                              std::int64_t k, DType dtype,
                                              const VendorReduceScatterOptions& options) {
   if (initialized_) return Status::failure("vendor gemm+reducescatter: initialize() called twice");
-  const bool reachable = links.cross_process ? static_cast<bool>(links.exchange_bytes)
-                                             : static_cast<bool>(links.exchange);
-  if (links.world < 1 || links.rank < 0 || links.rank >= links.world || !reachable)
-    return Status::failure(
-        "vendor gemm+reducescatter: peer links need world >= 1, 0 <= rank < "
-        "world and an exchange");
+  OVERLAPSIM_TRY(check_peer_links(links, "vendor gemm+reducescatter"));
   if (dtype != DType::BF16 && dtype != DType::FP16)
     return Status::failure("vendor gemm+reducescatter: bf16 or fp16 only, got " +
                            std::string(to_string(dtype)));
