@@ -44,27 +44,31 @@ class AllGatherTilewiseRunner {
 
   Status run() {
     const int world = env_.world();
+    // A candidate the design can run for this shape, timed with a 30 s wait limit.
+    const auto add = [&](tw::AllGatherGemmOptions o) {
+      o.wait_timeout_s = 30;
+      if (!tw::AllGatherGemmDesign::can_implement(shape_.m, shape_.n, shape_.k, world, o).ok)
+        return false;
+      Candidate cand;
+      cand.options = o;
+      candidates_.push_back(std::move(cand));
+      return true;
+    };
     for (int chunks : env_.tilewise_settings.ag_chunks)
       for (tw::AllGatherPush push : env_.tilewise_settings.ag_push) {
         if (push == tw::AllGatherPush::PerPeer && world <= 2) continue;  // the same as rotated
         tw::AllGatherGemmOptions o;
         o.chunks = chunks;
         o.push = push;
-        o.wait_timeout_s = 30;
-        if (!tw::AllGatherGemmDesign::can_implement(shape_.m, shape_.n, shape_.k, world, o).ok)
-          continue;
-        Candidate cand;
-        cand.options = o;
-        candidates_.push_back(std::move(cand));
+        if (!add(o)) continue;
         // The split last wave: one chunk, rotated pushes only (where chunks and pushes matter
         // least), so the loop grows by the split counts alone.
         if (chunks != 1 || push != tw::AllGatherPush::Rotated) continue;
         for (const int split : env_.tilewise_settings.split_tail) {
           if (split <= 1) continue;
-          Candidate s;
-          s.options = o;
-          s.options.split_k_tail = split;
-          candidates_.push_back(std::move(s));
+          tw::AllGatherGemmOptions s = o;
+          s.split_k_tail = split;
+          add(s);
         }
       }
     // The per-chunk vendor GEMMs on the same pushes (rotated), one candidate a chunk count.
@@ -72,12 +76,7 @@ class AllGatherTilewiseRunner {
       tw::AllGatherGemmOptions o;
       o.chunks = chunks;
       o.vendor_gemm = true;
-      o.wait_timeout_s = 30;
-      if (!tw::AllGatherGemmDesign::can_implement(shape_.m, shape_.n, shape_.k, world, o).ok)
-        continue;
-      Candidate cand;
-      cand.options = o;
-      candidates_.push_back(std::move(cand));
+      add(o);
     }
     if (candidates_.empty()) {
       if (env_.rank() == 0)
