@@ -3,12 +3,13 @@
 #include <string>
 #include <utility>
 
+#include "kernels/tilewise/design_support.hpp"
+
 namespace overlapsim::kernels::tilewise {
 namespace {
 // What overlap-bench's sequential pair gives cuBLASLt (bench_env.cpp), so the heuristic
 // offers the chunks the same algorithms.
 constexpr std::size_t kWorkspaceBytes = std::size_t{64} << 20;
-constexpr std::size_t kElementBytes = 2;
 }  // namespace
 
 VendorRowGemms::~VendorRowGemms() {
