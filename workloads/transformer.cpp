@@ -194,8 +194,8 @@ void TransformerEmitter::gather_params(const Ctx& c, bool expert) {
   gather_anchor_ = static_cast<OpVertex>(boost::num_vertices(b_.graph()));
 }
 
-std::int64_t TransformerEmitter::norm_params() const {
-  return spec_.transformer.norm == NormKind::LayerNorm ? 2 * h_ : h_;
+std::int64_t TransformerEmitter::norm_params(std::int64_t width) const {
+  return spec_.transformer.norm == NormKind::LayerNorm ? 2 * width : width;
 }
 
 bool TransformerEmitter::is_moe_layer(int layer) const {
@@ -601,9 +601,7 @@ OpVertex TransformerEmitter::attention_backward(const Ctx& c) {
   if (spec_.transformer.attention.qk_norm) {
     dkv = elementwise(c, "qk_norm.bwd", qk_norm_bytes(3), {dkv});
     // One norm over a head's width each for queries and keys, shared by the heads.
-    const std::int64_t per_norm =
-        spec_.transformer.norm == NormKind::LayerNorm ? 2 * head_dim_ : head_dim_;
-    register_grad(c, "qk_norm", 2 * per_norm, dkv);
+    register_grad(c, "qk_norm", 2 * norm_params(head_dim_), dkv);
   }
   // fp8: the core's dQKV (bf16) is cast and transposed for the qkv dgrad and wgrad.
   quantize(c, "qkv.grad_quantize", Quant::CastTranspose, T_, qkv_out, {dkv});
@@ -758,11 +756,11 @@ void TransformerEmitter::layer_backward(int layer, Ctx c) {
   // Norm backward: reads the gradient and the saved input, writes the input gradient and
   // adds the residual branch's gradient.
   OpVertex ln2 = elementwise(c, "ln2.bwd", norm_bwd_bytes, {mlp_grad});
-  register_grad(c, "ln2", norm_params(), ln2);
+  register_grad(c, "ln2", norm_params(h_), ln2);
   elementwise(c, "residual1.bwd", grad_bytes);
   OpVertex attn_grad = attention_backward(c);
   OpVertex ln1 = elementwise(c, "ln1.bwd", norm_bwd_bytes, {attn_grad});
-  register_grad(c, "ln1", norm_params(), ln1);
+  register_grad(c, "ln1", norm_params(h_), ln1);
 }
 
 // ---- embedding and head ----
@@ -842,7 +840,7 @@ void TransformerEmitter::head_backward(const Ctx& head_ctx) {
     grads_.add_tied_embedding(table, w);
   OpVertex norm = elementwise(c, "final_norm.bwd",
                               static_cast<std::uint64_t>(4 * Tn_ * h_ * act_bytes_), {reduce});
-  register_grad(c, "final_norm", norm_params(), norm);
+  register_grad(c, "final_norm", norm_params(h_), norm);
 }
 
 // ---- microbatch passes ----

@@ -213,7 +213,7 @@ class TransformerEmitter {
                                     OpVertex producer);
 
   bool is_moe_layer(int layer) const;
-  std::int64_t norm_params() const;
+  std::int64_t norm_params(std::int64_t width) const;  // one norm's weights over `width`
   double attention_forward_flops(int layer) const;
   std::uint64_t attention_io_bytes(bool backward) const;
   std::uint64_t cp_kv_bytes() const;  // K and V (or dK, dV) of the whole sequence
