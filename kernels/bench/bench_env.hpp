@@ -40,6 +40,8 @@ struct BenchEnv {
   std::shared_ptr<ShapedRankState> shaped_state;
   // --shaped-algos: where the shaped runner appends its GEMMs' cuBLASLt algorithms.
   std::string shaped_algos_path;
+  // --shaped-paired: where the shaped runner appends its paired loop's rounds.
+  std::string shaped_paired_path;
 
   int rank() const { return ctx->comm.rank; }
   int world() const { return ctx->comm.world; }

@@ -184,7 +184,7 @@ std::string usage() {
          "         [--iterations N] [--warmup N] [--min-time-ms T] [--warmup-ms W]\n"
          "         [--world N] [--mpi] [--nonblocking] [--timeout 120s] [--seed S] [--output "
          "FILE]\n"
-         "         [--trace] [--tilewise-* ...] [--shaped-algos FILE]\n"
+         "         [--trace] [--tilewise-* ...] [--shaped-algos FILE] [--shaped-paired FILE]\n"
          "ops: allreduce reducescatter allgather alltoall gemm gemv embedding gemm+allreduce\n"
          "     gemm+reducescatter allgather+gemm gemm+alltoall gemv+allreduce embedding+alltoall\n"
          "     interference\n"
@@ -204,6 +204,8 @@ std::string usage() {
          "  waits; default from OVERLAPSIM_TRACE).\n"
          "--shaped-algos FILE: design shaped appends, per shape and grid point, the tile,\n"
          "  cluster and split-K cuBLASLt chose for the chunk GEMM (CSV, rank 0).\n"
+         "--shaped-paired FILE: design shaped appends, per shape and round of its paired loop,\n"
+         "  the times of sequential, decomposed and its choice (CSV, rank 0).\n"
          "design tilewise (defaults from the OVERLAPSIM_TILEWISE_* variables of older scripts):\n"
          "  --tilewise-transport nccl,copy_engine  transports to tune and time\n"
          "  --tilewise-phase2 copy_engine,epilogue,tail_kernel  all-reduce phase-2 modes of the\n"
@@ -314,6 +316,8 @@ BenchOptions parse_flags(const std::vector<std::string>& args, const EnvLookup& 
       o.output = value();
     } else if (flag == "--shaped-algos") {
       o.shaped_algos = value();
+    } else if (flag == "--shaped-paired") {
+      o.shaped_paired = value();
     } else {
       throw std::invalid_argument("overlap-bench: unknown flag '" + flag + "' (see --help)");
     }

@@ -9,7 +9,7 @@
 //                 [--collectives allreduce,alltoall] [--ctas 4,8,16,32,0]
 //   common: [--iterations N] [--warmup N] [--min-time-ms T] [--warmup-ms W] [--world N] [--mpi]
 //           [--nonblocking] [--timeout 120s] [--seed S] [--output FILE] [--list-designs]
-//           [--trace] [--shaped-algos FILE]
+//           [--trace] [--shaped-algos FILE] [--shaped-paired FILE]
 //   design tilewise: [--tilewise-transport nccl,copy_engine] [--tilewise-phase2 MODES]
 //           [--tilewise-groups 2,4,8,16] [--tilewise-comm-sms 16] [--tilewise-wait MODES]
 //           [--tilewise-keep 6] [--tilewise-exhaustive 16] [--tilewise-cache FILE]
@@ -48,6 +48,8 @@ struct BenchOptions {
   std::string output;
   // --shaped-algos: design shaped's cuBLASLt algorithm per grid point (shaped_runner.hpp).
   std::string shaped_algos;
+  // --shaped-paired: design shaped's choice, decomposed and sequential, round by round.
+  std::string shaped_paired;
   TilewiseSettings tilewise;
   bool help = false;
 };

@@ -72,6 +72,7 @@ int run(const BenchOptions& options, BenchPlan plan) {
     OVERLAPSIM_TRY(open_env(ctx, plan.seed, &env));
     env.tilewise_settings = options.tilewise;
     env.shaped_algos_path = options.shaped_algos;
+    env.shaped_paired_path = options.shaped_paired;
     env.tilewise_reports = tilewise_reports;
     const DeviceTags tags = read_device_tags(ctx.comm.world);
     const bool printer = ctx.comm.rank == 0;

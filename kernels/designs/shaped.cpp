@@ -1,5 +1,6 @@
 #include "kernels/designs/shaped.hpp"
 
+#include "kernels/designs/sequential.hpp"
 #include "kernels/tilewise/tilewise_design.hpp"
 
 namespace overlapsim::kernels {
@@ -41,7 +42,30 @@ ChunkGemm chunk_gemm(PairOp op, const PairShape& s, const ChunkPlan& plan, int c
   return g;
 }
 
+// Chunk 1 (0 when unchunked) has the smallest non-zero offsets: its alignment holds for all.
+std::size_t chunk_alignment(const ChunkGemm& probe, DType dtype) {
+  const std::size_t elem = dtype_bytes(dtype);
+  return common_alignment({static_cast<std::uint64_t>(probe.a_offset) * elem,
+                           static_cast<std::uint64_t>(probe.c_offset) * elem,
+                           static_cast<std::uint64_t>(probe.batching.stride_a_elems) * elem,
+                           static_cast<std::uint64_t>(probe.batching.stride_c_elems) * elem});
+}
+
 }  // namespace
+
+Status decomposed_chunk_gemm(cublasLtHandle_t lt, PairOp op, const PairShape& shape, int world,
+                             DType dtype, void* workspace, std::size_t workspace_bytes, int chunks,
+                             CublasLtGemm* out, int* batches) {
+  if (!ShapedDesign::supports(op))
+    return Status::failure(std::string("shaped: pair ") + to_string(op) + " is not supported");
+  if (auto error = chunk_error(op, shape, world, chunks))
+    return Status::failure(std::string("shaped: ") + to_string(op) + ": " + *error);
+  const ChunkPlan plan = make_chunk_plan(op, shape, world, chunks);
+  const ChunkGemm probe = chunk_gemm(op, shape, plan, chunks > 1 ? 1 : 0);
+  *batches = probe.batching.count;
+  return out->initialize(lt, probe.shape, dtype, probe.batching, chunk_alignment(probe, dtype),
+                         workspace, workspace_bytes);
+}
 
 std::string ShapedConfig::name() const {
   // Appended piece by piece: GCC 12 flags `"s" + std::to_string(...)` with a false -Wrestrict.
@@ -93,14 +117,8 @@ Status ShapedDesign::initialize(CommHandle* comm, cublasLtHandle_t lt, PairOp op
     return Status::failure(std::string("shaped: ") + to_string(op) + ": " + *error);
   OVERLAPSIM_TRY(collective_.initialize(comm, lt, op, shape, dtype, workspace, workspace_bytes));
   const ChunkPlan plan = make_chunk_plan(op, shape, world_, config.chunks);
-  // Chunk 1 (0 when unchunked) has the smallest non-zero offsets: its alignment holds for all.
   const ChunkGemm probe = chunk_gemm(op, shape, plan, config.chunks > 1 ? 1 : 0);
-  const std::size_t elem = dtype_bytes(dtype);
-  const std::size_t alignment =
-      common_alignment({static_cast<std::uint64_t>(probe.a_offset) * elem,
-                        static_cast<std::uint64_t>(probe.c_offset) * elem,
-                        static_cast<std::uint64_t>(probe.batching.stride_a_elems) * elem,
-                        static_cast<std::uint64_t>(probe.batching.stride_c_elems) * elem});
+  const std::size_t alignment = chunk_alignment(probe, dtype);
   GemmRunOptions options;
   if (config.free_sms > 0) options.sm_count_target = device_sms - config.free_sms;
   // Whatever S: a chunk's GEMM is smaller than the whole, and the heuristic answered
@@ -152,6 +170,62 @@ Status ShapedDesign::run(const PairBuffers& buffers, cudaStream_t compute_stream
   CUDA_CHECK(cudaEventRecord(join_, comm_stream));
   CUDA_CHECK(cudaStreamWaitEvent(compute_stream, join_, 0));
   return Status::success();
+}
+
+ShapedChoice ShapedChoice::grid(const ShapedDesign& design) {
+  ShapedChoice c;
+  c.kind_ = Kind::Grid;
+  c.grid_ = &design;
+  c.chunks_ = design.config().chunks;
+  return c;
+}
+
+ShapedChoice ShapedChoice::decomposed(const PairKernels& pair, DecomposedDesign& design,
+                                      int chunks) {
+  ShapedChoice c;
+  c.kind_ = Kind::Decomposed;
+  c.pair_ = &pair;
+  c.decomposed_ = &design;
+  c.chunks_ = chunks;
+  return c;
+}
+
+ShapedChoice ShapedChoice::sequential(const PairKernels& pair) {
+  ShapedChoice c;
+  c.kind_ = Kind::Sequential;
+  c.pair_ = &pair;
+  c.chunks_ = 1;
+  return c;
+}
+
+int ShapedChoice::chunks() const { return chunks_; }
+
+std::string ShapedChoice::name() const {
+  switch (kind_) {
+    case Kind::Decomposed:
+      return "decomposed";
+    case Kind::Sequential:
+      return "sequential";
+    case Kind::Grid:
+      break;
+  }
+  const ShapedConfig& g = grid_->config();
+  std::string text("s");
+  text.append(std::to_string(g.free_sms)).append(":c");
+  return text.append(std::to_string(g.comm_ctas));
+}
+
+Status ShapedChoice::run(const PairBuffers& buffers, cudaStream_t compute_stream,
+                         cudaStream_t comm_stream) const {
+  switch (kind_) {
+    case Kind::Decomposed:
+      return decomposed_->run(*pair_, buffers, chunks_, compute_stream, comm_stream);
+    case Kind::Sequential:
+      return run_sequential(*pair_, buffers, compute_stream);
+    case Kind::Grid:
+      break;
+  }
+  return grid_->run(buffers, compute_stream, comm_stream);
 }
 
 }  // namespace overlapsim::kernels

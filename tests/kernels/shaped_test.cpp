@@ -5,18 +5,21 @@
 // SM target, expect_exact says why); 200
 // calls back to back end in the same result; and a fresh process with lazy module loading
 // completes its first calls (the GEMM kernels are loaded in prepare(), before any rank's
-// collective can wait for a peer).
+// collective can wait for a peer). The tuner's fallbacks (ShapedChoice) write exactly what
+// the decomposed and sequential designs they borrow write.
 #include "kernels/designs/shaped.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "kernels/bench/reference.hpp"
+#include "kernels/designs/decomposed.hpp"
 #include "kernels/designs/sequential.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/fill.hpp"
@@ -183,6 +186,103 @@ TEST(ShapedDesign, TwoHundredCallsBackToBack) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   expect_exact(PairOp::GemmReduceScatter, {4096, 2048, 1024, 0},
                {{{16, 8, 4}, 200}, {{32, 4, 2}, 200}});
+}
+
+// The tuner's fallbacks run the baselines' own code on their objects: ShapedChoice::decomposed
+// writes exactly what DecomposedDesign::run with the same PairKernels writes, and
+// ShapedChoice::sequential exactly what run_sequential writes; a grid choice exactly what its
+// ShapedDesign writes. Per rank: elements differing, for decomposed, sequential, grid.
+std::vector<std::vector<std::uint64_t>> choice_differences(PairOp op, const PairShape& shape,
+                                                           int chunks, std::uint64_t seed) {
+  const int world = visible_gpu_count();
+  std::vector<std::vector<std::uint64_t>> out(world);
+  const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
+    const int rank = ctx.comm.rank;
+    const DType dtype = DType::BF16;
+    const PairSizes sizes = pair_sizes(op, shape, world);
+    const std::size_t result_count = sizes.out ? sizes.out : sizes.c;
+    DeviceBuffer a, b, c, res, staging, keep, workspace;
+    OVERLAPSIM_TRY(a.allocate(sizes.a * 2));
+    OVERLAPSIM_TRY(b.allocate(sizes.b * 2));
+    OVERLAPSIM_TRY(c.allocate(sizes.c * 2));
+    OVERLAPSIM_TRY(res.allocate(sizes.out * 2));
+    OVERLAPSIM_TRY(staging.allocate(sizes.staging * 2));
+    OVERLAPSIM_TRY(keep.allocate(result_count * 2));
+    OVERLAPSIM_TRY(workspace.allocate(32 << 20));
+    cudaStream_t stream = ctx.compute_stream;
+    OVERLAPSIM_TRY(fill_random(a.data(), sizes.a, dtype,
+                               bench::input_seed(seed, rank, 0, bench::kBufferA), stream));
+    OVERLAPSIM_TRY(fill_random(b.data(), sizes.b, dtype,
+                               bench::input_seed(seed, rank, 0, bench::kBufferB), stream));
+    cublasLtHandle_t lt = nullptr;
+    CUBLAS_CHECK(cublasLtCreate(&lt));
+    int sms = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
+    PairBuffers v;
+    v.a = a.data();
+    v.b = b.data();
+    v.staging = staging.data();
+    v.c = c.data();
+    v.out = sizes.out ? res.data() : nullptr;
+    void* result = const_cast<void*>(v.result(op));
+
+    PairKernels pair;
+    DecomposedDesign decomposed;
+    ShapedDesign grid;
+    Status s =
+        pair.initialize(&ctx.comm, lt, op, shape, dtype, workspace.data(), workspace.bytes());
+    if (s.ok) s = pair.prepare(1);
+    if (s.ok) s = pair.prepare(chunks);
+    if (s.ok) s = decomposed.initialize(chunks);
+    if (s.ok)
+      s = grid.initialize(&ctx.comm, lt, op, shape, dtype, workspace.data(), workspace.bytes(), sms,
+                          {16, 0, chunks});
+    if (s.ok) s = grid.prepare(v, stream, ctx.comm);
+    // Every GEMM loaded on every rank before any collective (lazy loading).
+    if (s.ok) s = pair.enqueue_op(v, 1, 0, stream);
+    for (int chunk = 0; s.ok && chunk < chunks; ++chunk)
+      s = pair.enqueue_op(v, chunks, chunk, stream);
+    if (s.ok) s = quiesce(ctx, "choice GEMMs loaded");
+    const ShapedChoice choices[] = {ShapedChoice::decomposed(pair, decomposed, chunks),
+                                    ShapedChoice::sequential(pair), ShapedChoice::grid(grid)};
+    const std::function<Status()> baselines[] = {
+        [&] { return decomposed.run(pair, v, chunks, stream, ctx.comm_stream); },
+        [&] { return run_sequential(pair, v, stream); },
+        [&] { return grid.run(v, stream, ctx.comm_stream); }};
+    for (int i = 0; s.ok && i < 3; ++i) {
+      s = poison(result, result_count, stream);
+      if (s.ok) s = choices[i].run(v, stream, ctx.comm_stream);
+      if (s.ok) s = wait_stream(ctx.comm, stream, "choice");
+      if (s.ok) {
+        CUDA_CHECK(cudaMemcpyAsync(keep.data(), result, result_count * 2, cudaMemcpyDeviceToDevice,
+                                   stream));
+        s = poison(result, result_count, stream);
+      }
+      if (s.ok) s = baselines[i]();
+      if (s.ok) s = wait_stream(ctx.comm, stream, "baseline");
+      std::uint64_t differ = 0;
+      if (s.ok)
+        s = count_mismatches(keep.data(), result, result_count, dtype, 0.0, 0.0, stream, &differ);
+      out[rank].push_back(differ);
+    }
+    cublasLtDestroy(lt);
+    return s;
+  });
+  EXPECT_TRUE(status.ok) << status.message;
+  return out;
+}
+
+TEST(ShapedChoice, FallbacksRunTheBaselinesOwnCode) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  for (PairOp op : {PairOp::GemmReduceScatter, PairOp::GemmAllToAll, PairOp::GemmAllReduce}) {
+    const auto diff = choice_differences(op, {2048, 1024, 1024, 0}, 4, fresh_seed());
+    for (std::size_t r = 0; r < diff.size(); ++r) {
+      ASSERT_EQ(diff[r].size(), 3u) << to_string(op) << " rank " << r;
+      EXPECT_EQ(diff[r][0], 0u) << to_string(op) << " rank " << r << ": decomposed choice";
+      EXPECT_EQ(diff[r][1], 0u) << to_string(op) << " rank " << r << ": sequential choice";
+      EXPECT_EQ(diff[r][2], 0u) << to_string(op) << " rank " << r << ": grid choice";
+    }
+  }
 }
 
 // Run only inside the child that ColdStartLazyLoading spawns.
