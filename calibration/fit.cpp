@@ -229,6 +229,7 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   for (auto& [prec, c] : p.compute.gemm_efficiency) c.source.citation += carried;
   for (auto* tables : {&p.compute.gemm_tables, &p.compute.own_gemm_tables})
     for (auto& [prec, t] : *tables) t.source.citation += carried;
+  if (p.compute.attention_table) p.compute.attention_table->source.citation += carried;
   for (sim::LogCurve* c :
        {&p.compute.attention_forward_efficiency, &p.compute.attention_backward_efficiency,
         &p.compute.memory_efficiency, &p.compute.embedding_efficiency})

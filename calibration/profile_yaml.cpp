@@ -206,6 +206,25 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
   }
   write_gemm_tables(out, o, "gemm_tables", c.gemm_tables);
   write_gemm_tables(out, o, "own_gemm_tables", c.own_gemm_tables);
+  if (const auto& t = c.attention_table) {
+    comment(out, o, "compute.attention_table", "  ");
+    out += fmt::format("  attention_table:\n    head_dims: {}\n    seq_lens: {}\n",
+                       number_list(t->head_dims), number_list(t->seq_lens));
+    // One row per head dimension.
+    for (const auto* grid : {&t->forward, &t->backward}) {
+      const std::size_t n = t->seq_lens.size();
+      std::string rows;
+      for (std::size_t i = 0; i < t->head_dims.size(); ++i)
+        rows += fmt::format(
+            "{}{}", i ? ",\n      " : "",
+            number_list(std::vector<double>(grid->begin() + i * n, grid->begin() + (i + 1) * n)));
+      out += fmt::format("    {}: [{}]\n", grid == &t->forward ? "forward" : "backward", rows);
+    }
+    out += fmt::format("    source: {}\n    citation: {}\n", sim::to_string(t->source.kind),
+                       yaml_quoted(t->source.citation));
+    if (t->source.fit_error >= 0)
+      out += fmt::format("    fit_error: {}\n", yaml_number(t->source.fit_error));
+  }
 
   out += p.collectives.curves.empty() ? "collectives: []\n" : "collectives:\n";
   for (std::size_t i = 0; i < p.collectives.curves.size(); ++i) {

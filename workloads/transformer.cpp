@@ -438,6 +438,18 @@ sim::OpNode TransformerEmitter::attention_node(const Ctx& c, const char* what,
   const double forward = attention_forward_flops(c.layer);
   attn.flops = backward ? 2 * forward : forward;
   attn.bytes = attention_io_bytes(backward);
+  // The shape a fused kernel's efficiency depends on: the head dimension, and the causal
+  // sequence whose query tiles sweep as many keys on average as these do: twice the mean
+  // keys a query row meets, at 4d FLOPs a key (s for causal, about 2w for a window). MLA's
+  // kernels (query/key 192 wide, values 128) were not measured: they keep the FLOP curves
+  // (at head dimension 160, between the measured 128 and 192, cuDNN ran 12-32 % slower
+  // than either interpolates to: benchmarks/results/h200x1/attention_probe).
+  if (spec_.transformer.attention.kind != AttentionKind::Mla) {
+    const double query_rows = static_cast<double>(spec_.training.micro_batch) *
+                              spec_.training.seq_len / spec_.parallelism.cp * heads_local_;
+    attn.attention.head_dim = static_cast<double>(head_dim_);
+    attn.attention.seq_len = 2 * forward / (query_rows * 4 * static_cast<double>(head_dim_));
+  }
   return attn;
 }
 
@@ -495,6 +507,7 @@ sim::OpNode TransformerEmitter::attention_block(const Ctx& c, const char* what, 
   node.name += fmt::format(".block{}", block);
   node.flops /= cp;
   node.bytes /= static_cast<std::uint64_t>(cp);
+  node.attention.seq_len /= cp;  // a block sweeps one chunk of the keys
   return node;
 }
 

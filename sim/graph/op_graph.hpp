@@ -55,6 +55,16 @@ struct GemmShape {
   std::int64_t batch = 1;
 };
 
+// A fused attention kernel's shape as its efficiency depends on it: the head dimension
+// (the mean of the query/key and value dimensions where they differ, as in MLA) and the
+// causal sequence length whose query tiles sweep as many keys on average (s for a causal
+// sequence of s; 2w for a sliding window of w; s / cp for one block of a context-parallel
+// ring). 0: not given (the FLOP curves time the op).
+struct AttentionShape {
+  double head_dim = 0;
+  double seq_len = 0;
+};
+
 // A communicator: an ordered list of global GPU ranks. `family` groups communicators
 // that are images of each other under the parallel layout (all TP groups, all DP groups
 // of a stage, ...): the executor may simulate one member of a family's ranks and launch
@@ -79,6 +89,7 @@ struct OpNode {
 
   // Compute ops.
   GemmShape gemm;              // Gemm, Gemv (n == 1 for gemv)
+  AttentionShape attention;    // Attention
   double flops = 0;            // floating-point operations of this op
   std::uint64_t bytes = 0;     // minimum device-memory traffic (reads + writes)
 

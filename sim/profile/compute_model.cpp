@@ -79,10 +79,26 @@ OpCost ComputeModel::cost(const OpNode& op) const {
         break;
       }
       case OpKind::Attention: {
-        mark(op.phase == Phase::Backward ? kAttentionBackward : kAttentionForward);
-        const LogCurve& eff = op.phase == Phase::Backward ? profile_.attention_backward_efficiency
-                                                          : profile_.attention_forward_efficiency;
-        c.compute_s = flops / (peak(op, op.precision) * eff.at(flops));
+        // A recomputed attention core runs the forward kernel, in the backward phase.
+        const bool backward = op.phase == Phase::Backward && !op.recompute;
+        // The op carries the model's FLOPs (the backward twice the forward, the MFU count);
+        // the curves and the table are over the kernel's own: a fused backward recomputes
+        // the score matrix, 5 matrix products to the forward's 2 (FlashAttention-2, Dao
+        // 2023, counts it 2.5x the forward; calibration/profiles/fit_roofline.py and
+        // fit_attention_table.py fit that way).
+        const double kernel_flops = backward ? flops * kAttentionBackwardKernelFlopsRatio : flops;
+        const auto& table = profile_.attention_table;
+        if (table && op.attention.head_dim > 0 && op.attention.seq_len > 0) {
+          mark(kAttentionTable);
+          c.compute_s = kernel_flops /
+                        (peak(op, op.precision) *
+                         table->efficiency(backward, op.attention.head_dim, op.attention.seq_len));
+          break;
+        }
+        mark(backward ? kAttentionBackward : kAttentionForward);
+        const LogCurve& eff = backward ? profile_.attention_backward_efficiency
+                                       : profile_.attention_forward_efficiency;
+        c.compute_s = kernel_flops / (peak(op, op.precision) * eff.at(kernel_flops));
         break;
       }
       case OpKind::Gemv:
@@ -131,6 +147,7 @@ std::vector<std::string> ComputeModel::used_entries() const {
   if (used_ & (1u << kMemoryEfficiency)) out.push_back("compute.efficiency.memory");
   if (used_ & (1u << kEmbeddingEfficiency)) out.push_back("compute.efficiency.embedding");
   if (used_ & (1u << kFp8BlockScaling)) out.push_back("compute.fp8_block_scaling_time_factor");
+  if (used_ & (1u << kAttentionTable)) out.push_back("compute.attention_table");
   for (Precision p : precisions)
     if (used_ & (1u << (kGemmTable + static_cast<unsigned>(p))))
       out.push_back(fmt::format("compute.gemm_tables.{}", to_string(p)));

@@ -42,6 +42,10 @@ class ComputeModel {
 
   const ComputeProfile& profile() const { return profile_; }
 
+  // A fused attention backward's FLOPs over the model's count of it (5 matrix products of
+  // the forward's 2 over the model's 2x the forward).
+  static constexpr double kAttentionBackwardKernelFlopsRatio = 2.5 / 2.0;
+
   // The profile entries cost() has consulted so far, named as Profile::sources() names
   // them ("compute.peak_flops_per_s.bf16", "compute.efficiency.gemm.bf16", ...), so
   // outputs can say which numbers a run used and where each came from.
@@ -60,6 +64,7 @@ class ComputeModel {
     kMemoryEfficiency,
     kEmbeddingEfficiency,
     kFp8BlockScaling,
+    kAttentionTable,
   };
   // Checked before written, so threads sharing a model only read the mask once warm.
   void mark(unsigned entry) const {

@@ -5,10 +5,11 @@
 #include <map>
 #include <optional>
 
+#include "sim/graph/op_graph.hpp"
+#include "sim/profile/attention_table.hpp"
 #include "sim/profile/gemm_table.hpp"
 #include "sim/profile/log_curve.hpp"
 #include "sim/profile/provenance.hpp"
-#include "sim/graph/op_graph.hpp"
 
 namespace overlapsim::sim {
 
@@ -37,6 +38,9 @@ struct ComputeProfile {
   // kernel, timed without signals), where measured; the tile-wise design times its GEMM
   // by these instead of the vendor table x designs.tilewise.own_gemm_time_ratio.
   std::map<Precision, GemmTable> own_gemm_tables;
+  // Fused attention's efficiency over head dimension and sequence length, where measured;
+  // it replaces the attention curves for ops that carry their shape.
+  std::optional<AttentionTable> attention_table;
 
   // Clock headroom of a power-limited GPU: GEMMs run at (1 + idle_clock_boost * f) times
   // the back-to-back rate the tables and curves hold when the GPU runs no compute for a

@@ -27,6 +27,7 @@ std::vector<SourceEntry> Profile::sources() const {
   if (c.idle_clock_boost) out.push_back({"compute.idle_clock_boost", c.idle_clock_boost->source});
   if (c.fp8_block_scaling_time_factor)
     out.push_back({"compute.fp8_block_scaling_time_factor", c.fp8_block_scaling_time_factor->source});
+  if (c.attention_table) out.push_back({"compute.attention_table", c.attention_table->source});
   for (const auto& cc : collectives.curves) {
     out.push_back({fmt::format("collectives.{}.{}.{}", to_string(cc.op), to_string(cc.algo),
                                to_string(cc.scope)),

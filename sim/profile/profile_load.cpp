@@ -216,10 +216,41 @@ GemmTable parse_gemm_table(const ConfigNode& node) {
   return t;
 }
 
+// One efficiency row per head dimension, one value per sequence length.
+std::vector<double> parse_attention_grid(const ConfigNode& node, std::size_t rows) {
+  if (!node.is_sequence() || node.size() != rows)
+    node.fail(fmt::format("expected {} rows, one per head dimension", rows));
+  std::vector<double> out;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::vector<double> row = parse_number_list(node.at(i), Unit::Plain);
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+
+AttentionTable parse_attention_table(const ConfigNode& node) {
+  node.check_keys(with_source_keys({"head_dims", "seq_lens", "forward", "backward"}));
+  AttentionTable t;
+  t.head_dims = parse_number_list(node.child("head_dims"), Unit::Plain);
+  t.seq_lens = parse_number_list(node.child("seq_lens"), Unit::Plain);
+  t.forward = parse_attention_grid(node.child("forward"), t.head_dims.size());
+  t.backward = parse_attention_grid(node.child("backward"), t.head_dims.size());
+  t.source = parse_provenance(node);
+  try {
+    t.validate();
+  } catch (const std::invalid_argument& e) {
+    node.fail(
+        fmt::format("{} (expected one row of efficiencies in (0, 1] per head dimension, "
+                    "one value per sequence length, axes increasing)",
+                    e.what()));
+  }
+  return t;
+}
+
 ComputeProfile parse_compute(const ConfigNode& node) {
   node.check_keys(std::vector<std::string>{
       "peak_flops_per_s", "memory_bandwidth_Bps", "memory_capacity_bytes", "launch_overhead_s",
-      "efficiency", "gemm_tables", "own_gemm_tables", "idle_clock_boost",
+      "efficiency", "gemm_tables", "own_gemm_tables", "attention_table", "idle_clock_boost",
       "fp8_block_scaling_time_factor"});
   ComputeProfile c;
   ConfigNode peaks = node.child("peak_flops_per_s");
@@ -264,6 +295,8 @@ ComputeProfile parse_compute(const ConfigNode& node) {
       node.child("fp8_block_scaling_time_factor")
           .fail("expected block-scaled / per-tensor fp8 GEMM time in [0.5, 10] (value: 1.1)");
   }
+  if (auto table = node.optional_child("attention_table"))
+    c.attention_table = parse_attention_table(*table);
   for (const char* name : {"gemm_tables", "own_gemm_tables"})
     if (auto tables = node.optional_child(name)) {
       if (!tables->is_map()) tables->fail("expected a map of precision -> table");
@@ -370,11 +403,12 @@ const std::vector<config::ParamDoc>& profile_params() {
        "", ""},
       {"description", "one line saying what the profile is", "\"\"", ""},
       {"device",
-       "name, sms, driver, cuda, nccl, date, host, nccl_nvlink_bandwidth_Bps, source, citation",
-       "", ""},
+       "name, sms, driver, cuda, nccl, date, host, nccl_nvlink_bandwidth_Bps, source, citation", "",
+       ""},
       {"compute",
        "peak_flops_per_s, memory_bandwidth_Bps, memory_capacity_bytes, "
-       "launch_overhead_s, efficiency, gemm_tables, own_gemm_tables, idle_clock_boost, "
+       "launch_overhead_s, efficiency, gemm_tables, own_gemm_tables, attention_table, "
+       "idle_clock_boost, "
        "fp8_block_scaling_time_factor",
        "", ""},
       {"collectives",

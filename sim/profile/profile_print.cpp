@@ -94,6 +94,15 @@ std::string format_profile(const Profile& p) {
                : fmt::format("{}x{}x{} shapes", t.m_values.size(), t.n_values.size(),
                              t.k_values.size()),
            t.source);
+  if (const auto& t = c.attention_table) {
+    // The forward and backward efficiency at each head dimension, at the longest sequence.
+    std::string text = fmt::format("{} head dims x {} seqs; at {}:", t->head_dims.size(),
+                                   t->seq_lens.size(), t->seq_lens.back());
+    for (double d : t->head_dims)
+      text += fmt::format(" d{} {:.3g}/{:.3g}", d, t->efficiency(false, d, t->seq_lens.back()),
+                          t->efficiency(true, d, t->seq_lens.back()));
+    line(out, "attention table (fwd/bwd)", text, t->source);
+  }
   out += fmt::format("collectives ({} curves)\n", p.collectives.curves.size());
   for (const auto& cc : p.collectives.curves) {
     std::string segs;

@@ -175,6 +175,25 @@ TEST(TransformerGenerator, SlidingWindowLayersAttendToTheWindowOnly) {
       1e-9);
 }
 
+// Attention ops carry the shape a fused kernel's efficiency depends on: the head dimension
+// and the causal sequence sweeping as many keys per query row (compute.attention_table).
+// GPT-3 (96 heads of 128, s = 2048): causal layers 2048, windowed ones (w = 512) 2w - w²/s.
+TEST(TransformerGenerator, AttentionOpsCarryHeadDimensionAndSweptSequence) {
+  ModelSpec m = narayanan_gpt3();
+  m.transformer.attention.window = 512;
+  m.transformer.attention.full_attention_every = 2;
+  std::map<double, int> seqs;
+  for_each_op(generate_step(m, 1024).ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind != sim::OpKind::Attention) return;
+    EXPECT_DOUBLE_EQ(op.attention.head_dim, 128) << op.name;
+    ++seqs[op.attention.seq_len];
+  });
+  ASSERT_EQ(seqs.size(), 2u);
+  EXPECT_DOUBLE_EQ(seqs.begin()->first, 2 * 512 - 512.0 * 512 / 2048);
+  EXPECT_DOUBLE_EQ(seqs.rbegin()->first, 2048);
+  EXPECT_EQ(seqs.begin()->second, seqs.rbegin()->second);
+}
+
 // QK-norm: per layer and microbatch a forward pass over the rank's query and key heads
 // (read and write, bf16) after the QKV projection and a backward of three (the gradients and
 // saved inputs read, the input gradients written). Llama 3 70B at TP 8: 8 query heads and 1

@@ -131,8 +131,40 @@ TEST(ComputeModel, AttentionBackwardUsesItsOwnCurve) {
   op.flops = 1e12;
   op.bytes = 1;
   EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / (1e15 * 0.4) + 1e-6);
+  // The backward kernel recomputes the scores: 2.5x the forward's FLOPs where the op
+  // carries the model's 2x, so 1.25x the op's FLOPs at the backward curve.
   op.phase = Phase::Backward;
-  EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / (1e15 * 0.2) + 1e-6);
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1.25e12 / (1e15 * 0.2) + 1e-6);
+  // A recomputed forward in the backward phase runs the forward kernel.
+  op.recompute = true;
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / (1e15 * 0.4) + 1e-6);
+}
+
+// With an attention table, an op that carries its shape is timed by the table (the backward
+// at 2.5x the forward's FLOPs); one without (MLA) keeps the curves.
+TEST(ComputeModel, AttentionTableReplacesTheCurvesForShapedOps) {
+  ComputeProfile p = test_profile();
+  AttentionTable t;
+  t.head_dims = {64, 128};
+  t.seq_lens = {1024, 4096};
+  t.forward = {0.25, 0.25, 0.5, 0.5};
+  t.backward = {0.125, 0.125, 0.25, 0.25};
+  t.validate();
+  p.attention_table = t;
+  ComputeModel model(p);
+  OpNode op;
+  op.name = "attn";
+  op.kind = OpKind::Attention;
+  op.flops = 1e12;
+  op.bytes = 1;
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / (1e15 * 0.4) + 1e-6);  // no shape: the curve
+  op.attention = {128, 2048};
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / (1e15 * 0.5) + 1e-6);
+  op.attention.head_dim = 64;
+  op.phase = Phase::Backward;
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1.25e12 / (1e15 * 0.125) + 1e-6);
+  const auto used = model.used_entries();
+  EXPECT_NE(std::find(used.begin(), used.end(), "compute.attention_table"), used.end());
 }
 
 TEST(ComputeModel, GemmTableReplacesTheCurve) {

@@ -137,6 +137,29 @@ TEST(Profile, EfficiencyCurveMustIncreaseAndStayInRange) {
             std::string::npos);
 }
 
+// compute.attention_table: rows per head dimension; a wrong row count names the key.
+TEST(Profile, AttentionTableIsParsedAndChecked) {
+  const std::string table = R"(  attention_table:
+    head_dims: [64, 128]
+    seq_lens: [1024, 4096]
+    forward: [[0.2, 0.4], [0.4, 0.6]]
+    backward: [[0.1, 0.3], [0.3, 0.5]]
+    source: measured
+    citation: "probe"
+  efficiency:)";
+  const std::string yaml = replace(kMinimal, "  efficiency:", table);
+  const Profile p = load_profile_string(yaml, "t.yaml");
+  ASSERT_TRUE(p.compute.attention_table.has_value());
+  EXPECT_NEAR(p.compute.attention_table->efficiency(false, 96, 2048), 0.4, 1e-12);
+  EXPECT_EQ(p.compute.attention_table->source.kind, SourceKind::Measured);
+  const std::string err =
+      error_of(replace(yaml, "backward: [[0.1, 0.3], [0.3, 0.5]]", "backward: [[0.1, 0.3]]"));
+  EXPECT_NE(err.find("backward"), std::string::npos) << err;
+  EXPECT_NE(err.find("expected 2 rows"), std::string::npos) << err;
+  const std::string range = error_of(replace(yaml, "forward: [[0.2, 0.4]", "forward: [[0.2, 1.4]"));
+  EXPECT_NE(range.find("outside (0, 1]"), std::string::npos) << range;
+}
+
 TEST(Profile, GemmCurveNeedsAPeakForItsPrecision) {
   const std::string err =
       error_of(replace(kMinimal, "      bf16: {over: flops", "      fp8: {over: flops"));
