@@ -558,15 +558,28 @@ OpVertex TransformerEmitter::attention_forward(const Ctx& c) {
   OpVertex ag = column_input(c, "ag_qkv", Gathered::Fp8Input);
   OpVertex qkv = gemm(c, "qkv", T_, qkv_out, h_, {ag});
   b_.pair(ag, qkv);
-  if (spec_.transformer.attention.qk_norm) qkv = elementwise(c, "qk_norm", qk_norm_bytes(2), {qkv});
+  if (spec_.transformer.attention.qk_norm) qkv = elementwise(c, "qk_norm", qk_bytes(2), {qkv});
+  // Rotary embeddings (Megatron's apply_rotary_pos_emb on the query and on the key, after
+  // the QK-norm where there is one): each rotates its heads in place, a read and a write.
+  if (rope()) qkv = elementwise(c, "rope", qk_bytes(2), {qkv});
   return attention_core_forward(c, qkv, heads_local_ * head_dim_);
 }
 
-std::uint64_t TransformerEmitter::qk_norm_bytes(int passes) const {
-  // The rank's query and key heads (bf16): the forward reads and writes them (2 passes), the
-  // backward reads their gradients and saved inputs and writes the input gradients (3).
+bool TransformerEmitter::rope() const {
+  return spec_.transformer.position == PositionEmbedding::Rope;
+}
+
+std::uint64_t TransformerEmitter::qk_bytes(int passes) const {
+  // The rank's query and key heads (bf16). QK-norm: the forward reads and writes them (2
+  // passes), the backward reads their gradients and saved inputs and writes the input
+  // gradients (3). Rotary embeddings: 2 each way (the backward rotates the gradients back).
   return static_cast<std::uint64_t>(passes * T_ * (heads_local_ + kv_heads_local_) * head_dim_ *
                                     act_bytes_);
+}
+
+std::uint64_t TransformerEmitter::mla_rope_bytes() const {
+  const auto& a = spec_.transformer.attention;
+  return static_cast<std::uint64_t>(2 * T_ * (heads_local_ + 1) * a.qk_rope_head_dim * act_bytes_);
 }
 
 OpVertex TransformerEmitter::mla_forward(const Ctx& c) {
@@ -602,6 +615,9 @@ OpVertex TransformerEmitter::mla_forward(const Ctx& c) {
   elementwise(c, "kv_norm", static_cast<std::uint64_t>(2 * T_ * a.kv_lora_rank * act_bytes_));
   quantize(c, "kv_up.input_quantize", Quant::CastTranspose, T_, a.kv_lora_rank);
   OpVertex kv_up = gemm(c, "kv_up", T_, kv_up_out, a.kv_lora_rank);
+  // Rotary embeddings on the decoupled positional parts only: the queries' and the one
+  // key head shared by all (qk_rope_head_dim wide each).
+  if (rope()) kv_up = elementwise(c, "rope", mla_rope_bytes(), {kv_up});
   return attention_core_forward(c, kv_up, heads_local_ * a.v_head_dim);
 }
 
@@ -611,8 +627,9 @@ OpVertex TransformerEmitter::attention_backward(const Ctx& c) {
   const std::int64_t q_dim = heads_local_ * head_dim_;
   const std::int64_t qkv_out = (heads_local_ + 2 * kv_heads_local_) * head_dim_;
   OpVertex dkv = attention_core_backward(c, q_dim, q_dim * h_ + (bias ? h_ : 0));
+  if (rope()) dkv = elementwise(c, "rope.bwd", qk_bytes(2), {dkv});
   if (spec_.transformer.attention.qk_norm) {
-    dkv = elementwise(c, "qk_norm.bwd", qk_norm_bytes(3), {dkv});
+    dkv = elementwise(c, "qk_norm.bwd", qk_bytes(3), {dkv});
     // One norm over a head's width each for queries and keys, shared by the heads.
     register_grad(c, "qk_norm", 2 * norm_params(head_dim_), dkv);
   }
@@ -643,6 +660,7 @@ OpVertex TransformerEmitter::mla_backward(const Ctx& c) {
     gemm(rc, "kv_up", T_, kv_up_out, a.kv_lora_rank);
   }
   OpVertex dkv = attention_core_backward(c, o_dim, o_dim * h_);
+  if (rope()) dkv = elementwise(c, "rope.bwd", mla_rope_bytes(), {dkv});
   // fp8: the core's dQ and dKV are cast and transposed for the up projections; the latent
   // norms' gradients for the down projections.
   quantize(c, "kv_up.grad_quantize", Quant::CastTranspose, T_, kv_up_out, {dkv});

@@ -217,7 +217,9 @@ class TransformerEmitter {
   double attention_forward_flops(int layer) const;
   std::uint64_t attention_io_bytes(bool backward) const;
   std::uint64_t cp_kv_bytes() const;  // K and V (or dK, dV) of the whole sequence
-  std::uint64_t qk_norm_bytes(int passes) const;  // QK-norm: passes over the rank's Q and K
+  std::uint64_t qk_bytes(int passes) const;  // passes over the rank's query and key heads
+  bool rope() const;                         // rotary position embeddings
+  std::uint64_t mla_rope_bytes() const;      // one pass each way over MLA's positional parts
 
   const ModelSpec& spec_;
   const ParallelLayout& layout_;

@@ -225,6 +225,31 @@ TEST(TransformerGenerator, QkNormPassesOverTheRanksQueryAndKeyHeads) {
   EXPECT_DOUBLE_EQ(bwd, 3 * T * (heads + kv) * hd * e);
 }
 
+// Rotary embeddings: per layer and microbatch one pass each way over the rank's query and key
+// heads (a read and a write of each), forward and backward; none with learned positions.
+TEST(TransformerGenerator, RopeRotatesTheRanksQueryAndKeyHeads) {
+  ModelSpec m = llama70b_tp8_pp4();
+  m.training.global_batch = 32;
+  const double T = 8192, heads = 8, kv = 1, hd = 128, e = 2;
+  int fwd = 0, bwd = 0;
+  const sim::StepGraph step = generate_step(m, 128);
+  for_each_op(step.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    const bool f = ends_with(op.name, ".rope"), b = ends_with(op.name, ".rope.bwd");
+    if (!f && !b) return;
+    ++(f ? fwd : bwd);
+    EXPECT_DOUBLE_EQ(op.bytes, 2 * T * (heads + kv) * hd * e) << op.name;
+  });
+  const int microbatches = static_cast<int>(microbatch_count(resolve_for_world(m, 128)));
+  EXPECT_EQ(fwd, 20 * microbatches);
+  EXPECT_EQ(bwd, 20 * microbatches);
+  m.transformer.position = PositionEmbedding::Learned;
+  int learned = 0;
+  for_each_op(generate_step(m, 128).ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    learned += ends_with(op.name, ".rope") || ends_with(op.name, ".rope.bwd");
+  });
+  EXPECT_EQ(learned, 0);
+}
+
 // Block recompute (Megatron --recompute-method block --recompute-num-layers 5): only the
 // first 5 of each stage's 12 layers run their forward again, so the layers take
 // 3 + 5/12 passes; with 2 virtual chunks of 6 layers, 3 + 10/12.
