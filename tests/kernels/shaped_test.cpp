@@ -35,6 +35,70 @@ struct Point {
   int calls = 1;  // back-to-back calls before the result is compared
 };
 
+// One rank's pair: random A and B, the outputs, scratch, and a cuBLASLt handle.
+struct RankPair {
+  std::size_t result_count = 0;
+  DeviceBuffer a, b, c, res, staging, keep, workspace;
+  PairBuffers v;
+  void* result = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  int sms = 0;
+
+  RankPair() = default;
+  RankPair(const RankPair&) = delete;
+  RankPair& operator=(const RankPair&) = delete;
+  ~RankPair() {
+    if (lt) cublasLtDestroy(lt);
+  }
+
+  Status setup(RankContext& ctx, PairOp op, const PairShape& shape, int world, std::uint64_t seed) {
+    const DType dtype = DType::BF16;
+    const PairSizes sizes = pair_sizes(op, shape, world);
+    result_count = sizes.out ? sizes.out : sizes.c;
+    OVERLAPSIM_TRY(a.allocate(sizes.a * 2));
+    OVERLAPSIM_TRY(b.allocate(sizes.b * 2));
+    OVERLAPSIM_TRY(c.allocate(sizes.c * 2));
+    OVERLAPSIM_TRY(res.allocate(sizes.out * 2));
+    OVERLAPSIM_TRY(staging.allocate(sizes.staging * 2));
+    OVERLAPSIM_TRY(keep.allocate(result_count * 2));
+    OVERLAPSIM_TRY(workspace.allocate(32 << 20));
+    const int rank = ctx.comm.rank;
+    cudaStream_t stream = ctx.compute_stream;
+    OVERLAPSIM_TRY(fill_random(a.data(), sizes.a, dtype,
+                               bench::input_seed(seed, rank, 0, bench::kBufferA), stream));
+    OVERLAPSIM_TRY(fill_random(b.data(), sizes.b, dtype,
+                               bench::input_seed(seed, rank, 0, bench::kBufferB), stream));
+    CUBLAS_CHECK(cublasLtCreate(&lt));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
+    v.a = a.data();
+    v.b = b.data();
+    v.staging = staging.data();
+    v.c = c.data();
+    v.out = sizes.out ? res.data() : nullptr;
+    result = const_cast<void*>(v.result(op));
+    return {};
+  }
+
+  // After what was just enqueued (`first`): keep its result, poison, run `second`, and
+  // count the elements of the two results that differ (NaN included).
+  Status differ_from(RankContext& ctx, const char* first, const std::function<Status()>& second,
+                     const char* second_name, std::uint64_t* differ) {
+    cudaStream_t stream = ctx.compute_stream;
+    Status s = wait_stream(ctx.comm, stream, first);
+    if (s.ok) {
+      CUDA_CHECK(
+          cudaMemcpyAsync(keep.data(), result, result_count * 2, cudaMemcpyDeviceToDevice, stream));
+      s = poison(result, result_count, stream);
+    }
+    if (s.ok) s = second();
+    if (s.ok) s = wait_stream(ctx.comm, stream, second_name);
+    if (s.ok)
+      s = count_mismatches(keep.data(), result, result_count, DType::BF16, 0.0, 0.0, stream,
+                           differ);
+    return s;
+  }
+};
+
 // Per rank and point: elements whose value differs from the sequential result (NaN
 // included, so unwritten elements count too).
 std::vector<std::vector<std::uint64_t>> differences(PairOp op, const PairShape& shape,
@@ -45,32 +109,13 @@ std::vector<std::vector<std::uint64_t>> differences(PairOp op, const PairShape& 
   const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
     const int rank = ctx.comm.rank;
     const DType dtype = DType::BF16;
-    const PairSizes sizes = pair_sizes(op, shape, world);
-    const std::size_t result_count = sizes.out ? sizes.out : sizes.c;
-    DeviceBuffer a, b, c, res, staging, keep, workspace;
-    OVERLAPSIM_TRY(a.allocate(sizes.a * 2));
-    OVERLAPSIM_TRY(b.allocate(sizes.b * 2));
-    OVERLAPSIM_TRY(c.allocate(sizes.c * 2));
-    OVERLAPSIM_TRY(res.allocate(sizes.out * 2));
-    OVERLAPSIM_TRY(staging.allocate(sizes.staging * 2));
-    OVERLAPSIM_TRY(keep.allocate(result_count * 2));
-    OVERLAPSIM_TRY(workspace.allocate(32 << 20));
+    RankPair rp;
+    OVERLAPSIM_TRY(rp.setup(ctx, op, shape, world, seed));
     cudaStream_t stream = ctx.compute_stream;
-    OVERLAPSIM_TRY(fill_random(a.data(), sizes.a, dtype,
-                               bench::input_seed(seed, rank, 0, bench::kBufferA), stream));
-    OVERLAPSIM_TRY(fill_random(b.data(), sizes.b, dtype,
-                               bench::input_seed(seed, rank, 0, bench::kBufferB), stream));
-    cublasLtHandle_t lt = nullptr;
-    CUBLAS_CHECK(cublasLtCreate(&lt));
-    int sms = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
-    PairBuffers v;
-    v.a = a.data();
-    v.b = b.data();
-    v.staging = staging.data();
-    v.c = c.data();
-    v.out = sizes.out ? res.data() : nullptr;
-    void* result = const_cast<void*>(v.result(op));
+    cublasLtHandle_t lt = rp.lt;
+    const int sms = rp.sms;
+    const PairBuffers& v = rp.v;
+    DeviceBuffer& workspace = rp.workspace;
 
     PairKernels sequential;
     Status s =
@@ -108,27 +153,22 @@ std::vector<std::vector<std::uint64_t>> differences(PairOp op, const PairShape& 
       if (s.ok) s = twins.back()->prepare(v, stream, ctx.comm);
     }
     for (std::size_t i = 0; s.ok && i < points.size(); ++i) {
-      s = poison(result, result_count, stream);
+      s = poison(rp.result, rp.result_count, stream);
       for (int call = 0; s.ok && call < points[i].calls; ++call)
         s = designs[i]->run(v, stream, ctx.comm_stream);
-      if (s.ok) s = wait_stream(ctx.comm, stream, "shaped");
-      if (s.ok) {
-        CUDA_CHECK(cudaMemcpyAsync(keep.data(), result, result_count * 2, cudaMemcpyDeviceToDevice,
-                                   stream));
-        s = poison(result, result_count, stream);
-      }
-      if (s.ok)
-        s = against_twin ? twins[i]->run(v, stream, ctx.comm_stream)
-                         : run_sequential(sequential, v, stream);
-      if (s.ok) s = wait_stream(ctx.comm, stream, "sequential");
       std::uint64_t differ = 0;
       if (s.ok)
-        s = count_mismatches(keep.data(), result, result_count, dtype, 0.0, 0.0, stream, &differ);
+        s = rp.differ_from(
+            ctx, "shaped",
+            [&] {
+              return against_twin ? twins[i]->run(v, stream, ctx.comm_stream)
+                                  : run_sequential(sequential, v, stream);
+            },
+            "sequential", &differ);
       out[rank].push_back(differ);
     }
     designs.clear();
     twins.clear();
-    cublasLtDestroy(lt);
     return s;
   });
   EXPECT_TRUE(status.ok) << status.message;
@@ -199,32 +239,13 @@ std::vector<std::vector<std::uint64_t>> choice_differences(PairOp op, const Pair
   const Status status = run_ranks({}, [&](RankContext& ctx) -> Status {
     const int rank = ctx.comm.rank;
     const DType dtype = DType::BF16;
-    const PairSizes sizes = pair_sizes(op, shape, world);
-    const std::size_t result_count = sizes.out ? sizes.out : sizes.c;
-    DeviceBuffer a, b, c, res, staging, keep, workspace;
-    OVERLAPSIM_TRY(a.allocate(sizes.a * 2));
-    OVERLAPSIM_TRY(b.allocate(sizes.b * 2));
-    OVERLAPSIM_TRY(c.allocate(sizes.c * 2));
-    OVERLAPSIM_TRY(res.allocate(sizes.out * 2));
-    OVERLAPSIM_TRY(staging.allocate(sizes.staging * 2));
-    OVERLAPSIM_TRY(keep.allocate(result_count * 2));
-    OVERLAPSIM_TRY(workspace.allocate(32 << 20));
+    RankPair rp;
+    OVERLAPSIM_TRY(rp.setup(ctx, op, shape, world, seed));
     cudaStream_t stream = ctx.compute_stream;
-    OVERLAPSIM_TRY(fill_random(a.data(), sizes.a, dtype,
-                               bench::input_seed(seed, rank, 0, bench::kBufferA), stream));
-    OVERLAPSIM_TRY(fill_random(b.data(), sizes.b, dtype,
-                               bench::input_seed(seed, rank, 0, bench::kBufferB), stream));
-    cublasLtHandle_t lt = nullptr;
-    CUBLAS_CHECK(cublasLtCreate(&lt));
-    int sms = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device));
-    PairBuffers v;
-    v.a = a.data();
-    v.b = b.data();
-    v.staging = staging.data();
-    v.c = c.data();
-    v.out = sizes.out ? res.data() : nullptr;
-    void* result = const_cast<void*>(v.result(op));
+    cublasLtHandle_t lt = rp.lt;
+    const int sms = rp.sms;
+    const PairBuffers& v = rp.v;
+    DeviceBuffer& workspace = rp.workspace;
 
     PairKernels pair;
     DecomposedDesign decomposed;
@@ -250,22 +271,12 @@ std::vector<std::vector<std::uint64_t>> choice_differences(PairOp op, const Pair
         [&] { return run_sequential(pair, v, stream); },
         [&] { return grid.run(v, stream, ctx.comm_stream); }};
     for (int i = 0; s.ok && i < 3; ++i) {
-      s = poison(result, result_count, stream);
+      s = poison(rp.result, rp.result_count, stream);
       if (s.ok) s = choices[i].run(v, stream, ctx.comm_stream);
-      if (s.ok) s = wait_stream(ctx.comm, stream, "choice");
-      if (s.ok) {
-        CUDA_CHECK(cudaMemcpyAsync(keep.data(), result, result_count * 2, cudaMemcpyDeviceToDevice,
-                                   stream));
-        s = poison(result, result_count, stream);
-      }
-      if (s.ok) s = baselines[i]();
-      if (s.ok) s = wait_stream(ctx.comm, stream, "baseline");
       std::uint64_t differ = 0;
-      if (s.ok)
-        s = count_mismatches(keep.data(), result, result_count, dtype, 0.0, 0.0, stream, &differ);
+      if (s.ok) s = rp.differ_from(ctx, "choice", baselines[i], "baseline", &differ);
       out[rank].push_back(differ);
     }
-    cublasLtDestroy(lt);
     return s;
   });
   EXPECT_TRUE(status.ok) << status.message;
