@@ -11,17 +11,27 @@
 # and logs every split's time) and per-CTA timestamps of TRACE_CALLS fused and GEMV-alone
 # calls (trace_tp*.rank*.csv, summarised in trace_summary.txt: the event-timed call against
 # the CTAs' span, the GEMV's span, and from its end to the CTAs' end).
+# Optional: BASELINE_DIR (a second carried {bin,lib} folder, e.g. an earlier kernel's build):
+# its fused-gemv-bench runs too, before this one in each of ROUNDS rounds (base_tp*_r*.csv;
+# this build's first round is fused_tp*.csv as before, later ones fused_tp*_r*.csv), and its
+# traced calls beside this one's (trace_base_tp*); FLOORS=1: the device-to-device copy and
+# the event-timed span of a 1-element kernel (floors.txt, for
+# benchmarks/gpu/fused_gemv_bound.py --copy-tbps --launch-us); NCU=1: Nsight Compute's duration and DRAM bytes of
+# each GEMV kernel on one GPU (ncu_raw.csv; 70B down_proj and 405B o_proj at 1 token).
+# WORLDS ("2 4"): the TPs to run (tests on as many GPUs).
 # Everything ends up in $OUT/fused_gemv_allreduce.tar.gz (and log.txt, summary.csv beside it).
 #   bash benchmarks/gpu/run_fused_gemv_allreduce.sh
 # Step limits: BUILD_TIMEOUT (240), TEST_TIMEOUT (90), SANITIZER_TIMEOUT (120, 0 skips),
 # BENCH_TIMEOUT (120), TORCH_TIMEOUT (150, 0 skips); TOKENS (1,4,16,64); SPLITS ("1 4",
-# empty skips); TRACE_CALLS (10, 0 skips).
+# empty skips); TRACE_CALLS (10, 0 skips); ROUNDS (1).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 run_dir="$OUT/run"
 mkdir -p "$run_dir"
 log="$run_dir/log.txt"
 tokens="${TOKENS:-1,4,16,64}"
+worlds="${WORLDS:-2 4}"
+gpus_of() { [[ $1 == 2 ]] && echo 0,1 || echo 0,1,2,3; }
 
 log_machine "python3 -c 'import torch; print(\"torch\", torch.__version__, torch.cuda.device_count())'" \
   "grep -E 'define NCCL_(MAJOR|MINOR|PATCH)' '$nccl_header'"
@@ -43,7 +53,8 @@ echo "sass HMMA: $(cuobjdump -sass "$bench" 2>/dev/null | grep -c HMMA)" >>"$log
 # Eager loading for everything but the cold-start test, which asks for lazy loading itself.
 export CUDA_MODULE_LOADING=EAGER
 
-for gpus in 0,1 0,1,2,3; do
+for world in $worlds; do
+  gpus=$(gpus_of "$world")
   step "tests on GPUs $gpus"
   CUDA_VISIBLE_DEVICES=$gpus timeout "${TEST_TIMEOUT:-90}" "$test_bin" --gtest_brief=0 \
     >"$run_dir/tests_gpus${gpus//,/}.txt" 2>&1
@@ -52,18 +63,78 @@ for gpus in 0,1 0,1,2,3; do
     "$run_dir/tests_gpus${gpus//,/}.txt" | head -30 >>"$run_dir/tests.txt"
 done
 
-for world in 2 4; do
-  step "fused-gemv-bench TP=$world"
-  CUDA_VISIBLE_DEVICES=$( [[ $world == 2 ]] && echo 0,1 || echo 0,1,2,3 ) \
-    timeout "${BENCH_TIMEOUT:-120}" "$bench" --world "$world" --tokens "$tokens" --timeout 30 \
-    --output "$run_dir/fused_tp$world.csv" >"$run_dir/fused_tp${world}_stdout.txt" 2>>"$log"
-  echo "fused-gemv-bench TP=$world rc=$?" | tee -a "$log"
+base_bench=""
+if [[ -n ${BASELINE_DIR:-} ]]; then
+  base_bench="$root/$BASELINE_DIR/bin/fused-gemv-bench"
+  [[ -x $base_bench ]] || { echo "no baseline bench at $base_bench" | tee -a "$log"; base_bench=""; }
+fi
+for world in $worlds; do
+  for round in $(seq 1 "${ROUNDS:-1}"); do
+    if [[ -n $base_bench ]]; then
+      step "baseline fused-gemv-bench TP=$world round $round"
+      CUDA_VISIBLE_DEVICES=$(gpus_of "$world") LD_LIBRARY_PATH="$root/$BASELINE_DIR/lib:$LD_LIBRARY_PATH" \
+        timeout "${BENCH_TIMEOUT:-120}" "$base_bench" --world "$world" --tokens "$tokens" --timeout 30 \
+        --output "$run_dir/base_tp${world}_r$round.csv" >/dev/null 2>>"$log"
+      echo "baseline fused-gemv-bench TP=$world round $round rc=$?" | tee -a "$log"
+    fi
+    step "fused-gemv-bench TP=$world round $round"
+    out="$run_dir/fused_tp$world.csv"
+    [[ $round -gt 1 ]] && out="$run_dir/fused_tp${world}_r$round.csv"
+    CUDA_VISIBLE_DEVICES=$(gpus_of "$world") \
+      timeout "${BENCH_TIMEOUT:-120}" "$bench" --world "$world" --tokens "$tokens" --timeout 30 \
+      --output "$out" >"$run_dir/fused_tp${world}_stdout.txt" 2>>"$log"
+    echo "fused-gemv-bench TP=$world round $round rc=$?" | tee -a "$log"
+  done
 done
 
+if [[ ${FLOORS:-0} == 1 ]]; then
+  step "floors: copy, launch"
+  CUDA_VISIBLE_DEVICES=0 python3 - <<'EOF' 2>&1 | tee "$run_dir/floors.txt" | tee -a "$log"
+# The device's practical floors for a GEMV kernel timed between events: a 1 GiB
+# device-to-device copy (bytes read plus written over time) and the event-timed span of a
+# 1-element kernel with the host ahead.
+import statistics as st
+import torch
+s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+b = torch.empty_like(a)
+for _ in range(3):
+    b.copy_(a)
+s.record()
+for _ in range(20):
+    b.copy_(a)
+e.record()
+torch.cuda.synchronize()
+print(f"{torch.cuda.get_device_name()}: copy_tbps {2 * 20 * a.numel() / (s.elapsed_time(e) * 1e-3) / 1e12:.3f}")
+x = torch.zeros(1, device="cuda")
+for _ in range(20):
+    x.add_(1)
+torch.cuda._sleep(200_000_000)  # the host enqueues every pair while the GPU sleeps
+pairs = []
+for _ in range(200):
+    p = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+    p[0].record()
+    x.add_(1)
+    p[1].record()
+    pairs.append(p)
+torch.cuda.synchronize()
+print(f"launch_us {st.median(p[0].elapsed_time(p[1]) * 1e3 for p in pairs):.2f}")
+EOF
+fi
+
+if [[ ${NCU:-0} == 1 ]]; then
+  step "ncu: the GEMVs alone on one GPU"
+  CUDA_VISIBLE_DEVICES=0 timeout 120 ncu --clock-control none --csv --page raw --launch-count 400 \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+    "$bench" --world 1 --tokens 1 --shapes 8192x14336,16384x8192 --iterations 5 --warmup 2 \
+    --b2b-calls 0 --timeout 30 --output "$run_dir/ncu_bench.csv" >"$run_dir/ncu_raw.csv" 2>>"$log"
+  echo "ncu rc=$?" | tee -a "$log"
+fi
+
 if [[ ${TORCH_TIMEOUT:-150} -gt 0 ]]; then
-  for world in 2 4; do
+  for world in $worlds; do
     step "torch peers TP=$world"
-    CUDA_VISIBLE_DEVICES=$( [[ $world == 2 ]] && echo 0,1 || echo 0,1,2,3 ) PYTHONUNBUFFERED=1 \
+    CUDA_VISIBLE_DEVICES=$(gpus_of "$world") PYTHONUNBUFFERED=1 \
       timeout "${TORCH_TIMEOUT:-150}" torchrun --standalone --nproc-per-node "$world" \
       benchmarks/peers/torch_gemv_allreduce.py --tokens ${tokens//,/ } \
       --output "$run_dir/torch_tp$world.csv" >>"$log" 2>&1
@@ -85,10 +156,10 @@ if [[ ${SANITIZER_TIMEOUT:-120} -gt 0 ]]; then
 fi
 
 if [[ -n ${SPLITS-1 4} ]]; then
-  for world in 2 4; do
+  for world in $worlds; do
     for ks in ${SPLITS-1 4}; do
       step "fused-gemv-bench TP=$world, K splits $ks forced"
-      CUDA_VISIBLE_DEVICES=$( [[ $world == 2 ]] && echo 0,1 || echo 0,1,2,3 ) \
+      CUDA_VISIBLE_DEVICES=$(gpus_of "$world") \
         timeout "${BENCH_TIMEOUT:-120}" "$bench" --world "$world" --tokens 1,16 --iterations 25 \
         --warmup 5 --b2b-calls 20 --timeout 30 --k-splits "$ks" \
         --output "$run_dir/split_tp${world}_ks$ks.csv" >/dev/null 2>>"$log"
@@ -98,24 +169,35 @@ if [[ -n ${SPLITS-1 4} ]]; then
 fi
 
 if [[ ${TRACE_CALLS:-10} -gt 0 ]]; then
-  for world in 2 4; do
+  for world in $worlds; do
     step "fused-gemv-bench TP=$world traced"
-    CUDA_VISIBLE_DEVICES=$( [[ $world == 2 ]] && echo 0,1 || echo 0,1,2,3 ) \
+    CUDA_VISIBLE_DEVICES=$(gpus_of "$world") \
       timeout "${BENCH_TIMEOUT:-120}" "$bench" --world "$world" --tokens 1,16 --iterations 10 \
       --warmup 3 --b2b-calls 0 --timeout 30 --trace-calls "${TRACE_CALLS:-10}" \
       --trace "$run_dir/trace_tp$world" --output "$run_dir/trace_tp${world}_bench.csv" \
       >/dev/null 2>>"$log"
     echo "traced TP=$world rc=$?" | tee -a "$log"
+    if [[ -n $base_bench ]]; then
+      step "baseline fused-gemv-bench TP=$world traced"
+      CUDA_VISIBLE_DEVICES=$(gpus_of "$world") LD_LIBRARY_PATH="$root/$BASELINE_DIR/lib:$LD_LIBRARY_PATH" \
+        timeout "${BENCH_TIMEOUT:-120}" "$base_bench" --world "$world" --tokens 1,16 --iterations 10 \
+        --warmup 3 --b2b-calls 0 --timeout 30 --trace-calls "${TRACE_CALLS:-10}" \
+        --trace "$run_dir/trace_base_tp$world" --output "$run_dir/trace_base_tp${world}_bench.csv" \
+        >/dev/null 2>>"$log"
+      echo "baseline traced TP=$world rc=$?" | tee -a "$log"
+    fi
   done
   python3 - "$run_dir" <<'EOF' 2>&1 | tee "$run_dir/trace_summary.txt" | tee -a "$log"
 # Per TP, design and case, medians over the traced calls: the event-timed call (maximum over
 # ranks), the CTAs' span (first start to last end on a rank, maximum over ranks), the time
 # outside the span (launch and completion), and for the fused kernel the GEMV's span on a
-# rank (to its last unit pushed) and from there to the CTAs' end (the exchange's tail).
+# rank (to its last unit pushed) and from there to the CTAs' end (the exchange's tail);
+# spread: from the median CTA's last unit to the last CTA's (the GEMV's uneven end).
 import collections, csv, glob, os, re, statistics as st, sys
 run = sys.argv[1]
-for first in sorted(glob.glob(os.path.join(run, "trace_tp*.rank0.csv"))):
-    tp = int(re.search(r"trace_tp(\d)", first)[1])
+for first in sorted(glob.glob(os.path.join(run, "trace_*tp*.rank0.csv"))):
+    m = re.search(r"trace_(base_)?tp(\d)", first)
+    tp, label = int(m[2]), "baseline " if m[1] else ""
     calls = collections.defaultdict(lambda: collections.defaultdict(list))
     for r in range(tp):
         for row in csv.reader(open(first.replace(".rank0.", f".rank{r}."))):
@@ -123,18 +205,19 @@ for first in sorted(glob.glob(os.path.join(run, "trace_tp*.rank0.csv"))):
                 [int(x) for x in row[6:11]])
     per_case = collections.defaultdict(list)
     for key, ranks in calls.items():
-        span = gemv = 0
+        span = gemv = spread = 0
         for rows in ranks.values():
             start = min(x[0] for x in rows)
             pushed = max(x[1] for x in rows)
             end = max(x[3] for x in rows) if key[0] == "fused" else pushed
             span, gemv = max(span, end - start), max(gemv, pushed - start)
+            spread = max(spread, pushed - st.median(x[1] for x in rows))
         event = max(rows[0][4] for rows in ranks.values())
-        per_case[key[:4]].append((event / 1e3, span / 1e3, gemv / 1e3))
-    print(f"TP={tp}: design tokens n k_shard | event_us span_us outside_us gemv_span_us tail_us")
+        per_case[key[:4]].append((event / 1e3, span / 1e3, gemv / 1e3, spread / 1e3))
+    print(f"{label}TP={tp}: design tokens n k_shard | event_us span_us outside_us gemv_span_us tail_us spread_us")
     for key in sorted(per_case):
-        e, s, g = (st.median(x[i] for x in per_case[key]) for i in range(3))
-        print(f"  {key[0]:5} {key[1]:3} {key[2]:6} {key[3]:6} | {e:7.1f} {s:7.1f} {e - s:5.1f} {g:7.1f} {s - g:5.1f}")
+        e, s, g, sp = (st.median(x[i] for x in per_case[key]) for i in range(4))
+        print(f"  {key[0]:5} {key[1]:3} {key[2]:6} {key[3]:6} | {e:7.1f} {s:7.1f} {e - s:5.1f} {g:7.1f} {s - g:5.1f} {sp:5.1f}")
 EOF
 fi
 
@@ -146,7 +229,7 @@ import csv, glob, os, sys
 run = sys.argv[1]
 rows = {}
 gpus = {}
-for path in sorted(glob.glob(os.path.join(run, "fused_tp*.csv")) + glob.glob(os.path.join(run, "torch_tp*.csv"))):
+for path in sorted(glob.glob(os.path.join(run, "fused_tp[0-9].csv")) + glob.glob(os.path.join(run, "torch_tp[0-9].csv"))):
     for r in csv.DictReader(open(path)):
         key = (int(r["world"]), int(r["m"]), int(r["n"]), int(r["k"]) * int(r["world"]))
         rows.setdefault(key, {})[f'{r["op"]}/{r["design"]}'] = (float(r["time_us"]), int(r["wrong"]))
