@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "workloads/transformer_emitter.hpp"
@@ -449,6 +450,10 @@ sim::OpNode TransformerEmitter::attention_node(const Ctx& c, const char* what,
                               spec_.training.seq_len / spec_.parallelism.cp * heads_local_;
     attn.attention.head_dim = static_cast<double>(head_dim_);
     attn.attention.seq_len = 2 * forward / (query_rows * 4 * static_cast<double>(head_dim_));
+    // Every ring block of context parallelism runs all the rank's queries.
+    const double queries = static_cast<double>(spec_.training.seq_len) / spec_.parallelism.cp;
+    attn.attention.query_tiles =
+        static_cast<double>(spec_.training.micro_batch) * heads_local_ * std::ceil(queries / 128);
   }
   return attn;
 }

@@ -9,6 +9,18 @@ backward's time being forward+backward minus forward. The simulator interpolates
 in the head dimension and in log(sequence) (sim/profile/attention_table.hpp).
 
   fit_attention_table.py PROBE.csv [--backend cudnn] [--peak 989.5e12] [--check OTHER.csv ...]
+                         [--occupancy HEADS.csv]
+
+--occupancy takes a probe run with --heads-list (batch 1, few heads): each row's efficiency
+over the grid's at its head dimension and sequence is how much a call with that few query
+tiles (heads x ceil(s / 128)) loses; the medians per query-tile count become
+occupancy_forward / occupancy_backward ([[query tiles, factor], ...], factors capped at 1 and
+made non-decreasing), which the simulator multiplies into the grid's efficiency. Only rows of
+the head dimension whose grid rows all ran the same number of query tiles are used (128: 32
+heads x 16,384 tokens / 128 = 4,096 tiles at every sequence), so the factor is 1 there by
+construction. Rows whose
+forward the grid puts under --min-us (default 50 us) are left out: there the host's work per
+call (about 40 us through PyTorch's SDPA), not the GPU, sets the time even back to back.
 
 Prints the YAML block (head_dims, seq_lens, forward, backward) and then, as comments:
   - a cross-check: the grid rebuilt without every other inner head dimension and sequence
@@ -89,12 +101,57 @@ def summary(errs):
     return f"median {100 * statistics.median(a):.1f} %, max {100 * max(a):.1f} % over {len(a)}"
 
 
+def query_tiles(r):
+    return int(r["batch"]) * int(r["heads"]) * math.ceil(int(r["seq"]) / 128)
+
+
+def occupancy(rows, peak, dims, lens, cells, grid_tiles, min_s):
+    by_tiles = {}
+    kept = []
+    for r in rows:
+        d, s = int(r["head_dim"]), int(r["seq"])
+        grid_fwd_s = float(r["fwd_flops"]) / (peak * interpolate(dims, lens, cells, 0, d, s))
+        if d != 128 or grid_fwd_s < min_s:
+            continue
+        kept.append(r)
+        measured = efficiencies(r, peak)
+        ratio = [measured[w] / interpolate(dims, lens, cells, w, d, s) for w in (0, 1)]
+        by_tiles.setdefault(query_tiles(r), []).append(ratio)
+    for which, name in ((0, "occupancy_forward"), (1, "occupancy_backward")):
+        points, best = [], 0.0
+        for tiles in sorted(by_tiles):
+            factor = min(1.0, statistics.median(x[which] for x in by_tiles[tiles]))
+            best = max(best, factor)  # a call with more tiles never runs less of the GPU
+            points.append((tiles, best))
+        # Keep the points up to the first that reaches 1 (the simulator holds the last
+        # factor beyond it); if none does, end at the grid's largest tile count, where the
+        # grid itself was measured: factor 1 by definition.
+        cut = next((i for i, (_, f) in enumerate(points) if f >= 1.0), None)
+        if cut is not None:
+            points = points[:cut + 1]
+        elif grid_tiles > points[-1][0]:
+            points.append((grid_tiles, 1.0))
+        else:
+            points[-1] = (points[-1][0], 1.0)
+        print(f"{name}: [" + ", ".join(f"[{t}, {f:.3f}]" for t, f in points) + "]")
+    print(f"# occupancy rows kept ({len(kept)} of {len(rows)}; query tiles, head dim, seq: "
+          "forward, backward efficiency / grid's):")
+    for r in sorted(kept, key=query_tiles):
+        measured = efficiencies(r, peak)
+        d, s = int(r["head_dim"]), int(r["seq"])
+        print(f"#   {query_tiles(r):6d} tiles, d {d}, s {s}: "
+              + ", ".join(f"{measured[w] / interpolate(dims, lens, cells, w, d, s):.3f}"
+                          for w in (0, 1)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("probe")
     ap.add_argument("--backend", default="cudnn")
     ap.add_argument("--peak", type=float, default=989.5e12, help="bf16 dense peak, FLOP/s")
     ap.add_argument("--check", nargs="*", default=[])
+    ap.add_argument("--occupancy", default="")
+    ap.add_argument("--min-us", type=float, default=50.0)
     args = ap.parse_args()
 
     rows = rows_of(args.probe, args.backend)
@@ -105,6 +162,11 @@ def main():
     for which, name in ((0, "forward"), (1, "backward")):
         grid = ",\n  ".join(fmt([cells[(d, s)][which] for s in lens]) for d in dims)
         print(f"{name}: [{grid}]")
+
+    if args.occupancy:
+        occupancy(rows_of(args.occupancy, args.backend), args.peak, dims, lens, cells,
+                  max(query_tiles(r) for r in rows if int(r["head_dim"]) == 128),
+                  args.min_us * 1e-6)
 
     keep_d = set(dims[::2]) | {dims[-1]}
     keep_s = set(lens[::2]) | {lens[-1]}

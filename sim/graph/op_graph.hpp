@@ -60,9 +60,11 @@ struct GemmShape {
 // causal sequence length whose query tiles sweep as many keys on average (s for a causal
 // sequence of s; 2w for a sliding window of w; s / cp for one block of a context-parallel
 // ring). 0: not given (the FLOP curves time the op).
+// query_tiles: the call's parallel work, batch x heads x ceil(queries / 128).
 struct AttentionShape {
   double head_dim = 0;
   double seq_len = 0;
+  double query_tiles = 0;
 };
 
 // A communicator: an ordered list of global GPU ranks. `family` groups communicators

@@ -31,6 +31,31 @@ std::pair<std::size_t, double> axis_position(const std::vector<double>& axis, do
   return {lo, w};
 }
 
+void check_occupancy(const std::vector<std::pair<double, double>>& points, const char* name) {
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto [tiles, factor] = points[i];
+    if (!(tiles > 0) || !std::isfinite(tiles))
+      throw std::invalid_argument(
+          fmt::format("{}: {} query tiles is not a positive number", name, tiles));
+    if (!(factor > 0 && factor <= 1))
+      throw std::invalid_argument(fmt::format("{}: factor {} outside (0, 1]", name, factor));
+    if (i > 0 && !(tiles > points[i - 1].first && factor >= points[i - 1].second))
+      throw std::invalid_argument(
+          fmt::format("{}: tiles must increase and factors not decrease (at {})", name, tiles));
+  }
+}
+
+double occupancy_factor(const std::vector<std::pair<double, double>>& points, double tiles) {
+  if (points.empty() || !(tiles > 0)) return 1;
+  if (tiles <= points.front().first) return points.front().second;
+  if (tiles >= points.back().first) return points.back().second;
+  const auto hi = std::upper_bound(points.begin(), points.end(), tiles,
+                                   [](double x, const auto& p) { return x < p.first; });
+  const auto lo = hi - 1;
+  const double w = std::log(tiles / lo->first) / std::log(hi->first / lo->first);
+  return lo->second * (1 - w) + hi->second * w;
+}
+
 }  // namespace
 
 void AttentionTable::validate() const {
@@ -48,9 +73,12 @@ void AttentionTable::validate() const {
       if (!(e > 0 && e <= 1))
         throw std::invalid_argument(fmt::format("{}: efficiency {} outside (0, 1]", name, e));
   }
+  check_occupancy(occupancy_forward, "occupancy_forward");
+  check_occupancy(occupancy_backward, "occupancy_backward");
 }
 
-double AttentionTable::efficiency(bool backward_kernel, double head_dim, double seq_len) const {
+double AttentionTable::efficiency(bool backward_kernel, double head_dim, double seq_len,
+                                  double query_tiles) const {
   const std::vector<double>& grid = backward_kernel ? backward : forward;
   const auto [d, wd] = axis_position(head_dims, head_dim, false);
   const auto [s, ws] = axis_position(seq_lens, seq_len, true);
@@ -60,7 +88,8 @@ double AttentionTable::efficiency(bool backward_kernel, double head_dim, double 
   };
   const double lo = at(d, s) * (1 - ws) + at(d, s + 1) * ws;
   const double hi = at(d + 1, s) * (1 - ws) + at(d + 1, s + 1) * ws;
-  return lo * (1 - wd) + hi * wd;
+  return (lo * (1 - wd) + hi * wd) *
+         occupancy_factor(backward_kernel ? occupancy_backward : occupancy_forward, query_tiles);
 }
 
 }  // namespace overlapsim::sim

@@ -11,6 +11,7 @@
 // the softmax's fixed exponential per element. One H100 (benchmarks/results/h100x1/
 // attention_probe): cuDNN's causal forward at 8192 tokens reached 0.45 of the bf16 peak at
 // head dimension 64 and 0.61 at 128, whatever the FLOPs.
+#include <utility>
 #include <vector>
 
 #include "sim/profile/provenance.hpp"
@@ -24,13 +25,19 @@ struct AttentionTable {
   // forward over 2 s^2 d FLOPs per (batch, head) (causal), backward over 2.5x that (the
   // kernel recomputes the scores: five matrix products to the forward's two).
   std::vector<double> forward, backward;
+  // How much a call with few query tiles (batch x heads x ceil(queries / 128)) keeps of the
+  // grid's efficiency, which was measured with thousands: (query tiles, factor) points,
+  // tiles increasing, factors in (0, 1] and non-decreasing; linear in log(tiles), clamped at
+  // the end points (a fitted curve ends at factor 1). Empty: no loss.
+  std::vector<std::pair<double, double>> occupancy_forward, occupancy_backward;
   Provenance source;
 
   // Throws std::invalid_argument naming what is wrong.
   void validate() const;
   // Interpolated linearly in the head dimension and in log(sequence), clamped at the
-  // table's edges.
-  double efficiency(bool backward_kernel, double head_dim, double seq_len) const;
+  // table's edges, times the occupancy factor at query_tiles (0: not given, no factor).
+  double efficiency(bool backward_kernel, double head_dim, double seq_len,
+                    double query_tiles = 0) const;
 };
 
 }  // namespace overlapsim::sim

@@ -90,9 +90,10 @@ OpCost ComputeModel::cost(const OpNode& op) const {
         const auto& table = profile_.attention_table;
         if (table && op.attention.head_dim > 0 && op.attention.seq_len > 0) {
           mark(kAttentionTable);
-          c.compute_s = kernel_flops /
-                        (peak(op, op.precision) *
-                         table->efficiency(backward, op.attention.head_dim, op.attention.seq_len));
+          c.compute_s =
+              kernel_flops / (peak(op, op.precision) *
+                              table->efficiency(backward, op.attention.head_dim,
+                                                op.attention.seq_len, op.attention.query_tiles));
           break;
         }
         mark(backward ? kAttentionBackward : kAttentionForward);

@@ -229,12 +229,17 @@ std::vector<double> parse_attention_grid(const ConfigNode& node, std::size_t row
 }
 
 AttentionTable parse_attention_table(const ConfigNode& node) {
-  node.check_keys(with_source_keys({"head_dims", "seq_lens", "forward", "backward"}));
+  node.check_keys(with_source_keys(
+      {"head_dims", "seq_lens", "forward", "backward", "occupancy_forward", "occupancy_backward"}));
   AttentionTable t;
   t.head_dims = parse_number_list(node.child("head_dims"), Unit::Plain);
   t.seq_lens = parse_number_list(node.child("seq_lens"), Unit::Plain);
   t.forward = parse_attention_grid(node.child("forward"), t.head_dims.size());
   t.backward = parse_attention_grid(node.child("backward"), t.head_dims.size());
+  if (auto points = node.optional_child("occupancy_forward"))
+    t.occupancy_forward = parse_points(*points, Unit::Plain, true, 1e-9, 1, "a factor in (0, 1]");
+  if (auto points = node.optional_child("occupancy_backward"))
+    t.occupancy_backward = parse_points(*points, Unit::Plain, true, 1e-9, 1, "a factor in (0, 1]");
   t.source = parse_provenance(node);
   try {
     t.validate();

@@ -186,6 +186,7 @@ TEST(TransformerGenerator, AttentionOpsCarryHeadDimensionAndSweptSequence) {
   for_each_op(generate_step(m, 1024).ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
     if (op.kind != sim::OpKind::Attention) return;
     EXPECT_DOUBLE_EQ(op.attention.head_dim, 128) << op.name;
+    EXPECT_DOUBLE_EQ(op.attention.query_tiles, 1 * 96 / 8 * (2048 / 128)) << op.name;
     ++seqs[op.attention.seq_len];
   });
   ASSERT_EQ(seqs.size(), 2u);
