@@ -443,7 +443,7 @@ sim::OpNode TransformerEmitter::attention_node(const Ctx& c, const char* what,
   // sequence whose query tiles sweep as many keys on average as these do: twice the mean
   // keys a query row meets, at 4d FLOPs a key (s for causal, about 2w for a window). MLA's
   // kernels (query/key 192 wide, values 128) were not measured: they keep the FLOP curves
-  // (at head dimension 160, between the measured 128 and 192, cuDNN ran 12-32 % slower
+  // (at head dimension 160, between the measured 128 and 192, cuDNN ran 11-32 % slower
   // than either interpolates to: benchmarks/results/h200x1/attention_probe).
   if (spec_.transformer.attention.kind != AttentionKind::Mla) {
     const double query_rows = static_cast<double>(spec_.training.micro_batch) *
