@@ -220,16 +220,12 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
             number_list(std::vector<double>(grid->begin() + i * n, grid->begin() + (i + 1) * n)));
       out += fmt::format("    {}: [{}]\n", grid == &t->forward ? "forward" : "backward", rows);
     }
-    for (const auto* points : {&t->occupancy_forward, &t->occupancy_backward}) {
-      if (points->empty()) continue;
-      std::string list;
-      for (const auto& [tiles, factor] : *points)
-        list += fmt::format("{}[{}, {}]", list.empty() ? "" : ", ", yaml_number(tiles),
-                            yaml_number(factor));
-      out += fmt::format(
-          "    {}: [{}]\n",
-          points == &t->occupancy_forward ? "occupancy_forward" : "occupancy_backward", list);
-    }
+    for (const sim::LogCurve* curve : {&t->occupancy_forward, &t->occupancy_backward})
+      if (!curve->empty())
+        out +=
+            fmt::format("    {}: {}\n",
+                        curve == &t->occupancy_forward ? "occupancy_forward" : "occupancy_backward",
+                        points(curve->points, false));
     out += fmt::format("    source: {}\n    citation: {}\n", sim::to_string(t->source.kind),
                        yaml_quoted(t->source.citation));
     if (t->source.fit_error >= 0)

@@ -446,14 +446,13 @@ sim::OpNode TransformerEmitter::attention_node(const Ctx& c, const char* what,
   // (at head dimension 160, between the measured 128 and 192, cuDNN ran 11-32 % slower
   // than either interpolates to: benchmarks/results/h200x1/attention_probe).
   if (spec_.transformer.attention.kind != AttentionKind::Mla) {
-    const double query_rows = static_cast<double>(spec_.training.micro_batch) *
-                              spec_.training.seq_len / spec_.parallelism.cp * heads_local_;
-    attn.attention.head_dim = static_cast<double>(head_dim_);
-    attn.attention.seq_len = 2 * forward / (query_rows * 4 * static_cast<double>(head_dim_));
     // Every ring block of context parallelism runs all the rank's queries.
     const double queries = static_cast<double>(spec_.training.seq_len) / spec_.parallelism.cp;
-    attn.attention.query_tiles =
-        static_cast<double>(spec_.training.micro_batch) * heads_local_ * std::ceil(queries / 128);
+    const double batch_heads = static_cast<double>(spec_.training.micro_batch) * heads_local_;
+    attn.attention.head_dim = static_cast<double>(head_dim_);
+    attn.attention.seq_len =
+        2 * forward / (batch_heads * queries * 4 * static_cast<double>(head_dim_));
+    attn.attention.query_tiles = batch_heads * std::ceil(queries / 128);
   }
   return attn;
 }

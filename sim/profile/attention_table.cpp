@@ -6,32 +6,14 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "sim/profile/table_axis.hpp"
+
 namespace overlapsim::sim {
 namespace {
 
-void check_table_axis(const std::vector<double>& axis, const char* name) {
-  if (axis.empty()) throw std::invalid_argument(fmt::format("{}: empty", name));
-  for (std::size_t i = 0; i < axis.size(); ++i) {
-    if (!(axis[i] > 0) || !std::isfinite(axis[i]))
-      throw std::invalid_argument(fmt::format("{}: {} is not a positive number", name, axis[i]));
-    if (i > 0 && !(axis[i] > axis[i - 1]))
-      throw std::invalid_argument(fmt::format("{}: not strictly increasing at {}", name, axis[i]));
-  }
-}
-
-// Index i and weight w of x between axis[i] and axis[i + 1] (w = 0 at the edges).
-std::pair<std::size_t, double> axis_position(const std::vector<double>& axis, double x, bool log_scale) {
-  if (axis.size() == 1 || x <= axis.front()) return {0, 0.0};
-  if (x >= axis.back()) return {axis.size() - 1, 0.0};
-  const std::size_t hi = static_cast<std::size_t>(
-      std::upper_bound(axis.begin(), axis.end(), x) - axis.begin());
-  const std::size_t lo = hi - 1;
-  const double w = log_scale ? std::log(x / axis[lo]) / std::log(axis[hi] / axis[lo])
-                             : (x - axis[lo]) / (axis[hi] - axis[lo]);
-  return {lo, w};
-}
-
-void check_occupancy(const std::vector<std::pair<double, double>>& points, const char* name) {
+// Tiles increasing (LogCurve's own rule), factors in (0, 1] and not decreasing.
+void check_occupancy(const LogCurve& curve, const char* name) {
+  const auto& points = curve.points;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const auto [tiles, factor] = points[i];
     if (!(tiles > 0) || !std::isfinite(tiles))
@@ -45,22 +27,11 @@ void check_occupancy(const std::vector<std::pair<double, double>>& points, const
   }
 }
 
-double occupancy_factor(const std::vector<std::pair<double, double>>& points, double tiles) {
-  if (points.empty() || !(tiles > 0)) return 1;
-  if (tiles <= points.front().first) return points.front().second;
-  if (tiles >= points.back().first) return points.back().second;
-  const auto hi = std::upper_bound(points.begin(), points.end(), tiles,
-                                   [](double x, const auto& p) { return x < p.first; });
-  const auto lo = hi - 1;
-  const double w = std::log(tiles / lo->first) / std::log(hi->first / lo->first);
-  return lo->second * (1 - w) + hi->second * w;
-}
-
 }  // namespace
 
 void AttentionTable::validate() const {
-  check_table_axis(head_dims, "head_dims");
-  check_table_axis(seq_lens, "seq_lens");
+  check_table_axis(head_dims, "attention table: head_dims");
+  check_table_axis(seq_lens, "attention table: seq_lens");
   const std::size_t cells = head_dims.size() * seq_lens.size();
   for (const auto* grid : {&forward, &backward}) {
     const char* name = grid == &forward ? "forward" : "backward";
@@ -88,8 +59,9 @@ double AttentionTable::efficiency(bool backward_kernel, double head_dim, double 
   };
   const double lo = at(d, s) * (1 - ws) + at(d, s + 1) * ws;
   const double hi = at(d + 1, s) * (1 - ws) + at(d + 1, s + 1) * ws;
-  return (lo * (1 - wd) + hi * wd) *
-         occupancy_factor(backward_kernel ? occupancy_backward : occupancy_forward, query_tiles);
+  const LogCurve& occupancy = backward_kernel ? occupancy_backward : occupancy_forward;
+  const double factor = occupancy.empty() || !(query_tiles > 0) ? 1 : occupancy.at(query_tiles);
+  return (lo * (1 - wd) + hi * wd) * factor;
 }
 
 }  // namespace overlapsim::sim

@@ -11,9 +11,9 @@
 // the softmax's fixed exponential per element. One H100 (benchmarks/results/h100x1/
 // attention_probe): cuDNN's causal forward at 8192 tokens reached 0.45 of the bf16 peak at
 // head dimension 64 and 0.61 at 128, whatever the FLOPs.
-#include <utility>
 #include <vector>
 
+#include "sim/profile/log_curve.hpp"
 #include "sim/profile/provenance.hpp"
 
 namespace overlapsim::sim {
@@ -29,7 +29,7 @@ struct AttentionTable {
   // grid's efficiency, which was measured with thousands: (query tiles, factor) points,
   // tiles increasing, factors in (0, 1] and non-decreasing; linear in log(tiles), clamped at
   // the end points (a fitted curve ends at factor 1). Empty: no loss.
-  std::vector<std::pair<double, double>> occupancy_forward, occupancy_backward;
+  LogCurve occupancy_forward, occupancy_backward;  // their points; the table's source
   Provenance source;
 
   // Throws std::invalid_argument naming what is wrong.

@@ -7,36 +7,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/profile/table_axis.hpp"
+
 namespace overlapsim::sim {
-namespace {
-
-void check_axis(const std::vector<double>& axis, const char* name) {
-  if (axis.empty()) throw std::invalid_argument(fmt::format("gemm table: {} is empty", name));
-  for (std::size_t i = 0; i < axis.size(); ++i) {
-    if (!(axis[i] > 0))
-      throw std::invalid_argument(fmt::format("gemm table: {}[{}] is not positive", name, i));
-    if (i > 0 && !(axis[i] > axis[i - 1]))
-      throw std::invalid_argument(
-          fmt::format("gemm table: {} is not strictly increasing at index {}", name, i));
-  }
-}
-
-// Index of the lower grid point and the interpolation weight of the upper one, in log space.
-struct AxisPos {
-  std::size_t lo;
-  double w;
-};
-AxisPos locate(const std::vector<double>& axis, double x) {
-  if (axis.size() == 1 || !(x > axis.front())) return {0, 0.0};
-  if (x >= axis.back()) return {axis.size() - 2, 1.0};
-  std::size_t hi = 1;
-  while (axis[hi] < x) ++hi;
-  const double l0 = std::log(axis[hi - 1]);
-  const double l1 = std::log(axis[hi]);
-  return {hi - 1, (std::log(x) - l0) / (l1 - l0)};
-}
-
-}  // namespace
 
 void GemmWaveModel::validate() const {
   if (!(mainloop_flops_per_s > 0))
@@ -144,9 +117,9 @@ void GemmTable::validate() const {
   }
   const std::vector<double>& grid = wave ? time_factor : achieved_flops_per_s;
   const char* what = wave ? "time factors" : "rates";
-  check_axis(m_values, "m");
-  check_axis(n_values, "n");
-  check_axis(k_values, "k");
+  check_table_axis(m_values, "gemm table: m");
+  check_table_axis(n_values, "gemm table: n");
+  check_table_axis(k_values, "gemm table: k");
   const std::size_t want = m_values.size() * n_values.size() * k_values.size();
   if (grid.size() != want)
     throw std::invalid_argument(fmt::format("gemm table: {} {} for a {}x{}x{} grid (expected {})",
@@ -180,9 +153,9 @@ double GemmTable::rate_flops_per_s(double m, double n, double k) const {
 
 double GemmTable::log_interpolate(const std::vector<double>& grid, double m, double n,
                                   double k) const {
-  const AxisPos pm = locate(m_values, m);
-  const AxisPos pn = locate(n_values, n);
-  const AxisPos pk = locate(k_values, k);
+  const AxisPosition pm = axis_position(m_values, m, true);
+  const AxisPosition pn = axis_position(n_values, n, true);
+  const AxisPosition pk = axis_position(k_values, k, true);
   const std::size_t nn = n_values.size();
   const std::size_t nk = k_values.size();
   double log_value = 0;

@@ -237,9 +237,11 @@ AttentionTable parse_attention_table(const ConfigNode& node) {
   t.forward = parse_attention_grid(node.child("forward"), t.head_dims.size());
   t.backward = parse_attention_grid(node.child("backward"), t.head_dims.size());
   if (auto points = node.optional_child("occupancy_forward"))
-    t.occupancy_forward = parse_points(*points, Unit::Plain, true, 1e-9, 1, "a factor in (0, 1]");
+    t.occupancy_forward.points =
+        parse_points(*points, Unit::Plain, true, 1e-9, 1, "a factor in (0, 1]");
   if (auto points = node.optional_child("occupancy_backward"))
-    t.occupancy_backward = parse_points(*points, Unit::Plain, true, 1e-9, 1, "a factor in (0, 1]");
+    t.occupancy_backward.points =
+        parse_points(*points, Unit::Plain, true, 1e-9, 1, "a factor in (0, 1]");
   t.source = parse_provenance(node);
   try {
     t.validate();

@@ -48,14 +48,14 @@ TEST(AttentionTable, ClampedAtTheEdges) {
 // log(tiles) between points, the end points' factors beyond them.
 TEST(AttentionTable, FewQueryTilesTakeTheOccupancyFactor) {
   AttentionTable t = two_by_two();
-  t.occupancy_forward = {{100, 0.5}, {400, 1.0}};
+  t.occupancy_forward.points = {{100, 0.5}, {400, 1.0}};
   t.validate();
   EXPECT_DOUBLE_EQ(t.efficiency(false, 64, 1024, 50), 0.2 * 0.5);
   EXPECT_NEAR(t.efficiency(false, 64, 1024, 200), 0.2 * 0.75, 1e-12);  // log-midpoint
   EXPECT_DOUBLE_EQ(t.efficiency(false, 64, 1024, 4000), 0.2);
   EXPECT_DOUBLE_EQ(t.efficiency(false, 64, 1024), 0.2);     // tiles not given
   EXPECT_DOUBLE_EQ(t.efficiency(true, 64, 1024, 50), 0.1);  // no backward curve: no loss
-  t.occupancy_backward = {{100, 0.9}, {50, 1.0}};
+  t.occupancy_backward.points = {{100, 0.9}, {50, 1.0}};
   EXPECT_THROW(t.validate(), std::invalid_argument);
 }
 

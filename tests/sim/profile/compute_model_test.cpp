@@ -122,14 +122,20 @@ TEST(ComputeModel, EmbeddingUsesRandomAccessEfficiency) {
   EXPECT_DOUBLE_EQ(model.time_s(op), 1e9 / (1e12 * 0.25) + 1e-6);
 }
 
-TEST(ComputeModel, AttentionBackwardUsesItsOwnCurve) {
-  ComputeProfile p = test_profile();
-  ComputeModel model(p);
+// A compute-bound attention op of 1e12 FLOPs (its one byte never decides).
+OpNode attention_op() {
   OpNode op;
   op.name = "attn";
   op.kind = OpKind::Attention;
   op.flops = 1e12;
   op.bytes = 1;
+  return op;
+}
+
+TEST(ComputeModel, AttentionBackwardUsesItsOwnCurve) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op = attention_op();
   EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / (1e15 * 0.4) + 1e-6);
   // The backward kernel recomputes the scores: 2.5x the forward's FLOPs where the op
   // carries the model's 2x, so 1.25x the op's FLOPs at the backward curve.
@@ -152,11 +158,7 @@ TEST(ComputeModel, AttentionTableReplacesTheCurvesForShapedOps) {
   t.validate();
   p.attention_table = t;
   ComputeModel model(p);
-  OpNode op;
-  op.name = "attn";
-  op.kind = OpKind::Attention;
-  op.flops = 1e12;
-  op.bytes = 1;
+  OpNode op = attention_op();
   EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / (1e15 * 0.4) + 1e-6);  // no shape: the curve
   op.attention = {128, 2048};
   EXPECT_DOUBLE_EQ(model.time_s(op), 1e12 / (1e15 * 0.5) + 1e-6);
