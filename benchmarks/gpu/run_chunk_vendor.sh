@@ -19,6 +19,14 @@
 # (s): TEST_TIMEOUT 120, BENCH_TIMEOUT 300, TORCH_TIMEOUT 100 per state (0 skips a step);
 # SUITE: the suite under benchmarks/suites/ instead of the part's; VENDOR_CHUNKS (1,2): the vendor candidates' chunk counts; TRACE=1: overlap-bench's waits
 # and rendezvous on stderr (--trace). stderr.txt's lines carry the time they were written.
+# PART=ag only: VENDOR_STREAMS (1): the vendor candidates' stream counts (1,2 adds PyTorch's
+# two alternating streams); AG_ALIGN (1): candidates with (1) and/or without (0) the start
+# barrier; AG_FINALISTS (0): the search's best N timed steady and burst before the choice.
+# SMI=1: nvidia-smi samples every GPU's SM clock, power and utilisation every 50 ms (queries
+# only) into smi.csv, each step's start (epoch seconds) into steps.csv. TORCH_PROBE="MxNxK
+# ...": after the peers, PyTorch's steady run again per shape alone (GEMM alone, then
+# fused_all_gather_matmul), into torch_probe_steady.csv, each shape a step of steps.csv, so
+# smi.csv shows the clock each ran at.
 set -uo pipefail
 export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0,1,2,3}"
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
@@ -43,6 +51,13 @@ export CUDA_MODULE_LOADING=EAGER
 world=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | wc -l)
 dir="$OUT/$part"
 mkdir -p "$dir"
+mark() { [[ ${SMI:-0} == 1 ]] && echo "$(date +%s.%N),$*" >>"$dir/steps.csv"; step "$@"; }
+if [[ ${SMI:-0} == 1 ]]; then
+  echo "epoch_s,step" >"$dir/steps.csv"
+  nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,utilization.gpu \
+    --format=csv,nounits -lms 50 >"$dir/smi.csv" 2>"$dir/smi.err" &
+  smi_pid=$!
+fi
 
 if [[ ${TEST_TIMEOUT:-120} -gt 0 ]]; then
   step "tilewise_vendor_test on $world GPUs"
@@ -61,7 +76,9 @@ fi
 if [[ $part == ag ]]; then
   suite=benchmarks/suites/${SUITE:-chunk_vendor_ag4.yaml}
   op=allgather+gemm
-  flags=(--tilewise-ag-chunks 1 --tilewise-ag-push rotated)
+  flags=(--tilewise-ag-chunks 1 --tilewise-ag-push rotated
+    --tilewise-vendor-streams "${VENDOR_STREAMS:-1}" --tilewise-ag-align "${AG_ALIGN:-1}"
+    --tilewise-ag-finalists "${AG_FINALISTS:-0}")
 else
   suite=benchmarks/suites/${SUITE:-chunk_vendor_rs4.yaml}
   op=gemm+reducescatter
@@ -70,7 +87,7 @@ else
 fi
 [[ ${TRACE:-0} == 1 ]] && flags+=(--trace)
 if [[ ${BENCH_TIMEOUT:-300} -gt 0 ]]; then
-  step "overlap-bench $suite, $world ranks"
+  mark "overlap-bench $suite, $world ranks"
   timeout "${BENCH_TIMEOUT:-300}" "$bench" --suite "$suite" --world "$world" --timeout 60 \
     "${flags[@]}" --tilewise-vendor-chunks "${VENDOR_CHUNKS:-1,2}" \
     --output "$dir/bench.csv" >/tmp/stdout.csv \
@@ -84,7 +101,7 @@ fi
 if [[ ${TORCH_TIMEOUT:-100} -gt 0 ]]; then
   shapes=$(python3 -c 'import re, sys; print(" ".join("x".join(s) for s in re.findall(r"- \[(\d+), (\d+), (\d+)\]", open(sys.argv[1]).read())))' "$suite")
   for state in steady burst; do
-    step "torch peers ($op), $state clock state: GEMM alone, torch_symm_mem"
+    mark "torch peers ($op), $state clock state: GEMM alone, torch_symm_mem"
     tflags=(--warmup-ms 1000 --iterations 30)
     [[ $state == burst ]] && tflags=(--idle-s 0.5 --iterations 20)
     PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-100}" torchrun --standalone --nproc-per-node "$world" \
@@ -93,6 +110,25 @@ if [[ ${TORCH_TIMEOUT:-100} -gt 0 ]]; then
     echo "torch $state rc=$?" | tee -a "$log"
     grep -E "failed|Error|error" /tmp/torch_$state.txt | head -20 >>"$log"
   done
+fi
+
+for shape in ${TORCH_PROBE:-}; do
+  mark "torch probe $shape steady: GEMM alone, torch_symm_mem"
+  PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-100}" torchrun --standalone --nproc-per-node "$world" \
+    benchmarks/peers/torch_overlap.py --warmup-ms 1000 --iterations 30 --shapes "$shape" \
+    --ops "$op" --designs torch torch_symm_mem --output /tmp/probe.csv >/tmp/probe.txt 2>&1
+  echo "torch probe $shape rc=$?" | tee -a "$log"
+  if [[ -s /tmp/probe.csv ]]; then
+    [[ -s $dir/torch_probe_steady.csv ]] && tail -n +2 /tmp/probe.csv >>"$dir/torch_probe_steady.csv" ||
+      cp /tmp/probe.csv "$dir/torch_probe_steady.csv"
+  fi
+  rm -f /tmp/probe.csv
+done
+if [[ ${SMI:-0} == 1 ]]; then
+  mark "sampling stops"
+  kill "$smi_pid" 2>/dev/null
+  wait "$smi_pid" 2>/dev/null
+  gzip -f "$dir/smi.csv"
 fi
 
 step "summary"

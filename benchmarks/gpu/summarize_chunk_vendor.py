@@ -78,9 +78,14 @@ def main():
                    op_alone_us=op_, collective_alone_us=co)
         row["tuned_over_seq"] = round(row["tuned_us"] / seq, 4) if row["tuned_us"] else None
         vendor = "tilewise_ag_vendor" if op == "allgather+gemm" else "tilewise_rs_vendor"
+        if op == "allgather+gemm":  # the chosen vendor variant's name (streams, start)
+            names = [r["design"] for r in rs
+                     if re.fullmatch(r"tilewise_ag_vendor(_2s)?(_noalign)?", r["design"])]
+            vendor = names[0] if names else vendor
         row["vendor_us"] = t(vendor)
         if op == "allgather+gemm":
-            own = [r for r in rs if re.fullmatch(r"tilewise_ag(_par)?(_k\d)?", r["design"])]
+            own = [r for r in rs if re.fullmatch(r"tilewise_ag(_par)?(_k\d)?(_noalign)?",
+                                                 r["design"])]
         else:
             own = [r for r in rs if re.fullmatch(r"tilewise_ce\w*", r["design"])
                    and not r["design"].endswith(("_steady", "_burst", "_loop"))]
@@ -93,7 +98,7 @@ def main():
             mine = None
             if op == "allgather+gemm":
                 xs = [r for r in rs if re.fullmatch(
-                    rf"tilewise_ag(_par|_vendor)?(_k\d)?_{state}", r["design"])]
+                    rf"tilewise_ag(_par|_vendor(_2s)?)?(_k\d)?(_noalign)?_{state}", r["design"])]
                 mine = float(xs[0]["time_us"]) if xs else None
             elif choice:
                 mine = t(f"{choice}_{state}")

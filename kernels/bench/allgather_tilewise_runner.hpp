@@ -8,8 +8,15 @@
 //      The per-chunk vendor candidates (--tilewise-vendor-chunks: cuBLASLt a block and a
 //      chunk on the same rotated pushes, AllGatherGemmOptions::vendor_gemm, row design
 //      tilewise_ag_vendor) are timed in the same loop.
+//      --tilewise-vendor-streams 2 adds the vendor candidates on two alternating streams
+//      (tilewise_ag_vendor_2s), --tilewise-ag-align 0 every candidate without the start
+//      barrier (suffix _noalign).
 //      The tuned choice is the fastest candidate if it is more than 1 % faster than
-//      sequential there, else sequential (the rule of the other tile-wise pairs).
+//      sequential there, else sequential (the rule of the other tile-wise pairs). With
+//      --tilewise-ag-finalists N (>= 2) up to N candidates within 5 % of it (each more than
+//      1 % faster than sequential) are timed back to back steady and burst (stderr lines
+//      "overlap-bench: ag_finalist ...") and the one whose worse state is nearest that
+//      state's fastest finalist becomes the choice.
 //   2. Final loop, one interleaved loop: sequential, the cuBLAS GEMM alone, the NCCL
 //      all-gather alone, NCCL all-gather then the own GEMM (sequential_own), the own GEMM
 //      alone, decomposed per chunk count, and the fastest candidate. Rows

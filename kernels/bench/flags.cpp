@@ -64,6 +64,9 @@ constexpr TilewiseFlag kTilewiseFlags[] = {
     {"--tilewise-ag-chunks", "OVERLAPSIM_TILEWISE_AG_CHUNKS"},
     {"--tilewise-ag-push", "OVERLAPSIM_TILEWISE_AG_PUSH"},
     {"--tilewise-vendor-chunks", "OVERLAPSIM_TILEWISE_VENDOR_CHUNKS"},
+    {"--tilewise-vendor-streams", "OVERLAPSIM_TILEWISE_VENDOR_STREAMS"},
+    {"--tilewise-ag-align", "OVERLAPSIM_TILEWISE_AG_ALIGN"},
+    {"--tilewise-ag-finalists", "OVERLAPSIM_TILEWISE_AG_FINALISTS"},
     {"--tilewise-clock-states", "OVERLAPSIM_TILEWISE_CLOCK_STATES"}};
 
 bool is_tilewise_flag(const std::string& flag) {
@@ -145,6 +148,16 @@ void set_tilewise(const std::string& flag, const std::string& name, const std::s
            return static_cast<int>(flag_int(kProgram, name, v, 0, 64));
          }))
       if (c > 0) s->vendor_chunks.push_back(c);
+  } else if (flag == "--tilewise-vendor-streams") {
+    s->vendor_streams = to_list<int>(name, value, "stream counts", [&](const std::string& v) {
+      return static_cast<int>(flag_int(kProgram, name, v, 1, 2));
+    });
+  } else if (flag == "--tilewise-ag-align") {
+    s->ag_align = to_list<int>(name, value, "start modes", [&](const std::string& v) {
+      return static_cast<int>(flag_int(kProgram, name, v, 0, 1));
+    });
+  } else if (flag == "--tilewise-ag-finalists") {
+    s->ag_finalists = static_cast<int>(flag_int(kProgram, name, value, 0, 16));
   } else if (flag == "--tilewise-clock-states") {
     s->clock_states = flag_int(kProgram, name, value, 0, 1) != 0;
   } else if (flag == "--tilewise-ag-push") {
@@ -226,6 +239,12 @@ std::string usage() {
          "  --tilewise-ag-push rotated,per_peer  allgather+gemm: one stream or one a peer\n"
          "  --tilewise-vendor-chunks 1  allgather+gemm and gemm+reducescatter: per-chunk cuBLASLt\n"
          "      candidates on the copy engines, chunks a row block is cut into (0: none)\n"
+         "  --tilewise-vendor-streams 1  allgather+gemm: the vendor candidates' GEMMs on 1\n"
+         "      and/or 2 alternating streams\n"
+         "  --tilewise-ag-align 1  allgather+gemm: candidates with (1) and/or without (0) the\n"
+         "      start barrier\n"
+         "  --tilewise-ag-finalists 0  allgather+gemm: time up to this many of the search's\n"
+         "      best back to back steady and burst and choose the best in its worse state\n"
          "  --tilewise-clock-states 0  gemm+reducescatter: also time sequential, the GEMM\n"
          "      and each family's choice steady and burst (torch_overlap.py --warmup-ms/--idle-s)\n"
          "CSV (nccl-tests style) on stdout; --output writes the same CSV atomically at the end.\n";

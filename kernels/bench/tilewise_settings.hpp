@@ -52,6 +52,18 @@ struct TilewiseSettings {
   // AllGatherGemmOptions::vendor_gemm; GEMM+ReduceScatter: vendor_reduce_scatter.hpp); empty
   // ("0"): none.
   std::vector<int> vendor_chunks{1};
+  // --tilewise-vendor-streams: AllGather+GEMM's vendor candidates once per stream count
+  // (AllGatherGemmOptions::vendor_streams: 1, or 2 alternating as PyTorch's pair does).
+  std::vector<int> vendor_streams{1};
+  // --tilewise-ag-align: AllGather+GEMM candidates with the start barrier (1) and/or without
+  // (0; AllGatherGemmOptions::align_start). The search loop starts every variant aligned, so
+  // an unaligned candidate only shows its back-to-back cost among the finalists below.
+  std::vector<int> ag_align{1};
+  // --tilewise-ag-finalists: AllGather+GEMM's search keeps up to this many candidates within
+  // kFinalistSpread of the fastest (and more than 1 % faster than sequential there), times
+  // each back to back steady and burst (clock_states.hpp), and chooses the one whose worse
+  // state is nearest that state's fastest finalist; 0 or 1: the search's choice alone.
+  int ag_finalists = 0;
   // --tilewise-clock-states: gemm+reducescatter also times the sequential pair, the GEMM
   // alone and each family's choice steady and burst (clock_states.hpp).
   bool clock_states = false;

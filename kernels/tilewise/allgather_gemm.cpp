@@ -38,6 +38,8 @@ double predict_allgather_time_s(std::int64_t m, std::int64_t n, int world,
 }
 
 AllGatherGemmDesign::~AllGatherGemmDesign() {
+  if (vendor_join_) cudaEventDestroy(vendor_join_);
+  if (vendor_stream_) cudaStreamDestroy(vendor_stream_);
   for (cudaEvent_t e : joins_) cudaEventDestroy(e);
   for (cudaStream_t s : push_streams_) cudaStreamDestroy(s);
   if (fork_) cudaEventDestroy(fork_);
@@ -51,6 +53,11 @@ Status AllGatherGemmDesign::can_implement(std::int64_t m, std::int64_t n, std::i
   if (options.chunks < 1)
     return Status::failure("tilewise allgather+gemm: chunks must be >= 1, got " +
                            std::to_string(options.chunks));
+  if (options.vendor_streams != 1 && options.vendor_streams != 2)
+    return Status::failure("tilewise allgather+gemm: vendor_streams must be 1 or 2, got " +
+                           std::to_string(options.vendor_streams));
+  if (options.vendor_streams != 1 && !options.vendor_gemm)
+    return Status::failure("tilewise allgather+gemm: vendor_streams needs vendor_gemm");
   if (options.vendor_gemm) {
     if (options.split_k_tail != 1)
       return Status::failure("tilewise allgather+gemm: vendor_gemm has no split last wave");
@@ -142,6 +149,12 @@ Status AllGatherGemmDesign::initialize(PeerLinks links, std::int64_t m, std::int
     const std::int64_t block_rows = m / world_;
     OVERLAPSIM_TRY(vendor_.initialize(n, k, dtype, {block_rows, block_rows / options.chunks},
                                       block_rows / options.chunks));
+    if (options.vendor_streams == 2) {
+      OVERLAPSIM_TRY(vendor_alt_.initialize(n, k, dtype, {block_rows, block_rows / options.chunks},
+                                            block_rows / options.chunks));
+      CUDA_CHECK(cudaStreamCreateWithFlags(&vendor_stream_, cudaStreamNonBlocking));
+      CUDA_CHECK(cudaEventCreateWithFlags(&vendor_join_, cudaEventDisableTiming));
+    }
   }
 
   std::vector<std::vector<void*>> all;
@@ -291,23 +304,32 @@ Status AllGatherGemmDesign::join(const std::vector<cudaStream_t>& used,
 
 Status AllGatherGemmDesign::enqueue_vendor_gemms(const void* a, const void* b, void* c,
                                                  const char* gathered_a, std::uint32_t epoch,
-                                                 bool wait, cudaStream_t compute_stream) const {
+                                                 bool wait,
+                                                 const std::vector<cudaStream_t>& streams) const {
   const std::int64_t block_rows = m_ / world_;
   const std::int64_t chunk_rows = block_rows / options_.chunks;
+  const std::size_t lanes = streams.size();
+  const VendorRowGemms* plans[2] = {&vendor_, options_.vendor_streams == 2 ? &vendor_alt_ : &vendor_};
+  std::size_t j = 0;  // the GEMM's place: its stream and its plan set
+  const auto plan = [&](std::size_t at) -> const VendorRowGemms& {
+    return *plans[at % static_cast<std::size_t>(options_.vendor_streams)];
+  };
   // The own block straight from the shard: nothing to wait for.
-  OVERLAPSIM_TRY(vendor_.run_at(
+  OVERLAPSIM_TRY(plan(j).run_at(
       block_rows, a, b,
       static_cast<char*>(c) + static_cast<std::size_t>(rank_ * block_rows * n_) * kElementBytes,
-      compute_stream));
+      streams[j % lanes]));
+  ++j;
   // The peers' chunks in the order they arrive: rank + 1's block first (enqueue_pushes).
   for (int i = 1; i < world_; ++i) {
     const int s = (rank_ + i) % world_;
-    for (int ch = 0; ch < options_.chunks; ++ch) {
+    for (int ch = 0; ch < options_.chunks; ++ch, ++j) {
+      cudaStream_t stream = streams[j % lanes];
       if (wait)
         OVERLAPSIM_TRY(enqueue_wait_geq(flags_.as<std::uint32_t>() + s * options_.chunks + ch,
-                                        epoch, compute_stream));
-      OVERLAPSIM_TRY(vendor_.run(chunk_rows, s * block_rows + ch * chunk_rows, gathered_a, b, c,
-                                 compute_stream));
+                                        epoch, stream));
+      OVERLAPSIM_TRY(
+          plan(j).run(chunk_rows, s * block_rows + ch * chunk_rows, gathered_a, b, c, stream));
     }
   }
   return Status::success();
@@ -319,7 +341,8 @@ Status AllGatherGemmDesign::run_vendor_on_gathered(const void* gathered_a, const
     return Status::failure("tilewise allgather+gemm: run_vendor_on_gathered needs vendor_gemm");
   const char* own = static_cast<const char*>(gathered_a) +
                     static_cast<std::size_t>(rank_ * (m_ / world_) * k_) * kElementBytes;
-  return enqueue_vendor_gemms(own, b, c, static_cast<const char*>(gathered_a), 0, false, stream);
+  // One stream, the GEMMs in the call's order with the same plan sets.
+  return enqueue_vendor_gemms(own, b, c, static_cast<const char*>(gathered_a), 0, false, {stream});
 }
 
 Status AllGatherGemmDesign::run(const void* a, const void* b, void* c, cudaStream_t compute_stream,
@@ -330,7 +353,18 @@ Status AllGatherGemmDesign::run(const void* a, const void* b, void* c, cudaStrea
   if (options_.vendor_gemm) {
     std::vector<cudaStream_t> used;
     OVERLAPSIM_TRY(enqueue_pushes(a, epoch, compute_stream, comm_stream, &used));
-    OVERLAPSIM_TRY(enqueue_vendor_gemms(a, b, c, gathered(parity), epoch, true, compute_stream));
+    std::vector<cudaStream_t> streams{compute_stream};
+    if (vendor_stream_ != nullptr) {
+      // The second stream starts at the fork (after the start barrier), and the compute
+      // stream waits for its last GEMM before the call ends.
+      CUDA_CHECK(cudaStreamWaitEvent(vendor_stream_, fork_, 0));
+      streams.push_back(vendor_stream_);
+    }
+    OVERLAPSIM_TRY(enqueue_vendor_gemms(a, b, c, gathered(parity), epoch, true, streams));
+    if (vendor_stream_ != nullptr) {
+      CUDA_CHECK(cudaEventRecord(vendor_join_, vendor_stream_));
+      CUDA_CHECK(cudaStreamWaitEvent(compute_stream, vendor_join_, 0));
+    }
     if (trace_ != nullptr) CUDA_CHECK(cudaEventRecord(trace_->gemm_end, compute_stream));
     trace_ = nullptr;
     return join(used, compute_stream);

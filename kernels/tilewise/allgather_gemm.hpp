@@ -35,7 +35,8 @@
 // run on the senders' streams, so no CUDA event of theirs exists on the receiver; the flag is
 // what it can wait on. Its result is bit for bit NCCL all-gather + the same cuBLASLt GEMM per
 // chunk (run_vendor_on_gathered), and within bf16 rounding of one cuBLASLt GEMM over all rows
-// (each chunk's algorithm is the heuristic's for its own shape).
+// (each chunk's algorithm is the heuristic's for its own shape). With vendor_streams = 2 the
+// GEMMs alternate between the compute stream and a second one (joined before the call ends).
 // Peers through PeerMemory (peer_memory.hpp): UVA pointers between threads, IPC handles
 // between processes of one host.
 // Host API: can_implement → initialize (collective) → prepare(a, b, c) (optional) → run
@@ -99,6 +100,14 @@ struct AllGatherGemmOptions {
   // GEMM's one tile, and a stall between two GEMMs costs only its length. split_k_tail must be
   // 1; the GEMM needs no k % 8 (no TMA reads in place).
   bool vendor_gemm = false;
+  // vendor_gemm only: the streams its GEMMs alternate over, 1 or 2. With 2, the own block and
+  // the peer chunks in arrival order go to the compute stream and a stream of the design's own
+  // in turn (each behind its chunk's flag on that stream, as PyTorch's
+  // fused_all_gather_matmul alternates its two streams), so a GEMM's partial last wave
+  // overlaps the next one's first: with one stream, four GEMMs of M/4 rows each end on a
+  // partial wave (405B QKV's 2048 x 4608 chunk: 288 tiles, 2.2 waves of 132 SMs). Each chunk
+  // still has its own plan, handle and workspace per stream, so the result is the same bits.
+  int vendor_streams = 1;
 };
 
 // Events a call records when traced (AllGatherGemmDesign::trace_next): where its pushes
@@ -170,10 +179,12 @@ class AllGatherGemmDesign {
   Status enqueue_pushes(const void* a, std::uint32_t epoch, cudaStream_t compute_stream,
                         cudaStream_t comm_stream, std::vector<cudaStream_t>* used);
   Status join(const std::vector<cudaStream_t>& used, cudaStream_t compute_stream);
-  // vendor_gemm's GEMMs on compute_stream: the own block from the shard, then every peer
-  // chunk of this parity, each behind its flag's wait when `wait` (else read as it is).
+  // vendor_gemm's GEMMs: the own block from the shard, then every peer chunk of this parity,
+  // each behind its flag's wait when `wait` (else read as it is). GEMM j (0: the own block)
+  // runs on `streams[j % streams.size()]` with plan set j % vendor_streams.
   Status enqueue_vendor_gemms(const void* a, const void* b, void* c, const char* gathered_a,
-                              std::uint32_t epoch, bool wait, cudaStream_t compute_stream) const;
+                              std::uint32_t epoch, bool wait,
+                              const std::vector<cudaStream_t>& streams) const;
   Status signal_peer(std::uint32_t* peer_flag, std::uint32_t epoch, cudaStream_t stream);
   // align_start's barrier on compute_stream.
   Status enqueue_start_barrier(std::uint32_t epoch, cudaStream_t compute_stream);
@@ -195,6 +206,11 @@ class AllGatherGemmDesign {
   std::vector<std::uint32_t*> peer_arrived_;   // [world] their arrival flags
   const AllGatherCallTrace* trace_ = nullptr;
   VendorRowGemms vendor_;  // vendor_gemm: a plan for a block's rows and one for a chunk's
+  // vendor_streams = 2: the same plans on their own handle and workspace, for the second
+  // stream's GEMMs (a workspace serves one stream at a time), the stream and its join.
+  VendorRowGemms vendor_alt_;
+  cudaStream_t vendor_stream_ = nullptr;
+  cudaEvent_t vendor_join_ = nullptr;
   std::map<std::tuple<const void*, const void*, void*>,
            std::array<std::unique_ptr<gemm::OwnGemm>, 2>>
       gemms_;

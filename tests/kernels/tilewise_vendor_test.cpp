@@ -3,7 +3,8 @@
 // Host (run everywhere): shape and option errors.
 // GPU: the partial sum bit for bit against the host's rank-order fp32 sum (one GPU); on every
 // visible GPU (>= 2), AllGather+GEMM bit for bit against NCCL all-gather + the design's own
-// cuBLASLt chunk GEMMs and within bf16 tolerance of one cuBLASLt GEMM over all rows;
+// cuBLASLt chunk GEMMs (on one stream and on two alternating ones) and within bf16
+// tolerance of one cuBLASLt GEMM over all rows;
 // GEMM+ReduceScatter bit for bit against the same cuBLASLt chunk GEMMs summed on the host in
 // rank order (fp32, one rounding); each with calls back to back and no host sync.
 #include <gtest/gtest.h>
@@ -59,6 +60,14 @@ TEST(TilewiseVendor, ShapeAndOptionErrors) {
   ag.chunks = 3;
   EXPECT_FALSE(AllGatherGemmDesign::can_implement(4 * 100, 700, 300, 4, ag).ok);
   ag.chunks = 1;
+  ag.vendor_streams = 3;
+  EXPECT_FALSE(AllGatherGemmDesign::can_implement(4 * 100, 700, 300, 4, ag).ok);
+  ag.vendor_streams = 2;
+  EXPECT_TRUE(AllGatherGemmDesign::can_implement(4 * 100, 700, 300, 4, ag).ok);
+  ag.vendor_gemm = false;
+  EXPECT_FALSE(AllGatherGemmDesign::can_implement(2048, 1536, 512, 4, ag).ok);  // own GEMM
+  ag.vendor_gemm = true;
+  ag.vendor_streams = 1;
   ag.split_k_tail = 2;
   const Status split = AllGatherGemmDesign::can_implement(2048, 1536, 512, 4, ag);
   EXPECT_FALSE(split.ok);
@@ -118,13 +127,14 @@ TEST(TilewiseVendorGpu, PartialSumIsTheRankOrderSumRoundedOnce) {
 // two outputs, then each output against NCCL all-gather + run_vendor_on_gathered (bit for
 // bit) and against one cuBLASLt GEMM over all rows (bf16 tolerance).
 void run_vendor_allgather(std::int64_t m, std::int64_t n, std::int64_t k, int chunks, int calls,
-                          bool align_start = true) {
+                          bool align_start = true, int streams = 1) {
   const int world = visible_gpu_count();
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE("vendor allgather+gemm on " + std::to_string(world) + " GPUs, " + std::to_string(m) +
                "x" + std::to_string(n) + "x" + std::to_string(k) + ", " + std::to_string(chunks) +
                " chunk(s), " + std::to_string(calls) + " call(s)" +
-               (align_start ? "" : ", unaligned") + ", seed " + std::to_string(seed));
+               (align_start ? "" : ", unaligned") + ", " + std::to_string(streams) +
+               " stream(s), seed " + std::to_string(seed));
   HarnessOptions harness;
   harness.blocking_comms = true;
   std::vector<std::uint64_t> diff(static_cast<std::size_t>(world), 1),
@@ -152,6 +162,7 @@ void run_vendor_allgather(std::int64_t m, std::int64_t n, std::int64_t k, int ch
     o.chunks = chunks;
     o.vendor_gemm = true;
     o.align_start = align_start;
+    o.vendor_streams = streams;
     OVERLAPSIM_TRY(d.initialize(&ctx.comm, m, n, k, DType::BF16, o));
     for (int i = 0; i < calls; ++i)
       OVERLAPSIM_TRY(d.run(a[i % 2].data(), b.data(), c[i % 2].data(), s, ctx.comm_stream));
@@ -196,6 +207,17 @@ TEST(TilewiseVendorGpu, AllGatherBitIdenticalToNcclThenTheSameChunkGemms) {
   run_vendor_allgather(512 * w, 700, 264, 2, 3);  // edge columns
   run_vendor_allgather(100 * w, 700, 300, 1, 2);  // no tile multiple, K % 8 != 0
   run_vendor_allgather(1024 * w, 2048, 1024, 4, 2, false);
+}
+
+// Two alternating streams (PyTorch's issue order): the same chunk plans, so the same bits.
+TEST(TilewiseVendorGpu, AllGatherOnTwoStreamsBitIdentical) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  const std::int64_t w = visible_gpu_count();
+  run_vendor_allgather(512 * w, 1536, 512, 1, 3, true, 2);
+  run_vendor_allgather(512 * w, 700, 264, 2, 3, true, 2);  // edge columns
+  run_vendor_allgather(100 * w, 700, 300, 1, 2, false, 2);  // no tile multiple, K % 8 != 0
+  run_vendor_allgather(512 * w, 2048, 512, 2, 200, true, 2);  // back to back
+  run_vendor_allgather(512 * w, 2048, 512, 1, 200, false, 2);
 }
 
 TEST(TilewiseVendorGpu, AllGatherBackToBackCallsWithoutHostSync) {
