@@ -1,7 +1,9 @@
 // embedding-alltoall-bench: DLRM-DCNv2's model-parallel embedding forward (every rank
 // pools its tables' bags for the global batch, then each rank receives its local batch's
-// rows of every table) as the fused kernel (kernels/fused/embedding_alltoall.hpp) against
-// the sequential designs, every variant in one interleaved loop per case:
+// rows of every table) and, with --passes backward, its backward (embedding_alltoall_
+// backward_case.hpp: the gradient rows back to the table owners, then the per-lookup
+// gradient), each fused kernel against the sequential designs, every variant in one
+// interleaved loop per case. The forward's variants:
 //   embedding+alltoall fused              one kernel: lookups store the pooled rows into
 //                                         the destination ranks over NVLink, counters
 //                                         (CUDA peer pointers)
@@ -26,7 +28,9 @@
 // lets the fused design pick its row loads in flight by timing its one-launch lookup
 // (EmbeddingAllToAll::tune; both transports then run the choice; stderr names it and the
 // two times); --row-loads 4|8 fixes it instead.
-//   embedding-alltoall-bench [--world N] [--batches 256,1024,2112,8192,32768]
+// --passes forward,backward runs every forward case, then every backward case (the backward
+// needs no tables: --max-rows and --row-loads concern the forward alone).
+//   embedding-alltoall-bench [--world N] [--passes forward] [--batches 256,1024,2112,8192,32768]
 //       [--pooling-scales 1,4] [--max-rows 40000000] [--iterations 30] [--warmup 5]
 //       [--b2b-calls 50] [--timeout 60] [--row-loads 0] [--seed S] [--output FILE]
 #include <cuda_runtime.h>
@@ -40,6 +44,7 @@
 #include <vector>
 
 #include "kernels/bench/bench_row.hpp"
+#include "kernels/bench/embedding_alltoall_backward_case.hpp"
 #include "kernels/collectives/nccl_collectives.hpp"
 #include "kernels/fused/embedding_alltoall.hpp"
 #include "kernels/harness/device_buffer.hpp"
@@ -79,7 +84,8 @@ struct Settings {
   int warmup = 5;
   int b2b_calls = 50;
   double timeout_s = 60;
-  int row_loads = 0;  // 0: tuned per case
+  int row_loads = 0;                      // 0: tuned per case
+  bool forward = true, backward = false;  // --passes
   std::uint64_t seed = 1;
   std::string output;
 };
@@ -118,13 +124,25 @@ Settings parse(const std::vector<std::string>& args) {
       s.row_loads = to_int(cursor.value(), 0, 8);
       if (s.row_loads != 0 && s.row_loads != 4 && s.row_loads != 8)
         bad_flag(kProgram, flag, cursor.value(), "0 (tuned), 4 or 8");
+    } else if (flag == "--passes") {
+      s.forward = s.backward = false;
+      for (const std::string& pass : split_list(cursor.value())) {
+        if (pass == "forward")
+          s.forward = true;
+        else if (pass == "backward")
+          s.backward = true;
+        else
+          bad_flag(kProgram, flag, pass, "forward and/or backward");
+      }
+      if (!s.forward && !s.backward) bad_flag(kProgram, flag, "", "forward and/or backward");
     } else if (flag == "--seed") {
       s.seed = static_cast<std::uint64_t>(flag_int(kProgram, flag, cursor.value(), 0));
     } else if (flag == "--output") {
       s.output = cursor.value();
     } else if (flag == "--help") {
       throw std::invalid_argument(kProgram +
-                                  ": [--world N] [--batches B,...] [--pooling-scales S,...] "
+                                  ": [--world N] [--passes forward,backward] [--batches B,...] "
+                                  "[--pooling-scales S,...] "
                                   "[--max-rows R] [--iterations 30] [--warmup 5] "
                                   "[--b2b-calls 50] [--timeout 60] [--row-loads 0] [--seed S] "
                                   "[--output FILE]");
@@ -162,6 +180,23 @@ class Runner {
 
   Status run() {
     tags_ = bench::read_device_tags(ctx_.comm.world);
+    if (settings_.forward) OVERLAPSIM_TRY(run_forward());
+    if (!settings_.backward) return Status::success();
+    bench::EmbeddingBackwardCaseSettings b;
+    b.iterations = settings_.iterations;
+    b.warmup = settings_.warmup;
+    b.b2b_calls = settings_.b2b_calls;
+    b.timeout_s = settings_.timeout_s;
+    b.seed = settings_.seed;
+    for (std::int64_t scale : settings_.pooling_scales)
+      for (std::int64_t batch : settings_.batches)
+        OVERLAPSIM_TRY(bench::run_embedding_backward_case(
+            b, dcn_shape(settings_, batch, scale, ctx_.comm.world), ctx_, tags_, lines_));
+    return Status::success();
+  }
+
+ private:
+  Status run_forward() {
     // Tables once (they do not depend on the batch): this rank's, filled at random.
     const EmbeddingAllToAllShape base = dcn_shape(settings_, 1, 1, ctx_.comm.world);
     slots_ = base.owned(ctx_.comm.rank);
@@ -179,10 +214,13 @@ class Runner {
     for (std::int64_t scale : settings_.pooling_scales)
       for (std::int64_t batch : settings_.batches)
         OVERLAPSIM_TRY(run_case(dcn_shape(settings_, batch, scale, ctx_.comm.world)));
-    return Status::success();
+    // The tables' memory back before any backward case.
+    OVERLAPSIM_TRY(quiesce(ctx_, "embedding-a2a forward done"));
+    tables_.clear();
+    table_ptrs_.clear();
+    return quiesce(ctx_, "embedding-a2a tables freed");
   }
 
- private:
   Status run_case(const EmbeddingAllToAllShape& shape) {
     const int world = ctx_.comm.world, rank = ctx_.comm.rank;
     cudaStream_t s = ctx_.compute_stream;

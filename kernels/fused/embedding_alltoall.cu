@@ -23,6 +23,7 @@
 
 #include "kernels/common/global_timer.cuh"
 #include "kernels/fused/embedding_alltoall_kernel.hpp"
+#include "kernels/fused/system_scope.cuh"
 #include "kernels/ops/half_float.cuh"
 
 namespace overlapsim::kernels::fused::embedding_a2a {
@@ -41,20 +42,6 @@ int groups_for(std::int64_t dim) {
 // Whether a table's bags go one per lane group (short bags), as embedding_bag.cu decides.
 bool bag_per_group(int groups, std::int64_t pooling) {
   return groups > 1 && pooling < groups * kUnroll;
-}
-
-__device__ __forceinline__ void fence_release_sys() {
-  asm volatile("fence.acq_rel.sys;" ::: "memory");
-}
-
-__device__ __forceinline__ void add_relaxed_sys(std::uint32_t* counter, std::uint32_t value) {
-  asm volatile("red.relaxed.sys.global.add.u32 [%0], %1;" ::"l"(counter), "r"(value) : "memory");
-}
-
-__device__ __forceinline__ std::uint32_t acquire_sys(const std::uint32_t* counter) {
-  std::uint32_t v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
-  return v;
 }
 
 template <typename T>
