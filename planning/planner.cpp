@@ -68,9 +68,10 @@ struct LoadedCluster {
 
 // What the simulator says about one configuration, through the same library call as
 // `overlapsim simulate` (workloads/scenario_inputs).
-SimulatedPoint simulate_point(const ModelSpec& base, const ClusterSpec& cluster_base,
+SimulatedPoint simulate_point(const ModelSpec& base, const LoadedCluster& loaded,
                               const PlanConfig& c, const std::vector<std::string>& designs,
                               bool exact) {
+  const ClusterSpec& cluster_base = loaded.spec;
   const ClusterSpec cluster = configured_cluster(cluster_base, c.nodes);
   const ModelSpec model = configured_model(base, c, cluster.gpus_per_node);
   sim::ScenarioOptions options;
@@ -78,7 +79,8 @@ SimulatedPoint simulate_point(const ModelSpec& base, const ClusterSpec& cluster_
   options.zero_wall_times = true;
   options.planning.scaled_parts_min_ranks = kScaledPartsMinRanks;
   options.aggregate_images = !exact;
-  const workloads::ModelRun result = workloads::simulate_model(model, cluster, options, !exact);
+  const workloads::ModelRun result =
+      workloads::simulate_model(model, cluster, options, !exact, loaded.profile);
   const double model_flops =
       result.model_flops_per_step > 0 ? result.model_flops_per_step : result.flops_per_step;
   SimulatedPoint out;
@@ -408,8 +410,8 @@ PlanResult run_plan(const PlanOptions& o) {
             if (const SimulatedPoint* done = state ? state->find(c.key()) : nullptr) {
               s = *done;
             } else {
-              s = simulate_point(model, clusters[static_cast<std::size_t>(c.cluster)].spec, c,
-                                 o.designs, o.exact_simulation);
+              s = simulate_point(model, clusters[static_cast<std::size_t>(c.cluster)], c, o.designs,
+                                 o.exact_simulation);
               if (state) state->append(s);
             }
             finished[gi].push_back(s);

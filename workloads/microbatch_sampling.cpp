@@ -59,21 +59,30 @@ MicrobatchSample microbatch_sample(std::int64_t microbatches, int pipeline_stage
   return s;
 }
 
-ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
-                        const sim::ScenarioOptions& options, bool sample,
-                        const std::string& profile_file) {
+namespace {
+
+// The first run's inputs: from the profile file, or from the profile already loaded.
+ScenarioInputs first_inputs(const ModelSpec& model, const ClusterSpec& cluster,
+                            const std::string& profile_file, const sim::Profile* loaded) {
+  return loaded ? make_scenario_inputs(model, cluster, *loaded)
+                : make_scenario_inputs(model, cluster, profile_file);
+}
+
+ModelRun simulate_model_with(const ModelSpec& model, const ClusterSpec& cluster,
+                             const sim::ScenarioOptions& options, bool sample,
+                             const std::string& profile_file, const sim::Profile* loaded) {
   const ModelSpec resolved = resolve_for_world(model, cluster.num_gpus(), cluster.gpus_per_node);
   MicrobatchSample s = microbatch_sample(resolved);
   if (!sample || options.trace || options.gemm_clock != sim::GemmClock::Steady)
     s.first = s.second = 0;
   if (!s.sampled()) {
-    const ScenarioInputs in = make_scenario_inputs(model, cluster, profile_file);
+    const ScenarioInputs in = first_inputs(model, cluster, profile_file, loaded);
     ModelRun run = from_inputs(in, simulate_inputs(in, options));
     run.sample = s;
     return run;
   }
   const ScenarioInputs a =
-      make_scenario_inputs(with_microbatches(resolved, s.first), cluster, profile_file);
+      first_inputs(with_microbatches(resolved, s.first), cluster, profile_file, loaded);
   const sim::ScenarioResult ra = simulate_inputs(a, options);
   const ScenarioInputs b =
       make_scenario_inputs(with_microbatches(resolved, s.second), cluster, profile_file, a);
@@ -88,6 +97,20 @@ ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
   run.model_flops_per_step =
       b.step.model_flops_per_step + t * (b.step.model_flops_per_step - a.step.model_flops_per_step);
   return run;
+}
+
+}  // namespace
+
+ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
+                        const sim::ScenarioOptions& options, bool sample,
+                        const std::string& profile_file) {
+  return simulate_model_with(model, cluster, options, sample, profile_file, nullptr);
+}
+
+ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
+                        const sim::ScenarioOptions& options, bool sample,
+                        const sim::Profile& profile) {
+  return simulate_model_with(model, cluster, options, sample, "", &profile);
 }
 
 }  // namespace overlapsim::workloads

@@ -49,5 +49,9 @@ struct ModelRun {
 ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
                         const sim::ScenarioOptions& options, bool sample,
                         const std::string& profile_file = "");
+// The same with the cluster's profile already loaded (copied into the runs, not read).
+ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
+                        const sim::ScenarioOptions& options, bool sample,
+                        const sim::Profile& profile);
 
 }  // namespace overlapsim::workloads

@@ -67,22 +67,24 @@ ScenarioInputs load_scenario_inputs(const ScenarioRequest& req) {
 
 namespace {
 
+// `like` (a run of the same cluster) or `loaded` gives the profile when not null.
 ScenarioInputs make_inputs(const ModelSpec& spec, const ClusterSpec& cluster,
-                           const std::string& profile_file, bool fold, const ScenarioInputs* like) {
+                           const std::string& profile_file, bool fold, const ScenarioInputs* like,
+                           const sim::Profile* loaded = nullptr) {
   ScenarioInputs in;
   in.cluster = cluster;
   validate_model(spec);
   const int world = in.cluster.num_gpus();
   in.model = resolve_for_world(spec, world, in.cluster.gpus_per_node);
 
-  std::string profile_path = profile_file;
+  std::string profile_path = loaded ? loaded->path : profile_file;
   if (profile_path.empty() && in.cluster.gpu) profile_path = in.cluster.gpu->profile_path;
   if (profile_path.empty())
     throw config::ConfigError(
         fmt::format("{}: gpu.profile: missing (expected a profile path such as "
                     "calibration/profiles/datasheet-h200.yaml, or pass --profile)",
                     in.cluster.file));
-  in.profile = like ? like->profile : sim::load_profile(profile_path);
+  in.profile = like ? like->profile : loaded ? *loaded : sim::load_profile(profile_path);
   const sim::Precision precision = in.model.training.precision;
   const auto peak = in.profile.compute.peak_flops_per_s.find(precision);
   if (peak == in.profile.compute.peak_flops_per_s.end())
@@ -122,6 +124,11 @@ ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cl
 ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cluster,
                                     const std::string& profile_file, const ScenarioInputs& like) {
   return make_inputs(spec, cluster, profile_file, true, &like);
+}
+
+ScenarioInputs make_scenario_inputs(const ModelSpec& spec, const ClusterSpec& cluster,
+                                    const sim::Profile& profile) {
+  return make_inputs(spec, cluster, "", true, nullptr, &profile);
 }
 
 sim::ScenarioResult simulate_inputs(const ScenarioInputs& in, sim::ScenarioOptions options) {

@@ -54,6 +54,10 @@ ScenarioInputs make_scenario_inputs(const ModelSpec& model, const ClusterSpec& c
 // profile file (a sampled step's second run): copied, not read and built again.
 ScenarioInputs make_scenario_inputs(const ModelSpec& model, const ClusterSpec& cluster,
                                     const std::string& profile_file, const ScenarioInputs& like);
+// The same with `profile` already loaded (the planner reads each cluster's profile once
+// rather than once per configuration): copied, not read again.
+ScenarioInputs make_scenario_inputs(const ModelSpec& model, const ClusterSpec& cluster,
+                                    const sim::Profile& profile);
 
 // Runs the loaded scenario: `options` with the inputs' collective timing and precision.
 sim::ScenarioResult simulate_inputs(const ScenarioInputs& inputs, sim::ScenarioOptions options);

@@ -130,8 +130,11 @@ struct OpNode {
 //  - StepGraph::groups holds every communicator of each family used (all TP groups, all
 //    DP groups, ...), so a folded collective's images on other groups can be found;
 //  - ops with flops == 0 are charged by bytes only (norms, activations, optimizer math).
-using OpGraph =
-    boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, OpNode>;
+// Edges in a vector, not Boost's default list (EdgeListS): a list node per edge was the
+// generator's largest allocation, and its frees a large part of each step's teardown.
+// Edges are never removed, so the vector's O(E) removal never runs.
+using OpGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, OpNode,
+                                      boost::no_property, boost::no_property, boost::vecS>;
 using OpVertex = OpGraph::vertex_descriptor;
 
 struct RankProgram {
