@@ -16,6 +16,10 @@ least 20 % of the GEMM alone (same loop).
 
   summarize_chunk_vendor.py bench.csv [bench.csv ...] --stderr stderr.txt [...]
       --torch-steady torch_steady.csv --torch-burst torch_burst.csv --output summary.csv
+  summarize_chunk_vendor.py --smi smi.csv.gz --steps steps.csv
+      (run_chunk_vendor.sh SMI=1: GPU 0's busy samples, clock, power and utilisation, in each
+      "torch probe" step, seconds after the step's start: the probe times PyTorch's GEMM
+      alone first, then its pair, each after 1 s back to back, so the clock each ran at shows)
 """
 import argparse
 import re
@@ -31,7 +35,40 @@ def fmt(x, digits=1):
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+def probe_clocks(smi_path, steps_path):
+    import datetime
+    import gzip
+    steps = []
+    for line in list(open(steps_path))[1:]:
+        at, name = line.rstrip("\n").split(",", 1)
+        steps.append((float(at), name))
+    opener = gzip.open if smi_path.endswith(".gz") else open
+    samples = []
+    for line in opener(smi_path, "rt"):
+        parts = [p.strip() for p in line.split(",")]
+        try:
+            t = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").replace(
+                tzinfo=datetime.timezone.utc).timestamp()
+            samples.append((t, int(parts[1]), float(parts[2]), float(parts[3]), float(parts[4])))
+        except (ValueError, IndexError):
+            continue  # the header
+    for (start, name), (end, _) in zip(steps, steps[1:]):
+        if "probe" not in name:
+            continue
+        print(name)
+        for t, gpu, clock, power, util in samples:
+            if start <= t < end and gpu == 0 and util >= 30:
+                print(f"  +{t - start:6.2f} s  SM {clock:5.0f} MHz  {power:4.0f} W  util {util:3.0f} %")
+    return 0
+
+
 def main():
+    if "--smi" in sys.argv:
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--smi", required=True)
+        ap.add_argument("--steps", required=True)
+        args = ap.parse_args()
+        return probe_clocks(args.smi, args.steps)
     ap = argparse.ArgumentParser()
     ap.add_argument("bench_csv", nargs="+")
     ap.add_argument("--stderr", nargs="*", default=[])
