@@ -73,7 +73,19 @@ double StepExecutor::Impl::op_time_s(int p, OpVertex v) {
   std::vector<double>& times = op_times->times[static_cast<std::size_t>(p)];
   if (times.empty()) times.assign(programs[p].ops.size(), std::numeric_limits<double>::quiet_NaN());
   double& t = times[v];
-  if (std::isnan(t)) t = compute.time_s(op(p, v));
+  if (std::isnan(t)) {
+    const OpNode& node = op(p, v);
+    const auto [it, inserted] = op_times->by_key.try_emplace(OpCostKey::of(node), 0.0);
+    if (inserted) {
+      try {
+        it->second = compute.time_s(node);
+      } catch (...) {
+        op_times->by_key.erase(it);
+        throw;
+      }
+    }
+    t = it->second;
+  }
   return t;
 }
 

@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/collectives/collective.hpp"
@@ -43,6 +44,8 @@ class StepLayout;  // step_layout.hpp
 struct OpTimeMemo {
   const ComputeModel* model = nullptr;  // the model the times are of
   std::vector<std::vector<double>> times;
+  // Times by the fields cost() reads: a step's ops repeat per layer and microbatch.
+  std::unordered_map<OpCostKey, double, OpCostKey::Hash> by_key;
 };
 
 struct ExecOptions {

@@ -3,9 +3,57 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 
 namespace overlapsim::sim {
+
+OpCostKey OpCostKey::of(const OpNode& op) {
+  OpCostKey k;
+  k.kind = op.kind;
+  k.phase = op.phase;
+  k.precision = op.precision;
+  k.fp8_block_scaled = op.fp8_block_scaled;
+  k.recompute = op.recompute;
+  k.gemm = op.gemm;
+  k.attention = op.attention;
+  k.flops = op.flops;
+  k.bytes = op.bytes;
+  return k;
+}
+
+bool OpCostKey::operator==(const OpCostKey& o) const {
+  // Doubles compared by value: -0.0 == 0.0 cost the same, and no key holds a NaN.
+  return kind == o.kind && phase == o.phase && precision == o.precision &&
+         fp8_block_scaled == o.fp8_block_scaled && recompute == o.recompute && gemm.m == o.gemm.m &&
+         gemm.n == o.gemm.n && gemm.k == o.gemm.k && gemm.batch == o.gemm.batch &&
+         attention.head_dim == o.attention.head_dim && attention.seq_len == o.attention.seq_len &&
+         attention.query_tiles == o.attention.query_tiles && flops == o.flops && bytes == o.bytes;
+}
+
+std::size_t OpCostKey::Hash::operator()(const OpCostKey& k) const {
+  // FNV-1a over the fields' values (+ 0.0 folds -0.0 into 0.0, as operator== does).
+  std::uint64_t h = 1469598103934665603ull;
+  const auto mix = [&h](std::uint64_t v) {
+    h ^= v;
+    h *= 1099511628211ull;
+  };
+  const auto bits = [](double d) { return std::bit_cast<std::uint64_t>(d + 0.0); };
+  mix(static_cast<std::uint64_t>(k.kind) | static_cast<std::uint64_t>(k.phase) << 8 |
+      static_cast<std::uint64_t>(k.precision) << 16 |
+      static_cast<std::uint64_t>(k.fp8_block_scaled) << 24 |
+      static_cast<std::uint64_t>(k.recompute) << 25);
+  mix(static_cast<std::uint64_t>(k.gemm.m));
+  mix(static_cast<std::uint64_t>(k.gemm.n));
+  mix(static_cast<std::uint64_t>(k.gemm.k));
+  mix(static_cast<std::uint64_t>(k.gemm.batch));
+  mix(bits(k.attention.head_dim));
+  mix(bits(k.attention.seq_len));
+  mix(bits(k.attention.query_tiles));
+  mix(bits(k.flops));
+  mix(k.bytes);
+  return static_cast<std::size_t>(h);
+}
 
 ComputeModel::ComputeModel(const ComputeProfile& profile) : profile_(profile) {}
 

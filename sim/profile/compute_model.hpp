@@ -24,6 +24,27 @@ struct OpCost {
   bool memory_bound() const { return memory_s > compute_s; }
 };
 
+// The fields of an op that ComputeModel::cost() reads: ops equal in these cost the same,
+// so a step's thousands of repeated layer ops are costed once per distinct key (the
+// executor's OpTimeMemo). cost() must read nothing else of the op but its name (in errors).
+struct OpCostKey {
+  OpKind kind = OpKind::Elementwise;
+  Phase phase = Phase::Forward;
+  Precision precision = Precision::BF16;
+  bool fp8_block_scaled = false;
+  bool recompute = false;
+  GemmShape gemm;
+  AttentionShape attention;
+  double flops = 0;
+  std::uint64_t bytes = 0;
+
+  static OpCostKey of(const OpNode& op);
+  bool operator==(const OpCostKey& o) const;
+  struct Hash {
+    std::size_t operator()(const OpCostKey& k) const;
+  };
+};
+
 class ComputeModel {
  public:
   // Keeps a reference: the profile must outlive the model.

@@ -376,5 +376,46 @@ TEST(GemmTable, ValidateRejectsBadGrids) {
   EXPECT_THROW(t.validate(), std::invalid_argument);
 }
 
+// The memo key holds every field cost() reads and nothing that varies between repeats of
+// a layer's op (name, layer, microbatch, stream, pairing, communication fields).
+TEST(OpCostKey, IgnoresWhatCostDoesNotRead) {
+  const OpNode a = gemm_op("L0.mb0.fwd.qkv", 4096, 4096, 4096);
+  OpNode b = a;
+  b.name = "L7.mb3.fwd.qkv";
+  b.layer = 7;
+  b.microbatch = 3;
+  b.stream = StreamKind::TensorComm;
+  b.pair_partner = 12;
+  b.comm_group = 2;
+  b.comm_bytes = 1 << 20;
+  EXPECT_TRUE(OpCostKey::of(a) == OpCostKey::of(b));
+  EXPECT_EQ(OpCostKey::Hash{}(OpCostKey::of(a)), OpCostKey::Hash{}(OpCostKey::of(b)));
+}
+
+TEST(OpCostKey, EachCostFieldChangesTheKey) {
+  const OpNode base = gemm_op("qkv", 4096, 4096, 4096);
+  const std::vector<void (*)(OpNode&)> changes = {
+      [](OpNode& o) { o.kind = OpKind::Gemv; },
+      [](OpNode& o) { o.phase = Phase::Backward; },
+      [](OpNode& o) { o.precision = Precision::FP8; },
+      [](OpNode& o) { o.fp8_block_scaled = true; },
+      [](OpNode& o) { o.recompute = true; },
+      [](OpNode& o) { o.gemm.m = 4095; },
+      [](OpNode& o) { o.gemm.n = 4095; },
+      [](OpNode& o) { o.gemm.k = 4095; },
+      [](OpNode& o) { o.gemm.batch = 2; },
+      [](OpNode& o) { o.attention.head_dim = 128; },
+      [](OpNode& o) { o.attention.seq_len = 8192; },
+      [](OpNode& o) { o.attention.query_tiles = 64; },
+      [](OpNode& o) { o.flops = 1e9; },
+      [](OpNode& o) { o.bytes = 1 << 20; },
+  };
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    OpNode changed = base;
+    changes[i](changed);
+    EXPECT_FALSE(OpCostKey::of(base) == OpCostKey::of(changed)) << "change " << i;
+  }
+}
+
 }  // namespace
 }  // namespace overlapsim::sim
