@@ -8,16 +8,19 @@
 // Work is counted in 16-byte pieces and split into tiles of kTilePieces (a warp's unit).
 //   push (fused): the first kPushWarps warps of every CTA store this rank's rows of the
 //     tables other ranks own straight into the owner's receive buffer over NVLink (tiles
-//     split statically over those warps of the grid), pass a named barrier, and one thread
-//     issues a system-scope release fence and adds 1 to this rank's counter on every other
-//     rank.
+//     split statically over those warps of the grid), owner by owner, rank + 1 first, then
+//     rank + 2, ... (a shift: at each step every rank receives from one source); after each
+//     owner they pass a named barrier, and one thread issues a system-scope release fence
+//     and adds 1 to this rank's counter on that owner.
 //   expand: tiles of (source rank, slot), numbered source by source from this rank's own
-//     (read from `grad`, no exchange), then the next ranks in turn. Sequential: the grid
+//     (read from `grad`, no exchange), then rank - 1, rank - 2, ...: the order in which the
+//     shift delivers them. Sequential: the grid
 //     takes them statically, the other ranks' rows from NCCL's receive buffer. Fused: every
-//     warp (the push warps once they have signalled) claims the next tile from a counter,
-//     and before its first tile of a source waits (acquire, nanosleep back-off, deadline)
-//     until that source's counter shows all its CTAs: while the rows are on NVLink the
-//     grid expands this rank's own rows.
+//     warp (the push warps once they have signalled) claims tiles from kClaimCounters
+//     counters (each a part of every source's tiles, in that order; a warp drains one, then
+//     helps the next), and before its first tile of a source waits (acquire, nanosleep
+//     back-off, deadline) until that source's counter shows all its CTAs: while the rows
+//     are on NVLink the grid expands this rank's own rows.
 // The fused grid is at most what fits at once (warps wait on peers whose pushes come from
 // their whole grid), and no warp waits before its own pushes are out.
 #include <cuda_runtime.h>
@@ -71,14 +74,14 @@ __device__ __forceinline__ const uint4* source_rows(const KernelArgs& a, int s, 
   return static_cast<const uint4*>(a.gathered) + (s * G + src * B) * R;
 }
 
-// Expansion tile k of the call (source order rank, rank + 1, ...).
+// Expansion tile k of the call (source order rank, rank - 1, rank - 2, ...).
 __device__ __forceinline__ void expand(const KernelArgs& a, int k, int* src_out, int* slot_out,
                                        int* tile_out) {
   const int order = k / a.source_tiles;
   int rest = k - order * a.source_tiles;
   int s = 0;
   while (rest >= a.slot_tiles[s]) rest -= a.slot_tiles[s++];
-  *src_out = (a.rank + order) % a.world;
+  *src_out = (a.rank - order + a.world) % a.world;
   *slot_out = s;
   *tile_out = rest;
 }
@@ -102,16 +105,24 @@ __device__ __forceinline__ void push(const KernelArgs& a, int push_warp, int pus
   const int tiles = (count + kTilePieces - 1) / kTilePieces;
   const std::int64_t parity = a.epoch & 1u;
   int first = 0;  // the table's first tile in the grid's numbering
-  for (int t = 0; t < a.tables_total; ++t) {
-    const int owner = a.table_owner[t];
-    if (owner == a.rank) continue;
-    const int r = (push_warp - first) % push_warps;
-    const uint4* rows = static_cast<const uint4*>(a.grad) + static_cast<std::int64_t>(t) * B * R;
-    uint4* out = static_cast<uint4*>(a.recv[owner]) +
-                 ((parity * a.owner_slots[owner] + a.table_slot[t]) * G + a.rank * B) * R;
-    for (int tile = r < 0 ? r + push_warps : r; tile < tiles; tile += push_warps)
-      copy_tile(rows, out, count, R, R, tile, lane);
-    first += tiles;
+  for (int i = 0; i + 1 < a.world; ++i) {
+    const int owner = a.push_order[i];
+    for (int t = 0; t < a.tables_total; ++t) {
+      if (a.table_owner[t] != owner) continue;
+      const int r = (push_warp - first) % push_warps;
+      const uint4* rows = static_cast<const uint4*>(a.grad) + static_cast<std::int64_t>(t) * B * R;
+      uint4* out = static_cast<uint4*>(a.recv[owner]) +
+                   ((parity * a.owner_slots[owner] + a.table_slot[t]) * G + a.rank * B) * R;
+      for (int tile = r < 0 ? r + push_warps : r; tile < tiles; tile += push_warps)
+        copy_tile(rows, out, count, R, R, tile, lane);
+      first += tiles;
+    }
+    // The push warps' stores to this owner, then one release for all of them.
+    asm volatile("bar.sync 1, %0;" ::"r"(kPushWarps * 32) : "memory");
+    if (threadIdx.x == 0) {
+      fence_release_sys();
+      add_relaxed_sys(a.counters[owner] + a.rank, 1u);
+    }
   }
 }
 
@@ -144,33 +155,37 @@ __global__ void __launch_bounds__(kThreads) embedding_alltoall_backward_kernel(c
     }
     return;
   }
-  if (warp_in_cta < kPushWarps) {
+  const int warp = static_cast<int>(blockIdx.x) * kWarps + warp_in_cta;
+  if (warp_in_cta < kPushWarps)
     push(a, static_cast<int>(blockIdx.x) * kPushWarps + warp_in_cta,
          static_cast<int>(gridDim.x) * kPushWarps, lane);
-    // The push warps' stores, then one release for all of them.
-    asm volatile("bar.sync 1, %0;" ::"r"(kPushWarps * 32) : "memory");
-    if (threadIdx.x == 0) {
-      fence_release_sys();
-      for (int d = 1; d < a.world; ++d)
-        add_relaxed_sys(a.counters[(a.rank + d) % a.world] + a.rank, 1u);
-    }
-  }
-  // Claim tiles until the call's are gone: every warp makes exactly one failed claim (the
-  // host adds tiles + grid x warps to claims_base per call).
+  // Claim tiles until every counter's are gone: a warp drains its counter, then the next,
+  // making exactly one failed claim on each (the host adds each counter's claims plus
+  // grid x warps to its base per call).
   unsigned ready = 1u << a.rank;
-  for (;;) {
+  for (int visited = 0, p = warp % kClaimCounters; visited < kClaimCounters;) {
+    int start = 0, count = 0;
+    claim_part(a.source_tiles, p, &start, &count);
+    const int claimable = count * a.world;
     std::uint32_t claim = 0;
-    if (lane == 0) claim = atomicAdd(a.claims, 1u);
+    if (lane == 0) claim = atomicAdd(a.claims + p * kClaimStride, 1u);
     claim = __shfl_sync(0xffffffffu, claim, 0);
-    const int k = static_cast<std::int32_t>(claim - a.claims_base);
-    if (k >= tiles) break;
-    int src = 0, s = 0, tile = 0;
-    expand(a, k, &src, &s, &tile);
-    if (((ready >> src) & 1u) == 0) {
-      if (!__all_sync(0xffffffffu, wait_source(a, src))) break;
-      ready |= 1u << src;
+    const int first = static_cast<std::int32_t>(claim - a.claims_base[p]) * kClaimTiles;
+    if (first >= claimable) {
+      ++visited;
+      p = (p + 1) % kClaimCounters;
+      continue;
     }
-    expand_tile(a, src, s, tile, lane);
+    for (int j = first; j < first + kClaimTiles && j < claimable; ++j) {
+      const int order = j / count;
+      int src = 0, s = 0, tile = 0;
+      expand(a, order * a.source_tiles + start + (j - order * count), &src, &s, &tile);
+      if (((ready >> src) & 1u) == 0) {
+        if (!__all_sync(0xffffffffu, wait_source(a, src))) return;
+        ready |= 1u << src;
+      }
+      expand_tile(a, src, s, tile, lane);
+    }
   }
 }
 

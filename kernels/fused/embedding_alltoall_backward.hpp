@@ -13,12 +13,13 @@
 //     owner (exchange), then our expansion kernel on the owner (expand), one stream.
 //   Fused (run): one kernel per call (embedding_alltoall_backward.cu): part of every CTA
 //     stores this rank's rows into the owners' receive buffers over NVLink (CUDA peer
-//     pointers) and counts the CTA done on every other rank; meanwhile the grid expands this
-//     rank's own rows, then each source's as its counter shows them landed.
+//     pointers), owner by owner in a shift (rank + 1, rank + 2, ...), counting the CTA on
+//     each owner once its rows are out; meanwhile the grid expands this rank's own rows,
+//     then each source's as its counter shows them landed.
 //   Back to back: counters count CTAs and are never reset (a call waits for the grids of
 //     the calls so far, summed); receive buffers alternate by the call's parity (a peer can
-//     be at most one call ahead); the expansion's tile counter is never reset either (each
-//     call advances it by its tiles plus one failed claim a warp). After a timeout
+//     be at most one call ahead); the expansion's tile counters are never reset either (a
+//     call advances each by its claims plus one failed claim a warp). After a timeout
 //     (check_timeout fails) the design is out of step: initialize a new one.
 // Host API: can_implement -> initialize (collective) -> run / run_sequential (any number
 // of times, every rank the same calls in the same order, no host synchronisation) ->
@@ -83,8 +84,8 @@ class EmbeddingAllToAllBackward {
   std::vector<int> slots_;
   int world_ = 1, rank_ = 0, grid_ = 0, expand_grid_ = 0;
   std::uint32_t epoch_ = 0;
-  std::uint32_t counted_ = 0;  // the grids of the calls so far, summed
-  std::uint32_t claims_base_ = 0;
+  std::uint32_t counted_ = 0;               // the grids of the calls so far, summed
+  std::vector<std::uint32_t> claims_base_;  // per tile counter of the expansion
   double timeout_s_ = 30.0;
   DeviceBuffer recv_, counters_, claims_, timed_out_, gathered_;
   std::unique_ptr<tilewise::PeerMemory> peers_;

@@ -1,7 +1,8 @@
 #pragma once
 // The fused all-to-all + embedding-bag backward kernel's launch interface
 // (embedding_alltoall_backward.cu): plain arguments, no classes, so the host design
-// (embedding_alltoall_backward.hpp) stays in C++20 and the kernel in C++17. Host only.
+// (embedding_alltoall_backward.hpp) stays in C++20 and the kernel in C++17. Host only, but
+// claim_part, which the kernel uses too.
 //
 // The kernel moves 16-byte pieces and adds nothing (the gradient it produces is the
 // per-lookup sparse gradient: every value is a copy of its bag's pooled-row gradient), so
@@ -12,6 +13,7 @@
 
 #include "kernels/common/status.hpp"
 #include "kernels/fused/embedding_alltoall_kernel.hpp"
+#include "kernels/harness/host_device.hpp"
 
 namespace overlapsim::kernels::fused::embedding_a2a_backward {
 
@@ -20,6 +22,12 @@ constexpr int kMaxSlots = embedding_a2a::kMaxSlots;  // tables one rank owns
 constexpr int kMaxTables = 64;                       // tables of the model
 constexpr int kThreads = 256;                        // 8 warps
 constexpr int kPushWarps = 2;  // warps of a CTA that push before they expand (fused)
+// The fused expansion's tile counters: kClaimCounters of them, each on its own 128-byte
+// line, a claim taking kClaimTiles tiles: one counter at one tile a claim would ask one
+// address for an atomic every 4 KB the grid writes (every 1.4 ns at H100's HBM bandwidth).
+constexpr int kClaimCounters = 4;
+constexpr int kClaimStride = 32;  // u32 words between counters
+constexpr int kClaimTiles = 2;
 
 struct KernelArgs {
   // This rank's gradients of the pooled rows, [tables_total][B][row_pieces] 16-byte pieces
@@ -48,16 +56,21 @@ struct KernelArgs {
   // (NCCL's receive buffer; this rank's own block unused), statically split over the grid.
   // push == true (fused): every CTA's first kPushWarps warps store this rank's rows of the
   // tables other ranks own into recv[owner][parity][slot][this rank's B bags][row] over
-  // NVLink, then count the CTA on every other rank (counters[r][this rank] += 1); all warps
-  // then claim expansion tiles from `claims` (local rows first, then each source's once its
-  // counter reached `expected`).
+  // NVLink, owner by owner in push_order, and after each owner's count the CTA on it
+  // (counters[owner][this rank] += 1); all warps then claim expansion tiles from `claims`
+  // (local rows first, then each source's once its counter reached `expected`).
   bool push = false;
   const void* gathered = nullptr;
   void* recv[kMaxWorld] = {};
   std::uint32_t* counters[kMaxWorld] = {};
-  std::uint32_t* claims = nullptr;  // this rank's tile counter, never reset
-  std::uint32_t claims_base = 0;    // its value when this call starts
-  std::uint32_t epoch = 0;          // this call's number (> 0); its parity picks recv's half
+  std::int32_t push_order[kMaxWorld] = {};  // the other ranks: rank + 1, rank + 2, ...
+  // This rank's tile counters (kClaimCounters, kClaimStride apart), never reset, and their
+  // values when this call starts. Counter p hands out, source by source (this rank, then
+  // rank - 1, rank - 2, ...: the order the pushes arrive in), part p of each source's
+  // tiles (claim_part), kClaimTiles a claim.
+  std::uint32_t* claims = nullptr;
+  std::uint32_t claims_base[kClaimCounters] = {};
+  std::uint32_t epoch = 0;  // this call's number (> 0); its parity picks recv's half
   // What every source's counter reaches once this call's CTAs have all counted: the grids
   // of calls 1 .. epoch summed (mod 2^32; every rank launches the same grid).
   std::uint32_t expected = 0;
@@ -74,6 +87,17 @@ Status plan_tiles(KernelArgs* args);
 // The expansion tiles of one call: every source's of every slot.
 inline std::int64_t call_tiles(const KernelArgs& args) {
   return static_cast<std::int64_t>(args.source_tiles) * args.world;
+}
+// Part p of a source's tiles: [*start, *start + *count).
+OVERLAPSIM_HD void claim_part(std::int64_t source_tiles, int p, int* start, int* count) {
+  *start = static_cast<int>(source_tiles * p / kClaimCounters);
+  *count = static_cast<int>(source_tiles * (p + 1) / kClaimCounters) - *start;
+}
+// Successful claims of counter p in one call (each warp adds one failed claim on top).
+inline std::int64_t part_claims(const KernelArgs& args, int p) {
+  int start = 0, count = 0;
+  claim_part(args.source_tiles, p, &start, &count);
+  return (static_cast<std::int64_t>(count) * args.world + kClaimTiles - 1) / kClaimTiles;
 }
 
 // CTAs a launch uses: at most what fits on the device at once (the fused kernel's warps
