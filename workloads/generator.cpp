@@ -1,5 +1,6 @@
 #include "workloads/generator.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include "sim/scenario/run_budget.hpp"
@@ -61,8 +62,8 @@ void emit_one_f_one_b(const ModelSpec& spec, const ParallelLayout& layout, int r
     const bool towards_next =
         step.action == PipeAction::SendForward || step.action == PipeAction::RecvBackward;
     const int peer = towards_next ? rank + block : rank - block;
-    auto node = sendrecv_node(fmt::format("pp.mb{}.{}", mb, to_string(step.action)), send, peer,
-                              bytes, groups.pp);
+    auto node = sendrecv_node(fmt::format(FMT_COMPILE("pp.mb{}.{}"), mb, to_string(step.action)),
+                              send, peer, bytes, groups.pp);
     node.microbatch = mb;
     node.phase = (step.action == PipeAction::SendForward || step.action == PipeAction::RecvForward)
                      ? sim::Phase::Forward
@@ -92,9 +93,10 @@ void emit_interleaved(const ModelSpec& spec, const ParallelLayout& layout, int r
 
   auto transfer = [&](const ChunkPass& pass, bool send) {
     const bool towards_next = pass.forward == send;
-    auto node = sendrecv_node(fmt::format("pp.c{}.mb{}.{}_{}", pass.chunk, pass.microbatch,
-                                          send ? "send" : "recv", pass.forward ? "fwd" : "bwd"),
-                              send, towards_next ? next : prev, bytes, groups.pp);
+    auto node =
+        sendrecv_node(fmt::format(FMT_COMPILE("pp.c{}.mb{}.{}_{}"), pass.chunk, pass.microbatch,
+                                  send ? "send" : "recv", pass.forward ? "fwd" : "bwd"),
+                      send, towards_next ? next : prev, bytes, groups.pp);
     node.microbatch = pass.microbatch;
     node.phase = pass.forward ? sim::Phase::Forward : sim::Phase::Backward;
     return b.add_unchained(std::move(node), {b.last(sim::StreamKind::Compute)});

@@ -1,3 +1,4 @@
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -72,8 +73,10 @@ std::uint64_t TransformerEmitter::embedding_dropout_bytes() const {
 
 std::string TransformerEmitter::name(const Ctx& c, const char* what) const {
   const char* phase = c.recompute ? "rc" : sim::to_string(c.phase);
-  if (c.layer >= 0) return fmt::format("L{}.mb{}.{}.{}", c.layer, c.microbatch, phase, what);
-  return fmt::format("{}.mb{}.{}.{}", c.block, c.microbatch, phase, what);
+  // Compiled formats: every op of every layer and microbatch is named here.
+  if (c.layer >= 0)
+    return fmt::format(FMT_COMPILE("L{}.mb{}.{}.{}"), c.layer, c.microbatch, phase, what);
+  return fmt::format(FMT_COMPILE("{}.mb{}.{}.{}"), c.block, c.microbatch, phase, what);
 }
 
 OpVertex TransformerEmitter::compute(sim::OpNode node, const Ctx& c,
