@@ -1,6 +1,7 @@
 #include "kernels/fused/embedding_alltoall_backward.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/collectives/nccl_collectives.hpp"
@@ -77,6 +78,26 @@ Status EmbeddingAllToAllBackward::initialize(CommHandle* comm, const EmbeddingAl
   timeout_s_ = timeout_s;
   epoch_ = counted_ = 0;
   claims_base_.assign(bwd::kClaimCounters, 0);
+  // The push schedule (measured at 4 ranks, benchmarks/results/h100x4/
+  // embedding_alltoall_backward/run4): from 1 MiB a table block (8192 per rank, dim 128,
+  // bf16) the spread schedule with one push warp a CTA, 1.09-1.14 x -> 1.18-1.28 x our
+  // sequential design (a source's rows to all owners at once instead of one owner's links at
+  // a time: rank 0's 210 MB at 32768 per rank had gone out over one peer's links at a
+  // time); under it the shift with two push warps (spread cost 8-19 % there: each owner's
+  // rows complete only at the end of the source's pushes). Every rank decides the same way
+  // from the shape, though the schedule need not agree across ranks (counters count CTAs).
+  // At 2 ranks there is one owner to push to: the shift with two warps, as measured.
+  const std::int64_t block_bytes =
+      shape.local_batch * shape.dim * static_cast<std::int64_t>(dtype_bytes(dtype));
+  push_spread_ = world > 2 && block_bytes >= (std::int64_t{1} << 20);
+  const char* push = std::getenv("OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH");
+  if (push != nullptr && std::string(push) == "shift") push_spread_ = false;
+  if (push != nullptr && std::string(push) == "spread") push_spread_ = true;
+  const char* warps = std::getenv("OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH_WARPS");
+  push_warps_ = warps != nullptr ? std::clamp(std::atoi(warps), 1, bwd::kThreads / 32 - 1)
+                                 : (push_spread_ ? 1 : bwd::kPushWarps);
+  const char* claim = std::getenv("OVERLAPSIM_EMBEDDING_A2A_BWD_CLAIM_TILES");
+  claim_tiles_ = claim == nullptr ? bwd::kClaimTiles : std::clamp(std::atoi(claim), 1, 64);
   OVERLAPSIM_TRY(bwd::preload());
   bwd::KernelArgs probe;
   OVERLAPSIM_TRY(fill_args(nullptr, nullptr, &probe));
@@ -128,11 +149,15 @@ Status EmbeddingAllToAllBackward::fill_args(const void* grad, void* values, void
     a.table_slot[t] = next_slot[static_cast<std::size_t>(owner)]++;
   }
   for (int r = 0; r < world_; ++r) a.owner_slots[r] = next_slot[static_cast<std::size_t>(r)];
-  // A shift schedule: step d pushes to rank + d, so at every step each rank receives from
-  // one source, rather than all sources queueing on one owner's links (the busiest-owner-
-  // first order, the same on every rank, ran 1-4 % slower at 4 ranks from 2112 per rank up,
-  // measured in another call).
+  // push_order is the shift: step d pushes to rank + d, so at every step each rank
+  // receives from one source, rather than all sources queueing on one owner's links (the
+  // busiest-owner-first order, the same on every rank, ran 1-4 % slower at 4 ranks from
+  // 2112 per rank up, measured in another call). Under spread each CTA starts at its own
+  // place in it (push_spread_, chosen at initialize).
   for (int d = 1; d < world_; ++d) a.push_order[d - 1] = (rank_ + d) % world_;
+  a.push_spread = push_spread_;
+  a.claim_tiles = claim_tiles_;
+  a.push_warps = push_warps_;
   a.slots = static_cast<int>(slots_.size());
   a.local_batch = shape_.local_batch;
   a.row_pieces = shape_.dim * static_cast<std::int64_t>(dtype_bytes(dtype_)) / 16;

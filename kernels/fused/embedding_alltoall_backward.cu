@@ -6,12 +6,14 @@
 // value is a copy, so the result is the same bits whatever order the work runs in.
 //
 // Work is counted in 16-byte pieces and split into tiles of kTilePieces (a warp's unit).
-//   push (fused): the first kPushWarps warps of every CTA store this rank's rows of the
+//   push (fused): the first push_warps warps of every CTA store this rank's rows of the
 //     tables other ranks own straight into the owner's receive buffer over NVLink (tiles
 //     split statically over those warps of the grid), owner by owner, rank + 1 first, then
-//     rank + 2, ... (a shift: at each step every rank receives from one source); after each
-//     owner they pass a named barrier, and one thread issues a system-scope release fence
-//     and adds 1 to this rank's counter on that owner.
+//     rank + 2, ... (a shift: at each step every rank receives from one source), or, with
+//     push_spread, each CTA starting at owner b % (world - 1) of that order (a source's rows
+//     go to all owners at once, over all its links); after each owner they pass a named
+//     barrier, and one thread issues a system-scope release fence and adds 1 to this rank's
+//     counter on that owner.
 //   expand: tiles of (source rank, slot), numbered source by source from this rank's own
 //     (read from `grad`, no exchange), then rank - 1, rank - 2, ...: the order in which the
 //     shift delivers them. Sequential: the grid
@@ -38,6 +40,7 @@ namespace {
 constexpr int kWarps = kThreads / 32;
 constexpr int kPerLane = kTilePieces / 32;  // pieces a lane moves per tile
 static_assert(kPushWarps >= 1 && kPushWarps < kWarps, "some warps push, some expand first");
+// (launch checks KernelArgs::push_warps the same way)
 
 // Tile `tile` of a block of `count` pieces: bag b's `bag_pieces` pieces at out are its row
 // (row_pieces pieces at rows + b * row_pieces) repeated; all loads of the tile are issued
@@ -104,11 +107,19 @@ __device__ __forceinline__ void push(const KernelArgs& a, int push_warp, int pus
   const int count = static_cast<int>(B) * R;
   const int tiles = (count + kTilePieces - 1) / kTilePieces;
   const std::int64_t parity = a.epoch & 1u;
-  int first = 0;  // the table's first tile in the grid's numbering
-  for (int i = 0; i + 1 < a.world; ++i) {
-    const int owner = a.push_order[i];
+  const int owners = a.world - 1;
+  const int start = a.push_spread && owners > 0 ? static_cast<int>(blockIdx.x) % owners : 0;
+  for (int i = 0; i < owners; ++i) {
+    const int owner = a.push_order[(start + i) % owners];
+    // The table's first tile in the grid's numbering: its place among the pushed tables in
+    // table order, whatever order this CTA visits the owners in.
+    int first = 0;
     for (int t = 0; t < a.tables_total; ++t) {
-      if (a.table_owner[t] != owner) continue;
+      if (a.table_owner[t] == a.rank) continue;
+      if (a.table_owner[t] != owner) {
+        first += tiles;
+        continue;
+      }
       const int r = (push_warp - first) % push_warps;
       const uint4* rows = static_cast<const uint4*>(a.grad) + static_cast<std::int64_t>(t) * B * R;
       uint4* out = static_cast<uint4*>(a.recv[owner]) +
@@ -118,7 +129,7 @@ __device__ __forceinline__ void push(const KernelArgs& a, int push_warp, int pus
       first += tiles;
     }
     // The push warps' stores to this owner, then one release for all of them.
-    asm volatile("bar.sync 1, %0;" ::"r"(kPushWarps * 32) : "memory");
+    asm volatile("bar.sync 1, %0;" ::"r"(a.push_warps * 32) : "memory");
     if (threadIdx.x == 0) {
       fence_release_sys();
       add_relaxed_sys(a.counters[owner] + a.rank, 1u);
@@ -156,9 +167,9 @@ __global__ void __launch_bounds__(kThreads) embedding_alltoall_backward_kernel(c
     return;
   }
   const int warp = static_cast<int>(blockIdx.x) * kWarps + warp_in_cta;
-  if (warp_in_cta < kPushWarps)
-    push(a, static_cast<int>(blockIdx.x) * kPushWarps + warp_in_cta,
-         static_cast<int>(gridDim.x) * kPushWarps, lane);
+  if (warp_in_cta < a.push_warps)
+    push(a, static_cast<int>(blockIdx.x) * a.push_warps + warp_in_cta,
+         static_cast<int>(gridDim.x) * a.push_warps, lane);
   // Claim tiles until every counter's are gone: a warp drains its counter, then the next,
   // making exactly one failed claim on each (the host adds each counter's claims plus
   // grid x warps to its base per call).
@@ -170,13 +181,13 @@ __global__ void __launch_bounds__(kThreads) embedding_alltoall_backward_kernel(c
     std::uint32_t claim = 0;
     if (lane == 0) claim = atomicAdd(a.claims + p * kClaimStride, 1u);
     claim = __shfl_sync(0xffffffffu, claim, 0);
-    const int first = static_cast<std::int32_t>(claim - a.claims_base[p]) * kClaimTiles;
+    const int first = static_cast<std::int32_t>(claim - a.claims_base[p]) * a.claim_tiles;
     if (first >= claimable) {
       ++visited;
       p = (p + 1) % kClaimCounters;
       continue;
     }
-    for (int j = first; j < first + kClaimTiles && j < claimable; ++j) {
+    for (int j = first; j < first + a.claim_tiles && j < claimable; ++j) {
       const int order = j / count;
       int src = 0, s = 0, tile = 0;
       expand(a, order * a.source_tiles + start + (j - order * count), &src, &s, &tile);
@@ -225,7 +236,8 @@ Status launch(const KernelArgs& a, int grid, cudaStream_t stream) {
   if (a.slots < 0 || a.slots > kMaxSlots || a.world < 1 || a.world > kMaxWorld || grid < 1 ||
       a.local_batch < 1 || a.row_pieces < 1 || a.tables_total > kMaxTables ||
       (a.slots > 0 && a.values == nullptr) ||
-      (a.push && (a.epoch == 0 || a.timed_out == nullptr || a.claims == nullptr)) ||
+      (a.push && (a.epoch == 0 || a.timed_out == nullptr || a.claims == nullptr ||
+                  a.push_warps < 1 || a.push_warps >= kWarps || a.claim_tiles < 1)) ||
       (!a.push && a.world > 1 && a.slots > 0 && a.gathered == nullptr))
     return Status::failure("embedding all-to-all backward: bad launch (slots " +
                            std::to_string(a.slots) + ", world " + std::to_string(a.world) +

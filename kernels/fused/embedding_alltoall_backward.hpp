@@ -13,9 +13,10 @@
 //     owner (exchange), then our expansion kernel on the owner (expand), one stream.
 //   Fused (run): one kernel per call (embedding_alltoall_backward.cu): part of every CTA
 //     stores this rank's rows into the owners' receive buffers over NVLink (CUDA peer
-//     pointers), owner by owner in a shift (rank + 1, rank + 2, ...), counting the CTA on
-//     each owner once its rows are out; meanwhile the grid expands this rank's own rows,
-//     then each source's as its counter shows them landed.
+//     pointers), owner by owner in a shift (rank + 1, rank + 2, ...; from 1 MiB a table
+//     block at 3+ ranks each CTA starts at its own place in it, so a source pushes to all
+//     owners at once), counting the CTA on each owner once its rows are out; meanwhile the
+//     grid expands this rank's own rows, then each source's as its counter shows them landed.
 //   Back to back: counters count CTAs and are never reset (a call waits for the grids of
 //     the calls so far, summed); receive buffers alternate by the call's parity (a peer can
 //     be at most one call ahead); the expansion's tile counters are never reset either (a
@@ -86,6 +87,14 @@ class EmbeddingAllToAllBackward {
   std::uint32_t epoch_ = 0;
   std::uint32_t counted_ = 0;               // the grids of the calls so far, summed
   std::vector<std::uint32_t> claims_base_;  // per tile counter of the expansion
+  // The push schedule, chosen at initialize from the shape (spread with one push warp from
+  // 1 MiB a table block at 3+ ranks, else the shift with two). Overrides, read there, for
+  // A/B runs on one binary: OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH=shift|spread,
+  // OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH_WARPS=N (1..7), OVERLAPSIM_EMBEDDING_A2A_BWD_CLAIM_TILES=N
+  // (1..64).
+  bool push_spread_ = false;
+  int claim_tiles_ = 2;
+  int push_warps_ = 2;
   double timeout_s_ = 30.0;
   DeviceBuffer recv_, counters_, claims_, timed_out_, gathered_;
   std::unique_ptr<tilewise::PeerMemory> peers_;

@@ -21,13 +21,13 @@ constexpr int kMaxWorld = embedding_a2a::kMaxWorld;
 constexpr int kMaxSlots = embedding_a2a::kMaxSlots;  // tables one rank owns
 constexpr int kMaxTables = 64;                       // tables of the model
 constexpr int kThreads = 256;                        // 8 warps
-constexpr int kPushWarps = 2;  // warps of a CTA that push before they expand (fused)
+constexpr int kPushWarps = 2;  // default push warps a CTA (KernelArgs::push_warps)
 // The fused expansion's tile counters: kClaimCounters of them, each on its own 128-byte
 // line, a claim taking kClaimTiles tiles: one counter at one tile a claim would ask one
 // address for an atomic every 4 KB the grid writes (every 1.4 ns at H100's HBM bandwidth).
 constexpr int kClaimCounters = 4;
 constexpr int kClaimStride = 32;  // u32 words between counters
-constexpr int kClaimTiles = 2;
+constexpr int kClaimTiles = 2;    // the default of KernelArgs::claim_tiles
 
 struct KernelArgs {
   // This rank's gradients of the pooled rows, [tables_total][B][row_pieces] 16-byte pieces
@@ -54,7 +54,7 @@ struct KernelArgs {
   void* values = nullptr;
   // push == false (sequential): the other ranks' rows are in `gathered`, [slots][G][row]
   // (NCCL's receive buffer; this rank's own block unused), statically split over the grid.
-  // push == true (fused): every CTA's first kPushWarps warps store this rank's rows of the
+  // push == true (fused): every CTA's first push_warps warps store this rank's rows of the
   // tables other ranks own into recv[owner][parity][slot][this rank's B bags][row] over
   // NVLink, owner by owner in push_order, and after each owner's count the CTA on it
   // (counters[owner][this rank] += 1); all warps then claim expansion tiles from `claims`
@@ -64,13 +64,20 @@ struct KernelArgs {
   void* recv[kMaxWorld] = {};
   std::uint32_t* counters[kMaxWorld] = {};
   std::int32_t push_order[kMaxWorld] = {};  // the other ranks: rank + 1, rank + 2, ...
+  // Spread (true): CTA b starts its owner loop at push_order[b % (world - 1)], so a third
+  // of the grid (at 4 ranks) pushes to each owner at once and a source's pushes use all its
+  // links together; false: every CTA in push_order (one owner's links at a time). The host
+  // design picks spread with one push warp for large blocks, the shift with two below.
+  bool push_spread = false;
+  std::int32_t push_warps = kPushWarps;  // 1 .. kThreads / 32 - 1
   // This rank's tile counters (kClaimCounters, kClaimStride apart), never reset, and their
   // values when this call starts. Counter p hands out, source by source (this rank, then
   // rank - 1, rank - 2, ...: the order the pushes arrive in), part p of each source's
   // tiles (claim_part), kClaimTiles a claim.
   std::uint32_t* claims = nullptr;
   std::uint32_t claims_base[kClaimCounters] = {};
-  std::uint32_t epoch = 0;  // this call's number (> 0); its parity picks recv's half
+  std::int32_t claim_tiles = kClaimTiles;  // tiles a claim takes
+  std::uint32_t epoch = 0;                 // this call's number (> 0); its parity picks recv's half
   // What every source's counter reaches once this call's CTAs have all counted: the grids
   // of calls 1 .. epoch summed (mod 2^32; every rank launches the same grid).
   std::uint32_t expected = 0;
@@ -97,7 +104,7 @@ OVERLAPSIM_HD void claim_part(std::int64_t source_tiles, int p, int* start, int*
 inline std::int64_t part_claims(const KernelArgs& args, int p) {
   int start = 0, count = 0;
   claim_part(args.source_tiles, p, &start, &count);
-  return (static_cast<std::int64_t>(count) * args.world + kClaimTiles - 1) / kClaimTiles;
+  return (static_cast<std::int64_t>(count) * args.world + args.claim_tiles - 1) / args.claim_tiles;
 }
 
 // CTAs a launch uses: at most what fits on the device at once (the fused kernel's warps

@@ -190,6 +190,24 @@ TEST(EmbeddingAllToAllBackward, MatchesSequentialBits) {
   ASSERT_TRUE(status.ok) << status.message;
 }
 
+// The spread push schedule with one push warp, which initialize picks only from 1 MiB a
+// table block at 3+ ranks (too big for a host check of every element here), forced on the
+// small shapes; at 2 ranks it is the shift's single owner with one push warp.
+TEST(EmbeddingAllToAllBackward, SpreadOnePushWarpMatchesSequentialBits) {
+  OVERLAPSIM_REQUIRE_GPUS(2);
+  const std::uint64_t seed = fresh_seed();
+  ::setenv("OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH", "spread", 1);
+  ::setenv("OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH_WARPS", "1", 1);
+  const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
+    OVERLAPSIM_TRY(check_ranks(ctx, kDcnPooling, 128, 64, DType::BF16, seed, 3));
+    OVERLAPSIM_TRY(check_ranks(ctx, {2, 100, 7}, 256, 13, DType::FP16, seed, 2));
+    return check_ranks(ctx, kDcnPooling, 128, 700, DType::BF16, seed, 2);
+  });
+  ::unsetenv("OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH");
+  ::unsetenv("OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH_WARPS");
+  ASSERT_TRUE(status.ok) << status.message;
+}
+
 TEST(EmbeddingAllToAllBackward, SmallForSanitizer) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::uint64_t seed = fresh_seed();
