@@ -7,8 +7,8 @@
 
 #include "kernels/collectives/nccl_collectives.hpp"
 #include "kernels/fused/embedding_alltoall_kernel.hpp"
+#include "kernels/fused/peer_receive.hpp"
 #include "kernels/ops/embedding_bag.hpp"
-#include "kernels/tilewise/peer_memory.hpp"
 
 namespace overlapsim::kernels::fused {
 
@@ -139,21 +139,7 @@ Status EmbeddingAllToAll::initialize(CommHandle* comm, const EmbeddingAllToAllSh
   OVERLAPSIM_TRY(counters_.allocate(counter_bytes));
   CUDA_CHECK(cudaMemset(counters_.data(), 0, counter_bytes));
   CUDA_CHECK(cudaDeviceSynchronize());  // counters at 0 before any peer can see them
-  if (comm == nullptr || world == 1) {
-    recv_ptrs_[0] = recv_.data();
-    counter_ptrs_[0] = counters_.data();
-    return Status::success();
-  }
-  tilewise::PeerLinks links;
-  OVERLAPSIM_TRY(tilewise::comm_peer_links(*comm, &links));
-  peers_ = std::make_unique<tilewise::PeerMemory>(std::move(links));
-  std::vector<std::vector<void*>> all;
-  OVERLAPSIM_TRY(peers_->share({recv_.data(), counters_.data()}, &all));
-  for (int r = 0; r < world_; ++r) {
-    recv_ptrs_[r] = all[static_cast<std::size_t>(r)][0];
-    counter_ptrs_[r] = all[static_cast<std::size_t>(r)][1];
-  }
-  return Status::success();
+  return share_peer_receive(comm, world, recv_.data(), counters_.data(), &receive_);
 }
 
 Status EmbeddingAllToAll::fill_args(const void* const* tables, const std::int32_t* const* indices,
@@ -187,8 +173,8 @@ Status EmbeddingAllToAll::run(const void* const* tables, const std::int32_t* con
   OVERLAPSIM_TRY(fill_args(tables, indices, &a));
   a.push = true;
   for (int r = 0; r < world_; ++r) {
-    a.recv[r] = recv_ptrs_[r];
-    a.counters[r] = static_cast<std::uint32_t*>(counter_ptrs_[r]);
+    a.recv[r] = receive_.recv[r];
+    a.counters[r] = static_cast<std::uint32_t*>(receive_.counters[r]);
   }
   a.window = window_;
   a.counters_offset_bytes = counters_offset_bytes_;

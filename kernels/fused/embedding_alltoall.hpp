@@ -32,13 +32,10 @@
 
 #include "kernels/common/status.hpp"
 #include "kernels/fused/gemv_allreduce.hpp"
+#include "kernels/fused/peer_receive.hpp"
 #include "kernels/harness/comm.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/dtype.hpp"
-
-namespace overlapsim::kernels::tilewise {
-class PeerMemory;
-}
 
 namespace overlapsim::kernels::fused {
 
@@ -138,13 +135,11 @@ class EmbeddingAllToAll {
   double timeout_s_ = 30.0;
   GemvTransport transport_ = GemvTransport::PeerPointers;
   DeviceBuffer recv_, counters_, timed_out_, send_;
-  std::unique_ptr<tilewise::PeerMemory> peers_;
+  PeerReceive receive_;  // every rank's receive buffer and counters, mapped here
   CommHandle* comm_ = nullptr;
   void* nccl_buffer_ = nullptr;  // NcclWindow: receive buffer, then counters
   ncclWindow_t window_ = nullptr;
   std::size_t counters_offset_bytes_ = 0;
-  void* recv_ptrs_[8] = {};
-  void* counter_ptrs_[8] = {};
 };
 
 }  // namespace overlapsim::kernels::fused

@@ -6,7 +6,7 @@
 
 #include "kernels/collectives/nccl_collectives.hpp"
 #include "kernels/fused/embedding_alltoall_backward_kernel.hpp"
-#include "kernels/tilewise/peer_memory.hpp"
+#include "kernels/fused/peer_receive.hpp"
 
 namespace overlapsim::kernels::fused {
 
@@ -120,21 +120,7 @@ Status EmbeddingAllToAllBackward::initialize(CommHandle* comm, const EmbeddingAl
   CUDA_CHECK(cudaMemset(claims_.data(), 0, claim_bytes));
   CUDA_CHECK(cudaMemset(timed_out_.data(), 0, sizeof(int)));
   CUDA_CHECK(cudaDeviceSynchronize());  // counters at 0 before any peer can see them
-  if (comm == nullptr || world == 1) {
-    recv_ptrs_[0] = recv_.data();
-    counter_ptrs_[0] = counters_.data();
-    return Status::success();
-  }
-  tilewise::PeerLinks links;
-  OVERLAPSIM_TRY(tilewise::comm_peer_links(*comm, &links));
-  peers_ = std::make_unique<tilewise::PeerMemory>(std::move(links));
-  std::vector<std::vector<void*>> all;
-  OVERLAPSIM_TRY(peers_->share({recv_.data(), counters_.data()}, &all));
-  for (int r = 0; r < world_; ++r) {
-    recv_ptrs_[r] = all[static_cast<std::size_t>(r)][0];
-    counter_ptrs_[r] = all[static_cast<std::size_t>(r)][1];
-  }
-  return Status::success();
+  return share_peer_receive(comm, world, recv_.data(), counters_.data(), &receive_);
 }
 
 Status EmbeddingAllToAllBackward::fill_args(const void* grad, void* values, void* out) const {
@@ -181,8 +167,8 @@ Status EmbeddingAllToAllBackward::run(const void* grad, void* values, cudaStream
   OVERLAPSIM_TRY(fill_args(grad, values, &a));
   a.push = true;
   for (int r = 0; r < world_; ++r) {
-    a.recv[r] = recv_ptrs_[r];
-    a.counters[r] = static_cast<std::uint32_t*>(counter_ptrs_[r]);
+    a.recv[r] = receive_.recv[r];
+    a.counters[r] = static_cast<std::uint32_t*>(receive_.counters[r]);
   }
   ++epoch_;
   if (epoch_ == 0) ++epoch_;  // the parity's start, as the first call's

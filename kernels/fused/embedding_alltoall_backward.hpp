@@ -33,6 +33,7 @@
 
 #include "kernels/common/status.hpp"
 #include "kernels/fused/embedding_alltoall.hpp"
+#include "kernels/fused/peer_receive.hpp"
 #include "kernels/harness/comm.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/dtype.hpp"
@@ -97,10 +98,8 @@ class EmbeddingAllToAllBackward {
   int push_warps_ = 2;
   double timeout_s_ = 30.0;
   DeviceBuffer recv_, counters_, claims_, timed_out_, gathered_;
-  std::unique_ptr<tilewise::PeerMemory> peers_;
+  PeerReceive receive_;  // every rank's receive buffer and counters, mapped here
   CommHandle* comm_ = nullptr;
-  void* recv_ptrs_[8] = {};
-  void* counter_ptrs_[8] = {};
 };
 
 }  // namespace overlapsim::kernels::fused

@@ -5,8 +5,8 @@
 
 #include "kernels/collectives/nccl_collectives.hpp"
 #include "kernels/fused/gemm_alltoall_kernel.hpp"
+#include "kernels/fused/peer_receive.hpp"
 #include "kernels/gemm/gemm_config.hpp"
-#include "kernels/tilewise/peer_memory.hpp"
 
 namespace overlapsim::kernels::fused {
 
@@ -59,21 +59,7 @@ Status GemmAllToAll::initialize(CommHandle* comm, const GemmAllToAllShape& shape
   OVERLAPSIM_TRY(counters_.allocate(counter_bytes));
   CUDA_CHECK(cudaMemset(counters_.data(), 0, counter_bytes));
   CUDA_CHECK(cudaDeviceSynchronize());  // counters at 0 before any peer can see them
-  if (comm == nullptr || world == 1) {
-    recv_ptrs_[0] = recv_.data();
-    counter_ptrs_[0] = counters_.data();
-    return Status::success();
-  }
-  tilewise::PeerLinks links;
-  OVERLAPSIM_TRY(tilewise::comm_peer_links(*comm, &links));
-  peers_ = std::make_unique<tilewise::PeerMemory>(std::move(links));
-  std::vector<std::vector<void*>> all;
-  OVERLAPSIM_TRY(peers_->share({recv_.data(), counters_.data()}, &all));
-  for (int r = 0; r < world_; ++r) {
-    recv_ptrs_[r] = all[static_cast<std::size_t>(r)][0];
-    counter_ptrs_[r] = all[static_cast<std::size_t>(r)][1];
-  }
-  return Status::success();
+  return share_peer_receive(comm, world, recv_.data(), counters_.data(), &receive_);
 }
 
 Status GemmAllToAll::gemm_for(const void* a, const void* b, void* c, gemm::OwnGemm** out) {
@@ -128,8 +114,8 @@ Status GemmAllToAll::run(const void* a, const void* b, cudaStream_t stream) {
   args.rank = rank_;
   args.rows_per_rank = shape_.rows_per_rank();
   for (int r = 0; r < world_; ++r) {
-    args.recv[r] = static_cast<char*>(recv_ptrs_[r]) + (epoch_ & 1u) * half_bytes;
-    args.counters[r] = static_cast<std::uint32_t*>(counter_ptrs_[r]);
+    args.recv[r] = static_cast<char*>(receive_.recv[r]) + (epoch_ & 1u) * half_bytes;
+    args.counters[r] = static_cast<std::uint32_t*>(receive_.counters[r]);
   }
   OVERLAPSIM_TRY(gemm_a2a::launch_push_gemm(*g, dtype_, shape_.n, args, stream));
   return gemm_a2a::launch_wait(counters_.as<std::uint32_t>(), world_, epoch_ * tiles_per_source_,

@@ -29,14 +29,11 @@
 #include <utility>
 
 #include "kernels/common/status.hpp"
+#include "kernels/fused/peer_receive.hpp"
 #include "kernels/gemm/own_gemm.hpp"
 #include "kernels/harness/comm.hpp"
 #include "kernels/harness/device_buffer.hpp"
 #include "kernels/harness/dtype.hpp"
-
-namespace overlapsim::kernels::tilewise {
-class PeerMemory;
-}
 
 namespace overlapsim::kernels::fused {
 
@@ -95,9 +92,7 @@ class GemmAllToAll {
   double timeout_s_ = 30.0;
   CommHandle* comm_ = nullptr;
   DeviceBuffer recv_, counters_, timed_out_, scratch_c_;
-  std::unique_ptr<tilewise::PeerMemory> peers_;
-  void* recv_ptrs_[8] = {};
-  void* counter_ptrs_[8] = {};
+  PeerReceive receive_;  // every rank's receive buffer and counters, mapped here
   std::map<std::pair<const void*, const void*>, std::unique_ptr<gemm::OwnGemm>> push_gemms_;
   std::map<std::pair<std::pair<const void*, const void*>, void*>, std::unique_ptr<gemm::OwnGemm>>
       plain_gemms_;
