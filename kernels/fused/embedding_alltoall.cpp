@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/collectives/nccl_collectives.hpp"
+#include "kernels/fused/device_timeout.hpp"
 #include "kernels/fused/embedding_alltoall_kernel.hpp"
 #include "kernels/fused/peer_receive.hpp"
 #include "kernels/ops/embedding_bag.hpp"
@@ -321,14 +322,8 @@ Status EmbeddingAllToAll::run_sequential_own(const void* const* tables,
 }
 
 Status EmbeddingAllToAll::check_timeout(cudaStream_t stream) const {
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  int flag = 0;
-  CUDA_CHECK(cudaMemcpy(&flag, timed_out_.data(), sizeof flag, cudaMemcpyDeviceToHost));
-  if (flag != 0)
-    return Status::failure("fused embedding+alltoall: rank " + std::to_string(rank_) +
-                           " gave up waiting for a source's rows after " +
-                           std::to_string(timeout_s_) + " s");
-  return Status::success();
+  return read_timeout_flag(timed_out_, stream, "fused embedding+alltoall", rank_, "a source's rows",
+                           timeout_s_);
 }
 
 std::uint64_t EmbeddingAllToAll::remote_send_bytes() const {

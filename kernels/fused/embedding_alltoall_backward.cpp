@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/collectives/nccl_collectives.hpp"
+#include "kernels/fused/device_timeout.hpp"
 #include "kernels/fused/embedding_alltoall_backward_kernel.hpp"
 #include "kernels/fused/peer_receive.hpp"
 
@@ -228,14 +229,8 @@ Status EmbeddingAllToAllBackward::run_sequential(const void* grad, void* values,
 }
 
 Status EmbeddingAllToAllBackward::check_timeout(cudaStream_t stream) const {
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  int flag = 0;
-  CUDA_CHECK(cudaMemcpy(&flag, timed_out_.data(), sizeof flag, cudaMemcpyDeviceToHost));
-  if (flag != 0)
-    return Status::failure("embedding all-to-all backward: rank " + std::to_string(rank_) +
-                           " gave up waiting for a source's rows after " +
-                           std::to_string(timeout_s_) + " s");
-  return Status::success();
+  return read_timeout_flag(timed_out_, stream, "embedding all-to-all backward", rank_,
+                           "a source's rows", timeout_s_);
 }
 
 std::uint64_t EmbeddingAllToAllBackward::remote_send_bytes() const {

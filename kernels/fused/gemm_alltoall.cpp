@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/collectives/nccl_collectives.hpp"
+#include "kernels/fused/device_timeout.hpp"
 #include "kernels/fused/gemm_alltoall_kernel.hpp"
 #include "kernels/fused/peer_receive.hpp"
 #include "kernels/gemm/gemm_config.hpp"
@@ -147,14 +148,8 @@ Status GemmAllToAll::exchange(const void* c, void* out, cudaStream_t stream) {
 }
 
 Status GemmAllToAll::check_timeout(cudaStream_t stream) const {
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  int flag = 0;
-  CUDA_CHECK(cudaMemcpy(&flag, timed_out_.data(), sizeof flag, cudaMemcpyDeviceToHost));
-  if (flag != 0)
-    return Status::failure("fused gemm+alltoall: rank " + std::to_string(rank_) +
-                           " gave up waiting for a source's tiles after " +
-                           std::to_string(timeout_s_) + " s");
-  return Status::success();
+  return read_timeout_flag(timed_out_, stream, "fused gemm+alltoall", rank_, "a source's tiles",
+                           timeout_s_);
 }
 
 }  // namespace overlapsim::kernels::fused

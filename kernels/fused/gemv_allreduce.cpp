@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/fused/device_timeout.hpp"
 #include "kernels/fused/gemv_allreduce_kernel.hpp"
 #include "kernels/tilewise/peer_memory.hpp"
 
@@ -252,14 +253,8 @@ Status GemvAllReduce::run_local(const void* x, const void* w, void* y, cudaStrea
 }
 
 Status GemvAllReduce::check_timeout(cudaStream_t stream) const {
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  int flag = 0;
-  CUDA_CHECK(cudaMemcpy(&flag, timed_out_.data(), sizeof flag, cudaMemcpyDeviceToHost));
-  if (flag != 0)
-    return Status::failure("fused gemv+allreduce: rank " + std::to_string(rank_) +
-                           " gave up waiting for a peer's partial after " +
-                           std::to_string(timeout_s_) + " s");
-  return Status::success();
+  return read_timeout_flag(timed_out_, stream, "fused gemv+allreduce", rank_, "a peer's partial",
+                           timeout_s_);
 }
 
 }  // namespace overlapsim::kernels::fused
