@@ -52,28 +52,25 @@ echo "sass spills (LDL|STL): $(cuobjdump -sass -fun embedding_alltoall_backward_
 # Eager loading for everything but the cold-start test, which asks for lazy loading itself.
 export CUDA_MODULE_LOADING=EAGER
 
-# AB=1: the push-schedule A/B at 4 ranks instead of the full run: the test (default
-# settings, then 3 push warps and 4-tile claims, no cold start), then the 4-rank bench for
+# AB=1: the push-schedule A/B at 4 ranks instead of the full run: the test (no cold start;
+# its spread case forces the schedule with one push warp), then the 4-rank bench for
 # the committed kernel's binary ($carry/bin/embedding-alltoall-bench-base, if carried) and
-# this one under settings (OVERLAPSIM_EMBEDDING_A2A_BWD_*), alternating, each its own CSV.
+# this one under settings (the bench's --backward-push* / --backward-claim-tiles flags),
+# alternating, each its own CSV.
 if [[ ${AB:-0} == 1 ]]; then
   step "A/B: tests on GPUs 0,1,2,3"
   CUDA_VISIBLE_DEVICES=0,1,2,3 timeout -k 5 60 "$test_bin" --gtest_filter='-*ColdStart*' \
     >"$run_dir/tests_gpus0123.txt" 2>&1
   echo "test default rc=$?" | tee -a "$log" "$run_dir/tests.txt"
-  CUDA_VISIBLE_DEVICES=0,1,2,3 OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH_WARPS=3 \
-    OVERLAPSIM_EMBEDDING_A2A_BWD_CLAIM_TILES=4 timeout -k 5 60 "$test_bin" \
-    --gtest_filter='-*ColdStart*' >"$run_dir/tests_pw3_claim4.txt" 2>&1
-  echo "test push warps 3, claim 4 rc=$?" | tee -a "$log" "$run_dir/tests.txt"
   grep -hE "^\[  (PASSED|FAILED) |Failure|differ" "$run_dir"/tests_*.txt >>"$run_dir/tests.txt"
   for cfg in ${AB_CONFIGS:-base spread shift base spread}; do
     bin=$bench
-    envs=()
+    flags=()
     case $cfg in
       base) bin=$carry/bin/embedding-alltoall-bench-base ;;
-      shift) envs=(OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH=shift) ;;
-      pw*) envs=(OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH_WARPS=${cfg#pw}) ;;
-      claim*) envs=(OVERLAPSIM_EMBEDDING_A2A_BWD_CLAIM_TILES=${cfg#claim}) ;;
+      shift | spread) flags=(--backward-push "$cfg") ;;
+      pw*) flags=(--backward-push-warps "${cfg#pw}") ;;
+      claim*) flags=(--backward-claim-tiles "${cfg#claim}") ;;
     esac
     [[ -x $bin ]] || continue
     n=1
@@ -81,8 +78,8 @@ if [[ ${AB:-0} == 1 ]]; then
     t=$(limit 40)
     [[ $t == 0 ]] && { echo "skipped $cfg: out of time" | tee -a "$log"; continue; }
     step "A/B bench world=4 $cfg ($n)"
-    env CUDA_VISIBLE_DEVICES=0,1,2,3 "${envs[@]}" timeout -k 5 "$t" "$bin" --world 4 \
-      "${bench_args[@]}" --timeout 30 --output "$run_dir/ours_w4_${cfg}_$n.csv" \
+    CUDA_VISIBLE_DEVICES=0,1,2,3 timeout -k 5 "$t" "$bin" --world 4 \
+      "${bench_args[@]}" "${flags[@]}" --timeout 30 --output "$run_dir/ours_w4_${cfg}_$n.csv" \
       >"$run_dir/ours_w4_${cfg}_${n}_stdout.txt" 2>>"$log"
     echo "bench $cfg rc=$?" | tee -a "$log"
   done

@@ -82,7 +82,12 @@ Status run_embedding_backward_case(const EmbeddingBackwardCaseSettings& settings
       fill_random(grad.data(), grad_count, DType::BF16, grad_seed(settings.seed, rank), s));
   OVERLAPSIM_TRY(fill_random(align.data(), 1, DType::BF16, 1, s));
   EmbeddingAllToAllBackward design;
-  OVERLAPSIM_TRY(design.initialize(&ctx.comm, shape, DType::BF16, settings.timeout_s));
+  fused::EmbeddingAllToAllBackwardOptions options;
+  options.timeout_s = settings.timeout_s;
+  options.push = settings.push;
+  options.push_warps = settings.push_warps;
+  options.claim_tiles = settings.claim_tiles;
+  OVERLAPSIM_TRY(design.initialize(&ctx.comm, shape, DType::BF16, options));
   OVERLAPSIM_TRY(quiesce(ctx, "embedding-a2a backward ready"));
 
   using Call = std::function<Status()>;

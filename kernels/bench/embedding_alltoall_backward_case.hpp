@@ -21,6 +21,7 @@
 #include "kernels/bench/bench_row.hpp"
 #include "kernels/common/status.hpp"
 #include "kernels/fused/embedding_alltoall.hpp"
+#include "kernels/fused/embedding_alltoall_backward.hpp"
 #include "kernels/harness/multi_gpu.hpp"
 
 namespace overlapsim::kernels::bench {
@@ -31,6 +32,10 @@ struct EmbeddingBackwardCaseSettings {
   int b2b_calls = 50;
   double timeout_s = 60;
   std::uint64_t seed = 1;
+  // The backward's push schedule and tile claims (0: the kernel's own choice).
+  fused::BackwardPush push = fused::BackwardPush::kAuto;
+  int push_warps = 0;
+  int claim_tiles = 0;
 };
 
 // Runs the case on this rank (collective); rank 0 appends its CSV rows to `lines` and

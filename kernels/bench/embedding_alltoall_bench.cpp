@@ -32,7 +32,10 @@
 // needs no tables: --max-rows and --row-loads concern the forward alone).
 //   embedding-alltoall-bench [--world N] [--passes forward] [--batches 256,1024,2112,8192,32768]
 //       [--pooling-scales 1,4] [--max-rows 40000000] [--iterations 30] [--warmup 5]
-//       [--b2b-calls 50] [--timeout 60] [--row-loads 0] [--seed S] [--output FILE]
+//       [--b2b-calls 50] [--timeout 60] [--row-loads 0] [--backward-push auto|shift|spread]
+//       [--backward-push-warps 0] [--backward-claim-tiles 0] [--seed S] [--output FILE]
+// The --backward-* flags force the backward's push schedule and tile claims (0 and auto:
+// the kernel's own choice), for A/B runs of one binary.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -86,6 +89,9 @@ struct Settings {
   double timeout_s = 60;
   int row_loads = 0;                      // 0: tuned per case
   bool forward = true, backward = false;  // --passes
+  // --backward-push auto|shift|spread, --backward-push-warps N, --backward-claim-tiles N
+  fused::BackwardPush backward_push = fused::BackwardPush::kAuto;
+  int backward_push_warps = 0, backward_claim_tiles = 0;
   std::uint64_t seed = 1;
   std::string output;
 };
@@ -135,6 +141,20 @@ Settings parse(const std::vector<std::string>& args) {
           bad_flag(kProgram, flag, pass, "forward and/or backward");
       }
       if (!s.forward && !s.backward) bad_flag(kProgram, flag, "", "forward and/or backward");
+    } else if (flag == "--backward-push") {
+      const std::string v = cursor.value();
+      if (v == "auto")
+        s.backward_push = fused::BackwardPush::kAuto;
+      else if (v == "shift")
+        s.backward_push = fused::BackwardPush::kShift;
+      else if (v == "spread")
+        s.backward_push = fused::BackwardPush::kSpread;
+      else
+        bad_flag(kProgram, flag, v, "auto, shift or spread");
+    } else if (flag == "--backward-push-warps") {
+      s.backward_push_warps = to_int(cursor.value(), 0, 7);
+    } else if (flag == "--backward-claim-tiles") {
+      s.backward_claim_tiles = to_int(cursor.value(), 0, 64);
     } else if (flag == "--seed") {
       s.seed = static_cast<std::uint64_t>(flag_int(kProgram, flag, cursor.value(), 0));
     } else if (flag == "--output") {
@@ -144,8 +164,10 @@ Settings parse(const std::vector<std::string>& args) {
                                   ": [--world N] [--passes forward,backward] [--batches B,...] "
                                   "[--pooling-scales S,...] "
                                   "[--max-rows R] [--iterations 30] [--warmup 5] "
-                                  "[--b2b-calls 50] [--timeout 60] [--row-loads 0] [--seed S] "
-                                  "[--output FILE]");
+                                  "[--b2b-calls 50] [--timeout 60] [--row-loads 0] "
+                                  "[--backward-push auto|shift|spread] "
+                                  "[--backward-push-warps 0] [--backward-claim-tiles 0] "
+                                  "[--seed S] [--output FILE]");
     } else {
       bad_flag(kProgram, flag, "", "a known flag (--help lists them)");
     }
@@ -188,6 +210,9 @@ class Runner {
     b.b2b_calls = settings_.b2b_calls;
     b.timeout_s = settings_.timeout_s;
     b.seed = settings_.seed;
+    b.push = settings_.backward_push;
+    b.push_warps = settings_.backward_push_warps;
+    b.claim_tiles = settings_.backward_claim_tiles;
     for (std::int64_t scale : settings_.pooling_scales)
       for (std::int64_t batch : settings_.batches)
         OVERLAPSIM_TRY(bench::run_embedding_backward_case(

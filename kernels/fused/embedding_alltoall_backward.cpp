@@ -1,7 +1,6 @@
 #include "kernels/fused/embedding_alltoall_backward.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/collectives/nccl_collectives.hpp"
@@ -64,8 +63,16 @@ Status EmbeddingAllToAllBackward::can_implement(const EmbeddingAllToAllShape& sh
 }
 
 Status EmbeddingAllToAllBackward::initialize(CommHandle* comm, const EmbeddingAllToAllShape& shape,
-                                             DType dtype, double timeout_s) {
+                                             DType dtype,
+                                             const EmbeddingAllToAllBackwardOptions& options) {
   const int world = comm == nullptr ? 1 : comm->world;
+  if (options.push_warps < 0 || options.push_warps > bwd::kThreads / 32 - 1)
+    return Status::failure("embedding all-to-all backward: push_warps " +
+                           std::to_string(options.push_warps) + " (expected 0 or 1.." +
+                           std::to_string(bwd::kThreads / 32 - 1) + ")");
+  if (options.claim_tiles < 0 || options.claim_tiles > 64)
+    return Status::failure("embedding all-to-all backward: claim_tiles " +
+                           std::to_string(options.claim_tiles) + " (expected 0 or 1..64)");
   if (shape.world != world)
     return Status::failure("embedding all-to-all backward: shape for " +
                            std::to_string(shape.world) + " ranks on " + std::to_string(world));
@@ -76,7 +83,7 @@ Status EmbeddingAllToAllBackward::initialize(CommHandle* comm, const EmbeddingAl
   rank_ = comm == nullptr ? 0 : comm->rank;
   slots_ = shape.owned(rank_);
   comm_ = comm;
-  timeout_s_ = timeout_s;
+  timeout_s_ = options.timeout_s;
   epoch_ = counted_ = 0;
   claims_base_.assign(bwd::kClaimCounters, 0);
   // The push schedule (measured at 4 ranks, benchmarks/results/h100x4/
@@ -90,15 +97,11 @@ Status EmbeddingAllToAllBackward::initialize(CommHandle* comm, const EmbeddingAl
   // At 2 ranks there is one owner to push to: the shift with two warps, as measured.
   const std::int64_t block_bytes =
       shape.local_batch * shape.dim * static_cast<std::int64_t>(dtype_bytes(dtype));
-  push_spread_ = world > 2 && block_bytes >= (std::int64_t{1} << 20);
-  const char* push = std::getenv("OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH");
-  if (push != nullptr && std::string(push) == "shift") push_spread_ = false;
-  if (push != nullptr && std::string(push) == "spread") push_spread_ = true;
-  const char* warps = std::getenv("OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH_WARPS");
-  push_warps_ = warps != nullptr ? std::clamp(std::atoi(warps), 1, bwd::kThreads / 32 - 1)
-                                 : (push_spread_ ? 1 : bwd::kPushWarps);
-  const char* claim = std::getenv("OVERLAPSIM_EMBEDDING_A2A_BWD_CLAIM_TILES");
-  claim_tiles_ = claim == nullptr ? bwd::kClaimTiles : std::clamp(std::atoi(claim), 1, 64);
+  push_spread_ = options.push == BackwardPush::kAuto
+                     ? world > 2 && block_bytes >= (std::int64_t{1} << 20)
+                     : options.push == BackwardPush::kSpread;
+  push_warps_ = options.push_warps != 0 ? options.push_warps : (push_spread_ ? 1 : bwd::kPushWarps);
+  claim_tiles_ = options.claim_tiles != 0 ? options.claim_tiles : bwd::kClaimTiles;
   OVERLAPSIM_TRY(bwd::preload());
   bwd::KernelArgs probe;
   OVERLAPSIM_TRY(fill_args(nullptr, nullptr, &probe));

@@ -43,6 +43,18 @@ namespace overlapsim::kernels::fused {
 // Elements of `rank`'s sparse gradient values: sum over its tables of G x pooling x dim.
 std::size_t gradient_values_count(const EmbeddingAllToAllShape& shape, int rank);
 
+// How each source pushes its rows to the table owners: kAuto picks from the shape at
+// initialize (spread with one push warp from 1 MiB a table block at 3+ ranks, else the
+// shift with two); the others force a schedule, for A/B runs of one binary.
+enum class BackwardPush { kAuto, kShift, kSpread };
+
+struct EmbeddingAllToAllBackwardOptions {
+  double timeout_s = 30.0;  // a counter wait longer than this gives up (check_timeout)
+  BackwardPush push = BackwardPush::kAuto;
+  int push_warps = 0;   // 0: the schedule's own (1 spread, 2 shift); else 1..7
+  int claim_tiles = 0;  // 0: the default (2); else 1..64 tiles a claim
+};
+
 class EmbeddingAllToAllBackward {
  public:
   EmbeddingAllToAllBackward();
@@ -57,8 +69,9 @@ class EmbeddingAllToAllBackward {
   // Collective over comm's ranks (null: one rank): allocates the receive buffers, counters
   // and NCCL's receive buffer, exchanges addresses, agrees on the grid, loads the kernel.
   // Call it between quiesce() fences (it allocates).
+  // Every rank must pass the same options.
   Status initialize(CommHandle* comm, const EmbeddingAllToAllShape& shape, DType dtype,
-                    double timeout_s = 30.0);
+                    const EmbeddingAllToAllBackwardOptions& options = {});
 
   // grad: this rank's [tables][B][dim]; values: gradient_values_count(shape, rank) elements,
   // [slot][G][pooling][dim] over this rank's tables in table order. Every rank calls run
@@ -88,11 +101,7 @@ class EmbeddingAllToAllBackward {
   std::uint32_t epoch_ = 0;
   std::uint32_t counted_ = 0;               // the grids of the calls so far, summed
   std::vector<std::uint32_t> claims_base_;  // per tile counter of the expansion
-  // The push schedule, chosen at initialize from the shape (spread with one push warp from
-  // 1 MiB a table block at 3+ ranks, else the shift with two). Overrides, read there, for
-  // A/B runs on one binary: OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH=shift|spread,
-  // OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH_WARPS=N (1..7), OVERLAPSIM_EMBEDDING_A2A_BWD_CLAIM_TILES=N
-  // (1..64).
+  // The push schedule and tile claims (EmbeddingAllToAllBackwardOptions), set at initialize.
   bool push_spread_ = false;
   int claim_tiles_ = 2;
   int push_warps_ = 2;

@@ -45,6 +45,22 @@ std::uint64_t grad_seed(std::uint64_t seed, int rank, int set) {
   return buffer_seed(seed, rank, 7 + set);
 }
 
+// Checked before anything is allocated, so no GPU is needed.
+TEST(EmbeddingAllToAllBackward, RejectsBadOptions) {
+  const EmbeddingAllToAllShape shape = make_shape({3, 5}, 128, 16, 1);
+  EmbeddingAllToAllBackwardOptions o;
+  o.push_warps = 8;
+  EmbeddingAllToAllBackward a;
+  EXPECT_FALSE(a.initialize(nullptr, shape, DType::BF16, o).ok);
+  o.push_warps = 0;
+  o.claim_tiles = 65;
+  EmbeddingAllToAllBackward b;
+  EXPECT_FALSE(b.initialize(nullptr, shape, DType::BF16, o).ok);
+  o.claim_tiles = -1;
+  EmbeddingAllToAllBackward c;
+  EXPECT_FALSE(c.initialize(nullptr, shape, DType::BF16, o).ok);
+}
+
 TEST(EmbeddingAllToAllBackward, RejectsBadShapes) {
   EmbeddingAllToAllShape shape = make_shape({3, 5}, 128, 16, 2);
   EXPECT_TRUE(EmbeddingAllToAllBackward::can_implement(shape, DType::BF16).ok);
@@ -121,7 +137,8 @@ HarnessOptions blocking() {
 // (every element); comm null: one rank.
 Status check_design(CommHandle* comm, cudaStream_t s, const std::vector<std::int64_t>& pooling,
                     std::int64_t dim, std::int64_t local_batch, DType dtype, std::uint64_t seed,
-                    int calls, const std::function<Status(const char*)>& fence) {
+                    int calls, const std::function<Status(const char*)>& fence,
+                    const EmbeddingAllToAllBackwardOptions& options = {}) {
   const int world = comm == nullptr ? 1 : comm->world, rank = comm == nullptr ? 0 : comm->rank;
   const EmbeddingAllToAllShape shape = make_shape(pooling, dim, local_batch, world);
   const std::string what = "rank " + std::to_string(rank) + " dim " + std::to_string(dim) + " B " +
@@ -135,7 +152,7 @@ Status check_design(CommHandle* comm, cudaStream_t s, const std::vector<std::int
   OVERLAPSIM_TRY(fused_values.allocate(std::max<std::size_t>(count, 1) * 2));
   OVERLAPSIM_TRY(fill_random(grad.data(), grad_count, dtype, grad_seed(seed, rank, 0), s));
   EmbeddingAllToAllBackward design;
-  OVERLAPSIM_TRY(design.initialize(comm, shape, dtype, 30));
+  OVERLAPSIM_TRY(design.initialize(comm, shape, dtype, options));
   OVERLAPSIM_TRY(fence("backward test ready"));
   OVERLAPSIM_TRY(poison(seq.data(), count, s));
   OVERLAPSIM_TRY(design.run_sequential(grad.data(), seq.data(), s));
@@ -170,10 +187,11 @@ TEST(EmbeddingAllToAllBackwardLocal, MatchesReference) {
 
 // Every rank runs the checks; the fence is the harness's rendezvous.
 Status check_ranks(RankContext& ctx, const std::vector<std::int64_t>& pooling, std::int64_t dim,
-                   std::int64_t local_batch, DType dtype, std::uint64_t seed, int calls) {
+                   std::int64_t local_batch, DType dtype, std::uint64_t seed, int calls,
+                   const EmbeddingAllToAllBackwardOptions& options = {}) {
   const auto fence = [&](const char* what) { return quiesce(ctx, what); };
   return check_design(&ctx.comm, ctx.compute_stream, pooling, dim, local_batch, dtype, seed, calls,
-                      fence);
+                      fence, options);
 }
 
 TEST(EmbeddingAllToAllBackward, MatchesSequentialBits) {
@@ -196,15 +214,14 @@ TEST(EmbeddingAllToAllBackward, MatchesSequentialBits) {
 TEST(EmbeddingAllToAllBackward, SpreadOnePushWarpMatchesSequentialBits) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::uint64_t seed = fresh_seed();
-  ::setenv("OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH", "spread", 1);
-  ::setenv("OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH_WARPS", "1", 1);
+  EmbeddingAllToAllBackwardOptions spread;
+  spread.push = BackwardPush::kSpread;
+  spread.push_warps = 1;
   const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
-    OVERLAPSIM_TRY(check_ranks(ctx, kDcnPooling, 128, 64, DType::BF16, seed, 3));
-    OVERLAPSIM_TRY(check_ranks(ctx, {2, 100, 7}, 256, 13, DType::FP16, seed, 2));
-    return check_ranks(ctx, kDcnPooling, 128, 700, DType::BF16, seed, 2);
+    OVERLAPSIM_TRY(check_ranks(ctx, kDcnPooling, 128, 64, DType::BF16, seed, 3, spread));
+    OVERLAPSIM_TRY(check_ranks(ctx, {2, 100, 7}, 256, 13, DType::FP16, seed, 2, spread));
+    return check_ranks(ctx, kDcnPooling, 128, 700, DType::BF16, seed, 2, spread);
   });
-  ::unsetenv("OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH");
-  ::unsetenv("OVERLAPSIM_EMBEDDING_A2A_BWD_PUSH_WARPS");
   ASSERT_TRUE(status.ok) << status.message;
 }
 
@@ -240,7 +257,7 @@ TEST(EmbeddingAllToAllBackward, BackToBack200Calls) {
       OVERLAPSIM_TRY(fill_random(grads.as<std::uint16_t>() + set * grad_count, grad_count,
                                  DType::BF16, grad_seed(seed, rank, set), s));
     EmbeddingAllToAllBackward design;
-    OVERLAPSIM_TRY(design.initialize(&ctx.comm, shape, DType::BF16, 30));
+    OVERLAPSIM_TRY(design.initialize(&ctx.comm, shape, DType::BF16, {30}));
     OVERLAPSIM_TRY(quiesce(ctx, "b2b ready"));
     for (int set = 0; set < kSets; ++set)
       OVERLAPSIM_TRY(design.run_sequential(grads.as<std::uint16_t>() + set * grad_count,
@@ -281,7 +298,7 @@ TEST(EmbeddingAllToAllBackwardColdStart, Child) {
     OVERLAPSIM_TRY(values.allocate(count * 2));
     OVERLAPSIM_TRY(fill_random(grad.data(), grad_count, DType::BF16, grad_seed(seed, rank, 0), s));
     EmbeddingAllToAllBackward design;
-    OVERLAPSIM_TRY(design.initialize(&ctx.comm, shape, DType::BF16, 20));
+    OVERLAPSIM_TRY(design.initialize(&ctx.comm, shape, DType::BF16, {20}));
     OVERLAPSIM_TRY(quiesce(ctx, "cold start ready"));
     // The fused kernel first, then a kernel of another module behind it on every rank.
     OVERLAPSIM_TRY(design.run(grad.data(), values.data(), s));
