@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "kernels/bench/timing.hpp"
 #include "kernels/collectives/nccl_collectives.hpp"
 #include "kernels/fused/embedding_alltoall_backward.hpp"
 #include "kernels/harness/device_buffer.hpp"
@@ -17,12 +18,6 @@ namespace {
 
 using fused::EmbeddingAllToAllBackward;
 using fused::EmbeddingAllToAllShape;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
 
 // Rank r's gradient rows are fill_random(grad_seed(seed, r)).
 std::uint64_t grad_seed(std::uint64_t seed, int rank) { return buffer_seed(seed, rank, 7); }
@@ -126,51 +121,40 @@ Status run_embedding_backward_case(const EmbeddingBackwardCaseSettings& settings
       {"alltoall+embedding_bag_backward", "sequential", &seq_call, wrong[1]},
       {"embedding_bag_backward", "own", &expand_call, 0},
       {"alltoall_backward", "nccl", &nccl_call, 0}};
-  const int nv = static_cast<int>(variants.size());
-  for (int i = 0; i < settings.warmup; ++i)
-    for (const Variant& v : variants) OVERLAPSIM_TRY((*v.call)());
-  const int iters = settings.iterations;
-  constexpr int kB2b = 2;
-  std::vector<cudaEvent_t> events(static_cast<std::size_t>(2 * nv * iters + 2 * kB2b));
-  for (auto& e : events) CUDA_CHECK(cudaEventCreate(&e));
-  auto ev = [&](int v, int i, int which) {
-    return events[static_cast<std::size_t>((i * nv + v) * 2 + which)];
+  // The variants in one rotated loop (time_interleaved: an untimed 1-element all-reduce
+  // lines the ranks up before each timed call), then the fused and sequential designs
+  // --b2b-calls times back to back each.
+  std::vector<EnqueueIteration> timed;
+  for (const Variant& v : variants) timed.push_back([call = v.call](int) { return (*call)(); });
+  const EnqueueIteration align_ranks = [&](int) {
+    return all_reduce(ctx.comm, align.data(), align.data(), 1, DType::BF16, s);
   };
-  // Each iteration rotates the variants' order; an untimed 1-element all-reduce lines the
-  // ranks up before each timed call.
-  for (int i = 0; i < iters; ++i)
-    for (int j = 0; j < nv; ++j) {
-      const int v = (i + j) % nv;
-      OVERLAPSIM_TRY(all_reduce(ctx.comm, align.data(), align.data(), 1, DType::BF16, s));
-      CUDA_CHECK(cudaEventRecord(ev(v, i, 0), s));
-      OVERLAPSIM_TRY((*variants[static_cast<std::size_t>(v)].call)());
-      CUDA_CHECK(cudaEventRecord(ev(v, i, 1), s));
-    }
-  cudaEvent_t* b2b = events.data() + 2 * nv * iters;
+  std::vector<Timing> timings;
+  OVERLAPSIM_TRY(
+      time_interleaved(ctx, settings.warmup, settings.iterations, timed, align_ranks, &timings));
+  constexpr int kB2b = 2;
   const Call* b2b_calls[kB2b] = {&fused_call, &seq_call};
   const char* b2b_names[kB2b] = {"fused_b2b", "sequential_b2b"};
-  for (int j = 0; j < kB2b && settings.b2b_calls > 0; ++j) {
-    OVERLAPSIM_TRY(all_reduce(ctx.comm, align.data(), align.data(), 1, DType::BF16, s));
-    CUDA_CHECK(cudaEventRecord(b2b[2 * j], s));
-    for (int i = 0; i < settings.b2b_calls; ++i) OVERLAPSIM_TRY((*b2b_calls[j])());
-    CUDA_CHECK(cudaEventRecord(b2b[2 * j + 1], s));
-  }
-  OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "embedding-a2a backward timing"));
-  OVERLAPSIM_TRY(design.check_timeout(s));
-  std::vector<double> times(static_cast<std::size_t>(nv * iters + kB2b), 0.0);
-  for (int v = 0; v < nv; ++v)
-    for (int i = 0; i < iters; ++i) {
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, ev(v, i, 0), ev(v, i, 1)));
-      times[static_cast<std::size_t>(v * iters + i)] = 1e-3 * ms;
+  std::vector<double> b2b_s(kB2b, 0.0);
+  if (settings.b2b_calls > 0) {
+    std::vector<cudaEvent_t> events(2 * kB2b);
+    for (auto& e : events) CUDA_CHECK(cudaEventCreate(&e));
+    for (int j = 0; j < kB2b; ++j) {
+      OVERLAPSIM_TRY(align_ranks(0));
+      CUDA_CHECK(cudaEventRecord(events[2 * j], s));
+      for (int i = 0; i < settings.b2b_calls; ++i) OVERLAPSIM_TRY((*b2b_calls[j])());
+      CUDA_CHECK(cudaEventRecord(events[2 * j + 1], s));
     }
-  for (int j = 0; j < kB2b && settings.b2b_calls > 0; ++j) {
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, b2b[2 * j], b2b[2 * j + 1]));
-    times[static_cast<std::size_t>(nv * iters + j)] = 1e-3 * ms / settings.b2b_calls;
+    OVERLAPSIM_TRY(wait_stream(ctx.comm, s, "embedding-a2a backward back to back"));
+    for (int j = 0; j < kB2b; ++j) {
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, events[2 * j], events[2 * j + 1]));
+      b2b_s[static_cast<std::size_t>(j)] = 1e-3 * ms / settings.b2b_calls;
+    }
+    for (auto& e : events) cudaEventDestroy(e);
+    OVERLAPSIM_TRY(allreduce_host(ctx.comm, s, b2b_s, ncclMax));
   }
-  for (auto& e : events) cudaEventDestroy(e);
-  OVERLAPSIM_TRY(allreduce_host(ctx.comm, s, times, ncclMax));
+  OVERLAPSIM_TRY(design.check_timeout(s));
 
   std::int64_t lookups = 0;
   for (const fused::EmbeddingTable& t : shape.tables) lookups += t.pooling;
@@ -191,14 +175,12 @@ Status run_embedding_backward_case(const EmbeddingBackwardCaseSettings& settings
       std::fflush(stdout);
     }
   };
-  for (int v = 0; v < nv; ++v) {
-    std::vector<double> t(times.begin() + v * iters, times.begin() + (v + 1) * iters);
-    const auto [mn, mx] = std::minmax_element(t.begin(), t.end());
-    const Variant& var = variants[static_cast<std::size_t>(v)];
-    emit(var.op, var.design, median(t), *mn, *mx, var.wrong);
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    const Timing& t = timings[v];
+    emit(variants[v].op, variants[v].design, t.median_s, t.min_s, t.max_s, variants[v].wrong);
   }
   for (int j = 0; j < kB2b && settings.b2b_calls > 0; ++j) {
-    const double t = times[static_cast<std::size_t>(nv * iters + j)];
+    const double t = b2b_s[static_cast<std::size_t>(j)];
     emit("alltoall+embedding_bag_backward", b2b_names[j], t, t, t,
          wrong[static_cast<std::size_t>(j)]);
   }
