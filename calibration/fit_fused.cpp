@@ -49,16 +49,15 @@ Vec features(const FusedRow& r) {
 
 // Weighted least squares over the unknowns in `free` (others 0): normal equations by
 // Gaussian elimination with partial pivoting. False when singular.
-bool solve(const std::vector<FusedRow>& rows, const std::array<bool, kN>& free, Vec& x) {
+bool solve_rows(const std::vector<Vec>& f, const std::vector<double>& y,
+                const std::vector<double>& w, const std::array<bool, kN>& free, Vec& x) {
   std::array<std::array<double, kN + 1>, kN> a{};
-  for (const FusedRow& r : rows) {
-    const Vec f = features(r);
-    const double w = 1 / (r.fused_s * r.fused_s), y = r.fused_s - r.op_s;
+  for (std::size_t r = 0; r < f.size(); ++r) {
     for (int i = 0; i < kN; ++i) {
       if (!free[i]) continue;
       for (int j = 0; j < kN; ++j)
-        if (free[j]) a[i][j] += w * f[i] * f[j];
-      a[i][kN] += w * f[i] * y;
+        if (free[j]) a[i][j] += w[r] * f[r][i] * f[r][j];
+      a[i][kN] += w[r] * f[r][i] * y[r];
     }
   }
   // Scale each unknown to its diagonal so seconds and seconds per byte mix well.
@@ -90,6 +89,31 @@ bool solve(const std::vector<FusedRow>& rows, const std::array<bool, kN>& free, 
   }
   for (int i = 0; i < kN; ++i) x[i] = free[i] ? a[i][kN] / a[i][i] * scale[i] : 0;
   return true;
+}
+
+// Least squares with every unknown in `free` >= 0: one that comes out negative is fixed at
+// 0 and the rest refitted. False when singular.
+bool solve_nonnegative(const std::vector<Vec>& f, const std::vector<double>& y,
+                       const std::vector<double>& w, std::array<bool, kN> free, Vec& x) {
+  for (;;) {
+    if (!solve_rows(f, y, w, free, x)) return false;
+    int worst = -1;
+    for (int i = 0; i < kN; ++i)
+      if (free[i] && x[i] < 0 && (worst < 0 || x[i] < x[worst])) worst = i;
+    if (worst < 0) return true;
+    free[worst] = false;
+  }
+}
+
+bool solve(const std::vector<FusedRow>& rows, const std::array<bool, kN>& free, Vec& x) {
+  std::vector<Vec> f;
+  std::vector<double> y, w;
+  for (const FusedRow& r : rows) {
+    f.push_back(features(r));
+    y.push_back(r.fused_s - r.op_s);
+    w.push_back(1 / (r.fused_s * r.fused_s));
+  }
+  return solve_rows(f, y, w, free, x);
 }
 
 double rounded(double v) { return std::stod(fmt::format("{:.4g}", v)); }
@@ -126,6 +150,47 @@ std::string files_of(const std::vector<FusedRow>& rows, bool (*use)(FusedPair)) 
   for (const auto& [file, n] : count)
     out += fmt::format("{}{} ({} rows)", out.empty() ? "" : ", ", file, n);
   return out;
+}
+
+// The backward's unknowns: the expansion factor, seconds per byte of the whole exchange,
+// the finish, the push step per owner, seconds per pushed byte on arrival.
+enum Backward { kExpand, kStore, kFinish, kStep, kArrival };
+
+Vec backward_features(const FusedRow& r, bool arrival) {
+  const double w = r.world, pushed = r.pushed_bytes();
+  Vec f{};
+  f[kFinish] = 1;
+  if (arrival) {
+    f[kExpand] = r.op_s / w;
+    f[kStep] = w - 1;
+    f[kArrival] = pushed;
+  } else {
+    f[kExpand] = r.op_s;
+    f[kStore] = w * pushed;
+  }
+  return f;
+}
+
+double dot(const Vec& a, const Vec& b) {
+  double s = 0;
+  for (int i = 0; i < kN; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// True where the arrival bound is the larger under x (the finish is in both).
+bool arrival_larger(const FusedRow& r, const Vec& x) {
+  return dot(backward_features(r, true), x) > dot(backward_features(r, false), x);
+}
+
+double backward_objective(const std::vector<FusedRow>& rows, const Vec& x) {
+  double s = 0;
+  for (const FusedRow& r : rows) {
+    const double pred =
+        std::max(dot(backward_features(r, true), x), dot(backward_features(r, false), x));
+    const double e = (pred - r.fused_s) / r.fused_s;
+    s += e * e;
+  }
+  return s;
 }
 
 }  // namespace
@@ -186,8 +251,11 @@ std::vector<FusedRow> load_fused_rows(const std::string& root,
 }
 
 FusedFit fit_fused(const std::vector<FusedRow>& rows, double nvlink_store_Bps) {
-  bool kinds[3] = {false, false, false};
+  bool kinds[4] = {false, false, false, false};
   for (const FusedRow& r : rows) kinds[static_cast<int>(r.pair)] = true;
+  if (kinds[static_cast<int>(FusedPair::EmbeddingBackward)])
+    throw config::ConfigError(
+        "fit_fused: an embedding backward row (fit those with fit_fused_backward)");
   if (!kinds[0] || !kinds[1] || !kinds[2])
     throw config::ConfigError(
         "fit_fused: the rows lack a pair kind (expected embedding+alltoall, gemv+allreduce and "
@@ -246,6 +314,172 @@ FusedFit fit_fused(const std::vector<FusedRow>& rows, double nvlink_store_Bps) {
       "after the last store: a fence, the per-source counters, the receiver's poll");
   put("allreduce_finish_s", fit.costs.allreduce_finish_s, ar,
       "after the GEMV: its partials to the peers, flags, the last arriver's reduction");
+  return fit;
+}
+
+const std::vector<FusedBackwardFile>& fused_backward_measurement_files() {
+  static const std::vector<FusedBackwardFile> files = {
+      {"benchmarks/results/h100x4/embedding_alltoall_backward/run3/ours_w2.csv", false},
+      {"benchmarks/results/h100x4/embedding_alltoall_backward/run3/ours_w4.csv", false},
+      {"benchmarks/results/h100x4/embedding_alltoall_backward/run4/ours_w4_pw1_1.csv", true},
+  };
+  return files;
+}
+
+bool backward_push_spread(int world, std::int64_t local_batch, std::int64_t dim,
+                          int element_bytes) {
+  return world >= 3 && local_batch * dim * element_bytes >= (std::int64_t{1} << 20);
+}
+
+std::vector<FusedRow> load_fused_backward_rows(const std::string& root,
+                                               const std::vector<FusedBackwardFile>& files) {
+  std::vector<FusedRow> out;
+  for (const FusedBackwardFile& file : files) {
+    const std::string path = (std::filesystem::path(root) / file.path).string();
+    if (!std::filesystem::exists(path))
+      throw config::ConfigError(
+          fmt::format("{}: no such measurement file (expected an overlap-bench CSV)", path));
+    const std::vector<Measurement> rows = read_measurements(path);
+    using Key = std::tuple<int, std::string, std::string, std::int64_t, std::int64_t, std::int64_t>;
+    std::map<Key, double> time;
+    for (const Measurement& r : rows)
+      if (r.wrong == 0) time[{r.world, r.op, r.design, r.m, r.n, r.k}] = r.time_s;
+    auto at = [&](const Measurement& r, const std::string& op, const std::string& design) {
+      auto it = time.find({r.world, op, design, r.m, r.n, r.k});
+      return it == time.end() ? 0.0 : it->second;
+    };
+    for (const Measurement& r : rows) {
+      if (r.op != "alltoall+embedding_bag_backward" || r.design != "fused" || r.wrong != 0)
+        continue;
+      const int element_bytes = r.dtype == "fp32" ? 4 : 2;
+      if (backward_push_spread(r.world, r.m, r.n, element_bytes) != file.spread) continue;
+      FusedRow f;
+      f.pair = sim::FusedPair::EmbeddingBackward;
+      f.where = fmt::format("{}:{}", file.path, r.line);
+      f.world = r.world;
+      f.m = r.m;
+      f.n = r.n;
+      f.k = r.k;
+      f.comm_bytes = r.bytes;
+      f.fused_s = r.time_s;
+      f.op_s = at(r, "embedding_bag_backward", "own");
+      f.sequential_own_s = at(r, "alltoall+embedding_bag_backward", "sequential");
+      f.collective_s = at(r, "alltoall_backward", "nccl");
+      if (f.op_s > 0 && f.fused_s > 0) out.push_back(f);
+    }
+  }
+  return out;
+}
+
+FusedBackwardFit fit_fused_backward(const std::vector<FusedRow>& rows, double nvlink_store_Bps) {
+  for (const FusedRow& r : rows)
+    if (r.pair != FusedPair::EmbeddingBackward || r.world < 2 || r.fused_s <= 0 || r.op_s <= 0)
+      throw config::ConfigError(fmt::format(
+          "fit_fused_backward: {}: expected an embedding backward row of 2+ ranks with its "
+          "expansion alone",
+          r.where));
+  if (rows.size() < static_cast<std::size_t>(kN))
+    throw config::ConfigError(
+        fmt::format("fit_fused_backward: {} rows cannot determine the backward's {} parameters",
+                    rows.size(), kN));
+  // Starting splits: the first t rows by expansion time per pushed byte (the ones whose
+  // exchange is long against their expansion) on the arrival bound.
+  std::vector<std::size_t> order(rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return rows[a].op_s / rows[a].pushed_bytes() < rows[b].op_s / rows[b].pushed_bytes();
+  });
+  std::vector<double> y, w;
+  for (const FusedRow& r : rows) {
+    y.push_back(r.fused_s);
+    w.push_back(1 / (r.fused_s * r.fused_s));
+  }
+  Vec best{};
+  double best_objective = -1;
+  for (std::size_t t = 0; t <= rows.size(); ++t) {
+    std::vector<bool> arrival(rows.size(), false);
+    for (std::size_t i = 0; i < t; ++i) arrival[order[i]] = true;
+    for (int iteration = 0; iteration < 50; ++iteration) {
+      std::vector<Vec> f;
+      bool any_arrival = false, any_expansion = false;
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        f.push_back(backward_features(rows[i], arrival[i]));
+        (arrival[i] ? any_arrival : any_expansion) = true;
+      }
+      // A bound no row is on leaves its own unknowns undetermined: held at 0.
+      std::array<bool, kN> free{};
+      free.fill(true);
+      if (!any_arrival) free[kStep] = free[kArrival] = false;
+      if (!any_expansion) free[kStore] = false;
+      Vec x{};
+      if (!solve_nonnegative(f, y, w, free, x) || x[kExpand] <= 0) break;
+      const double objective = backward_objective(rows, x);
+      if (best_objective < 0 || objective < best_objective - 1e-15) {
+        best_objective = objective;
+        best = x;
+      }
+      std::vector<bool> next(rows.size());
+      for (std::size_t i = 0; i < rows.size(); ++i) next[i] = arrival_larger(rows[i], x);
+      if (next == arrival) break;
+      arrival = std::move(next);
+    }
+  }
+  if (best_objective < 0)
+    throw config::ConfigError("fit_fused_backward: the rows do not determine the parameters");
+
+  FusedBackwardFit fit;
+  sim::FusedCosts& c = fit.costs;
+  c.nvlink_store_Bps = nvlink_store_Bps;
+  c.has_backward = true;
+  c.backward_expand_factor = rounded(best[kExpand]);
+  // A zero cost per byte (clamped) is an infinite rate: the largest double keeps it finite.
+  c.backward_store_Bps = best[kStore] > 0 ? rounded(1 / best[kStore]) : 1e300;
+  c.backward_finish_s = rounded(best[kFinish]);
+  c.backward_owner_step_s = rounded(best[kStep]);
+  c.backward_arrival_Bps = best[kArrival] > 0 ? rounded(1 / best[kArrival]) : 1e300;
+  double s = 0, s_arrival = 0, s_expansion = 0;
+  int n_arrival = 0;
+  for (const FusedRow& r : rows) {
+    const sim::FusedTimes t = sim::fused_times(c, r.pair, r.op_s, r.pushed_bytes(), r.world);
+    fit.predicted_s.push_back(t.total_s());
+    fit.arrival_bound.push_back(t.arrival_bound);
+    const double e = (t.total_s() - r.fused_s) / r.fused_s;
+    s += e * e;
+    (t.arrival_bound ? s_arrival : s_expansion) += e * e;
+    n_arrival += t.arrival_bound ? 1 : 0;
+  }
+  const auto n = static_cast<double>(rows.size());
+  fit.relative_rms = std::sqrt(s / n);
+  const double rms_arrival = n_arrival ? std::sqrt(s_arrival / n_arrival) : 0;
+  const double rms_expansion =
+      n_arrival < static_cast<int>(rows.size()) ? std::sqrt(s_expansion / (n - n_arrival)) : 0;
+
+  auto all = [](FusedPair) { return true; };
+  const std::string how = fmt::format(
+      "fused backward time = max(expansion, arrival) + finish (sim/overlap/fused_model.hpp), "
+      "least squares on the relative error over {} fused rows of the committed push schedule, "
+      "each beside its expansion alone ({} on the arrival bound; 4 x H100 at 2 and 4 ranks): ",
+      rows.size(), n_arrival);
+  auto put = [&](const char* key, double value, double error, const char* what) {
+    sim::Sourced v;
+    v.value = value;
+    v.source = {sim::SourceKind::Measured, fmt::format("{}; {}{}", what, how, files_of(rows, all)),
+                std::stod(fmt::format("{:.4g}", error))};
+    fit.params[key] = v;
+  };
+  put("backward_expand_factor", c.backward_expand_factor, fit.relative_rms,
+      "the fused expansion's time against the standalone expansion's (tiles claimed on demand, "
+      "not split statically)");
+  put("backward_store_Bps", c.backward_store_Bps, rms_expansion,
+      "what the exchange costs the busiest owner's expansion per byte of the whole exchange "
+      "(W x pushed), as a rate");
+  put("backward_finish_s", c.backward_finish_s, fit.relative_rms,
+      "after the last expansion: the grid's end and the last counters");
+  put("backward_owner_step_s", c.backward_owner_step_s, rms_arrival,
+      "a source's push step per owner (push warps' barrier, system fence, counter) before the "
+      "last owner's rows land");
+  put("backward_arrival_Bps", c.backward_arrival_Bps, rms_arrival,
+      "a source's push rate while the rest of its grid expands (the last rows' arrival)");
   return fit;
 }
 

@@ -3,7 +3,9 @@
 // measurements: overlap-bench rows of the fused kernel beside its own compute part alone
 // (the same kernel's lookups without stores, the own GEMV, the own GEMM) on 2 and 4 H100s.
 // One weighted linear least squares over every row, on the relative error of the fused
-// pair's time, parameters kept >= 0; deterministic (docs/designs.md).
+// pair's time, parameters kept >= 0; deterministic (docs/designs.md). The embedding
+// backward, a consumer whose time is the larger of two bounds, has a fit of its own
+// (fit_fused_backward).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -52,5 +54,40 @@ inline constexpr double kMeasuredNvlinkBps = 450e9;
 // Throws config::ConfigError when the rows cannot determine every parameter (no row of a
 // pair kind a parameter needs).
 FusedFit fit_fused(const std::vector<FusedRow>& rows, double nvlink_store_Bps = kMeasuredNvlinkBps);
+
+// The embedding backward's measurements: overlap-bench rows of the fused backward beside
+// the expansion alone (`embedding_bag_backward`, `own`) on 2 and 4 H100s. Each file ran one
+// push schedule; a row is kept only where that is the schedule the kernel picks for its
+// shape (backward_push_spread), so the rows are the committed kernel's.
+struct FusedBackwardFile {
+  std::string path;     // relative to the repository root
+  bool spread = false;  // the file's kernel pushed spread with one push warp (else shift)
+};
+const std::vector<FusedBackwardFile>& fused_backward_measurement_files();
+
+// The kernel's own choice (kernels/fused/embedding_alltoall_backward.hpp, kAuto): spread
+// with one push warp from 1 MiB a table block (B x dim x element bytes) at 3+ ranks.
+bool backward_push_spread(int world, std::int64_t local_batch, std::int64_t dim, int element_bytes);
+
+// Rows (pair EmbeddingBackward; m = B, n = dim, k = lookups a sample) whose expansion alone
+// was measured in the same file. Throws config::ConfigError as load_fused_rows.
+std::vector<FusedRow> load_fused_backward_rows(const std::string& root,
+                                               const std::vector<FusedBackwardFile>& files);
+
+struct FusedBackwardFit {
+  sim::FusedCosts costs;                       // the backward fields (has_backward true)
+  std::map<std::string, sim::Sourced> params;  // designs.fused.backward_* with provenance
+  std::vector<double> predicted_s;             // per row, by sim::fused_times
+  std::vector<bool> arrival_bound;             // per row: the arrival bound set it
+  double relative_rms = 0;
+};
+
+// Least squares on the relative error of max(expansion, arrival) + finish: for a given
+// split of the rows between the two bounds the model is linear; starting from every split
+// along the rows' expansion time per pushed byte, rows are moved to the bound the fit
+// makes larger until the split holds, and the best fit wins. Unknowns that come out
+// negative are held at 0. Throws config::ConfigError when the rows cannot determine it.
+FusedBackwardFit fit_fused_backward(const std::vector<FusedRow>& rows,
+                                    double nvlink_store_Bps = kMeasuredNvlinkBps);
 
 }  // namespace overlapsim::calibration

@@ -18,6 +18,23 @@
 // from the measured kernels by calibration/fit_fused.hpp; docs/designs.md has the numbers.
 // The stores reach NVLink peers only (NCCL's device API: LSA peers by load/store, the
 // network only through GIN), so a communicator that spans hosts is not fused here.
+//
+// The embedding backward (kernels/fused/embedding_alltoall_backward.hpp) is a consumer: every
+// source stores its pooled-row gradients into the table owners' receive buffers, and each
+// owner expands a source's rows into the per-lookup gradient once that source's counter
+// says they landed (its own rows first). The pair ends on whichever comes last:
+//   expansion = op_s backward_expand_factor + W pushed_bytes / backward_store_Bps
+//   arrival   = (W-1) backward_owner_step_s + pushed_bytes / backward_arrival_Bps
+//               + op_s backward_expand_factor / W
+//   pair      = max(expansion, arrival) + backward_finish_s
+// The expansion runs at its own rate within the fused grid (its tiles claimed on demand,
+// unlike the standalone kernel's static split) and slows by the exchange's bytes; the
+// arrival bound is the last source's rows landing after a push step per owner (barrier,
+// system fence, counter) and the pushed bytes, then that source's share of the expansion.
+// The store cost is per byte of the whole exchange (W pushed_bytes): measured on 2 and 4
+// ranks, where the cost per pushed byte doubled from 2 to 4 (docs/designs.md); its cause
+// is not measured, and 8 ranks are not. These five keys are optional: without them the
+// design leaves the backward pair sequential.
 #include <optional>
 
 #include "sim/graph/op_graph.hpp"
@@ -25,10 +42,15 @@
 
 namespace overlapsim::sim {
 
-enum class FusedPair { EmbeddingAllToAll, GemvAllReduce, GemmAllToAll };
+enum class FusedPair { EmbeddingAllToAll, GemvAllReduce, GemmAllToAll, EmbeddingBackward };
 
-// The pair a fused kernel exists for, or nullopt.
+// The producer pair (op -> collective) a fused kernel exists for, or nullopt.
 std::optional<FusedPair> fused_pair_of(OpKind op, CollectiveOp collective);
+// Either side: a consumer (collective -> op) is the embedding backward (All-to-All ->
+// embedding), or nullopt.
+std::optional<FusedPair> fused_pair_of(OpKind op, CollectiveOp collective, bool producer);
+// The forward pairs whose op is memory-bound (embedding, GEMV); not the backward, which
+// has its own terms.
 bool memory_bound(FusedPair pair);
 
 struct FusedCosts {
@@ -39,6 +61,14 @@ struct FusedCosts {
   double allreduce_finish_s = 0;
   double nvlink_store_Bps = 0;  // the datasheet's NVLink rate per direction
 
+  // The embedding backward (all five or none in a profile; has_backward says which).
+  bool has_backward = false;
+  double backward_expand_factor = 0;  // the fused expansion's time / the standalone's
+  double backward_store_Bps = 0;      // per byte of the whole exchange (W x pushed)
+  double backward_finish_s = 0;
+  double backward_owner_step_s = 0;  // a source's push step per owner
+  double backward_arrival_Bps = 0;   // a source's pushes while the grid expands
+
   // Reads designs.fused.* (missing or out of range: config::ConfigError naming the key).
   static FusedCosts read(DesignParameters& p);
 };
@@ -48,10 +78,13 @@ struct FusedCosts {
 double fused_pushed_bytes(FusedPair pair, double comm_bytes, int ranks);
 
 struct FusedTimes {
-  double compute_s = 0;  // the op with its stores
+  double compute_s = 0;  // the op with its stores (backward: until the last expansion ends)
   double finish_s = 0;   // from the op's end until every peer has its data
+  bool arrival_bound = false;  // backward: the rows' arrival, not the expansion, set it
   double total_s() const { return compute_s + finish_s; }
 };
-FusedTimes fused_times(const FusedCosts& costs, FusedPair pair, double op_s, double pushed_bytes);
+// The pair's time, the one place that answers it; `ranks` (>= 2) only for the backward.
+FusedTimes fused_times(const FusedCosts& costs, FusedPair pair, double op_s, double pushed_bytes,
+                       int ranks = 0);
 
 }  // namespace overlapsim::sim
