@@ -25,15 +25,23 @@
 // kept, the same for both transports; stderr lists the candidates' times) and `chunks`
 // holds the split in the rows of designs that run the fused kernel. --k-splits N (N > 0)
 // fixes the split (no hint) instead, --tune 0 keeps auto_k_splits' rule.
+// --variants LIST: the fused kernel's variants beside it in the same loop, each its own
+// design with its own tuned split (peers through CUDA peer pointers):
+//   fused_early        GemvAllReduceOptions::early_claim (claim the next unit before the
+//                      last loop iteration, L2 prefetch of its head)
+//   fused_fine         fine_k_splits (the tuner also tries 3, 6, 12, 16 splits)
+//   fused_early_fine   both
+// each with a _b2b row; `wrong`: unwritten, off cuBLAS + NCCL as fused, and off the
+// variant's own GEMV (run_local) through NCCL exactly where fused is exact.
 // --trace-calls N --trace FILE: after the timings, N more fused calls (each behind the
 // aligning all-reduce) record per-CTA timestamps (GemvKernelArgs::trace); every rank appends
 // them to FILE.rank<r>.csv (design, tokens, n, k, call, cta, start/pushed/arrived/end ns,
 // the call's event-timed ns), then as many calls of the GEMV alone (run_local: start and
-// end of its units only).
+// end of its units only), then as many of each --variants design.
 //   fused-gemv-bench [--tokens 1,4,16,64] [--shapes 8192x8192,...] [--world N]
 //                    [--iterations 50] [--warmup 10] [--b2b-calls 100] [--timeout 60]
 //                    [--k-splits 0] [--tune 1] [--trace-calls 0 --trace FILE] [--seed S]
-//                    [--output FILE]
+//                    [--variants early,fine,early_fine] [--output FILE]
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -42,6 +50,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -83,6 +92,7 @@ struct Settings {
   int trace_calls = 0;
   std::string trace;
   std::uint64_t seed = 1;
+  std::vector<std::string> variants;  // early, fine, early_fine
   std::string output;
 };
 
@@ -125,6 +135,13 @@ Settings parse(const std::vector<std::string>& args) {
       s.trace = cursor.value();
     } else if (flag == "--seed") {
       s.seed = static_cast<std::uint64_t>(flag_int(kProgram, flag, cursor.value(), 0));
+    } else if (flag == "--variants") {
+      s.variants.clear();
+      for (const std::string& v : split_list(cursor.value())) {
+        if (v != "early" && v != "fine" && v != "early_fine")
+          bad_flag(kProgram, flag, v, "a list of early, fine, early_fine");
+        s.variants.push_back(v);
+      }
     } else if (flag == "--output") {
       s.output = cursor.value();
     } else if (flag == "--help") {
@@ -132,7 +149,8 @@ Settings parse(const std::vector<std::string>& args) {
           kProgram +
           ": [--tokens 1,4,16,64] [--shapes NxK,...] [--world N] [--iterations 50] "
           "[--warmup 10] [--b2b-calls 100] [--timeout 60] [--k-splits 0] "
-          "[--tune 1] [--trace-calls 0 --trace FILE] [--seed S] [--output FILE]");
+          "[--tune 1] [--trace-calls 0 --trace FILE] [--seed S] "
+          "[--variants early,fine,early_fine] [--output FILE]");
     } else {
       bad_flag(kProgram, flag, "", "a known flag (--help lists them)");
     }
@@ -148,6 +166,15 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
+// One --variants design: the fused kernel with other options, its output and the same
+// GEMV's partial through NCCL (its exact reference with 2 ranks).
+struct VariantDesign {
+  std::string name;  // fused_early, fused_fine, fused_early_fine
+  fused::GemvAllReduce design;
+  DeviceBuffer y, part, y_own;
+  std::string tuned = "not tuned";
+};
+
 // One rank's buffers and designs for one case.
 struct CaseState {
   int tokens = 0;
@@ -158,6 +185,7 @@ struct CaseState {
   DeviceBuffer y_fused, y_seq, y_own, part_cublas, part_own, y_nccl, align;
   DeviceBuffer y_window;
   fused::GemvAllReduce fused, fused_window;
+  std::vector<std::unique_ptr<VariantDesign>> variants;
   CublasLtGemm gemv;
 };
 
@@ -228,6 +256,19 @@ class Runner {
     if (!window_ok && rank == 0)
       std::fprintf(stderr, "%s: no nccl_window transport: %s\n", kProgram.c_str(),
                    window.message.c_str());
+    for (const std::string& name : settings_.variants) {
+      auto v = std::make_unique<VariantDesign>();
+      v->name = "fused_" + name;
+      fused::GemvAllReduceOptions vo;
+      vo.timeout_s = settings_.timeout_s;
+      vo.k_splits = settings_.k_splits;
+      vo.early_claim = name != "fine";
+      vo.fine_k_splits = name != "early";
+      for (DeviceBuffer* b : {&v->y, &v->part, &v->y_own})
+        OVERLAPSIM_TRY(b->allocate(c.y_count * 2));
+      OVERLAPSIM_TRY(v->design.initialize(&ctx_.comm, tokens, c.n, c.k, DType::BF16, vo));
+      c.variants.push_back(std::move(v));
+    }
     OVERLAPSIM_TRY(c.gemv.initialize(lt_, GemmShape{tokens, c.n, c.k}, DType::BF16, GemmBatching{},
                                      256, workspace_.data(), kWorkspaceBytes));
     for (int i = 0; i < c.sets; ++i) {
@@ -249,13 +290,20 @@ class Runner {
       // The window transport runs the same split: its bits must equal fused's.
       if (window_ok)
         OVERLAPSIM_TRY(c.fused_window.configure(c.fused.k_splits(), c.fused.l2_prefetch(), s));
+      for (auto& v : c.variants)
+        OVERLAPSIM_TRY(v->design.tune(c.sets, xs.data(), ws.data(), v->part.data(), s, &v->tuned));
       OVERLAPSIM_TRY(quiesce(ctx_, "fused-gemv tuned"));
     }
-    if (rank == 0)
+    if (rank == 0) {
       std::fprintf(stderr, "%s: tokens %d n %lld k %lld: k_splits %d l2_prefetch %d grid %d (%s)\n",
                    kProgram.c_str(), tokens, static_cast<long long>(c.n),
                    static_cast<long long>(c.k), c.fused.k_splits(), int(c.fused.l2_prefetch()),
                    c.fused.grid(), tuned.c_str());
+      for (const auto& v : c.variants)
+        std::fprintf(stderr, "%s:   %s: k_splits %d l2_prefetch %d grid %d (%s)\n",
+                     kProgram.c_str(), v->name.c_str(), v->design.k_splits(),
+                     int(v->design.l2_prefetch()), v->design.grid(), v->tuned.c_str());
+    }
 
     using Call = std::function<Status(int)>;
     auto X = [&](int i) { return c.x[static_cast<std::size_t>(i % c.sets)].data(); };
@@ -280,6 +328,11 @@ class Runner {
       return all_reduce(ctx_.comm, c.part_cublas.data(), c.y_nccl.data(), c.y_count, DType::BF16,
                         s);
     };
+    std::vector<Call> variant_calls;
+    for (auto& v : c.variants) {
+      VariantDesign* d = v.get();
+      variant_calls.push_back([&, d](int i) { return d->design.run(X(i), W(i), d->y.data(), s); });
+    }
 
     // Correctness on set 0.
     for (DeviceBuffer* b : {&c.y_fused, &c.y_seq, &c.y_own, &c.y_window})
@@ -309,6 +362,24 @@ class Runner {
                                     0.0, 0.0, s, &window_off));
     std::vector<double> wrong = {double(unwritten_f + off_own + off_seq),
                                  double(unwritten_s + seq_off), double(unwritten_w + window_off)};
+    // Each variant: unwritten, off cuBLAS + NCCL, off its own GEMV through NCCL (wrong[3 + j]).
+    for (std::size_t j = 0; j < c.variants.size(); ++j) {
+      VariantDesign& v = *c.variants[j];
+      OVERLAPSIM_TRY(poison(v.y.data(), c.y_count, s));
+      OVERLAPSIM_TRY(variant_calls[j](0));
+      OVERLAPSIM_TRY(v.design.run_local(X(0), W(0), v.part.data(), s));
+      OVERLAPSIM_TRY(
+          all_reduce(ctx_.comm, v.part.data(), v.y_own.data(), c.y_count, DType::BF16, s));
+      OVERLAPSIM_TRY(wait_stream(ctx_.comm, s, "fused-gemv variant check"));
+      OVERLAPSIM_TRY(v.design.check_timeout(s));
+      std::uint64_t unwritten = 0, off_v_own = 0, off_v_seq = 0;
+      OVERLAPSIM_TRY(count_nonfinite(v.y.data(), c.y_count, DType::BF16, s, &unwritten));
+      OVERLAPSIM_TRY(count_mismatches(v.y.data(), v.y_own.data(), c.y_count, DType::BF16, exact,
+                                      exact * rms, s, &off_v_own));
+      OVERLAPSIM_TRY(count_mismatches(v.y.data(), c.y_seq.data(), c.y_count, DType::BF16, 1.0 / 64,
+                                      rms / 64, s, &off_v_seq));
+      wrong.push_back(double(unwritten + off_v_own + off_v_seq));
+    }
     OVERLAPSIM_TRY(allreduce_host(ctx_.comm, s, wrong, ncclSum));
 
     // Interleaved loop.
@@ -324,12 +395,15 @@ class Runner {
                                      {"gemv", "own", &gemv_own},
                                      {"allreduce", "nccl", &nccl}};
     if (!window_ok) variants.erase(variants.begin() + 1);
+    for (std::size_t j = 0; j < c.variants.size(); ++j)
+      variants.push_back({"gemv+allreduce", c.variants[j]->name, &variant_calls[j]});
     const int nv = static_cast<int>(variants.size());
     for (int i = 0; i < settings_.warmup; ++i)
       for (const Variant& v : variants) OVERLAPSIM_TRY((*v.call)(i));
     const int iters = settings_.iterations;
-    // Back to back: both fused transports and the sequential design, --b2b-calls calls each.
-    constexpr int kB2b = 3;
+    // Back to back: both fused transports, the sequential design and the variants,
+    // --b2b-calls calls each.
+    const int kB2b = 3 + static_cast<int>(c.variants.size());
     std::vector<cudaEvent_t> events(static_cast<std::size_t>(2 * nv * iters + 2 * kB2b));
     for (auto& e : events) CUDA_CHECK(cudaEventCreate(&e));
     auto ev = [&](int v, int i, int which) {
@@ -344,9 +418,14 @@ class Runner {
         CUDA_CHECK(cudaEventRecord(ev(v, i, 1), s));
       }
     cudaEvent_t* b2b = events.data() + 2 * nv * iters;
-    const Call* b2b_calls[kB2b] = {&fused_call, &window_call, &seq_call};
-    const char* b2b_names[kB2b] = {"fused_b2b", "fused_nccl_window_b2b", "sequential_b2b"};
-    const int b2b_wrong[kB2b] = {0, 2, 1};
+    std::vector<const Call*> b2b_calls = {&fused_call, &window_call, &seq_call};
+    std::vector<std::string> b2b_names = {"fused_b2b", "fused_nccl_window_b2b", "sequential_b2b"};
+    std::vector<int> b2b_wrong = {0, 2, 1};
+    for (std::size_t j = 0; j < c.variants.size(); ++j) {
+      b2b_calls.push_back(&variant_calls[j]);
+      b2b_names.push_back(c.variants[j]->name + "_b2b");
+      b2b_wrong.push_back(3 + static_cast<int>(j));
+    }
     for (int j = 0; j < kB2b && settings_.b2b_calls > 0; ++j) {
       if (j == 1 && !window_ok) continue;
       OVERLAPSIM_TRY(all_reduce(ctx_.comm, c.align.data(), c.align.data(), 1, DType::BF16, s));
@@ -371,22 +450,34 @@ class Runner {
       times[static_cast<std::size_t>(nv * iters + j)] = 1e-3 * ms / settings_.b2b_calls;
     }
     for (auto& e : events) cudaEventDestroy(e);
+    for (auto& v : c.variants) OVERLAPSIM_TRY(v->design.check_timeout(s));
     OVERLAPSIM_TRY(allreduce_host(ctx_.comm, s, times, ncclMax));
     if (settings_.trace_calls > 0 && !settings_.trace.empty()) {
       OVERLAPSIM_TRY(trace_fused(c, c.fused, fused_call, s, "fused"));
       OVERLAPSIM_TRY(trace_fused(c, c.fused, gemv_own, s, "own"));
+      for (std::size_t j = 0; j < c.variants.size(); ++j)
+        OVERLAPSIM_TRY(trace_fused(c, c.variants[j]->design, variant_calls[j], s,
+                                   c.variants[j]->name.c_str()));
     }
 
     const std::uint64_t bytes = c.y_count * 2;
     const double flops = 2.0 * tokens * static_cast<double>(c.n) * static_cast<double>(c.k);
     const double factor = busbw_factor(CollectiveOp::AllReduce, world);
+    // The K split of the fused kernel a design runs (0: none).
+    auto splits_of = [&](const std::string& design) {
+      for (const auto& v : c.variants)
+        if (design.rfind(v->name, 0) == 0 &&
+            (design.size() == v->name.size() || design.substr(v->name.size()) == "_b2b"))
+          return v->design.k_splits();
+      if (design.rfind("fused", 0) == 0 || design == "sequential_own" || design == "own")
+        return c.fused.k_splits();
+      return 0;
+    };
     auto emit = [&](const std::string& op, const std::string& design, double med, double mn,
                     double mx, std::uint64_t w) {
       RowBuilder r(op, design, "bf16");
       r.shape(tokens, c.n, c.k).bytes(op == "gemv" ? 0 : bytes).times(med, mn, mx).wrong(w);
-      // The fused kernel's K split where the design runs it.
-      if (design.rfind("fused", 0) == 0 || design == "sequential_own" || design == "own")
-        r.chunks(c.fused.k_splits());
+      if (const int splits = splits_of(design); splits > 0) r.chunks(splits);
       if (op != "allreduce") r.flops(flops);
       if (op != "gemv") r.busbw_factor(factor);
       if (rank == 0) {
@@ -399,10 +490,13 @@ class Runner {
       std::vector<double> t(times.begin() + v * iters, times.begin() + (v + 1) * iters);
       const auto [mn, mx] = std::minmax_element(t.begin(), t.end());
       const std::string& design = variants[static_cast<std::size_t>(v)].design;
-      const std::uint64_t w = static_cast<std::uint64_t>(design == "fused"               ? wrong[0]
-                                                         : design == "fused_nccl_window" ? wrong[2]
-                                                         : design == "sequential"        ? wrong[1]
-                                                                                         : 0.0);
+      double wd = design == "fused"               ? wrong[0]
+                  : design == "fused_nccl_window" ? wrong[2]
+                  : design == "sequential"        ? wrong[1]
+                                                  : 0.0;
+      for (std::size_t j = 0; j < c.variants.size(); ++j)
+        if (design == c.variants[j]->name) wd = wrong[3 + j];
+      const std::uint64_t w = static_cast<std::uint64_t>(wd);
       emit(variants[static_cast<std::size_t>(v)].op, variants[static_cast<std::size_t>(v)].design,
            median(t), *mn, *mx, w);
     }

@@ -19,6 +19,17 @@ constexpr std::int64_t kMinSplitChunks = 96;
 // The tuner's smallest split (2048 of K): below it the splits' meetings cost more than any
 // balance could gain on the shapes measured.
 constexpr std::int64_t kMinTunedSplitChunks = 64;
+// auto_k_splits' largest split (the rule was fitted with 1, 2, 4 and 8 only).
+constexpr int kMaxAutoKSplits = 8;
+
+bool valid_k_splits(int k_splits, std::int64_t k) {
+  return k_splits >= 0 && k_splits <= kMaxKSplits && k / 32 >= k_splits;
+}
+
+std::string bad_k_splits(int k_splits) {
+  return "fused gemv+allreduce: k_splits must be 0 (auto) or 1.." + std::to_string(kMaxKSplits) +
+         " and at most k / 32, got " + std::to_string(k_splits);
+}
 
 }  // namespace
 
@@ -54,7 +65,7 @@ int auto_k_splits(std::int64_t n, std::int64_t k, int ctas) {
   // meetings (measured: no faster on 4 x H100 at 256 slices for 264 CTAs).
   if (slices <= ctas) return 1;
   int splits = 1;
-  while (splits < kMaxKSplits && slices * splits < 4 * static_cast<std::int64_t>(ctas) &&
+  while (splits < kMaxAutoKSplits && slices * splits < 4 * static_cast<std::int64_t>(ctas) &&
          chunks / (2 * splits) >= kMinSplitChunks)
     splits *= 2;
   return splits;
@@ -65,11 +76,7 @@ Status GemvAllReduce::initialize(CommHandle* comm, int tokens, std::int64_t n, s
   const int world = comm == nullptr ? 1 : comm->world;
   OVERLAPSIM_TRY(can_implement(tokens, n, k, dtype, world));
   const int splits = options.k_splits;
-  if (!(splits == 0 || splits == 1 || splits == 2 || splits == 4 || splits == 8) || k / 32 < splits)
-    return Status::failure(
-        "fused gemv+allreduce: k_splits must be 0, 1, 2, 4 or 8 and at most "
-        "k / 32, got " +
-        std::to_string(splits));
+  if (!valid_k_splits(splits, k)) return Status::failure(bad_k_splits(splits));
   tokens_ = tokens;
   n_ = n;
   k_ = k;
@@ -80,6 +87,8 @@ Status GemvAllReduce::initialize(CommHandle* comm, int tokens, std::int64_t n, s
   timeout_s_ = options.timeout_s;
   transport_ = options.transport;
   max_ctas_ = options.max_ctas;
+  early_claim_ = options.early_claim;
+  fine_k_splits_ = options.fine_k_splits;
   comm_ = comm;
   OVERLAPSIM_TRY(preload_gemv_allreduce());
   const std::int64_t slices = n / kSliceCols;
@@ -121,12 +130,7 @@ Status GemvAllReduce::initialize(CommHandle* comm, int tokens, std::int64_t n, s
 
 Status GemvAllReduce::configure(int k_splits, bool l2_prefetch, cudaStream_t stream) {
   if (n_ == 0) return Status::failure("fused gemv+allreduce: configure before initialize");
-  if (!(k_splits == 0 || k_splits == 1 || k_splits == 2 || k_splits == 4 || k_splits == 8) ||
-      k_ / 32 < k_splits)
-    return Status::failure(
-        "fused gemv+allreduce: k_splits must be 0, 1, 2, 4 or 8 and at most "
-        "k / 32, got " +
-        std::to_string(k_splits));
+  if (!valid_k_splits(k_splits, k_)) return Status::failure(bad_k_splits(k_splits));
   int fit = 0;
   OVERLAPSIM_TRY(gemv_allreduce_max_ctas(tokens_, &fit));
   if (max_ctas_ > 0) fit = std::min(fit, max_ctas_);
@@ -153,8 +157,10 @@ Status GemvAllReduce::tune(int sets, const void* const* x, const void* const* w,
     bool prefetch;
   };
   std::vector<Candidate> candidates;
+  std::vector<int> split_set = {1, 2, 4, 8};
+  if (fine_k_splits_) split_set = {1, 2, 3, 4, 6, 8, 12, 16};
   for (const bool prefetch : {false, true})
-    for (const int splits : {1, 2, 4, 8})
+    for (const int splits : split_set)
       if (splits == 1 || k_ / 32 / splits >= kMinTunedSplitChunks)
         candidates.push_back({splits, prefetch});
   // Rounds over every candidate in turn (clock drift spreads over all); a candidate's time
@@ -196,7 +202,8 @@ Status GemvAllReduce::tune(int sets, const void* const* x, const void* const* w,
   CUDA_CHECK(cudaStreamSynchronize(stream));
   if (report != nullptr) {
     *report = "chose k_splits " + std::to_string(k_splits_) + (l2_prefetch_ ? " l2_prefetch" : "") +
-              " grid " + std::to_string(grid_) + "; us (split, p = L2 prefetch):";
+              (early_claim_ ? " early_claim" : "") + " grid " + std::to_string(grid_) +
+              "; us (split, p = L2 prefetch):";
     for (std::size_t c = 0; c < candidates.size(); ++c) {
       char item[32];
       std::snprintf(item, sizeof item, " %d%s=%.1f", candidates[c].splits,
@@ -217,6 +224,7 @@ GemvKernelArgs GemvAllReduce::local_args(const void* x, const void* w, void* y) 
   a.k = k_;
   a.k_splits = k_splits_;
   a.l2_prefetch = l2_prefetch_;
+  a.early_claim = early_claim_;
   a.partials = partials_.as<float>();
   a.arrivals = arrivals_.as<std::uint32_t>();
   a.tickets = tickets_.as<unsigned long long>();

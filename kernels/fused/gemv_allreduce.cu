@@ -2,7 +2,9 @@
 // AllReduce"). One persistent grid over work units: a unit is a slice of kSliceCols output
 // columns and one of k_splits equal ranges of K. CTA c starts with unit c; units past the
 // grid go to whichever CTA asks first (a ticket counter), so CTAs that stream W faster take
-// more and the GEMV ends evenly.
+// more and the GEMV ends evenly. Early claim (GemvKernelArgs::early_claim, one token tile
+// only): a CTA asks before its unit's last loop iteration and has L2 fetch the head of the
+// unit it gets, so the next unit starts on W already in L2.
 //   Per unit: the 8 warps each take a share of the unit's K range and compute the slice's
 //     partial for every token on the tensor cores (mma.sync m16n8k16, W as the 16-row
 //     operand, the tokens as the 8-column one); the warps' fp32 partials are summed in warp
@@ -116,10 +118,21 @@ constexpr int unroll_for() {
 // first four feed MMA 0's logical columns {2t, 2t+1, 2t+8, 2t+9}, the last four MMA 1's.
 // A and B use the same logical-to-physical map (it depends on t alone), so the products
 // pair the right elements; only the order of the K sum differs from a plain loop.
-template <int kTokenTiles, bool kPrefetch>
-__device__ void unit_partial(const GemvKernelArgs& a, std::int64_t slice, std::int64_t c0,
-                             std::int64_t c1, float* red) {
+// Early claim (kEarly: kEarlyClaim with one token tile, and `claim`): lane 0 of warp 0 takes
+// the next ticket at the start of warp 0's second-to-last loop iteration, and at the start of
+// its last one warp 0 asks L2 to fetch the first loop iteration's W of the unit the ticket
+// names (cp.async.bulk.prefetch.L2, one row a lane). Every CTA reaches the end of its unit at
+// about the same time, so without it the whole GPU drains and refills between units; with
+// it the next unit's first loads find W in L2. Both steps sit where no loaded W is held in
+// registers: a claim beside the loads made the compiler spill, and with more token tiles even
+// this placement did, so there the kernel claims after the loop. Returns the next unit (warp
+// 0 under kEarly and claim); else `units`.
+template <int kTokenTiles, bool kPrefetch, bool kEarlyClaim>
+__device__ long long unit_partial(const GemvKernelArgs& a, std::int64_t slice, std::int64_t c0,
+                                  std::int64_t c1, float* red, bool claim, std::int64_t units,
+                                  std::int64_t chunks) {
   constexpr int kUnroll = unroll_for<kTokenTiles>();
+  constexpr bool kEarly = kEarlyClaim && kTokenTiles == 1;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   float acc[2][kTokenTiles][4];
@@ -130,6 +143,12 @@ __device__ void unit_partial(const GemvKernelArgs& a, std::int64_t slice, std::i
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[mb][tb][i] = 0.f;
 
+  // Warp 0's iterations, the one it claims in (-1: none) and the unit the ticket names
+  // (relative to the grid's first).
+  const int iterations =
+      kEarly ? static_cast<int>((c1 - c0 + kWarps * kUnroll - 1) / (kWarps * kUnroll)) : 0;
+  const int claim_at = kEarly && claim && warp == 0 ? max(iterations - 2, 0) : -1;
+  int next = -1;
   const std::uint16_t* w_rows[4];  // rows g, g + 8, g + 16, g + 24 of the slice
 #pragma unroll
   for (int r = 0; r < 4; ++r) w_rows[r] = a.w + (slice * kSliceCols + g + 8 * r) * a.k + 8 * t;
@@ -144,7 +163,27 @@ __device__ void unit_partial(const GemvKernelArgs& a, std::int64_t slice, std::i
 
   // Warp w takes chunks c0 + w, c0 + w + 8, ...: the CTA's 8 warps read 512 consecutive
   // bytes a row.
-  for (std::int64_t base = c0 + warp; base < c1; base += kWarps * kUnroll) {
+  int it = 0;
+  for (std::int64_t base = c0 + warp; base < c1; base += kWarps * kUnroll, ++it) {
+    if constexpr (kEarly) {
+      if (it == claim_at && lane == 0)
+        next = static_cast<int>(atomicAdd(a.tickets, 1ull) - a.ticket_base);
+      if (claim_at >= 0 && it == iterations - 1) {
+        next = __shfl_sync(0xFFFFFFFFu, next, 0);
+        const std::int64_t unit = static_cast<std::int64_t>(next) + gridDim.x;
+        if (unit < units) {
+          const std::int64_t next_slice = unit / a.k_splits;
+          const std::int64_t split = unit - next_slice * a.k_splits;
+          const std::int64_t n0 = split * chunks / a.k_splits,
+                             n1 = (split + 1) * chunks / a.k_splits;
+          const unsigned bytes =
+              static_cast<unsigned>(min(n1 - n0, static_cast<std::int64_t>(kWarps) * kUnroll) * 64);
+          const std::uint16_t* row = a.w + (next_slice * kSliceCols + lane) * a.k + n0 * 32;
+          asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(row), "r"(bytes)
+                       : "memory");
+        }
+      }
+    }
     uint4 wa[kUnroll][4];
     uint4 xb[kUnroll][kTokenTiles];
 #pragma unroll
@@ -183,6 +222,7 @@ __device__ void unit_partial(const GemvKernelArgs& a, std::int64_t slice, std::i
       mine[token * kRowPad + row + 8] = acc[mb][tb][2];
       mine[(token + 1) * kRowPad + row + 8] = acc[mb][tb][3];
     }
+  return kEarly && claim ? static_cast<long long>(next) + gridDim.x : units;
 }
 
 // Thread i < 4 tokens: token i / 4, rows 8 (i % 4) .. + 7 of the slice, the warps' fp32
@@ -207,8 +247,9 @@ __device__ void reduce_warps(const float* red, int token, int q, float (&s)[8]) 
   }
 }
 
-template <int kTokenTiles, bool kPrefetch>
+template <int kTokenTiles, bool kPrefetch, bool kEarlyClaim>
 __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelArgs a) {
+  constexpr bool kEarly = kEarlyClaim && kTokenTiles == 1;
   extern __shared__ float4 shared_raw[];
   __shared__ long long next_unit;  // the unit this CTA takes next, from thread 0
   __shared__ int last_split;       // this CTA's split was the slice's last to arrive
@@ -232,12 +273,13 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelA
   for (std::int64_t unit = blockIdx.x; unit < units;) {
     const std::int64_t slice = unit / splits;
     const int split = static_cast<int>(unit - slice * splits);
-    unit_partial<kTokenTiles, kPrefetch>(a, slice, split * chunks / splits,
-                                         (split + 1) * chunks / splits, red);
-    // The next ticket's round trip overlaps this unit's epilogue (used before the last
-    // barrier).
+    // kEarly: warp 0 holds the next unit, claimed near this one's end. Else thread 0 claims
+    // it now, its round trip overlapping this unit's epilogue (used before the last barrier).
+    const long long claimed = unit_partial<kTokenTiles, kPrefetch, kEarlyClaim>(
+        a, slice, split * chunks / splits, (split + 1) * chunks / splits, red, dynamic, units,
+        chunks);
     unsigned long long ticket = 0;
-    if (i == 0 && dynamic) ticket = atomicAdd(a.tickets, 1ull);
+    if (!kEarly && i == 0 && dynamic) ticket = atomicAdd(a.tickets, 1ull);
     __syncthreads();
     float acc[8];
     if (active) reduce_warps<kTokenTiles>(red, token, q, acc);
@@ -255,8 +297,11 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelA
       __syncthreads();
       if (i == 0) {
         asm volatile("fence.acq_rel.gpu;" ::: "memory");
-        const unsigned old = atomicAdd(a.arrivals + slice, 1u);
-        const bool last = old % static_cast<unsigned>(splits) == static_cast<unsigned>(splits - 1);
+        // The count cycles 0 .. splits - 1 (atomicInc wraps past splits - 1 to 0): the last
+        // arriver read splits - 1, for any split and any number of calls (a plain add's
+        // residue would break at the u32 wrap unless the split divides 2^32).
+        const unsigned old = atomicInc(a.arrivals + slice, static_cast<unsigned>(splits - 1));
+        const bool last = old == static_cast<unsigned>(splits - 1);
         if (last) asm volatile("fence.acq_rel.gpu;" ::: "memory");
         last_split = last;
       }
@@ -303,7 +348,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelA
       }
     }
     if (i == 0)
-      next_unit = dynamic ? static_cast<long long>(ticket - a.ticket_base) + gridDim.x : units;
+      next_unit =
+          kEarly || !dynamic ? claimed : static_cast<long long>(ticket - a.ticket_base) + gridDim.x;
     // Everyone is done with red, next_unit and last_split before the next unit rewrites them.
     __syncthreads();
     unit = next_unit;
@@ -363,39 +409,64 @@ constexpr std::size_t shared_bytes() {
   return static_cast<std::size_t>(kWarps) * kTokenTiles * 8 * kRowPad * sizeof(float);
 }
 
-template <int kTokenTiles, bool kPrefetch>
-Status prepare() {
-  CUDA_CHECK(cudaFuncSetAttribute(gemv_allreduce_kernel<kTokenTiles, kPrefetch>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+// The early claim is built for one token tile only (with more it spilled): other token
+// counts run the plain kernel whatever early_claim says.
+template <int kTokenTiles>
+constexpr bool has_early() {
+  return kTokenTiles == 1;
+}
+
+template <int kTokenTiles, bool kPrefetch, bool kEarlyClaim>
+Status prepare(int* per_sm) {
+  const auto kernel = gemv_allreduce_kernel<kTokenTiles, kPrefetch, kEarlyClaim>;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(shared_bytes<kTokenTiles>())));
+  int fit = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, kThreads,
+                                                           shared_bytes<kTokenTiles>()));
+  *per_sm = std::min(*per_sm, fit);
+  // Loads the kernel now (see preload_gemv_allreduce).
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
   return Status::success();
 }
 
 template <int kTokenTiles>
 Status max_ctas(int* ctas) {
-  OVERLAPSIM_TRY((prepare<kTokenTiles, false>()));
-  OVERLAPSIM_TRY((prepare<kTokenTiles, true>()));
-  int device = 0, sms = 0, per_sm = 0, per_sm_prefetch = 0;
+  int device = 0, sms = 0, per_sm = 1 << 30;
+  OVERLAPSIM_TRY((prepare<kTokenTiles, false, false>(&per_sm)));
+  OVERLAPSIM_TRY((prepare<kTokenTiles, true, false>(&per_sm)));
+  if constexpr (has_early<kTokenTiles>()) {
+    OVERLAPSIM_TRY((prepare<kTokenTiles, false, true>(&per_sm)));
+    OVERLAPSIM_TRY((prepare<kTokenTiles, true, true>(&per_sm)));
+  }
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &per_sm, gemv_allreduce_kernel<kTokenTiles, false>, kThreads, shared_bytes<kTokenTiles>()));
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_prefetch,
-                                                           gemv_allreduce_kernel<kTokenTiles, true>,
-                                                           kThreads, shared_bytes<kTokenTiles>()));
-  // One grid for both load forms: every CTA of it must be resident under either.
-  *ctas = sms * std::min(per_sm, per_sm_prefetch);
+  // One grid for every load form and claim: every CTA of it must be resident under each.
+  *ctas = sms * per_sm;
   return Status::success();
+}
+
+template <int kTokenTiles, bool kEarlyClaim>
+void launch_as(const GemvKernelArgs& args, int grid, cudaStream_t stream) {
+  if (args.l2_prefetch)
+    gemv_allreduce_kernel<kTokenTiles, true, kEarlyClaim>
+        <<<grid, kThreads, shared_bytes<kTokenTiles>(), stream>>>(args);
+  else
+    gemv_allreduce_kernel<kTokenTiles, false, kEarlyClaim>
+        <<<grid, kThreads, shared_bytes<kTokenTiles>(), stream>>>(args);
 }
 
 template <int kTokenTiles>
 Status launch(const GemvKernelArgs& args, int grid, cudaStream_t stream) {
-  if (args.l2_prefetch)
-    gemv_allreduce_kernel<kTokenTiles, true>
-        <<<grid, kThreads, shared_bytes<kTokenTiles>(), stream>>>(args);
-  else
-    gemv_allreduce_kernel<kTokenTiles, false>
-        <<<grid, kThreads, shared_bytes<kTokenTiles>(), stream>>>(args);
+  if constexpr (has_early<kTokenTiles>()) {
+    if (args.early_claim)
+      launch_as<kTokenTiles, true>(args, grid, stream);
+    else
+      launch_as<kTokenTiles, false>(args, grid, stream);
+  } else {
+    launch_as<kTokenTiles, false>(args, grid, stream);
+  }
   CUDA_CHECK(cudaGetLastError());
   return Status::success();
 }
@@ -425,9 +496,8 @@ Status launch_gemv_allreduce(const GemvKernelArgs& args, int grid, cudaStream_t 
   const int s = args.k_splits;
   const std::int64_t units = args.n / kSliceCols * s;
   if (args.tokens < 1 || args.tokens > kMaxTokens || args.n % kSliceCols != 0 || args.k % 32 != 0 ||
-      args.world < 1 || args.world > kMaxWorld || grid < 1 ||
-      !(s == 1 || s == 2 || s == 4 || s == 8) || args.k / 32 < s ||
-      (s > 1 && (args.partials == nullptr || args.arrivals == nullptr)) ||
+      args.world < 1 || args.world > kMaxWorld || grid < 1 || s < 1 || s > kMaxKSplits ||
+      args.k / 32 < s || (s > 1 && (args.partials == nullptr || args.arrivals == nullptr)) ||
       (units > grid && args.tickets == nullptr) ||
       (args.push && args.world > 1 && (args.epoch == 0 || args.timed_out == nullptr)))
     return Status::failure("fused gemv+allreduce: bad launch (tokens " +
@@ -453,15 +523,6 @@ Status preload_gemv_allreduce() {
   OVERLAPSIM_TRY(max_ctas<2>(&ctas));
   OVERLAPSIM_TRY(max_ctas<4>(&ctas));
   OVERLAPSIM_TRY(max_ctas<8>(&ctas));
-  cudaFuncAttributes attributes{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<1, false>));
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<2, false>));
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<4, false>));
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<8, false>));
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<1, true>));
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<2, true>));
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<4, true>));
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemv_allreduce_kernel<8, true>));
   return Status::success();
 }
 

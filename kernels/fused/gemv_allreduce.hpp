@@ -52,15 +52,22 @@ struct GemvAllReduceOptions {
   GemvTransport transport = GemvTransport::PeerPointers;
   double timeout_s = 30.0;  // a wait for a peer longer than this gives up (check_timeout)
   int max_ctas = 0;         // 0: as many as fit on the device at once
-  // Ranges each slice's K is split into (1, 2, 4, 8): more units than CTAs, so CTAs that
+  // Ranges each slice's K is split into (1 .. 16): more units than CTAs, so CTAs that
   // stream W faster take more of them. 0: auto_k_splits.
   int k_splits = 0;
   // W's loads ask L2 for whole 256-byte blocks (GemvKernelArgs::l2_prefetch); same bits.
   bool l2_prefetch = false;
+  // Up to 8 tokens, with more units than CTAs: a CTA claims its next unit before its
+  // current one's last loop iteration and has L2 prefetch that unit's first W
+  // (GemvKernelArgs::early_claim), so the GPU does not drain between units. Same bits.
+  bool early_claim = false;
+  // tune() also tries the splits 3, 6, 12 and 16 besides 1, 2, 4 and 8: finer units at the
+  // GEMV's end, for when the early claim makes the extra units cheap.
+  bool fine_k_splits = false;
 };
 
-// The default split: 1 when the slices fit the grid (one unit per CTA); else doubled while
-// the units number under 4 per CTA and each split keeps at least 3072 of K.
+// The default split: 1 when the slices fit the grid (one unit per CTA); else doubled, up
+// to 8, while the units number under 4 per CTA and each split keeps at least 3072 of K.
 int auto_k_splits(std::int64_t n, std::int64_t k, int ctas);
 
 class GemvAllReduce {
@@ -87,7 +94,8 @@ class GemvAllReduce {
   Status run_local(const void* x, const void* w, void* y, cudaStream_t stream);
 
   // Chooses the K split and the L2 prefetch hint by measurement on this device: times
-  // run_local with each split (1, 2, 4, 8 where each split keeps at least 2048 of K), with
+  // run_local with each split (1, 2, 4, 8, and with fine_k_splits 3, 6, 12, 16, where each
+  // split keeps at least 2048 of K), with
   // and without the hint, on the caller's buffers (x[i % sets], w[i % sets]: rotate over
   // enough sets to exceed L2, as a layer's weights do), the slowest rank's time deciding,
   // and keeps the fastest (auto_k_splits' rule was fitted on H100 and is up to 8 % off on
@@ -109,6 +117,7 @@ class GemvAllReduce {
   int grid() const { return grid_; }
   int k_splits() const { return k_splits_; }
   bool l2_prefetch() const { return l2_prefetch_; }
+  bool early_claim() const { return early_claim_; }
   GemvTransport transport() const { return transport_; }
   std::uint32_t epoch() const { return epoch_; }
 
@@ -120,7 +129,7 @@ class GemvAllReduce {
   int tokens_ = 0;
   std::int64_t n_ = 0, k_ = 0;
   int world_ = 1, rank_ = 0, grid_ = 0, k_splits_ = 1, max_ctas_ = 0;
-  bool l2_prefetch_ = false;
+  bool l2_prefetch_ = false, early_claim_ = false, fine_k_splits_ = false;
   std::uint32_t epoch_ = 0;
   unsigned long long ticket_base_ = 0;
   std::uint64_t* trace_ = nullptr;

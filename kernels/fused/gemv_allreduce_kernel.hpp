@@ -16,7 +16,7 @@ namespace overlapsim::kernels::fused {
 constexpr int kSliceCols = 32;
 constexpr int kMaxTokens = 64;
 constexpr int kMaxWorld = 8;
-constexpr int kMaxKSplits = 8;
+constexpr int kMaxKSplits = 16;
 constexpr int kThreads = 256;  // 8 warps, each a share of K
 // Bytes a rank's receive buffer holds per output element and source: a bf16 pair travels
 // with the call's epoch beside it (8 bytes per 2 elements), so a reader needs no flag.
@@ -32,10 +32,11 @@ struct GemvKernelArgs {
   // W's loads also ask L2 for the whole 256-byte block around each access (.L2::256B).
   // The same values: the same bits.
   bool l2_prefetch = false;
-  // Work units: every slice's K split into k_splits equal ranges (1, 2, 4 or 8). With more
-  // than one, the splits' fp32 partials meet in `partials` ([slice][split][tokens][32]),
-  // `arrivals` (one u32 per slice, +k_splits per call) names the last split to arrive,
-  // which sums them in split order and rounds once.
+  // Work units: every slice's K split into k_splits equal ranges (1 .. kMaxKSplits). With
+  // more than one, the splits' fp32 partials meet in `partials` ([slice][split][tokens][32]),
+  // `arrivals` (one u32 per slice, counting 0 .. k_splits - 1 and back to 0 each call; 0
+  // before a call) names the last split to arrive, which sums them in split order and rounds
+  // once.
   int k_splits = 1;
   float* partials = nullptr;
   std::uint32_t* arrivals = nullptr;
@@ -43,6 +44,11 @@ struct GemvKernelArgs {
   // units > grid); ticket_base is its value at this call's start.
   unsigned long long* tickets = nullptr;
   unsigned long long ticket_base = 0;
+  // With one token tile (tokens <= 8) and units past the grid: a CTA takes its next ticket
+  // before its unit's last loop iteration and has L2 fetch the head of that unit, so the
+  // next unit starts on W in L2 (gemv_allreduce.cu). The same units, the same bits; other
+  // token counts ignore it.
+  bool early_claim = false;
   // Communication; world == 1 or push == false: y = this rank's partial, nothing else.
   bool push = false;
   int world = 1;

@@ -1,12 +1,14 @@
 // The fused GEMV + all-reduce (kernels/fused/gemv_allreduce.hpp): its GEMV against a float64
-// host reference on one GPU (K unsplit, the default split and 8 splits; with the L2
-// prefetch hint the same bits); on every visible GPU
-// (2 or more) its result bit for bit against the same GEMV's partials summed in rank order,
-// and against the partials through NCCL's all-reduce (bit for bit with 2 ranks), also with
-// forced K splits on a small grid (units handed out by the counter); 200 calls back to back
-// with no host synchronisation; a small case for compute-sanitizer; a first call in a fresh
-// process under lazy module loading; tune's split the same on every rank and its results
-// bit for bit as above.
+// host reference on one GPU (K unsplit, the default split, 8 and 3 splits; with the L2
+// prefetch hint, and with the early claim on a small grid, the same bits); on every visible
+// GPU (2 or more) its result bit for bit against the same GEMV's partials summed in rank
+// order, and against the partials through NCCL's all-reduce (bit for bit with 2 ranks), also
+// with forced K splits (powers of two and not) on a small grid (units handed out by the
+// counter), with and without the early claim; 200 calls back to back with no host
+// synchronisation (also with the early claim and 3 splits); a small case for
+// compute-sanitizer; a first call in a fresh process under lazy module loading (the plain
+// kernel and the early claim); tune's split the same on every rank and its results bit for
+// bit as above (also over the fine splits with the early claim).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -38,11 +40,12 @@ std::vector<std::uint16_t> host_bits(const void* data, std::size_t count) {
   return bits;
 }
 
-// Every case unsplit, with the default split and with 8 splits where K has 8 chunks.
+// Every case unsplit, with the default split, with 8 and with 3 splits where K has as many
+// chunks.
 template <std::size_t N>
 std::vector<std::pair<Case, int>> with_splits(const Case (&cases)[N]) {
   std::vector<std::pair<Case, int>> out;
-  for (const int splits : {1, 0, 8})
+  for (const int splits : {1, 0, 8, 3})
     for (const Case& c : cases)
       if (c.k / 32 >= splits) out.emplace_back(c, splits);
   return out;
@@ -86,6 +89,24 @@ TEST(FusedGemvLocal, MatchesHostReference) {
       std::size_t differ = 0;
       for (std::size_t e = 0; e < hinted.size(); ++e) differ += hinted[e] != plain[e];
       EXPECT_EQ(differ, 0u) << "the L2 prefetch hint changed the result";
+      // The early claim on 4 CTAs (units handed out by the counter, claimed before each
+      // unit's last loop iteration): the same units, the same bits.
+      GemvAllReduce early;
+      GemvAllReduceOptions early_options;
+      early_options.k_splits = fused.k_splits();
+      early_options.max_ctas = 4;
+      early_options.early_claim = true;
+      ASSERT_TRUE(early.initialize(nullptr, c.tokens, c.n, c.k, DType::BF16, early_options).ok);
+      for (const bool hint : {false, true}) {
+        ASSERT_TRUE(early.configure(fused.k_splits(), hint, nullptr).ok);
+        ASSERT_TRUE(poison(y.data(), c.tokens * c.n, nullptr).ok);
+        ASSERT_TRUE(early.run_local(x.data(), w.data(), y.data(), nullptr).ok);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const auto claimed = host_bits(y.data(), c.tokens * c.n);
+        differ = 0;
+        for (std::size_t e = 0; e < claimed.size(); ++e) differ += claimed[e] != plain[e];
+        EXPECT_EQ(differ, 0u) << "the early claim changed the result (hint " << hint << ")";
+      }
     }
     std::size_t bad = 0;
     for (int t = 0; t < c.tokens; ++t)
@@ -106,15 +127,20 @@ TEST(FusedGemvLocal, MatchesHostReference) {
   }
 }
 
-// How check_against_partials sets the K split: as asked (k_splits), or by tune.
+// How check_against_partials sets the K split: as asked (k_splits), or by tune; and
+// whether the design claims early and tunes over the fine splits too.
 enum class Kernel { Default, Tuned };
+struct Variant {
+  bool early_claim = false;
+  bool fine_k_splits = false;
+};
 
 // Runs the fused design `calls` times on every rank and checks each result against this
 // rank's GEMV partials gathered and summed in rank order on the host, and the last one
 // against the partials through NCCL's all-reduce.
 Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t seed, int calls,
                               int max_ctas, GemvTransport transport, int k_splits = 0,
-                              Kernel kernel = Kernel::Default) {
+                              Kernel kernel = Kernel::Default, Variant variant = {}) {
   OVERLAPSIM_TRY(quiesce(ctx, "fused test alloc"));
   const int world = ctx.comm.world, rank = ctx.comm.rank;
   const std::size_t y_count = static_cast<std::size_t>(c.tokens) * c.n;
@@ -131,6 +157,8 @@ Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t see
   options.max_ctas = max_ctas;
   options.transport = transport;
   options.k_splits = k_splits;
+  options.early_claim = variant.early_claim;
+  options.fine_k_splits = variant.fine_k_splits;
   OVERLAPSIM_TRY(fused.initialize(&ctx.comm, c.tokens, c.n, c.k, DType::BF16, options));
   OVERLAPSIM_TRY(quiesce(ctx, "fused test ready"));
   cudaStream_t s = ctx.compute_stream;
@@ -176,7 +204,8 @@ Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t see
                              ": " + std::to_string(differ) + " of " + std::to_string(y_count) +
                              " elements differ from the rank-order sum of the partials (" +
                              to_string(transport) + ", k_splits " +
-                             std::to_string(fused.k_splits()) + ")");
+                             std::to_string(fused.k_splits()) +
+                             (variant.early_claim ? ", early claim" : "") + ")");
   }
   std::uint64_t off = 0;
   // NCCL's order is its own with more than 2 ranks, and its ring rounds to bf16 after every
@@ -215,6 +244,24 @@ TEST(FusedGemvAllReduce, MatchesRankOrderSumAndNccl) {
       // Tuned (every split run, the choice kept).
       OVERLAPSIM_TRY(check_against_partials(ctx, Case{16, 4096, 8192}, seed, 2, 0, transport, 0,
                                             Kernel::Tuned));
+      // The early claim (one token tile): splits that divide 2^32 and splits that do not,
+      // units of one, two and three of warp 0's loop iterations of 32 chunks (K 2048 / 8
+      // splits: 8 chunks; 6144 / 3: 64; 8192 / 6: 42 or 43; 32768 / 12: 85 or 86), a grid
+      // of 8 to 24 CTAs; then tuned over the fine splits.
+      const Variant early{true, false};
+      OVERLAPSIM_TRY(
+          check_against_partials(ctx, Case{1, 1024, 2048}, seed, 3, 8, transport, 8, {}, early));
+      OVERLAPSIM_TRY(
+          check_against_partials(ctx, Case{4, 1024, 6144}, seed, 3, 16, transport, 3, {}, early));
+      OVERLAPSIM_TRY(
+          check_against_partials(ctx, Case{8, 2048, 8192}, seed, 3, 24, transport, 6, {}, early));
+      OVERLAPSIM_TRY(
+          check_against_partials(ctx, Case{1, 512, 32768}, seed, 3, 12, transport, 12, {}, early));
+      // Not a power of two without the early claim, and 16 splits.
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{16, 1024, 6144}, seed, 3, 16, transport, 3));
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{2, 1024, 8192}, seed, 3, 20, transport, 16));
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{1, 4096, 16384}, seed, 2, 0, transport, 0,
+                                            Kernel::Tuned, Variant{true, true}));
     }
     return Status::success();
   });
@@ -225,9 +272,13 @@ TEST(FusedGemvAllReduce, SmallForSanitizer) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::uint64_t seed = fresh_seed();
   const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
-    // 4 CTAs for 16 units: the counter, split meetings and the exchange under the tools.
+    // 4 CTAs for 16 units: the counter, split meetings and the exchange under the tools;
+    // then 24 units of 3 splits claimed early.
     OVERLAPSIM_TRY(
         check_against_partials(ctx, Case{4, 256, 256}, seed, 3, 4, GemvTransport::PeerPointers, 2));
+    OVERLAPSIM_TRY(check_against_partials(ctx, Case{4, 256, 4096}, seed, 3, 4,
+                                          GemvTransport::PeerPointers, 3, {},
+                                          Variant{true, false}));
     return check_against_partials(ctx, Case{4, 256, 256}, seed, 3, 4, GemvTransport::NcclWindow, 2);
   });
   ASSERT_TRUE(status.ok) << status.message;
@@ -237,17 +288,19 @@ TEST(FusedGemvAllReduce, SmallForSanitizer) {
 // host synchronisation between them: the epochs and the receive buffers' parity must keep
 // every call's partials apart while ranks drift by up to a call; once on the default grid
 // (one unit per CTA) and once with 2 K splits on 32 CTAs (the unit counter and the split
-// meetings carried from call to call), with both transports.
+// meetings carried from call to call), with both transports; then 4 tokens claimed early
+// with 3 splits on 32 CTAs (K 8192: 85 or 86 chunks a unit, 3 loop iterations of warp 0).
 TEST(FusedGemvAllReduce, BackToBack200Calls) {
   OVERLAPSIM_REQUIRE_GPUS(2);
   const std::uint64_t seed = fresh_seed();
   constexpr int kCalls = 200, kSets = 3;
   const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
-    for (const int config : {0, 1, 2, 3}) {
+    for (const int config : {0, 1, 2, 3, 4, 5}) {
       const GemvTransport transport =
-          config < 2 ? GemvTransport::PeerPointers : GemvTransport::NcclWindow;
+          config < 2 || config == 4 ? GemvTransport::PeerPointers : GemvTransport::NcclWindow;
       const bool counted = config % 2 == 1;
-      const Case c{16, 4096, 1024};
+      const bool early = config >= 4;
+      const Case c = early ? Case{4, 4096, 8192} : Case{16, 4096, 1024};
       const std::size_t y_count = static_cast<std::size_t>(c.tokens) * c.n;
       OVERLAPSIM_TRY(quiesce(ctx, "b2b alloc"));
       DeviceBuffer x, w, expected, out;
@@ -260,6 +313,11 @@ TEST(FusedGemvAllReduce, BackToBack200Calls) {
       options.transport = transport;
       if (counted) {
         options.k_splits = 2;
+        options.max_ctas = 32;
+      }
+      if (early) {
+        options.early_claim = true;
+        options.k_splits = 3;
         options.max_ctas = 32;
       }
       OVERLAPSIM_TRY(fused.initialize(&ctx.comm, c.tokens, c.n, c.k, DType::BF16, options));
@@ -286,10 +344,10 @@ TEST(FusedGemvAllReduce, BackToBack200Calls) {
                                         expected.as<std::uint16_t>() + (call % kSets) * y_count,
                                         y_count, DType::BF16, 0.0, 0.0, s, &differ));
         if (differ != 0)
-          return Status::failure("rank " + std::to_string(rank) + " call " + std::to_string(call) +
-                                 ": " + std::to_string(differ) + " elements differ (" +
-                                 to_string(transport) + ", k_splits " +
-                                 std::to_string(fused.k_splits()) + ")");
+          return Status::failure(
+              "rank " + std::to_string(rank) + " call " + std::to_string(call) + ": " +
+              std::to_string(differ) + " elements differ (" + to_string(transport) + ", k_splits " +
+              std::to_string(fused.k_splits()) + (early ? ", early claim" : "") + ")");
       }
       OVERLAPSIM_TRY(quiesce(ctx, "b2b done"));
     }
@@ -298,11 +356,11 @@ TEST(FusedGemvAllReduce, BackToBack200Calls) {
   ASSERT_TRUE(status.ok) << status.message;
 }
 
-TEST(FusedGemvColdStart, Child) {
-  if (std::getenv("OVERLAPSIM_FUSED_COLD_CHILD") == nullptr)
-    GTEST_SKIP() << "runs only as the child of FreshProcessFirstCallCompletes";
-  const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
-    const Case c{16, 8192, 2048};
+// The first fused calls of a fresh process; `early`: 4 tokens claimed early, 3 splits on
+// 32 CTAs (the early-claim kernel is the process's first).
+Status cold_start_calls(bool early) {
+  return run_ranks(blocking(), [&](RankContext& ctx) -> Status {
+    const Case c = early ? Case{4, 8192, 6144} : Case{16, 8192, 2048};
     DeviceBuffer x, w, y;
     OVERLAPSIM_TRY(x.allocate(c.tokens * c.k * 2));
     OVERLAPSIM_TRY(w.allocate(c.n * c.k * 2));
@@ -310,6 +368,11 @@ TEST(FusedGemvColdStart, Child) {
     GemvAllReduce fused;
     GemvAllReduceOptions options;
     options.timeout_s = 20;
+    if (early) {
+      options.early_claim = true;
+      options.k_splits = 3;
+      options.max_ctas = 32;
+    }
     OVERLAPSIM_TRY(fused.initialize(&ctx.comm, c.tokens, c.n, c.k, DType::BF16, options));
     OVERLAPSIM_TRY(quiesce(ctx, "cold start ready"));
     // The fused kernel first, then kernels of other modules behind it on every rank.
@@ -319,20 +382,41 @@ TEST(FusedGemvColdStart, Child) {
     OVERLAPSIM_TRY(wait_stream(ctx.comm, ctx.compute_stream, "cold start"));
     return fused.check_timeout(ctx.compute_stream);
   });
+}
+
+TEST(FusedGemvColdStart, Child) {
+  if (std::getenv("OVERLAPSIM_FUSED_COLD_CHILD") == nullptr)
+    GTEST_SKIP() << "runs only as the child of FreshProcessFirstCallCompletes";
+  const Status status = cold_start_calls(false);
   ASSERT_TRUE(status.ok) << status.message;
+}
+
+TEST(FusedGemvColdStart, EarlyClaimChild) {
+  if (std::getenv("OVERLAPSIM_FUSED_COLD_EARLY_CHILD") == nullptr)
+    GTEST_SKIP() << "runs only as the child of FreshProcessEarlyClaimFirstCallCompletes";
+  const Status status = cold_start_calls(true);
+  ASSERT_TRUE(status.ok) << status.message;
+}
+
+void expect_child_completes(const std::string& filter, const std::string& marker) {
+  const testing::ChildEnd end = testing::run_lazy_loading_child(filter, marker);
+  ASSERT_NE(end, testing::ChildEnd::Hung)
+      << "the cold-start child hung (first fused call deadlocked?) and was killed";
+  ASSERT_NE(end, testing::ChildEnd::Signalled) << "child died by a signal";
+  EXPECT_EQ(end, testing::ChildEnd::Exited0)
+      << "the cold-start child failed (see its output above)";
 }
 
 // A fresh process with the driver's default module loading (lazy): the first fused calls
 // must complete (the kernels are loaded in initialize, before any rank waits on a peer).
 TEST(FusedGemvColdStart, FreshProcessFirstCallCompletes) {
   OVERLAPSIM_REQUIRE_GPUS(1);
-  const testing::ChildEnd end =
-      testing::run_lazy_loading_child("FusedGemvColdStart.Child", "OVERLAPSIM_FUSED_COLD_CHILD");
-  ASSERT_NE(end, testing::ChildEnd::Hung)
-      << "the cold-start child hung (first fused call deadlocked?) and was killed";
-  ASSERT_NE(end, testing::ChildEnd::Signalled) << "child died by a signal";
-  EXPECT_EQ(end, testing::ChildEnd::Exited0)
-      << "the cold-start child failed (see its output above)";
+  expect_child_completes("FusedGemvColdStart.Child", "OVERLAPSIM_FUSED_COLD_CHILD");
+}
+
+TEST(FusedGemvColdStart, FreshProcessEarlyClaimFirstCallCompletes) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  expect_child_completes("FusedGemvColdStart.EarlyClaimChild", "OVERLAPSIM_FUSED_COLD_EARLY_CHILD");
 }
 
 }  // namespace
