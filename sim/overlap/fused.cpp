@@ -12,9 +12,14 @@ FusedDesign::FusedDesign(const Profile& profile) : PairedDesign(profile.device.s
 std::optional<PairSchedule> FusedDesign::schedule(const ComputeModel& model, const PairView& pair,
                                                   std::string& why_not) const {
   const OpNode& op = *pair.compute;
-  const std::optional<FusedPair> kind = fused_pair_of(op.kind, pair.comm->collective);
-  if (!pair.producer || !kind) {
-    why_not = "not GEMV+AllReduce, embedding+All-to-All or GEMM+All-to-All";
+  const std::optional<FusedPair> kind =
+      fused_pair_of(op.kind, pair.comm->collective, pair.producer);
+  if (!kind) {
+    why_not = "not GEMV+AllReduce, embedding+All-to-All, GEMM+All-to-All or the embedding backward";
+    return std::nullopt;
+  }
+  if (*kind == FusedPair::EmbeddingBackward && !costs_.has_backward) {
+    why_not = "the profile has no fused embedding backward (designs.fused.backward_*)";
     return std::nullopt;
   }
   // The kernel stores only to peers it can address over NVLink (NCCL's LSA peers); the
@@ -27,7 +32,17 @@ std::optional<PairSchedule> FusedDesign::schedule(const ComputeModel& model, con
   }
   const double pushed =
       fused_pushed_bytes(*kind, static_cast<double>(pair.comm->comm_bytes), pair.comm_ranks);
-  const FusedTimes t = fused_times(costs_, *kind, model.time_s(op), pushed);
+  const FusedTimes t = fused_times(costs_, *kind, model.time_s(op), pushed, pair.comm_ranks);
+  if (*kind == FusedPair::EmbeddingBackward) {
+    // One kernel at the op's place on its stream does the exchange and the expansion: the
+    // collective's part takes no time of its own, and the group (the whole pair) runs once
+    // the op reaches its stream.
+    PairSchedule s;
+    s.compute_s = {t.total_s()};
+    s.comm_share = {1.0};
+    s.part_time_s = {0.0};
+    return s;
+  }
   // One group (the op with its stores) and one part: the receivers' finish. The part
   // takes its time off the collective model (no NCCL call), and the stores' cost is
   // already in the op's time, so no interference on top.

@@ -162,8 +162,22 @@ TEST(FusedMeasured, BackwardPredictsTheKernels) {
   std::printf(
       "| ranks | per rank | lookups a sample | expansion alone | measured fused | "
       "predicted | error | bound |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  NvSwitchNodeSpec spec;
+  spec.gpus = 4;
+  spec.nvlink_bandwidth_Bps = 450e9;
+  spec.nvlink_latency_s = 0.3e-6;
+  const Topology topo = build_nvswitch_node(spec);
   for (const calibration::FusedRow& r : rows) {
     const FusedTimes t = fused_times(costs, r.pair, r.op_s, r.pushed_bytes(), r.world);
+    // Simulated as a step: the all-to-all feeds the expansion (a consumer pair); sequential
+    // is NCCL then the op, fused the model's closed form.
+    const PairCase pc = case_of(r);
+    ASSERT_FALSE(pc.producer);
+    const PairOutcome seq = simulate_pair(pc, "sequential", profile, topo);
+    const PairOutcome fused = simulate_pair(pc, "fused", profile, topo);
+    ASSERT_TRUE(fused.overlapped) << r.where << ": " << fused.why_not;
+    EXPECT_NEAR(seq.time_s, r.op_s + r.collective_s, 1e-9) << r.where;
+    EXPECT_NEAR(fused.time_s, t.total_s(), 1e-9) << r.where;
     const double err = t.total_s() / r.fused_s - 1;
     all.add(err);
     by_world[r.world == 2 ? 0 : 1].add(err);
@@ -179,6 +193,21 @@ TEST(FusedMeasured, BackwardPredictsTheKernels) {
   EXPECT_LT(all.median(), 0.05);
   EXPECT_LT(by_world[0].median(), 0.05);
   EXPECT_LT(by_world[1].median(), 0.05);
+}
+
+// A profile without the backward's keys leaves the pair sequential, and says why.
+TEST(FusedMeasured, BackwardWithoutItsKeysRunsSequential) {
+  Profile profile = h100_profile();
+  auto& fused = profile.designs.by_design.at("fused");
+  for (auto it = fused.begin(); it != fused.end();)
+    it = it->first.rfind("backward_", 0) == 0 ? fused.erase(it) : std::next(it);
+  const auto rows = calibration::load_fused_backward_rows(
+      OVERLAPSIM_SOURCE_DIR, calibration::fused_backward_measurement_files());
+  const NvSwitchNodeSpec spec{2, 450e9, 0.3e-6};
+  const PairCase pc = case_of(rows.front());
+  const PairOutcome out = simulate_pair(pc, "fused", profile, build_nvswitch_node(spec));
+  EXPECT_FALSE(out.overlapped);
+  EXPECT_NE(out.why_not.find("no fused embedding backward"), std::string::npos) << out.why_not;
 }
 
 TEST(FusedMeasured, BackwardHeldOut) {
@@ -222,6 +251,21 @@ TEST(FusedMeasured, BackwardHeldOut) {
   std::printf("run 3's fit -> run 4's rows: median %.1f%%, max %.1f%%\n",
               100 * run4_errors.median(), 100 * run4_errors.max());
   EXPECT_LT(run4_errors.median(), 0.05);
+
+  // Another GPU: the H200 profiles carry the H100 fit; 2 x H200's rows (two runs of the
+  // bench, each fused row beside that run's expansion alone) were not fitted.
+  const std::vector<calibration::FusedBackwardFile> h200 = {
+      {"benchmarks/results/h200x2/embedding_alltoall_backward/ours_w2.csv", false},
+      {"benchmarks/results/h200x2/embedding_alltoall_backward/repeat_ours2.csv", false}};
+  const auto h200_rows = calibration::load_fused_backward_rows(root, h200);
+  ASSERT_EQ(h200_rows.size(), 20u);
+  const FusedCosts shipped =
+      shipped_costs(load_profile(root + "/calibration/profiles/h200-nvlink.yaml"));
+  Errors h200_errors;
+  for (const auto& r : h200_rows) h200_errors.add(predicted_s(shipped, r) / r.fused_s - 1);
+  std::printf("2 x H200's rows by the shipped fit: median %.1f%%, max %.1f%%\n",
+              100 * h200_errors.median(), 100 * h200_errors.max());
+  EXPECT_LT(h200_errors.median(), 0.05);
 }
 
 // A communicator across hosts is not fused (the kernel's stores reach NVLink peers only):
