@@ -161,15 +161,18 @@ void fit_copy_engine(const FitData& data, FitOutput& out) {
   };
 
   // A line through the peer_copy rows of one design, into <prefix>_bandwidth_Bps and
-  // <prefix>_latency_s.
+  // <prefix>_latency_s. `to_every_peer`: a row's bytes went to each of its world - 1 peers
+  // through the rank's links, so it moved (world - 1) x bytes: the simulator charges the
+  // tail kernel latency + (n - 1) b / bandwidth, and rows of any world fit that one line.
   auto fit_line = [&](const char* design, const std::string& prefix, const char* what,
-                      const char* rows_name, const char* how) {
+                      const char* rows_name, const char* how, bool to_every_peer) {
     std::vector<const Measurement*> copies;
     std::vector<std::pair<double, double>> points;
     for (const auto& r : data.rows)
       if (r.op == "peer_copy" && r.design == design) {
         copies.push_back(&r);
-        points.emplace_back(static_cast<double>(r.bytes), r.time_s);
+        const double peers = to_every_peer ? std::max(1, r.world - 1) : 1;
+        points.emplace_back(peers * static_cast<double>(r.bytes), r.time_s);
       }
     std::set<std::uint64_t> sizes;
     for (const auto* r : copies) sizes.insert(r->bytes);
@@ -193,9 +196,10 @@ void fit_copy_engine(const FitData& data, FitOutput& out) {
         prefix, line.Bps / 1e9, line.latency_s * 1e6, copies.size(), 100 * line.rel_rms));
   };
   fit_line("copy_engine", "copy_engine", "copy-engine peer copies", "peer_copy",
-           "every rank copying to the next at once");
+           "every rank copying to the next at once", false);
   fit_line("tail_kernel", "tail_kernel", "the all-reduce tail kernel's exchange",
-           "peer_copy tail_kernel", "every rank sending to its peers at once");
+           "peer_copy tail_kernel",
+           "every rank sending its bytes to each peer at once, (world - 1) x bytes a row", true);
 
   // The pair rows' parameters, each where rows pin it down.
   const sim::Sourced* tile_m = param("tile_m");

@@ -5,7 +5,9 @@
 //       through the peer_copy copy_engine rows (every rank copying to the next at once),
 //       least squares on the relative error
 //   tail_kernel_latency_s, tail_kernel_bandwidth_Bps   the same line through the peer_copy
-//       tail_kernel rows (the all-reduce tail kernel's exchange, every rank at once)
+//       tail_kernel rows (the all-reduce tail kernel's exchange, every rank at once), each
+//       row's bytes counted once per peer ((world - 1) x bytes): the simulator charges the
+//       tail latency + (n - 1) b / bandwidth at n ranks
 //   epilogue_reduce_overhead_fraction   2 ranks: from the all-reduce and reduce-scatter
 //       tilewise_ce pair rows
 //   epilogue_reduce_bandwidth_Bps       more ranks: from the reduce-scatter pair rows

@@ -4,8 +4,10 @@
 //     predicted from its own run's measured parts only: the GEMM with its signals alone
 //     (t_own_signal_ce_s), the peer-copy curve (peer_copy copy_engine rows, world 4), the
 //     stream operations per copy (copy_engine_with_stream_ops minus copy_engine at 1 MiB)
-//     and the tail kernel's curve at world 4 (peer_copy tail_kernel rows). Nothing is
-//     fitted to pair rows, so every row is held out.
+//     and the tail kernel's line as the simulator charges it, latency + (n - 1) b / rate,
+//     fitted as `overlapsim fit` fits it (calibration/fit_copy_engine.hpp) through the run's
+//     peer_copy tail_kernel rows of every world. Only the all-reduce's phase-2 contention
+//     is fitted to pair rows (runs 1 and 2); runs 3 and 4 are held out.
 //   - AllGather+GEMM (allgather.hpp, the simulator's path): the push step from a line
 //     latency + bytes / rate fitted to run 2's transport-alone rows
 //     (gather_only_tw_loop, rotated pushes) of benchmarks/results/h200x4/tilewise_ag4,
@@ -24,11 +26,13 @@
 #include <string>
 #include <vector>
 
+#include "calibration/fit_copy_engine.hpp"
 #include "sim/tilewise_plan/allgather.hpp"
 #include "sim/tilewise_plan/comm_curve.hpp"
 #include "sim/tilewise_plan/ring.hpp"
 
 namespace tp = overlapsim::tilewise_plan;
+namespace cal = overlapsim::calibration;
 
 namespace {
 
@@ -82,51 +86,41 @@ const std::string& str(const Row& r, const std::string& key, const std::string& 
 // One run's measured transport parts at world 4.
 struct Parts {
   tp::CommCurve copy;
-  std::vector<std::pair<double, double>> tail_points;  // (bytes per peer, s)
+  std::vector<std::pair<double, double>> tail_points;  // ((world - 1) x bytes per peer, s)
   tp::TimeOfBytes tail;
+  cal::CopyLine tail_line;
   double ops_s = 0;
 };
-
-// latency + bytes / rate through (bytes, s) points, least squares on the relative error.
-std::pair<double, double> fit_line(const std::vector<std::pair<double, double>>& pts) {
-  double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
-  for (const auto& [bytes, t] : pts) {
-    const double x1 = 1 / t, x2 = bytes / t;
-    a11 += x1 * x1;
-    a12 += x1 * x2;
-    a22 += x2 * x2;
-    b1 += x1;
-    b2 += x2;
-  }
-  const double det = a11 * a22 - a12 * a12;
-  return {(b1 * a22 - b2 * a12) / det, det / (a11 * b2 - a12 * b1)};
-}
 
 Parts read_parts(const std::string& path) {
   Parts p;
   double copy_1mib = -1, ops_1mib = -1;
   for (const Row& r : read_csv(path)) {
-    if (str(r, "op", path) != "peer_copy" || num(r, "world", path) != 4) continue;
+    if (str(r, "op", path) != "peer_copy") continue;
     const std::string& d = str(r, "design", path);
+    const double world = num(r, "world", path);
     const double bytes = num(r, "bytes", path), t = num(r, "time_us", path) * 1e-6;
+    if (d == "tail_kernel") {
+      p.tail_points.emplace_back((world - 1) * bytes, t);
+      continue;
+    }
+    if (world != 4) continue;
     if (d == "copy_engine") {
       p.copy.add_point(bytes, t);
       if (bytes == 1 << 20) copy_1mib = t;
     } else if (d == "copy_engine_with_stream_ops" && bytes == 1 << 20) {
       ops_1mib = t;
-    } else if (d == "tail_kernel") {
-      p.tail_points.emplace_back(bytes, t);
     }
   }
   if (p.copy.size() < 2) throw Input(path + ": peer_copy copy_engine: fewer than 2 world-4 rows");
   if (copy_1mib < 0 || ops_1mib < 0)
     throw Input(path + ": peer_copy copy_engine_with_stream_ops: no world-4 row at 1 MiB");
-  if (p.tail_points.size() < 2)
-    throw Input(path + ": peer_copy tail_kernel: fewer than 2 world-4 rows");
-  // The tail kernel's rows scatter (16 MiB: 161 to 230 us between runs), so its line, not
-  // the curve through them.
-  const auto [latency_s, rate_Bps] = fit_line(p.tail_points);
-  p.tail = tp::linear_time(latency_s, rate_Bps);
+  if (p.tail_points.size() < 2) throw Input(path + ": peer_copy tail_kernel: fewer than 2 rows");
+  // The tail kernel's rows scatter (16 MiB at world 4: 161 to 230 us between runs), so its
+  // line, not the curve through them. At 4 ranks it carries b bytes to each of 3 peers.
+  const cal::CopyLine line = cal::fit_copy_line(p.tail_points);
+  p.tail = [line](double b) { return line.latency_s + 3 * b / line.Bps; };
+  p.tail_line = line;
   p.ops_s = std::max(0.0, ops_1mib - copy_1mib);
   return p;
 }
@@ -160,11 +154,14 @@ struct RingCase {
   Result result;
 };
 
-void ring_rows(const std::string& root, std::vector<RingCase>& out) {
+// `tails`: each run's tail-kernel line and how many rows it went through.
+void ring_rows(const std::string& root, std::vector<RingCase>& out,
+               std::vector<std::pair<cal::CopyLine, std::size_t>>& tails) {
   const std::string dir = root + "/benchmarks/results/h100x4/tilewise_ring4/";
   for (int run = 1; run <= 4; ++run) {
     const std::string rd = dir + "run" + std::to_string(run) + "/";
     const Parts parts = read_parts(rd + (run == 1 ? "ring4.csv" : "bench.csv"));
+    tails.emplace_back(parts.tail_line, parts.tail_points.size());
     const std::string path = rd + "detail.csv";
     for (const Row& r : read_csv(path)) {
       const std::string& record = str(r, "record", path);
@@ -316,9 +313,10 @@ int main(int argc, char** argv) {
   std::vector<Result> results;
   PushLine push;
   double contention = 0;
+  std::vector<std::pair<cal::CopyLine, std::size_t>> tails;
   try {
     std::vector<RingCase> ring;
-    ring_rows(root, ring);
+    ring_rows(root, ring, tails);
     contention = fit_contention(ring);
     for (RingCase& rc : ring) {
       rc.problem.phase2_contention = contention;
@@ -353,6 +351,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tilewise_4rank_check: %s\n", e.what());
     return 2;
   }
+  for (std::size_t i = 0; i < tails.size(); ++i)
+    std::printf("tail kernel (run %zu, %zu peer_copy rows): %.4g s + (n - 1) bytes / %.4g B/s\n",
+                i + 1, tails[i].second, tails[i].first.latency_s, tails[i].first.Bps);
   std::printf("ring all-reduce phase-2 contention (runs 1 and 2): %.3f\n", contention);
   std::printf("AllGather push step (run 2's rotated transport-alone rows): %.4g s + bytes / %.4g B/s\n",
               push.latency_s, push.rate_Bps);

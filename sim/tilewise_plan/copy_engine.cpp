@@ -79,9 +79,9 @@ CopyEnginePlan plan_copy_engine(const CopyEngineProblem& w) {
     }
     if (w.phase2 == Phase2::TailKernel && c.index == g - 1) {
       // The tail kernel: behind the GEMM on its stream, no wait; the link is shared with
-      // any copy still running.
-      const TimeOfBytes& y = w.tail_s ? w.tail_s : w.copy_s;
-      const double tail = (n - 1) * y(c.bytes);
+      // any copy still running. Its curve is the exchange with every peer at once; without
+      // one, a copy to each peer after the other.
+      const double tail = w.tail_s ? w.tail_s(c.bytes) : (n - 1) * w.copy_s(c.bytes);
       phase2_end = std::max(f, phase2_end) + tail;
       plan.part_s.push_back(tail);
       plan.part_delay_s.push_back(0);

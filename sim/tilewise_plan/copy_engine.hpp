@@ -18,8 +18,9 @@
 //   allreduce phase 2:      CopyEngine: P = max(F_j, P) + wait_s + (world - 1) (copy_s(b_j)
 //                             (1 + phase2_contention (world - 2)) + copy_ops_s) per own group;
 //                           TailKernel: the same, but the last own group leaves by a kernel
-//                             behind the GEMM: P = max(F_last, P) + (world - 1) tail_s(b)
-//                             (copy_s where tail_s is empty; no stream wait);
+//                             behind the GEMM: P = max(F_last, P) + tail_s(b), its exchange
+//                             with every peer at once ((world - 1) copy_s(b) where tail_s is
+//                             empty; no stream wait);
 //                           Epilogue: the reduced tiles leave with the stores; only the done
 //                             flag follows: T = max(F_last, E) + wait_s + copy_s(0) +
 //                             copy_ops_s;
@@ -67,7 +68,7 @@ struct CopyEngineProblem {
   double epilogue_reduce_Bps = 0;
   double phase2_contention = 0;
   Phase2 phase2 = Phase2::CopyEngine;
-  TimeOfBytes tail_s;  // Phase2::TailKernel: one exchange of the last own group
+  TimeOfBytes tail_s;  // Phase2::TailKernel: the last own group's exchange with every peer
   bool phase2_after_peer_copies = true;
 };
 

@@ -151,5 +151,37 @@ TEST(FitCopyEngine, TailKernelRowsGiveTheirOwnLine) {
   EXPECT_EQ(single.designs.find("tilewise", "tail_kernel_bandwidth_Bps"), nullptr);
 }
 
+// A tail-kernel row of world w carries its bytes to each of w - 1 peers: rows of 2 and 4
+// ranks on one line latency + (w - 1) bytes / bandwidth give that line, the form the
+// simulator charges at n ranks.
+TEST(FitCopyEngine, TailKernelRowsOfSeveralWorldsCountEveryPeer) {
+  FitData data;
+  data.label = "benchmarks/results/z";
+  int line = 2;
+  for (int world : {2, 4})
+    for (double mib : {1.0, 4.0, 16.0, 64.0}) {
+      Measurement m;
+      m.file = "bench.csv";
+      m.line = line++;
+      m.op = "peer_copy";
+      m.design = "tail_kernel";
+      m.world = world;
+      m.bytes = static_cast<std::uint64_t>(mib * (1 << 20));
+      m.time_s = m.time_min_s = 12e-6 + (world - 1) * static_cast<double>(m.bytes) / 330e9;
+      data.rows.push_back(m);
+    }
+  sim::Profile profile;
+  std::map<std::string, std::string> comments;
+  std::vector<std::string> notes;
+  FitOutput out{profile, comments, notes};
+  fit_copy_engine(data, out);
+  const sim::Sourced* bw = profile.designs.find("tilewise", "tail_kernel_bandwidth_Bps");
+  const sim::Sourced* lat = profile.designs.find("tilewise", "tail_kernel_latency_s");
+  ASSERT_TRUE(bw && lat);
+  EXPECT_NEAR(bw->value, 330e9, 330e9 * 1e-3);
+  EXPECT_NEAR(lat->value, 12e-6, 12e-9);
+  EXPECT_NEAR(bw->source.fit_error, 0, 1e-6);
+}
+
 }  // namespace
 }  // namespace overlapsim::calibration
