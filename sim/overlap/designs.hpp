@@ -216,7 +216,9 @@ CopyEnginePlan plan_copy_engine(const CopyEngineProblem& problem);
 // One kernel: each CTA computes its rows or tiles and stores them into its NVLink peers'
 // buffers itself (sim/overlap/fused_model.hpp). Charges: what the stores cost the op, and
 // the receivers' finish after its last store; no NCCL call. GEMV+AllReduce,
-// embedding+All-to-All, GEMM+All-to-All, producer side, communicators inside one host.
+// embedding+All-to-All, GEMM+All-to-All (producer side) and the embedding backward's
+// All-to-All into the gradient expansion (consumer side, where the profile has its keys),
+// communicators inside one host.
 class FusedDesign final : public PairedDesign {
  public:
   explicit FusedDesign(const Profile& profile);
