@@ -193,6 +193,29 @@ double backward_objective(const std::vector<FusedRow>& rows, const Vec& x) {
   return s;
 }
 
+// One measurement file's rows, and the time of each correct row by (world, op, design,
+// shape): a fused row's parts are the rows of the same shape under other ops and designs.
+struct TimedRows {
+  std::vector<Measurement> rows;
+  using Key = std::tuple<int, std::string, std::string, std::int64_t, std::int64_t, std::int64_t>;
+  std::map<Key, double> time;
+
+  TimedRows(const std::string& root, const std::string& file) {
+    const std::string path = (std::filesystem::path(root) / file).string();
+    if (!std::filesystem::exists(path))
+      throw config::ConfigError(
+          fmt::format("{}: no such measurement file (expected an overlap-bench CSV)", path));
+    rows = read_measurements(path);
+    for (const Measurement& r : rows)
+      if (r.wrong == 0) time[{r.world, r.op, r.design, r.m, r.n, r.k}] = r.time_s;
+  }
+  // The time of `op` under `design` at r's world and shape; 0 where none was measured.
+  double at(const Measurement& r, const std::string& op, const std::string& design) const {
+    auto it = time.find({r.world, op, design, r.m, r.n, r.k});
+    return it == time.end() ? 0.0 : it->second;
+  }
+};
+
 }  // namespace
 
 const std::vector<std::string>& fused_measurement_files() {
@@ -214,18 +237,10 @@ std::vector<FusedRow> load_fused_rows(const std::string& root,
                                       const std::vector<std::string>& files) {
   std::vector<FusedRow> out;
   for (const std::string& file : files) {
-    const std::string path = (std::filesystem::path(root) / file).string();
-    if (!std::filesystem::exists(path))
-      throw config::ConfigError(
-          fmt::format("{}: no such measurement file (expected an overlap-bench CSV)", path));
-    const std::vector<Measurement> rows = read_measurements(path);
-    using Key = std::tuple<int, std::string, std::string, std::int64_t, std::int64_t, std::int64_t>;
-    std::map<Key, double> time;
-    for (const Measurement& r : rows)
-      if (r.wrong == 0) time[{r.world, r.op, r.design, r.m, r.n, r.k}] = r.time_s;
+    const TimedRows timed(root, file);
+    const std::vector<Measurement>& rows = timed.rows;
     auto at = [&](const Measurement& r, const std::string& op, const std::string& design) {
-      auto it = time.find({r.world, op, design, r.m, r.n, r.k});
-      return it == time.end() ? 0.0 : it->second;
+      return timed.at(r, op, design);
     };
     for (const Measurement& r : rows) {
       if (r.design != "fused" || r.wrong != 0) continue;
@@ -335,18 +350,10 @@ std::vector<FusedRow> load_fused_backward_rows(const std::string& root,
                                                const std::vector<FusedBackwardFile>& files) {
   std::vector<FusedRow> out;
   for (const FusedBackwardFile& file : files) {
-    const std::string path = (std::filesystem::path(root) / file.path).string();
-    if (!std::filesystem::exists(path))
-      throw config::ConfigError(
-          fmt::format("{}: no such measurement file (expected an overlap-bench CSV)", path));
-    const std::vector<Measurement> rows = read_measurements(path);
-    using Key = std::tuple<int, std::string, std::string, std::int64_t, std::int64_t, std::int64_t>;
-    std::map<Key, double> time;
-    for (const Measurement& r : rows)
-      if (r.wrong == 0) time[{r.world, r.op, r.design, r.m, r.n, r.k}] = r.time_s;
+    const TimedRows timed(root, file.path);
+    const std::vector<Measurement>& rows = timed.rows;
     auto at = [&](const Measurement& r, const std::string& op, const std::string& design) {
-      auto it = time.find({r.world, op, design, r.m, r.n, r.k});
-      return it == time.end() ? 0.0 : it->second;
+      return timed.at(r, op, design);
     };
     for (const Measurement& r : rows) {
       if (r.op != "alltoall+embedding_bag_backward" || r.design != "fused" || r.wrong != 0)
