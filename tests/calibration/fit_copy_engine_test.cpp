@@ -73,23 +73,30 @@ TEST(CopyEngineRowUsable, RoundingMissesOnMoreThanTwoRanksOnly) {
   EXPECT_FALSE(copy_engine_row_usable(pair_row("sequential", 8, 1), tile));
 }
 
+// A peer_copy row of `design` at `world` ranks whose time lies on latency + moved / Bps,
+// `moved` the row's bytes times `peers_counted`.
+Measurement peer_copy_row(const char* file, int line, const char* design, int world, double mib,
+                          double latency_s, double Bps, int peers_counted = 1) {
+  Measurement m;
+  m.file = file;
+  m.line = line;
+  m.op = "peer_copy";
+  m.design = design;
+  m.world = world;
+  m.bytes = static_cast<std::uint64_t>(mib * (1 << 20));
+  m.time_s = m.time_min_s = latency_s + peers_counted * static_cast<double>(m.bytes) / Bps;
+  return m;
+}
+
 // The stage writes the peer-copy line with the rows it came from and its error, and stops
 // there for a profile without the tile-wise design's tile size (no pair rows to fit).
 TEST(FitCopyEngine, WritesTheLineWithProvenance) {
   FitData data;
   data.label = "calibration/data/x";
   int line = 2;
-  for (double mib : {1.0, 16.0, 256.0}) {
-    Measurement m;
-    m.file = "calibration.csv";
-    m.line = line++;
-    m.op = "peer_copy";
-    m.design = "copy_engine";
-    m.world = 8;
-    m.bytes = static_cast<std::uint64_t>(mib * (1 << 20));
-    m.time_s = m.time_min_s = 5e-6 + static_cast<double>(m.bytes) / 390e9;
-    data.rows.push_back(m);
-  }
+  for (double mib : {1.0, 16.0, 256.0})
+    data.rows.push_back(
+        peer_copy_row("calibration.csv", line++, "copy_engine", 8, mib, 5e-6, 390e9));
   sim::Profile profile;
   std::map<std::string, std::string> comments;
   std::vector<std::string> notes;
@@ -116,15 +123,7 @@ TEST(FitCopyEngine, TailKernelRowsGiveTheirOwnLine) {
   data.label = "benchmarks/results/y";
   int line = 2;
   const auto add = [&](const char* design, double mib, double latency_s, double Bps) {
-    Measurement m;
-    m.file = "tilewise.csv";
-    m.line = line++;
-    m.op = "peer_copy";
-    m.design = design;
-    m.world = 2;
-    m.bytes = static_cast<std::uint64_t>(mib * (1 << 20));
-    m.time_s = m.time_min_s = latency_s + static_cast<double>(m.bytes) / Bps;
-    data.rows.push_back(m);
+    data.rows.push_back(peer_copy_row("tilewise.csv", line++, design, 2, mib, latency_s, Bps));
   };
   for (double mib : {1.0, 16.0, 64.0}) add("copy_engine", mib, 3e-6, 385e9);
   for (double mib : {1.0, 4.0, 16.0, 64.0}) add("tail_kernel", mib, 9e-6, 360e9);
@@ -159,17 +158,9 @@ TEST(FitCopyEngine, TailKernelRowsOfSeveralWorldsCountEveryPeer) {
   data.label = "benchmarks/results/z";
   int line = 2;
   for (int world : {2, 4})
-    for (double mib : {1.0, 4.0, 16.0, 64.0}) {
-      Measurement m;
-      m.file = "bench.csv";
-      m.line = line++;
-      m.op = "peer_copy";
-      m.design = "tail_kernel";
-      m.world = world;
-      m.bytes = static_cast<std::uint64_t>(mib * (1 << 20));
-      m.time_s = m.time_min_s = 12e-6 + (world - 1) * static_cast<double>(m.bytes) / 330e9;
-      data.rows.push_back(m);
-    }
+    for (double mib : {1.0, 4.0, 16.0, 64.0})
+      data.rows.push_back(
+          peer_copy_row("bench.csv", line++, "tail_kernel", world, mib, 12e-6, 330e9, world - 1));
   sim::Profile profile;
   std::map<std::string, std::string> comments;
   std::vector<std::string> notes;
