@@ -31,6 +31,10 @@
 //                      last loop iteration, L2 prefetch of its head)
 //   fused_fine         fine_k_splits (the tuner also tries 3, 6, 12, 16 splits)
 //   fused_early_fine   both
+//   fused_lastwave     tune_last_wave (the tuner also tries finer last waves: the last
+//                      slices cut into 2, 4 or 8 K ranges, handed out last)
+//   fused_lastwave_fixed  last_wave {half the CTAs' worth of slices, 4 ranges}, the K split
+//                      and hint tuned under it
 // each with a _b2b row; `wrong`: unwritten, off cuBLAS + NCCL as fused, and off the
 // variant's own GEMV (run_local) through NCCL exactly where fused is exact.
 // --trace-calls N --trace FILE: after the timings, N more fused calls (each behind the
@@ -41,7 +45,8 @@
 //   fused-gemv-bench [--tokens 1,4,16,64] [--shapes 8192x8192,...] [--world N]
 //                    [--iterations 50] [--warmup 10] [--b2b-calls 100] [--timeout 60]
 //                    [--k-splits 0] [--tune 1] [--trace-calls 0 --trace FILE] [--seed S]
-//                    [--variants early,fine,early_fine] [--output FILE]
+//                    [--variants early,fine,early_fine,lastwave,lastwave_fixed]
+//                    [--output FILE]
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -92,7 +97,7 @@ struct Settings {
   int trace_calls = 0;
   std::string trace;
   std::uint64_t seed = 1;
-  std::vector<std::string> variants;  // early, fine, early_fine
+  std::vector<std::string> variants;  // early, fine, early_fine, lastwave, lastwave_fixed
   std::string output;
 };
 
@@ -138,8 +143,10 @@ Settings parse(const std::vector<std::string>& args) {
     } else if (flag == "--variants") {
       s.variants.clear();
       for (const std::string& v : split_list(cursor.value())) {
-        if (v != "early" && v != "fine" && v != "early_fine")
-          bad_flag(kProgram, flag, v, "a list of early, fine, early_fine");
+        if (v != "early" && v != "fine" && v != "early_fine" && v != "lastwave" &&
+            v != "lastwave_fixed")
+          bad_flag(kProgram, flag, v,
+                   "a list of early, fine, early_fine, lastwave, lastwave_fixed");
         s.variants.push_back(v);
       }
     } else if (flag == "--output") {
@@ -150,7 +157,7 @@ Settings parse(const std::vector<std::string>& args) {
           ": [--tokens 1,4,16,64] [--shapes NxK,...] [--world N] [--iterations 50] "
           "[--warmup 10] [--b2b-calls 100] [--timeout 60] [--k-splits 0] "
           "[--tune 1] [--trace-calls 0 --trace FILE] [--seed S] "
-          "[--variants early,fine,early_fine] [--output FILE]");
+          "[--variants early,fine,early_fine,lastwave,lastwave_fixed] [--output FILE]");
     } else {
       bad_flag(kProgram, flag, "", "a known flag (--help lists them)");
     }
@@ -169,7 +176,7 @@ double median(std::vector<double> v) {
 // One --variants design: the fused kernel with other options, its output and the same
 // GEMV's partial through NCCL (its exact reference with 2 ranks).
 struct VariantDesign {
-  std::string name;  // fused_early, fused_fine, fused_early_fine
+  std::string name;  // fused_early, fused_fine, fused_early_fine, fused_lastwave(_fixed)
   fused::GemvAllReduce design;
   DeviceBuffer y, part, y_own;
   std::string tuned = "not tuned";
@@ -262,8 +269,11 @@ class Runner {
       fused::GemvAllReduceOptions vo;
       vo.timeout_s = settings_.timeout_s;
       vo.k_splits = settings_.k_splits;
-      vo.early_claim = name != "fine";
-      vo.fine_k_splits = name != "early";
+      const bool last_wave = name.rfind("lastwave", 0) == 0;
+      vo.early_claim = !last_wave && name != "fine";
+      vo.fine_k_splits = !last_wave && name != "early";
+      vo.tune_last_wave = name == "lastwave";
+      if (name == "lastwave_fixed") vo.last_wave = fused::GemvLastWave{0, 4};
       for (DeviceBuffer* b : {&v->y, &v->part, &v->y_own})
         OVERLAPSIM_TRY(b->allocate(c.y_count * 2));
       OVERLAPSIM_TRY(v->design.initialize(&ctx_.comm, tokens, c.n, c.k, DType::BF16, vo));
@@ -300,9 +310,10 @@ class Runner {
                    static_cast<long long>(c.k), c.fused.k_splits(), int(c.fused.l2_prefetch()),
                    c.fused.grid(), tuned.c_str());
       for (const auto& v : c.variants)
-        std::fprintf(stderr, "%s:   %s: k_splits %d l2_prefetch %d grid %d (%s)\n",
+        std::fprintf(stderr, "%s:   %s: k_splits %d l2_prefetch %d last_wave %dx%d grid %d (%s)\n",
                      kProgram.c_str(), v->name.c_str(), v->design.k_splits(),
-                     int(v->design.l2_prefetch()), v->design.grid(), v->tuned.c_str());
+                     int(v->design.l2_prefetch()), v->design.last_wave().slices,
+                     v->design.last_wave().splits, v->design.grid(), v->tuned.c_str());
     }
 
     using Call = std::function<Status(int)>;

@@ -89,6 +89,8 @@ Status GemvAllReduce::initialize(CommHandle* comm, int tokens, std::int64_t n, s
   max_ctas_ = options.max_ctas;
   early_claim_ = options.early_claim;
   fine_k_splits_ = options.fine_k_splits;
+  tune_last_wave_ = options.tune_last_wave && !options.early_claim;
+  last_wave_option_ = options.last_wave;
   comm_ = comm;
   OVERLAPSIM_TRY(preload_gemv_allreduce());
   const std::int64_t slices = n / kSliceCols;
@@ -100,7 +102,7 @@ Status GemvAllReduce::initialize(CommHandle* comm, int tokens, std::int64_t n, s
   // Room for the largest split, so configure (and tune) never allocate.
   OVERLAPSIM_TRY(
       partials_.allocate(static_cast<std::size_t>(kMaxKSplits) * tokens * n * sizeof(float)));
-  OVERLAPSIM_TRY(configure(splits, options.l2_prefetch, nullptr));
+  OVERLAPSIM_TRY(configure(splits, options.l2_prefetch, options.last_wave, nullptr));
   CUDA_CHECK(cudaDeviceSynchronize());
   if (world_ == 1) return Status::success();
 
@@ -129,6 +131,17 @@ Status GemvAllReduce::initialize(CommHandle* comm, int tokens, std::int64_t n, s
 }
 
 Status GemvAllReduce::configure(int k_splits, bool l2_prefetch, cudaStream_t stream) {
+  return configure(k_splits, l2_prefetch, last_wave_option_, stream);
+}
+
+std::int64_t GemvAllReduce::units() const {
+  const std::int64_t slices = n_ / kSliceCols;
+  return (slices - last_wave_.slices) * k_splits_ +
+         static_cast<std::int64_t>(last_wave_.slices) * (last_wave_.on() ? last_wave_.splits : 0);
+}
+
+Status GemvAllReduce::configure(int k_splits, bool l2_prefetch, GemvLastWave last_wave,
+                                cudaStream_t stream) {
   if (n_ == 0) return Status::failure("fused gemv+allreduce: configure before initialize");
   if (!valid_k_splits(k_splits, k_)) return Status::failure(bad_k_splits(k_splits));
   int fit = 0;
@@ -136,7 +149,28 @@ Status GemvAllReduce::configure(int k_splits, bool l2_prefetch, cudaStream_t str
   if (max_ctas_ > 0) fit = std::min(fit, max_ctas_);
   const int splits = k_splits != 0 ? k_splits : auto_k_splits(n_, k_, fit);
   const std::int64_t slices = n_ / kSliceCols;
-  const int grid = static_cast<int>(std::min<std::int64_t>(slices * splits, fit));
+  GemvLastWave wave = {};
+  if (last_wave.on() && tokens_ <= kLastWaveMaxTokens) {
+    const std::int64_t steps = (k_ / 32 + kLastWaveChunks - 1) / kLastWaveChunks;
+    if (last_wave.splits > kMaxKSplits || last_wave.splits > steps || last_wave.slices < 0 ||
+        last_wave.slices > slices)
+      return Status::failure(
+          "fused gemv+allreduce: the last wave needs 2.." + std::to_string(kMaxKSplits) +
+          " splits, at most ceil(k / 1024) = " + std::to_string(steps) + ", and 0.." +
+          std::to_string(slices) + " slices, got " + std::to_string(last_wave.slices) + " x " +
+          std::to_string(last_wave.splits));
+    if (early_claim_)
+      return Status::failure(
+          "fused gemv+allreduce: the last wave and the early claim exclude "
+          "each other");
+    wave.splits = last_wave.splits;
+    wave.slices = last_wave.slices != 0
+                      ? last_wave.slices
+                      : static_cast<int>(std::min<std::int64_t>((fit + 1) / 2, slices));
+  }
+  const std::int64_t units =
+      (slices - wave.slices) * splits + static_cast<std::int64_t>(wave.slices) * wave.splits;
+  const int grid = static_cast<int>(std::min<std::int64_t>(units, fit));
   if (grid < 1) return Status::failure("fused gemv+allreduce: no CTA fits on this device");
   // A slice's arrival count names the last split by its residue modulo the split: start
   // from 0 under a new split (stream-ordered after the calls before).
@@ -144,6 +178,8 @@ Status GemvAllReduce::configure(int k_splits, bool l2_prefetch, cudaStream_t str
                              static_cast<std::size_t>(slices) * sizeof(std::uint32_t), stream));
   k_splits_ = splits;
   l2_prefetch_ = l2_prefetch;
+  last_wave_ = wave;
+  fit_ = fit;
   grid_ = grid;
   return Status::success();
 }
@@ -155,6 +191,7 @@ Status GemvAllReduce::tune(int sets, const void* const* x, const void* const* w,
   struct Candidate {
     int splits;
     bool prefetch;
+    GemvLastWave wave;
   };
   std::vector<Candidate> candidates;
   std::vector<int> split_set = {1, 2, 4, 8};
@@ -162,7 +199,24 @@ Status GemvAllReduce::tune(int sets, const void* const* x, const void* const* w,
   for (const bool prefetch : {false, true})
     for (const int splits : split_set)
       if (splits == 1 || k_ / 32 / splits >= kMinTunedSplitChunks)
-        candidates.push_back({splits, prefetch});
+        candidates.push_back({splits, prefetch, last_wave_option_});
+  if (tune_last_wave_ && tokens_ <= kLastWaveMaxTokens) {
+    const std::int64_t slices = n_ / kSliceCols;
+    const std::int64_t steps = (k_ / 32 + kLastWaveChunks - 1) / kLastWaveChunks;
+    for (const int splits : {1, 2}) {
+      if (splits > 1 && k_ / 32 / splits < kMinTunedSplitChunks) continue;
+      std::int64_t last_tail = -1;
+      for (const int eighths : {1, 2, 4, 8}) {
+        const std::int64_t tail = std::min<std::int64_t>(
+            std::max<std::int64_t>(1, static_cast<std::int64_t>(fit_) * eighths / 8), slices);
+        if (tail == last_tail) continue;
+        last_tail = tail;
+        for (const int wave_splits : {2, 4, 8})
+          if (wave_splits <= steps)
+            candidates.push_back({splits, true, GemvLastWave{static_cast<int>(tail), wave_splits}});
+      }
+    }
+  }
   // Rounds over every candidate in turn (clock drift spreads over all); a candidate's time
   // is its fastest round's mean of `reps` calls back to back, rotating over the sets.
   constexpr int kRounds = 3, kWarmup = 2;
@@ -175,7 +229,7 @@ Status GemvAllReduce::tune(int sets, const void* const* x, const void* const* w,
   int call = 0;
   for (int round = 0; round < kRounds && status.ok; ++round)
     for (std::size_t c = 0; c < candidates.size() && status.ok; ++c) {
-      status = configure(candidates[c].splits, candidates[c].prefetch, stream);
+      status = configure(candidates[c].splits, candidates[c].prefetch, candidates[c].wave, stream);
       for (int i = 0; i < kWarmup && status.ok; ++i, ++call)
         status = run_local(x[call % sets], w[call % sets], y, stream);
       if (!status.ok) break;
@@ -198,16 +252,26 @@ Status GemvAllReduce::tune(int sets, const void* const* x, const void* const* w,
   std::size_t pick = 0;
   for (std::size_t c = 1; c < candidates.size(); ++c)
     if (best[c] < best[pick]) pick = c;
-  OVERLAPSIM_TRY(configure(candidates[pick].splits, candidates[pick].prefetch, stream));
+  OVERLAPSIM_TRY(
+      configure(candidates[pick].splits, candidates[pick].prefetch, candidates[pick].wave, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   if (report != nullptr) {
     *report = "chose k_splits " + std::to_string(k_splits_) + (l2_prefetch_ ? " l2_prefetch" : "") +
-              (early_claim_ ? " early_claim" : "") + " grid " + std::to_string(grid_) +
-              "; us (split, p = L2 prefetch):";
+              (early_claim_ ? " early_claim" : "") +
+              (last_wave_.on() ? " last_wave " + std::to_string(last_wave_.slices) + "x" +
+                                     std::to_string(last_wave_.splits)
+                               : std::string()) +
+              " grid " + std::to_string(grid_) +
+              "; us (split, p = L2 prefetch, /SxM = last wave of S slices in M):";
     for (std::size_t c = 0; c < candidates.size(); ++c) {
-      char item[32];
-      std::snprintf(item, sizeof item, " %d%s=%.1f", candidates[c].splits,
-                    candidates[c].prefetch ? "p" : "", best[c]);
+      char item[64];
+      const GemvLastWave& wv = candidates[c].wave;
+      char wave[24] = "";
+      if (wv.on())
+        std::snprintf(wave, sizeof wave, "/%dx%d", wv.slices == 0 ? last_wave_.slices : wv.slices,
+                      wv.splits);
+      std::snprintf(item, sizeof item, " %d%s%s=%.1f", candidates[c].splits,
+                    candidates[c].prefetch ? "p" : "", wave, best[c]);
       *report += item;
     }
   }
@@ -225,13 +289,15 @@ GemvKernelArgs GemvAllReduce::local_args(const void* x, const void* w, void* y) 
   a.k_splits = k_splits_;
   a.l2_prefetch = l2_prefetch_;
   a.early_claim = early_claim_;
+  a.last_wave_slices = last_wave_.on() ? last_wave_.slices : 0;
+  a.last_wave_splits = last_wave_.on() ? last_wave_.splits : 1;
   a.partials = partials_.as<float>();
   a.arrivals = arrivals_.as<std::uint32_t>();
   a.tickets = tickets_.as<unsigned long long>();
   a.ticket_base = ticket_base_;
   // Every unit past the grid's first takes one ticket, and every CTA one more that finds
   // none left: units in all.
-  const long long units = n_ / kSliceCols * k_splits_;
+  const long long units = this->units();
   if (units > grid_) ticket_base_ += static_cast<unsigned long long>(units);
   a.world = world_;
   a.rank = rank_;

@@ -4,7 +4,9 @@
 // grid go to whichever CTA asks first (a ticket counter), so CTAs that stream W faster take
 // more and the GEMV ends evenly. Early claim (GemvKernelArgs::early_claim, one token tile
 // only): a CTA asks before its unit's last loop iteration and has L2 fetch the head of the
-// unit it gets, so the next unit starts on W already in L2.
+// unit it gets, so the next unit starts on W already in L2. Finer last wave
+// (GemvKernelArgs::last_wave_slices, up to two token tiles): the last slices are cut into
+// more K ranges and numbered last, so the CTAs that free up near the end share small units.
 //   Per unit: the 8 warps each take a share of the unit's K range and compute the slice's
 //     partial for every token on the tensor cores (mma.sync m16n8k16, W as the 16-row
 //     operand, the tokens as the 8-column one); the warps' fp32 partials are summed in warp
@@ -247,17 +249,52 @@ __device__ void reduce_warps(const float* red, int token, int q, float (&s)[8]) 
   }
 }
 
-template <int kTokenTiles, bool kPrefetch, bool kEarlyClaim>
+// Where unit `unit` lies under the finer last wave: units [0, bulk) are the first slices'
+// k_splits ranges as without it; the rest the last slices' last_wave_splits ranges, each a
+// whole number of kLastWaveChunks (the last may be shorter), so no loop iteration of a small
+// unit runs half empty.
+struct UnitPlace {
+  std::int64_t slice, c0, c1;
+  int split, splits;
+};
+__device__ __forceinline__ UnitPlace last_wave_place(const GemvKernelArgs& a, std::int64_t unit,
+                                                     std::int64_t bulk, std::int64_t slices,
+                                                     std::int64_t chunks) {
+  UnitPlace p;
+  if (unit < bulk) {
+    p.splits = a.k_splits;
+    p.slice = unit / p.splits;
+    p.split = static_cast<int>(unit - p.slice * p.splits);
+    p.c0 = p.split * chunks / p.splits;
+    p.c1 = (p.split + 1) * chunks / p.splits;
+  } else {
+    p.splits = a.last_wave_splits;
+    const std::int64_t v = unit - bulk;
+    p.slice = slices - a.last_wave_slices + v / p.splits;
+    p.split = static_cast<int>(v - (v / p.splits) * p.splits);
+    const std::int64_t steps = (chunks + kLastWaveChunks - 1) / kLastWaveChunks;
+    p.c0 = min(chunks, p.split * steps / p.splits * kLastWaveChunks);
+    p.c1 = min(chunks, (p.split + 1) * steps / p.splits * kLastWaveChunks);
+  }
+  return p;
+}
+
+template <int kTokenTiles, bool kPrefetch, bool kEarlyClaim, bool kLastWave>
 __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelArgs a) {
   constexpr bool kEarly = kEarlyClaim && kTokenTiles == 1;
+  static_assert(!(kEarlyClaim && kLastWave), "the early claim has no last wave");
   extern __shared__ float4 shared_raw[];
   __shared__ long long next_unit;  // the unit this CTA takes next, from thread 0
   __shared__ int last_split;       // this CTA's split was the slice's last to arrive
   float* red = reinterpret_cast<float*>(shared_raw);
   const std::int64_t slices = a.n / kSliceCols;
   const int splits = a.k_splits;
-  const std::int64_t units = slices * splits;
   const std::int64_t chunks = a.k / 32;
+  // Units of the first slices (all of them without the last wave), all units, and the
+  // partials' stride per slice.
+  const std::int64_t bulk = kLastWave ? (slices - a.last_wave_slices) * splits : slices * splits;
+  const std::int64_t units = kLastWave ? bulk + a.last_wave_slices * a.last_wave_splits : bulk;
+  const int stride = kLastWave ? max(splits, a.last_wave_splits) : splits;
   const bool dynamic = units > gridDim.x;
   const bool push = a.push && a.world > 1;
   const int i = threadIdx.x;
@@ -271,21 +308,30 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelA
   if (trace != nullptr) trace[0] = global_timer_ns();
 
   for (std::int64_t unit = blockIdx.x; unit < units;) {
-    const std::int64_t slice = unit / splits;
-    const int split = static_cast<int>(unit - slice * splits);
+    std::int64_t slice, c0, c1;
+    int split, unit_splits;
+    if constexpr (kLastWave) {
+      const UnitPlace p = last_wave_place(a, unit, bulk, slices, chunks);
+      slice = p.slice, split = p.split, unit_splits = p.splits, c0 = p.c0, c1 = p.c1;
+    } else {
+      slice = unit / splits;
+      split = static_cast<int>(unit - slice * splits);
+      unit_splits = splits;
+      c0 = split * chunks / splits;
+      c1 = (split + 1) * chunks / splits;
+    }
     // kEarly: warp 0 holds the next unit, claimed near this one's end. Else thread 0 claims
     // it now, its round trip overlapping this unit's epilogue (used before the last barrier).
     const long long claimed = unit_partial<kTokenTiles, kPrefetch, kEarlyClaim>(
-        a, slice, split * chunks / splits, (split + 1) * chunks / splits, red, dynamic, units,
-        chunks);
+        a, slice, c0, c1, red, dynamic, units, chunks);
     unsigned long long ticket = 0;
     if (!kEarly && i == 0 && dynamic) ticket = atomicAdd(a.tickets, 1ull);
     __syncthreads();
     float acc[8];
     if (active) reduce_warps<kTokenTiles>(red, token, q, acc);
-    bool complete = splits == 1;
+    bool complete = unit_splits == 1;
     if (!complete) {
-      float* mine = a.partials + (slice * splits + split) * slot_elems + i * 8;
+      float* mine = a.partials + (slice * stride + split) * slot_elems + i * 8;
       if (active) {
         __stcg(reinterpret_cast<float4*>(mine), make_float4(acc[0], acc[1], acc[2], acc[3]));
         __stcg(reinterpret_cast<float4*>(mine) + 1, make_float4(acc[4], acc[5], acc[6], acc[7]));
@@ -300,8 +346,8 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelA
         // The count cycles 0 .. splits - 1 (atomicInc wraps past splits - 1 to 0): the last
         // arriver read splits - 1, for any split and any number of calls (a plain add's
         // residue would break at the u32 wrap unless the split divides 2^32).
-        const unsigned old = atomicInc(a.arrivals + slice, static_cast<unsigned>(splits - 1));
-        const bool last = old == static_cast<unsigned>(splits - 1);
+        const unsigned old = atomicInc(a.arrivals + slice, static_cast<unsigned>(unit_splits - 1));
+        const bool last = old == static_cast<unsigned>(unit_splits - 1);
         if (last) asm volatile("fence.acq_rel.gpu;" ::: "memory");
         last_split = last;
       }
@@ -312,14 +358,14 @@ __global__ void __launch_bounds__(kThreads, 2) gemv_allreduce_kernel(GemvKernelA
 #pragma unroll
         for (int j = 0; j < 8; ++j) sum[j] = 0.f;
         // Split order 0, 1, ..., whichever arrived last: every call gets the same bits.
-        for (int s = 0; s < splits; ++s) {
+        for (int s = 0; s < unit_splits; ++s) {
           float part[8];
           if (s == split) {
 #pragma unroll
             for (int j = 0; j < 8; ++j) part[j] = acc[j];
           } else {
             const float4* p = reinterpret_cast<const float4*>(
-                a.partials + (slice * splits + s) * slot_elems + i * 8);
+                a.partials + (slice * stride + s) * slot_elems + i * 8);
             const float4 v0 = __ldcg(p), v1 = __ldcg(p + 1);
             part[0] = v0.x, part[1] = v0.y, part[2] = v0.z, part[3] = v0.w;
             part[4] = v1.x, part[5] = v1.y, part[6] = v1.z, part[7] = v1.w;
@@ -416,9 +462,15 @@ constexpr bool has_early() {
   return kTokenTiles == 1;
 }
 
-template <int kTokenTiles, bool kPrefetch, bool kEarlyClaim>
+// The finer last wave is built for one and two token tiles (up to kLastWaveMaxTokens).
+template <int kTokenTiles>
+constexpr bool has_last_wave() {
+  return kTokenTiles * 8 <= kLastWaveMaxTokens;
+}
+
+template <int kTokenTiles, bool kPrefetch, bool kEarlyClaim, bool kLastWave = false>
 Status prepare(int* per_sm) {
-  const auto kernel = gemv_allreduce_kernel<kTokenTiles, kPrefetch, kEarlyClaim>;
+  const auto kernel = gemv_allreduce_kernel<kTokenTiles, kPrefetch, kEarlyClaim, kLastWave>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(shared_bytes<kTokenTiles>())));
   int fit = 0;
@@ -440,6 +492,10 @@ Status max_ctas(int* ctas) {
     OVERLAPSIM_TRY((prepare<kTokenTiles, false, true>(&per_sm)));
     OVERLAPSIM_TRY((prepare<kTokenTiles, true, true>(&per_sm)));
   }
+  if constexpr (has_last_wave<kTokenTiles>()) {
+    OVERLAPSIM_TRY((prepare<kTokenTiles, false, false, true>(&per_sm)));
+    OVERLAPSIM_TRY((prepare<kTokenTiles, true, false, true>(&per_sm)));
+  }
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   // One grid for every load form and claim: every CTA of it must be resident under each.
@@ -447,26 +503,32 @@ Status max_ctas(int* ctas) {
   return Status::success();
 }
 
-template <int kTokenTiles, bool kEarlyClaim>
+template <int kTokenTiles, bool kEarlyClaim, bool kLastWave = false>
 void launch_as(const GemvKernelArgs& args, int grid, cudaStream_t stream) {
   if (args.l2_prefetch)
-    gemv_allreduce_kernel<kTokenTiles, true, kEarlyClaim>
+    gemv_allreduce_kernel<kTokenTiles, true, kEarlyClaim, kLastWave>
         <<<grid, kThreads, shared_bytes<kTokenTiles>(), stream>>>(args);
   else
-    gemv_allreduce_kernel<kTokenTiles, false, kEarlyClaim>
+    gemv_allreduce_kernel<kTokenTiles, false, kEarlyClaim, kLastWave>
         <<<grid, kThreads, shared_bytes<kTokenTiles>(), stream>>>(args);
 }
 
 template <int kTokenTiles>
 Status launch(const GemvKernelArgs& args, int grid, cudaStream_t stream) {
-  if constexpr (has_early<kTokenTiles>()) {
-    if (args.early_claim)
-      launch_as<kTokenTiles, true>(args, grid, stream);
-    else
-      launch_as<kTokenTiles, false>(args, grid, stream);
-  } else {
-    launch_as<kTokenTiles, false>(args, grid, stream);
+  bool done = false;
+  if constexpr (has_last_wave<kTokenTiles>()) {
+    if (args.last_wave_slices > 0) {
+      launch_as<kTokenTiles, false, true>(args, grid, stream);
+      done = true;
+    }
   }
+  if constexpr (has_early<kTokenTiles>()) {
+    if (!done && args.early_claim) {
+      launch_as<kTokenTiles, true>(args, grid, stream);
+      done = true;
+    }
+  }
+  if (!done) launch_as<kTokenTiles, false>(args, grid, stream);
   CUDA_CHECK(cudaGetLastError());
   return Status::success();
 }
@@ -494,16 +556,26 @@ Status gemv_allreduce_max_ctas(int tokens, int* ctas) {
 
 Status launch_gemv_allreduce(const GemvKernelArgs& args, int grid, cudaStream_t stream) {
   const int s = args.k_splits;
-  const std::int64_t units = args.n / kSliceCols * s;
-  if (args.tokens < 1 || args.tokens > kMaxTokens || args.n % kSliceCols != 0 || args.k % 32 != 0 ||
-      args.world < 1 || args.world > kMaxWorld || grid < 1 || s < 1 || s > kMaxKSplits ||
-      args.k / 32 < s || (s > 1 && (args.partials == nullptr || args.arrivals == nullptr)) ||
+  const std::int64_t slices = args.n / kSliceCols, tail = args.last_wave_slices;
+  const int ts = args.last_wave_splits;
+  const std::int64_t units = (slices - tail) * s + tail * ts;
+  const bool bad_last_wave =
+      tail < 0 || tail > slices ||
+      (tail > 0 &&
+       (args.tokens > kLastWaveMaxTokens || args.early_claim || ts < 2 || ts > kMaxKSplits ||
+        (args.k / 32 + kLastWaveChunks - 1) / kLastWaveChunks < ts || args.partials == nullptr ||
+        args.arrivals == nullptr));
+  if (bad_last_wave || args.tokens < 1 || args.tokens > kMaxTokens || args.n % kSliceCols != 0 ||
+      args.k % 32 != 0 || args.world < 1 || args.world > kMaxWorld || grid < 1 || s < 1 ||
+      s > kMaxKSplits || args.k / 32 < s ||
+      (s > 1 && (args.partials == nullptr || args.arrivals == nullptr)) ||
       (units > grid && args.tickets == nullptr) ||
       (args.push && args.world > 1 && (args.epoch == 0 || args.timed_out == nullptr)))
     return Status::failure("fused gemv+allreduce: bad launch (tokens " +
                            std::to_string(args.tokens) + ", n " + std::to_string(args.n) + ", k " +
                            std::to_string(args.k) + ", world " + std::to_string(args.world) +
                            ", grid " + std::to_string(grid) + ", k splits " + std::to_string(s) +
+                           ", last wave " + std::to_string(tail) + " x " + std::to_string(ts) +
                            ")");
   switch (token_tiles(args.tokens)) {
     case 1:

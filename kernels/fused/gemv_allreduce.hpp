@@ -46,6 +46,18 @@ namespace overlapsim::kernels::fused {
 struct GemvKernelArgs;  // gemv_allreduce_kernel.hpp
 
 enum class GemvTransport { PeerPointers, NcclWindow };
+
+// The finer last wave: the last `slices` slices of y are each cut into `splits` (2 .. 16)
+// K ranges and handed out after every other unit, so the CTAs that free up near the GEMV's
+// end share small units while the bulk keeps the large ones (GemvKernelArgs). splits 0 or
+// 1: off. slices 0 with splits >= 2: half the CTAs that fit, at most every slice. Up to 16
+// tokens (more: ignored, off) and not with early_claim. Each unit's K range is whole
+// loop iterations (32 chunks of 32), so splits is at most ceil(k / 1024).
+struct GemvLastWave {
+  int slices = 0;
+  int splits = 0;
+  bool on() const { return splits >= 2; }
+};
 const char* to_string(GemvTransport transport);  // "peer_pointers", "nccl_window"
 
 struct GemvAllReduceOptions {
@@ -64,6 +76,11 @@ struct GemvAllReduceOptions {
   // tune() also tries the splits 3, 6, 12 and 16 besides 1, 2, 4 and 8: finer units at the
   // GEMV's end, for when the early claim makes the extra units cheap.
   bool fine_k_splits = false;
+  // A fixed finer last wave, kept by configure's default and by every tune() candidate.
+  GemvLastWave last_wave = {};
+  // tune() also tries finer last waves on top of 1 and 2 K splits with the L2 hint: the last
+  // 1/8, 1/4, 1/2 and 1 grid's worth of slices (at most all) cut into 2, 4 or 8 ranges.
+  bool tune_last_wave = false;
 };
 
 // The default split: 1 when the slices fit the grid (one unit per CTA); else doubled, up
@@ -104,8 +121,9 @@ class GemvAllReduce {
   // receives the choice and every candidate's time.
   Status tune(int sets, const void* const* x, const void* const* w, void* y, cudaStream_t stream,
               std::string* report = nullptr);
-  // Sets the K split (0: auto_k_splits) and the hint, between calls.
+  // Sets the K split (0: auto_k_splits), the hint and the last wave, between calls.
   Status configure(int k_splits, bool l2_prefetch, cudaStream_t stream);
+  Status configure(int k_splits, bool l2_prefetch, GemvLastWave last_wave, cudaStream_t stream);
 
   // Waits for `stream`; a failure if any wait for a peer's partial of this rank gave up.
   Status check_timeout(cudaStream_t stream) const;
@@ -118,18 +136,24 @@ class GemvAllReduce {
   int k_splits() const { return k_splits_; }
   bool l2_prefetch() const { return l2_prefetch_; }
   bool early_claim() const { return early_claim_; }
+  // The last wave in force (slices resolved; off where it does not apply).
+  GemvLastWave last_wave() const { return last_wave_; }
   GemvTransport transport() const { return transport_; }
   std::uint32_t epoch() const { return epoch_; }
 
  private:
   // The kernel's arguments for this rank's GEMV alone (no push); run() adds the exchange.
   // Counts the call's units into the ticket base.
+  std::int64_t units() const;
   GemvKernelArgs local_args(const void* x, const void* w, void* y);
 
   int tokens_ = 0;
   std::int64_t n_ = 0, k_ = 0;
   int world_ = 1, rank_ = 0, grid_ = 0, k_splits_ = 1, max_ctas_ = 0;
   bool l2_prefetch_ = false, early_claim_ = false, fine_k_splits_ = false;
+  bool tune_last_wave_ = false;
+  GemvLastWave last_wave_option_ = {}, last_wave_ = {};
+  int fit_ = 0;  // CTAs that fit (max_ctas applied)
   std::uint32_t epoch_ = 0;
   unsigned long long ticket_base_ = 0;
   std::uint64_t* trace_ = nullptr;

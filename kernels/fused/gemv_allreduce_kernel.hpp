@@ -21,6 +21,11 @@ constexpr int kThreads = 256;  // 8 warps, each a share of K
 // Bytes a rank's receive buffer holds per output element and source: a bf16 pair travels
 // with the call's epoch beside it (8 bytes per 2 elements), so a reader needs no flag.
 constexpr int kLineBytesPerElem = 4;
+// The finer last wave (GemvKernelArgs::last_wave_slices): its K ranges are whole multiples
+// of this many chunks of 32 (a whole loop iteration of the CTA at every token tile), and it
+// is built for up to this many tokens (one and two token tiles, where the decode bars are).
+constexpr int kLastWaveChunks = 32;
+constexpr int kLastWaveMaxTokens = 16;
 
 struct GemvKernelArgs {
   const std::uint16_t* x = nullptr;  // tokens x k, row-major, bf16
@@ -49,6 +54,15 @@ struct GemvKernelArgs {
   // next unit starts on W in L2 (gemv_allreduce.cu). The same units, the same bits; other
   // token counts ignore it.
   bool early_claim = false;
+  // The finer last wave: the last last_wave_slices slices (0: none) are each split into
+  // last_wave_splits (2 .. kMaxKSplits) ranges of whole kLastWaveChunks, and their units are
+  // numbered after every other slice's, so the counter hands them out last: CTAs that free
+  // up near the end take small pieces while the bulk keeps its large units. Their splits
+  // meet like k_splits' (in split order, one rounding); `partials` is strided by
+  // max(k_splits, last_wave_splits) per slice. Up to kLastWaveMaxTokens tokens, without
+  // early_claim.
+  std::int64_t last_wave_slices = 0;
+  int last_wave_splits = 1;
   // Communication; world == 1 or push == false: y = this rank's partial, nothing else.
   bool push = false;
   int world = 1;

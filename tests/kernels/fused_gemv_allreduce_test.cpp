@@ -8,10 +8,15 @@
 // synchronisation (also with the early claim and 3 splits); a small case for
 // compute-sanitizer; a first call in a fresh process under lazy module loading (the plain
 // kernel and the early claim); tune's split the same on every rank and its results bit for
-// bit as above (also over the fine splits with the early claim).
+// bit as above (also over the fine splits with the early claim). The finer last wave the
+// same way: against the float64 reference on 4 CTAs (uneven last ranges, K not a multiple
+// of its 1024), bit for bit against the rank-order sum and NCCL on small grids and the
+// full one, ignored at 64 tokens, tuned over its candidates, 200 calls back to back, and a
+// cold start.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -108,6 +113,35 @@ TEST(FusedGemvLocal, MatchesHostReference) {
         EXPECT_EQ(differ, 0u) << "the early claim changed the result (hint " << hint << ")";
       }
     }
+    // The finer last wave on 4 CTAs (its units handed out by the counter): another order of
+    // the K sum, so against the reference below; its run_local twice, the same bits.
+    std::vector<std::vector<double>> outputs = {got};
+    if (c.tokens <= 16 && fused.k_splits() <= 2) {
+      const int slices = static_cast<int>(c.n / 32);
+      const int steps = static_cast<int>((c.k / 32 + 31) / 32);
+      GemvAllReduce wave;
+      GemvAllReduceOptions wave_options;
+      wave_options.k_splits = fused.k_splits();
+      wave_options.max_ctas = 4;
+      wave_options.last_wave = GemvLastWave{std::max(1, slices / 2), std::min(3, steps)};
+      if (wave_options.last_wave.on()) {
+        const Status wi = wave.initialize(nullptr, c.tokens, c.n, c.k, DType::BF16, wave_options);
+        ASSERT_TRUE(wi.ok) << wi.message;
+        ASSERT_TRUE(wave.last_wave().on());
+        std::vector<std::uint16_t> first;
+        for (int rep = 0; rep < 2; ++rep) {
+          ASSERT_TRUE(poison(y.data(), c.tokens * c.n, nullptr).ok);
+          ASSERT_TRUE(wave.run_local(x.data(), w.data(), y.data(), nullptr).ok);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          const auto bits = host_bits(y.data(), c.tokens * c.n);
+          if (rep == 0) first = bits;
+          std::size_t moved = 0;
+          for (std::size_t e = 0; e < bits.size(); ++e) moved += bits[e] != first[e];
+          EXPECT_EQ(moved, 0u) << "the last wave's result moved between calls";
+        }
+        outputs.push_back(testing::to_host(y.data(), c.tokens * c.n, DType::BF16));
+      }
+    }
     std::size_t bad = 0;
     for (int t = 0; t < c.tokens; ++t)
       for (std::int64_t j = 0; j < c.n; ++j) {
@@ -115,12 +149,15 @@ TEST(FusedGemvLocal, MatchesHostReference) {
         for (std::int64_t kk = 0; kk < c.k; ++kk)
           ref += static_cast<double>(random_value(DType::BF16, seed + 1, t * c.k + kk)) *
                  random_value(DType::BF16, seed + 2, j * c.k + kk);
-        const double v = got[static_cast<std::size_t>(t * c.n + j)];
         // One bf16 rounding of the output (2^-8 relative) and fp32 sums of k terms.
-        if (!(std::fabs(v - ref) <= std::fabs(ref) / 128 + 1e-3 * std::sqrt(double(c.k)))) {
-          if (bad < 5)
-            ADD_FAILURE() << "y[" << t << "][" << j << "] = " << v << ", expected " << ref;
-          ++bad;
+        for (std::size_t o = 0; o < outputs.size(); ++o) {
+          const double v = outputs[o][static_cast<std::size_t>(t * c.n + j)];
+          if (!(std::fabs(v - ref) <= std::fabs(ref) / 128 + 1e-3 * std::sqrt(double(c.k)))) {
+            if (bad < 5)
+              ADD_FAILURE() << (o == 0 ? "" : "last wave: ") << "y[" << t << "][" << j
+                            << "] = " << v << ", expected " << ref;
+            ++bad;
+          }
         }
       }
     EXPECT_EQ(bad, 0u);
@@ -133,6 +170,8 @@ enum class Kernel { Default, Tuned };
 struct Variant {
   bool early_claim = false;
   bool fine_k_splits = false;
+  GemvLastWave last_wave = {};
+  bool tune_last_wave = false;
 };
 
 // Runs the fused design `calls` times on every rank and checks each result against this
@@ -159,6 +198,8 @@ Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t see
   options.k_splits = k_splits;
   options.early_claim = variant.early_claim;
   options.fine_k_splits = variant.fine_k_splits;
+  options.last_wave = variant.last_wave;
+  options.tune_last_wave = variant.tune_last_wave;
   OVERLAPSIM_TRY(fused.initialize(&ctx.comm, c.tokens, c.n, c.k, DType::BF16, options));
   OVERLAPSIM_TRY(quiesce(ctx, "fused test ready"));
   cudaStream_t s = ctx.compute_stream;
@@ -169,7 +210,8 @@ Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t see
     const void* ws[] = {w.data()};
     OVERLAPSIM_TRY(fused.tune(1, xs, ws, y.data(), s));
     // One choice on every rank.
-    const double choice = fused.k_splits() + (fused.l2_prefetch() ? 100 : 0);
+    const double choice = fused.k_splits() + (fused.l2_prefetch() ? 100 : 0) +
+                          1000.0 * fused.last_wave().splits + 1e5 * fused.last_wave().slices;
     std::vector<double> pick = {choice, -choice};
     OVERLAPSIM_TRY(allreduce_host(ctx.comm, s, pick, ncclMax));
     if (pick[0] != -pick[1]) return Status::failure("tune chose differently on different ranks");
@@ -200,12 +242,16 @@ Status check_against_partials(RankContext& ctx, const Case& c, std::uint64_t see
     std::size_t differ = 0;
     for (std::size_t e = 0; e < y_count; ++e) differ += got[e] != expected[e];
     if (differ != 0)
-      return Status::failure("rank " + std::to_string(rank) + " call " + std::to_string(call) +
-                             ": " + std::to_string(differ) + " of " + std::to_string(y_count) +
-                             " elements differ from the rank-order sum of the partials (" +
-                             to_string(transport) + ", k_splits " +
-                             std::to_string(fused.k_splits()) +
-                             (variant.early_claim ? ", early claim" : "") + ")");
+      return Status::failure(
+          "rank " + std::to_string(rank) + " call " + std::to_string(call) + ": " +
+          std::to_string(differ) + " of " + std::to_string(y_count) +
+          " elements differ from the rank-order sum of the partials (" + to_string(transport) +
+          ", k_splits " + std::to_string(fused.k_splits()) +
+          (variant.early_claim ? ", early claim" : "") +
+          (fused.last_wave().on() ? ", last wave " + std::to_string(fused.last_wave().slices) +
+                                        " x " + std::to_string(fused.last_wave().splits)
+                                  : "") +
+          ")");
   }
   std::uint64_t off = 0;
   // NCCL's order is its own with more than 2 ranks, and its ring rounds to bf16 after every
@@ -262,6 +308,33 @@ TEST(FusedGemvAllReduce, MatchesRankOrderSumAndNccl) {
       OVERLAPSIM_TRY(check_against_partials(ctx, Case{2, 1024, 8192}, seed, 3, 20, transport, 16));
       OVERLAPSIM_TRY(check_against_partials(ctx, Case{1, 4096, 16384}, seed, 2, 0, transport, 0,
                                             Kernel::Tuned, Variant{true, true}));
+      // The finer last wave: 1, 2 and 4 K splits under it, more ranges than the K split and
+      // fewer, one slice with uneven ranges (K 2080: 65 chunks in 3 ranges of 32, 32 and 1),
+      // the auto size on the full grid (70B down_proj and 405B o_proj at TP = 2); 64 tokens
+      // (ignored); tuned over its candidates.
+      auto wave = [](int slices, int splits) {
+        Variant v;
+        v.last_wave = GemvLastWave{slices, splits};
+        return v;
+      };
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{1, 1024, 4096}, seed, 3, 8, transport, 1, {},
+                                            wave(16, 4)));
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{4, 1024, 8192}, seed, 3, 12, transport, 2, {},
+                                            wave(32, 8)));
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{16, 2048, 6144}, seed, 3, 16, transport, 4,
+                                            {}, wave(5, 2)));
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{8, 512, 2080}, seed, 3, 6, transport, 1, {},
+                                            wave(1, 3)));
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{1, 8192, 14336}, seed, 2, 0, transport, 0, {},
+                                            wave(0, 4)));
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{2, 16384, 8192}, seed, 2, 0, transport, 1, {},
+                                            wave(0, 8)));
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{64, 1024, 4096}, seed, 2, 8, transport, 2, {},
+                                            wave(16, 4)));
+      Variant tuned_wave;
+      tuned_wave.tune_last_wave = true;
+      OVERLAPSIM_TRY(check_against_partials(ctx, Case{1, 8192, 8192}, seed, 2, 0, transport, 0,
+                                            Kernel::Tuned, tuned_wave));
     }
     return Status::success();
   });
@@ -295,12 +368,14 @@ TEST(FusedGemvAllReduce, BackToBack200Calls) {
   const std::uint64_t seed = fresh_seed();
   constexpr int kCalls = 200, kSets = 3;
   const Status status = run_ranks(blocking(), [&](RankContext& ctx) -> Status {
-    for (const int config : {0, 1, 2, 3, 4, 5}) {
-      const GemvTransport transport =
-          config < 2 || config == 4 ? GemvTransport::PeerPointers : GemvTransport::NcclWindow;
+    for (const int config : {0, 1, 2, 3, 4, 5, 6, 7}) {
+      const GemvTransport transport = config < 2 || config == 4 || config == 6
+                                          ? GemvTransport::PeerPointers
+                                          : GemvTransport::NcclWindow;
       const bool counted = config % 2 == 1;
-      const bool early = config >= 4;
-      const Case c = early ? Case{4, 4096, 8192} : Case{16, 4096, 1024};
+      const bool early = config == 4 || config == 5;
+      const bool wave = config >= 6;
+      const Case c = early || wave ? Case{4, 4096, 8192} : Case{16, 4096, 1024};
       const std::size_t y_count = static_cast<std::size_t>(c.tokens) * c.n;
       OVERLAPSIM_TRY(quiesce(ctx, "b2b alloc"));
       DeviceBuffer x, w, expected, out;
@@ -319,6 +394,11 @@ TEST(FusedGemvAllReduce, BackToBack200Calls) {
         options.early_claim = true;
         options.k_splits = 3;
         options.max_ctas = 32;
+      }
+      if (wave) {  // 96 whole slices, then 32 slices in 6 ranges of 32 or 64 chunks
+        options.k_splits = 1;
+        options.max_ctas = 32;
+        options.last_wave = GemvLastWave{32, 6};
       }
       OVERLAPSIM_TRY(fused.initialize(&ctx.comm, c.tokens, c.n, c.k, DType::BF16, options));
       OVERLAPSIM_TRY(quiesce(ctx, "b2b ready"));
@@ -344,10 +424,11 @@ TEST(FusedGemvAllReduce, BackToBack200Calls) {
                                         expected.as<std::uint16_t>() + (call % kSets) * y_count,
                                         y_count, DType::BF16, 0.0, 0.0, s, &differ));
         if (differ != 0)
-          return Status::failure(
-              "rank " + std::to_string(rank) + " call " + std::to_string(call) + ": " +
-              std::to_string(differ) + " elements differ (" + to_string(transport) + ", k_splits " +
-              std::to_string(fused.k_splits()) + (early ? ", early claim" : "") + ")");
+          return Status::failure("rank " + std::to_string(rank) + " call " + std::to_string(call) +
+                                 ": " + std::to_string(differ) + " elements differ (" +
+                                 to_string(transport) + ", k_splits " +
+                                 std::to_string(fused.k_splits()) + (early ? ", early claim" : "") +
+                                 (wave ? ", last wave" : "") + ")");
       }
       OVERLAPSIM_TRY(quiesce(ctx, "b2b done"));
     }
@@ -357,10 +438,11 @@ TEST(FusedGemvAllReduce, BackToBack200Calls) {
 }
 
 // The first fused calls of a fresh process; `early`: 4 tokens claimed early, 3 splits on
-// 32 CTAs (the early-claim kernel is the process's first).
-Status cold_start_calls(bool early) {
+// 32 CTAs (the early-claim kernel is the process's first); `wave`: 4 tokens with a finer
+// last wave on 32 CTAs (its kernel first).
+Status cold_start_calls(bool early, bool wave = false) {
   return run_ranks(blocking(), [&](RankContext& ctx) -> Status {
-    const Case c = early ? Case{4, 8192, 6144} : Case{16, 8192, 2048};
+    const Case c = early || wave ? Case{4, 8192, 6144} : Case{16, 8192, 2048};
     DeviceBuffer x, w, y;
     OVERLAPSIM_TRY(x.allocate(c.tokens * c.k * 2));
     OVERLAPSIM_TRY(w.allocate(c.n * c.k * 2));
@@ -372,6 +454,10 @@ Status cold_start_calls(bool early) {
       options.early_claim = true;
       options.k_splits = 3;
       options.max_ctas = 32;
+    }
+    if (wave) {
+      options.max_ctas = 32;
+      options.last_wave = GemvLastWave{64, 4};
     }
     OVERLAPSIM_TRY(fused.initialize(&ctx.comm, c.tokens, c.n, c.k, DType::BF16, options));
     OVERLAPSIM_TRY(quiesce(ctx, "cold start ready"));
@@ -398,6 +484,13 @@ TEST(FusedGemvColdStart, EarlyClaimChild) {
   ASSERT_TRUE(status.ok) << status.message;
 }
 
+TEST(FusedGemvColdStart, LastWaveChild) {
+  if (std::getenv("OVERLAPSIM_FUSED_COLD_WAVE_CHILD") == nullptr)
+    GTEST_SKIP() << "runs only as the child of FreshProcessLastWaveFirstCallCompletes";
+  const Status status = cold_start_calls(false, true);
+  ASSERT_TRUE(status.ok) << status.message;
+}
+
 void expect_child_completes(const std::string& filter, const std::string& marker) {
   const testing::ChildEnd end = testing::run_lazy_loading_child(filter, marker);
   ASSERT_NE(end, testing::ChildEnd::Hung)
@@ -417,6 +510,11 @@ TEST(FusedGemvColdStart, FreshProcessFirstCallCompletes) {
 TEST(FusedGemvColdStart, FreshProcessEarlyClaimFirstCallCompletes) {
   OVERLAPSIM_REQUIRE_GPUS(1);
   expect_child_completes("FusedGemvColdStart.EarlyClaimChild", "OVERLAPSIM_FUSED_COLD_EARLY_CHILD");
+}
+
+TEST(FusedGemvColdStart, FreshProcessLastWaveFirstCallCompletes) {
+  OVERLAPSIM_REQUIRE_GPUS(1);
+  expect_child_completes("FusedGemvColdStart.LastWaveChild", "OVERLAPSIM_FUSED_COLD_WAVE_CHILD");
 }
 
 }  // namespace
