@@ -5,7 +5,7 @@
 # the floors (copy, launch), then ROUNDS rounds of fused-gemv-bench at TP = 2 with
 # --variants early,fine,early_fine (the committed kernel and the variants in one
 # interleaved loop, cuBLAS + NCCL beside them) each followed by the PyTorch peers, then
-# per-CTA traces at 1 and 4 tokens and summarize.py. Everything in $OUT/run6.tar.gz.
+# per-CTA traces at 1 and 4 tokens and the variants summary (benchmarks/gpu/summarize_fused_gemv_variants.py). Everything in $OUT/run6.tar.gz.
 #   bash benchmarks/results/h200x2/fused_gemv_allreduce/run6/run6.sh
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -105,5 +105,5 @@ CUDA_VISIBLE_DEVICES=0,1 timeout 150 "$bench" --world 2 --tokens 1,4 --iteration
 echo "traced TP=2 rc=$?" | tee -a "$log"
 
 step "summary"
-python3 "$here/summarize.py" "$run" 2>&1 | tee "$run/summary.txt"
+python3 "$here/../../../../gpu/summarize_fused_gemv_variants.py" "$run" --designs fused,fused_early,fused_fine,fused_early_fine 2>&1 | tee "$run/summary.txt"
 finish 0

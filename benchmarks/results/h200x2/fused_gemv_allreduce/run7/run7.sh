@@ -5,7 +5,7 @@
 # launch), then ROUNDS rounds of fused-gemv-bench at TP = 2 with
 # --variants lastwave,lastwave_fixed (the committed kernel and the variants in one
 # interleaved loop, cuBLAS + NCCL beside them) each followed by the PyTorch peers, then
-# per-CTA traces at 1 and 4 tokens and summarize.py. Everything in $OUT/run7.tar.gz.
+# per-CTA traces at 1 and 4 tokens and the variants summary (benchmarks/gpu/summarize_fused_gemv_variants.py). Everything in $OUT/run7.tar.gz.
 #   bash benchmarks/results/h200x2/fused_gemv_allreduce/run7/run7.sh
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -98,7 +98,7 @@ CUDA_VISIBLE_DEVICES=0,1 timeout 120 "$bench" --world 2 --tokens 1,4 --iteration
 echo "traced TP=2 rc=$?" | tee -a "$log"
 
 step "summary"
-python3 "$here/summarize.py" "$run" 2>&1 | tee "$run/summary.txt"
+python3 "$here/../../../../gpu/summarize_fused_gemv_variants.py" "$run" --designs fused,fused_lastwave,fused_lastwave_fixed 2>&1 | tee "$run/summary.txt"
 grep -hE "tokens|fused_lastwave" "$run/bench_stderr_r1.txt" | sed 's/;.*//' | tail -40
 rm -f "$run"/trace_tp2.rank*.csv  # per-CTA rows (tens of MB); trace.txt keeps the figures
 finish 0

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Run 6's summary: per round, tokens and shape, the committed fused kernel and each variant
-(fused_early, fused_fine, fused_early_fine) against the three bars at tokens <= 16 (>= 2 x
-PyTorch sequential, >= 1.25 x cuBLAS + NCCL, at or ahead of PyTorch symm-mem one-shot), and
-each variant against the committed kernel in the same loop. Reads fused_tp2_r<R>.csv and
+"""The fused GEMV + AllReduce bench's variants, per round: tokens and shape, the committed
+fused kernel and each variant against the three bars at tokens <= 16 (>= 2 x PyTorch
+sequential, >= 1.25 x cuBLAS + NCCL, at or ahead of PyTorch symm-mem one-shot), and each
+variant against the committed kernel in the same loop. Reads fused_tp2_r<R>.csv and
 torch_tp2_r<R>.csv (PyTorch of the same round) in the folder given; writes summary.csv
 there and prints a table. With trace_tp2.rank*.csv present, also the GEMV's uneven end per
 design (trace.txt).
 
-  python3 summarize.py RUN_DIR
+  python3 benchmarks/gpu/summarize_fused_gemv_variants.py RUN_DIR --designs fused,VARIANT,...
 """
 import collections
 import csv
@@ -16,10 +16,15 @@ import os
 import statistics as st
 import sys
 
-run = sys.argv[1] if len(sys.argv) > 1 else "."
+if len(sys.argv) != 4 or sys.argv[2] != "--designs":
+    sys.exit("usage: summarize_fused_gemv_variants.py RUN_DIR --designs fused,VARIANT,...")
+run = sys.argv[1]
 SHAPES = {(8192, 8192): "70B o_proj", (8192, 28672): "70B down_proj",
           (16384, 16384): "405B o_proj", (16384, 53248): "405B down_proj"}
-FUSED = ["fused", "fused_early", "fused_fine", "fused_early_fine"]
+FUSED = sys.argv[3].split(",")
+if FUSED[0] != "fused":
+    sys.exit("summarize_fused_gemv_variants.py: --designs: expected the committed kernel, fused, first")
+WIDTH = max(17, max(len(d) for d in FUSED))
 
 
 def load(path):
@@ -57,7 +62,7 @@ for rnd in rounds:
             out.write(",".join(str(x) for x in [rnd, key[0], key[1], key[2], name, d, v[d]["chunks"],
                                                 f"{f:.2f}", f"{seq:.2f}", f"{tseq:.2f}", f"{tsym:.2f}"]
                                + [f"{r:.3f}" for r in ratios] + [f"{f / base:.4f}", v[d]["wrong"], v[d]["gpu"]]) + "\n")
-            print(f"  {key[0]:3} {name:15} | {d:17} {v[d]['chunks']:>2} {f:7.1f} | "
+            print(f"  {key[0]:3} {name:15} | {d:{WIDTH}} {v[d]['chunks']:>2} {f:7.1f} | "
                   f"{ratios[0]:5.2f} {ratios[1]:5.2f} {ratios[2]:5.2f} | {f / base:6.3f}  wrong {v[d]['wrong']}")
             if key[0] <= 16:
                 p = passes[(rnd, d)]
@@ -67,7 +72,7 @@ for rnd in rounds:
                 p[3] += 1
 out.close()
 for (rnd, d), p in sorted(passes.items()):
-    print(f"round {rnd} {d:17}: of {p[3]} cases at <= 16 tokens: >= 2 x PyTorch seq {p[0]}, "
+    print(f"round {rnd} {d:{WIDTH}}: of {p[3]} cases at <= 16 tokens: >= 2 x PyTorch seq {p[0]}, "
           f">= 1.25 x cuBLAS+NCCL {p[1]}, >= symm-mem {p[2]}")
 
 # Per-CTA traces: per design and case, medians over the calls of the GEMV's end on the later
