@@ -216,6 +216,25 @@ struct TimedRows {
   }
 };
 
+// The fused row `r` of `file`, with the times of its parts measured beside it: the op alone,
+// the sequential pair and the collective alone (0 where one was not measured).
+FusedRow fused_row(const Measurement& r, sim::FusedPair pair, const std::string& file, double op_s,
+                   double sequential_own_s, double collective_s) {
+  FusedRow f;
+  f.pair = pair;
+  f.where = fmt::format("{}:{}", file, r.line);
+  f.world = r.world;
+  f.m = r.m;
+  f.n = r.n;
+  f.k = r.k;
+  f.comm_bytes = r.bytes;
+  f.fused_s = r.time_s;
+  f.op_s = op_s;
+  f.sequential_own_s = sequential_own_s;
+  f.collective_s = collective_s;
+  return f;
+}
+
 }  // namespace
 
 const std::vector<std::string>& fused_measurement_files() {
@@ -238,26 +257,13 @@ std::vector<FusedRow> load_fused_rows(const std::string& root,
   std::vector<FusedRow> out;
   for (const std::string& file : files) {
     const TimedRows timed(root, file);
-    const std::vector<Measurement>& rows = timed.rows;
-    auto at = [&](const Measurement& r, const std::string& op, const std::string& design) {
-      return timed.at(r, op, design);
-    };
-    for (const Measurement& r : rows) {
+    for (const Measurement& r : timed.rows) {
       if (r.design != "fused" || r.wrong != 0) continue;
       for (const PairNames& p : kPairs) {
         if (r.op != p.pair_op) continue;
-        FusedRow f;
-        f.pair = p.pair;
-        f.where = fmt::format("{}:{}", file, r.line);
-        f.world = r.world;
-        f.m = r.m;
-        f.n = r.n;
-        f.k = r.k;
-        f.comm_bytes = r.bytes;
-        f.fused_s = r.time_s;
-        f.op_s = at(r, p.part_op, p.part_design);
-        f.sequential_own_s = at(r, p.pair_op, "sequential_own");
-        f.collective_s = at(r, p.collective, "nccl");
+        const FusedRow f =
+            fused_row(r, p.pair, file, timed.at(r, p.part_op, p.part_design),
+                      timed.at(r, p.pair_op, "sequential_own"), timed.at(r, p.collective, "nccl"));
         if (f.op_s > 0 && f.fused_s > 0) out.push_back(f);
       }
     }
@@ -351,27 +357,15 @@ std::vector<FusedRow> load_fused_backward_rows(const std::string& root,
   std::vector<FusedRow> out;
   for (const FusedBackwardFile& file : files) {
     const TimedRows timed(root, file.path);
-    const std::vector<Measurement>& rows = timed.rows;
-    auto at = [&](const Measurement& r, const std::string& op, const std::string& design) {
-      return timed.at(r, op, design);
-    };
-    for (const Measurement& r : rows) {
+    for (const Measurement& r : timed.rows) {
       if (r.op != "alltoall+embedding_bag_backward" || r.design != "fused" || r.wrong != 0)
         continue;
       const int element_bytes = r.dtype == "fp32" ? 4 : 2;
       if (backward_push_spread(r.world, r.m, r.n, element_bytes) != file.spread) continue;
-      FusedRow f;
-      f.pair = sim::FusedPair::EmbeddingBackward;
-      f.where = fmt::format("{}:{}", file.path, r.line);
-      f.world = r.world;
-      f.m = r.m;
-      f.n = r.n;
-      f.k = r.k;
-      f.comm_bytes = r.bytes;
-      f.fused_s = r.time_s;
-      f.op_s = at(r, "embedding_bag_backward", "own");
-      f.sequential_own_s = at(r, "alltoall+embedding_bag_backward", "sequential");
-      f.collective_s = at(r, "alltoall_backward", "nccl");
+      const FusedRow f = fused_row(r, sim::FusedPair::EmbeddingBackward, file.path,
+                                   timed.at(r, "embedding_bag_backward", "own"),
+                                   timed.at(r, "alltoall+embedding_bag_backward", "sequential"),
+                                   timed.at(r, "alltoall_backward", "nccl"));
       if (f.op_s > 0 && f.fused_s > 0) out.push_back(f);
     }
   }
