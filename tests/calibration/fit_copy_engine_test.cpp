@@ -88,6 +88,19 @@ Measurement peer_copy_row(const char* file, int line, const char* design, int wo
   return m;
 }
 
+// fit_copy_engine's output on `data`: the profile it wrote and its comments.
+struct Fitted {
+  sim::Profile profile;
+  std::map<std::string, std::string> comments;
+  std::vector<std::string> notes;
+};
+Fitted fit(const FitData& data) {
+  Fitted f;
+  FitOutput out{f.profile, f.comments, f.notes};
+  fit_copy_engine(data, out);
+  return f;
+}
+
 // The stage writes the peer-copy line with the rows it came from and its error, and stops
 // there for a profile without the tile-wise design's tile size (no pair rows to fit).
 TEST(FitCopyEngine, WritesTheLineWithProvenance) {
@@ -97,11 +110,8 @@ TEST(FitCopyEngine, WritesTheLineWithProvenance) {
   for (double mib : {1.0, 16.0, 256.0})
     data.rows.push_back(
         peer_copy_row("calibration.csv", line++, "copy_engine", 8, mib, 5e-6, 390e9));
-  sim::Profile profile;
-  std::map<std::string, std::string> comments;
-  std::vector<std::string> notes;
-  FitOutput out{profile, comments, notes};
-  fit_copy_engine(data, out);
+  const Fitted fitted = fit(data);
+  const sim::Profile& profile = fitted.profile;
   const sim::Sourced* bw = profile.designs.find("tilewise", "copy_engine_bandwidth_Bps");
   const sim::Sourced* lat = profile.designs.find("tilewise", "copy_engine_latency_s");
   ASSERT_TRUE(bw && lat);
@@ -110,7 +120,7 @@ TEST(FitCopyEngine, WritesTheLineWithProvenance) {
   EXPECT_EQ(bw->source.kind, sim::SourceKind::Measured);
   EXPECT_EQ(bw->source.citation, "calibration/data/x: calibration.csv:2-4");
   EXPECT_NEAR(bw->source.fit_error, 0, 1e-6);
-  EXPECT_EQ(comments.count("designs.tilewise.copy_engine_latency_s"), 1u);
+  EXPECT_EQ(fitted.comments.count("designs.tilewise.copy_engine_latency_s"), 1u);
   EXPECT_EQ(profile.designs.find("tilewise", "epilogue_reduce_bandwidth_Bps"), nullptr);
   EXPECT_EQ(profile.designs.find("tilewise", "tail_kernel_bandwidth_Bps"), nullptr)
       << "no tail_kernel rows, no tail-kernel line";
@@ -127,11 +137,8 @@ TEST(FitCopyEngine, TailKernelRowsGiveTheirOwnLine) {
   };
   for (double mib : {1.0, 16.0, 64.0}) add("copy_engine", mib, 3e-6, 385e9);
   for (double mib : {1.0, 4.0, 16.0, 64.0}) add("tail_kernel", mib, 9e-6, 360e9);
-  sim::Profile profile;
-  std::map<std::string, std::string> comments;
-  std::vector<std::string> notes;
-  FitOutput out{profile, comments, notes};
-  fit_copy_engine(data, out);
+  const Fitted fitted = fit(data);
+  const sim::Profile& profile = fitted.profile;
   const sim::Sourced* bw = profile.designs.find("tilewise", "tail_kernel_bandwidth_Bps");
   const sim::Sourced* lat = profile.designs.find("tilewise", "tail_kernel_latency_s");
   ASSERT_TRUE(bw && lat);
@@ -139,15 +146,12 @@ TEST(FitCopyEngine, TailKernelRowsGiveTheirOwnLine) {
   EXPECT_NEAR(lat->value, 9e-6, 9e-9);
   EXPECT_EQ(bw->source.citation, "benchmarks/results/y: tilewise.csv:5-8");
   EXPECT_NEAR(profile.designs.find("tilewise", "copy_engine_latency_s")->value, 3e-6, 3e-9);
-  EXPECT_NE(comments.at("designs.tilewise.tail_kernel_latency_s").find("tail_kernel rows"),
+  EXPECT_NE(fitted.comments.at("designs.tilewise.tail_kernel_latency_s").find("tail_kernel rows"),
             std::string::npos);
 
   FitData one_size;
   one_size.rows = {data.rows.back()};
-  sim::Profile single;
-  FitOutput out_single{single, comments, notes};
-  fit_copy_engine(one_size, out_single);
-  EXPECT_EQ(single.designs.find("tilewise", "tail_kernel_bandwidth_Bps"), nullptr);
+  EXPECT_EQ(fit(one_size).profile.designs.find("tilewise", "tail_kernel_bandwidth_Bps"), nullptr);
 }
 
 // A tail-kernel row of world w carries its bytes to each of w - 1 peers: rows of 2 and 4
@@ -161,11 +165,8 @@ TEST(FitCopyEngine, TailKernelRowsOfSeveralWorldsCountEveryPeer) {
     for (double mib : {1.0, 4.0, 16.0, 64.0})
       data.rows.push_back(
           peer_copy_row("bench.csv", line++, "tail_kernel", world, mib, 12e-6, 330e9, world - 1));
-  sim::Profile profile;
-  std::map<std::string, std::string> comments;
-  std::vector<std::string> notes;
-  FitOutput out{profile, comments, notes};
-  fit_copy_engine(data, out);
+  const Fitted fitted = fit(data);
+  const sim::Profile& profile = fitted.profile;
   const sim::Sourced* bw = profile.designs.find("tilewise", "tail_kernel_bandwidth_Bps");
   const sim::Sourced* lat = profile.designs.find("tilewise", "tail_kernel_latency_s");
   ASSERT_TRUE(bw && lat);
