@@ -68,6 +68,15 @@ inline ChildEnd run_lazy_loading_child(const std::string& filter, const std::str
   return WEXITSTATUS(wstatus) == 0 ? ChildEnd::Exited0 : ChildEnd::Failed;
 }
 
+// The fused kernels' cold-start check on the child's end: it must neither hang (a first
+// fused call deadlocked) nor die by a signal, and must pass.
+inline void expect_cold_start_child_passed(ChildEnd end) {
+  ASSERT_NE(end, ChildEnd::Hung)
+      << "the cold-start child hung (first fused call deadlocked?) and was killed";
+  ASSERT_NE(end, ChildEnd::Signalled) << "child died by a signal";
+  EXPECT_EQ(end, ChildEnd::Exited0) << "the cold-start child failed (see its output above)";
+}
+
 // A new seed every run: the kernels must compute the same function on any input.
 inline std::uint64_t fresh_seed() {
   std::random_device device;
