@@ -38,6 +38,31 @@ use_device_libs() {
   export LD_LIBRARY_PATH="$(dirname "${nccl_lib:-/x/x}"):/usr/local/cuda/lib64:${extra}${LD_LIBRARY_PATH:-}"
 }
 
+# sanitize_in_parallel TEST_BIN FILTER TIMEOUT_S SYNCCHECK_GPUS: compute-sanitizer racecheck
+# on GPUs 0,1 and synccheck on SYNCCHECK_GPUS at once, on the tests FILTER selects, each
+# within TIMEOUT_S; their outputs in $run_dir/sanitizer_<tool>.txt, a summary of each in the
+# log and in $run_dir/tests.txt.
+sanitize_in_parallel() {
+  local bin="$1" filter="$2" t="$3" sync_gpus="$4" sanitizer pair tool rc i
+  local pids=()
+  step "compute-sanitizer racecheck (GPUs 0,1) and synccheck (GPUs $sync_gpus), ${filter#*.}"
+  sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)"
+  for pair in racecheck:0,1 "synccheck:$sync_gpus"; do
+    tool=${pair%%:*}
+    CUDA_VISIBLE_DEVICES=${pair#*:} timeout -k 5 "$t" "$sanitizer" --tool "$tool" \
+      --print-limit 20 "$bin" --gtest_filter="$filter" >"$run_dir/sanitizer_$tool.txt" 2>&1 &
+    pids+=($!)
+  done
+  for i in 0 1; do
+    wait "${pids[$i]}"
+    rc=$?
+    tool=$([[ $i == 0 ]] && echo racecheck || echo synccheck)
+    { echo "### compute-sanitizer --tool $tool (rc=$rc)"
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" \
+        "$run_dir/sanitizer_$tool.txt" | head -20; } | tee -a "$log" >>"$run_dir/tests.txt"
+  done
+}
+
 # build_kernels_only TIMEOUT_S [TARGET...]: configure (kernels only, this NCCL) and build
 # the targets (all when none) into build-gpu/, each step within TIMEOUT_S.
 build_kernels_only() {

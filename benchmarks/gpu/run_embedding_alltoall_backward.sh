@@ -98,25 +98,7 @@ grep -E "^\[  (PASSED|FAILED|SKIPPED|     OK) |^\[  FAILED|Failure|differ|off th
   "$run_dir/tests_gpus0123.txt" | head -40 >>"$run_dir/tests.txt"
 
 if [[ $SANITIZER_TIMEOUT -gt 0 ]]; then
-  t=$(limit "$SANITIZER_TIMEOUT")
-  step "compute-sanitizer racecheck (GPUs 0,1) and synccheck (GPUs 2,3), SmallForSanitizer"
-  sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)"
-  pids=()
-  for pair in racecheck:0,1 synccheck:2,3; do
-    tool=${pair%%:*}
-    CUDA_VISIBLE_DEVICES=${pair#*:} timeout -k 5 "$t" "$sanitizer" --tool "$tool" \
-      --print-limit 20 "$test_bin" --gtest_filter='EmbeddingAllToAllBackward.SmallForSanitizer' \
-      >"$run_dir/sanitizer_$tool.txt" 2>&1 &
-    pids+=($!)
-  done
-  for i in 0 1; do
-    wait "${pids[$i]}"
-    rc=$?
-    tool=$([[ $i == 0 ]] && echo racecheck || echo synccheck)
-    { echo "### compute-sanitizer --tool $tool (rc=$rc)"
-      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" \
-        "$run_dir/sanitizer_$tool.txt" | head -20; } | tee -a "$log" >>"$run_dir/tests.txt"
-  done
+  sanitize_in_parallel "$test_bin" 'EmbeddingAllToAllBackward.SmallForSanitizer' "$(limit "$SANITIZER_TIMEOUT")" 2,3
 fi
 
 for world in 4 2; do

@@ -96,25 +96,7 @@ for world in "${worlds[@]}"; do
 done
 
 if [[ $SANITIZER_TIMEOUT -gt 0 && $(limit "$SANITIZER_TIMEOUT") -gt 0 ]]; then
-  t=$(limit "$SANITIZER_TIMEOUT")
-  step "compute-sanitizer racecheck (GPUs 0,1) and synccheck (GPUs 2,3), SmallForSanitizer"
-  sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)"
-  pids=()
-  for pair in racecheck:0,1 synccheck:$second_pair; do
-    tool=${pair%%:*}
-    CUDA_VISIBLE_DEVICES=${pair#*:} timeout -k 5 "$t" "$sanitizer" --tool "$tool" \
-      --print-limit 20 "$test_bin" --gtest_filter='GemmAllToAll.SmallForSanitizer' \
-      >"$run_dir/sanitizer_$tool.txt" 2>&1 &
-    pids+=($!)
-  done
-  for i in 0 1; do
-    wait "${pids[$i]}"
-    rc=$?
-    tool=$([[ $i == 0 ]] && echo racecheck || echo synccheck)
-    { echo "### compute-sanitizer --tool $tool (rc=$rc)"
-      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Error|PASSED|FAILED|tests ran" \
-        "$run_dir/sanitizer_$tool.txt" | head -20; } | tee -a "$log" >>"$run_dir/tests.txt"
-  done
+  sanitize_in_parallel "$test_bin" 'GemmAllToAll.SmallForSanitizer' "$(limit "$SANITIZER_TIMEOUT")" "$second_pair"
 fi
 
 step "summary"
