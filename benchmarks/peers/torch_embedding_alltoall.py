@@ -153,6 +153,29 @@ class Bench:
         self.emit("alltoall", "torch_nccl", batch, k, nbytes, self.timed(exchange), factor, 0)
 
 
+def run_cases(bench, args, name):
+    """Every (pooling scale, batch) case of `bench` (a case that fails is reported by `name`
+    and skipped), the rows printed and written to args.output, then the process group closed."""
+    if bench.rank == 0:
+        print(HEADER, flush=True)
+        print(f"torch {torch.__version__}", file=sys.stderr, flush=True)
+    for scale in args.pooling_scales:
+        for batch in args.batches:
+            try:
+                bench.case(batch, scale)
+            except Exception as error:
+                if bench.rank == 0:
+                    print(f"{name}: batch {batch} scale {scale} failed: "
+                          f"{type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            torch.cuda.empty_cache()
+    if bench.rank == 0 and args.output:
+        tmp = args.output + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(HEADER + "\n" + "\n".join(bench.rows) + "\n")
+        os.replace(tmp, args.output)
+    dist.destroy_process_group()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--output", default="")
@@ -164,25 +187,7 @@ def main():
     args = parser.parse_args()
     dist.init_process_group("nccl", device_id=torch.device(
         "cuda", int(os.environ.get("LOCAL_RANK", 0))))
-    bench = Bench(args)
-    if bench.rank == 0:
-        print(HEADER, flush=True)
-        print(f"torch {torch.__version__}", file=sys.stderr, flush=True)
-    for scale in args.pooling_scales:
-        for batch in args.batches:
-            try:
-                bench.case(batch, scale)
-            except Exception as error:
-                if bench.rank == 0:
-                    print(f"torch_embedding_alltoall: batch {batch} scale {scale} failed: "
-                          f"{type(error).__name__}: {error}", file=sys.stderr, flush=True)
-            torch.cuda.empty_cache()
-    if bench.rank == 0 and args.output:
-        tmp = args.output + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(HEADER + "\n" + "\n".join(bench.rows) + "\n")
-        os.replace(tmp, args.output)
-    dist.destroy_process_group()
+    run_cases(Bench(args), args, "torch_embedding_alltoall")
 
 
 if __name__ == "__main__":

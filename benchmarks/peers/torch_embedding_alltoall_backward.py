@@ -20,14 +20,13 @@ bag's gradient row, plus indices that differ from the forward's, summed over ran
 """
 import argparse
 import os
-import sys
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from torch_embedding_alltoall import DIM, HEADER, POOLING, ROWS, Bench, shard_tables  # noqa: E402
+from torch_embedding_alltoall import DIM, POOLING, ROWS, Bench, run_cases, shard_tables  # noqa: E402
 
 
 class BackwardBench(Bench):
@@ -104,25 +103,7 @@ def main():
     args = parser.parse_args()
     dist.init_process_group("nccl", device_id=torch.device(
         "cuda", int(os.environ.get("LOCAL_RANK", 0))))
-    bench = BackwardBench(args)
-    if bench.rank == 0:
-        print(HEADER, flush=True)
-        print(f"torch {torch.__version__}", file=sys.stderr, flush=True)
-    for scale in args.pooling_scales:
-        for batch in args.batches:
-            try:
-                bench.case(batch, scale)
-            except Exception as error:
-                if bench.rank == 0:
-                    print(f"torch_embedding_alltoall_backward: batch {batch} scale {scale} "
-                          f"failed: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
-            torch.cuda.empty_cache()
-    if bench.rank == 0 and args.output:
-        tmp = args.output + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(HEADER + "\n" + "\n".join(bench.rows) + "\n")
-        os.replace(tmp, args.output)
-    dist.destroy_process_group()
+    run_cases(BackwardBench(args), args, "torch_embedding_alltoall_backward")
 
 
 if __name__ == "__main__":
