@@ -173,3 +173,14 @@ run_ab() {
     echo "run $i $which rc=$?" | tee -a "$OUT/${prefix}_log.txt"
   done
 }
+
+# limit STEP_LIMIT: a step's limit cut to what is left of TOTAL_BUDGET (s, counted from when
+# this file was sourced; each script sets its own) less LIMIT_MARGIN_S (the steps and the
+# archive after it); 0 when under 10 s are left (the caller skips the step).
+run_start=$(date +%s)
+limit() {
+  local left=$((${TOTAL_BUDGET:?set by the script} - ($(date +%s) - run_start) - ${LIMIT_MARGIN_S:-20}))
+  ((left > $1)) && left=$1
+  ((left < 10)) && left=0
+  echo "$left"
+}

@@ -17,13 +17,7 @@
 # BENCH_TIMEOUT 120, TORCH_TIMEOUT 120 (0 skips); no step runs past TOTAL_BUDGET (540).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
-script_start=$(date +%s)
-limit() {
-  local left=$((${TOTAL_BUDGET:-540} - ($(date +%s) - script_start) - 20))
-  ((left > $1)) && left=$1
-  ((left < 10)) && left=0
-  echo "$left"
-}
+TOTAL_BUDGET=${TOTAL_BUDGET:-540}  # limit() (device_env.sh) cuts every step to it
 run_dir="$OUT/embedding_alltoall_backward"
 mkdir -p "$run_dir"
 log="$run_dir/log.txt"

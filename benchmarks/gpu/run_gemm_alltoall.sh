@@ -17,15 +17,7 @@
 # the archive is made within the device tool's 10-minute limit.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
-script_start=$(date +%s)
-# limit STEP_LIMIT: the step's limit cut to what is left of TOTAL_BUDGET (less 20 s for
-# the summary and the archive); 0 when under 10 s are left (the step is skipped).
-limit() {
-  local left=$((${TOTAL_BUDGET:-560} - ($(date +%s) - script_start) - 20))
-  ((left > $1)) && left=$1
-  ((left < 10)) && left=0
-  echo "$left"
-}
+TOTAL_BUDGET=${TOTAL_BUDGET:-560}  # limit() (device_env.sh) cuts every step to it
 run_dir="$OUT/gemm_alltoall"
 mkdir -p "$run_dir"
 log="$run_dir/log.txt"

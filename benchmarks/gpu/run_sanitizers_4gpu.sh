@@ -11,13 +11,8 @@
 #   bash benchmarks/gpu/run_sanitizers_4gpu.sh
 set -uo pipefail
 source benchmarks/gpu/device_env.sh
-t0=$(date +%s)
-limit() {  # limit CAP: CAP or what is left of TOTAL_BUDGET less 15 s, 0 under 10 s
-  local left=$((${TOTAL_BUDGET:-540} - ($(date +%s) - t0) - 15))
-  ((left > $1)) && left=$1
-  ((left < 10)) && left=0
-  echo "$left"
-}
+TOTAL_BUDGET=${TOTAL_BUDGET:-540}  # limit() (device_env.sh) cuts every step to it
+LIMIT_MARGIN_S=15  # limit(): the summary and the archive after the last step
 run_dir="$OUT/san4"
 mkdir -p "$run_dir"
 log="$run_dir/log.txt"

@@ -34,13 +34,8 @@ if [[ ${1:-} == pack ]]; then
   exit 0
 fi
 source "$(dirname "${BASH_SOURCE[0]}")/../gpu/device_env.sh"
-script_start=$(date +%s)
-limit() {
-  local left=$((${TOTAL_BUDGET:-570} - ($(date +%s) - script_start) - 15))
-  ((left > $1)) && left=$1
-  ((left < 10)) && left=0
-  echo "$left"
-}
+TOTAL_BUDGET=${TOTAL_BUDGET:-570}  # limit() (device_env.sh) cuts every step to it
+LIMIT_MARGIN_S=15  # limit(): the summary and the archive after the last step
 run_dir="$OUT/redistribution_own"
 mkdir -p "$run_dir"
 log="$run_dir/log.txt"
