@@ -119,7 +119,7 @@ Parts read_parts(const std::string& path) {
   // The tail kernel's rows scatter (16 MiB at world 4: 161 to 230 us between runs), so its
   // line, not the curve through them. At 4 ranks it carries b bytes to each of 3 peers.
   const cal::CopyLine line = cal::fit_copy_line(p.tail_points);
-  p.tail = [line](double b) { return line.latency_s + 3 * b / line.Bps; };
+  p.tail = tp::tail_exchange_time(4, line.latency_s, line.Bps);
   p.tail_line = line;
   p.ops_s = std::max(0.0, ops_1mib - copy_1mib);
   return p;

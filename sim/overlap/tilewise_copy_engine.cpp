@@ -9,18 +9,6 @@
 
 namespace overlapsim::sim {
 
-namespace {
-
-// The all-reduce tail kernel sends the last own group to every peer at once: one latency,
-// and the group's bytes to each of the world - 1 peers through the rank's links (the
-// profile's line, calibration/fit_copy_engine.hpp).
-tilewise_plan::TimeOfBytes tail_exchange(int world, double latency_s, double Bps) {
-  const int peers = world - 1;
-  return [peers, latency_s, Bps](double b) { return latency_s + peers * b / Bps; };
-}
-
-}  // namespace
-
 CopyEnginePlan plan_copy_engine(const CopyEngineProblem& w) {
   tilewise_plan::CopyEngineProblem p;
   switch (w.op) {
@@ -48,7 +36,7 @@ CopyEnginePlan plan_copy_engine(const CopyEngineProblem& w) {
   p.phase2_contention = w.phase2_contention;
   if (w.tail_Bps > 0) {
     p.phase2 = tilewise_plan::Phase2::TailKernel;
-    p.tail_s = tail_exchange(w.world, w.tail_latency_s, w.tail_Bps);
+    p.tail_s = tilewise_plan::tail_exchange_time(w.world, w.tail_latency_s, w.tail_Bps);
   }
   // The copy stream carries the peer copies, then phase 2's.
   p.phase2_after_peer_copies = true;
@@ -227,7 +215,7 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
     r.copy_s = tilewise_plan::linear_time(copy_latency_s_, copy_Bps_);
     r.wait_s = wait_s_;
     r.phase2_contention = phase2_contention_;
-    r.tail_s = tail_exchange(w.world, tail_latency_s_, tail_Bps_);
+    r.tail_s = tilewise_plan::tail_exchange_time(w.world, tail_latency_s_, tail_Bps_);
     std::vector<tilewise_plan::Phase2> modes;
     if (r.op == tilewise_plan::Collective::AllReduce) {
       for (const double rate : tail_rates)

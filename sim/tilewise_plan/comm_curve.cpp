@@ -8,6 +8,11 @@ TimeOfBytes linear_time(double latency_s, double bytes_per_s) {
   return [latency_s, bytes_per_s](double bytes) { return latency_s + bytes / bytes_per_s; };
 }
 
+TimeOfBytes tail_exchange_time(int world, double latency_s, double bytes_per_s) {
+  const int peers = world - 1;
+  return [peers, latency_s, bytes_per_s](double b) { return latency_s + peers * b / bytes_per_s; };
+}
+
 void CommCurve::add_point(double bytes, double time_s) {
   const auto at = std::lower_bound(bytes_.begin(), bytes_.end(), bytes);
   const auto i = at - bytes_.begin();
