@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "config/units.hpp"
 #include "workloads/validation_caveats.hpp"
 
 namespace overlapsim::app {
@@ -46,6 +47,12 @@ const sim::StepResult* sequential_result(const SimulateReport& o) {
   for (const auto& run : o.result.runs)
     if (run.result.design == "sequential") return &run.result;
   return nullptr;
+}
+
+// The model gives the host a cost (training.host_launch_time, host_sync_time).
+bool host_modelled(const SimulateReport& o) {
+  const workloads::TrainingSpec& t = o.inputs.model.training;
+  return t.host_launch_time_s > 0 || t.host_sync_time_s > 0;
 }
 
 // "9 measured, 3 assumed" for a design's parameters.
@@ -101,6 +108,8 @@ std::string to_json(const SimulateReport& o) {
     d["exposed_comm_s"] = r.exposed_comm_s;
     d["overlapped_comm_s"] = r.overlapped_comm_s;
     d["bubble_s"] = r.bubble_s;
+    // Only where the model gives the host a cost (training.host_launch_time).
+    if (host_modelled(o)) d["host_wait_s"] = r.host_wait_s;
     d["comm_s"] = r.comm_s;
     d["critical_rank"] = r.critical_rank;
     d["mfu"] = mfu(o, r);
@@ -244,8 +253,17 @@ std::string to_table(const SimulateReport& o) {
   }
   t += fmt::format(
       "breakdown of the slowest rank (rank {}): step = compute + exposed communication + "
-      "bubble; hidden = communication under compute\n",
-      o.result.runs.empty() ? 0 : o.result.runs.front().result.critical_rank);
+      "bubble{}; hidden = communication under compute\n",
+      o.result.runs.empty() ? 0 : o.result.runs.front().result.critical_rank,
+      host_modelled(o) ? " + host wait" : "");
+  if (host_modelled(o))
+    for (const auto& run : o.result.runs)
+      t += fmt::format(
+          "  {}: host wait {} ms (the GPU idle until the host issued its next op: "
+          "{} a launch, {} a sync; docs/simulate.md, \"The host\")\n",
+          run.result.design, ms(run.result.host_wait_s),
+          config::format_duration(o.inputs.model.training.host_launch_time_s),
+          config::format_duration(o.inputs.model.training.host_sync_time_s));
   t += fmt::format(
       "model FLOPs per step {:.4g} (with recompute {:.4g}; MFU uses the first), peak {} {:.1f} "
       "TFLOP/s per GPU ({})\n",

@@ -161,6 +161,13 @@ const std::vector<ParamDoc> kMoeDocs = {
      "alltoall (NCCL all-to-all over ep) | deepep | hybridep (one network copy per token and "
      "destination node, then NVLink)",
      "alltoall", ""},
+    {"host_sync",
+     "the dispatcher copies the tokens per expert to the host and waits for them in every MoE "
+     "layer's forward (Megatron-LM's all-to-all dispatcher: _maybe_dtoh_and_synchronize; "
+     "DeepEP's host list of received tokens; HybridEP without num_permuted_tokens); false "
+     "where the recipe sizes the exchange ahead (token capacity, CUDA graphs). Costs time "
+     "only with training.host_launch_time or host_sync_time",
+     "true", ""},
 };
 
 const std::vector<ParamDoc> kDlrmDocs = {
@@ -238,6 +245,16 @@ const std::vector<ParamDoc> kTrainingDocs = {
      "collectives go through Horovod, whose background thread starts a cycle at most every "
      "this long (HOROVOD_CYCLE_TIME; 1 ms by default since Horovod 0.21.0): each collective "
      "waits half a cycle on average before its transfer starts; 0: NCCL called directly",
+     "0", "seconds"},
+    {"host_launch_time",
+     "the host's time to issue one kernel on the eager path (the framework's Python and the "
+     "launch): the GPU cannot start an op before the host has issued it, the compute "
+     "stream's ops in program order; 0: the host always runs ahead of the GPU",
+     "0", "seconds"},
+    {"host_sync_time",
+     "with host_launch_time: after a device-to-host copy the host waits for (Megatron-LM's "
+     "all-to-all token dispatcher's counts, moe.dispatcher: alltoall), this long more before "
+     "it issues the next op (the copy's round trip)",
      "0", "seconds"},
     {"overlap_param_gather",
      "distributed_optimizer: each layer's parameter all-gather is issued one layer ahead of "
@@ -414,6 +431,7 @@ void load_moe(ModelSpec& spec, const ConfigNode& n) {
   m.dispatcher = d == "deepep"     ? TokenDispatcher::DeepEp
                  : d == "hybridep" ? TokenDispatcher::HybridEp
                                    : TokenDispatcher::AllToAll;
+  m.host_sync = n.get_bool("host_sync", true);
 }
 
 void load_dlrm(ModelSpec& spec, const ConfigNode& n) {
@@ -518,6 +536,12 @@ void load_training(ModelSpec& spec, const ConfigNode& n) {
   t.horovod_cycle_time_s = n.get_duration_s("horovod_cycle_time", 0.0);
   if (!(t.horovod_cycle_time_s >= 0))
     n.fail_key("horovod_cycle_time", "negative (expected a duration >= 0 such as \"1ms\")");
+  t.host_launch_time_s = n.get_duration_s("host_launch_time", 0.0);
+  if (!(t.host_launch_time_s >= 0))
+    n.fail_key("host_launch_time", "negative (expected a duration >= 0 such as \"8us\")");
+  t.host_sync_time_s = n.get_duration_s("host_sync_time", 0.0);
+  if (!(t.host_sync_time_s >= 0))
+    n.fail_key("host_sync_time", "negative (expected a duration >= 0 such as \"20us\")");
   if (n.has("clip_grad") && spec.kind == ModelKind::Dlrm)
     n.child("clip_grad").fail("only for transformer and moe (expected no clip_grad here)");
   t.clip_grad = n.get_double("clip_grad", 1.0);

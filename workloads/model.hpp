@@ -109,6 +109,9 @@ struct MoeSpec {
   int expert_ffn_hidden = 0;
   int dense_layers = 0;  // the first `dense_layers` layers use a dense MLP of ffn_hidden
   TokenDispatcher dispatcher = TokenDispatcher::AllToAll;
+  // The host waits for the tokens per expert in every MoE layer's forward (the router's
+  // output copied to the host) before it issues the exchange.
+  bool host_sync = true;
   bool hierarchical_dispatch() const { return dispatcher != TokenDispatcher::AllToAll; }
 };
 
@@ -229,6 +232,11 @@ struct TrainingSpec {
   // cycle at most every this long: each collective waits half a cycle on average after
   // its members are ready. 0: NCCL called directly (PyTorch, Megatron, HugeCTR).
   double horovod_cycle_time_s = 0;
+  // The host that issues the kernels (docs/simulate.md, "The host"): its time per kernel
+  // launched on the eager path, and the round trip of a device-to-host copy it waits for
+  // (the all-to-all token dispatcher's counts). 0 and 0: the host always runs ahead.
+  double host_launch_time_s = 0;
+  double host_sync_time_s = 0;
   // Megatron-LM --clip-grad (default 1.0, megatron/training/arguments.py): the global
   // gradient norm is computed every step (a read of every fp32 main gradient) when > 0.
   // Transformer and MoE models only.

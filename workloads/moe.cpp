@@ -167,7 +167,14 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
   router.bf16_gemms = true;
   quantize_weight(c, "experts.fc1.weight_quantize", gated_ * f_local, h_, es.local_experts);
   quantize_weight(c, "experts.fc2.weight_quantize", h_, f_local, es.local_experts);
-  gemm(router, "router", Tn_, m.experts, h_);
+  const OpVertex routed = gemm(router, "router", Tn_, m.experts, h_);
+  if (m.host_sync) {
+    // The dispatcher copies the tokens per expert to the host and waits for them before it
+    // sizes the exchange (docs/simulate.md, "The host").
+    sim::OpNode& node = b_.graph()[routed];
+    node.host_sync = true;
+    node.host_sync_s = spec_.training.host_sync_time_s;
+  }
   OpVertex permute = elementwise(
       c, "permute", static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_));
   const EpExchange dispatch = ep_exchange(c, "ep_dispatch", {permute});

@@ -90,6 +90,8 @@ OpVertex TransformerEmitter::compute(sim::OpNode node, const Ctx& c,
   node.fp8_block_scaled = node.kind == sim::OpKind::Gemm &&
                           node.precision == sim::Precision::FP8 &&
                           spec_.training.fp8_scaling == Fp8Scaling::Block128;
+  // The host issues it: one launch (docs/simulate.md, "The host").
+  node.host_s = spec_.training.host_launch_time_s;
   return b_.add(std::move(node), deps);
 }
 
@@ -163,6 +165,7 @@ OpVertex TransformerEmitter::collective(const Ctx& c, const char* what, Collecti
   node.layer = c.layer;
   node.microbatch = c.microbatch;
   node.recompute = c.recompute;
+  node.host_s = spec_.training.host_launch_time_s;  // one NCCL launch
   return b_.add(std::move(node), deps);
 }
 

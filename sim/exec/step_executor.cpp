@@ -38,6 +38,13 @@ void StepExecutor::Impl::prepare() {
     // Most runs record one interval per compute op and per communication op.
     ps.compute_intervals.reserve(pl.compute_ops);
     ps.comm_intervals.reserve(pl.comm_ops);
+    ps.host_gated = !pl.host_order.empty();
+    if (ps.host_gated) {
+      ps.host_order = &pl.host_order;
+      ps.host_position = &pl.host_position;
+      ps.host_issue_s.assign(ps.ops.size(), -1.0);
+      ps.host_wake_s.fill(-1);
+    }
   }
 }
 
@@ -58,8 +65,46 @@ void StepExecutor::Impl::try_head(int p, int stream) {
   if (q.busy || q.next >= order.size()) return;
   const OpVertex v = order[q.next];
   if (ps.ops[v].preds_left != 0) return;
+  if (ps.host_gated && (*ps.host_position)[v] != executor_detail::kNotIssued) {
+    // Its inputs are ready; the GPU can start it once the host has issued it.
+    const double issue_s = host_issue(p, (*ps.host_position)[v]);
+    if (issue_s > now()) {
+      if (std::isfinite(issue_s)) host_wake(p, stream, issue_s);
+      return;  // else the finish of the sync the host waits for tries the heads again
+    }
+  }
   q.busy = true;
   hand_to_design(p, v);
+}
+
+double StepExecutor::Impl::host_issue(int p, std::size_t index) {
+  ProgramState& ps = programs[p];
+  const std::vector<OpVertex>& order = *ps.host_order;
+  const OpGraph& g = ps.program->graph;
+  while (ps.host_next <= index && ps.host_blocked_on == executor_detail::kNoHostBlock) {
+    const OpVertex u = order[ps.host_next++];
+    const OpNode& node = g[u];
+    ps.host_clock_s += node.host_s;
+    ps.host_issue_s[u] = ps.host_clock_s;
+    if (node.host_sync) {
+      if (ps.ops[u].done)
+        ps.host_clock_s = std::max(ps.host_clock_s, ps.ops[u].end_s + node.host_sync_s);
+      else
+        ps.host_blocked_on = u;
+    }
+  }
+  return index < ps.host_next ? ps.host_issue_s[order[index]]
+                              : std::numeric_limits<double>::infinity();
+}
+
+void StepExecutor::Impl::host_wake(int p, int stream, double t) {
+  double& wake_s = programs[p].host_wake_s[static_cast<std::size_t>(stream)];
+  if (wake_s >= 0 && wake_s <= t) return;  // an earlier wake tries again
+  wake_s = t;
+  simulator().schedule(t - now(), [this, p, stream] {
+    programs[p].host_wake_s[static_cast<std::size_t>(stream)] = -1;
+    try_head(p, stream);
+  });
 }
 
 void StepExecutor::Impl::hand_to_design(int p, OpVertex v) {
@@ -159,7 +204,16 @@ void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
           cause = u;
         }
       }
-      attribute_idle(ps, ps.last_compute_end_s, t, cause);
+      // Inputs ready before the host issued the op: that part of the idle is the host's.
+      const double inputs_s = std::max(latest, ps.last_compute_end_s);
+      const double issued_s = ps.host_gated ? ps.host_issue_s[v] : -1;
+      if (issued_s > inputs_s && inputs_s < t) {
+        ps.result.host_wait_s += t - inputs_s;
+        if (inputs_s > ps.last_compute_end_s)
+          attribute_idle(ps, ps.last_compute_end_s, inputs_s, cause);
+      } else {
+        attribute_idle(ps, ps.last_compute_end_s, t, cause);
+      }
     }
     ps.last_compute_end_s = t + duration_s;
     ps.compute_intervals.emplace_back(t, t + duration_s);
@@ -200,7 +254,14 @@ void StepExecutor::Impl::attribute_idle(ProgramState& ps, double t0, double t1, 
         next = w;
       }
     }
-    r.exposed_comm_s += overlap_length(t0, t1, inputs_s, st.ready_s);  // queued on its stream
+    // Its inputs done, it waited for the host to issue it, then queued on its stream.
+    const double issued_s = ps.host_gated ? std::min(ps.host_issue_s[u], st.ready_s) : -1;
+    if (issued_s > inputs_s) {
+      r.host_wait_s += overlap_length(t0, t1, inputs_s, issued_s);
+      r.exposed_comm_s += overlap_length(t0, t1, issued_s, st.ready_s);
+    } else {
+      r.exposed_comm_s += overlap_length(t0, t1, inputs_s, st.ready_s);
+    }
     t1 = std::min(t1, inputs_s);
     if (next == u) {
       // No input finished after the step began: whatever is left is stream queueing.
@@ -248,6 +309,15 @@ void StepExecutor::Impl::finish(int p, OpVertex v) {
     rec.bytes = is_comm(node.kind) ? node.comm_bytes
                                    : static_cast<std::uint64_t>(ComputeModel::op_bytes(node));
     timeline.ops.push_back(std::move(rec));
+  }
+  if (ps.host_gated && ps.host_blocked_on == v) {
+    // The host had waited for this op: it resumes after the copy's round trip.
+    ps.host_blocked_on = executor_detail::kNoHostBlock;
+    ps.host_clock_s = std::max(ps.host_clock_s, now() + ps.program->graph[v].host_sync_s);
+    // Every stream's head may have waited for the host (this op's own stream is tried
+    // below).
+    for (int s = 0; s < kNumStreams; ++s)
+      if (s != st.stream) try_head(p, s);
   }
   const int stream = st.stream;
   const bool sendrecv = st.kind == static_cast<std::uint8_t>(OpKind::SendRecv);
@@ -336,6 +406,7 @@ StepResult StepExecutor::Impl::collect(const char* design_name, std::uint64_t ev
       out.exposed_inter_host_s = r.exposed_inter_host_s;
       out.exposed_paired_s = r.exposed_paired_s;
       out.paired_compute_s = r.paired_compute_s;
+      out.host_wait_s = r.host_wait_s;
     }
   }
   return out;
@@ -409,7 +480,7 @@ StepResult StepExecutor::run(OverlapDesign& design) {
   s.design = &design;
   Simulator& sim = s.simulator();
   s.t0_s = sim.now();
-  for (auto& ps : s.programs) ps.last_compute_end_s = s.t0_s;
+  for (auto& ps : s.programs) ps.last_compute_end_s = ps.host_clock_s = s.t0_s;
   const std::uint64_t events0 = sim.events_processed();
   const auto wall0 = std::chrono::steady_clock::now();
   s.sample_links();

@@ -20,6 +20,8 @@ namespace overlapsim::sim {
 // Named rather than anonymous: StepExecutor::Impl, which has external linkage, holds these.
 namespace executor_detail {
 
+inline constexpr OpVertex kNoHostBlock = static_cast<OpVertex>(-1);
+
 struct StreamQueue {
   const std::vector<OpVertex>* order = nullptr;  // the layout's program order
   std::size_t next = 0;
@@ -41,6 +43,17 @@ struct ProgramState {
   std::size_t remaining = 0;
   bool record = false;
   RankResult result;
+  // The host issuing the compute stream in program order (OpNode::host_s, host_sync); off
+  // (host_gated false) where no compute op carries a host time or a sync.
+  bool host_gated = false;
+  const std::vector<OpVertex>* host_order = nullptr;          // the layout's
+  const std::vector<std::uint32_t>* host_position = nullptr;  // the layout's
+  std::size_t host_next = 0;                // index in host_order of the next op to issue
+  double host_clock_s = 0;                  // when the host issued the last op it issued
+  OpVertex host_blocked_on = kNoHostBlock;  // a host_sync op the host waits for
+  std::vector<double> host_issue_s;         // per vertex: when the host issued it (-1: not yet)
+  // Per stream: a try_head scheduled at this time (-1: none).
+  std::array<double, kNumStreams> host_wake_s{};
 };
 
 // Members of one collective launch (a whole op, or one part of it) gathered so far.
@@ -167,6 +180,10 @@ struct StepExecutor::Impl final : ExecContext {
   void prepare();
   void start_ready(int p);
   void try_head(int p, int stream);
+  // When the host issues the op at `index` of p's host order: +inf while a host_sync op
+  // before it has not finished.
+  double host_issue(int p, std::size_t index);
+  void host_wake(int p, int stream, double t);  // try_head of p's `stream` at time t
   void hand_to_design(int p, OpVertex v);
   void finish(int p, OpVertex v);
   void complete_later(Simulator::Callback fn);

@@ -20,6 +20,7 @@ ProgramLayout layout_program(const StepGraph& step, const RankProgram& program) 
   out.initial_ops.assign(n, executor_detail::OpState{});
   std::vector<int> indegree(n);
   bool forward = true;  // every edge to a higher index (as the generator emits them)
+  bool host_gated = false;  // an op carries a host time or a host sync
   executor_detail::EdgeRows& rows = out.edges;
   rows.out_begin.assign(n + 1, 0);
   rows.in_begin.assign(n + 1, 0);
@@ -37,6 +38,7 @@ ProgramLayout layout_program(const StepGraph& step, const RankProgram& program) 
       ++out.comm_ops;
     else if (node.stream == StreamKind::Compute)
       ++out.compute_ops;
+    if (node.host_s > 0 || node.host_sync) host_gated = true;
     for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
       forward = forward && boost::target(e, g) > v;
       rows.out_to.push_back(static_cast<std::uint32_t>(boost::target(e, g)));
@@ -47,12 +49,15 @@ ProgramLayout layout_program(const StepGraph& step, const RankProgram& program) 
     rows.in_begin[v + 1] = static_cast<std::uint32_t>(rows.in_from.size());
   }
   std::size_t ordered = 0;
+  std::vector<OpVertex> host_order;
   std::unordered_map<int, int> issued;  // group -> collectives so far in program order
   auto take = [&](OpVertex v) {
     ++ordered;
     const OpNode& node = g[v];
     if (node.kind == OpKind::Collective) out.initial_ops[v].instance = issued[node.comm_group]++;
     if (node.kind != OpKind::SendRecv) out.stream_order[static_cast<int>(node.stream)].push_back(v);
+    if (node.kind != OpKind::SendRecv && executor_detail::host_issues(node.stream))
+      host_order.push_back(v);
   };
   if (forward) {
     // Then vertex v is ready once 0..v-1 are taken, and the lowest ready: the order is
@@ -75,6 +80,12 @@ ProgramLayout layout_program(const StepGraph& step, const RankProgram& program) 
   if (ordered != n)
     throw std::invalid_argument(
         fmt::format("step: the graph of rank {} has a dependency cycle", program.rank));
+  if (host_gated) {
+    out.host_position.assign(n, executor_detail::kNotIssued);
+    for (std::size_t i = 0; i < host_order.size(); ++i)
+      out.host_position[host_order[i]] = static_cast<std::uint32_t>(i);
+    out.host_order = std::move(host_order);
+  }
   for (std::size_t v = 0; v < n; ++v) {
     const OpNode& node = g[v];
     if ((node.kind == OpKind::Collective ||

@@ -52,7 +52,24 @@ struct ProgramLayout {
   // without SendRecv ops (they are not serialised).
   std::array<std::vector<OpVertex>, kNumStreams> stream_order;
   std::size_t compute_ops = 0, comm_ops = 0;  // for reserving the interval lists
+  // The host's program order (OpNode::host_s, host_sync): the ops the host issues inline,
+  // those of the streams host_issues() names, in program order; host_position[v] is v's
+  // index in it (kNotIssued for the others). Empty where no op carries a host time or a
+  // sync: then the host always runs ahead.
+  std::vector<OpVertex> host_order;
+  std::vector<std::uint32_t> host_position;
 };
+
+inline constexpr std::uint32_t kNotIssued = static_cast<std::uint32_t>(-1);
+
+// Streams whose ops the host issues inline, in program order: compute and the collectives
+// a layer's code calls itself (tensor, context and expert parallelism). Not the DP buckets
+// (issued by hooks as gradients complete, which the graph lists last) nor the pipeline's
+// sends (matched as NCCL groups).
+inline bool host_issues(StreamKind s) {
+  return s == StreamKind::Compute || s == StreamKind::TensorComm || s == StreamKind::ContextComm ||
+         s == StreamKind::ExpertComm || s == StreamKind::ExpertNodeComm;
+}
 
 }  // namespace executor_detail
 

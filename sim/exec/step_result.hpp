@@ -6,7 +6,8 @@
 
 namespace overlapsim::sim {
 
-// The compute stream's time splits exactly into compute_s + exposed_comm_s + bubble_s.
+// The compute stream's time splits exactly into compute_s + exposed_comm_s + bubble_s +
+// host_wait_s.
 struct RankResult {
   int rank = 0;                  // global rank of the simulated program
   int multiplicity = 1;          // ranks it stands for
@@ -24,6 +25,9 @@ struct RankResult {
   double exposed_inter_host_s = 0;
   double exposed_paired_s = 0;
   double paired_compute_s = 0;  // part of compute_s spent in ops paired with a collective
+  // Compute idle while its next op's inputs were ready but the host had not issued it yet
+  // (OpNode::host_s, host_sync); 0 where the graph carries no host times.
+  double host_wait_s = 0;
 };
 
 struct StepResult {
@@ -38,6 +42,7 @@ struct StepResult {
   double exposed_inter_host_s = 0;
   double exposed_paired_s = 0;
   double paired_compute_s = 0;
+  double host_wait_s = 0;
   std::uint64_t events = 0;                  // discrete events the engine processed
   std::uint64_t collectives = 0;             // collectives and sends launched for simulated ranks
   std::uint64_t background_collectives = 0;  // symmetric images launched for folded ranks

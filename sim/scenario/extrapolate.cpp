@@ -18,7 +18,7 @@ void extrapolate_times(const Times& a, Times& b, double t) {
   for (double Times::*field :
        {&Times::step_time_s, &Times::compute_s, &Times::exposed_comm_s, &Times::bubble_s,
         &Times::comm_s, &Times::overlapped_comm_s, &Times::exposed_inter_host_s,
-        &Times::exposed_paired_s, &Times::paired_compute_s})
+        &Times::exposed_paired_s, &Times::paired_compute_s, &Times::host_wait_s})
     b.*field = line(a.*field, b.*field, t);
 }
 
