@@ -175,7 +175,8 @@ class DlrmEmitter {
         act_bytes_(spec.training.precision == sim::Precision::FP32 ? 4 : 2),
         emb_bytes_(sim::bytes_per_element(spec.dlrm.embedding_precision)),
         exchange_bytes_(sim::bytes_per_element(spec.dlrm.exchange_type())),
-        tf_ops_(spec.dlrm.embedding_ops == EmbeddingOps::TensorFlow) {
+        tf_ops_(spec.dlrm.embedding_ops == EmbeddingOps::TensorFlow),
+        host_launch_s_(spec.training.host_launch_time_s) {
     tables_ = static_cast<std::int64_t>(d_.tables.size());
     if (tf_ops_)
       unique_rows_ = mp_unique_rows_per_step(d_, plan_, global_batch_, world_size);
@@ -312,6 +313,7 @@ class DlrmEmitter {
   OpVertex add(sim::OpNode node, std::initializer_list<OpVertex> deps = {}) {
     node.phase = phase_;
     node.microbatch = mb_;
+    node.host_s = host_launch_s_;  // one launch (docs/simulate.md, "The host")
     return b_.add(std::move(node), deps);
   }
   OpVertex gemm(const std::string& what, std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -398,6 +400,7 @@ class DlrmEmitter {
   sim::Precision precision_;
   int in_bytes_, act_bytes_, emb_bytes_, exchange_bytes_;
   bool tf_ops_ = false;
+  double host_launch_s_ = 0;
   double unique_rows_ = 0;  // tensorflow ops: distinct model-parallel rows per step
   std::int64_t tables_ = 0, dp_tables_ = 0, interaction_dim_ = 0;
   bool row_wise_ = false;

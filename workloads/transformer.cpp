@@ -90,8 +90,8 @@ OpVertex TransformerEmitter::compute(sim::OpNode node, const Ctx& c,
   node.fp8_block_scaled = node.kind == sim::OpKind::Gemm &&
                           node.precision == sim::Precision::FP8 &&
                           spec_.training.fp8_scaling == Fp8Scaling::Block128;
-  // The host issues it: one launch (docs/simulate.md, "The host").
-  node.host_s = spec_.training.host_launch_time_s;
+  // The host issues its launches (docs/simulate.md, "The host").
+  node.host_s = spec_.training.host_launch_time_s * c.launches;
   return b_.add(std::move(node), deps);
 }
 

@@ -60,6 +60,9 @@ class TransformerEmitter {
     bool register_grads = false;
     bool bf16_gemms = false;  // GEMMs stay bf16 under fp8 (output layer, MoE router)
     const char* block = "";   // name prefix when layer < 0 ("emb", "head")
+    // Kernels the framework launches for the op (the host issues each: host_s is this
+    // times training.host_launch_time).
+    int launches = 1;
     // The same context, its ops marked as recomputation.
     Ctx recomputing() const {
       Ctx r = *this;
