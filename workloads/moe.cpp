@@ -61,6 +61,25 @@ double share_of_tokens_reaching(int experts, int top_k, int experts_there) {
   return 1 - none;
 }
 
+// Kernels Megatron-Core's eager MoE path launches around the experts, per layer and pass,
+// on the ops that stand for them (the host issues each: docs/simulate.md, "The host").
+// Measured for the all-to-all dispatcher with the permutation unfused (Megatron-LM at
+// d98e8a64dd, benchmarks/results/h200x2/megatron_moe_layer/): 45 kernels in the forward and
+// 39 in the backward besides the experts' (7 and 15 a SequentialMLP expert: the counts at 8,
+// 16, 64 and 128 local experts are 45 + 7 E and 39 + 15 E exactly), split over the router,
+// the permutation (the counts' preprocessing, the sort and gather, the regrouping by
+// expert) and the unpermutation by the kernels' names. Other dispatchers' paths are not
+// measured: one launch an op.
+struct FrameworkKernels {
+  int router_fwd = 1, permute_fwd = 1, unpermute_fwd = 1;
+  int router_bwd = 1, permute_bwd = 1, unpermute_bwd = 1;
+};
+
+FrameworkKernels framework_kernels(const MoeSpec& m) {
+  if (m.dispatcher != TokenDispatcher::AllToAll) return {};
+  return {15, 22, 8, 14, 14, 10};  // router_bwd: its dgrad; the wgrad is one more
+}
+
 }  // namespace
 
 OpVertex TransformerEmitter::expert_gemm(const Ctx& c, const char* what, double m, std::int64_t n,
@@ -167,16 +186,20 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
   router.bf16_gemms = true;
   quantize_weight(c, "experts.fc1.weight_quantize", gated_ * f_local, h_, es.local_experts);
   quantize_weight(c, "experts.fc2.weight_quantize", h_, f_local, es.local_experts);
-  const OpVertex routed = gemm(router, "router", Tn_, m.experts, h_);
+  const FrameworkKernels k = framework_kernels(m);
+  gemm(router.launching(k.router_fwd), "router", Tn_, m.experts, h_);
+  OpVertex permute =
+      elementwise(c.launching(k.permute_fwd), "permute",
+                  static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_));
   if (m.host_sync) {
     // The dispatcher copies the tokens per expert to the host and waits for them before it
-    // sizes the exchange (docs/simulate.md, "The host").
-    sim::OpNode& node = b_.graph()[routed];
+    // sizes the exchange (docs/simulate.md, "The host"). The copy follows the router, and
+    // the permutation is issued before the wait; the wait is charged here, after both,
+    // which holds the host back by the permutation's GPU time at most.
+    sim::OpNode& node = b_.graph()[permute];
     node.host_sync = true;
     node.host_sync_s = spec_.training.host_sync_time_s;
   }
-  OpVertex permute = elementwise(
-      c, "permute", static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_));
   const EpExchange dispatch = ep_exchange(c, "ep_dispatch", {permute});
   OpVertex gathered = token_collective(c, "tp_gather_tokens", CollectiveOp::AllGather,
                                        {dispatch.ep, dispatch.ep_node, permute});
@@ -196,7 +219,7 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
   OpVertex fc2 = expert_gemm(c, "experts.fc2", es.rows_per_expert, h_, f_local, es.local_experts);
   const TokenExchange out = tokens_from_experts(c, "tp_scatter_tokens", "ep_combine", fc2);
   // Weighted sum of the top_k expert outputs of each token.
-  return elementwise(c, "unpermute",
+  return elementwise(c.launching(k.unpermute_fwd), "unpermute",
                      static_cast<std::uint64_t>((Tn_ * m.top_k + Tn_) * h_ * act_bytes_),
                      {out.ep.ep, out.ep.ep_node, out.tp, shared});
 }
@@ -207,8 +230,10 @@ OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
   const std::int64_t f_local = es.ffn_local;
   const std::int64_t fc1_out = gated_ * f_local;
 
-  OpVertex unpermute = elementwise(
-      c, "unpermute.bwd", static_cast<std::uint64_t>((Tn_ * m.top_k + Tn_) * h_ * act_bytes_));
+  const FrameworkKernels k = framework_kernels(m);
+  OpVertex unpermute =
+      elementwise(c.launching(k.unpermute_bwd), "unpermute.bwd",
+                  static_cast<std::uint64_t>((Tn_ * m.top_k + Tn_) * h_ * act_bytes_));
   const EpExchange grad_dispatch = ep_exchange(c, "ep_combine.bwd", {unpermute});
   OpVertex grad_gather = token_collective(c, "tp_scatter_tokens.bwd", CollectiveOp::AllGather,
                                           {grad_dispatch.ep, grad_dispatch.ep_node, unpermute});
@@ -240,11 +265,12 @@ OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
   const TokenExchange out =
       tokens_from_experts(c, "tp_gather_tokens.bwd", "ep_dispatch.bwd", fc1_dv);
   expert_wgrad(c, "experts.fc1", h_, fc1_out, es.rows_per_expert, es.local_experts);
-  elementwise(c, "permute.bwd", static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_),
+  elementwise(c.launching(k.permute_bwd), "permute.bwd",
+              static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_),
               {out.ep.ep, out.ep.ep_node, out.tp});
   Ctx router = c;
   router.bf16_gemms = true;
-  gemm(router, "router.dgrad", Tn_, h_, m.experts);
+  gemm(router.launching(k.router_bwd), "router.dgrad", Tn_, h_, m.experts);
   OpVertex router_w = gemm(router, "router.wgrad", h_, m.experts, Tn_);
   register_grad(c, "router", h_ * m.experts, router_w);
   return shared;

@@ -63,6 +63,12 @@ class TransformerEmitter {
     // Kernels the framework launches for the op (the host issues each: host_s is this
     // times training.host_launch_time).
     int launches = 1;
+    // The same context, its ops launching `n` kernels each.
+    Ctx launching(int n) const {
+      Ctx r = *this;
+      r.launches = n;
+      return r;
+    }
     // The same context, its ops marked as recomputation.
     Ctx recomputing() const {
       Ctx r = *this;

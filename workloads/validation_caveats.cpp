@@ -10,7 +10,9 @@ std::vector<ValidationCaveat> validation_caveats(const ModelSpec& model) {
          "not validated: published MoE runs take 1.2 to 1.9 times the simulated step (1.22 "
          "on Megatron-Bridge's current 16 x H100 BF16 Qwen3-30B-A3B recipe; about 1.9 on the "
          "performance summary's GPT-OSS 120B and Qwen3-30B-A3B rows), their MoE layers' "
-         "unfused passes and host synchronisation not modelled; the one that agrees (Qwen3 "
+         "unfused passes not charged at their measured rates, and the host (its launches, the "
+         "dispatcher's wait for the token counts) only where the model sets "
+         "training.host_launch_time; the one that agrees (Qwen3 "
          "235B) does so because an all-to-all it overlaps is charged exposed "
          "(docs/validation.md, \"MoE runs\")"});
   if (model.kind == ModelKind::Dlrm && model.dlrm.embedding_ops == EmbeddingOps::TensorFlow)
