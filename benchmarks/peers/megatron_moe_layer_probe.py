@@ -14,7 +14,7 @@ EP = the world size (parallel_state.initialize_model_parallel).
 
 Run under torchrun, one process per GPU:
   python3 -m torch.distributed.run --nproc_per_node N benchmarks/peers/megatron_moe_layer_probe.py \
-      --megatron PATH --out DIR [--shapes ...] [--iterations 20]
+      --megatron PATH --out DIR [--shapes ...] [--iterations 20] [--modules]
 
 Per shape and rank it writes DIR/megatron_moe_layer_w{N}.csv, one row per measure:
   gpu,shape,world,rank,ep,experts,experts_local,top_k,hidden,expert_ffn,tokens,iterations,
@@ -42,6 +42,14 @@ Measures (medians over the timed iterations unless the name says otherwise):
   launch_cost_us        host time per eager x.add_(1) on a 1-element CUDA tensor (20,000)
   sync_roundtrip_us     a tiny kernel then .item(), host clock, median of 200
 wrong: non-finite elements in the layer's output and its input gradient.
+--modules: instead of the measures above, the per-module breakdown (module_breakdown below):
+DIR/megatron_moe_layer_modules_w{N}.csv, one row per shape, rank, pass (fwd, bwd), module
+(the eight stages MoELayer.forward calls: route, dispatch_preprocess, token_dispatch,
+dispatch_postprocess, experts, combine_preprocess, token_combine, combine_postprocess; plus
+layer_other, unmapped and all) and measure (kernels, kernel_us, nccl, nccl_us, memcpy, d2h,
+launches, syncs, sync_us, host_us with the profiler on; host_noprof_us, forward, off), and
+rank 0's last profiled trace per shape, DIR/trace_w{N}_{shape}.json.gz; the host
+microbenchmarks as above. --parse-trace FILE prints a saved trace's breakdown (needs no GPU).
 Rank 0 also writes DIR/kernels_w{N}.csv: every kernel of each phase, its class, calls and
 device us per iteration. Router: aux_loss with coefficient --aux-loss-coeff (1e-3), fp32
 router dtype; no biases. Parameter gradients are not zeroed between iterations, so each weight
@@ -158,10 +166,291 @@ def profile_phase(fn, rank_sync):
     return out, s
 
 
+# ---------------------------------------------------------------------------------------------
+# Per-module breakdown (--modules): the layer's stages wrapped in record_function ranges.
+# Forward: each kernel belongs to the stage range that holds the host call that launched it
+# (CUDA correlation id). Backward: each autograd node evaluated on the engine's thread belongs
+# to the stage whose forward range recorded the node's sequence number; a node with no mapped
+# sequence number (AccumulateGrad of the weights, say) goes to the stage of the node before it.
+# Works on the profiler's Chrome trace alone (json), so saved traces can be parsed again
+# without torch: --parse-trace FILE.json.gz.
+
+STAGES = ("route", "dispatch_preprocess", "token_dispatch", "dispatch_postprocess", "experts",
+          "combine_preprocess", "token_combine", "combine_postprocess")
+
+
+def instrument(layer, host_acc):
+    """Wraps the layer's stages (instance attributes shadow the methods the layer calls) in
+    record_function('stage:NAME') ranges; host_acc[NAME] gathers host µs per call."""
+    from torch.profiler import record_function
+    disp = layer.token_dispatcher
+    targets = [("route", layer, "route"), ("experts", layer.experts, "forward")]
+    targets += [(s, disp, s) for s in STAGES if s not in ("route", "experts")]
+    for stage, obj, meth in targets:
+        orig = getattr(obj, meth)
+
+        def wrapped(*a, _orig=orig, _stage=stage, **k):
+            t0 = time.perf_counter()
+            with record_function("stage:" + _stage):
+                r = _orig(*a, **k)
+            host_acc[_stage] = host_acc.get(_stage, 0.0) + (time.perf_counter() - t0) * 1e6
+            return r
+        setattr(obj, meth, wrapped)
+
+
+def _inside(ranges, tid, ts):
+    """The range on thread tid holding ts; the ranges of a thread are disjoint, sorted by ts."""
+    import bisect
+    lst = ranges.get(tid)
+    if not lst:
+        return None
+    key = ranges.setdefault(("starts", tid), [r["ts"] for r in lst])
+    i = bisect.bisect_right(key, ts) - 1
+    if i >= 0 and ts <= lst[i]["ts"] + lst[i]["dur"]:
+        return lst[i]
+    return None
+
+
+def module_breakdown(trace):
+    """Per phase (fwd, bwd) and stage: kernels, kernel_us, nccl, memcpy, d2h, launches, syncs,
+    host_us. Returns {phase: {stage: {measure: value}}}; stages STAGES plus 'layer_other'
+    (host and kernels of the layer outside the stage calls, forward) or 'unmapped'
+    (backward work before any mapped node) and 'all'."""
+    evs = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X"]
+    for e in evs:
+        e["ts"] = float(e.get("ts", 0.0))
+        e["dur"] = float(e.get("dur", 0.0))
+    evs.sort(key=lambda e: (e["ts"], -e["dur"]))
+    cpu_cats = ("cpu_op", "user_annotation", "python_function")
+    phases = {}
+    for e in evs:
+        if e.get("cat") == "user_annotation" and e["name"] in ("phase:fwd", "phase:bwd"):
+            phases[e["name"][6:]] = e
+    stage_r = {}
+    for e in evs:
+        if e.get("cat") == "user_annotation" and e["name"].startswith("stage:"):
+            stage_r.setdefault(e["tid"], []).append(e)
+    runtime = [e for e in evs if e.get("cat") in ("cuda_runtime", "cuda_driver")]
+    device = [e for e in evs if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    corr = {}
+    out = {ph: {} for ph in ("fwd", "bwd")}
+
+    def slot(ph, stage):
+        d = out[ph].setdefault(stage, {"kernels": 0, "kernel_us": 0.0, "nccl": 0,
+                                       "nccl_us": 0.0, "memcpy": 0, "d2h": 0, "launches": 0,
+                                       "syncs": 0, "host_us": 0.0, "sync_us": 0.0})
+        return d
+
+    def phase_of(ts):
+        for ph, r in phases.items():
+            if r["ts"] <= ts <= r["ts"] + r["dur"]:
+                return ph
+        return None
+
+    # Forward: sequence numbers recorded inside each stage range; host time of the ranges.
+    seq_stage = {}
+    fwd = phases.get("fwd")
+    if fwd is not None:
+        ftid = fwd["tid"]
+        for r in stage_r.get(ftid, ()):
+            if phase_of(r["ts"]) == "fwd":
+                slot("fwd", r["name"][6:])["host_us"] += r["dur"]
+        for e in evs:
+            if e.get("cat") == "cpu_op" and e["tid"] == ftid and phase_of(e["ts"]) == "fwd":
+                sq = (e.get("args") or {}).get("Sequence number")
+                r = _inside(stage_r, ftid, e["ts"])
+                if sq is not None and r is not None:
+                    seq_stage.setdefault(sq, r["name"][6:])
+        staged = sum(d["host_us"] for d in out["fwd"].values())
+        slot("fwd", "layer_other")["host_us"] += max(fwd["dur"] - staged, 0.0)
+        slot("fwd", "all")["host_us"] = fwd["dur"]
+    # Backward: top-level cpu events on threads other than the caller's, inside phase:bwd.
+    bwd = phases.get("bwd")
+    bwd_top = {}
+    if bwd is not None:
+        by_tid = {}
+        for e in evs:
+            if e.get("cat") in cpu_cats and phase_of(e["ts"]) == "bwd" \
+                    and not e["name"].startswith("phase:"):
+                by_tid.setdefault(e["tid"], []).append(e)
+        for tid, lst in by_tid.items():
+            if tid == bwd["tid"] and len(by_tid) > 1:
+                continue  # the caller only waits for the engine's thread
+            # Units: the engine's evaluate_function ranges (one per autograd node), else the
+            # thread's outermost events; each with the events inside it.
+            ev_f = [e for e in lst if e["name"].startswith("autograd::engine::evaluate_function")]
+            tops, end = [], -1.0
+            for e in lst:
+                unit = e["ts"] >= end and (not ev_f or e["name"].startswith(
+                    "autograd::engine::evaluate_function"))
+                if unit:
+                    tops.append({"ts": e["ts"], "dur": e["dur"], "kids": []})
+                    end = e["ts"] + e["dur"]
+                if e["ts"] <= end and tops:
+                    tops[-1]["kids"].append(e)
+            prev = "unmapped"
+            for t in tops:
+                st = None
+                for k in t["kids"]:
+                    sq = (k.get("args") or {}).get("Sequence number")
+                    if sq is not None and sq in seq_stage and not k["name"].startswith("aten::"):
+                        st = seq_stage[sq]
+                        break
+                st = st or prev
+                prev = st
+                t["stage"] = st
+                slot("bwd", st)["host_us"] += t["dur"]
+            bwd_top[tid] = tops
+        slot("bwd", "all")["host_us"] = bwd["dur"]
+
+    def stage_at(ph, tid, ts):
+        if ph == "fwd":
+            r = _inside(stage_r, tid, ts)
+            return r["name"][6:] if r is not None else "layer_other"
+        t = _inside(bwd_top, tid, ts)
+        return t["stage"] if t is not None else "unmapped"
+
+    for e in runtime:
+        ph = phase_of(e["ts"])
+        if ph is None:
+            continue
+        st = stage_at(ph, e["tid"], e["ts"])
+        c = (e.get("args") or {}).get("correlation")
+        if c is not None:
+            corr[c] = (ph, st)
+        for s in (st, "all"):
+            d = slot(ph, s)
+            if e["name"] in LAUNCH_CALLS:
+                d["launches"] += 1
+            elif e["name"] in SYNC_CALLS:
+                d["syncs"] += 1
+                d["sync_us"] += e["dur"]
+    for e in device:
+        c = (e.get("args") or {}).get("correlation")
+        if c not in corr:
+            continue
+        ph, st = corr[c]
+        for s in (st, "all"):
+            d = slot(ph, s)
+            n = e["name"].lower()
+            if e.get("cat") == "gpu_memcpy" or n.startswith("memcpy"):
+                d["memcpy"] += 1
+                if "dtoh" in n.replace(" ", "") or "device -> pinned" in n \
+                        or "device -> pageable" in n:
+                    d["d2h"] += 1
+            elif e.get("cat") == "gpu_memset" or n.startswith("memset"):
+                pass
+            elif "nccl" in n:
+                d["nccl"] += 1
+                d["nccl_us"] += e["dur"]
+            else:
+                d["kernels"] += 1
+                d["kernel_us"] += e["dur"]
+    return out
+
+
+def parse_trace_file(path):
+    import gzip
+    import json
+    op = gzip.open if path.endswith(".gz") else open
+    with op(path, "rt") as f:
+        return module_breakdown(json.load(f))
+
+
+def run_modules(args, name, layer, x, g, fwd, bwd, barrier, tags, rank, world, mrows):
+    """--modules: stage host times without the profiler (forward), then profiled iterations
+    (forward and backward in one session) parsed by module_breakdown."""
+    import gzip
+    import shutil
+    from torch.profiler import ProfilerActivity, profile, record_function
+    med = statistics.median
+    host_acc = {}
+    instrument(layer, host_acc)
+    for _ in range(args.warmup):
+        bwd(fwd())
+    barrier()
+    stage_host, fh, bh = {}, [], []
+    for _ in range(args.iterations):
+        x.grad = None
+        barrier()
+        host_acc.clear()
+        t0 = time.perf_counter()
+        out = fwd()
+        t1 = time.perf_counter()
+        bwd(out)
+        t2 = time.perf_counter()
+        torch.cuda.synchronize()
+        fh.append((t1 - t0) * 1e6)
+        bh.append((t2 - t1) * 1e6)
+        for k, v in host_acc.items():
+            stage_host.setdefault(k, []).append(v)
+    wrong = int((~torch.isfinite(out.float())).sum().item()
+                + (~torch.isfinite(x.grad.float())).sum().item())
+    del out
+
+    def add(ph, module, measure, value, unit, note=""):
+        v = f"{value:.3f}" if isinstance(value, float) else str(value)
+        mrows.append(tags + [ph, module, measure, v, unit, wrong,
+                             '"' + note.replace('"', "'") + '"'])
+
+    add("fwd", "all", "host_noprof_us", float(med(fh)), "us",
+        "host time to return from forward, profiler off, stage ranges on")
+    add("bwd", "all", "host_noprof_us", float(med(bh)), "us",
+        "host time to return from backward(), profiler off")
+    for k in STAGES:
+        if k in stage_host:
+            add("fwd", k, "host_noprof_us", float(med(stage_host[k])), "us",
+                "host time to return from the stage call, profiler off")
+    results = []
+    tmp = f"/tmp/megatron_moe_trace_{os.getpid()}.json"
+    for i in range(args.profiled):
+        x.grad = None
+        barrier()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            with record_function("phase:fwd"):
+                out = fwd()
+            with record_function("phase:bwd"):
+                bwd(out)
+            torch.cuda.synchronize()
+        del out
+        prof.export_chrome_trace(tmp)
+        try:
+            results.append(parse_trace_file(tmp))
+        except Exception as e:  # keep the trace; it can be parsed again offline
+            print(f"# rank {rank} {name}: trace parse failed: {type(e).__name__}: {e}", flush=True)
+        if rank == 0 and i == args.profiled - 1:
+            dst = os.path.join(args.out, f"trace_w{world}_{name}.json.gz")
+            with open(tmp, "rb") as fi, gzip.open(dst, "wb", compresslevel=6) as fo:
+                shutil.copyfileobj(fi, fo)
+        os.remove(tmp)
+    units = {"kernel_us": "us", "nccl_us": "us", "host_us": "us", "sync_us": "us"}
+    for ph in ("fwd", "bwd"):
+        mods = []
+        for r in results:
+            for m in r[ph]:
+                if m not in mods:
+                    mods.append(m)
+        for m in mods:
+            for meas in ("kernels", "kernel_us", "nccl", "nccl_us", "memcpy", "d2h", "launches",
+                         "syncs", "sync_us", "host_us"):
+                vals = [r[ph].get(m, {}).get(meas, 0) for r in results]
+                v = med(vals)
+                v = float(v) if units.get(meas) else int(round(v))
+                add(ph, m, meas, v, units.get(meas, "count"),
+                    "profiler on; median of %d" % len(vals) if meas == "host_us" else "")
+    if rank == 0:
+        for ph in ("fwd", "bwd"):
+            if results:
+                r = results[-1][ph]
+                print(f"# {name} w{world} {ph}: " + "; ".join(
+                    f"{m} {d['kernels']}k {d['kernel_us']:.0f}us host {d['host_us']:.0f}us"
+                    for m, d in r.items()), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--megatron", required=True, help="folder holding the megatron package")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--megatron", help="folder holding the megatron package")
+    ap.add_argument("--out")
     ap.add_argument("--shapes", default="qwen3-30b-a3b,gpt-oss-120b")
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
@@ -171,7 +460,20 @@ def main():
     ap.add_argument("--no-graph", action="store_true", help="skip the CUDA graph attempt")
     ap.add_argument("--check-only", action="store_true",
                     help="build each layer, run one forward+backward, print, stop")
+    ap.add_argument("--modules", action="store_true",
+                    help="per-module breakdown only: writes megatron_moe_layer_modules_w{N}.csv "
+                         "and rank 0's last profiled trace per shape")
+    ap.add_argument("--parse-trace", help="print the per-module breakdown of a saved trace, stop")
     args = ap.parse_args()
+    if args.parse_trace:
+        res = parse_trace_file(args.parse_trace)
+        for ph in ("fwd", "bwd"):
+            for st, d in res[ph].items():
+                print(ph, st, " ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}"
+                                       for k, v in d.items()))
+        return
+    if not args.megatron or not args.out:
+        ap.error("--megatron and --out are required")
     sys.path.insert(0, os.path.abspath(args.megatron))
 
     import torch.distributed as dist
@@ -199,6 +501,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"megatron_moe_layer_w{world}.csv")
     rows = []
+    mrows = []
 
     def barrier():
         torch.cuda.synchronize()
@@ -258,6 +561,12 @@ def main():
 
         def bwd(out):
             out.backward(g)
+
+        if args.modules:
+            run_modules(args, name, layer, x, g, fwd, bwd, barrier, tags, rank, world, mrows)
+            del layer, x, g
+            torch.cuda.empty_cache()
+            continue
 
         if args.check_only:
             out = fwd()
@@ -426,6 +735,17 @@ def main():
     # Gather every rank's rows on rank 0 and write one file.
     allrows = [None] * world
     dist.all_gather_object(allrows, rows)
+    allm = [None] * world
+    dist.all_gather_object(allm, mrows)
+    if rank == 0 and args.modules:
+        mpath = os.path.join(args.out, f"megatron_moe_layer_modules_w{world}.csv")
+        with open(mpath, "w") as f:
+            f.write("gpu,shape,world,rank,ep,experts,experts_local,top_k,hidden,expert_ffn,"
+                    "tokens,iterations,pass,module,measure,value,unit,wrong,note\n")
+            for rr in allm:
+                for r in rr:
+                    f.write(",".join(str(v) for v in r) + "\n")
+        print(f"# wrote {mpath}", flush=True)
     if rank == 0:
         with open(path, "w") as f:
             f.write("gpu,shape,world,rank,ep,experts,experts_local,top_k,hidden,expert_ffn,tokens,"
