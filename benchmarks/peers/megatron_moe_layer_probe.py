@@ -402,7 +402,8 @@ def run_modules(args, name, layer, x, g, fwd, bwd, barrier, tags, rank, world, m
             add("fwd", k, "host_noprof_us", float(med(stage_host[k])), "us",
                 "host time to return from the stage call, profiler off")
     results = []
-    tmp = f"/tmp/megatron_moe_trace_{os.getpid()}.json"
+    import tempfile
+    tmp = os.path.join(tempfile.gettempdir(), f"megatron_moe_trace_{os.getpid()}.json")
     for i in range(args.profiled):
         x.grad = None
         barrier()
