@@ -168,6 +168,12 @@ const std::vector<ParamDoc> kMoeDocs = {
      "where the recipe sizes the exchange ahead (token capacity, CUDA graphs). Costs time "
      "only with training.host_launch_time or host_sync_time",
      "true", ""},
+    {"permute_fusion",
+     "the token permutation runs as fused kernels (Megatron-LM --moe-permute-fusion, TE's "
+     "permute kernels: one pass each way); false: Megatron-Core's unfused torch path, its "
+     "measured kernels (scatter_add_ and index_add_ at the profile's atomic-add rates, the "
+     "kernel counts of benchmarks/results/h200x2/megatron_moe_layer/)",
+     "true", ""},
 };
 
 const std::vector<ParamDoc> kDlrmDocs = {
@@ -432,6 +438,7 @@ void load_moe(ModelSpec& spec, const ConfigNode& n) {
                  : d == "hybridep" ? TokenDispatcher::HybridEp
                                    : TokenDispatcher::AllToAll;
   m.host_sync = n.get_bool("host_sync", true);
+  m.permute_fusion = n.get_bool("permute_fusion", true);
 }
 
 void load_dlrm(ModelSpec& spec, const ConfigNode& n) {

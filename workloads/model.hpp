@@ -112,6 +112,10 @@ struct MoeSpec {
   // The host waits for the tokens per expert in every MoE layer's forward (the router's
   // output copied to the host) before it issues the exchange.
   bool host_sync = true;
+  // The token permutation by fused kernels (Transformer Engine's, Megatron-LM
+  // --moe-permute-fusion), charged as one pass each way; false: Megatron-Core's unfused torch
+  // path (index_select, then scatter_add_ to unpermute; index_add_ in the backward).
+  bool permute_fusion = true;
   bool hierarchical_dispatch() const { return dispatcher != TokenDispatcher::AllToAll; }
 };
 

@@ -63,21 +63,21 @@ double share_of_tokens_reaching(int experts, int top_k, int experts_there) {
 
 // Kernels Megatron-Core's eager MoE path launches around the experts, per layer and pass,
 // on the ops that stand for them (the host issues each: docs/simulate.md, "The host").
-// Measured for the all-to-all dispatcher with the permutation unfused (Megatron-LM at
-// d98e8a64dd, benchmarks/results/h200x2/megatron_moe_layer/): 45 kernels in the forward and
-// 39 in the backward besides the experts' (7 and 15 a SequentialMLP expert: the counts at 8,
-// 16, 64 and 128 local experts are 45 + 7 E and 39 + 15 E exactly), split over the router,
-// the permutation (the counts' preprocessing, the sort and gather, the regrouping by
-// expert) and the unpermutation by the kernels' names. Other dispatchers' paths are not
-// measured: one launch an op.
+// Measured for the all-to-all dispatcher with the permutation unfused (moe.permute_fusion
+// false) (Megatron-LM at
+// d98e8a64dd, benchmarks/results/h200x2/megatron_moe_layer/, run 4, per module on one EP 16
+// rank's experts): the router 28 forward and 21 backward, the dispatcher's preprocessing,
+// permutation and regrouping 13 and 14, the combine's 3 and 2; the experts' are theirs (7
+// and 15 a SequentialMLP expert). Other dispatchers' paths are not measured: one launch an
+// op.
 struct FrameworkKernels {
   int router_fwd = 1, permute_fwd = 1, unpermute_fwd = 1;
-  int router_bwd = 1, permute_bwd = 1, unpermute_bwd = 1;
+  int router_bwd = 1, permute_bwd = 1, unpermute_bwd = 1;  // router_bwd: its dgrad op's
 };
 
 FrameworkKernels framework_kernels(const MoeSpec& m) {
-  if (m.dispatcher != TokenDispatcher::AllToAll) return {};
-  return {15, 22, 8, 14, 14, 10};  // router_bwd: its dgrad; the wgrad is one more
+  if (m.permute_fusion || m.dispatcher != TokenDispatcher::AllToAll) return {};
+  return {28, 13, 3, 20, 14, 2};  // the router's backward: 20 on its dgrad, 1 on its wgrad
 }
 
 }  // namespace
@@ -218,10 +218,13 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
   quantize(c, "experts.fc2.input_quantize", Quant::CastTranspose, es.routed_tokens, f_local);
   OpVertex fc2 = expert_gemm(c, "experts.fc2", es.rows_per_expert, h_, f_local, es.local_experts);
   const TokenExchange out = tokens_from_experts(c, "tp_scatter_tokens", "ep_combine", fc2);
-  // Weighted sum of the top_k expert outputs of each token.
-  return elementwise(c.launching(k.unpermute_fwd), "unpermute",
-                     static_cast<std::uint64_t>((Tn_ * m.top_k + Tn_) * h_ * act_bytes_),
-                     {out.ep.ep, out.ep.ep_node, out.tp, shared});
+  // Weighted sum of the top_k expert outputs of each token; unfused, by scatter_add_.
+  const OpVertex unpermute =
+      elementwise(c.launching(k.unpermute_fwd), "unpermute",
+                  static_cast<std::uint64_t>((Tn_ * m.top_k + Tn_) * h_ * act_bytes_),
+                  {out.ep.ep, out.ep.ep_node, out.tp, shared});
+  if (!m.permute_fusion) b_.graph()[unpermute].atomic_add = sim::AtomicAdd::Scatter;
+  return unpermute;
 }
 
 OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
@@ -265,9 +268,12 @@ OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
   const TokenExchange out =
       tokens_from_experts(c, "tp_gather_tokens.bwd", "ep_dispatch.bwd", fc1_dv);
   expert_wgrad(c, "experts.fc1", h_, fc1_out, es.rows_per_expert, es.local_experts);
-  elementwise(c.launching(k.permute_bwd), "permute.bwd",
-              static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_),
-              {out.ep.ep, out.ep.ep_node, out.tp});
+  // Unfused: the backward of the permutation's index_select, an index_add_.
+  const OpVertex permute_grad =
+      elementwise(c.launching(k.permute_bwd), "permute.bwd",
+                  static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_),
+                  {out.ep.ep, out.ep.ep_node, out.tp});
+  if (!m.permute_fusion) b_.graph()[permute_grad].atomic_add = sim::AtomicAdd::Index;
   Ctx router = c;
   router.bf16_gemms = true;
   gemm(router.launching(k.router_bwd), "router.dgrad", Tn_, h_, m.experts);

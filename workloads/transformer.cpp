@@ -91,6 +91,7 @@ OpVertex TransformerEmitter::compute(sim::OpNode node, const Ctx& c,
                           node.precision == sim::Precision::FP8 &&
                           spec_.training.fp8_scaling == Fp8Scaling::Block128;
   // The host issues its launches (docs/simulate.md, "The host").
+  node.launches = c.launches;
   node.host_s = spec_.training.host_launch_time_s * c.launches;
   return b_.add(std::move(node), deps);
 }

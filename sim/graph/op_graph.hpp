@@ -30,6 +30,13 @@ const char* to_string(Precision p);
 int bytes_per_element(Precision p);
 
 enum class Phase { Forward, Backward, Optimizer };
+
+// An elementwise op whose writes are atomic adds into scattered rows, which run at the
+// rate of the device's atomics rather than at its memory bandwidth: PyTorch's
+// `scatter_add_` and `index_add_` (Megatron-Core's unfused token unpermutation, and the
+// backward of its permutation's `index_select`). ComputeModel charges them at
+// compute.scatter_add_bandwidth_Bps / index_add_bandwidth_Bps.
+enum class AtomicAdd : std::uint8_t { None, Scatter, Index };
 const char* to_string(Phase p);
 
 // Streams of one rank. Compute ops run one at a time on Compute; communication runs on
@@ -86,6 +93,10 @@ struct OpNode {
   // DeepSeek-V3 recipe) rather than one scale per tensor; ComputeModel charges
   // compute.fp8_block_scaling_time_factor on top of the fp8 GEMM time.
   bool fp8_block_scaled = false;
+  AtomicAdd atomic_add = AtomicAdd::None;  // Elementwise: its writes are atomic adds
+  // Kernels the op stands for (a framework module's several launches): each pays the
+  // profile's launch_overhead_s on the GPU, and the host issues each (host_s).
+  int launches = 1;
   int layer = -1;
   int microbatch = -1;
 

@@ -15,6 +15,8 @@ OpCostKey OpCostKey::of(const OpNode& op) {
   k.precision = op.precision;
   k.fp8_block_scaled = op.fp8_block_scaled;
   k.recompute = op.recompute;
+  k.atomic_add = op.atomic_add;
+  k.launches = op.launches;
   k.gemm = op.gemm;
   k.attention = op.attention;
   k.flops = op.flops;
@@ -25,7 +27,8 @@ OpCostKey OpCostKey::of(const OpNode& op) {
 bool OpCostKey::operator==(const OpCostKey& o) const {
   // Doubles compared by value: -0.0 == 0.0 cost the same, and no key holds a NaN.
   return kind == o.kind && phase == o.phase && precision == o.precision &&
-         fp8_block_scaled == o.fp8_block_scaled && recompute == o.recompute && gemm.m == o.gemm.m &&
+         fp8_block_scaled == o.fp8_block_scaled && recompute == o.recompute &&
+         atomic_add == o.atomic_add && launches == o.launches && gemm.m == o.gemm.m &&
          gemm.n == o.gemm.n && gemm.k == o.gemm.k && gemm.batch == o.gemm.batch &&
          attention.head_dim == o.attention.head_dim && attention.seq_len == o.attention.seq_len &&
          attention.query_tiles == o.attention.query_tiles && flops == o.flops && bytes == o.bytes;
@@ -42,7 +45,9 @@ std::size_t OpCostKey::Hash::operator()(const OpCostKey& k) const {
   mix(static_cast<std::uint64_t>(k.kind) | static_cast<std::uint64_t>(k.phase) << 8 |
       static_cast<std::uint64_t>(k.precision) << 16 |
       static_cast<std::uint64_t>(k.fp8_block_scaled) << 24 |
-      static_cast<std::uint64_t>(k.recompute) << 25);
+      static_cast<std::uint64_t>(k.recompute) << 25 |
+      static_cast<std::uint64_t>(k.atomic_add) << 26 |
+      static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.launches)) << 32);
   mix(static_cast<std::uint64_t>(k.gemm.m));
   mix(static_cast<std::uint64_t>(k.gemm.n));
   mix(static_cast<std::uint64_t>(k.gemm.k));
@@ -95,7 +100,7 @@ OpCost ComputeModel::cost(const OpNode& op) const {
   const double flops = op_flops(op);
   const double bytes = op_bytes(op);
   OpCost c;
-  c.launch_s = profile_.launch_overhead_s.value;
+  c.launch_s = profile_.launch_overhead_s.value * std::max(1, op.launches);
   mark(kLaunch);
   if (bytes > 0) {
     const bool gather = op.kind == OpKind::EmbeddingLookup;
@@ -103,6 +108,19 @@ OpCost ComputeModel::cost(const OpNode& op) const {
     mark(kMemoryBandwidth);
     mark(gather ? kEmbeddingEfficiency : kMemoryEfficiency);
     c.memory_s = bytes / (profile_.memory_bandwidth_Bps.value * mem_eff.at(bytes));
+    if (op.atomic_add != AtomicAdd::None) {
+      const bool scatter = op.atomic_add == AtomicAdd::Scatter;
+      const std::optional<Sourced>& rate =
+          scatter ? profile_.scatter_add_bandwidth_Bps : profile_.index_add_bandwidth_Bps;
+      const char* key = scatter ? "scatter_add_bandwidth_Bps" : "index_add_bandwidth_Bps";
+      if (!rate)
+        throw std::invalid_argument(fmt::format(
+            "op '{}': its writes are atomic adds, but the profile has no compute.{} (measure "
+            "it: benchmarks/results/h200x2/megatron_moe_layer/)",
+            op.name, key));
+      mark(scatter ? kScatterAdd : kIndexAdd);
+      c.memory_s = std::max(c.memory_s, bytes / rate->value);
+    }
   }
   if (flops > 0) {
     switch (op.kind) {
@@ -197,6 +215,8 @@ std::vector<std::string> ComputeModel::used_entries() const {
   if (used_ & (1u << kEmbeddingEfficiency)) out.push_back("compute.efficiency.embedding");
   if (used_ & (1u << kFp8BlockScaling)) out.push_back("compute.fp8_block_scaling_time_factor");
   if (used_ & (1u << kAttentionTable)) out.push_back("compute.attention_table");
+  if (used_ & (1u << kScatterAdd)) out.push_back("compute.scatter_add_bandwidth_Bps");
+  if (used_ & (1u << kIndexAdd)) out.push_back("compute.index_add_bandwidth_Bps");
   for (Precision p : precisions)
     if (used_ & (1u << (kGemmTable + static_cast<unsigned>(p))))
       out.push_back(fmt::format("compute.gemm_tables.{}", to_string(p)));

@@ -33,6 +33,8 @@ struct OpCostKey {
   Precision precision = Precision::BF16;
   bool fp8_block_scaled = false;
   bool recompute = false;
+  AtomicAdd atomic_add = AtomicAdd::None;
+  int launches = 1;
   GemmShape gemm;
   AttentionShape attention;
   double flops = 0;
@@ -86,6 +88,8 @@ class ComputeModel {
     kEmbeddingEfficiency,
     kFp8BlockScaling,
     kAttentionTable,
+    kScatterAdd,
+    kIndexAdd,
   };
   // Checked before written, so threads sharing a model only read the mask once warm.
   void mark(unsigned entry) const {

@@ -54,6 +54,12 @@ struct ComputeProfile {
   // latter), for ops with fp8_block_scaled. Absent: such ops are an error.
   std::optional<Sourced> fp8_block_scaling_time_factor;
 
+  // Bytes a second of ops whose writes are atomic adds into scattered rows
+  // (OpNode::atomic_add: PyTorch's scatter_add_, index_add_), over the op's bytes. Absent:
+  // such ops are an error.
+  std::optional<Sourced> scatter_add_bandwidth_Bps;
+  std::optional<Sourced> index_add_bandwidth_Bps;
+
   // 1 + idle_clock_boost * idle_fraction (1 without the key); idle_fraction in [0, 1].
   double clock_speedup(double idle_fraction) const;
 };

@@ -27,6 +27,10 @@ std::vector<SourceEntry> Profile::sources() const {
   if (c.idle_clock_boost) out.push_back({"compute.idle_clock_boost", c.idle_clock_boost->source});
   if (c.fp8_block_scaling_time_factor)
     out.push_back({"compute.fp8_block_scaling_time_factor", c.fp8_block_scaling_time_factor->source});
+  if (c.scatter_add_bandwidth_Bps)
+    out.push_back({"compute.scatter_add_bandwidth_Bps", c.scatter_add_bandwidth_Bps->source});
+  if (c.index_add_bandwidth_Bps)
+    out.push_back({"compute.index_add_bandwidth_Bps", c.index_add_bandwidth_Bps->source});
   if (c.attention_table) out.push_back({"compute.attention_table", c.attention_table->source});
   for (const auto& cc : collectives.curves) {
     out.push_back({fmt::format("collectives.{}.{}.{}", to_string(cc.op), to_string(cc.algo),

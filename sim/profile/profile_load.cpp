@@ -258,7 +258,7 @@ ComputeProfile parse_compute(const ConfigNode& node) {
   node.check_keys(std::vector<std::string>{
       "peak_flops_per_s", "memory_bandwidth_Bps", "memory_capacity_bytes", "launch_overhead_s",
       "efficiency", "gemm_tables", "own_gemm_tables", "attention_table", "idle_clock_boost",
-      "fp8_block_scaling_time_factor"});
+      "fp8_block_scaling_time_factor", "scatter_add_bandwidth_Bps", "index_add_bandwidth_Bps"});
   ComputeProfile c;
   ConfigNode peaks = node.child("peak_flops_per_s");
   if (!peaks.is_map() || peaks.size() == 0)
@@ -302,6 +302,13 @@ ComputeProfile parse_compute(const ConfigNode& node) {
       node.child("fp8_block_scaling_time_factor")
           .fail("expected block-scaled / per-tensor fp8 GEMM time in [0.5, 10] (value: 1.1)");
   }
+  for (const char* key : {"scatter_add_bandwidth_Bps", "index_add_bandwidth_Bps"})
+    if (node.optional_child(key)) {
+      Sourced rate = parse_sourced(node, key);
+      if (!(rate.value > 0)) node.child(key).fail("expected a rate > 0 (value: 600GBps)");
+      (std::string(key) == "scatter_add_bandwidth_Bps" ? c.scatter_add_bandwidth_Bps
+                                                       : c.index_add_bandwidth_Bps) = rate;
+    }
   if (auto table = node.optional_child("attention_table"))
     c.attention_table = parse_attention_table(*table);
   for (const char* name : {"gemm_tables", "own_gemm_tables"})
@@ -416,7 +423,7 @@ const std::vector<config::ParamDoc>& profile_params() {
        "peak_flops_per_s, memory_bandwidth_Bps, memory_capacity_bytes, "
        "launch_overhead_s, efficiency, gemm_tables, own_gemm_tables, attention_table, "
        "idle_clock_boost, "
-       "fp8_block_scaling_time_factor",
+       "fp8_block_scaling_time_factor, scatter_add_bandwidth_Bps, index_add_bandwidth_Bps",
        "", ""},
       {"collectives",
        "list of {op, algorithm, scope, ranks, ctas, segments, in_compute_loop_factor, source}",

@@ -303,3 +303,53 @@ TEST(MoeGenerator, SelectiveRecomputeRunsMlaUpProjectionsAgain) {
   EXPECT_DOUBLE_EQ(recomputed_up, 2 /*layers*/ * 2 /*microbatches*/ * up);
   EXPECT_DOUBLE_EQ(selective.model_flops_per_step, none.model_flops_per_step);
 }
+
+// Megatron-Core's unfused permutation (moe.permute_fusion false): the unpermutation is a
+// scatter-add and the permutation's backward an index-add, each op carries the kernels the
+// measured path launches, and with the host modelled the host waits on the permutation in
+// every layer's forward (docs/simulate.md, "The host").
+TEST(MoeGenerator, UnfusedPermutationCarriesItsKernelsAndTheHostWait) {
+  ModelSpec m = mixtral_ep8();
+  m.moe.permute_fusion = false;
+  m.training.host_launch_time_s = 50e-6;
+  m.training.host_sync_time_s = 20e-6;
+  auto step = generate_step(m, 1024);
+  std::map<std::string, int> seen;
+  int syncs = 0;
+  for_each_op(step.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    const auto ends = [&](const std::string& s) {
+      return op.name.size() >= s.size() &&
+             op.name.compare(op.name.size() - s.size(), s.size(), s) == 0;
+    };
+    if (op.host_sync) {
+      ++syncs;
+      EXPECT_TRUE(ends(".fwd.permute")) << op.name;
+      EXPECT_DOUBLE_EQ(op.host_sync_s, 20e-6);
+    }
+    if (ends(".fwd.unpermute")) {
+      ++seen["unpermute"];
+      EXPECT_EQ(op.atomic_add, sim::AtomicAdd::Scatter);
+      EXPECT_EQ(op.launches, 3);
+      EXPECT_DOUBLE_EQ(op.host_s, 3 * 50e-6);
+    }
+    if (ends(".bwd.permute.bwd")) {
+      ++seen["permute.bwd"];
+      EXPECT_EQ(op.atomic_add, sim::AtomicAdd::Index);
+      EXPECT_EQ(op.launches, 14);
+    }
+    if (ends(".fwd.router")) {
+      ++seen["router"];
+      EXPECT_EQ(op.launches, 28);
+    }
+  });
+  EXPECT_EQ(seen["unpermute"], 32);  // one a layer
+  EXPECT_EQ(seen["permute.bwd"], 32);
+  EXPECT_EQ(seen["router"], 32);
+  EXPECT_EQ(syncs, 32);
+  // Fused (the default): one launch and one pass each, no atomic adds.
+  for_each_op(generate_step(mixtral_ep8(), 1024).ranks[0],
+              [&](sim::OpVertex, const sim::OpNode& op) {
+                EXPECT_EQ(op.atomic_add, sim::AtomicAdd::None) << op.name;
+                EXPECT_EQ(op.launches, 1) << op.name;
+              });
+}

@@ -77,6 +77,50 @@ TEST(ComputeModel, BlockScaledFp8GemmsTakeTheMeasuredFactor) {
   EXPECT_DOUBLE_EQ(model.cost(bf16).compute_s, 2.0 * 4096.0 * 4096.0 * 4096.0 / 5e14);
 }
 
+// Atomic scatter-adds run at the profile's measured rate, not at the memory bandwidth; a
+// profile without the rate refuses such an op, naming the key.
+TEST(ComputeModel, AtomicAddsRunAtTheirMeasuredRate) {
+  ComputeProfile p = test_profile();
+  OpNode op;
+  op.name = "unpermute";
+  op.kind = OpKind::Elementwise;
+  op.bytes = 1'000'000'000;
+  op.atomic_add = AtomicAdd::Scatter;
+  try {
+    ComputeModel(p).cost(op);
+    FAIL() << "no scatter-add rate in the profile";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("compute.scatter_add_bandwidth_Bps"), std::string::npos);
+  }
+  p.scatter_add_bandwidth_Bps = Sourced{1e11, {}};
+  p.index_add_bandwidth_Bps = Sourced{5e10, {}};
+  ComputeModel model(p);
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1e9 / 1e11 + 1e-6);
+  op.atomic_add = AtomicAdd::Index;
+  EXPECT_DOUBLE_EQ(model.time_s(op), 1e9 / 5e10 + 1e-6);
+  const auto used = model.used_entries();
+  EXPECT_NE(std::find(used.begin(), used.end(), "compute.index_add_bandwidth_Bps"), used.end());
+  // The key tells them apart for the executor's memo.
+  OpNode plain = op;
+  plain.atomic_add = AtomicAdd::None;
+  EXPECT_FALSE(OpCostKey::of(plain) == OpCostKey::of(op));
+}
+
+// An op standing for several kernels pays the launch overhead once for each.
+TEST(ComputeModel, EveryLaunchPaysTheOverhead) {
+  ComputeProfile p = test_profile();
+  ComputeModel model(p);
+  OpNode op;
+  op.name = "router";
+  op.kind = OpKind::Elementwise;
+  op.bytes = 8'000'000;
+  op.launches = 28;
+  EXPECT_DOUBLE_EQ(model.time_s(op), 8e6 / 8e11 + 28e-6);
+  OpNode one = op;
+  one.launches = 1;
+  EXPECT_FALSE(OpCostKey::of(one) == OpCostKey::of(op));
+}
+
 TEST(ComputeModel, GemvIsMemoryBound) {
   ComputeProfile p = test_profile();
   ComputeModel model(p);
