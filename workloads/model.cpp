@@ -174,6 +174,11 @@ const std::vector<ParamDoc> kMoeDocs = {
      "measured kernels (scatter_add_ and index_add_ at the profile's atomic-add rates, the "
      "kernel counts of benchmarks/results/h200x2/megatron_moe_layer/)",
      "true", ""},
+    {"router_fusion",
+     "the router's top-k and softmax by a fused kernel (Megatron-LM --moe-router-fusion); "
+     "false: Megatron-Core's TopKRouter in torch ops, the kernels it launches as measured "
+     "(28 forward, 21 backward)",
+     "true", ""},
 };
 
 const std::vector<ParamDoc> kDlrmDocs = {
@@ -439,6 +444,7 @@ void load_moe(ModelSpec& spec, const ConfigNode& n) {
                                    : TokenDispatcher::AllToAll;
   m.host_sync = n.get_bool("host_sync", true);
   m.permute_fusion = n.get_bool("permute_fusion", true);
+  m.router_fusion = n.get_bool("router_fusion", true);
 }
 
 void load_dlrm(ModelSpec& spec, const ConfigNode& n) {

@@ -116,6 +116,9 @@ struct MoeSpec {
   // --moe-permute-fusion), charged as one pass each way; false: Megatron-Core's unfused torch
   // path (index_select, then scatter_add_ to unpermute; index_add_ in the backward).
   bool permute_fusion = true;
+  // The router's top-k and softmax by a fused kernel (Megatron-LM --moe-router-fusion);
+  // false: Megatron-Core's TopKRouter in torch ops, with its measured kernels.
+  bool router_fusion = true;
   bool hierarchical_dispatch() const { return dispatcher != TokenDispatcher::AllToAll; }
 };
 

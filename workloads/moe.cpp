@@ -63,21 +63,30 @@ double share_of_tokens_reaching(int experts, int top_k, int experts_there) {
 
 // Kernels Megatron-Core's eager MoE path launches around the experts, per layer and pass,
 // on the ops that stand for them (the host issues each: docs/simulate.md, "The host").
-// Measured for the all-to-all dispatcher with the permutation unfused (moe.permute_fusion
-// false) (Megatron-LM at
-// d98e8a64dd, benchmarks/results/h200x2/megatron_moe_layer/, run 4, per module on one EP 16
-// rank's experts): the router 28 forward and 21 backward, the dispatcher's preprocessing,
-// permutation and regrouping 13 and 14, the combine's 3 and 2; the experts' are theirs (7
-// and 15 a SequentialMLP expert). Other dispatchers' paths are not measured: one launch an
-// op.
+// Measured with the all-to-all dispatcher, the permutation unfused (moe.permute_fusion
+// false), Megatron-LM at d98e8a64dd (benchmarks/results/h200x2/megatron_moe_layer/, run 4,
+// per module on one EP 16 rank's experts): the router 28 forward and 21 backward (TopKRouter
+// unfused, moe.router_fusion false), the dispatcher's preprocessing, permutation and regrouping 13
+// and 14, the combine's 3 and 2; the experts' are theirs (7 and 15 a SequentialMLP expert).
+// Fused paths and other dispatchers are not measured: one launch an op.
 struct FrameworkKernels {
   int router_fwd = 1, permute_fwd = 1, unpermute_fwd = 1;
   int router_bwd = 1, permute_bwd = 1, unpermute_bwd = 1;  // router_bwd: its dgrad op's
 };
 
 FrameworkKernels framework_kernels(const MoeSpec& m) {
-  if (m.permute_fusion || m.dispatcher != TokenDispatcher::AllToAll) return {};
-  return {28, 13, 3, 20, 14, 2};  // the router's backward: 20 on its dgrad, 1 on its wgrad
+  FrameworkKernels k;
+  if (!m.router_fusion) {
+    k.router_fwd = 28;
+    k.router_bwd = 20;  // on its dgrad; its wgrad is one more
+  }
+  if (!m.permute_fusion && m.dispatcher == TokenDispatcher::AllToAll) {
+    k.permute_fwd = 13;
+    k.unpermute_fwd = 3;
+    k.permute_bwd = 14;
+    k.unpermute_bwd = 2;
+  }
+  return k;
 }
 
 }  // namespace

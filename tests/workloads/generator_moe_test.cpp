@@ -304,13 +304,15 @@ TEST(MoeGenerator, SelectiveRecomputeRunsMlaUpProjectionsAgain) {
   EXPECT_DOUBLE_EQ(selective.model_flops_per_step, none.model_flops_per_step);
 }
 
-// Megatron-Core's unfused permutation (moe.permute_fusion false): the unpermutation is a
+// Megatron-Core's unfused router and permutation (moe.router_fusion, permute_fusion false):
+// the unpermutation is a
 // scatter-add and the permutation's backward an index-add, each op carries the kernels the
 // measured path launches, and with the host modelled the host waits on the permutation in
 // every layer's forward (docs/simulate.md, "The host").
 TEST(MoeGenerator, UnfusedPermutationCarriesItsKernelsAndTheHostWait) {
   ModelSpec m = mixtral_ep8();
   m.moe.permute_fusion = false;
+  m.moe.router_fusion = false;
   m.training.host_launch_time_s = 50e-6;
   m.training.host_sync_time_s = 20e-6;
   auto step = generate_step(m, 1024);
