@@ -82,6 +82,18 @@ LAUNCH_CALLS = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cu
                 "cudaLaunchCooperativeKernel")
 
 
+def write_csv(path, header, rows_by_rank):
+    """Writes every rank's rows under `header`, atomically (a temporary file, then rename)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(header + "\n")
+        for rows in rows_by_rank:
+            for r in rows:
+                f.write(",".join(str(v) for v in r) + "\n")
+    os.replace(tmp, path)
+    print(f"# wrote {path}", flush=True)
+
+
 def kernel_class(name):
     n = name.lower()
     if n.startswith("memcpy"):
@@ -738,23 +750,12 @@ def main():
     dist.all_gather_object(allrows, rows)
     allm = [None] * world
     dist.all_gather_object(allm, mrows)
+    tags = "gpu,shape,world,rank,ep,experts,experts_local,top_k,hidden,expert_ffn,tokens,iterations"
     if rank == 0 and args.modules:
-        mpath = os.path.join(args.out, f"megatron_moe_layer_modules_w{world}.csv")
-        with open(mpath, "w") as f:
-            f.write("gpu,shape,world,rank,ep,experts,experts_local,top_k,hidden,expert_ffn,"
-                    "tokens,iterations,pass,module,measure,value,unit,wrong,note\n")
-            for rr in allm:
-                for r in rr:
-                    f.write(",".join(str(v) for v in r) + "\n")
-        print(f"# wrote {mpath}", flush=True)
+        write_csv(os.path.join(args.out, f"megatron_moe_layer_modules_w{world}.csv"),
+                  tags + ",pass,module,measure,value,unit,wrong,note", allm)
     if rank == 0:
-        with open(path, "w") as f:
-            f.write("gpu,shape,world,rank,ep,experts,experts_local,top_k,hidden,expert_ffn,tokens,"
-                    "iterations,measure,value,unit,wrong,note\n")
-            for rr in allrows:
-                for r in rr:
-                    f.write(",".join(str(v) for v in r) + "\n")
-        print(f"# wrote {path}", flush=True)
+        write_csv(path, tags + ",measure,value,unit,wrong,note", allrows)
     parallel_state.destroy_model_parallel()
     dist.destroy_process_group()
 
