@@ -259,13 +259,13 @@ const std::vector<ParamDoc> kTrainingDocs = {
      "0", "seconds"},
     {"host_launch_time",
      "the host's time to issue one kernel on the eager path (the framework's Python and the "
-     "launch): the GPU cannot start an op before the host has issued it, the compute "
-     "stream's ops in program order; 0: the host always runs ahead of the GPU",
+     "launch): the GPU cannot start an op before the host has issued it, the compute ops and "
+     "the tensor-, context- and expert-parallel collectives in program order, each op's "
+     "launches; 0: the host always runs ahead of the GPU",
      "0", "seconds"},
     {"host_sync_time",
-     "with host_launch_time: after a device-to-host copy the host waits for (Megatron-LM's "
-     "all-to-all token dispatcher's counts, moe.dispatcher: alltoall), this long more before "
-     "it issues the next op (the copy's round trip)",
+     "after a device-to-host copy the host waits for (the MoE dispatcher's token counts, "
+     "moe.host_sync), this long more before it issues the next op (the copy's round trip)",
      "0", "seconds"},
     {"overlap_param_gather",
      "distributed_optimizer: each layer's parameter all-gather is issued one layer ahead of "

@@ -43,8 +43,8 @@ struct ProgramState {
   std::size_t remaining = 0;
   bool record = false;
   RankResult result;
-  // The host issuing the compute stream in program order (OpNode::host_s, host_sync); off
-  // (host_gated false) where no compute op carries a host time or a sync.
+  // The host issuing the ops of the layout's host_order in program order (OpNode::host_s,
+  // host_sync); off (host_gated false) where no op carries a host time or a sync.
   bool host_gated = false;
   const std::vector<OpVertex>* host_order = nullptr;          // the layout's
   const std::vector<std::uint32_t>* host_position = nullptr;  // the layout's

@@ -127,12 +127,13 @@ struct OpNode {
   // StepGraph::flops_per_step but not in model_flops_per_step.
   bool recompute = false;
 
-  // The host that issues the compute stream's ops in program order (an eager framework's
-  // Python and kernel launches). host_s: the host's time to issue this op (its launches);
-  // the op cannot start before the host has issued it. host_sync: the host waits for this
-  // op to finish (a device-to-host copy it needs, such as a token dispatcher's counts), then
-  // host_sync_s more, before it issues the next op. Compute-stream ops only; all zero: the
-  // host is never on the critical path (as before the host was modelled).
+  // The host that issues a rank's ops in program order (an eager framework's Python and
+  // kernel launches): the compute ops and the inline collectives (StepLayout's
+  // host_issues(): tensor, context and expert parallelism). host_s: the host's time to issue
+  // this op (its launches); the op cannot start before the host has issued it. host_sync:
+  // the host waits for this op to finish (a device-to-host copy it needs, such as a token
+  // dispatcher's counts), then host_sync_s more, before it issues the next op. All zero:
+  // the host is never on the critical path (as before the host was modelled).
   double host_s = 0;
   bool host_sync = false;
   double host_sync_s = 0;

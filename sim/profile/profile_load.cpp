@@ -302,12 +302,11 @@ ComputeProfile parse_compute(const ConfigNode& node) {
       node.child("fp8_block_scaling_time_factor")
           .fail("expected block-scaled / per-tensor fp8 GEMM time in [0.5, 10] (value: 1.1)");
   }
-  for (const char* key : {"scatter_add_bandwidth_Bps", "index_add_bandwidth_Bps"})
+  for (auto [key, into] : {std::pair{"scatter_add_bandwidth_Bps", &c.scatter_add_bandwidth_Bps},
+                           std::pair{"index_add_bandwidth_Bps", &c.index_add_bandwidth_Bps}})
     if (node.optional_child(key)) {
-      Sourced rate = parse_sourced(node, key);
-      if (!(rate.value > 0)) node.child(key).fail("expected a rate > 0 (value: 600GBps)");
-      (std::string(key) == "scatter_add_bandwidth_Bps" ? c.scatter_add_bandwidth_Bps
-                                                       : c.index_add_bandwidth_Bps) = rate;
+      *into = parse_sourced(node, key);
+      if (!((*into)->value > 0)) node.child(key).fail("expected a rate > 0 (value: 600GBps)");
     }
   if (auto table = node.optional_child("attention_table"))
     c.attention_table = parse_attention_table(*table);
