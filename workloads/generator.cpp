@@ -75,6 +75,17 @@ void emit_one_f_one_b(const ModelSpec& spec, const ParallelLayout& layout, int r
   }
 }
 
+// No pipeline, with Megatron-Core's EP communication overlap
+// (combined_1f1b_schedule_for_no_pipelining): the first forward alone, then each forward
+// beside the previous microbatch's backward, then the last backward alone.
+void emit_combined_no_pipelining(const ModelSpec& spec, TransformerEmitter& emitter) {
+  const int microbatches = microbatches_per_step(spec);
+  emitter.forward(0);
+  for (int mb = 1; mb < microbatches; ++mb)
+    emitter.forward_backward(mb, mb - 1, mb - 1 == microbatches - 1);
+  emitter.backward(microbatches - 1, true);
+}
+
 // Interleaved 1F1B with Megatron's default overlap of p2p communication: sends do not
 // block compute; the receive a pass needs is posted when the previous pass starts and
 // waited for by the pass. Virtual stage c·p + s feeds c·p + s + 1, so the last stage's
@@ -132,7 +143,9 @@ void emit_transformer_rank(const ModelSpec& spec, const ParallelLayout& layout, 
   RankBuilder b(graph, &budget);
   GradientBuckets grads;
   TransformerEmitter emitter(spec, layout, rank, groups, b, grads);
-  if (spec.parallelism.virtual_stages > 1)
+  if (spec.kind == ModelKind::Moe && spec.moe.ep_overlap && layout.pp() == 1)
+    emit_combined_no_pipelining(spec, emitter);
+  else if (spec.parallelism.virtual_stages > 1)
     emit_interleaved(spec, layout, rank, groups, b, emitter);
   else
     emit_one_f_one_b(spec, layout, rank, groups, b, emitter);

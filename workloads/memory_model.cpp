@@ -565,6 +565,11 @@ double layer_activation_bytes(const ModelSpec& m, int layer, int position) {
 double in_flight_microbatches(const ModelSpec& m, int stage) {
   const auto& p = m.parallelism;
   const int mb = std::max(1, microbatches_per_step(m));
+  // Megatron-Core's EP overlap runs the next microbatch's forward layer by layer beside a
+  // backward that frees a layer's activations as it goes: after the i-th pair the forward
+  // holds i + 1 layers and the backward L - i, one layer more than a microbatch.
+  if (m.kind == ModelKind::Moe && m.moe.ep_overlap && p.pp == 1 && mb > 1)
+    return 1.0 + 1.0 / std::max(1, m.transformer.layers);
   if (p.virtual_stages <= 1) return std::min(p.pp - stage, mb);
   // Megatron-LM forward_backward_pipelining_with_interleaving: warm-up chunk passes
   // (pp - stage - 1)·2 + (v - 1)·pp, all of them when microbatches == pp; one more forward

@@ -179,6 +179,12 @@ const std::vector<ParamDoc> kMoeDocs = {
      "false: Megatron-Core's TopKRouter in torch ops, the kernels it launches as measured "
      "(28 forward, 21 backward)",
      "true", ""},
+    {"ep_overlap",
+     "Megatron-Core's EP communication overlap (--overlap-moe-expert-parallel-comm, "
+     "Megatron-Bridge moe_a2a_overlap): each microbatch's forward runs beside the previous "
+     "one's backward, layer by layer, so that each one's token exchanges run while the other "
+     "computes (its combined 1F1B schedule); with parallelism.pp 1",
+     "false", ""},
 };
 
 const std::vector<ParamDoc> kDlrmDocs = {
@@ -445,6 +451,7 @@ void load_moe(ModelSpec& spec, const ConfigNode& n) {
   m.host_sync = n.get_bool("host_sync", true);
   m.permute_fusion = n.get_bool("permute_fusion", true);
   m.router_fusion = n.get_bool("router_fusion", true);
+  m.ep_overlap = n.get_bool("ep_overlap", false);
 }
 
 void load_dlrm(ModelSpec& spec, const ConfigNode& n) {
@@ -752,6 +759,15 @@ void validate_model(const ModelSpec& spec) {
                fmt::format("{} with expert tensor parallelism {} (expected parallelism.etp: 1; "
                            "the hierarchical exchange is modelled for whole experts per rank)",
                            to_string(m.dispatcher), p.expert_tp()));
+    if (m.ep_overlap && p.pp > 1)
+      fail_key(spec, "moe.ep_overlap",
+               fmt::format("true with pp = {} (expected parallelism.pp: 1; the combined 1F1B "
+                           "of a pipeline is not modelled)",
+                           p.pp));
+    if (m.ep_overlap && spec.training.recompute == Recompute::Full)
+      fail_key(spec, "moe.ep_overlap",
+               "true with training.recompute full (expected selective or none: Megatron-Core's "
+               "EP overlap does not run with full recomputation)");
     if (p.tp > 1 && !p.sequence_parallel)
       fail_key(spec, "parallelism.sequence_parallel",
                "false with tp > 1 in an MoE model (expected true: Megatron requires sequence "

@@ -119,6 +119,10 @@ struct MoeSpec {
   // The router's top-k and softmax by a fused kernel (Megatron-LM --moe-router-fusion);
   // false: Megatron-Core's TopKRouter in torch ops, with its measured kernels.
   bool router_fusion = true;
+  // Megatron-Core's EP communication overlap (--overlap-moe-expert-parallel-comm,
+  // Megatron-Bridge moe_a2a_overlap): each microbatch's forward runs beside the previous
+  // one's backward, layer by layer, the token exchanges of one beside the other's compute.
+  bool ep_overlap = false;
   bool hierarchical_dispatch() const { return dispatcher != TokenDispatcher::AllToAll; }
 };
 

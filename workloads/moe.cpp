@@ -23,7 +23,8 @@ namespace overlapsim::workloads {
 using sim::CollectiveOp;
 using sim::StreamKind;
 
-namespace {
+// Named, not anonymous: the MoE passes are coroutines, and their frames hold these types.
+namespace moe_detail {
 
 struct ExpertShape {
   double rows_per_expert;  // M of each local expert GEMM
@@ -89,7 +90,9 @@ FrameworkKernels framework_kernels(const MoeSpec& m) {
   return k;
 }
 
-}  // namespace
+}  // namespace moe_detail
+
+using namespace moe_detail;
 
 OpVertex TransformerEmitter::expert_gemm(const Ctx& c, const char* what, double m, std::int64_t n,
                                          std::int64_t k, std::int64_t experts,
@@ -182,7 +185,7 @@ TransformerEmitter::TokenExchange TransformerEmitter::tokens_from_experts(const 
   return x;
 }
 
-OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
+LayerPass TransformerEmitter::moe_forward(Ctx c, OpVertex& out) {
   const auto& m = spec_.moe;
   const ExpertShape es = expert_shape(spec_, Tn_);
   const std::int64_t f_local = es.ffn_local;
@@ -209,9 +212,11 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
     node.host_sync = true;
     node.host_sync_s = spec_.training.host_sync_time_s;
   }
+  co_yield LayerStage::Dispatch;
   const EpExchange dispatch = ep_exchange(c, "ep_dispatch", {permute});
   OpVertex gathered = token_collective(c, "tp_gather_tokens", CollectiveOp::AllGather,
                                        {dispatch.ep, dispatch.ep_node, permute});
+  co_yield LayerStage::Experts;
   // Shared experts do not wait for the dispatch, so they can run while it is in flight.
   OpVertex shared = kNoOp;
   if (m.shared_experts > 0)
@@ -226,17 +231,19 @@ OpVertex TransformerEmitter::moe_forward(const Ctx& c) {
   activation(c, "experts.act", es.routed_tokens, f_local);
   quantize(c, "experts.fc2.input_quantize", Quant::CastTranspose, es.routed_tokens, f_local);
   OpVertex fc2 = expert_gemm(c, "experts.fc2", es.rows_per_expert, h_, f_local, es.local_experts);
-  const TokenExchange out = tokens_from_experts(c, "tp_scatter_tokens", "ep_combine", fc2);
+  co_yield LayerStage::Combine;
+  const TokenExchange combined = tokens_from_experts(c, "tp_scatter_tokens", "ep_combine", fc2);
+  co_yield LayerStage::PostCombine;
   // Weighted sum of the top_k expert outputs of each token; unfused, by scatter_add_.
   const OpVertex unpermute =
       elementwise(c.launching(k.unpermute_fwd), "unpermute",
                   static_cast<std::uint64_t>((Tn_ * m.top_k + Tn_) * h_ * act_bytes_),
-                  {out.ep.ep, out.ep.ep_node, out.tp, shared});
+                  {combined.ep.ep, combined.ep.ep_node, combined.tp, shared});
   if (!m.permute_fusion) b_.graph()[unpermute].atomic_add = sim::AtomicAdd::Scatter;
-  return unpermute;
+  out = unpermute;
 }
 
-OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
+LayerPass TransformerEmitter::moe_backward(Ctx c, OpVertex& out) {
   const auto& m = spec_.moe;
   const ExpertShape es = expert_shape(spec_, Tn_);
   const std::int64_t f_local = es.ffn_local;
@@ -249,6 +256,7 @@ OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
   const EpExchange grad_dispatch = ep_exchange(c, "ep_combine.bwd", {unpermute});
   OpVertex grad_gather = token_collective(c, "tp_scatter_tokens.bwd", CollectiveOp::AllGather,
                                           {grad_dispatch.ep, grad_dispatch.ep_node, unpermute});
+  co_yield LayerStage::ExpertsBwd;
   // Selective recompute keeps the experts' (and shared experts') activation inputs, not
   // its output (Megatron-LM recompute module moe_act; DeepSeek-V3 report sec. 3.3.2;
   // docs/memory.md): the activation runs again before the fc2 backward reads it.
@@ -274,21 +282,24 @@ OpVertex TransformerEmitter::moe_backward(const Ctx& c) {
   quantize(c, "experts.fc1.grad_quantize", Quant::CastTranspose, es.routed_tokens, fc1_out);
   OpVertex fc1_dv = expert_gemm(c, "experts.fc1.dgrad", es.rows_per_expert, h_, fc1_out,
                                 es.local_experts);
-  const TokenExchange out =
+  co_yield LayerStage::DispatchBwd;
+  const TokenExchange grads =
       tokens_from_experts(c, "tp_gather_tokens.bwd", "ep_dispatch.bwd", fc1_dv);
+  co_yield LayerStage::ExpertsDw;
   expert_wgrad(c, "experts.fc1", h_, fc1_out, es.rows_per_expert, es.local_experts);
+  co_yield LayerStage::PreDispatchBwd;
   // Unfused: the backward of the permutation's index_select, an index_add_.
   const OpVertex permute_grad =
       elementwise(c.launching(k.permute_bwd), "permute.bwd",
                   static_cast<std::uint64_t>((Tn_ + Tn_ * m.top_k) * h_ * act_bytes_),
-                  {out.ep.ep, out.ep.ep_node, out.tp});
+                  {grads.ep.ep, grads.ep.ep_node, grads.tp});
   if (!m.permute_fusion) b_.graph()[permute_grad].atomic_add = sim::AtomicAdd::Index;
   Ctx router = c;
   router.bf16_gemms = true;
   gemm(router.launching(k.router_bwd), "router.dgrad", Tn_, h_, m.experts);
   OpVertex router_w = gemm(router, "router.wgrad", h_, m.experts, Tn_);
   register_grad(c, "router", h_ * m.experts, router_w);
-  return shared;
+  out = shared;
 }
 
 }  // namespace overlapsim::workloads

@@ -757,7 +757,7 @@ OpVertex TransformerEmitter::dense_mlp_backward(const Ctx& c, const char* prefix
 
 // ---- layer ----
 
-void TransformerEmitter::layer_forward(int layer, Ctx c) {
+LayerPass TransformerEmitter::layer_forward(int layer, Ctx c) {
   c.layer = layer;
   gather_params(c, is_moe_layer(layer));
   const std::uint64_t norm_bytes = static_cast<std::uint64_t>(2 * Tn_ * h_ * act_bytes_);
@@ -773,28 +773,41 @@ void TransformerEmitter::layer_forward(int layer, Ctx c) {
     elementwise(c, "ln2", norm_bytes);
   else
     fp8_norm(c, "ln2", h_);
-  OpVertex mlp_out = is_moe_layer(layer)
-                         ? moe_forward(c)
-                         : dense_mlp_forward(c, "mlp", spec_.transformer.ffn_hidden);
+  OpVertex mlp_out = kNoOp;
+  if (is_moe_layer(layer)) {
+    for (LayerPass moe = moe_forward(c, mlp_out); moe.next();) co_yield moe.stage();
+  } else {
+    mlp_out = dense_mlp_forward(c, "mlp", spec_.transformer.ffn_hidden);
+  }
   elementwise(c, "residual2", residual_bytes, {mlp_out});
 }
 
-void TransformerEmitter::layer_backward(int layer, Ctx c) {
+LayerPass TransformerEmitter::layer_backward(int layer, Ctx c) {
   c.layer = layer;
   if (fully_recomputed(spec_, layer - layers_.begin)) {
     // Full recomputation re-runs the layer's forward (with its communication) right
     // before its backward (Megatron --recompute-granularity full; with recompute_layers,
     // --recompute-method block: only the chunk's first layers).
-    layer_forward(layer, c.recomputing());
+    layer_forward(layer, c.recomputing()).finish();
   }
+  const bool moe = is_moe_layer(layer);
+  // A dense layer's backward is all pre-dispatch computation: under the EP overlap it runs
+  // where a MoE layer's attention backward would.
+  if (!moe)
+    for (LayerStage s : {LayerStage::ExpertsBwd, LayerStage::DispatchBwd, LayerStage::ExpertsDw,
+                         LayerStage::PreDispatchBwd})
+      co_yield s;
   // The branch's gradient: read the output gradient (and the dropout mask), write it.
   const std::uint64_t grad_bytes =
       static_cast<std::uint64_t>(2 * Tn_ * h_ * act_bytes_) + hidden_dropout_mask_bytes();
   const std::uint64_t norm_bwd_bytes = static_cast<std::uint64_t>(4 * Tn_ * h_ * act_bytes_);
   elementwise(c, "residual2.bwd", grad_bytes);
-  OpVertex mlp_grad = is_moe_layer(layer)
-                          ? moe_backward(c)
-                          : dense_mlp_backward(c, "mlp", spec_.transformer.ffn_hidden);
+  OpVertex mlp_grad = kNoOp;
+  if (moe) {
+    for (LayerPass m = moe_backward(c, mlp_grad); m.next();) co_yield m.stage();
+  } else {
+    mlp_grad = dense_mlp_backward(c, "mlp", spec_.transformer.ffn_hidden);
+  }
   // Norm backward: reads the gradient and the saved input, writes the input gradient and
   // adds the residual branch's gradient.
   OpVertex ln2 = elementwise(c, "ln2.bwd", norm_bwd_bytes, {mlp_grad});
@@ -887,7 +900,7 @@ void TransformerEmitter::head_backward(const Ctx& head_ctx) {
 
 // ---- microbatch passes ----
 
-void TransformerEmitter::forward(int microbatch) {
+TransformerEmitter::Ctx TransformerEmitter::forward_begin(int microbatch) {
   Ctx c;
   c.microbatch = microbatch;
   c.phase = sim::Phase::Forward;
@@ -898,7 +911,10 @@ void TransformerEmitter::forward(int microbatch) {
     embedding_forward(c);
   }
   fp8_gemms_ = 0;
-  for (int l = layers_.begin; l < layers_.end; ++l) layer_forward(l, c);
+  return c;
+}
+
+void TransformerEmitter::forward_end(Ctx c) {
   if (layers_.end > layers_.begin) {
     fp8_gemms_of_chunk_[static_cast<std::size_t>(chunk_)] = fp8_gemms_;
     Ctx a = c;
@@ -913,7 +929,7 @@ void TransformerEmitter::forward(int microbatch) {
   }
 }
 
-void TransformerEmitter::backward(int microbatch, bool last_microbatch) {
+TransformerEmitter::Ctx TransformerEmitter::backward_begin(int microbatch, bool last_microbatch) {
   Ctx c;
   c.microbatch = microbatch;
   c.phase = sim::Phase::Backward;
@@ -922,7 +938,10 @@ void TransformerEmitter::backward(int microbatch, bool last_microbatch) {
     c.block = "head";
     head_backward(c);
   }
-  for (int l = layers_.end - 1; l >= layers_.begin; --l) layer_backward(l, c);
+  return c;
+}
+
+void TransformerEmitter::backward_end(Ctx c) {
   if (layers_.end > layers_.begin) {
     Ctx a = c;
     a.layer = -1;
@@ -934,6 +953,51 @@ void TransformerEmitter::backward(int microbatch, bool last_microbatch) {
     c.block = "emb";
     embedding_backward(c);
   }
+}
+
+void TransformerEmitter::forward(int microbatch) {
+  const Ctx c = forward_begin(microbatch);
+  for (int l = layers_.begin; l < layers_.end; ++l) layer_forward(l, c).finish();
+  forward_end(c);
+}
+
+void TransformerEmitter::backward(int microbatch, bool last_microbatch) {
+  const Ctx c = backward_begin(microbatch, last_microbatch);
+  for (int l = layers_.end - 1; l >= layers_.begin; --l) layer_backward(l, c).finish();
+  backward_end(c);
+}
+
+// Megatron-Core's combined 1F1B (model_chunk_schedule_plan.py): the forward's embedding,
+// the backward's head, then layer i of the forward beside layer L-1-i of the backward in
+// TransformerLayerSchedulePlan.run's order, which on the communication stream is
+//   combine backward | dispatch -> dispatch backward | combine
+// and on the compute stream
+//   pre-dispatch forward | experts backward -> experts' weight gradients -> experts | pre-
+//   dispatch backward,
+// so each exchange runs beside the other microbatch's computation; then the forward's head
+// and the backward's embedding. The forward's unpermutation and residual, which Megatron
+// runs on the communication stream after the combine, are emitted after the backward's
+// part: the compute stream does not wait for the combine.
+void TransformerEmitter::forward_backward(int forward_microbatch, int backward_microbatch,
+                                          bool last_microbatch) {
+  const Ctx f = forward_begin(forward_microbatch);
+  const Ctx b = backward_begin(backward_microbatch, last_microbatch);
+  for (int i = 0; i < layers_.end - layers_.begin; ++i) {
+    LayerPass fwd = layer_forward(layers_.begin + i, f);
+    LayerPass bwd = layer_backward(layers_.end - 1 - i, b);
+    bwd.run_to(LayerStage::ExpertsBwd);      // the combine's backward
+    fwd.run_to(LayerStage::Dispatch);        // pre-dispatch computation
+    bwd.run_to(LayerStage::DispatchBwd);     // the experts' backward
+    fwd.run_to(LayerStage::Experts);         // the dispatch
+    bwd.run_to(LayerStage::ExpertsDw);       // the dispatch's backward
+    bwd.run_to(LayerStage::PreDispatchBwd);  // the experts' weight gradients
+    fwd.run_to(LayerStage::Combine);         // the experts
+    fwd.run_to(LayerStage::PostCombine);     // the combine
+    bwd.finish();                            // pre-dispatch backward
+    fwd.finish();                            // unpermutation, residual
+  }
+  forward_end(f);
+  backward_end(b);
 }
 
 }  // namespace overlapsim::workloads

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "workloads/grad_buckets.hpp"
+#include "workloads/layer_pass.hpp"
 #include "workloads/model.hpp"
 #include "workloads/parallel_layout.hpp"
 #include "workloads/rank_builder.hpp"
@@ -42,6 +43,10 @@ class TransformerEmitter {
   void forward(int microbatch);
   // `last_microbatch`: this backward finishes the weight gradients (register them).
   void backward(int microbatch, bool last_microbatch);
+  // Megatron-Core's EP communication overlap (moe.ep_overlap): the forward of
+  // `forward_microbatch` and the backward of `backward_microbatch` as one program, layer
+  // by layer, each pass's token exchanges beside the other's computation.
+  void forward_backward(int forward_microbatch, int backward_microbatch, bool last_microbatch);
 
   int stage() const { return coord_.pp; }
   // Interleaved pipelines: the model chunk the next forward/backward passes run (its
@@ -168,20 +173,26 @@ class TransformerEmitter {
 
   // Forward blocks; each returns the op the residual add must wait for.
   void embedding_forward(const Ctx& c);
-  void layer_forward(int layer, Ctx c);
+  // A layer's pass, stopping between its parts (layer_pass.hpp); dense layers have none.
+  LayerPass layer_forward(int layer, Ctx c);
   OpVertex attention_forward(const Ctx& c);
   OpVertex mla_forward(const Ctx& c);
   OpVertex dense_mlp_forward(const Ctx& c, const char* prefix, std::int64_t ffn);
-  OpVertex moe_forward(const Ctx& c);  // moe.cpp
+  LayerPass moe_forward(Ctx c, OpVertex& out);  // moe.cpp; `out`: the unpermutation
   void head_forward(const Ctx& c);
 
   // Backward blocks; each returns the op the next compute op must wait for.
   void embedding_backward(const Ctx& c);
-  void layer_backward(int layer, Ctx c);
+  LayerPass layer_backward(int layer, Ctx c);
   OpVertex attention_backward(const Ctx& c);
   OpVertex mla_backward(const Ctx& c);
   OpVertex dense_mlp_backward(const Ctx& c, const char* prefix, std::int64_t ffn);
-  OpVertex moe_backward(const Ctx& c);  // moe.cpp
+  LayerPass moe_backward(Ctx c, OpVertex& out);  // moe.cpp; `out`: the shared experts'
+  // The starts and ends of a forward and a backward pass around their layers.
+  Ctx forward_begin(int microbatch);
+  void forward_end(Ctx c);
+  Ctx backward_begin(int microbatch, bool last_microbatch);
+  void backward_end(Ctx c);
   void head_backward(const Ctx& c);
 
   // The part of attention that MHA/GQA and MLA share. Forward: the attention core (with

@@ -1,0 +1,134 @@
+// Megatron-Core's EP communication overlap (moe.ep_overlap): each microbatch's forward
+// beside the previous one's backward, layer by layer, in TransformerLayerSchedulePlan.run's
+// order. The same ops as the plain schedule, reordered; a step no slower where the token
+// exchange is exposed; the planner's two sampled runs still land on the whole step.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "step_graph_util.hpp"
+#include "tests/workloads/workloads_test_util.hpp"
+#include "workloads/cluster.hpp"
+#include "workloads/generator.hpp"
+#include "workloads/memory_model.hpp"
+#include "workloads/microbatch_sampling.hpp"
+
+namespace overlapsim::workloads {
+namespace ep_overlap_test {
+
+using testing::edit;
+using testing::for_each_op;
+using testing::rel;
+
+// kTinyMoe without a pipeline: dp 8 (ep 4) on 8 GPUs of one host, 4 microbatches a rank.
+std::string tiny_moe(bool overlap) {
+  std::string text = edit(testing::kTinyMoe, {{"pp: 2", "pp: 1"},
+                                              {"dp: 4", "dp: 8"},
+                                              {"global_batch: 16", "global_batch: 32"},
+                                              {"top_k: 2", "top_k: 2\n  dispatcher: alltoall"}});
+  if (overlap)
+    text = edit(text, {{"dispatcher: alltoall", "dispatcher: alltoall\n  ep_overlap: true"}});
+  return text;
+}
+
+ModelSpec model(bool overlap) { return load_model_string(tiny_moe(overlap), "tiny.yaml"); }
+
+// The token exchanges of rank 0 in program order (all on the expert stream), as
+// "L<layer>.mb<microbatch>.<phase>.<what>".
+std::vector<std::string> exchanges(const sim::StepGraph& step) {
+  std::vector<std::string> names;
+  for_each_op(step.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (op.kind == sim::OpKind::Collective && op.stream == sim::StreamKind::ExpertComm)
+      names.push_back(op.name);
+  });
+  return names;
+}
+
+TEST(EpOverlap, ExchangesFollowMegatronsCombinedOrder) {
+  const sim::StepGraph step = generate_step(model(true), 8);
+  const std::vector<std::string> x = exchanges(step);
+  ASSERT_EQ(x.size(), 4u * 4 * 4);  // 4 microbatches x 4 layers x (2 forward + 2 backward)
+  // The first forward alone.
+  EXPECT_EQ(x[0], "L0.mb0.fwd.ep_dispatch");
+  EXPECT_EQ(x[1], "L0.mb0.fwd.ep_combine");
+  EXPECT_EQ(x[7], "L3.mb0.fwd.ep_combine");
+  // Then forward layer i of microbatch 1 with backward layer 3 - i of microbatch 0:
+  // combine backward | dispatch -> dispatch backward | combine.
+  const std::vector<std::string> pair0 = {"L3.mb0.bwd.ep_combine.bwd", "L0.mb1.fwd.ep_dispatch",
+                                          "L3.mb0.bwd.ep_dispatch.bwd", "L0.mb1.fwd.ep_combine"};
+  for (std::size_t j = 0; j < pair0.size(); ++j) EXPECT_EQ(x[8 + j], pair0[j]);
+  EXPECT_EQ(x[12], "L2.mb0.bwd.ep_combine.bwd");
+  EXPECT_EQ(x[13], "L1.mb1.fwd.ep_dispatch");
+  // The last backward alone.
+  EXPECT_EQ(x[x.size() - 8], "L3.mb3.bwd.ep_combine.bwd");
+  EXPECT_EQ(x.back(), "L0.mb3.bwd.ep_dispatch.bwd");
+}
+
+TEST(EpOverlap, SameOpsAsThePlainScheduleInAnotherOrder) {
+  const sim::StepGraph plain = generate_step(model(false), 8);
+  const sim::StepGraph overlap = generate_step(model(true), 8);
+  std::map<std::string, int> a, b;
+  for_each_op(plain.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) { ++a[op.name]; });
+  for_each_op(overlap.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) { ++b[op.name]; });
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(plain.flops_per_step, overlap.flops_per_step);
+  EXPECT_NE(exchanges(plain), exchanges(overlap));
+}
+
+TEST(EpOverlap, HidesExchangeBehindTheOtherMicrobatch) {
+  ClusterSpec cluster = load_cluster(std::string(OVERLAPSIM_SOURCE_DIR) +
+                                     "/workloads/clusters/h200-128node-ndr.yaml");
+  cluster.nodes = 1;
+  sim::ScenarioOptions o;
+  o.zero_wall_times = true;
+  const sim::StepResult plain =
+      simulate_model(model(false), cluster, o, false).result.runs[0].result;
+  const sim::StepResult overlap =
+      simulate_model(model(true), cluster, o, false).result.runs[0].result;
+  ASSERT_GT(plain.exposed_comm_s, 0);
+  EXPECT_LT(overlap.exposed_comm_s, plain.exposed_comm_s);
+  EXPECT_LT(overlap.step_time_s, plain.step_time_s);
+  // Hidden, not removed: the step is at least its compute.
+  EXPECT_GE(overlap.step_time_s, overlap.compute_s);
+}
+
+TEST(EpOverlap, SampledRunsEqualTheWholeStep) {
+  ClusterSpec cluster = load_cluster(std::string(OVERLAPSIM_SOURCE_DIR) +
+                                     "/workloads/clusters/h200-128node-ndr.yaml");
+  cluster.nodes = 1;
+  const ModelSpec m = load_model_string(
+      edit(tiny_moe(true), {{"global_batch: 32", "global_batch: 64"}}), "tiny.yaml");
+  sim::ScenarioOptions o;
+  o.zero_wall_times = true;
+  const ModelRun whole = simulate_model(m, cluster, o, false);
+  const ModelRun sampled = simulate_model(m, cluster, o, true);
+  ASSERT_TRUE(sampled.sample.sampled());
+  const double step = whole.result.runs[0].result.step_time_s;
+  EXPECT_NEAR(sampled.result.runs[0].result.step_time_s, step, 1e-9 * step);
+}
+
+TEST(EpOverlap, HoldsOneLayerMoreThanAMicrobatch) {
+  // 4 layers: after pair i the forward holds i + 1 layers and the backward 4 - i.
+  EXPECT_DOUBLE_EQ(in_flight_microbatches(resolve_for_world(model(true), 8, 8), 0), 1.25);
+  EXPECT_DOUBLE_EQ(in_flight_microbatches(resolve_for_world(model(false), 8, 8), 0), 1.0);
+}
+
+TEST(EpOverlap, RejectsPipelinesAndFullRecompute) {
+  const auto fails_on = [](const std::string& text, const std::string& key) {
+    try {
+      resolve_for_world(load_model_string(text, "tiny.yaml"), 8, 8);
+    } catch (const config::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+      return;
+    }
+    ADD_FAILURE() << "no error naming " << key;
+  };
+  fails_on(edit(tiny_moe(true), {{"pp: 1", "pp: 2"}, {"dp: 8", "dp: 4"}}), "moe.ep_overlap");
+  fails_on(edit(tiny_moe(true), {{"global_batch: 32", "global_batch: 32\n  recompute: full"}}),
+           "moe.ep_overlap");
+}
+
+}  // namespace ep_overlap_test
+}  // namespace overlapsim::workloads
