@@ -82,7 +82,7 @@ void emit_combined_no_pipelining(const ModelSpec& spec, TransformerEmitter& emit
   const int microbatches = microbatches_per_step(spec);
   emitter.forward(0);
   for (int mb = 1; mb < microbatches; ++mb)
-    emitter.forward_backward(mb, mb - 1, mb - 1 == microbatches - 1);
+    emitter.forward_backward({0, mb}, {0, mb - 1}, mb - 1 == microbatches - 1);
   emitter.backward(microbatches - 1, true);
 }
 
@@ -100,7 +100,10 @@ void emit_interleaved(const ModelSpec& spec, const ParallelLayout& layout, int r
   const int prev = layout.rank_of(c.tp, c.cp, c.dp, (c.pp + stages - 1) % stages);
   const bool first_stage = c.pp == 0, last_stage = c.pp == stages - 1;
   const std::uint64_t bytes = emitter.pipeline_bytes();
-  const auto order = interleaved_order(stages, chunks, microbatches, c.pp);
+  // Megatron-Core's EP overlap merges each steady-state forward with the backward after it,
+  // one more forward ahead (get_pp_rank_microbatches: one more warm-up microbatch).
+  const bool combined = spec.kind == ModelKind::Moe && spec.moe.ep_overlap;
+  const auto order = interleaved_order(stages, chunks, microbatches, c.pp, combined ? 1 : 0);
 
   auto transfer = [&](const ChunkPass& pass, bool send) {
     const bool towards_next = pass.forward == send;
@@ -123,6 +126,23 @@ void emit_interleaved(const ModelSpec& spec, const ParallelLayout& layout, int r
   OpVertex pending = order.empty() || !receives(order[0]) ? kNoOp : transfer(order[0], false);
   for (std::size_t j = 0; j < order.size(); ++j) {
     const ChunkPass& pass = order[j];
+    if (combined && pass.forward && j + 1 < order.size() && !order[j + 1].forward) {
+      // combined_1f1b_schedule_for_interleaved_pipelining: the compute waits for both
+      // passes' inputs before the merged layers (pre_forward, pre_backward).
+      const ChunkPass& back = order[j + 1];
+      const OpVertex forward_input = pending;
+      const OpVertex backward_input = receives(back) ? transfer(back, false) : kNoOp;
+      pending =
+          (j + 2 < order.size() && receives(order[j + 2])) ? transfer(order[j + 2], false) : kNoOp;
+      if (forward_input != kNoOp) b.fence_compute(forward_input);
+      if (backward_input != kNoOp) b.fence_compute(backward_input);
+      emitter.forward_backward({pass.chunk, pass.microbatch}, {back.chunk, back.microbatch},
+                               back.microbatch == microbatches - 1);
+      if (sends(pass)) transfer(pass, true);
+      if (sends(back)) transfer(back, true);
+      ++j;
+      continue;
+    }
     const OpVertex input = pending;
     pending =
         (j + 1 < order.size() && receives(order[j + 1])) ? transfer(order[j + 1], false) : kNoOp;

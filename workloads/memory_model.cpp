@@ -565,21 +565,26 @@ double layer_activation_bytes(const ModelSpec& m, int layer, int position) {
 double in_flight_microbatches(const ModelSpec& m, int stage) {
   const auto& p = m.parallelism;
   const int mb = std::max(1, microbatches_per_step(m));
-  // Megatron-Core's EP overlap runs the next microbatch's forward layer by layer beside a
-  // backward that frees a layer's activations as it goes: after the i-th pair the forward
-  // holds i + 1 layers and the backward L - i, one layer more than a microbatch.
-  if (m.kind == ModelKind::Moe && m.moe.ep_overlap && p.pp == 1 && mb > 1)
-    return 1.0 + 1.0 / std::max(1, m.transformer.layers);
+  // Megatron-Core's EP overlap runs a forward layer by layer beside a backward that frees a
+  // layer's activations as it goes: after the i-th pair of a chunk of L layers the forward
+  // holds i + 1 layers and the backward L - i, one layer more than the one pass.
+  const bool combined = m.kind == ModelKind::Moe && m.moe.ep_overlap;
+  const double chunk_layers =
+      std::max(1.0, static_cast<double>(m.transformer.layers) / (p.pp * p.virtual_stages));
+  if (combined && p.pp == 1 && mb > 1) return 1.0 + 1.0 / chunk_layers;
   if (p.virtual_stages <= 1) return std::min(p.pp - stage, mb);
   // Megatron-LM forward_backward_pipelining_with_interleaving: warm-up chunk passes
   // (pp - stage - 1)·2 + (v - 1)·pp, all of them when microbatches == pp; one more forward
   // is live at the first backward of the steady state.
   const int v = p.virtual_stages;
   const int total = mb * v;
-  int warmup = (p.pp - stage - 1) * 2 + (v - 1) * p.pp;
+  // With the EP overlap that forward runs in the warm-up, and the first merged step holds
+  // one layer more while its backward frees the first.
+  int warmup = (p.pp - stage - 1) * 2 + (v - 1) * p.pp + (combined ? 1 : 0);
   if (mb == p.pp) warmup = total;
-  const int passes = std::min(warmup + 1, total);
-  return static_cast<double>(passes) / v;
+  const double passes =
+      std::min(warmup + (combined ? 1.0 / chunk_layers : 1.0), static_cast<double>(total));
+  return passes / v;
 }
 
 double dlrm_table_rows_per_rank(const ModelSpec& m) {

@@ -183,7 +183,7 @@ const std::vector<ParamDoc> kMoeDocs = {
      "Megatron-Core's EP communication overlap (--overlap-moe-expert-parallel-comm, "
      "Megatron-Bridge moe_a2a_overlap): each microbatch's forward runs beside the previous "
      "one's backward, layer by layer, so that each one's token exchanges run while the other "
-     "computes (its combined 1F1B schedule); with parallelism.pp 1",
+     "computes (its combined 1F1B schedule); with pp > 1 only in the interleaved schedule",
      "false", ""},
 };
 
@@ -759,11 +759,17 @@ void validate_model(const ModelSpec& spec) {
                fmt::format("{} with expert tensor parallelism {} (expected parallelism.etp: 1; "
                            "the hierarchical exchange is modelled for whole experts per rank)",
                            to_string(m.dispatcher), p.expert_tp()));
-    if (m.ep_overlap && p.pp > 1)
+    // Megatron-Core's own rules (TransformerConfig.__post_init__).
+    if (m.ep_overlap && p.pp > 1 && p.virtual_stages <= 1)
       fail_key(spec, "moe.ep_overlap",
-               fmt::format("true with pp = {} (expected parallelism.pp: 1; the combined 1F1B "
-                           "of a pipeline is not modelled)",
+               fmt::format("true with pp = {} and no virtual stages (expected "
+                           "parallelism.virtual_stages > 1: Megatron-Core's EP overlap runs "
+                           "in the interleaved schedule when pp > 1)",
                            p.pp));
+    if (m.ep_overlap && p.ep <= 1)
+      fail_key(spec, "moe.ep_overlap",
+               "true with ep 1 (expected parallelism.ep > 1: there is no token exchange to "
+               "overlap)");
     if (m.ep_overlap && spec.training.recompute == Recompute::Full)
       fail_key(spec, "moe.ep_overlap",
                "true with training.recompute full (expected selective or none: Megatron-Core's "

@@ -59,14 +59,15 @@ std::vector<PipeStep> one_f_one_b(int stages, int microbatches, int stage) {
   return out;
 }
 
-std::vector<ChunkPass> interleaved_order(int stages, int chunks, int microbatches, int stage) {
+std::vector<ChunkPass> interleaved_order(int stages, int chunks, int microbatches, int stage,
+                                         int extra_warmup) {
   if (stages < 1 || chunks < 1 || microbatches < 1 || stage < 0 || stage >= stages ||
       microbatches % stages != 0)
     throw std::invalid_argument(
         "interleaved_order: needs stages, chunks, microbatches >= 1, microbatches % stages == 0");
   const int total = microbatches * chunks;
   const int group = stages * chunks;
-  int warmup = (stages - stage - 1) * 2 + (chunks - 1) * stages;
+  int warmup = (stages - stage - 1) * 2 + (chunks - 1) * stages + extra_warmup;
   if (microbatches == stages || warmup > total) warmup = total;
   auto pass = [&](int k, bool forward) {
     int c = (k / stages) % chunks;

@@ -38,6 +38,9 @@ struct ChunkPass {
   int chunk;
   int microbatch;
 };
-std::vector<ChunkPass> interleaved_order(int stages, int chunks, int microbatches, int stage);
+// `extra_warmup`: forwards run ahead of the first backward beyond Megatron's warm-up (1 with
+// its EP overlap, which merges each steady-state forward with the backward after it).
+std::vector<ChunkPass> interleaved_order(int stages, int chunks, int microbatches, int stage,
+                                         int extra_warmup = 0);
 
 }  // namespace overlapsim::workloads

@@ -1,6 +1,7 @@
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -974,17 +975,23 @@ void TransformerEmitter::backward(int microbatch, bool last_microbatch) {
 // and on the compute stream
 //   pre-dispatch forward | experts backward -> experts' weight gradients -> experts | pre-
 //   dispatch backward,
-// so each exchange runs beside the other microbatch's computation; then the forward's head
-// and the backward's embedding. The forward's unpermutation and residual, which Megatron
-// runs on the communication stream after the combine, are emitted after the backward's
-// part: the compute stream does not wait for the combine.
-void TransformerEmitter::forward_backward(int forward_microbatch, int backward_microbatch,
-                                          bool last_microbatch) {
-  const Ctx f = forward_begin(forward_microbatch);
-  const Ctx b = backward_begin(backward_microbatch, last_microbatch);
-  for (int i = 0; i < layers_.end - layers_.begin; ++i) {
-    LayerPass fwd = layer_forward(layers_.begin + i, f);
-    LayerPass bwd = layer_backward(layers_.end - 1 - i, b);
+// so each exchange runs beside the other microbatch's computation; then the layers one
+// chunk has beyond the other's (the backward's first), the forward's head and the
+// backward's embedding. The forward's unpermutation and residual, which Megatron runs on
+// the communication stream after the combine, are emitted after the backward's part: the
+// compute stream does not wait for the combine.
+void TransformerEmitter::forward_backward(const ChunkMicrobatch& forward,
+                                          const ChunkMicrobatch& backward, bool last_microbatch) {
+  set_chunk(forward.chunk);
+  const Ctx f = forward_begin(forward.microbatch);
+  const LayerRange fl = layers_;
+  set_chunk(backward.chunk);
+  const Ctx b = backward_begin(backward.microbatch, last_microbatch);
+  const LayerRange bl = layers_;
+  const int pairs = std::min(fl.end - fl.begin, bl.end - bl.begin);
+  for (int i = 0; i < pairs; ++i) {
+    LayerPass fwd = layer_forward(fl.begin + i, f);
+    LayerPass bwd = layer_backward(bl.end - 1 - i, b);
     bwd.run_to(LayerStage::ExpertsBwd);      // the combine's backward
     fwd.run_to(LayerStage::Dispatch);        // pre-dispatch computation
     bwd.run_to(LayerStage::DispatchBwd);     // the experts' backward
@@ -996,7 +1003,11 @@ void TransformerEmitter::forward_backward(int forward_microbatch, int backward_m
     bwd.finish();                            // pre-dispatch backward
     fwd.finish();                            // unpermutation, residual
   }
+  for (int l = bl.end - 1 - pairs; l >= bl.begin; --l) layer_backward(l, b).finish();
+  for (int l = fl.begin + pairs; l < fl.end; ++l) layer_forward(l, f).finish();
+  set_chunk(forward.chunk);
   forward_end(f);
+  set_chunk(backward.chunk);
   backward_end(b);
 }
 

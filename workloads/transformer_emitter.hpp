@@ -43,10 +43,15 @@ class TransformerEmitter {
   void forward(int microbatch);
   // `last_microbatch`: this backward finishes the weight gradients (register them).
   void backward(int microbatch, bool last_microbatch);
-  // Megatron-Core's EP communication overlap (moe.ep_overlap): the forward of
-  // `forward_microbatch` and the backward of `backward_microbatch` as one program, layer
-  // by layer, each pass's token exchanges beside the other's computation.
-  void forward_backward(int forward_microbatch, int backward_microbatch, bool last_microbatch);
+  // Megatron-Core's EP communication overlap (moe.ep_overlap): one chunk pass's forward and
+  // another's backward as one program, layer by layer, each pass's token exchanges beside
+  // the other's computation. Leaves the backward's chunk set.
+  struct ChunkMicrobatch {
+    int chunk = 0;
+    int microbatch = 0;
+  };
+  void forward_backward(const ChunkMicrobatch& forward, const ChunkMicrobatch& backward,
+                        bool last_microbatch);
 
   int stage() const { return coord_.pp; }
   // Interleaved pipelines: the model chunk the next forward/backward passes run (its

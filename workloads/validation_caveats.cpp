@@ -12,9 +12,7 @@ std::vector<ValidationCaveat> validation_caveats(const ModelSpec& model) {
          "performance summary's GPT-OSS 120B and Qwen3-30B-A3B rows), their MoE layers' "
          "unfused passes not charged at their measured rates, and the host (its launches, the "
          "dispatcher's wait for the token counts) only where the model sets "
-         "training.host_launch_time; the one that agrees (Qwen3 "
-         "235B) does so because an all-to-all it overlaps in its pipeline is charged exposed "
-         "(docs/validation.md, \"MoE runs\")"});
+         "training.host_launch_time (docs/validation.md, \"MoE runs\")"});
   if (model.kind == ModelKind::Dlrm && model.dlrm.embedding_ops == EmbeddingOps::TensorFlow)
     out.push_back({"framework host work",
                    "not modelled: the published DCNv2 TensorFlow run takes about 1.5 times the "

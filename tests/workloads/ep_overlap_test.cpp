@@ -46,6 +46,11 @@ std::vector<std::string> exchanges(const sim::StepGraph& step) {
   return names;
 }
 
+// kTinyMoe in an interleaved pipeline: pp 2 x 2 chunks, dp 4 (ep 4), 8 microbatches a rank.
+std::string tiny_moe_interleaved(bool overlap) {
+  return edit(tiny_moe(overlap), {{"pp: 1", "pp: 2\n  virtual_stages: 2"}, {"dp: 8", "dp: 4"}});
+}
+
 TEST(EpOverlap, ExchangesFollowMegatronsCombinedOrder) {
   const sim::StepGraph step = generate_step(model(true), 8);
   const std::vector<std::string> x = exchanges(step);
@@ -115,7 +120,59 @@ TEST(EpOverlap, HoldsOneLayerMoreThanAMicrobatch) {
   EXPECT_DOUBLE_EQ(in_flight_microbatches(resolve_for_world(model(false), 8, 8), 0), 1.0);
 }
 
-TEST(EpOverlap, RejectsPipelinesAndFullRecompute) {
+TEST(EpOverlap, InterleavedPipelineHoldsOneMoreForwardAndALayer) {
+  // Stage 0 of pp 2 x 2 chunks of one layer, 8 microbatches: Megatron's warm-up of 4 chunk
+  // passes, plus the one live at the first backward: 5 / 2. With the overlap: 5 in the
+  // warm-up, plus the merged step's layer: 6 / 2.
+  const auto at = [](bool overlap) {
+    return in_flight_microbatches(
+        resolve_for_world(load_model_string(tiny_moe_interleaved(overlap), "tiny.yaml"), 8, 8), 0);
+  };
+  EXPECT_DOUBLE_EQ(at(false), 2.5);
+  EXPECT_DOUBLE_EQ(at(true), 3.0);
+}
+
+TEST(EpOverlap, InterleavedPipelineMergesEachSteadyForwardWithTheNextBackward) {
+  const sim::StepGraph plain =
+      generate_step(load_model_string(tiny_moe_interleaved(false), "tiny.yaml"), 8);
+  const sim::StepGraph overlap =
+      generate_step(load_model_string(tiny_moe_interleaved(true), "tiny.yaml"), 8);
+  ASSERT_EQ(overlap.ranks.size(), 2u);
+  for (std::size_t r = 0; r < overlap.ranks.size(); ++r) {
+    std::map<std::string, int> a, b;
+    for_each_op(plain.ranks[r], [&](sim::OpVertex, const sim::OpNode& op) { ++a[op.name]; });
+    for_each_op(overlap.ranks[r], [&](sim::OpVertex, const sim::OpNode& op) { ++b[op.name]; });
+    EXPECT_EQ(a, b) << "rank " << r;
+  }
+  // Stage 0 (layers 0 and 2, one a chunk): Megatron's warm-up of (2 - 0 - 1)·2 + (2 - 1)·2 = 4
+  // chunk passes, one more with the overlap: forwards of microbatches 0, 1 (chunk 0), 0, 1
+  // (chunk 1) and 2 (chunk 0). Then chunk 0's forward of microbatch 3 (layer 0) beside
+  // chunk 1's backward of microbatch 0 (layer 2).
+  std::vector<std::string> x = exchanges(overlap);
+  ASSERT_GE(x.size(), 14u);
+  EXPECT_EQ(x[0], "L0.mb0.fwd.ep_dispatch");
+  EXPECT_EQ(x[9], "L0.mb2.fwd.ep_combine");
+  const std::vector<std::string> pair = {"L2.mb0.bwd.ep_combine.bwd", "L0.mb3.fwd.ep_dispatch",
+                                         "L2.mb0.bwd.ep_dispatch.bwd", "L0.mb3.fwd.ep_combine"};
+  for (std::size_t j = 0; j < pair.size(); ++j) EXPECT_EQ(x[10 + j], pair[j]);
+}
+
+TEST(EpOverlap, InterleavedSampledRunsEqualTheWholeStep) {
+  ClusterSpec cluster = load_cluster(std::string(OVERLAPSIM_SOURCE_DIR) +
+                                     "/workloads/clusters/h200-128node-ndr.yaml");
+  cluster.nodes = 1;
+  const ModelSpec m = load_model_string(
+      edit(tiny_moe_interleaved(true), {{"global_batch: 32", "global_batch: 48"}}), "tiny.yaml");
+  sim::ScenarioOptions o;
+  o.zero_wall_times = true;
+  const ModelRun whole = simulate_model(m, cluster, o, false);
+  const ModelRun sampled = simulate_model(m, cluster, o, true);
+  ASSERT_TRUE(sampled.sample.sampled());
+  const double step = whole.result.runs[0].result.step_time_s;
+  EXPECT_NEAR(sampled.result.runs[0].result.step_time_s, step, 1e-9 * step);
+}
+
+TEST(EpOverlap, RejectsWhatMegatronRejects) {
   const auto fails_on = [](const std::string& text, const std::string& key) {
     try {
       resolve_for_world(load_model_string(text, "tiny.yaml"), 8, 8);
@@ -125,7 +182,9 @@ TEST(EpOverlap, RejectsPipelinesAndFullRecompute) {
     }
     ADD_FAILURE() << "no error naming " << key;
   };
+  // A pipeline without virtual stages, no expert parallelism, full recomputation.
   fails_on(edit(tiny_moe(true), {{"pp: 1", "pp: 2"}, {"dp: 8", "dp: 4"}}), "moe.ep_overlap");
+  fails_on(edit(tiny_moe(true), {{"ep: 4", "ep: 1"}}), "moe.ep_overlap");
   fails_on(edit(tiny_moe(true), {{"global_batch: 32", "global_batch: 32\n  recompute: full"}}),
            "moe.ep_overlap");
 }
