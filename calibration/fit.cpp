@@ -79,6 +79,8 @@ double geometric_mean(const std::vector<double>& values) {
   return std::exp(s / static_cast<double>(values.size()));
 }
 
+double rounded(double v, int digits) { return std::stod(fmt::format("{:.{}g}", v, digits)); }
+
 sim::Sourced measured_value(double value, std::string citation, double fit_error) {
   sim::Sourced s;
   s.value = value;
@@ -226,6 +228,8 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   if (p.compute.idle_clock_boost) p.compute.idle_clock_boost->source.citation += carried;
   if (p.compute.fp8_block_scaling_time_factor)
     p.compute.fp8_block_scaling_time_factor->source.citation += carried;
+  if (p.compute.concurrent_comm_slowdown)
+    p.compute.concurrent_comm_slowdown->source.citation += carried;
   for (auto& [prec, c] : p.compute.gemm_efficiency) c.source.citation += carried;
   for (auto* tables : {&p.compute.gemm_tables, &p.compute.own_gemm_tables})
     for (auto& [prec, t] : *tables) t.source.citation += carried;
@@ -242,6 +246,7 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   fit_compute(data, out);
   fit_collectives(data, out);
   fit_idle_clock_boost(data, out);
+  fit_concurrent_comm_slowdown(data, out);
   fit_own_gemm_tables(data, out);
   anchor_carried_gemm_tables(data, base, out);
   fit_designs(data, out);
@@ -275,8 +280,8 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
       "counts than measured.{}",
       result.base_profile,
       interference_measured
-          ? "\nInterference rows (a GEMM beside NCCL) are measured but not fitted: no design\n"
-            "model reads them (docs/calibration.md)."
+          ? "\nInterference rows (a GEMM beside NCCL) give compute.concurrent_comm_slowdown\n"
+            "(docs/calibration.md); no design model reads them."
           : "");
   yo.header = header;
   yo.comments = comments;

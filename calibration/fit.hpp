@@ -65,6 +65,9 @@ std::string cite_rows(const std::string& label, const std::vector<const Measurem
 double relative_rms(const std::vector<double>& predicted, const std::vector<double>& measured);
 // exp(mean(log(values))): the average of ratios.
 double geometric_mean(const std::vector<double>& values);
+// `v` to `digits` significant digits, as the profile YAML writes fitted numbers.
+double rounded(double v, int digits);
+
 // A fitted number: source measured, this citation, fit_error rounded as the YAML writes it.
 sim::Sourced measured_value(double value, std::string citation, double fit_error);
 
@@ -96,6 +99,10 @@ void fit_designs(const FitData& data, FitOutput& out);
 // (back-to-back) GEMM table and the collective curves; after fit_compute and
 // fit_collectives.
 void fit_idle_clock_boost(const FitData& data, FitOutput& out);
+// compute.concurrent_comm_slowdown from the interference rows (a GEMM burst beside NCCL on
+// its default CTAs over the burst alone; fit_interference.cpp). Without such rows the base
+// profile's value is carried.
+void fit_concurrent_comm_slowdown(const FitData& data, FitOutput& out);
 // compute.own_gemm_tables from the own GEMM's rows (design own): back to back, and those
 // timed inside pair loops brought to the back-to-back clock by compute.idle_clock_boost;
 // after fit_idle_clock_boost.

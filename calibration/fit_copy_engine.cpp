@@ -19,8 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-double rounded(double v, int digits) { return std::stod(fmt::format("{:.{}g}", v, digits)); }
-
 bool is_copy_engine_pair(const Measurement& r) {
   return is_pair_op(r.op) && (r.design == "tilewise_ce" || r.design == "tilewise_copy_engine");
 }

@@ -19,8 +19,6 @@ const char* compute_design(const std::string& compute) {
   return compute == "embedding" ? "own" : "cublas";
 }
 
-double rounded(double v, int digits) { return std::stod(fmt::format("{:.{}g}", v, digits)); }
-
 void set_param(FitOutput& out, const std::string& design, const std::string& key, double value,
                double err, const std::string& citation, const std::string& comment) {
   sim::Sourced s;

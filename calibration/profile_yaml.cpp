@@ -184,6 +184,10 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
     comment(out, o, "compute.idle_clock_boost", "  ");
     out += fmt::format("  idle_clock_boost: {}\n", sourced(*c.idle_clock_boost));
   }
+  if (c.concurrent_comm_slowdown) {
+    comment(out, o, "compute.concurrent_comm_slowdown", "  ");
+    out += fmt::format("  concurrent_comm_slowdown: {}\n", sourced(*c.concurrent_comm_slowdown));
+  }
   if (c.fp8_block_scaling_time_factor) {
     comment(out, o, "compute.fp8_block_scaling_time_factor", "  ");
     out += fmt::format("  fp8_block_scaling_time_factor: {}\n",

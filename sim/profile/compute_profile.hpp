@@ -60,6 +60,12 @@ struct ComputeProfile {
   std::optional<Sourced> scatter_add_bandwidth_Bps;
   std::optional<Sourced> index_add_bandwidth_Bps;
 
+  // How much slower a vendor GEMM runs while NCCL moves data beside it on NCCL's default
+  // CTAs (their SMs taken, HBM and L2 shared): the executor runs compute beside its rank's
+  // communication at 1/this of its rate. Absent: the factor the decomposed design's
+  // parameters give (sim::concurrent_comm_slowdown).
+  std::optional<Sourced> concurrent_comm_slowdown;
+
   // 1 + idle_clock_boost * idle_fraction (1 without the key); idle_fraction in [0, 1].
   double clock_speedup(double idle_fraction) const;
 };

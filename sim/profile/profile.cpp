@@ -25,6 +25,8 @@ std::vector<SourceEntry> Profile::sources() const {
   for (const auto& [p, table] : c.own_gemm_tables)
     out.push_back({fmt::format("compute.own_gemm_tables.{}", to_string(p)), table.source});
   if (c.idle_clock_boost) out.push_back({"compute.idle_clock_boost", c.idle_clock_boost->source});
+  if (c.concurrent_comm_slowdown)
+    out.push_back({"compute.concurrent_comm_slowdown", c.concurrent_comm_slowdown->source});
   if (c.fp8_block_scaling_time_factor)
     out.push_back({"compute.fp8_block_scaling_time_factor", c.fp8_block_scaling_time_factor->source});
   if (c.scatter_add_bandwidth_Bps)

@@ -258,7 +258,8 @@ ComputeProfile parse_compute(const ConfigNode& node) {
   node.check_keys(std::vector<std::string>{
       "peak_flops_per_s", "memory_bandwidth_Bps", "memory_capacity_bytes", "launch_overhead_s",
       "efficiency", "gemm_tables", "own_gemm_tables", "attention_table", "idle_clock_boost",
-      "fp8_block_scaling_time_factor", "scatter_add_bandwidth_Bps", "index_add_bandwidth_Bps"});
+      "fp8_block_scaling_time_factor", "scatter_add_bandwidth_Bps", "index_add_bandwidth_Bps",
+      "concurrent_comm_slowdown"});
   ComputeProfile c;
   ConfigNode peaks = node.child("peak_flops_per_s");
   if (!peaks.is_map() || peaks.size() == 0)
@@ -294,6 +295,12 @@ ComputeProfile parse_compute(const ConfigNode& node) {
     if (!(c.idle_clock_boost->value >= 0 && c.idle_clock_boost->value <= 10))
       node.child("idle_clock_boost")
           .fail("expected a boost per idle fraction in [0, 10] (value: 0.4)");
+  }
+  if (node.optional_child("concurrent_comm_slowdown")) {
+    c.concurrent_comm_slowdown = parse_sourced(node, "concurrent_comm_slowdown");
+    if (!(c.concurrent_comm_slowdown->value >= 1 && c.concurrent_comm_slowdown->value <= 10))
+      node.child("concurrent_comm_slowdown")
+          .fail("expected a GEMM's time beside NCCL over its time alone in [1, 10] (value: 1.08)");
   }
   if (node.optional_child("fp8_block_scaling_time_factor")) {
     c.fp8_block_scaling_time_factor = parse_sourced(node, "fp8_block_scaling_time_factor");
@@ -422,7 +429,8 @@ const std::vector<config::ParamDoc>& profile_params() {
        "peak_flops_per_s, memory_bandwidth_Bps, memory_capacity_bytes, "
        "launch_overhead_s, efficiency, gemm_tables, own_gemm_tables, attention_table, "
        "idle_clock_boost, "
-       "fp8_block_scaling_time_factor, scatter_add_bandwidth_Bps, index_add_bandwidth_Bps",
+       "fp8_block_scaling_time_factor, scatter_add_bandwidth_Bps, index_add_bandwidth_Bps, "
+       "concurrent_comm_slowdown",
        "", ""},
       {"collectives",
        "list of {op, algorithm, scope, ranks, ctas, segments, in_compute_loop_factor, source}",

@@ -73,6 +73,9 @@ std::string format_profile(const Profile& p) {
        c.memory_capacity_bytes.source);
   line(out, "launch overhead", config::format_duration(c.launch_overhead_s.value),
        c.launch_overhead_s.source);
+  if (c.concurrent_comm_slowdown)
+    line(out, "beside NCCL", fmt::format("x{:.4g} compute time", c.concurrent_comm_slowdown->value),
+         c.concurrent_comm_slowdown->source);
   out += "efficiency (fraction of peak; FLOPs:eff or bytes:eff, log-linear between points)\n";
   for (const auto& [prec, curve] : c.gemm_efficiency)
     line(out, fmt::format("gemm {}", to_string(prec)), curve_text(curve, false), curve.source);

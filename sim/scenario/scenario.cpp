@@ -37,6 +37,8 @@ void merge_classes(std::vector<CollectiveClassUse>& into,
 }  // namespace
 
 double concurrent_comm_slowdown(const Profile& profile) {
+  if (profile.compute.concurrent_comm_slowdown)
+    return profile.compute.concurrent_comm_slowdown->value;
   const Sourced* ctas = profile.designs.find("decomposed", "comm_ctas");
   const Sourced* slow = profile.designs.find("decomposed", "interference_slowdown");
   const int sms = profile.device.sms;
@@ -284,6 +286,10 @@ class ScenarioRunner {
         fmt::format("compute.peak_flops_per_s.{}", to_string(o_.precision));
     if (std::find(used.begin(), used.end(), peak_key) == used.end())
       used.insert(used.begin(), peak_key);
+    // The executor's charge for compute beside communication (exec_options).
+    const Profile& charged = sc_.design_profile ? *sc_.design_profile : sc_.profile;
+    if (o_.charge_concurrency && charged.compute.concurrent_comm_slowdown)
+      used.push_back("compute.concurrent_comm_slowdown");
     bool seen[4] = {false, false, false, false};
     for (const auto& entry : sc_.profile.sources())
       if (std::find(used.begin(), used.end(), entry.what) != used.end()) {
