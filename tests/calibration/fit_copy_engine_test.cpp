@@ -7,6 +7,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "tests/calibration/fit_stage_util.hpp"
+
 namespace overlapsim::calibration {
 namespace {
 
@@ -89,17 +91,8 @@ Measurement peer_copy_row(const char* file, int line, const char* design, int wo
 }
 
 // fit_copy_engine's output on `data`: the profile it wrote and its comments.
-struct Fitted {
-  sim::Profile profile;
-  std::map<std::string, std::string> comments;
-  std::vector<std::string> notes;
-};
-Fitted fit(const FitData& data) {
-  Fitted f;
-  FitOutput out{f.profile, f.comments, f.notes};
-  fit_copy_engine(data, out);
-  return f;
-}
+using Fitted = testing::StageOutput;
+Fitted fit(const FitData& data) { return testing::run_stage(fit_copy_engine, data); }
 
 // The stage writes the peer-copy line with the rows it came from and its error, and stops
 // there for a profile without the tile-wise design's tile size (no pair rows to fit).

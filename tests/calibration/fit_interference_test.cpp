@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "calibration/fit.hpp"
+#include "tests/calibration/fit_stage_util.hpp"
 
 namespace overlapsim::calibration {
 namespace fit_interference_test {
@@ -29,17 +30,8 @@ Measurement row(int line, const std::string& design, long m, std::uint64_t bytes
   return r;
 }
 
-struct Fitted {
-  sim::Profile profile;
-  std::map<std::string, std::string> comments;
-  std::vector<std::string> notes;
-};
-
-Fitted fit(const FitData& data) {
-  Fitted f;
-  FitOutput out{f.profile, f.comments, f.notes};
-  fit_concurrent_comm_slowdown(data, out);
-  return f;
+testing::StageOutput fit(const FitData& data) {
+  return testing::run_stage(fit_concurrent_comm_slowdown, data);
 }
 
 TEST(FitConcurrentCommSlowdown, MedianOfTheGemmRatiosAtTheDefaultCtas) {
@@ -61,7 +53,7 @@ TEST(FitConcurrentCommSlowdown, MedianOfTheGemmRatiosAtTheDefaultCtas) {
     data.rows.push_back(row(line++, "gemm|" + other + ":alone", m, 1 << 20, 8, 1e-3));
     data.rows.push_back(row(line++, "gemm|" + other + ":beside", m, 1 << 20, 8, 2e-3));
   }
-  const Fitted f = fit(data);
+  const testing::StageOutput f = fit(data);
   ASSERT_TRUE(f.profile.compute.concurrent_comm_slowdown.has_value());
   const sim::Sourced& s = *f.profile.compute.concurrent_comm_slowdown;
   EXPECT_DOUBLE_EQ(s.value, 1.06);
