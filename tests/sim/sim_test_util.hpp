@@ -36,6 +36,15 @@ inline OpNode gemm_op(const std::string& name, std::int64_t m, std::int64_t n, s
   return op;
 }
 
+// A memory-bound elementwise op moving `bytes`.
+inline OpNode elementwise_op(const std::string& name, std::uint64_t bytes) {
+  OpNode op;
+  op.name = name;
+  op.kind = OpKind::Elementwise;
+  op.bytes = bytes;
+  return op;
+}
+
 // A rail-optimised fat tree of `nodes` NVSwitch nodes of `gpus_per_node` GPUs, one NIC per
 // GPU, with round link rates (NVLink 450, NIC 50, PCIe 64 GB/s per direction).
 inline constexpr double kNvlinkBps = 450e9, kNicBps = 50e9, kPcieBps = 64e9;

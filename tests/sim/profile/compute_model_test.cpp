@@ -13,6 +13,7 @@
 namespace overlapsim::sim {
 namespace {
 
+using testing::elementwise_op;
 using testing::gemm_op;
 
 LogCurve flat(double y) {
@@ -81,10 +82,7 @@ TEST(ComputeModel, BlockScaledFp8GemmsTakeTheMeasuredFactor) {
 // profile without the rate refuses such an op, naming the key.
 TEST(ComputeModel, AtomicAddsRunAtTheirMeasuredRate) {
   ComputeProfile p = test_profile();
-  OpNode op;
-  op.name = "unpermute";
-  op.kind = OpKind::Elementwise;
-  op.bytes = 1'000'000'000;
+  OpNode op = elementwise_op("unpermute", 1'000'000'000);
   op.atomic_add = AtomicAdd::Scatter;
   try {
     ComputeModel(p).cost(op);
@@ -110,10 +108,7 @@ TEST(ComputeModel, AtomicAddsRunAtTheirMeasuredRate) {
 TEST(ComputeModel, EveryLaunchPaysTheOverhead) {
   ComputeProfile p = test_profile();
   ComputeModel model(p);
-  OpNode op;
-  op.name = "router";
-  op.kind = OpKind::Elementwise;
-  op.bytes = 8'000'000;
+  OpNode op = elementwise_op("router", 8'000'000);
   op.launches = 28;
   EXPECT_DOUBLE_EQ(model.time_s(op), 8e6 / 8e11 + 28e-6);
   OpNode one = op;
@@ -145,11 +140,8 @@ TEST(ComputeModel, GivenFlopsAndBytesOverrideTheShape) {
 TEST(ComputeModel, ElementwiseUsesFp32RateAndMemoryTerm) {
   ComputeProfile p = test_profile();
   ComputeModel model(p);
-  OpNode op;
-  op.name = "norm";
-  op.kind = OpKind::Elementwise;
+  OpNode op = elementwise_op("norm", 4'000'000'000);
   op.flops = 1e9;
-  op.bytes = 4'000'000'000;
   const OpCost c = model.cost(op);
   EXPECT_DOUBLE_EQ(c.compute_s, 1e9 / 5e13);
   EXPECT_DOUBLE_EQ(c.memory_s, 4e9 / 8e11);
