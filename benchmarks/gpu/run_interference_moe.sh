@@ -8,9 +8,12 @@
 # benchmarks/gpu/pack_carry.sh), else a kernels-only build here. Everything ends up in
 # $OUT/interference_moe.tar.gz.
 #   bash benchmarks/gpu/run_interference_moe.sh     # about 2-4 minutes
+# Environment: SHAPES, COLLECTIVES (allreduce,alltoall), BYTES (8MiB,32MiB,128MiB), CTAS (0:
+# NCCL's default; a list sweeps NCCL's CTA limit), RUN (the results folder's name).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
-run_dir="$OUT/interference_moe"
+RUN=${RUN:-interference_moe}
+run_dir="$OUT/$RUN"
 mkdir -p "$run_dir"
 log="$run_dir/log.txt"
 # m x n x k, bf16: Qwen3-30B-A3B's experts at EP 16 (4,096 rows an expert; fc1 2 x 768
@@ -27,9 +30,12 @@ if ! "$bench" --help >/dev/null 2>>"$log"; then
   echo "build rc=$?" | tee -a "$log"
   bench=build-gpu/kernels/bench/overlap-bench
 fi
-step "interference at ctas 0: $SHAPES"
-timeout -k 5 420 "$bench" --op interference --shapes "$SHAPES" --collectives allreduce,alltoall \
-  --bytes 8MiB,32MiB,128MiB --ctas 0 --min-time-ms 20 --warmup-ms 50 --world 2 \
+COLLECTIVES=${COLLECTIVES:-allreduce,alltoall}
+BYTES=${BYTES:-8MiB,32MiB,128MiB}
+CTAS=${CTAS:-0}
+step "interference at ctas $CTAS: $SHAPES"
+timeout -k 5 420 "$bench" --op interference --shapes "$SHAPES" --collectives "$COLLECTIVES" \
+  --bytes "$BYTES" --ctas "$CTAS" --min-time-ms 20 --warmup-ms 50 --world 2 \
   --output "$run_dir/interference.csv" >>"$log" 2>&1
 echo "overlap-bench rc=$?" | tee -a "$log"
-tar -czf "$OUT/interference_moe.tar.gz" -C "$OUT" interference_moe
+tar -czf "$OUT/$RUN.tar.gz" -C "$OUT" "$RUN"
