@@ -230,6 +230,8 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
     p.compute.fp8_block_scaling_time_factor->source.citation += carried;
   if (p.compute.concurrent_comm_slowdown)
     p.compute.concurrent_comm_slowdown->source.citation += carried;
+  if (!p.compute.concurrent_comm_gemm_slowdown.empty())
+    p.compute.concurrent_comm_gemm_slowdown.source.citation += carried;
   for (auto& [prec, c] : p.compute.gemm_efficiency) c.source.citation += carried;
   for (auto* tables : {&p.compute.gemm_tables, &p.compute.own_gemm_tables})
     for (auto& [prec, t] : *tables) t.source.citation += carried;
@@ -280,8 +282,8 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
       "counts than measured.{}",
       result.base_profile,
       interference_measured
-          ? "\nInterference rows (a GEMM beside NCCL) give compute.concurrent_comm_slowdown\n"
-            "(docs/calibration.md); no design model reads them."
+          ? "\nInterference rows (a GEMM beside NCCL) give compute.concurrent_comm_slowdown and,\n"
+            "over enough GEMM shapes, compute.concurrent_comm_gemm_slowdown (docs/calibration.md)."
           : "");
   yo.header = header;
   yo.comments = comments;

@@ -99,9 +99,9 @@ void fit_designs(const FitData& data, FitOutput& out);
 // (back-to-back) GEMM table and the collective curves; after fit_compute and
 // fit_collectives.
 void fit_idle_clock_boost(const FitData& data, FitOutput& out);
-// compute.concurrent_comm_slowdown from the interference rows (a GEMM burst beside NCCL on
-// its default CTAs over the burst alone; fit_interference.cpp). Without such rows the base
-// profile's value is carried.
+// compute.concurrent_comm_slowdown and compute.concurrent_comm_gemm_slowdown from the
+// interference rows (a GEMM burst beside NCCL on its default CTAs over the burst alone;
+// fit_interference.cpp). Without such rows the base profile's are carried.
 void fit_concurrent_comm_slowdown(const FitData& data, FitOutput& out);
 // compute.own_gemm_tables from the own GEMM's rows (design own): back to back, and those
 // timed inside pair loops brought to the back-to-back clock by compute.idle_clock_boost;

@@ -188,6 +188,16 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
     comment(out, o, "compute.concurrent_comm_slowdown", "  ");
     out += fmt::format("  concurrent_comm_slowdown: {}\n", sourced(*c.concurrent_comm_slowdown));
   }
+  if (!c.concurrent_comm_gemm_slowdown.empty()) {
+    comment(out, o, "compute.concurrent_comm_gemm_slowdown", "  ");
+    std::string pts = "[";
+    for (std::size_t i = 0; i < c.concurrent_comm_gemm_slowdown.points.size(); ++i) {
+      const auto& [t, slow] = c.concurrent_comm_gemm_slowdown.points[i];
+      pts += fmt::format("{}[{:.2f}us, {}]", i ? ", " : "", t * 1e6, yaml_number(slow));
+    }
+    out += fmt::format("  concurrent_comm_gemm_slowdown: {{over: kernel_time, points: {}], {}}}\n",
+                       pts, provenance(c.concurrent_comm_gemm_slowdown.source));
+  }
   if (c.fp8_block_scaling_time_factor) {
     comment(out, o, "compute.fp8_block_scaling_time_factor", "  ");
     out += fmt::format("  fp8_block_scaling_time_factor: {}\n",

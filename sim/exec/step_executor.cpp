@@ -135,23 +135,35 @@ double StepExecutor::Impl::op_time_s(int p, OpVertex v) {
 }
 
 void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
-  if (options.concurrent_comm_slowdown > 1 &&
-      programs[p].ops[v].stream == static_cast<std::uint8_t>(StreamKind::Compute))
-    run_segment(p, v, duration_s, 0);
+  const double slow = programs[p].ops[v].stream == static_cast<std::uint8_t>(StreamKind::Compute)
+                          ? comm_slowdown(p, v, duration_s)
+                          : 1;
+  if (slow > 1)
+    run_segment(p, v, duration_s, slow, 0);
   else
     begin_compute(p, v, duration_s, [this, p, v] { finish(p, v); });
 }
 
+double StepExecutor::Impl::comm_slowdown(int p, OpVertex v, double duration_s) const {
+  if (options.gemm_comm_slowdown.empty() ||
+      static_cast<OpKind>(programs[p].ops[v].kind) != OpKind::Gemm)
+    return options.concurrent_comm_slowdown;
+  const std::int64_t batch = std::max<std::int64_t>(1, op(p, v).gemm.batch);
+  return options.gemm_comm_slowdown.at(duration_s / static_cast<double>(batch));
+}
+
 // Like a paired design's group (sim/overlap/paired_design.cpp): run for the work left as if
-// at full rate, then for the work lost while communication of the rank moved data.
-void StepExecutor::Impl::run_segment(int p, OpVertex v, double duration_s, int round) {
+// at full rate, then for the work lost while communication of the rank moved data, once
+// more as if at full rate, then what is still left at the slow rate, which completes it
+// whether or not communication goes on (the last segment's work is charged, not measured
+// again: measured, a factor near 2 would lose almost as much as it charges, round after
+// round).
+void StepExecutor::Impl::run_segment(int p, OpVertex v, double duration_s, double slow, int round) {
   const double busy0 = comm_busy_s(p);
-  begin_compute(p, v, duration_s, [this, p, v, busy0, round] {
-    const double slow = options.concurrent_comm_slowdown;
-    const double lost = (comm_busy_s(p) - busy0) * (1 - 1 / slow);
+  begin_compute(p, v, duration_s, [this, p, v, busy0, slow, round] {
+    const double lost = round < 2 ? (comm_busy_s(p) - busy0) * (1 - 1 / slow) : 0;
     if (lost > 1e-12) {
-      // After one correction round, charge what is left at the slow rate.
-      run_segment(p, v, round < 1 ? lost : lost * slow, round + 1);
+      run_segment(p, v, round < 1 ? lost : lost * slow, slow, round + 1);
       return;
     }
     finish(p, v);

@@ -33,6 +33,7 @@
 #include "sim/graph/op_graph.hpp"
 #include "sim/network/network_api.hpp"
 #include "sim/profile/compute_model.hpp"
+#include "sim/profile/log_curve.hpp"
 
 namespace overlapsim::sim {
 
@@ -64,6 +65,9 @@ struct ExecOptions {
   // rank moves data (NCCL's CTAs take SMs, HBM and L2 are shared). The scenario sets the
   // factor the designs are charged for the same situation; 1: none.
   double concurrent_comm_slowdown = 1;
+  // For GEMM ops instead of the factor, where not empty: the slowdown by the op's time per
+  // kernel (its time / its batch: a grouped GEMM launches one kernel per group member).
+  LogCurve gemm_comm_slowdown;
 };
 
 class StepExecutor {

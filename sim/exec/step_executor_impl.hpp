@@ -173,7 +173,9 @@ struct StepExecutor::Impl final : ExecContext {
   void comm_ended(int p);
   double comm_busy_s(int p) override;
   double concurrent_comm_slowdown() const override { return options.concurrent_comm_slowdown; }
-  void run_segment(int p, OpVertex v, double duration_s, int round);
+  // The slowdown a compute op pays beside its rank's communication (ExecOptions).
+  double comm_slowdown(int p, OpVertex v, double duration_s) const;
+  void run_segment(int p, OpVertex v, double duration_s, double slow, int round);
   const CommImagePlans& plans() const { return layout->plans(); }
   int rep(int rank) const { return step.representative.empty() ? rank : step.representative[rank]; }
 

@@ -65,6 +65,12 @@ struct ComputeProfile {
   // communication at 1/this of its rate. Absent: the factor the decomposed design's
   // parameters give (sim::concurrent_comm_slowdown).
   std::optional<Sourced> concurrent_comm_slowdown;
+  // The same for one GEMM kernel, by its time alone (x, seconds): a short kernel is delayed
+  // by about one or two of its tiles' time (one CTA that shares its SM with a busy NCCL CTA
+  // straggles), most of its time below ~60 us, a few percent of a long one. Where present,
+  // the executor charges GEMM ops this at their per-kernel time (op time / batch) and other
+  // compute ops concurrent_comm_slowdown. Empty: every op the factor.
+  LogCurve concurrent_comm_gemm_slowdown;
 
   // 1 + idle_clock_boost * idle_fraction (1 without the key); idle_fraction in [0, 1].
   double clock_speedup(double idle_fraction) const;

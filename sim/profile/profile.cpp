@@ -27,6 +27,9 @@ std::vector<SourceEntry> Profile::sources() const {
   if (c.idle_clock_boost) out.push_back({"compute.idle_clock_boost", c.idle_clock_boost->source});
   if (c.concurrent_comm_slowdown)
     out.push_back({"compute.concurrent_comm_slowdown", c.concurrent_comm_slowdown->source});
+  if (!c.concurrent_comm_gemm_slowdown.empty())
+    out.push_back(
+        {"compute.concurrent_comm_gemm_slowdown", c.concurrent_comm_gemm_slowdown.source});
   if (c.fp8_block_scaling_time_factor)
     out.push_back({"compute.fp8_block_scaling_time_factor", c.fp8_block_scaling_time_factor->source});
   if (c.scatter_add_bandwidth_Bps)

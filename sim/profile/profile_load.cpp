@@ -259,7 +259,7 @@ ComputeProfile parse_compute(const ConfigNode& node) {
       "peak_flops_per_s", "memory_bandwidth_Bps", "memory_capacity_bytes", "launch_overhead_s",
       "efficiency", "gemm_tables", "own_gemm_tables", "attention_table", "idle_clock_boost",
       "fp8_block_scaling_time_factor", "scatter_add_bandwidth_Bps", "index_add_bandwidth_Bps",
-      "concurrent_comm_slowdown"});
+      "concurrent_comm_slowdown", "concurrent_comm_gemm_slowdown"});
   ComputeProfile c;
   ConfigNode peaks = node.child("peak_flops_per_s");
   if (!peaks.is_map() || peaks.size() == 0)
@@ -301,6 +301,19 @@ ComputeProfile parse_compute(const ConfigNode& node) {
     if (!(c.concurrent_comm_slowdown->value >= 1 && c.concurrent_comm_slowdown->value <= 10))
       node.child("concurrent_comm_slowdown")
           .fail("expected a GEMM's time beside NCCL over its time alone in [1, 10] (value: 1.08)");
+  }
+  if (node.optional_child("concurrent_comm_gemm_slowdown")) {
+    // { over: kernel_time, points: [[time, slowdown], ...], source, citation }
+    ConfigNode curve = node.child("concurrent_comm_gemm_slowdown");
+    if (!curve.is_map())
+      curve.fail(
+          "expected a map {over: kernel_time, points: [[time, slowdown], ...], source: ...}");
+    curve.check_keys(with_source_keys({"over", "points"}));
+    curve.get_enum("over", {"kernel_time"});
+    c.concurrent_comm_gemm_slowdown.points =
+        parse_points(curve.child("points"), Unit::Seconds, true, 1.0, 10.0,
+                     "a GEMM kernel's time beside NCCL over its time alone in [1, 10]");
+    c.concurrent_comm_gemm_slowdown.source = parse_provenance(curve);
   }
   if (node.optional_child("fp8_block_scaling_time_factor")) {
     c.fp8_block_scaling_time_factor = parse_sourced(node, "fp8_block_scaling_time_factor");
@@ -430,7 +443,7 @@ const std::vector<config::ParamDoc>& profile_params() {
        "launch_overhead_s, efficiency, gemm_tables, own_gemm_tables, attention_table, "
        "idle_clock_boost, "
        "fp8_block_scaling_time_factor, scatter_add_bandwidth_Bps, index_add_bandwidth_Bps, "
-       "concurrent_comm_slowdown",
+       "concurrent_comm_slowdown, concurrent_comm_gemm_slowdown",
        "", ""},
       {"collectives",
        "list of {op, algorithm, scope, ranks, ctas, segments, in_compute_loop_factor, source}",

@@ -76,6 +76,13 @@ std::string format_profile(const Profile& p) {
   if (c.concurrent_comm_slowdown)
     line(out, "beside NCCL", fmt::format("x{:.4g} compute time", c.concurrent_comm_slowdown->value),
          c.concurrent_comm_slowdown->source);
+  if (!c.concurrent_comm_gemm_slowdown.empty()) {
+    std::string pts;
+    for (const auto& [t, slow] : c.concurrent_comm_gemm_slowdown.points)
+      pts += fmt::format("{}{}:x{:.3g}", pts.empty() ? "" : " ", config::format_duration(t), slow);
+    line(out, "GEMM beside NCCL", "kernel time:slowdown " + pts,
+         c.concurrent_comm_gemm_slowdown.source);
+  }
   out += "efficiency (fraction of peak; FLOPs:eff or bytes:eff, log-linear between points)\n";
   for (const auto& [prec, curve] : c.gemm_efficiency)
     line(out, fmt::format("gemm {}", to_string(prec)), curve_text(curve, false), curve.source);

@@ -55,9 +55,11 @@ ExecOptions exec_options(const Scenario& sc, FlowNetwork& net) {
   const ScenarioOptions& o = sc.options;
   ExecOptions exec;
   exec.images = o.images;
-  if (o.charge_concurrency)
-    exec.concurrent_comm_slowdown =
-        concurrent_comm_slowdown(sc.design_profile ? *sc.design_profile : sc.profile);
+  if (o.charge_concurrency) {
+    const Profile& charged = sc.design_profile ? *sc.design_profile : sc.profile;
+    exec.concurrent_comm_slowdown = concurrent_comm_slowdown(charged);
+    exec.gemm_comm_slowdown = charged.compute.concurrent_comm_gemm_slowdown;
+  }
   if (!o.trace) return exec;
   exec.record_timeline = true;
   exec.timeline_ranks = o.trace_ranks;
@@ -290,6 +292,8 @@ class ScenarioRunner {
     const Profile& charged = sc_.design_profile ? *sc_.design_profile : sc_.profile;
     if (o_.charge_concurrency && charged.compute.concurrent_comm_slowdown)
       used.push_back("compute.concurrent_comm_slowdown");
+    if (o_.charge_concurrency && !charged.compute.concurrent_comm_gemm_slowdown.empty())
+      used.push_back("compute.concurrent_comm_gemm_slowdown");
     bool seen[4] = {false, false, false, false};
     for (const auto& entry : sc_.profile.sources())
       if (std::find(used.begin(), used.end(), entry.what) != used.end()) {

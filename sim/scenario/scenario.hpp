@@ -60,7 +60,9 @@ struct ScenarioOptions {
   // Compute beside the step's own communication (dgrad beside wgrad's collective, DLRM's
   // forward all-to-all beside the bottom MLP, the gradient reduction beside backward) pays
   // the interference the designs are charged for the same situation (a vendor op beside
-  // NCCL on its default CTAs): concurrent_comm_slowdown(profile). False: none.
+  // NCCL on its default CTAs): concurrent_comm_slowdown(profile), and GEMMs the profile's
+  // compute.concurrent_comm_gemm_slowdown at their time per kernel where it has one. False:
+  // none.
   bool charge_concurrency = true;
   // Called on each design after it is built and bound, before it runs (replaying a measured
   // configuration: chunks, carve-out, partition).

@@ -71,5 +71,58 @@ TEST(FitConcurrentCommSlowdown, TooFewPairsLeaveTheBaseValue) {
   EXPECT_FALSE(fit(data).profile.compute.concurrent_comm_slowdown.has_value());
 }
 
+// Per GEMM shape (m rows) a pair beside an all-reduce and one beside an all-to-all, each
+// alone in `alone_s`, with the two ratios given.
+void add_shape(FitData& data, int& line, long m, double alone_s, double r_allreduce,
+               double r_alltoall) {
+  for (const auto& [other, r] :
+       {std::pair<const char*, double>{"allreduce", r_allreduce}, {"alltoall", r_alltoall}}) {
+    data.rows.push_back(
+        row(line++, std::string("gemm|") + other + ":alone", m, 1 << 20, 0, alone_s));
+    data.rows.push_back(
+        row(line++, std::string("gemm|") + other + ":beside", m, 1 << 20, 0, r * alone_s));
+  }
+}
+
+TEST(FitConcurrentCommGemmSlowdown, PerShapeMediansMadeNonIncreasingInKernelTime) {
+  FitData data;
+  data.label = "calibration/data/x";
+  int line = 2;
+  // Kernel times 10, 20, 40, 100 us, 1 and 2 ms; shape medians 1.8, 2.0, 1.9, 1.4, 1.05,
+  // 1.05.
+  add_shape(data, line, 1024, 10e-6, 1.7, 1.9);
+  add_shape(data, line, 2048, 20e-6, 2.0, 2.0);
+  add_shape(data, line, 4096, 40e-6, 1.8, 2.0);
+  add_shape(data, line, 8192, 100e-6, 1.4, 1.4);
+  add_shape(data, line, 16384, 1e-3, 1.04, 1.06);
+  add_shape(data, line, 32768, 2e-3, 1.05, 1.05);
+  const testing::StageOutput f = fit(data);
+  const sim::LogCurve& c = f.profile.compute.concurrent_comm_gemm_slowdown;
+  // Pool adjacent violators: 1.8 < 2.0 pools to 1.9 (equal weights), then 1.9 joins them;
+  // the flat run 10-40 us keeps its ends.
+  ASSERT_EQ(c.points.size(), 5u);
+  EXPECT_DOUBLE_EQ(c.points[0].first, 10e-6);
+  EXPECT_NEAR(c.points[0].second, 1.9, 1e-12);
+  EXPECT_DOUBLE_EQ(c.points[1].first, 40e-6);
+  EXPECT_NEAR(c.points[1].second, 1.9, 1e-12);
+  EXPECT_NEAR(c.points[2].second, 1.4, 1e-12);
+  EXPECT_NEAR(c.points[3].second, 1.05, 1e-12);
+  EXPECT_NEAR(c.points[4].second, 1.05, 1e-12);
+  EXPECT_EQ(c.source.kind, sim::SourceKind::Measured);
+  EXPECT_NE(c.source.citation.find("6 shapes, 12 pairs"), std::string::npos) << c.source.citation;
+  // The factor: the pairs of kernels of 500 us or more alone (1.04, 1.06, 1.05, 1.05).
+  ASSERT_TRUE(f.profile.compute.concurrent_comm_slowdown.has_value());
+  EXPECT_NEAR(f.profile.compute.concurrent_comm_slowdown->value, 1.05, 1e-12);
+}
+
+TEST(FitConcurrentCommGemmSlowdown, TwoShapesMakeNoCurve) {
+  FitData data;
+  data.label = "calibration/data/x";
+  int line = 2;
+  add_shape(data, line, 1024, 10e-6, 1.7, 1.9);
+  add_shape(data, line, 2048, 1e-3, 1.1, 1.1);
+  EXPECT_TRUE(fit(data).profile.compute.concurrent_comm_gemm_slowdown.empty());
+}
+
 }  // namespace fit_interference_test
 }  // namespace overlapsim::calibration

@@ -3,6 +3,9 @@
 // rate for that time. Closed forms on the unit profile and bytes / 1 GB/s collectives.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "sim/exec/step_executor.hpp"
 #include "tests/sim/exec/exec_test_util.hpp"
 
@@ -25,10 +28,11 @@ StepGraph gemm_beside_collective() {
   return step;
 }
 
-StepResult run(const StepGraph& step, double slowdown) {
+StepResult run(const StepGraph& step, double slowdown, LogCurve gemm_curve = {}) {
   testing::UnitExecRig rig(2, 8);
   ExecOptions o;
   o.concurrent_comm_slowdown = slowdown;
+  o.gemm_comm_slowdown = std::move(gemm_curve);
   StepExecutor exec(step, rig.model, rig.net, o);
   std::vector<CollectiveRequest> log;
   exec.set_collective_launcher(testing::ClosedFormLauncher{&rig.sim, &log});
@@ -46,6 +50,60 @@ TEST(ConcurrencyInterference, ComputeBesideCommunicationSlowsByTheFactor) {
     EXPECT_NEAR(r.compute_s, r.step_time_s, 1e-12);  // still no idle: the identity holds
     EXPECT_NEAR(r.compute_s + r.exposed_comm_s + r.bubble_s, r.step_time_s, 1e-12);
   }
+}
+
+// Per rank: a 3 ms collective beside a 1 ms op of `kind` (both ready at 0), then a 1 ms
+// GEMM after both.
+StepGraph op_under_collective(OpKind kind, std::int64_t batch = 1) {
+  StepGraph step = testing::numbered_step(2, {{"dp", {0, 1}}});
+  for (auto& prog : step.ranks) {
+    const OpVertex ar = add(prog, collective_op("ar", 0, 3.0));
+    OpNode op = compute_op("g", 1.0);
+    op.kind = kind;
+    op.gemm.batch = batch;
+    if (kind != OpKind::Gemm) op.bytes = 1'000'000'000;  // 1 ms at the unit profile's 1 TB/s
+    const OpVertex g = add(prog, op);
+    add(prog, compute_op("h", 1.0), {ar, g});
+  }
+  return step;
+}
+
+TEST(ConcurrencyInterference, ComputeUnderCommunicationTakesExactlyItsSlowTime) {
+  // The collective outlasts the op, so the op runs at 1/s of its rate throughout: s ms.
+  // Near s = 2 each correction would lose almost what it charges, so the last one is
+  // charged at the slow rate, not measured again.
+  for (double s : {1.078, 1.5, 1.9, 2.0, 3.0}) {
+    const StepResult r = run(op_under_collective(OpKind::Gemm), s);
+    const double g = std::min(s, 3.0);  // the collective ends at 3 ms
+    EXPECT_NEAR(r.step_time_s, std::max(g, 3.0) * 1e-3 + 1e-3, 1e-12) << s;
+  }
+  // s 2: the op ends at 2 ms, under the collective; the step is 3 + 1 ms.
+  const StepResult r = run(op_under_collective(OpKind::Gemm), 2.0);
+  EXPECT_NEAR(r.compute_s, 3e-3, 1e-12);  // 2 ms of g, 1 of h
+}
+
+// A curve of slowdown by kernel time: 2x up to 0.1 ms, 1.25x from 1 ms.
+LogCurve curve() {
+  LogCurve c;
+  c.points = {{1e-4, 2.0}, {1e-3, 1.25}};
+  return c;
+}
+
+TEST(ConcurrencyInterference, GemmsPayTheCurveAtTheirTimePerKernel) {
+  // A 1 ms GEMM: 1.25 (the curve at 1 ms), not the factor 1.5; it ends under the
+  // collective at 1.25 ms, and h runs after the collective.
+  StepResult r = run(op_under_collective(OpKind::Gemm), 1.5, curve());
+  EXPECT_NEAR(r.compute_s, 2.25e-3, 1e-12);
+  // The same op as a grouped GEMM of 10 kernels of 0.1 ms each: 2x.
+  r = run(op_under_collective(OpKind::Gemm, 10), 1.5, curve());
+  EXPECT_NEAR(r.compute_s, 3e-3, 1e-12);
+  // Batch 3: 0.333 ms a kernel, log-linear between the points: 2 - 0.75 x log10(3.33).
+  r = run(op_under_collective(OpKind::Gemm, 3), 1.5, curve());
+  const double s = 2.0 - 0.75 * std::log10(1e-3 / 3 / 1e-4);
+  EXPECT_NEAR(r.compute_s, (s + 1) * 1e-3, 1e-12);
+  // Not a GEMM: the factor.
+  r = run(op_under_collective(OpKind::Elementwise), 1.5, curve());
+  EXPECT_NEAR(r.compute_s, 2.5e-3, 1e-12);
 }
 
 TEST(ConcurrencyInterference, ComputeAfterCommunicationIsNotCharged) {
