@@ -256,7 +256,8 @@ double PairedDesign::comm_busy_s(const Pair& pair, double now) const {
 
 // A group's compute progresses at rate 1 while no part of its collective moves data and
 // 1/compute_slowdown while one does. A segment runs for the work left as if at rate 1;
-// at its end the work lost to interference during it is run as the next segment.
+// at its end the work lost to interference during it is run as the next segment, and what
+// that one loses is charged at the slow rate.
 void PairedDesign::start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int j,
                                  double duration_s, int round) {
   const int n = static_cast<int>(pair->s.compute_s.size());
@@ -271,7 +272,10 @@ void PairedDesign::start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& 
     const double others = std::max(
         0.0, ctx.comm_busy_s(pair->program) - rank_busy0 - overlapped);
     const double base = ctx.concurrent_comm_slowdown();
-    const double lost = overlapped * (1 - 1 / slow) + (base > 1 ? others * (1 - 1 / base) : 0);
+    // The segment charged at the slow rate (round 2) completes the work: measuring its
+    // loss again would charge the loss twice.
+    const double lost =
+        round < 2 ? overlapped * (1 - 1 / slow) + (base > 1 ? others * (1 - 1 / base) : 0) : 0;
     if (lost > 1e-12) {
       // After one correction round, charge what is left at the slow rate (events).
       // (With the rank's other communication, at the larger of the two factors.)
