@@ -71,32 +71,36 @@ TEST(FitConcurrentCommSlowdown, TooFewPairsLeaveTheBaseValue) {
   EXPECT_FALSE(fit(data).profile.compute.concurrent_comm_slowdown.has_value());
 }
 
-// Per GEMM shape (m rows) a pair beside an all-reduce and one beside an all-to-all, each
-// alone in `alone_s`, with the two ratios given.
-void add_shape(FitData& data, int& line, long m, double alone_s, double r_allreduce,
-               double r_alltoall) {
-  for (const auto& [other, r] :
-       {std::pair<const char*, double>{"allreduce", r_allreduce}, {"alltoall", r_alltoall}}) {
-    data.rows.push_back(
-        row(line++, std::string("gemm|") + other + ":alone", m, 1 << 20, 0, alone_s));
-    data.rows.push_back(
-        row(line++, std::string("gemm|") + other + ":beside", m, 1 << 20, 0, r * alone_s));
-  }
-}
+// One GEMM shape (m rows) alone in `alone_s`, with its ratio beside an all-reduce and
+// beside an all-to-all.
+struct ShapePairs {
+  long m;
+  double alone_s, r_allreduce, r_alltoall;
+};
 
-TEST(FitConcurrentCommGemmSlowdown, PerShapeMediansMadeNonIncreasingInKernelTime) {
+FitData shapes_data(std::initializer_list<ShapePairs> shapes) {
   FitData data;
   data.label = "calibration/data/x";
   int line = 2;
+  for (const ShapePairs& sp : shapes)
+    for (const auto& [other, r] : {std::pair<const char*, double>{"allreduce", sp.r_allreduce},
+                                   {"alltoall", sp.r_alltoall}}) {
+      const std::string gemm = std::string("gemm|") + other;
+      data.rows.push_back(row(line++, gemm + ":alone", sp.m, 1 << 20, 0, sp.alone_s));
+      data.rows.push_back(row(line++, gemm + ":beside", sp.m, 1 << 20, 0, r * sp.alone_s));
+    }
+  return data;
+}
+
+TEST(FitConcurrentCommGemmSlowdown, PerShapeMediansMadeNonIncreasingInKernelTime) {
   // Kernel times 10, 20, 40, 100 us, 1 and 2 ms; shape medians 1.8, 2.0, 1.9, 1.4, 1.05,
   // 1.05.
-  add_shape(data, line, 1024, 10e-6, 1.7, 1.9);
-  add_shape(data, line, 2048, 20e-6, 2.0, 2.0);
-  add_shape(data, line, 4096, 40e-6, 1.8, 2.0);
-  add_shape(data, line, 8192, 100e-6, 1.4, 1.4);
-  add_shape(data, line, 16384, 1e-3, 1.04, 1.06);
-  add_shape(data, line, 32768, 2e-3, 1.05, 1.05);
-  const testing::StageOutput f = fit(data);
+  const testing::StageOutput f = fit(shapes_data({{1024, 10e-6, 1.7, 1.9},
+                                                  {2048, 20e-6, 2.0, 2.0},
+                                                  {4096, 40e-6, 1.8, 2.0},
+                                                  {8192, 100e-6, 1.4, 1.4},
+                                                  {16384, 1e-3, 1.04, 1.06},
+                                                  {32768, 2e-3, 1.05, 1.05}}));
   const sim::LogCurve& c = f.profile.compute.concurrent_comm_gemm_slowdown;
   // Pool adjacent violators: 1.8 < 2.0 pools to 1.9 (equal weights), then 1.9 joins them;
   // the flat run 10-40 us keeps its ends.
@@ -116,11 +120,7 @@ TEST(FitConcurrentCommGemmSlowdown, PerShapeMediansMadeNonIncreasingInKernelTime
 }
 
 TEST(FitConcurrentCommGemmSlowdown, TwoShapesMakeNoCurve) {
-  FitData data;
-  data.label = "calibration/data/x";
-  int line = 2;
-  add_shape(data, line, 1024, 10e-6, 1.7, 1.9);
-  add_shape(data, line, 2048, 1e-3, 1.1, 1.1);
+  const FitData data = shapes_data({{1024, 10e-6, 1.7, 1.9}, {2048, 1e-3, 1.1, 1.1}});
   EXPECT_TRUE(fit(data).profile.compute.concurrent_comm_gemm_slowdown.empty());
 }
 
