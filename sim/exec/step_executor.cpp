@@ -145,11 +145,16 @@ void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
 }
 
 double StepExecutor::Impl::comm_slowdown(int p, OpVertex v, double duration_s) const {
-  if (options.gemm_comm_slowdown.empty() ||
-      static_cast<OpKind>(programs[p].ops[v].kind) != OpKind::Gemm)
-    return options.concurrent_comm_slowdown;
-  const std::int64_t batch = std::max<std::int64_t>(1, op(p, v).gemm.batch);
-  return options.gemm_comm_slowdown.at(duration_s / static_cast<double>(batch));
+  const auto kind = static_cast<OpKind>(programs[p].ops[v].kind);
+  if (kind == OpKind::Gemm && !options.gemm_comm_slowdown.empty()) {
+    const std::int64_t batch = std::max<std::int64_t>(1, op(p, v).gemm.batch);
+    return options.gemm_comm_slowdown.at(duration_s / static_cast<double>(batch));
+  }
+  if (kind == OpKind::Elementwise && !options.memory_comm_slowdown.empty()) {
+    const int launches = std::max(1, op(p, v).launches);
+    return options.memory_comm_slowdown.at(duration_s / launches);
+  }
+  return options.concurrent_comm_slowdown;
 }
 
 // Like a paired design's group (sim/overlap/paired_design.cpp): run for the work left as if

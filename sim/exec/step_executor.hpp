@@ -68,6 +68,9 @@ struct ExecOptions {
   // For GEMM ops instead of the factor, where not empty: the slowdown by the op's time per
   // kernel (its time / its batch: a grouped GEMM launches one kernel per group member).
   LogCurve gemm_comm_slowdown;
+  // For elementwise (memory-bound) ops, where not empty: the slowdown by the op's time per
+  // kernel (its time / its launches).
+  LogCurve memory_comm_slowdown;
 };
 
 class StepExecutor {

@@ -71,6 +71,10 @@ struct ComputeProfile {
   // the executor charges GEMM ops this at their per-kernel time (op time / batch) and other
   // compute ops concurrent_comm_slowdown. Empty: every op the factor.
   LogCurve concurrent_comm_gemm_slowdown;
+  // The same for memory-bound (elementwise) kernels by their time alone: NCCL's copies share
+  // HBM with them, and evict what they held in L2. Where present the executor charges
+  // elementwise ops this at their time per kernel (op time / launches). Empty: the factor.
+  LogCurve concurrent_comm_memory_slowdown;
 
   // 1 + idle_clock_boost * idle_fraction (1 without the key); idle_fraction in [0, 1].
   double clock_speedup(double idle_fraction) const;

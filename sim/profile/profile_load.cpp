@@ -131,6 +131,21 @@ LogCurve parse_efficiency(const ConfigNode& parent, const std::string& key,
   return c;
 }
 
+// { over: kernel_time, points: [[time, slowdown], ...], source, citation }: a kernel's time
+// beside NCCL over its time alone, by its time alone.
+LogCurve parse_kernel_time_curve(const ConfigNode& parent, const std::string& key) {
+  ConfigNode curve = parent.child(key);
+  if (!curve.is_map())
+    curve.fail("expected a map {over: kernel_time, points: [[time, slowdown], ...], source: ...}");
+  curve.check_keys(with_source_keys({"over", "points"}));
+  curve.get_enum("over", {"kernel_time"});
+  LogCurve c;
+  c.points = parse_points(curve.child("points"), Unit::Seconds, true, 1.0, 10.0,
+                          "a kernel's time beside NCCL over its time alone in [1, 10]");
+  c.source = parse_provenance(curve);
+  return c;
+}
+
 std::vector<double> parse_number_list(const ConfigNode& node, Unit unit) {
   if (!node.is_sequence() || node.size() == 0) node.fail("expected a non-empty list of numbers");
   std::vector<double> out;
@@ -259,7 +274,8 @@ ComputeProfile parse_compute(const ConfigNode& node) {
       "peak_flops_per_s", "memory_bandwidth_Bps", "memory_capacity_bytes", "launch_overhead_s",
       "efficiency", "gemm_tables", "own_gemm_tables", "attention_table", "idle_clock_boost",
       "fp8_block_scaling_time_factor", "scatter_add_bandwidth_Bps", "index_add_bandwidth_Bps",
-      "concurrent_comm_slowdown", "concurrent_comm_gemm_slowdown"});
+      "concurrent_comm_slowdown", "concurrent_comm_gemm_slowdown",
+      "concurrent_comm_memory_slowdown"});
   ComputeProfile c;
   ConfigNode peaks = node.child("peak_flops_per_s");
   if (!peaks.is_map() || peaks.size() == 0)
@@ -302,19 +318,12 @@ ComputeProfile parse_compute(const ConfigNode& node) {
       node.child("concurrent_comm_slowdown")
           .fail("expected a GEMM's time beside NCCL over its time alone in [1, 10] (value: 1.08)");
   }
-  if (node.optional_child("concurrent_comm_gemm_slowdown")) {
-    // { over: kernel_time, points: [[time, slowdown], ...], source, citation }
-    ConfigNode curve = node.child("concurrent_comm_gemm_slowdown");
-    if (!curve.is_map())
-      curve.fail(
-          "expected a map {over: kernel_time, points: [[time, slowdown], ...], source: ...}");
-    curve.check_keys(with_source_keys({"over", "points"}));
-    curve.get_enum("over", {"kernel_time"});
-    c.concurrent_comm_gemm_slowdown.points =
-        parse_points(curve.child("points"), Unit::Seconds, true, 1.0, 10.0,
-                     "a GEMM kernel's time beside NCCL over its time alone in [1, 10]");
-    c.concurrent_comm_gemm_slowdown.source = parse_provenance(curve);
-  }
+  if (node.optional_child("concurrent_comm_gemm_slowdown"))
+    c.concurrent_comm_gemm_slowdown =
+        parse_kernel_time_curve(node, "concurrent_comm_gemm_slowdown");
+  if (node.optional_child("concurrent_comm_memory_slowdown"))
+    c.concurrent_comm_memory_slowdown =
+        parse_kernel_time_curve(node, "concurrent_comm_memory_slowdown");
   if (node.optional_child("fp8_block_scaling_time_factor")) {
     c.fp8_block_scaling_time_factor = parse_sourced(node, "fp8_block_scaling_time_factor");
     if (!(c.fp8_block_scaling_time_factor->value >= 0.5 &&
@@ -443,7 +452,7 @@ const std::vector<config::ParamDoc>& profile_params() {
        "launch_overhead_s, efficiency, gemm_tables, own_gemm_tables, attention_table, "
        "idle_clock_boost, "
        "fp8_block_scaling_time_factor, scatter_add_bandwidth_Bps, index_add_bandwidth_Bps, "
-       "concurrent_comm_slowdown, concurrent_comm_gemm_slowdown",
+       "concurrent_comm_slowdown, concurrent_comm_gemm_slowdown, concurrent_comm_memory_slowdown",
        "", ""},
       {"collectives",
        "list of {op, algorithm, scope, ranks, ctas, segments, in_compute_loop_factor, source}",

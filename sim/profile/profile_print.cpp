@@ -76,12 +76,15 @@ std::string format_profile(const Profile& p) {
   if (c.concurrent_comm_slowdown)
     line(out, "beside NCCL", fmt::format("x{:.4g} compute time", c.concurrent_comm_slowdown->value),
          c.concurrent_comm_slowdown->source);
-  if (!c.concurrent_comm_gemm_slowdown.empty()) {
+  for (const auto& [label, curve] :
+       {std::pair<const char*, const LogCurve*>{"GEMM beside NCCL",
+                                                &c.concurrent_comm_gemm_slowdown},
+        {"memory-bound beside NCCL", &c.concurrent_comm_memory_slowdown}}) {
+    if (curve->empty()) continue;
     std::string pts;
-    for (const auto& [t, slow] : c.concurrent_comm_gemm_slowdown.points)
+    for (const auto& [t, slow] : curve->points)
       pts += fmt::format("{}{}:x{:.3g}", pts.empty() ? "" : " ", config::format_duration(t), slow);
-    line(out, "GEMM beside NCCL", "kernel time:slowdown " + pts,
-         c.concurrent_comm_gemm_slowdown.source);
+    line(out, label, "kernel time:slowdown " + pts, curve->source);
   }
   out += "efficiency (fraction of peak; FLOPs:eff or bytes:eff, log-linear between points)\n";
   for (const auto& [prec, curve] : c.gemm_efficiency)

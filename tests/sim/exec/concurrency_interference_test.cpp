@@ -28,11 +28,13 @@ StepGraph gemm_beside_collective() {
   return step;
 }
 
-StepResult run(const StepGraph& step, double slowdown, LogCurve gemm_curve = {}) {
+StepResult run(const StepGraph& step, double slowdown, LogCurve gemm_curve = {},
+               LogCurve memory_curve = {}) {
   testing::UnitExecRig rig(2, 8);
   ExecOptions o;
   o.concurrent_comm_slowdown = slowdown;
   o.gemm_comm_slowdown = std::move(gemm_curve);
+  o.memory_comm_slowdown = std::move(memory_curve);
   StepExecutor exec(step, rig.model, rig.net, o);
   std::vector<CollectiveRequest> log;
   exec.set_collective_launcher(testing::ClosedFormLauncher{&rig.sim, &log});
@@ -54,13 +56,14 @@ TEST(ConcurrencyInterference, ComputeBesideCommunicationSlowsByTheFactor) {
 
 // Per rank: a 3 ms collective beside a 1 ms op of `kind` (both ready at 0), then a 1 ms
 // GEMM after both.
-StepGraph op_under_collective(OpKind kind, std::int64_t batch = 1) {
+StepGraph op_under_collective(OpKind kind, std::int64_t batch = 1, int launches = 1) {
   StepGraph step = testing::numbered_step(2, {{"dp", {0, 1}}});
   for (auto& prog : step.ranks) {
     const OpVertex ar = add(prog, collective_op("ar", 0, 3.0));
     OpNode op = compute_op("g", 1.0);
     op.kind = kind;
     op.gemm.batch = batch;
+    op.launches = launches;
     if (kind != OpKind::Gemm) op.bytes = 1'000'000'000;  // 1 ms at the unit profile's 1 TB/s
     const OpVertex g = add(prog, op);
     add(prog, compute_op("h", 1.0), {ar, g});
@@ -103,6 +106,21 @@ TEST(ConcurrencyInterference, GemmsPayTheCurveAtTheirTimePerKernel) {
   EXPECT_NEAR(r.compute_s, (s + 1) * 1e-3, 1e-12);
   // Not a GEMM: the factor.
   r = run(op_under_collective(OpKind::Elementwise), 1.5, curve());
+  EXPECT_NEAR(r.compute_s, 2.5e-3, 1e-12);
+}
+
+TEST(ConcurrencyInterference, ElementwiseOpsPayTheMemoryCurveAtTheirTimePerKernel) {
+  // A 1 ms elementwise op of one kernel: 1.25 from the memory curve (the GEMM curve and the
+  // factor do not apply to it).
+  LogCurve memory = curve();
+  StepResult r = run(op_under_collective(OpKind::Elementwise), 1.5, {}, memory);
+  EXPECT_NEAR(r.compute_s, 2.25e-3, 1e-12);
+  // The same op as 10 launches of ~0.1 ms: 2x. (Its time includes the unit profile's
+  // launch overhead, 0 here.)
+  r = run(op_under_collective(OpKind::Elementwise, 1, 10), 1.5, {}, memory);
+  EXPECT_NEAR(r.compute_s, 3e-3, 1e-9);
+  // A GEMM beside it keeps the factor when only the memory curve is given.
+  r = run(op_under_collective(OpKind::Gemm), 1.5, {}, memory);
   EXPECT_NEAR(r.compute_s, 2.5e-3, 1e-12);
 }
 

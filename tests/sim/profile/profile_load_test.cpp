@@ -108,6 +108,37 @@ TEST(Profile, WrongUnitNamesTheExpectedForm) {
   EXPECT_NE(err.find("400Gbps"), std::string::npos) << err;  // the expected form
 }
 
+std::string with_curve(const std::string& key, const std::string& curve) {
+  return replace(kMinimal,
+                 "  launch_overhead_s:", "  " + key + ": " + curve + "\n  launch_overhead_s:");
+}
+
+TEST(Profile, KernelTimeCurvesLoadInSecondsAndNameWhatIsWrong) {
+  for (const char* key : {"concurrent_comm_gemm_slowdown", "concurrent_comm_memory_slowdown"}) {
+    const Profile p = load_profile_string(
+        with_curve(key,
+                   "{over: kernel_time, points: [[10us, 1.8], [1ms, 1.1]], source: measured, "
+                   "citation: \"run\"}"),
+        "ok.yaml");
+    const LogCurve& c = std::string(key) == "concurrent_comm_gemm_slowdown"
+                            ? p.compute.concurrent_comm_gemm_slowdown
+                            : p.compute.concurrent_comm_memory_slowdown;
+    ASSERT_EQ(c.points.size(), 2u) << key;
+    EXPECT_DOUBLE_EQ(c.points[0].first, 10e-6);
+    EXPECT_DOUBLE_EQ(c.at(1e-4), 1.45);  // halfway in log time
+    std::string err = error_of(with_curve(
+        key, "{over: bytes, points: [[10us, 1.8]], source: measured, citation: \"run\"}"));
+    EXPECT_NE(err.find(std::string("compute.") + key + ".over"), std::string::npos) << err;
+    err = error_of(with_curve(
+        key, "{over: kernel_time, points: [[10us, 0.9]], source: measured, citation: \"run\"}"));
+    EXPECT_NE(err.find("in [1, 10]"), std::string::npos) << err;
+    err = error_of(with_curve(key,
+                              "{over: kernel_time, points: [[1ms, 1.8], [10us, 1.1]], source: "
+                              "measured, citation: \"r\"}"));
+    EXPECT_NE(err.find("does not increase"), std::string::npos) << err;
+  }
+}
+
 TEST(Profile, MissingSourceIsAnError) {
   const std::string err =
       error_of(replace(kMinimal, "{value: 2us, source: paper, citation: \"test paper\"}",
