@@ -231,7 +231,8 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   if (p.compute.concurrent_comm_slowdown)
     p.compute.concurrent_comm_slowdown->source.citation += carried;
   for (sim::LogCurve* c :
-       {&p.compute.concurrent_comm_gemm_slowdown, &p.compute.concurrent_comm_memory_slowdown})
+       {&p.compute.concurrent_comm_gemm_slowdown, &p.compute.concurrent_comm_memory_slowdown,
+        &p.compute.concurrent_comm_attention_slowdown})
     if (!c->empty()) c->source.citation += carried;
   for (auto& [prec, c] : p.compute.gemm_efficiency) c.source.citation += carried;
   for (auto* tables : {&p.compute.gemm_tables, &p.compute.own_gemm_tables})

@@ -191,7 +191,8 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
   for (const auto& [key, curve] :
        {std::pair<const char*, const sim::LogCurve*>{"concurrent_comm_gemm_slowdown",
                                                      &c.concurrent_comm_gemm_slowdown},
-        {"concurrent_comm_memory_slowdown", &c.concurrent_comm_memory_slowdown}}) {
+        {"concurrent_comm_memory_slowdown", &c.concurrent_comm_memory_slowdown},
+        {"concurrent_comm_attention_slowdown", &c.concurrent_comm_attention_slowdown}}) {
     if (curve->empty()) continue;
     comment(out, o, fmt::format("compute.{}", key), "  ");
     std::string pts = "[";

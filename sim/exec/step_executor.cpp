@@ -154,6 +154,10 @@ double StepExecutor::Impl::comm_slowdown(int p, OpVertex v, double duration_s) c
     const int launches = std::max(1, op(p, v).launches);
     return options.memory_comm_slowdown.at(duration_s / launches);
   }
+  if (kind == OpKind::Attention && !options.attention_comm_slowdown.empty()) {
+    const int launches = std::max(1, op(p, v).launches);
+    return options.attention_comm_slowdown.at(duration_s / launches);
+  }
   return options.concurrent_comm_slowdown;
 }
 

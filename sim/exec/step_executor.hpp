@@ -71,6 +71,8 @@ struct ExecOptions {
   // For elementwise (memory-bound) ops, where not empty: the slowdown by the op's time per
   // kernel (its time / its launches).
   LogCurve memory_comm_slowdown;
+  // For attention ops, where not empty: by the op's time per kernel (its time / launches).
+  LogCurve attention_comm_slowdown;
 };
 
 class StepExecutor {

@@ -75,6 +75,9 @@ struct ComputeProfile {
   // HBM with them, and evict what they held in L2. Where present the executor charges
   // elementwise ops this at their time per kernel (op time / launches). Empty: the factor.
   LogCurve concurrent_comm_memory_slowdown;
+  // The same for fused attention kernels (flash attention) by their time alone; where
+  // present the executor charges attention ops this at their time per kernel.
+  LogCurve concurrent_comm_attention_slowdown;
 
   // 1 + idle_clock_boost * idle_fraction (1 without the key); idle_fraction in [0, 1].
   double clock_speedup(double idle_fraction) const;

@@ -33,6 +33,9 @@ std::vector<SourceEntry> Profile::sources() const {
   if (!c.concurrent_comm_memory_slowdown.empty())
     out.push_back(
         {"compute.concurrent_comm_memory_slowdown", c.concurrent_comm_memory_slowdown.source});
+  if (!c.concurrent_comm_attention_slowdown.empty())
+    out.push_back({"compute.concurrent_comm_attention_slowdown",
+                   c.concurrent_comm_attention_slowdown.source});
   if (c.fp8_block_scaling_time_factor)
     out.push_back({"compute.fp8_block_scaling_time_factor", c.fp8_block_scaling_time_factor->source});
   if (c.scatter_add_bandwidth_Bps)

@@ -275,7 +275,7 @@ ComputeProfile parse_compute(const ConfigNode& node) {
       "efficiency", "gemm_tables", "own_gemm_tables", "attention_table", "idle_clock_boost",
       "fp8_block_scaling_time_factor", "scatter_add_bandwidth_Bps", "index_add_bandwidth_Bps",
       "concurrent_comm_slowdown", "concurrent_comm_gemm_slowdown",
-      "concurrent_comm_memory_slowdown"});
+      "concurrent_comm_memory_slowdown", "concurrent_comm_attention_slowdown"});
   ComputeProfile c;
   ConfigNode peaks = node.child("peak_flops_per_s");
   if (!peaks.is_map() || peaks.size() == 0)
@@ -324,6 +324,9 @@ ComputeProfile parse_compute(const ConfigNode& node) {
   if (node.optional_child("concurrent_comm_memory_slowdown"))
     c.concurrent_comm_memory_slowdown =
         parse_kernel_time_curve(node, "concurrent_comm_memory_slowdown");
+  if (node.optional_child("concurrent_comm_attention_slowdown"))
+    c.concurrent_comm_attention_slowdown =
+        parse_kernel_time_curve(node, "concurrent_comm_attention_slowdown");
   if (node.optional_child("fp8_block_scaling_time_factor")) {
     c.fp8_block_scaling_time_factor = parse_sourced(node, "fp8_block_scaling_time_factor");
     if (!(c.fp8_block_scaling_time_factor->value >= 0.5 &&
@@ -452,7 +455,8 @@ const std::vector<config::ParamDoc>& profile_params() {
        "launch_overhead_s, efficiency, gemm_tables, own_gemm_tables, attention_table, "
        "idle_clock_boost, "
        "fp8_block_scaling_time_factor, scatter_add_bandwidth_Bps, index_add_bandwidth_Bps, "
-       "concurrent_comm_slowdown, concurrent_comm_gemm_slowdown, concurrent_comm_memory_slowdown",
+       "concurrent_comm_slowdown, concurrent_comm_gemm_slowdown, concurrent_comm_memory_slowdown, "
+       "concurrent_comm_attention_slowdown",
        "", ""},
       {"collectives",
        "list of {op, algorithm, scope, ranks, ctas, segments, in_compute_loop_factor, source}",

@@ -79,7 +79,8 @@ std::string format_profile(const Profile& p) {
   for (const auto& [label, curve] :
        {std::pair<const char*, const LogCurve*>{"GEMM beside NCCL",
                                                 &c.concurrent_comm_gemm_slowdown},
-        {"memory-bound beside NCCL", &c.concurrent_comm_memory_slowdown}}) {
+        {"memory-bound beside NCCL", &c.concurrent_comm_memory_slowdown},
+        {"attention beside NCCL", &c.concurrent_comm_attention_slowdown}}) {
     if (curve->empty()) continue;
     std::string pts;
     for (const auto& [t, slow] : curve->points)

@@ -60,6 +60,7 @@ ExecOptions exec_options(const Scenario& sc, FlowNetwork& net) {
     exec.concurrent_comm_slowdown = concurrent_comm_slowdown(charged);
     exec.gemm_comm_slowdown = charged.compute.concurrent_comm_gemm_slowdown;
     exec.memory_comm_slowdown = charged.compute.concurrent_comm_memory_slowdown;
+    exec.attention_comm_slowdown = charged.compute.concurrent_comm_attention_slowdown;
   }
   if (!o.trace) return exec;
   exec.record_timeline = true;
@@ -297,6 +298,8 @@ class ScenarioRunner {
       used.push_back("compute.concurrent_comm_gemm_slowdown");
     if (o_.charge_concurrency && !charged.compute.concurrent_comm_memory_slowdown.empty())
       used.push_back("compute.concurrent_comm_memory_slowdown");
+    if (o_.charge_concurrency && !charged.compute.concurrent_comm_attention_slowdown.empty())
+      used.push_back("compute.concurrent_comm_attention_slowdown");
     bool seen[4] = {false, false, false, false};
     for (const auto& entry : sc_.profile.sources())
       if (std::find(used.begin(), used.end(), entry.what) != used.end()) {

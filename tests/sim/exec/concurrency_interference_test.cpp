@@ -29,12 +29,13 @@ StepGraph gemm_beside_collective() {
 }
 
 StepResult run(const StepGraph& step, double slowdown, LogCurve gemm_curve = {},
-               LogCurve memory_curve = {}) {
+               LogCurve memory_curve = {}, LogCurve attention_curve = {}) {
   testing::UnitExecRig rig(2, 8);
   ExecOptions o;
   o.concurrent_comm_slowdown = slowdown;
   o.gemm_comm_slowdown = std::move(gemm_curve);
   o.memory_comm_slowdown = std::move(memory_curve);
+  o.attention_comm_slowdown = std::move(attention_curve);
   StepExecutor exec(step, rig.model, rig.net, o);
   std::vector<CollectiveRequest> log;
   exec.set_collective_launcher(testing::ClosedFormLauncher{&rig.sim, &log});
@@ -122,6 +123,19 @@ TEST(ConcurrencyInterference, ElementwiseOpsPayTheMemoryCurveAtTheirTimePerKerne
   // A GEMM beside it keeps the factor when only the memory curve is given.
   r = run(op_under_collective(OpKind::Gemm), 1.5, {}, memory);
   EXPECT_NEAR(r.compute_s, 2.5e-3, 1e-12);
+}
+
+TEST(ConcurrencyInterference, AttentionOpsPayTheAttentionCurve) {
+  const StepGraph step = op_under_collective(OpKind::Attention);
+  const double alone = run(step, 1.0).compute_s - 1e-3;  // the op's own time (h is 1 ms)
+  ASSERT_GT(alone, 0);
+  ASSERT_LT(2 * alone, 3e-3);  // it ends under the collective at any slowdown here
+  const LogCurve c = curve();
+  StepResult r = run(step, 1.5, {}, {}, c);
+  EXPECT_NEAR(r.compute_s, c.at(alone) * alone + 1e-3, 1e-9);
+  // The GEMM and memory curves do not apply to it: the factor.
+  r = run(step, 1.5, c, c);
+  EXPECT_NEAR(r.compute_s, 1.5 * alone + 1e-3, 1e-9);
 }
 
 TEST(ConcurrencyInterference, ComputeAfterCommunicationIsNotCharged) {

@@ -114,15 +114,18 @@ std::string with_curve(const std::string& key, const std::string& curve) {
 }
 
 TEST(Profile, KernelTimeCurvesLoadInSecondsAndNameWhatIsWrong) {
-  for (const char* key : {"concurrent_comm_gemm_slowdown", "concurrent_comm_memory_slowdown"}) {
+  for (const char* key : {"concurrent_comm_gemm_slowdown", "concurrent_comm_memory_slowdown",
+                          "concurrent_comm_attention_slowdown"}) {
     const Profile p = load_profile_string(
         with_curve(key,
                    "{over: kernel_time, points: [[10us, 1.8], [1ms, 1.1]], source: measured, "
                    "citation: \"run\"}"),
         "ok.yaml");
-    const LogCurve& c = std::string(key) == "concurrent_comm_gemm_slowdown"
-                            ? p.compute.concurrent_comm_gemm_slowdown
-                            : p.compute.concurrent_comm_memory_slowdown;
+    const std::string k = key;
+    const LogCurve& c =
+        k == "concurrent_comm_gemm_slowdown"     ? p.compute.concurrent_comm_gemm_slowdown
+        : k == "concurrent_comm_memory_slowdown" ? p.compute.concurrent_comm_memory_slowdown
+                                                 : p.compute.concurrent_comm_attention_slowdown;
     ASSERT_EQ(c.points.size(), 2u) << key;
     EXPECT_DOUBLE_EQ(c.points[0].first, 10e-6);
     EXPECT_DOUBLE_EQ(c.at(1e-4), 1.45);  // halfway in log time
