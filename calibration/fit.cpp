@@ -230,10 +230,8 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
     p.compute.fp8_block_scaling_time_factor->source.citation += carried;
   if (p.compute.concurrent_comm_slowdown)
     p.compute.concurrent_comm_slowdown->source.citation += carried;
-  for (sim::LogCurve* c :
-       {&p.compute.concurrent_comm_gemm_slowdown, &p.compute.concurrent_comm_memory_slowdown,
-        &p.compute.concurrent_comm_attention_slowdown})
-    if (!c->empty()) c->source.citation += carried;
+  for (const sim::KernelTimeCurveKey& k : sim::kKernelTimeCurves)
+    if (!(p.compute.*k.curve).empty()) (p.compute.*k.curve).source.citation += carried;
   for (auto& [prec, c] : p.compute.gemm_efficiency) c.source.citation += carried;
   for (auto* tables : {&p.compute.gemm_tables, &p.compute.own_gemm_tables})
     for (auto& [prec, t] : *tables) t.source.citation += carried;

@@ -32,12 +32,6 @@ constexpr double kLongKernelS = 500e-6;
 constexpr std::size_t kMinPairs = 3;
 constexpr std::size_t kMinCurveShapes = 3;
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 struct InterferencePair {
   std::int64_t m = 0, n = 0, k = 0;
   double alone_s = 0;  // the GEMM kernel's time alone
@@ -111,11 +105,11 @@ void fit_factor(const std::vector<InterferencePair>& all, const FitData& data, F
     rows.push_back(p->beside);
   }
   // A GEMM never runs faster for NCCL beside it: a median below 1 is noise, charged as none.
-  const double slowdown = rounded(std::max(1.0, median_of(ratios)), 4);
+  const double slowdown = rounded(std::max(1.0, median(ratios)), 4);
   // The fit's error: the median absolute relative deviation of the ratios from it.
   std::vector<double> dev;
   for (double r : ratios) dev.push_back(std::abs(r - slowdown) / r);
-  const double spread = median_of(dev);
+  const double spread = median(dev);
   const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
   const std::string which =
       long_only ? fmt::format("kernels of {:.0f} us or more alone", kLongKernelS * 1e6)
@@ -157,7 +151,7 @@ void fit_curve(const std::vector<InterferencePair>& all, const FitData& data, Fi
       rows.push_back(p->alone);
       rows.push_back(p->beside);
     }
-    pts.push_back({median_of(times), median_of(ratios), static_cast<double>(ps.size())});
+    pts.push_back({median(times), median(ratios), static_cast<double>(ps.size())});
   }
   std::sort(pts.begin(), pts.end(),
             [](const Point& a, const Point& b) { return a.time_s < b.time_s; });
@@ -186,7 +180,7 @@ void fit_curve(const std::vector<InterferencePair>& all, const FitData& data, Fi
   for (const auto& p : all) {
     dev.push_back(std::abs(p.ratio - curve.at(p.alone_s)) / p.ratio);
   }
-  const double spread = median_of(dev);
+  const double spread = median(dev);
   curve.source = {sim::SourceKind::Measured,
                   fmt::format("overlap-bench interference rows, a cuBLAS GEMM burst beside "
                               "back-to-back NCCL collectives on NCCL's default CTAs over the "

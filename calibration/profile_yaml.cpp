@@ -188,20 +188,17 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
     comment(out, o, "compute.concurrent_comm_slowdown", "  ");
     out += fmt::format("  concurrent_comm_slowdown: {}\n", sourced(*c.concurrent_comm_slowdown));
   }
-  for (const auto& [key, curve] :
-       {std::pair<const char*, const sim::LogCurve*>{"concurrent_comm_gemm_slowdown",
-                                                     &c.concurrent_comm_gemm_slowdown},
-        {"concurrent_comm_memory_slowdown", &c.concurrent_comm_memory_slowdown},
-        {"concurrent_comm_attention_slowdown", &c.concurrent_comm_attention_slowdown}}) {
-    if (curve->empty()) continue;
-    comment(out, o, fmt::format("compute.{}", key), "  ");
+  for (const sim::KernelTimeCurveKey& k : sim::kKernelTimeCurves) {
+    const sim::LogCurve& curve = c.*k.curve;
+    if (curve.empty()) continue;
+    comment(out, o, fmt::format("compute.{}", k.key), "  ");
     std::string pts = "[";
-    for (std::size_t i = 0; i < curve->points.size(); ++i) {
-      const auto& [t, slow] = curve->points[i];
+    for (std::size_t i = 0; i < curve.points.size(); ++i) {
+      const auto& [t, slow] = curve.points[i];
       pts += fmt::format("{}[{:.2f}us, {}]", i ? ", " : "", t * 1e6, yaml_number(slow));
     }
-    out += fmt::format("  {}: {{over: kernel_time, points: {}], {}}}\n", key, pts,
-                       provenance(curve->source));
+    out += fmt::format("  {}: {{over: kernel_time, points: {}], {}}}\n", k.key, pts,
+                       provenance(curve.source));
   }
   if (c.fp8_block_scaling_time_factor) {
     comment(out, o, "compute.fp8_block_scaling_time_factor", "  ");

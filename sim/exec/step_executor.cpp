@@ -145,20 +145,19 @@ void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
 }
 
 double StepExecutor::Impl::comm_slowdown(int p, OpVertex v, double duration_s) const {
+  // A GEMM op's kernels are its batch (a grouped GEMM launches one per member); an
+  // elementwise or attention op's are its launches.
   const auto kind = static_cast<OpKind>(programs[p].ops[v].kind);
-  if (kind == OpKind::Gemm && !options.gemm_comm_slowdown.empty()) {
-    const std::int64_t batch = std::max<std::int64_t>(1, op(p, v).gemm.batch);
-    return options.gemm_comm_slowdown.at(duration_s / static_cast<double>(batch));
-  }
-  if (kind == OpKind::Elementwise && !options.memory_comm_slowdown.empty()) {
-    const int launches = std::max(1, op(p, v).launches);
-    return options.memory_comm_slowdown.at(duration_s / launches);
-  }
-  if (kind == OpKind::Attention && !options.attention_comm_slowdown.empty()) {
-    const int launches = std::max(1, op(p, v).launches);
-    return options.attention_comm_slowdown.at(duration_s / launches);
-  }
-  return options.concurrent_comm_slowdown;
+  const LogCurve* curve = kind == OpKind::Gemm          ? &options.gemm_comm_slowdown
+                          : kind == OpKind::Elementwise ? &options.memory_comm_slowdown
+                          : kind == OpKind::Attention   ? &options.attention_comm_slowdown
+                                                        : nullptr;
+  if (curve == nullptr || curve->empty()) return options.concurrent_comm_slowdown;
+  const OpNode& node = op(p, v);
+  const double kernels = kind == OpKind::Gemm
+                             ? static_cast<double>(std::max<std::int64_t>(1, node.gemm.batch))
+                             : std::max(1, node.launches);
+  return curve->at(duration_s / kernels);
 }
 
 // Like a paired design's group (sim/overlap/paired_design.cpp): run for the work left as if

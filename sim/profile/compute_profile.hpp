@@ -2,6 +2,7 @@
 // The compute half of a device profile: peak rates, memory bandwidth, launch overhead and
 // the efficiency curves (fraction of peak reached) by op class. Pure data: loaded from
 // profile YAML by sim::load_profile, consumed by ComputeModel.
+#include <array>
 #include <map>
 #include <optional>
 
@@ -86,6 +87,22 @@ struct ComputeProfile {
 // The own GEMM's tables as a compute profile of their own (gemm_tables replaced by them),
 // for a ComputeModel of that kernel; nullopt when the profile has none.
 std::optional<ComputeProfile> own_gemm_profile(const ComputeProfile& c);
+
+// The curves of slowdown beside NCCL by kernel time, for the places that treat them alike
+// (load, write, print, provenance): the key under compute, a label, and the member.
+struct KernelTimeCurveKey {
+  const char* key;
+  const char* label;
+  LogCurve ComputeProfile::*curve;
+};
+inline constexpr std::array<KernelTimeCurveKey, 3> kKernelTimeCurves = {{
+    {"concurrent_comm_gemm_slowdown", "GEMM beside NCCL",
+     &ComputeProfile::concurrent_comm_gemm_slowdown},
+    {"concurrent_comm_memory_slowdown", "memory-bound beside NCCL",
+     &ComputeProfile::concurrent_comm_memory_slowdown},
+    {"concurrent_comm_attention_slowdown", "attention beside NCCL",
+     &ComputeProfile::concurrent_comm_attention_slowdown},
+}};
 
 // The profile's GEMM rates (tables, own tables and efficiency curves) multiplied by
 // `factor`.

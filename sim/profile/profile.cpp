@@ -27,15 +27,9 @@ std::vector<SourceEntry> Profile::sources() const {
   if (c.idle_clock_boost) out.push_back({"compute.idle_clock_boost", c.idle_clock_boost->source});
   if (c.concurrent_comm_slowdown)
     out.push_back({"compute.concurrent_comm_slowdown", c.concurrent_comm_slowdown->source});
-  if (!c.concurrent_comm_gemm_slowdown.empty())
-    out.push_back(
-        {"compute.concurrent_comm_gemm_slowdown", c.concurrent_comm_gemm_slowdown.source});
-  if (!c.concurrent_comm_memory_slowdown.empty())
-    out.push_back(
-        {"compute.concurrent_comm_memory_slowdown", c.concurrent_comm_memory_slowdown.source});
-  if (!c.concurrent_comm_attention_slowdown.empty())
-    out.push_back({"compute.concurrent_comm_attention_slowdown",
-                   c.concurrent_comm_attention_slowdown.source});
+  for (const KernelTimeCurveKey& k : kKernelTimeCurves)
+    if (!(c.*k.curve).empty())
+      out.push_back({std::string("compute.") + k.key, (c.*k.curve).source});
   if (c.fp8_block_scaling_time_factor)
     out.push_back({"compute.fp8_block_scaling_time_factor", c.fp8_block_scaling_time_factor->source});
   if (c.scatter_add_bandwidth_Bps)

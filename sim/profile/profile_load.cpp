@@ -318,15 +318,8 @@ ComputeProfile parse_compute(const ConfigNode& node) {
       node.child("concurrent_comm_slowdown")
           .fail("expected a GEMM's time beside NCCL over its time alone in [1, 10] (value: 1.08)");
   }
-  if (node.optional_child("concurrent_comm_gemm_slowdown"))
-    c.concurrent_comm_gemm_slowdown =
-        parse_kernel_time_curve(node, "concurrent_comm_gemm_slowdown");
-  if (node.optional_child("concurrent_comm_memory_slowdown"))
-    c.concurrent_comm_memory_slowdown =
-        parse_kernel_time_curve(node, "concurrent_comm_memory_slowdown");
-  if (node.optional_child("concurrent_comm_attention_slowdown"))
-    c.concurrent_comm_attention_slowdown =
-        parse_kernel_time_curve(node, "concurrent_comm_attention_slowdown");
+  for (const KernelTimeCurveKey& k : kKernelTimeCurves)
+    if (node.optional_child(k.key)) c.*k.curve = parse_kernel_time_curve(node, k.key);
   if (node.optional_child("fp8_block_scaling_time_factor")) {
     c.fp8_block_scaling_time_factor = parse_sourced(node, "fp8_block_scaling_time_factor");
     if (!(c.fp8_block_scaling_time_factor->value >= 0.5 &&

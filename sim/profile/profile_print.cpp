@@ -76,16 +76,13 @@ std::string format_profile(const Profile& p) {
   if (c.concurrent_comm_slowdown)
     line(out, "beside NCCL", fmt::format("x{:.4g} compute time", c.concurrent_comm_slowdown->value),
          c.concurrent_comm_slowdown->source);
-  for (const auto& [label, curve] :
-       {std::pair<const char*, const LogCurve*>{"GEMM beside NCCL",
-                                                &c.concurrent_comm_gemm_slowdown},
-        {"memory-bound beside NCCL", &c.concurrent_comm_memory_slowdown},
-        {"attention beside NCCL", &c.concurrent_comm_attention_slowdown}}) {
-    if (curve->empty()) continue;
+  for (const KernelTimeCurveKey& k : kKernelTimeCurves) {
+    const LogCurve& curve = c.*k.curve;
+    if (curve.empty()) continue;
     std::string pts;
-    for (const auto& [t, slow] : curve->points)
+    for (const auto& [t, slow] : curve.points)
       pts += fmt::format("{}{}:x{:.3g}", pts.empty() ? "" : " ", config::format_duration(t), slow);
-    line(out, label, "kernel time:slowdown " + pts, curve->source);
+    line(out, k.label, "kernel time:slowdown " + pts, curve.source);
   }
   out += "efficiency (fraction of peak; FLOPs:eff or bytes:eff, log-linear between points)\n";
   for (const auto& [prec, curve] : c.gemm_efficiency)

@@ -294,12 +294,9 @@ class ScenarioRunner {
     const Profile& charged = sc_.design_profile ? *sc_.design_profile : sc_.profile;
     if (o_.charge_concurrency && charged.compute.concurrent_comm_slowdown)
       used.push_back("compute.concurrent_comm_slowdown");
-    if (o_.charge_concurrency && !charged.compute.concurrent_comm_gemm_slowdown.empty())
-      used.push_back("compute.concurrent_comm_gemm_slowdown");
-    if (o_.charge_concurrency && !charged.compute.concurrent_comm_memory_slowdown.empty())
-      used.push_back("compute.concurrent_comm_memory_slowdown");
-    if (o_.charge_concurrency && !charged.compute.concurrent_comm_attention_slowdown.empty())
-      used.push_back("compute.concurrent_comm_attention_slowdown");
+    for (const KernelTimeCurveKey& k : kKernelTimeCurves)
+      if (o_.charge_concurrency && !(charged.compute.*k.curve).empty())
+        used.push_back(std::string("compute.") + k.key);
     bool seen[4] = {false, false, false, false};
     for (const auto& entry : sc_.profile.sources())
       if (std::find(used.begin(), used.end(), entry.what) != used.end()) {
