@@ -7,9 +7,11 @@ each GPU's highest-priority stream, and a burst of
 torch.nn.functional.scaled_dot_product_attention calls (bf16, causal, flash backend) runs on
 GPU 0's default-priority stream, each timed by CUDA events; the same burst alone alternates
 with it round by round. CSV on stdout:
-gpu,victim,batch,heads,seq,head_dim,coll_bytes,alone_us,beside_us,ratio,samples
+gpu,driver,cuda,nccl,victim,batch,heads,seq,head_dim,coll_bytes,alone_us,beside_us,ratio,
+samples
 """
 import statistics
+import subprocess
 import sys
 
 import torch
@@ -34,11 +36,15 @@ def main():
     compute = torch.cuda.Stream(device=0, priority=lo)
     bufs = [torch.zeros(COLL_BYTES // 4, dtype=torch.float32, device=d) for d in devs]
     name = torch.cuda.get_device_name(0)
+    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
+                            capture_output=True, text=True, check=False).stdout.strip() or "unknown"
+    tag = f"{name},{driver},{torch.version.cuda},{'.'.join(map(str, nccl.version()))}"
 
     def collective():
         nccl.all_reduce(bufs, streams=comm)
 
-    print("gpu,victim,batch,heads,seq,head_dim,coll_bytes,alone_us,beside_us,ratio,samples")
+    print("gpu,driver,cuda,nccl,victim,batch,heads,seq,head_dim,coll_bytes,alone_us,beside_us,"
+          "ratio,samples")
     for b, h, s, d in SHAPES:
         q, k, v = (torch.randn(b, h, s, d, dtype=torch.bfloat16, device=0) for _ in range(3))
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(BURST + 1)]
@@ -86,7 +92,7 @@ def main():
                 times = [1e3 * ev[i].elapsed_time(ev[i + 1]) for i in range(BURST)]
                 (beside if is_beside else alone).extend(times)
         a, bs = statistics.median(alone), statistics.median(beside)
-        print(f"{name},sdpa_flash_causal_bf16,{b},{h},{s},{d},{COLL_BYTES},{a:.2f},{bs:.2f},"
+        print(f"{tag},sdpa_flash_causal_bf16,{b},{h},{s},{d},{COLL_BYTES},{a:.2f},{bs:.2f},"
               f"{bs / a:.3f},{len(alone)}", flush=True)
 
 
