@@ -9,7 +9,8 @@
 # $OUT/interference_moe.tar.gz.
 #   bash benchmarks/gpu/run_interference_moe.sh     # about 2-4 minutes
 # Environment: SHAPES, COLLECTIVES (allreduce,alltoall), BYTES (8MiB,32MiB,128MiB), CTAS (0:
-# NCCL's default; a list sweeps NCCL's CTA limit), RUN (the results folder's name).
+# NCCL's default; a list sweeps NCCL's CTA limit), RUN (the results folder's name), WORLD
+# (ranks, one a GPU; default 2).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device_env.sh"
 RUN=${RUN:-interference_moe}
@@ -33,9 +34,10 @@ fi
 COLLECTIVES=${COLLECTIVES:-allreduce,alltoall}
 BYTES=${BYTES:-8MiB,32MiB,128MiB}
 CTAS=${CTAS:-0}
-step "interference at ctas $CTAS: $SHAPES"
+WORLD=${WORLD:-2}
+step "interference at ctas $CTAS, $WORLD ranks: $SHAPES"
 timeout -k 5 420 "$bench" --op interference --shapes "$SHAPES" --collectives "$COLLECTIVES" \
-  --bytes "$BYTES" --ctas "$CTAS" --min-time-ms 20 --warmup-ms 50 --world 2 \
+  --bytes "$BYTES" --ctas "$CTAS" --min-time-ms 20 --warmup-ms 50 --world "$WORLD" \
   --output "$run_dir/interference.csv" >>"$log" 2>&1
 echo "overlap-bench rc=$?" | tee -a "$log"
 tar -czf "$OUT/$RUN.tar.gz" -C "$OUT" "$RUN"
