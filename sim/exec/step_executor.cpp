@@ -135,9 +135,17 @@ double StepExecutor::Impl::op_time_s(int p, OpVertex v) {
 }
 
 void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
-  const double slow = programs[p].ops[v].stream == static_cast<std::uint8_t>(StreamKind::Compute)
-                          ? comm_slowdown(p, v, duration_s)
-                          : 1;
+  ProgramState& ps = programs[p];
+  const bool on_compute = ps.ops[v].stream == static_cast<std::uint8_t>(StreamKind::Compute);
+  if (on_compute && options.comm_waits_for_gemm_kernel &&
+      ps.ops[v].kind == static_cast<std::uint8_t>(OpKind::Gemm) && duration_s > 0) {
+    ps.sm_holder = v;
+    ps.sm_holder_start_s = now();
+    ps.sm_holder_alone_end_s = now() + duration_s;
+    ps.sm_holder_kernel_s =
+        duration_s / static_cast<double>(std::max<std::int64_t>(1, op(p, v).gemm.batch));
+  }
+  const double slow = on_compute ? comm_slowdown(p, v, duration_s) : 1;
   if (slow > 1)
     run_segment(p, v, duration_s, slow, 0);
   else
@@ -314,6 +322,14 @@ void StepExecutor::Impl::finish(int p, OpVertex v) {
   st.done = true;
   st.end_s = now();
   --ps.remaining;
+  if (ps.sm_holder == v) {
+    // Its last kernel ended: NCCL kernels waiting for SMs start now, ahead of whatever the
+    // compute stream starts next (they were launched first).
+    ps.sm_holder = executor_detail::kNoOp;
+    for (const OpVertex u : ps.waiting_for_sms)
+      simulator().schedule(0.0, [this, p, u] { start_comm(p, u); });
+    ps.waiting_for_sms.clear();
+  }
   if (ps.record) {
     const OpNode& node = ps.program->graph[v];
     OpRecord rec;

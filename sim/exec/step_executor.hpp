@@ -73,6 +73,13 @@ struct ExecOptions {
   LogCurve memory_comm_slowdown;
   // For attention ops, where not empty: by the op's time per kernel (its time / launches).
   LogCurve attention_comm_slowdown;
+  // A communication op the design runs whole (ExecContext::run_comm: NCCL kernels) that
+  // becomes ready while its rank's compute stream runs a GEMM op (ExecContext::run_for)
+  // starts at that GEMM's next kernel boundary: a vendor GEMM kernel holds every SM until
+  // it ends and stream priority does not preempt it, so NCCL's kernel finds no SM before.
+  // Boundaries fall every op time / batch from the op's start (a grouped GEMM launches one
+  // kernel per member); the last is the op's end, whenever it comes.
+  bool comm_waits_for_gemm_kernel = false;
 };
 
 class StepExecutor {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -20,7 +22,35 @@ void StepExecutor::Impl::complete_later(Simulator::Callback fn) {
     fn();
 }
 
+double StepExecutor::Impl::sms_free_at(int p) {
+  const ProgramState& ps = programs[p];
+  if (ps.sm_holder == executor_detail::kNoOp) return now();
+  const double k = ps.sm_holder_kernel_s;
+  // The kernel boundary at or after now; at the op's time alone or later, the op's end.
+  const double boundary =
+      ps.sm_holder_start_s + std::ceil((now() - ps.sm_holder_start_s) / k * (1 - 1e-12)) * k;
+  if (boundary >= ps.sm_holder_alone_end_s * (1 - 1e-12))
+    return std::numeric_limits<double>::infinity();
+  return boundary;
+}
+
 void StepExecutor::Impl::run_comm(int p, OpVertex v) {
+  if (options.comm_waits_for_gemm_kernel) {
+    OpState& st = programs[p].ops[v];
+    if (st.ready_s < 0) st.ready_s = now();
+    const double at = sms_free_at(p);
+    if (at > now()) {
+      if (std::isinf(at))
+        programs[p].waiting_for_sms.push_back(v);
+      else
+        simulator().schedule(at - now(), [this, p, v] { start_comm(p, v); });
+      return;
+    }
+  }
+  start_comm(p, v);
+}
+
+void StepExecutor::Impl::start_comm(int p, OpVertex v) {
   const OpNode& node = programs[p].program->graph[v];
   if (node.kind == OpKind::SendRecv) {
     join_p2p(p, v);

@@ -21,6 +21,7 @@ namespace overlapsim::sim {
 namespace executor_detail {
 
 inline constexpr OpVertex kNoHostBlock = static_cast<OpVertex>(-1);
+inline constexpr OpVertex kNoOp = static_cast<OpVertex>(-1);
 
 struct StreamQueue {
   const std::vector<OpVertex>* order = nullptr;  // the layout's program order
@@ -54,6 +55,12 @@ struct ProgramState {
   std::vector<double> host_issue_s;         // per vertex: when the host issued it (-1: not yet)
   // Per stream: a try_head scheduled at this time (-1: none).
   std::array<double, kNumStreams> host_wake_s{};
+  // The GEMM op run_for runs on the compute stream (kNoOp: none), when it started, its
+  // kernel time alone, and the communication ops waiting for its end to find SMs
+  // (ExecOptions::comm_waits_for_gemm_kernel).
+  OpVertex sm_holder = kNoOp;
+  double sm_holder_start_s = 0, sm_holder_kernel_s = 0, sm_holder_alone_end_s = 0;
+  std::vector<OpVertex> waiting_for_sms;
 };
 
 // Members of one collective launch (a whole op, or one part of it) gathered so far.
@@ -159,6 +166,11 @@ struct StepExecutor::Impl final : ExecContext {
   std::shared_ptr<OpTimeMemo> op_times;  // null: every time from the model
   void run_for(int p, OpVertex v, double duration_s) override;
   void run_comm(int p, OpVertex v) override;
+  // run_comm's work once the op may start (ExecOptions::comm_waits_for_gemm_kernel).
+  void start_comm(int p, OpVertex v);
+  // When a communication op of rank p could find SMs: now, a later kernel boundary of the
+  // running GEMM op, or infinity for its end (not yet known).
+  double sms_free_at(int p);
   void compute_for(int p, OpVertex v, double duration_s, Callback on_done) override;
   // compute_for's work, with the continuation scheduled as given (the executor's own
   // callers pass lambdas, kept inline in the event rather than in a std::function).

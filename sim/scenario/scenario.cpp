@@ -61,6 +61,7 @@ ExecOptions exec_options(const Scenario& sc, FlowNetwork& net) {
     exec.gemm_comm_slowdown = charged.compute.concurrent_comm_gemm_slowdown;
     exec.memory_comm_slowdown = charged.compute.concurrent_comm_memory_slowdown;
     exec.attention_comm_slowdown = charged.compute.concurrent_comm_attention_slowdown;
+    exec.comm_waits_for_gemm_kernel = true;
   }
   if (!o.trace) return exec;
   exec.record_timeline = true;

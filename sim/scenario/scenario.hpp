@@ -61,8 +61,9 @@ struct ScenarioOptions {
   // forward all-to-all beside the bottom MLP, the gradient reduction beside backward) pays
   // the interference the designs are charged for the same situation (a vendor op beside
   // NCCL on its default CTAs): concurrent_comm_slowdown(profile), and GEMMs the profile's
-  // compute.concurrent_comm_gemm_slowdown at their time per kernel where it has one. False:
-  // none.
+  // compute.concurrent_comm_gemm_slowdown at their time per kernel where it has one; and
+  // its NCCL kernels start at the running GEMM's kernel boundaries
+  // (ExecOptions::comm_waits_for_gemm_kernel). False: none.
   bool charge_concurrency = true;
   // Called on each design after it is built and bound, before it runs (replaying a measured
   // configuration: chunks, carve-out, partition).
