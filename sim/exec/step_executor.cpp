@@ -246,8 +246,35 @@ void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
     ps.last_compute_end_s = t + duration_s;
     ps.compute_intervals.emplace_back(t, t + duration_s);
     if (st.paired) ps.result.paired_compute_s += duration_s;
+    if (!options.collective_memory_slowdown.empty()) {
+      double rate = 0;
+      if (st.kind == static_cast<std::uint8_t>(OpKind::Elementwise) && duration_s > 0) {
+        const double kernel_s = duration_s / std::max(1, op(p, v).launches);
+        rate = 1 - 1 / options.collective_memory_slowdown.at(kernel_s);
+      }
+      set_memory_rate(p, rate);
+      if (rate > 0) {
+        const std::uint64_t segment = ps.memory_segment;
+        simulator().schedule(duration_s, [this, p, segment] {
+          if (programs[p].memory_segment == segment) set_memory_rate(p, 0);
+        });
+      }
+    }
   }
   simulator().schedule(duration_s, std::move(on_done));
+}
+
+double StepExecutor::Impl::memory_loss_s(int p) {
+  const ProgramState& ps = programs[p];
+  return ps.memory_loss_accum_s + (now() - ps.memory_since_s) * ps.memory_rate;
+}
+
+void StepExecutor::Impl::set_memory_rate(int p, double rate) {
+  ProgramState& ps = programs[p];
+  ps.memory_loss_accum_s = memory_loss_s(p);
+  ps.memory_since_s = now();
+  ps.memory_rate = rate;
+  ++ps.memory_segment;
 }
 
 void StepExecutor::Impl::attribute_idle(ProgramState& ps, double t0, double t1, OpVertex cause) {

@@ -113,6 +113,21 @@ std::uint32_t StepExecutor::Impl::take_launch() {
 
 void StepExecutor::Impl::finish_launch(std::uint32_t slot) {
   Launch& launch = launches[slot];
+  if (!launch.memory_loss0_s.empty()) {
+    // The work the slowest member lost to memory-bound ops while the transfer ran: the
+    // collective ends that much later, measured again over the extension (as a compute
+    // op's segments are), at most three times.
+    double lost = 0;
+    for (std::size_t i = 0; i < launch.rv.members.size(); ++i) {
+      const int p = launch.rv.members[i].program;
+      lost = std::max(lost, memory_loss_s(p) - launch.memory_loss0_s[i]);
+      launch.memory_loss0_s[i] = memory_loss_s(p);
+    }
+    if (lost > 1e-12 && launch.extensions++ < 3) {
+      simulator().schedule(lost, [this, slot] { finish_launch(slot); });
+      return;
+    }
+  }
   for (auto& m : launch.rv.members) comm_ended(m.program);
   for (auto& m : launch.rv.members) {
     programs[m.program].comm_intervals.emplace_back(launch.t, now());
@@ -143,6 +158,10 @@ void StepExecutor::Impl::launch_collective(int g, std::uint32_t slot) {
   }
   ++collectives;
   launch.t = t;
+  launch.extensions = 0;
+  launch.memory_loss0_s.clear();
+  if (!options.collective_memory_slowdown.empty())
+    for (const auto& m : rv.members) launch.memory_loss0_s.push_back(memory_loss_s(m.program));
   const std::function<void()> on_done = [this, slot] {
     complete_later([this, slot] { finish_launch(slot); });
   };

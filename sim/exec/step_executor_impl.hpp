@@ -61,6 +61,11 @@ struct ProgramState {
   OpVertex sm_holder = kNoOp;
   double sm_holder_start_s = 0, sm_holder_kernel_s = 0, sm_holder_alone_end_s = 0;
   std::vector<OpVertex> waiting_for_sms;
+  // Collective work lost to memory-bound ops (ExecOptions::collective_memory_slowdown):
+  // accumulated up to memory_since_s, at memory_rate (1 - 1/s of the running op; 0: none)
+  // since then; memory_segment numbers the compute segments so a stale end is ignored.
+  double memory_loss_accum_s = 0, memory_since_s = 0, memory_rate = 0;
+  std::uint64_t memory_segment = 0;
 };
 
 // Members of one collective launch (a whole op, or one part of it) gathered so far.
@@ -77,6 +82,11 @@ struct Rendezvous {
 struct Launch {
   Rendezvous rv;
   double t = 0;
+  // Per member, its memory-bound loss (ProgramState::memory_loss_s) when the transfer
+  // started or was last extended, and how many extensions ran
+  // (ExecOptions::collective_memory_slowdown).
+  std::vector<double> memory_loss0_s;
+  int extensions = 0;
 };
 
 // A send and its receive, matched by (source representative, destination representative,
@@ -171,6 +181,10 @@ struct StepExecutor::Impl final : ExecContext {
   // When a communication op of rank p could find SMs: now, a later kernel boundary of the
   // running GEMM op, or infinity for its end (not yet known).
   double sms_free_at(int p);
+  // Collective work lost on rank p to memory-bound ops so far, in seconds.
+  double memory_loss_s(int p);
+  // Rank p's compute stream runs at `rate` (1 - 1/s; 0: no memory-bound op) from now.
+  void set_memory_rate(int p, double rate);
   void compute_for(int p, OpVertex v, double duration_s, Callback on_done) override;
   // compute_for's work, with the continuation scheduled as given (the executor's own
   // callers pass lambdas, kept inline in the event rather than in a std::function).

@@ -79,6 +79,10 @@ struct ComputeProfile {
   // The same for fused attention kernels (flash attention) by their time alone; where
   // present the executor charges attention ops this at their time per kernel.
   LogCurve concurrent_comm_attention_slowdown;
+  // The other way round: how much slower an NCCL collective runs while memory-bound
+  // (elementwise) kernels stream HBM beside it, by that kernel's time alone. Where present
+  // the executor stretches a collective by the time its members ran such ops.
+  LogCurve collective_beside_memory_slowdown;
 
   // 1 + idle_clock_boost * idle_fraction (1 without the key); idle_fraction in [0, 1].
   double clock_speedup(double idle_fraction) const;
@@ -88,20 +92,28 @@ struct ComputeProfile {
 // for a ComputeModel of that kernel; nullopt when the profile has none.
 std::optional<ComputeProfile> own_gemm_profile(const ComputeProfile& c);
 
-// The curves of slowdown beside NCCL by kernel time, for the places that treat them alike
-// (load, write, print, provenance): the key under compute, a label, and the member.
+// The curves of slowdown between kernels and NCCL beside each other, by a kernel's time
+// alone, for the places that treat them alike (load, write, print, provenance): the key
+// under compute, a label, what its slowdown is of (for errors), and the member.
 struct KernelTimeCurveKey {
   const char* key;
   const char* label;
+  const char* ratio;
   LogCurve ComputeProfile::*curve;
 };
-inline constexpr std::array<KernelTimeCurveKey, 3> kKernelTimeCurves = {{
+inline constexpr std::array<KernelTimeCurveKey, 4> kKernelTimeCurves = {{
     {"concurrent_comm_gemm_slowdown", "GEMM beside NCCL",
+     "a kernel's time beside NCCL over its time alone",
      &ComputeProfile::concurrent_comm_gemm_slowdown},
     {"concurrent_comm_memory_slowdown", "memory-bound beside NCCL",
+     "a kernel's time beside NCCL over its time alone",
      &ComputeProfile::concurrent_comm_memory_slowdown},
     {"concurrent_comm_attention_slowdown", "attention beside NCCL",
+     "a kernel's time beside NCCL over its time alone",
      &ComputeProfile::concurrent_comm_attention_slowdown},
+    {"collective_beside_memory_slowdown", "NCCL beside memory-bound",
+     "a collective's time beside the kernels over its time alone",
+     &ComputeProfile::collective_beside_memory_slowdown},
 }};
 
 // The profile's GEMM rates (tables, own tables and efficiency curves) multiplied by

@@ -133,7 +133,8 @@ LogCurve parse_efficiency(const ConfigNode& parent, const std::string& key,
 
 // { over: kernel_time, points: [[time, slowdown], ...], source, citation }: a kernel's time
 // beside NCCL over its time alone, by its time alone.
-LogCurve parse_kernel_time_curve(const ConfigNode& parent, const std::string& key) {
+LogCurve parse_kernel_time_curve(const ConfigNode& parent, const std::string& key,
+                                 const std::string& ratio) {
   ConfigNode curve = parent.child(key);
   if (!curve.is_map())
     curve.fail("expected a map {over: kernel_time, points: [[time, slowdown], ...], source: ...}");
@@ -141,7 +142,7 @@ LogCurve parse_kernel_time_curve(const ConfigNode& parent, const std::string& ke
   curve.get_enum("over", {"kernel_time"});
   LogCurve c;
   c.points = parse_points(curve.child("points"), Unit::Seconds, true, 1.0, 10.0,
-                          "a kernel's time beside NCCL over its time alone in [1, 10]");
+                          (ratio + " in [1, 10]").c_str());
   c.source = parse_provenance(curve);
   return c;
 }
@@ -275,7 +276,8 @@ ComputeProfile parse_compute(const ConfigNode& node) {
       "efficiency", "gemm_tables", "own_gemm_tables", "attention_table", "idle_clock_boost",
       "fp8_block_scaling_time_factor", "scatter_add_bandwidth_Bps", "index_add_bandwidth_Bps",
       "concurrent_comm_slowdown", "concurrent_comm_gemm_slowdown",
-      "concurrent_comm_memory_slowdown", "concurrent_comm_attention_slowdown"});
+      "concurrent_comm_memory_slowdown", "concurrent_comm_attention_slowdown",
+      "collective_beside_memory_slowdown"});
   ComputeProfile c;
   ConfigNode peaks = node.child("peak_flops_per_s");
   if (!peaks.is_map() || peaks.size() == 0)
@@ -319,7 +321,7 @@ ComputeProfile parse_compute(const ConfigNode& node) {
           .fail("expected a GEMM's time beside NCCL over its time alone in [1, 10] (value: 1.08)");
   }
   for (const KernelTimeCurveKey& k : kKernelTimeCurves)
-    if (node.optional_child(k.key)) c.*k.curve = parse_kernel_time_curve(node, k.key);
+    if (node.optional_child(k.key)) c.*k.curve = parse_kernel_time_curve(node, k.key, k.ratio);
   if (node.optional_child("fp8_block_scaling_time_factor")) {
     c.fp8_block_scaling_time_factor = parse_sourced(node, "fp8_block_scaling_time_factor");
     if (!(c.fp8_block_scaling_time_factor->value >= 0.5 &&
@@ -449,7 +451,7 @@ const std::vector<config::ParamDoc>& profile_params() {
        "idle_clock_boost, "
        "fp8_block_scaling_time_factor, scatter_add_bandwidth_Bps, index_add_bandwidth_Bps, "
        "concurrent_comm_slowdown, concurrent_comm_gemm_slowdown, concurrent_comm_memory_slowdown, "
-       "concurrent_comm_attention_slowdown",
+       "concurrent_comm_attention_slowdown, collective_beside_memory_slowdown",
        "", ""},
       {"collectives",
        "list of {op, algorithm, scope, ranks, ctas, segments, in_compute_loop_factor, source}",
