@@ -80,10 +80,11 @@ struct ExecOptions {
   // Boundaries fall every op time / batch from the op's start (a grouped GEMM launches one
   // kernel per member); the last is the op's end, whenever it comes.
   bool comm_waits_for_gemm_kernel = false;
-  // Where not empty: a collective run whole (run_comm) progresses at 1/s of its rate while
-  // a member's compute stream runs a memory-bound (elementwise) op, s this curve at the
-  // op's time per kernel (time / launches): NCCL's copies and reductions share HBM with
-  // it. The collective's end moves later by the work so lost (its flows are not slowed).
+  // Where not empty: a collective (a whole op or a design's part; not a send) progresses at
+  // 1/s of its rate while a member's compute stream runs a memory-bound (elementwise) op,
+  // s this curve at the op's time per kernel (time / launches): NCCL's copies and
+  // reductions share HBM with it. The collective's end moves later by the work so lost
+  // (its flows are not slowed).
   LogCurve collective_memory_slowdown;
 };
 
