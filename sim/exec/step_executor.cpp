@@ -252,13 +252,7 @@ void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
         const double kernel_s = duration_s / std::max(1, op(p, v).launches);
         rate = 1 - 1 / options.collective_memory_slowdown.at(kernel_s);
       }
-      set_memory_rate(p, rate);
-      if (rate > 0) {
-        const std::uint64_t segment = ps.memory_segment;
-        simulator().schedule(duration_s, [this, p, segment] {
-          if (programs[p].memory_segment == segment) set_memory_rate(p, 0);
-        });
-      }
+      set_memory_rate(p, rate, t + duration_s);
     }
   }
   simulator().schedule(duration_s, std::move(on_done));
@@ -266,15 +260,16 @@ void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
 
 double StepExecutor::Impl::memory_loss_s(int p) {
   const ProgramState& ps = programs[p];
-  return ps.memory_loss_accum_s + (now() - ps.memory_since_s) * ps.memory_rate;
+  const double t = std::min(now(), ps.memory_until_s);
+  return ps.memory_loss_accum_s + std::max(0.0, t - ps.memory_since_s) * ps.memory_rate;
 }
 
-void StepExecutor::Impl::set_memory_rate(int p, double rate) {
+void StepExecutor::Impl::set_memory_rate(int p, double rate, double until_s) {
   ProgramState& ps = programs[p];
   ps.memory_loss_accum_s = memory_loss_s(p);
   ps.memory_since_s = now();
   ps.memory_rate = rate;
-  ++ps.memory_segment;
+  ps.memory_until_s = until_s;
 }
 
 void StepExecutor::Impl::attribute_idle(ProgramState& ps, double t0, double t1, OpVertex cause) {

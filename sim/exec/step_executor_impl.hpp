@@ -62,10 +62,9 @@ struct ProgramState {
   double sm_holder_start_s = 0, sm_holder_kernel_s = 0, sm_holder_alone_end_s = 0;
   std::vector<OpVertex> waiting_for_sms;
   // Collective work lost to memory-bound ops (ExecOptions::collective_memory_slowdown):
-  // accumulated up to memory_since_s, at memory_rate (1 - 1/s of the running op; 0: none)
-  // since then; memory_segment numbers the compute segments so a stale end is ignored.
-  double memory_loss_accum_s = 0, memory_since_s = 0, memory_rate = 0;
-  std::uint64_t memory_segment = 0;
+  // accumulated up to memory_since_s, then at memory_rate (1 - 1/s of the compute segment
+  // begun then; 0: not memory-bound) until memory_until_s, the segment's end.
+  double memory_loss_accum_s = 0, memory_since_s = 0, memory_rate = 0, memory_until_s = 0;
 };
 
 // Members of one collective launch (a whole op, or one part of it) gathered so far.
@@ -183,8 +182,9 @@ struct StepExecutor::Impl final : ExecContext {
   double sms_free_at(int p);
   // Collective work lost on rank p to memory-bound ops so far, in seconds.
   double memory_loss_s(int p);
-  // Rank p's compute stream runs at `rate` (1 - 1/s; 0: no memory-bound op) from now.
-  void set_memory_rate(int p, double rate);
+  // Rank p's compute stream runs a segment costing collectives `rate` (1 - 1/s; 0: not
+  // memory-bound) from now until until_s.
+  void set_memory_rate(int p, double rate, double until_s);
   void compute_for(int p, OpVertex v, double duration_s, Callback on_done) override;
   // compute_for's work, with the continuation scheduled as given (the executor's own
   // callers pass lambdas, kept inline in the event rather than in a std::function).
