@@ -136,36 +136,41 @@ double StepExecutor::Impl::op_time_s(int p, OpVertex v) {
 
 void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
   ProgramState& ps = programs[p];
-  const bool on_compute = ps.ops[v].stream == static_cast<std::uint8_t>(StreamKind::Compute);
-  if (on_compute && options.comm_waits_for_gemm_kernel &&
+  if (ps.ops[v].stream != static_cast<std::uint8_t>(StreamKind::Compute)) {
+    begin_compute(p, v, duration_s, [this, p, v] { finish(p, v); });
+    return;
+  }
+  const double kernel_s = kernel_time_s(p, v, duration_s);
+  if (options.comm_waits_for_gemm_kernel &&
       ps.ops[v].kind == static_cast<std::uint8_t>(OpKind::Gemm) && duration_s > 0) {
     ps.sm_holder = v;
     ps.sm_holder_start_s = now();
     ps.sm_holder_alone_end_s = now() + duration_s;
-    ps.sm_holder_kernel_s =
-        duration_s / static_cast<double>(std::max<std::int64_t>(1, op(p, v).gemm.batch));
+    ps.sm_holder_kernel_s = kernel_s;
   }
-  const double slow = on_compute ? comm_slowdown(p, v, duration_s) : 1;
+  const double slow = comm_slowdown(p, v, kernel_s);
   if (slow > 1)
     run_segment(p, v, duration_s, slow, 0);
   else
     begin_compute(p, v, duration_s, [this, p, v] { finish(p, v); });
 }
 
-double StepExecutor::Impl::comm_slowdown(int p, OpVertex v, double duration_s) const {
-  // A GEMM op's kernels are its batch (a grouped GEMM launches one per member); an
-  // elementwise or attention op's are its launches.
+double StepExecutor::Impl::kernel_time_s(int p, OpVertex v, double duration_s) const {
+  const OpNode& node = op(p, v);
+  const double kernels = node.kind == OpKind::Gemm
+                             ? static_cast<double>(std::max<std::int64_t>(1, node.gemm.batch))
+                             : std::max(1, node.launches);
+  return duration_s / kernels;
+}
+
+double StepExecutor::Impl::comm_slowdown(int p, OpVertex v, double kernel_s) const {
   const auto kind = static_cast<OpKind>(programs[p].ops[v].kind);
   const LogCurve* curve = kind == OpKind::Gemm          ? &options.gemm_comm_slowdown
                           : kind == OpKind::Elementwise ? &options.memory_comm_slowdown
                           : kind == OpKind::Attention   ? &options.attention_comm_slowdown
                                                         : nullptr;
   if (curve == nullptr || curve->empty()) return options.concurrent_comm_slowdown;
-  const OpNode& node = op(p, v);
-  const double kernels = kind == OpKind::Gemm
-                             ? static_cast<double>(std::max<std::int64_t>(1, node.gemm.batch))
-                             : std::max(1, node.launches);
-  return curve->at(duration_s / kernels);
+  return curve->at(kernel_s);
 }
 
 // Like a paired design's group (sim/overlap/paired_design.cpp): run for the work left as if
@@ -248,10 +253,8 @@ void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
     if (st.paired) ps.result.paired_compute_s += duration_s;
     if (!options.collective_memory_slowdown.empty()) {
       double rate = 0;
-      if (st.kind == static_cast<std::uint8_t>(OpKind::Elementwise) && duration_s > 0) {
-        const double kernel_s = duration_s / std::max(1, op(p, v).launches);
-        rate = 1 - 1 / options.collective_memory_slowdown.at(kernel_s);
-      }
+      if (st.kind == static_cast<std::uint8_t>(OpKind::Elementwise) && duration_s > 0)
+        rate = 1 - 1 / options.collective_memory_slowdown.at(kernel_time_s(p, v, duration_s));
       set_memory_rate(p, rate, t + duration_s);
     }
   }

@@ -199,8 +199,12 @@ struct StepExecutor::Impl final : ExecContext {
   void comm_ended(int p);
   double comm_busy_s(int p) override;
   double concurrent_comm_slowdown() const override { return options.concurrent_comm_slowdown; }
-  // The slowdown a compute op pays beside its rank's communication (ExecOptions).
-  double comm_slowdown(int p, OpVertex v, double duration_s) const;
+  // The slowdown a compute op of kernel_s a kernel pays beside its rank's communication
+  // (ExecOptions).
+  double comm_slowdown(int p, OpVertex v, double kernel_s) const;
+  // An op's time per kernel, `duration_s` over its kernels: a GEMM's are its batch (a
+  // grouped GEMM launches one per member), any other op's its launches.
+  double kernel_time_s(int p, OpVertex v, double duration_s) const;
   void run_segment(int p, OpVertex v, double duration_s, double slow, int round);
   const CommImagePlans& plans() const { return layout->plans(); }
   int rep(int rank) const { return step.representative.empty() ? rank : step.representative[rank]; }

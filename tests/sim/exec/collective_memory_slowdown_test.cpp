@@ -38,14 +38,9 @@ LogCurve memory_curve() {
 }
 
 double memory_step_s(const StepGraph& step, LogCurve c) {
-  testing::UnitExecRig rig(2, 8);
   ExecOptions o;
   o.collective_memory_slowdown = std::move(c);
-  StepExecutor exec(step, rig.model, rig.net, o);
-  std::vector<CollectiveRequest> log;
-  exec.set_collective_launcher(testing::ClosedFormLauncher{&rig.sim, &log});
-  SequentialDesign seq;
-  return exec.run(seq).step_time_s;
+  return testing::run_sequential(step, o).step_time_s;
 }
 
 TEST(CollectiveMemorySlowdown, WithoutTheCurveNothingChanges) {

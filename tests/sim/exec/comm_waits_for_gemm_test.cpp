@@ -34,15 +34,10 @@ StepGraph collectives_beside(OpKind kind, std::int64_t batch) {
 }
 
 double step_s(const StepGraph& step, bool waits, double slowdown = 1.0) {
-  testing::UnitExecRig rig(2, 8);
   ExecOptions o;
   o.concurrent_comm_slowdown = slowdown;
   o.comm_waits_for_gemm_kernel = waits;
-  StepExecutor exec(step, rig.model, rig.net, o);
-  std::vector<CollectiveRequest> log;
-  exec.set_collective_launcher(testing::ClosedFormLauncher{&rig.sim, &log});
-  SequentialDesign seq;
-  return exec.run(seq).step_time_s;
+  return testing::run_sequential(step, o).step_time_s;
 }
 
 TEST(CommWaitsForGemmKernel, OffTheCollectivesRunBackToBack) {

@@ -30,17 +30,12 @@ StepGraph gemm_beside_collective() {
 
 StepResult run(const StepGraph& step, double slowdown, LogCurve gemm_curve = {},
                LogCurve memory_curve = {}, LogCurve attention_curve = {}) {
-  testing::UnitExecRig rig(2, 8);
   ExecOptions o;
   o.concurrent_comm_slowdown = slowdown;
   o.gemm_comm_slowdown = std::move(gemm_curve);
   o.memory_comm_slowdown = std::move(memory_curve);
   o.attention_comm_slowdown = std::move(attention_curve);
-  StepExecutor exec(step, rig.model, rig.net, o);
-  std::vector<CollectiveRequest> log;
-  exec.set_collective_launcher(testing::ClosedFormLauncher{&rig.sim, &log});
-  SequentialDesign seq;
-  return exec.run(seq);
+  return testing::run_sequential(step, o);
 }
 
 TEST(ConcurrencyInterference, ComputeBesideCommunicationSlowsByTheFactor) {

@@ -100,6 +100,17 @@ struct UnitExecRig {
   UnitExecRig(int ranks, int ranks_per_host) : net(sim, ranks, ranks_per_host) {}
 };
 
+// `step` under SequentialDesign with `options`, on a UnitExecRig of its world size (8 ranks a
+// host) and collectives timed by ClosedFormLauncher.
+inline StepResult run_sequential(const StepGraph& step, const ExecOptions& options) {
+  UnitExecRig rig(step.world_size, 8);
+  StepExecutor exec(step, rig.model, rig.net, options);
+  std::vector<CollectiveRequest> log;
+  exec.set_collective_launcher(ClosedFormLauncher{&rig.sim, &log});
+  SequentialDesign seq;
+  return exec.run(seq);
+}
+
 inline OpVertex add(RankProgram& prog, OpNode node, std::initializer_list<OpVertex> deps = {}) {
   const OpVertex v = boost::add_vertex(std::move(node), prog.graph);
   for (OpVertex d : deps) boost::add_edge(d, v, prog.graph);
