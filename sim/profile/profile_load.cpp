@@ -116,35 +116,37 @@ std::vector<std::pair<double, double>> parse_points(const ConfigNode& node, Unit
   return out;
 }
 
-// { over: flops|bytes, points: [[x, efficiency], ...], source, citation, fit_error }
-LogCurve parse_efficiency(const ConfigNode& parent, const std::string& key,
-                               const std::string& over) {
+// A sourced curve, {over: <over>, points: [[x, y], ...], source, citation}, x in x_unit
+// (positive, increasing), y in [y_min, y_max]; `form` is the map as the errors show it.
+LogCurve parse_sourced_curve(const ConfigNode& parent, const std::string& key,
+                             const std::string& over, const char* form, Unit x_unit, double y_min,
+                             double y_max, const std::string& y_expected) {
   ConfigNode node = parent.child(key);
-  if (!node.is_map())
-    node.fail("expected a map {over: ..., points: [[x, efficiency], ...], source: ...}");
+  if (!node.is_map()) node.fail(fmt::format("expected a map {}", form));
   node.check_keys(with_source_keys({"over", "points"}));
   node.get_enum("over", {over});
   LogCurve c;
-  c.points = parse_points(node.child("points"), over == "bytes" ? Unit::Bytes : Unit::Plain, true,
-                          1e-6, 1.0, "an efficiency in (0, 1]");
+  c.points = parse_points(node.child("points"), x_unit, true, y_min, y_max, y_expected.c_str());
   c.source = parse_provenance(node);
   return c;
 }
 
-// { over: kernel_time, points: [[time, slowdown], ...], source, citation }: a kernel's time
-// beside NCCL over its time alone, by its time alone.
+// { over: flops|bytes, points: [[x, efficiency], ...], source, citation, fit_error }
+LogCurve parse_efficiency(const ConfigNode& parent, const std::string& key,
+                          const std::string& over) {
+  return parse_sourced_curve(
+      parent, key, over, "{over: ..., points: [[x, efficiency], ...], source: ...}",
+      over == "bytes" ? Unit::Bytes : Unit::Plain, 1e-6, 1.0, "an efficiency in (0, 1]");
+}
+
+// { over: kernel_time, points: [[time, slowdown], ...], source, citation }: `ratio` (a
+// kernel's or a collective's time beside the other over its time alone) by a kernel's time
+// alone.
 LogCurve parse_kernel_time_curve(const ConfigNode& parent, const std::string& key,
                                  const std::string& ratio) {
-  ConfigNode curve = parent.child(key);
-  if (!curve.is_map())
-    curve.fail("expected a map {over: kernel_time, points: [[time, slowdown], ...], source: ...}");
-  curve.check_keys(with_source_keys({"over", "points"}));
-  curve.get_enum("over", {"kernel_time"});
-  LogCurve c;
-  c.points = parse_points(curve.child("points"), Unit::Seconds, true, 1.0, 10.0,
-                          (ratio + " in [1, 10]").c_str());
-  c.source = parse_provenance(curve);
-  return c;
+  return parse_sourced_curve(parent, key, "kernel_time",
+                             "{over: kernel_time, points: [[time, slowdown], ...], source: ...}",
+                             Unit::Seconds, 1.0, 10.0, ratio + " in [1, 10]");
 }
 
 std::vector<double> parse_number_list(const ConfigNode& node, Unit unit) {
