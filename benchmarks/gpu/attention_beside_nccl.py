@@ -11,12 +11,12 @@ gpu,driver,cuda,nccl,victim,batch,heads,seq,head_dim,coll_bytes,alone_us,beside_
 samples
 """
 import statistics
-import subprocess
 import sys
 
 import torch
 import torch.cuda.nccl as nccl
 import torch.nn.functional as F
+from torch_gpu_tag import gpu_tag
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 6
 BURST = 30
@@ -35,10 +35,7 @@ def main():
     comm = [torch.cuda.Stream(device=d, priority=hi) for d in devs]
     compute = torch.cuda.Stream(device=0, priority=lo)
     bufs = [torch.zeros(COLL_BYTES // 4, dtype=torch.float32, device=d) for d in devs]
-    name = torch.cuda.get_device_name(0)
-    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
-                            capture_output=True, text=True, check=False).stdout.strip() or "unknown"
-    tag = f"{name},{driver},{torch.version.cuda},{'.'.join(map(str, nccl.version()))}"
+    tag = gpu_tag()
 
     def collective():
         nccl.all_reduce(bufs, streams=comm)

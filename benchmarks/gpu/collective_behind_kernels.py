@@ -20,12 +20,12 @@ coll_alone_us,coll_behind_us,behind_over_alone,rule_us,behind_over_rule,samples
 """
 import math
 import statistics
-import subprocess
 import sys
 
 import torch
 import torch.cuda.nccl as nccl
 import torch.nn.functional as F
+from torch_gpu_tag import gpu_tag
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 COLLS = 8
@@ -66,10 +66,7 @@ def main():
     lo, hi = torch.cuda.Stream.priority_range()
     comm = [torch.cuda.Stream(device=d, priority=hi) for d in devs]
     compute = [torch.cuda.Stream(device=d, priority=lo) for d in devs]
-    name = torch.cuda.get_device_name(0)
-    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader",
-                             "-i", "0"], capture_output=True, text=True, check=False).stdout.strip()
-    tag = f"{name},{driver or 'unknown'},{torch.version.cuda},{'.'.join(map(str, nccl.version()))}"
+    tag = gpu_tag()
     launch = [kernels(d) for d in devs]
     print("gpu,driver,cuda,nccl,kernel,kernel_alone_us,kernel_beside_us,collective,coll_bytes,"
           "coll_alone_us,coll_behind_us,behind_over_alone,rule_us,behind_over_rule,samples")

@@ -16,12 +16,12 @@ rule_us,behind_over_rule,samples
 import math
 import os
 import statistics
-import subprocess
 import sys
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch_gpu_tag import gpu_tag
 
 ROUNDS = 5
 CALLS = 8
@@ -121,10 +121,7 @@ def main():
     results = dict(q.get() for _ in procs)
     for p in procs:
         p.join()
-    name = torch.cuda.get_device_name(0)
-    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader",
-                             "-i", "0"], capture_output=True, text=True, check=False).stdout.strip()
-    nccl = ".".join(map(str, torch.cuda.nccl.version()))
+    tag = gpu_tag()
     print("gpu,driver,cuda,nccl,kernel,kernel_us,exchange,bytes,alone_us,behind_us,"
           "behind_over_alone,rule_us,behind_over_rule,samples")
     for r0, r1 in zip(results[0], results[1]):
@@ -133,7 +130,7 @@ def main():
         tb = max(r0[4], r1[4])
         p = max(r0[5], r1[5])
         rule = math.ceil(t / p) * p
-        print(f"{name},{driver or 'unknown'},{torch.version.cuda},{nccl},{kind},{p:.1f},{exchange},"
+        print(f"{tag},{kind},{p:.1f},{exchange},"
               f"{size},{t:.1f},{tb:.1f},{tb / t:.2f},{rule:.1f},{tb / rule:.2f},{r0[7]}", flush=True)
 
 
