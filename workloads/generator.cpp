@@ -262,6 +262,7 @@ sim::StepGraph generate_step(const ModelSpec& spec, int world_size,
         if (program.graph[*v].kind == sim::OpKind::Collective)
           program.graph[*v].launch_delay_s = r.training.horovod_cycle_time_s / 2;
     }
+  mark_high_priority_comm(step, r.training.high_priority_comm);
   total_flops(step);
   if (r.kind == ModelKind::Dlrm) {
     step.tokens_per_step = static_cast<double>(r.training.global_batch);

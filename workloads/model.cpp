@@ -273,6 +273,12 @@ const std::vector<ParamDoc> kTrainingDocs = {
      "after a device-to-host copy the host waits for (the MoE dispatcher's token counts, "
      "moe.host_sync), this long more before it issues the next op (the copy's round trip)",
      "0", "seconds"},
+    {"high_priority_comm",
+     "the communication streams created with high priority, a list of tp, cp, dp, pp, ep "
+     "(Megatron-LM --high-priority-stream-groups; ep also for its EP overlap's "
+     "--high-priority-a2a-comm-stream): their collectives and sends need not wait for a "
+     "running memory-bound kernel's end; [] (PyTorch's and Megatron-LM's default): they do",
+     "[]", ""},
     {"overlap_param_gather",
      "distributed_optimizer: each layer's parameter all-gather is issued one layer ahead of "
      "its first forward use (Megatron-LM --overlap-param-gather); false: after the optimizer",
@@ -364,6 +370,31 @@ std::vector<int> get_int_list(const ConfigNode& parent, const std::string& key) 
     const int v = list.at(i).as_int32();
     if (v < 1) list.at(i).fail(fmt::format("{} is not positive (expected an integer >= 1)", v));
     out.push_back(v);
+  }
+  return out;
+}
+
+// A list of communication streams by their parallelism's name (tp, cp, dp, pp, ep), as
+// flags per sim::StreamKind; ep names both of the expert exchange's streams.
+std::array<bool, sim::kNumStreamKinds> get_comm_streams(const ConfigNode& parent,
+                                                        const std::string& key) {
+  static const std::map<std::string, std::vector<sim::StreamKind>> kStreams = {
+      {"tp", {sim::StreamKind::TensorComm}},
+      {"cp", {sim::StreamKind::ContextComm}},
+      {"dp", {sim::StreamKind::DataComm}},
+      {"pp", {sim::StreamKind::PipelineComm}},
+      {"ep", {sim::StreamKind::ExpertComm, sim::StreamKind::ExpertNodeComm}}};
+  ConfigNode list = parent.child(key);
+  if (!list.is_sequence())
+    parent.fail_key(key, "expected a list of tp, cp, dp, pp, ep such as [ep]");
+  std::array<bool, sim::kNumStreamKinds> out{};
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string name = list.at(i).as_string();
+    const auto it = kStreams.find(name);
+    if (it == kStreams.end())
+      list.at(i).fail(
+          fmt::format("'{}' is not a communication stream (expected tp, cp, dp, pp or ep)", name));
+    for (const sim::StreamKind s : it->second) out[static_cast<std::size_t>(s)] = true;
   }
   return out;
 }
@@ -562,6 +593,7 @@ void load_training(ModelSpec& spec, const ConfigNode& n) {
   t.host_sync_time_s = n.get_duration_s("host_sync_time", 0.0);
   if (!(t.host_sync_time_s >= 0))
     n.fail_key("host_sync_time", "negative (expected a duration >= 0 such as \"20us\")");
+  if (n.has("high_priority_comm")) t.high_priority_comm = get_comm_streams(n, "high_priority_comm");
   if (n.has("clip_grad") && spec.kind == ModelKind::Dlrm)
     n.child("clip_grad").fail("only for transformer and moe (expected no clip_grad here)");
   t.clip_grad = n.get_double("clip_grad", 1.0);

@@ -12,6 +12,7 @@
 // Every failure is a config::ConfigError whose message names the model file, the key
 // (with line:column where the key was in the file) and the expected form.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -248,6 +249,12 @@ struct TrainingSpec {
   // (the all-to-all token dispatcher's counts). 0 and 0: the host always runs ahead.
   double host_launch_time_s = 0;
   double host_sync_time_s = 0;
+  // The communication streams the framework creates with high priority (Megatron-LM
+  // --high-priority-stream-groups; its EP overlap's --high-priority-a2a-comm-stream), per
+  // sim::StreamKind: their NCCL kernels go ahead of a running memory-bound kernel's
+  // remaining CTAs where default-priority ones queue behind them. None by default, as
+  // PyTorch's ProcessGroupNCCL and Megatron-LM create them.
+  std::array<bool, sim::kNumStreamKinds> high_priority_comm{};
   // Megatron-LM --clip-grad (default 1.0, megatron/training/arguments.py): the global
   // gradient norm is computed every step (a read of every fp32 main gradient) when > 0.
   // Transformer and MoE models only.

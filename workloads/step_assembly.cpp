@@ -1,5 +1,7 @@
 #include "workloads/step_assembly.hpp"
 
+#include <algorithm>
+
 namespace overlapsim::workloads {
 
 GroupTable::GroupTable(const ParallelLayout& layout, const std::vector<std::string>& families,
@@ -33,6 +35,17 @@ RankGroups GroupTable::groups_of(int rank) const {
   g.ep_node = index("ep_node", rank);
   g.ep_rail = index("ep_rail", rank);
   return g;
+}
+
+void mark_high_priority_comm(sim::StepGraph& step,
+                             const std::array<bool, sim::kNumStreamKinds>& streams) {
+  if (std::none_of(streams.begin(), streams.end(), [](bool b) { return b; })) return;
+  for (auto& program : step.ranks)
+    for (auto v : boost::make_iterator_range(boost::vertices(program.graph))) {
+      sim::OpNode& op = program.graph[v];
+      const bool comm = op.kind == sim::OpKind::Collective || op.kind == sim::OpKind::SendRecv;
+      if (comm && streams[static_cast<std::size_t>(op.stream)]) op.high_priority = true;
+    }
 }
 
 void total_flops(sim::StepGraph& step) {

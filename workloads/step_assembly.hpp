@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the generators: the communicator table of a StepGraph (every group of each
 // family in use) and the per-rank group indices into it.
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,6 +25,11 @@ class GroupTable {
   const ParallelLayout& layout_;
   std::map<std::string, int> offset_;
 };
+
+// Marks the communication ops on the streams flagged in `streams` (per sim::StreamKind)
+// as running on high-priority streams (OpNode::high_priority).
+void mark_high_priority_comm(sim::StepGraph& step,
+                             const std::array<bool, sim::kNumStreamKinds>& streams);
 
 // Adds up FLOPs (all ops, and without recomputation) over the simulated ranks, weighted
 // by multiplicity.

@@ -141,9 +141,12 @@ void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
     return;
   }
   const double kernel_s = kernel_time_s(p, v, duration_s);
-  if (options.comm_waits_for_gemm_kernel &&
-      ps.ops[v].kind == static_cast<std::uint8_t>(OpKind::Gemm) && duration_s > 0) {
+  const auto kind = static_cast<OpKind>(ps.ops[v].kind);
+  const bool gemm = kind == OpKind::Gemm;
+  if (duration_s > 0 && ((gemm && options.comm_waits_for_gemm_kernel) ||
+                         (kind == OpKind::Elementwise && options.comm_waits_for_memory_kernel))) {
     ps.sm_holder = v;
+    ps.sm_holder_is_gemm = gemm;
     ps.sm_holder_start_s = now();
     ps.sm_holder_alone_end_s = now() + duration_s;
     ps.sm_holder_kernel_s = kernel_s;

@@ -80,6 +80,11 @@ struct ExecOptions {
   // Boundaries fall every op time / batch from the op's start (a grouped GEMM launches one
   // kernel per member); the last is the op's end, whenever it comes.
   bool comm_waits_for_gemm_kernel = false;
+  // The same under a memory-bound (elementwise) op for a communication op on a
+  // default-priority stream (OpNode::high_priority false): at equal priority NCCL's CTAs
+  // queue behind the kernel's remaining CTAs; at high priority they go first (and run
+  // slower beside it: collective_memory_slowdown). Boundaries every op time / launches.
+  bool comm_waits_for_memory_kernel = false;
   // Where not empty: a collective (a whole op or a design's part; not a send) progresses at
   // 1/s of its rate while a member's compute stream runs a memory-bound (elementwise) op,
   // s this curve at the op's time per kernel (time / launches): NCCL's copies and

@@ -22,9 +22,10 @@ void StepExecutor::Impl::complete_later(Simulator::Callback fn) {
     fn();
 }
 
-double StepExecutor::Impl::sms_free_at(int p) {
+double StepExecutor::Impl::sms_free_at(int p, OpVertex v) {
   const ProgramState& ps = programs[p];
   if (ps.sm_holder == executor_detail::kNoOp) return now();
+  if (!ps.sm_holder_is_gemm && op(p, v).high_priority) return now();
   const double k = ps.sm_holder_kernel_s;
   // The kernel boundary at or after now; at the op's time alone or later, the op's end.
   const double boundary =
@@ -35,10 +36,10 @@ double StepExecutor::Impl::sms_free_at(int p) {
 }
 
 void StepExecutor::Impl::run_comm(int p, OpVertex v) {
-  if (options.comm_waits_for_gemm_kernel) {
+  if (options.comm_waits_for_gemm_kernel || options.comm_waits_for_memory_kernel) {
     OpState& st = programs[p].ops[v];
     if (st.ready_s < 0) st.ready_s = now();
-    const double at = sms_free_at(p);
+    const double at = sms_free_at(p, v);
     if (at > now()) {
       if (std::isinf(at))
         programs[p].waiting_for_sms.push_back(v);

@@ -55,10 +55,11 @@ struct ProgramState {
   std::vector<double> host_issue_s;         // per vertex: when the host issued it (-1: not yet)
   // Per stream: a try_head scheduled at this time (-1: none).
   std::array<double, kNumStreams> host_wake_s{};
-  // The GEMM op run_for runs on the compute stream (kNoOp: none), when it started, its
-  // kernel time alone, and the communication ops waiting for its end to find SMs
-  // (ExecOptions::comm_waits_for_gemm_kernel).
+  // The GEMM or memory-bound op run_for runs on the compute stream (kNoOp: none), when it
+  // started, its kernel time alone, and the communication ops waiting for its end to find
+  // SMs (ExecOptions::comm_waits_for_gemm_kernel, comm_waits_for_memory_kernel).
   OpVertex sm_holder = kNoOp;
+  bool sm_holder_is_gemm = false;  // else memory-bound: high-priority communication goes first
   double sm_holder_start_s = 0, sm_holder_kernel_s = 0, sm_holder_alone_end_s = 0;
   std::vector<OpVertex> waiting_for_sms;
   // Collective work lost to memory-bound ops (ExecOptions::collective_memory_slowdown):
@@ -177,9 +178,10 @@ struct StepExecutor::Impl final : ExecContext {
   void run_comm(int p, OpVertex v) override;
   // run_comm's work once the op may start (ExecOptions::comm_waits_for_gemm_kernel).
   void start_comm(int p, OpVertex v);
-  // When a communication op of rank p could find SMs: now, a later kernel boundary of the
-  // running GEMM op, or infinity for its end (not yet known).
-  double sms_free_at(int p);
+  // When communication op v of rank p could find SMs: now, a later kernel boundary of the
+  // running GEMM or (for a default-priority op) memory-bound op, or infinity for its end
+  // (not yet known).
+  double sms_free_at(int p, OpVertex v);
   // Collective work lost on rank p to memory-bound ops so far, in seconds.
   double memory_loss_s(int p);
   // Rank p's compute stream runs a segment costing collectives `rate` (1 - 1/s; 0: not

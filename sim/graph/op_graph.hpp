@@ -112,6 +112,10 @@ struct OpNode {
   int comm_group = -1;           // index into StepGraph::groups
   int peer_rank = -1;            // SendRecv: the global rank on the other side
   bool is_send = true;           // SendRecv: send (true) or receive (false)
+  // Collective, SendRecv: its stream has high priority, so its kernel's CTAs go ahead of a
+  // running kernel's remaining CTAs (they still find no SM under a GEMM kernel); false:
+  // default priority, as PyTorch's ProcessGroupNCCL creates its streams.
+  bool high_priority = false;
   // Collective: host-side wait between the moment every member is ready and the start of
   // the transfer, e.g. a runtime that coordinates collectives on a background thread in
   // cycles (Horovod). The collective's stream is busy meanwhile; 0 for NCCL called directly.

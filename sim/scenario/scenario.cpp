@@ -62,6 +62,7 @@ ExecOptions exec_options(const Scenario& sc, FlowNetwork& net) {
     exec.memory_comm_slowdown = charged.compute.concurrent_comm_memory_slowdown;
     exec.attention_comm_slowdown = charged.compute.concurrent_comm_attention_slowdown;
     exec.comm_waits_for_gemm_kernel = true;
+    exec.comm_waits_for_memory_kernel = true;
     exec.collective_memory_slowdown = charged.compute.collective_beside_memory_slowdown;
   }
   if (!o.trace) return exec;

@@ -63,7 +63,8 @@ struct ScenarioOptions {
   // NCCL on its default CTAs): concurrent_comm_slowdown(profile), and GEMMs the profile's
   // compute.concurrent_comm_gemm_slowdown at their time per kernel where it has one; and
   // its NCCL kernels start at the running GEMM's kernel boundaries
-  // (ExecOptions::comm_waits_for_gemm_kernel). False: none.
+  // (ExecOptions::comm_waits_for_gemm_kernel), a default-priority one's at a running
+  // memory-bound op's (comm_waits_for_memory_kernel). False: none.
   bool charge_concurrency = true;
   // Called on each design after it is built and bound, before it runs (replaying a measured
   // configuration: chunks, carve-out, partition).

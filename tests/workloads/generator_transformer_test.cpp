@@ -1083,6 +1083,38 @@ TEST(HorovodCycle, EveryCollectiveWaitsHalfACycle) {
   }
 }
 
+// training.high_priority_comm: the communication ops on the named streams run at high
+// priority (OpNode::high_priority); by default none does, as PyTorch creates its streams.
+TEST(HighPriorityComm, MarksTheNamedStreamsCommunicationOnly) {
+  const auto with = generate(
+      edit(kOneLayer, {{"  recompute: none", "  recompute: none\n  high_priority_comm: [tp]"}}));
+  const auto without = generate(kOneLayer);
+  int marked = 0;
+  for_each_op(with.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    const bool comm = op.kind == OpKind::Collective || op.kind == OpKind::SendRecv;
+    EXPECT_EQ(op.high_priority, comm && op.stream == sim::StreamKind::TensorComm) << op.name;
+    marked += op.high_priority ? 1 : 0;
+  });
+  EXPECT_GT(marked, 0);
+  for_each_op(without.ranks[0], [](sim::OpVertex, const sim::OpNode& op) {
+    EXPECT_FALSE(op.high_priority) << op.name;
+  });
+}
+
+TEST(HighPriorityComm, AnUnknownStreamNamesTheKeyAndTheFile) {
+  try {
+    load_model_string(edit(kOneLayer, {{"  recompute: none",
+                                        "  recompute: none\n  high_priority_comm: [tp, nvl]"}}),
+                      "one-layer.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const config::ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("high_priority_comm"), std::string::npos) << what;
+    EXPECT_NE(what.find("one-layer.yaml"), std::string::npos) << what;
+    EXPECT_NE(what.find("'nvl'"), std::string::npos) << what;
+  }
+}
+
 TEST(UnfusedAttention, IsRejectedWithContextParallelism) {
   try {
     load_model_string(edit(kOneLayer, {{"    kv_heads: 4", "    kv_heads: 4\n    kernel: unfused"},
