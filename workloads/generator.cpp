@@ -26,7 +26,7 @@ GradSyncOptions grad_sync_options(const ModelSpec& spec, const ParallelLayout& l
   o.embd_group = spec.kind != ModelKind::Dlrm && spec.transformer.tie_embeddings ? g.embd : -1;
   o.bucket_bytes = spec.training.grad_bucket_bytes;
   o.grad_bytes = sim::bytes_per_element(spec.training.grad_precision);
-  o.param_bytes = 2;
+  o.param_bytes = spec.training.fp8_params ? 1 : 2;
   o.overlap_grad_reduce = spec.training.overlap_grad_reduce;
   o.overlap_param_gather = spec.kind != ModelKind::Dlrm &&
                            spec.training.grad_sync == GradSync::DistributedOptimizer &&

@@ -241,6 +241,12 @@ const std::vector<ParamDoc> kTrainingDocs = {
      "activation run and 128 x 128 weight block (DeepSeek-V3); block128 needs the profile's "
      "compute.fp8_block_scaling_time_factor; only with precision: fp8",
      "tensor", ""},
+    {"fp8_params",
+     "the model weights kept in fp8 (Megatron-LM --fp8-param-gather, NeMo fp8_params): the "
+     "distributed optimizer all-gathers 1 byte per element and the first microbatch only "
+     "transposes the gathered weight; only with precision: fp8 and grad_sync: "
+     "distributed_optimizer",
+     "false", ""},
     {"grad_precision",
      "bf16 | fp32: precision of the DP gradient reduction (Megatron-LM accumulates and "
      "all-reduces bf16 models' gradients in fp32)",
@@ -564,6 +570,9 @@ void load_training(ModelSpec& spec, const ConfigNode& n) {
                     : scaling == "current" ? Fp8Scaling::Current
                                            : Fp8Scaling::Tensor;
   }
+  if (n.has("fp8_params") && t.precision != sim::Precision::FP8)
+    n.child("fp8_params").fail("only with precision: fp8 (expected no fp8_params here)");
+  t.fp8_params = n.get_bool("fp8_params", false);
   std::string rc = n.get_enum("recompute", {"none", "selective", "full"}, "none");
   t.recompute = rc == "full"        ? Recompute::Full
                 : rc == "selective" ? Recompute::Selective
@@ -578,6 +587,11 @@ void load_training(ModelSpec& spec, const ConfigNode& n) {
                         "distributed_optimizer"
                     ? GradSync::DistributedOptimizer
                     : GradSync::AllReduce;
+  if (t.fp8_params && t.grad_sync != GradSync::DistributedOptimizer)
+    n.child("fp8_params")
+        .fail(
+            "only with grad_sync: distributed_optimizer (expected no fp8_params here: the "
+            "fp8 weights are written by the distributed optimizer's update)");
   t.overlap_grad_reduce = n.get_bool("overlap_grad_reduce", true);
   if (n.has("overlap_param_gather") && t.grad_sync != GradSync::DistributedOptimizer)
     n.child("overlap_param_gather")

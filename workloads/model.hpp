@@ -224,6 +224,10 @@ struct TrainingSpec {
   int micro_batch = 1;                              // dlrm: 0 = global_batch / dp (one microbatch)
   sim::Precision precision = sim::Precision::BF16;  // GEMM inputs (fp8: TE-style GEMMs)
   Fp8Scaling fp8_scaling = Fp8Scaling::Tensor;      // with precision fp8 only
+  // The model weights are kept in fp8 (Megatron-LM --fp8-param-gather, NeMo fp8_params):
+  // the distributed optimizer writes its updated shard in fp8 and all-gathers 1 byte per
+  // element, and the first microbatch only transposes the gathered fp8 weight.
+  bool fp8_params = false;
   // DP gradient reduction; Megatron-LM accumulates and reduces bf16 models' grads in fp32.
   sim::Precision grad_precision = sim::Precision::FP32;
   Recompute recompute = Recompute::None;

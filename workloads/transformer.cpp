@@ -327,8 +327,16 @@ void TransformerEmitter::quantize_weight(const Ctx& c, const char* what, std::in
   if (!fp8_ || c.bf16_gemms || c.recompute || c.phase != sim::Phase::Forward || c.microbatch != 0)
     return;
   const std::uint64_t n = static_cast<std::uint64_t>(experts * rows * cols);
+  const std::uint64_t scales = block_fp8_ ? n / 4096 : 0;
+  // fp8 weights (training.fp8_params): the optimizer wrote them in fp8 and scaled them
+  // (its shard's cast is the update's own write), so the step only transposes the gathered
+  // weight: read 1, write 1.
+  if (spec_.training.fp8_params) {
+    elementwise(c, what, 2 * n + scales);
+    return;
+  }
   // Current scaling reads the bf16 weight once more for its amax.
-  elementwise(c, what, 4 * n + (block_fp8_ ? n / 4096 : 0) + (current_fp8_ ? 2 * n : 0));
+  elementwise(c, what, 4 * n + scales + (current_fp8_ ? 2 * n : 0));
 }
 
 void TransformerEmitter::amax_reduction(const Ctx& c, std::int64_t tensors) {

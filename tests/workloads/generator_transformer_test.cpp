@@ -1083,6 +1083,52 @@ TEST(HorovodCycle, EveryCollectiveWaitsHalfACycle) {
   }
 }
 
+// training.fp8_params: the distributed optimizer gathers fp8 weights (1 byte, half the
+// 16-bit gather) and the first microbatch only transposes them (read 1, write 1).
+TEST(Fp8Params, HalveTheParameterGatherAndLeaveOnlyTheTranspose) {
+  const std::string base = edit(
+      kOneLayer, {{"  recompute: none", "  recompute: none\n  grad_sync: distributed_optimizer"},
+                  {"  dp: 1", "  dp: 2"}});
+  const auto plain = generate_step(load_model_string(base, "one-layer.yaml"), 4);
+  const auto fp8 = generate_step(
+      load_model_string(
+          edit(base, {{"  recompute: none", "  recompute: none\n  fp8_params: true"}}),
+          "one-layer.yaml"),
+      4);
+  const auto with = op_bytes(fp8);
+  const double h = 256;
+  EXPECT_EQ(with.at("L0.mb0.fwd.qkv.weight_quantize"), 2 * 256 * h);
+  EXPECT_EQ(with.at("L0.mb0.fwd.mlp.fc2.weight_quantize"), 2 * h * 512);
+  EXPECT_EQ(op_bytes(plain).at("L0.mb0.fwd.qkv.weight_quantize"), 4 * 256 * h);
+  std::vector<double> gathers_plain, gathers_fp8;
+  auto gathers = [](const sim::StepGraph& step, std::vector<double>& out) {
+    for_each_op(step.ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+      if (op.kind == OpKind::Collective && op.stream == sim::StreamKind::DataComm &&
+          op.collective == sim::CollectiveOp::AllGather)
+        out.push_back(static_cast<double>(op.comm_bytes));
+    });
+  };
+  gathers(plain, gathers_plain);
+  gathers(fp8, gathers_fp8);
+  ASSERT_FALSE(gathers_plain.empty());
+  ASSERT_EQ(gathers_plain.size(), gathers_fp8.size());
+  for (std::size_t i = 0; i < gathers_plain.size(); ++i)
+    EXPECT_EQ(2 * gathers_fp8[i], gathers_plain[i]) << i;
+}
+
+TEST(Fp8Params, NeedFp8AndTheDistributedOptimizer) {
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"  precision: fp8", "  precision: bf16\n  fp8_params: true"},
+           {"  recompute: none", "  recompute: none\n  fp8_params: true"}}) {
+    try {
+      load_model_string(edit(kOneLayer, {{from, to}}), "one-layer.yaml");
+      ADD_FAILURE() << "no error for " << to;
+    } catch (const config::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("fp8_params"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // training.high_priority_comm: the communication ops on the named streams run at high
 // priority (OpNode::high_priority); by default none does, as PyTorch creates its streams.
 TEST(HighPriorityComm, MarksTheNamedStreamsCommunicationOnly) {

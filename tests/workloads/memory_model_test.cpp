@@ -126,6 +126,19 @@ TEST(MemoryModel, BytesPerParameterFollowMegatronTable) {
   EXPECT_DOUBLE_EQ(b.weights + b.gradients + b.optimizer, 8 + 8.0 / 2);
 }
 
+TEST(MemoryModel, Fp8WeightsKeepOnlyTheFp8CopyAndItsTranspose) {
+  // fp8 GEMMs: bf16 weights plus their cached fp8 cast and transpose, 2 + 2; with fp8
+  // weights (training.fp8_params) the fp8 weight and its transpose, 1 + 1.
+  ModelSpec m = resolved(tiny_gpt("", "  tp: 1\n"), 8);
+  m.training.precision = sim::Precision::FP8;
+  m.training.grad_precision = sim::Precision::BF16;
+  EXPECT_DOUBLE_EQ(bytes_per_parameter(m, 4).weights, 4);
+  m.training.fp8_params = true;
+  const BytesPerParameter b = bytes_per_parameter(m, 4);
+  EXPECT_DOUBLE_EQ(b.weights, 2);
+  EXPECT_DOUBLE_EQ(b.weights + b.gradients + b.optimizer, 2 + 2 + 16.0 / 4);
+}
+
 TEST(MemoryModel, DistributedOptimizerShardsOverDpTimesCp) {
   const std::string dist = "  grad_sync: distributed_optimizer\n";
   const ModelSpec plain = resolved(tiny_gpt("", "  cp: 2\n", "flash"), 8);
