@@ -123,6 +123,20 @@ void emit_interleaved(const ModelSpec& spec, const ParallelLayout& layout, int r
     return p.forward ? !(last_stage && p.chunk == chunks - 1) : !(first_stage && p.chunk == 0);
   };
 
+  // Megatron-Core's interleaved schedule gathers the parameters a model chunk at a time:
+  // chunks 0 and 1 at the start, and chunk k + 1 (k >= 1) when this rank's forward step
+  // number k·p - s starts, s its stage (forward_step_helper_preprocess:
+  // param_sync_virtual_microbatch_id = virtual_microbatch_id + pipeline_parallel_rank is the
+  // first microbatch of chunk k), so that all stages start it at about the same time.
+  emitter.prefetch_chunk_params(0, kNoOp);
+  emitter.prefetch_chunk_params(1, kNoOp);
+  int forward_steps = 0;
+  auto before_forward = [&] {
+    for (int chunk = 2; chunk < chunks; ++chunk)
+      if ((chunk - 1) * stages - c.pp == forward_steps)
+        emitter.prefetch_chunk_params(chunk, static_cast<OpVertex>(boost::num_vertices(b.graph())));
+    ++forward_steps;
+  };
   OpVertex pending = order.empty() || !receives(order[0]) ? kNoOp : transfer(order[0], false);
   for (std::size_t j = 0; j < order.size(); ++j) {
     const ChunkPass& pass = order[j];
@@ -136,6 +150,7 @@ void emit_interleaved(const ModelSpec& spec, const ParallelLayout& layout, int r
           (j + 2 < order.size() && receives(order[j + 2])) ? transfer(order[j + 2], false) : kNoOp;
       if (forward_input != kNoOp) b.fence_compute(forward_input);
       if (backward_input != kNoOp) b.fence_compute(backward_input);
+      before_forward();
       emitter.forward_backward({pass.chunk, pass.microbatch}, {back.chunk, back.microbatch},
                                back.microbatch == microbatches - 1);
       if (sends(pass)) transfer(pass, true);
@@ -148,10 +163,12 @@ void emit_interleaved(const ModelSpec& spec, const ParallelLayout& layout, int r
         (j + 1 < order.size() && receives(order[j + 1])) ? transfer(order[j + 1], false) : kNoOp;
     if (input != kNoOp) b.fence_compute(input);
     emitter.set_chunk(pass.chunk);
-    if (pass.forward)
+    if (pass.forward) {
+      before_forward();
       emitter.forward(pass.microbatch);
-    else
+    } else {
       emitter.backward(pass.microbatch, pass.microbatch == microbatches - 1);
+    }
     if (sends(pass)) transfer(pass, true);
   }
 }

@@ -22,7 +22,9 @@
 //                            (same bytes, same overlap). Megatron buckets hold at least
 //                            40M parameters (DistributedDataParallelConfig.bucket_size),
 //                            about one layer of the shipped models per rank, hence one
-//                            gather per layer;
+//                            gather per layer. With an interleaved pipeline a model
+//                            chunk's gathers are issued together, a chunk ahead
+//                            (TransformerEmitter::prefetch_chunk_params);
 //                          - or serialised after the optimizer, one per bucket.
 // Without overlap_grad_reduce the reductions wait for the end of the backward pass.
 #include <cstdint>

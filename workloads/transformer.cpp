@@ -186,15 +186,24 @@ int TransformerEmitter::gather_slot(const Ctx& c) {
   return kNoGatherSlot;
 }
 
+void TransformerEmitter::prefetch_chunk_params(int chunk, OpVertex anchor) {
+  if (chunk_gather_anchor_.empty())
+    chunk_gather_anchor_.assign(static_cast<std::size_t>(spec_.parallelism.virtual_stages), kNoOp);
+  chunk_gather_anchor_.at(static_cast<std::size_t>(chunk)) = anchor;
+}
+
 void TransformerEmitter::gather_params(const Ctx& c, bool expert) {
   if (!overlap_param_gather_ || c.microbatch != 0 || c.recompute || c.phase != sim::Phase::Forward)
     return;
   const int slot = gather_slot(c);
-  const OpVertex dense = grads_.param_gather(b_, slot, false, groups_.dp, gather_anchor_,
+  const OpVertex after = chunk_gather_anchor_.empty()
+                             ? gather_anchor_
+                             : chunk_gather_anchor_.at(static_cast<std::size_t>(chunk_));
+  const OpVertex dense = grads_.param_gather(b_, slot, false, groups_.dp, after,
                                              name(c, "dp.param_allgather"), c.layer);
   b_.wait_before_next_compute(dense);
   if (expert) {
-    const OpVertex ex = grads_.param_gather(b_, slot, true, groups_.edp, gather_anchor_,
+    const OpVertex ex = grads_.param_gather(b_, slot, true, groups_.edp, after,
                                             name(c, "edp.param_allgather"), c.layer);
     b_.wait_before_next_compute(ex);
   }

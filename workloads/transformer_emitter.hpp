@@ -58,6 +58,11 @@ class TransformerEmitter {
   // layers; the embedding belongs to chunk 0 of stage 0, the head to the last chunk of the
   // last stage).
   void set_chunk(int chunk);
+  // Interleaved pipelines (Megatron-Core's schedule, param_sync_func): each model chunk's
+  // parameter all-gathers are issued together, for chunks 0 and 1 at the step's start and
+  // for chunk c >= 2 when the forward step whose first op is `anchor` starts, instead of
+  // one block ahead of use. Call before any forward of chunk c is emitted.
+  void prefetch_chunk_params(int chunk, OpVertex anchor);
   // Bytes of one pipeline transfer (activations or their gradients) of a microbatch.
   std::uint64_t pipeline_bytes() const;
 
@@ -272,6 +277,9 @@ class TransformerEmitter {
   int chunk_ = 0;
   bool overlap_param_gather_ = false;
   OpVertex gather_anchor_ = kNoOp;  // first op of the previous block of this forward pass
+  // Per model chunk, where its parameter gathers are issued (prefetch_chunk_params); empty:
+  // one block ahead of use (gather_anchor_).
+  std::vector<OpVertex> chunk_gather_anchor_;
 };
 
 }  // namespace overlapsim::workloads

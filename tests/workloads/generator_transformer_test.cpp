@@ -1211,6 +1211,42 @@ TEST(DataParallelOverlap, ParamGathersRunLayerByLayerAheadOfTheFirstForward) {
   EXPECT_EQ(g[last].kind, OpKind::Elementwise);
 }
 
+// Interleaved: Megatron-Core's schedule gathers a model chunk's parameters at once, chunks
+// 0 and 1 at the start, chunk c >= 2 when forward step (c - 1)·p - s starts on stage s
+// (schedules.py forward_step_helper_preprocess), not one layer ahead.
+TEST(DataParallelOverlap, InterleavedGathersAModelChunkAheadOfItsUse) {
+  ModelSpec m = llama70b_tp8_pp4();
+  m.parallelism.virtual_stages = 5;  // 4 layers a chunk; stage 1 holds chunks at 4-7, 20-23, ...
+  const auto step = generate_step(m, 1024);
+  const int stage = 1, pp = 4, layers_per_chunk = 4;
+  const auto& rank = step.ranks[stage];
+  const auto& g = rank.graph;
+  auto chunk_of = [&](int layer) { return (layer / layers_per_chunk - stage) / pp; };
+  std::map<int, std::set<sim::OpVertex>> anchors;  // chunk -> compute ops its gathers follow
+  int gathers = 0;
+  for_each_op(rank, [&](sim::OpVertex v, const sim::OpNode& op) {
+    if (op.kind != OpKind::Collective || op.collective != CollectiveOp::AllGather ||
+        op.stream != StreamKind::DataComm || op.layer < 0)
+      return;
+    ++gathers;
+    const int chunk = chunk_of(op.layer);
+    std::set<sim::OpVertex>& after = anchors[chunk];
+    for (auto e : boost::make_iterator_range(boost::in_edges(v, g))) {
+      const sim::OpVertex u = boost::source(e, g);
+      if (g[u].stream != StreamKind::Compute) continue;
+      after.insert(u);
+      // Forward step (c - 1)·4 - 1 of stage 1 is microbatch 3 of chunk c - 2.
+      EXPECT_EQ(g[u].phase, Phase::Forward) << op.name;
+      EXPECT_EQ(g[u].microbatch, 3) << op.name << " after " << g[u].name;
+      EXPECT_EQ(chunk_of(g[u].layer), chunk - 2) << op.name << " after " << g[u].name;
+    }
+  });
+  EXPECT_EQ(gathers, 20);
+  EXPECT_TRUE(anchors[0].empty());
+  EXPECT_TRUE(anchors[1].empty());
+  for (int chunk = 2; chunk < 5; ++chunk) EXPECT_EQ(anchors[chunk].size(), 1u) << chunk;
+}
+
 TEST(DataParallelOverlap, WithoutOverlapTheGathersFollowTheOptimizer) {
   ModelSpec m = llama70b_tp8_pp4();
   m.training.overlap_param_gather = false;
