@@ -27,7 +27,8 @@ ReferenceRun load_reference_run(const std::string& run_yaml) {
   const config::ConfigNode root = config::ConfigNode::load_file(run_yaml);
   if (!root.is_map()) root.fail("expected a reference-run map (workloads/reference/README.md)");
   root.check_keys(std::vector<std::string>{"format", "name", "description", "model", "cluster",
-                                           "profile", "design", "published", "gaps"});
+                                           "profile", "design", "images", "published",
+                                           "gaps"});
   if (const auto format = root.get_int("format"); format != 1)
     root.fail_key("format", fmt::format("{} is not supported (expected 1)", format));
   const fs::path dir = fs::path(run_yaml).parent_path();
@@ -39,6 +40,10 @@ ReferenceRun load_reference_run(const std::string& run_yaml) {
   run.cluster_file = beside(dir, root.get_string("cluster"));
   if (root.has("profile")) run.profile_file = beside(dir, root.get_string("profile"));
   run.design = root.get_enum("design", sim::design_names(), "sequential");
+  const std::string images = root.get_enum("images", {"none", "inter-host", "all"}, "inter-host");
+  run.images = images == "none"  ? sim::BackgroundImages::None
+               : images == "all" ? sim::BackgroundImages::All
+                                 : sim::BackgroundImages::InterHost;
   const config::ConfigNode pub = root.child("published");
   pub.check_keys(std::vector<std::string>{"step_time", "source", "citation", "derivation"});
   run.published.step_time_s = pub.get_duration_s("step_time");
@@ -86,6 +91,7 @@ ReferenceOutcome predict_reference_run(const ReferenceRun& run, bool zero_wall_t
   const ClusterSpec& cluster = specs.cluster;
   sim::ScenarioOptions options;
   options.designs = {run.design};
+  options.images = run.images;
   options.zero_wall_times = zero_wall_times;
   options.aggregate_images = !exact;
   const ModelRun predicted =

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/exec/comm_images.hpp"
 #include "sim/scenario/step_band.hpp"
 
 namespace overlapsim::workloads {
@@ -24,6 +25,9 @@ struct ReferenceRun {
   // Paths resolved against the run.yaml's folder; profile_file empty: the cluster's.
   std::string model_file, cluster_file, profile_file;
   std::string design = "sequential";
+  // The folded ranks' background traffic (simulate --images): `none` where it cannot meet
+  // the representatives' flows and costs most of the run's time.
+  sim::BackgroundImages images = sim::BackgroundImages::InterHost;
   PublishedStep published;
   std::string gaps;  // what the run used that the simulator does not model
 };

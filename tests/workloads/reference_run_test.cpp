@@ -22,6 +22,7 @@ TEST(ReferenceRun, LoadsPathsBesideTheRunFile) {
   EXPECT_EQ(r.name, "tiny-gpt-8gpu");
   EXPECT_EQ(r.design, "sequential");
   EXPECT_DOUBLE_EQ(r.published.step_time_s, 10e-3);
+  EXPECT_EQ(r.images, sim::BackgroundImages::InterHost);  // the default, as simulate's
   EXPECT_TRUE(std::filesystem::exists(r.model_file)) << r.model_file;
   EXPECT_EQ(r.model_file.find(".."), std::string::npos) << r.model_file;  // normalised
 }
@@ -69,6 +70,8 @@ TEST_F(BadRunFile, NamesTheFileAndKey) {
             std::string::npos);
   EXPECT_NE(message(base + pub + "design: magic\n").find("design"), std::string::npos);
   EXPECT_NE(message(base + pub + "colour: red\n").find("colour"), std::string::npos);
+  EXPECT_NE(message(base + pub + "images: some\n").find("images"), std::string::npos);
+  EXPECT_EQ(message(base + pub + "images: none\n"), "no error");
   EXPECT_NE(message("format: 1\nname: bad\nmodel: nowhere.yaml\ncluster: nowhere.yaml\n" + pub)
                 .find("does not exist"),
             std::string::npos);
