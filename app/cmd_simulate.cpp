@@ -114,14 +114,9 @@ sim::ScenarioOptions scenario_options(const SimulateOptions& o) {
     throw config::ConfigError(fmt::format(
         "--design: '{}' is not a design (expected {}, best or all)", o.design, sim::design_list()));
   }
-  if (o.images == "none")
-    s.images = sim::BackgroundImages::None;
-  else if (o.images == "inter-host")
-    s.images = sim::BackgroundImages::InterHost;
-  else if (o.images == "all")
-    s.images = sim::BackgroundImages::All;
-  else
-    throw flag_error("--images", o.images, "none, inter-host or all");
+  const auto images = sim::background_images_named(o.images);
+  if (!images) throw flag_error("--images", o.images, "none, inter-host or all");
+  s.images = *images;
   s.trace_ranks = parse_rank_list(o.trace_ranks);
   s.trace = !o.trace.empty();
   if (!sim::parse_tilewise_transport(o.tilewise_transport, s.design_options.tilewise_transport))

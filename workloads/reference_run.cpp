@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 
 #include "config/config_node.hpp"
 #include "config/error.hpp"
@@ -40,10 +41,11 @@ ReferenceRun load_reference_run(const std::string& run_yaml) {
   run.cluster_file = beside(dir, root.get_string("cluster"));
   if (root.has("profile")) run.profile_file = beside(dir, root.get_string("profile"));
   run.design = root.get_enum("design", sim::design_names(), "sequential");
-  const std::string images = root.get_enum("images", {"none", "inter-host", "all"}, "inter-host");
-  run.images = images == "none"  ? sim::BackgroundImages::None
-               : images == "all" ? sim::BackgroundImages::All
-                                 : sim::BackgroundImages::InterHost;
+  run.images = *sim::background_images_named(
+      root.get_enum("images",
+                    std::vector<std::string>(std::begin(sim::kBackgroundImagesNames),
+                                             std::end(sim::kBackgroundImagesNames)),
+                    "inter-host"));
   const config::ConfigNode pub = root.child("published");
   pub.check_keys(std::vector<std::string>{"step_time", "source", "citation", "derivation"});
   run.published.step_time_s = pub.get_duration_s("step_time");

@@ -10,6 +10,13 @@
 
 namespace overlapsim::sim {
 
+std::optional<BackgroundImages> background_images_named(std::string_view name) {
+  if (name == "none") return BackgroundImages::None;
+  if (name == "inter-host") return BackgroundImages::InterHost;
+  if (name == "all") return BackgroundImages::All;
+  return std::nullopt;
+}
+
 CommImagePlans plan_comm_images(const StepGraph& step, const NetworkApi& net, BackgroundImages mode) {
   CommImagePlans plans;
   const int world = step.world_size;

@@ -6,6 +6,8 @@
 // stage, every TP group of stage s is an image of the TP group holding stage s's
 // representative. Images carry no simulated rank; their traffic is launched as background
 // load when the simulated group's collective starts, so fabric contention is represented.
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "sim/graph/op_graph.hpp"
@@ -20,6 +22,11 @@ enum class BackgroundImages {
               // for PCIe-only hosts whose GPU and NIC traffic share switches: use All)
   All,
 };
+
+// The modes by name, as simulate --images and a reference run's `images:` spell them.
+inline constexpr const char* kBackgroundImagesNames[] = {"none", "inter-host", "all"};
+// The mode named `name` (one of kBackgroundImagesNames); nullopt for any other name.
+std::optional<BackgroundImages> background_images_named(std::string_view name);
 
 struct CommImagePlan {
   std::vector<int> simulated;  // indices into StepGraph::ranks of the members simulated
