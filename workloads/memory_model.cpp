@@ -526,10 +526,9 @@ BytesPerParameter bytes_per_parameter(const ModelSpec& m, int shards) {
   }
   b.weights = 2;  // bf16/fp16 model weights
   // fp8 GEMMs (Transformer Engine): the bf16 weights plus their cached fp8 casts, row-wise
-  // and column-wise (transposed) on Hopper: 2 bytes more per parameter (assumed).
-  if (prec == sim::Precision::FP8) b.weights += 2;
-  // fp8 weights (training.fp8_params): the fp8 weight and its transpose only.
-  if (prec == sim::Precision::FP8 && m.training.fp8_params) b.weights = 2;
+  // and column-wise (transposed) on Hopper: 2 bytes more per parameter (assumed); with fp8
+  // weights (training.fp8_params) the fp8 weight and its transpose only.
+  if (prec == sim::Precision::FP8) b.weights = m.training.fp8_params ? 2 : 4;
   if (m.training.grad_precision == sim::Precision::FP32) {
     b.gradients = 4;       // fp32 main grads
     b.optimizer = 12 / d;  // fp32 master weights, Adam m and v
