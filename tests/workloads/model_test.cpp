@@ -14,6 +14,7 @@
 using namespace overlapsim;
 using namespace overlapsim::workloads;
 using workloads::testing::edit;
+using workloads::testing::error_of;
 using workloads::testing::kTinyMoe;
 
 namespace {
@@ -65,15 +66,6 @@ int line_of(const std::string& text, const std::string& needle) {
   int line = 1;
   for (std::size_t i = 0; i < at && i < text.size(); ++i) line += text[i] == '\n';
   return line;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const config::ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // The error names the file and line of `line_needle`, the key, and the expected form.

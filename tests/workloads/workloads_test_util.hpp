@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "config/error.hpp"
 
 namespace overlapsim::workloads::testing {
 
@@ -49,6 +52,16 @@ inline std::string edit(std::string text,
       text.replace(at, from.size(), to);
   }
   return text;
+}
+
+// The message of the config::ConfigError `f` throws; "(no error)" if it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const config::ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 }  // namespace overlapsim::workloads::testing
