@@ -347,6 +347,11 @@ void StepExecutor::Impl::finish(int p, OpVertex v) {
   ProgramState& ps = programs[p];
   OpState& st = ps.ops[v];
   if (st.done) throw std::logic_error("StepExecutor: op finished twice");
+  // A design may finish a compute op it absorbed without running it (OpNode::pair_layout).
+  if (st.start_s < 0 && !is_comm(static_cast<OpKind>(st.kind))) {
+    st.start_s = now();
+    if (st.ready_s < 0) st.ready_s = now();
+  }
   st.done = true;
   st.end_s = now();
   --ps.remaining;

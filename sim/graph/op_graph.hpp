@@ -127,6 +127,12 @@ struct OpNode {
   // fused, shaped) act on these pairs.
   int pair_partner = -1;
 
+  // A copy that only puts a pair's rows in the order the framework's kernels need (the
+  // all-to-all dispatcher's regrouping by local expert between the exchange and the expert
+  // GEMM): an overlap design that overlaps the pair writes the rows where they belong, so
+  // there the op takes no time (PairedDesign); under `sequential` it runs as it is.
+  bool pair_layout = false;
+
   // Activation recomputation (a forward op re-run during backward). Its flops count in
   // StepGraph::flops_per_step but not in model_flops_per_step.
   bool recompute = false;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/range/iterator_range.hpp>
 #include <cmath>
 #include <deque>
 #include <stdexcept>
@@ -233,12 +234,24 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
   add_pair_op(ctx, p, compute, pair);
   add_pair_op(ctx, p, comm, pair);
   if (producer) {
+    absorb_layout_ops(ctx, p, compute, comm);
     run_next_group(ctx, pair);
   } else {
     // The op may reach its stream now; each group waits for its part (run_next_group).
     ctx.release_consumer(p, comm, compute);
+    absorb_layout_ops(ctx, p, comm, compute);
     for (std::size_t j = 0; j < n; ++j) part_ready(ctx, pair, static_cast<int>(j));
   }
+}
+
+void PairedDesign::absorb_layout_ops(ExecContext& ctx, int p, OpVertex first, OpVertex second) {
+  const OpGraph& g = ctx.graph(p);
+  std::vector<OpVertex> layout;
+  for (const auto e : boost::make_iterator_range(boost::out_edges(first, g))) {
+    const OpVertex u = boost::target(e, g);
+    if (g[u].pair_layout && ctx.has_edge(p, u, second)) layout.push_back(u);
+  }
+  for (const OpVertex u : layout) ctx.finish_op(p, u);
 }
 
 void PairedDesign::run_next_group(ExecContext& ctx, const std::shared_ptr<Pair>& pair) {

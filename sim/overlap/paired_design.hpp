@@ -135,6 +135,8 @@ class PairedDesign : public OverlapDesign {
  private:
   struct Pair;
   void begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVertex comm, bool producer);
+  // Finishes at once the OpNode::pair_layout ops between the pair's first op and its second.
+  static void absorb_layout_ops(ExecContext& ctx, int p, OpVertex first, OpVertex second);
   void run_next_group(ExecContext& ctx, const std::shared_ptr<Pair>& pair);
   void part_ready(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
   void enqueue_part(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);

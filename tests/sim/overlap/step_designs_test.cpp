@@ -98,6 +98,62 @@ TEST(StepDesigns, EveryDesignCompletesTheStepWithinItsBounds) {
   EXPECT_EQ(run_design(step, "fused", profile).stats.overlapped, 0);       // no GEMM+A2A
 }
 
+// step_with_pairs with a layout op (OpNode::pair_layout) inside each pair, in program
+// order: all-gather -> sort -> gemm A, gemm B -> unsort -> all-reduce, the pairs' own edges
+// kept; without copies (copy_bytes 0) it is step_with_pairs.
+StepGraph step_with_layout_ops(std::uint64_t copy_bytes) {
+  if (copy_bytes == 0) return step_with_pairs();
+  StepGraph step = testing::numbered_step(2, {{"tp", {0, 1}}});
+  for (int r = 0; r < 2; ++r) {
+    auto& g = step.ranks[r].graph;
+    OpNode copy = testing::elementwise_op("sort", copy_bytes);
+    copy.pair_layout = true;
+    const auto ag = boost::add_vertex(collective("ag", CollectiveOp::AllGather, 256u << 20), g);
+    const auto sort = boost::add_vertex(copy, g);
+    const auto a = boost::add_vertex(testing::gemm_op("a", 16384, 8192, 4096), g);
+    const auto b = boost::add_vertex(testing::gemm_op("b", 16384, 8192, 4096), g);
+    copy.name = "unsort";
+    const auto unsort = boost::add_vertex(copy, g);
+    const auto ar = boost::add_vertex(collective("ar", CollectiveOp::AllReduce, 256u << 20), g);
+    const auto c = boost::add_vertex(testing::gemm_op("c", 8192, 8192, 4096), g);
+    boost::add_edge(ag, sort, g);
+    boost::add_edge(sort, a, g);
+    boost::add_edge(ag, a, g);
+    boost::add_edge(a, b, g);
+    boost::add_edge(b, unsort, g);
+    boost::add_edge(unsort, ar, g);
+    boost::add_edge(b, ar, g);
+    boost::add_edge(ag, ar, g);  // same stream, in order
+    boost::add_edge(ar, c, g);
+    boost::add_edge(unsort, c, g);
+    g[ag].pair_partner = static_cast<int>(a);
+    g[a].pair_partner = static_cast<int>(ag);
+    g[b].pair_partner = static_cast<int>(ar);
+    g[ar].pair_partner = static_cast<int>(b);
+  }
+  return step;
+}
+
+TEST(StepDesigns, SequentialRunsALayoutOpAnOverlappedPairAbsorbs) {
+  const Profile profile = testing::design_profile(false);
+  const ComputeModel model(profile.compute);
+  const StepGraph plain = step_with_layout_ops(0);
+  const StepGraph with_copies = step_with_layout_ops(1u << 30);
+  const double t_copy = model.time_s(with_copies.ranks[0].graph[1]);
+  ASSERT_GT(t_copy, 0);
+  // sequential: both copies on the compute stream's critical path.
+  EXPECT_NEAR(run_design(with_copies, "sequential", profile).result.step_time_s,
+              run_design(plain, "sequential", profile).result.step_time_s + 2 * t_copy, 1e-9);
+  // decomposed overlaps both pairs: their kernels write the rows in place, so the copies
+  // take no time and the step is the one without them.
+  const DesignRun d = run_design(with_copies, "decomposed", profile);
+  EXPECT_EQ(d.stats.overlapped, 4);
+  EXPECT_DOUBLE_EQ(d.result.step_time_s,
+                   run_design(plain, "decomposed", profile).result.step_time_s);
+  for (const RankResult& rank : d.result.ranks)
+    EXPECT_NEAR(rank.compute_s + rank.exposed_comm_s + rank.bubble_s, rank.step_time_s, 1e-12);
+}
+
 // A consumer pair's collective is complete when its last part lands, not its first: the
 // all-reduce queued behind it on the same stream cannot start before, and every idle gap
 // of the compute stream is accounted (step = compute + exposed + bubble) under every design.
