@@ -185,6 +185,12 @@ const std::vector<ParamDoc> kMoeDocs = {
      "one's backward, layer by layer, so that each one's token exchanges run while the other "
      "computes (its combined 1F1B schedule); with pp > 1 only in the interleaved schedule",
      "false", ""},
+    {"delay_wgrad",
+     "the experts' weight gradients run beside the dispatch's backward exchange, issued "
+     "after it (Megatron-Core --delay-wgrad-compute with ep_overlap, "
+     "--overlap-dispatch-backward-with-experts-wgrad without); false: computed with the "
+     "data gradients, before the exchange starts (Megatron-Core's default)",
+     "false", ""},
 };
 
 const std::vector<ParamDoc> kDlrmDocs = {
@@ -489,6 +495,7 @@ void load_moe(ModelSpec& spec, const ConfigNode& n) {
   m.permute_fusion = n.get_bool("permute_fusion", true);
   m.router_fusion = n.get_bool("router_fusion", true);
   m.ep_overlap = n.get_bool("ep_overlap", false);
+  m.delay_wgrad = n.get_bool("delay_wgrad", false);
 }
 
 void load_dlrm(ModelSpec& spec, const ConfigNode& n) {

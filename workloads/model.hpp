@@ -124,6 +124,12 @@ struct MoeSpec {
   // Megatron-Bridge moe_a2a_overlap): each microbatch's forward runs beside the previous
   // one's backward, layer by layer, the token exchanges of one beside the other's compute.
   bool ep_overlap = false;
+  // The experts' weight gradients run after the dispatch's backward exchange is issued, so
+  // that it moves data beside them (Megatron-Core --delay-wgrad-compute with the EP overlap,
+  // --overlap-dispatch-backward-with-experts-wgrad without). false, Megatron's default:
+  // Transformer Engine's grouped linear computes them with the data gradients, and the
+  // exchange's stream waits for them.
+  bool delay_wgrad = false;
   bool hierarchical_dispatch() const { return dispatcher != TokenDispatcher::AllToAll; }
 };
 

@@ -66,13 +66,16 @@ double share_of_tokens_reaching(int experts, int top_k, int experts_there) {
 // on the ops that stand for them (the host issues each: docs/simulate.md, "The host").
 // Measured with the all-to-all dispatcher, the permutation unfused (moe.permute_fusion
 // false), Megatron-LM at d98e8a64dd (benchmarks/results/h200x2/megatron_moe_layer/, run 4,
-// per module on one EP 16 rank's experts): the router 28 forward and 21 backward (TopKRouter
-// unfused, moe.router_fusion false), the dispatcher's preprocessing, permutation and regrouping 13
-// and 14, the combine's 3 and 2; the experts' are theirs (7 and 15 a SequentialMLP expert).
-// Fused paths and other dispatchers are not measured: one launch an op.
+// per module on one EP 16 rank's experts, megatron_moe_layer_modules_w1.csv): the router 28
+// forward and 21 backward (TopKRouter unfused, moe.router_fusion false); the dispatcher's
+// preprocessing and permutation 11 and 12, its regrouping (dispatch_postprocess) 2 and 2;
+// the combine's regrouping (combine_preprocess) 1 and 1, its unpermutation 2 and 1; the
+// experts' are theirs (7 and 15 a SequentialMLP expert). Fused paths and other dispatchers
+// are not measured: one launch an op.
 struct FrameworkKernels {
   int router_fwd = 1, permute_fwd = 1, unpermute_fwd = 1;
   int router_bwd = 1, permute_bwd = 1, unpermute_bwd = 1;  // router_bwd: its dgrad op's
+  int sort_fwd = 1, unsort_fwd = 1, sort_bwd = 1, unsort_bwd = 1;  // the regroupings
 };
 
 FrameworkKernels framework_kernels(const MoeSpec& m) {
@@ -82,10 +85,12 @@ FrameworkKernels framework_kernels(const MoeSpec& m) {
     k.router_bwd = 20;  // on its dgrad; its wgrad is one more
   }
   if (!m.permute_fusion && m.dispatcher == TokenDispatcher::AllToAll) {
-    k.permute_fwd = 13;
-    k.unpermute_fwd = 3;
-    k.permute_bwd = 14;
-    k.unpermute_bwd = 2;
+    k.permute_fwd = 11;
+    k.unpermute_fwd = 2;
+    k.permute_bwd = 12;
+    k.unpermute_bwd = 1;
+    k.sort_fwd = 2;  // the rows and their routing probabilities
+    k.sort_bwd = 2;
   }
   return k;
 }
@@ -172,17 +177,29 @@ TransformerEmitter::EpExchange TransformerEmitter::ep_exchange(
   return x;
 }
 
-TransformerEmitter::TokenExchange TransformerEmitter::tokens_from_experts(const Ctx& c,
-                                                                          const char* scatter,
-                                                                          const char* all_to_all,
-                                                                          OpVertex producer) {
+TransformerEmitter::TokenExchange TransformerEmitter::tokens_from_experts(
+    const Ctx& c, const char* scatter, const char* all_to_all, OpVertex producer,
+    OpVertex issued_after, OpVertex regrouped) {
   TokenExchange x;
-  x.tp = token_collective(c, scatter, CollectiveOp::ReduceScatter, {producer});
-  x.ep = ep_exchange(c, all_to_all, {x.tp, producer});
+  x.tp = token_collective(c, scatter, CollectiveOp::ReduceScatter,
+                          {producer, issued_after, regrouped});
+  x.ep = ep_exchange(c, all_to_all, {x.tp, producer, issued_after, regrouped});
   // The overlap designs model NCCL's and the copy engines' all-to-all, not a dispatcher's
   // own kernels.
   if (!spec_.moe.hierarchical_dispatch()) b_.pair(producer, x.tp != kNoOp ? x.tp : x.ep.ep);
   return x;
+}
+
+OpVertex TransformerEmitter::regroup_tokens(const Ctx& c, const char* what,
+                                            std::initializer_list<OpVertex> deps) {
+  const auto& m = spec_.moe;
+  if (m.hierarchical_dispatch() || m.experts / spec_.parallelism.ep <= 1) return kNoOp;
+  const OpVertex v = elementwise(
+      c, what,
+      static_cast<std::uint64_t>(2 * expert_shape(spec_, Tn_).routed_tokens * h_ * act_bytes_),
+      deps);
+  b_.graph()[v].pair_layout = true;
+  return v;
 }
 
 LayerPass TransformerEmitter::moe_forward(Ctx c, OpVertex& out) {
@@ -223,16 +240,22 @@ LayerPass TransformerEmitter::moe_forward(Ctx c, OpVertex& out) {
     shared = dense_mlp_forward(c, "shared",
                                static_cast<std::int64_t>(m.shared_experts) * m.expert_ffn_hidden);
   OpVertex tokens_in = gathered != kNoOp ? gathered : dispatch.ep;
+  // The pair (exchange, fc1) keeps its edge; the regrouping between them is the pair's
+  // layout op, which an overlap design that runs the pair absorbs.
+  const OpVertex sorted =
+      regroup_tokens(c.launching(k.sort_fwd), "sort_tokens", {tokens_in, dispatch.ep_node});
   OpVertex q_in = quantize(c, "experts.fc1.input_quantize", Quant::CastTranspose, es.routed_tokens,
-                           h_, {tokens_in, dispatch.ep_node});
+                           h_, {tokens_in, dispatch.ep_node, sorted});
   OpVertex fc1 = expert_gemm(c, "experts.fc1", es.rows_per_expert, gated_ * f_local, h_,
-                             es.local_experts, {tokens_in, dispatch.ep_node});
+                             es.local_experts, {tokens_in, dispatch.ep_node, sorted});
   if (q_in == kNoOp && !m.hierarchical_dispatch()) b_.pair(tokens_in, fc1);
   activation(c, "experts.act", es.routed_tokens, f_local);
   quantize(c, "experts.fc2.input_quantize", Quant::CastTranspose, es.routed_tokens, f_local);
   OpVertex fc2 = expert_gemm(c, "experts.fc2", es.rows_per_expert, h_, f_local, es.local_experts);
+  const OpVertex unsorted = regroup_tokens(c.launching(k.unsort_fwd), "unsort_tokens", {fc2});
   co_yield LayerStage::Combine;
-  const TokenExchange combined = tokens_from_experts(c, "tp_scatter_tokens", "ep_combine", fc2);
+  const TokenExchange combined =
+      tokens_from_experts(c, "tp_scatter_tokens", "ep_combine", fc2, kNoOp, unsorted);
   co_yield LayerStage::PostCombine;
   // Weighted sum of the top_k expert outputs of each token; unfused, by scatter_add_.
   const OpVertex unpermute =
@@ -270,10 +293,12 @@ LayerPass TransformerEmitter::moe_backward(Ctx c, OpVertex& out) {
   }
   if (recompute_act) activation(c.recomputing(), "experts.act", es.routed_tokens, f_local);
   OpVertex grads_in = grad_gather != kNoOp ? grad_gather : grad_dispatch.ep;
+  const OpVertex grads_sorted = regroup_tokens(c.launching(k.unsort_bwd), "unsort_tokens.bwd",
+                                               {grads_in, grad_dispatch.ep_node});
   OpVertex q_grad = quantize(c, "experts.fc2.grad_quantize", Quant::CastTranspose, es.routed_tokens,
-                             h_, {grads_in, grad_dispatch.ep_node});
+                             h_, {grads_in, grad_dispatch.ep_node, grads_sorted});
   OpVertex fc2_dv = expert_gemm(c, "experts.fc2.dgrad", es.rows_per_expert, f_local, h_,
-                                es.local_experts, {grads_in, grad_dispatch.ep_node});
+                                es.local_experts, {grads_in, grad_dispatch.ep_node, grads_sorted});
   if (q_grad == kNoOp && !m.hierarchical_dispatch()) b_.pair(grads_in, fc2_dv);
   expert_wgrad(c, "experts.fc2", f_local, h_, es.rows_per_expert, es.local_experts);
   elementwise(
@@ -282,11 +307,21 @@ LayerPass TransformerEmitter::moe_backward(Ctx c, OpVertex& out) {
   quantize(c, "experts.fc1.grad_quantize", Quant::CastTranspose, es.routed_tokens, fc1_out);
   OpVertex fc1_dv = expert_gemm(c, "experts.fc1.dgrad", es.rows_per_expert, h_, fc1_out,
                                 es.local_experts);
+  // Transformer Engine's grouped linear computes the weight gradients right after the data
+  // gradients in its backward, and the exchange's stream waits for both (an overlap
+  // design's pair still starts the exchange from the dgrad's tiles); delayed, they run
+  // beside the exchange.
+  OpVertex fc1_dw = kNoOp;
+  if (!m.delay_wgrad)
+    fc1_dw = expert_wgrad(c, "experts.fc1", h_, fc1_out, es.rows_per_expert, es.local_experts);
+  const OpVertex grads_unsorted =
+      regroup_tokens(c.launching(k.sort_bwd), "sort_tokens.bwd", {fc1_dv});
   co_yield LayerStage::DispatchBwd;
-  const TokenExchange grads =
-      tokens_from_experts(c, "tp_gather_tokens.bwd", "ep_dispatch.bwd", fc1_dv);
+  const TokenExchange grads = tokens_from_experts(c, "tp_gather_tokens.bwd", "ep_dispatch.bwd",
+                                                  fc1_dv, fc1_dw, grads_unsorted);
   co_yield LayerStage::ExpertsDw;
-  expert_wgrad(c, "experts.fc1", h_, fc1_out, es.rows_per_expert, es.local_experts);
+  if (m.delay_wgrad)
+    expert_wgrad(c, "experts.fc1", h_, fc1_out, es.rows_per_expert, es.local_experts);
   co_yield LayerStage::PreDispatchBwd;
   // Unfused: the backward of the permutation's index_select, an index_add_.
   const OpVertex permute_grad =

@@ -239,8 +239,16 @@ class TransformerEmitter {
   };
   // Back from the experts: TP reduce-scatter, then the exchange over EP; the first
   // collective is paired with `producer` where the overlap designs apply (all-to-all).
+  // Both also wait for `issued_after` (kNoOp: none), compute issued after the producer, and
+  // read `regrouped` (kNoOp: the producer's output itself), the producer's rows regrouped.
   TokenExchange tokens_from_experts(const Ctx& c, const char* scatter, const char* all_to_all,
-                                    OpVertex producer);
+                                    OpVertex producer, OpVertex issued_after = kNoOp,
+                                    OpVertex regrouped = kNoOp);
+  // The all-to-all dispatcher's regrouping of the received rows between (source rank,
+  // local expert) and (local expert, source rank) order, a pass over them (Megatron-LM
+  // sort_chunks_by_idxs); kNoOp where there is none (one local expert, or a hierarchical
+  // dispatcher, whose kernels write each expert's rows together). An OpNode::pair_layout op.
+  OpVertex regroup_tokens(const Ctx& c, const char* what, std::initializer_list<OpVertex> deps);
 
   bool is_moe_layer(int layer) const;
   std::int64_t norm_params(std::int64_t width) const;  // one norm's weights over `width`

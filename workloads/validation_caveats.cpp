@@ -7,8 +7,8 @@ std::vector<ValidationCaveat> validation_caveats(const ModelSpec& model) {
   if (model.kind == ModelKind::Moe)
     out.push_back(
         {"moe layers",
-         "not validated: published MoE runs take 1.3 to 1.9 times the simulated step (1.46 "
-         "on Megatron-Bridge's current 16 x H100 BF16 Qwen3-30B-A3B recipe; about 1.9 on the "
+         "not validated: published MoE runs take 1.2 to 1.8 times the simulated step (1.36 "
+         "on Megatron-Bridge's current 16 x H100 BF16 Qwen3-30B-A3B recipe; 1.7 to 1.8 on the "
          "performance summary's GPT-OSS 120B and Qwen3-30B-A3B rows), their MoE layers' "
          "unfused passes not charged at their measured rates, and the host (its launches, the "
          "dispatcher's wait for the token counts) only where the model sets "

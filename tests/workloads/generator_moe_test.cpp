@@ -328,17 +328,19 @@ TEST(MoeGenerator, UnfusedPermutationCarriesItsKernelsAndTheHostWait) {
       EXPECT_TRUE(ends(".fwd.permute")) << op.name;
       EXPECT_DOUBLE_EQ(op.host_sync_s, 20e-6);
     }
+    // One local expert: no regrouping, so not its kernels (measured with 8 local experts).
     if (ends(".fwd.unpermute")) {
       ++seen["unpermute"];
       EXPECT_EQ(op.atomic_add, sim::AtomicAdd::Scatter);
-      EXPECT_EQ(op.launches, 3);
-      EXPECT_DOUBLE_EQ(op.host_s, 3 * 50e-6);
+      EXPECT_EQ(op.launches, 2);
+      EXPECT_DOUBLE_EQ(op.host_s, 2 * 50e-6);
     }
     if (ends(".bwd.permute.bwd")) {
       ++seen["permute.bwd"];
       EXPECT_EQ(op.atomic_add, sim::AtomicAdd::Index);
-      EXPECT_EQ(op.launches, 14);
+      EXPECT_EQ(op.launches, 12);
     }
+    EXPECT_FALSE(op.pair_layout) << op.name;
     if (ends(".fwd.router")) {
       ++seen["router"];
       EXPECT_EQ(op.launches, 28);
@@ -354,4 +356,50 @@ TEST(MoeGenerator, UnfusedPermutationCarriesItsKernelsAndTheHostWait) {
                 EXPECT_EQ(op.atomic_add, sim::AtomicAdd::None) << op.name;
                 EXPECT_EQ(op.launches, 1) << op.name;
               });
+}
+
+// Mixtral on EP 2 (4 local experts), the all-to-all dispatcher: the received rows are
+// regrouped by local expert before fc1 and back before the combine, and the same two in the
+// backward (Megatron-LM sort_chunks_by_idxs): a pass over the rank's routed rows each, the
+// pairs with the exchanges kept.
+TEST(MoeGenerator, AllToAllDispatcherRegroupsRowsByLocalExpert) {
+  ModelSpec m = mixtral_ep8();
+  m.parallelism.ep = 2;
+  const auto step = generate_step(m, 1024);
+  const double routed = 4096.0 * 2;  // tokens x top_k reach the rank's 4 experts
+  std::map<std::string, int> seen;
+  int paired_a2a = 0;
+  for_each_op(step.ranks[0], [&](sim::OpVertex v, const sim::OpNode& op) {
+    if (op.kind == OpKind::Collective && op.collective == CollectiveOp::AllToAll &&
+        op.pair_partner >= 0)
+      ++paired_a2a;
+    if (!op.pair_layout) return;
+    const std::string what = op.name.substr(op.name.find(".", op.name.find(".mb") + 1) + 1);
+    ++seen[what];
+    EXPECT_EQ(op.kind, OpKind::Elementwise);
+    EXPECT_EQ(op.bytes, static_cast<std::uint64_t>(2 * routed * 4096 * 2)) << op.name;
+    EXPECT_EQ(op.launches, 1) << op.name;
+    (void)v;
+  });
+  const std::map<std::string, int> want = {{"fwd.sort_tokens", 32},
+                                           {"fwd.unsort_tokens", 32},
+                                           {"bwd.unsort_tokens.bwd", 32},
+                                           {"bwd.sort_tokens.bwd", 32}};
+  EXPECT_EQ(seen, want);
+  EXPECT_EQ(paired_a2a, 32 * 4);
+  // The unfused path launches the measured regrouping kernels: rows and probabilities.
+  m.moe.permute_fusion = false;
+  for_each_op(generate_step(m, 1024).ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    if (!op.pair_layout) return;
+    const bool two = op.name.find("fwd.sort_tokens") != std::string::npos ||
+                     op.name.find("bwd.sort_tokens.bwd") != std::string::npos;
+    EXPECT_EQ(op.launches, two ? 2 : 1) << op.name;
+  });
+  // A hierarchical dispatcher's kernels write each expert's rows together: no regrouping.
+  ModelSpec h = shipped("deepseek-v3");
+  h.moe.dispatcher = TokenDispatcher::DeepEp;
+  h.training.global_batch = 64;
+  for_each_op(generate_step(h, 1024).ranks[0], [&](sim::OpVertex, const sim::OpNode& op) {
+    EXPECT_FALSE(op.pair_layout) << op.name;
+  });
 }
