@@ -75,15 +75,17 @@ sim::GemmTable rate_table(const std::vector<GemmShapeTimes>& shapes, double laun
   table.m_values.assign(ms.begin(), ms.end());
   table.n_values.assign(ns.begin(), ns.end());
   table.k_values.assign(ks.begin(), ks.end());
-  for (double m : table.m_values)
-    for (double n : table.n_values)
-      for (double k : table.k_values) {
+  const IdwLogMeanGrid grid(rate, table.m_values, table.n_values, table.k_values);
+  for (std::size_t i = 0; i < table.m_values.size(); ++i)
+    for (std::size_t j = 0; j < table.n_values.size(); ++j)
+      for (std::size_t l = 0; l < table.k_values.size(); ++l) {
+        const double m = table.m_values[i], n = table.n_values[j], k = table.k_values[l];
         double r = 0;
         if (base_curve && peak > 0 && (m < m_lo || n < n_lo || k < k_lo)) {
           r = base_scale * peak * base_curve->at(2 * m * n * k);
           ++from_base;
         } else {
-          r = idw_log_mean(rate, m, n, k);
+          r = grid.at(i, j, l);
         }
         // Six significant digits: the YAML stays readable and reloads to these values.
         table.achieved_flops_per_s.push_back(std::stod(fmt::format("{:.6g}", r)));

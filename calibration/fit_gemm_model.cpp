@@ -231,6 +231,43 @@ double idw_log_mean(const std::map<GemmShape3, double>& values, double m, double
   return std::exp(lsum / wsum);
 }
 
+IdwLogMeanGrid::IdwLogMeanGrid(const std::map<GemmShape3, double>& values,
+                               const std::vector<double>& ms, const std::vector<double>& ns,
+                               const std::vector<double>& ks) {
+  const std::size_t count = values.size();
+  for (const auto& [s, v] : values) {
+    value_.push_back(v);
+    log_value_.push_back(std::log(v));
+  }
+  const auto axis = [&](const std::vector<double>& grid, auto coordinate,
+                        std::vector<double>& out) {
+    out.reserve(grid.size() * count);
+    for (double x : grid)
+      for (const auto& [s, v] : values) out.push_back(std::log2(x / coordinate(s)));
+  };
+  axis(
+      ms, [](const GemmShape3& s) { return static_cast<double>(std::get<0>(s)); }, dm_);
+  axis(
+      ns, [](const GemmShape3& s) { return static_cast<double>(std::get<1>(s)); }, dn_);
+  axis(
+      ks, [](const GemmShape3& s) { return static_cast<double>(std::get<2>(s)); }, dk_);
+}
+
+double IdwLogMeanGrid::at(std::size_t i, std::size_t j, std::size_t l) const {
+  const std::size_t count = value_.size();
+  const double* dm = dm_.data() + i * count;
+  const double* dn = dn_.data() + j * count;
+  const double* dk = dk_.data() + l * count;
+  double wsum = 0, lsum = 0;
+  for (std::size_t x = 0; x < count; ++x) {
+    const double d2 = dm[x] * dm[x] + dn[x] * dn[x] + dk[x] * dk[x];
+    if (d2 == 0) return value_[x];
+    wsum += 1.0 / d2;
+    lsum += log_value_[x] / d2;
+  }
+  return std::exp(lsum / wsum);
+}
+
 sim::GemmTable with_time_correction(const sim::GemmWaveModel& waves,
                                     const std::vector<GemmShapeTimes>& shapes, double launch_s) {
   sim::GemmTable t;
@@ -253,10 +290,11 @@ sim::GemmTable with_time_correction(const sim::GemmWaveModel& waves,
   t.m_values.assign(ms.begin(), ms.end());
   t.n_values.assign(ns.begin(), ns.end());
   t.k_values.assign(ks.begin(), ks.end());
-  for (double m : t.m_values)
-    for (double n : t.n_values)
-      for (double k : t.k_values)
-        t.time_factor.push_back(six_digits(idw_log_mean(factor, m, n, k)));
+  const IdwLogMeanGrid grid(factor, t.m_values, t.n_values, t.k_values);
+  for (std::size_t i = 0; i < t.m_values.size(); ++i)
+    for (std::size_t j = 0; j < t.n_values.size(); ++j)
+      for (std::size_t l = 0; l < t.k_values.size(); ++l)
+        t.time_factor.push_back(six_digits(grid.at(i, j, l)));
   return t;
 }
 

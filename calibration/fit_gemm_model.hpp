@@ -60,6 +60,22 @@ sim::GemmTable with_time_correction(const sim::GemmWaveModel& waves,
 // was seen), smooth, and exact at their shapes.
 double idw_log_mean(const std::map<GemmShape3, double>& values, double m, double n, double k);
 
+// idw_log_mean at every node of an M x N x K grid, each log taken once (a fit evaluates
+// grids of thousands of nodes over hundreds of values, many times): the same sums in the
+// same order, so the same bits as idw_log_mean node by node.
+class IdwLogMeanGrid {
+ public:
+  IdwLogMeanGrid(const std::map<GemmShape3, double>& values, const std::vector<double>& ms,
+                 const std::vector<double>& ns, const std::vector<double>& ks);
+  // idw_log_mean(values, ms[i], ns[j], ks[l]).
+  double at(std::size_t i, std::size_t j, std::size_t l) const;
+
+ private:
+  std::vector<double> value_, log_value_;
+  // log2(grid value / the value's coordinate), per grid value then per value.
+  std::vector<double> dm_, dn_, dk_;
+};
+
 // A way of building a model from some shapes: returns the table to predict with.
 using GemmModelBuilder = std::function<sim::GemmTable(const std::vector<GemmShapeTimes>&)>;
 
