@@ -7,11 +7,11 @@ function(overlapsim_test_options target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O1>)
 endfunction()
 
-# overlapsim_add_test(<name> SOURCES a_test.cpp ... LIBS overlapsim::sim ...)
+# overlapsim_add_test(<name> SOURCES a_test.cpp ... LIBS overlapsim::sim ... [COST n])
 # Each test case is its own ctest test, unless the calling directory sets
 # OVERLAPSIM_TEST_ONE_PROCESS: then the whole executable is one.
 function(overlapsim_add_test name)
-  cmake_parse_arguments(T "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "" "COST" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE OVERLAPSIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
@@ -23,6 +23,12 @@ function(overlapsim_add_test name)
   if(OVERLAPSIM_TEST_ONE_PROCESS)
     add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   else()
-    gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
+    # COST (optional): ctest -j starts costlier tests first, so long ones do not end alone.
+    if(T_COST)
+      gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60
+                           PROPERTIES COST ${T_COST})
+    else()
+      gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
+    endif()
   endif()
 endfunction()
