@@ -10,11 +10,15 @@
 // bits, so two builds of the kernel can be compared bit for bit. Two floor rows give the
 // shortest call a case can take: `empty_kernel` (a launch that does nothing) and
 // `ours_1bag` (one bag of pooling 1); a case whose bytes at the datasheet rate take less
-// than that floor cannot reach the bandwidth bar. Built standalone with nvcc as well:
+// than that floor cannot reach the bandwidth bar. With --case-copies each case is followed
+// by a `cudaMemcpy_d2d_case` row: a device-to-device copy moving the case's bytes (half
+// read, half written), timed the same way, the most any lookup of those bytes can show
+// (the copy streams where the lookup gathers, through the same launch). Built standalone
+// with nvcc as well:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I. kernels/bench/embedding_bag_bench.cu \
 //     kernels/harness/dtype.cpp \
 //     kernels/ops/embedding_bag.cu -o embedding-bag-bench
-//   embedding-bag-bench [--output FILE] [--smoke]
+//   embedding-bag-bench [--output FILE] [--smoke] [--case-copies]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -113,7 +117,7 @@ void print_header(FILE* f) {
 void print_row(FILE* f, const std::string& gpu, const Row& r, double sheet_Bps, double copy_Bps) {
   const double achieved = r.bytes / (r.median_ms * 1e-3);
   std::fprintf(f, "%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%.0f,%.3f,%.3f,%.4e,%.4e,%.4e,%.4f,%.4f,%lld,%016llx\n",
-               gpu.c_str(), r.design == "cudaMemcpy_d2d" ? "copy" : "embedding_bag",
+               gpu.c_str(), r.design.rfind("cudaMemcpy", 0) == 0 ? "copy" : "embedding_bag",
                r.design.c_str(), r.dtype.c_str(), r.index_dist.c_str(),
                static_cast<long long>(r.table_rows), static_cast<long long>(r.dim),
                static_cast<long long>(r.bags), static_cast<long long>(r.pooling), r.bytes,
@@ -145,12 +149,14 @@ std::vector<std::int32_t> make_indices(std::size_t count, std::int32_t rows, boo
 int main(int argc, char** argv) {
   using namespace overlapsim::kernels;
   std::string output;
-  bool smoke = false;
+  bool smoke = false, case_copies = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--output") && i + 1 < argc) output = argv[++i];
     else if (!std::strcmp(argv[i], "--smoke")) smoke = true;
+    else if (!std::strcmp(argv[i], "--case-copies")) case_copies = true;
     else {
-      std::fprintf(stderr, "usage: embedding-bag-bench [--output FILE] [--smoke]\n");
+      std::fprintf(stderr,
+                   "usage: embedding-bag-bench [--output FILE] [--smoke] [--case-copies]\n");
       return 2;
     }
   }
@@ -286,6 +292,23 @@ int main(int argc, char** argv) {
           print_row(f, gpu, r, sheet, copy_Bps);
           BENCH_CHECK(cudaFree(indices));
           BENCH_CHECK(cudaFree(out));
+          if (case_copies) {
+            const std::size_t half = static_cast<std::size_t>(r.bytes / 2);
+            void *a = nullptr, *b = nullptr;
+            BENCH_CHECK(cudaMalloc(&a, half));
+            BENCH_CHECK(cudaMalloc(&b, half));
+            BENCH_CHECK(cudaMemset(a, 1, half));
+            const auto tc = time_ms(
+                [&] { BENCH_CHECK(cudaMemcpyAsync(b, a, half, cudaMemcpyDeviceToDevice)); },
+                warmup, iterations);
+            Row c{"cudaMemcpy_d2d_case", "bytes", r.index_dist, 0, dim, bags, pooling};
+            c.bytes = 2.0 * static_cast<double>(half);
+            c.median_ms = tc.first;
+            c.min_ms = tc.second;
+            print_row(f, gpu, c, sheet, copy_Bps);
+            BENCH_CHECK(cudaFree(a));
+            BENCH_CHECK(cudaFree(b));
+          }
         }
       }
     }
