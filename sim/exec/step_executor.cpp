@@ -159,11 +159,7 @@ void StepExecutor::Impl::run_for(int p, OpVertex v, double duration_s) {
 }
 
 double StepExecutor::Impl::kernel_time_s(int p, OpVertex v, double duration_s) const {
-  const OpNode& node = op(p, v);
-  const double kernels = node.kind == OpKind::Gemm
-                             ? static_cast<double>(std::max<std::int64_t>(1, node.gemm.batch))
-                             : std::max(1, node.launches);
-  return duration_s / kernels;
+  return duration_s / programs[p].ops[v].kernels;  // the OpState's copy: OpNodes miss cache
 }
 
 double StepExecutor::Impl::comm_slowdown(int p, OpVertex v, double kernel_s) const {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
@@ -34,6 +35,8 @@ ProgramLayout layout_program(const StepGraph& step, const RankProgram& program) 
     st.kind = static_cast<std::uint8_t>(node.kind);
     st.stream = static_cast<std::uint8_t>(node.stream);
     st.paired = node.pair_partner >= 0;
+    st.kernels = static_cast<std::uint16_t>(std::clamp<std::int64_t>(
+        node.kind == OpKind::Gemm ? node.gemm.batch : node.launches, 1, 65535));
     if (is_comm(node.kind))
       ++out.comm_ops;
     else if (node.stream == StreamKind::Compute)

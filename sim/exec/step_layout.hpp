@@ -34,6 +34,8 @@ struct OpState {
   double end_s = -1;
   int instance = -1;  // collectives: index among this rank's collectives on its group
   bool done = false;
+  // Compute: the kernels the op runs as (a GEMM's batch, else OpNode::launches), at least 1.
+  std::uint16_t kernels = 1;
   // Communication: the successor released before this op finished (release_consumer).
   std::int64_t released_to = -1;
 };
