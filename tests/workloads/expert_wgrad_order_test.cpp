@@ -57,19 +57,32 @@ TEST(ExpertWgradOrder, DelayedTheyAreIssuedAfterTheExchangeAndRunBesideIt) {
   EXPECT_FALSE(o.exchange_waits_for_wgrad);
 }
 
-TEST(ExpertWgradOrder, DelayingHidesPartOfTheExchangeOnlyAsItReorders) {
+// Both orders simulated on one H200 host under `designs`.
+struct BothOrders {
+  sim::ScenarioResult plain, delayed;
+};
+
+BothOrders simulate_both(const std::vector<std::string>& designs) {
   ClusterSpec cluster = load_cluster(std::string(OVERLAPSIM_SOURCE_DIR) +
                                      "/workloads/clusters/h200-128node-ndr.yaml");
   cluster.nodes = 1;
   sim::ScenarioOptions o;
   o.zero_wall_times = true;
-  const ModelSpec plain_spec = load_model_string(tiny_moe(false), "tiny.yaml");
-  const ModelSpec delayed_spec = load_model_string(tiny_moe(true), "tiny.yaml");
-  const sim::StepResult plain = simulate_model(plain_spec, cluster, o, false).result.runs[0].result;
-  const sim::StepResult delayed =
-      simulate_model(delayed_spec, cluster, o, false).result.runs[0].result;
+  o.designs = designs;
+  const auto run = [&](bool delay) {
+    return simulate_model(load_model_string(tiny_moe(delay), "tiny.yaml"), cluster, o, false)
+        .result;
+  };
+  return {run(false), run(true)};
+}
+
+TEST(ExpertWgradOrder, DelayingHidesPartOfTheExchangeOnlyAsItReorders) {
+  const BothOrders r = simulate_both({"sequential"});
+  const sim::StepResult& plain = r.plain.runs[0].result;
+  const sim::StepResult& delayed = r.delayed.runs[0].result;
   // The same work in another order: the exchange moves data beside the weight gradients.
-  const sim::StepGraph a = generate_step(plain_spec, 8), b = generate_step(delayed_spec, 8);
+  const sim::StepGraph a = generate_step(load_model_string(tiny_moe(false), "tiny.yaml"), 8);
+  const sim::StepGraph b = generate_step(load_model_string(tiny_moe(true), "tiny.yaml"), 8);
   EXPECT_EQ(a.flops_per_step, b.flops_per_step);
   ASSERT_GT(plain.exposed_comm_s, 0);
   EXPECT_LT(delayed.exposed_comm_s, plain.exposed_comm_s);
@@ -77,21 +90,12 @@ TEST(ExpertWgradOrder, DelayingHidesPartOfTheExchangeOnlyAsItReorders) {
 }
 
 TEST(ExpertWgradOrder, AnOverlapDesignsPairStartsTheExchangeFromTheDataGradient) {
-  ClusterSpec cluster = load_cluster(std::string(OVERLAPSIM_SOURCE_DIR) +
-                                     "/workloads/clusters/h200-128node-ndr.yaml");
-  cluster.nodes = 1;
-  sim::ScenarioOptions o;
-  o.zero_wall_times = true;
-  o.designs = {"sequential", "decomposed"};
-  const auto plain =
-      simulate_model(load_model_string(tiny_moe(false), "tiny.yaml"), cluster, o, false).result;
-  const auto delayed =
-      simulate_model(load_model_string(tiny_moe(true), "tiny.yaml"), cluster, o, false).result;
+  const BothOrders r = simulate_both({"sequential", "decomposed"});
   // decomposed overlaps the fc1 data gradient with the exchange in both: the same step.
-  ASSERT_EQ(plain.runs[1].result.design, "decomposed");
-  EXPECT_GT(plain.runs[1].pairs.overlapped, 0);
-  EXPECT_DOUBLE_EQ(plain.runs[1].result.step_time_s, delayed.runs[1].result.step_time_s);
-  EXPECT_NE(plain.runs[0].result.step_time_s, delayed.runs[0].result.step_time_s);
+  ASSERT_EQ(r.plain.runs[1].result.design, "decomposed");
+  EXPECT_GT(r.plain.runs[1].pairs.overlapped, 0);
+  EXPECT_DOUBLE_EQ(r.plain.runs[1].result.step_time_s, r.delayed.runs[1].result.step_time_s);
+  EXPECT_NE(r.plain.runs[0].result.step_time_s, r.delayed.runs[0].result.step_time_s);
 }
 
 TEST(ExpertWgradOrder, RejectsANonBoolean) {
