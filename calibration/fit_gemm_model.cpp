@@ -217,20 +217,6 @@ sim::GemmWaveModel fit_gemm_best_of_model(const std::vector<GemmShapeTimes>& sha
   return best;
 }
 
-double idw_log_mean(const std::map<GemmShape3, double>& values, double m, double n, double k) {
-  double wsum = 0, lsum = 0;
-  for (const auto& [s, v] : values) {
-    const double dm = std::log2(m / static_cast<double>(std::get<0>(s)));
-    const double dn = std::log2(n / static_cast<double>(std::get<1>(s)));
-    const double dk = std::log2(k / static_cast<double>(std::get<2>(s)));
-    const double d2 = dm * dm + dn * dn + dk * dk;
-    if (d2 == 0) return v;
-    wsum += 1.0 / d2;
-    lsum += std::log(v) / d2;
-  }
-  return std::exp(lsum / wsum);
-}
-
 IdwLogMeanGrid::IdwLogMeanGrid(const std::map<GemmShape3, double>& values,
                                const std::vector<double>& ms, const std::vector<double>& ns,
                                const std::vector<double>& ks) {

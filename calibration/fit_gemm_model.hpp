@@ -50,24 +50,21 @@ sim::GemmWaveModel fit_gemm_best_of_model(const std::vector<GemmShapeTimes>& sha
                                           double launch_s, int sms, int max_split_k, bool stream_k);
 
 // The wave model times a correction grid over the shapes' M, N, K values: measured /
-// modelled kernel time at the measured shapes, the other nodes by idw_log_mean of those
+// modelled kernel time at the measured shapes, the other nodes by IdwLogMeanGrid of those
 // factors; factors rounded to 6 significant digits.
 sim::GemmTable with_time_correction(const sim::GemmWaveModel& waves,
                                     const std::vector<GemmShapeTimes>& shapes, double launch_s);
 
-// Inverse-square-distance weighting of log(values) at (m, n, k), the distance taken in
-// log2(m), log2(n), log2(k); exp of it. Bounded by the values (no extrapolation beyond what
-// was seen), smooth, and exact at their shapes.
-double idw_log_mean(const std::map<GemmShape3, double>& values, double m, double n, double k);
-
-// idw_log_mean at every node of an M x N x K grid, each log taken once (a fit evaluates
-// grids of thousands of nodes over hundreds of values, many times): the same sums in the
-// same order, so the same bits as idw_log_mean node by node.
+// Inverse-square-distance weighting of log(values) at every node (m, n, k) of an M x N x K
+// grid, the distance taken in log2(m), log2(n), log2(k); exp of it. Bounded by the values
+// (no extrapolation beyond what was seen), smooth, and exact at their shapes. Each log is
+// taken once per grid value and value: a fit evaluates grids of thousands of nodes over
+// hundreds of values, many times.
 class IdwLogMeanGrid {
  public:
   IdwLogMeanGrid(const std::map<GemmShape3, double>& values, const std::vector<double>& ms,
                  const std::vector<double>& ns, const std::vector<double>& ks);
-  // idw_log_mean(values, ms[i], ns[j], ks[l]).
+  // The weighted mean at (ms[i], ns[j], ks[l]).
   double at(std::size_t i, std::size_t j, std::size_t l) const;
 
  private:
