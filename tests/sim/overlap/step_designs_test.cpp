@@ -24,14 +24,22 @@ OpNode collective(const std::string& name, CollectiveOp op, std::uint64_t bytes)
 }
 
 // Per rank: allgather -> gemm A (consumer pair), gemm B -> allreduce (producer pair),
-// then gemm C after the allreduce. 2 ranks, one group.
-StepGraph step_with_pairs() {
+// then gemm C after the allreduce. 2 ranks, one group. With copy_bytes > 0, a layout op
+// (OpNode::pair_layout) of that many bytes inside each pair, in program order: all-gather ->
+// sort -> gemm A, gemm B -> unsort -> all-reduce, the pairs' own edges kept.
+StepGraph step_with_pairs(std::uint64_t copy_bytes = 0) {
   StepGraph step = testing::numbered_step(2, {{"tp", {0, 1}}});
+  OpNode sort_op = testing::elementwise_op("sort", copy_bytes);
+  sort_op.pair_layout = true;
+  OpNode unsort_op = sort_op;
+  unsort_op.name = "unsort";
   for (int r = 0; r < 2; ++r) {
     auto& g = step.ranks[r].graph;
     const auto ag = boost::add_vertex(collective("ag", CollectiveOp::AllGather, 256u << 20), g);
+    const auto sort = copy_bytes > 0 ? boost::add_vertex(sort_op, g) : OpVertex{};
     const auto a = boost::add_vertex(testing::gemm_op("a", 16384, 8192, 4096), g);
     const auto b = boost::add_vertex(testing::gemm_op("b", 16384, 8192, 4096), g);
+    const auto unsort = copy_bytes > 0 ? boost::add_vertex(unsort_op, g) : OpVertex{};
     const auto ar = boost::add_vertex(collective("ar", CollectiveOp::AllReduce, 256u << 20), g);
     const auto c = boost::add_vertex(testing::gemm_op("c", 8192, 8192, 4096), g);
     boost::add_edge(ag, a, g);
@@ -40,6 +48,13 @@ StepGraph step_with_pairs() {
     boost::add_edge(b, ar, g);
     boost::add_edge(ar, c, g);
     boost::add_edge(b, c, g);
+    if (copy_bytes > 0) {
+      boost::add_edge(ag, sort, g);
+      boost::add_edge(sort, a, g);
+      boost::add_edge(b, unsort, g);
+      boost::add_edge(unsort, ar, g);
+      boost::add_edge(unsort, c, g);
+    }
     g[ag].pair_partner = static_cast<int>(a);
     g[a].pair_partner = static_cast<int>(ag);
     g[b].pair_partner = static_cast<int>(ar);
@@ -98,47 +113,11 @@ TEST(StepDesigns, EveryDesignCompletesTheStepWithinItsBounds) {
   EXPECT_EQ(run_design(step, "fused", profile).stats.overlapped, 0);       // no GEMM+A2A
 }
 
-// step_with_pairs with a layout op (OpNode::pair_layout) inside each pair, in program
-// order: all-gather -> sort -> gemm A, gemm B -> unsort -> all-reduce, the pairs' own edges
-// kept; without copies (copy_bytes 0) it is step_with_pairs.
-StepGraph step_with_layout_ops(std::uint64_t copy_bytes) {
-  if (copy_bytes == 0) return step_with_pairs();
-  StepGraph step = testing::numbered_step(2, {{"tp", {0, 1}}});
-  for (int r = 0; r < 2; ++r) {
-    auto& g = step.ranks[r].graph;
-    OpNode copy = testing::elementwise_op("sort", copy_bytes);
-    copy.pair_layout = true;
-    const auto ag = boost::add_vertex(collective("ag", CollectiveOp::AllGather, 256u << 20), g);
-    const auto sort = boost::add_vertex(copy, g);
-    const auto a = boost::add_vertex(testing::gemm_op("a", 16384, 8192, 4096), g);
-    const auto b = boost::add_vertex(testing::gemm_op("b", 16384, 8192, 4096), g);
-    copy.name = "unsort";
-    const auto unsort = boost::add_vertex(copy, g);
-    const auto ar = boost::add_vertex(collective("ar", CollectiveOp::AllReduce, 256u << 20), g);
-    const auto c = boost::add_vertex(testing::gemm_op("c", 8192, 8192, 4096), g);
-    boost::add_edge(ag, sort, g);
-    boost::add_edge(sort, a, g);
-    boost::add_edge(ag, a, g);
-    boost::add_edge(a, b, g);
-    boost::add_edge(b, unsort, g);
-    boost::add_edge(unsort, ar, g);
-    boost::add_edge(b, ar, g);
-    boost::add_edge(ag, ar, g);  // same stream, in order
-    boost::add_edge(ar, c, g);
-    boost::add_edge(unsort, c, g);
-    g[ag].pair_partner = static_cast<int>(a);
-    g[a].pair_partner = static_cast<int>(ag);
-    g[b].pair_partner = static_cast<int>(ar);
-    g[ar].pair_partner = static_cast<int>(b);
-  }
-  return step;
-}
-
 TEST(StepDesigns, SequentialRunsALayoutOpAnOverlappedPairAbsorbs) {
   const Profile profile = testing::design_profile(false);
   const ComputeModel model(profile.compute);
-  const StepGraph plain = step_with_layout_ops(0);
-  const StepGraph with_copies = step_with_layout_ops(1u << 30);
+  const StepGraph plain = step_with_pairs();
+  const StepGraph with_copies = step_with_pairs(1u << 30);
   const double t_copy = model.time_s(with_copies.ranks[0].graph[1]);
   ASSERT_GT(t_copy, 0);
   // sequential: both copies on the compute stream's critical path.
