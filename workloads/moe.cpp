@@ -192,12 +192,10 @@ TransformerEmitter::TokenExchange TransformerEmitter::tokens_from_experts(
 
 OpVertex TransformerEmitter::regroup_tokens(const Ctx& c, const char* what,
                                             std::initializer_list<OpVertex> deps) {
-  const auto& m = spec_.moe;
-  if (m.hierarchical_dispatch() || m.experts / spec_.parallelism.ep <= 1) return kNoOp;
+  const ExpertShape es = expert_shape(spec_, Tn_);
+  if (spec_.moe.hierarchical_dispatch() || es.local_experts <= 1) return kNoOp;
   const OpVertex v = elementwise(
-      c, what,
-      static_cast<std::uint64_t>(2 * expert_shape(spec_, Tn_).routed_tokens * h_ * act_bytes_),
-      deps);
+      c, what, static_cast<std::uint64_t>(2 * es.routed_tokens * h_ * act_bytes_), deps);
   b_.graph()[v].pair_layout = true;
   return v;
 }
