@@ -1,7 +1,9 @@
-// `overlapsim validate --profile P --measurements HELDOUT.csv [--format table|json]`:
-// predicts each measured row through the simulator and prints per-kind error statistics
-// and the worst rows (calibration/validate.hpp).
+// `overlapsim validate --profile P --measurements HELDOUT.csv [--measurements MORE.csv ...]
+// [--format table|json]`: predicts each measured row through the simulator and prints per-kind
+// error statistics and the worst rows (calibration/validate.hpp). Several files are one set of
+// rows: a profile whose GEMM precisions were measured by different suites is validated on all.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <fstream>
@@ -9,15 +11,16 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "app/commands.hpp"
 #include "app/output.hpp"
 #include "calibration/measurement.hpp"
-#include "sim/profile/profile_load.hpp"
 #include "calibration/validate.hpp"
 #include "calibration/validation_record.hpp"
 #include "config/atomic_file.hpp"
 #include "config/error.hpp"
+#include "sim/profile/profile_load.hpp"
 #include "workloads/cluster.hpp"
 
 namespace overlapsim::app {
@@ -25,7 +28,7 @@ namespace {
 
 struct ValidateOptions {
   std::string profile;
-  std::string measurements;
+  std::vector<std::string> measurements;
   std::string cluster = "workloads/clusters/h200x2-nvlink.yaml";
   std::string format = "table";
   std::string output;
@@ -48,18 +51,26 @@ int run_validate(const ValidateOptions& o) {
   check_output(o.output, "--output");
   if (o.record) check_output(o.profile, "--record");
   const sim::Profile profile = sim::load_profile(o.profile);
-  const auto rows = calibration::read_measurements(o.measurements);
+  std::vector<calibration::Measurement> rows;
+  for (const std::string& file : o.measurements) {
+    auto more = calibration::read_measurements(file);
+    rows.insert(rows.end(), std::make_move_iterator(more.begin()),
+                std::make_move_iterator(more.end()));
+  }
   const workloads::ClusterSpec cluster = workloads::load_cluster(o.cluster);
   calibration::ValidationReport report = calibration::validate(profile, rows, cluster);
-  report.measurements_path = o.measurements;
+  report.measurements_path = fmt::format("{}", fmt::join(o.measurements, " + "));
   config::StagedFiles outputs;
   if (o.record) {
     // The section is committed with the profile: no machine paths in it.
-    for (const auto* p : {&o.measurements, &o.cluster, &o.profile})
-      if (std::filesystem::path(*p).is_absolute())
+    std::vector<std::string> paths = o.measurements;
+    paths.push_back(o.cluster);
+    paths.push_back(o.profile);
+    for (const std::string& p : paths)
+      if (std::filesystem::path(p).is_absolute())
         throw config::ConfigError(fmt::format(
             "--record: '{}' is an absolute path (expected one relative to the repository root)",
-            *p));
+            p));
     outputs.add(o.profile, calibration::with_validation_section(read_text(o.profile), report,
                                                                 o.measurements, o.cluster));
   }
@@ -80,8 +91,10 @@ void add_validate_command(CLI::App& app, Runner& selected) {
   auto* sub = app.add_subcommand(
       "validate", "predict held-out measurements through the simulator and report the errors");
   sub->add_option("--profile", opts->profile, "profile YAML to validate")->required();
-  sub->add_option("--measurements", opts->measurements, "overlap-bench CSV (e.g. heldout.csv)")
-      ->required();
+  sub->add_option("--measurements", opts->measurements,
+                  "overlap-bench CSV (e.g. heldout.csv); repeat to validate on several")
+      ->required()
+      ->take_all();
   sub->add_option("--cluster", opts->cluster,
                   "cluster YAML of the measured machine (its GPUs host the communicators)")
       ->capture_default_str();

@@ -1,6 +1,7 @@
 #include "calibration/validation_record.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,9 +18,9 @@ bool starts_top_level_key(const std::string& line) {
 
 }  // namespace
 
-std::string with_validation_section(const std::string& profile_text,
-                                    const ValidationReport& report,
-                                    const std::string& measurements, const std::string& cluster) {
+std::string with_validation_section(const std::string& profile_text, const ValidationReport& report,
+                                    const std::vector<std::string>& measurements,
+                                    const std::string& cluster) {
   // Drop the old section: from its key to the next top-level key.
   std::istringstream in(profile_text);
   std::vector<std::string> kept;
@@ -37,11 +38,17 @@ std::string with_validation_section(const std::string& profile_text,
   std::string out;
   for (const auto& line : kept) out += line + "\n";
   out += "validation:\n";
+  std::string flags;
+  for (const std::string& m : measurements) flags += " --measurements " + m;
   out += fmt::format(
-      "  # overlapsim validate --profile {} --measurements {}{} --record\n"
+      "  # overlapsim validate --profile {}{}{} --record\n"
       "  # |predicted - measured| / measured per kind (docs/calibration.md lists the kinds)\n",
-      report.profile_path, measurements, cluster.empty() ? "" : " --cluster " + cluster);
-  out += fmt::format("  measurements: {}\n", measurements);
+      report.profile_path, flags, cluster.empty() ? "" : " --cluster " + cluster);
+  // One file as a plain path (as every profile recorded before lists), several as a list.
+  if (measurements.size() == 1)
+    out += fmt::format("  measurements: {}\n", measurements.front());
+  else
+    out += fmt::format("  measurements: [{}]\n", fmt::join(measurements, ", "));
   if (!cluster.empty()) out += fmt::format("  cluster: {}\n", cluster);
   out += "  kinds:\n";
   // Compute rows per input type even where only one type was measured, so a projection in

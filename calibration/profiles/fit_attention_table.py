@@ -24,7 +24,8 @@ call (about 40 us through PyTorch's SDPA), not the GPU, sets the time even back 
 
 Prints the YAML block (head_dims, seq_lens, forward, backward) and then, as comments:
   - a cross-check: the grid rebuilt without every other inner head dimension and sequence
-    length, predicting the rows left out (|error| of time, median and max);
+    length, predicting the rows left out (|error| of time, median and max), and its median
+    as the table's `fit_error` line (the error the simulator's band gives attention ops);
   - for each --check file (other widths and token counts, the same backend), the full
     table's prediction of each row's forward and backward time.
 """
@@ -176,6 +177,9 @@ def main():
     errs = errors(left_out, args.peak, sub_dims, sub_lens, sub_cells)
     print(f"# cross-check, grid of head dims {sub_dims} x sequences {sub_lens} predicting the "
           f"other {len(left_out)} rows' times: {summary(errs)}")
+    # The table's error for the simulator's uncertainty band (the profile's fit_error): the
+    # cross-check's median, a held-out figure and so no smaller than the in-sample one.
+    print(f"fit_error: {statistics.median(abs(e) for _, _, e in errs):.3f}")
     for path in args.check:
         errs = errors(rows_of(path, args.backend), args.peak, dims, lens, cells)
         print(f"# {path}: {summary(errs)}")

@@ -16,6 +16,24 @@ namespace overlapsim::sim {
 using executor_detail::is_comm;
 using executor_detail::kNumStreams;
 
+namespace {
+
+void add_by_kind(OpKind kind, double duration_s, ComputeByKind& out) {
+  switch (kind) {
+    case OpKind::Gemm:
+    case OpKind::Gemv:
+      out.gemm_s += duration_s;
+      break;
+    case OpKind::Attention:
+      out.attention_s += duration_s;
+      break;
+    default:  // elementwise and embedding lookups: memory-bound
+      out.memory_bound_s += duration_s;
+  }
+}
+
+}  // namespace
+
 void StepExecutor::Impl::prepare() {
   if (!layout) layout = std::make_shared<const StepLayout>(step, net, options.images);
   if (&layout->step() != &step || layout->images() != options.images)
@@ -250,6 +268,8 @@ void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
     ps.last_compute_end_s = t + duration_s;
     ps.compute_intervals.emplace_back(t, t + duration_s);
     if (st.paired) ps.result.paired_compute_s += duration_s;
+    add_by_kind(static_cast<OpKind>(st.kind), duration_s, ps.result.compute_by_kind);
+    if (st.paired) add_by_kind(static_cast<OpKind>(st.kind), duration_s, ps.result.paired_by_kind);
     if (!options.collective_memory_slowdown.empty()) {
       double rate = 0;
       if (st.kind == static_cast<std::uint8_t>(OpKind::Elementwise) && duration_s > 0)
@@ -472,6 +492,8 @@ StepResult StepExecutor::Impl::collect(const char* design_name, std::uint64_t ev
       out.exposed_paired_s = r.exposed_paired_s;
       out.paired_compute_s = r.paired_compute_s;
       out.host_wait_s = r.host_wait_s;
+      out.compute_by_kind = r.compute_by_kind;
+      out.paired_by_kind = r.paired_by_kind;
     }
   }
   return out;

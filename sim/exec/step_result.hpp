@@ -6,6 +6,14 @@
 
 namespace overlapsim::sim {
 
+// Compute time by kind of kernel, each with its own cost model and its own validation
+// (sim/scenario/step_band.hpp sizes the step's band by these shares).
+struct ComputeByKind {
+  double gemm_s = 0;          // GEMMs and GEMVs (the profile's GEMM tables or curves)
+  double attention_s = 0;     // fused attention (the attention table or curves)
+  double memory_bound_s = 0;  // elementwise kernels and embedding lookups (memory curves)
+};
+
 // The compute stream's time splits exactly into compute_s + exposed_comm_s + bubble_s +
 // host_wait_s.
 struct RankResult {
@@ -25,6 +33,10 @@ struct RankResult {
   double exposed_inter_host_s = 0;
   double exposed_paired_s = 0;
   double paired_compute_s = 0;  // part of compute_s spent in ops paired with a collective
+  // The compute ops' time by kind (sums of op durations, so within rounding of compute_s),
+  // and the part of it in paired ops.
+  ComputeByKind compute_by_kind;
+  ComputeByKind paired_by_kind;
   // Compute idle while its next op's inputs were ready but the host had not issued it yet
   // (OpNode::host_s, host_sync); 0 where the graph carries no host times.
   double host_wait_s = 0;
@@ -43,6 +55,8 @@ struct StepResult {
   double exposed_paired_s = 0;
   double paired_compute_s = 0;
   double host_wait_s = 0;
+  ComputeByKind compute_by_kind;
+  ComputeByKind paired_by_kind;
   std::uint64_t events = 0;                  // discrete events the engine processed
   std::uint64_t collectives = 0;             // collectives and sends launched for simulated ranks
   std::uint64_t background_collectives = 0;  // symmetric images launched for folded ranks

@@ -1,6 +1,7 @@
 #include "sim/profile/heldout_errors.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/config_node.hpp"
 
@@ -14,14 +15,23 @@ std::optional<HeldOutError> HeldOutErrors::find(const std::string& kind) const {
 
 std::string HeldOutErrors::citation(const std::string& kind) const {
   const auto e = find(kind);
-  return fmt::format("{}, {}: {} rows held out", measurements, kind, e ? e->rows : 0);
+  return fmt::format("{}, {}: {} rows held out", fmt::join(measurements, " + "), kind,
+                     e ? e->rows : 0);
 }
 
 HeldOutErrors parse_heldout_errors(const config::ConfigNode& node) {
   if (!node.is_map()) node.fail("expected a map with measurements, cluster and kinds");
   node.check_keys(std::vector<std::string>{"measurements", "cluster", "kinds"});
   HeldOutErrors out;
-  out.measurements = node.get_string("measurements");
+  const config::ConfigNode files = node.child("measurements");
+  if (files.is_sequence()) {
+    if (files.size() == 0)
+      node.fail_key("measurements", "empty list (expected one or more CSV paths)");
+    for (std::size_t i = 0; i < files.size(); ++i)
+      out.measurements.push_back(files.at(i).as_string());
+  } else {
+    out.measurements.push_back(node.get_string("measurements"));
+  }
   out.cluster = node.get_string("cluster", "");
   const config::ConfigNode kinds = node.child("kinds");
   for (const auto& kind : kinds.keys()) {

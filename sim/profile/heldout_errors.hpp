@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace overlapsim::config {
 class ConfigNode;
@@ -20,14 +21,16 @@ struct HeldOutError {
 };
 
 struct HeldOutErrors {
-  std::string measurements;  // the held-out CSV, repository-relative
+  // The held-out CSVs, repository-relative: one file, or several whose rows were predicted
+  // together (a profile whose GEMM precisions were measured by different suites).
+  std::vector<std::string> measurements;
   std::string cluster;       // the cluster file the rows were predicted on
   std::map<std::string, HeldOutError> by_kind;  // validate's kinds: compute, collective, ...
 
   bool empty() const { return by_kind.empty(); }
   // The kind's error, or nullopt where the section does not have it (or has no rows).
   std::optional<HeldOutError> find(const std::string& kind) const;
-  // "calibration/data/h200x8/heldout.csv, compute: 58 rows"
+  // "calibration/data/h200x8/heldout.csv, compute: 58 rows held out" (files joined by " + ")
   std::string citation(const std::string& kind) const;
 };
 

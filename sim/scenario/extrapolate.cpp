@@ -20,6 +20,10 @@ void extrapolate_times(const Times& a, Times& b, double t) {
         &Times::comm_s, &Times::overlapped_comm_s, &Times::exposed_inter_host_s,
         &Times::exposed_paired_s, &Times::paired_compute_s, &Times::host_wait_s})
     b.*field = line(a.*field, b.*field, t);
+  for (ComputeByKind Times::*kinds : {&Times::compute_by_kind, &Times::paired_by_kind})
+    for (double ComputeByKind::*field :
+         {&ComputeByKind::gemm_s, &ComputeByKind::attention_s, &ComputeByKind::memory_bound_s})
+      (b.*kinds).*field = line((a.*kinds).*field, (b.*kinds).*field, t);
 }
 
 void extrapolate_step(const StepResult& a, StepResult& b, double t) {
@@ -45,7 +49,6 @@ void extrapolate_step(const StepResult& a, StepResult& b, double t) {
 
 StepBand extrapolate_band(const StepBand& a, const StepBand& b, double t, double step_time_s) {
   StepBand out;
-  double sum_sq = 0, largest = 0;
   for (const BandTerm& term : b.terms) {
     const auto in_a = std::find_if(a.terms.begin(), a.terms.end(), [&](const BandTerm& x) {
       return x.number_class == term.number_class;
@@ -53,14 +56,21 @@ StepBand extrapolate_band(const StepBand& a, const StepBand& b, double t, double
     BandTerm e = term;
     e.sensitivity_s = std::max(
         0.0, line(in_a == a.terms.end() ? 0.0 : in_a->sensitivity_s, term.sensitivity_s, t));
-    e.contribution_s = e.sensitivity_s * e.relative_error;
     if (!(e.sensitivity_s > 0)) continue;
+    out.terms.push_back(std::move(e));
+  }
+  // The bubble's error is a mix of the compute classes' by their times: the mix of the
+  // extrapolated step, not of the shorter run.
+  for (BandTerm& e : out.terms)
+    if (e.number_class == "bubble") e.relative_error = bubble_error(out.terms).relative_error;
+  double sum_sq = 0, largest = 0;
+  for (BandTerm& e : out.terms) {
+    e.contribution_s = e.sensitivity_s * e.relative_error;
     sum_sq += e.contribution_s * e.contribution_s;
     if (e.contribution_s > largest) {
       largest = e.contribution_s;
       out.dominant = e.number_class;
     }
-    out.terms.push_back(std::move(e));
   }
   const double half = std::sqrt(sum_sq);
   out.low_s = std::max(0.0, step_time_s - half);

@@ -3,15 +3,19 @@
 // far off each class of numbers it used was on measurements it was not fitted from.
 //
 // Classes, and how much step time each one moves (its sensitivity, on the critical rank):
-//   compute                  compute time outside overlapped pairs, plus the bubble (other
-//                            stages' compute): compute_s + bubble_s - paired compute
+//   GEMMs, attention,        the rank's compute time outside overlapped pairs by kind of
+//   memory-bound kernels     kernel (each kind has its own cost model: the GEMM tables, the
+//                            attention table, the memory curves)
+//   bubble                   bubble_s: other ranks' compute, at the rank's own compute
+//                            errors weighted by their times
 //   intra-host collectives   exposed time waiting on collectives within one host
 //   inter-host collectives   exposed time waiting on collectives or sends across hosts
 //   design pairs             (overlapping designs) the paired ops: their compute and the
 //                            exposed time of their collectives
 // Each class's error is its held-out median |relative error| (the profile's validation
-// section; for inter-host collectives the NCCL model against published nccl-tests runs),
-// else its in-sample fit error, else an assumed 20 %, and the band says which. Errors are
+// section: GEMMs by their input type; for inter-host collectives the NCCL model against
+// published nccl-tests runs), else the largest in-sample fit error of the class's numbers
+// the step used, else an assumed 20 %, and the band says which. Errors are
 // systematic within a class (one model bias moves all its ops the same way), so a class
 // moves the step by error x sensitivity; classes are independent, so the half-width is the
 // root sum of squares of their contributions.
@@ -29,7 +33,7 @@ enum class ErrorBasis { HeldOut, Published, Fit, Assumed };
 const char* to_string(ErrorBasis basis);  // "held-out", "published", "fit", "assumed"
 
 struct BandTerm {
-  std::string number_class;  // "compute", "intra-host collectives", ...
+  std::string number_class;  // "GEMMs", "intra-host collectives", ...
   double sensitivity_s = 0;
   double relative_error = 0;
   ErrorBasis basis = ErrorBasis::Assumed;
@@ -64,5 +68,17 @@ struct ModelError {
   std::string source;
 };
 ModelError network_model_error();
+
+// The bubble's error: other ranks' compute, taken to run the same mix of kernels as this
+// rank's, so the compute classes' errors weighted by their sensitivities (the weakest basis
+// among them). Shared with the extrapolation of sampled steps, which recomputes it from the
+// extrapolated terms so that a sampled band is the whole step's.
+struct BubbleError {
+  double relative_error = 0;
+  ErrorBasis basis = ErrorBasis::HeldOut;
+};
+BubbleError bubble_error(const std::vector<BandTerm>& terms);
+inline constexpr const char* kBubbleSource =
+    "other ranks' compute: this rank's compute classes' errors weighted by their times";
 
 }  // namespace overlapsim::sim

@@ -1,5 +1,4 @@
 #include "calibration/validate.hpp"
-#include "calibration/validation_record.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,9 +8,13 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <ostream>
+#include <string>
+#include <vector>
 
 #include "calibration/csv.hpp"
 #include "calibration/fit.hpp"
+#include "calibration/validation_record.hpp"
 #include "config/error.hpp"
 #include "sim/profile/profile_load.hpp"
 #include "tests/calibration/calib_test_util.hpp"
@@ -227,9 +230,19 @@ struct ShippedCase {
   const char* data;
   const char* base;  // "" = the datasheet profile
   const char* cluster;
+  // Held-out rows of the data the profile's carried models came from (the fp8 and fp16 GEMM
+  // models its base chain fitted on one GPU), validated with its own.
+  std::vector<std::string> also = {};
 };
 
+// Test lists name the case by its profile, not by the struct's bytes.
+void PrintTo(const ShippedCase& c, std::ostream* os) { *os << c.profile; }
+
 class ShippedProfile : public ::testing::TestWithParam<ShippedCase> {};
+
+// The one-GPU dtype runs whose fp16 and fp8 fits every later profile carries.
+constexpr const char* kH200Dtypes = "calibration/data/h200x1-dtypes/heldout.csv";
+constexpr const char* kH100Dtypes = "calibration/data/h100x1-dtypes/heldout.csv";
 
 TEST_P(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
   const ShippedCase& c = GetParam();
@@ -239,15 +252,22 @@ TEST_P(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
   std::ifstream in(c.profile);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const sim::Profile profile = sim::load_profile(c.profile);
-  const std::string heldout = std::string(c.data) + "/heldout.csv";
-  const auto rows = read_measurements(heldout);
+  std::vector<std::string> heldout = {std::string(c.data) + "/heldout.csv"};
+  heldout.insert(heldout.end(), c.also.begin(), c.also.end());
+  std::vector<Measurement> rows;
+  std::string flags;
+  for (const std::string& file : heldout) {
+    const auto more = read_measurements(file);
+    rows.insert(rows.end(), more.begin(), more.end());
+    flags += " --measurements " + file;
+  }
   const ValidationReport report = validate(profile, rows, workloads::load_cluster(c.cluster));
   ASSERT_FALSE(report.kinds.empty());
   // The shipped file is the fit followed by its held-out errors (validate --record).
   EXPECT_EQ(with_validation_section(r.yaml, report, heldout, c.cluster), text)
-      << "rerun: overlapsim fit " << c.data << " --out " << c.profile
-      << (*c.base ? " --base " : "") << c.base << " && overlapsim validate --profile " << c.profile
-      << " --measurements " << heldout << " --cluster " << c.cluster << " --record";
+      << "rerun: overlapsim fit " << c.data << " --out " << c.profile << (*c.base ? " --base " : "")
+      << c.base << " && overlapsim validate --profile " << c.profile << flags << " --cluster "
+      << c.cluster << " --record";
   std::printf("%s", format_validation_table(report, 5).c_str());
   for (const auto& k : report.kinds) {
     EXPECT_GT(k.count, 0);
@@ -271,6 +291,29 @@ TEST(ShippedProfiles, DatasheetH100CarriesTheFittedGemmModels) {
   }
 }
 
+// Its validation section is what `validate --record` writes for its held-out rows: the bf16
+// off-grid run and the dtype run (its fp8 model's), so fp8 projections on H100 size their
+// compute band from held-out fp8 rows.
+TEST(ShippedProfiles, DatasheetH100ValidationIsItsHeldOutRows) {
+  const std::string path = "calibration/profiles/datasheet-h100.yaml";
+  const std::string cluster = "workloads/clusters/h100-128node-ndr.yaml";
+  const std::vector<std::string> files = {"calibration/data/h100x1-gemm-offgrid/heldout.csv",
+                                          kH100Dtypes};
+  std::vector<Measurement> rows;
+  for (const std::string& f : files) {
+    const auto more = read_measurements(f);
+    rows.insert(rows.end(), more.begin(), more.end());
+  }
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const sim::Profile profile = sim::load_profile(path);
+  ValidationReport report = validate(profile, rows, workloads::load_cluster(cluster));
+  report.profile_path = path;
+  EXPECT_EQ(with_validation_section(text, report, files, cluster), text);
+  ASSERT_TRUE(profile.validation.find("compute_fp8").has_value());
+  EXPECT_EQ(profile.validation.measurements, files);
+}
+
 // Its fp8 cuBLASLt model is the fit of the one-H100 dtype run (with the fp8 workload shapes
 // it lists): the same model, the same citation.
 TEST(ShippedProfiles, DatasheetH100CarriesTheFittedFp8Model) {
@@ -291,20 +334,26 @@ INSTANTIATE_TEST_SUITE_P(
     Shipped, ShippedProfile,
     ::testing::Values(ShippedCase{"calibration/profiles/h200-nvlink.yaml",
                                   "calibration/data/h200x2",
-                                  "calibration/profiles/h200-nvswitch-4gpu.yaml", kCluster},
+                                  "calibration/profiles/h200-nvswitch-4gpu.yaml",
+                                  kCluster,
+                                  {kH200Dtypes}},
                       ShippedCase{"calibration/profiles/h200-1gpu.yaml",
                                   "calibration/data/h200x1-dtypes", "", kCluster},
                       ShippedCase{"calibration/profiles/h200-nvswitch-4gpu.yaml",
                                   "calibration/data/h200x4",
                                   "calibration/profiles/h200-1gpu.yaml",
-                                  "workloads/clusters/h200-8gpu.yaml"},
+                                  "workloads/clusters/h200-8gpu.yaml",
+                                  {kH200Dtypes}},
                       ShippedCase{"calibration/profiles/h200-nvswitch-8gpu.yaml",
                                   "calibration/data/h200x8",
                                   "calibration/profiles/h200-nvswitch-4gpu.yaml",
-                                  "workloads/clusters/h200-8gpu.yaml"},
+                                  "workloads/clusters/h200-8gpu.yaml",
+                                  {kH200Dtypes}},
                       ShippedCase{"calibration/profiles/h100-1gpu.yaml",
-                                  "calibration/data/h100x1-gemm-offgrid", "",
-                                  "workloads/clusters/h100-128node-ndr.yaml"}));
+                                  "calibration/data/h100x1-gemm-offgrid",
+                                  "",
+                                  "workloads/clusters/h100-128node-ndr.yaml",
+                                  {kH100Dtypes}}));
 
 }  // namespace
 }  // namespace overlapsim::calibration

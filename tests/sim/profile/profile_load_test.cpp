@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "config/error.hpp"
 
@@ -291,6 +292,23 @@ TEST(Profile, FormatProfilePrintsNumbersWithSources) {
   EXPECT_NE(text.find("NVIDIA H200 Tensor Core GPU datasheet"), std::string::npos);
   EXPECT_NE(text.find("fit error 10.3%"), std::string::npos);
   EXPECT_NE(text.find("numbers: measured+datasheet+paper+assumed"), std::string::npos) << text;
+}
+
+// The held-out section names one CSV or several (validate --record with repeated
+// --measurements); an empty list is an error naming the key.
+TEST(Profile, ValidationNamesOneOrSeveralHeldOutFiles) {
+  const std::string kinds =
+      "  kinds:\n    compute_fp8: {rows: 3, median_abs_err: 0.04, p90_abs_err: 0.09}\n";
+  const Profile one =
+      load_profile_string(kMinimal + "validation:\n  measurements: a.csv\n" + kinds, "v.yaml");
+  EXPECT_EQ(one.validation.measurements, std::vector<std::string>{"a.csv"});
+  const Profile two = load_profile_string(
+      kMinimal + "validation:\n  measurements: [a.csv, b.csv]\n" + kinds, "v.yaml");
+  EXPECT_EQ(two.validation.measurements, (std::vector<std::string>{"a.csv", "b.csv"}));
+  EXPECT_EQ(two.validation.citation("compute_fp8"), "a.csv + b.csv, compute_fp8: 3 rows held out");
+  const std::string e = error_of(kMinimal + "validation:\n  measurements: []\n" + kinds);
+  EXPECT_NE(e.find("measurements"), std::string::npos) << e;
+  EXPECT_NE(e.find("empty list"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ ScenarioResult run(const Profile& profile, std::vector<std::string> designs = {"
 
 TEST(StepBand, HeldOutErrorsTimesWhatEachClassMoves) {
   Profile p = profile_with_curve();
-  p.validation.measurements = "heldout.csv";
+  p.validation.measurements = {"heldout.csv"};
   p.validation.by_kind["compute"] = {10, 0.03, 0.06};
   p.validation.by_kind["collective"] = {10, 0.04, 0.08};
   const ScenarioResult r = run(p);
@@ -38,7 +38,7 @@ TEST(StepBand, HeldOutErrorsTimesWhatEachClassMoves) {
   EXPECT_NEAR(s.exposed_paired_s, kCommS, 1e-12);  // the all-reduce is the GEMM's partner
   const StepBand& b = r.runs[0].band;
   ASSERT_EQ(b.terms.size(), 2u);
-  EXPECT_EQ(b.terms[0].number_class, "compute");
+  EXPECT_EQ(b.terms[0].number_class, "GEMMs");
   EXPECT_EQ(b.terms[0].basis, ErrorBasis::HeldOut);
   EXPECT_NEAR(b.terms[0].contribution_s, 0.03 * kGemmS, 1e-12);
   EXPECT_EQ(b.terms[1].number_class, "intra-host collectives");
@@ -46,7 +46,65 @@ TEST(StepBand, HeldOutErrorsTimesWhatEachClassMoves) {
   const double half = std::hypot(0.03 * kGemmS, 0.04 * kCommS);
   EXPECT_NEAR(b.low_s, s.step_time_s - half, 1e-12);
   EXPECT_NEAR(b.high_s, s.step_time_s + half, 1e-12);
-  EXPECT_EQ(b.dominant, kGemmS * 0.03 > kCommS * 0.04 ? "compute" : "intra-host collectives");
+  EXPECT_EQ(b.dominant, kGemmS * 0.03 > kCommS * 0.04 ? "GEMMs" : "intra-host collectives");
+}
+
+// A rank's compute split by kind of kernel, each at its own error: GEMMs at the held-out error
+// of the step's input type, attention and memory-bound kernels at the fit errors of the
+// numbers that timed them, the bubble at the three errors weighted by their times.
+TEST(StepBand, ComputeKindsTakeTheirOwnErrors) {
+  Profile p = profile_with_curve();
+  p.validation.measurements = {"heldout.csv"};
+  p.validation.by_kind["compute_bf16"] = {10, 0.03, 0.06};
+  p.validation.by_kind["compute_fp8"] = {10, 0.05, 0.09};
+  StepResult r;
+  r.compute_by_kind = {4.0, 2.0, 1.0};  // GEMMs, attention, memory-bound
+  r.compute_s = 7.0;
+  r.bubble_s = 0.5;
+  r.step_time_s = 7.5;
+  const std::vector<CollectiveClassUse> classes;
+  Provenance attention{SourceKind::Measured, "grid", 0.08};
+  Provenance memory{SourceKind::Measured, "roofline", 0.10};
+  Provenance memory_less{SourceKind::Measured, "roofline", 0.04};
+  const std::vector<SourceEntry> used = {{"compute.attention_table", attention},
+                                         {"compute.efficiency.memory", memory},
+                                         {"compute.efficiency.embedding", memory_less}};
+  const StepBand b =
+      step_band(r, BandInputs{p, "sequential", false, "", Precision::BF16, classes, used});
+  ASSERT_EQ(b.terms.size(), 4u);
+  const double mix = (4.0 * 0.03 + 2.0 * 0.08 + 1.0 * 0.10) / 7.0;
+  const double want[][2] = {{4.0, 0.03}, {2.0, 0.08}, {1.0, 0.10}, {0.5, mix}};
+  const char* names[] = {"GEMMs", "attention", "memory-bound kernels", "bubble"};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(b.terms[i].number_class, names[i]);
+    EXPECT_DOUBLE_EQ(b.terms[i].sensitivity_s, want[i][0]) << names[i];
+    EXPECT_DOUBLE_EQ(b.terms[i].relative_error, want[i][1]) << names[i];
+  }
+  EXPECT_EQ(b.terms[0].basis, ErrorBasis::HeldOut);
+  EXPECT_EQ(b.terms[2].basis, ErrorBasis::Fit);
+  EXPECT_EQ(b.terms[3].basis, ErrorBasis::Fit);  // the weakest of the mix
+  EXPECT_NE(b.terms[2].error_source.find("compute.efficiency.memory"), std::string::npos);
+  EXPECT_EQ(b.dominant, "attention");  // 0.16 s against GEMMs' 0.12 and memory's 0.10
+  const double half = std::sqrt(0.12 * 0.12 + 0.16 * 0.16 + 0.1 * 0.1 + 0.25 * mix * mix);
+  EXPECT_NEAR(b.high_s - r.step_time_s, half, 1e-12);
+  // The fp8 step takes the fp8 rows; with no attention number, attention is assumed.
+  const std::vector<SourceEntry> memory_only = {{"compute.efficiency.memory", memory}};
+  const StepBand f =
+      step_band(r, BandInputs{p, "sequential", false, "", Precision::FP8, classes, memory_only});
+  EXPECT_DOUBLE_EQ(f.terms[0].relative_error, 0.05);
+  EXPECT_EQ(f.terms[1].basis, ErrorBasis::Assumed);
+  EXPECT_DOUBLE_EQ(f.terms[1].relative_error, 0.20);
+  EXPECT_DOUBLE_EQ(f.terms[3].relative_error, (4.0 * 0.05 + 2.0 * 0.20 + 1.0 * 0.10) / 7.0);
+  EXPECT_EQ(f.terms[3].basis, ErrorBasis::Assumed);
+  // A curve through its own points (a fit error under the run-to-run spread) is no evidence
+  // of the sizes between them.
+  const Provenance exact{SourceKind::Measured, "three gemv rows", 3.6e-5};
+  const std::vector<SourceEntry> interpolated = {{"compute.attention_table", attention},
+                                                 {"compute.efficiency.memory", exact}};
+  const StepBand z =
+      step_band(r, BandInputs{p, "sequential", false, "", Precision::BF16, classes, interpolated});
+  EXPECT_EQ(z.terms[2].basis, ErrorBasis::Assumed);
+  EXPECT_DOUBLE_EQ(z.terms[2].relative_error, 0.20);
 }
 
 TEST(StepBand, WithoutValidationTheClassIsAssumedAndSaysSo) {
@@ -61,7 +119,7 @@ TEST(StepBand, WithoutValidationTheClassIsAssumedAndSaysSo) {
 
 TEST(StepBand, AnOverlappingDesignChargesItsPairsToTheDesignClass) {
   Profile p = profile_with_curve();
-  p.validation.measurements = "heldout.csv";
+  p.validation.measurements = {"heldout.csv"};
   p.validation.by_kind["compute"] = {10, 0.03, 0.06};
   p.validation.by_kind["collective"] = {10, 0.04, 0.08};
   p.validation.by_kind["decomposed"] = {10, 0.05, 0.09};
