@@ -24,10 +24,10 @@ namespace overlapsim::calibration {
 namespace {
 
 const std::vector<std::string> kKindOrder = {
-    "compute",        "compute_bf16", "compute_fp16",     "compute_fp8",        "compute_fp8_block",
-    "compute_own",    "collective",   "collective_alone", "collective_in_loop", "collective_ctas",
-    "collective_eff", "sequential",   "decomposed",       "tilewise",           "tilewise_ce",
-    "collective_flow"};
+    "compute",         "compute_bf16",   "compute_fp16", "compute_fp8",      "compute_fp8_block",
+    "compute_own",     "memory_bound",   "collective",   "collective_alone", "collective_in_loop",
+    "collective_ctas", "collective_eff", "sequential",   "decomposed",       "tilewise",
+    "tilewise_ce",     "collective_flow"};
 
 sim::CollectiveRequest request_of(const sim::CollectiveOp op, std::uint64_t bytes, int world) {
   sim::CollectiveRequest req;
@@ -247,11 +247,14 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
                   "timed for the tile-wise design's parameters, not a simulator op");
         continue;
       }
-      add(m, "compute",
+      // GEMVs and embedding bags stream memory: the memory and embedding curves time them,
+      // not the GEMM models, so their errors are a kind of their own.
+      const bool memory_bound = m.op == "gemv" || m.op == "embedding";
+      add(m, memory_bound ? "memory_bound" : "compute",
           measured_in_pair_loop(m)
               ? sim::ComputeModel(at_loop_clock(m).compute).time_s(compute_op(m, m.op))
               : model.time_s(compute_op(m, m.op)));
-      r.rows.back().sub_kind = "compute_" + m.dtype;  // per input type
+      if (!memory_bound) r.rows.back().sub_kind = "compute_" + m.dtype;  // per input type
       continue;
     }
     if (is_collective_op(m.op)) {

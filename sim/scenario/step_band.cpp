@@ -83,6 +83,8 @@ ClassError attention_error(const BandInputs& in) {
 }
 
 ClassError memory_bound_error(const BandInputs& in) {
+  // Held-out GEMVs and embedding bags (validate's `memory_bound` rows), else the curves' fit.
+  if (auto e = held_out(in.profile, "memory_bound")) return *e;
   return largest_fit_error(in, is_memory_number).value_or(ClassError{});
 }
 

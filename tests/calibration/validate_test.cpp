@@ -45,6 +45,25 @@ TEST(KindStats, QuantilesInterpolateBetweenOrderStatistics) {
   EXPECT_DOUBLE_EQ(k.max_abs_err, 0.05);
 }
 
+// GEMVs and embedding bags are timed by the memory curves, not the GEMM models: a kind of
+// their own, which the uncertainty band gives memory-bound kernels.
+TEST(Validate, GemvRowsAreMemoryBound) {
+  const Truth t;
+  const sim::Profile profile = synthetic_profile(t);
+  std::string csv = kBenchHeader;
+  csv += bench_row("gemv", "cublas", 1, 8192, 8192, 0, 1, 40e-6);
+  csv += bench_row("gemm", "cublas", 4096, 1024, 8192, 0, 1, gemm_s(t, 4096, 1024, 8192));
+  const auto rows = parse_measurements(parse_csv(csv, "held.csv"));
+  const ValidationReport r = validate(profile, rows, workloads::load_cluster(kCluster));
+  std::map<std::string, int> count;
+  for (const auto& k : r.kinds) count[k.kind] = k.count;
+  EXPECT_EQ(count["compute"], 1);
+  EXPECT_EQ(count["memory_bound"], 1);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].kind, "memory_bound");
+  EXPECT_TRUE(r.rows[0].sub_kind.empty());
+}
+
 // Measurements made exactly (1 + e) times the truth must show relative error 1/(1+e) - 1.
 TEST(Validate, KnownErrorsPerKind) {
   const Truth t;
@@ -240,8 +259,10 @@ void PrintTo(const ShippedCase& c, std::ostream* os) { *os << c.profile; }
 
 class ShippedProfile : public ::testing::TestWithParam<ShippedCase> {};
 
-// The one-GPU dtype runs whose fp16 and fp8 fits every later profile carries.
+// The one-GPU dtype runs whose fp16 and fp8 fits every later profile carries, and the H200's
+// memory-bound kernels at sizes no suite fits (validate's `memory_bound` rows).
 constexpr const char* kH200Dtypes = "calibration/data/h200x1-dtypes/heldout.csv";
+constexpr const char* kH200MemoryBound = "calibration/data/h200x1-memory-bound/heldout.csv";
 constexpr const char* kH100Dtypes = "calibration/data/h100x1-dtypes/heldout.csv";
 
 TEST_P(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
@@ -336,19 +357,22 @@ INSTANTIATE_TEST_SUITE_P(
                                   "calibration/data/h200x2",
                                   "calibration/profiles/h200-nvswitch-4gpu.yaml",
                                   kCluster,
-                                  {kH200Dtypes}},
+                                  {kH200Dtypes, kH200MemoryBound}},
                       ShippedCase{"calibration/profiles/h200-1gpu.yaml",
-                                  "calibration/data/h200x1-dtypes", "", kCluster},
+                                  "calibration/data/h200x1-dtypes",
+                                  "",
+                                  kCluster,
+                                  {kH200MemoryBound}},
                       ShippedCase{"calibration/profiles/h200-nvswitch-4gpu.yaml",
                                   "calibration/data/h200x4",
                                   "calibration/profiles/h200-1gpu.yaml",
                                   "workloads/clusters/h200-8gpu.yaml",
-                                  {kH200Dtypes}},
+                                  {kH200Dtypes, kH200MemoryBound}},
                       ShippedCase{"calibration/profiles/h200-nvswitch-8gpu.yaml",
                                   "calibration/data/h200x8",
                                   "calibration/profiles/h200-nvswitch-4gpu.yaml",
                                   "workloads/clusters/h200-8gpu.yaml",
-                                  {kH200Dtypes}},
+                                  {kH200Dtypes, kH200MemoryBound}},
                       ShippedCase{"calibration/profiles/h100-1gpu.yaml",
                                   "calibration/data/h100x1-gemm-offgrid",
                                   "",

@@ -105,6 +105,12 @@ TEST(StepBand, ComputeKindsTakeTheirOwnErrors) {
       step_band(r, BandInputs{p, "sequential", false, "", Precision::BF16, classes, interpolated});
   EXPECT_EQ(z.terms[2].basis, ErrorBasis::Assumed);
   EXPECT_DOUBLE_EQ(z.terms[2].relative_error, 0.20);
+  // Held-out GEMVs and embedding bags come before any fit.
+  p.validation.by_kind["memory_bound"] = {38, 0.09, 0.49};
+  const StepBand h =
+      step_band(r, BandInputs{p, "sequential", false, "", Precision::BF16, classes, used});
+  EXPECT_EQ(h.terms[2].basis, ErrorBasis::HeldOut);
+  EXPECT_DOUBLE_EQ(h.terms[2].relative_error, 0.09);
 }
 
 TEST(StepBand, WithoutValidationTheClassIsAssumedAndSaysSo) {
