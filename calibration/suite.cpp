@@ -269,6 +269,15 @@ Suite parse_suite(const std::string& yaml, const std::string& name) {
       const auto more = shape_list(s.child("shapes"));
       shapes.insert(shapes.end(), more.begin(), more.end());
     }
+    // overlap-bench's GEMV is y = W x for one token: refuse other m here, before any GPU time
+    // is spent on the suite's earlier cases.
+    if (std::find(ops.begin(), ops.end(), "gemv") != ops.end())
+      for (const std::string& shape : shapes)
+        if (shape.rfind("1x", 0) != 0)
+          s.fail(
+              fmt::format("gemv shape {} (expected m = 1: overlap-bench's GEMV multiplies "
+                          "one token)",
+                          shape));
     std::vector<std::uint64_t> bytes;
     if (s.has("bytes")) bytes = bytes_list(s.child("bytes"));
     std::vector<std::int64_t> ctas = {0};

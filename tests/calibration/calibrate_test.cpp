@@ -193,6 +193,21 @@ TEST(Suite, BadSuiteNamesTheKey) {
   }
 }
 
+// overlap-bench's GEMV multiplies one token: a suite asking for more is refused when it is
+// read, not when the case comes up on the GPU.
+TEST(Suite, GemvShapesNeedOneToken) {
+  try {
+    parse_suite(
+        "format: 1\nname: x\nsections:\n  - name: v\n    op: gemv\n"
+        "    shapes: [[1, 1024, 1024], [8, 8192, 28672]]\n",
+        "gemv.yaml");
+    FAIL();
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("gemv.yaml:4:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("8x8192x28672"), std::string::npos) << e.what();
+  }
+}
+
 // FP8 is cuBLASLt's GEMM input only: a gemm/cublas section passes --dtype fp8, any other
 // op or design is refused at the key.
 TEST(Suite, Fp8SectionsAreCublasGemmsOnly) {
