@@ -51,12 +51,7 @@ int run_validate(const ValidateOptions& o) {
   check_output(o.output, "--output");
   if (o.record) check_output(o.profile, "--record");
   const sim::Profile profile = sim::load_profile(o.profile);
-  std::vector<calibration::Measurement> rows;
-  for (const std::string& file : o.measurements) {
-    auto more = calibration::read_measurements(file);
-    rows.insert(rows.end(), std::make_move_iterator(more.begin()),
-                std::make_move_iterator(more.end()));
-  }
+  const auto rows = calibration::read_measurements(o.measurements);
   const workloads::ClusterSpec cluster = workloads::load_cluster(o.cluster);
   calibration::ValidationReport report = calibration::validate(profile, rows, cluster);
   report.measurements_path = fmt::format("{}", fmt::join(o.measurements, " + "));

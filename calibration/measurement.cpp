@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "calibration/calibrate_csv.hpp"
@@ -113,6 +114,16 @@ std::vector<Measurement> parse_measurements(const CsvTable& table) {
 
 std::vector<Measurement> read_measurements(const std::string& path) {
   return parse_measurements(read_measurement_csv(path));
+}
+
+std::vector<Measurement> read_measurements(const std::vector<std::string>& paths) {
+  std::vector<Measurement> out;
+  for (const std::string& path : paths) {
+    std::vector<Measurement> more = read_measurements(path);
+    out.insert(out.end(), std::make_move_iterator(more.begin()),
+               std::make_move_iterator(more.end()));
+  }
+  return out;
 }
 
 bool is_collective_op(const std::string& op) {

@@ -39,6 +39,8 @@ const std::vector<std::string>& required_columns();
 // row, or a value that is not a number of the column's kind. A calibrate CSV must be whole:
 // rows no completion marker vouches for are an error (calibration/calibrate_csv.hpp).
 std::vector<Measurement> read_measurements(const std::string& path);
+// Several files' rows, file by file (each row keeps its own file:line).
+std::vector<Measurement> read_measurements(const std::vector<std::string>& paths);
 std::vector<Measurement> parse_measurements(const CsvTable& table);
 
 // What kind of row it is.

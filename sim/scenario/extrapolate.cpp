@@ -61,20 +61,10 @@ StepBand extrapolate_band(const StepBand& a, const StepBand& b, double t, double
   }
   // The bubble's error is a mix of the compute classes' by their times: the mix of the
   // extrapolated step, not of the shorter run.
+  const double bubble = bubble_error(out.terms).relative_error;
   for (BandTerm& e : out.terms)
-    if (e.number_class == "bubble") e.relative_error = bubble_error(out.terms).relative_error;
-  double sum_sq = 0, largest = 0;
-  for (BandTerm& e : out.terms) {
-    e.contribution_s = e.sensitivity_s * e.relative_error;
-    sum_sq += e.contribution_s * e.contribution_s;
-    if (e.contribution_s > largest) {
-      largest = e.contribution_s;
-      out.dominant = e.number_class;
-    }
-  }
-  const double half = std::sqrt(sum_sq);
-  out.low_s = std::max(0.0, step_time_s - half);
-  out.high_s = step_time_s + half;
+    if (e.number_class == kBubbleClass) e.relative_error = bubble;
+  close_band(out, step_time_s);
   return out;
 }
 

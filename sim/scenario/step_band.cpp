@@ -71,7 +71,7 @@ ClassError gemm_error(const BandInputs& in) {
   if (auto e = held_out(in.profile, "compute_" + precision)) return *e;
   bool typed = false;
   for (const auto& [kind, error] : in.profile.validation.by_kind)
-    typed = typed || (kind.rfind("compute_", 0) == 0 && kind != "compute_own");
+    typed = typed || (starts_with(kind, "compute_") && kind != "compute_own");
   if (!typed)
     if (auto e = held_out(in.profile, "compute")) return *e;
   // No held-out rows: the largest in-sample fit error of the GEMM numbers the step used.
@@ -137,12 +137,28 @@ ModelError network_model_error() {
           "(docs/validation.md)"};
 }
 
+void close_band(StepBand& band, double step_time_s) {
+  double sum_sq = 0, largest = 0;
+  band.dominant.clear();
+  for (BandTerm& t : band.terms) {
+    t.contribution_s = t.sensitivity_s * t.relative_error;
+    sum_sq += t.contribution_s * t.contribution_s;
+    if (t.contribution_s > largest) {
+      largest = t.contribution_s;
+      band.dominant = t.number_class;
+    }
+  }
+  const double half = std::sqrt(sum_sq);
+  band.low_s = std::max(0.0, step_time_s - half);
+  band.high_s = step_time_s + half;
+}
+
 BubbleError bubble_error(const std::vector<BandTerm>& terms) {
   BubbleError out;
   double weight_s = 0, weighted = 0;
   for (const BandTerm& t : terms)
-    if (t.number_class == "GEMMs" || t.number_class == "attention" ||
-        t.number_class == "memory-bound kernels") {
+    if (t.number_class == kGemmClass || t.number_class == kAttentionClass ||
+        t.number_class == kMemoryBoundClass) {
       weight_s += t.sensitivity_s;
       weighted += t.sensitivity_s * t.relative_error;
       out.basis = std::max(out.basis, t.basis);  // the weakest evidence among them
@@ -158,8 +174,8 @@ StepBand step_band(const StepResult& r, const BandInputs& in) {
   StepBand band;
   auto add = [&band](std::string name, double sensitivity_s, const ClassError& e) {
     if (!(sensitivity_s > 0)) return;
-    band.terms.push_back(BandTerm{std::move(name), sensitivity_s, e.relative_error, e.basis,
-                                  e.source, sensitivity_s * e.relative_error});
+    band.terms.push_back(
+        BandTerm{std::move(name), sensitivity_s, e.relative_error, e.basis, e.source, 0});
   };
   // Compute outside the overlapped pairs by kind of kernel: each kind has its own model and
   // its own error. The bubble is other ranks' compute, taken at this rank's mix of kernels.
@@ -174,14 +190,14 @@ StepBand step_band(const StepResult& r, const BandInputs& in) {
   const ClassError gemm = gemm_error(in);
   const ClassError attention = attention_error(in);
   const ClassError memory = memory_bound_error(in);
-  add("GEMMs", gemm_s, gemm);
-  add("attention", attention_s, attention);
-  add("memory-bound kernels", memory_s, memory);
+  add(kGemmClass, gemm_s, gemm);
+  add(kAttentionClass, attention_s, attention);
+  add(kMemoryBoundClass, memory_s, memory);
   const BubbleError mix = bubble_error(band.terms);
   // What the compute stream's merged busy time holds beyond the ops' own durations (none
   // unless compute ops overlapped) goes with the bubble.
   const double rest_s = r.compute_s - paired_compute - (gemm_s + attention_s + memory_s);
-  add("bubble", std::max(0.0, r.bubble_s + rest_s),
+  add(kBubbleClass, std::max(0.0, r.bubble_s + rest_s),
       ClassError{mix.relative_error, mix.basis, kBubbleSource});
   add("intra-host collectives",
       std::max(0.0, r.exposed_comm_s - r.exposed_inter_host_s - paired_exposed),
@@ -197,17 +213,7 @@ StepBand step_band(const StepResult& r, const BandInputs& in) {
       design.source = fmt::format("no held-out {} pairs: assumed 20%", in.design);
     add("design pairs", paired_compute + paired_exposed, design);
   }
-  double sum_sq = 0, largest = 0;
-  for (const auto& t : band.terms) {
-    sum_sq += t.contribution_s * t.contribution_s;
-    if (t.contribution_s > largest) {
-      largest = t.contribution_s;
-      band.dominant = t.number_class;
-    }
-  }
-  const double half = std::sqrt(sum_sq);
-  band.low_s = std::max(0.0, r.step_time_s - half);
-  band.high_s = r.step_time_s + half;
+  close_band(band, r.step_time_s);
   return band;
 }
 

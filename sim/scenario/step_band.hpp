@@ -69,6 +69,16 @@ struct ModelError {
 };
 ModelError network_model_error();
 
+// The classes the compute splits into, by name (the band's terms and what reads them).
+inline constexpr const char* kGemmClass = "GEMMs";
+inline constexpr const char* kAttentionClass = "attention";
+inline constexpr const char* kMemoryBoundClass = "memory-bound kernels";
+inline constexpr const char* kBubbleClass = "bubble";
+
+// Sets each term's contribution (sensitivity x error), the dominant class and the band
+// around `step_time_s` (the root sum of squares of the contributions).
+void close_band(StepBand& band, double step_time_s);
+
 // The bubble's error: other ranks' compute, taken to run the same mix of kernels as this
 // rank's, so the compute classes' errors weighted by their sensitivities (the weakest basis
 // among them). Shared with the extrapolation of sampled steps, which recomputes it from the

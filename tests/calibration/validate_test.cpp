@@ -275,13 +275,9 @@ TEST_P(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
   const sim::Profile profile = sim::load_profile(c.profile);
   std::vector<std::string> heldout = {std::string(c.data) + "/heldout.csv"};
   heldout.insert(heldout.end(), c.also.begin(), c.also.end());
-  std::vector<Measurement> rows;
+  const auto rows = read_measurements(heldout);
   std::string flags;
-  for (const std::string& file : heldout) {
-    const auto more = read_measurements(file);
-    rows.insert(rows.end(), more.begin(), more.end());
-    flags += " --measurements " + file;
-  }
+  for (const std::string& file : heldout) flags += " --measurements " + file;
   const ValidationReport report = validate(profile, rows, workloads::load_cluster(c.cluster));
   ASSERT_FALSE(report.kinds.empty());
   // The shipped file is the fit followed by its held-out errors (validate --record).
@@ -320,11 +316,7 @@ TEST(ShippedProfiles, DatasheetH100ValidationIsItsHeldOutRows) {
   const std::string cluster = "workloads/clusters/h100-128node-ndr.yaml";
   const std::vector<std::string> files = {"calibration/data/h100x1-gemm-offgrid/heldout.csv",
                                           kH100Dtypes};
-  std::vector<Measurement> rows;
-  for (const std::string& f : files) {
-    const auto more = read_measurements(f);
-    rows.insert(rows.end(), more.begin(), more.end());
-  }
+  const auto rows = read_measurements(files);
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const sim::Profile profile = sim::load_profile(path);
