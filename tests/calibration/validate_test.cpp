@@ -356,7 +356,7 @@ INSTANTIATE_TEST_SUITE_P(
                                   kCluster,
                                   {kH200MemoryBound}},
                       ShippedCase{"calibration/profiles/h200-nvswitch-4gpu.yaml",
-                                  "calibration/data/h200x4",
+                                  "calibration/data/h200x4-2026-11-27",
                                   "calibration/profiles/h200-1gpu.yaml",
                                   "workloads/clusters/h200-8gpu.yaml",
                                   {kH200Dtypes, kH200MemoryBound}},
