@@ -7,7 +7,10 @@
 //     and the tail kernel's line as the simulator charges it, latency + (n - 1) b / rate,
 //     fitted as `overlapsim fit` fits it (calibration/fit_copy_engine.hpp) through the run's
 //     peer_copy tail_kernel rows of every world. Only the all-reduce's phase-2 contention
-//     is fitted to pair rows (runs 1 and 2); runs 3 and 4 are held out.
+//     is fitted to pair rows (runs 1 and 2); runs 3 and 4 are held out. The slab order's runs
+//     (benchmarks/results/h100x4/tilewise_slab4/run{1,2,3} and run6/w4: every ring candidate,
+//     with and without slabs, plain and skewed, phase 2 on the comm stream, a stream a peer
+//     or one side stream) are held out too: pair "ARS" for the slab order's rows.
 //   - AllGather+GEMM (allgather.hpp, the simulator's path): the push step from a line
 //     latency + bytes / rate fitted to run 2's transport-alone rows
 //     (gather_only_tw_loop, rotated pushes) of benchmarks/results/h200x4/tilewise_ag4,
@@ -132,14 +135,27 @@ struct Result {
 };
 
 // The ring route's configuration from the tuner's `wait` name:
-// {copy_engine,tail_kernel}_ring[_c2|_c4][_par|_whole].
+// {copy_engine,tail_kernel}_ring[_c2|_c4|_s2|_s4|_s2d|_s4d][_par|_side][_whole].
 bool ring_config(const std::string& wait, tp::RingProblem& p) {
   if (wait.find("_ring") == std::string::npos) return false;
+  for (const int slabs : {2, 4})
+    for (const bool skew : {false, true}) {
+      const std::string tag = "_s" + std::to_string(slabs) + (skew ? "d" : "");
+      const std::size_t at = wait.find(tag);
+      // "_s2" must not match the front of "_s2d", nor "_side".
+      if (at == std::string::npos) continue;
+      const std::size_t after = at + tag.size();
+      if (after < wait.size() && wait[after] != '_') continue;
+      p.slabs = slabs;
+      p.slab_skew = skew;
+    }
   p.phase2 = wait.rfind("tail_kernel", 0) == 0 ? tp::Phase2::TailKernel : tp::Phase2::CopyEngine;
   p.row_chunks = wait.find("_c4") != std::string::npos   ? 4
                  : wait.find("_c2") != std::string::npos ? 2
                                                          : 1;
-  p.phase2_own_streams = wait.find("_par") != std::string::npos;
+  // One stream a peer or one side stream for every peer's copies: a clock of their own.
+  p.phase2_own_streams =
+      wait.find("_par") != std::string::npos || wait.find("_side") != std::string::npos;
   p.tail_whole_part = wait.find("_whole") != std::string::npos;
   return true;
 }
@@ -149,51 +165,68 @@ constexpr double kTileM = 128, kTileN = 256;    // the own GEMM's block tile (de
 
 double tiles_of(double m, double n) { return std::ceil(m / kTileM) * std::ceil(n / kTileN); }
 
+// A run's tail-kernel line and how many rows it went through.
+struct TailLine {
+  std::string run;
+  cal::CopyLine line;
+  std::size_t rows = 0;
+};
+
 struct RingCase {
   tp::RingProblem problem;
   Result result;
 };
 
-// `tails`: each run's tail-kernel line and how many rows it went through.
-void ring_rows(const std::string& root, std::vector<RingCase>& out,
-               std::vector<std::pair<cal::CopyLine, std::size_t>>& tails) {
+// One run's ring rows: every world-4 candidate and final row of `detail` whose `wait` names
+// the ring, predicted from `parts` (the run's peer copies and tail kernel). `held_out`: no
+// row of the run was fitted (else the all-reduce's rows fit the phase-2 contention).
+void ring_run(const std::string& parts_path, const std::string& path, const std::string& run,
+              bool held_out, std::vector<RingCase>& out, std::vector<TailLine>& tails) {
+  const Parts parts = read_parts(parts_path);
+  tails.push_back({run, parts.tail_line, parts.tail_points.size()});
+  for (const Row& r : read_csv(path)) {
+    const std::string& record = str(r, "record", path);
+    if ((record != "candidate" && record != "final") || num(r, "world", path) != 4) continue;
+    tp::RingProblem p;
+    if (!ring_config(str(r, "wait", path), p)) continue;
+    const std::string& op = str(r, "op", path);
+    p.op = op == "gemm+allreduce" ? tp::Collective::AllReduce : tp::Collective::ReduceScatter;
+    const double m = num(r, "m", path), n = num(r, "n", path), k = num(r, "k", path);
+    p.world = 4;
+    p.groups_per_part = static_cast<int>(num(r, "groups", path));
+    p.tiles = tiles_of(m, n);
+    p.ctas = kH100Sms;
+    p.gemm_s = num(r, "t_own_signal_ce_s", path);
+    p.bytes = m * n * 2;
+    p.copy_s = parts.copy.as_function();
+    p.copy_ops_s = parts.ops_s;
+    p.tail_s = parts.tail;
+    Result res;
+    res.pair = p.op == tp::Collective::ReduceScatter ? "RS" : p.slabs > 1 ? "ARS" : "AR";
+    res.run = run;
+    res.record = record;
+    std::ostringstream shape;
+    shape << m << "x" << n << "x" << k;
+    res.shape = shape.str();
+    res.config = str(r, "wait", path) + "/g" + str(r, "groups", path);
+    // Only the all-reduce's phase-2 contention is fitted (ring runs 1 and 2).
+    res.set = !held_out && p.op == tp::Collective::AllReduce ? "fit" : "heldout";
+    res.measured_s = num(r, "measured_s", path);
+    out.push_back({p, res});
+  }
+}
+
+void ring_rows(const std::string& root, std::vector<RingCase>& out, std::vector<TailLine>& tails) {
   const std::string dir = root + "/benchmarks/results/h100x4/tilewise_ring4/";
   for (int run = 1; run <= 4; ++run) {
     const std::string rd = dir + "run" + std::to_string(run) + "/";
-    const Parts parts = read_parts(rd + (run == 1 ? "ring4.csv" : "bench.csv"));
-    tails.emplace_back(parts.tail_line, parts.tail_points.size());
-    const std::string path = rd + "detail.csv";
-    for (const Row& r : read_csv(path)) {
-      const std::string& record = str(r, "record", path);
-      if ((record != "candidate" && record != "final") || num(r, "world", path) != 4) continue;
-      tp::RingProblem p;
-      if (!ring_config(str(r, "wait", path), p)) continue;
-      const std::string& op = str(r, "op", path);
-      p.op = op == "gemm+allreduce" ? tp::Collective::AllReduce : tp::Collective::ReduceScatter;
-      const double m = num(r, "m", path), n = num(r, "n", path), k = num(r, "k", path);
-      p.world = 4;
-      p.groups_per_part = static_cast<int>(num(r, "groups", path));
-      p.tiles = tiles_of(m, n);
-      p.ctas = kH100Sms;
-      p.gemm_s = num(r, "t_own_signal_ce_s", path);
-      p.bytes = m * n * 2;
-      p.copy_s = parts.copy.as_function();
-      p.copy_ops_s = parts.ops_s;
-      p.tail_s = parts.tail;
-      Result res;
-      res.pair = p.op == tp::Collective::AllReduce ? "AR" : "RS";
-      res.run = "run" + std::to_string(run);
-      res.record = record;
-      std::ostringstream shape;
-      shape << m << "x" << n << "x" << k;
-      res.shape = shape.str();
-      res.config = str(r, "wait", path) + "/g" + str(r, "groups", path);
-      // Only the all-reduce's phase-2 contention is fitted (runs 1 and 2).
-      res.set = p.op == tp::Collective::AllReduce && run <= 2 ? "fit" : "heldout";
-      res.measured_s = num(r, "measured_s", path);
-      out.push_back({p, res});
-    }
+    ring_run(rd + (run == 1 ? "ring4.csv" : "bench.csv"), rd + "detail.csv",
+             "run" + std::to_string(run), run > 2, out, tails);
   }
+  const std::string slabs = root + "/benchmarks/results/h100x4/tilewise_slab4/";
+  for (const std::string run : {"run1", "run2", "run3", "run6/w4"})
+    ring_run(slabs + run + "/bench.csv", slabs + run + "/detail.csv", "slab4/" + run, true, out,
+             tails);
 }
 
 // A step's time from one chunk's bytes: latency_s + bytes / rate_Bps.
@@ -313,7 +346,7 @@ int main(int argc, char** argv) {
   std::vector<Result> results;
   PushLine push;
   double contention = 0;
-  std::vector<std::pair<cal::CopyLine, std::size_t>> tails;
+  std::vector<TailLine> tails;
   try {
     std::vector<RingCase> ring;
     ring_rows(root, ring, tails);
@@ -351,14 +384,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tilewise_4rank_check: %s\n", e.what());
     return 2;
   }
-  for (std::size_t i = 0; i < tails.size(); ++i)
-    std::printf("tail kernel (run %zu, %zu peer_copy rows): %.4g s + (n - 1) bytes / %.4g B/s\n",
-                i + 1, tails[i].second, tails[i].first.latency_s, tails[i].first.Bps);
+  for (const TailLine& t : tails)
+    std::printf("tail kernel (%s, %zu peer_copy rows): %.4g s + (n - 1) bytes / %.4g B/s\n",
+                t.run.c_str(), t.rows, t.line.latency_s, t.line.Bps);
   std::printf("ring all-reduce phase-2 contention (runs 1 and 2): %.3f\n", contention);
   std::printf("AllGather push step (run 2's rotated transport-alone rows): %.4g s + bytes / %.4g B/s\n",
               push.latency_s, push.rate_Bps);
   std::printf("%-4s %-9s %-8s %5s %9s %9s\n", "pair", "record", "set", "rows", "median", "max");
-  for (const char* pair : {"RS", "AR", "AG"})
+  for (const char* pair : {"RS", "AR", "ARS", "AG"})
     for (const char* record : {"final", "candidate"})
       for (const char* set : {"fit", "heldout"}) {
         std::vector<double> errs;

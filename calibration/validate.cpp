@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 #include "calibration/ops.hpp"
@@ -23,11 +25,25 @@
 namespace overlapsim::calibration {
 namespace {
 
-const std::vector<std::string> kKindOrder = {
-    "compute",         "compute_bf16",   "compute_fp16", "compute_fp8",      "compute_fp8_block",
-    "compute_own",     "memory_bound",   "collective",   "collective_alone", "collective_in_loop",
-    "collective_ctas", "collective_eff", "sequential",   "decomposed",       "tilewise",
-    "tilewise_ce",     "collective_flow"};
+const std::vector<std::string> kKindOrder = {"compute",
+                                             "compute_bf16",
+                                             "compute_fp16",
+                                             "compute_fp8",
+                                             "compute_fp8_block",
+                                             "compute_own",
+                                             "memory_bound",
+                                             "collective",
+                                             "collective_alone",
+                                             "collective_in_loop",
+                                             "collective_ctas",
+                                             "collective_eff",
+                                             "sequential",
+                                             "decomposed",
+                                             "tilewise",
+                                             "tilewise_ce",
+                                             "tilewise_ce_direct",
+                                             "tilewise_ce_ring",
+                                             "collective_flow"};
 
 sim::CollectiveRequest request_of(const sim::CollectiveOp op, std::uint64_t bytes, int world) {
   sim::CollectiveRequest req;
@@ -85,6 +101,43 @@ bool is_copy_engine_design(const std::string& design) {
   return design == "tilewise_copy_engine" || design == "tilewise_ce" || design == "tilewise_ce_tk";
 }
 
+// A ring row's configuration from its design name, {tilewise_ce,tilewise_ce_tk}_ring then
+// [_c<n>|_s<n>[d]][_par|_side][_whole] (kernels/bench/tilewise_context.hpp); the row's chunks
+// column is its groups per part. Nothing for other names, the split last wave (_k<n>), or
+// the tuner's alternative rows timed in its loop (alt_..._tw_loop).
+std::optional<sim::TilewiseDesign::RingReplay> ring_replay(const std::string& design, int groups) {
+  std::string rest;
+  for (const char* head : {"tilewise_ce_ring", "tilewise_ce_tk_ring"})
+    if (design.rfind(head, 0) == 0) rest = design.substr(std::strlen(head)) + "_";
+  if (rest.empty()) return std::nullopt;
+  sim::TilewiseDesign::RingReplay r;
+  r.groups_per_part = std::max(1, groups);
+  for (std::size_t at = 0; at + 1 < rest.size();) {
+    const std::size_t end = rest.find('_', at + 1);
+    const std::string token = rest.substr(at + 1, end - at - 1);
+    at = end;
+    if (token == "par" || token == "side") {
+      r.phase2_own_streams = true;
+    } else if (token == "whole") {
+      r.tail_whole_part = true;
+    } else if (token.size() >= 2 && (token[0] == 'c' || token[0] == 's') &&
+               std::isdigit(static_cast<unsigned char>(token[1]))) {
+      const bool skew = token.back() == 'd';
+      const std::string digits = token.substr(1, token.size() - 1 - (skew ? 1 : 0));
+      if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit) ||
+          (skew && token[0] == 'c'))
+        return std::nullopt;
+      (token[0] == 'c' ? r.row_chunks : r.slabs) = std::stoi(digits);
+      r.slab_skew = skew;
+    } else {
+      return std::nullopt;  // _k<n> and anything newer
+    }
+  }
+  return r;
+}
+
+bool is_ring_design(const Measurement& m) { return ring_replay(m.design, m.chunks).has_value(); }
+
 // The measured pair as the simulator replays it (sim::simulate_pair: every rank runs the op
 // and its collective, the collective timed by the profile's curve): decomposed with the
 // row's chunk count, tile-wise with at most the row's group count (its partition and
@@ -106,12 +159,15 @@ sim::PairCase pair_case(const sim::Profile& profile, const Measurement& m, const
     if (const sim::Sourced* s = profile.designs.find("tilewise", "comm_sms"); pc.comm_sms <= 0 && s)
       pc.comm_sms = static_cast<int>(s->value);
   }
-  pc.copy_engine = is_copy_engine_design(m.design);
+  pc.copy_engine = is_copy_engine_design(m.design) || is_ring_design(m);
   // The phase 2 the row measured (its design name says which).
-  pc.phase2 = m.design == "tilewise_ce_tk" ? sim::TilewiseDesign::AllReducePhase2::TailKernel
-                                           : sim::TilewiseDesign::AllReducePhase2::CopyEngine;
-  // These rows ran the direct route (the ring's rows are named tilewise_ce_ring*).
+  pc.phase2 = m.design.rfind("tilewise_ce_tk", 0) == 0
+                  ? sim::TilewiseDesign::AllReducePhase2::TailKernel
+                  : sim::TilewiseDesign::AllReducePhase2::CopyEngine;
+  // The direct route unless the name says ring (tilewise_ce_ring*, tilewise_ce_tk_ring*).
   pc.route = sim::TilewiseDesign::Route::Direct;
+  pc.ring = ring_replay(m.design, m.chunks);
+  if (pc.ring) pc.max_groups = 0;
   return pc;
 }
 
@@ -311,8 +367,8 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
           sim::simulate_pair(pair_case(clocked, m, *parts), "sequential", clocked, topo).time_s);
       continue;
     }
-    if (parts &&
-        (m.design == "decomposed" || m.design == "tilewise" || is_copy_engine_design(m.design))) {
+    if (parts && (m.design == "decomposed" || m.design == "tilewise" ||
+                  is_copy_engine_design(m.design) || is_ring_design(m))) {
       double predicted = 0;
       try {
         predicted = design_time_s(profile, topo, m, *parts);
@@ -321,7 +377,11 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
         add_unmodelled(r, m.design, e.what());
         continue;
       }
-      add(m, is_copy_engine_design(m.design) ? "tilewise_ce" : m.design, predicted);
+      const bool ring = is_ring_design(m);
+      add(m, ring || is_copy_engine_design(m.design) ? "tilewise_ce" : m.design, predicted);
+      // The copy engines' routes apart where both occur (more than 2 ranks).
+      if (r.rows.back().kind == "tilewise_ce")
+        r.rows.back().sub_kind = ring ? "tilewise_ce_ring" : "tilewise_ce_direct";
       continue;
     }
     if (parts) {

@@ -80,9 +80,25 @@ class TilewiseDesign final : public PairedDesign {
   void set_allreduce_phase2(AllReducePhase2 mode);
   // The copy-engine route on more than 2 ranks (the kernel's CopyEngineRoute): Auto takes
   // the faster of the direct route and the ring, as the kernel's tuner does; Direct replays
-  // a measured direct-route row.
-  enum class Route { Auto, Direct };
+  // a measured direct-route row, Ring a measured ring row (set_ring_replay).
+  enum class Route { Auto, Direct, Ring };
   void set_route(Route route) { route_ = route; }
+  // A measured ring configuration (the kernel's `*_ring*` rows; its phase 2 by
+  // set_allreduce_phase2): groups per part, row chunks or the slab order, phase 2 on a
+  // clock of its own (a stream a peer, or one side stream), the tail kernel over the whole
+  // own part.
+  struct RingReplay {
+    int groups_per_part = 2;
+    int row_chunks = 1;
+    int slabs = 1;
+    bool slab_skew = false;
+    bool phase2_own_streams = false;
+    bool tail_whole_part = false;
+  };
+  void set_ring_replay(const RingReplay& ring) {
+    route_ = Route::Ring;
+    ring_replay_ = ring;
+  }
   // Replays a measured configuration: waves per group, and the SMs left to NCCL.
   void set_partition(std::vector<int> waves_per_group) { partition_ = std::move(waves_per_group); }
   void set_max_groups(int groups) { max_groups_ = groups; }
@@ -112,6 +128,7 @@ class TilewiseDesign final : public PairedDesign {
   double push_Bps_ = 0, push_latency_s_ = 0;  // 0: AllGather + GEMM left sequential
   AllReducePhase2 phase2_ = AllReducePhase2::Auto;
   Route route_ = Route::Auto;
+  std::optional<RingReplay> ring_replay_;
   int comm_sms_, max_groups_;
   double tile_m_, tile_n_, gemm_vs_vendor_ = 0, signal_, interference_, wait_s_, call_latency_s_;
   // The own GEMM's time: its measured tables (compute.own_gemm_tables) when the profile

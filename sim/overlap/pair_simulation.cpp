@@ -93,6 +93,7 @@ PairOutcome simulate_pair(const PairCase& pc, const std::string& design_name,
       if (pc.copy_engine) {
         t->set_allreduce_phase2(pc.phase2);
         t->set_route(pc.route);
+        if (pc.ring) t->set_ring_replay(*pc.ring);
       }
     }
   };

@@ -5,14 +5,15 @@
 // the design tests: measured component times (the op alone, NCCL alone) may be given, so
 // the comparison with a measured pair isolates what the design model adds.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "sim/collectives/collective_cost_model.hpp"
-#include "sim/profile/profile.hpp"
 #include "sim/graph/op_graph.hpp"
 #include "sim/overlap/designs.hpp"
+#include "sim/profile/profile.hpp"
 #include "sim/topology/topology.hpp"
 
 namespace overlapsim::sim {
@@ -50,6 +51,8 @@ struct PairCase {
   TilewiseDesign::AllReducePhase2 phase2 = TilewiseDesign::AllReducePhase2::Auto;
   // tilewise copy_engine on > 2 ranks: the route (Auto: the faster of direct and ring).
   TilewiseDesign::Route route = TilewiseDesign::Route::Auto;
+  // tilewise copy_engine: a measured ring configuration to replay (sets the route).
+  std::optional<TilewiseDesign::RingReplay> ring;
 };
 
 struct PairOutcome {

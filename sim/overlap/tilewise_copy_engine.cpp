@@ -201,9 +201,14 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
       if (plan.end_s < best.end_s) best = std::move(plan);
     }
   // More than 2 ranks: the kernel's tuner also times the ring route (reduce-scatter and
-  // all-reduce), and for an all-reduce its row chunks; the fastest is taken, here by the
-  // ring's planner (sim/tilewise_plan/ring.hpp), which has no interference term.
-  if (w.world > 2 && w.op != CollectiveOp::AllToAll && route_ == Route::Auto) {
+  // all-reduce), and for an all-reduce its row chunks and the slab order (2 or 4 slabs, plain
+  // or skewed, one call); the fastest is taken, here by the ring's planner
+  // (sim/tilewise_plan/ring.hpp), which has no interference term.
+  if (route_ == Route::Ring && (w.world <= 2 || w.op == CollectiveOp::AllToAll)) {
+    why_not = "copy-engine ring route: more than 2 ranks, all-reduce or reduce-scatter";
+    return std::nullopt;
+  }
+  if (w.world > 2 && w.op != CollectiveOp::AllToAll && route_ != Route::Direct) {
     tilewise_plan::RingProblem r;
     r.op = w.op == CollectiveOp::AllReduce ? tilewise_plan::Collective::AllReduce
                                            : tilewise_plan::Collective::ReduceScatter;
@@ -226,25 +231,54 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
     }
     const bool all_reduce = r.op == tilewise_plan::Collective::AllReduce;
     double ring_end = 1e300, ring_gemm = 0;
-    for (int g = std::min(2, max_groups_); g <= max_groups_ && g <= part_tiles; g *= 2)
-      for (int chunks : {1, 2, 4}) {
-        // Row chunks: all-reduce only, at most 4 groups a part (the tuner's set).
-        if (chunks > 1 && (!all_reduce || g > 4 || g > part_tiles / chunks)) continue;
+    if (ring_replay_) {
+      const RingReplay& c = *ring_replay_;
+      r.groups_per_part = c.groups_per_part;
+      r.row_chunks = c.row_chunks;
+      r.slabs = c.slabs;
+      r.slab_skew = c.slab_skew;
+      r.phase2_own_streams = c.phase2_own_streams;
+      r.tail_whole_part = c.tail_whole_part;
+      r.phase2 = phase2_ == AllReducePhase2::TailKernel ? tilewise_plan::Phase2::TailKernel
+                                                        : tilewise_plan::Phase2::CopyEngine;
+      const tilewise_plan::RingPlan plan = tilewise_plan::plan_ring(r);
+      ring_end = plan.end_s;
+      ring_gemm = plan.gemm_end_s;
+    }
+    // (row chunks, slabs, skewed): row chunks or the slab order, not both (the tuner's set).
+    struct Cut {
+      int chunks, slabs;
+      bool skew;
+    };
+    static constexpr Cut kCuts[] = {{1, 1, false}, {2, 1, false}, {4, 1, false}, {1, 2, false},
+                                    {1, 2, true},  {1, 4, false}, {1, 4, true}};
+    for (int g = std::min(2, max_groups_); !ring_replay_ && g <= max_groups_ && g <= part_tiles;
+         g *= 2)
+      for (const Cut& cut : kCuts) {
+        // All-reduce only, at most 4 groups a part or sub-slab, whole tiles a group.
+        const int cuts = cut.chunks * cut.slabs;
+        if (cuts > 1 && (!all_reduce || g > 4 || g > part_tiles / cuts)) continue;
         for (const tilewise_plan::Phase2 mode : modes)
-          for (const bool own_streams : {false, true}) {
-            if (own_streams && !all_reduce) continue;
-            r.groups_per_part = g;
-            r.row_chunks = chunks;
-            r.phase2 = mode;
-            r.phase2_own_streams = own_streams;
-            const tilewise_plan::RingPlan plan = tilewise_plan::plan_ring(r);
-            if (plan.end_s < ring_end) {
-              ring_end = plan.end_s;
-              ring_gemm = plan.gemm_end_s;
+          for (const bool own_streams : {false, true})
+            for (const bool whole : {false, true}) {
+              if (own_streams && !all_reduce) continue;
+              // The tail kernel over the last own group or the whole own part.
+              if (whole && mode != tilewise_plan::Phase2::TailKernel) continue;
+              r.groups_per_part = g;
+              r.row_chunks = cut.chunks;
+              r.slabs = cut.slabs;
+              r.slab_skew = cut.skew;
+              r.phase2 = mode;
+              r.phase2_own_streams = own_streams;
+              r.tail_whole_part = whole;
+              const tilewise_plan::RingPlan plan = tilewise_plan::plan_ring(r);
+              if (plan.end_s < ring_end) {
+                ring_end = plan.end_s;
+                ring_gemm = plan.gemm_end_s;
+              }
             }
-          }
       }
-    if (ring_end < best.end_s) {
+    if (ring_end < best.end_s || route_ == Route::Ring) {
       // The GEMM with its stalls as one group, what is left after it as one part.
       PairSchedule s;
       s.compute_s = {ring_gemm};

@@ -28,6 +28,13 @@
 //                  and takes tail_s(own bytes it carries), the exchange with every peer at
 //                  once measured at this world size; other chunks' own groups go by copy
 //                  engines.
+// Slab order (all-reduce, slabs S > 1, one call): the same GEMM visits S slabs of rows one
+//   after the other, each cut into n sub-slabs (units (s, q), groups_per_part groups each);
+//   the waves run on across slabs (W from the call's start, one partial last wave), the ring's
+//   hops and phase 2 are per slab, D(s, q + 1, j) = C of (s, q, j), so slab s's phase 2
+//   runs under slab s + 1's GEMM; the tail kernel carries the last slab's last own group (or
+//   its whole own sub-slab). Skewed (slab_skew): units visited by steps t = s + q, inside a
+//   step by increasing q; the comm stream issues them in that order.
 // End: the last of F, C, P and the tail. Reduce-scatter: no phase 2.
 // Inputs are what the kernels' tuner measures (copy curve, stream operations per copy, the
 // GEMM with its signals, the tail kernel's curve) or the simulator's profile rates. C++17.
@@ -58,6 +65,8 @@ struct RingProblem {
   TimeOfBytes tail_s;      // TailKernel: the kernel's exchange of b bytes with every peer
   bool tail_whole_part = false;
   bool phase2_own_streams = false;
+  int slabs = 1;           // the slab order's slab count (1: none); not with row_chunks > 1
+  bool slab_skew = false;  // the skewed slab order
 };
 
 struct RingPlan {

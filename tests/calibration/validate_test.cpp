@@ -45,6 +45,39 @@ TEST(KindStats, QuantilesInterpolateBetweenOrderStatistics) {
   EXPECT_DOUBLE_EQ(k.max_abs_err, 0.05);
 }
 
+// Ring rows (the kernel's `*_ring*` designs) replay the configuration their name gives:
+// they join the copy-engine kind, listed apart from the direct route's rows, and a
+// configuration the planner does not have (the split last wave) is not predicted.
+TEST(Validate, RingRowsReplayTheConfigurationTheirNameGives) {
+  const sim::Profile profile = sim::load_profile("calibration/profiles/h200-nvswitch-4gpu.yaml");
+  const auto cluster = workloads::load_cluster("workloads/clusters/h200-8gpu.yaml");
+  const unsigned long long bytes = 8192ull * 8192 * 2;
+  auto row = [&](const std::string& op, const std::string& design, int groups) {
+    return bench_row(op, design, 8192, 8192, 4096, bytes, groups, 1e-3, "NVIDIA H200", 4);
+  };
+  std::string csv = kBenchHeader;
+  csv += row("gemm+allreduce", "tilewise_ce_tk_ring", 2);
+  csv += row("gemm+allreduce", "tilewise_ce_tk_ring_s2d_side_whole", 2);
+  csv += row("gemm+allreduce", "tilewise_ce_ring_c4_par", 2);
+  csv += row("gemm+reducescatter", "tilewise_ce_ring", 8);
+  csv += row("gemm+reducescatter", "tilewise_ce", 8);
+  csv += row("gemm+allreduce", "tilewise_ce_tk_ring_k2", 2);
+  const auto rows = parse_measurements(parse_csv(csv, "held.csv"));
+  const ValidationReport r = validate(profile, rows, cluster);
+  std::map<std::string, int> count;
+  for (const auto& k : r.kinds) count[k.kind] = k.count;
+  EXPECT_EQ(count["tilewise_ce"], 5);
+  EXPECT_EQ(count["tilewise_ce_ring"], 4);
+  EXPECT_EQ(count["tilewise_ce_direct"], 1);
+  ASSERT_EQ(r.rows.size(), 5u);
+  // Each configuration its own plan: no two all-reduce predictions alike.
+  EXPECT_NE(r.rows[0].predicted_s, r.rows[1].predicted_s);
+  EXPECT_NE(r.rows[0].predicted_s, r.rows[2].predicted_s);
+  EXPECT_NE(r.rows[1].predicted_s, r.rows[2].predicted_s);
+  ASSERT_EQ(r.unmodelled.size(), 1u);
+  EXPECT_EQ(r.unmodelled[0].kind, "tilewise_ce_tk_ring_k2");
+}
+
 // GEMVs and embedding bags are timed by the memory curves, not the GEMM models: a kind of
 // their own, which the uncertainty band gives memory-bound kernels.
 TEST(Validate, GemvRowsAreMemoryBound) {

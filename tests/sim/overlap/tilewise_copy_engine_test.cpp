@@ -123,8 +123,9 @@ TEST(TilewiseCopyEngine, EventSimulationEqualsTheClosedFormPlan) {
     }
 }
 
-// The ring route's best plan as the design searches it (groups 2..16, row chunks 1, 2, 4 for
-// an all-reduce with at most 4 groups a part, phase 2 on the comm stream or its own), with
+// The ring route's best plan as the design searches it (groups 2..16, row chunks 1, 2, 4 or
+// 2 or 4 slabs, plain or skewed, for an all-reduce with at most 4 groups a part or sub-slab,
+// phase 2 on the comm stream or its own), with
 // the profile's copy rate and no fixed costs: what a > 2-rank pair takes where it beats the
 // direct route.
 double best_ring_s(CollectiveOp op, int world, double tiles, double gemm_time_s, double bytes,
@@ -142,14 +143,21 @@ double best_ring_s(CollectiveOp op, int world, double tiles, double gemm_time_s,
   double best = 1e300;
   for (int g : {2, 4, 8, 16})
     for (int chunks : {1, 2, 4})
-      for (bool own_streams : {false, true}) {
-        if ((chunks > 1 || own_streams) && op != CollectiveOp::AllReduce) continue;
-        if (chunks > 1 && g > 4) continue;
-        r.groups_per_part = g;
-        r.row_chunks = chunks;
-        r.phase2_own_streams = own_streams;
-        best = std::min(best, tilewise_plan::plan_ring(r).end_s);
-      }
+      for (int slabs : {1, 2, 4})
+        for (bool skew : {false, true})
+          for (bool own_streams : {false, true}) {
+            if (chunks > 1 && slabs > 1) continue;
+            if (skew && slabs == 1) continue;
+            const bool cut = chunks > 1 || slabs > 1;
+            if ((cut || own_streams) && op != CollectiveOp::AllReduce) continue;
+            if (cut && g > 4) continue;
+            r.groups_per_part = g;
+            r.row_chunks = chunks;
+            r.slabs = slabs;
+            r.slab_skew = skew;
+            r.phase2_own_streams = own_streams;
+            best = std::min(best, tilewise_plan::plan_ring(r).end_s);
+          }
   return best;
 }
 

@@ -1,6 +1,7 @@
 // The ring route's timeline (sim/tilewise_plan/ring.hpp) against hand-worked cases: the
 // running sum's hops, a stall carried along the ring, the all-reduce's phase 2 by copy
-// engines (one stream, own streams, contention) and by the tail kernel, row chunks.
+// engines (one stream, own streams, contention) and by the tail kernel, row chunks, the slab
+// order (plain and skewed).
 #include "sim/tilewise_plan/ring.hpp"
 
 #include <gtest/gtest.h>
@@ -99,6 +100,64 @@ TEST(TilewisePlanRing, RowChunksPayTheirPartialLastWaves) {
   EXPECT_DOUBLE_EQ(plan_ring(p).end_s, 3);
   p.row_chunks = 2;
   EXPECT_DOUBLE_EQ(plan_ring(p).end_s, 4);
+}
+
+// 6 tiles on one CTA (waves of 1 s), 2 slabs of 3 sub-slabs of one tile, 1 byte a group and
+// copies of 1 s: the units (slab, position) in visiting order.
+RingProblem two_slabs(bool skew) {
+  RingProblem p = three_ranks(Collective::AllReduce, 1);
+  p.tiles = 6;
+  p.gemm_s = 6;
+  p.bytes = 6;
+  p.slabs = 2;
+  p.slab_skew = skew;
+  return p;
+}
+
+TEST(TilewisePlanRing, SlabOrderRunsPhaseTwoUnderTheNextSlab) {
+  // (0, 0) at 1, hop 1-2; (0, 1) at 2, hop 2-3; own (0, 2) at 3, phase 2 on the comm stream
+  // 3-5. (1, 0) at 4, its hop waits for phase 2: 5-6; (1, 1) stalls 5 -> 6, hop 6-7; own
+  // (1, 2) at 7, phase 2 7-9.
+  RingProblem p = two_slabs(false);
+  RingPlan plan = plan_ring(p);
+  EXPECT_DOUBLE_EQ(plan.stall_s, 1);
+  EXPECT_DOUBLE_EQ(plan.gemm_end_s, 7);
+  EXPECT_DOUBLE_EQ(plan.end_s, 9);
+  // Phase 2 on its own streams: slab 1's hops 4-5 and 5-6 do not wait; own (1, 2) at 6,
+  // phase 2 6-8.
+  p.phase2_own_streams = true;
+  plan = plan_ring(p);
+  EXPECT_DOUBLE_EQ(plan.stall_s, 0);
+  EXPECT_DOUBLE_EQ(plan.end_s, 8);
+}
+
+TEST(TilewisePlanRing, SkewedSlabsVisitBySteps) {
+  // Order (0,0) (1,0) (0,1) (1,1) (0,2) (1,2): each running sum arrives a unit early, so
+  // the GEMM never stalls (6 s); phase 2 of (0, 2) 5-7 on the comm stream, of (1, 2) 7-9.
+  const RingPlan plan = plan_ring(two_slabs(true));
+  EXPECT_DOUBLE_EQ(plan.stall_s, 0);
+  EXPECT_DOUBLE_EQ(plan.gemm_end_s, 6);
+  EXPECT_DOUBLE_EQ(plan.end_s, 9);
+}
+
+TEST(TilewisePlanRing, SlabsShareOneCallsWaves) {
+  // 6 tiles on 2 CTAs (3 waves of 1 s), copies free: 2 row chunks pay a partial last wave
+  // each (4 s, above); 2 slabs in one call do not.
+  RingProblem p = two_slabs(false);
+  p.ctas = 2;
+  p.gemm_s = 3;
+  p.copy_s = linear_time(0, 1e300);
+  EXPECT_DOUBLE_EQ(plan_ring(p).end_s, 3);
+}
+
+TEST(TilewisePlanRing, TailKernelCarriesTheLastSlabsOwnGroup) {
+  // Copies free, so the GEMM ends at 6: slab 0's own group by the copy engines, slab 1's
+  // (1 byte) by the kernel after the GEMM.
+  RingProblem p = two_slabs(false);
+  p.copy_s = linear_time(0, 1e300);
+  p.phase2 = Phase2::TailKernel;
+  p.tail_s = linear_time(0.5, 1);
+  EXPECT_DOUBLE_EQ(plan_ring(p).end_s, 6 + 1.5);
 }
 
 }  // namespace
