@@ -199,6 +199,49 @@ void fit_copy_engine(const FitData& data, FitOutput& out) {
            "peer_copy tail_kernel",
            "every rank sending its bytes to each peer at once, (world - 1) x bytes a row", true);
 
+  // The stream operations per copy (flag write, counter wait and reset): a 1 MiB copy with
+  // them less the same copy alone in the same run section (the rows' case) and world, the
+  // median over the sections.
+  {
+    std::vector<std::pair<const Measurement*, const Measurement*>> pairs;
+    for (const auto& w : data.rows) {
+      if (w.op != "peer_copy" || w.design != "copy_engine_with_stream_ops") continue;
+      for (const auto& a : data.rows)
+        if (a.op == "peer_copy" && a.design == "copy_engine" && a.case_key == w.case_key &&
+            a.world == w.world && a.bytes == w.bytes) {
+          pairs.emplace_back(&a, &w);
+          break;
+        }
+    }
+    std::vector<double> ops;
+    std::vector<const Measurement*> cited;
+    for (const auto& [a, w] : pairs) {
+      ops.push_back(std::max(0.0, w->time_s - a->time_s));
+      cited.push_back(a);
+      cited.push_back(w);
+    }
+    if (!ops.empty()) {
+      std::sort(ops.begin(), ops.end());
+      const std::size_t h = ops.size() / 2;
+      const double median = ops.size() % 2 ? ops[h] : (ops[h - 1] + ops[h]) / 2;
+      // Its error: the sections' relative RMS deviation from the median.
+      double sq = 0;
+      for (const double o : ops) sq += (o - median) * (o - median);
+      const double err = median > 0 ? std::sqrt(sq / static_cast<double>(ops.size())) / median : 0;
+      p.designs.by_design["tilewise"]["copy_engine_stream_ops_s"] = {
+          rounded(median, 4),
+          {sim::SourceKind::Measured, cite_rows(data.label, cited), rounded(err, 4)}};
+      comment("copy_engine_stream_ops_s",
+              fmt::format("the stream operations each copy-engine copy takes (flag write, "
+                          "counter wait and reset): peer_copy copy_engine_with_stream_ops less "
+                          "copy_engine at the same size, median over {} run section(s)",
+                          ops.size()));
+      out.notes.push_back(
+          fmt::format("designs.tilewise.copy_engine_stream_ops_s: {:.2f} us from {} pairs of rows",
+                      median * 1e6, ops.size()));
+    }
+  }
+
   // The pair rows' parameters, each where rows pin it down.
   const sim::Sourced* tile_m = param("tile_m");
   const sim::Sourced* tile_n = param("tile_n");

@@ -8,6 +8,9 @@
 //       tail_kernel rows (the all-reduce tail kernel's exchange, every rank at once), each
 //       row's bytes counted once per peer ((world - 1) x bytes): the simulator charges the
 //       tail latency + (n - 1) b / bandwidth at n ranks
+//   copy_engine_stream_ops_s   a copy's stream operations (flag write, counter wait and
+//       reset): the peer_copy copy_engine_with_stream_ops row less the copy_engine row of
+//       its size, same case and world, median over the cases
 //   epilogue_reduce_overhead_fraction   2 ranks: from the all-reduce and reduce-scatter
 //       tilewise_ce pair rows
 //   epilogue_reduce_bandwidth_Bps       more ranks: from the reduce-scatter pair rows

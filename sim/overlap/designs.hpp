@@ -131,6 +131,9 @@ class TilewiseDesign final : public PairedDesign {
   std::optional<RingReplay> ring_replay_;
   int comm_sms_, max_groups_;
   double tile_m_, tile_n_, gemm_vs_vendor_ = 0, signal_, interference_, wait_s_, call_latency_s_;
+  // Copy engines: the measured stream operations per copy (copy_engine_stream_ops_s), which
+  // include the group's wait; 0 where the profile lacks it (then wait_s_ per group).
+  double copy_ops_s_ = 0;
   // The own GEMM's time: its measured tables (compute.own_gemm_tables) when the profile
   // has them, else the vendor model's time x own_gemm_time_ratio.
   double own_gemm_s(const ComputeModel& vendor, const OpNode& op) const;
@@ -206,7 +209,8 @@ struct CopyEngineProblem {
   double bytes = 0;   // the collective's bytes (nccl-tests convention)
   double copy_Bps = 0;
   double copy_latency_s = 0;  // per copy, besides bytes / copy_Bps
-  double wait_s = 0;
+  double wait_s = 0;          // per group on the copy stream, before its copies
+  double copy_ops_s = 0;      // per copy: its stream operations (flag, counter wait and reset)
   // 2 ranks: the owner epilogue's reduction, spread over the next tile's first k-blocks,
   // costs this fraction of the own part's time.
   double epilogue_fraction = 0;

@@ -29,8 +29,10 @@ CopyEnginePlan plan_copy_engine(const CopyEngineProblem& w) {
   p.bytes = w.bytes;
   p.groups = tilewise_plan::uniform_groups(w.world, w.groups_per_part, w.tiles, w.bytes);
   p.copy_s = tilewise_plan::linear_time(w.copy_latency_s, w.copy_Bps);
-  // One wait kernel per group on the copy stream, before all of that group's copies.
+  // One wait per group on the copy stream, before all of that group's copies, and each
+  // copy's own stream operations.
   p.wait_s = w.wait_s;
+  p.copy_ops_s = w.copy_ops_s;
   p.epilogue_fraction = w.epilogue_fraction;
   p.epilogue_reduce_Bps = w.epilogue_reduce_Bps;
   p.phase2_contention = w.phase2_contention;
@@ -63,6 +65,11 @@ void TilewiseDesign::set_transport(Transport transport, const Profile& profile) 
     phase2_contention_ = p.need_at_least(
         "copy_engine_phase2_contention", 0,
         "the all-reduce phase-2 copies' slowdown per rank beyond 2, >= 0 (0: none)");
+  // The stream operations each copy takes (flag write, counter wait and reset), measured:
+  // they include the group's wait, which is then not charged again.
+  if (profile.designs.find("tilewise", "copy_engine_stream_ops_s"))
+    copy_ops_s_ = p.need_at_least("copy_engine_stream_ops_s", 0,
+                                  "the stream operations per copy-engine copy, such as 7us");
   if (p.has_rate_and_time("tail_kernel_bandwidth_Bps", "tail_kernel_latency_s",
                           "the tail kernel's exchange")) {
     tail_Bps_ = p.need_at_least("tail_kernel_bandwidth_Bps", 1,
@@ -78,6 +85,10 @@ void TilewiseDesign::set_transport(Transport transport, const Profile& profile) 
                                       "one push step's fixed time (copy and flag), such as 8us");
   }
   for (auto& u : p.used()) parameters_.push_back(u);
+  // The measured stream operations stand in for the assumed wait: it is no longer used.
+  if (copy_ops_s_ > 0)
+    std::erase_if(parameters_,
+                  [](const ParameterUse& u) { return u.key == "tilewise.wait_overhead_s"; });
 }
 
 void TilewiseDesign::set_allreduce_phase2(AllReducePhase2 mode) {
@@ -174,7 +185,8 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
   w.bytes = static_cast<double>(pair.comm->comm_bytes);
   w.copy_Bps = copy_Bps_;
   w.copy_latency_s = copy_latency_s_;
-  w.wait_s = wait_s_;
+  w.wait_s = copy_ops_s_ > 0 ? 0 : wait_s_;
+  w.copy_ops_s = copy_ops_s_;
   w.epilogue_fraction = epilogue_;
   w.epilogue_reduce_Bps = epilogue_Bps_;
   w.phase2_contention = phase2_contention_;
@@ -204,11 +216,14 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
   // all-reduce), and for an all-reduce its row chunks and the slab order (2 or 4 slabs, plain
   // or skewed, one call); the fastest is taken, here by the ring's planner
   // (sim/tilewise_plan/ring.hpp), which has no interference term.
-  if (route_ == Route::Ring && (w.world <= 2 || w.op == CollectiveOp::AllToAll)) {
-    why_not = "copy-engine ring route: more than 2 ranks, all-reduce or reduce-scatter";
+  // A replayed ring row may have 2 ranks (the slab order on the ring's layout); the search
+  // times the ring on more than 2, as the kernel's tuner does by default.
+  if (route_ == Route::Ring && w.op == CollectiveOp::AllToAll) {
+    why_not = "copy-engine ring route: all-reduce or reduce-scatter";
     return std::nullopt;
   }
-  if (w.world > 2 && w.op != CollectiveOp::AllToAll && route_ != Route::Direct) {
+  if (w.op != CollectiveOp::AllToAll &&
+      (route_ == Route::Ring || (w.world > 2 && route_ == Route::Auto))) {
     tilewise_plan::RingProblem r;
     r.op = w.op == CollectiveOp::AllReduce ? tilewise_plan::Collective::AllReduce
                                            : tilewise_plan::Collective::ReduceScatter;
@@ -218,7 +233,8 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
     r.gemm_s = w.gemm_s;
     r.bytes = w.bytes;
     r.copy_s = tilewise_plan::linear_time(copy_latency_s_, copy_Bps_);
-    r.wait_s = wait_s_;
+    r.wait_s = w.wait_s;
+    r.copy_ops_s = w.copy_ops_s;
     r.phase2_contention = phase2_contention_;
     r.tail_s = tilewise_plan::tail_exchange_time(w.world, tail_latency_s_, tail_Bps_);
     std::vector<tilewise_plan::Phase2> modes;

@@ -168,5 +168,39 @@ TEST(FitCopyEngine, TailKernelRowsOfSeveralWorldsCountEveryPeer) {
   EXPECT_NEAR(bw->source.fit_error, 0, 1e-6);
 }
 
+// A copy's stream operations: the 1 MiB copy with them less the same copy alone in the same
+// case and world, the median over cases (7, 8 and 10 us: 8); a row without its plain copy
+// counts for nothing.
+TEST(FitCopyEngine, StreamOperationsAreTheMedianDifferenceOverCases) {
+  FitData data;
+  data.label = "calibration/data/w";
+  int line = 2;
+  const char* cases[] = {"a", "b", "c"};
+  const double ops_us[] = {7, 10, 8};
+  for (int i = 0; i < 3; ++i) {
+    for (double mib : {1.0, 16.0}) {
+      Measurement m = peer_copy_row("calibration.csv", line++, "copy_engine", 4, mib, 5e-6, 390e9);
+      m.case_key = cases[i];
+      data.rows.push_back(m);
+    }
+    Measurement w = peer_copy_row("calibration.csv", line++, "copy_engine_with_stream_ops", 4, 1.0,
+                                  5e-6 + ops_us[i] * 1e-6, 390e9);
+    w.case_key = cases[i];
+    data.rows.push_back(w);
+  }
+  Measurement orphan =
+      peer_copy_row("calibration.csv", line++, "copy_engine_with_stream_ops", 4, 1.0, 1e-3, 390e9);
+  orphan.case_key = "d";
+  data.rows.push_back(orphan);
+  const Fitted fitted = fit(data);
+  const sim::Sourced* ops = fitted.profile.designs.find("tilewise", "copy_engine_stream_ops_s");
+  ASSERT_NE(ops, nullptr);
+  EXPECT_NEAR(ops->value, 8e-6, 1e-12);
+  EXPECT_EQ(ops->source.kind, sim::SourceKind::Measured);
+  EXPECT_EQ(ops->source.citation, "calibration/data/w: calibration.csv:2,4-5,7-8,10");
+  // Relative RMS of (-1, 2, 0) us about 8 us.
+  EXPECT_NEAR(ops->source.fit_error, std::sqrt(5.0 / 3) / 8, 1e-4);
+}
+
 }  // namespace
 }  // namespace overlapsim::calibration

@@ -102,6 +102,24 @@ TEST(TilewiseCopyEngine, CopyLatencyIsChargedPerCopy) {
   EXPECT_NEAR(simulate_pair(ar, "tilewise", profile, topo).time_s, t_op / 2 + 2 * x, 1e-9);
 }
 
+// Measured stream operations per copy (flag write, counter wait and reset) replace the
+// assumed wait per group: the same case as above with a 3 us wait, then with 5 us of
+// stream operations and no wait.
+TEST(TilewiseCopyEngine, StreamOperationsReplaceTheWaitPerGroup) {
+  const Topology topo = two_gpu_node();
+  Profile profile = copy_engine_profile(true, 0.1, 1);
+  set_param(profile, "tilewise", "wait_overhead_s", 3e-6);
+  const PairCase rs = ce_pair(16384, 8192, 4096, CollectiveOp::ReduceScatter);
+  const double t_op = gemm_s(rs);
+  const double x = static_cast<double>(rs.comm_bytes) / 2 / kCopyBps;
+  EXPECT_NEAR(simulate_pair(rs, "tilewise", profile, topo).time_s, t_op / 2 + 3e-6 + x, 1e-9);
+  set_param(profile, "tilewise", "copy_engine_stream_ops_s", 5e-6);
+  EXPECT_NEAR(simulate_pair(rs, "tilewise", profile, topo).time_s, t_op / 2 + x + 5e-6, 1e-9);
+  PairCase ar = rs;
+  ar.collective = CollectiveOp::AllReduce;
+  EXPECT_NEAR(simulate_pair(ar, "tilewise", profile, topo).time_s, t_op / 2 + 2 * (x + 5e-6), 1e-9);
+}
+
 TEST(TilewiseCopyEngine, EventSimulationEqualsTheClosedFormPlan) {
   const Topology topo = two_gpu_node();
   const Profile profile = copy_engine_profile(true, 0.05, 16);
