@@ -7,6 +7,16 @@ function(overlapsim_test_options target)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O1>)
 endfunction()
 
+# No absolute checkout path in a test's preprocessed code, so that ccache reuses its objects
+# from a clone elsewhere (CI builds a fresh clone): the tests run from the source directory
+# (WORKING_DIRECTORY below), so OVERLAPSIM_SOURCE_DIR is ".", and __FILE__ (GoogleTest's
+# messages, through the unity files' absolute includes) is made relative to it.
+function(overlapsim_test_source_paths target)
+  target_compile_definitions(${target} PRIVATE OVERLAPSIM_SOURCE_DIR=".")
+  target_compile_options(${target}
+                         PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=>)
+endfunction()
+
 # overlapsim_add_test(<name> SOURCES a_test.cpp ... LIBS overlapsim::sim ... [COST n])
 # Each test case is its own ctest test, unless the calling directory sets
 # OVERLAPSIM_TEST_ONE_PROCESS: then the whole executable is one.
@@ -14,7 +24,7 @@ function(overlapsim_add_test name)
   cmake_parse_arguments(T "" "COST" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
-  target_compile_definitions(${name} PRIVATE OVERLAPSIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  overlapsim_test_source_paths(${name})
   # Shared test helpers are included by repository path (tests/...).
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   overlapsim_warnings(${name})

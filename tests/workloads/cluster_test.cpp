@@ -15,7 +15,10 @@
 namespace overlapsim::workloads {
 namespace {
 
-const std::string kClusters = std::string(OVERLAPSIM_SOURCE_DIR) + "/workloads/clusters/";
+// Absolute (the source directory is the working directory, OVERLAPSIM_SOURCE_DIR "."): a
+// test below needs a cluster named by an absolute path.
+const std::string kClusters =
+    std::filesystem::absolute(OVERLAPSIM_SOURCE_DIR).string() + "/workloads/clusters/";
 
 ClusterSpec parse(const std::string& yaml) {
   return parse_cluster(config::ConfigNode::load_string(yaml, "bad.yaml"));

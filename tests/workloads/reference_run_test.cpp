@@ -13,7 +13,9 @@
 namespace overlapsim::workloads {
 namespace {
 
-const std::string kData = std::string(OVERLAPSIM_SOURCE_DIR) + "/tests/workloads/data/reference";
+// Absolute: the tests write run files elsewhere that name files here.
+const std::string kData =
+    std::filesystem::absolute(OVERLAPSIM_SOURCE_DIR).string() + "/tests/workloads/data/reference";
 
 TEST(ReferenceRun, LoadsPathsBesideTheRunFile) {
   const auto runs = load_reference_runs(kData);
