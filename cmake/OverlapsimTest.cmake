@@ -9,12 +9,10 @@ endfunction()
 
 # No absolute checkout path in a test's preprocessed code, so that ccache reuses its objects
 # from a clone elsewhere (CI builds a fresh clone): the tests run from the source directory
-# (WORKING_DIRECTORY below), so OVERLAPSIM_SOURCE_DIR is ".", and __FILE__ (GoogleTest's
-# messages, through the unity files' absolute includes) is made relative to it.
+# (WORKING_DIRECTORY below), so OVERLAPSIM_SOURCE_DIR is "." (the top CMakeLists.txt maps the
+# checkout out of __FILE__ for every target).
 function(overlapsim_test_source_paths target)
   target_compile_definitions(${target} PRIVATE OVERLAPSIM_SOURCE_DIR=".")
-  target_compile_options(${target}
-                         PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=>)
 endfunction()
 
 # overlapsim_add_test(<name> SOURCES a_test.cpp ... LIBS overlapsim::sim ... [COST n])
