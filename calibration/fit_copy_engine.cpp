@@ -221,15 +221,13 @@ void fit_copy_engine(const FitData& data, FitOutput& out) {
       cited.push_back(w);
     }
     if (!ops.empty()) {
-      std::sort(ops.begin(), ops.end());
-      const std::size_t h = ops.size() / 2;
-      const double median = ops.size() % 2 ? ops[h] : (ops[h - 1] + ops[h]) / 2;
+      const double mid = median(ops);
       // Its error: the sections' relative RMS deviation from the median.
       double sq = 0;
-      for (const double o : ops) sq += (o - median) * (o - median);
-      const double err = median > 0 ? std::sqrt(sq / static_cast<double>(ops.size())) / median : 0;
+      for (const double o : ops) sq += (o - mid) * (o - mid);
+      const double err = mid > 0 ? std::sqrt(sq / static_cast<double>(ops.size())) / mid : 0;
       p.designs.by_design["tilewise"]["copy_engine_stream_ops_s"] = {
-          rounded(median, 4),
+          rounded(mid, 4),
           {sim::SourceKind::Measured, cite_rows(data.label, cited), rounded(err, 4)}};
       comment("copy_engine_stream_ops_s",
               fmt::format("the stream operations each copy-engine copy takes (flag write, "
@@ -238,7 +236,7 @@ void fit_copy_engine(const FitData& data, FitOutput& out) {
                           ops.size()));
       out.notes.push_back(
           fmt::format("designs.tilewise.copy_engine_stream_ops_s: {:.2f} us from {} pairs of rows",
-                      median * 1e6, ops.size()));
+                      mid * 1e6, ops.size()));
     }
   }
 

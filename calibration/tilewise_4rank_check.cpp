@@ -29,7 +29,9 @@
 #include <string>
 #include <vector>
 
+#include "calibration/fit.hpp"
 #include "calibration/fit_copy_engine.hpp"
+#include "calibration/ring_name.hpp"
 #include "sim/tilewise_plan/allgather.hpp"
 #include "sim/tilewise_plan/comm_curve.hpp"
 #include "sim/tilewise_plan/ring.hpp"
@@ -134,29 +136,17 @@ struct Result {
   double error() const { return (predicted_s - measured_s) / measured_s; }
 };
 
-// The ring route's configuration from the tuner's `wait` name:
-// {copy_engine,tail_kernel}_ring[_c2|_c4|_s2|_s4|_s2d|_s4d][_par|_side][_whole].
+// The ring route's configuration from the tuner's `wait` name,
+// {copy_engine,tail_kernel}_ring then the suffix calibration/ring_name.hpp reads.
 bool ring_config(const std::string& wait, tp::RingProblem& p) {
-  if (wait.find("_ring") == std::string::npos) return false;
-  for (const int slabs : {2, 4})
-    for (const bool skew : {false, true}) {
-      const std::string tag = "_s" + std::to_string(slabs) + (skew ? "d" : "");
-      const std::size_t at = wait.find(tag);
-      // "_s2" must not match the front of "_s2d", nor "_side".
-      if (at == std::string::npos) continue;
-      const std::size_t after = at + tag.size();
-      if (after < wait.size() && wait[after] != '_') continue;
-      p.slabs = slabs;
-      p.slab_skew = skew;
-    }
+  const auto ring = cal::parse_ring_name(wait, 1);
+  if (!ring) return false;
   p.phase2 = wait.rfind("tail_kernel", 0) == 0 ? tp::Phase2::TailKernel : tp::Phase2::CopyEngine;
-  p.row_chunks = wait.find("_c4") != std::string::npos   ? 4
-                 : wait.find("_c2") != std::string::npos ? 2
-                                                         : 1;
-  // One stream a peer or one side stream for every peer's copies: a clock of their own.
-  p.phase2_own_streams =
-      wait.find("_par") != std::string::npos || wait.find("_side") != std::string::npos;
-  p.tail_whole_part = wait.find("_whole") != std::string::npos;
+  p.row_chunks = ring->row_chunks;
+  p.slabs = ring->slabs;
+  p.slab_skew = ring->slab_skew;
+  p.phase2_own_streams = ring->phase2_own_streams;
+  p.tail_whole_part = ring->tail_whole_part;
   return true;
 }
 
@@ -300,13 +290,6 @@ PushLine fit_push(const std::vector<AgRow>& rows, const std::string& run) {
   return line;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
-}
-
 // The all-reduce's phase-2 contention: the value in [0, 1] (steps of 0.005) with the least
 // median |error| over the fit runs' chosen configurations (final rows).
 double fit_contention(std::vector<RingCase>& cases) {
@@ -320,7 +303,7 @@ double fit_contention(std::vector<RingCase>& cases) {
       const double t = tp::plan_ring(rc.problem).end_s;
       errs.push_back(std::fabs(t - rc.result.measured_s) / rc.result.measured_s);
     }
-    const double e = median(errs);
+    const double e = cal::median(errs);
     if (e < best_err - 1e-12) {
       best_err = e;
       best = c;
@@ -399,7 +382,7 @@ int main(int argc, char** argv) {
           if (r.pair == pair && r.record == record && r.set == set) errs.push_back(std::fabs(r.error()));
         if (errs.empty()) continue;
         std::printf("%-4s %-9s %-8s %5zu %8.2f%% %8.2f%%\n", pair, record, set, errs.size(),
-                    100 * median(errs), 100 * *std::max_element(errs.begin(), errs.end()));
+                    100 * cal::median(errs), 100 * *std::max_element(errs.begin(), errs.end()));
       }
   if (!csv.empty()) {
     std::ofstream out(csv);

@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +11,7 @@
 
 #include "calibration/ops.hpp"
 #include "calibration/pair_loop.hpp"
+#include "calibration/ring_name.hpp"
 #include "config/error.hpp"
 #include "config/units.hpp"
 #include "sim/collectives/collective_cost_model.hpp"
@@ -101,42 +100,15 @@ bool is_copy_engine_design(const std::string& design) {
   return design == "tilewise_copy_engine" || design == "tilewise_ce" || design == "tilewise_ce_tk";
 }
 
-// A ring row's configuration from its design name, {tilewise_ce,tilewise_ce_tk}_ring then
-// [_c<n>|_s<n>[d]][_par|_side][_whole] (kernels/bench/tilewise_context.hpp); the row's chunks
-// column is its groups per part. Nothing for other names, the split last wave (_k<n>), or
-// the tuner's alternative rows timed in its loop (alt_..._tw_loop).
-std::optional<sim::TilewiseDesign::RingReplay> ring_replay(const std::string& design, int groups) {
-  std::string rest;
-  for (const char* head : {"tilewise_ce_ring", "tilewise_ce_tk_ring"})
-    if (design.rfind(head, 0) == 0) rest = design.substr(std::strlen(head)) + "_";
-  if (rest.empty()) return std::nullopt;
-  sim::TilewiseDesign::RingReplay r;
-  r.groups_per_part = std::max(1, groups);
-  for (std::size_t at = 0; at + 1 < rest.size();) {
-    const std::size_t end = rest.find('_', at + 1);
-    const std::string token = rest.substr(at + 1, end - at - 1);
-    at = end;
-    if (token == "par" || token == "side") {
-      r.phase2_own_streams = true;
-    } else if (token == "whole") {
-      r.tail_whole_part = true;
-    } else if (token.size() >= 2 && (token[0] == 'c' || token[0] == 's') &&
-               std::isdigit(static_cast<unsigned char>(token[1]))) {
-      const bool skew = token.back() == 'd';
-      const std::string digits = token.substr(1, token.size() - 1 - (skew ? 1 : 0));
-      if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit) ||
-          (skew && token[0] == 'c'))
-        return std::nullopt;
-      (token[0] == 'c' ? r.row_chunks : r.slabs) = std::stoi(digits);
-      r.slab_skew = skew;
-    } else {
-      return std::nullopt;  // _k<n> and anything newer
-    }
-  }
-  return r;
+// A ring row (tilewise_ce_ring*, tilewise_ce_tk_ring*): its configuration from its name, the
+// row's chunks column its groups per part.
+std::optional<sim::TilewiseDesign::RingReplay> ring_replay(const Measurement& m) {
+  if (m.design.rfind("tilewise_ce_ring", 0) != 0 && m.design.rfind("tilewise_ce_tk_ring", 0) != 0)
+    return std::nullopt;
+  return parse_ring_name(m.design, m.chunks);
 }
 
-bool is_ring_design(const Measurement& m) { return ring_replay(m.design, m.chunks).has_value(); }
+bool is_ring_design(const Measurement& m) { return ring_replay(m).has_value(); }
 
 // The measured pair as the simulator replays it (sim::simulate_pair: every rank runs the op
 // and its collective, the collective timed by the profile's curve): decomposed with the
@@ -166,7 +138,7 @@ sim::PairCase pair_case(const sim::Profile& profile, const Measurement& m, const
                   : sim::TilewiseDesign::AllReducePhase2::CopyEngine;
   // The direct route unless the name says ring (tilewise_ce_ring*, tilewise_ce_tk_ring*).
   pc.route = sim::TilewiseDesign::Route::Direct;
-  pc.ring = ring_replay(m.design, m.chunks);
+  pc.ring = ring_replay(m);
   if (pc.ring) pc.max_groups = 0;
   return pc;
 }

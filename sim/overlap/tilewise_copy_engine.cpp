@@ -205,7 +205,9 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
   CopyEnginePlan best;
   best.end_s = 1e300;
   const double part_tiles = w.tiles / w.world;
-  for (int g = std::min(2, max_groups_); g <= max_groups_ && (g == 1 || g <= part_tiles); g *= 2)
+  // A replayed ring row times the ring alone.
+  for (int g = std::min(2, max_groups_);
+       route_ != Route::Ring && g <= max_groups_ && (g == 1 || g <= part_tiles); g *= 2)
     for (const double tail_Bps : tail_rates) {
       w.groups_per_part = g;
       w.tail_Bps = tail_Bps;
@@ -247,20 +249,24 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
     }
     const bool all_reduce = r.op == tilewise_plan::Collective::AllReduce;
     double ring_end = 1e300, ring_gemm = 0;
-    if (ring_replay_) {
-      const RingReplay& c = *ring_replay_;
+    const auto try_ring = [&](const RingReplay& c, tilewise_plan::Phase2 mode) {
       r.groups_per_part = c.groups_per_part;
       r.row_chunks = c.row_chunks;
       r.slabs = c.slabs;
       r.slab_skew = c.slab_skew;
+      r.phase2 = mode;
       r.phase2_own_streams = c.phase2_own_streams;
       r.tail_whole_part = c.tail_whole_part;
-      r.phase2 = phase2_ == AllReducePhase2::TailKernel ? tilewise_plan::Phase2::TailKernel
-                                                        : tilewise_plan::Phase2::CopyEngine;
       const tilewise_plan::RingPlan plan = tilewise_plan::plan_ring(r);
-      ring_end = plan.end_s;
-      ring_gemm = plan.gemm_end_s;
-    }
+      if (plan.end_s < ring_end) {
+        ring_end = plan.end_s;
+        ring_gemm = plan.gemm_end_s;
+      }
+    };
+    if (ring_replay_)
+      try_ring(*ring_replay_, phase2_ == AllReducePhase2::TailKernel
+                                  ? tilewise_plan::Phase2::TailKernel
+                                  : tilewise_plan::Phase2::CopyEngine);
     // (row chunks, slabs, skewed): row chunks or the slab order, not both (the tuner's set).
     struct Cut {
       int chunks, slabs;
@@ -280,18 +286,7 @@ std::optional<PairSchedule> TilewiseDesign::copy_engine_schedule(const ComputeMo
               if (own_streams && !all_reduce) continue;
               // The tail kernel over the last own group or the whole own part.
               if (whole && mode != tilewise_plan::Phase2::TailKernel) continue;
-              r.groups_per_part = g;
-              r.row_chunks = cut.chunks;
-              r.slabs = cut.slabs;
-              r.slab_skew = cut.skew;
-              r.phase2 = mode;
-              r.phase2_own_streams = own_streams;
-              r.tail_whole_part = whole;
-              const tilewise_plan::RingPlan plan = tilewise_plan::plan_ring(r);
-              if (plan.end_s < ring_end) {
-                ring_end = plan.end_s;
-                ring_gemm = plan.gemm_end_s;
-              }
+              try_ring({g, cut.chunks, cut.slabs, cut.skew, own_streams, whole}, mode);
             }
       }
     if (ring_end < best.end_s || route_ == Route::Ring) {
