@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "config/atomic_file.hpp"
 #include "config/error.hpp"
 #include "config/integers.hpp"
+#include "planning/configuration_text.hpp"
 #include "sim/overlap/registry.hpp"
 #include "sim/profile/profile_load.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -50,6 +52,7 @@ struct SimulateOptions {
   std::string tilewise_transport = "nccl";     // nccl | copy_engine
   std::string gemm_clock = "steady";           // steady | duty-cycle
   int tp = 0, pp = 0, dp = 0, cp = 0, ep = 0;  // 0: as the model file says
+  std::string configuration;  // a plan's configuration text; empty: the files' own layout
 };
 
 // Unless --exact-parts, only the first part of a paired collective over this many ranks
@@ -173,7 +176,22 @@ int run_simulate(const SimulateOptions& o) {
   }
   // A configuration that cannot run is no projection: stop before building its step, whose
   // graph for an absurd layout takes gigabytes and minutes before it could be refused.
-  const workloads::ScenarioSpecs specs = workloads::load_scenario_specs(request);
+  std::optional<planning::PlanConfig> configuration;
+  if (!o.configuration.empty()) {
+    if (o.tp || o.pp || o.dp || o.cp || o.ep)
+      throw config::ConfigError(
+          "--configuration: sets tp, pp, dp, cp and ep itself (expected none of --tp, --pp, "
+          "--dp, --cp, --ep beside it)");
+    configuration = planning::parse_configuration_text(o.configuration, "--configuration");
+  }
+  workloads::ScenarioSpecs specs = workloads::load_scenario_specs(request);
+  if (configuration) {
+    // The model and cluster exactly as the planner timed this point.
+    planning::ConfiguredSpecs configured =
+        planning::configure(specs.model, specs.cluster, *configuration, "--configuration");
+    specs.model = std::move(configured.model);
+    specs.cluster = std::move(configured.cluster);
+  }
   workloads::validate_model(specs.model);
   const workloads::MemoryEstimate memory = workloads::estimate_memory(
       workloads::resolve_for_world(specs.model, specs.cluster.num_gpus(),
@@ -287,6 +305,10 @@ void add_simulate_command(CLI::App& app, Runner& selected) {
   sub->add_option("--dp", opts->dp, "override the data-parallel size")->check(positive);
   sub->add_option("--cp", opts->cp, "override the context-parallel size")->check(positive);
   sub->add_option("--ep", opts->ep, "override the expert-parallel size")->check(positive);
+  sub->add_option("--configuration", opts->configuration,
+                  "a plan's configuration, e.g. 'n16 tp8 pp8 v1 cp1 ep1 dp2 mb1 sp0 full' (its "
+                  "report lists them): the node count and the model's layout as the planner "
+                  "timed them");
   sub->callback([opts, &selected] { selected = [opts] { return run_simulate(*opts); }; });
 }
 

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "planning/configuration_text.hpp"
+
 namespace overlapsim::planning {
 
 std::string PlanConfig::key() const {
-  return fmt::format("c{} n{} tp{} pp{} v{} cp{} ep{} dp{} mb{} sp{} {}", cluster, nodes, tp, pp,
-                     virtual_stages, cp, ep, dp, micro_batch, sequence_parallel ? 1 : 0,
-                     workloads::to_string(recompute));
+  return fmt::format("c{} {}", cluster, configuration_text(*this));
 }
 
 const char* to_string(PointStatus s) {

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "config/units.hpp"
+#include "planning/configuration_text.hpp"
 #include "planning/escape.hpp"
 #include "planning/reports.hpp"
 
@@ -42,6 +43,30 @@ std::string run_row(const PlanResult& res, const PlanChoice& ch) {
       r.band_low_s, r.band_high_s, r.compute_s, r.exposed_comm_s, r.bubble_s, 100 * r.mfu,
       r.costs.tokens_per_day, usd(r.costs.usd_per_step), usd(r.costs.usd_per_million_tokens),
       kwh(r.costs.energy_kWh_per_step), p.peak_memory_bytes / config::kBytesPerGiB);
+}
+
+// A file path as a shell word inside a code block, where markdown escapes show as typed:
+// plain when it is plain, single-quoted when it needs quoting, and escaped (safe, not
+// runnable) only where it holds what a renderer could read as markup.
+std::string shell_word(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                        "0123456789_./+-:=,@%") == std::string::npos)
+    return s;
+  if (s.find_first_of("<>&`\r\n") != std::string::npos) return esc(s);
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+// The command that simulates one planned configuration alone (whole, not sampled; with
+// --trace for its timeline), on the files the plan read.
+std::string simulate_command(const PlanResult& res, const PlanChoice& ch) {
+  const PlanPoint& p = res.point(ch);
+  const PlanCluster& cl = res.clusters[static_cast<std::size_t>(p.config.cluster)];
+  return fmt::format(
+      "overlapsim simulate -w {} -c {} --configuration '{}' --design {} --trace step.json",
+      shell_word(res.model_file), shell_word(cl.file), configuration_text(p.config),
+      res.run(ch).design);
 }
 
 const char* kRunHeader =
@@ -87,6 +112,12 @@ std::string plan_markdown(const PlanResult& res) {
   md += kRunHeader;
   for (const FastestEntry& f : res.fastest)
     if (f.choice) md += run_row(res, *f.choice);
+  md +=
+      "\nEach alone, as one whole step (the plan times steps of many microbatches from two "
+      "short runs), with its timeline; results.json's `key` of any configuration serves as "
+      "`--configuration` too:\n\n";
+  for (const FastestEntry& f : res.fastest)
+    if (f.choice) md += fmt::format("    {}\n", simulate_command(res, *f.choice));
   md += "\n## Cheapest configuration meeting the target\n\n";
   if (res.cheapest) {
     md += kRunHeader;

@@ -275,6 +275,9 @@ TEST_F(SimulateCli, BadInputExitsTwoWithOneLineAndWritesNothing) {
            kTiny + " --profile /nonexistent/profile.yaml", kTiny + " --tp 3",
            kTiny + " --tilewise-transport carrier-pigeon", kTiny + " --gemm-clock turbo",
            kTiny + " --gemm-clock duty-cycle",  // the datasheet profile has no idle_clock_boost
+           kTiny + " --configuration 'n1 tp2'",
+           kTiny + " --configuration 'n1 tp1 pp1 v1 cp1 ep1 dp1 mb1 sp0 none' --tp 2",
+           kTiny + " --configuration 'n1 tp1 pp1 v1 cp1 ep1 dp3 mb1 sp0 none'",
            std::string("-w /nonexistent/model.yaml")}) {
     const CliRun r = run(args + write);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;

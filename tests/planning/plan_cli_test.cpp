@@ -105,5 +105,41 @@ TEST_F(PlanCli, ResumeWritesTheSameBytesAsAnUninterruptedRun) {
     EXPECT_EQ(slurp(part / f), slurp(full / f)) << f;
 }
 
+// Every simulated configuration of a plan, given back to `simulate --configuration` with the
+// same files, steps exactly as the plan timed it (the plan simulating whole steps: --exact),
+// and the report prints that command for the fastest configurations.
+TEST_F(PlanCli, SimulateReproducesEveryPlannedConfiguration) {
+  const fs::path out = dir_ / "out";
+  const CliRun r = plan(inputs() + " --designs sequential,decomposed --simulate-top 3 --exact " +
+                        "--out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(out / "results.json"));
+  int checked = 0;
+  for (const auto& p : j["points"]) {
+    if (p["runs"].empty()) continue;
+    const CliRun s = run_cli("simulate -w " + model_ + " -c " + cluster_ + " --configuration '" +
+                             p["key"].get<std::string>() + "' --design all --format json");
+    ASSERT_EQ(s.exit_code, 0) << p["key"] << ": " << s.err;
+    const auto sim = nlohmann::json::parse(s.out);
+    for (const auto& run : p["runs"]) {
+      bool found = false;
+      for (const auto& d : sim["designs"])
+        if (d["design"] == run["design"]) {
+          found = true;
+          EXPECT_EQ(d["step_time_s"].get<double>(), run["step_time_s"].get<double>())
+              << p["key"] << " " << run["design"];
+        }
+      EXPECT_TRUE(found) << run["design"];
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 2);
+  const std::string md = slurp(out / "report.md");
+  EXPECT_NE(md.find("    overlapsim simulate -w " + model_ + " -c " + cluster_ +
+                    " --configuration 'n1 tp2 pp1 v1 cp1 ep1 dp1 mb"),
+            std::string::npos)
+      << md;
+}
+
 }  // namespace
 }  // namespace overlapsim
