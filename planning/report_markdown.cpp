@@ -122,6 +122,8 @@ std::string plan_markdown(const PlanResult& res) {
   if (res.cheapest) {
     md += kRunHeader;
     md += run_row(res, *res.cheapest);
+    md += fmt::format("\nAlone, as one whole step:\n\n    {}\n",
+                      simulate_command(res, *res.cheapest));
     const PlanRun& r = res.run(*res.cheapest);
     if (r.costs.time_to_train_s)
       md += fmt::format("\nTime to train: {:.4g} days, ${} in all, {} kWh.\n",

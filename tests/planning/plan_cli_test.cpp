@@ -134,11 +134,24 @@ TEST_F(PlanCli, SimulateReproducesEveryPlannedConfiguration) {
     ++checked;
   }
   EXPECT_GE(checked, 2);
-  const std::string md = slurp(out / "report.md");
+  std::string md = slurp(out / "report.md");
   EXPECT_NE(md.find("    overlapsim simulate -w " + model_ + " -c " + cluster_ +
                     " --configuration 'n1 tp2 pp1 v1 cp1 ep1 dp1 mb"),
             std::string::npos)
       << md;
+  // A path with markup in it is escaped in the printed command, one with a space quoted.
+  const std::string odd =
+      testing::write_text(dir_ / "a <b> model.yaml", testing::plan_model_yaml());
+  const std::string spaced =
+      testing::write_text(dir_ / "my cluster.yaml", testing::plan_cluster_yaml());
+  ASSERT_EQ(plan("-w '" + odd + "' -c '" + spaced + "' --nodes 1 --designs sequential --out " +
+                 out.string())
+                .exit_code,
+            0);
+  md = slurp(out / "report.md");
+  EXPECT_EQ(md.find("<b>"), std::string::npos);
+  EXPECT_NE(md.find("a &lt;b&gt; model.yaml"), std::string::npos) << md;
+  EXPECT_NE(md.find(" -c '" + spaced + "' --configuration"), std::string::npos) << md;
 }
 
 }  // namespace
