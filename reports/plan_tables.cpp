@@ -1,6 +1,7 @@
 #include "reports/plan_tables.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <vector>
 
@@ -60,6 +61,19 @@ std::string sourced(const json& j, const char* key, const char* unit) {
 std::string choice_text(const json& c) {
   return html_escape(text(c, "configuration")) + " · " + esc_text(c, "design") + ", " +
          num(number(c, "step_time_s")) + " s";
+}
+
+// The command that simulates a choice alone (`simulate --configuration` takes its key), on
+// the plan's model file and the cluster file its key's "c<i>" names.
+std::string simulate_command(const json& results, const json& choice) {
+  const std::string key = text(choice, "configuration");
+  const json& clusters = list(results, "clusters");
+  std::size_t index = clusters.size();
+  if (key.size() > 1 && key[0] == 'c') index = std::strtoul(key.c_str() + 1, nullptr, 10);
+  if (index >= clusters.size()) return "";
+  return "<code>overlapsim simulate -w " + esc_text(results, "model_file") + " -c " +
+         esc_text(clusters[index], "file") + " --configuration '" + html_escape(key) +
+         "' --design " + esc_text(choice, "design") + " --trace step.json</code>";
 }
 
 std::string memory_breakdown(const json& mem) {
@@ -139,9 +153,13 @@ std::string choices_table(const json& results) {
     }
     out += "</tbody>\n</table>\n";
   }
-  if (const json* c = field(results, "cheapest"))
+  if (const json* c = field(results, "cheapest")) {
     out += "<p><strong>Cheapest meeting the target:</strong> " + choice_text(*c) + "</p>\n";
-  else
+    const std::string command = simulate_command(results, *c);
+    if (!command.empty())
+      out +=
+          "<p class=\"command\">Alone, as one whole step with its timeline: " + command + "</p>\n";
+  } else
     out += note("No configuration meets the target (or none was given).");
   const json& front = list(results, "pareto");
   if (!front.empty()) {
