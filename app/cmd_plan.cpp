@@ -45,6 +45,7 @@ struct PlanFlags {
   bool resume = false;
   bool progress = false;
   bool exact = false;
+  std::vector<std::string> include;  // configurations to simulate whatever the search says
 };
 
 std::vector<std::string> split(const std::string& text, char sep) {
@@ -135,6 +136,7 @@ int run_plan_command(const PlanFlags& f) {
   o.limits.max_cp = f.max_cp;
   o.simulate_top = f.simulate_top;
   o.exact_simulation = f.exact;
+  o.include = f.include;
   // Under mpirun the ranks on a host share its cores.
   const planning::Ranks& ranks = planning::Ranks::world();
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -211,6 +213,11 @@ void add_plan_command(CLI::App& app, Runner& selected) {
   sub->add_flag("--exact", f->exact,
                 "simulate every configuration as simulate does (default: long steps from two "
                 "short runs, extrapolated, and each send's background images aggregated)");
+  sub->add_option("--include", f->include,
+                  "a configuration to simulate whatever the pre-screen and --simulate-top say, "
+                  "e.g. the layout in use: 'n16 tp8 pp8 v1 cp1 ep1 dp2 mb1 sp0 full' on every "
+                  "cluster, or a key of results.json ('c1 n16 ...': the second -c); repeat for "
+                  "several");
   sub->add_flag("--resume", f->resume, "reuse the finished configurations of an interrupted run");
   sub->add_flag("--progress", f->progress, "progress line on stderr (default: when a terminal)");
   sub->callback([f, &selected] { selected = [f] { return run_plan_command(*f); }; });

@@ -44,14 +44,18 @@ PlanConfig parse_configuration_text(std::string_view text, std::string_view flag
   std::vector<std::string> tokens;
   std::istringstream in{std::string(text)};
   for (std::string t; in >> t;) tokens.push_back(t);
-  // results.json's keys lead with the plan's cluster index; the cluster here is -c's.
+  int cluster = -1;
+  // results.json's keys lead with the plan's cluster index.
   if (!tokens.empty() && tokens.front().size() > 1 && tokens.front()[0] == 'c' &&
-      tokens.front().find_first_not_of("0123456789", 1) == std::string::npos)
+      tokens.front().find_first_not_of("0123456789", 1) == std::string::npos) {
+    cluster = field(tokens.front(), "c", flag, 0);
     tokens.erase(tokens.begin());
+  }
   constexpr std::size_t kFields = 10;
   if (tokens.size() != kFields)
     throw bad(flag, text, fmt::format("has {} fields, not {}", tokens.size(), kFields));
   PlanConfig c;
+  c.cluster = cluster;
   c.nodes = field(tokens[0], "n", flag, 1);
   c.tp = field(tokens[1], "tp", flag, 1);
   c.pp = field(tokens[2], "pp", flag, 1);

@@ -15,9 +15,11 @@ namespace overlapsim::planning {
 
 std::string configuration_text(const PlanConfig& config);
 
-// Reads the text back; a leading "c<i>" token (results.json's keys have one) is accepted and
-// ignores the plan's cluster index. Throws config::ConfigError naming `flag`, the bad token
-// and the expected form; the result's cluster is 0 and its gpus 0 (configure sets them).
+// Reads the text back, with or without the leading "c<i>" of results.json's keys: the
+// result's cluster is that index, or -1 without one (`simulate` ignores it: -c names the
+// cluster; `plan --include` takes it as the plan's i-th cluster, -1 as every cluster), and
+// its gpus 0 (configure sets them). Throws config::ConfigError naming `flag`, the bad token
+// and the expected form.
 PlanConfig parse_configuration_text(std::string_view text, std::string_view flag);
 
 // The model and cluster that `config` stands for, as the planner builds them

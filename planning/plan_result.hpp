@@ -82,6 +82,8 @@ struct PlanRun {
 struct PlanPoint {
   PlanConfig config;
   PointStatus status = PointStatus::Feasible;
+  // Asked for by --include: simulated whatever the pre-screen and the cap say.
+  bool requested = false;
   std::string reason;  // rejected: the memory explanation; pruned: why it was not simulated
   // Memory of the most loaded stage.
   int peak_stage = 0;

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "config/error.hpp"
+#include "planning/configuration_text.hpp"
 #include "planning/cost.hpp"
 #include "planning/pareto.hpp"
 #include "planning/plan_state.hpp"
@@ -196,6 +197,41 @@ std::vector<int> deal_groups(std::vector<Group>& groups, const std::vector<PlanP
   return owner;
 }
 
+// The --include configurations: each marks its point of the search (or adds one, where the
+// search space or its bounds leave it out) as requested and, where it fits in memory, gets a
+// chain of its own, which times it whatever the pre-screen and the cap decide; the search's
+// own chains run as without it. A text with a cluster index ("c1 n16 ...") names the plan's
+// cluster of that index, one without names every cluster; its node count must be one of the
+// plan's.
+template <typename MakePoint>
+void add_requested(const PlanOptions& o, const ModelSpec& model,
+                   const std::vector<LoadedCluster>& clusters, const MakePoint& make_point,
+                   PlanResult& res, std::vector<Group>& groups) {
+  std::set<std::string> seen;
+  for (const std::string& text : o.include) {
+    const PlanConfig parsed = parse_configuration_text(text, "--include");
+    if (parsed.cluster >= static_cast<int>(clusters.size()))
+      throw config::ConfigError(fmt::format(
+          "--include: '{}' names cluster c{}, but the plan has {} (expected c0..c{}, in -c order)",
+          text, parsed.cluster, clusters.size(), clusters.size() - 1));
+    if (std::find(o.nodes.begin(), o.nodes.end(), parsed.nodes) == o.nodes.end())
+      throw config::ConfigError(
+          fmt::format("--include: '{}' runs on {} nodes (expected one of the plan's --nodes: {})",
+                      text, parsed.nodes, fmt::join(o.nodes, ",")));
+    for (std::size_t ci = 0; ci < clusters.size(); ++ci) {
+      if (parsed.cluster >= 0 && static_cast<std::size_t>(parsed.cluster) != ci) continue;
+      PlanConfig c = parsed;
+      c.cluster = static_cast<int>(ci);
+      const ClusterSpec cluster = configure(model, clusters[ci].spec, c, "--include").cluster;
+      if (!seen.insert(c.key()).second) continue;
+      std::size_t i = 0;
+      while (i < res.points.size() && res.points[i].config.key() != c.key()) ++i;
+      if (i == res.points.size()) res.points.push_back(make_point(c, cluster));
+      res.points[i].requested = true;
+      if (res.points[i].status != PointStatus::Rejected) groups.push_back(Group{{i}, 0});
+    }
+  }
+}
 }  // namespace
 
 std::string plan_fingerprint(const PlanOptions& o) {
@@ -313,6 +349,28 @@ PlanResult run_plan(const PlanOptions& o) {
   }
 
   // Enumerate, check memory, pre-screen.
+  // A configuration's point: memory check and pre-screen, on `cluster` at its node count.
+  auto make_point = [&](const PlanConfig& c, const ClusterSpec& cluster) {
+    PlanPoint p;
+    p.config = c;
+    const ModelSpec m = configured_model(model, c, cluster.gpus_per_node);
+    const workloads::MemoryEstimate mem = workloads::estimate_memory(m, cluster);
+    if (!mem.stages.empty()) {
+      p.peak_stage = mem.peak_stage();
+      p.peak_memory_bytes = mem.peak_bytes();
+      for (const auto& t : mem.stages[static_cast<std::size_t>(p.peak_stage)].terms)
+        p.memory_terms.push_back({t.name, t.bytes, t.source});
+    }
+    const Prescreen ps =
+        prescreen(m, cluster, res.clusters[static_cast<std::size_t>(c.cluster)].peak_flops_per_s);
+    p.lower_bound_s = ps.lower_bound_s;
+    p.estimate_s = ps.estimate_s;
+    if (!mem.fits()) {
+      p.status = PointStatus::Rejected;
+      p.reason = mem.explain();
+    }
+    return p;
+  };
   std::vector<Group> groups;
   for (std::size_t ci = 0; ci < clusters.size(); ++ci)
     for (int nodes : o.nodes) {
@@ -320,25 +378,8 @@ PlanResult run_plan(const PlanOptions& o) {
       Group g;
       for (const PlanConfig& c : enumerate_configs(model, cluster, static_cast<int>(ci), nodes,
                                                    o.limits, res.counts.invalid)) {
-        PlanPoint p;
-        p.config = c;
-        const ModelSpec m = configured_model(model, c, cluster.gpus_per_node);
-        const workloads::MemoryEstimate mem = workloads::estimate_memory(m, cluster);
-        if (!mem.stages.empty()) {
-          p.peak_stage = mem.peak_stage();
-          p.peak_memory_bytes = mem.peak_bytes();
-          for (const auto& t : mem.stages[static_cast<std::size_t>(p.peak_stage)].terms)
-            p.memory_terms.push_back({t.name, t.bytes, t.source});
-        }
-        const Prescreen ps = prescreen(m, cluster, res.clusters[ci].peak_flops_per_s);
-        p.lower_bound_s = ps.lower_bound_s;
-        p.estimate_s = ps.estimate_s;
-        if (!mem.fits()) {
-          p.status = PointStatus::Rejected;
-          p.reason = mem.explain();
-        } else {
-          g.order.push_back(res.points.size());
-        }
+        PlanPoint p = make_point(c, cluster);
+        if (p.status != PointStatus::Rejected) g.order.push_back(res.points.size());
         res.points.push_back(std::move(p));
       }
       std::stable_sort(g.order.begin(), g.order.end(), [&](std::size_t a, std::size_t b) {
@@ -353,6 +394,7 @@ PlanResult run_plan(const PlanOptions& o) {
       groups.push_back(std::move(g));
     }
   res.counts.enumerated = static_cast<std::int64_t>(res.points.size());
+  add_requested(o, model, clusters, make_point, res, groups);
 
   std::size_t feasible = 0;
   for (const Group& g : groups) feasible += g.order.size();
@@ -469,6 +511,12 @@ PlanResult run_plan(const PlanOptions& o) {
           res.points[i].status = PointStatus::Pruned;
           res.points[i].reason = std::move(reason);
         });
+  // A requested configuration that its search chain pruned was simulated on its own chain.
+  for (PlanPoint& p : res.points)
+    if (p.requested && !p.runs.empty()) {
+      p.status = PointStatus::Feasible;
+      p.reason.clear();
+    }
   for (const PlanPoint& p : res.points) {
     res.counts.rejected += p.status == PointStatus::Rejected;
     res.counts.pruned += p.status == PointStatus::Pruned;

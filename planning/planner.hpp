@@ -28,6 +28,9 @@ struct PlanOptions {
   // (CollectiveCostModel::launch_background). true: every configuration is simulated as
   // `overlapsim simulate` does.
   bool exact_simulation = false;
+  // Configurations to simulate whatever the pre-screen and --simulate-top say (a layout to
+  // compare against, e.g. the one in use), as planning/configuration_text.hpp reads them.
+  std::vector<std::string> include;
   int threads = 1;
   std::string state_file;  // the resume file; empty: none
   bool resume = false;

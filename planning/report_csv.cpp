@@ -37,7 +37,7 @@ std::string plan_csv(const PlanResult& res) {
       if (std::find(terms.begin(), terms.end(), t.name) == terms.end()) terms.push_back(t.name);
   std::string out =
       "model,cluster,gpu,nodes,gpus,tp,pp,virtual_stages,cp,ep,dp,micro_batch,"
-      "sequence_parallel,recompute,design,status,reason,peak_stage,peak_memory_bytes,"
+      "sequence_parallel,recompute,design,status,requested,reason,peak_stage,peak_memory_bytes,"
       "gpu_memory_bytes";
   for (const auto& t : terms) {
     out += ',';
@@ -65,8 +65,8 @@ std::string plan_csv(const PlanResult& res) {
     }
     const std::string screen = fmt::format("{},{}", num(p.lower_bound_s), num(p.estimate_s));
     if (p.runs.empty()) {
-      out += fmt::format("{},,{},{},{},{},{}{}\n", head, to_string(p.status), csv_field(p.reason),
-                         memory, screen, std::string(17, ','), "");
+      out += fmt::format("{},,{},{},{},{},{},{}\n", head, to_string(p.status), p.requested ? 1 : 0,
+                         csv_field(p.reason), memory, screen, std::string(17, ','));
       continue;
     }
     for (const PlanRun& r : p.runs) {
@@ -74,6 +74,7 @@ std::string plan_csv(const PlanResult& res) {
       const std::vector<std::string> cells = {head,
                                               r.design,
                                               to_string(p.status),
+                                              p.requested ? "1" : "0",
                                               "",
                                               memory,
                                               screen,

@@ -67,6 +67,7 @@ ordered_json point_json(const PlanResult& res, const PlanPoint& p) {
       {"sequence_parallel", c.sequence_parallel},
       {"recompute", workloads::to_string(c.recompute)},
       {"status", to_string(p.status)},
+      {"requested", p.requested},
       {"reason", p.reason},
       {"memory",
        {{"peak_stage", p.peak_stage},

@@ -32,6 +32,11 @@ std::string config_label(const PlanConfig& c) {
                      c.sequence_parallel ? " SP" : "", workloads::to_string(c.recompute));
 }
 
+// The label, marked where --include asked for the configuration.
+std::string point_label(const PlanPoint& p) {
+  return config_label(p.config) + (p.requested ? " (requested)" : "");
+}
+
 std::string run_row(const PlanResult& res, const PlanChoice& ch) {
   const PlanPoint& p = res.point(ch);
   const PlanRun& r = res.run(ch);
@@ -39,9 +44,9 @@ std::string run_row(const PlanResult& res, const PlanChoice& ch) {
   return fmt::format(
       "| {} | {} | {} | {} | {:.4g} | {:.4g}-{:.4g} | {:.4g} / {:.4g} / {:.4g} | {:.1f}% | {:.4g} "
       "| {} | {} | {} | {:.1f} |\n",
-      esc(cl.name), p.config.nodes, config_label(p.config), esc(r.design), r.step_time_s,
-      r.band_low_s, r.band_high_s, r.compute_s, r.exposed_comm_s, r.bubble_s, 100 * r.mfu,
-      r.costs.tokens_per_day, usd(r.costs.usd_per_step), usd(r.costs.usd_per_million_tokens),
+      esc(cl.name), p.config.nodes, point_label(p), esc(r.design), r.step_time_s, r.band_low_s,
+      r.band_high_s, r.compute_s, r.exposed_comm_s, r.bubble_s, 100 * r.mfu, r.costs.tokens_per_day,
+      usd(r.costs.usd_per_step), usd(r.costs.usd_per_million_tokens),
       kwh(r.costs.energy_kWh_per_step), p.peak_memory_bytes / config::kBytesPerGiB);
 }
 
@@ -166,7 +171,7 @@ std::string plan_markdown(const PlanResult& res) {
               : "");
       md += "| configuration | peak GiB | why |\n| --- | ---: | --- |\n";
       for (std::size_t k = 0; k < std::min(points.size(), kListedPerGroup); ++k)
-        md += fmt::format("| {} | {:.1f} | {} |\n", config_label(points[k]->config),
+        md += fmt::format("| {} | {:.1f} | {} |\n", point_label(*points[k]),
                           points[k]->peak_memory_bytes / config::kBytesPerGiB,
                           esc(points[k]->reason));
       md += "\n";

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -53,7 +54,7 @@ TEST_F(PlanCli, WritesTheReportsAndEscapesTheModelName) {
   EXPECT_NE(j["cheapest"]["configuration"].get<std::string>().find("tp2 pp1"), std::string::npos);
   // Rejected configurations are in every file, with their memory breakdown.
   EXPECT_NE(md.find("## Rejected"), std::string::npos);
-  EXPECT_NE(slurp(out / "results.csv").find(",rejected,\"stage 0 needs"), std::string::npos);
+  EXPECT_NE(slurp(out / "results.csv").find(",rejected,0,\"stage 0 needs"), std::string::npos);
 }
 
 TEST_F(PlanCli, BadInputExitsTwoWithOneLineAndWritesNoReport) {
@@ -70,6 +71,10 @@ TEST_F(PlanCli, BadInputExitsTwoWithOneLineAndWritesNoReport) {
       {"-w " + model_ + " -c " + cluster_ + " --nodes 3:3", "no power of two"},
       {inputs() + " --designs sequential,bogus", "'bogus' is not a design"},
       {inputs() + " --target-step-time 1 --target-tokens 1e9", "more than one target"},
+      {inputs() + " --include 'c3 n1 tp2 pp1 v1 cp1 ep1 dp1 mb1 sp0 none'", "names cluster c3"},
+      {inputs() + " --include 'n2 tp2 pp1 v1 cp1 ep1 dp2 mb1 sp0 none'", "runs on 2 nodes"},
+      {inputs() + " --include 'n1 tp2 pp1 v1 cp1 ep1 dp2 mb1 sp0 none'", "dp2 does not fit"},
+      {inputs() + " --include 'n1 tp2'", "has 2 fields"},
       {"-w " + (dir_ / "missing.yaml").string() + " -c " + cluster_, "missing.yaml"},
   };
   for (const auto& [args, expect] : cases) {
@@ -152,6 +157,53 @@ TEST_F(PlanCli, SimulateReproducesEveryPlannedConfiguration) {
   EXPECT_EQ(md.find("<b>"), std::string::npos);
   EXPECT_NE(md.find("a &lt;b&gt; model.yaml"), std::string::npos) << md;
   EXPECT_NE(md.find(" -c '" + spaced + "' --configuration"), std::string::npos) << md;
+}
+
+// --include times the configurations it names whatever the pre-screen and the cap say: one
+// the cap pruned, one outside the search's bounds (a micro-batch over --max-micro-batch),
+// one too large for memory (reported rejected with its breakdown); every other point comes
+// out as without it.
+TEST_F(PlanCli, IncludeSimulatesTheNamedConfigurationsAndLeavesTheSearchAlone) {
+  const std::string args = inputs() + " --designs sequential --simulate-top 1 --max-micro-batch 2";
+  const fs::path base = dir_ / "base", with = dir_ / "with";
+  ASSERT_EQ(plan(args + " --out " + base.string()).exit_code, 0);
+  const CliRun r = plan(args +
+                        " --include 'n1 tp1 pp2 v1 cp1 ep1 dp1 mb1 sp0 full'"
+                        " --include 'c0 n1 tp2 pp1 v1 cp1 ep1 dp1 mb4 sp0 none'"
+                        " --include 'n1 tp1 pp1 v1 cp1 ep1 dp2 mb1 sp0 none' --out " +
+                        with.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto b = nlohmann::json::parse(slurp(base / "results.json"));
+  const auto w = nlohmann::json::parse(slurp(with / "results.json"));
+  std::map<std::string, nlohmann::json> before;
+  for (const auto& p : b["points"]) before[p["key"].get<std::string>()] = p;
+  ASSERT_EQ(before.at("c0 n1 tp1 pp2 v1 cp1 ep1 dp1 mb1 sp0 full")["status"], "pruned");
+  EXPECT_EQ(before.count("c0 n1 tp2 pp1 v1 cp1 ep1 dp1 mb4 sp0 none"), 0u);
+  std::map<std::string, nlohmann::json> requested;
+  for (const auto& p : w["points"]) {
+    const std::string key = p["key"];
+    if (p["requested"].get<bool>()) {
+      requested[key] = p;
+    } else {
+      ASSERT_EQ(before.count(key), 1u) << key;
+      EXPECT_EQ(p, before.at(key)) << key;
+    }
+  }
+  ASSERT_EQ(requested.size(), 3u);
+  for (const char* key :
+       {"c0 n1 tp1 pp2 v1 cp1 ep1 dp1 mb1 sp0 full", "c0 n1 tp2 pp1 v1 cp1 ep1 dp1 mb4 sp0 none"}) {
+    EXPECT_EQ(requested.at(key)["status"], "feasible") << key;
+    EXPECT_EQ(requested.at(key)["reason"], "") << key;
+    EXPECT_EQ(requested.at(key)["runs"].size(), 1u) << key;
+  }
+  const auto& rejected = requested.at("c0 n1 tp1 pp1 v1 cp1 ep1 dp2 mb1 sp0 none");
+  EXPECT_EQ(rejected["status"], "rejected");
+  EXPECT_TRUE(rejected["runs"].empty());
+  EXPECT_NE(slurp(with / "report.md").find("TP2 PP1 CP1 DP1 mb4 none (requested) | sequential"),
+            std::string::npos);
+  // nodes 1, gpus 2, tp 2, pp 1, v 1, cp 1, ep 1, dp 1, mb 4, sp 0: requested 1
+  EXPECT_NE(slurp(with / "results.csv").find(",1,2,2,1,1,1,1,1,4,0,none,sequential,feasible,1,,"),
+            std::string::npos);
 }
 
 }  // namespace

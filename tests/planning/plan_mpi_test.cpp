@@ -56,6 +56,7 @@ TEST_F(PlanMpi, TwoRanksWriteTheSameBytesAsALocalRun) {
   // Three node counts: three chains of configurations for the two ranks to share.
   const std::string args = "plan -w " + model_ + " -c " + cluster_ +
                            " --nodes 1,2,4 --designs sequential,shaped --simulate-top 3 "
+                           "--include 'n1 tp1 pp2 v1 cp1 ep1 dp1 mb1 sp0 full' "
                            "--target-step-time 1 --threads 1 --out ";
   const fs::path local = dir_ / "local", mpi = dir_ / "mpi";
   const CliRun l = run_cli(args + local.string());
