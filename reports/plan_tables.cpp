@@ -205,8 +205,9 @@ std::string configurations_table(const json& results) {
         {"<code>" + esc_text(p, "key") + "</code>", esc_text(p, "cluster"), esc_text(p, "nodes"),
          esc_text(p, "gpus"), esc_text(p, "tp"), esc_text(p, "pp"), esc_text(p, "virtual_stages"),
          esc_text(p, "cp"), esc_text(p, "ep"), esc_text(p, "dp"), esc_text(p, "micro_batch"),
-         flag(p, "sequence_parallel") ? "yes" : "no", esc_text(p, "recompute"), html_escape(status),
-         peak, cap ? num(*cap / config::kBytesPerGiB, "%.1f") : "unknown", runs, why},
+         flag(p, "sequence_parallel") ? "yes" : "no", esc_text(p, "recompute"),
+         html_escape(status) + (flag(p, "requested") ? " (requested)" : ""), peak,
+         cap ? num(*cap / config::kBytesPerGiB, "%.1f") : "unknown", runs, why},
         " class=\"status-" + html_escape(status) + "\" data-status=\"" + html_escape(status) +
             "\"");
   }

@@ -100,13 +100,17 @@ TEST(PlanHtml, HostileStringsRenderInert) {
 }
 
 // The cheapest configuration comes with the command that simulates it alone: the plan's
-// model file, the cluster file its key names, the key as --configuration; all escaped.
-TEST(PlanHtml, CheapestComesWithItsSimulateCommand) {
+// model file, the cluster file its key names, the key as --configuration; all escaped. A
+// configuration --include asked for says so in the table.
+TEST(PlanHtml, CheapestComesWithItsSimulateCommandAndRequestedRowsSaySo) {
   const std::string html = render_plan_html(plan_fixture());
   EXPECT_NE(html.find("<code>overlapsim simulate -w workloads/models/tiny &lt;b&gt;&amp;&lt;/b&gt;"
                       ".yaml -c workloads/clusters/h200-8gpu.yaml --configuration 'c0 n1 tp8 pp1 "
                       "v1 cp1 ep1 dp1 mb1 sp1 none' --design tilewise --trace step.json</code>"),
             std::string::npos);
+  // The rejected point was asked for by --include.
+  EXPECT_NE(html.find("<td>rejected (requested)</td>"), std::string::npos);
+  EXPECT_EQ(count(html, "(requested)"), 1u);
   nlohmann::json other = plan_fixture();
   other["cheapest"]["configuration"] = "c7 n1 tp8 pp1 v1 cp1 ep1 dp1 mb1 sp1 none";
   EXPECT_EQ(render_plan_html(other).find("<code>overlapsim simulate"), std::string::npos)
