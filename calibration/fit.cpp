@@ -238,8 +238,8 @@ FitResult fit_profile(const std::string& data_dir, const FitOptions& options) {
   if (p.compute.attention_table) p.compute.attention_table->source.citation += carried;
   for (sim::LogCurve* c :
        {&p.compute.attention_forward_efficiency, &p.compute.attention_backward_efficiency,
-        &p.compute.memory_efficiency, &p.compute.embedding_efficiency})
-    c->source.citation += carried;
+        &p.compute.memory_efficiency, &p.compute.gemv_efficiency, &p.compute.embedding_efficiency})
+    if (!c->empty()) c->source.citation += carried;
   for (auto& [design, params] : p.designs.by_design)
     for (auto& [key, s] : params) s.source.citation += carried;
 

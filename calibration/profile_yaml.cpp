@@ -214,10 +214,13 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
       {"attention_forward", &c.attention_forward_efficiency},
       {"attention_backward", &c.attention_backward_efficiency},
       {"memory", &c.memory_efficiency},
+      {"gemv", &c.gemv_efficiency},
       {"embedding", &c.embedding_efficiency}};
   for (const auto& [key, lc] : named) {
+    if (std::string(key) == "gemv" && lc->empty()) continue;  // optional
     comment(out, o, fmt::format("compute.efficiency.{}", key), "    ");
-    const bool bytes = std::string(key) == "memory" || std::string(key) == "embedding";
+    const bool bytes = std::string(key) == "memory" || std::string(key) == "gemv" ||
+                       std::string(key) == "embedding";
     out += fmt::format("    {}: {}\n", key, curve(*lc, bytes ? "bytes" : "flops"));
   }
   write_gemm_tables(out, o, "gemm_tables", c.gemm_tables);

@@ -104,9 +104,12 @@ OpCost ComputeModel::cost(const OpNode& op) const {
   mark(kLaunch);
   if (bytes > 0) {
     const bool gather = op.kind == OpKind::EmbeddingLookup;
-    const LogCurve& mem_eff = gather ? profile_.embedding_efficiency : profile_.memory_efficiency;
+    const bool gemv = op.kind == OpKind::Gemv && !profile_.gemv_efficiency.empty();
+    const LogCurve& mem_eff = gather ? profile_.embedding_efficiency
+                              : gemv ? profile_.gemv_efficiency
+                                     : profile_.memory_efficiency;
     mark(kMemoryBandwidth);
-    mark(gather ? kEmbeddingEfficiency : kMemoryEfficiency);
+    mark(gather ? kEmbeddingEfficiency : gemv ? kGemvEfficiency : kMemoryEfficiency);
     c.memory_s = bytes / (profile_.memory_bandwidth_Bps.value * mem_eff.at(bytes));
     if (op.atomic_add != AtomicAdd::None) {
       const bool scatter = op.atomic_add == AtomicAdd::Scatter;
@@ -213,6 +216,7 @@ std::vector<std::string> ComputeModel::used_entries() const {
   if (used_ & (1u << kAttentionBackward)) out.push_back("compute.efficiency.attention_backward");
   if (used_ & (1u << kMemoryEfficiency)) out.push_back("compute.efficiency.memory");
   if (used_ & (1u << kEmbeddingEfficiency)) out.push_back("compute.efficiency.embedding");
+  if (used_ & (1u << kGemvEfficiency)) out.push_back("compute.efficiency.gemv");
   if (used_ & (1u << kFp8BlockScaling)) out.push_back("compute.fp8_block_scaling_time_factor");
   if (used_ & (1u << kAttentionTable)) out.push_back("compute.attention_table");
   if (used_ & (1u << kScatterAdd)) out.push_back("compute.scatter_add_bandwidth_Bps");

@@ -86,6 +86,7 @@ class ComputeModel {
     kAttentionBackward,
     kMemoryEfficiency,
     kEmbeddingEfficiency,
+    kGemvEfficiency,
     kFp8BlockScaling,
     kAttentionTable,
     kScatterAdd,

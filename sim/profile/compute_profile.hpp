@@ -24,12 +24,15 @@ struct ComputeProfile {
   Sourced launch_overhead_s;
 
   // Efficiency curves, y = fraction of peak. GEMM over the op's FLOPs, per precision;
-  // attention over FLOPs (forward and backward differ); memory-bound ops (elementwise,
-  // GEMV, the memory term of every op) over bytes moved; embedding-bag gathers over bytes.
+  // attention over FLOPs (forward and backward differ); memory-bound ops (elementwise
+  // streaming kernels, the memory term of every op) over bytes moved; GEMVs over bytes, where
+  // measured (a GEMV reduces as it streams and runs well below a copy of its bytes below a
+  // few hundred MB), else the memory curve; embedding-bag gathers over bytes.
   std::map<Precision, LogCurve> gemm_efficiency;
   LogCurve attention_forward_efficiency;
   LogCurve attention_backward_efficiency;
   LogCurve memory_efficiency;
+  LogCurve gemv_efficiency;  // optional: empty times GEMVs by memory_efficiency
   LogCurve embedding_efficiency;
 
   // Measured GEMM throughput tables; where present for a precision they replace

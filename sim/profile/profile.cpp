@@ -19,6 +19,8 @@ std::vector<SourceEntry> Profile::sources() const {
   out.push_back({"compute.efficiency.attention_forward", c.attention_forward_efficiency.source});
   out.push_back({"compute.efficiency.attention_backward", c.attention_backward_efficiency.source});
   out.push_back({"compute.efficiency.memory", c.memory_efficiency.source});
+  if (!c.gemv_efficiency.empty())
+    out.push_back({"compute.efficiency.gemv", c.gemv_efficiency.source});
   out.push_back({"compute.efficiency.embedding", c.embedding_efficiency.source});
   for (const auto& [p, table] : c.gemm_tables)
     out.push_back({fmt::format("compute.gemm_tables.{}", to_string(p)), table.source});

@@ -294,7 +294,7 @@ ComputeProfile parse_compute(const ConfigNode& node) {
 
   ConfigNode eff = node.child("efficiency");
   eff.check_keys(std::vector<std::string>{"gemm", "attention_forward", "attention_backward",
-                                          "memory", "embedding"});
+                                          "memory", "gemv", "embedding"});
   ConfigNode gemm = eff.child("gemm");
   if (!gemm.is_map() || gemm.size() == 0)
     gemm.fail("expected a map of precision -> {over: flops, points, source, citation}");
@@ -308,6 +308,7 @@ ComputeProfile parse_compute(const ConfigNode& node) {
   c.attention_forward_efficiency = parse_efficiency(eff, "attention_forward", "flops");
   c.attention_backward_efficiency = parse_efficiency(eff, "attention_backward", "flops");
   c.memory_efficiency = parse_efficiency(eff, "memory", "bytes");
+  if (eff.optional_child("gemv")) c.gemv_efficiency = parse_efficiency(eff, "gemv", "bytes");
   c.embedding_efficiency = parse_efficiency(eff, "embedding", "bytes");
 
   if (node.optional_child("idle_clock_boost")) {

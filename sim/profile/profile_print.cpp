@@ -92,6 +92,8 @@ std::string format_profile(const Profile& p) {
   line(out, "attention backward", curve_text(c.attention_backward_efficiency, false),
        c.attention_backward_efficiency.source);
   line(out, "memory", curve_text(c.memory_efficiency, true), c.memory_efficiency.source);
+  if (!c.gemv_efficiency.empty())
+    line(out, "gemv", curve_text(c.gemv_efficiency, true), c.gemv_efficiency.source);
   line(out, "embedding", curve_text(c.embedding_efficiency, true), c.embedding_efficiency.source);
   for (const auto* tables : {&c.gemm_tables, &c.own_gemm_tables})
     for (const auto& [prec, t] : *tables)

@@ -128,6 +128,27 @@ TEST(ComputeModel, GemvIsMemoryBound) {
   EXPECT_DOUBLE_EQ(c.time_s, bytes / 8e11 + 1e-6);
 }
 
+// A measured GEMV curve times GEMVs only: an elementwise op of the same bytes stays on the
+// memory (streaming) curve, and the GEMV names the curve it used.
+TEST(ComputeModel, GemvTakesItsOwnCurveWhereMeasured) {
+  ComputeProfile p = test_profile();
+  p.gemv_efficiency = flat(0.4);
+  ComputeModel model(p);
+  OpNode gemv = gemm_op("g", 8192, 1, 8192);
+  gemv.kind = OpKind::Gemv;
+  const double bytes = (8192.0 * 8192.0 + 8192.0 + 8192.0) * 2.0;
+  EXPECT_DOUBLE_EQ(model.time_s(gemv), bytes / 4e11 + 1e-6);
+  const auto used = model.used_entries();
+  EXPECT_NE(std::find(used.begin(), used.end(), "compute.efficiency.gemv"), used.end());
+  EXPECT_EQ(std::find(used.begin(), used.end(), "compute.efficiency.memory"), used.end());
+  OpNode add;
+  add.name = "add";
+  add.kind = OpKind::Elementwise;
+  add.precision = Precision::BF16;
+  add.bytes = static_cast<std::uint64_t>(bytes);
+  EXPECT_DOUBLE_EQ(model.time_s(add), bytes / 8e11 + 1e-6);
+}
+
 TEST(ComputeModel, GivenFlopsAndBytesOverrideTheShape) {
   ComputeProfile p = test_profile();
   ComputeModel model(p);
