@@ -63,7 +63,7 @@ PlanConfig parse_configuration_text(std::string_view text, std::string_view flag
   c.cp = field(tokens[4], "cp", flag, 1);
   c.ep = field(tokens[5], "ep", flag, 1);
   c.dp = field(tokens[6], "dp", flag, 1);
-  c.micro_batch = field(tokens[7], "mb", flag, 1);
+  c.micro_batch = field(tokens[7], "mb", flag, 0);  // 0: a DLRM step (one batch)
   const int sp = field(tokens[8], "sp", flag, 0);
   if (sp > 1) throw bad(flag, tokens[8], "is not sp0 or sp1");
   c.sequence_parallel = sp == 1;

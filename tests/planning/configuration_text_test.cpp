@@ -47,6 +47,10 @@ TEST(ConfigurationText, ReadsBackEveryField) {
   EXPECT_EQ(full.ep, 8);
   EXPECT_FALSE(full.sequence_parallel);
   EXPECT_EQ(full.recompute, workloads::Recompute::Full);
+  // A DLRM plan's one configuration has no micro-batch (the model's step is one batch).
+  EXPECT_EQ(
+      parse_configuration_text("c0 n16 tp1 pp1 v1 cp1 ep1 dp128 mb0 sp0 none", "--c").micro_batch,
+      0);
 }
 
 TEST(ConfigurationText, BadTextNamesTheFlagAndTheToken) {
@@ -57,7 +61,7 @@ TEST(ConfigurationText, BadTextNamesTheFlagAndTheToken) {
       {"n16 pp8 tp4 v3 cp2 ep1 dp2 mb2 sp1 none", "'pp8' is not the tp field"},
       {"n16 tp0 pp8 v3 cp2 ep1 dp2 mb2 sp1 none", "'tp0' is not tp<integer >= 1>"},
       {"n16 tp4 pp8 v3 cp2 ep1 dp2 mb2 sp2 none", "'sp2' is not sp0 or sp1"},
-      {"n16 tp4 pp8 v3 cp2 ep1 dp2 mbx sp1 none", "'mbx' is not mb<integer >= 1>"},
+      {"n16 tp4 pp8 v3 cp2 ep1 dp2 mbx sp1 none", "'mbx' is not mb<integer >= 0>"},
   };
   for (const auto& [text, expect] : cases) {
     try {
