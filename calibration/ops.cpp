@@ -49,4 +49,13 @@ sim::OpNode compute_op(const Measurement& m, const std::string& compute) {
                               "' (expected gemm, gemv or embedding)");
 }
 
+sim::OpNode elementwise_op(const Measurement& m) {
+  sim::OpNode op;
+  op.name = m.op + " " + m.design + " " + std::to_string(m.bytes);
+  op.kind = sim::OpKind::Elementwise;
+  op.precision = precision_of(m.dtype);
+  op.bytes = m.bytes;
+  return op;
+}
+
 }  // namespace overlapsim::calibration

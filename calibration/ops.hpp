@@ -27,6 +27,9 @@ std::optional<PairParts> pair_parts(const std::string& op);
 // bytes = m*k*n*e (gathered rows) + m*n*e (pooled output), e the element size.
 // Throws std::invalid_argument for an unknown dtype or op.
 sim::OpNode compute_op(const Measurement& m, const std::string& compute);
+// An `elementwise` row (a streaming kernel: copy, add, scale) as the step's elementwise op of
+// the row's bytes moved (its `bytes` column).
+sim::OpNode elementwise_op(const Measurement& m);
 
 sim::Precision precision_of(const std::string& dtype);  // bf16, fp16, fp8, fp32
 std::optional<sim::CollectiveOp> collective_of(const std::string& op);

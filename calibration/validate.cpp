@@ -24,25 +24,12 @@
 namespace overlapsim::calibration {
 namespace {
 
-const std::vector<std::string> kKindOrder = {"compute",
-                                             "compute_bf16",
-                                             "compute_fp16",
-                                             "compute_fp8",
-                                             "compute_fp8_block",
-                                             "compute_own",
-                                             "memory_bound",
-                                             "collective",
-                                             "collective_alone",
-                                             "collective_in_loop",
-                                             "collective_ctas",
-                                             "collective_eff",
-                                             "sequential",
-                                             "decomposed",
-                                             "tilewise",
-                                             "tilewise_ce",
-                                             "tilewise_ce_direct",
-                                             "tilewise_ce_ring",
-                                             "collective_flow"};
+const std::vector<std::string> kKindOrder = {
+    "compute",           "compute_bf16",       "compute_fp16",       "compute_fp8",
+    "compute_fp8_block", "compute_own",        "memory_bound",       "memory_bound_elementwise",
+    "collective",        "collective_alone",   "collective_in_loop", "collective_ctas",
+    "collective_eff",    "sequential",         "decomposed",         "tilewise",
+    "tilewise_ce",       "tilewise_ce_direct", "tilewise_ce_ring",   "collective_flow"};
 
 sim::CollectiveRequest request_of(const sim::CollectiveOp op, std::uint64_t bytes, int world) {
   sim::CollectiveRequest req;
@@ -247,6 +234,13 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
           "{}: measured on {} GPUs, the cluster {} has {} (expected a cluster with at least the "
           "measured GPU count)",
           m.where(), m.world, cluster.file, topo.num_gpus()));
+    // Streaming kernels timed by a framework (benchmarks/peers/elementwise_probe.py: copy,
+    // add, scale): the memory curve times them, as it times a step's elementwise ops.
+    if (m.op == "elementwise") {
+      add(m, "memory_bound", model.time_s(elementwise_op(m)));
+      r.rows.back().sub_kind = "memory_bound_elementwise";
+      continue;
+    }
     if (is_compute_op(m.op)) {
       const bool vendor = (m.op == "embedding") ? m.design == "own" : m.design == "cublas";
       if (m.op == "gemm" && m.design == "own" && !profile.compute.own_gemm_tables.empty()) {

@@ -16,6 +16,7 @@
 #include "calibration/fit.hpp"
 #include "calibration/validation_record.hpp"
 #include "config/error.hpp"
+#include "sim/profile/compute_model.hpp"
 #include "sim/profile/profile_load.hpp"
 #include "tests/calibration/calib_test_util.hpp"
 
@@ -97,6 +98,28 @@ TEST(Validate, GemvRowsAreMemoryBound) {
   EXPECT_TRUE(r.rows[0].sub_kind.empty());
 }
 
+// A streaming kernel's row is the step's elementwise op of the row's bytes moved, timed by
+// the memory curve (not the GEMV curve a profile may also have): memory-bound, sub-kind
+// memory_bound_elementwise.
+TEST(Validate, ElementwiseRowsAreTheStepsElementwiseOps) {
+  const Truth t;
+  sim::Profile profile = synthetic_profile(t);
+  profile.compute.gemv_efficiency = profile.compute.memory_efficiency;
+  for (auto& [x, y] : profile.compute.gemv_efficiency.points) y *= 0.5;
+  std::string csv = kBenchHeader;
+  csv += bench_row("elementwise", "add", 1 << 24, 1, 1, 3ull << 25, 1, 30e-6, "NVIDIA H200", 1);
+  const auto rows = parse_measurements(parse_csv(csv, "held.csv"));
+  const ValidationReport r = validate(profile, rows, workloads::load_cluster(kCluster));
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0].kind, "memory_bound");
+  EXPECT_EQ(r.rows[0].sub_kind, "memory_bound_elementwise");
+  sim::OpNode add;
+  add.kind = sim::OpKind::Elementwise;
+  add.precision = sim::Precision::BF16;
+  add.bytes = 3ull << 25;
+  EXPECT_DOUBLE_EQ(r.rows[0].predicted_s, sim::ComputeModel(profile.compute).time_s(add));
+}
+
 // Measurements made exactly (1 + e) times the truth must show relative error 1/(1+e) - 1.
 TEST(Validate, KnownErrorsPerKind) {
   const Truth t;
@@ -143,8 +166,8 @@ TEST(Validate, RowsNeedingMoreGpusThanTheClusterAreAnError) {
 }
 
 // A 4-GPU collective with a 2-GPU profile on an NVLink host: the flow network at the
-// curve's efficiency (sim/collectives/collective_cost_model.hpp), latency + 2(n-1)/n S / busbw plus the ring's hop
-// latencies; a 4-GPU pair is not predicted with a 2-GPU curve.
+// curve's efficiency (sim/collectives/collective_cost_model.hpp), latency + 2(n-1)/n S / busbw plus
+// the ring's hop latencies; a 4-GPU pair is not predicted with a 2-GPU curve.
 TEST(Validate, OtherCommunicatorSizesUseTheEfficiencyPath) {
   const Truth t;
   const sim::Profile profile = synthetic_profile(t);
@@ -204,10 +227,9 @@ TEST(Validate, ComputeRowsPerInputTypeWhereSeveralOccur) {
   EXPECT_EQ(count_of(mixed, "compute_bf16") + count_of(mixed, "compute_fp16") +
                 count_of(mixed, "compute_fp8") + count_of(mixed, "compute_fp8_block"),
             count_of(mixed, "compute"));
-  const ValidationReport bf16 =
-      validate(sim::load_profile("calibration/profiles/h200-nvlink.yaml"),
-               read_measurements("calibration/data/h200x2/heldout.csv"),
-               workloads::load_cluster(kCluster));
+  const ValidationReport bf16 = validate(sim::load_profile("calibration/profiles/h200-nvlink.yaml"),
+                                         read_measurements("calibration/data/h200x2/heldout.csv"),
+                                         workloads::load_cluster(kCluster));
   EXPECT_GT(count_of(bf16, "compute"), 0);
   EXPECT_EQ(count_of(bf16, "compute_bf16"), 0);
 }
@@ -275,8 +297,8 @@ TEST(Validate, InComputeLoopFactorAppliesToLoopRowsOnly) {
 
 // The shipped profiles are what `overlapsim fit` makes of the shipped data (so they are not
 // stale), they load, and validate runs on their held-out rows. The 2-GPU profile is fitted
-// and the 8-GPU profiles are fitted on the 4-GPU one (which carries its 4-rank curves). The figures are printed, not
-// asserted: the acceptance bars are reported in docs/calibration.md.
+// and the 8-GPU profiles are fitted on the 4-GPU one (which carries its 4-rank curves). The figures
+// are printed, not asserted: the acceptance bars are reported in docs/calibration.md.
 struct ShippedCase {
   const char* profile;
   const char* data;
@@ -296,6 +318,8 @@ class ShippedProfile : public ::testing::TestWithParam<ShippedCase> {};
 // memory-bound kernels at sizes no suite fits (validate's `memory_bound` rows).
 constexpr const char* kH200Dtypes = "calibration/data/h200x1-dtypes/heldout.csv";
 constexpr const char* kH200MemoryBound = "calibration/data/h200x1-memory-bound/heldout.csv";
+// PyTorch's streaming kernels (copy, add, scale) on one H200, which the memory curve times.
+constexpr const char* kH200Elementwise = "benchmarks/results/h200x1/elementwise_probe/rows.csv";
 constexpr const char* kH100Dtypes = "calibration/data/h100x1-dtypes/heldout.csv";
 
 TEST_P(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
@@ -382,22 +406,22 @@ INSTANTIATE_TEST_SUITE_P(
                                   "calibration/data/h200x2",
                                   "calibration/profiles/h200-nvswitch-4gpu.yaml",
                                   kCluster,
-                                  {kH200Dtypes, kH200MemoryBound}},
+                                  {kH200Dtypes, kH200MemoryBound, kH200Elementwise}},
                       ShippedCase{"calibration/profiles/h200-1gpu.yaml",
                                   "calibration/data/h200x1-dtypes",
                                   "",
                                   kCluster,
-                                  {kH200MemoryBound}},
+                                  {kH200MemoryBound, kH200Elementwise}},
                       ShippedCase{"calibration/profiles/h200-nvswitch-4gpu.yaml",
                                   "calibration/data/h200x4-2026-11-27",
                                   "calibration/profiles/h200-1gpu.yaml",
                                   "workloads/clusters/h200-8gpu.yaml",
-                                  {kH200Dtypes, kH200MemoryBound}},
+                                  {kH200Dtypes, kH200MemoryBound, kH200Elementwise}},
                       ShippedCase{"calibration/profiles/h200-nvswitch-8gpu.yaml",
                                   "calibration/data/h200x8",
                                   "calibration/profiles/h200-nvswitch-4gpu.yaml",
                                   "workloads/clusters/h200-8gpu.yaml",
-                                  {kH200Dtypes, kH200MemoryBound}},
+                                  {kH200Dtypes, kH200MemoryBound, kH200Elementwise}},
                       ShippedCase{"calibration/profiles/h100-1gpu.yaml",
                                   "calibration/data/h100x1-gemm-offgrid",
                                   "",
