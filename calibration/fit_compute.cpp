@@ -321,13 +321,15 @@ void fit_gemm_tables(const FitData& data, FitOutput& out, const std::string& des
 // bytes / (peak bandwidth * (time - launch)) at each measured size (median of repeats)
 // replaces the base curve over the measured range; beyond it the base curve's shape is
 // kept, scaled to meet the first (below) or last (above) measured point, so the spliced
-// curve is continuous.
+// curve is continuous. An optional curve the base lacks (`efficiency.gemv`) starts from
+// `start`.
 void fit_bandwidth_curve(const FitData& data, FitOutput& out, const std::string& op,
-                         sim::LogCurve& curve, const std::string& key) {
+                         sim::LogCurve& curve, const std::string& key, const sim::LogCurve& start) {
   std::vector<const Measurement*> rows;
   for (const auto& r : data.rows)
     if (r.op == op && r.dtype != "") rows.push_back(&r);
   if (rows.empty()) return;
+  if (curve.empty()) curve = start;
   const double bw = out.profile.compute.memory_bandwidth_Bps.value;
   const double launch_s = out.profile.compute.launch_overhead_s.value;
   std::map<double, std::vector<double>> eff_at;
@@ -420,14 +422,9 @@ void fit_compute(const FitData& data, FitOutput& out) {
   // streaming kernel, stays the base's (benchmarks/results/h200x1/elementwise_probe: a GEMV's
   // efficiency at 34 MB is about half a copy's).
   sim::ComputeProfile& c = out.profile.compute;
-  if (c.gemv_efficiency.empty()) {
-    bool any = false;
-    for (const auto& r : data.rows) any = any || (r.op == "gemv" && r.dtype != "");
-    if (any) c.gemv_efficiency = c.memory_efficiency;
-  }
-  fit_bandwidth_curve(data, out, "gemv", c.gemv_efficiency, "gemv");
-  fit_bandwidth_curve(data, out, "embedding", out.profile.compute.embedding_efficiency,
-                      "embedding");
+  fit_bandwidth_curve(data, out, "gemv", c.gemv_efficiency, "gemv", c.memory_efficiency);
+  fit_bandwidth_curve(data, out, "embedding", c.embedding_efficiency, "embedding",
+                      c.embedding_efficiency);
 }
 
 void fit_own_gemm_tables(const FitData& data, FitOutput& out) {

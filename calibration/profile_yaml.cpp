@@ -210,18 +210,21 @@ std::string format_profile_yaml(const sim::Profile& p, const ProfileYamlOptions&
     comment(out, o, fmt::format("compute.efficiency.gemm.{}", sim::to_string(prec)), "      ");
     out += fmt::format("      {}: {}\n", sim::to_string(prec), curve(lc, "flops"));
   }
-  const std::pair<const char*, const sim::LogCurve*> named[] = {
-      {"attention_forward", &c.attention_forward_efficiency},
-      {"attention_backward", &c.attention_backward_efficiency},
-      {"memory", &c.memory_efficiency},
-      {"gemv", &c.gemv_efficiency},
-      {"embedding", &c.embedding_efficiency}};
-  for (const auto& [key, lc] : named) {
-    if (std::string(key) == "gemv" && lc->empty()) continue;  // optional
-    comment(out, o, fmt::format("compute.efficiency.{}", key), "    ");
-    const bool bytes = std::string(key) == "memory" || std::string(key) == "gemv" ||
-                       std::string(key) == "embedding";
-    out += fmt::format("    {}: {}\n", key, curve(*lc, bytes ? "bytes" : "flops"));
+  struct Named {
+    const char* key;
+    const sim::LogCurve* curve;
+    const char* over;
+    bool optional;
+  };
+  const Named named[] = {{"attention_forward", &c.attention_forward_efficiency, "flops", false},
+                         {"attention_backward", &c.attention_backward_efficiency, "flops", false},
+                         {"memory", &c.memory_efficiency, "bytes", false},
+                         {"gemv", &c.gemv_efficiency, "bytes", true},
+                         {"embedding", &c.embedding_efficiency, "bytes", false}};
+  for (const Named& n : named) {
+    if (n.optional && n.curve->empty()) continue;
+    comment(out, o, fmt::format("compute.efficiency.{}", n.key), "    ");
+    out += fmt::format("    {}: {}\n", n.key, curve(*n.curve, n.over));
   }
   write_gemm_tables(out, o, "gemm_tables", c.gemm_tables);
   write_gemm_tables(out, o, "own_gemm_tables", c.own_gemm_tables);

@@ -223,9 +223,10 @@ void add_requested(const PlanOptions& o, const ModelSpec& model,
       PlanConfig c = parsed;
       c.cluster = static_cast<int>(ci);
       const ClusterSpec cluster = configure(model, clusters[ci].spec, c, "--include").cluster;
-      if (!seen.insert(c.key()).second) continue;
+      const std::string key = c.key();
+      if (!seen.insert(key).second) continue;
       std::size_t i = 0;
-      while (i < res.points.size() && res.points[i].config.key() != c.key()) ++i;
+      while (i < res.points.size() && res.points[i].config.key() != key) ++i;
       if (i == res.points.size()) res.points.push_back(make_point(c, cluster));
       res.points[i].requested = true;
       if (res.points[i].status != PointStatus::Rejected) groups.push_back(Group{{i}, 0});
