@@ -83,7 +83,8 @@ Outcome run(const RedistributeOptions& o) {
   if (cluster) {
     const sim::Topology topology = workloads::build_topology(*cluster);
     const sim::Profile profile = sim::load_profile(cluster->gpu->profile_path);
-    const sim::CollectiveTimingOptions timing = workloads::collective_timing(*cluster);
+    const sim::CollectiveTimingOptions timing =
+        workloads::collective_timing(*cluster, profile, cluster->gpu->profile_path);
     for (const auto& p : out.plans) {
       out.timings.push_back(rd::time_plan(p, topology, profile, timing));
       cost.push_back(out.timings.back()->time_s);

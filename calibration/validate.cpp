@@ -20,6 +20,7 @@
 #include "sim/network/flow_network.hpp"
 #include "sim/overlap/pair_simulation.hpp"
 #include "sim/profile/compute_model.hpp"
+#include "workloads/scenario_inputs.hpp"
 
 namespace overlapsim::calibration {
 namespace {
@@ -65,9 +66,10 @@ CollectivePrediction collective_time_s(const sim::Profile& profile, const sim::T
   std::optional<CollectiveCostModel> costs;
   if (flow) {
     // What `simulate` charges a collective the profile has no curve for: the flows on the
-    // cluster's links plus NCCL's launch, step latencies and protocol efficiency.
+    // cluster's links plus NCCL's launch, step latencies and protocol efficiency, NVLink at
+    // the rate NCCL's kernels reach where the profile has it.
     static const sim::CollectiveProfile no_curves;
-    costs.emplace(no_curves, net, CollectiveTimingOptions{});
+    costs.emplace(no_curves, net, timing);
     costs->launch(req, on_done);
   } else {
     costs.emplace(profile.collectives, net, timing);
@@ -220,11 +222,8 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
     p.compute = sim::with_gemm_rates_scaled(profile.compute, speedup);
     return p;
   };
-  CollectiveTimingOptions nvlink;
-  if (cluster.intra_node.kind == workloads::IntraNodeKind::NvSwitch) {
-    nvlink.nvlink_Bps = cluster.intra_node.gpu_bandwidth_Bps;
-    nvlink.nvlink_citation = cluster.file + " intra_node.gpu_bandwidth_Bps";
-  }
+  const CollectiveTimingOptions nvlink =
+      workloads::collective_timing(cluster, profile, profile.path);
   auto add = [&](const Measurement& m, const std::string& kind, double predicted) {
     r.rows.push_back({&m, kind, predicted, (predicted - m.time_s) / m.time_s});
   };

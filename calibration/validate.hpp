@@ -17,8 +17,9 @@
 //                    efficiency (sim/collectives/collective_cost_model.hpp), as `overlapsim simulate` times it
 //   collective_flow  the same collective on the cluster path of the cost model, as
 //                    `simulate` times a collective the profile has no curve for: the flows on
-//                    the cluster's links plus NCCL's latencies and protocol efficiency (no
-//                    profile)
+//                    the cluster's links plus NCCL's latencies and protocol efficiency, NVLink
+//                    at the profile's device.nccl_nvlink_bandwidth_Bps where it has one (no
+//                    curves)
 //   sequential       op then collective (or collective then op) as a 2-op step on every
 //                    rank through sim::StepExecutor with SequentialDesign, collectives timed
 //                    by the profile

@@ -12,11 +12,18 @@
 
 namespace overlapsim::workloads {
 
-sim::CollectiveTimingOptions collective_timing(const ClusterSpec& c) {
+sim::CollectiveTimingOptions collective_timing(const ClusterSpec& c, const sim::Profile& profile,
+                                               const std::string& profile_path) {
   sim::CollectiveTimingOptions t;
   if (c.intra_node.kind == IntraNodeKind::NvSwitch) {
     t.nvlink_Bps = c.intra_node.gpu_bandwidth_Bps;
     t.nvlink_citation = fmt::format("{} intra_node.gpu_bandwidth_Bps", c.file);
+  }
+  if (profile.device.nccl_nvlink_bandwidth_Bps && t.nvlink_Bps > 0) {
+    t.nccl_nvlink_Bps = profile.device.nccl_nvlink_bandwidth_Bps->value;
+    t.nccl_nvlink_citation =
+        fmt::format("{} device.nccl_nvlink_bandwidth_Bps, {}", profile_path,
+                    sim::to_string(profile.device.nccl_nvlink_bandwidth_Bps->source.kind));
   }
   return t;
 }
@@ -104,13 +111,7 @@ ScenarioInputs make_inputs(const ModelSpec& spec, const ClusterSpec& cluster,
     throw config::ConfigError(fmt::format("{}: {}", spec.source_file, e.what()));
   }
   infer_representatives(in.step);
-  in.timing = collective_timing(in.cluster);
-  if (in.profile.device.nccl_nvlink_bandwidth_Bps && in.timing.nvlink_Bps > 0) {
-    in.timing.nccl_nvlink_Bps = in.profile.device.nccl_nvlink_bandwidth_Bps->value;
-    in.timing.nccl_nvlink_citation =
-        fmt::format("{} device.nccl_nvlink_bandwidth_Bps, {}", profile_path,
-                    sim::to_string(in.profile.device.nccl_nvlink_bandwidth_Bps->source.kind));
-  }
+  in.timing = collective_timing(in.cluster, in.profile, profile_path);
   return in;
 }
 

@@ -63,8 +63,13 @@ ScenarioInputs make_scenario_inputs(const ModelSpec& model, const ClusterSpec& c
 sim::ScenarioResult simulate_inputs(const ScenarioInputs& inputs, sim::ScenarioOptions options);
 
 // How the cluster's intra-node links time collectives the profile measured at another size:
-// NVLink-class hosts (NVSwitch) get the efficiency path at their per-GPU NVLink rate.
-sim::CollectiveTimingOptions collective_timing(const ClusterSpec& cluster);
+// NVLink-class hosts (NVSwitch) get the efficiency path at their per-GPU NVLink rate, and
+// the flows of collectives the profile never measured run at the rate NCCL's kernels reach
+// on those links where the profile has it (device.nccl_nvlink_bandwidth_Bps, cited with
+// `profile_path`). Every command that times collectives takes its options from here.
+sim::CollectiveTimingOptions collective_timing(const ClusterSpec& cluster,
+                                               const sim::Profile& profile,
+                                               const std::string& profile_path);
 
 // Fills step.representative where the generator folded identical ranks and left it empty,
 // from the "pp" communicators: rank r at position i of its pipeline stands with the

@@ -25,7 +25,7 @@ Machine load(const std::string& file) {
   m.cluster = workloads::load_cluster(std::string(OVERLAPSIM_SOURCE_DIR) + "/" + file);
   m.topology = workloads::build_topology(m.cluster);
   m.profile = sim::load_profile(m.cluster.gpu->profile_path);
-  m.timing = workloads::collective_timing(m.cluster);
+  m.timing = workloads::collective_timing(m.cluster, m.profile, m.cluster.gpu->profile_path);
   return m;
 }
 
