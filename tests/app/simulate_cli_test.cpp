@@ -84,9 +84,9 @@ TEST_F(SimulateCli, ContextParallelStepsComplete) {
 }
 
 // With a measured profile: a TP all-reduce inside a host at a measured rank count (2 and 4
-// in h200-nvlink.yaml) is timed by its curve, one at a rank count the profile lacks (4 in a
-// 2-GPU-only profile) by the flow network at the nearest curve's efficiency, DP across
-// hosts by the links.
+// in h200-nvswitch-4gpu.yaml, the 2-rank curves carried from h200-nvlink.yaml) is timed by
+// its curve, one at a rank count the profile lacks (4 in a 2-GPU-only profile) by the flow
+// network at the nearest curve's efficiency, DP across hosts by the links.
 TEST_F(SimulateCli, SaysWhichPathTimedEachCollectiveClass) {
   // A 2-GPU-only profile: the fit of the session-1 data, which measured 2 ranks alone.
   const std::string two_only = (dir_ / "two.yaml").string();
@@ -97,8 +97,8 @@ TEST_F(SimulateCli, SaysWhichPathTimedEachCollectiveClass) {
     bool curve;
   };
   for (const Case& c :
-       {Case{"calibration/profiles/h200-nvlink.yaml", 2, true},
-        Case{"calibration/profiles/h200-nvlink.yaml", 4, true}, Case{two_only, 4, false}}) {
+       {Case{"calibration/profiles/h200-nvswitch-4gpu.yaml", 2, true},
+        Case{"calibration/profiles/h200-nvswitch-4gpu.yaml", 4, true}, Case{two_only, 4, false}}) {
     const int tp = c.tp;
     const std::string measured = " --profile " + c.profile + " --pp 1";
     const CliRun r =

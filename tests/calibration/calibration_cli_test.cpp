@@ -81,7 +81,7 @@ TEST_F(CalibrationCli, FitBadDataExits2AndWritesNothing) {
 TEST_F(CalibrationCli, FitOfShippedDataMatchesShippedProfile) {
   const fs::path out = dir_ / "h200.yaml";
   const CliRun r =
-      run("fit calibration/data/h200x2 --base calibration/profiles/h200-nvswitch-4gpu.yaml --out " +
+      run("fit calibration/data/h200x2 --base calibration/profiles/h200-1gpu.yaml --out " +
           out.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // The shipped profile is the fit followed by its held-out errors (validate --record).

@@ -223,8 +223,9 @@ TEST(Fit, HeldOutKeysAreLeftOut) {
   EXPECT_EQ(held.find(",allreduce,nccl,bf16,0,0,0,4096,"), std::string::npos) << held;
 }
 
-// A fit whose base profile holds curves at a rank count the data did not measure keeps
-// them (cited as carried), and replaces those at the measured count.
+// A fit whose base profile holds curves the data did not measure keeps them (cited as
+// carried): every curve at another rank count, and at the measured rank count those of
+// other ops; it replaces the measured op's curves at the measured count.
 TEST(Fit, CarriesBaseCurvesAtOtherRankCounts) {
   const Truth t;
   const fs::path dir = synthetic_dir("carry_ranks", t);
@@ -232,19 +233,30 @@ TEST(Fit, CarriesBaseCurvesAtOtherRankCounts) {
   o.base_profile = "calibration/profiles/h200-nvswitch-4gpu.yaml";
   const FitResult r = fit_profile(dir.string(), o);
   const sim::Profile base = sim::load_profile(o.base_profile);
-  std::size_t base_four = 0, four = 0, two = 0;
-  for (const auto& c : base.collectives.curves) base_four += c.ranks == 4;
+  const std::string carried = "[carried from " + o.base_profile + "]";
+  std::size_t base_four = 0, base_two_other = 0, four = 0, two_other = 0, two_allreduce = 0;
+  for (const auto& c : base.collectives.curves) {
+    base_four += c.ranks == 4;
+    base_two_other += c.ranks == 2 && c.op != sim::CollectiveOp::AllReduce;
+  }
   for (const auto& c : r.profile.collectives.curves) {
+    const bool is_carried = c.source.citation.find(carried) != std::string::npos;
     if (c.ranks == 4) {
       ++four;
-      EXPECT_NE(c.source.citation.find("[carried from " + o.base_profile + "]"), std::string::npos)
-          << c.source.citation;
+      EXPECT_TRUE(is_carried) << c.source.citation;
+    } else if (c.ranks == 2 && c.op != sim::CollectiveOp::AllReduce) {
+      ++two_other;
+      EXPECT_TRUE(is_carried) << c.source.citation;
+    } else if (c.ranks == 2) {
+      ++two_allreduce;
+      EXPECT_FALSE(is_carried) << c.source.citation;
     }
-    two += c.ranks == 2;
   }
   EXPECT_GT(base_four, 0u);
   EXPECT_EQ(four, base_four);
-  EXPECT_EQ(two, 1u);  // the synthetic data's one measured allreduce curve
+  EXPECT_GT(base_two_other, 0u);
+  EXPECT_EQ(two_other, base_two_other);
+  EXPECT_EQ(two_allreduce, 1u);  // the synthetic data's one measured allreduce curve
 }
 
 }  // namespace

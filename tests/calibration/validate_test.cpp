@@ -321,6 +321,9 @@ constexpr const char* kH200MemoryBound = "calibration/data/h200x1-memory-bound/h
 // PyTorch's streaming kernels (copy, add, scale) on one H200, which the memory curve times.
 constexpr const char* kH200Elementwise = "benchmarks/results/h200x1/elementwise_probe/rows.csv";
 constexpr const char* kH100Dtypes = "calibration/data/h100x1-dtypes/heldout.csv";
+// NCCL's collectives alone on 2 and 4 H100s (the shaped runs' baselines), which the H200's
+// NVLink curves carried into the H100 profiles are checked against.
+constexpr const char* kH100Nccl = "benchmarks/results/h100x4/shaped/nccl_rows.csv";
 
 TEST_P(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
   const ShippedCase& c = GetParam();
@@ -367,12 +370,13 @@ TEST(ShippedProfiles, DatasheetH100CarriesTheFittedGemmModels) {
 
 // Its validation section is what `validate --record` writes for its held-out rows: the bf16
 // off-grid run and the dtype run (its fp8 model's), so fp8 projections on H100 size their
-// compute band from held-out fp8 rows.
+// compute band from held-out fp8 rows, and the H100's own NCCL rows, so its intra-host
+// collectives are sized by the carried curves' error on this chip.
 TEST(ShippedProfiles, DatasheetH100ValidationIsItsHeldOutRows) {
   const std::string path = "calibration/profiles/datasheet-h100.yaml";
   const std::string cluster = "workloads/clusters/h100-128node-ndr.yaml";
   const std::vector<std::string> files = {"calibration/data/h100x1-gemm-offgrid/heldout.csv",
-                                          kH100Dtypes};
+                                          kH100Dtypes, kH100Nccl};
   const auto rows = read_measurements(files);
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -381,7 +385,34 @@ TEST(ShippedProfiles, DatasheetH100ValidationIsItsHeldOutRows) {
   report.profile_path = path;
   EXPECT_EQ(with_validation_section(text, report, files, cluster), text);
   ASSERT_TRUE(profile.validation.find("compute_fp8").has_value());
+  ASSERT_TRUE(profile.validation.find("collective").has_value());
   EXPECT_EQ(profile.validation.measurements, files);
+}
+
+// The H100's intra-host collective curves are the H200's (same GH100 die, same NVLink 4
+// and NVSwitch): copies of every curve of h200-nvswitch-8gpu.yaml, each marked assumed and
+// saying so (calibration/profiles/carry_nvlink_curves.py), so a refit of the H200 profiles
+// cannot leave stale copies behind.
+TEST(ShippedProfiles, DatasheetH100CarriesTheH200NvlinkCurves) {
+  const sim::Profile h200 = sim::load_profile("calibration/profiles/h200-nvswitch-8gpu.yaml");
+  for (const char* path :
+       {"calibration/profiles/datasheet-h100.yaml", "calibration/profiles/h100-1gpu.yaml"}) {
+    const sim::Profile h100 = sim::load_profile(path);
+    ASSERT_EQ(h100.collectives.curves.size(), h200.collectives.curves.size()) << path;
+    for (std::size_t i = 0; i < h200.collectives.curves.size(); ++i) {
+      const sim::CollectiveCurve& from = h200.collectives.curves[i];
+      const sim::CollectiveCurve& to = h100.collectives.curves[i];
+      EXPECT_EQ(to.op, from.op);
+      EXPECT_EQ(to.ranks, from.ranks);
+      EXPECT_EQ(to.ctas, from.ctas);
+      for (std::uint64_t bytes : {1ull << 10, 1ull << 20, 1ull << 27, 1ull << 32})
+        EXPECT_EQ(to.time_s(bytes, to.ranks), from.time_s(bytes, from.ranks)) << path << " " << i;
+      EXPECT_EQ(to.in_loop_factor(), from.in_loop_factor());
+      EXPECT_EQ(to.source.kind, sim::SourceKind::Assumed) << path << " " << i;
+      EXPECT_EQ(to.source.citation.rfind(from.source.citation, 0), 0u) << to.source.citation;
+      EXPECT_NE(to.source.citation.find("taken for the H100 SXM5"), std::string::npos);
+    }
+  }
 }
 
 // Its fp8 cuBLASLt model is the fit of the one-H100 dtype run (with the fp8 workload shapes
@@ -404,7 +435,7 @@ INSTANTIATE_TEST_SUITE_P(
     Shipped, ShippedProfile,
     ::testing::Values(ShippedCase{"calibration/profiles/h200-nvlink.yaml",
                                   "calibration/data/h200x2",
-                                  "calibration/profiles/h200-nvswitch-4gpu.yaml",
+                                  "calibration/profiles/h200-1gpu.yaml",
                                   kCluster,
                                   {kH200Dtypes, kH200MemoryBound, kH200Elementwise}},
                       ShippedCase{"calibration/profiles/h200-1gpu.yaml",
@@ -414,7 +445,7 @@ INSTANTIATE_TEST_SUITE_P(
                                   {kH200MemoryBound, kH200Elementwise}},
                       ShippedCase{"calibration/profiles/h200-nvswitch-4gpu.yaml",
                                   "calibration/data/h200x4-2026-11-27",
-                                  "calibration/profiles/h200-1gpu.yaml",
+                                  "calibration/profiles/h200-nvlink.yaml",
                                   "workloads/clusters/h200-8gpu.yaml",
                                   {kH200Dtypes, kH200MemoryBound, kH200Elementwise}},
                       ShippedCase{"calibration/profiles/h200-nvswitch-8gpu.yaml",
@@ -426,7 +457,7 @@ INSTANTIATE_TEST_SUITE_P(
                                   "calibration/data/h100x1-gemm-offgrid",
                                   "",
                                   "workloads/clusters/h100-128node-ndr.yaml",
-                                  {kH100Dtypes}}));
+                                  {kH100Dtypes, kH100Nccl}}));
 
 }  // namespace
 }  // namespace overlapsim::calibration
