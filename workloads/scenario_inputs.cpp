@@ -18,6 +18,9 @@ sim::CollectiveTimingOptions collective_timing(const ClusterSpec& c, const sim::
   if (c.intra_node.kind == IntraNodeKind::NvSwitch) {
     t.nvlink_Bps = c.intra_node.gpu_bandwidth_Bps;
     t.nvlink_citation = fmt::format("{} intra_node.gpu_bandwidth_Bps", c.file);
+    // A send/recv inside the host runs at the rate NCCL's grouped point-to-point reaches
+    // there, its all-to-all curve's (docs/redistribution.md, "Timing plans on a cluster").
+    t.sendrecv_from_alltoall = true;
   }
   if (profile.device.nccl_nvlink_bandwidth_Bps && t.nvlink_Bps > 0) {
     t.nccl_nvlink_Bps = profile.device.nccl_nvlink_bandwidth_Bps->value;

@@ -86,9 +86,9 @@ struct CollectiveTimingOptions {
   // efficiency path of the profile's all-to-all curve (nearest to 2 ranks), at the size of
   // the all-to-all whose piece per peer is the send: NCCL runs an all-to-all as grouped
   // ncclSend/ncclRecv, so its curve is the rate NCCL's point-to-point reaches on these links,
-  // which is well below the link rate. Off: the cluster path. The redistribution cost turns
-  // it on (checked against measured permutes and all-to-allv on 4 GPUs); the training
-  // simulation does not yet.
+  // which is well below the link rate (checked against measured permutes and all-to-allv on
+  // 4 GPUs). Off: the cluster path. workloads::collective_timing turns it on for NVLink-class
+  // hosts, so training steps and redistribution plans both time their sends so.
   bool sendrecv_from_alltoall = false;
 };
 
