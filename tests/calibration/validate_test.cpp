@@ -321,9 +321,10 @@ constexpr const char* kH200MemoryBound = "calibration/data/h200x1-memory-bound/h
 // PyTorch's streaming kernels (copy, add, scale) on one H200, which the memory curve times.
 constexpr const char* kH200Elementwise = "benchmarks/results/h200x1/elementwise_probe/rows.csv";
 constexpr const char* kH100Dtypes = "calibration/data/h100x1-dtypes/heldout.csv";
-// NCCL's collectives alone on 2 and 4 H100s (the shaped runs' baselines), which the H200's
-// NVLink curves carried into the H100 profiles are checked against.
-constexpr const char* kH100Nccl = "benchmarks/results/h100x4/shaped/nccl_rows.csv";
+// The shaped runs' baselines on 2 and 4 H100s (cuBLAS GEMMs, NCCL collectives, the
+// sequential and decomposed pairs), which the H200's NVLink curves carried into the H100
+// profiles, and the decomposed design's parameters, are checked against.
+constexpr const char* kH100Baselines = "benchmarks/results/h100x4/shaped/baseline_rows.csv";
 
 TEST_P(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
   const ShippedCase& c = GetParam();
@@ -376,7 +377,7 @@ TEST(ShippedProfiles, DatasheetH100ValidationIsItsHeldOutRows) {
   const std::string path = "calibration/profiles/datasheet-h100.yaml";
   const std::string cluster = "workloads/clusters/h100-128node-ndr.yaml";
   const std::vector<std::string> files = {"calibration/data/h100x1-gemm-offgrid/heldout.csv",
-                                          kH100Dtypes, kH100Nccl};
+                                          kH100Dtypes, kH100Baselines};
   const auto rows = read_measurements(files);
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -386,6 +387,7 @@ TEST(ShippedProfiles, DatasheetH100ValidationIsItsHeldOutRows) {
   EXPECT_EQ(with_validation_section(text, report, files, cluster), text);
   ASSERT_TRUE(profile.validation.find("compute_fp8").has_value());
   ASSERT_TRUE(profile.validation.find("collective").has_value());
+  ASSERT_TRUE(profile.validation.find("decomposed").has_value());
   EXPECT_EQ(profile.validation.measurements, files);
 }
 
@@ -457,7 +459,7 @@ INSTANTIATE_TEST_SUITE_P(
                                   "calibration/data/h100x1-gemm-offgrid",
                                   "",
                                   "workloads/clusters/h100-128node-ndr.yaml",
-                                  {kH100Dtypes, kH100Nccl}}));
+                                  {kH100Dtypes, kH100Baselines}}));
 
 }  // namespace
 }  // namespace overlapsim::calibration
