@@ -25,9 +25,16 @@ WHY = ("taken for the H100 SXM5: the same GH100 die (132 SMs) and NVLink 4 throu
        "calibration/profiles/carry_nvlink_curves.py]")
 
 
-def block(lines, start_key):
+def fail(message):
+    print("carry_nvlink_curves.py: " + message, file=sys.stderr)
+    sys.exit(2)
+
+
+def block(lines, start_key, path):
     """Index range [begin, end) of the top-level key `start_key:` and its indented body."""
-    begin = next(i for i, l in enumerate(lines) if l.startswith(start_key + ":"))
+    begin = next((i for i, l in enumerate(lines) if l.startswith(start_key + ":")), None)
+    if begin is None:
+        fail("{}: {}: missing (expected a top-level {} key)".format(path, start_key, start_key))
     end = begin + 1
     while end < len(lines) and (lines[end].startswith((" ", "#")) or not lines[end].strip()):
         end += 1
@@ -46,14 +53,20 @@ def rewrite(line, why):
 
 def main():
     if len(sys.argv) != 3:
-        sys.exit("usage: carry_nvlink_curves.py FROM.yaml TO.yaml")
+        fail("usage: carry_nvlink_curves.py FROM.yaml TO.yaml")
     src, dst = sys.argv[1], sys.argv[2]
-    with open(src) as f:
-        from_lines = f.read().split("\n")
-    with open(dst) as f:
-        to_lines = f.read().split("\n")
-    fb, fe = block(from_lines, "collectives")
-    tb, te = block(to_lines, "collectives")
+    texts = []
+    for path in (src, dst):
+        try:
+            with open(path) as f:
+                texts.append(f.read().split("\n"))
+        except OSError as e:
+            fail("{}: cannot read ({})".format(path, e.strerror))
+    from_lines, to_lines = texts
+    fb, fe = block(from_lines, "collectives", src)
+    tb, te = block(to_lines, "collectives", dst)
+    if not any(l.strip().startswith("- op:") for l in from_lines[fb:fe]):
+        fail("{}: collectives: no curve (expected a fitted profile's curves)".format(src))
     why = WHY.format(src=os.path.relpath(src))
     body = [rewrite(l, why) for l in from_lines[fb:fe]]
     out = to_lines[:tb] + body + to_lines[te:]
