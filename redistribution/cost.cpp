@@ -97,11 +97,6 @@ PlanTiming time_plan(const Plan& plan, const sim::Topology& topology,
         "of the cluster)",
         plan.mesh.to_string(), plan.mesh.num_devices(), topology.num_gpus()));
   const sim::ComputeModel compute(profile.compute);
-  // Permutes and all-to-allv are NCCL send/recv pairs: on one NVLink host they reach the rate
-  // of NCCL's all-to-all (the same grouped send/recv), about two thirds of the links' rate on
-  // the measured 4 x H200, not the rate the cluster path gives them.
-  sim::CollectiveTimingOptions send_recv_options = options;
-  send_recv_options.sendrecv_from_alltoall = true;
   PlanTiming t;
   for (const Step& s : plan.steps) {
     StepTiming st;
@@ -110,7 +105,7 @@ PlanTiming time_plan(const Plan& plan, const sim::Topology& topology,
     if (is_collective(s.kind)) {
       sim::Simulator simulator;
       sim::FlowNetwork net(simulator, topology);
-      sim::CollectiveCostModel costs(profile.collectives, net, send_recv_options);
+      sim::CollectiveCostModel costs(profile.collectives, net, options);
       const auto all = groups(plan.mesh, s.axes);
       std::size_t launched = 0, done = 0;
       for (const auto& g : all)

@@ -5,8 +5,10 @@
 // the innermost axis on neighbouring ranks, within a host). Steps run one after another.
 // A permute or an all-to-allv is its send/recv pairs, all at once (an NCCL group of
 // ncclSend/ncclRecv), each on one NVLink host at the rate of the profile's all-to-all curve
-// (CollectiveTimingOptions::sendrecv_from_alltoall); an all-to-all, all-gather, reduce-scatter or all-reduce is that
-// collective with nccl-tests' sizes.
+// (CollectiveTimingOptions::sendrecv_from_alltoall, which workloads::collective_timing sets
+// for NVLink-class hosts: NCCL's all-to-all is the same grouped send/recv, about two thirds
+// of the links' rate on the measured 4 x H200); an all-to-all, all-gather, reduce-scatter or
+// all-reduce is that collective with nccl-tests' sizes.
 // Around each step the local copies of its recipe (recipe.hpp: packing into send buffers,
 // unpacking from receive buffers, the device's own piece, slices that are not a view) are
 // charged as memory-bound ops of the profile's compute model: bytes read + written over
