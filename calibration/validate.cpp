@@ -222,7 +222,7 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
     p.compute = sim::with_gemm_rates_scaled(profile.compute, speedup);
     return p;
   };
-  const CollectiveTimingOptions nvlink =
+  const CollectiveTimingOptions cluster_timing =
       workloads::collective_timing(cluster, profile, profile.path);
   auto add = [&](const Measurement& m, const std::string& kind, double predicted) {
     r.rows.push_back({&m, kind, predicted, (predicted - m.time_s) / m.time_s});
@@ -281,7 +281,7 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
     if (is_collective_op(m.op)) {
       const auto op = collective_of(m.op);
       const int ctas = effective_ctas(m);
-      CollectiveTimingOptions timing = nvlink;
+      CollectiveTimingOptions timing = cluster_timing;
       timing.ctas = ctas;
       // Alone as nccl-tests times it, or between the GEMMs of a pair loop.
       const bool in_loop = collective_in_compute_loop(m);
