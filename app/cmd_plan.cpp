@@ -45,6 +45,7 @@ struct PlanFlags {
   bool resume = false;
   bool progress = false;
   bool exact = false;
+  bool sample_by_runs = false;
   std::vector<std::string> include;  // configurations to simulate whatever the search says
 };
 
@@ -136,6 +137,7 @@ int run_plan_command(const PlanFlags& f) {
   o.limits.max_cp = f.max_cp;
   o.simulate_top = f.simulate_top;
   o.exact_simulation = f.exact;
+  o.sample_by_runs = f.sample_by_runs;
   o.include = f.include;
   // Under mpirun the ranks on a host share its cores.
   const planning::Ranks& ranks = planning::Ranks::world();
@@ -213,6 +215,9 @@ void add_plan_command(CLI::App& app, Runner& selected) {
   sub->add_flag("--exact", f->exact,
                 "simulate every configuration as simulate does (default: long steps from two "
                 "short runs, extrapolated, and each send's background images aggregated)");
+  sub->add_flag("--sample-by-runs", f->sample_by_runs,
+                "sampled steps: simulate both short runs (default: the first is the second "
+                "less its last period where an interleaved pipeline, or none, is steady)");
   sub->add_option("--include", f->include,
                   "a configuration to simulate whatever the pre-screen and --simulate-top say, "
                   "e.g. the layout in use: 'n16 tp8 pp8 v1 cp1 ep1 dp2 mb1 sp0 full' on every "

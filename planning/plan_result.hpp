@@ -145,6 +145,7 @@ struct PlanResult {
   std::string cost_axis;  // "usd_per_step" or "gpu_hours_per_step" (some cluster has no price)
   int simulate_top = 0;   // the pre-screen's simulation cap per cluster and node count
   bool exact_simulation = false;       // PlanOptions::exact_simulation
+  bool sample_by_runs = false;         // PlanOptions::sample_by_runs
   std::vector<PlanPoint> points;       // in search order
   std::vector<FastestEntry> fastest;   // per cluster, then design
   std::optional<PlanChoice> cheapest;  // cheapest meeting the target

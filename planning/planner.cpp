@@ -71,7 +71,7 @@ struct LoadedCluster {
 // `overlapsim simulate` (workloads/scenario_inputs).
 SimulatedPoint simulate_point(const ModelSpec& base, const LoadedCluster& loaded,
                               const PlanConfig& c, const std::vector<std::string>& designs,
-                              bool exact) {
+                              workloads::Sampling sampling) {
   const ClusterSpec& cluster_base = loaded.spec;
   const ClusterSpec cluster = configured_cluster(cluster_base, c.nodes);
   const ModelSpec model = configured_model(base, c, cluster.gpus_per_node);
@@ -79,9 +79,9 @@ SimulatedPoint simulate_point(const ModelSpec& base, const LoadedCluster& loaded
   options.designs = designs;
   options.zero_wall_times = true;
   options.planning.scaled_parts_min_ranks = kScaledPartsMinRanks;
-  options.aggregate_images = !exact;
+  options.aggregate_images = sampling != workloads::Sampling::Whole;
   const workloads::ModelRun result =
-      workloads::simulate_model(model, cluster, options, !exact, loaded.profile);
+      workloads::simulate_model(model, cluster, options, sampling, loaded.profile);
   const double model_flops =
       result.model_flops_per_step > 0 ? result.model_flops_per_step : result.flops_per_step;
   SimulatedPoint out;
@@ -162,27 +162,30 @@ void walk_group(const Group& g, const std::vector<PlanPoint>& points, int top, s
 // simulates (all, or the two sampled runs') of every layer of one pipeline (identical
 // data-parallel ranks are folded), once per design. The network's share, which grows with
 // the node count (the folded ranks' images), is left out.
-double simulation_cost(const ModelSpec& model, const PlanConfig& c, bool exact) {
+double simulation_cost(const ModelSpec& model, const PlanConfig& c, workloads::Sampling sampling) {
   const auto microbatches =
       static_cast<std::int64_t>(static_cast<double>(model.training.global_batch) /
                                 (static_cast<double>(c.dp) * c.micro_batch));
   const workloads::MicrobatchSample s =
       workloads::microbatch_sample(microbatches, c.pp, c.virtual_stages);
   const double simulated =
-      exact || !s.sampled() ? static_cast<double>(microbatches) : s.first + s.second;
+      sampling == workloads::Sampling::Whole || !s.sampled()     ? static_cast<double>(microbatches)
+      : sampling == workloads::Sampling::Periods && s.by_periods ? s.second
+                                                                 : s.first + s.second;
   return simulated * std::max(1, model.transformer.layers);
 }
 
 // Deals the groups to `ranks` ranks, dearest first, each to the least loaded rank (ties:
 // the lowest): the longest-processing-time rule. Deterministic: every rank computes it.
 std::vector<int> deal_groups(std::vector<Group>& groups, const std::vector<PlanPoint>& points,
-                             const ModelSpec& model, int top, int ranks, bool exact) {
+                             const ModelSpec& model, int top, int ranks,
+                             workloads::Sampling sampling) {
   std::vector<std::size_t> by_cost(groups.size());
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
     Group& g = groups[gi];
     g.cost = 0;
     for (std::size_t k = 0; k < g.order.size() && k < static_cast<std::size_t>(top); ++k)
-      g.cost += simulation_cost(model, points[g.order[k]].config, exact);
+      g.cost += simulation_cost(model, points[g.order[k]].config, sampling);
     by_cost[gi] = gi;
   }
   std::stable_sort(by_cost.begin(), by_cost.end(),
@@ -244,6 +247,7 @@ std::string plan_fingerprint(const PlanOptions& o) {
   }
   for (const auto& d : o.designs) text += '\0' + d;
   if (o.exact_simulation) text += std::string(1, '\0') + "exact";
+  if (o.sample_by_runs) text += std::string(1, '\0') + "runs";
   return fingerprint(text);
 }
 
@@ -309,6 +313,7 @@ PlanResult run_plan(const PlanOptions& o) {
   res.target = o.target;
   res.simulate_top = o.simulate_top;
   res.exact_simulation = o.exact_simulation;
+  res.sample_by_runs = o.sample_by_runs;
 
   std::vector<LoadedCluster> clusters;
   for (const auto& file : o.cluster_files) {
@@ -426,8 +431,11 @@ PlanResult run_plan(const PlanOptions& o) {
     if (!parent.empty() && ranks.root()) std::filesystem::create_directories(parent);
     state.emplace(o.state_file, plan_fingerprint(o), o.resume, ranks);
   }
+  const workloads::Sampling sampling = o.exact_simulation ? workloads::Sampling::Whole
+                                       : o.sample_by_runs ? workloads::Sampling::Runs
+                                                          : workloads::Sampling::Periods;
   const std::vector<int> owner =
-      deal_groups(groups, res.points, model, o.simulate_top, ranks.size(), o.exact_simulation);
+      deal_groups(groups, res.points, model, o.simulate_top, ranks.size(), sampling);
   std::vector<std::size_t> mine;  // this rank's groups, dearest first
   for (std::size_t gi = 0; gi < groups.size(); ++gi)
     if (owner[gi] == ranks.rank()) mine.push_back(gi);
@@ -454,7 +462,7 @@ PlanResult run_plan(const PlanOptions& o) {
               s = *done;
             } else {
               s = simulate_point(model, clusters[static_cast<std::size_t>(c.cluster)], c, o.designs,
-                                 o.exact_simulation);
+                                 sampling);
               if (state) state->append(s);
             }
             finished[gi].push_back(s);

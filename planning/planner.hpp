@@ -28,6 +28,10 @@ struct PlanOptions {
   // (CollectiveCostModel::launch_background). true: every configuration is simulated as
   // `overlapsim simulate` does.
   bool exact_simulation = false;
+  // Sampled: both short runs simulated, where the first could be the second's less its
+  // last period (workloads::Sampling::Runs rather than Periods; the same steps within
+  // rounding where the pipeline is steady, at more events).
+  bool sample_by_runs = false;
   // Configurations to simulate whatever the pre-screen and --simulate-top say (a layout to
   // compare against, e.g. the one in use), as planning/configuration_text.hpp reads them.
   std::vector<std::string> include;

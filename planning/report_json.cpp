@@ -119,7 +119,9 @@ std::string plan_json(const PlanResult& res) {
                     {"target", res.target.describe()},
                     {"cost_axis", res.cost_axis},
                     {"simulate_top", res.simulate_top},
-                    {"simulation", res.exact_simulation ? "exact" : "sampled"},
+                    {"simulation", res.exact_simulation ? "exact"
+                                   : res.sample_by_runs ? "sampled by runs"
+                                                        : "sampled"},
                     {"counts",
                      {{"enumerated", n.enumerated},
                       {"invalid", n.invalid},

@@ -56,6 +56,11 @@ MicrobatchSample microbatch_sample(std::int64_t microbatches, int pipeline_stage
   if (s.microbatches <= first + second) return s;
   s.first = static_cast<int>(first);
   s.second = static_cast<int>(second);
+  // A plain 1F1B pipeline is left out: there a rank's period between the marks can be its
+  // own stage's pace while the step's drain still grows at the pipeline's slower one (a
+  // bottleneck last stage taking up the slack of the fill), so the longer run less one
+  // period is not the shorter run.
+  s.by_periods = pp == 1 || virtual_stages > 1;
   return s;
 }
 
@@ -69,12 +74,13 @@ ScenarioInputs first_inputs(const ModelSpec& model, const ClusterSpec& cluster,
 }
 
 ModelRun simulate_model_with(const ModelSpec& model, const ClusterSpec& cluster,
-                             const sim::ScenarioOptions& options, bool sample,
+                             const sim::ScenarioOptions& options, Sampling sampling,
                              const std::string& profile_file, const sim::Profile* loaded) {
   const ModelSpec resolved = resolve_for_world(model, cluster.num_gpus(), cluster.gpus_per_node);
   MicrobatchSample s = microbatch_sample(resolved);
-  if (!sample || options.trace || options.gemm_clock != sim::GemmClock::Steady)
+  if (sampling == Sampling::Whole || options.trace || options.gemm_clock != sim::GemmClock::Steady)
     s.first = s.second = 0;
+  if (sampling != Sampling::Periods) s.by_periods = false;
   if (!s.sampled()) {
     const ScenarioInputs in = first_inputs(model, cluster, profile_file, loaded);
     ModelRun run = from_inputs(in, simulate_inputs(in, options));
@@ -83,11 +89,28 @@ ModelRun simulate_model_with(const ModelSpec& model, const ClusterSpec& cluster,
   }
   const ScenarioInputs a =
       first_inputs(with_microbatches(resolved, s.first), cluster, profile_file, loaded);
-  const sim::ScenarioResult ra = simulate_inputs(a, options);
   const ScenarioInputs b =
       make_scenario_inputs(with_microbatches(resolved, s.second), cluster, profile_file, a);
+  // The longer run marked where the shorter run's last forward chunk begins and where its
+  // own does: the shorter run is the longer one less that period where the pipeline is
+  // steady (ScenarioResult::before_period); else it is simulated.
+  sim::ScenarioOptions marked = options;
+  if (s.by_periods) {
+    const int chunks = std::max(1, resolved.parallelism.virtual_stages);
+    marked.period_chunks[0] = s.first * chunks - 1;
+    marked.period_chunks[1] = s.second * chunks - 1;
+  }
+  sim::ScenarioResult rb = simulate_inputs(b, marked);
+  sim::ScenarioResult ra;
+  if (s.by_periods && rb.before_period.size() == rb.runs.size()) {
+    ra.runs = std::move(rb.before_period);  // no collectives of its own: counts are b's
+  } else {
+    s.by_periods = false;
+    ra = simulate_inputs(a, options);
+  }
+  rb.before_period.clear();
   const double t = static_cast<double>(s.microbatches - s.second) / (s.second - s.first);
-  ModelRun run = from_inputs(b, sim::extrapolate_result(ra, simulate_inputs(b, options), t));
+  ModelRun run = from_inputs(b, sim::extrapolate_result(ra, rb, t));
   run.sample = s;
   run.model = resolved;
   // Tokens are exactly microbatches x tokens per microbatch; FLOPs grow by the same ops per
@@ -102,15 +125,15 @@ ModelRun simulate_model_with(const ModelSpec& model, const ClusterSpec& cluster,
 }  // namespace
 
 ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
-                        const sim::ScenarioOptions& options, bool sample,
+                        const sim::ScenarioOptions& options, Sampling sampling,
                         const std::string& profile_file) {
-  return simulate_model_with(model, cluster, options, sample, profile_file, nullptr);
+  return simulate_model_with(model, cluster, options, sampling, profile_file, nullptr);
 }
 
 ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
-                        const sim::ScenarioOptions& options, bool sample,
+                        const sim::ScenarioOptions& options, Sampling sampling,
                         const sim::Profile& profile) {
-  return simulate_model_with(model, cluster, options, sample, "", &profile);
+  return simulate_model_with(model, cluster, options, sampling, "", &profile);
 }
 
 }  // namespace overlapsim::workloads

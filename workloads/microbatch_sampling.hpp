@@ -10,6 +10,13 @@
 // last reduces gradients). Steps no longer than the two runs together, DLRM steps (one
 // microbatch) and the duty-cycle GEMM clock (a rerun scaled by the whole step's idle share)
 // are simulated whole.
+//
+// Where the pipeline is interleaved or absent, only the second run is simulated: the
+// first run is identical to it up to each rank's last forward chunk of the first, and in
+// the steady state what follows (one more period, then the drain) is the first run's drain
+// one period later. So the first run is the second less the period between its ranks'
+// marks at those two chunks, where every rank's period agrees (sim::period_spread); else
+// the first run is simulated too.
 #include <cstdint>
 
 #include "sim/scenario/scenario.hpp"
@@ -21,7 +28,19 @@ namespace overlapsim::workloads {
 struct MicrobatchSample {
   std::int64_t microbatches = 0;  // the step's
   int first = 0, second = 0;      // the two runs' microbatches; 0: the step is run whole
+  // The first run is the second one less its last period (one run simulated, marked at
+  // both runs' last forward chunks; sim/scenario/extrapolate.hpp before_last_period)
+  // rather than a run of its own: without a pipeline or with an interleaved one, where the
+  // second run's period is steady. ModelRun::sample says what was done.
+  bool by_periods = false;
   bool sampled() const { return first > 0; }
+};
+
+// How simulate_model runs a step of many microbatches.
+enum class Sampling {
+  Whole,    // every microbatch
+  Runs,     // two short runs, both simulated, extrapolated
+  Periods,  // the same, the first taken from the second's period marks where it may be
 };
 
 // Which runs a resolved model's step takes (resolve_for_world).
@@ -44,14 +63,14 @@ struct ModelRun {
 };
 
 // Simulates `model` on `cluster` (with `profile_file`, or the cluster's profile when
-// empty), whole or sampled as microbatch_sample says when `sample` is true. Throws what
-// make_scenario_inputs and run_scenario throw.
+// empty), whole or sampled as microbatch_sample says unless `sampling` is Whole. Throws
+// what make_scenario_inputs and run_scenario throw.
 ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
-                        const sim::ScenarioOptions& options, bool sample,
+                        const sim::ScenarioOptions& options, Sampling sampling,
                         const std::string& profile_file = "");
 // The same with the cluster's profile already loaded (copied into the runs, not read).
 ModelRun simulate_model(const ModelSpec& model, const ClusterSpec& cluster,
-                        const sim::ScenarioOptions& options, bool sample,
+                        const sim::ScenarioOptions& options, Sampling sampling,
                         const sim::Profile& profile);
 
 }  // namespace overlapsim::workloads

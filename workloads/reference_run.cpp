@@ -96,8 +96,8 @@ ReferenceOutcome predict_reference_run(const ReferenceRun& run, bool zero_wall_t
   options.images = run.images;
   options.zero_wall_times = zero_wall_times;
   options.aggregate_images = !exact;
-  const ModelRun predicted =
-      simulate_model(specs.model, cluster, options, !exact, run.profile_file);
+  const ModelRun predicted = simulate_model(
+      specs.model, cluster, options, exact ? Sampling::Whole : Sampling::Periods, run.profile_file);
   const sim::DesignRun& design = predicted.result.runs.front();
 
   ReferenceOutcome out;

@@ -32,6 +32,28 @@ void add_by_kind(OpKind kind, double duration_s, ComputeByKind& out) {
   }
 }
 
+// The ops that begin forward chunks `first` and `second` of a program's compute stream
+// (kNoOp where it has fewer).
+void find_period_ops(const RankProgram& program, const std::vector<OpVertex>& compute_order,
+                     int first, int second, OpVertex out[2]) {
+  int chunk = -1;
+  int microbatch = -1;
+  for (const OpVertex v : compute_order) {
+    const OpNode& node = program.graph[v];
+    if (node.microbatch < 0 || node.phase != Phase::Forward || node.recompute) continue;
+    // Backward ops between forward ops of one micro-batch (a schedule that overlaps one
+    // micro-batch's forward with another's backward) do not split its chunk.
+    if (node.microbatch == microbatch) continue;
+    microbatch = node.microbatch;
+    ++chunk;
+    if (chunk == first) out[0] = v;
+    if (chunk == second) {
+      out[1] = v;
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 void StepExecutor::Impl::prepare() {
@@ -63,6 +85,9 @@ void StepExecutor::Impl::prepare() {
       ps.host_issue_s.assign(ps.ops.size(), -1.0);
       ps.host_wake_s.fill(-1);
     }
+    if (options.period_chunks[0] >= 0 && options.period_chunks[1] > options.period_chunks[0])
+      find_period_ops(*ps.program, pl.stream_order[static_cast<int>(StreamKind::Compute)],
+                      options.period_chunks[0], options.period_chunks[1], ps.period_ops);
   }
 }
 
@@ -235,6 +260,7 @@ void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
   ProgramState& ps = programs[p];
   OpState& st = ps.ops[v];
   const double t = now();
+  if (ps.period_marks < 2 && v == ps.period_ops[ps.period_marks] && st.start_s < 0) mark_period(ps);
   if (st.start_s < 0) st.start_s = t;
   if (st.ready_s < 0) st.ready_s = t;
   // The op's kind, stream and pairing from its OpState: its OpNode is rarely in cache.
@@ -278,6 +304,27 @@ void StepExecutor::Impl::begin_compute(int p, OpVertex v, double duration_s,
     }
   }
   simulator().schedule(duration_s, std::move(on_done));
+}
+
+void StepExecutor::Impl::mark_period(ProgramState& ps) {
+  const double t = now();
+  // The intervals as they stand now: those begun, cut at now (a compute op's is recorded
+  // whole when it begins, a transfer's when it ends).
+  const auto until_now = [t](const std::vector<Interval>& all) {
+    std::vector<Interval> cut;
+    cut.reserve(all.size());
+    for (const Interval& i : all)
+      if (i.first < t) cut.emplace_back(i.first, std::min(i.second, t));
+    return merge_intervals(std::move(cut));
+  };
+  RankResult r = ps.result;
+  r.step_time_s = t - t0_s;
+  const auto compute = until_now(ps.compute_intervals);
+  const auto comm = until_now(ps.comm_intervals);
+  r.compute_s = total_length(compute);
+  r.comm_s = total_length(comm);
+  r.overlapped_comm_s = intersection_length(compute, comm);
+  ps.period_at[ps.period_marks++] = r;
 }
 
 double StepExecutor::Impl::memory_loss_s(int p) {
@@ -453,6 +500,12 @@ StepResult StepExecutor::Impl::collect(const char* design_name, std::uint64_t ev
                                        double wall_s) {
   StepResult out;
   out.design = design_name;
+  if (!programs.empty() && std::all_of(programs.begin(), programs.end(),
+                                       [](const auto& ps) { return ps.period_marks == 2; }))
+    for (const ProgramState& ps : programs) {
+      out.period_start.push_back(ps.period_at[0]);
+      out.period_end.push_back(ps.period_at[1]);
+    }
   out.events = events;
   out.sim_wall_s = wall_s;
   out.collectives = collectives;

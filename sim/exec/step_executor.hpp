@@ -60,6 +60,12 @@ struct ExecOptions {
   std::vector<double> link_capacity_Bps;  // per class (optional): utilisation counters
   std::function<std::vector<double>()> link_bytes;
   double link_sample_interval_s = 0;
+  // Period marks for a sampled step (workloads/microbatch_sampling): where both are >= 0,
+  // each simulated rank's times are taken when the first op of its forward chunk of each
+  // index begins (a forward chunk: the compute stream's consecutive forward ops of one
+  // micro-batch, recomputation and ops of no micro-batch left out; counted from 0), into
+  // StepResult::period_start and period_end.
+  int period_chunks[2] = {-1, -1};
   // Interference the step's own concurrency pays: a compute op the design runs whole
   // (ExecContext::run_for) progresses at 1/this of its rate while any communication of its
   // rank moves data (NCCL's CTAs take SMs, HBM and L2 are shared). The scenario sets the

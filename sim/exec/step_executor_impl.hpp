@@ -66,6 +66,11 @@ struct ProgramState {
   // accumulated up to memory_since_s, then at memory_rate (1 - 1/s of the compute segment
   // begun then; 0: not memory-bound) until memory_until_s, the segment's end.
   double memory_loss_accum_s = 0, memory_since_s = 0, memory_rate = 0, memory_until_s = 0;
+  // ExecOptions::period_chunks: the ops that begin the marked forward chunks, how many of
+  // them have begun, and the rank's times then.
+  OpVertex period_ops[2] = {kNoOp, kNoOp};
+  int period_marks = 0;
+  RankResult period_at[2];
 };
 
 // Members of one collective launch (a whole op, or one part of it) gathered so far.
@@ -191,6 +196,7 @@ struct StepExecutor::Impl final : ExecContext {
   // compute_for's work, with the continuation scheduled as given (the executor's own
   // callers pass lambdas, kept inline in the event rather than in a std::function).
   void begin_compute(int p, OpVertex v, double duration_s, Simulator::Callback on_done);
+  void mark_period(ProgramState& ps);
   void launch_comm_part(int p, OpVertex v, std::uint64_t bytes, int part,
                         Callback on_done) override;
   void finish_op(int p, OpVertex v) override { finish(p, v); }

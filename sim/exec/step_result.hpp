@@ -62,6 +62,10 @@ struct StepResult {
   std::uint64_t background_collectives = 0;  // symmetric images launched for folded ranks
   double sim_wall_s = 0;                     // wall-clock seconds the simulation took
   std::vector<RankResult> ranks;
+  // ExecOptions::period_chunks: per simulated rank (in `ranks` order), its times when its
+  // marked forward chunks began (step_time_s: the time of the mark); empty unless every
+  // rank passed both marks.
+  std::vector<RankResult> period_start, period_end;
 };
 
 }  // namespace overlapsim::sim

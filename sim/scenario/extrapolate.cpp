@@ -26,6 +26,20 @@ void extrapolate_times(const Times& a, Times& b, double t) {
       (b.*kinds).*field = line((a.*kinds).*field, (b.*kinds).*field, t);
 }
 
+// a - (end - start), field by field.
+template <typename Times>
+void less_period(const Times& start, const Times& end, Times& a) {
+  for (double Times::*field :
+       {&Times::step_time_s, &Times::compute_s, &Times::exposed_comm_s, &Times::bubble_s,
+        &Times::comm_s, &Times::overlapped_comm_s, &Times::exposed_inter_host_s,
+        &Times::exposed_paired_s, &Times::paired_compute_s, &Times::host_wait_s})
+    a.*field -= end.*field - start.*field;
+  for (ComputeByKind Times::*kinds : {&Times::compute_by_kind, &Times::paired_by_kind})
+    for (double ComputeByKind::*field :
+         {&ComputeByKind::gemm_s, &ComputeByKind::attention_s, &ComputeByKind::memory_bound_s})
+      (a.*kinds).*field -= (end.*kinds).*field - (start.*kinds).*field;
+}
+
 void extrapolate_step(const StepResult& a, StepResult& b, double t) {
   if (a.design != b.design || a.ranks.size() != b.ranks.size())
     throw std::invalid_argument(fmt::format(
@@ -46,6 +60,52 @@ void extrapolate_step(const StepResult& a, StepResult& b, double t) {
 }
 
 }  // namespace
+
+StepResult before_last_period(const StepResult& b) {
+  if (b.period_start.size() != b.ranks.size() || b.period_end.size() != b.ranks.size() ||
+      b.ranks.empty())
+    throw std::invalid_argument(
+        fmt::format("before_last_period: the run of '{}' has no period marks", b.design));
+  StepResult a;
+  a.design = b.design;
+  a.ranks = b.ranks;
+  bool first = true;
+  for (std::size_t i = 0; i < a.ranks.size(); ++i) {
+    RankResult& r = a.ranks[i];
+    less_period(b.period_start[i], b.period_end[i], r);
+    // The slowest rank's breakdown, as the executor picks it (the first of equals).
+    if (first || r.step_time_s > a.step_time_s) {
+      first = false;
+      a.critical_rank = r.rank;
+      a.step_time_s = r.step_time_s;
+      a.compute_s = r.compute_s;
+      a.exposed_comm_s = r.exposed_comm_s;
+      a.bubble_s = r.bubble_s;
+      a.comm_s = r.comm_s;
+      a.overlapped_comm_s = r.overlapped_comm_s;
+      a.exposed_inter_host_s = r.exposed_inter_host_s;
+      a.exposed_paired_s = r.exposed_paired_s;
+      a.paired_compute_s = r.paired_compute_s;
+      a.host_wait_s = r.host_wait_s;
+      a.compute_by_kind = r.compute_by_kind;
+      a.paired_by_kind = r.paired_by_kind;
+    }
+  }
+  return a;
+}
+
+double period_spread(const StepResult& b) {
+  if (b.ranks.empty() || b.period_start.size() != b.ranks.size() ||
+      b.period_end.size() != b.ranks.size())
+    return 1;
+  double shortest = 0, longest = 0;
+  for (std::size_t i = 0; i < b.ranks.size(); ++i) {
+    const double period_s = b.period_end[i].step_time_s - b.period_start[i].step_time_s;
+    if (i == 0 || period_s < shortest) shortest = period_s;
+    if (i == 0 || period_s > longest) longest = period_s;
+  }
+  return shortest > 0 ? (longest - shortest) / longest : 1;
+}
 
 StepBand extrapolate_band(const StepBand& a, const StepBand& b, double t, double step_time_s) {
   StepBand out;

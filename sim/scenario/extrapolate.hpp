@@ -21,6 +21,21 @@ namespace overlapsim::sim {
 // Throws std::invalid_argument when the two results do not describe the same runs.
 ScenarioResult extrapolate_result(const ScenarioResult& a, const ScenarioResult& b, double t);
 
+// The run `b` less its last period: each rank's times less what they gained between its
+// period marks (StepResult::period_start, period_end), the step's breakdown its slowest
+// rank's, counts zero. In the steady state one period more or less shifts the drain by
+// the period and changes nothing else, so this is the run at m_b minus the period's
+// microbatches, without running it. Throws std::invalid_argument where b has no marks.
+StepResult before_last_period(const StepResult& b);
+
+// How far the ranks' periods (their time from one period mark to the next) spread:
+// (longest - shortest) / longest; 1 where b has no marks. In a steady state every stage
+// runs at the pipeline's one rate, so the periods agree to rounding; where they do not, a
+// rank was still filling or draining and the shorter run must be simulated.
+double period_spread(const StepResult& b);
+// The spread up to which before_last_period stands for the shorter run.
+inline constexpr double kSteadyPeriodSpread = 1e-3;
+
 // The same for one band: the classes' sensitivities extrapolated, contributions and the
 // root-sum-of-squares half-width recomputed around `step_time_s`.
 StepBand extrapolate_band(const StepBand& a, const StepBand& b, double t, double step_time_s);

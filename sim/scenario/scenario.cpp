@@ -13,6 +13,7 @@
 #include "sim/network/flow_network.hpp"
 #include "sim/overlap/best_design.hpp"
 #include "sim/profile/compute_model.hpp"
+#include "sim/scenario/extrapolate.hpp"
 #include "sim/trace/chrome_trace.hpp"
 
 namespace overlapsim::sim {
@@ -55,6 +56,8 @@ ExecOptions exec_options(const Scenario& sc, FlowNetwork& net) {
   const ScenarioOptions& o = sc.options;
   ExecOptions exec;
   exec.images = o.images;
+  exec.period_chunks[0] = o.period_chunks[0];
+  exec.period_chunks[1] = o.period_chunks[1];
   if (o.charge_concurrency) {
     const Profile& charged = sc.design_profile ? *sc.design_profile : sc.profile;
     exec.concurrent_comm_slowdown = concurrent_comm_slowdown(charged);
@@ -108,7 +111,16 @@ class ScenarioRunner {
                     out_.collective_classes,
                     out_.used_sources};
       run.band = step_band(run.result, in);
+      if (period_spread(run.result) <= kSteadyPeriodSpread) {
+        DesignRun shorter;
+        shorter.result = before_last_period(run.result);
+        shorter.paired = run.paired;
+        shorter.pairs = run.pairs;
+        shorter.band = step_band(shorter.result, in);
+        out_.before_period.push_back(std::move(shorter));
+      }
     }
+    if (out_.before_period.size() != out_.runs.size()) out_.before_period.clear();
     return std::move(out_);
   }
 

@@ -69,6 +69,9 @@ struct ScenarioOptions {
   // Called on each design after it is built and bound, before it runs (replaying a measured
   // configuration: chunks, carve-out, partition).
   std::function<void(OverlapDesign&)> configure_design;
+  // Period marks (ExecOptions::period_chunks): where both are >= 0 and every design run
+  // passed them, ScenarioResult::before_period holds each run less its last period.
+  int period_chunks[2] = {-1, -1};
 };
 
 struct Scenario {
@@ -107,6 +110,9 @@ struct ScenarioResult {
   // options.precision) with their sources, and their kinds ("measured+datasheet").
   std::vector<SourceEntry> used_sources;
   std::string used_kinds;
+  // ScenarioOptions::period_chunks: each run less its last period (before_last_period),
+  // with its band; empty without marks.
+  std::vector<DesignRun> before_period;
 
   const DesignRun* run_of(const std::string& design) const;
 };

@@ -89,9 +89,9 @@ TEST(EpOverlap, HidesExchangeBehindTheOtherMicrobatch) {
   sim::ScenarioOptions o;
   o.zero_wall_times = true;
   const sim::StepResult plain =
-      simulate_model(model(false), cluster, o, false).result.runs[0].result;
+      simulate_model(model(false), cluster, o, Sampling::Whole).result.runs[0].result;
   const sim::StepResult overlap =
-      simulate_model(model(true), cluster, o, false).result.runs[0].result;
+      simulate_model(model(true), cluster, o, Sampling::Whole).result.runs[0].result;
   ASSERT_GT(plain.exposed_comm_s, 0);
   EXPECT_LT(overlap.exposed_comm_s, plain.exposed_comm_s);
   EXPECT_LT(overlap.step_time_s, plain.step_time_s);
@@ -107,8 +107,8 @@ void expect_sampled_equals_whole(const std::string& yaml) {
   const ModelSpec m = load_model_string(yaml, "tiny.yaml");
   sim::ScenarioOptions o;
   o.zero_wall_times = true;
-  const ModelRun whole = simulate_model(m, cluster, o, false);
-  const ModelRun sampled = simulate_model(m, cluster, o, true);
+  const ModelRun whole = simulate_model(m, cluster, o, Sampling::Whole);
+  const ModelRun sampled = simulate_model(m, cluster, o, Sampling::Periods);
   ASSERT_TRUE(sampled.sample.sampled());
   const double step = whole.result.runs[0].result.step_time_s;
   EXPECT_NEAR(sampled.result.runs[0].result.step_time_s, step, 1e-9 * step);

@@ -70,7 +70,8 @@ BothOrders simulate_both(const std::vector<std::string>& designs) {
   o.zero_wall_times = true;
   o.designs = designs;
   const auto run = [&](bool delay) {
-    return simulate_model(load_model_string(tiny_moe(delay), "tiny.yaml"), cluster, o, false)
+    return simulate_model(load_model_string(tiny_moe(delay), "tiny.yaml"), cluster, o,
+                          Sampling::Whole)
         .result;
   };
   return {run(false), run(true)};

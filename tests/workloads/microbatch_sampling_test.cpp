@@ -52,15 +52,26 @@ ClusterSpec sampling_cluster() {
 
 ModelSpec sampling_model(const std::string& text) { return load_model_string(text, "tiny.yaml"); }
 
-void expect_sampled_equals_whole(const ModelSpec& m, const ClusterSpec& cluster) {
+void expect_sampled_equals_whole(const ModelRun& whole, const ModelRun& sampled, bool by_periods);
+
+// `by_periods`: whether the first run must come from the second's period marks.
+void expect_sampled_equals_whole(const ModelSpec& m, const ClusterSpec& cluster, bool by_periods) {
   sim::ScenarioOptions o;
   o.designs = {"sequential", "decomposed", "tilewise", "fused", "shaped"};
   o.zero_wall_times = true;
-  const ModelRun whole = simulate_model(m, cluster, o, false);
+  const ModelRun whole = simulate_model(m, cluster, o, Sampling::Whole);
   o.aggregate_images = true;  // the planner's way: each send's images as one group
-  const ModelRun sampled = simulate_model(m, cluster, o, true);
+  for (const Sampling sampling : {Sampling::Runs, Sampling::Periods}) {
+    SCOPED_TRACE(sampling == Sampling::Runs ? "runs" : "periods");
+    expect_sampled_equals_whole(whole, simulate_model(m, cluster, o, sampling),
+                                sampling == Sampling::Periods && by_periods);
+  }
+}
+
+void expect_sampled_equals_whole(const ModelRun& whole, const ModelRun& sampled, bool by_periods) {
   ASSERT_FALSE(whole.sample.sampled());
   ASSERT_TRUE(sampled.sample.sampled());
+  EXPECT_EQ(sampled.sample.by_periods, by_periods);
   EXPECT_LT(sampled.result.runs[0].result.events, whole.result.runs[0].result.events);
   EXPECT_GT(whole.result.runs[0].result.background_collectives, 0u) << "no images to aggregate";
   EXPECT_DOUBLE_EQ(sampled.tokens_per_step, whole.tokens_per_step);
@@ -89,6 +100,7 @@ TEST(MicrobatchSample, PipelineDepthsPastTheWarmUpOnlyWhereThatIsShorter) {
   EXPECT_EQ(s.microbatches, 12);
   EXPECT_EQ(s.first, 4);
   EXPECT_EQ(s.second, 6);
+  EXPECT_TRUE(s.by_periods) << "interleaved: the first run from the second's period marks";
   m = resolve_for_world(
       sampling_model(edit(kSampledDense, {{"global_batch: 48", "global_batch: 40"}})), 16, 8);
   EXPECT_FALSE(microbatch_sample(m).sampled()) << "10 = 5 pp microbatches: run whole";
@@ -97,6 +109,7 @@ TEST(MicrobatchSample, PipelineDepthsPastTheWarmUpOnlyWhereThatIsShorter) {
   s = microbatch_sample(m);  // plain 1F1B: steady from pp microbatches on
   EXPECT_EQ(s.first, 2);
   EXPECT_EQ(s.second, 4);
+  EXPECT_FALSE(s.by_periods) << "plain 1F1B: both runs simulated";
   m = resolve_for_world(
       sampling_model(edit(kSampledDense, {{"pp: 2", "pp: 1"},
                                           {"virtual_stages: 2", "virtual_stages: 1"},
@@ -106,16 +119,17 @@ TEST(MicrobatchSample, PipelineDepthsPastTheWarmUpOnlyWhereThatIsShorter) {
   s = microbatch_sample(m);  // no pipeline: 8 microbatches of gradient accumulation
   EXPECT_EQ(s.first, 2);
   EXPECT_EQ(s.second, 3);
+  EXPECT_TRUE(s.by_periods);
 }
 
 TEST(MicrobatchSampling, InterleavedPipelineOverTwoHostsEqualsTheWholeStep) {
-  expect_sampled_equals_whole(sampling_model(kSampledDense), sampling_cluster());
+  expect_sampled_equals_whole(sampling_model(kSampledDense), sampling_cluster(), true);
 }
 
 TEST(MicrobatchSampling, PlainPipelineOverTwoHostsEqualsTheWholeStep) {
   expect_sampled_equals_whole(
       sampling_model(edit(kSampledDense, {{"virtual_stages: 2", "virtual_stages: 1"}})),
-      sampling_cluster());
+      sampling_cluster(), false);
 }
 
 TEST(MicrobatchSampling, GradientAccumulationWithoutPipelineEqualsTheWholeStep) {
@@ -124,7 +138,7 @@ TEST(MicrobatchSampling, GradientAccumulationWithoutPipelineEqualsTheWholeStep) 
                                           {"virtual_stages: 2", "virtual_stages: 1"},
                                           {"dp: 4", "dp: 8"},
                                           {"global_batch: 48", "global_batch: 64"}})),
-      sampling_cluster());
+      sampling_cluster(), true);
 }
 
 TEST(MicrobatchSampling, MoePipelineEqualsTheWholeStep) {
@@ -132,7 +146,7 @@ TEST(MicrobatchSampling, MoePipelineEqualsTheWholeStep) {
   expect_sampled_equals_whole(
       sampling_model(
           edit(testing::kTinyMoe, {{"global_batch: 16", "global_batch: 128"}, {"dp: 4", "dp: 8"}})),
-      sampling_cluster());
+      sampling_cluster(), false);
 }
 
 }  // namespace

@@ -84,5 +84,71 @@ TEST(Extrapolate, RefusesRunsThatAreNotTheSame) {
   EXPECT_THROW(extrapolate_result(result_at(8), other, 1.0), std::invalid_argument);
 }
 
+// Two ranks with their period marks written by hand: each loses what it gained between its
+// marks, and the step's breakdown is the slower rank's after that.
+StepResult marked_run() {
+  StepResult b;
+  b.design = "sequential";
+  RankResult r0, r1;
+  r0.rank = 0;
+  r0.step_time_s = 10.0;
+  r0.compute_s = 7.0;
+  r0.bubble_s = 2.0;
+  r0.compute_by_kind.gemm_s = 5.0;
+  r1.rank = 8;
+  r1.step_time_s = 9.9;
+  r1.compute_s = 8.0;
+  r1.bubble_s = 1.0;
+  b.ranks = {r0, r1};
+  b.step_time_s = 10.0;
+  RankResult s0 = r0, e0 = r0, s1 = r1, e1 = r1;
+  s0.step_time_s = 3.0, e0.step_time_s = 5.0;  // period 2 s
+  s0.compute_s = 2.0, e0.compute_s = 3.0;
+  s0.bubble_s = 0.5, e0.bubble_s = 1.5;
+  s0.compute_by_kind.gemm_s = 1.0, e0.compute_by_kind.gemm_s = 1.8;
+  s1.step_time_s = 3.5, e1.step_time_s = 5.5;  // period 2 s
+  s1.compute_s = 2.0, e1.compute_s = 3.9;
+  s1.bubble_s = 0.5, e1.bubble_s = 0.6;
+  b.period_start = {s0, s1};
+  b.period_end = {e0, e1};
+  return b;
+}
+
+TEST(BeforeLastPeriod, EachRankLosesItsOwnPeriod) {
+  const StepResult a = before_last_period(marked_run());
+  ASSERT_EQ(a.ranks.size(), 2u);
+  EXPECT_DOUBLE_EQ(a.ranks[0].step_time_s, 8.0);
+  EXPECT_DOUBLE_EQ(a.ranks[0].compute_s, 6.0);
+  EXPECT_DOUBLE_EQ(a.ranks[0].bubble_s, 1.0);
+  EXPECT_DOUBLE_EQ(a.ranks[0].compute_by_kind.gemm_s, 4.2);
+  EXPECT_DOUBLE_EQ(a.ranks[1].step_time_s, 7.9);
+  EXPECT_DOUBLE_EQ(a.ranks[1].compute_s, 6.1);
+  EXPECT_DOUBLE_EQ(a.ranks[1].bubble_s, 0.9);
+  EXPECT_EQ(a.critical_rank, 0);
+  EXPECT_DOUBLE_EQ(a.step_time_s, 8.0);
+  EXPECT_DOUBLE_EQ(a.compute_s, 6.0);
+  EXPECT_EQ(a.events, 0u);  // nothing was simulated for it
+  EXPECT_TRUE(a.period_start.empty());
+}
+
+TEST(BeforeLastPeriod, TheSlowerRankAfterwardsGivesTheBreakdown) {
+  StepResult b = marked_run();
+  b.period_start[1].step_time_s = 3.9;  // rank 8's period 1.6 s: it ends at 8.3 s
+  const StepResult a = before_last_period(b);
+  EXPECT_EQ(a.critical_rank, 8);
+  EXPECT_DOUBLE_EQ(a.step_time_s, 8.3);
+  EXPECT_DOUBLE_EQ(a.compute_s, 6.1);
+}
+
+TEST(BeforeLastPeriod, SpreadOfThePeriodsAndRunsWithoutMarks) {
+  StepResult b = marked_run();
+  EXPECT_DOUBLE_EQ(period_spread(b), 0.0);
+  b.period_start[1].step_time_s = 3.9;  // periods 2.0 and 1.6 s
+  EXPECT_DOUBLE_EQ(period_spread(b), 0.4 / 2.0);
+  b.period_end.pop_back();
+  EXPECT_DOUBLE_EQ(period_spread(b), 1.0);
+  EXPECT_THROW(before_last_period(b), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace overlapsim::sim
