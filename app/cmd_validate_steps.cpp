@@ -27,6 +27,7 @@ struct ValidateStepsOptions {
   std::string max_error;  // empty: report only
   bool no_timing = false;
   bool exact = false;
+  bool sample_by_runs = false;
 };
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
@@ -110,7 +111,11 @@ int run_validate_steps(const ValidateStepsOptions& o) {
   std::vector<double> abs_errors;
   int within = 0;
   for (const auto& run : runs) {
-    outs.push_back(workloads::predict_reference_run(run, o.no_timing, o.exact));
+    outs.push_back(workloads::predict_reference_run(run, o.no_timing,
+                                                    o.exact ? workloads::Sampling::Whole
+                                                    : o.sample_by_runs
+                                                        ? workloads::Sampling::Runs
+                                                        : workloads::Sampling::Periods));
     abs_errors.push_back(std::fabs(outs.back().error));
     if (abs_errors.back() <= 0.10) ++within;
   }
@@ -139,6 +144,9 @@ void add_validate_steps_command(CLI::App& app, Runner& selected) {
   sub->add_flag("--exact", opts->exact,
                 "simulate each run as simulate does (default: as plan does: long steps from two "
                 "short runs, extrapolated, and each send's background images aggregated)");
+  sub->add_flag("--sample-by-runs", opts->sample_by_runs,
+                "sampled steps: simulate both short runs (default: the first is the second "
+                "less its last period where an interleaved pipeline, or none, is steady)");
   sub->callback([opts, &selected] { selected = [opts] { return run_validate_steps(*opts); }; });
 }
 

@@ -16,7 +16,8 @@
 # Environment: OVERLAPSIM_BUILD (default <repo>/build), PLAN_SPEED_CSV (output path),
 # PLAN_SPEED_POINTS (default 1000), PLAN_SPEED_NODES (default 16:256), PLAN_SPEED_MODES
 # (default "threads1 threads2 mpi1 mpi2": one or two local threads, one or two MPI ranks of
-# one thread each).
+# one thread each), PLAN_SPEED_ARGS (more plan options, e.g. --sample-by-runs),
+# PLAN_SPEED_RESULTS (a folder to keep each mode's results.json in, as <mode>.json).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -65,11 +66,15 @@ for mode in $MODES; do
   out=$work/$mode
   load=$(cut -d' ' -f1 /proc/loadavg)
   args=(plan -w "$MODEL" -c "${CLUSTERS[0]}" -c "${CLUSTERS[1]}" --nodes "$NODES" --designs all
-        --simulate-top "$top" --threads "$threads" --out "$out")
+        --simulate-top "$top" --threads "$threads" --out "$out" ${PLAN_SPEED_ARGS:-})
   (cd "$ROOT" && /usr/bin/time -f "%e %U %S" -o "$work/$mode.time" "${launch[@]}" "$BIN" "${args[@]}" \
     >"$work/$mode.log" 2>&1) || { cat "$work/$mode.log" >&2; exit 1; }
   read -r wall user sys <"$work/$mode.time"
   read -r configs points < <(python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['counts']; print(c['simulated'], c['runs'])" "$out/results.json")
+  if [[ -n ${PLAN_SPEED_RESULTS:-} ]]; then
+    mkdir -p "$PLAN_SPEED_RESULTS"
+    cp "$out/results.json" "$PLAN_SPEED_RESULTS/$mode.json"
+  fi
   same=yes
   if [[ -z $first ]]; then first=$out/results.json; else cmp -s "$first" "$out/results.json" || same=no; fi
   rows+=("$(awk -v m="$mode" -v r="$ranks" -v t="$threads" -v c="$configs" -v p="$points" \

@@ -85,7 +85,8 @@ std::vector<ReferenceRun> load_reference_runs(const std::string& dir) {
   return runs;
 }
 
-ReferenceOutcome predict_reference_run(const ReferenceRun& run, bool zero_wall_times, bool exact) {
+ReferenceOutcome predict_reference_run(const ReferenceRun& run, bool zero_wall_times,
+                                       Sampling sampling) {
   ScenarioRequest request;
   request.model_file = run.model_file;
   request.cluster_file = run.cluster_file;
@@ -95,9 +96,9 @@ ReferenceOutcome predict_reference_run(const ReferenceRun& run, bool zero_wall_t
   options.designs = {run.design};
   options.images = run.images;
   options.zero_wall_times = zero_wall_times;
-  options.aggregate_images = !exact;
-  const ModelRun predicted = simulate_model(
-      specs.model, cluster, options, exact ? Sampling::Whole : Sampling::Periods, run.profile_file);
+  options.aggregate_images = sampling != Sampling::Whole;
+  const ModelRun predicted =
+      simulate_model(specs.model, cluster, options, sampling, run.profile_file);
   const sim::DesignRun& design = predicted.result.runs.front();
 
   ReferenceOutcome out;

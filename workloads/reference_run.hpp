@@ -8,6 +8,7 @@
 
 #include "sim/exec/comm_images.hpp"
 #include "sim/scenario/step_band.hpp"
+#include "workloads/microbatch_sampling.hpp"
 
 namespace overlapsim::workloads {
 
@@ -51,9 +52,9 @@ struct ReferenceOutcome {
   }
 };
 
-// `exact` false: long steps from two short runs and each send's images aggregated, as the
-// planner does (workloads/microbatch_sampling.hpp); true: as simulate does.
+// Sampled (as the planner does: long steps from short runs, each send's images aggregated;
+// workloads/microbatch_sampling.hpp) unless `sampling` is Whole: as simulate does.
 ReferenceOutcome predict_reference_run(const ReferenceRun& run, bool zero_wall_times = false,
-                                       bool exact = false);
+                                       Sampling sampling = Sampling::Periods);
 
 }  // namespace overlapsim::workloads
