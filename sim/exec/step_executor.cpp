@@ -534,19 +534,7 @@ StepResult StepExecutor::Impl::collect(const char* design_name, std::uint64_t ev
     out.ranks.push_back(r);
     if (first || r.step_time_s > out.step_time_s) {
       first = false;
-      out.step_time_s = r.step_time_s;
-      out.critical_rank = r.rank;
-      out.compute_s = r.compute_s;
-      out.exposed_comm_s = r.exposed_comm_s;
-      out.bubble_s = r.bubble_s;
-      out.comm_s = r.comm_s;
-      out.overlapped_comm_s = r.overlapped_comm_s;
-      out.exposed_inter_host_s = r.exposed_inter_host_s;
-      out.exposed_paired_s = r.exposed_paired_s;
-      out.paired_compute_s = r.paired_compute_s;
-      out.host_wait_s = r.host_wait_s;
-      out.compute_by_kind = r.compute_by_kind;
-      out.paired_by_kind = r.paired_by_kind;
+      take_critical(out, r);
     }
   }
   return out;

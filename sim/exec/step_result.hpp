@@ -68,4 +68,21 @@ struct StepResult {
   std::vector<RankResult> period_start, period_end;
 };
 
+// Makes `rank` the step's critical rank: its step time and breakdown become the step's.
+inline void take_critical(StepResult& step, const RankResult& rank) {
+  step.step_time_s = rank.step_time_s;
+  step.critical_rank = rank.rank;
+  step.compute_s = rank.compute_s;
+  step.exposed_comm_s = rank.exposed_comm_s;
+  step.bubble_s = rank.bubble_s;
+  step.comm_s = rank.comm_s;
+  step.overlapped_comm_s = rank.overlapped_comm_s;
+  step.exposed_inter_host_s = rank.exposed_inter_host_s;
+  step.exposed_paired_s = rank.exposed_paired_s;
+  step.paired_compute_s = rank.paired_compute_s;
+  step.host_wait_s = rank.host_wait_s;
+  step.compute_by_kind = rank.compute_by_kind;
+  step.paired_by_kind = rank.paired_by_kind;
+}
+
 }  // namespace overlapsim::sim

@@ -76,19 +76,7 @@ StepResult before_last_period(const StepResult& b) {
     // The slowest rank's breakdown, as the executor picks it (the first of equals).
     if (first || r.step_time_s > a.step_time_s) {
       first = false;
-      a.critical_rank = r.rank;
-      a.step_time_s = r.step_time_s;
-      a.compute_s = r.compute_s;
-      a.exposed_comm_s = r.exposed_comm_s;
-      a.bubble_s = r.bubble_s;
-      a.comm_s = r.comm_s;
-      a.overlapped_comm_s = r.overlapped_comm_s;
-      a.exposed_inter_host_s = r.exposed_inter_host_s;
-      a.exposed_paired_s = r.exposed_paired_s;
-      a.paired_compute_s = r.paired_compute_s;
-      a.host_wait_s = r.host_wait_s;
-      a.compute_by_kind = r.compute_by_kind;
-      a.paired_by_kind = r.paired_by_kind;
+      take_critical(a, r);
     }
   }
   return a;
