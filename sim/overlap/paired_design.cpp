@@ -31,7 +31,18 @@ struct PairedDesign::Pair {
   int comm_group = -1;
   // Time with at least one part moving data: accumulated, and since when (< 0: idle).
   double busy_accum_s = 0, busy_since_s = -1;
+  int refs = 0;  // PairRef's count
 };
+
+PairedDesign::PairRef::PairRef(Pair* owned) noexcept : p_(owned) {
+  if (p_) p_->refs = 1;
+}
+PairedDesign::PairRef::PairRef(const PairRef& other) noexcept : p_(other.p_) {
+  if (p_) ++p_->refs;
+}
+PairedDesign::PairRef::~PairRef() {
+  if (p_ && --p_->refs == 0) delete p_;
+}
 
 namespace {
 std::uint64_t key_of(int program, OpVertex v) {
@@ -48,7 +59,7 @@ void PairedDesign::run_sequential(ExecContext& ctx, int p, OpVertex v) {
 }
 
 void PairedDesign::add_pair_op(const ExecContext& ctx, int program, OpVertex v,
-                               const std::shared_ptr<Pair>& pair) {
+                               const PairRef& pair) {
   const auto p = static_cast<std::size_t>(program);
   if (in_pairs_.size() <= p) in_pairs_.resize(p + 1);
   if (in_pairs_[p].empty()) in_pairs_[p].assign(boost::num_vertices(ctx.graph(program)), 0);
@@ -68,7 +79,7 @@ void PairedDesign::erase_pair_ops(const Pair& pair) {
 void PairedDesign::start(ExecContext& ctx, int p, OpVertex v) {
   if (static_cast<std::size_t>(p) < in_pairs_.size() && !in_pairs_[p].empty() &&
       in_pairs_[p][v] != 0) {
-    const std::shared_ptr<Pair> pair = pairs_.find(key_of(p, v))->second;
+    const PairRef pair = pairs_.find(key_of(p, v))->second;
     if (v == pair->compute && !pair->producer) {
       pair->compute_handed = true;
       run_next_group(ctx, pair);
@@ -208,7 +219,7 @@ void PairedDesign::begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVerte
     throw std::logic_error(
         fmt::format("design {}: malformed schedule for '{}'", name(), view.compute->name));
   ++stats_.overlapped;
-  auto pair = std::make_shared<Pair>();
+  const PairRef pair(new Pair());
   pair->program = p;
   pair->compute = compute;
   pair->comm = comm;
@@ -254,7 +265,7 @@ void PairedDesign::absorb_layout_ops(ExecContext& ctx, int p, OpVertex first, Op
   for (const OpVertex u : layout) ctx.finish_op(p, u);
 }
 
-void PairedDesign::run_next_group(ExecContext& ctx, const std::shared_ptr<Pair>& pair) {
+void PairedDesign::run_next_group(ExecContext& ctx, const PairRef& pair) {
   const int n = static_cast<int>(pair->s.compute_s.size());
   if (pair->compute_running || pair->next_group >= n) return;
   if (!pair->producer && (!pair->compute_handed || !pair->arrived[pair->next_group])) return;
@@ -271,8 +282,8 @@ double PairedDesign::comm_busy_s(const Pair& pair, double now) const {
 // 1/compute_slowdown while one does. A segment runs for the work left as if at rate 1;
 // at its end the work lost to interference during it is run as the next segment, and what
 // that one loses is charged at the slow rate.
-void PairedDesign::start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int j,
-                                 double duration_s, int round) {
+void PairedDesign::start_segment(ExecContext& ctx, const PairRef& pair, int j, double duration_s,
+                                 int round) {
   const int n = static_cast<int>(pair->s.compute_s.size());
   const double busy0 = comm_busy_s(*pair, ctx.simulator().now());
   const double rank_busy0 = ctx.comm_busy_s(pair->program);
@@ -312,7 +323,7 @@ void PairedDesign::start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& 
   });
 }
 
-void PairedDesign::part_ready(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part) {
+void PairedDesign::part_ready(ExecContext& ctx, const PairRef& pair, int part) {
   if (pair->s.comm_waits_for_running_group && pair->compute_running) {
     pair->waiting_for_sms.push_back(part);
     return;
@@ -320,7 +331,7 @@ void PairedDesign::part_ready(ExecContext& ctx, const std::shared_ptr<Pair>& pai
   enqueue_part(ctx, pair, part);
 }
 
-void PairedDesign::enqueue_part(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part) {
+void PairedDesign::enqueue_part(ExecContext& ctx, const PairRef& pair, int part) {
   if (pair->s.serial_parts) {
     pair->queued.push_back(part);
     if (pair->comm_busy) return;
@@ -332,7 +343,7 @@ void PairedDesign::enqueue_part(ExecContext& ctx, const std::shared_ptr<Pair>& p
   }
 }
 
-void PairedDesign::launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part) {
+void PairedDesign::launch_part(ExecContext& ctx, const PairRef& pair, int part) {
   pair->comm_busy = true;
   const int n = static_cast<int>(pair->bytes.size());
   double delay = part == 0 ? pair->s.first_part_delay_s : pair->s.part_delay_s;
@@ -379,7 +390,7 @@ void PairedDesign::launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pa
     go();
 }
 
-void PairedDesign::part_done(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part) {
+void PairedDesign::part_done(ExecContext& ctx, const PairRef& pair, int part) {
   if (--pair->in_flight == 0) {
     pair->busy_accum_s += ctx.simulator().now() - pair->busy_since_s;
     pair->busy_since_s = -1;

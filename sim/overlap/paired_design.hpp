@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sim/collectives/collective_cost_model.hpp"
@@ -134,16 +135,36 @@ class PairedDesign : public OverlapDesign {
 
  private:
   struct Pair;
+  // A pair, shared by its two ops' entries in pairs_ and by the events under way for it.
+  // Counted without atomics: a design runs on one thread, and std::shared_ptr's atomic
+  // count on every event of a pair was several percent of a planned step.
+  class PairRef {
+   public:
+    PairRef() = default;
+    explicit PairRef(Pair* owned) noexcept;  // count 1
+    PairRef(const PairRef& other) noexcept;
+    PairRef(PairRef&& other) noexcept : p_(other.p_) { other.p_ = nullptr; }
+    PairRef& operator=(PairRef other) noexcept {
+      std::swap(p_, other.p_);
+      return *this;
+    }
+    ~PairRef();
+    Pair* operator->() const { return p_; }
+    Pair& operator*() const { return *p_; }
+
+   private:
+    Pair* p_ = nullptr;
+  };
   void begin_pair(ExecContext& ctx, int p, OpVertex compute, OpVertex comm, bool producer);
   // Finishes at once the OpNode::pair_layout ops between the pair's first op and its second.
   static void absorb_layout_ops(ExecContext& ctx, int p, OpVertex first, OpVertex second);
-  void run_next_group(ExecContext& ctx, const std::shared_ptr<Pair>& pair);
-  void part_ready(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
-  void enqueue_part(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
-  void launch_part(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
-  void part_done(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int part);
-  void start_segment(ExecContext& ctx, const std::shared_ptr<Pair>& pair, int group,
-                     double duration_s, int round);
+  void run_next_group(ExecContext& ctx, const PairRef& pair);
+  void part_ready(ExecContext& ctx, const PairRef& pair, int part);
+  void enqueue_part(ExecContext& ctx, const PairRef& pair, int part);
+  void launch_part(ExecContext& ctx, const PairRef& pair, int part);
+  void part_done(ExecContext& ctx, const PairRef& pair, int part);
+  void start_segment(ExecContext& ctx, const PairRef& pair, int group, double duration_s,
+                     int round);
   double comm_busy_s(const Pair& pair, double now) const;
   static void run_sequential(ExecContext& ctx, int p, OpVertex v);
   PairView view_of(const OpNode& compute, const OpNode& comm, bool producer) const;
@@ -156,12 +177,11 @@ class PairedDesign : public OverlapDesign {
   std::unordered_map<int, double> learned_rate_;  // communicator -> s per byte
   std::vector<int> group_sizes_;
   PairStats stats_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<Pair>> pairs_;  // (program, op) -> pair
+  std::unordered_map<std::uint64_t, PairRef> pairs_;  // (program, op) -> pair
   // Per program and op: whether pairs_ holds the op, so that start() asks the hash map
   // only for those (every op of a step passes through start()).
   std::vector<std::vector<char>> in_pairs_;
-  void add_pair_op(const ExecContext& ctx, int program, OpVertex v,
-                   const std::shared_ptr<Pair>& pair);
+  void add_pair_op(const ExecContext& ctx, int program, OpVertex v, const PairRef& pair);
   void erase_pair_ops(const Pair& pair);
 };
 
