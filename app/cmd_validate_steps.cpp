@@ -27,7 +27,7 @@ struct ValidateStepsOptions {
   std::string max_error;  // empty: report only
   bool no_timing = false;
   bool exact = false;
-  bool sample_by_runs = false;
+  bool sample_by_periods = false;
 };
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
@@ -113,9 +113,9 @@ int run_validate_steps(const ValidateStepsOptions& o) {
   for (const auto& run : runs) {
     outs.push_back(workloads::predict_reference_run(run, o.no_timing,
                                                     o.exact ? workloads::Sampling::Whole
-                                                    : o.sample_by_runs
-                                                        ? workloads::Sampling::Runs
-                                                        : workloads::Sampling::Periods));
+                                                    : o.sample_by_periods
+                                                        ? workloads::Sampling::Periods
+                                                        : workloads::Sampling::Runs));
     abs_errors.push_back(std::fabs(outs.back().error));
     if (abs_errors.back() <= 0.10) ++within;
   }
@@ -142,11 +142,12 @@ void add_validate_steps_command(CLI::App& app, Runner& selected) {
                   "exit 1 when a run's |error| is above this percentage (e.g. 10%)");
   sub->add_flag("--no-timing", opts->no_timing, "report sim_wall_s as 0 (byte-identical output)");
   sub->add_flag("--exact", opts->exact,
-                "simulate each run as simulate does (default: as plan does: long steps from two "
-                "short runs, extrapolated, and each send's background images aggregated)");
-  sub->add_flag("--sample-by-runs", opts->sample_by_runs,
-                "sampled steps: simulate both short runs (default: the first is the second "
-                "less its last period where an interleaved pipeline, or none, is steady)");
+                "simulate each run as simulate does (default: long steps from two short runs, "
+                "extrapolated, and each send's background images aggregated)");
+  sub->add_flag("--sample-by-periods", opts->sample_by_periods,
+                "sampled steps: the first short run is the second less its last period where "
+                "an interleaved pipeline, or none, is steady, as plan does (default: both "
+                "short runs simulated)");
   sub->callback([opts, &selected] { selected = [opts] { return run_validate_steps(*opts); }; });
 }
 
