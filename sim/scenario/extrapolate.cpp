@@ -12,32 +12,29 @@ namespace {
 
 double line(double a, double b, double t) { return b + t * (b - a); }
 
-// The time fields StepResult and RankResult share (the step's are its critical rank's).
-template <typename Times>
-void extrapolate_times(const Times& a, Times& b, double t) {
+// Calls f(get) for every time field StepResult and RankResult share (the step's are its
+// critical rank's), with get(times) giving that field of a result of type Times.
+template <typename Times, typename F>
+void for_each_time(F&& f) {
   for (double Times::*field :
        {&Times::step_time_s, &Times::compute_s, &Times::exposed_comm_s, &Times::bubble_s,
         &Times::comm_s, &Times::overlapped_comm_s, &Times::exposed_inter_host_s,
         &Times::exposed_paired_s, &Times::paired_compute_s, &Times::host_wait_s})
-    b.*field = line(a.*field, b.*field, t);
+    f([field](auto& times) -> auto& { return times.*field; });
   for (ComputeByKind Times::*kinds : {&Times::compute_by_kind, &Times::paired_by_kind})
     for (double ComputeByKind::*field :
          {&ComputeByKind::gemm_s, &ComputeByKind::attention_s, &ComputeByKind::memory_bound_s})
-      (b.*kinds).*field = line((a.*kinds).*field, (b.*kinds).*field, t);
+      f([ kinds, field ](auto& times) -> auto& { return (times.*kinds).*field; });
+}
+
+template <typename Times>
+void extrapolate_times(const Times& a, Times& b, double t) {
+  for_each_time<Times>([&](auto get) { get(b) = line(get(a), get(b), t); });
 }
 
 // a - (end - start), field by field.
-template <typename Times>
-void less_period(const Times& start, const Times& end, Times& a) {
-  for (double Times::*field :
-       {&Times::step_time_s, &Times::compute_s, &Times::exposed_comm_s, &Times::bubble_s,
-        &Times::comm_s, &Times::overlapped_comm_s, &Times::exposed_inter_host_s,
-        &Times::exposed_paired_s, &Times::paired_compute_s, &Times::host_wait_s})
-    a.*field -= end.*field - start.*field;
-  for (ComputeByKind Times::*kinds : {&Times::compute_by_kind, &Times::paired_by_kind})
-    for (double ComputeByKind::*field :
-         {&ComputeByKind::gemm_s, &ComputeByKind::attention_s, &ComputeByKind::memory_bound_s})
-      (a.*kinds).*field -= (end.*kinds).*field - (start.*kinds).*field;
+void less_period(const RankResult& start, const RankResult& end, RankResult& a) {
+  for_each_time<RankResult>([&](auto get) { get(a) -= get(end) - get(start); });
 }
 
 void extrapolate_step(const StepResult& a, StepResult& b, double t) {
