@@ -1,0 +1,319 @@
+#include "calibration/fit_shaped.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <tuple>
+
+#include "calibration/csv.hpp"
+#include "calibration/fit.hpp"
+#include "config/error.hpp"
+#include "sim/overlap/pair_simulation.hpp"
+#include "sim/topology/builders.hpp"
+
+namespace overlapsim::calibration {
+namespace {
+
+using sim::CollectiveOp;
+
+// The three collectives the grid pairs with a GEMM, and the profile key of each.
+constexpr std::array<std::pair<CollectiveOp, const char*>, 3> kCollectives = {{
+    {CollectiveOp::AllReduce, "comm_slowdown_allreduce"},
+    {CollectiveOp::ReduceScatter, "comm_slowdown_reducescatter"},
+    {CollectiveOp::AllToAll, "comm_slowdown_alltoall"},
+}};
+
+double surface_number(const CsvTable& t, const CsvRecord& r, int col) {
+  const std::string& s = r.fields[col];
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) || v < 0)
+    throw config::ConfigError(fmt::format("{}:{}:{}: {}: '{}' is not a number >= 0 (expected one)",
+                                          t.file, r.line, r.columns[col], t.header[col], s));
+  return v;
+}
+
+int surface_column(const CsvTable& t, const char* name) {
+  const int c = t.column(name);
+  if (c < 0)
+    throw config::ConfigError(
+        fmt::format("{}: no column '{}' (expected the shaped runner's surface.csv)", t.file, name));
+  return c;
+}
+
+using PairKey = std::tuple<int, CollectiveOp, std::int64_t, std::int64_t, std::int64_t>;
+using GridPoint = std::tuple<int, int, int>;  // S, CTAs, chunks
+
+PairKey shape_of(const ShapedPoint& p) { return {p.world, p.collective, p.m, p.n, p.k}; }
+GridPoint grid_of(const ShapedPoint& p) { return {p.free_sms, p.comm_ctas, p.chunks}; }
+
+// The grid point the model runs: S = NCCL's CTAs > 0 and k >= 2 (what the model expresses),
+// the one whose pairs ran fastest against sequential at the median over the shapes.
+GridPoint model_point(const std::vector<ShapedPoint>& points, std::string& why) {
+  std::map<GridPoint, std::vector<double>> ratios;
+  for (const ShapedPoint& p : points)
+    if (p.free_sms > 0 && p.free_sms == p.comm_ctas && p.chunks >= 2)
+      ratios[grid_of(p)].push_back(p.pair_s / p.sequential_s);
+  if (ratios.empty())
+    throw config::ConfigError(
+        "fit_shaped: no grid point with as many NCCL CTAs as SMs kept free and 2+ chunks "
+        "(expected the shaped runner's grid)");
+  GridPoint best{};
+  double best_ratio = 0;
+  for (const auto& [g, r] : ratios) {
+    const double m = median(r);
+    if (best_ratio == 0 || m < best_ratio) {
+      best = g;
+      best_ratio = m;
+    }
+  }
+  why = fmt::format(
+      "the grid point with S = NCCL's CTAs and 2+ chunks whose pairs ran fastest "
+      "against sequential at the median over {} measured pairs ({:.3f})",
+      ratios.at(best).size(), best_ratio);
+  return best;
+}
+
+std::string point_files(const std::vector<ShapedPoint>& points) {
+  std::map<std::string, int> count;
+  for (const ShapedPoint& p : points) ++count[p.file];
+  std::string out;
+  for (const auto& [file, n] : count)
+    out += fmt::format("{}{} ({} points)", out.empty() ? "" : ", ", file, n);
+  return out;
+}
+
+// Golden-section search for the minimum of a unimodal f on [lo, hi].
+template <typename F>
+double golden_minimum(F f, double lo, double hi, double tolerance) {
+  const double g = (std::sqrt(5.0) - 1) / 2;
+  double a = lo, b = hi, c = b - g * (b - a), d = a + g * (b - a);
+  double fc = f(c), fd = f(d);
+  while (b - a > tolerance) {
+    if (fc <= fd) {
+      b = d;
+      d = c;
+      fd = fc;
+      c = b - g * (b - a);
+      fc = f(c);
+    } else {
+      a = c;
+      c = d;
+      fc = fd;
+      d = a + g * (b - a);
+      fd = f(d);
+    }
+  }
+  return (a + b) / 2;
+}
+
+}  // namespace
+
+const std::vector<std::string>& shaped_surface_files_h100() {
+  static const std::vector<std::string> files = {
+      "benchmarks/results/h100x4/shaped/run1/surface.csv",
+      "benchmarks/results/h100x4/shaped/run2/surface.csv",
+      "benchmarks/results/h100x4/shaped/run3/surface.csv",
+  };
+  return files;
+}
+
+const std::vector<std::string>& shaped_surface_files_h200() {
+  static const std::vector<std::string> files = {
+      "benchmarks/results/h200x2/shaped/run1/surface.csv",
+      "benchmarks/results/h200x4/shaped/run1/surface.csv",
+      "benchmarks/results/h200x4/shaped/run2/surface.csv",
+  };
+  return files;
+}
+
+std::vector<ShapedPoint> load_shaped_points(const std::string& root,
+                                            const std::vector<std::string>& files) {
+  std::vector<ShapedPoint> out;
+  for (const std::string& file : files) {
+    const CsvTable t = read_csv((std::filesystem::path(root) / file).string());
+    const int world = surface_column(t, "world"), op = surface_column(t, "op"),
+              m = surface_column(t, "m"), n = surface_column(t, "n"), k = surface_column(t, "k"),
+              s = surface_column(t, "free_sms"), c = surface_column(t, "comm_ctas"),
+              ch = surface_column(t, "chunks"), gemm = surface_column(t, "gemm_alone_us"),
+              alone = surface_column(t, "collective_alone_us"),
+              ctas = surface_column(t, "collective_ctas_us"),
+              seq = surface_column(t, "sequential_us"), pair = surface_column(t, "pair_us");
+    // Several rows of one point (a rerun within the file): the median of each time.
+    std::map<std::pair<PairKey, GridPoint>, std::vector<std::size_t>> rows_of;
+    std::vector<ShapedPoint> raw;
+    for (const CsvRecord& r : t.rows) {
+      ShapedPoint p;
+      p.where = fmt::format("{}:{}", file, r.line);
+      p.file = file;
+      const std::string& name = r.fields[op];
+      const std::string prefix = "gemm+";
+      const auto coll = name.rfind(prefix, 0) == 0
+                            ? sim::parse_collective_op(name.substr(prefix.size()))
+                            : std::nullopt;
+      if (!coll || (*coll != CollectiveOp::AllReduce && *coll != CollectiveOp::ReduceScatter &&
+                    *coll != CollectiveOp::AllToAll))
+        throw config::ConfigError(fmt::format(
+            "{}:{}:{}: op: '{}' (expected gemm+allreduce, gemm+reducescatter or gemm+alltoall)",
+            t.file, r.line, r.columns[op], name));
+      p.collective = *coll;
+      p.world = static_cast<int>(surface_number(t, r, world));
+      p.m = static_cast<std::int64_t>(surface_number(t, r, m));
+      p.n = static_cast<std::int64_t>(surface_number(t, r, n));
+      p.k = static_cast<std::int64_t>(surface_number(t, r, k));
+      p.free_sms = static_cast<int>(surface_number(t, r, s));
+      p.comm_ctas = static_cast<int>(surface_number(t, r, c));
+      p.chunks = static_cast<int>(surface_number(t, r, ch));
+      p.gemm_alone_s = surface_number(t, r, gemm) * 1e-6;
+      p.collective_alone_s = surface_number(t, r, alone) * 1e-6;
+      p.collective_ctas_s = surface_number(t, r, ctas) * 1e-6;
+      p.sequential_s = surface_number(t, r, seq) * 1e-6;
+      p.pair_s = surface_number(t, r, pair) * 1e-6;
+      if (p.world < 2 || p.m <= 0 || p.n <= 0 || p.k <= 0 || p.chunks < 1 || p.gemm_alone_s <= 0 ||
+          p.collective_alone_s <= 0 || p.collective_ctas_s <= 0 || p.sequential_s <= 0 ||
+          p.pair_s <= 0)
+        throw config::ConfigError(fmt::format(
+            "{}:{}: a point without 2+ ranks, a shape, a chunk count and positive times "
+            "(expected the shaped runner's rows)",
+            t.file, r.line));
+      rows_of[{shape_of(p), grid_of(p)}].push_back(raw.size());
+      raw.push_back(std::move(p));
+    }
+    for (const auto& [key, idx] : rows_of) {
+      ShapedPoint p = raw[idx.front()];
+      auto med = [&](double ShapedPoint::*field) {
+        std::vector<double> v;
+        for (std::size_t i : idx) v.push_back(raw[i].*field);
+        return median(v);
+      };
+      p.gemm_alone_s = med(&ShapedPoint::gemm_alone_s);
+      p.collective_alone_s = med(&ShapedPoint::collective_alone_s);
+      p.collective_ctas_s = med(&ShapedPoint::collective_ctas_s);
+      p.sequential_s = med(&ShapedPoint::sequential_s);
+      p.pair_s = med(&ShapedPoint::pair_s);
+      out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+double shaped_pair_time_s(const ShapedPoint& point, const sim::Profile& profile) {
+  sim::PairCase pc;
+  pc.compute.name = "gemm";
+  pc.compute.kind = sim::OpKind::Gemm;
+  pc.compute.gemm = {point.m, point.n, point.k, 1};
+  pc.collective = point.collective;
+  // The GEMM's bf16 output; NCCL's measured time is given at it, so only the split matters.
+  pc.comm_bytes = static_cast<std::uint64_t>(point.m * point.n * 2);
+  pc.world = point.world;
+  pc.op_time_s = point.gemm_alone_s;
+  pc.comm_time_points = {{pc.comm_bytes, point.collective_alone_s}};
+  // The measured GPUs' NVSwitch node (H100 and H200 SXM: 450 GB/s a direction); the pair's
+  // times are given, so the links only carry what the design adds.
+  sim::NvSwitchNodeSpec spec;
+  spec.gpus = point.world;
+  spec.nvlink_bandwidth_Bps = 450e9;
+  spec.nvlink_latency_s = 0.3e-6;
+  const sim::PairOutcome out =
+      sim::simulate_pair(pc, "shaped", profile, sim::build_nvswitch_node(spec));
+  return out.time_s;
+}
+
+sim::Profile with_shaped_fit(const sim::Profile& profile, const ShapedFit& fit) {
+  sim::Profile p = profile;
+  auto& shaped = p.designs.by_design["shaped"];
+  shaped.clear();
+  for (const auto& [key, v] : fit.params) shaped[key] = v;
+  return p;
+}
+
+ShapedFit fit_shaped(const std::vector<ShapedPoint>& points, const sim::Profile& base) {
+  ShapedFit fit;
+  std::string why_point;
+  const GridPoint point = model_point(points, why_point);
+  fit.comm_sms = std::get<0>(point);
+  fit.chunks = std::get<2>(point);
+  for (const ShapedPoint& p : points)
+    if (grid_of(p) == point) fit.fitted.push_back(p);
+  const std::string where = point_files(fit.fitted);
+
+  // NCCL alone on the model's CTAs against its default: the median over the shapes.
+  for (const auto& [op, key] : kCollectives) {
+    std::vector<double> r;
+    for (const ShapedPoint& p : fit.fitted)
+      if (p.collective == op) r.push_back(p.collective_ctas_s / p.collective_alone_s);
+    if (r.empty())
+      throw config::ConfigError(fmt::format(
+          "fit_shaped: no {} pair at the model's point (S {}, {} CTAs, {} chunks) (expected all "
+          "three collectives)",
+          sim::to_string(op), fit.comm_sms, fit.comm_sms, fit.chunks));
+    fit.comm_slowdown[op] = rounded(median(r), 4);
+    std::vector<double> pred(r.size(), fit.comm_slowdown[op]);
+    fit.params[key] = measured_value(
+        fit.comm_slowdown[op],
+        fmt::format(
+            "NCCL {} alone on {} CTAs against its default CTAs, median over {} measured pairs "
+            "(ratios {:.3f} .. {:.3f}); fitted by calibration/fit_shaped.hpp from {}",
+            sim::to_string(op), fit.comm_sms, r.size(), *std::min_element(r.begin(), r.end()),
+            *std::max_element(r.begin(), r.end()), where),
+        relative_rms(pred, r));
+  }
+  fit.params["chunks"] = measured_value(
+      fit.chunks, fmt::format("{}; fitted by calibration/fit_shaped.hpp from {}", why_point, where),
+      -1);
+  fit.params["comm_sms"] = measured_value(
+      fit.comm_sms,
+      fmt::format("SMs kept free = NCCL's CTA cap at {}; fitted by calibration/fit_shaped.hpp "
+                  "from {}",
+                  why_point, where),
+      -1);
+
+  // The per-call latency is not in these pairs: their replay gives NCCL's measured times,
+  // which hold its fixed cost on every call. It stays as the base profile has it.
+  const sim::Sourced* latency = base.designs.find("shaped", "nccl_call_latency_s");
+  if (latency == nullptr)
+    throw config::ConfigError(
+        "fit_shaped: the base profile has no designs.shaped.nccl_call_latency_s (expected one to "
+        "carry)");
+  fit.nccl_call_latency_s = latency->value;
+  fit.params["nccl_call_latency_s"] = *latency;
+
+  // Interference: the factor whose model pair times miss the measured pairs by the least
+  // median |relative error| (robust: a few pairs 1.3-1.5 x the model would otherwise set it
+  // for all), a golden-section search on [1, 1.5].
+  std::vector<double> measured;
+  for (const ShapedPoint& p : fit.fitted) measured.push_back(p.pair_s);
+  auto predict_all = [&](double f) {
+    fit.params["interference_slowdown"] = measured_value(f, "", -1);
+    const sim::Profile p = with_shaped_fit(base, fit);
+    std::vector<double> pred;
+    for (const ShapedPoint& pt : fit.fitted) pred.push_back(shaped_pair_time_s(pt, p));
+    return pred;
+  };
+  auto median_error = [&](const std::vector<double>& pred) {
+    std::vector<double> e;
+    for (std::size_t i = 0; i < pred.size(); ++i) e.push_back(std::abs(pred[i] / measured[i] - 1));
+    return median(e);
+  };
+  const double f =
+      golden_minimum([&](double x) { return median_error(predict_all(x)); }, 1.0, 1.5, 1e-4);
+  fit.interference_slowdown = rounded(f, 4);
+  fit.predicted_s = predict_all(fit.interference_slowdown);
+  fit.relative_rms = relative_rms(fit.predicted_s, measured);
+  fit.params["interference_slowdown"] = measured_value(
+      fit.interference_slowdown,
+      fmt::format("the compute's slowdown while its collective runs on the reserved SMs: the "
+                  "least median |relative error| of the model's pair time against {} measured "
+                  "pairs at S {}, {} CTAs, {} chunks ({:.2f}%; the GEMM and NCCL alone given "
+                  "their measured times); fitted by calibration/fit_shaped.hpp from {}",
+                  fit.fitted.size(), fit.comm_sms, fit.comm_sms, fit.chunks,
+                  100 * median_error(fit.predicted_s), where),
+      fit.relative_rms);
+  return fit;
+}
+
+}  // namespace overlapsim::calibration
