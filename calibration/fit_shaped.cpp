@@ -183,7 +183,9 @@ std::vector<ShapedPoint> load_shaped_points(const std::string& root,
       rows_of[{shape_of(p), grid_of(p)}].push_back(raw.size());
       raw.push_back(std::move(p));
     }
-    for (const auto& [key, idx] : rows_of) {
+    for (const auto& entry : rows_of) {
+      // A named reference: clang 14 cannot capture a structured binding in the lambda below.
+      const std::vector<std::size_t>& idx = entry.second;
       ShapedPoint p = raw[idx.front()];
       auto med = [&](double ShapedPoint::*field) {
         std::vector<double> v;
