@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "config/error.hpp"
+#include "config/integers.hpp"
 #include "config/text.hpp"
 
 namespace overlapsim::calibration {
@@ -154,6 +157,38 @@ std::string csv_join(const std::vector<std::string>& fields) {
     out += '"';
   }
   return out;
+}
+
+[[noreturn]] void csv_fail_at(const CsvTable& t, const CsvRecord& r, int col,
+                              const std::string& msg) {
+  throw config::ConfigError(
+      fmt::format("{}:{}:{}: {}", t.file, r.line, r.columns[static_cast<std::size_t>(col)], msg));
+}
+
+std::int64_t csv_int(const CsvTable& t, const CsvRecord& r, int col, std::int64_t min,
+                     std::int64_t max) {
+  const std::string& s = r.fields[static_cast<std::size_t>(col)];
+  const auto v = config::parse_int(s);
+  if (!v || *v < min || *v > max)
+    csv_fail_at(t, r, col,
+                fmt::format("{}: '{}' (expected an integer from {} to {})",
+                            t.header[static_cast<std::size_t>(col)], s, min, max));
+  return *v;
+}
+
+int csv_int32(const CsvTable& t, const CsvRecord& r, int col, int min) {
+  return static_cast<int>(csv_int(t, r, col, min, std::numeric_limits<int>::max()));
+}
+
+double csv_time_s(const CsvTable& t, const CsvRecord& r, int col) {
+  const std::string& s = r.fields[static_cast<std::size_t>(col)];
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v) || !(v > 0))
+    csv_fail_at(t, r, col,
+                fmt::format("{}: '{}' (expected a time in microseconds > 0)",
+                            t.header[static_cast<std::size_t>(col)], s));
+  return v * 1e-6;
 }
 
 }  // namespace overlapsim::calibration

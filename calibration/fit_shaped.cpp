@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <tuple>
@@ -26,16 +25,6 @@ constexpr std::array<std::pair<CollectiveOp, const char*>, 3> kCollectives = {{
     {CollectiveOp::ReduceScatter, "comm_slowdown_reducescatter"},
     {CollectiveOp::AllToAll, "comm_slowdown_alltoall"},
 }};
-
-double surface_number(const CsvTable& t, const CsvRecord& r, int col) {
-  const std::string& s = r.fields[col];
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) || v < 0)
-    throw config::ConfigError(fmt::format("{}:{}:{}: {}: '{}' is not a number >= 0 (expected one)",
-                                          t.file, r.line, r.columns[col], t.header[col], s));
-  return v;
-}
 
 int surface_column(const CsvTable& t, const char* name) {
   const int c = t.column(name);
@@ -155,31 +144,25 @@ std::vector<ShapedPoint> load_shaped_points(const std::string& root,
       const auto coll = name.rfind(prefix, 0) == 0
                             ? sim::parse_collective_op(name.substr(prefix.size()))
                             : std::nullopt;
-      if (!coll || (*coll != CollectiveOp::AllReduce && *coll != CollectiveOp::ReduceScatter &&
-                    *coll != CollectiveOp::AllToAll))
-        throw config::ConfigError(fmt::format(
-            "{}:{}:{}: op: '{}' (expected gemm+allreduce, gemm+reducescatter or gemm+alltoall)",
-            t.file, r.line, r.columns[op], name));
+      if (!coll || std::none_of(kCollectives.begin(), kCollectives.end(),
+                                [&](const auto& entry) { return entry.first == *coll; }))
+        csv_fail_at(t, r, op,
+                    fmt::format("op: '{}' (expected gemm+allreduce, gemm+reducescatter or "
+                                "gemm+alltoall)",
+                                name));
       p.collective = *coll;
-      p.world = static_cast<int>(surface_number(t, r, world));
-      p.m = static_cast<std::int64_t>(surface_number(t, r, m));
-      p.n = static_cast<std::int64_t>(surface_number(t, r, n));
-      p.k = static_cast<std::int64_t>(surface_number(t, r, k));
-      p.free_sms = static_cast<int>(surface_number(t, r, s));
-      p.comm_ctas = static_cast<int>(surface_number(t, r, c));
-      p.chunks = static_cast<int>(surface_number(t, r, ch));
-      p.gemm_alone_s = surface_number(t, r, gemm) * 1e-6;
-      p.collective_alone_s = surface_number(t, r, alone) * 1e-6;
-      p.collective_ctas_s = surface_number(t, r, ctas) * 1e-6;
-      p.sequential_s = surface_number(t, r, seq) * 1e-6;
-      p.pair_s = surface_number(t, r, pair) * 1e-6;
-      if (p.world < 2 || p.m <= 0 || p.n <= 0 || p.k <= 0 || p.chunks < 1 || p.gemm_alone_s <= 0 ||
-          p.collective_alone_s <= 0 || p.collective_ctas_s <= 0 || p.sequential_s <= 0 ||
-          p.pair_s <= 0)
-        throw config::ConfigError(fmt::format(
-            "{}:{}: a point without 2+ ranks, a shape, a chunk count and positive times "
-            "(expected the shaped runner's rows)",
-            t.file, r.line));
+      p.world = csv_int32(t, r, world, 2);
+      p.m = csv_int(t, r, m, 1);
+      p.n = csv_int(t, r, n, 1);
+      p.k = csv_int(t, r, k, 1);
+      p.free_sms = csv_int32(t, r, s, 0);
+      p.comm_ctas = csv_int32(t, r, c, 0);
+      p.chunks = csv_int32(t, r, ch, 1);
+      p.gemm_alone_s = csv_time_s(t, r, gemm);
+      p.collective_alone_s = csv_time_s(t, r, alone);
+      p.collective_ctas_s = csv_time_s(t, r, ctas);
+      p.sequential_s = csv_time_s(t, r, seq);
+      p.pair_s = csv_time_s(t, r, pair);
       rows_of[{shape_of(p), grid_of(p)}].push_back(raw.size());
       raw.push_back(std::move(p));
     }

@@ -2,14 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-#include <cmath>
 #include <iterator>
-#include <limits>
 
 #include "calibration/calibrate_csv.hpp"
 #include "config/error.hpp"
-#include "config/integers.hpp"
 
 namespace overlapsim::calibration {
 namespace {
@@ -17,38 +13,6 @@ namespace {
 const char* kOverlapBenchColumns =
     "gpu,driver,cuda,nccl,world,op,design,dtype,m,n,k,bytes,chunks,time_us,time_min_us,"
     "time_max_us,tflops,algbw_GBps,busbw_GBps,wrong";
-
-[[noreturn]] void fail_at(const CsvTable& t, const CsvRecord& r, int col, const std::string& msg) {
-  throw config::ConfigError(
-      fmt::format("{}:{}:{}: {}", t.file, r.line, r.columns[static_cast<std::size_t>(col)], msg));
-}
-
-std::int64_t get_int(const CsvTable& t, const CsvRecord& r, int col, std::int64_t min,
-                     std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
-  const std::string& s = r.fields[static_cast<std::size_t>(col)];
-  const auto v = config::parse_int(s);
-  if (!v || *v < min || *v > max)
-    fail_at(t, r, col,
-            fmt::format("{}: '{}' (expected an integer from {} to {})",
-                        t.header[static_cast<std::size_t>(col)], s, min, max));
-  return *v;
-}
-
-// A count held in an int: past INT_MAX is an error, never wrapped.
-int get_int32(const CsvTable& t, const CsvRecord& r, int col, int min) {
-  return static_cast<int>(get_int(t, r, col, min, std::numeric_limits<int>::max()));
-}
-
-double get_time_s(const CsvTable& t, const CsvRecord& r, int col) {
-  const std::string& s = r.fields[static_cast<std::size_t>(col)];
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v) || !(v > 0))
-    fail_at(t, r, col,
-            fmt::format("{}: '{}' (expected a time in microseconds > 0)",
-                        t.header[static_cast<std::size_t>(col)], s));
-  return v * 1e-6;
-}
 
 }  // namespace
 
@@ -87,25 +51,27 @@ std::vector<Measurement> parse_measurements(const CsvTable& table) {
     m.driver = text(1);
     m.cuda = text(2);
     m.nccl = text(3);
-    m.world = get_int32(table, r, c(4), 1);
+    m.world = csv_int32(table, r, c(4), 1);
     m.op = text(5);
     m.design = text(6);
     m.dtype = text(7);
-    if (m.op.empty()) fail_at(table, r, c(5), "op: empty (expected an op such as gemm, allreduce)");
-    if (m.design.empty()) fail_at(table, r, c(6), "design: empty (expected a design name)");
+    if (m.op.empty())
+      csv_fail_at(table, r, c(5), "op: empty (expected an op such as gemm, allreduce)");
+    if (m.design.empty()) csv_fail_at(table, r, c(6), "design: empty (expected a design name)");
     if (m.dtype != "bf16" && m.dtype != "fp16" && m.dtype != "fp8" && m.dtype != "fp32")
-      fail_at(table, r, c(7),
-              fmt::format("dtype: unknown dtype '{}' (expected bf16, fp16, fp8 or fp32)", m.dtype));
-    m.m = get_int(table, r, c(8), 0);
-    m.n = get_int(table, r, c(9), 0);
-    m.k = get_int(table, r, c(10), 0);
-    m.bytes = static_cast<std::uint64_t>(get_int(table, r, c(11), 0));
-    m.chunks = get_int32(table, r, c(12), 0);
-    m.time_s = get_time_s(table, r, c(13));
-    m.time_min_s = get_time_s(table, r, c(14));
-    m.time_max_s = get_time_s(table, r, c(15));
-    m.wrong = static_cast<std::uint64_t>(get_int(table, r, c(16), 0));
-    if (ctas_col >= 0) m.ctas = get_int32(table, r, ctas_col, 0);
+      csv_fail_at(
+          table, r, c(7),
+          fmt::format("dtype: unknown dtype '{}' (expected bf16, fp16, fp8 or fp32)", m.dtype));
+    m.m = csv_int(table, r, c(8), 0);
+    m.n = csv_int(table, r, c(9), 0);
+    m.k = csv_int(table, r, c(10), 0);
+    m.bytes = static_cast<std::uint64_t>(csv_int(table, r, c(11), 0));
+    m.chunks = csv_int32(table, r, c(12), 0);
+    m.time_s = csv_time_s(table, r, c(13));
+    m.time_min_s = csv_time_s(table, r, c(14));
+    m.time_max_s = csv_time_s(table, r, c(15));
+    m.wrong = static_cast<std::uint64_t>(csv_int(table, r, c(16), 0));
+    if (ctas_col >= 0) m.ctas = csv_int32(table, r, ctas_col, 0);
     if (case_col >= 0) m.case_key = r.fields[static_cast<std::size_t>(case_col)];
     out.push_back(std::move(m));
   }
