@@ -236,10 +236,10 @@ ShapedFit fit_shaped(const std::vector<ShapedPoint>& points, const sim::Profile&
           "fit_shaped: no {} pair at the model's point (S {}, {} CTAs, {} chunks) (expected all "
           "three collectives)",
           sim::to_string(op), fit.comm_sms, fit.comm_sms, fit.chunks));
-    fit.comm_slowdown[op] = rounded(median(r), 4);
-    std::vector<double> pred(r.size(), fit.comm_slowdown[op]);
+    const double slowdown = rounded(median(r), 4);
+    const std::vector<double> pred(r.size(), slowdown);
     fit.params[key] = measured_value(
-        fit.comm_slowdown[op],
+        slowdown,
         fmt::format(
             "NCCL {} alone on {} CTAs against its default CTAs, median over {} measured pairs "
             "(ratios {:.3f} .. {:.3f}); fitted by calibration/fit_shaped.hpp from {}",
@@ -264,7 +264,6 @@ ShapedFit fit_shaped(const std::vector<ShapedPoint>& points, const sim::Profile&
     throw config::ConfigError(
         "fit_shaped: the base profile has no designs.shaped.nccl_call_latency_s (expected one to "
         "carry)");
-  fit.nccl_call_latency_s = latency->value;
   fit.params["nccl_call_latency_s"] = *latency;
 
   // Interference: the factor whose model pair times miss the measured pairs by the least
@@ -286,11 +285,11 @@ ShapedFit fit_shaped(const std::vector<ShapedPoint>& points, const sim::Profile&
   };
   const double f =
       golden_minimum([&](double x) { return median_error(predict_all(x)); }, 1.0, 1.5, 1e-4);
-  fit.interference_slowdown = rounded(f, 4);
-  fit.predicted_s = predict_all(fit.interference_slowdown);
+  const double interference = rounded(f, 4);
+  fit.predicted_s = predict_all(interference);
   fit.relative_rms = relative_rms(fit.predicted_s, measured);
   fit.params["interference_slowdown"] = measured_value(
-      fit.interference_slowdown,
+      interference,
       fmt::format("the compute's slowdown while its collective runs on the reserved SMs: the "
                   "least median |relative error| of the model's pair time against {} measured "
                   "pairs at S {}, {} CTAs, {} chunks ({:.2f}%; the GEMM and NCCL alone given "

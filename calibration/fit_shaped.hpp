@@ -4,8 +4,9 @@
 // NCCL's CTA cap, chunks k), with the GEMM alone, NCCL alone on all SMs and on the cap, and
 // the pair (surface.csv; docs/kernels/status.md, "Shaped concurrency"). The model runs one
 // point for every pair: S = NCCL's CTAs = comm_sms, k = chunks. The fit picks that point,
-// NCCL's slowdown on its CTAs per collective, and the interference and per-call latency that
-// make the model's pair time match the measured pairs at it. Deterministic.
+// NCCL's slowdown on its CTAs per collective, and the interference that makes the model's
+// pair time match the measured pairs at it; the per-call latency, which these pairs do not
+// hold, is carried from the base profile. Deterministic.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -43,10 +44,9 @@ const std::vector<std::string>& shaped_surface_files_h100();
 const std::vector<std::string>& shaped_surface_files_h200();
 
 struct ShapedFit {
-  int comm_sms = 0, chunks = 0;
-  double interference_slowdown = 1, nccl_call_latency_s = 0;
-  std::map<sim::CollectiveOp, double> comm_slowdown;  // AllReduce, ReduceScatter, AllToAll
-  // designs.shaped key -> value, source measured, citation, fit error.
+  int comm_sms = 0, chunks = 0;  // the model's point (also in params)
+  // designs.shaped key -> value, source measured (the call latency: as the base profile
+  // has it), citation, fit error.
   std::map<std::string, sim::Sourced> params;
   std::vector<ShapedPoint> fitted;  // the points at the model's point
   std::vector<double> predicted_s;  // per fitted point, by the model with the fit

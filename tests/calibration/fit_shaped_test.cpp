@@ -57,6 +57,8 @@ const std::vector<Gpu>& gpus() {
   return g;
 }
 
+double value(const ShapedFit& fit, const char* key) { return fit.params.at(key).value; }
+
 ShapedFit fit_of(const Gpu& gpu) {
   return fit_shaped(load_shaped_points(kRoot, gpu.files), timing_profile(gpu.profile));
 }
@@ -104,10 +106,9 @@ TEST(FitShaped, PredictsHeldOutRuns) {
       std::printf(
           "%s: %s held out, fitted on %zu other run(s): interference %.4g, call latency "
           "%.3g us, slowdowns AR %.3f RS %.3f A2A %.3f, %d pairs\n",
-          gpu.name, gpu.files[out].c_str(), in.size(), fit.interference_slowdown,
-          1e6 * fit.nccl_call_latency_s, fit.comm_slowdown.at(sim::CollectiveOp::AllReduce),
-          fit.comm_slowdown.at(sim::CollectiveOp::ReduceScatter),
-          fit.comm_slowdown.at(sim::CollectiveOp::AllToAll), n);
+          gpu.name, gpu.files[out].c_str(), in.size(), value(fit, "interference_slowdown"),
+          1e6 * value(fit, "nccl_call_latency_s"), value(fit, "comm_slowdown_allreduce"),
+          value(fit, "comm_slowdown_reducescatter"), value(fit, "comm_slowdown_alltoall"), n);
       EXPECT_GT(n, 0) << gpu.files[out];
     }
     const double med = median(errors), shipped_med = median(shipped_errors);
