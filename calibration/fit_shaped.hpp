@@ -4,9 +4,9 @@
 // NCCL's CTA cap, chunks k), with the GEMM alone, NCCL alone on all SMs and on the cap, and
 // the pair (surface.csv; docs/kernels/status.md, "Shaped concurrency"). The model runs one
 // point for every pair: S = NCCL's CTAs = comm_sms, k = chunks. The fit picks that point,
-// NCCL's slowdown on its CTAs per collective, and the interference that makes the model's
-// pair time match the measured pairs at it; the per-call latency, which these pairs do not
-// hold, is carried from the base profile. Deterministic.
+// NCCL's slowdown on its CTAs per collective, and the interference both ways that makes the
+// model's pair time match the measured pairs at it; the per-call latency, which these pairs
+// do not hold, is carried from the base profile. Deterministic.
 #include <cstdint>
 #include <map>
 #include <string>

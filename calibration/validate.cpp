@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "calibration/ops.hpp"
 #include "calibration/pair_loop.hpp"
@@ -30,7 +32,8 @@ const std::vector<std::string> kKindOrder = {
     "compute_fp8_block", "compute_own",        "memory_bound",       "memory_bound_elementwise",
     "collective",        "collective_alone",   "collective_in_loop", "collective_ctas",
     "collective_eff",    "sequential",         "decomposed",         "tilewise",
-    "tilewise_ce",       "tilewise_ce_direct", "tilewise_ce_ring",   "collective_flow"};
+    "tilewise_ce",       "tilewise_ce_direct", "tilewise_ce_ring",   "shaped",
+    "collective_flow"};
 
 sim::CollectiveRequest request_of(const sim::CollectiveOp op, std::uint64_t bytes, int world) {
   sim::CollectiveRequest req;
@@ -99,6 +102,30 @@ std::optional<sim::TilewiseDesign::RingReplay> ring_replay(const Measurement& m)
 
 bool is_ring_design(const Measurement& m) { return ring_replay(m).has_value(); }
 
+// A shaped runner's pair at one grid point, `shaped:s<S>:c<C>` (S SMs kept free, NCCL on C
+// CTAs; the row's chunks column its chunk count): S and C, or nullopt for another name.
+std::optional<std::pair<int, int>> shaped_point(const std::string& design) {
+  int s = 0, c = 0;
+  char tail = 0;
+  if (std::sscanf(design.c_str(), "shaped:s%d:c%d%c", &s, &c, &tail) != 2 || s < 0 || c < 0)
+    return std::nullopt;
+  return std::make_pair(s, c);
+}
+
+// Why the shaped model cannot replay this grid point ("" where it can): the model runs one
+// point, S = NCCL's CTAs = designs.shaped.comm_sms with designs.shaped.chunks chunks.
+std::string shaped_point_mismatch(const sim::Profile& profile, const Measurement& m,
+                                  std::pair<int, int> point) {
+  const sim::Sourced* sms = profile.designs.find("shaped", "comm_sms");
+  const sim::Sourced* chunks = profile.designs.find("shaped", "chunks");
+  if (!sms || !chunks) return "the profile has no designs.shaped.comm_sms and chunks";
+  if (point.first != static_cast<int>(sms->value) || point.second != point.first ||
+      m.chunks != static_cast<int>(chunks->value))
+    return fmt::format("another grid point than the model's (S = CTAs = {}, {} chunks)",
+                       static_cast<int>(sms->value), static_cast<int>(chunks->value));
+  return "";
+}
+
 // The measured pair as the simulator replays it (sim::simulate_pair: every rank runs the op
 // and its collective, the collective timed by the profile's curve): decomposed with the
 // row's chunk count, tile-wise with at most the row's group count (its partition and
@@ -136,7 +163,9 @@ sim::PairCase pair_case(const sim::Profile& profile, const Measurement& m, const
 sim::PairOutcome design_outcome(const sim::Profile& profile, const sim::Topology& topo,
                                 const Measurement& m, const PairParts& parts) {
   const sim::PairCase pc = pair_case(profile, m, parts);
-  return sim::simulate_pair(pc, pc.copy_engine ? "tilewise" : m.design, profile, topo);
+  const std::string design =
+      pc.copy_engine ? "tilewise" : (shaped_point(m.design) ? "shaped" : m.design);
+  return sim::simulate_pair(pc, design, profile, topo);
 }
 
 // The pair under its design at the GEMM clock of the design's own duty cycle: the share of
@@ -309,7 +338,9 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
       continue;
     }
     const auto parts = pair_parts(m.op);
-    if (parts && (m.design == "sequential" || m.design == "decomposed" || m.design == "tilewise")) {
+    const auto shaped = shaped_point(m.design);
+    if (parts && (m.design == "sequential" || m.design == "decomposed" ||
+                  m.design == "tilewise" || shaped)) {
       // Pairs are predicted with the collective's measured curve at the row's size only.
       const auto coll = collective_of(parts->collective);
       const bool curve = coll && [&] {
@@ -330,6 +361,18 @@ ValidationReport validate(const sim::Profile& profile, const std::vector<Measure
       const sim::Profile clocked = at_loop_clock(m);
       add(m, "sequential",
           sim::simulate_pair(pair_case(clocked, m, *parts), "sequential", clocked, topo).time_s);
+      continue;
+    }
+    if (parts && shaped) {
+      if (const std::string why = shaped_point_mismatch(profile, m, *shaped); !why.empty()) {
+        add_unmodelled(r, "shaped", why);
+        continue;
+      }
+      try {
+        add(m, "shaped", design_time_s(profile, topo, m, *parts));
+      } catch (const config::ConfigError& e) {
+        add_unmodelled(r, "shaped", e.what());
+      }
       continue;
     }
     if (parts && (m.design == "decomposed" || m.design == "tilewise" ||

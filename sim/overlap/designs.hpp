@@ -268,7 +268,7 @@ class ShapedDesign final : public PairedDesign {
 
  private:
   int chunks_, comm_sms_;
-  double interference_, call_latency_s_;
+  double interference_, comm_interference_, call_latency_s_;
   CommSlowdown slowdown_;
 };
 

@@ -31,6 +31,8 @@ struct PairedDesign::Pair {
   int comm_group = -1;
   // Time with at least one part moving data: accumulated, and since when (< 0: idle).
   double busy_accum_s = 0, busy_since_s = -1;
+  // Time with a group of the op running: accumulated, and since when (< 0: none runs).
+  double compute_accum_s = 0, compute_since_s = -1;
   int refs = 0;  // PairRef's count
 };
 
@@ -271,11 +273,16 @@ void PairedDesign::run_next_group(ExecContext& ctx, const PairRef& pair) {
   if (!pair->producer && (!pair->compute_handed || !pair->arrived[pair->next_group])) return;
   const int j = pair->next_group++;
   pair->compute_running = true;
+  pair->compute_since_s = ctx.simulator().now();
   start_segment(ctx, pair, j, pair->s.compute_s[j], 0);
 }
 
 double PairedDesign::comm_busy_s(const Pair& pair, double now) const {
   return pair.busy_accum_s + (pair.busy_since_s >= 0 ? now - pair.busy_since_s : 0);
+}
+
+double PairedDesign::compute_busy_s(const Pair& pair, double now) {
+  return pair.compute_accum_s + (pair.compute_since_s >= 0 ? now - pair.compute_since_s : 0);
 }
 
 // A group's compute progresses at rate 1 while no part of its collective moves data and
@@ -308,6 +315,8 @@ void PairedDesign::start_segment(ExecContext& ctx, const PairRef& pair, int j, d
       return;
     }
     pair->compute_running = false;
+    pair->compute_accum_s += ctx.simulator().now() - pair->compute_since_s;
+    pair->compute_since_s = -1;
     // The group's SMs free up: parts that waited for them go first, then
     // the next group starts, and this group's part waits for it.
     std::vector<int> waiting;
@@ -358,13 +367,16 @@ void PairedDesign::launch_part(ExecContext& ctx, const PairRef& pair, int part) 
                                [this, &ctx, pair, part] { part_done(ctx, pair, part); });
       return;
     }
+    const double compute0 = compute_busy_s(*pair, t0);
     if (pair->scale_parts && pair->first_part_s_per_byte >= 0 && pair->bytes[part] > 0) {
-      ctx.simulator().schedule(pair->first_part_s_per_byte * static_cast<double>(pair->bytes[part]),
-                               [this, &ctx, pair, part] { part_done(ctx, pair, part); });
+      ctx.simulator().schedule(
+          pair->first_part_s_per_byte * static_cast<double>(pair->bytes[part]),
+          [this, &ctx, pair, part, compute0] { end_transfer(ctx, pair, part, compute0); });
       return;
     }
     ctx.launch_comm_part(
-        pair->program, pair->comm, pair->bytes[part], part + 1, [this, &ctx, pair, part, t0] {
+        pair->program, pair->comm, pair->bytes[part], part + 1,
+        [this, &ctx, pair, part, t0, compute0] {
           // NCCL limited to fewer CTAs moves the same bytes more slowly.
           const double stretch =
               pair->s.part_stretch.empty() ? pair->s.comm_stretch : pair->s.part_stretch[part];
@@ -378,16 +390,30 @@ void PairedDesign::launch_part(ExecContext& ctx, const PairRef& pair, int part) 
           if (pair->bytes[part] >= (1u << 20) && pair->comm_group >= 0)
             learned_rate_[pair->comm_group] = s_per_byte / stretch;
           if (extra > 0)
-            ctx.simulator().schedule(extra,
-                                     [this, &ctx, pair, part] { part_done(ctx, pair, part); });
+            ctx.simulator().schedule(extra, [this, &ctx, pair, part, compute0] {
+              end_transfer(ctx, pair, part, compute0);
+            });
           else
-            part_done(ctx, pair, part);
+            end_transfer(ctx, pair, part, compute0);
         });
   };
   if (delay > 0)
     ctx.simulator().schedule(delay, std::move(go));
   else
     go();
+}
+
+// The part has moved its bytes at the rate NCCL reaches on its CTAs; for the time a group of
+// the op ran beside that transfer it is slower still (the GEMM's memory traffic), charged
+// as one extra interval.
+void PairedDesign::end_transfer(ExecContext& ctx, const PairRef& pair, int part,
+                                double compute0) {
+  const double beside = compute_busy_s(*pair, ctx.simulator().now()) - compute0;
+  const double extra = beside * (pair->s.comm_slowdown_beside_compute - 1.0);
+  if (extra > 0)
+    ctx.simulator().schedule(extra, [this, &ctx, pair, part] { part_done(ctx, pair, part); });
+  else
+    part_done(ctx, pair, part);
 }
 
 void PairedDesign::part_done(ExecContext& ctx, const PairRef& pair, int part) {

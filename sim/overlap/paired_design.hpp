@@ -35,6 +35,9 @@ struct PairSchedule {
   std::vector<double> compute_s;   // per group: time alone on the SMs the design gives the op
   std::vector<double> comm_share;  // per group: share of the collective's bytes (sum 1)
   double compute_slowdown = 1;     // factor on a group's time when it starts with a part in flight
+  // Factor on a part's transfer for the time a group of the op runs beside it (the GEMM's
+  // memory traffic slows NCCL's copies on the SMs left to it).
+  double comm_slowdown_beside_compute = 1;
   double comm_stretch = 1;         // factor on a part's network time (NCCL CTA limit)
   // Per part, where NCCL's slowdown depends on the part's size (else comm_stretch).
   std::vector<double> part_stretch;
@@ -162,10 +165,12 @@ class PairedDesign : public OverlapDesign {
   void part_ready(ExecContext& ctx, const PairRef& pair, int part);
   void enqueue_part(ExecContext& ctx, const PairRef& pair, int part);
   void launch_part(ExecContext& ctx, const PairRef& pair, int part);
+  void end_transfer(ExecContext& ctx, const PairRef& pair, int part, double compute0);
   void part_done(ExecContext& ctx, const PairRef& pair, int part);
   void start_segment(ExecContext& ctx, const PairRef& pair, int group, double duration_s,
                      int round);
   double comm_busy_s(const Pair& pair, double now) const;
+  static double compute_busy_s(const Pair& pair, double now);
   static void run_sequential(ExecContext& ctx, int p, OpVertex v);
   PairView view_of(const OpNode& compute, const OpNode& comm, bool producer) const;
   void plan_with_call_times(PairView& view) const;

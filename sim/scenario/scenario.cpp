@@ -295,7 +295,7 @@ class ScenarioRunner {
       return o_.design_options.tilewise_transport == TilewiseDesign::Transport::CopyEngine
                  ? "tilewise_ce"
                  : "tilewise";
-    if (design == "decomposed") return design;
+    if (design == "decomposed" || design == "shaped") return design;
     return "";
   }
 

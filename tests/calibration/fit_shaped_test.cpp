@@ -36,12 +36,12 @@ sim::Profile timing_profile(const std::string& name) {
 struct Gpu {
   const char* name;
   const std::vector<std::string>& files;
-  const char* profile;  // its timing profile
-  // The profiles that carry the fit (the H200's keep their cited values: applying the fit
-  // would move the 128-node projections, not yet regenerated; docs/designs.md).
-  std::vector<const char*> shipped;
-  // Held-out median |error| no higher than this: the 5 % bar on H200; the H100's measured
-  // 7.50 % misses it (docs/designs.md), so its guard sits at the measured figure.
+  // Its timing profile: the GPU's profile with NCCL's curves at 2 and 4 ranks, on its
+  // default CTAs and on the model's 16.
+  const char* profile;
+  std::vector<const char*> shipped;  // the profiles that carry the fit
+  // Held out run by run, the median |error| stays under this: the 5 % bar on the H200; on
+  // the H100 the measured 5.003 % misses it (docs/designs.md), so its guard sits just above.
   double held_out_bound;
 };
 
@@ -51,8 +51,13 @@ const std::vector<Gpu>& gpus() {
        shaped_surface_files_h100(),
        "datasheet-h100.yaml",
        {"datasheet-h100.yaml", "h100-1gpu.yaml"},
-       0.08},
-      {"H200", shaped_surface_files_h200(), "datasheet-h200.yaml", {}, 0.05},
+       0.051},
+      {"H200",
+       shaped_surface_files_h200(),
+       "h200-nvswitch-4gpu.yaml",
+       {"datasheet-h200.yaml", "h200-1gpu.yaml", "h200-nvlink.yaml", "h200-nvswitch-4gpu.yaml",
+        "h200-nvswitch-8gpu.yaml"},
+       0.05},
   };
   return g;
 }
@@ -104,16 +109,16 @@ TEST(FitShaped, PredictsHeldOutRuns) {
         shipped_errors.push_back(std::abs(shaped_pair_time_s(pt, shipped_timing) / pt.pair_s - 1));
       }
       std::printf(
-          "%s: %s held out, fitted on %zu other run(s): interference %.4g, call latency "
+          "%s: %s held out, fitted on %zu other run(s): interference %.4g (comm %.4g), call latency "
           "%.3g us, slowdowns AR %.3f RS %.3f A2A %.3f, %d pairs\n",
-          gpu.name, gpu.files[out].c_str(), in.size(), value(fit, "interference_slowdown"),
+          gpu.name, gpu.files[out].c_str(), in.size(), value(fit, "interference_slowdown"), value(fit, "comm_interference_slowdown"),
           1e6 * value(fit, "nccl_call_latency_s"), value(fit, "comm_slowdown_allreduce"),
           value(fit, "comm_slowdown_reducescatter"), value(fit, "comm_slowdown_alltoall"), n);
       EXPECT_GT(n, 0) << gpu.files[out];
     }
     const double med = median(errors), shipped_med = median(shipped_errors);
     std::printf(
-        "%s: held-out median |error| %.2f%% (max %.1f%%, %zu pairs); the shipped "
+        "%s: held-out median |error| %.3f%% (max %.1f%%, %zu pairs); the shipped "
         "profile's parameters %.2f%% (max %.1f%%)\n",
         gpu.name, 100 * med, 100 * *std::max_element(errors.begin(), errors.end()), errors.size(),
         100 * shipped_med, 100 * *std::max_element(shipped_errors.begin(), shipped_errors.end()));
@@ -154,12 +159,12 @@ TEST(FitShaped, RefusesAGridWithoutTheModelsPoint) {
   EXPECT_THROW(fit_shaped(points, timing_profile("datasheet-h100.yaml")), config::ConfigError);
 }
 
-// The H100 profiles' designs.shaped is the fit of the H100's measured grids.
+// Each GPU's profiles carry the fit of its own measured grids in designs.shaped.
 TEST(FitShaped, ShippedProfilesCarryTheFit) {
   for (const Gpu& gpu : gpus()) {
     const ShapedFit fit = fit_of(gpu);
     for (const auto& [key, v] : fit.params)
-      std::printf("%s %s %.10g %.10g %s | %s\n", gpu.name, key.c_str(), v.value, v.source.fit_error,
+      std::printf("FIT %s %s %.10g %.10g %s | %s\n", gpu.name, key.c_str(), v.value, v.source.fit_error,
                   sim::to_string(v.source.kind), v.source.citation.c_str());
     std::printf("%s: %zu pairs, relative RMS %.2f%%\n", gpu.name, fit.fitted.size(),
                 100 * fit.relative_rms);

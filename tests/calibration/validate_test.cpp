@@ -205,6 +205,33 @@ TEST(Validate, CopyEngineTilewiseRowsHaveTheirOwnKind) {
   EXPECT_NE(r.rows[0].predicted_s, r.rows[1].predicted_s);
 }
 
+// The shaped runner's pairs (`shaped:s<S>:c<C>`, chunks k) are replayed by the shaped model
+// at its own grid point only: S = C = designs.shaped.comm_sms with designs.shaped.chunks; the
+// other points are listed as not predicted, with why.
+TEST(Validate, ShapedRowsAtTheModelsPointOnly) {
+  const sim::Profile profile = sim::load_profile("calibration/profiles/datasheet-h100.yaml");
+  std::string csv = kBenchHeader;
+  csv += bench_row("gemm+allreduce", "shaped:s16:c16", 8192, 8192, 2048, 128ull << 20, 4, 1e-3);
+  csv += bench_row("gemm+allreduce", "shaped:s8:c8", 8192, 8192, 2048, 128ull << 20, 4, 1e-3);
+  csv += bench_row("gemm+allreduce", "shaped:s16:c16", 8192, 8192, 2048, 128ull << 20, 2, 1e-3);
+  const auto rows = parse_measurements(parse_csv(csv, "shaped.csv"));
+  const ValidationReport r =
+      validate(profile, rows, workloads::load_cluster("workloads/clusters/h100-128node-ndr.yaml"));
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0].kind, "shaped");
+  // The pair is no faster than its GEMM alone on all SMs.
+  const sim::ComputeModel model(profile.compute);
+  sim::OpNode gemm;
+  gemm.kind = sim::OpKind::Gemm;
+  gemm.gemm = {8192, 8192, 2048, 1};
+  EXPECT_GT(r.rows[0].predicted_s, model.time_s(gemm));
+  ASSERT_EQ(r.unmodelled.size(), 1u);
+  EXPECT_EQ(r.unmodelled[0].kind, "shaped");
+  EXPECT_EQ(r.unmodelled[0].count, 2);
+  EXPECT_NE(r.unmodelled[0].reason.find("another grid point"), std::string::npos)
+      << r.unmodelled[0].reason;
+}
+
 // A collective timed inside a pair loop (calibrate's pair case, or a plain overlap-bench
 // pair row's collective carrying the GEMM shape) is predicted by curve x
 // in_compute_loop_factor, the same collective alone by the curve; `collective` keeps both,
@@ -325,6 +352,11 @@ constexpr const char* kH100Dtypes = "calibration/data/h100x1-dtypes/heldout.csv"
 // sequential and decomposed pairs), which the H200's NVLink curves carried into the H100
 // profiles, and the decomposed design's parameters, are checked against.
 constexpr const char* kH100Baselines = "benchmarks/results/h100x4/shaped/baseline_rows.csv";
+// The shaped pairs at the model's grid point (16 SMs free, NCCL on 16 CTAs, 4 chunks) of
+// the three shaped runs of each GPU (benchmarks/gpu/shaped_point_rows.py), which the shaped
+// design's parameters were fitted to and validate replays with the profile's own models.
+constexpr const char* kH100ShapedPoint = "benchmarks/results/h100x4/shaped/model_point_rows.csv";
+constexpr const char* kH200ShapedPoint = "benchmarks/results/h200x4/shaped/model_point_rows.csv";
 
 TEST_P(ShippedProfile, RefitsByteIdenticallyAndValidatesOnHeldOut) {
   const ShippedCase& c = GetParam();
@@ -377,7 +409,7 @@ TEST(ShippedProfiles, DatasheetH100ValidationIsItsHeldOutRows) {
   const std::string path = "calibration/profiles/datasheet-h100.yaml";
   const std::string cluster = "workloads/clusters/h100-128node-ndr.yaml";
   const std::vector<std::string> files = {"calibration/data/h100x1-gemm-offgrid/heldout.csv",
-                                          kH100Dtypes, kH100Baselines};
+                                          kH100Dtypes, kH100Baselines, kH100ShapedPoint};
   const auto rows = read_measurements(files);
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -388,6 +420,7 @@ TEST(ShippedProfiles, DatasheetH100ValidationIsItsHeldOutRows) {
   ASSERT_TRUE(profile.validation.find("compute_fp8").has_value());
   ASSERT_TRUE(profile.validation.find("collective").has_value());
   ASSERT_TRUE(profile.validation.find("decomposed").has_value());
+  ASSERT_TRUE(profile.validation.find("shaped").has_value());
   EXPECT_EQ(profile.validation.measurements, files);
 }
 
@@ -449,17 +482,19 @@ INSTANTIATE_TEST_SUITE_P(
                                   "calibration/data/h200x4-2026-11-27",
                                   "calibration/profiles/h200-nvlink.yaml",
                                   "workloads/clusters/h200-8gpu.yaml",
-                                  {kH200Dtypes, kH200MemoryBound, kH200Elementwise}},
+                                  {kH200Dtypes, kH200MemoryBound, kH200Elementwise,
+                                   kH200ShapedPoint}},
                       ShippedCase{"calibration/profiles/h200-nvswitch-8gpu.yaml",
                                   "calibration/data/h200x8",
                                   "calibration/profiles/h200-nvswitch-4gpu.yaml",
                                   "workloads/clusters/h200-8gpu.yaml",
-                                  {kH200Dtypes, kH200MemoryBound, kH200Elementwise}},
+                                  {kH200Dtypes, kH200MemoryBound, kH200Elementwise,
+                                   kH200ShapedPoint}},
                       ShippedCase{"calibration/profiles/h100-1gpu.yaml",
                                   "calibration/data/h100x1-gemm-offgrid",
                                   "",
                                   "workloads/clusters/h100-128node-ndr.yaml",
-                                  {kH100Dtypes, kH100Baselines}}));
+                                  {kH100Dtypes, kH100Baselines, kH100ShapedPoint}}));
 
 }  // namespace
 }  // namespace overlapsim::calibration

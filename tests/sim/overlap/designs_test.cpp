@@ -138,6 +138,26 @@ TEST(OverlapDesigns, ShapedGemmSlowsInProportionUnlessMemoryBound) {
   EXPECT_NEAR(compute_s(skinny, few), compute_s(skinny, one), 1e-12);
 }
 
+// shaped: a part of the collective is slowed by comm_interference_slowdown for the time a
+// group of the GEMM runs beside its transfer. Comm-bound: 4 groups of 1 ms, 4 parts of 2 ms
+// (NCCL at 8 ms for the whole, no CTA or call cost, no compute interference). Part 0 moves
+// its bytes in [1, 3] ms beside groups 1 and 2 (2 ms), so it takes 2 + 2 x 0.5 = 3 ms; the
+// rest run after the GEMM: 1 + 3 + 3 x 2 = 10 ms (9 ms without the slowdown).
+TEST(OverlapDesigns, ShapedPartSlowsBesideTheGemm) {
+  const Topology topo = two_gpu_node();
+  Profile p = design_profile(true);
+  set_param(p, "shaped", "comm_interference_slowdown", 1.5);
+  set_param(p, "shaped", "comm_slowdown_allreduce", 1.0);
+  const std::uint64_t bytes = 1ull << 30;
+  PairCase pc = pair_case(gemm_op("gemm", 16384, 8192, 4096), CollectiveOp::AllReduce, bytes,
+                          1e30);
+  pc.op_time_s = 4e-3 * 131.0 / 132.0;  // a group on the 131 SMs left: 1 ms
+  pc.comm_time_points = {{bytes, 8e-3}};
+  EXPECT_NEAR(simulate_pair(pc, "shaped", p, topo).time_s, 10e-3, 1e-6);
+  set_param(p, "shaped", "comm_interference_slowdown", 1.0);
+  EXPECT_NEAR(simulate_pair(pc, "shaped", p, topo).time_s, 9e-3, 1e-6);
+}
+
 // The predictor times a group's collective by the measured curve at the group's size,
 // stretched by NCCL's slowdown on the carve-out at that size (both size-dependent).
 TEST(OverlapDesigns, TilewisePredictorTimesEachGroupAtItsSize) {

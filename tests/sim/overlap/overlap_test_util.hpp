@@ -51,6 +51,7 @@ inline Profile design_profile(bool perfect) {
   set_param(p, "shaped", "chunks", 4);
   set_param(p, "shaped", "comm_sms", perfect ? 1 : 16);
   set_param(p, "shaped", "interference_slowdown", 1 + 0.05 * ovh);
+  set_param(p, "shaped", "comm_interference_slowdown", 1 + 0.1 * ovh);
   set_param(p, "shaped", "nccl_call_latency_s", lat);
   return p;
 }
