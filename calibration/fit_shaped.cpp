@@ -124,6 +124,7 @@ const std::vector<std::string>& shaped_surface_files_h100() {
 const std::vector<std::string>& shaped_surface_files_h200() {
   static const std::vector<std::string> files = {
       "benchmarks/results/h200x2/shaped/run1/surface.csv",
+      "benchmarks/results/h200x2/shaped/run2/surface.csv",
       "benchmarks/results/h200x4/shaped/run1/surface.csv",
       "benchmarks/results/h200x4/shaped/run2/surface.csv",
   };

@@ -99,22 +99,24 @@ TEST(FitShaped, PredictsHeldOutRuns) {
         if (i != out) in.push_back(gpu.files[i]);
       const ShapedFit fit = fit_shaped(load_shaped_points(kRoot, in), timing);
       const sim::Profile p = with_shaped_fit(timing, fit);
-      int n = 0;
+      std::vector<double> run_errors;
       for (const ShapedPoint& pt : load_shaped_points(kRoot, {gpu.files[out]})) {
         if (pt.free_sms != fit.comm_sms || pt.comm_ctas != fit.comm_sms || pt.chunks != fit.chunks)
           continue;
-        ++n;
         const double e = shaped_pair_time_s(pt, p) / pt.pair_s - 1;
         errors.push_back(std::abs(e));
+        run_errors.push_back(std::abs(e));
         shipped_errors.push_back(std::abs(shaped_pair_time_s(pt, shipped_timing) / pt.pair_s - 1));
       }
+      ASSERT_FALSE(run_errors.empty()) << gpu.files[out];
       std::printf(
-          "%s: %s held out, fitted on %zu other run(s): interference %.4g (comm %.4g), call latency "
-          "%.3g us, slowdowns AR %.3f RS %.3f A2A %.3f, %d pairs\n",
-          gpu.name, gpu.files[out].c_str(), in.size(), value(fit, "interference_slowdown"), value(fit, "comm_interference_slowdown"),
-          1e6 * value(fit, "nccl_call_latency_s"), value(fit, "comm_slowdown_allreduce"),
-          value(fit, "comm_slowdown_reducescatter"), value(fit, "comm_slowdown_alltoall"), n);
-      EXPECT_GT(n, 0) << gpu.files[out];
+          "%s: %s held out, fitted on %zu other run(s): interference %.4g (comm %.4g), call "
+          "latency %.3g us, slowdowns AR %.3f RS %.3f A2A %.3f; %zu pairs, median |error| "
+          "%.2f%%\n",
+          gpu.name, gpu.files[out].c_str(), in.size(), value(fit, "interference_slowdown"),
+          value(fit, "comm_interference_slowdown"), 1e6 * value(fit, "nccl_call_latency_s"),
+          value(fit, "comm_slowdown_allreduce"), value(fit, "comm_slowdown_reducescatter"),
+          value(fit, "comm_slowdown_alltoall"), run_errors.size(), 100 * median(run_errors));
     }
     const double med = median(errors), shipped_med = median(shipped_errors);
     std::printf(
