@@ -158,6 +158,36 @@ TEST(OverlapDesigns, ShapedPartSlowsBesideTheGemm) {
   EXPECT_NEAR(simulate_pair(pc, "shaped", p, topo).time_s, 9e-3, 1e-6);
 }
 
+// shaped: where the profile measured NCCL on comm_sms CTAs and on its default, each part is
+// stretched by their ratio at the part's size (not at the whole collective's, and not by
+// comm_slowdown_*). 4 MiB in 4 parts of 1 MiB; default 10 us + bytes / 200 GB/s, 16 CTAs
+// 30 us + bytes / 100 GB/s: 2.66 x at 1 MiB, 2.32 x at 4 MiB. Comm-bound (a 4 us GEMM):
+// the first group, then the four parts one after another.
+TEST(OverlapDesigns, ShapedStretchesEachPartByTheCtaCurvesAtItsSize) {
+  const Topology topo = two_gpu_node();
+  Profile p = design_profile(true);
+  set_param(p, "shaped", "comm_sms", 16);
+  auto curve = [](int ctas, double latency_s, double busbw_Bps) {
+    CollectiveCurve c;
+    c.op = CollectiveOp::AllReduce;
+    c.scope = CommScope::IntraNode;
+    c.ranks = 2;
+    c.ctas = ctas;
+    c.segments = {{0, latency_s, busbw_Bps}};
+    return c;
+  };
+  p.collectives.curves = {curve(0, 10e-6, 200e9), curve(16, 30e-6, 100e9)};
+  const std::uint64_t bytes = 4ull << 20;
+  const double part = static_cast<double>(bytes / 4);
+  const double stretch = (30e-6 + part / 100e9) / (10e-6 + part / 200e9);
+  ASSERT_GT(std::abs(stretch - (30e-6 + 4 * part / 100e9) / (10e-6 + 4 * part / 200e9)), 0.3);
+  PairCase pc = pair_case(gemm_op("gemm", 16384, 8192, 4096), CollectiveOp::AllReduce, bytes, 1e30);
+  pc.op_time_s = 4e-6;
+  pc.comm_time_points = {{bytes, 100e-6}};
+  const double group_s = 1e-6 * 132.0 / 116.0;
+  EXPECT_NEAR(simulate_pair(pc, "shaped", p, topo).time_s, group_s + 100e-6 * stretch, 1e-9);
+}
+
 // The predictor times a group's collective by the measured curve at the group's size,
 // stretched by NCCL's slowdown on the carve-out at that size (both size-dependent).
 TEST(OverlapDesigns, TilewisePredictorTimesEachGroupAtItsSize) {
