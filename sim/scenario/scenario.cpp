@@ -106,7 +106,7 @@ class ScenarioRunner {
       BandInputs in{sc_.design_profile ? *sc_.design_profile : sc_.profile,
                     name,
                     run.paired && run.pairs.overlapped > 0,
-                    validate_kind(name),
+                    validate_kinds(run),
                     o_.precision,
                     out_.collective_classes,
                     out_.used_sources};
@@ -287,6 +287,25 @@ class ScenarioRunner {
     std::copy(std::begin(seq.launches_by_path), std::end(seq.launches_by_path),
               std::begin(run.launches_by_path));
     return true;
+  }
+
+  // The kinds of `overlapsim validate` rows that hold the pairs of the designs `run` ran:
+  // its own, or for `best` the design it ran on every pair, else each class winner's.
+  std::vector<std::string> validate_kinds(const DesignRun& run) const {
+    const std::string& name = run.result.design;
+    if (name != kBestDesign) return {validate_kind(name)};
+    const std::string every = " on every pair";
+    const std::string& basis = run.best_basis;
+    if (basis.size() > every.size() &&
+        basis.compare(basis.size() - every.size(), every.size(), every) == 0)
+      return {validate_kind(basis.substr(0, basis.size() - every.size()))};
+    std::vector<std::string> kinds;
+    for (const PairClassChoice& c : run.best_classes)
+      if (c.winner != "sequential") {
+        const std::string kind = validate_kind(c.winner);
+        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+      }
+    return kinds;
   }
 
   // The kind of `overlapsim validate` rows that hold this design's pairs ("" for none).

@@ -206,9 +206,20 @@ StepBand step_band(const StepResult& r, const BandInputs& in) {
   add("inter-host collectives", r.exposed_inter_host_s, ClassError{net.relative_error, net.basis,
                                                                    net.source});
   if (paired) {
+    // The least reliable of the designs the step ran: each at its held-out kind; one
+    // without held-out pairs leaves the class assumed.
     ClassError design;
-    if (!in.validate_kind.empty())
-      if (auto e = held_out(in.profile, in.validate_kind)) design = *e;
+    std::optional<ClassError> worst;
+    bool every_design_held_out = !in.validate_kinds.empty();
+    for (const std::string& kind : in.validate_kinds) {
+      const auto e = kind.empty() ? std::nullopt : held_out(in.profile, kind);
+      if (!e) {
+        every_design_held_out = false;
+        break;
+      }
+      if (!worst || e->relative_error > worst->relative_error) worst = e;
+    }
+    if (every_design_held_out && worst) design = *worst;
     if (design.basis == ErrorBasis::Assumed)
       design.source = fmt::format("no held-out {} pairs: assumed 20%", in.design);
     add("design pairs", paired_compute + paired_exposed, design);

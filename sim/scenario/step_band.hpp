@@ -52,7 +52,9 @@ struct BandInputs {
   const Profile& profile;
   std::string design;          // registry name
   bool overlapping = false;    // the design overlapped at least one pair of the step
-  std::string validate_kind;   // validate's kind of this design's pair rows ("" if none)
+  // validate's kinds of the pair rows of the designs the step ran (one; `best`: each class
+  // winner's), "" for a design validate has no rows of.
+  std::vector<std::string> validate_kinds;
   Precision precision = Precision::BF16;
   const std::vector<CollectiveClassUse>& classes;  // the collectives the step launched
   const std::vector<SourceEntry>& used_sources;    // the profile numbers it used

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "sim/scenario/scenario.hpp"
 #include "tests/sim/scenario/scenario_test_util.hpp"
@@ -70,7 +71,7 @@ TEST(StepBand, ComputeKindsTakeTheirOwnErrors) {
                                          {"compute.efficiency.memory", memory},
                                          {"compute.efficiency.embedding", memory_less}};
   const StepBand b =
-      step_band(r, BandInputs{p, "sequential", false, "", Precision::BF16, classes, used});
+      step_band(r, BandInputs{p, "sequential", false, {}, Precision::BF16, classes, used});
   ASSERT_EQ(b.terms.size(), 4u);
   const double mix = (4.0 * 0.03 + 2.0 * 0.08 + 1.0 * 0.10) / 7.0;
   const double want[][2] = {{4.0, 0.03}, {2.0, 0.08}, {1.0, 0.10}, {0.5, mix}};
@@ -90,7 +91,7 @@ TEST(StepBand, ComputeKindsTakeTheirOwnErrors) {
   // The fp8 step takes the fp8 rows; with no attention number, attention is assumed.
   const std::vector<SourceEntry> memory_only = {{"compute.efficiency.memory", memory}};
   const StepBand f =
-      step_band(r, BandInputs{p, "sequential", false, "", Precision::FP8, classes, memory_only});
+      step_band(r, BandInputs{p, "sequential", false, {}, Precision::FP8, classes, memory_only});
   EXPECT_DOUBLE_EQ(f.terms[0].relative_error, 0.05);
   EXPECT_EQ(f.terms[1].basis, ErrorBasis::Assumed);
   EXPECT_DOUBLE_EQ(f.terms[1].relative_error, 0.20);
@@ -102,13 +103,13 @@ TEST(StepBand, ComputeKindsTakeTheirOwnErrors) {
   const std::vector<SourceEntry> interpolated = {{"compute.attention_table", attention},
                                                  {"compute.efficiency.memory", exact}};
   const StepBand z =
-      step_band(r, BandInputs{p, "sequential", false, "", Precision::BF16, classes, interpolated});
+      step_band(r, BandInputs{p, "sequential", false, {}, Precision::BF16, classes, interpolated});
   EXPECT_EQ(z.terms[2].basis, ErrorBasis::Assumed);
   EXPECT_DOUBLE_EQ(z.terms[2].relative_error, 0.20);
   // Held-out GEMVs and embedding bags come before any fit.
   p.validation.by_kind["memory_bound"] = {38, 0.09, 0.49};
   const StepBand h =
-      step_band(r, BandInputs{p, "sequential", false, "", Precision::BF16, classes, used});
+      step_band(r, BandInputs{p, "sequential", false, {}, Precision::BF16, classes, used});
   EXPECT_EQ(h.terms[2].basis, ErrorBasis::HeldOut);
   EXPECT_DOUBLE_EQ(h.terms[2].relative_error, 0.09);
 }
@@ -142,6 +143,49 @@ TEST(StepBand, AnOverlappingDesignChargesItsPairsToTheDesignClass) {
   double total = 0;
   for (const auto& t : d.band.terms) total += t.sensitivity_s;
   EXPECT_NEAR(total, d.result.step_time_s, 1e-9);
+}
+
+// `best` takes the design class's error from the designs it ran: the held-out kind of the
+// design it ran on every pair, else the worst of its class winners' kinds; a winner without
+// held-out pairs leaves the class assumed.
+TEST(StepBand, BestTakesTheErrorOfTheDesignsItRan) {
+  Profile p = profile_with_curve();
+  p.validation.measurements = {"heldout.csv"};
+  p.validation.by_kind["compute"] = {10, 0.03, 0.06};
+  p.validation.by_kind["collective"] = {10, 0.04, 0.08};
+  const std::map<std::string, double> error = {
+      {"decomposed", 0.05}, {"tilewise", 0.07}, {"shaped", 0.06}};
+  for (const auto& [kind, e] : error) p.validation.by_kind[kind] = {10, e, 2 * e};
+  auto design_term = [](const DesignRun& run) -> const BandTerm* {
+    for (const auto& t : run.band.terms)
+      if (t.number_class == "design pairs") return &t;
+    return nullptr;
+  };
+  const ScenarioResult r = run(p, {"sequential", "best"});
+  const DesignRun& best = r.runs[1];
+  ASSERT_TRUE(best.paired) << best.best_basis;
+  std::vector<std::string> ran;
+  const std::string every = " on every pair";
+  if (best.best_basis.size() > every.size() &&
+      best.best_basis.substr(best.best_basis.size() - every.size()) == every)
+    ran = {best.best_basis.substr(0, best.best_basis.size() - every.size())};
+  else
+    for (const auto& c : best.best_classes)
+      if (c.winner != "sequential") ran.push_back(c.winner);
+  ASSERT_FALSE(ran.empty());
+  double expected = 0;
+  for (const std::string& d : ran) expected = std::max(expected, error.at(d));
+  const BandTerm* t = design_term(best);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->basis, ErrorBasis::HeldOut) << best.best_basis;
+  EXPECT_DOUBLE_EQ(t->relative_error, expected) << best.best_basis;
+  // Without held-out pairs of a design it ran, the class is assumed.
+  p.validation.by_kind.erase(ran.front());
+  const ScenarioResult without = run(p, {"sequential", "best"});
+  const BandTerm* u = design_term(without.runs[1]);
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(u->basis, ErrorBasis::Assumed);
+  EXPECT_DOUBLE_EQ(u->relative_error, 0.20);
 }
 
 }  // namespace
