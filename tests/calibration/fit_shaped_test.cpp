@@ -25,11 +25,13 @@ namespace {
 const std::string kRoot = OVERLAPSIM_SOURCE_DIR;
 
 // A profile's compute model with its GEMMs timed by the efficiency curve, which
-// simulate_pair scales to the measured GEMM time exactly (as the fused design's check).
+// simulate_pair scales to the measured GEMM time exactly (as the fused design's check); no
+// attention table (the pairs have none, and simulate_pair copies the profile per pair).
 sim::Profile timing_profile(const std::string& name) {
   sim::Profile p = sim::load_profile(kRoot + "/calibration/profiles/" + name);
   p.compute.gemm_tables.clear();
   p.compute.own_gemm_tables.clear();
+  p.compute.attention_table.reset();
   return p;
 }
 
