@@ -160,22 +160,29 @@ std::vector<std::string> temp_files(const fs::path& dir) {
 TEST_F(CalibrateKill, FiftyRandomKillsLoseNoRow) {
   const std::string want = reference();
   ASSERT_EQ(read_measurements((root_ / "reference" / "calibration.csv").string()).size(), kRows);
-  // The kill points span one run as the trials start it: the faster of two, as a busy
-  // machine can stall either. (Timing the run in this process instead put every kill of a
-  // sanitized build under load before the child's first case.)
-  const double full_s = std::min(child_run_s(want), child_run_s(want));  // deterministic, too
+  // The kill points span one run as the trials start it, timed just before each trial:
+  // the faster of that run and the previous trial's, as a busy machine can stall either.
+  // (Timing the run in this process instead put every kill of a sanitized build under load
+  // before the child's first case; timing it once before all the trials put most kills
+  // before the first case when the machine grew busier during them.)
+  double last_s = child_run_s(want);  // deterministic output, too
+  std::vector<double> spans;
   const fs::path pids = root_ / "pids.txt";
   setenv("FAKE_BENCH_PIDS", pids.c_str(), 1);
   std::mt19937 rng(20261126);  // fixed: the same kill points every run, timing aside
-  std::uniform_real_distribution<double> when(0.0, 1.1 * full_s);
+  std::uniform_real_distribution<double> when(0.0, 1.1);  // of a run
   int cut_short = 0, resumed_with_rows = 0, discarded = 0;
   for (int trial = 0; trial < 50; ++trial) {
     const fs::path out = root_ / ("trial" + std::to_string(trial));
+    const double now_s = child_run_s(want);
+    const double span_s = std::min(now_s, last_s);
+    last_s = now_s;
+    spans.push_back(span_s);
     // Each trial starts fresh; odd trials kill the first resume too.
     const int kills = 1 + trial % 2;
     for (int k = 0; k < kills; ++k) {
       const pid_t pid = start(out);
-      std::this_thread::sleep_for(std::chrono::duration<double>(when(rng)));
+      std::this_thread::sleep_for(std::chrono::duration<double>(when(rng) * span_s));
       int status = 0;
       if (waitpid(pid, &status, WNOHANG) == 0) {
         kill(pid, SIGKILL);
@@ -202,10 +209,11 @@ TEST_F(CalibrateKill, FiftyRandomKillsLoseNoRow) {
   // The kills must land mid-run, and some after a case was kept, or the test tests nothing.
   EXPECT_GE(cut_short, 30);  // of 75 kills
   EXPECT_GE(resumed_with_rows, 10);
+  std::sort(spans.begin(), spans.end());
   std::printf(
-      "50 trials, %.2f s per uninterrupted run: %d runs killed mid-way, %d resumes "
+      "50 trials, %.2f-%.2f s per uninterrupted run: %d runs killed mid-way, %d resumes "
       "found kept cases, %d cut away a tail\n",
-      full_s, cut_short, resumed_with_rows, discarded);
+      spans.front(), spans.back(), cut_short, resumed_with_rows, discarded);
 }
 
 // The orphan of the issue: a call still measuring when calibrate is killed. It must die
