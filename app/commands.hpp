@@ -15,6 +15,7 @@ void add_collective_command(CLI::App& app, Runner& selected);
 void add_simulate_command(CLI::App& app, Runner& selected);
 void add_calibrate_command(CLI::App& app, Runner& selected);
 void add_fit_command(CLI::App& app, Runner& selected);
+void add_fit_shaped_command(CLI::App& app, Runner& selected);
 void add_validate_command(CLI::App& app, Runner& selected);
 void add_validate_steps_command(CLI::App& app, Runner& selected);
 void add_validate_collectives_command(CLI::App& app, Runner& selected);

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   add_simulate_command(app, selected);
   add_calibrate_command(app, selected);
   add_fit_command(app, selected);
+  add_fit_shaped_command(app, selected);
   add_validate_command(app, selected);
   add_validate_steps_command(app, selected);
   add_validate_collectives_command(app, selected);

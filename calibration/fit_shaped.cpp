@@ -11,6 +11,7 @@
 #include "calibration/csv.hpp"
 #include "calibration/fit.hpp"
 #include "config/error.hpp"
+#include "config/yaml_quote.hpp"
 #include "sim/overlap/pair_simulation.hpp"
 #include "sim/topology/builders.hpp"
 
@@ -237,6 +238,62 @@ sim::Profile with_shaped_fit(const sim::Profile& profile, const ShapedFit& fit) 
   shaped.clear();
   for (const auto& [key, v] : fit.params) shaped[key] = v;
   return p;
+}
+
+sim::Profile shaped_timing_profile(sim::Profile profile) {
+  profile.compute.gemm_tables.clear();
+  profile.compute.own_gemm_tables.clear();
+  profile.compute.attention_table.reset();
+  return profile;
+}
+
+std::string with_shaped_designs(const std::string& text, const std::string& path,
+                                const ShapedFit& fit) {
+  std::vector<std::string> lines;
+  for (std::size_t at = 0; at <= text.size();) {
+    const std::size_t end = text.find('\n', at);
+    lines.push_back(text.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  // `designs:` at the top level, then `  shaped:`; the block is its 4-space-indented lines.
+  std::size_t first = lines.size();
+  bool in_designs = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    if (!l.empty() && l[0] != ' ' && l[0] != '#') in_designs = l.rfind("designs:", 0) == 0;
+    if (in_designs && l == "  shaped:") {
+      first = i + 1;
+      break;
+    }
+  }
+  if (first == lines.size())
+    throw config::ConfigError(
+        fmt::format("{}: no designs.shaped block (expected one to replace)", path));
+  std::size_t last = first;
+  std::string latency_line;
+  while (last < lines.size() && lines[last].rfind("    ", 0) == 0) {
+    if (lines[last].rfind("    nccl_call_latency_s:", 0) == 0) latency_line = lines[last];
+    ++last;
+  }
+  std::vector<std::string> block;
+  for (const auto& [key, v] : fit.params) {
+    if (key == "nccl_call_latency_s" && !latency_line.empty()) {
+      block.push_back(latency_line);
+      continue;
+    }
+    std::string line =
+        fmt::format("    {}: {{value: {}, source: {}, citation: {}", key, v.value,
+                    sim::to_string(v.source.kind), config::yaml_quoted(v.source.citation));
+    if (v.source.fit_error >= 0) line += fmt::format(", fit_error: {:.4g}", v.source.fit_error);
+    block.push_back(line + "}");
+  }
+  lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(first),
+              lines.begin() + static_cast<std::ptrdiff_t>(last));
+  lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(first), block.begin(), block.end());
+  std::string out;
+  for (std::size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" : "") + lines[i];
+  return out;
 }
 
 ShapedFit fit_shaped(const std::vector<ShapedPoint>& points, const sim::Profile& base) {

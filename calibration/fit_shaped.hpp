@@ -65,4 +65,17 @@ double shaped_pair_time_s(const ShapedPoint& point, const sim::Profile& profile)
 // `profile` with designs.shaped set to the fit's parameters.
 sim::Profile with_shaped_fit(const sim::Profile& profile, const ShapedFit& fit);
 
+// The profile a fit times its pairs with: `profile` with its GEMMs timed by the efficiency
+// curve (simulate_pair scales it to each pair's measured GEMM exactly) and no attention
+// table (the pairs have none; simulate_pair copies the profile for every pair).
+sim::Profile shaped_timing_profile(sim::Profile profile);
+
+// A profile's YAML text (`path` names it in errors) with its designs.shaped block replaced
+// by the fit's parameters, one line a key in key order with value, source, citation and fit
+// error; the block's nccl_call_latency_s line, which the fit carries, is kept as written.
+// Everything else is kept byte for byte. Throws config::ConfigError where the text has no
+// designs.shaped block.
+std::string with_shaped_designs(const std::string& text, const std::string& path,
+                                const ShapedFit& fit);
+
 }  // namespace overlapsim::calibration

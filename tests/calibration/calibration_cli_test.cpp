@@ -90,6 +90,35 @@ TEST_F(CalibrationCli, FitOfShippedDataMatchesShippedProfile) {
   EXPECT_NE(r.err.find("collectives allreduce ranks=2 ctas=0"), std::string::npos) << r.err;
 }
 
+// `fit-shaped` writes the shaped design's fit of the repository's H100 runs into the profile
+// it is given: run on the shipped datasheet profile, it gives that file byte for byte.
+TEST_F(CalibrationCli, FitShapedOfShippedRunsMatchesTheDatasheet) {
+  const fs::path out = dir_ / "h100.yaml";
+  const CliRun r =
+      run("fit-shaped --gpu h100 --profile calibration/profiles/datasheet-h100.yaml "
+          "--out " +
+          out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(slurp(out), slurp(kRoot + "/calibration/profiles/datasheet-h100.yaml"));
+}
+
+TEST_F(CalibrationCli, FitShapedBadInputExits2AndWritesNothing) {
+  const fs::path out = dir_ / "p.yaml";
+  CliRun r =
+      run("fit-shaped --gpu a100 --profile calibration/profiles/datasheet-a100.yaml "
+          "--out " +
+          out.string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--gpu: 'a100'"), std::string::npos) << r.err;
+  r =
+      run("fit-shaped --surfaces no/such/surface.csv --profile "
+          "calibration/profiles/datasheet-h100.yaml --out " +
+          out.string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("no/such/surface.csv"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 TEST_F(CalibrationCli, ValidateJsonContract) {
   const CliRun r =
       run("validate --profile calibration/profiles/h200-nvlink.yaml --measurements "

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <tuple>
@@ -24,15 +25,13 @@ namespace {
 
 const std::string kRoot = OVERLAPSIM_SOURCE_DIR;
 
-// A profile's compute model with its GEMMs timed by the efficiency curve, which
-// simulate_pair scales to the measured GEMM time exactly (as the fused design's check); no
-// attention table (the pairs have none, and simulate_pair copies the profile per pair).
 sim::Profile timing_profile(const std::string& name) {
-  sim::Profile p = sim::load_profile(kRoot + "/calibration/profiles/" + name);
-  p.compute.gemm_tables.clear();
-  p.compute.own_gemm_tables.clear();
-  p.compute.attention_table.reset();
-  return p;
+  return shaped_timing_profile(sim::load_profile(kRoot + "/calibration/profiles/" + name));
+}
+
+std::string text_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 struct Gpu {
@@ -154,6 +153,40 @@ TEST(FitShaped, MissingFileOrColumnIsAConfigError) {
   std::filesystem::remove_all(dir);
 }
 
+// A profile text without a designs.shaped block is refused with its name, not appended to.
+TEST(FitShaped, ReplacingTheBlockNeedsOne) {
+  ShapedFit fit;
+  fit.params["chunks"] = measured_value(4, "the grid's best point", -1);
+  fit.params["comm_interference_slowdown"] = measured_value(1.1, "fitted \"both ways\"", 0.07);
+  fit.params["nccl_call_latency_s"] = measured_value(10e-6, "carried", -1);
+  try {
+    with_shaped_designs("format: 1\ndesigns:\n  decomposed:\n    chunks: 4\n", "p.yaml", fit);
+    ADD_FAILURE() << "no error for a profile without designs.shaped";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("p.yaml: no designs.shaped"), std::string::npos)
+        << e.what();
+  }
+  // Only the block changes: a key after it and the lines before it stay as they were.
+  const std::string text =
+      "format: 1\ndesigns:\n  shaped:\n    chunks: {value: 2, source: assumed, citation: "
+      "\"x\"}\n    nccl_call_latency_s: {value: 9us, source: assumed, citation: \"y\"}\n"
+      "measurements: m.csv\n";
+  const std::string out = with_shaped_designs(text, "p.yaml", fit);
+  EXPECT_EQ(out.rfind("format: 1\ndesigns:\n  shaped:\n", 0), 0u) << out;
+  EXPECT_NE(out.find("    nccl_call_latency_s: {value: 9us, source: assumed, citation: \"y\"}\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("    chunks: {value: 4, source: measured, citation: \"the grid's best "
+                     "point\"}\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("    comm_interference_slowdown: {value: 1.1, source: measured, citation: "
+                     "\"fitted \\\"both ways\\\"\", fit_error: 0.07}\n"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.substr(out.size() - 20), "measurements: m.csv\n") << out;
+}
+
 // No grid point the model expresses: refused with a reason, not fitted from nothing.
 TEST(FitShaped, RefusesAGridWithoutTheModelsPoint) {
   std::vector<ShapedPoint> points = load_shaped_points(kRoot, {shaped_surface_files_h100()[2]});
@@ -172,6 +205,10 @@ TEST(FitShaped, ShippedProfilesCarryTheFit) {
                   sim::to_string(v.source.kind), v.source.citation.c_str());
     std::printf("%s: %zu pairs, relative RMS %.2f%%\n", gpu.name, fit.fitted.size(),
                 100 * fit.relative_rms);
+    // `overlapsim fit-shaped` writes the datasheet profile (the first) as shipped, byte for
+    // byte; the fitted profiles carry its block through `overlapsim fit`.
+    const std::string sheet = kRoot + "/calibration/profiles/" + gpu.shipped.front();
+    EXPECT_EQ(with_shaped_designs(text_of(sheet), sheet, fit), text_of(sheet)) << sheet;
     for (const char* name : gpu.shipped) {
       const sim::Profile p = sim::load_profile(kRoot + "/calibration/profiles/" + name);
       for (const auto& [key, v] : fit.params) {
