@@ -4,13 +4,12 @@
 // (atomically; O may be P). Deterministic, CPU-only.
 #include <fmt/format.h>
 
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "app/commands.hpp"
+#include "app/profile_text.hpp"
 #include "calibration/fit_shaped.hpp"
 #include "config/atomic_file.hpp"
 #include "config/error.hpp"
@@ -28,14 +27,6 @@ struct FitShapedCli {
   bool quiet = false;
 };
 
-std::string read_text(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw config::ConfigError(
-        fmt::format("{}: {}: cannot read (expected a profile YAML)", flag, path));
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 int run_fit_shaped(const FitShapedCli& o) {
   config::check_writable(o.out, "--out");
   std::vector<std::string> files = o.surfaces;
@@ -50,7 +41,7 @@ int run_fit_shaped(const FitShapedCli& o) {
           "--surfaces FILES)",
           o.gpu));
   }
-  const std::string text = read_text(o.profile, "--profile");
+  const std::string text = read_profile_text(o.profile);
   const sim::Profile base = calibration::shaped_timing_profile(
       sim::load_profile(o.timing.empty() ? o.profile : o.timing));
   const calibration::ShapedFit fit =

@@ -6,15 +6,14 @@
 #include <fmt/ranges.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "app/commands.hpp"
 #include "app/output.hpp"
+#include "app/profile_text.hpp"
 #include "calibration/measurement.hpp"
 #include "calibration/validate.hpp"
 #include "calibration/validation_record.hpp"
@@ -35,14 +34,6 @@ struct ValidateOptions {
   int worst = 10;
   bool record = false;
 };
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw config::ConfigError(fmt::format("{}: cannot read the profile", path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 int run_validate(const ValidateOptions& o) {
   if (o.format != "table" && o.format != "json")
@@ -66,8 +57,8 @@ int run_validate(const ValidateOptions& o) {
         throw config::ConfigError(fmt::format(
             "--record: '{}' is an absolute path (expected one relative to the repository root)",
             p));
-    outputs.add(o.profile, calibration::with_validation_section(read_text(o.profile), report,
-                                                                o.measurements, o.cluster));
+    outputs.add(o.profile, calibration::with_validation_section(read_profile_text(o.profile),
+                                                                report, o.measurements, o.cluster));
   }
   const std::string text = o.format == "json"
                                ? calibration::format_validation_json(report, o.worst)
