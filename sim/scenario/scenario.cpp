@@ -195,7 +195,8 @@ class ScenarioRunner {
       if (r->result.step_time_s < (fastest ? fastest->result.step_time_s : run.result.step_time_s))
         fastest = r;
     if (fastest) {
-      run.best_basis = fastest->result.design + " on every pair";
+      run.best_every_pair = fastest->result.design;
+      run.best_basis = run.best_every_pair + " on every pair";
       run.result = fastest->result;
       run.result.design = kBestDesign;
       run.pairs = fastest->pairs;
@@ -294,11 +295,7 @@ class ScenarioRunner {
   std::vector<std::string> validate_kinds(const DesignRun& run) const {
     const std::string& name = run.result.design;
     if (name != kBestDesign) return {validate_kind(name)};
-    const std::string every = " on every pair";
-    const std::string& basis = run.best_basis;
-    if (basis.size() > every.size() &&
-        basis.compare(basis.size() - every.size(), every.size(), every) == 0)
-      return {validate_kind(basis.substr(0, basis.size() - every.size()))};
+    if (!run.best_every_pair.empty()) return {validate_kind(run.best_every_pair)};
     std::vector<std::string> kinds;
     for (const PairClassChoice& c : run.best_classes)
       if (c.winner != "sequential") {

@@ -100,6 +100,7 @@ struct DesignRun {
   // the per-class mix (the pairs' choices interact through the network and the streams).
   std::vector<PairClassChoice> best_classes;
   std::string best_basis;
+  std::string best_every_pair;  // the design that basis names ("" for the per-class mix)
 };
 
 struct ScenarioResult {

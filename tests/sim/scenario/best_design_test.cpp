@@ -78,6 +78,7 @@ TEST(BestDesign, PicksPerClassAndBeatsEveryForcedDesign) {
   const DesignRun* best = r.run_of(kBestDesign);
   ASSERT_NE(best, nullptr);
   EXPECT_EQ(best->best_basis, "per pair class");
+  EXPECT_TRUE(best->best_every_pair.empty());
   ASSERT_EQ(best->best_classes.size(), 2u);
   const PairClassChoice& big = best->best_classes[0];
   const PairClassChoice& small = best->best_classes[1];

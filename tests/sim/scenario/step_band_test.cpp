@@ -165,10 +165,8 @@ TEST(StepBand, BestTakesTheErrorOfTheDesignsItRan) {
   const DesignRun& best = r.runs[1];
   ASSERT_TRUE(best.paired) << best.best_basis;
   std::vector<std::string> ran;
-  const std::string every = " on every pair";
-  if (best.best_basis.size() > every.size() &&
-      best.best_basis.substr(best.best_basis.size() - every.size()) == every)
-    ran = {best.best_basis.substr(0, best.best_basis.size() - every.size())};
+  if (!best.best_every_pair.empty())
+    ran = {best.best_every_pair};
   else
     for (const auto& c : best.best_classes)
       if (c.winner != "sequential") ran.push_back(c.winner);
