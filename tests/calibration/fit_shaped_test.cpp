@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <set>
 #include <string>
 #include <tuple>
@@ -19,6 +18,7 @@
 #include "calibration/fit.hpp"
 #include "config/error.hpp"
 #include "sim/profile/profile_load.hpp"
+#include "tests/cli_test_util.hpp"
 
 namespace overlapsim::calibration {
 namespace {
@@ -27,11 +27,6 @@ const std::string kRoot = OVERLAPSIM_SOURCE_DIR;
 
 sim::Profile timing_profile(const std::string& name) {
   return shaped_timing_profile(sim::load_profile(kRoot + "/calibration/profiles/" + name));
-}
-
-std::string text_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 struct Gpu {
@@ -201,14 +196,16 @@ TEST(FitShaped, ShippedProfilesCarryTheFit) {
   for (const Gpu& gpu : gpus()) {
     const ShapedFit fit = fit_of(gpu);
     for (const auto& [key, v] : fit.params)
-      std::printf("FIT %s %s %.10g %.10g %s | %s\n", gpu.name, key.c_str(), v.value, v.source.fit_error,
-                  sim::to_string(v.source.kind), v.source.citation.c_str());
+      std::printf("FIT %s %s %.10g %.10g %s | %s\n", gpu.name, key.c_str(), v.value,
+                  v.source.fit_error, sim::to_string(v.source.kind), v.source.citation.c_str());
     std::printf("%s: %zu pairs, relative RMS %.2f%%\n", gpu.name, fit.fitted.size(),
                 100 * fit.relative_rms);
     // `overlapsim fit-shaped` writes the datasheet profile (the first) as shipped, byte for
     // byte; the fitted profiles carry its block through `overlapsim fit`.
     const std::string sheet = kRoot + "/calibration/profiles/" + gpu.shipped.front();
-    EXPECT_EQ(with_shaped_designs(text_of(sheet), sheet, fit), text_of(sheet)) << sheet;
+    EXPECT_EQ(with_shaped_designs(overlapsim::testing::slurp(sheet), sheet, fit),
+              overlapsim::testing::slurp(sheet))
+        << sheet;
     for (const char* name : gpu.shipped) {
       const sim::Profile p = sim::load_profile(kRoot + "/calibration/profiles/" + name);
       for (const auto& [key, v] : fit.params) {
