@@ -18,7 +18,6 @@ struct PairedDesign::Pair {
   std::vector<std::uint64_t> bytes;  // per part
   std::vector<char> arrived;         // per part
   int next_group = 0;
-  bool compute_running = false;
   bool compute_handed = false;  // consumer: the op reached the head of its stream
   bool compute_finished = false, comm_finished = false;
   int in_flight = 0, parts_done = 0;
@@ -33,6 +32,7 @@ struct PairedDesign::Pair {
   double busy_accum_s = 0, busy_since_s = -1;
   // Time with a group of the op running: accumulated, and since when (< 0: none runs).
   double compute_accum_s = 0, compute_since_s = -1;
+  bool compute_running() const { return compute_since_s >= 0; }
   int refs = 0;  // PairRef's count
 };
 
@@ -269,10 +269,9 @@ void PairedDesign::absorb_layout_ops(ExecContext& ctx, int p, OpVertex first, Op
 
 void PairedDesign::run_next_group(ExecContext& ctx, const PairRef& pair) {
   const int n = static_cast<int>(pair->s.compute_s.size());
-  if (pair->compute_running || pair->next_group >= n) return;
+  if (pair->compute_running() || pair->next_group >= n) return;
   if (!pair->producer && (!pair->compute_handed || !pair->arrived[pair->next_group])) return;
   const int j = pair->next_group++;
-  pair->compute_running = true;
   pair->compute_since_s = ctx.simulator().now();
   start_segment(ctx, pair, j, pair->s.compute_s[j], 0);
 }
@@ -314,7 +313,6 @@ void PairedDesign::start_segment(ExecContext& ctx, const PairRef& pair, int j, d
       start_segment(ctx, pair, j, round < 1 ? lost : lost * left_slow, round + 1);
       return;
     }
-    pair->compute_running = false;
     pair->compute_accum_s += ctx.simulator().now() - pair->compute_since_s;
     pair->compute_since_s = -1;
     // The group's SMs free up: parts that waited for them go first, then
@@ -333,7 +331,7 @@ void PairedDesign::start_segment(ExecContext& ctx, const PairRef& pair, int j, d
 }
 
 void PairedDesign::part_ready(ExecContext& ctx, const PairRef& pair, int part) {
-  if (pair->s.comm_waits_for_running_group && pair->compute_running) {
+  if (pair->s.comm_waits_for_running_group && pair->compute_running()) {
     pair->waiting_for_sms.push_back(part);
     return;
   }
@@ -440,7 +438,7 @@ void PairedDesign::part_done(ExecContext& ctx, const PairRef& pair, int part) {
       const int next = pair->queued.front();
       pair->queued.pop_front();
       // The next NCCL kernel of the stream needs SMs again.
-      if (pair->s.comm_waits_for_running_group && pair->compute_running)
+      if (pair->s.comm_waits_for_running_group && pair->compute_running())
         pair->waiting_for_sms.push_back(next);
       else
         launch_part(ctx, pair, next);
